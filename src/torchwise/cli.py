@@ -1,0 +1,90 @@
+"""The ``torchwise`` command.
+
+Start-up time is part of the product: this module imports nothing heavy. It looks at the first
+argument, imports only the module that implements that command, and lets it parse the rest.
+Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from torchwise.errors import TorchwiseError
+
+# name -> (module implementing it, one-line help). Modules are imported only when used.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "env": ("torchwise.env", "report Python, torch, CUDA, cuDNN, NCCL, CPU and every GPU (NVML)"),
+    "rules": ("torchwise.rules_cli", "list the practice catalog"),
+    "rule": ("torchwise.rules_cli", "explain one practice: what, why, example, fix"),
+    "summary": ("torchwise.summary", "per-layer shapes, parameters and FLOPs of a Task's model"),
+    "lint": ("torchwise.lint.cli", "statically check Python files for training pitfalls"),
+    "train": ("torchwise.train.cli", "train a Task with every practice applied"),
+    "doctor": ("torchwise.doctor.cli", "run a few real steps and report run-time problems"),
+    "tune": ("torchwise.tune.cli", "measure which speed settings help this model here"),
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torchwise")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [
+        "usage: torchwise COMMAND [options]",
+        "",
+        "Train PyTorch models well, automatically and checkably.",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {name.ljust(width)}  {desc}" for name, (_, desc) in COMMANDS.items()]
+    lines += ["", "Run 'torchwise COMMAND --help' for a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``torchwise`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_top_help())
+        return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(f"torchwise {_version()}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        import difflib
+
+        near = difflib.get_close_matches(name, list(COMMANDS), n=3)
+        hint = f" Did you mean: {', '.join(near)}?" if near else ""
+        print(f"torchwise: unknown command {name!r}.{hint} Commands: {', '.join(COMMANDS)}.", file=sys.stderr)
+        return 2
+    module_name, desc = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"torchwise {name}", description=desc)
+    if hasattr(module, "add_arguments_for"):
+        module.add_arguments_for(name, parser)
+    else:
+        module.add_arguments(parser)
+    args = parser.parse_args(rest)
+    args.command = name
+    try:
+        return int(module.run(args) or 0)
+    except TorchwiseError as exc:
+        print(f"torchwise {name}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"torchwise {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
