@@ -149,8 +149,7 @@ def test_dataloader_with_workers_reproduces_batches():
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     c = loader_batches(7)
     assert not all(torch.equal(x, y) for x, y in zip(a, c))
-    # seed_worker gives each worker its own numpy/random stream: batches 0 and 1 come from
-    # workers 0 and 1; without it both forked workers would repeat the parent's numpy/random numbers
+    # each worker has its own numpy/random stream: batches 0 and 1 come from workers 0 and 1
     assert not torch.equal(a[0][:, 2], a[1][:, 2])
     assert not torch.equal(a[0][:, 3], a[1][:, 3])
     # and the second epoch draws new augmentations

@@ -71,9 +71,11 @@ def seed_everything(seed: int, deterministic: bool = False) -> int:
 def seed_worker(worker_id: int) -> None:
     """``worker_init_fn`` for DataLoader: seed ``random`` and NumPy in each worker from torch's seed.
 
-    torch already gives worker ``i`` the seed ``base_seed + i`` (``base_seed`` drawn from the
-    loader's generator); this passes it on to the other two libraries, which would otherwise
-    repeat the same numbers in every worker (and in every epoch under "fork").
+    torch gives worker ``i`` the seed ``base_seed + i`` (``base_seed`` drawn from the loader's
+    generator each epoch); this passes it on to ``random`` and NumPy. torch >= 1.9 seeds those
+    two in its own worker loop as well, so with a stock DataLoader this is belt and braces; it
+    matters for older torch and for worker pools that do not go through DataLoader (where every
+    forked worker would otherwise repeat the parent's NumPy numbers).
     """
     worker_seed = torch.initial_seed() % 2**32
     np.random.seed(worker_seed)
