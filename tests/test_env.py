@@ -321,3 +321,18 @@ def test_visible_index(monkeypatch, visible, expected):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     gpus, _ = nvml_gpus(fake_nvml(specs))
     assert [g["visible_index"] for g in gpus] == expected
+
+
+@pytest.mark.gpu
+def test_real_gpus_listed_by_nvml():
+    gpus, note = nvml_gpus()
+    assert note is None, note
+    visible = [g for g in gpus if g["visible_index"] is not None]
+    assert len(visible) == torch.cuda.device_count()
+    for g in gpus:
+        assert g["name"] and g["uuid"].startswith(("GPU-", "MIG-"))
+        assert 0 < g["memory_total"] and 0 <= g["memory_free"] <= g["memory_total"]
+    name = torch.cuda.get_device_name(0)
+    assert name in {g["name"] for g in visible}
+    rows = gpu_rows(gpus)
+    assert len(rows) == len(gpus)
