@@ -1,0 +1,135 @@
+"""``torchwise.doctor``: run a few real training steps on a copy of a model and report problems.
+
+    report = torchwise.doctor("examples/digits.py:task")
+    report = torchwise.doctor(model, batch=(x, y), loss_fn=nn.CrossEntropyLoss(), optimizer=opt)
+    print(report)            # a table; report.findings, report.ok, report.to_json()
+
+Each check is one module in ``torchwise.doctor.checks`` (``twNNN_name.py``) with a ``CODES``
+tuple, an optional ``before(ctx)`` and ``check(ctx)`` returning findings or a ``Skipped``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import statistics
+from types import ModuleType
+from typing import Any, Callable, Iterable
+
+from torchwise._callable_module import make_callable
+from torchwise.doctor.report import DoctorReport, Finding, Skipped
+
+__all__ = ["doctor", "DoctorReport", "Finding", "Skipped", "available_checks"]
+
+
+def available_checks() -> list[ModuleType]:
+    """Every check module of ``torchwise.doctor.checks``, in code order."""
+    from torchwise.doctor import checks
+
+    names = sorted(m.name for m in pkgutil.iter_modules(checks.__path__) if m.name.startswith("tw"))
+    return [importlib.import_module(f"torchwise.doctor.checks.{n}") for n in names]
+
+
+def _selected(codes: Iterable[str], select: Iterable[str] | None, skip: Iterable[str] | None) -> bool:
+    codes = [c.upper() for c in codes]
+    if select is not None and not any(c.startswith(s.upper()) for c in codes for s in select):
+        return False
+    if skip is not None and all(any(c.startswith(s.upper()) for s in skip) for c in codes):
+        return False
+    return True
+
+
+def doctor(
+    task_or_model: Any,
+    batch: Any = None,
+    loss_fn: Callable[..., Any] | None = None,
+    optimizer: Any = None,
+    *,
+    steps: int = 3,
+    device: str = "auto",
+    loader: Any = None,
+    precision: str = "auto",
+    for_device: str | None = None,
+    cudnn_benchmark: bool | None = None,
+    select: Iterable[str] | None = None,
+    skip: Iterable[str] | None = None,
+) -> DoctorReport:
+    """Run ``steps`` real forward/backward/optimizer steps on copies and check what they show.
+
+    ``task_or_model``: a :class:`~torchwise.Task`, a task reference (``"file.py:fn"``) or an
+    ``nn.Module`` (then give ``batch`` or ``loader``, and ``loss_fn`` unless the model returns
+    the loss). ``optimizer``: an optimizer instance over the model's parameters (copied, never
+    stepped) or a factory ``params -> optimizer``. The user's model, optimizer and RNG state are
+    left as they were.
+
+    ``precision``: "auto" (bf16-mixed on a CUDA GPU that has it, else fp32), "32", "bf16-mixed"
+    or "16-mixed". ``for_device``: the device type the real training will use, for the speed
+    checks (default: the device the steps run on) — e.g. ``for_device="cuda"`` on a laptop.
+    ``cudnn_benchmark``: the setting training will use (default: the current global one).
+    ``select``/``skip``: codes or prefixes ("TW2") of the checks to run or leave out.
+    """
+    import torch
+
+    from torchwise.doctor.probe import build_context, run_steps
+    from torchwise.task import Task, load_task
+
+    subject = type(task_or_model).__name__
+    if isinstance(task_or_model, str):
+        task_or_model = load_task(task_or_model)
+    if isinstance(task_or_model, Task):
+        task = task_or_model
+        subject = task.name
+        model = task.model
+        loss_fn = loss_fn if loss_fn is not None else task.loss_fn
+        if optimizer is None:
+            optimizer = task.optimizer or (lambda params: torch.optim.AdamW(params, lr=1e-3))
+        if loader is None:
+            loader = task.train_loader()
+    else:
+        model = task_or_model
+    ctx = build_context(
+        subject, model, optimizer, loss_fn, loader, batch,
+        steps=steps, device=device, precision=precision, for_device=for_device, cudnn_benchmark=cudnn_benchmark,
+    )
+    checks = [c for c in available_checks() if _selected(c.CODES, select, skip)]
+    for c in checks:
+        before = getattr(c, "before", None)
+        if before is not None:
+            before(ctx)
+    devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        run_steps(ctx, batch)
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for c in checks:
+        try:
+            result = c.check(ctx)
+        except Exception as exc:  # a broken check must not hide the others
+            result = Skipped(tuple(c.CODES), f"the check itself failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, Skipped):
+            skipped.append(result)
+        elif result:
+            findings.extend(result)
+    return DoctorReport(subject, findings, skipped, _measured(ctx), ctx.failure)
+
+
+def _measured(ctx: Any) -> dict[str, Any]:
+    timed = ctx.steps[1:]
+    out: dict[str, Any] = {
+        "device": str(ctx.device),
+        "checked_for_device": ctx.target_device_type,
+        "precision": ctx.precision,
+        "steps_run": len(ctx.steps),
+        "steps_requested": ctx.steps_requested,
+    }
+    if timed:
+        out["median_step_ms"] = round(statistics.median(s.step_s for s in timed) * 1e3, 3)
+        waited = ctx.loader_wait()
+        if waited is not None:
+            out["loader_wait_share"] = round(waited[2], 4)
+    if ctx.steps and ctx.steps[0].batch_size:
+        out["batch_size"] = ctx.steps[0].batch_size
+    return out
+
+
+make_callable(__name__, "doctor")

@@ -1,0 +1,56 @@
+"""The share of step time spent waiting for the DataLoader.
+
+What: during the timed steps (the first, recording step is left out: it also pays for worker
+start-up) the time blocked in ``next(loader)`` is compared with the time of the steps
+themselves. A wait share of at least 30% (and at least 2 ms a step) is reported: as TW202 when
+the loader has ``num_workers=0`` (loading runs in the training process, between steps), else as
+TW222 (the workers cannot keep up).
+Why: while the model waits for data, the GPU (or the CPU cores doing the maths) idle; buying a
+faster GPU does not help an input-bound run.
+Example: ``DataLoader(images_on_disk, batch_size=64)`` decoding JPEGs in the main process.
+Fix: ``num_workers`` > 0 (measure: ``torchwise tune`` tries 0, 1, 2, 4...), ``persistent_workers``,
+``pin_memory`` for a GPU, a larger ``prefetch_factor``, or cheaper per-sample work (pre-decoded or
+cached data, faster storage).
+"""
+
+from __future__ import annotations
+
+from torchwise.doctor.report import Finding, Skipped
+
+CODES = ("TW202", "TW222")
+MIN_SHARE = 0.30
+MIN_WAIT_PER_STEP_S = 0.002
+
+
+def check(ctx) -> list[Finding] | Skipped:
+    if ctx.batch_given or ctx.loader is None:
+        return Skipped(CODES, "no loader to time (a fixed batch was given)")
+    waited = ctx.loader_wait()
+    if waited is None:
+        return Skipped(CODES, "needs at least 2 completed steps to time the loader (use steps >= 2)")
+    wait, busy, share = waited
+    timed = len(ctx.steps) - 1
+    if share < MIN_SHARE or wait / timed < MIN_WAIT_PER_STEP_S:
+        return []
+    workers = int(getattr(ctx.loader, "num_workers", 0) or 0)
+    evidence = {
+        "loader_wait_share": round(share, 3),
+        "wait_ms_per_step": round(wait / timed * 1e3, 3),
+        "step_ms": round(busy / timed * 1e3, 3),
+        "timed_steps": timed,
+        "num_workers": workers,
+    }
+    where = f"train loader (num_workers={workers}, batch_size={getattr(ctx.loader, 'batch_size', '?')})"
+    if workers == 0:
+        return [Finding(
+            "TW202", "warning",
+            f"{share:.0%} of step time is spent waiting for the loader, which loads in the main process (num_workers=0)",
+            where, evidence,
+            "set num_workers > 0 (measure the best count with `torchwise tune`), with persistent_workers=True and pin_memory=True for a GPU",
+        )]
+    return [Finding(
+        "TW222", "warning",
+        f"{share:.0%} of step time is spent waiting for the loader with {workers} worker(s): the input pipeline is the bottleneck",
+        where, evidence,
+        "more workers (measure with `torchwise tune`), persistent_workers, a larger prefetch_factor, or cheaper per-sample work",
+    )]

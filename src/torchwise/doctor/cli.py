@@ -1,0 +1,69 @@
+"""``torchwise doctor TASK``: run a few real steps on a copy and print what they showed.
+
+Exit status: 0 when nothing of error severity was found, 1 otherwise (or when the steps
+failed), 2 for a bad task reference or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from torchwise.errors import TaskError, TorchwiseError
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="task reference: path/to/file.py:function or package.module:function")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (for tools)")
+    parser.add_argument("--steps", type=int, default=3, help="training steps to run on the copy (default 3)")
+    parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
+    parser.add_argument("--precision", default="auto", help="auto (default), 32, bf16-mixed, 16-mixed")
+    parser.add_argument("--for-device", dest="for_device", default=None,
+                        help="device type the real training will use, for the speed checks (e.g. cuda on a laptop)")
+    parser.add_argument("--select", action="append", default=None, metavar="CODE", help="run only these codes or prefixes (repeatable)")
+    parser.add_argument("--skip", action="append", default=None, metavar="CODE", help="leave out these codes or prefixes (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchwise.doctor import doctor
+    from torchwise.task import load_task
+
+    try:
+        task = load_task(args.task)
+    except TorchwiseError:
+        raise
+    except Exception as exc:  # the task function itself raised
+        raise TaskError(f"building task {args.task!r} failed: {type(exc).__name__}: {exc}") from exc
+    report = doctor(
+        task, steps=args.steps, device=args.device, precision=args.precision, for_device=args.for_device,
+        select=args.select, skip=args.skip,
+    )
+    if args.json:
+        print(report.to_json())
+    elif sys.stdout.isatty():
+        _print_rich(report)
+    else:
+        print(report)
+    return 0 if report.ok else 1
+
+
+def _print_rich(report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{report.summary_line()}[/bold]")
+    if report.findings:
+        table = Table(show_lines=True)
+        for col in ("code", "severity", "where", "finding", "fix"):
+            table.add_column(col, overflow="fold")
+        for f in report.findings:
+            table.add_row(f.code, f"[{SEVERITY_STYLE[f.severity]}]{f.severity}[/]", f.where, f.message, f.fix)
+        console.print(table)
+    m = report.measured
+    facts = ", ".join(f"{k}={v}" for k, v in m.items())
+    console.print(f"[dim]measured: {facts}[/dim]")
+    for s in report.skipped:
+        console.print(f"[dim]skipped {'/'.join(s.codes)}: {s.reason}[/dim]")

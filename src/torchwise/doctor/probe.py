@@ -1,0 +1,611 @@
+"""Run a few real training steps on a copy of the model and record what the checks need.
+
+The user's model and optimizer are deep-copied together (so the copied optimizer points at the
+copied parameters); only the copies are ever run. Step 0 is the *recording* step: hooks on every
+module note execution order, shapes, dtypes and memory formats, and a ``TorchFunctionMode`` notes
+each call of a loss function with its input and target (before the call, so a call that raises is
+still seen). The later steps run without any recorder, so their timings (and on CUDA their count
+of host-device syncs) are those of plain training. Every check in ``doctor.checks`` then reads the
+:class:`Context`.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.overrides import TorchFunctionMode
+from torch.utils.data import DataLoader
+
+from torchwise.batch import batch_size_of, split_batch
+from torchwise.errors import DataError, TorchwiseError, UsageError
+
+LOSS_FUNCTIONS: dict[Callable, str] = {
+    F.cross_entropy: "cross_entropy",
+    F.nll_loss: "nll_loss",
+    F.mse_loss: "mse_loss",
+    F.l1_loss: "l1_loss",
+    F.smooth_l1_loss: "smooth_l1_loss",
+    F.huber_loss: "huber_loss",
+}
+LOG_FUNCTIONS: dict[Callable, str] = {
+    torch.log: "torch.log",
+    torch.Tensor.log: "Tensor.log",
+    torch.Tensor.log_: "Tensor.log_",
+    torch.log2: "torch.log2",
+    torch.Tensor.log2: "Tensor.log2",
+    torch.log10: "torch.log10",
+    torch.Tensor.log10: "Tensor.log10",
+}
+PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+@dataclass
+class ModuleCall:
+    """One module execution seen in the recording step."""
+
+    name: str
+    module: nn.Module
+    in_shapes: list[tuple[int, ...]]
+    in_dtypes: list[torch.dtype]
+    out_shapes: list[tuple[int, ...]]
+    out_dtypes: list[torch.dtype]
+    in_channels_last: bool | None  # first 4-D input NHWC (True), NCHW (False), unknown (None)
+
+
+@dataclass
+class LossCall:
+    """A loss function called in the recording step (input and target detached)."""
+
+    func: str
+    input: torch.Tensor
+    target: Any
+    kwargs: dict[str, Any]
+
+
+@dataclass
+class StepRecord:
+    """Timings of one step: waiting for the loader, and the step itself (device synced)."""
+
+    index: int
+    wait_s: float
+    step_s: float
+    input_shapes: tuple[tuple[int, ...], ...]
+    batch_size: int
+    syncs: int | None = None
+
+
+@dataclass
+class LogCall:
+    """A log of values that are zero or negative, producing -inf/NaN (seen when a step went bad)."""
+
+    func: str
+    module: str
+    zeros: int
+    negatives: int
+    total: int
+
+
+@dataclass
+class Context:
+    """Everything the checks read. ``model``/``optimizer`` are the doctor's copies."""
+
+    subject: str
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    optimizer_given: bool
+    loss_fn: Callable[..., Any] | None
+    device: torch.device
+    target_device_type: str
+    precision: str
+    cudnn_benchmark: bool
+    steps_requested: int
+    param_devices: dict[str, str]
+    spread_over_devices: bool
+    initial_training: dict[str, bool]
+    loader: DataLoader | None = None
+    batch_given: bool = False
+    module_calls: list[ModuleCall] = field(default_factory=list)
+    conv_bn_pairs: list[tuple[str, str]] = field(default_factory=list)
+    loss_calls: list[LossCall] = field(default_factory=list)
+    steps: list[StepRecord] = field(default_factory=list)
+    backward_done: int = 0
+    params_with_grad: set[str] = field(default_factory=set)
+    bn_stats_before: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    nonfinite: Any = None  # torchwise.nonfinite.NonFiniteReport
+    nonfinite_step: int | None = None
+    log_calls: list[LogCall] = field(default_factory=list)
+    failure: str | None = None
+    failure_exc: BaseException | None = None
+    scratch: dict[str, Any] = field(default_factory=dict)  # per-check state (before -> check)
+    _samples: list[tuple[int, list[tuple[str, Any]]]] | None = None
+
+    @property
+    def half_precision(self) -> bool:
+        """Training runs in fp16/bf16: mixed precision, or parameters stored in half."""
+        if self.precision in ("bf16-mixed", "16-mixed"):
+            return True
+        return any(p.dtype in HALF_DTYPES for p in self.model.parameters())
+
+    @property
+    def module_names(self) -> dict[nn.Module, str]:
+        return {m: n for n, m in self.model.named_modules()}
+
+    def loader_wait(self) -> tuple[float, float, float] | None:
+        """(seconds waited for batches, seconds in steps, wait share) over the timed steps.
+
+        Step 0 (recording hooks, worker start-up) is left out; None without a loader or with
+        fewer than two steps.
+        """
+        timed = self.steps[1:]
+        if self.batch_given or self.loader is None or not timed:
+            return None
+        wait = sum(s.wait_s for s in timed)
+        busy = sum(s.step_s for s in timed)
+        return wait, busy, wait / max(1e-12, wait + busy)
+
+    def sample_fields(self, limit: int = 8) -> list[tuple[int, list[tuple[str, Any]]]]:
+        """Up to ``limit`` samples of the loader's dataset, spread over it, as (index, fields).
+
+        Each field is (path, shape-or-length): tensors/arrays give their shape, lists and tuples of
+        numbers their length. Empty for iterable or unsized datasets.
+        """
+        if self._samples is not None:
+            return self._samples
+        self._samples = []
+        ds = getattr(self.loader, "dataset", None)
+        if ds is None or not hasattr(ds, "__getitem__") or isinstance(ds, torch.utils.data.IterableDataset):
+            return self._samples
+        try:
+            n = len(ds)
+        except TypeError:
+            return self._samples
+        indices = sorted({int(i * (n - 1) / max(1, limit - 1)) for i in range(min(limit, n))}) if n else []
+        for i in indices:
+            try:
+                sample = ds[i]
+            except Exception:  # a dataset that fails here fails in the steps too; reported there
+                break
+            self._samples.append((i, list(_fields(sample, "sample"))))
+        return self._samples
+
+
+def _fields(obj: Any, path: str, depth: int = 0):
+    shape = getattr(obj, "shape", None)
+    if shape is not None and hasattr(obj, "dtype"):
+        yield path, tuple(int(s) for s in shape)
+    elif isinstance(obj, Mapping) and depth < 2:
+        for k, v in obj.items():
+            yield from _fields(v, f"{path}[{k!r}]", depth + 1)
+    elif isinstance(obj, (list, tuple)) and depth < 2:
+        if obj and all(isinstance(v, (int, float, bool)) for v in obj):
+            yield path, (len(obj),)
+        else:
+            for i, v in enumerate(obj):
+                yield from _fields(v, f"{path}[{i}]", depth + 1)
+
+
+# ----------------------------------------------------------------------------- set-up
+
+
+def copy_model_and_optimizer(model: nn.Module, optimizer: torch.optim.Optimizer | None) -> tuple[nn.Module, torch.optim.Optimizer | None]:
+    """Deep copies of both; the copied optimizer holds the copied parameters."""
+    try:
+        if optimizer is None:
+            return copy.deepcopy(model), None
+        try:
+            return copy.deepcopy((model, optimizer))
+        except Exception:
+            model_copy = copy.deepcopy(model)
+            return model_copy, _rebuild_optimizer(model, model_copy, optimizer)
+    except TorchwiseError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"the doctor runs on a copy of the model, but copy.deepcopy failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _rebuild_optimizer(model: nn.Module, model_copy: nn.Module, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    mapping = {id(p): q for (_, p), (_, q) in zip(model.named_parameters(), model_copy.named_parameters())}
+    groups = []
+    for g in optimizer.param_groups:
+        params = [mapping.get(id(p)) or p.detach().clone().requires_grad_(p.requires_grad) for p in g["params"]]
+        groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": params})
+    new = type(optimizer)(groups, **optimizer.defaults)
+    new.load_state_dict(copy.deepcopy(optimizer.state_dict()))
+    return new
+
+
+def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.device, dict[str, str], bool]:
+    """(device to run on, parameter name -> device, whether parameters sit on several devices)."""
+    placed = {n: str(t.device) for n, t in list(model.named_parameters()) + list(model.named_buffers())}
+    devices = sorted(set(placed.values()))
+    spread = len(devices) > 1
+    if spread:  # model parallel: keep the placement; inputs go where the first parameter is
+        first = next((d for d in placed.values() if d != "meta"), "cpu")
+        return torch.device(first), placed, True
+    current = torch.device(devices[0]) if devices else torch.device("cpu")
+    if str(device) == "auto":
+        if current.type != "cpu":
+            return current, placed, False
+        try:
+            from torchwise.device import select_device
+
+            return torch.device(select_device("auto")), placed, False
+        except ImportError:
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu"), placed, False
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise UsageError(f"bad device {device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"device {device!r} asked for, but CUDA is not available here")
+    return dev, placed, False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    p = str(precision)
+    p = {"fp32": "32", "32-true": "32", "bf16": "bf16-mixed", "fp16": "16-mixed", "16": "16-mixed"}.get(p, p)
+    if p not in PRECISIONS:
+        raise UsageError(f"unknown precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
+    if p == "auto":
+        return "bf16-mixed" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "32"
+    return p
+
+
+def to_device(obj: Any, device: torch.device) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, Mapping):
+        return type(obj)({k: to_device(v, device) for k, v in obj.items()}) if type(obj) is dict else {k: to_device(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(to_device(v, device) for v in obj)
+    return obj
+
+
+def call_model(model: nn.Module, inputs: Any) -> Any:
+    if isinstance(inputs, Mapping):
+        return model(**inputs)
+    if isinstance(inputs, (list, tuple)):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _shapes(obj: Any) -> list[tuple[int, ...]]:
+    from torchwise.nonfinite import tensors_in
+
+    return [tuple(t.shape) for t in tensors_in(obj)]
+
+
+def _all_tensors(obj: Any, depth: int = 0):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 3 and isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _all_tensors(v, depth + 1)
+    elif depth < 3 and isinstance(obj, Mapping):
+        for v in obj.values():
+            yield from _all_tensors(v, depth + 1)
+
+
+# ----------------------------------------------------------------------------- recorders
+
+
+class _LossRecorder(TorchFunctionMode):
+    def __init__(self, ctx: Context) -> None:
+        super().__init__()
+        self.ctx = ctx
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = LOSS_FUNCTIONS.get(func)
+        if name is not None and len(args) >= 1 and isinstance(args[0], torch.Tensor):
+            target = args[1] if len(args) > 1 else kwargs.get("target")
+            extra = {k: v for k, v in kwargs.items() if k in ("ignore_index", "reduction", "label_smoothing")}
+            self.ctx.loss_calls.append(
+                LossCall(name, args[0].detach(), target.detach() if isinstance(target, torch.Tensor) else target, extra)
+            )
+        return func(*args, **kwargs)
+
+
+class _LogWatch(TorchFunctionMode):
+    """Notes log calls whose input holds zeros or negatives (the -inf/NaN makers)."""
+
+    def __init__(self, stack: list[str], found: list[LogCall]) -> None:
+        super().__init__()
+        self.stack, self.found = stack, found
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = LOG_FUNCTIONS.get(func)
+        if name is not None and args and isinstance(args[0], torch.Tensor) and args[0].is_floating_point():
+            x = args[0].detach()
+            zeros, negatives = int((x == 0).sum()), int((x < 0).sum())
+            if zeros or negatives:
+                self.found.append(LogCall(name, self.stack[-1] if self.stack else "", zeros, negatives, x.numel()))
+        return func(*args, **kwargs)
+
+
+def _channels_last(t: torch.Tensor | None) -> bool | None:
+    """True for NHWC storage, False for NCHW, None when unknown (no 4-D tensor, or both fit)."""
+    if t is None:
+        return None
+    cl, std = t.is_contiguous(memory_format=torch.channels_last), t.is_contiguous()
+    return None if cl == std else cl
+
+
+def _module_hooks(ctx: Context, model: nn.Module) -> list[Any]:
+    names = {m: n for n, m in model.named_modules()}
+    conv_outputs: dict[int, tuple[str, torch.Tensor]] = {}
+
+    def pre(module: nn.Module, args: tuple) -> None:
+        if isinstance(module, nn.modules.batchnorm._BatchNorm) and args and isinstance(args[0], torch.Tensor):
+            hit = conv_outputs.get(id(args[0]))
+            if hit is not None and hit[1] is args[0]:
+                ctx.conv_bn_pairs.append((hit[0], names[module]))
+
+    def post(module: nn.Module, args: tuple, output: Any) -> None:
+        ins = list(_all_tensors(args))
+        outs = list(_all_tensors(output))
+        four_d = next((t for t in ins if t.dim() == 4), None)
+        ctx.module_calls.append(
+            ModuleCall(
+                names[module],
+                module,
+                [tuple(t.shape) for t in ins],
+                [t.dtype for t in ins],
+                [tuple(t.shape) for t in outs],
+                [t.dtype for t in outs],
+                _channels_last(four_d),
+            )
+        )
+        if isinstance(module, nn.modules.conv._ConvNd) and module.bias is not None and isinstance(output, torch.Tensor):
+            conv_outputs[id(output)] = (names[module], output)
+
+    handles = []
+    for m in model.modules():
+        handles.append(m.register_forward_pre_hook(pre))
+        handles.append(m.register_forward_hook(post))
+    return handles
+
+
+# ----------------------------------------------------------------------------- steps
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class _SyncCounter:
+    """Counts host-device syncs with ``torch.cuda.set_sync_debug_mode("warn")`` (CUDA only)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.count = 0
+
+    def __enter__(self) -> "_SyncCounter":
+        if self.enabled:
+            self._prev = torch.cuda.get_sync_debug_mode()
+            self._warn = warnings.catch_warnings(record=True)
+            self._log = self._warn.__enter__()
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.enabled:
+            torch.cuda.set_sync_debug_mode(self._prev)
+            self._warn.__exit__(*exc)
+            self.count += sum("synchroniz" in str(w.message) for w in self._log)
+
+
+def _batches(ctx: Context, batch: Any):
+    """Yield (batch, seconds waited for it)."""
+    if ctx.batch_given or ctx.loader is None:
+        while True:
+            yield batch, 0.0
+    it = iter(ctx.loader)
+    served = 0
+    try:
+        while True:
+            t0 = time.perf_counter()
+            try:
+                b = next(it)
+            except StopIteration:
+                if not served:
+                    raise DataError("the training loader yielded no batch (empty dataset?)") from None
+                it = iter(ctx.loader)
+                continue
+            served += 1
+            yield b, time.perf_counter() - t0
+    finally:
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+
+def run_steps(ctx: Context, batch: Any) -> None:
+    """Run ``ctx.steps_requested`` training steps on the copies, filling ``ctx``."""
+    model, opt, device = ctx.model, ctx.optimizer, ctx.device
+    autocast_dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(ctx.precision)
+    scaler = torch.amp.GradScaler("cuda") if ctx.precision == "16-mixed" and device.type == "cuda" else None
+    count_syncs = device.type == "cuda"
+    for name, m in model.named_modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+            ctx.bn_stats_before[name] = (m.running_mean.detach().clone(), m.running_var.detach().clone())
+    params = list(model.named_parameters())
+
+    def forward_loss(inputs: Any, targets: Any) -> Any:
+        with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+            out = call_model(model, inputs)
+            if ctx.loss_fn is not None:
+                return ctx.loss_fn(out, targets)
+            if isinstance(out, torch.Tensor) and out.numel() == 1:
+                return out
+            raise UsageError("no loss_fn given and the model output is not a scalar loss: pass loss_fn=")
+
+    source = _batches(ctx, batch)
+    model.train()
+    try:
+        for i in range(ctx.steps_requested):
+            b, wait = next(source)
+            inputs, targets = split_batch(b)
+            inputs, targets = to_device(inputs, device), to_device(targets, device)
+            _sync(device)
+            recording = i == 0
+            t0 = time.perf_counter()
+            handles = _module_hooks(ctx, model) if recording else []
+            counter = _SyncCounter(count_syncs and not recording)
+            try:
+                with counter:
+                    opt.zero_grad(set_to_none=True)
+                    if recording:
+                        with _LossRecorder(ctx):
+                            loss = forward_loss(inputs, targets)
+                    else:
+                        loss = forward_loss(inputs, targets)
+                    loss_t = loss if isinstance(loss, torch.Tensor) else None
+                    if loss_t is None:
+                        raise UsageError(f"the loss is a {type(loss).__name__}, expected a tensor")
+                    (scaler.scale(loss_t) if scaler else loss_t).backward()
+            finally:
+                for h in handles:
+                    h.remove()
+            _sync(device)
+            t1 = time.perf_counter()
+            ctx.backward_done += 1
+            grads = [p.grad for _, p in params if p.grad is not None]
+            ctx.params_with_grad.update(n for n, p in params if p.grad is not None)
+            finite = torch.isfinite(loss_t.detach()).all()
+            if grads and scaler is None:
+                finite = finite & torch.stack([torch.isfinite(g).all() for g in grads]).all()
+            if not bool(finite):
+                ctx.nonfinite_step = i
+                _locate_nonfinite(ctx, lambda: forward_loss(inputs, targets))
+                ctx.steps.append(StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b), counter.count if count_syncs and not recording else None))
+                break
+            t2 = time.perf_counter()
+            with counter:
+                if scaler is not None:
+                    scaler.step(opt)
+                    scaler.update()
+                else:
+                    opt.step()
+            _sync(device)
+            t3 = time.perf_counter()
+            ctx.steps.append(
+                StepRecord(i, wait, (t1 - t0) + (t3 - t2), tuple(_shapes(inputs)), batch_size_of(b), counter.count if count_syncs and not recording else None)
+            )
+    except TorchwiseError:
+        raise
+    except Exception as exc:  # the checks may explain it; the report carries it
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        ctx.failure = f"{type(exc).__name__}: {first}"[:300]
+        ctx.failure_exc = exc
+    finally:
+        source.close()
+
+
+def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
+    from torchwise.nonfinite import find_nonfinite
+
+    model = ctx.model
+    try:
+        ctx.nonfinite = find_nonfinite(model, run_forward)
+    except Exception:  # diagnosis must not hide the finding itself
+        ctx.nonfinite = None
+    # re-run once more watching log calls, with the module stack known
+    names = {m: n for n, m in model.named_modules()}
+    stack: list[str] = []
+    handles = []
+    for m in model.modules():
+        handles.append(m.register_forward_pre_hook(lambda mod, a: stack.append(names[mod])))
+        handles.append(m.register_forward_hook(lambda mod, a, o: stack.pop() if stack else None))
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
+    devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices), torch.no_grad(), _LogWatch(stack, ctx.log_calls):
+            run_forward()
+    except Exception:
+        pass
+    finally:
+        for h in handles:
+            h.remove()
+        with torch.no_grad():
+            for n, b in model.named_buffers():
+                if n in buffers:
+                    b.copy_(buffers[n])
+
+
+def build_context(
+    subject: str,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer | Callable[..., torch.optim.Optimizer] | None,
+    loss_fn: Callable[..., Any] | None,
+    loader: DataLoader | None,
+    batch: Any,
+    *,
+    steps: int,
+    device: str | torch.device,
+    precision: str,
+    for_device: str | None,
+    cudnn_benchmark: bool | None,
+) -> Context:
+    """Copy the model (and optimizer instance), choose device and precision, set up a Context."""
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"doctor needs a torch.nn.Module, a Task or a task reference; got {type(model).__name__}")
+    if steps < 1:
+        raise UsageError(f"steps must be >= 1, got {steps}")
+    if batch is None and loader is None:
+        raise UsageError("doctor(model, ...) needs batch= (one (inputs, targets) batch) or loader= (a DataLoader)")
+    instance = optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
+    model_copy, opt_copy = copy_model_and_optimizer(model, instance)
+    run_device, placed, spread = resolve_device(model_copy, device)
+    if not spread and any(t.device != run_device for t in list(model_copy.parameters()) + list(model_copy.buffers())):
+        model_copy.to(run_device)
+        if opt_copy is not None and opt_copy.state:
+            opt_copy.load_state_dict(opt_copy.state_dict())  # moves the state next to the parameters
+    if opt_copy is None:
+        if optimizer is not None and callable(optimizer):
+            opt_copy = optimizer(model_copy.parameters())
+        else:
+            opt_copy = torch.optim.SGD([p for p in model_copy.parameters() if p.requires_grad] or [nn.Parameter(torch.zeros(1))], lr=1e-3)
+    for_type = str(for_device) if for_device else run_device.type
+    if for_type not in ("cpu", "cuda", "mps", "xpu"):
+        raise UsageError(f"for_device must be a device type such as 'cuda' or 'cpu', got {for_device!r}")
+    return Context(
+        subject=subject,
+        model=model_copy,
+        optimizer=opt_copy,
+        optimizer_given=optimizer is not None,
+        loss_fn=loss_fn,
+        device=run_device,
+        target_device_type=for_type,
+        precision=resolve_precision(precision, run_device),
+        cudnn_benchmark=bool(torch.backends.cudnn.benchmark if cudnn_benchmark is None else cudnn_benchmark),
+        steps_requested=int(steps),
+        param_devices=placed,
+        spread_over_devices=spread,
+        initial_training={n: m.training for n, m in model_copy.named_modules()},
+        loader=loader,
+        batch_given=batch is not None,
+    )
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+__all__ = ["Context", "build_context", "run_steps", "usable_cores"]
