@@ -84,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"torchwise {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `torchwise env | head`: the reader left; not an error of ours
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
