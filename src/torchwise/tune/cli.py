@@ -1,0 +1,52 @@
+"""``torchwise tune TASK [--budget 120] [--out tune.json] [--plot speedups.png] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="the Task to tune: path/to/file.py:function or package.module:function")
+    parser.add_argument("--budget", type=float, default=120.0, metavar="SECONDS", help="time budget of the whole search (default 120)")
+    parser.add_argument("--out", default="tune.json", metavar="PATH", help="where to write the chosen configuration (default tune.json); '-' writes none")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="also draw a bar chart of the speed-ups (needs matplotlib: the 'plot' extra)")
+    parser.add_argument("--json", action="store_true", help="print the full result as JSON instead of tables")
+    parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
+    parser.add_argument("--knobs", default=None, metavar="A,B", help="measure only these knobs (default all): threads, precision, channels_last, cudnn_benchmark, tf32, compile, batch_size, loader")
+    parser.add_argument("--max-batch-size", type=int, default=None, metavar="N", help="largest batch the batch-size search may try (CUDA)")
+    parser.add_argument("--loss-rtol", type=float, default=0.05, metavar="R", help="how far (relative) the loss after a few steps may move from fp32 (default 0.05)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchwise.tune import tune
+
+    def progress(msg: str) -> None:
+        print(f"tune: {msg}", file=sys.stderr, flush=True)
+
+    out = None if args.out in ("-", "") else args.out
+    result = tune(
+        args.task,
+        budget_s=args.budget,
+        device=args.device,
+        out=out,
+        knobs=args.knobs,
+        plot=args.plot,
+        loss_rtol=args.loss_rtol,
+        max_batch_size=args.max_batch_size,
+        progress=None if args.quiet else progress,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+        return 0
+    from rich.console import Console
+
+    console = Console() if sys.stdout.isatty() else Console(width=120)
+    result.print(console)
+    if result.out is not None:
+        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task} --tuned {result.out})", highlight=False, soft_wrap=True)
+    if result.plot_path is not None:
+        console.print(f"wrote {result.plot_path}", highlight=False)
+    return 0
