@@ -174,6 +174,24 @@ def test_not_a_checkpoint(tmp_path):
         load_checkpoint(tmp_path)
 
 
+def test_plain_pickle_and_legacy_format(tmp_path):
+    import pickle
+
+    plain = tmp_path / "plain.pkl"
+    plain.write_bytes(pickle.dumps({"a": 1}, protocol=4))
+    for weights_only in (True, False):
+        with pytest.raises(CheckpointError, match=r"plain\.pkl is a plain pickle file.*trust"):
+            load_checkpoint(plain, weights_only=weights_only)
+    legacy = tmp_path / "legacy.pt"  # torch's pre-1.6 format still loads
+    torch.save({"w": torch.arange(3.0)}, legacy, _use_new_zipfile_serialization=False)
+    assert torch.equal(load_checkpoint(legacy)["w"], torch.arange(3.0))
+    cut = tmp_path / "legacy_cut.pt"
+    cut.write_bytes(legacy.read_bytes()[:200])
+    for weights_only in (True, False):
+        with pytest.raises(CheckpointError, match=r"legacy_cut\.pt is truncated or corrupted"):
+            load_checkpoint(cut, weights_only=weights_only)
+
+
 def test_safetensors_file_is_recognised(tmp_path):
     pytest.importorskip("safetensors")
     path = save_safetensors(small_net(), tmp_path / "w.safetensors")

@@ -44,6 +44,8 @@ WRAPPER_PREFIXES: tuple[str, ...] = ("module.", "_orig_mod.")
 # Keys under which training checkpoints commonly keep the model's state dict.
 _MODEL_KEYS: tuple[str, ...] = ("model", "state_dict", "model_state_dict")
 _LIST_LIMIT = 10
+# torch.save's legacy format: pickle protocol 2, then the long 0x1950A86A20F9469CFC6C
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,13 +255,26 @@ def _sniff(path: Path) -> str | None:
         if not any(n.endswith("data.pkl") for n in names):
             return f"{path} is a zip archive but not a PyTorch checkpoint (no data.pkl inside); give a file written by torch.save or save_checkpoint"
         return None
-    if head[:1] == b"\x80":  # a pickle: torch's legacy (pre-1.6) format
+    if head.startswith(_LEGACY_MAGIC):  # torch's legacy (pre-1.6) format: a pickle starting with a magic number
         return None
+    if head[:1] == b"\x80":
+        return (
+            f"{path} is a plain pickle file, not a PyTorch checkpoint; only if you trust it, read it with "
+            "pickle.load (unpickling can run code), or re-save its tensors with save_checkpoint"
+        )
     if len(head) >= 9 and head[8:9] == b"{":
         n = int.from_bytes(head[:8], "little")
         if 0 < n < size:
             return f"{path} is a safetensors file, not a torch checkpoint; load it with safetensors.torch.load_file({str(path)!r})"
     return f"{path} is not a PyTorch checkpoint (it starts with {head[:8]!r}); give a file written by torch.save or save_checkpoint"
+
+
+def _is_legacy(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(_LEGACY_MAGIC)) == _LEGACY_MAGIC
+    except OSError:
+        return False
 
 
 def _refused_global(exc: BaseException, path: Path) -> str | None:
@@ -273,7 +288,7 @@ def _refused_global(exc: BaseException, path: Path) -> str | None:
         unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
     except Exception:
         unsafe = []
-    return ", ".join(unsafe) if unsafe else "an object type outside the weights_only allow-list"
+    return ", ".join(unsafe) if unsafe else None
 
 
 def load_checkpoint(
@@ -313,8 +328,9 @@ def load_checkpoint(
                 f"only if you trust this file, load it with load_checkpoint(path, weights_only=False), "
                 f"or allow that class with torch.serialization.add_safe_globals([{refused.split(', ')[0]}])"
             ) from exc
-        message = _first_line(exc)
-        if "central directory" in message or "failed reading" in message or isinstance(exc, (EOFError, zipfile.BadZipFile)):
+        message = _first_line(exc) if str(exc).strip() else f"{type(exc).__name__}: the data ends early"
+        truncated = ("central directory", "failed reading", "truncated", "ran out of input")
+        if any(t in message.lower() for t in truncated) or isinstance(exc, (EOFError, zipfile.BadZipFile)) or _is_legacy(p):
             raise CheckpointError(
                 f"checkpoint {p} is truncated or corrupted ({message[:160]}); use an earlier checkpoint or copy it again"
             ) from exc
