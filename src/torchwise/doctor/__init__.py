@@ -51,6 +51,7 @@ def doctor(
     precision: str = "auto",
     for_device: str | None = None,
     cudnn_benchmark: bool | None = None,
+    evaluate: Callable[[Any, Any], Any] | None = None,
     select: Iterable[str] | None = None,
     skip: Iterable[str] | None = None,
 ) -> DoctorReport:
@@ -66,11 +67,13 @@ def doctor(
     or "16-mixed". ``for_device``: the device type the real training will use, for the speed
     checks (default: the device the steps run on) — e.g. ``for_device="cuda"`` on a laptop.
     ``cudnn_benchmark``: the setting training will use (default: the current global one).
+    ``evaluate``: your evaluation function ``evaluate(model, batch)``; it is called once on the
+    copy after the steps, to see whether it runs the model with autograd on (TW104).
     ``select``/``skip``: codes or prefixes ("TW2") of the checks to run or leave out.
     """
     import torch
 
-    from torchwise.doctor.probe import build_context, run_steps
+    from torchwise.doctor.probe import build_context, run_evaluate, run_steps
     from torchwise.task import Task, load_task
 
     subject = type(task_or_model).__name__
@@ -99,6 +102,12 @@ def doctor(
     devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices):
         run_steps(ctx, batch)
+        if evaluate is not None and ctx.failure is None:
+            ctx.evaluate_given = True
+            try:
+                run_evaluate(ctx, evaluate)
+            except Exception as exc:
+                ctx.failure = f"evaluate() raised {type(exc).__name__}: {exc}"[:300]
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for c in checks:

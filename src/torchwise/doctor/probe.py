@@ -124,6 +124,9 @@ class Context:
     nonfinite: Any = None  # torchwise.nonfinite.NonFiniteReport
     nonfinite_step: int | None = None
     log_calls: list[LogCall] = field(default_factory=list)
+    eval_calls: list[tuple[bool, bool]] = field(default_factory=list)  # (grad enabled, output requires grad)
+    evaluate_given: bool = False
+    last_batch: Any = None
     failure: str | None = None
     failure_exc: BaseException | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # per-check state (before -> check)
@@ -502,6 +505,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
                     opt.step()
             _sync(device)
             t3 = time.perf_counter()
+            ctx.last_batch = b
             ctx.steps.append(
                 StepRecord(i, wait, (t1 - t0) + (t3 - t2), tuple(_shapes(inputs)), batch_size_of(b), counter.count if count_syncs and not recording else None)
             )
@@ -513,6 +517,23 @@ def run_steps(ctx: Context, batch: Any) -> None:
         ctx.failure_exc = exc
     finally:
         source.close()
+
+
+def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> None:
+    """Call the user's ``evaluate(model, batch)`` on the copy, noting whether the model's
+    forward passes built autograd graphs."""
+    if ctx.last_batch is None:
+        return
+
+    def hook(module: nn.Module, args: tuple, output: Any) -> None:
+        outs = list(_all_tensors(output))
+        ctx.eval_calls.append((torch.is_grad_enabled(), any(t.requires_grad for t in outs)))
+
+    handle = ctx.model.register_forward_hook(hook)
+    try:
+        evaluate(ctx.model, to_device(ctx.last_batch, ctx.device))
+    finally:
+        handle.remove()
 
 
 def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
@@ -527,9 +548,17 @@ def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
     names = {m: n for n, m in model.named_modules()}
     stack: list[str] = []
     handles = []
+
+    def enter(module: nn.Module, args: tuple) -> None:
+        stack.append(names[module])
+
+    def leave(module: nn.Module, args: tuple, output: Any) -> None:
+        if stack:
+            stack.pop()
+
     for m in model.modules():
-        handles.append(m.register_forward_pre_hook(lambda mod, a: stack.append(names[mod])))
-        handles.append(m.register_forward_hook(lambda mod, a, o: stack.pop() if stack else None))
+        handles.append(m.register_forward_pre_hook(enter))
+        handles.append(m.register_forward_hook(leave))
     buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
     try:
