@@ -67,6 +67,11 @@ def test_save_overwrites_and_keeps_old_file_on_error(tmp_path):
     assert load_checkpoint(target)["step"] == 3
 
 
+def test_state_may_use_the_name_path(tmp_path):
+    save_checkpoint(tmp_path / "p.pt", path="data/train.csv", step=1)
+    assert load_checkpoint(tmp_path / "p.pt")["path"] == "data/train.csv"
+
+
 def test_save_needs_state_and_rejects_directory(tmp_path):
     with pytest.raises(UsageError):
         save_checkpoint(tmp_path / "x.pt")

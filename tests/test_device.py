@@ -296,6 +296,11 @@ def test_to_device_moves_shared_tensor_once_and_leaves_others():
     assert to_device({"t": t}, torch.device("cpu"))["t"] is t
 
 
+def test_to_device_bad_device():
+    with pytest.raises(UsageError, match="unknown device 'gpu'"):
+        to_device([torch.ones(1)], "gpu")
+
+
 def test_to_device_cpu_target_is_blocking(monkeypatch):
     seen = []
     real_to = torch.Tensor.to

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import torchwise.memory as mem
+from torchwise.errors import UsageError
 from torchwise.memory import MemoryStats, format_bytes, free_memory, memory_report, track_memory
 
 MiB = 2**20
@@ -150,6 +151,7 @@ def test_cuda_stats_logic(monkeypatch):
     fake = FakeCuda()
     monkeypatch.setattr(mem, "_cuda_counters", fake.counters)
     monkeypatch.setattr(mem, "_cuda_reset_peak", fake.reset)
+    monkeypatch.setattr(mem, "_cuda_available", lambda: True)
     with track_memory("fwd", device=torch.device("cuda", 0)) as m:
         fake.alloc(300 * MiB)  # activations
         fake.free(288 * MiB)   # most freed again
@@ -189,6 +191,15 @@ def test_free_memory_collects_cycles_and_reports_bytes():
 def test_free_memory_with_nothing_to_free():
     gc.collect()
     assert 0 <= free_memory() < 32 * MiB
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="tests a CPU-only machine")
+def test_bad_device_is_one_clear_error():
+    with pytest.raises(UsageError, match="CUDA is not available"):
+        with track_memory(device="cuda"):
+            pass
+    with pytest.raises(UsageError, match="unknown device 'gpu'"):
+        memory_report("gpu")
 
 
 def test_memory_report_cpu():

@@ -150,7 +150,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) ->
     return target
 
 
-def save_checkpoint(path: str | os.PathLike, **state: Any) -> Path:
+def save_checkpoint(path: str | os.PathLike, /, **state: Any) -> Path:
     """Save ``state`` (a dict of named things) to ``path`` atomically with ``torch.save``.
 
     >>> save_checkpoint("runs/last.pt", model=model.state_dict(), optimizer=opt.state_dict(), epoch=3)

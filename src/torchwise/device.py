@@ -302,7 +302,10 @@ def to_device(obj: Any, device: str | torch.device, non_blocking: bool = True) -
     copies *to* the CPU are always blocking, because a non-blocking device-to-host copy can be
     read before it has finished.
     """
-    target = torch.device(device) if not isinstance(device, torch.device) else device
+    try:
+        target = torch.device(device) if not isinstance(device, torch.device) else device
+    except (RuntimeError, TypeError) as exc:
+        raise UsageError(f"to_device: unknown device {device!r}; use e.g. 'cpu', 'cuda', 'cuda:0' or select_device('auto')") from exc
     nb = non_blocking and target.type != "cpu"
     memo: dict[int, Any] = {}
 

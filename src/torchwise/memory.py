@@ -23,6 +23,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from torchwise.errors import UsageError
+
 __all__ = ["track_memory", "MemoryTracker", "MemoryStats", "free_memory", "memory_report", "format_bytes"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -138,14 +140,24 @@ def _mps_counters() -> tuple[int, int]:
     return int(torch.mps.current_allocated_memory()), int(torch.mps.driver_allocated_memory())
 
 
+def _cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
 def _resolve(device: str | torch.device | None) -> torch.device:
     if device is None:
-        if torch.cuda.is_available():
+        if _cuda_available():
             return torch.device("cuda", torch.cuda.current_device())
         return torch.device("cpu")
-    dev = torch.device(device) if not isinstance(device, torch.device) else device
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
+    try:
+        dev = torch.device(device) if not isinstance(device, torch.device) else device
+    except (RuntimeError, TypeError) as exc:
+        raise UsageError(f"unknown device {device!r}: use 'cpu', 'cuda', 'cuda:N', 'mps' or a torch.device") from exc
+    if dev.type == "cuda":
+        if not _cuda_available():
+            raise UsageError(f"device {device!r} asks for CUDA memory figures but CUDA is not available here; use 'cpu'")
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
     return dev
 
 
