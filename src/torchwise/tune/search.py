@@ -48,6 +48,7 @@ STEP_DEFAULTS: dict[str, Any] = {
 LOADER_DEFAULTS: dict[str, Any] = {"num_workers": 0, "pin_memory": False, "persistent_workers": False}
 
 COMPILE_ESTIMATE_S = {"cpu": 40.0, "cuda": 60.0}
+WORKER_START_S = 0.3
 
 
 def default_config(ctx: Any) -> dict[str, Any]:
@@ -162,6 +163,8 @@ class Search:
             m = ref.measurement
             step_s = m.step_s * (int(config.get("batch_size") or m.batch_size) / max(1, m.batch_size))
         setup = self._costs.setup.get(mode, self._costs.setup.get("step", 0.0))
+        if mode == "loader" and config.get("num_workers"):
+            setup += WORKER_START_S * int(config["num_workers"])  # spawning workers, once at least
         if config.get("compile"):
             setup += self.compile_estimate_s if self._costs.compile is None else 0.5 * self._costs.compile
         return setup + self.trial_s + 5 * step_s
@@ -279,6 +282,8 @@ class Search:
         probe_cap = max(0.05, self.trial_s / 4)
 
         def fits(n: int) -> bool | None:
+            if n == base.get("batch_size"):
+                return True  # the current best already ran with it
             config = {**base, "batch_size": n}
             if not self._affordable(knob.NAME, f"batch_size={n}", config, "step"):
                 return None
@@ -287,7 +292,8 @@ class Search:
                 return False
             if trial.measurement is None:  # failed for another reason: treat as the limit
                 return False
-            trial.status = FITS
+            if trial.knob == knob.NAME and trial.status == NOT_FASTER:
+                trial.status = FITS
             return True
 
         largest, history, complete = knob.largest_fitting(fits, int(base.get("batch_size") or self.ctx.batch_size), int(self.ctx.max_batch))
@@ -369,7 +375,7 @@ class Search:
             return "step"
         label_default = "default, through the loader"
         if not self._affordable(knob.NAME, label_default, default, "loader"):
-            self._skip_loader_rest(knob, "no time left for the loader phase")
+            self._skip_loader_rest(knob, f"not enough time left for the loader phase ({max(0.0, self.remaining()):.1f} s left)")
             return "step"
         ref = self._run_trial("default", label_default, default, "loader", numerics=False)
         if ref.measurement is None:
