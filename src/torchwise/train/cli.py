@@ -1,0 +1,157 @@
+"""``torchwise train TASK``: train a Task with the Trainer, on one process or several via torchrun.
+
+    torchwise train examples/digits.py:task
+    torchwise train examples/digits.py:task --resume last --epochs 15
+    torchwise train examples/digits.py:task --nproc-per-node 2          # DDP through torchrun
+
+With ``--nproc-per-node N`` (or ``--nnodes M``) the command re-launches itself through
+``python -m torch.distributed.run`` (torchrun: elastic, multi-node; TW405), which sets RANK,
+WORLD_SIZE and the rendezvous for each worker; each worker's Trainer then detects the
+environment and trains with DDP. ``--batch-size`` is per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from torchwise.errors import UsageError
+
+_PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
+# options handled by the launcher, not forwarded to the workers
+_LAUNCH_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="the Task: path/to/file.py:function or package.module:function (default function: task)")
+    parser.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for the task function (repeatable), e.g. --task-arg lr=0.01")
+    g = parser.add_argument_group("training")
+    g.add_argument("--epochs", type=int, help="number of epochs (default: the task's); with --resume, the total to reach")
+    g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
+    g.add_argument("--batch-size", type=int, help="batch size per process (default: the task's)")
+    g.add_argument("--precision", default="auto", choices=_PRECISIONS, help="numeric precision (default: auto = bf16/fp16 mixed on CUDA, 32 on CPU)")
+    g.add_argument("--accumulate", type=int, default=1, help="gradient accumulation steps (default 1)")
+    g.add_argument("--clip-grad-norm", type=float, help="clip the gradient norm to this value (the pre-clip norm is logged)")
+    g.add_argument("--compile", action="store_true", help="use torch.compile (falls back to eager with a warning)")
+    g.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
+    g.add_argument("--seed", type=int, help="seed every generator (model initialisation included)")
+    g.add_argument("--deterministic", action="store_true", help="deterministic algorithms (implies --seed 0 if no seed)")
+    g.add_argument("--tuned", metavar="TUNE_JSON", help="apply settings chosen by 'torchwise tune' (for options left at their defaults)")
+    g = parser.add_argument_group("checkpoints and logs")
+    g.add_argument("--checkpoint-dir", help="where checkpoints go (default: LOG_DIR/checkpoints)")
+    g.add_argument("--checkpoint-every", type=int, help="also checkpoint every N optimizer steps (default: at each epoch end)")
+    g.add_argument("--resume", metavar="last|PATH", help="resume from the newest checkpoint ('last'; fresh start when none) or a file")
+    g.add_argument("--log-dir", help="CSV/TensorBoard folder (default: runs/TASK_NAME)")
+    g.add_argument("--log-every", type=int, default=50, help="log every N optimizer steps (default 50)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar or periodic lines (the summary is still printed)")
+    g = parser.add_argument_group("distributed (launched through torchrun)")
+    g.add_argument("--nproc-per-node", type=int, default=1, help="processes on this node (one per GPU; on CPU, gloo)")
+    g.add_argument("--nnodes", type=int, default=1, help="number of nodes")
+    g.add_argument("--node-rank", type=int, default=0, help="rank of this node (multi-node)")
+    g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (multi-node; default: a free local port)")
+    g.add_argument("--rdzv-id", default="torchwise", help="rendezvous job id (multi-node)")
+
+
+def _task_kwargs(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--task-arg expects KEY=VALUE with a Python identifier as KEY, got {item!r}")
+        try:
+            out[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[key] = text
+    return out
+
+
+def worker_argv(args: argparse.Namespace) -> list[str]:
+    """The ``torchwise train`` arguments each worker gets: everything but the launcher's options."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    out = [args.task]
+    for action in parser._actions:
+        if not action.option_strings or action.option_strings[0] in _LAUNCH_OPTIONS:
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default:
+            continue
+        flag = action.option_strings[0]
+        if isinstance(action, argparse._StoreTrueAction):
+            out.append(flag)
+        elif isinstance(action, argparse._AppendAction):
+            for item in value:
+                out += [flag, str(item)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def launch_command(args: argparse.Namespace, worker_argv: list[str]) -> list[str]:
+    """The torchrun command line that runs ``torchwise train`` in every worker."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.nproc_per_node), "--nnodes", str(args.nnodes)]
+    if args.nnodes == 1 and not args.rdzv_endpoint:
+        cmd.append("--standalone")  # a free local port, no endpoint to configure
+    else:
+        if not args.rdzv_endpoint:
+            raise UsageError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
+        cmd += ["--node-rank", str(args.node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", str(args.rdzv_id)]
+    return cmd + ["-m", "torchwise", "train", *worker_argv]
+
+
+def run(args: argparse.Namespace) -> int:
+    from torchwise.train.strategy import launched_by_torchrun
+
+    for name in ("nproc_per_node", "nnodes", "accumulate", "log_every"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if (args.nproc_per_node > 1 or args.nnodes > 1) and not launched_by_torchrun():
+        cmd = launch_command(args, worker_argv(args))
+        print("launching: " + " ".join(cmd[1:]), flush=True)
+        return subprocess.call(cmd)
+    return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from torchwise.seed import seed_everything
+    from torchwise.task import load_task
+    from torchwise.train.trainer import Trainer
+
+    seed = args.seed if args.seed is not None else (0 if args.deterministic else None)
+    if seed is not None:
+        seed_everything(seed)  # before the task is built, so the model's initial weights are seeded too
+    task = load_task(args.task, **_task_kwargs(args.task_arg))
+    if args.batch_size is not None:
+        if args.batch_size < 1:
+            raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+        task.batch_size = args.batch_size
+    log_dir = Path(args.log_dir) if args.log_dir else Path("runs") / task.name
+    checkpoint_dir = Path(args.checkpoint_dir) if args.checkpoint_dir else log_dir / "checkpoints"
+    trainer = Trainer.from_task(
+        task,
+        precision=args.precision,
+        accumulate=args.accumulate,
+        clip_grad_norm=args.clip_grad_norm,
+        compile=args.compile,
+        device=args.device,
+        seed=seed,
+        deterministic=args.deterministic,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=args.checkpoint_every,
+        log_dir=log_dir,
+        log_every=args.log_every,
+        progress=not args.no_progress,
+        tuned=args.tuned,
+    )
+    try:
+        result = trainer.fit(epochs=args.epochs, max_steps=args.max_steps, resume=args.resume)
+        if args.no_progress and trainer.strategy.is_main:
+            best = ", ".join(f"best {k} {v:.4g}" for k, (v, _) in result.best.items())
+            print(f"trained {result.steps} steps in {result.seconds:.1f} s{'; ' + best if best else ''}; checkpoint {result.checkpoint}")
+    finally:
+        trainer.close()
+    return 0
