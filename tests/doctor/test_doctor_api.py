@@ -66,7 +66,7 @@ def test_copy_really_trains():
     torch.manual_seed(0)
     model = mlp()
     x, y = class_batch()
-    ctx = build_context("m", model, lambda ps: torch.optim.SGD(ps, lr=0.5), nn.CrossEntropyLoss(), None, (x, y),
+    ctx = build_context("m", model, lambda m: torch.optim.SGD(m.parameters(), lr=0.5), nn.CrossEntropyLoss(), None, (x, y),
                         steps=5, device="cpu", precision="32", for_device=None, cudnn_benchmark=None)
     run_steps(ctx, (x, y))
     assert ctx.failure is None and len(ctx.steps) == 5
@@ -158,3 +158,16 @@ def test_step_failure_is_reported_not_raised():
     report = doctor(Broken(), batch=class_batch(), loss_fn=nn.CrossEntropyLoss())
     assert report.failure == "RuntimeError: shape mismatch somewhere"
     assert not report.ok
+
+
+def test_optimizer_factories_of_user_and_task_are_used():
+    from torch.utils.data import TensorDataset
+
+    from torchwise.task import Task
+
+    head_only = lambda params: torch.optim.SGD(list(params)[-2:], lr=0.1)  # noqa: E731
+    [f] = doctor(mlp(), batch=class_batch(), loss_fn=nn.CrossEntropyLoss(), optimizer=head_only).by_code("TW115")
+    assert f.evidence["missing"] == ["0.weight", "0.bias"]
+    task = Task(model=mlp(), train_data=TensorDataset(*class_batch(32)), loss_fn=nn.CrossEntropyLoss(), optimizer=head_only, batch_size=8)
+    [f] = doctor(task).by_code("TW115")
+    assert f.evidence["missing"] == ["0.weight", "0.bias"]

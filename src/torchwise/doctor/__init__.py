@@ -77,6 +77,9 @@ def doctor(
     from torchwise.task import Task, load_task
 
     subject = type(task_or_model).__name__
+    if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
+        factory = optimizer
+        optimizer = lambda model_copy: factory(model_copy.parameters())  # noqa: E731
     if isinstance(task_or_model, str):
         task_or_model = load_task(task_or_model)
     if isinstance(task_or_model, Task):
@@ -85,7 +88,7 @@ def doctor(
         model = task.model
         loss_fn = loss_fn if loss_fn is not None else task.loss_fn
         if optimizer is None:
-            optimizer = task.optimizer or (lambda params: torch.optim.AdamW(params, lr=1e-3))
+            optimizer = task.make_optimizer
         if loader is None:
             loader = task.train_loader()
     else:

@@ -26,6 +26,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader
 
 from torchwise.batch import batch_size_of, split_batch
+from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
 
 LOSS_FUNCTIONS: dict[Callable, str] = {
@@ -236,22 +237,9 @@ def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.
         first = next((d for d in placed.values() if d != "meta"), "cpu")
         return torch.device(first), placed, True
     current = torch.device(devices[0]) if devices else torch.device("cpu")
-    if str(device) == "auto":
-        if current.type != "cpu":
-            return current, placed, False
-        try:
-            from torchwise.device import select_device
-
-            return torch.device(select_device("auto")), placed, False
-        except ImportError:
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu"), placed, False
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise UsageError(f"bad device {device!r}: expected 'auto', 'cpu', 'cuda' or 'cuda:N'") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"device {device!r} asked for, but CUDA is not available here")
-    return dev, placed, False
+    if str(device) == "auto" and current.type != "cpu":
+        return current, placed, False  # already placed by the user: train there
+    return select_device(device), placed, False
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
@@ -262,16 +250,6 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     if p == "auto":
         return "bf16-mixed" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "32"
     return p
-
-
-def to_device(obj: Any, device: torch.device) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.to(device)
-    if isinstance(obj, Mapping):
-        return type(obj)({k: to_device(v, device) for k, v in obj.items()}) if type(obj) is dict else {k: to_device(v, device) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
-        return type(obj)(to_device(v, device) for v in obj)
-    return obj
 
 
 def call_model(model: nn.Module, inputs: Any) -> Any:
@@ -462,7 +440,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
         for i in range(ctx.steps_requested):
             b, wait = next(source)
             inputs, targets = split_batch(b)
-            inputs, targets = to_device(inputs, device), to_device(targets, device)
+            inputs, targets = to_device(inputs, device, non_blocking=False), to_device(targets, device, non_blocking=False)
             _sync(device)
             recording = i == 0
             t0 = time.perf_counter()
@@ -531,7 +509,7 @@ def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> Non
 
     handle = ctx.model.register_forward_hook(hook)
     try:
-        evaluate(ctx.model, to_device(ctx.last_batch, ctx.device))
+        evaluate(ctx.model, to_device(ctx.last_batch, ctx.device, non_blocking=False))
     finally:
         handle.remove()
 
@@ -578,7 +556,7 @@ def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
 def build_context(
     subject: str,
     model: nn.Module,
-    optimizer: torch.optim.Optimizer | Callable[..., torch.optim.Optimizer] | None,
+    optimizer: torch.optim.Optimizer | Callable[[nn.Module], torch.optim.Optimizer] | None,
     loss_fn: Callable[..., Any] | None,
     loader: DataLoader | None,
     batch: Any,
@@ -589,7 +567,11 @@ def build_context(
     for_device: str | None,
     cudnn_benchmark: bool | None,
 ) -> Context:
-    """Copy the model (and optimizer instance), choose device and precision, set up a Context."""
+    """Copy the model (and optimizer instance), choose device and precision, set up a Context.
+
+    ``optimizer``: an instance (copied with the model) or ``make(model_copy) -> optimizer``;
+    None gives a plain SGD (and the optimizer checks are skipped).
+    """
     if not isinstance(model, nn.Module):
         raise UsageError(f"doctor needs a torch.nn.Module, a Task or a task reference; got {type(model).__name__}")
     if steps < 1:
@@ -604,8 +586,8 @@ def build_context(
         if opt_copy is not None and opt_copy.state:
             opt_copy.load_state_dict(opt_copy.state_dict())  # moves the state next to the parameters
     if opt_copy is None:
-        if optimizer is not None and callable(optimizer):
-            opt_copy = optimizer(model_copy.parameters())
+        if optimizer is not None:
+            opt_copy = optimizer(model_copy)
         else:
             opt_copy = torch.optim.SGD([p for p in model_copy.parameters() if p.requires_grad] or [nn.Parameter(torch.zeros(1))], lr=1e-3)
     for_type = str(for_device) if for_device else run_device.type
