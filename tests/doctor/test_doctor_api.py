@@ -142,8 +142,8 @@ def test_model_returning_its_loss_needs_no_loss_fn():
             super().__init__()
             self.fc = nn.Linear(16, 1)
 
-        def forward(self, x, y):
-            return ((self.fc(x).squeeze(-1) - y.float()) ** 2).mean()
+        def forward(self, batch):
+            return ((self.fc(batch["x"]).squeeze(-1) - batch["y"].float()) ** 2).mean()
 
     x, y = class_batch()
     report = doctor(Scored(), batch=({"x": x, "y": y}, y))

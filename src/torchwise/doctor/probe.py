@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from torchwise.batch import batch_size_of, split_batch
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
+from torchwise.train.precision import resolve as resolve_precision
 
 LOSS_FUNCTIONS: dict[Callable, str] = {
     F.cross_entropy: "cross_entropy",
@@ -46,7 +47,6 @@ LOG_FUNCTIONS: dict[Callable, str] = {
     torch.log10: "torch.log10",
     torch.Tensor.log10: "Tensor.log10",
 }
-PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
@@ -242,24 +242,6 @@ def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.
     return select_device(device), placed, False
 
 
-def resolve_precision(precision: str, device: torch.device) -> str:
-    p = str(precision)
-    p = {"fp32": "32", "32-true": "32", "bf16": "bf16-mixed", "fp16": "16-mixed", "16": "16-mixed"}.get(p, p)
-    if p not in PRECISIONS:
-        raise UsageError(f"unknown precision {precision!r}: expected one of {', '.join(PRECISIONS)}")
-    if p == "auto":
-        return "bf16-mixed" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "32"
-    return p
-
-
-def call_model(model: nn.Module, inputs: Any) -> Any:
-    if isinstance(inputs, Mapping):
-        return model(**inputs)
-    if isinstance(inputs, (list, tuple)):
-        return model(*inputs)
-    return model(inputs)
-
-
 def _shapes(obj: Any) -> list[tuple[int, ...]]:
     from torchwise.nonfinite import tensors_in
 
@@ -427,7 +409,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
 
     def forward_loss(inputs: Any, targets: Any) -> Any:
         with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            out = call_model(model, inputs)
+            out = model(inputs)  # as the Trainer calls it
             if ctx.loss_fn is not None:
                 return ctx.loss_fn(out, targets)
             if isinstance(out, torch.Tensor) and out.numel() == 1:
@@ -601,7 +583,7 @@ def build_context(
         loss_fn=loss_fn,
         device=run_device,
         target_device_type=for_type,
-        precision=resolve_precision(precision, run_device),
+        precision=resolve_precision(precision, run_device),  # the Trainer's own resolution
         cudnn_benchmark=bool(torch.backends.cudnn.benchmark if cudnn_benchmark is None else cudnn_benchmark),
         steps_requested=int(steps),
         param_devices=placed,
