@@ -39,9 +39,9 @@ def test_tune_writes_a_tune_json_that_round_trips(tmp_path):
     assert loaded.to_dict() == json.loads(out.read_text())
     # measured knobs decided, the rest left to the Trainer's defaults
     assert loaded.precision == "bf16-mixed" and loaded.channels_last is True and loaded.num_workers == 2
-    assert loaded.persistent_workers is False and loaded.threads == 4  # measured, the default kept
+    assert loaded.persistent_workers is True and loaded.threads == 4  # measured, the default kept
     assert loaded.cudnn_benchmark is None and loaded.matmul_precision is None and loaded.batch_size is None and loaded.pin_memory is None
-    assert loaded.loader_overrides() == {"num_workers": 2, "persistent_workers": False}
+    assert loaded.loader_overrides() == {"num_workers": 2, "persistent_workers": True}
     assert loaded.trainer_overrides() == {"precision": "bf16-mixed", "channels_last": True, "compile": False}
     meta = loaded.meta
     assert meta["task"] == "tiny-cnn" and meta["device"].startswith("cpu") and meta["torch"]
@@ -55,7 +55,7 @@ def test_result_views(tmp_path):
     ranked = res.ranked()
     assert [t.speedup for t in ranked] == sorted((t.speedup for t in ranked), reverse=True)
     assert ranked[0].chosen
-    assert res.changes() == {"precision": "bf16-mixed", "channels_last": True, "num_workers": 2}
+    assert res.changes() == {"precision": "bf16-mixed", "channels_last": True, "num_workers": 2, "persistent_workers": True}
     text = res.summary()
     assert "precision=bf16-mixed" in text and "2.34x" in text and "through the DataLoader" in text
     d = json.loads(json.dumps(res.to_dict()))

@@ -103,9 +103,11 @@ def test_compile_problem_is_the_skip_reason():
 
 def test_loader_plans():
     ctx = cuda_ctx()
-    assert [c["num_workers"] for c in loader.plan_workers(ctx, {"num_workers": 0}).candidates] == [1, 2, 4]
+    assert loader.plan_workers(ctx, {"num_workers": 0}).candidates == [{"num_workers": n, "persistent_workers": True} for n in (1, 2, 4)]
+    assert loader.plan_workers(ctx, {"num_workers": 2}).candidates[0] == {"num_workers": 0, "persistent_workers": False}
     assert loader.plan_pin(ctx, {"pin_memory": False}).candidates == [{"pin_memory": True}]
     assert "num_workers=0" in dict(loader.plan_persistent(ctx, {"num_workers": 0}).skipped)["persistent_workers"]
+    assert loader.plan_persistent(ctx, {"num_workers": 2, "persistent_workers": True}).candidates == [{"persistent_workers": False}]
     assert loader.plan_persistent(ctx, {"num_workers": 2}).candidates == [{"persistent_workers": True}]
     it = loader.plan_workers(cpu_ctx(iterable_dataset=True), {"num_workers": 0})
     assert "IterableDataset" in dict(it.skipped)["num_workers"]

@@ -54,10 +54,10 @@ def test_order_and_greedy_chaining_on_cpu():
         "compile=True",
         "default, through the loader",
         "tuned step settings, default loader",
-        "num_workers=1",
-        "num_workers=2",
-        "num_workers=4",
-        "persistent_workers=True",
+        "num_workers=1, persistent_workers=True",
+        "num_workers=2, persistent_workers=True",
+        "num_workers=4, persistent_workers=True",
+        "persistent_workers=False",
     ]
     specs = {s.config.get("precision"): s for s in fake.specs if s.mode == "step"}
     # each knob is tried on top of the best so far: bf16 was measured with threads=2
@@ -78,8 +78,9 @@ def test_order_and_greedy_chaining_on_cpu():
     assert by["default (fp32, torch defaults)"].status == BASELINE
     assert by["threads=2"].speedup == pytest.approx(1.2)
     assert by["threads=1"].status == NOT_FASTER
-    assert by["num_workers=1"].speedup == pytest.approx(1.2 * 1.5 * 1.1 * 1.3 * 1.25)
-    assert by["num_workers=1"].chosen is False and by["persistent_workers=True"].chosen is True
+    assert by["num_workers=1, persistent_workers=True"].speedup == pytest.approx(1.2 * 1.5 * 1.1 * 1.3 * 1.25 * 1.1)
+    assert by["num_workers=1, persistent_workers=True"].chosen is True
+    assert by["persistent_workers=False"].status == NOT_FASTER and by["persistent_workers=False"].config["num_workers"] == 1
 
 
 def test_numerics_only_checked_for_knobs_that_change_numbers():
@@ -119,8 +120,8 @@ def test_worker_pruning_in_the_loader_phase():
     clock = FakeClock()
     fake = FakeMeasurer(clock, loader_factors={("num_workers", 1): 0.7, ("num_workers", 2): 0.6, ("num_workers", 4): 3.0})
     res = run(cpu_ctx(cores=8, threads=8), fake, clock, knobs=["loader"])
-    assert "num_workers=4" not in labels(res) and "num_workers=8" not in labels(res)
-    assert set(skip_reasons(res, PRUNED)) == {"num_workers=4", "num_workers=8"}
+    assert labels(res)[-2:] == ["num_workers=1, persistent_workers=True", "num_workers=2, persistent_workers=True"]
+    assert set(skip_reasons(res, PRUNED)) == {"num_workers=4, persistent_workers=True", "num_workers=8, persistent_workers=True"}
     assert res.config["num_workers"] == 0
     assert "no worker processes" in skip_reasons(res)["persistent_workers"]
 
@@ -139,7 +140,7 @@ def test_never_starts_a_trial_past_the_budget():
     measured = {t.label for t in res.trials}
     assert not measured & {s.setting for s in no_time}
     # the loader phase could not start: its candidates are listed as skipped for time
-    assert {"default, through the loader", "num_workers=1"} <= {s.setting for s in no_time}
+    assert {"default, through the loader", "num_workers=1, persistent_workers=True"} <= {s.setting for s in no_time}
     assert res.basis == "step"
 
 
@@ -149,7 +150,7 @@ def test_expensive_compile_skipped_but_cheaper_knobs_still_run():
     res = run(cpu_ctx(), fake, clock, budget=20, trial_s=0.2, compile_estimate_s=60)
     assert re.match(r"not enough time left: needs about 6\d\.\d s, \d+\.\d s left", skip_reasons(res, NO_TIME)["compile=True"])
     assert not any(s.config.get("compile") for s in fake.specs)
-    assert "num_workers=1" in labels(res)
+    assert "num_workers=1, persistent_workers=True" in labels(res)
     assert res.elapsed_s <= 20
 
 

@@ -66,6 +66,9 @@ def tune(
         raise UsageError(f"loss_rtol must be >= 0, got {loss_rtol!r}")
     if max_batch_size is not None and max_batch_size < 1:
         raise UsageError(f"max_batch_size must be >= 1, got {max_batch_size!r}")
+    from torchwise.tune.knobs import select_knobs
+
+    select_knobs(knobs)  # an unknown knob name fails before anything is loaded
     clock = clock or time.perf_counter
     started = clock()
     task = load_task(task)

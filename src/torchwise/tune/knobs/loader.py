@@ -43,7 +43,10 @@ def plan_workers(ctx: Any, config: dict[str, Any]) -> Plan:
     if ctx.iterable_dataset:
         return Plan(skipped=[("num_workers", "an IterableDataset is copied into every worker unless it shards itself; not measured")])
     values = [n for n in worker_counts(ctx.cores) if n != config.get("num_workers")]
-    return Plan(candidates=[{"num_workers": n} for n in values], stop_after_worse=2)
+    # workers are tried with persistent workers: re-spawning them at every epoch is pure overhead
+    # that would hide what the workers themselves are worth; the next stage measures without.
+    cands = [{"num_workers": n, "persistent_workers": True} if n else {"num_workers": 0, "persistent_workers": False} for n in values]
+    return Plan(candidates=cands, stop_after_worse=2)
 
 
 def plan_pin(ctx: Any, config: dict[str, Any]) -> Plan:
@@ -61,9 +64,7 @@ def plan_persistent(ctx: Any, config: dict[str, Any]) -> Plan:
         return Plan(skipped=[("persistent_workers", ctx.loader_problem)])
     if not config.get("num_workers"):
         return Plan(skipped=[("persistent_workers", "no worker processes (num_workers=0) to keep alive")])
-    if config.get("persistent_workers"):
-        return Plan()
-    return Plan(candidates=[{"persistent_workers": True}])
+    return Plan(candidates=[{"persistent_workers": not config.get("persistent_workers")}])
 
 
 PLANS = (plan_workers, plan_pin, plan_persistent)

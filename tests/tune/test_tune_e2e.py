@@ -1,0 +1,70 @@
+"""Real tuning runs on CPU: a tiny task within a few seconds, and the command line."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tune_fakes import tiny_cnn_task
+
+from torchwise.tune import TunedConfig, tune
+from torchwise.tune.search import BASELINE, NO_TIME, NOT_APPLICABLE
+
+BUDGET = 6.0
+
+
+def test_real_tuning_on_cpu_within_budget(tmp_path):
+    task = tiny_cnn_task(n=256, batch_size=32)
+    before = {k: v.clone() for k, v in task.model.state_dict().items()}
+    threads = torch.get_num_threads()
+    messages = []
+    t0 = time.perf_counter()
+    res = tune(task, budget_s=BUDGET, device="cpu", out=tmp_path / "tune.json", progress=messages.append)
+    wall = time.perf_counter() - t0
+    # the search's own accounting stays inside the budget; a little slack for the last trial's
+    # worst case and the report on a shared, loaded machine
+    assert res.elapsed_s <= BUDGET * 1.15, res.elapsed_s
+    assert wall <= BUDGET * 1.5 + 2
+    assert res.trials[0].status == BASELINE and res.trials[0].measurement.loss is not None
+    assert res.default_samples_per_s > 0 and res.tuned_samples_per_s > 0
+    assert res.speedup >= 1.0  # a candidate is only taken when faster
+    kinds = {(s.knob, s.kind) for s in res.skipped}
+    assert ("cudnn_benchmark", NOT_APPLICABLE) in kinds and ("pin_memory" in {s.setting for s in res.skipped})
+    assert ("compile", NO_TIME) in kinds or ("compile", NOT_APPLICABLE) in kinds  # 40 s estimate > budget
+    assert messages and messages[0].startswith("baseline")
+    cfg = TunedConfig.load(tmp_path / "tune.json")
+    assert cfg == res.config and cfg.meta["task"] == "tiny-cnn" and cfg.meta["torch"] == torch.__version__
+    assert cfg.threads in (1, 2, threads) or cfg.threads is None
+    # nothing of the user's is changed
+    assert all(torch.equal(before[k], v) for k, v in task.model.state_dict().items())
+    assert torch.get_num_threads() == threads
+
+
+@pytest.mark.slow
+def test_cli_json_and_files(tmp_path, run_cli):
+    out = tmp_path / "t.json"
+    proc = run_cli("tune", "examples/digits.py:task", "--budget", "4", "--knobs", "threads,channels_last", "--out", str(out), "--json", "--device", "cpu")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["task"] == "digits" and data["basis"] == "step" and data["out"] == str(out)
+    assert [t["setting"] for t in data["trials"]][0] == "default (fp32, torch defaults)"
+    assert {t["knob"] for t in data["trials"]} <= {"default", "threads", "channels_last"}
+    assert TunedConfig.load(out).to_dict() == data["config"]
+    assert "tune: baseline" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cli_table_and_bad_input(tmp_path, run_cli):
+    digits = Path(__file__).resolve().parents[2] / "examples" / "digits.py"
+    proc = run_cli("tune", f"{digits}:task", "--budget", "3", "--knobs", "channels_last", "--out", "-", "--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "samples/s" in proc.stdout and "speed-up" in proc.stdout and "tuned:" in proc.stdout
+    assert not (tmp_path / "tune.json").exists() and proc.stderr == ""
+    bad = run_cli("tune", "examples/digits.py:task", "--budget", "-1", "--out", "-")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+    assert "budget_s must be a positive number" in bad.stderr
+    knob = run_cli("tune", "examples/digits.py:task", "--knobs", "warp", "--out", "-")
+    assert knob.returncode == 2 and "unknown tune knob 'warp'" in knob.stderr and "Traceback" not in knob.stderr
