@@ -171,3 +171,13 @@ def test_optimizer_factories_of_user_and_task_are_used():
     task = Task(model=mlp(), train_data=TensorDataset(*class_batch(32)), loss_fn=nn.CrossEntropyLoss(), optimizer=head_only, batch_size=8)
     [f] = doctor(task).by_code("TW115")
     assert f.evidence["missing"] == ["0.weight", "0.bias"]
+
+
+def test_user_loader_generator_is_untouched():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    g = torch.Generator().manual_seed(7)
+    loader = DataLoader(TensorDataset(*class_batch(32)), batch_size=8, shuffle=True, generator=g)
+    state = g.get_state()
+    doctor(mlp(), loader=loader, loss_fn=nn.CrossEntropyLoss())
+    assert torch.equal(g.get_state(), state)

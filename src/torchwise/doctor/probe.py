@@ -376,6 +376,8 @@ def _batches(ctx: Context, batch: Any):
     if ctx.batch_given or ctx.loader is None:
         while True:
             yield batch, 0.0
+    generators = _loader_generators(ctx.loader)
+    states = [g.get_state() for g in generators]
     it = iter(ctx.loader)
     served = 0
     try:
@@ -392,8 +394,21 @@ def _batches(ctx: Context, batch: Any):
             yield b, time.perf_counter() - t0
     finally:
         shutdown = getattr(it, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()
+        if shutdown is not None and not getattr(ctx.loader, "persistent_workers", False):
+            shutdown()  # a persistent loader keeps (and later resets) its own workers
+        for g, state in zip(generators, states):
+            g.set_state(state)  # the user's seeded shuffling goes on as if the doctor had not run
+
+
+def _loader_generators(loader: Any) -> list[torch.Generator]:
+    """The distinct torch.Generators a DataLoader draws from (its own and its samplers')."""
+    found: list[torch.Generator] = []
+    batch_sampler = getattr(loader, "batch_sampler", None)
+    for obj in (loader, getattr(loader, "sampler", None), batch_sampler, getattr(batch_sampler, "sampler", None)):
+        g = getattr(obj, "generator", None)
+        if isinstance(g, torch.Generator) and all(g is not h for h in found):
+            found.append(g)
+    return found
 
 
 def run_steps(ctx: Context, batch: Any) -> None:
