@@ -54,6 +54,9 @@ def test_cli_json_and_files(tmp_path, run_cli):
     assert {t["knob"] for t in data["trials"]} <= {"default", "threads", "channels_last"}
     assert TunedConfig.load(out).to_dict() == data["config"]
     assert "tune: baseline" in proc.stderr
+    # and `torchwise train --tuned` takes the file as it is
+    train = run_cli("train", "examples/digits.py:task", "--tuned", str(out), "--max-steps", "2", "--device", "cpu", "--no-progress", "--log-dir", str(tmp_path / "runs"))
+    assert train.returncode == 0, train.stderr
 
 
 @pytest.mark.slow
