@@ -36,7 +36,8 @@ def _split(obj: Any, n: int, parts: int) -> list[Any]:
         return [{k: pieces[k][i] for k in obj} for i in range(parts)]
     if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
         if len(obj) == n and not any(isinstance(v, (torch.Tensor, list, tuple, Mapping)) for v in obj):
-            bounds = [round(i * n / parts) for i in range(parts + 1)]  # a list of per-sample items
+            q, r = divmod(n, parts)  # a list of per-sample items, cut like torch.tensor_split
+            bounds = [i * q + min(i, r) for i in range(parts + 1)]
             return [type(obj)(obj[bounds[i]:bounds[i + 1]]) for i in range(parts)]
         columns = [_split(v, n, parts) for v in obj]
         return [type(obj)(col[i] for col in columns) for i in range(parts)]

@@ -69,12 +69,13 @@ class RunLog:
         self.total_steps, self._start_step = total_steps, done
         self._start_time = time.perf_counter()
         if self.bar_wanted:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
             self._bar = Progress(
                 TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]} steps/s"),
                 TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                refresh_per_second=5,
+                refresh_per_second=5, console=Console(file=self.stream, force_terminal=True),
             )
             self._bar.start()
             self._task = self._bar.add_task("train", total=total_steps, completed=done, rate="-", loss="-")
