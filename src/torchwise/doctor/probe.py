@@ -129,7 +129,6 @@ class Context:
     evaluate_given: bool = False
     last_batch: Any = None
     failure: str | None = None
-    failure_exc: BaseException | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # per-check state (before -> check)
     _samples: list[tuple[int, list[tuple[str, Any]]]] | None = None
 
@@ -139,10 +138,6 @@ class Context:
         if self.precision in ("bf16-mixed", "16-mixed"):
             return True
         return any(p.dtype in HALF_DTYPES for p in self.model.parameters())
-
-    @property
-    def module_names(self) -> dict[nn.Module, str]:
-        return {m: n for n, m in self.model.named_modules()}
 
     def loader_wait(self) -> tuple[float, float, float] | None:
         """(seconds waited for batches, seconds in steps, wait share) over the timed steps.
@@ -466,30 +461,28 @@ def run_steps(ctx: Context, batch: Any) -> None:
             finite = torch.isfinite(loss_t.detach()).all()
             if grads and scaler is None:
                 finite = finite & torch.stack([torch.isfinite(g).all() for g in grads]).all()
+            record = StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b))
+            ctx.steps.append(record)
             if not bool(finite):
                 ctx.nonfinite_step = i
                 _locate_nonfinite(ctx, lambda: forward_loss(inputs, targets))
-                ctx.steps.append(StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b), counter.count if count_syncs and not recording else None))
                 break
             t2 = time.perf_counter()
-            with counter:
-                if scaler is not None:
-                    scaler.step(opt)
-                    scaler.update()
-                else:
+            if scaler is not None:  # its inf check reads one flag back: inherent, not counted
+                scaler.step(opt)
+                scaler.update()
+            else:
+                with counter:
                     opt.step()
             _sync(device)
-            t3 = time.perf_counter()
+            record.step_s += time.perf_counter() - t2
+            record.syncs = counter.count if counter.enabled else None
             ctx.last_batch = b
-            ctx.steps.append(
-                StepRecord(i, wait, (t1 - t0) + (t3 - t2), tuple(_shapes(inputs)), batch_size_of(b), counter.count if count_syncs and not recording else None)
-            )
     except TorchwiseError:
         raise
     except Exception as exc:  # the checks may explain it; the report carries it
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         ctx.failure = f"{type(exc).__name__}: {first}"[:300]
-        ctx.failure_exc = exc
     finally:
         source.close()
 

@@ -3,7 +3,7 @@
 What: the timed steps run under ``torch.cuda.set_sync_debug_mode("warn")``, which warns at every
 operation that makes the CPU wait for the GPU; the warnings are counted per step. Batches are
 moved to the GPU before the counted region, so only the model, loss, backward and optimizer
-step are measured.
+step are measured (a GradScaler's single inf check per step, inherent to fp16, is not counted).
 Why: each sync stalls the CPU until the GPU has drained its queue, so the CPU cannot queue the
 next kernels ahead and the GPU idles between them; a few per step can cost a large share of
 the throughput of a small model.
