@@ -7,8 +7,9 @@ which tests replace with a scripted fake. :class:`TaskMeasurer` is the real one:
   copy of the model, with a few fixed batches already on the device. Warm-up steps (which include
   compilation) are excluded; then steps are timed one by one until the median is stable (its
   relative standard error under ``target_rel_se``), ``max_steps`` or the time cap. With
-  ``numerics=True`` the loss after ``numerics_steps`` updates (same seed, same batches) is reported
-  so the search can compare it with the fp32 baseline.
+  ``numerics=True`` the loss after ``numerics_steps`` updates (same seed, same batches, dropout
+  modules off so random masks do not blur the comparison) is reported so the search can compare it
+  with the fp32 baseline.
 - ``"loader"`` mode: samples/s through the real DataLoader (built with the candidate's workers,
   pinning and batch size) and the step, over a window that includes epoch restarts.
 
@@ -281,17 +282,26 @@ class TaskMeasurer:
         bs = int(spec.config.get("batch_size") or self.task.batch_size)
         batches = [to_device(b, self.device) for b in self.sample_batches(bs)]
         bs = batch_size_of(batches[0]) or bs
-        step, _ = self._make_step(spec)
+        step, model = self._make_step(spec)
         torch.manual_seed(self.seed)
         if self.device.type == "cuda":
             torch.cuda.manual_seed_all(self.seed)
-        n_warm = max(self.warmup, self.numerics_steps + 1 if spec.numerics else 0)
         t0 = time.perf_counter()
         losses = []
-        for i in range(n_warm):
-            loss = step(batches[i % len(batches)])
-            if spec.numerics:
-                losses.append(float(loss))
+        if spec.numerics:
+            # the check steps run with dropout off: random masks differ between eager and compiled
+            # code (and between memory formats), which would hide what the maths itself does
+            dropouts = [m for m in model.modules() if isinstance(m, nn.modules.dropout._DropoutNd) and m.training]
+            for m in dropouts:
+                m.eval()
+            try:
+                for i in range(self.numerics_steps + 1):
+                    losses.append(float(step(batches[i % len(batches)])))
+            finally:
+                for m in dropouts:
+                    m.train()
+        for i in range(self.warmup):
+            step(batches[i % len(batches)])
         self._sync()
         excluded = time.perf_counter() - t0
         times: list[float] = []
