@@ -134,6 +134,8 @@ def load_task(ref: "str | Task", **kwargs: Any) -> Task:
             module = importlib.import_module(target)
         except ModuleNotFoundError as exc:
             raise TaskError(f"cannot import module {target!r} of task {ref!r}: {exc}") from exc
+        except Exception as exc:  # the module exists but raises while importing
+            raise TaskError(f"importing module {target} failed: {type(exc).__name__}: {exc}") from exc
         where = f"module {target}"
     func = getattr(module, func_name, None)
     if func is None:
