@@ -80,6 +80,10 @@ def test_image_round_trip_rgb_and_gray():
     assert t.shape == (3, 5, 7) and t.dtype == torch.float32
     assert 0.0 <= float(t.min()) and float(t.max()) <= 1.0
     assert t[1, 2, 3].item() == pytest.approx(rgb[2, 3, 1] / 255)
+    assert t.is_contiguous()
+    f = np.zeros((2, 2), dtype=np.float32)
+    image_to_tensor(f)[0, 0, 0] = 1  # a new tensor, not a view of the caller's array
+    assert f[0, 0] == 0
     np.testing.assert_array_equal(tensor_to_image(t), rgb)
     gray = rng.integers(0, 256, size=(4, 6), dtype=np.uint8)
     tg = image_to_tensor(gray)

@@ -226,3 +226,32 @@ def test_unused_layer_gets_zero_grads_and_bad_arguments():
     for method in ("vmap", "fast"):
         with pytest.raises(UsageError, match="one number"):
             per_sample_grads(model, lambda out, t: out * 2, x, y, method=method)
+
+
+def test_frozen_batchnorm_cnn_takes_the_fast_path():
+    from torchwise.layers import freeze_batchnorm
+
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.2), nn.Linear(4 * 4 * 4, 3),
+    )
+    x, y = torch.randn(B, 1, 8, 8), torch.randint(0, 3, (B,))
+    model.train()
+    with pytest.raises(UsageError, match="BatchNorm2d"):
+        per_sample_grads(model, nn.CrossEntropyLoss(), x, y)
+    freeze_batchnorm(model)
+    model.eval()  # dropout off so that the loop is deterministic
+    got = per_sample_grads(model, nn.CrossEntropyLoss(), x, y)
+    assert got.method == "fast" and set(got) == {"0.weight", "6.weight", "6.bias"}
+    ref = loop_grads(model, nn.CrossEntropyLoss(), x, y)
+    for n in ref:
+        torch.testing.assert_close(got[n], ref[n], atol=1e-5, rtol=1e-5)
+
+
+def test_dropout_in_train_mode_runs_with_both_methods():
+    model, x, y = data_for("mlp")
+    model.train()
+    for method in ("fast", "vmap"):
+        got = per_sample_grads(model, nn.CrossEntropyLoss(), x, y, method=method)
+        assert got["3.weight"].shape == (B, 3, 7) and torch.isfinite(got["3.weight"]).all()
