@@ -160,3 +160,22 @@ def test_empty_data_is_a_task_error():
     task = Task(model=nn.Linear(2, 2), train_data=TensorDataset(torch.zeros(0, 2), torch.zeros(0, dtype=torch.long)), loss_fn=nn.CrossEntropyLoss())
     with pytest.raises(TaskError, match="empty"):
         fast(task).sample_batches()
+
+
+def test_numerics_check_runs_with_dropout_off_and_timing_with_it_on():
+    def task_with_dropout():
+        t = tiny_mlp_task()
+        torch.manual_seed(0)
+        t.model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4))
+        return t
+
+    modes = []
+    a_task, b_task = task_with_dropout(), task_with_dropout()
+    a = fast(a_task, seed=0)
+    b = fast(b_task, seed=1)  # other dropout masks, were dropout on
+    a._working_model(False)[2].register_forward_hook(lambda m, i, o: modes.append(m.training))
+    la = a(TrialSpec(cfg(a_task), "step", numerics=True, time_cap_s=0.05)).loss
+    lb = b(TrialSpec(cfg(b_task), "step", numerics=True, time_cap_s=0.05)).loss
+    assert la == lb
+    k = a.numerics_steps + 1
+    assert modes[:k] == [False] * k and modes[k:] and all(modes[k:])
