@@ -1,0 +1,45 @@
+"""The base class every lint rule derives from."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from torchwise.lint.findings import Finding
+
+if TYPE_CHECKING:
+    from torchwise.lint.engine import Context
+
+
+class Rule:
+    """A static check for one catalog practice.
+
+    Subclasses set ``code`` (the catalog code), ``name`` (short, kebab-case), ``doc`` (what it
+    flags, why it matters, an example, the fix) and implement :meth:`check`. ``triggers`` is a
+    cheap pre-filter: when none of these substrings occurs in a file, the rule is skipped for it.
+    ``fixable`` says whether some of its findings come with a safe automatic fix.
+    """
+
+    code: str = ""
+    name: str = ""
+    doc: str = ""
+    triggers: tuple[str, ...] = ()
+    fixable: bool = False
+
+    def check(self, ctx: "Context") -> Iterator[Finding]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def title(self) -> str:
+        """The practice's title from the catalog (read lazily; the catalog imports nothing heavy)."""
+        try:
+            from torchwise.catalog import get_practice
+
+            return get_practice(self.code).title
+        except Exception:  # catalog missing or code unknown: fall back to the rule's own name
+            return self.name
+
+    def applies_to(self, source: str) -> bool:
+        return not self.triggers or any(t in source for t in self.triggers)
+
+    def __repr__(self) -> str:
+        return f"<rule {self.code} {self.name}>"

@@ -1,0 +1,120 @@
+"""TW101: a running loss total that adds the loss tensor itself."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, root_name
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_grad
+
+
+def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
+    """Names whose value reaches a backward pass in ``scope`` (one or two assignments back)."""
+    out: set[str] = set()
+    todo: list[tuple[ast.AST, ast.AST, int]] = []
+    for call in backward_calls(ctx):
+        if ctx.scope_of(call) is scope:
+            todo.append((call, call, 3))
+    while todo:
+        expr, use, depth = todo.pop()
+        for sub in ast.walk(expr):
+            if sub.__class__ is ast.Name and sub.id not in out:
+                out.add(sub.id)
+                if depth > 0:
+                    for b in ctx.bindings(scope).get(sub.id, ()):
+                        if b.value is not None and b.kind in ("assign", "aug", "walrus"):
+                            todo.append((b.value, b.node, depth - 1))
+    return out
+
+
+def _returned_names(scope: ast.AST) -> set[str]:
+    out: set[str] = set()
+    for node in Context.walk_body(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [scope.body]):
+        if node.__class__ in (ast.Return, ast.Yield, ast.YieldFrom) and node.value is not None:
+            out.update(n.id for n in ast.walk(node.value) if n.__class__ is ast.Name)
+    return out
+
+
+class RunningLossTensor(Rule):
+    code = "TW101"
+    name = "running-loss-tensor"
+    triggers = ("loss", "backward", "criterion")
+    fixable = True
+    doc = """\
+What it flags
+  Inside a loop, a running total or a list that collects the loss tensor itself:
+  `total += loss`, `total = total + loss`, `losses.append(loss)`, where `loss` evidently is a
+  loss (it comes from a loss function or criterion, or `backward()` was called on it) and the
+  total is not itself used for a backward pass or returned.
+
+Why it matters
+  A loss tensor carries its autograd graph, and the graph holds on to the activations of the
+  step. Adding it to a total links every step's graph into one that never gets freed, so memory
+  grows with each iteration until the process runs out of it. A log or an average needs only
+  the number.
+
+Example
+  for x, y in loader:
+      loss = criterion(model(x), y)
+      loss.backward()
+      optimizer.step()
+      running_loss += loss          # TW101
+
+Fix
+  Accumulate `loss.detach()` (no host sync, convert once per log interval) or `loss.item()`.
+  `torchwise lint --fix` rewrites `+= loss` to `+= loss.detach()` when `loss` is evidently a
+  tensor (a torch loss, or `backward()` was called on it).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for node in ctx.nodes.get(ast.AugAssign, ()):
+            if node.op.__class__ is ast.Add:
+                yield from self._check(ctx, node, node.target, node.value)
+        for node in ctx.nodes.get(ast.Assign, ()):
+            if len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name:
+                continue
+            value = node.value
+            if value.__class__ is not ast.BinOp or value.op.__class__ is not ast.Add:
+                continue
+            acc = node.targets[0].id
+            if value.left.__class__ is ast.Name and value.left.id == acc:
+                yield from self._check(ctx, node, node.targets[0], value.right)
+            elif value.right.__class__ is ast.Name and value.right.id == acc:
+                yield from self._check(ctx, node, node.targets[0], value.left)
+        for call in ctx.calls_named("append"):
+            func = call.func
+            if func.__class__ is ast.Attribute and len(call.args) == 1 and not call.keywords:
+                yield from self._check(ctx, call, func.value, call.args[0])
+
+    def _check(self, ctx: Context, node: ast.AST, target: ast.AST, value: ast.AST) -> Iterator[Finding]:
+        if not ctx.enclosing_loops(node):
+            return
+        if not is_loss_value(ctx, value, node):
+            return
+        if under_no_grad(ctx, node):
+            return
+        acc = root_name(target)
+        if acc is None:
+            return
+        scope = ctx.scope_of(node)
+        if acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(scope):
+            return  # summing losses for one backward pass, or handing them to the caller
+        fix = None
+        if value.__class__ is ast.Name and is_loss_value(ctx, value, node, heuristic=False):
+            fix = Fix(f"accumulate {value.id}.detach()", (ctx.replace(value, f"{value.id}.detach()"),))
+        shown = ctx.text(value) if value.__class__ is ast.Name else "the loss"
+        yield ctx.finding(
+            self.code,
+            node,
+            f"running total {ctx.text(target)!s} keeps {shown}'s autograd graph alive every iteration",
+            suggestion=f"accumulate {shown}.detach() or {shown}.item() instead"
+            if value.__class__ is ast.Name
+            else "accumulate loss.detach() or loss.item() instead",
+            fix=fix,
+        )
+
+
+RULE = RunningLossTensor()

@@ -1,0 +1,60 @@
+"""TW103: ``module.forward(x)`` called directly, skipping the module's hooks."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import is_module_instance
+
+
+class ForwardCalledDirectly(Rule):
+    code = "TW103"
+    name = "forward-called-directly"
+    triggers = (".forward(",)
+    doc = """\
+What it flags
+  `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a
+  torch.nn class or a module class defined in the file (also `self.encoder` assigned so in
+  `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`).
+  `super().forward(...)` and `self.forward(...)` are left alone.
+
+Why it matters
+  Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward
+  pre-hooks, forward hooks and backward hooks registered on it and its children. Calling
+  `forward` directly bypasses all of them, so tools built on hooks (profilers, activation
+  capture, quantisation observers, parallel wrappers, torchwise's own doctor) see nothing and
+  give wrong answers without any error.
+
+Example
+  logits = model.forward(images)      # TW103
+
+Fix
+  Call the module itself: `logits = model(images)`.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.calls_named("forward"):
+            func = call.func
+            if func.__class__ is not ast.Attribute:
+                continue
+            recv = func.value
+            if recv.__class__ is ast.Call:  # super().forward(...), make().forward(...)
+                continue
+            if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
+                continue
+            if not is_module_instance(ctx, recv, call):
+                continue
+            shown = ctx.text(recv)
+            yield ctx.finding(
+                self.code, call,
+                f"{shown}.forward(...) skips the hooks registered on the module",
+                suggestion=f"call the module instead: {shown}(...)",
+                end_node=func,
+            )
+
+
+RULE = ForwardCalledDirectly()

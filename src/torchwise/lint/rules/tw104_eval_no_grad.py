@@ -1,0 +1,151 @@
+"""TW104: evaluation that runs the model with autograd recording."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import (
+    backward_calls,
+    is_module_instance,
+    optimizer_steps,
+    under_no_grad,
+)
+
+_EVAL_WORDS = frozenset({
+    "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",
+    "predict", "prediction", "test",
+})
+_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian"})
+
+
+def is_eval_name(name: str) -> bool:
+    """``evaluate``, ``validate_epoch``, ``run_inference``... but not pytest tests or framework hooks."""
+    words = name.lower().strip("_").split("_")
+    if not _EVAL_WORDS.intersection(words):
+        return False
+    if "step" in words or "train" in words or "training" in words:
+        return False  # Lightning-style *_step hooks run under no_grad already; train+eval mixes
+    if name.startswith("test_") and not ({"epoch", "loop", "model"} & set(words[1:2] + words[-1:])):
+        return False  # a pytest test function
+    return True
+
+
+def _eval_receivers(nodes: list[ast.AST]) -> list[str]:
+    """Texts of ``X`` in ``X.eval()`` calls (no arguments, a method of an object)."""
+    out = []
+    for node in nodes:
+        if node.__class__ is ast.Call and not node.args and not node.keywords:
+            func = node.func
+            if func.__class__ is ast.Attribute and func.attr == "eval":
+                out.append(ast.dump(func.value))
+    return out
+
+
+class EvalWithoutNoGrad(Rule):
+    code = "TW104"
+    name = "eval-without-no-grad"
+    triggers = ("eval", "valid", "test", "predict", "infer")
+    doc = """\
+What it flags
+  A model called inside code that is evidently evaluation - a function that calls
+  `model.eval()` or is named like `evaluate`/`validate`/`predict`/`inference`, or module-level
+  code after `model.eval()` - when nothing there needs gradients (no `backward()`, no
+  optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
+  `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
+  `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
+  Pytest tests (`test_*`) and framework hooks (`validation_step`) are left alone.
+
+Why it matters
+  With autograd on, every operation on parameters that require grad records the graph and
+  keeps intermediate activations for a backward pass that never comes. Evaluation then needs
+  several times the memory it should, runs slower, and large evaluation batches run out of
+  memory.
+
+Example
+  def evaluate(model, loader):
+      model.eval()
+      for x, y in loader:
+          out = model(x)            # TW104
+
+Fix
+  Decorate the function with `@torch.inference_mode()` (or `@torch.no_grad()` when outputs
+  are later used with autograd), or wrap the loop in `with torch.inference_mode():`.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        scopes: list[ast.AST] = [ctx.tree]
+        scopes.extend(ctx.nodes.get(ast.FunctionDef, ()))
+        scopes.extend(ctx.nodes.get(ast.AsyncFunctionDef, ()))
+        for scope in scopes:
+            finding = self._check_scope(ctx, scope)
+            if finding is not None:
+                yield finding
+
+    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
+        is_module = scope.__class__ is ast.Module
+        body = list(ctx.walk_body(scope.body))
+        receivers = _eval_receivers(body)
+        if not receivers and (is_module or not is_eval_name(scope.name)):
+            return None
+        # anything that needs gradients makes this not (only) evaluation
+        everything = body if is_module else list(ast.walk(scope))
+        for node in everything:
+            if node.__class__ is ast.Call:
+                n = last_name(node.func)
+                if n in _GRAD_WORDS:
+                    return None
+            elif node.__class__ is ast.keyword and node.arg == "requires_grad":
+                return None
+            elif node.__class__ in (ast.With, ast.AsyncWith):
+                for item in node.items:
+                    if last_name(item.context_expr) in ("set_grad_enabled", "enable_grad"):
+                        return None
+        if is_module and (backward_calls(ctx) or optimizer_steps(ctx)):
+            return None
+        if not is_module and self._only_called_without_grad(ctx, scope):
+            return None
+        for node in body:
+            if node.__class__ is not ast.Call:
+                continue
+            func = node.func
+            if func.__class__ not in (ast.Name, ast.Attribute):
+                continue
+            if ast.dump(func) not in receivers and not is_module_instance(ctx, func, node):
+                continue
+            if is_module:
+                # module-level script: only calls after model.eval() and inside a loop
+                if not ctx.enclosing_loops(node) or not self._after_eval(body, node):
+                    continue
+            if under_no_grad(ctx, node):
+                continue
+            where = "module-level evaluation" if is_module else f"{scope.name}()"
+            return ctx.finding(
+                self.code, node,
+                f"{where} runs {ctx.text(func)} with autograd recording; evaluation needs no graph",
+                suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
+            )
+        return None
+
+    @staticmethod
+    def _after_eval(body: list[ast.AST], node: ast.AST) -> bool:
+        for n in body:
+            if (
+                n.__class__ is ast.Call and not n.args and n.func.__class__ is ast.Attribute
+                and n.func.attr == "eval" and (n.lineno, n.col_offset) < (node.lineno, node.col_offset)
+            ):
+                return True
+        return False
+
+    @staticmethod
+    def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
+        calls = ctx.calls_named(func.name)
+        if not calls:
+            return False
+        return any(under_no_grad(ctx, c) for c in calls)
+
+
+RULE = EvalWithoutNoGrad()

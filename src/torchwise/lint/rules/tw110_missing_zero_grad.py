@@ -1,0 +1,78 @@
+"""TW110: a training loop with backward() and an optimizer step but no zero_grad."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import (
+    body_nodes,
+    hot_loops,
+    is_backward_call,
+    is_optimizer_step,
+    is_zero_grad_like,
+)
+
+_STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
+
+
+class MissingZeroGrad(Rule):
+    code = "TW110"
+    name = "missing-zero-grad"
+    triggers = ("backward",)
+    doc = """\
+What it flags
+  The innermost loop that runs both a `backward()` and an optimizer `step()` when nothing in
+  it clears the gradients: no `zero_grad(...)` on an optimizer or model, no `p.grad = None`,
+  `p.grad.zero_()` or `del p.grad`, also looking into closures and into helper functions of
+  the same file that the loop calls. A loop that hands the optimizer to some other function
+  is left alone (that function may zero the gradients).
+
+Why it matters
+  `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer
+  step, each step applies the sum of all earlier gradients, the update keeps growing and the
+  model diverges or trains erratically. Gradient accumulation is deliberate only when the
+  gradients are cleared every N micro-steps.
+
+Example
+  optimizer.zero_grad()
+  for x, y in loader:                 # TW110
+      loss_fn(model(x), y).backward()
+      optimizer.step()
+
+Fix
+  Call `optimizer.zero_grad()` once per optimizer step, before `backward()` or right after
+  `step()` (with accumulation: after every N-th step).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for loop in hot_loops(ctx).values():
+            nodes = body_nodes(ctx, loop)
+            calls = [n for n in nodes if n.__class__ is ast.Call]
+            steps = [c for c in calls if is_optimizer_step(ctx, c)]
+            if not steps or not any(is_backward_call(ctx, c) for c in calls):
+                continue
+            if any(is_zero_grad_like(ctx, n) for n in nodes):
+                continue
+            optimizers = set()
+            for s in steps:
+                recv = s.func.value
+                optimizers.add(ast.dump(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ast.dump(recv))
+            if any(
+                last_name(c.func) not in _STEP_HELPERS and any(ast.dump(a) in optimizers for a in c.args)
+                for c in calls
+            ):
+                continue  # the optimizer is handed to code we cannot see
+            step = steps[0]
+            yield ctx.finding(
+                self.code, loop,
+                f"this loop calls backward() and {ctx.text(step.func)}() but never clears the gradients; they pile up across steps",
+                suggestion="call optimizer.zero_grad() once per optimizer step",
+                end_node=loop.iter if loop.__class__ is not ast.While else loop.test,
+            )
+
+
+RULE = MissingZeroGrad()

@@ -1,0 +1,101 @@
+"""TW111: a matrix initialiser (xavier/kaiming/orthogonal) applied to 1-D parameters."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+MATRIX_INITS = frozenset({
+    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+    "sparse_", "eye_", "dirac_", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
+    "orthogonal", "sparse", "eye", "dirac",
+})
+
+
+def _is_matrix_init(ctx: Context, call: ast.Call) -> bool:
+    q = ctx.qualname(call.func)
+    return q is not None and q.startswith("torch.nn.init.") and q.rsplit(".", 1)[1] in MATRIX_INITS
+
+
+def _iterates_parameters(ctx: Context, loop: ast.For) -> str | None:
+    """The loop variable bound to each parameter when the loop walks ``m.parameters()``/
+    ``m.named_parameters()``, else None."""
+    it = loop.iter
+    if it.__class__ is not ast.Call or it.func.__class__ is not ast.Attribute:
+        return None
+    target = loop.target
+    if it.func.attr == "parameters" and target.__class__ is ast.Name:
+        return target.id
+    if it.func.attr == "named_parameters" and target.__class__ is ast.Tuple and len(target.elts) == 2:
+        second = target.elts[1]
+        return second.id if second.__class__ is ast.Name else None
+    return None
+
+
+class MatrixInitOnBias(Rule):
+    code = "TW111"
+    name = "matrix-init-on-bias"
+    triggers = ("xavier", "kaiming", "orthogonal", "sparse_", "eye_", "dirac_")
+    doc = """\
+What it flags
+  A matrix initialiser from `torch.nn.init` (`xavier_*`, `kaiming_*`, `orthogonal_`, `sparse_`,
+  `eye_`, `dirac_`) applied to every parameter of a loop over `model.parameters()` or
+  `model.named_parameters()` with no test in front of it (no `if p.dim() > 1`, no name test,
+  no `continue`), or applied to a `.bias` directly.
+
+Why it matters
+  These schemes derive fan-in and fan-out from at least two dimensions. Biases and
+  normalisation weights are 1-D, so the first one raises "Fan in and fan out can not be
+  computed for tensor with fewer than 2 dimensions" and the model never gets built.
+
+Example
+  for p in model.parameters():
+      nn.init.xavier_uniform_(p)          # TW111: fails at the first bias
+
+Fix
+  Initialise only parameters with `p.dim() >= 2` with the matrix scheme and zero the biases,
+  or use `torchwise.init_weights(model, scheme=...)`.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for name in MATRIX_INITS:
+            for call in ctx.calls_named(name):
+                if not call.args or not _is_matrix_init(ctx, call):
+                    continue
+                arg = call.args[0]
+                if arg.__class__ is ast.Attribute and arg.attr == "bias":
+                    yield ctx.finding(
+                        self.code, call,
+                        f"{last_name(call.func)} needs at least 2 dimensions; a bias has 1",
+                        suggestion="initialise biases with nn.init.zeros_ (or constant_)",
+                    )
+                    continue
+                if arg.__class__ is not ast.Name:
+                    continue
+                stmt = ctx.statement_of(call)
+                loop = ctx.parent(stmt)
+                if loop.__class__ is not ast.For or stmt not in loop.body:
+                    continue  # inside an if/try: guarded
+                if _iterates_parameters(ctx, loop) != arg.id:
+                    continue
+                guarded = False
+                for earlier in loop.body:
+                    if earlier is stmt:
+                        break
+                    if any(n.__class__ in (ast.If, ast.Continue, ast.Try, ast.Assert) for n in ast.walk(earlier)):
+                        guarded = True
+                        break
+                if guarded:
+                    continue
+                yield ctx.finding(
+                    self.code, call,
+                    f"{last_name(call.func)} is applied to every parameter, 1-D biases included, and will raise",
+                    suggestion="apply it only when p.dim() >= 2 and zero the biases",
+                )
+
+
+RULE = MatrixInitOnBias()

@@ -1,0 +1,114 @@
+"""TW116: stripping a ``module.`` prefix with ``k[7:]`` whether or not the key has it."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+_STATE_WORDS = re.compile(r"state|dict|ckpt|checkpoint|weights|params|^sd$|^d$|model", re.I)
+
+
+def _seven(node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    if node.__class__ is ast.Constant and node.value == 7 and type(node.value) is int:
+        return True
+    # len("module.")
+    return (
+        node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "len"
+        and len(node.args) == 1 and node.args[0].__class__ is ast.Constant and node.args[0].value == "module."
+    )
+
+
+def _key_source(ctx: Context, name: str, use: ast.AST) -> ast.AST | None:
+    """The iterable a loop/comprehension variable ``name`` takes its values from."""
+    b = ctx.binding_at(name, use)
+    if b is None or b.kind != "for" or b.value is None:
+        return None
+    if b.index not in (-1, 0):
+        return None
+    return b.value
+
+
+def _iterates_state_dict(ctx: Context, it: ast.AST) -> bool:
+    if it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and it.func.attr in ("items", "keys"):
+        obj = it.func.value
+    else:
+        obj = it
+    if obj.__class__ is ast.Call:
+        n = last_name(obj.func)
+        return n in ("state_dict", "load") or (ctx.qualname(obj.func) or "").endswith("torch.load")
+    if obj.__class__ is ast.Subscript:
+        key = obj.slice
+        return key.__class__ is ast.Constant and isinstance(key.value, str) and bool(_STATE_WORDS.search(key.value))
+    n = last_name(obj)
+    return bool(n and _STATE_WORDS.search(n))
+
+
+def _guarded(ctx: Context, node: ast.AST, name: str) -> bool:
+    """Is there a ``startswith("module.")``-style test on the way to ``node``?"""
+    tests: list[ast.AST] = [t for t, _ in ctx.enclosing_ifs(node)]
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.comprehension:
+            tests.extend(anc.ifs)
+        if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            break
+    for t in tests:
+        test = t.test if t.__class__ in (ast.If, ast.IfExp) else t
+        for sub in ast.walk(test):
+            if sub.__class__ is ast.Constant and isinstance(sub.value, str) and sub.value.startswith("module"):
+                return True
+    return False
+
+
+class ModulePrefixSlice(Rule):
+    code = "TW116"
+    name = "module-prefix-slice"
+    triggers = ("[7:]", "len('module.')", 'len("module.")')
+    doc = """\
+What it flags
+  `key[7:]` (or `key[len("module.")]`) applied to the keys of a state dict - a loop or
+  comprehension over `state_dict.items()`/`.keys()`, `checkpoint["model"]`, `torch.load(...)`
+  - with no test that the key really starts with `module.`.
+
+Why it matters
+  The slice assumes every key carries the `module.` prefix that `DataParallel` and
+  `DistributedDataParallel` add when saving. A checkpoint saved without a wrapper, or a mix,
+  loses its first seven characters: `conv1.weight` becomes `weight`, loading fails with
+  missing keys or, with `strict=False`, silently loads nothing.
+
+Example
+  new_sd = {k[7:]: v for k, v in state_dict.items()}       # TW116
+
+Fix
+  Strip only a real prefix: `k.removeprefix("module.")` (Python 3.9+), or
+  `torch.nn.modules.utils.consume_prefix_in_state_dict_if_present(sd, "module.")`, or
+  `torchwise.load_state_dict`, which handles the prefix either way.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for node in ctx.nodes.get(ast.Subscript, ()):
+            sl = node.slice
+            if sl.__class__ is not ast.Slice or sl.upper is not None or sl.step is not None or not _seven(sl.lower):
+                continue
+            if node.value.__class__ is not ast.Name:
+                continue
+            name = node.value.id
+            it = _key_source(ctx, name, node)
+            if it is None or not _iterates_state_dict(ctx, it):
+                continue
+            if _guarded(ctx, node, name):
+                continue
+            yield ctx.finding(
+                self.code, node,
+                f"{name}[7:] drops the first 7 characters of every key, also of keys without a 'module.' prefix",
+                suggestion=f'strip only a real prefix: {name}.removeprefix("module.")',
+            )
+
+
+RULE = ModulePrefixSlice()

@@ -1,0 +1,48 @@
+"""TW201: ``nn.DataParallel`` instead of ``DistributedDataParallel``."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+
+class DataParallelUsed(Rule):
+    code = "TW201"
+    name = "data-parallel"
+    triggers = ("DataParallel", "data_parallel")
+    doc = """\
+What it flags
+  Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
+  `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
+  `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged.
+
+Why it matters
+  DataParallel runs one Python process that drives every GPU from threads: the GIL
+  serialises the work, inputs are scattered and outputs gathered through GPU 0 on every
+  step, and the model is replicated each step. GPU 0 runs out of memory first and scaling
+  stops after a few devices. DistributedDataParallel runs one process per GPU, overlaps the
+  gradient all-reduce with the backward pass and is faster even on a single machine.
+
+Example
+  model = nn.DataParallel(model)                    # TW201
+
+Fix
+  Launch with `torchrun --nproc_per_node=N train.py`, call
+  `torch.distributed.init_process_group()` and wrap with
+  `DistributedDataParallel(model, device_ids=[local_rank])` (the torchwise Trainer does this).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"):
+            yield ctx.finding(
+                self.code, call,
+                "nn.DataParallel drives all GPUs from one process; DistributedDataParallel is faster and scales",
+                suggestion="use DistributedDataParallel with one process per GPU (torchrun)",
+                end_node=call.func,
+            )
+
+
+RULE = DataParallelUsed()

@@ -1,0 +1,54 @@
+"""TW203: a DataLoader that feeds a GPU without ``pin_memory``."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import gpu_evident
+
+DATALOADER = "torch.utils.data.DataLoader"
+
+
+class LoaderWithoutPinMemory(Rule):
+    code = "TW203"
+    name = "dataloader-no-pin-memory"
+    triggers = ("DataLoader",)
+    doc = """\
+What it flags
+  `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
+  the eighth positional argument, and no `**kwargs`), in a file that evidently trains on a
+  GPU (it calls `.cuda()`, names a `"cuda"` device or uses `torch.cuda`). An explicit
+  `pin_memory=False` is taken as a decision and not flagged.
+
+Why it matters
+  Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
+  cannot overlap with computation. Batches in page-locked (pinned) memory copy faster and,
+  with `.to(device, non_blocking=True)`, asynchronously while the GPU works.
+
+Example
+  loader = DataLoader(ds, batch_size=256, num_workers=8)     # TW203 in a CUDA script
+
+Fix
+  `DataLoader(..., pin_memory=True)`, or `pin_memory=torch.cuda.is_available()` for code that
+  also runs on CPU-only machines, and `non_blocking=True` on the copies (TW204).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        calls = ctx.calls_to(DATALOADER)
+        if not calls or not gpu_evident(ctx):
+            return
+        for call in calls:
+            if argument(call, "pin_memory", 7) is not None or has_star_args(call):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",
+                suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())",
+                end_node=call.func,
+            )
+
+
+RULE = LoaderWithoutPinMemory()

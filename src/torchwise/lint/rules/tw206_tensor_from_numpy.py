@@ -1,0 +1,80 @@
+"""TW206: ``torch.tensor(ndarray)`` copies where ``from_numpy``/``as_tensor`` would share memory."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+# numpy functions that return arrays (not scalars, not Python objects)
+_NP_ARRAY_FUNCS = frozenset({
+    "array", "asarray", "ascontiguousarray", "zeros", "ones", "empty", "full", "arange", "linspace",
+    "load", "loadtxt", "genfromtxt", "fromfile", "frombuffer", "stack", "concatenate", "vstack", "hstack",
+    "zeros_like", "ones_like", "empty_like", "full_like", "eye", "identity", "tile", "repeat", "where",
+    "clip", "reshape", "transpose", "expand_dims", "squeeze",
+})
+_NP_RANDOM = frozenset({"rand", "randn", "randint", "random", "uniform", "normal", "choice", "permutation"})
+
+
+def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3) -> bool:
+    """Does ``expr`` evidently hold a NumPy array?"""
+    if expr is None or depth <= 0:
+        return False
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use or expr)
+        if b is None or b.kind != "assign":
+            return False
+        return is_ndarray(ctx, b.value, b.node, depth - 1)
+    if expr.__class__ is not ast.Call:
+        return False
+    q = ctx.qualname(expr.func)
+    if q is not None:
+        if q.startswith("numpy.random."):
+            return q.rsplit(".", 1)[1] in _NP_RANDOM and bool(expr.args)
+        return q.startswith("numpy.") and q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
+    func = expr.func
+    return func.__class__ is ast.Attribute and func.attr == "numpy" and not expr.args and last_name(func.value) != "np"
+
+
+class TensorCopiesNdarray(Rule):
+    code = "TW206"
+    name = "tensor-copies-ndarray"
+    triggers = ("numpy", "np.")
+    doc = """\
+What it flags
+  `torch.tensor(a)` where `a` evidently is a NumPy array: the result of a NumPy array
+  function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of `.numpy()`, or a
+  name bound to one of these.
+
+Why it matters
+  `torch.tensor` always copies its input. For a large array that is a full extra allocation
+  and memcpy on the host, often inside the data pipeline where it is paid for every sample.
+  `torch.from_numpy` and `torch.as_tensor` wrap the same memory without copying.
+
+Example
+  x = torch.tensor(np.load("features.npy"))          # TW206
+
+Fix
+  `torch.from_numpy(a)` (or `torch.as_tensor(a)`, which also accepts `dtype`/`device`). Both
+  share memory with the array: if the code later modifies the array in place and relies on
+  the tensor not changing, keep the copy (`torch.from_numpy(a).clone()` makes it explicit).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source:
+            return
+        for call in ctx.calls_to("torch.tensor"):
+            if not call.args or not is_ndarray(ctx, call.args[0], call):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "torch.tensor() copies the NumPy array; from_numpy()/as_tensor() would share its memory",
+                suggestion="use torch.from_numpy(a) or torch.as_tensor(a)",
+                end_node=call.func,
+            )
+
+
+RULE = TensorCopiesNdarray()

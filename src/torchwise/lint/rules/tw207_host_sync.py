@@ -1,0 +1,199 @@
+"""TW207: host-device synchronisations inside the training loop."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import (
+    SYNC_METHODS,
+    gpu_evident,
+    hot_loop_of,
+    hot_loops,
+    is_device_tensor,
+    scope_moves_to_device,
+)
+
+_COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
+_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
+
+
+def _periodic(ctx: Context, node: ast.AST) -> bool:
+    """Inside ``if step % N == 0`` (or any test with a modulo): runs once per interval."""
+    for test_node, _ in ctx.enclosing_ifs(node):
+        test = test_node.test
+        if any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in ast.walk(test)):
+            return True
+    return False
+
+
+def _inner_sync(expr: ast.AST) -> bool:
+    """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
+    while True:
+        if expr.__class__ is ast.Call:
+            func = expr.func
+            if func.__class__ is ast.Attribute and func.attr in SYNC_METHODS:
+                return True
+            expr = func.value if func.__class__ is ast.Attribute else func
+        elif expr.__class__ in (ast.Attribute, ast.Subscript):
+            expr = expr.value
+        else:
+            return False
+
+
+def _tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
+    """The part of an ``if``/``while`` test that needs a device value on the host, if any."""
+    cls = test.__class__
+    if cls is ast.BoolOp:
+        for v in test.values:
+            found = _tensor_test(ctx, v, use)
+            if found is not None:
+                return found
+        return None
+    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
+        return _tensor_test(ctx, test.operand, use)
+    if cls is ast.Compare:
+        if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
+            return None
+        if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
+            return None
+        for side in [test.left, *test.comparators]:
+            if _plain_tensor(ctx, side, use):
+                return test
+        return None
+    if cls is ast.Call:
+        name = last_name(test.func)
+        if name in _PREDICATES:
+            q = ctx.qualname(test.func)
+            if q is not None:
+                if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
+                    return test
+            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
+                return test
+        return None
+    if cls is ast.Name and _plain_tensor(ctx, test, use):
+        return test
+    return None
+
+
+def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """A device tensor used as is (not via .item(), .shape, len(), ...)."""
+    if expr.__class__ is ast.Attribute:
+        return False  # .shape, .device, .requires_grad, self.x ...
+    if expr.__class__ is ast.Call:
+        func = expr.func
+        if func.__class__ is ast.Name:
+            return False  # len(x), float(x) (float() is reported as its own .item-like sync? no)
+        if func.__class__ is ast.Attribute and func.attr in ("size", "dim", "numel", "item", "tolist", "cpu", "numpy"):
+            return False
+    return is_device_tensor(ctx, expr, use)
+
+
+class HostSyncInLoop(Rule):
+    code = "TW207"
+    name = "host-sync-in-hot-loop"
+    triggers = ("backward", "step(")
+    doc = """\
+What it flags
+  Inside the loop that runs `backward()` or an optimizer `step()` every pass (the innermost
+  such loop, or a loop nested in it): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
+  `.nonzero()`/`torch.nonzero`, `print(t)`, and `if`/`while` tests that compare a tensor, when
+  the value evidently lives on the accelerator - a loss, a model output, something moved with
+  `.to(device)`/`.cuda()`, or arithmetic on those - and the code evidently runs on a GPU (the
+  function moves data to a device or the file uses CUDA). Values already on the CPU, and syncs
+  under a periodic test such as `if step % 100 == 0:`, are not flagged.
+
+Why it matters
+  The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
+  host forces it to wait until every queued kernel has finished, so the queue drains on every
+  step and the GPU idles while Python prepares the next one. One `.item()` per step can cost
+  a large share of throughput for small and medium models.
+
+Example
+  for x, y in loader:
+      loss = criterion(model(x.cuda()), y.cuda())
+      loss.backward(); optimizer.step(); optimizer.zero_grad()
+      total += loss.item()                          # TW207
+
+Fix
+  Keep running values on the device (`total += loss.detach()`) and read them once per log
+  interval (`if step % 100 == 0: print(total.item() / 100)`); the torchwise Trainer syncs once
+  per interval.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        if not hot_loops(ctx):
+            return
+        seen: set[int] = set()
+        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print"):
+            func = call.func
+            name = last_name(func)
+            if name == "print":
+                if func.__class__ is not ast.Name:
+                    continue
+                subject = self._printed_tensor(ctx, call)
+                if subject is None:
+                    continue
+                what = "print() of a tensor"
+            elif name == "nonzero":
+                q = ctx.qualname(func)
+                if q is not None:
+                    if q != "torch.nonzero" or not call.args:
+                        continue
+                    subject = call.args[0]
+                elif func.__class__ is ast.Attribute:
+                    subject = func.value
+                else:
+                    continue
+                what = "nonzero()"
+            else:
+                if func.__class__ is not ast.Attribute or call.args and name != "cpu":
+                    continue
+                subject = func.value
+                if _inner_sync(subject):
+                    continue
+                what = f".{name}()"
+            finding = self._report(ctx, call, subject, what)
+            if finding is not None and id(call) not in seen:
+                seen.add(id(call))
+                yield finding
+        for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
+            part = _tensor_test(ctx, node.test, node.test)
+            if part is None:
+                continue
+            finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
+            if finding is not None:
+                yield finding
+
+    @staticmethod
+    def _printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
+        for arg in call.args:
+            if arg.__class__ is ast.Name:
+                if is_device_tensor(ctx, arg, call):
+                    return arg
+            elif arg.__class__ is ast.JoinedStr:
+                for part in arg.values:
+                    if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
+                        return part.value
+        return None
+
+    def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True) -> Finding | None:
+        loop = hot_loop_of(ctx, node)
+        if loop is None or _periodic(ctx, node):
+            return None
+        scope = ctx.scope_of(node)
+        if not (scope_moves_to_device(ctx, scope) or gpu_evident(ctx)):
+            return None
+        if check_subject and not is_device_tensor(ctx, subject, node):
+            return None
+        return ctx.finding(
+            self.code, node,
+            f"{what} in the training loop (line {loop.lineno}) waits for the GPU to finish every step",
+            suggestion="keep the value on the device (e.g. .detach()) and read it once per log interval",
+        )
+
+
+RULE = HostSyncInLoop()

@@ -1,0 +1,80 @@
+"""TW208: gradients zeroed by a memset instead of being set to None."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+
+def _grad_chain(expr: ast.AST) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if expr.__class__ is ast.Attribute and expr.attr == "data":
+        expr = expr.value
+    return expr.__class__ is ast.Attribute and expr.attr == "grad"
+
+
+class ZeroGradMemset(Rule):
+    code = "TW208"
+    name = "zero-grad-memset"
+    triggers = ("set_to_none", "zero_grad(False", ".zero_()")
+    fixable = True
+    doc = """\
+What it flags
+  `zero_grad(set_to_none=False)` (or `zero_grad(False)`) on an optimizer or module, and
+  hand-written `p.grad.zero_()` / `p.grad.data.zero_()`, except inside a branch that tests
+  `set_to_none` itself (an implementation of both behaviours).
+
+Why it matters
+  Zeroing writes every gradient tensor with zeros - a memory pass over as many bytes as the
+  model has parameters - and the next backward then adds into those zeros. With the gradient
+  set to None, backward simply writes the new gradient, the memset disappears and memory is
+  freed between steps. It has been PyTorch's default since 2.0.
+
+Example
+  optimizer.zero_grad(set_to_none=False)            # TW208
+
+Fix
+  `optimizer.zero_grad()` (or `set_to_none=True` explicitly); instead of `p.grad.zero_()`
+  write `p.grad = None`. `torchwise lint --fix` turns `set_to_none=False` into `True`; code that
+  reads `.grad` between zero_grad and backward must then expect None.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.calls_named("zero_grad"):
+            if call.func.__class__ is not ast.Attribute:
+                continue
+            kw = keyword(call, "set_to_none")
+            value = kw.value if kw is not None else (call.args[0] if call.args else None)
+            if value is None or value.__class__ is not ast.Constant or value.value is not False:
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "zero_grad(set_to_none=False) writes zeros into every gradient; setting them to None is cheaper",
+                suggestion="use zero_grad() (set_to_none=True is the default)",
+                fix=Fix("use set_to_none=True", (ctx.replace(value, "True"),)),
+            )
+        for call in ctx.calls_named("zero_"):
+            func = call.func
+            if func.__class__ is not ast.Attribute or call.args or not _grad_chain(func.value):
+                continue
+            if self._implements_both(ctx, call):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                f"{ctx.text(func.value)}.zero_() writes zeros into the gradient; setting it to None is cheaper",
+                suggestion="use optimizer.zero_grad() or set the gradient to None",
+            )
+
+    @staticmethod
+    def _implements_both(ctx: Context, call: ast.AST) -> bool:
+        for if_node, _ in ctx.enclosing_ifs(call):
+            if any(n.__class__ is ast.Name and "none" in n.id.lower() for n in ast.walk(if_node.test)):
+                return True
+        return False
+
+
+RULE = ZeroGradMemset()

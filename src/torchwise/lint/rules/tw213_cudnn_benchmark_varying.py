@@ -1,0 +1,75 @@
+"""TW213: ``cudnn.benchmark = True`` where input shapes evidently vary from batch to batch."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+_VARYING = (
+    "torch.nn.utils.rnn.pad_sequence",
+    "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.nn.utils.rnn.pack_sequence",
+)
+
+
+def cudnn_flag_assignments(ctx: Context, flag: str) -> list[ast.Assign]:
+    """``torch.backends.cudnn.<flag> = True`` statements (any import alias of cudnn)."""
+    out = []
+    for node in ctx.nodes.get(ast.Assign, ()):
+        if node.value.__class__ is not ast.Constant or node.value.value is not True:
+            continue
+        for t in node.targets:
+            if t.__class__ is ast.Attribute and t.attr == flag:
+                q = ctx.qualname(t)
+                if q == f"torch.backends.cudnn.{flag}":
+                    out.append(node)
+    out.sort(key=lambda n: (n.lineno, n.col_offset))
+    return out
+
+
+class BenchmarkWithVaryingShapes(Rule):
+    code = "TW213"
+    name = "cudnn-benchmark-varying-shapes"
+    triggers = ("benchmark",)
+    doc = """\
+What it flags
+  `torch.backends.cudnn.benchmark = True` in a file that batches variable-length sequences
+  (it pads or packs them per batch with `pad_sequence`, `pack_padded_sequence` or
+  `pack_sequence`), so input shapes change from batch to batch.
+
+Why it matters
+  With benchmark mode, cuDNN times several algorithms the first time it sees a new input
+  shape and caches the winner. That pays off when shapes are fixed. When every batch has a
+  new shape, each one triggers a new round of timing runs (and their memory), which can make
+  training slower than without it.
+
+Example
+  torch.backends.cudnn.benchmark = True
+  batch = pad_sequence(samples, batch_first=True)     # length differs per batch: TW213
+
+Fix
+  Leave `cudnn.benchmark` off for variable shapes, or bucket/pad sequences to a few fixed
+  lengths so only a handful of shapes ever occur. `torchwise tune` measures whether it helps.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        sets = cudnn_flag_assignments(ctx, "benchmark")
+        if not sets:
+            return
+        varying = ctx.calls_to(*_VARYING)
+        if not varying:
+            return
+        first = varying[0]
+        for node in sets:
+            yield ctx.finding(
+                self.code, node,
+                f"cudnn.benchmark re-tunes for every new input shape, and this file pads batches to varying lengths (line {first.lineno})",
+                suggestion="leave cudnn.benchmark off or bucket the sequence lengths",
+            )
+
+
+RULE = BenchmarkWithVaryingShapes()

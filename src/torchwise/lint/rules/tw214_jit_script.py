@@ -1,0 +1,104 @@
+"""TW214: ``torch.jit.script`` used to speed code up, where ``torch.compile`` is the successor."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+JIT_SCRIPT = "torch.jit.script"
+
+
+class JitScriptForSpeed(Rule):
+    code = "TW214"
+    name = "jit-script-for-speed"
+    triggers = ("script",)
+    doc = """\
+What it flags
+  `@torch.jit.script` on a function, and `torch.jit.script(obj)` whose result this file does
+  not save (`torch.jit.save(...)` or `.save(...)`); scripting for export to C++/mobile is a
+  different use and is left alone.
+
+Why it matters
+  TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is
+  in maintenance mode: it supports a subset of Python, breaks on many modern constructs and
+  its fusion is not developed further. `torch.compile` traces ordinary Python, fuses pointwise
+  and reduction chains into generated kernels and is where speed work in PyTorch happens.
+
+Example
+  @torch.jit.script
+  def gelu_bias(x, b):                         # TW214
+      return torch.nn.functional.gelu(x + b)
+
+Fix
+  `@torch.compile` (or `model = torch.compile(model)`); `torchwise tune` measures whether
+  compiling pays off for your model.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for func in ctx.nodes.get(kind, ()):
+                for deco in func.decorator_list:
+                    target = deco.func if deco.__class__ is ast.Call else deco
+                    if ctx.qualname(target) == JIT_SCRIPT:
+                        yield ctx.finding(
+                            self.code, deco,
+                            f"@torch.jit.script on {func.name}(): torch.compile is the maintained way to fuse these ops",
+                            suggestion="use @torch.compile instead",
+                        )
+        saved = self._saved_names(ctx)
+        for call in ctx.calls_to(JIT_SCRIPT):
+            parent = ctx.parent(call)
+            if parent.__class__ is ast.Attribute and parent.attr == "save":
+                continue  # torch.jit.script(m).save(path)
+            if any(d is call for f in ctx.nodes.get(ast.FunctionDef, ()) for d in f.decorator_list):
+                continue
+            if parent.__class__ is ast.Assign:
+                names = {last_name(t) for t in parent.targets}
+                if names & saved:
+                    continue
+            if parent.__class__ is ast.Call and last_name(parent.func) == "save":
+                continue
+            if parent.__class__ is ast.Return or self._returned(ctx, parent):
+                continue  # handed to the caller, probably for export
+            yield ctx.finding(
+                self.code, call,
+                "torch.jit.script for speed: torch.compile is the maintained way to fuse operations",
+                suggestion="use torch.compile(...) unless you export the scripted module",
+                end_node=call.func,
+            )
+
+    @staticmethod
+    def _returned(ctx: Context, parent: ast.AST) -> bool:
+        if parent.__class__ is not ast.Assign:
+            return False
+        names = {t.id for t in parent.targets if t.__class__ is ast.Name}
+        scope = ctx.scope_of(parent)
+        for node in ctx.walk_body(getattr(scope, "body", [])):
+            if node.__class__ is ast.Return and node.value is not None:
+                if any(n.__class__ is ast.Name and n.id in names for n in ast.walk(node.value)):
+                    return True
+        return False
+
+    @staticmethod
+    def _saved_names(ctx: Context) -> set[str]:
+        out: set[str] = set()
+        for call in ctx.calls_named("save"):
+            func = call.func
+            if func.__class__ is ast.Attribute:
+                q = ctx.qualname(func)
+                if q is None:
+                    n = last_name(func.value)
+                    if n:
+                        out.add(n)
+                elif call.args:
+                    n = last_name(call.args[0])
+                    if n:
+                        out.add(n)
+        return out
+
+
+RULE = JitScriptForSpeed()

@@ -1,0 +1,74 @@
+"""TW215: gradient accumulation under DDP that all-reduces on every micro-step."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import backward_calls, is_optimizer_step
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+def _conditional_step(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
+    """Is this optimizer step under an ``if`` with a modulo test inside ``loop`` (every N passes)?"""
+    for if_node, _ in ctx.enclosing_ifs(step):
+        if not ctx.contains(loop, if_node):
+            break
+        if any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in ast.walk(if_node.test)):
+            return True
+    return False
+
+
+class AccumulationWithoutNoSync(Rule):
+    code = "TW215"
+    name = "ddp-accumulation-without-no-sync"
+    triggers = ("DistributedDataParallel",)
+    doc = """\
+What it flags
+  A file that wraps its model in `DistributedDataParallel` and accumulates gradients - in a
+  loop, `backward()` runs every pass while the optimizer `step()` runs only under a test such
+  as `if (i + 1) % accum_steps == 0:` - without ever using `no_sync()` (or
+  `require_backward_grad_sync`).
+
+Why it matters
+  DDP all-reduces the gradients across processes during every backward pass. With
+  accumulation only the last micro-step's all-reduce is needed; the others send the whole
+  gradient over the network for nothing, which can dominate the step time on slower links.
+
+Example
+  for i, (x, y) in enumerate(loader):
+      loss_fn(ddp_model(x), y).backward()          # TW215: all-reduce on every micro-step
+      if (i + 1) % accum == 0:
+          opt.step(); opt.zero_grad()
+
+Fix
+  Skip the synchronisation on non-final micro-steps:
+  `ctx = ddp_model.no_sync() if (i + 1) % accum else contextlib.nullcontext()` and run the
+  forward and backward inside `with ctx:`. The torchwise Trainer does this.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        if not ctx.calls_to(DDP) or "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
+            return
+        for bw in backward_calls(ctx):
+            loops = ctx.enclosing_loops(bw)
+            if not loops:
+                continue
+            loop = loops[0]
+            steps = [c for c in ctx.walk_body(loop.body) if c.__class__ is ast.Call and is_optimizer_step(ctx, c)]
+            if not steps or not all(_conditional_step(ctx, s, loop) for s in steps):
+                continue
+            if _conditional_step(ctx, bw, loop):
+                continue
+            yield ctx.finding(
+                self.code, bw,
+                "gradient accumulation under DistributedDataParallel all-reduces on every micro-step",
+                suggestion="run non-final micro-steps inside model.no_sync()",
+            )
+
+
+RULE = AccumulationWithoutNoSync()

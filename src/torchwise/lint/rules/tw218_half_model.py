@@ -1,0 +1,69 @@
+"""TW218: a whole model converted with ``.half()`` for training."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import backward_calls, is_module_instance
+
+_HALF_DTYPES = ("torch.float16", "torch.half")
+
+
+class HalfModelTraining(Rule):
+    code = "TW218"
+    name = "half-model-training"
+    triggers = ("half", "float16")
+    doc = """\
+What it flags
+  `model.half()`, `model.to(torch.float16)` or `model.to(dtype=torch.half)` on something that
+  evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
+  a file that trains (it calls `backward()`). Pure inference scripts are not flagged.
+
+Why it matters
+  Converting the whole model stores the weights, the optimizer's updates and the BatchNorm
+  statistics in fp16. Small updates vanish when added to fp16 weights, BatchNorm's running
+  variance loses precision, and without loss scaling small gradients underflow to zero.
+  Accuracy drops or training diverges.
+
+Example
+  model = Net().cuda().half()                       # TW218 in a training script
+
+Fix
+  Keep the weights in fp32 and run the forward pass under
+  `torch.autocast("cuda", dtype=torch.float16)` with a `torch.amp.GradScaler("cuda")` (or use
+  bf16 autocast without a scaler where supported).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        if not backward_calls(ctx):
+            return
+        for call in ctx.calls_named("half", "to"):
+            func = call.func
+            if func.__class__ is not ast.Attribute:
+                continue
+            if func.attr == "half":
+                if call.args or call.keywords:
+                    continue
+            else:
+                kw = keyword(call, "dtype")
+                target = kw.value if kw is not None else (call.args[0] if len(call.args) == 1 else None)
+                if target is None or ctx.qualname(target) not in _HALF_DTYPES:
+                    continue
+            recv = func.value
+            # model.cuda().half(): look through device moves to the model itself
+            while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
+                recv = recv.func.value
+            if not is_module_instance(ctx, recv, call):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "the whole model is converted to fp16 for training: BatchNorm statistics and small updates lose precision",
+                suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
+            )
+
+
+RULE = HalfModelTraining()

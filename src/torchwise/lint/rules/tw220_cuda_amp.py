@@ -1,0 +1,136 @@
+"""TW220: ``torch.cuda.amp``/``torch.cpu.amp`` and NVIDIA apex ``amp``, superseded by ``torch.amp``."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Edit
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+OLD = {
+    "torch.cuda.amp.autocast": ("autocast", "cuda"),
+    "torch.cuda.amp.GradScaler": ("GradScaler", "cuda"),
+    "torch.cpu.amp.autocast": ("autocast", "cpu"),
+    "torch.cpu.amp.GradScaler": ("GradScaler", "cpu"),
+    "torch.cuda.amp.custom_fwd": ("custom_fwd", "cuda"),
+    "torch.cuda.amp.custom_bwd": ("custom_bwd", "cuda"),
+}
+_OLD_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+
+
+class LegacyAmp(Rule):
+    code = "TW220"
+    name = "legacy-amp"
+    triggers = ("amp",)
+    fixable = True
+    doc = """\
+What it flags
+  Uses of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast`
+  (and `custom_fwd`/`custom_bwd`), however imported, and of NVIDIA apex's `amp`
+  (`from apex import amp`, `amp.initialize(...)`).
+
+Why it matters
+  The device-specific AMP entry points are deprecated aliases of the device-generic
+  `torch.amp` API and emit warnings; apex `amp` is unmaintained and replaced by native mixed
+  precision, which is better integrated (autocast caching, GradScaler with any optimizer,
+  bf16, torch.compile support).
+
+Example
+  scaler = torch.cuda.amp.GradScaler()                  # TW220
+  with torch.cuda.amp.autocast(dtype=torch.float16):    # TW220
+      loss = model(x)
+
+Fix
+  `torch.amp.GradScaler("cuda")` and `torch.autocast("cuda", dtype=torch.float16)` (or
+  `torch.amp.autocast("cuda", ...)`). `torchwise lint --fix` rewrites calls written as
+  `torch.cuda.amp.X(...)` and calls of names imported `from torch.cuda.amp import X` when
+  they pass keyword arguments only (the positional order of the new API differs).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        torch_local = "torch" if "torch" in ctx.import_aliases.get("torch", []) else None
+        imported = self._imported_old(ctx)
+        for q, (new, device) in OLD.items():
+            for call in ctx.calls_to(q):
+                func = call.func
+                fix = None
+                positional_ok = not call.args and not any(k.arg is None for k in call.keywords)
+                if new in ("autocast", "GradScaler") and positional_ok:
+                    if func.__class__ is ast.Attribute and torch_local:
+                        fix = Fix(
+                            f"use torch.amp.{new}({device!r}, ...)",
+                            (ctx.replace(func, f"torch.amp.{new}"), self._device_edit(ctx, call, device)),
+                        )
+                    elif func.__class__ is ast.Name:
+                        fix = self._import_fix(ctx, func.id, imported, new, device)
+                if fix is not None and any(e is None for e in fix.edits):
+                    fix = None
+                yield ctx.finding(
+                    self.code, call,
+                    f"{q} is deprecated; use torch.amp.{new}(\"{device}\", ...)" if new in ("autocast", "GradScaler") else f"{q} is deprecated; use torch.amp.{new}(device_type=\"{device}\")",
+                    suggestion=f'torch.amp.{new}("{device}", ...)' if new in ("autocast", "GradScaler") else f'torch.amp.{new}(device_type="{device}")',
+                    fix=fix,
+                    end_node=func,
+                )
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.module == "apex" and any(a.name == "amp" for a in node.names):
+                yield ctx.finding(
+                    self.code, node,
+                    "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
+                    suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
+                )
+        for node in ctx.nodes.get(ast.Import, ()):
+            if any(a.name == "apex.amp" for a in node.names):
+                yield ctx.finding(
+                    self.code, node,
+                    "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
+                    suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
+                )
+
+    @staticmethod
+    def _device_edit(ctx: Context, call: ast.Call, device: str) -> Edit | None:
+        if not call.keywords:
+            return ctx.add_keyword(call, f'"{device}"')
+        first = min(call.keywords, key=lambda k: (k.lineno, k.col_offset))
+        start = ctx.offset(first.lineno, first.col_offset)
+        return Edit(start, start, f'"{device}", ')
+
+    @staticmethod
+    def _imported_old(ctx: Context) -> dict[str, tuple[ast.ImportFrom, ast.alias]]:
+        out = {}
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.module in _OLD_MODULES and not node.level:
+                for alias in node.names:
+                    out[alias.asname or alias.name] = (node, alias)
+        return out
+
+    def _import_fix(self, ctx: Context, local: str, imported: dict, new: str, device: str) -> Fix | None:
+        """``from torch.cuda.amp import autocast`` + ``autocast(...)``: fix the import line and
+        every call of that name together, or nothing (every use must be a fixable call)."""
+        entry = imported.get(local)
+        if entry is None:
+            return None
+        node, alias = entry
+        if len(node.names) != 1:
+            return None  # several names on one import line: leave the rewrite to the author
+        uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == local]
+        edits: list[Edit] = []
+        for use in uses:
+            parent = ctx.parent(use)
+            if parent.__class__ is not ast.Call or parent.func is not use or parent.args or any(k.arg is None for k in parent.keywords):
+                return None
+            e = self._device_edit(ctx, parent, device)
+            if e is None:
+                return None
+            edits.append(e)
+        if "#" in ctx.text(node) or "\\" in ctx.text(node):
+            return None
+        text = f"from torch.amp import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+        edits.append(ctx.replace(node, text))
+        return Fix(f"import {alias.name} from torch.amp and pass the device", tuple(edits))
+
+
+RULE = LegacyAmp()

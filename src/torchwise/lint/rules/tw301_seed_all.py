@@ -1,0 +1,156 @@
+"""TW301: a file that seeds some random generators but uses another one unseeded."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+_SEEDERS = {
+    "random.seed": "random",
+    "numpy.random.seed": "numpy",
+    "torch.manual_seed": "torch",
+    "torch.cuda.manual_seed_all": "cuda",
+    "torch.cuda.manual_seed": "cuda",
+}
+# helpers that seed everything at once (frameworks, torchwise itself)
+_SEED_ALL = frozenset({"seed_everything", "set_seed", "set_random_seed", "fix_seed", "setup_seed", "seed_all", "set_seeds", "init_seeds", "fix_seeds"})
+_RANDOM_FUNCS = frozenset({
+    "random", "randint", "randrange", "shuffle", "choice", "choices", "sample", "uniform", "gauss",
+    "normalvariate", "betavariate", "expovariate", "triangular",
+})
+_NUMPY_FUNCS = frozenset({
+    "rand", "randn", "randint", "random", "random_sample", "choice", "shuffle", "permutation", "uniform",
+    "normal", "binomial", "poisson", "beta", "exponential",
+})
+_TORCH_FUNCS = frozenset({
+    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
+    "randint_like", "poisson",
+})
+_RANDOM_INITS = frozenset({
+    "uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+    "kaiming_normal_", "orthogonal_", "sparse_",
+})
+# layers whose constructor draws their initial weights (or whose forward draws masks)
+_RANDOM_LAYERS = (
+    "Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "Embedding", "EmbeddingBag", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention",
+    "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer", "Dropout", "Dropout1d", "Dropout2d",
+    "Dropout3d", "AlphaDropout",
+)
+_LABELS = {"random": "Python's random", "numpy": "NumPy's global generator", "torch": "torch's generator"}
+
+
+class PartialSeeding(Rule):
+    code = "TW301"
+    name = "partial-seeding"
+    triggers = ("seed",)
+    doc = """\
+What it flags
+  In a file that seeds at least one generator (`random.seed`, `np.random.seed`,
+  `torch.manual_seed`), the first use of another generator that is never seeded there:
+  `random.shuffle(...)` with only torch seeded, `np.random.rand(...)` with only `random`
+  seeded, torch randomness (`torch.randn`, `randperm`, `nn.init.*`, `random_split`, shuffling
+  DataLoaders, dropout) with only NumPy seeded... Also `np.random.default_rng()` and
+  `random.Random()` created without a seed there, which the global seeds do not reach. Files
+  that call a seed-everything helper (`seed_everything`, `set_seed`...) are left alone.
+
+Why it matters
+  Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
+  runs still differ - data order, augmentation, dropout masks, initial weights - while the
+  code looks reproducible. Bugs then come and go between runs.
+
+Example
+  torch.manual_seed(0)
+  random.shuffle(files)                        # TW301: Python's random is not seeded
+
+Fix
+  Seed every generator in use in one place - `random.seed(s)`, `np.random.seed(s)`,
+  `torch.manual_seed(s)` (which also seeds every CUDA device) - or call
+  `torchwise.seed_everything(s)`; give explicit generators a seed (`np.random.default_rng(s)`).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        seeded: set[str] = set()
+        first_seed: ast.Call | None = None
+        for name in ("seed", "manual_seed", "manual_seed_all"):
+            for call in ctx.calls_named(name):
+                family = _SEEDERS.get(ctx.qualname(call.func) or "")
+                if family is not None:
+                    seeded.add(family)
+                    if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
+                        first_seed = call
+        if not seeded or first_seed is None:
+            return
+        if any(ctx.calls_named(name) for name in _SEED_ALL):
+            return
+        uses = self._uses(ctx)
+        for family in ("random", "numpy", "torch"):
+            if family in seeded or family not in uses:
+                continue
+            node = uses[family]
+            yield ctx.finding(
+                self.code, node,
+                f"{_LABELS[family]} is used here but never seeded, while this file seeds {self._list(seeded)} (line {first_seed.lineno})",
+                suggestion="seed every generator in use (or call torchwise.seed_everything)",
+                end_node=node.func if node.__class__ is ast.Call else node,
+            )
+        for call in ctx.calls_named("default_rng", "Random", "RandomState"):
+            q = ctx.qualname(call.func)
+            if q not in ("numpy.random.default_rng", "random.Random", "numpy.random.RandomState"):
+                continue
+            if call.args or keyword(call, "seed") is not None:
+                continue
+            yield ctx.finding(
+                self.code, call,
+                f"{q}() without a seed is not affected by the global seeds this file sets (line {first_seed.lineno})",
+                suggestion=f"pass a seed: {last_name(call.func)}(seed)",
+            )
+
+    @staticmethod
+    def _list(seeded: set[str]) -> str:
+        names = {"random": "random", "numpy": "numpy", "torch": "torch", "cuda": "CUDA"}
+        return ", ".join(names[s] for s in sorted(seeded))
+
+    @staticmethod
+    def _uses(ctx: Context) -> dict[str, ast.AST]:
+        uses: dict[str, ast.AST] = {}
+
+        def note(family: str, node: ast.AST) -> None:
+            old = uses.get(family)
+            if old is None or (node.lineno, node.col_offset) < (old.lineno, old.col_offset):
+                uses[family] = node
+
+        for name in _RANDOM_FUNCS | _NUMPY_FUNCS | _TORCH_FUNCS:
+            for call in ctx.calls_named(name):
+                q = ctx.qualname(call.func)
+                if q is None:
+                    continue
+                if q == f"random.{name}" and name in _RANDOM_FUNCS:
+                    note("random", call)
+                elif q == f"numpy.random.{name}" and name in _NUMPY_FUNCS:
+                    note("numpy", call)
+                elif q == f"torch.{name}" and name in _TORCH_FUNCS:
+                    note("torch", call)
+        for call in ctx.calls_named("random_split", "dropout"):
+            q = ctx.qualname(call.func) or ""
+            if q in ("torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "torch.nn.functional.dropout"):
+                note("torch", call)
+        for call in ctx.calls_to("torch.utils.data.DataLoader"):
+            shuffle = keyword(call, "shuffle")
+            if shuffle is not None and shuffle.value.__class__ is ast.Constant and shuffle.value.value is True:
+                note("torch", call)
+        for name in _RANDOM_INITS:
+            for call in ctx.calls_named(name):
+                if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):
+                    note("torch", call)
+        layers = ctx.calls_to(*(f"torch.nn.{n}" for n in _RANDOM_LAYERS))
+        if layers:
+            note("torch", layers[0])
+        return uses
+
+
+RULE = PartialSeeding()

@@ -1,0 +1,60 @@
+"""TW303: ``torch.cuda.manual_seed`` seeds only the current GPU."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+
+class CudaManualSeed(Rule):
+    code = "TW303"
+    name = "cuda-manual-seed-one-device"
+    triggers = ("manual_seed",)
+    fixable = True
+    doc = """\
+What it flags
+  `torch.cuda.manual_seed(s)` in a function (or module level) that does not also call
+  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device.
+
+Why it matters
+  `torch.cuda.manual_seed` seeds the generator of the current device only. In a process that
+  uses several GPUs the others keep unseeded generators, so dropout masks and random tensors
+  created there differ between runs.
+
+Example
+  torch.cuda.manual_seed(42)                      # TW303
+
+Fix
+  `torch.cuda.manual_seed_all(42)`, or simply `torch.manual_seed(42)`, which seeds the CPU
+  and every CUDA device. `torchwise lint --fix` renames the call; on a single GPU it does the
+  same as before.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        calls = ctx.calls_to("torch.cuda.manual_seed")
+        if not calls:
+            return
+        covering = ctx.calls_to("torch.manual_seed", "torch.cuda.manual_seed_all")
+        covered = {id(ctx.scope_of(c)) for c in covering}
+        for call in calls:
+            if id(ctx.scope_of(call)) in covered:
+                continue
+            fix = None
+            if call.func.__class__ is ast.Attribute:
+                edit = ctx.replace_attr(call.func, "manual_seed_all")
+                if edit is not None:
+                    fix = Fix("use torch.cuda.manual_seed_all", (edit,))
+            yield ctx.finding(
+                self.code, call,
+                "torch.cuda.manual_seed seeds only the current GPU",
+                suggestion="use torch.cuda.manual_seed_all (or torch.manual_seed, which seeds every device)",
+                fix=fix,
+                end_node=call.func,
+            )
+
+
+RULE = CudaManualSeed()

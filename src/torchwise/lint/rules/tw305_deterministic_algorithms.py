@@ -1,0 +1,52 @@
+"""TW305: ``cudnn.deterministic = True`` without ``torch.use_deterministic_algorithms(True)``."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.rules.tw213_cudnn_benchmark_varying import cudnn_flag_assignments
+
+
+class PartialDeterminism(Rule):
+    code = "TW305"
+    name = "partial-determinism"
+    triggers = ("deterministic",)
+    doc = """\
+What it flags
+  `torch.backends.cudnn.deterministic = True` in a file that never calls
+  `torch.use_deterministic_algorithms(True)` (or with `warn_only=...`).
+
+Why it matters
+  The cuDNN flag covers cuDNN convolutions only. Many other CUDA kernels - scatter/index_add
+  with atomics, some pooling and interpolation backward passes, cuBLAS with several
+  workspaces - remain nondeterministic, so results still vary between runs.
+  `use_deterministic_algorithms(True)` switches every operation to a deterministic
+  implementation or raises where none exists; for cuBLAS it also needs the environment
+  variable `CUBLAS_WORKSPACE_CONFIG=:4096:8` (or `:16:8`) set before CUDA starts.
+
+Example
+  torch.backends.cudnn.deterministic = True        # TW305: the rest stays nondeterministic
+
+Fix
+  `torch.use_deterministic_algorithms(True)` plus
+  `os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"` at start-up, or
+  `torchwise.seed_everything(seed, deterministic=True)`, which sets all of it.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        dets = cudnn_flag_assignments(ctx, "deterministic")
+        if not dets or ctx.calls_to("torch.use_deterministic_algorithms"):
+            return
+        for node in dets:
+            yield ctx.finding(
+                self.code, node,
+                "cudnn.deterministic covers cuDNN only; other CUDA kernels stay nondeterministic",
+                suggestion='also call torch.use_deterministic_algorithms(True) and set CUBLAS_WORKSPACE_CONFIG=":4096:8"',
+            )
+
+
+RULE = PartialDeterminism()

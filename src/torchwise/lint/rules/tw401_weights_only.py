@@ -1,0 +1,66 @@
+"""TW401: ``torch.load`` that may unpickle arbitrary objects (no ``weights_only=True``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, argument, has_star_args, keyword
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+
+class UnsafeTorchLoad(Rule):
+    code = "TW401"
+    name = "torch-load-unsafe"
+    triggers = ("load",)
+    fixable = True
+    doc = """\
+What it flags
+  `torch.load(...)` (under any import alias) without `weights_only=True`: either the argument
+  is missing, or it is `weights_only=False`. Calls passing a custom `pickle_module` or
+  `**kwargs` are left alone.
+
+Why it matters
+  A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
+  from the internet or shared by a colleague can run arbitrary code on your machine when
+  loaded. With `weights_only=True`, `torch.load` accepts only tensors, primitive types and
+  containers of them (and classes you allow explicitly). PyTorch 2.6 made it the default; code
+  that also runs on older versions, or that turns it off, is exposed.
+
+Example
+  state = torch.load("model.pt")                          # TW401
+
+Fix
+  `torch.load("model.pt", weights_only=True)`; load plain state dicts rather than pickled
+  objects, and allow the few extra classes you need with
+  `torch.serialization.add_safe_globals`. `torchwise lint --fix` adds `weights_only=True` when
+  the argument is missing (it does not overrule an explicit `False`).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.calls_to("torch.load"):
+            if keyword(call, "pickle_module") is not None or argument(call, "pickle_module", 2) is not None:
+                continue
+            value = argument(call, "weights_only", 3)
+            if value is None:
+                if has_star_args(call):
+                    continue
+                edit = ctx.add_keyword(call, "weights_only=True")
+                yield ctx.finding(
+                    self.code, call,
+                    "torch.load without weights_only=True can run arbitrary code from the file",
+                    suggestion="pass weights_only=True",
+                    fix=Fix("add weights_only=True", (edit,)) if edit is not None else None,
+                    end_node=call.func,
+                )
+            elif value.__class__ is ast.Constant and value.value is False:
+                yield ctx.finding(
+                    self.code, call,
+                    "torch.load with weights_only=False can run arbitrary code from the file",
+                    suggestion="load a plain state dict with weights_only=True; allow extra classes with torch.serialization.add_safe_globals",
+                    end_node=call.func,
+                )
+
+
+RULE = UnsafeTorchLoad()

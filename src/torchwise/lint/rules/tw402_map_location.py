@@ -1,0 +1,51 @@
+"""TW402: ``torch.load`` without ``map_location`` in code that uses a GPU."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import gpu_evident
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "TW402"
+    name = "torch-load-no-map-location"
+    triggers = ("load",)
+    doc = """\
+What it flags
+  `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
+  in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
+  checkpoints it reads are likely to hold CUDA tensors.
+
+Why it matters
+  Tensors are restored onto the device they were saved from. A checkpoint written on
+  `cuda:0` fails to load on a machine without CUDA ("Attempting to deserialize object on a
+  CUDA device"), and on a multi-GPU machine every process loads onto GPU 0, crowding it.
+
+Example
+  model.load_state_dict(torch.load("ckpt.pt"))            # TW402 in a CUDA script
+
+Fix
+  `torch.load("ckpt.pt", map_location="cpu")` (then `load_state_dict` copies onto the model's
+  device), or `map_location=device` for the current process's device.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        calls = ctx.calls_to("torch.load")
+        if not calls or not gpu_evident(ctx):
+            return
+        for call in calls:
+            if argument(call, "map_location", 1) is not None or has_star_args(call):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "torch.load without map_location restores tensors onto the GPU they were saved from",
+                suggestion='pass map_location="cpu" (or the current device)',
+                end_node=call.func,
+            )
+
+
+RULE = LoadWithoutMapLocation()

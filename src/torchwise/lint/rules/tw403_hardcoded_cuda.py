@@ -1,0 +1,76 @@
+"""TW403: hard-coded ``"cuda"``/``.cuda()`` in a file with no CPU fallback anywhere."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_FALLBACK_HINTS = ("is_available", "cpu", "device_count", "accelerator", "mps", "get_device", "select_device")
+
+
+class HardcodedCuda(Rule):
+    code = "TW403"
+    name = "hardcoded-cuda"
+    triggers = ("cuda",)
+    doc = """\
+What it flags
+  `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
+  file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
+  the device count, never names a `"cpu"` device and has no device parameter of its own.
+
+Why it matters
+  Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
+  Apple/Intel accelerator it fails with "Torch not compiled with CUDA enabled" or "no CUDA
+  GPUs are available", which makes tests and quick experiments impossible.
+
+Example
+  model = Net().cuda()                                 # TW403
+  x = x.to("cuda")                                     # TW403
+
+Fix
+  Choose the device once - `device = "cuda" if torch.cuda.is_available() else "cpu"`, or
+  `torchwise.select_device("auto")` - and write `.to(device)` everywhere.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        src = ctx.source
+        if any(h in src for h in _FALLBACK_HINTS):
+            return
+        if any(a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs):
+            return
+        for call in ctx.calls_named("cuda"):
+            func = call.func
+            if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
+                yield self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present")
+        for call in ctx.calls_named("to", "device"):
+            func = call.func
+            if func.__class__ is ast.Attribute and func.attr == "to":
+                arg = call.args[0] if call.args else (keyword(call, "device").value if keyword(call, "device") else None)
+            elif ctx.qualname(func) == "torch.device":
+                arg = call.args[0] if call.args else None
+            else:
+                continue
+            if arg is not None and arg.__class__ is ast.Constant and isinstance(arg.value, str) and _CUDA_STR.match(arg.value):
+                yield self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback')
+        for kw_call in ctx.nodes.get(ast.Call, ()) if 'device="cuda' in src or "device='cuda" in src else ():
+            kw = keyword(kw_call, "device")
+            if kw is None or kw_call.func.__class__ is ast.Attribute and kw_call.func.attr == "to":
+                continue
+            v = kw.value
+            if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
+                yield self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value)
+
+    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding:
+        return ctx.finding(
+            self.code, at or node, message,
+            suggestion='pick the device once (device = "cuda" if torch.cuda.is_available() else "cpu") and use .to(device)',
+        )
+
+
+RULE = HardcodedCuda()

@@ -1,0 +1,105 @@
+"""TW404: ``CUDA_VISIBLE_DEVICES`` set in code after CUDA was already initialised."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+VAR = "CUDA_VISIBLE_DEVICES"
+# torch.cuda functions that initialise the driver (and so fix the set of visible devices)
+_INIT_FUNCS = frozenset({
+    "is_available", "device_count", "set_device", "current_device", "get_device_name",
+    "get_device_properties", "get_device_capability", "synchronize", "mem_get_info", "memory_allocated",
+    "memory_reserved", "max_memory_allocated", "empty_cache", "init", "Stream", "Event", "current_stream",
+})
+_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+
+
+def _env_sets(ctx: Context) -> list[ast.AST]:
+    """Statements/calls that set ``CUDA_VISIBLE_DEVICES`` in ``os.environ``."""
+    out: list[ast.AST] = []
+    for node in ctx.nodes.get(ast.Assign, ()):
+        for t in node.targets:
+            if (
+                t.__class__ is ast.Subscript and ctx.qualname(t.value) == "os.environ"
+                and t.slice.__class__ is ast.Constant and t.slice.value == VAR
+            ):
+                out.append(node)
+    for call in ctx.calls_named("setdefault", "putenv", "update"):
+        q = ctx.qualname(call.func)
+        if q in ("os.environ.setdefault", "os.putenv"):
+            if call.args and call.args[0].__class__ is ast.Constant and call.args[0].value == VAR:
+                out.append(call)
+        elif q == "os.environ.update" and call.args and call.args[0].__class__ is ast.Dict:
+            if any(k.__class__ is ast.Constant and k.value == VAR for k in call.args[0].keys if k is not None):
+                out.append(call)
+    return out
+
+
+def cuda_init(ctx: Context, call: ast.Call) -> bool:
+    """Does this call initialise CUDA?"""
+    func = call.func
+    q = ctx.qualname(func)
+    if q is not None:
+        if q.startswith("torch.cuda.") and q.count(".") == 2 and q.rsplit(".", 1)[1] in _INIT_FUNCS:
+            return True
+        return False
+    if func.__class__ is ast.Attribute:
+        if func.attr == "cuda":
+            return True
+        if func.attr == "to":
+            arg = call.args[0] if call.args else (keyword(call, "device").value if keyword(call, "device") else None)
+            return arg is not None and arg.__class__ is ast.Constant and isinstance(arg.value, str) and bool(_CUDA_STR.match(arg.value))
+    return False
+
+
+class LateCudaVisibleDevices(Rule):
+    code = "TW404"
+    name = "late-cuda-visible-devices"
+    triggers = (VAR,)
+    doc = """\
+What it flags
+  `os.environ["CUDA_VISIBLE_DEVICES"] = ...` (also `setdefault`, `update`, `os.putenv`) placed
+  after code in the same function or script that initialises CUDA: `torch.cuda.is_available()`,
+  `device_count()`, `set_device(...)`, `.cuda()`, `.to("cuda")`...
+
+Why it matters
+  The CUDA driver reads `CUDA_VISIBLE_DEVICES` once, when it initialises. Changing it later
+  has no effect: the process keeps seeing every GPU, jobs meant for different GPUs land on
+  the same one, and nothing reports it.
+
+Example
+  if torch.cuda.is_available():                       # initialises CUDA
+      os.environ["CUDA_VISIBLE_DEVICES"] = "1"        # TW404: too late
+
+Fix
+  Set it before anything touches CUDA - at the very top of the script, before importing code
+  that might - or better outside the program: `CUDA_VISIBLE_DEVICES=1 python train.py`.
+  Inside a process, pick a GPU with `torch.cuda.set_device(i)` or `.to(f"cuda:{i}")`.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        sets = _env_sets(ctx)
+        if not sets:
+            return
+        inits = [c for c in ctx.nodes.get(ast.Call, ()) if cuda_init(ctx, c)]
+        for node in sets:
+            scope = ctx.scope_of(node)
+            pos = (node.lineno, node.col_offset)
+            earlier = [c for c in inits if ctx.scope_of(c) is scope and (c.lineno, c.col_offset) < pos]
+            if not earlier:
+                continue
+            first = min(earlier, key=lambda c: (c.lineno, c.col_offset))
+            yield ctx.finding(
+                self.code, node,
+                f"CUDA_VISIBLE_DEVICES is set after CUDA was initialised (line {first.lineno}); it has no effect any more",
+                suggestion="set it before anything touches CUDA, or in the environment of the launch command",
+            )
+
+
+RULE = LateCudaVisibleDevices()

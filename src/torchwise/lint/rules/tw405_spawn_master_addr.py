@@ -1,0 +1,82 @@
+"""TW405: hand-rolled ``mp.spawn`` with a hard-coded rendezvous address or port."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, keyword
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+_VARS = ("MASTER_ADDR", "MASTER_PORT")
+
+
+def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    for node in ctx.nodes.get(ast.Assign, ()):
+        if node.value.__class__ is not ast.Constant:
+            continue
+        for t in node.targets:
+            if (
+                t.__class__ is ast.Subscript and ctx.qualname(t.value) == "os.environ"
+                and t.slice.__class__ is ast.Constant and t.slice.value in _VARS
+            ):
+                out.append(node)
+    for call in ctx.calls_named("setdefault"):
+        if ctx.qualname(call.func) == "os.environ.setdefault" and len(call.args) == 2:
+            key, value = call.args
+            if key.__class__ is ast.Constant and key.value in _VARS and value.__class__ is ast.Constant:
+                out.append(call)
+    for call in ctx.calls_to("torch.distributed.init_process_group"):
+        kw = keyword(call, "init_method")
+        if kw is not None and kw.value.__class__ is ast.Constant and isinstance(kw.value.value, str) and kw.value.value.startswith("tcp://"):
+            out.append(call)
+    out.sort(key=lambda n: (n.lineno, n.col_offset))
+    return out
+
+
+class SpawnWithFixedRendezvous(Rule):
+    code = "TW405"
+    name = "spawn-with-fixed-rendezvous"
+    triggers = ("spawn",)
+    doc = """\
+What it flags
+  A script that starts its workers itself with `torch.multiprocessing.spawn(...)` (`mp.spawn`)
+  and hard-codes the rendezvous: `os.environ["MASTER_ADDR"] = "localhost"`,
+  `os.environ["MASTER_PORT"] = "12355"`, or `init_process_group(init_method="tcp://...")`.
+
+Why it matters
+  A fixed address ties the job to one machine, and a fixed port collides as soon as two jobs
+  run on the same host ("Address already in use"). A worker that crashes takes the whole job
+  down with no restart. `torchrun` provides the address, port, ranks and world size through
+  the environment, restarts failed workers and scales to several nodes without code changes.
+
+Example
+  os.environ["MASTER_ADDR"] = "localhost"
+  os.environ["MASTER_PORT"] = "12355"
+  mp.spawn(worker, nprocs=world_size)                  # TW405
+
+Fix
+  Launch with `torchrun --nproc_per_node=N train.py`, call
+  `torch.distributed.init_process_group()` without an address, and read `LOCAL_RANK` from the
+  environment. The torchwise Trainer works this way.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        spawns = ctx.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
+        if not spawns:
+            return
+        fixed = _hardcoded_rendezvous(ctx)
+        if not fixed:
+            return
+        for call in spawns:
+            yield ctx.finding(
+                self.code, call,
+                f"mp.spawn with a hard-coded rendezvous (line {fixed[0].lineno}): one machine only, and the fixed port collides between jobs",
+                suggestion="launch with torchrun and call init_process_group() without an address",
+                end_node=call.func,
+            )
+
+
+RULE = SpawnWithFixedRendezvous()

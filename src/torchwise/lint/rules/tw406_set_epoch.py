@@ -1,0 +1,64 @@
+"""TW406: a shuffling ``DistributedSampler`` whose ``set_epoch`` is never called."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, argument, last_name
+from torchwise.lint.findings import Finding
+from torchwise.lint.rule import Rule
+
+
+def _has_epoch_loop(ctx: Context) -> bool:
+    for loop in [*ctx.nodes.get(ast.For, ()), *ctx.nodes.get(ast.AsyncFor, ())]:
+        for node in (loop.target, loop.iter):
+            for sub in ast.walk(node):
+                name = sub.id if sub.__class__ is ast.Name else (sub.attr if sub.__class__ is ast.Attribute else None)
+                if name and "epoch" in name.lower():
+                    return True
+    return False
+
+
+class SamplerWithoutSetEpoch(Rule):
+    code = "TW406"
+    name = "distributed-sampler-no-set-epoch"
+    triggers = ("DistributedSampler",)
+    doc = """\
+What it flags
+  `DistributedSampler(...)` that shuffles (the default) in a file that loops over epochs but
+  never calls `.set_epoch(...)` on anything.
+
+Why it matters
+  The sampler shuffles with a generator seeded from `seed + epoch`. Without `set_epoch` the
+  epoch stays 0, so every epoch visits the samples in exactly the same order on every rank:
+  the shuffling you asked for happens once and never again, which hurts convergence.
+
+Example
+  sampler = DistributedSampler(train_set)
+  loader = DataLoader(train_set, sampler=sampler, batch_size=32)
+  for epoch in range(epochs):                          # TW406: no sampler.set_epoch(epoch)
+      for x, y in loader:
+          ...
+
+Fix
+  Call `sampler.set_epoch(epoch)` at the start of every epoch, before iterating the loader.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        samplers = ctx.calls_to("torch.utils.data.DistributedSampler")
+        if not samplers or ctx.calls_named("set_epoch") or not _has_epoch_loop(ctx):
+            return
+        for call in samplers:
+            shuffle = argument(call, "shuffle", 3)
+            if shuffle is not None and not (shuffle.__class__ is ast.Constant and shuffle.value is True):
+                continue
+            yield ctx.finding(
+                self.code, call,
+                "DistributedSampler shuffles but set_epoch() is never called: every epoch sees the same order",
+                suggestion="call sampler.set_epoch(epoch) at the start of each epoch",
+                end_node=call.func,
+            )
+
+
+RULE = SamplerWithoutSetEpoch()

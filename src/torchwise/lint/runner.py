@@ -1,0 +1,168 @@
+"""Find the files to check and lint them, in parallel when that pays off."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from torchwise.errors import UsageError
+from torchwise.lint.config import LintConfig, find_config
+from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
+from torchwise.lint.findings import Finding
+
+# Folders never entered while recursing (explicitly named files are still checked).
+SKIP_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".env", "__pycache__", "build", "dist", ".tox", ".nox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", ".eggs", "site-packages",
+    ".ipynb_checkpoints", "__pypackages__",
+})
+PARALLEL_MIN_FILES = 16  # below this a process pool costs more than it saves (see BENCHMARKS.md)
+
+
+@dataclass
+class FileJob:
+    path: str  # where to read it ("-" for standard input)
+    display: str  # how to name it in reports
+    codes: frozenset[str]
+    fix: bool = False
+    source: bytes | None = None  # preloaded content (standard input)
+
+
+@dataclass
+class FileResult:
+    display: str
+    path: str
+    findings: list[Finding]
+    original: str | None = None
+    fixed: str | None = None  # new text when fixes changed it
+    encoding: str = "utf-8"
+    applied: int = 0
+    error: str | None = None
+
+
+@dataclass
+class Selection:
+    """Command-line choices; the config of each file adds to them."""
+
+    select: Sequence[str] | None = None
+    ignore: Sequence[str] = ()
+    use_config: bool = True
+    config: LintConfig | None = None  # an explicit config overrides discovery
+    _cache: dict = field(default_factory=dict)
+
+    def config_for(self, path: Path) -> LintConfig:
+        if self.config is not None:
+            return self.config
+        if not self.use_config:
+            return LintConfig()
+        return find_config(path.parent if path.suffix or path.is_file() else path)
+
+    def codes_for(self, path: Path, config: LintConfig) -> frozenset[str]:
+        select = self.select if self.select else config.select
+        ignore = tuple(self.ignore) + tuple(config.ignore) + config.ignored_for(path)
+        key = (tuple(select) if select else None, ignore)
+        found = self._cache.get(key)
+        if found is None:
+            found = resolve_codes(select, ignore)
+            self._cache[key] = found
+        return found
+
+
+def _is_venv(dirpath: str) -> bool:
+    return os.path.isfile(os.path.join(dirpath, "pyvenv.cfg"))
+
+
+def discover(paths: Iterable[str], selection: Selection, fix: bool = False) -> list[FileJob]:
+    """Jobs for every Python file under ``paths`` (files, folders, or ``-`` for stdin)."""
+    jobs: list[FileJob] = []
+    seen: set[str] = set()
+    for raw in paths:
+        if raw == "-":
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p):
+                cfg_dir = selection.config_for(Path(dirpath) / "x.py")
+                keep = []
+                for d in sorted(dirnames):
+                    full = os.path.join(dirpath, d)
+                    if d in SKIP_DIRS or d.endswith(".egg-info") or _is_venv(full):
+                        continue
+                    if cfg_dir.excludes(Path(full)):
+                        continue
+                    keep.append(d)
+                dirnames[:] = keep
+                for name in sorted(filenames):
+                    if not name.endswith(".py"):
+                        continue
+                    full_path = Path(dirpath) / name
+                    _add(jobs, seen, full_path, selection, fix)
+        elif p.exists():
+            _add(jobs, seen, p, selection, fix, explicit=True)
+        else:
+            raise UsageError(f"no such file or directory: {raw}")
+    return jobs
+
+
+def _add(jobs: list[FileJob], seen: set[str], path: Path, selection: Selection, fix: bool, explicit: bool = False) -> None:
+    key = os.path.abspath(path)
+    if key in seen:
+        return
+    seen.add(key)
+    config = selection.config_for(path)
+    if config.excludes(path):
+        return
+    display = os.path.normpath(str(path))
+    jobs.append(FileJob(str(path), display, selection.codes_for(path, config), fix))
+
+
+def lint_job(job: FileJob) -> FileResult:
+    """Lint (and with ``job.fix``, fix in memory) one file; never raises for bad content."""
+    data = job.source
+    if data is None:
+        try:
+            with open(job.path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            msg = f"cannot read the file: {exc.strerror or exc}"
+            return FileResult(job.display, job.path, [Finding(job.display, 1, 1, SYNTAX_CODE, msg, 1, 2)], error=msg)
+    decoded = decode(data)
+    if decoded.text is None:
+        findings = [Finding(job.display, 1, 1, SYNTAX_CODE, decoded.problem or "cannot decode", 1, 2)] if SYNTAX_CODE in job.codes else []
+        return FileResult(job.display, job.path, findings)
+    text = decoded.text
+    if job.fix:
+        new, findings, applied = fix_source(text, job.display, job.codes)
+        return FileResult(job.display, job.path, findings, text, new if new != text else None, decoded.encoding, applied)
+    findings, _ = _check(text, job.display, job.codes)
+    return FileResult(job.display, job.path, findings, None, None, decoded.encoding)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult]:
+    """Results in job order; a process pool on all cores when there are enough files."""
+    rules()  # import the rules once, before forking, so every worker inherits them
+    workers = default_workers() if not workers else workers
+    if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
+        return [lint_job(j) for j in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if sys.platform.startswith("linux") else None
+    ctx = multiprocessing.get_context(method)
+    workers = min(workers, len(jobs))
+    chunk = max(1, len(jobs) // (workers * 8))
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            return list(pool.map(lint_job, jobs, chunksize=chunk))
+    except (OSError, RuntimeError, ImportError):  # no process support here: do it serially
+        return [lint_job(j) for j in jobs]

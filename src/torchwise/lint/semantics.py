@@ -1,0 +1,529 @@
+"""What PyTorch code means: losses, models, devices, training loops, grad-free regions.
+
+Shared knowledge the rules build on, expressed as queries on a :class:`~torchwise.lint.engine.Context`.
+Every predicate here answers "evidently yes" or "not evidently": when in doubt it says no,
+so rules built on it stay silent rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, DEF_TYPES, last_name, root_name
+
+LOSS_FUNCTIONALS = frozenset({
+    "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
+    "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "multi_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss", "cosine_embedding_loss", "ctc_loss",
+})
+_LOSS_CALLABLE = re.compile(
+    r"^(criterion|criterion_\w+|\w+_criterion|loss_fn|loss_func|lossfn|loss_function|loss_fct|"
+    r"\w+_loss_fn|compute_loss|calc_loss|get_loss)$",
+    re.I,
+)
+_MODEL_NAME = re.compile(r"^(model|net|network|\w+_model|\w+_net|model_\w+)$", re.I)
+_DEVICE_STR = re.compile(r"^(cuda|cpu|mps|xpu|hpu|meta|npu|xla)(:\d+)?$")
+_DEVICE_NAMES = frozenset({"rank", "local_rank", "gpu", "gpu_id", "device_id", "devices"})
+DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+    "float8_e4m3fn", "float8_e5m2",
+})
+# Tensor methods that keep a value on the device it was on (used to follow a chain to its root).
+_DEVICE_KEEPING = frozenset({
+    "detach", "float", "double", "half", "mean", "sum", "max", "min", "abs", "argmax", "argmin",
+    "softmax", "log_softmax", "sigmoid", "eq", "ne", "gt", "lt", "ge", "le", "squeeze", "unsqueeze",
+    "view", "reshape", "flatten", "norm", "sqrt", "exp", "log", "clone", "contiguous", "long", "int",
+    "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
+    "sort", "to_dense", "type_as",
+})
+_BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+
+
+# --------------------------------------------------------------------------- training steps
+def is_backward_call(ctx: Context, call: ast.Call) -> bool:
+    func = call.func
+    if func.__class__ is ast.Attribute:
+        return func.attr in ("backward", "manual_backward")
+    elif func.__class__ is ast.Name and func.id == "backward":
+        return ctx.qualname(func) == "torch.autograd.backward"
+    return False
+
+
+def backward_calls(ctx: Context) -> list[ast.Call]:
+    found = ctx._cache.get("sem:backward")
+    if found is None:
+        found = [c for c in ctx.calls_named("backward", "manual_backward") if is_backward_call(ctx, c)]
+        ctx._cache["sem:backward"] = found
+    return found
+
+
+def is_optimizer_step(ctx: Context, call: ast.Call) -> bool:
+    """``opt.step()``, ``self.optimizer.step()``, ``scaler.step(opt)``; never a scheduler or env."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.attr != "step":
+        return False
+    recv = func.value
+    built = ctx.constructed_from(recv, call)
+    if built is not None:
+        if built.startswith("torch.optim.lr_scheduler"):
+            return False
+        if built.startswith("torch.optim."):
+            return True
+        if built.endswith("GradScaler"):
+            return bool(call.args)
+    name = last_name(recv)
+    if name is None:
+        return False
+    low = name.lower()
+    if "sched" in low:
+        return False
+    if "scaler" in low:
+        return bool(call.args)
+    return "optim" in low or low in ("opt", "optimizer") or low.startswith("opt_") or low.endswith("_opt")
+
+
+def optimizer_steps(ctx: Context) -> list[ast.Call]:
+    found = ctx._cache.get("sem:steps")
+    if found is None:
+        found = [c for c in ctx.calls_named("step") if is_optimizer_step(ctx, c)]
+        ctx._cache["sem:steps"] = found
+    return found
+
+
+def training_calls(ctx: Context) -> list[ast.Call]:
+    return backward_calls(ctx) + optimizer_steps(ctx)
+
+
+def hot_loops(ctx: Context) -> dict[int, AST]:
+    """Loops that run a training step each pass: the innermost loop around a backward/step."""
+    found = ctx._cache.get("sem:hot")
+    if found is None:
+        found = {}
+        for call in training_calls(ctx):
+            loops = ctx.enclosing_loops(call)
+            if loops:
+                found[id(loops[0])] = loops[0]
+        ctx._cache["sem:hot"] = found
+    return found
+
+
+def training_loops(ctx: Context) -> dict[int, AST]:
+    """Every loop that contains a training step somewhere in its body (outer loops included)."""
+    found = ctx._cache.get("sem:train")
+    if found is None:
+        found = {}
+        for call in training_calls(ctx):
+            for loop in ctx.enclosing_loops(call):
+                found[id(loop)] = loop
+        ctx._cache["sem:train"] = found
+    return found
+
+
+def hot_loop_of(ctx: Context, node: AST) -> AST | None:
+    hot = hot_loops(ctx)
+    for loop in ctx.enclosing_loops(node):
+        if id(loop) in hot:
+            return loop
+    return None
+
+
+def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]]]:
+    """Names a backward pass was started from in ``scope`` -> positions of those calls.
+
+    Understands ``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``,
+    ``self.manual_backward(loss)`` and ``torch.autograd.backward(loss)``.
+    """
+    key = ("sem:bwnames", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = {}
+        for call in backward_calls(ctx):
+            if ctx.scope_of(call) is not scope:
+                continue
+            target: AST | None = None
+            func = call.func
+            if (
+                func.__class__ is ast.Attribute
+                and func.attr == "backward"
+                and ctx.qualname(func) is None
+                and (last_name(func.value) or "").lower() not in _BACKWARD_OWNERS
+            ):
+                target = func.value  # loss.backward(), scaler.scale(loss).backward()
+                if target.__class__ is ast.Call and last_name(target.func) == "scale" and target.args:
+                    target = target.args[0]
+            elif call.args:  # torch.autograd.backward(loss), accelerator.backward(loss)
+                target = call.args[0]
+            if target is not None and target.__class__ is ast.Name:
+                found.setdefault(target.id, []).append((call.lineno, call.col_offset))
+        ctx._cache[key] = found
+    return found
+
+
+# --------------------------------------------------------------------------- losses
+def is_loss_class(ctx: Context, built: str | None) -> bool:
+    if built is None:
+        return False
+    if built.startswith("torch.nn.") and built.endswith("Loss") and built.count(".") == 2:
+        return True
+    if built.startswith("local:"):
+        name = built[6:]
+        bases = ctx.local_class_bases(name)
+        if any(b.startswith("torch.nn.") and (b.endswith("Loss") or b.endswith("._Loss")) for b in bases):
+            return True
+    return False
+
+
+def is_loss_call(ctx: Context, call: ast.Call, heuristic: bool = True) -> bool:
+    """A call that evidently computes a loss value (``heuristic``: also trust names such as
+    ``criterion(...)``/``loss_fn(...)`` whose construction is not visible)."""
+    func = call.func
+    q = ctx.qualname(func)
+    if q is not None:
+        return q.startswith("torch.nn.functional.") and q.rsplit(".", 1)[1] in LOSS_FUNCTIONALS
+    if func.__class__ is ast.Call:  # nn.CrossEntropyLoss()(out, y)
+        return is_loss_class(ctx, ctx._call_target(func))
+    if is_loss_class(ctx, ctx.constructed_from(func, call)):
+        return True
+    if not heuristic:
+        return False
+    name = last_name(func)
+    return bool(name and _LOSS_CALLABLE.match(name))
+
+
+def is_loss_value(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 4, heuristic: bool = True) -> bool:
+    """Does ``expr`` evidently hold a loss tensor (with its autograd graph)?"""
+    if expr is None or depth <= 0:
+        return False
+    use = use or expr
+    cls = expr.__class__
+    if cls is ast.Call:
+        if is_loss_call(ctx, expr, heuristic):
+            return True
+        func = expr.func
+        if func.__class__ is ast.Attribute and func.attr in ("mean", "sum") and not expr.args:
+            return is_loss_value(ctx, func.value, use, depth - 1, heuristic)
+        return False
+    if cls is ast.BinOp:
+        return is_loss_value(ctx, expr.left, use, depth - 1, heuristic) or is_loss_value(ctx, expr.right, use, depth - 1, heuristic)
+    if cls is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        if b is None:
+            return False
+        if b.kind in ("assign", "walrus"):
+            if is_loss_value(ctx, b.value, b.node, depth - 1, heuristic):
+                return True
+        elif b.kind == "aug":
+            if is_loss_value(ctx, b.value, b.node, depth - 1, heuristic):
+                return True
+        # a backward pass was started from this name after its last binding
+        scope = ctx.scope_of(use)
+        for pos in backwarded_names(ctx, scope).get(expr.id, ()):
+            if pos >= b.pos:
+                return True
+        return False
+    return False
+
+
+# --------------------------------------------------------------------------- models and modules
+def is_model_name(name: str | None) -> bool:
+    return bool(name and _MODEL_NAME.match(name))
+
+
+def is_module_class(ctx: Context, built: str | None) -> bool:
+    """Is this (canonical or ``local:``) class name an ``nn.Module`` subclass?"""
+    if built is None:
+        return False
+    if built.startswith("torch.nn."):
+        last = built.rsplit(".", 1)[1]
+        return built.count(".") == 2 and last[:1].isupper() and not last.endswith("Loss") and last != "Parameter"
+    if built.startswith(("torchvision.models.", "timm.create_model")):
+        return True
+    if built.startswith("local:"):
+        bases = ctx.local_class_bases(built[6:])
+        return any(b.startswith("torch.nn.") for b in bases)
+    return False
+
+
+def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, by_name: bool = True) -> bool:
+    """Is ``expr`` evidently an ``nn.Module`` (built from one here, or named ``model``/``net``)?"""
+    if expr is None:
+        return False
+    if is_module_class(ctx, ctx.constructed_from(expr, use)):
+        return True
+    if by_name and expr.__class__ in (ast.Name, ast.Attribute):
+        return is_model_name(last_name(expr))
+    return False
+
+
+# --------------------------------------------------------------------------- devices
+def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 3) -> bool:
+    """Does ``expr`` evidently denote a device (not a dtype, not a tensor)?"""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Constant:
+        return isinstance(expr.value, str) and bool(_DEVICE_STR.match(expr.value))
+    if cls is ast.Call:
+        q = ctx.qualname(expr.func)
+        return q == "torch.device"
+    if cls is ast.Attribute:
+        return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES
+    if cls is ast.IfExp:
+        return is_device_expr(ctx, expr.body, use, depth - 1) and is_device_expr(ctx, expr.orelse, use, depth - 1)
+    if cls is ast.Name:
+        low = expr.id.lower()
+        if "device" in low or low in _DEVICE_NAMES:
+            return True
+        b = ctx.binding_at(expr.id, use or expr)
+        if b is not None and b.kind == "assign":
+            return is_device_expr(ctx, b.value, b.node, depth - 1)
+    return False
+
+
+def is_dtype_expr(ctx: Context, expr: AST | None) -> bool:
+    if expr is None:
+        return False
+    q = ctx.qualname(expr)
+    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in DTYPES:
+        return True
+    name = last_name(expr)
+    return bool(name and "dtype" in name.lower())
+
+
+def device_move_target(ctx: Context, call: ast.Call) -> AST | bool | None:
+    """For ``x.cuda(...)`` -> True; for ``x.to(device, ...)`` -> the device expression; else None."""
+    func = call.func
+    if func.__class__ is not ast.Attribute:
+        return None
+    if func.attr == "cuda":
+        if ctx.qualname(func) is not None:  # torch.cuda is a module, not a method call
+            return None
+        return True
+    if func.attr == "to":
+        kw = None
+        for k in call.keywords:
+            if k.arg == "device":
+                kw = k.value
+        if kw is not None:
+            return kw
+        if call.args and is_device_expr(ctx, call.args[0], call):
+            return call.args[0]
+    return None
+
+
+def gpu_evident(ctx: Context) -> bool:
+    """Does the file evidently target a GPU (``.cuda()``, a ``"cuda"`` string, ``torch.cuda``)?"""
+    found = ctx._cache.get("sem:gpu")
+    if found is None:
+        found = False
+        if "cuda" in ctx.source:
+            for call in ctx.calls_named("cuda"):
+                if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None:
+                    found = True
+                    break
+            if not found:
+                for node in ctx.nodes.get(ast.Constant, ()):
+                    if isinstance(node.value, str) and node.value.startswith("cuda") and _DEVICE_STR.match(node.value):
+                        found = True
+                        break
+            if not found:
+                for node in ctx.nodes.get(ast.Attribute, ()):
+                    if node.attr == "cuda" and ctx.qualname(node) == "torch.cuda":
+                        found = True
+                        break
+        ctx._cache["sem:gpu"] = found
+    return found
+
+
+def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
+    """Does this function (or module) move something to a device (``.cuda()``/``.to(device)``)?"""
+    key = ("sem:moves", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = False
+        for call in ctx.calls_named("cuda", "to"):
+            if device_move_target(ctx, call) is not None and ctx.scope_of(call) is scope:
+                found = True
+                break
+        ctx._cache[key] = found
+    return found
+
+
+def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 5) -> bool:
+    """Does ``expr`` evidently hold a tensor computed on the accelerator?
+
+    Yes for a loss, the output of a model call, the result of ``.cuda()``/``.to(device)``, and
+    arithmetic or device-keeping methods (``.detach()``, ``.sum()``, ``argmax``...) of those.
+    No for anything that went through ``.cpu()``/``.item()``/``.numpy()``/``.tolist()``.
+    """
+    if expr is None or depth <= 0:
+        return False
+    use = use or expr
+    cls = expr.__class__
+    if cls is ast.Name:
+        if is_loss_value(ctx, expr, use):
+            return True
+        b = ctx.binding_at(expr.id, use)
+        if b is None:
+            return False
+        if b.kind in ("assign", "walrus", "aug"):
+            return is_device_tensor(ctx, b.value, b.node, depth - 1)
+        if b.kind == "unpack" and b.value is not None and b.value.__class__ is ast.Call:
+            return _is_model_call(ctx, b.value)
+        return False
+    if cls is ast.Call:
+        func = expr.func
+        if device_move_target(ctx, expr) is not None:
+            return True
+        if _is_model_call(ctx, expr) or is_loss_call(ctx, expr):
+            return True
+        if func.__class__ is ast.Attribute:
+            if func.attr in SYNC_METHODS:
+                return False
+            if func.attr in _DEVICE_KEEPING:
+                q = ctx.qualname(func)
+                if q is not None:  # torch.argmax(out, 1) and friends
+                    return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth - 1)
+                return is_device_tensor(ctx, func.value, use, depth - 1)
+        return False
+    if cls is ast.BinOp:
+        return is_device_tensor(ctx, expr.left, use, depth - 1) or is_device_tensor(ctx, expr.right, use, depth - 1)
+    if cls is ast.Compare:
+        return is_device_tensor(ctx, expr.left, use, depth - 1) or any(
+            is_device_tensor(ctx, c, use, depth - 1) for c in expr.comparators
+        )
+    if cls is ast.UnaryOp:
+        return is_device_tensor(ctx, expr.operand, use, depth - 1)
+    if cls is ast.Subscript:
+        return is_device_tensor(ctx, expr.value, use, depth - 1)
+    return False
+
+
+def _is_model_call(ctx: Context, call: ast.Call) -> bool:
+    func = call.func
+    if func.__class__ not in (ast.Name, ast.Attribute):
+        return False
+    if func.__class__ is ast.Attribute and func.attr == "forward":
+        return is_module_instance(ctx, func.value, call)
+    return is_module_instance(ctx, func, call)
+
+
+# --------------------------------------------------------------------------- grad-free regions
+def _is_grad_off(ctx: Context, expr: AST) -> bool:
+    call = expr if expr.__class__ is ast.Call else None
+    target = call.func if call is not None else expr
+    name = last_name(target)
+    if name in ("no_grad", "inference_mode"):
+        if call is not None and name == "inference_mode" and call.args and _is_false(call.args[0]):
+            return False
+        return True
+    if name == "set_grad_enabled" and call is not None and call.args and _is_false(call.args[0]):
+        return True
+    return False
+
+
+def _is_false(node: AST) -> bool:
+    return node.__class__ is ast.Constant and node.value is False
+
+
+def under_no_grad(ctx: Context, node: AST) -> bool:
+    """Is ``node`` inside ``with torch.no_grad()/inference_mode()``, or in a function decorated
+    with either (checked up through enclosing functions), or after ``set_grad_enabled(False)``?"""
+    child = node
+    for anc in ctx.ancestors(node):
+        cls = anc.__class__
+        if cls in (ast.With, ast.AsyncWith) and child in anc.body:
+            if any(_is_grad_off(ctx, item.context_expr) for item in anc.items):
+                return True
+        elif cls in (ast.FunctionDef, ast.AsyncFunctionDef):
+            if any(_is_grad_off(ctx, d) for d in anc.decorator_list):
+                return True
+        child = anc
+    scope = ctx.scope_of(node)
+    for call in ctx.calls_named("set_grad_enabled"):
+        if call.args and _is_false(call.args[0]) and ctx.scope_of(call) is scope and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
+            if ctx.parent(call).__class__ is ast.Expr:
+                return True
+    return False
+
+
+def is_zero_grad_like(ctx: Context, node: AST) -> bool:
+    """``*.zero_grad(...)``, ``p.grad = None``, ``p.grad.zero_()``, ``del p.grad`` and the like."""
+    cls = node.__class__
+    if cls is ast.Call:
+        name = last_name(node.func)
+        if name and "zero_grad" in name:
+            return True
+        func = node.func
+        if func.__class__ is ast.Attribute and func.attr in ("zero_", "fill_", "detach_", "requires_grad_"):
+            inner = func.value
+            while inner.__class__ is ast.Attribute or inner.__class__ is ast.Call:
+                if inner.__class__ is ast.Attribute and inner.attr == "grad":
+                    return True
+                inner = inner.value if inner.__class__ is ast.Attribute else inner.func
+        return False
+    if cls in (ast.Assign, ast.AnnAssign, ast.Delete):
+        targets = node.targets if cls is not ast.AnnAssign else [node.target]
+        for t in targets:
+            if t.__class__ is ast.Attribute and t.attr == "grad":
+                return True
+    return False
+
+
+def local_function(ctx: Context, call: ast.Call) -> AST | None:
+    """The function defined in this file that ``call`` calls (by simple or ``self.`` name)."""
+    func = call.func
+    name = None
+    if func.__class__ is ast.Name:
+        name = func.id
+    elif func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
+        name = func.attr
+    if name is None:
+        return None
+    table = ctx._cache.get("sem:funcs")
+    if table is None:
+        table = {}
+        for cls in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for f in ctx.nodes.get(cls, ()):
+                table.setdefault(f.name, []).append(f)
+        ctx._cache["sem:funcs"] = table
+    defs = table.get(name)
+    return defs[0] if defs and len(defs) == 1 else None
+
+
+def body_nodes(ctx: Context, node: AST, follow_calls: int = 1) -> list[AST]:
+    """Nodes executed by ``node``'s body, including nested defs (closures run there too) and the
+    bodies of local functions it calls (``follow_calls`` levels deep)."""
+    out: list[AST] = []
+    seen: set[int] = set()
+    todo: list[tuple[AST, int]] = [(node, follow_calls)]
+    while todo:
+        current, level = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for sub in ast.walk(current):
+            out.append(sub)
+            if level > 0 and sub.__class__ is ast.Call:
+                target = local_function(ctx, sub)
+                if target is not None:
+                    todo.append((target, level - 1))
+    return out
+
+
+def is_def(node: AST) -> bool:
+    return isinstance(node, DEF_TYPES)
+
+
+__all__ = [
+    "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
+    "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
+    "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
+    "is_module_instance", "is_optimizer_step", "is_zero_grad_like", "local_function", "optimizer_steps",
+    "root_name", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
+]
