@@ -158,3 +158,12 @@ def test_cli_summary(run_cli):
     assert data["total_params"] == 29_162 and data["flops"] > 0
     bad = run_cli("summary", "examples/nope.py:task")
     assert bad.returncode == 2 and "not found" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_public_name_is_callable_whatever_the_import_order():
+    import torchwise
+    from torchwise import count_parameters as cp, summary as summarise  # module imported by the first name
+
+    s = summarise(nn.Linear(2, 3), torch.randn(1, 2))
+    assert s.flops == 2 * 2 * 3 and cp(nn.Linear(2, 3)) == 9
+    assert torchwise.summary(nn.Linear(2, 3), torch.randn(1, 2)).total_params == 9

@@ -372,3 +372,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"task {task.name!r}")
         print(result)
     return 0
+
+
+# `torchwise.summary` is both this module and its main function: once the module is imported, the
+# package attribute `torchwise.summary` is the module, so make the module callable as the function.
+from torchwise._callable_module import make_callable  # noqa: E402
+
+make_callable(__name__, "summary")
