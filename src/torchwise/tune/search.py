@@ -258,6 +258,8 @@ class Search:
         for i, cand in enumerate(plan.candidates):
             setting = label(cand)
             config = {**self.best[mode].config, **cand}
+            if (mode, tuple(sorted(config.items()))) in self._seen:
+                continue  # measured already (and judged then)
             if not self._affordable(knob.NAME, setting, config, mode):
                 continue
             trial = self._run_trial(knob.NAME, setting, config, mode, numerics=knob.NUMERICS)
