@@ -36,10 +36,20 @@ def cnn() -> nn.Module:
     )
 
 
+def cnn_wide() -> nn.Module:
+    """Eight or more input channels: the channels-last im2col branch."""
+    return nn.Sequential(
+        nn.Conv2d(2, 8, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(8, 9, 3, stride=2, dilation=2, padding=2, padding_mode="circular"), nn.ReLU(),
+        nn.Conv2d(9, 4, (2, 3), padding="same"), nn.Flatten(), nn.Linear(4 * 4 * 4, 3),
+    )
+
+
 def cnn1d() -> nn.Module:
     return nn.Sequential(
         nn.Conv1d(3, 4, 3, padding="same", padding_mode="reflect"), nn.Tanh(),
-        nn.Conv1d(4, 4, 2, padding="same", dilation=2), nn.AvgPool1d(2), nn.Flatten(), nn.Linear(4 * 4, 3),
+        nn.Conv1d(4, 8, 2, padding="same", dilation=2), nn.Conv1d(8, 4, 3, stride=2, padding=1),
+        nn.Flatten(), nn.Linear(4 * 4, 3),
     )
 
 
@@ -74,6 +84,8 @@ def data_for(name: str):
         return mlp(), torch.randn(B, 5, generator=g), y
     if name == "cnn":
         return cnn(), torch.randn(B, 2, 8, 8, generator=g), y
+    if name == "cnn_wide":
+        return cnn_wide(), torch.randn(B, 2, 8, 8, generator=g), y
     if name == "cnn1d":
         return cnn1d(), torch.randn(B, 3, 8, generator=g), y
     if name == "embedding":
@@ -93,7 +105,8 @@ LOSSES = {
 }
 
 
-@pytest.mark.parametrize("model_name", ["mlp", "cnn", "cnn1d", "embedding", "tied"])
+@pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel")
+@pytest.mark.parametrize("model_name", ["mlp", "cnn", "cnn_wide", "cnn1d", "embedding", "tied"])
 @pytest.mark.parametrize("loss_name", list(LOSSES))
 @pytest.mark.parametrize("method", ["fast", "vmap"])
 def test_matches_the_per_sample_loop(model_name, loss_name, method):
