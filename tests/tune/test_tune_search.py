@@ -308,3 +308,28 @@ def test_default_end_to_end_beats_tuned_step_settings():
     assert by["tuned step settings, default loader"].status == NOT_FASTER
     assert res.config["channels_last"] is False
     assert res.speedup == pytest.approx(1.0)
+
+
+def test_incumbent_is_measured_again_before_a_switch():
+    """A slow spell during the baseline must not crown a candidate that is not really faster."""
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, factors={("channels_last", True): 1.02})
+    calls = {"n": 0}
+
+    def measure(spec):
+        m = fake(spec)
+        calls["n"] += 1
+        if calls["n"] == 1:  # the machine was busy during the first baseline measurement
+            m.samples_per_s /= 2
+            m.step_s *= 2
+        return m
+
+    res = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"]).run()
+    assert res.config["channels_last"] is False
+    base = res.trials[0]
+    assert base.remeasured == 1 and base.measurement.samples_per_s == pytest.approx(1000)
+    assert base.measurement.loss == pytest.approx(2.30)  # the numerics baseline is kept
+    assert res.trials[1].speedup == pytest.approx(1.02)  # speed-ups against the better figure
+    calls["n"] = 0
+    naive = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"], recheck=False).run()
+    assert naive.config["channels_last"] is True

@@ -114,6 +114,7 @@ class TuneResult:
                 "excluded_s": None if m is None else m.excluded_s,
                 "peak_memory": None if m is None else m.peak_memory,
                 "wall_s": t.wall_s,
+                "remeasured": t.remeasured,
                 "detail": t.detail,
                 "config": t.config,
             }
