@@ -756,7 +756,7 @@ def _collect_bindings(scope: AST) -> dict[str, list[Binding]]:
             for item in node.items:
                 if item.optional_vars is not None:
                     for name, idx in _target_names(item.optional_vars):
-                        add(name.id, _end(item), "with", item.context_expr, node, idx)
+                        add(name.id, _end(item.optional_vars), "with", item.context_expr, node, idx)
         elif cls is ast.NamedExpr:
             if node.target.__class__ is ast.Name:
                 add(node.target.id, _end(node), "walrus", node.value, node)

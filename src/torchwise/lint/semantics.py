@@ -24,7 +24,7 @@ _LOSS_CALLABLE = re.compile(
     r"\w+_loss_fn|compute_loss|calc_loss|get_loss)$",
     re.I,
 )
-_MODEL_NAME = re.compile(r"^(model|net|network|\w+_model|\w+_net|model_\w+)$", re.I)
+_MODEL_NAME = re.compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
 _DEVICE_STR = re.compile(r"^(cuda|cpu|mps|xpu|hpu|meta|npu|xla)(:\d+)?$")
 _DEVICE_NAMES = frozenset({"rank", "local_rank", "gpu", "gpu_id", "device_id", "devices"})
 DTYPES = frozenset({

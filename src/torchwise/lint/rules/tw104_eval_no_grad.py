@@ -17,32 +17,47 @@ from torchwise.lint.semantics import (
 
 _EVAL_WORDS = frozenset({
     "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",
-    "predict", "prediction", "test",
+    "predict", "prediction",
 })
+_TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian"})
 
 
 def is_eval_name(name: str) -> bool:
     """``evaluate``, ``validate_epoch``, ``run_inference``... but not pytest tests or framework hooks."""
-    words = name.lower().strip("_").split("_")
+    low = name.lower().strip("_")
+    if low in _TEST_NAMES:
+        return True
+    words = low.split("_")
     if not _EVAL_WORDS.intersection(words):
         return False
     if "step" in words or "train" in words or "training" in words:
         return False  # Lightning-style *_step hooks run under no_grad already; train+eval mixes
-    if name.startswith("test_") and not ({"epoch", "loop", "model"} & set(words[1:2] + words[-1:])):
-        return False  # a pytest test function
+    if "test" in words:
+        return False  # test_inference(), _test_eval_mode(): tests, whatever they evaluate
     return True
 
 
-def _eval_receivers(nodes: list[ast.AST]) -> list[str]:
-    """Texts of ``X`` in ``X.eval()`` calls (no arguments, a method of an object)."""
+def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
+    """``model.eval()`` calls (no arguments) on something that evidently is a module."""
     out = []
     for node in nodes:
         if node.__class__ is ast.Call and not node.args and not node.keywords:
             func = node.func
-            if func.__class__ is ast.Attribute and func.attr == "eval":
-                out.append(ast.dump(func.value))
+            if (
+                func.__class__ is ast.Attribute and func.attr == "eval"
+                and func.value.__class__ in (ast.Name, ast.Attribute)
+                and is_module_instance(ctx, func.value, node)
+            ):
+                out.append(node)
     return out
+
+
+def _plain_callee(func: ast.AST) -> bool:
+    """``model``, ``self.model``: not an arbitrary attribute chain like ``solver.model``."""
+    if func.__class__ is ast.Name:
+        return True
+    return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
 
 
 class EvalWithoutNoGrad(Rule):
@@ -57,7 +72,7 @@ What it flags
   optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
   `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
   `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
-  Pytest tests (`test_*`) and framework hooks (`validation_step`) are left alone.
+  Unit tests (`test*` functions) and framework hooks (`validation_step`) are left alone.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -88,15 +103,20 @@ Fix
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        receivers = _eval_receivers(body)
-        if not receivers and (is_module or not is_eval_name(scope.name)):
+        if not is_module and scope.name.startswith("test"):
+            return None  # unit tests check behaviour, grad mode included
+        evals = _eval_calls(ctx, body)
+        named = not is_module and is_eval_name(scope.name)
+        if not evals and not named:
             return None
+        receivers = {ast.dump(c.func.value) for c in evals}
+        first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
         # anything that needs gradients makes this not (only) evaluation
         everything = body if is_module else list(ast.walk(scope))
         for node in everything:
             if node.__class__ is ast.Call:
                 n = last_name(node.func)
-                if n in _GRAD_WORDS:
+                if n in _GRAD_WORDS or n == "train":
                     return None
             elif node.__class__ is ast.keyword and node.arg == "requires_grad":
                 return None
@@ -109,17 +129,20 @@ Fix
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
         for node in body:
-            if node.__class__ is not ast.Call:
+            if node.__class__ is not ast.Call or not (node.args or node.keywords):
                 continue
             func = node.func
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
-            if ast.dump(func) not in receivers and not is_module_instance(ctx, func, node):
-                continue
-            if is_module:
-                # module-level script: only calls after model.eval() and inside a loop
-                if not ctx.enclosing_loops(node) or not self._after_eval(body, node):
+            if ast.dump(func) not in receivers:
+                if not _plain_callee(func) or not is_module_instance(ctx, func, node):
                     continue
+            if not named:
+                # evidence is model.eval(): only calls after it count
+                if first_eval is None or (node.lineno, node.col_offset) < first_eval:
+                    continue
+            if is_module and not ctx.enclosing_loops(node):
+                continue  # module-level script: only evaluation loops
             if under_no_grad(ctx, node):
                 continue
             where = "module-level evaluation" if is_module else f"{scope.name}()"
@@ -129,16 +152,6 @@ Fix
                 suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
             )
         return None
-
-    @staticmethod
-    def _after_eval(body: list[ast.AST], node: ast.AST) -> bool:
-        for n in body:
-            if (
-                n.__class__ is ast.Call and not n.args and n.func.__class__ is ast.Attribute
-                and n.func.attr == "eval" and (n.lineno, n.col_offset) < (node.lineno, node.col_offset)
-            ):
-                return True
-        return False
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:

@@ -14,8 +14,71 @@ _REORDERING_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapd
 _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
 
 
-def reorders(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 3) -> str | None:
-    """The reordering op (``transpose``...) that ``expr`` is the direct result of, else None."""
+def _int(node: ast.AST | None) -> int | None:
+    if node is None:
+        return None
+    if node.__class__ is ast.Constant and type(node.value) is int:
+        return node.value
+    if node.__class__ is ast.UnaryOp and node.op.__class__ is ast.USub:
+        inner = _int(node.operand)
+        return -inner if inner is not None else None
+    return None
+
+
+def arity(call: ast.Call) -> int | None:
+    """How many sizes/dims a call like ``view(a, b)``/``view((a, b))``/``permute(0, 2, 1)`` passes."""
+    args = call.args
+    if call.keywords or any(a.__class__ is ast.Starred for a in args):
+        return None
+    if len(args) == 1 and args[0].__class__ in (ast.Tuple, ast.List):
+        if any(e.__class__ is ast.Starred for e in args[0].elts):
+            return None
+        return len(args[0].elts)
+    if len(args) == 1 and args[0].__class__ is not ast.BinOp and _int(args[0]) is None:
+        return None  # view(shape), view(x.size()): unknown
+    return len(args)
+
+
+_SHAPED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full"})
+
+
+def rank_of(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 4) -> int | None:
+    """The number of dimensions of ``expr`` when the code makes it evident, else None."""
+    if expr is None or depth <= 0:
+        return None
+    cls = expr.__class__
+    if cls is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        if b is None or b.kind != "assign":
+            return None
+        return rank_of(ctx, b.value, b.node, depth - 1)
+    if cls is ast.Attribute and expr.attr in ("T", "mT", "H", "mH"):
+        return rank_of(ctx, expr.value, use, depth - 1)
+    if cls is not ast.Call:
+        return None
+    func = expr.func
+    if func.__class__ is not ast.Attribute:
+        return None
+    q = ctx.qualname(func)
+    if q is not None:
+        if q.startswith("torch.") and q.count(".") == 1 and func.attr in _SHAPED_FACTORIES:
+            if func.attr == "full":
+                return len(expr.args[0].elts) if expr.args and expr.args[0].__class__ in (ast.Tuple, ast.List) else None
+            return arity(expr)
+        return None
+    if func.attr in ("view", "reshape", "expand", "permute", "new_zeros", "new_ones", "new_empty"):
+        return arity(expr)
+    if func.attr in ("transpose", "t", "swapaxes", "swapdims", "contiguous", "float", "half", "detach", "clone", "to", "cuda"):
+        return rank_of(ctx, func.value, use, depth - 1)
+    if func.attr == "unsqueeze":
+        r = rank_of(ctx, func.value, use, depth - 1)
+        return r + 1 if r is not None else None
+    return None
+
+
+def reorders(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 3) -> tuple[str, int | None, int] | None:
+    """``(op, rank or None, minimum rank)`` when ``expr`` is the direct result of a dimension
+    reordering (``transpose``, ``permute``, ``.t()``, ``.T``...), else None."""
     if expr is None or depth <= 0:
         return None
     cls = expr.__class__
@@ -25,15 +88,54 @@ def reorders(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 3) -
             return None
         return reorders(ctx, b.value, b.node, depth - 1)
     if cls is ast.Attribute and expr.attr in _REORDERING_ATTRS:
-        return f".{expr.attr}"
-    if cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _REORDERING_METHODS:
-        if ctx.qualname(expr.func) is not None:  # torch.transpose(x, ...) / np.transpose(...)
-            q = ctx.qualname(expr.func)
-            return expr.func.attr if q and q.startswith("torch.") and q.count(".") == 1 else None
-        if expr.func.attr == "t" and (expr.args or expr.keywords):
+        return (f".{expr.attr}", rank_of(ctx, expr.value, use), 2)
+    if cls is not ast.Call or expr.func.__class__ is not ast.Attribute:
+        return None
+    func = expr.func
+    op = func.attr
+    if op not in _REORDERING_METHODS:
+        return None
+    q = ctx.qualname(func)
+    if q is not None:
+        return None  # torch.transpose(x, ...) / np.transpose(...): not followed here
+    if op == "t":
+        if expr.args or expr.keywords:
             return None
-        return expr.func.attr
-    return None
+        r = rank_of(ctx, func.value, use)
+        return None if r is not None and r < 2 else ("t", 2, 2)
+    if op == "permute":
+        n = arity(expr)
+        if n is None:
+            return None
+        dims = expr.args[0].elts if len(expr.args) == 1 and expr.args[0].__class__ in (ast.Tuple, ast.List) else expr.args
+        values = [_int(d) for d in dims]
+        if all(v is not None for v in values) and values == sorted(values):
+            return None  # identity permutation
+        return ("permute", n, n)
+    if op in ("transpose", "swapaxes", "swapdims") and len(expr.args) == 2 and not expr.keywords:
+        i, j = _int(expr.args[0]), _int(expr.args[1])
+        if i is None or j is None:
+            return (op, rank_of(ctx, func.value, use), 2)
+        if i == j:
+            return None
+        rmin = max(i + 1 if i >= 0 else -i, j + 1 if j >= 0 else -j, 2)
+        return (op, rank_of(ctx, func.value, use), rmin)
+    return (op, rank_of(ctx, func.value, use), 2)
+
+
+def merges(reordered: tuple[str, int | None, int], view_call: ast.Call) -> bool:
+    """Does the view certainly merge dimensions of the reordered tensor (which fails)?
+
+    A view into as many or more sizes may only split dimensions, which works; so we flag only a
+    flatten (one size) or fewer sizes than the tensor evidently has.
+    """
+    m = arity(view_call)
+    if m is None:
+        return False
+    _, rank, rmin = reordered
+    if m == 1:
+        return True
+    return m < (rank if rank is not None else rmin)
 
 
 def _shape_args(ctx: Context, call: ast.Call) -> bool:
@@ -61,9 +163,12 @@ class ViewAfterTranspose(Rule):
     fixable = True
     doc = """\
 What it flags
-  `.view(shape)` called on the direct result of `transpose`, `permute`, `.t()`, `swapaxes`,
+  `.view(...)` called on the direct result of `transpose`, `permute`, `.t()`, `swapaxes`,
   `movedim` or `.T`/`.mT` (also through a name: `y = x.permute(0, 2, 1)` then `y.view(...)`),
-  without `.contiguous()` in between. `view(dtype)` is not flagged. Only files that import
+  without `.contiguous()` in between, when the view evidently merges dimensions: it flattens
+  to one size, or passes fewer sizes than the tensor has (known from `permute`'s arguments,
+  an earlier `view`/`reshape`, or the highest dimension `transpose` names). A view that only
+  splits dimensions works and is not flagged, nor is `view(dtype)`. Only files that import
   torch are checked.
 
 Why it matters
@@ -88,9 +193,10 @@ Fix
             func = call.func
             if func.__class__ is not ast.Attribute or not _shape_args(ctx, call):
                 continue
-            op = reorders(ctx, func.value, call)
-            if op is None:
+            found = reorders(ctx, func.value, call)
+            if found is None or not merges(found, call):
                 continue
+            op = found[0] if found[0].startswith(".") else f".{found[0]}()"
             edit = ctx.replace_attr(func, "reshape")
             fix = Fix("use reshape instead of view", (edit,)) if edit is not None else None
             yield ctx.finding(

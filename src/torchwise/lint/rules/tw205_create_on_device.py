@@ -63,8 +63,8 @@ Fix
             factory = q.split(".", 1)[1]
             if factory not in DETERMINISTIC and factory not in RANDOM:
                 continue
-            if keyword(inner, "device") is not None or has_star_args(inner):
-                continue
+            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None or has_star_args(inner):
+                continue  # a generator fixes the device the numbers are drawn on
             if factory in ("tensor", "as_tensor") and len(inner.args) > 1:
                 continue  # positional dtype/device forms: leave alone
             fix = None

@@ -10,7 +10,6 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import (
     SYNC_METHODS,
-    gpu_evident,
     hot_loop_of,
     hot_loops,
     is_device_tensor,
@@ -102,9 +101,9 @@ What it flags
   such loop, or a loop nested in it): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
   `.nonzero()`/`torch.nonzero`, `print(t)`, and `if`/`while` tests that compare a tensor, when
   the value evidently lives on the accelerator - a loss, a model output, something moved with
-  `.to(device)`/`.cuda()`, or arithmetic on those - and the code evidently runs on a GPU (the
-  function moves data to a device or the file uses CUDA). Values already on the CPU, and syncs
-  under a periodic test such as `if step % 100 == 0:`, are not flagged.
+  `.to(device)`/`.cuda()`, or arithmetic on those - in a function (or script) that moves data
+  to a device. Values already on the CPU, code that never moves anything to a device, and
+  syncs under a periodic test such as `if step % 100 == 0:` are not flagged.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -184,9 +183,8 @@ Fix
         loop = hot_loop_of(ctx, node)
         if loop is None or _periodic(ctx, node):
             return None
-        scope = ctx.scope_of(node)
-        if not (scope_moves_to_device(ctx, scope) or gpu_evident(ctx)):
-            return None
+        if not scope_moves_to_device(ctx, ctx.scope_of(node)):
+            return None  # nothing here is evidently on an accelerator
         if check_subject and not is_device_tensor(ctx, subject, node):
             return None
         return ctx.finding(

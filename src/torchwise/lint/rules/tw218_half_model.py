@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import backward_calls, is_module_instance
+from torchwise.lint.semantics import is_module_instance, training_calls
 
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
@@ -21,7 +21,8 @@ class HalfModelTraining(Rule):
 What it flags
   `model.half()`, `model.to(torch.float16)` or `model.to(dtype=torch.half)` on something that
   evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
-  a file that trains (it calls `backward()`). Pure inference scripts are not flagged.
+  a function (or script) that also trains: it calls `backward()` or an optimizer `step()`.
+  Inference code is not flagged.
 
 Why it matters
   Converting the whole model stores the weights, the optimizer's updates and the BatchNorm
@@ -39,7 +40,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not backward_calls(ctx):
+        training_scopes = {id(ctx.scope_of(c)) for c in training_calls(ctx)}
+        if not training_scopes:
             return
         for call in ctx.calls_named("half", "to"):
             func = call.func
@@ -57,7 +59,7 @@ Fix
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
-            if not is_module_instance(ctx, recv, call):
+            if id(ctx.scope_of(call)) not in training_scopes or not is_module_instance(ctx, recv, call):
                 continue
             yield ctx.finding(
                 self.code, call,

@@ -55,7 +55,8 @@ What it flags
   `random.shuffle(...)` with only torch seeded, `np.random.rand(...)` with only `random`
   seeded, torch randomness (`torch.randn`, `randperm`, `nn.init.*`, `random_split`, shuffling
   DataLoaders, dropout) with only NumPy seeded... Also `np.random.default_rng()` and
-  `random.Random()` created without a seed there, which the global seeds do not reach. Files
+  `random.Random()` created without a seed next to the seeding calls (same function or
+  script, not under an `if`), which the global seeds do not reach. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`...) are left alone.
 
 Why it matters
@@ -75,12 +76,14 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         seeded: set[str] = set()
+        seeders: list[ast.Call] = []
         first_seed: ast.Call | None = None
         for name in ("seed", "manual_seed", "manual_seed_all"):
             for call in ctx.calls_named(name):
                 family = _SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None:
                     seeded.add(family)
+                    seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
                         first_seed = call
         if not seeded or first_seed is None:
@@ -98,12 +101,15 @@ Fix
                 suggestion="seed every generator in use (or call torchwise.seed_everything)",
                 end_node=node.func if node.__class__ is ast.Call else node,
             )
+        seeding_scopes = {id(ctx.scope_of(c)) for c in seeders}
         for call in ctx.calls_named("default_rng", "Random", "RandomState"):
             q = ctx.qualname(call.func)
             if q not in ("numpy.random.default_rng", "random.Random", "numpy.random.RandomState"):
                 continue
             if call.args or keyword(call, "seed") is not None:
                 continue
+            if id(ctx.scope_of(call)) not in seeding_scopes or ctx.enclosing_ifs(call):
+                continue  # elsewhere, or a deliberate fresh generator (e.g. to draw a seed)
             yield ctx.finding(
                 self.code, call,
                 f"{q}() without a seed is not affected by the global seeds this file sets (line {first_seed.lineno})",
