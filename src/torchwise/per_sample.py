@@ -4,15 +4,19 @@ Two ways, same numbers:
 
 * ``"vmap"``: ``torch.func`` (``functional_call`` + ``grad`` + ``vmap``) — any model whose
   samples are independent;
-* ``"fast"``: one batched forward and backward, then a closed form per layer (as Opacus does):
-  for ``y = x W^T + b`` the per-sample ``dW_i = g_i^T x_i`` (an einsum of the layer's output
-  gradient and its input), convolutions through ``unfold``, embeddings through ``index_add``.
-  Supported: Linear, Conv1d, Conv2d, Embedding with trainable parameters, plus any layer
-  without trainable parameters (activations, pooling, Flatten, Dropout, frozen norms...).
+* ``"fast"``: one batched forward, one backward that stops at the layer outputs (gradient
+  edges taken in forward hooks, so in-place ops after a layer do no harm), then a closed form per
+  layer (as Opacus does): for ``y = x W^T + b`` the per-sample ``dW_i = g_i^T x_i`` (the layer's
+  output gradient times its input), convolutions through an im2col view of the input,
+  embeddings through ``index_add``. Supported: Linear, Conv1d, Conv2d, Embedding with trainable
+  parameters, plus any layer without trainable parameters (activations, pooling, Flatten,
+  Dropout, frozen norms...).
 
-The per-sample loss is defined as ``loss_fn(model(x_i[None]), y_i[None])``: the loss is
-evaluated on each row of the batched output (through ``vmap``, or a loop when the loss cannot
-be vmapped), so a mean- or sum-reducing loss (or a weighted one) gives the same result as the
+The per-sample loss is defined as ``loss_fn(model(x_i[None]), y_i[None])``. The fast path
+back-propagates the sum of these: for the common ``torch.nn`` losses (no class weights, same
+element count per sample) that is the batch loss times B for ``reduction="mean"`` or the batch
+loss for ``"sum"``; any other ``loss_fn`` is evaluated on each row of the batched output
+(through ``vmap``, or a loop when the loss cannot be vmapped). Either way the result equals the
 one-sample-at-a-time loop.
 """
 
