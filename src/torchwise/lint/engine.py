@@ -760,9 +760,11 @@ def _collect_bindings(scope: AST) -> dict[str, list[Binding]]:
         elif cls is ast.NamedExpr:
             if node.target.__class__ is ast.Name:
                 add(node.target.id, _end(node), "walrus", node.value, node)
-        elif cls is ast.comprehension:
-            for name, idx in _target_names(node.target):
-                add(name.id, _end(node.iter), "for", node.iter, node, idx)
+        elif cls in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            # the element expression comes first in the text but runs after the for clauses
+            for gen in node.generators:
+                for name, idx in _target_names(gen.target):
+                    add(name.id, _pos(node), "for", gen.iter, gen, idx)
         elif cls in (ast.Import, ast.ImportFrom):
             for alias in node.names:
                 bound = alias.asname or alias.name.split(".", 1)[0]

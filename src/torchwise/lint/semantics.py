@@ -164,6 +164,16 @@ def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]
     return found
 
 
+def was_backwarded(ctx: Context, expr: AST, use: AST) -> bool:
+    """Was a backward pass started from the name ``expr`` after its last binding before ``use``?"""
+    if expr.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(expr.id, use)
+    start = b.pos if b is not None else (0, 0)
+    scope = ctx.scope_of(use)
+    return any(pos >= start for pos in backwarded_names(ctx, scope).get(expr.id, ()))
+
+
 # --------------------------------------------------------------------------- losses
 def is_loss_class(ctx: Context, built: str | None) -> bool:
     if built is None:
@@ -354,7 +364,7 @@ def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
     return found
 
 
-def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 5) -> bool:
+def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 8) -> bool:
     """Does ``expr`` evidently hold a tensor computed on the accelerator?
 
     Yes for a loss, the output of a model call, the result of ``.cuda()``/``.to(device)``, and

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_grad
+from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_grad, was_backwarded
 
 
 def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
@@ -45,10 +45,11 @@ class RunningLossTensor(Rule):
     fixable = True
     doc = """\
 What it flags
-  Inside a loop, a running total or a list that collects the loss tensor itself:
-  `total += loss`, `total = total + loss`, `losses.append(loss)`, where `loss` evidently is a
-  loss (it comes from a loss function or criterion, or `backward()` was called on it) and the
-  total is not itself used for a backward pass or returned.
+  Inside a loop (and not under no_grad), a running total or a list that collects the loss
+  tensor itself: `total += loss`, `total = total + loss`, `losses.append(loss)`, where `loss`
+  evidently is a loss - `backward()` was called on it, or it comes from a loss function or
+  criterion and the total is not itself used for a backward pass or returned (summing losses
+  for one backward pass is legitimate).
 
 Why it matters
   A loss tensor carries its autograd graph, and the graph holds on to the activations of the
@@ -100,7 +101,9 @@ Fix
         if acc is None:
             return
         scope = ctx.scope_of(node)
-        if acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(scope):
+        if not was_backwarded(ctx, value, node) and (
+            acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(scope)
+        ):
             return  # summing losses for one backward pass, or handing them to the caller
         fix = None
         if value.__class__ is ast.Name and is_loss_value(ctx, value, node, heuristic=False):

@@ -54,8 +54,9 @@ def _guarded(ctx: Context, node: ast.AST, name: str) -> bool:
     """Is there a ``startswith("module.")``-style test on the way to ``node``?"""
     tests: list[ast.AST] = [t for t, _ in ctx.enclosing_ifs(node)]
     for anc in ctx.ancestors(node):
-        if anc.__class__ is ast.comprehension:
-            tests.extend(anc.ifs)
+        if anc.__class__ in (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+            for gen in anc.generators:
+                tests.extend(gen.ifs)
         if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             break
     for t in tests:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, keyword
+from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_module_instance, training_calls
+from torchwise.lint.semantics import is_model_name, is_module_instance, training_calls
 
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
@@ -59,13 +59,30 @@ Fix
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
-            if id(ctx.scope_of(call)) not in training_scopes or not is_module_instance(ctx, recv, call):
+            if id(ctx.scope_of(call)) not in training_scopes:
+                continue
+            if not is_module_instance(ctx, recv, call) and not self._assigned_to_model(ctx, call):
                 continue
             yield ctx.finding(
                 self.code, call,
                 "the whole model is converted to fp16 for training: BatchNorm statistics and small updates lose precision",
                 suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
             )
+
+
+    @staticmethod
+    def _assigned_to_model(ctx: Context, call: ast.Call) -> bool:
+        """``model = Net().cuda().half()``: the name it is stored under says what it is."""
+        node: ast.AST = call
+        parent = ctx.parent(node)
+        while parent is not None and parent.__class__ is ast.Attribute:  # ...half().eval() chains
+            grand = ctx.parent(parent)
+            if grand.__class__ is not ast.Call:
+                return False
+            node, parent = grand, ctx.parent(grand)
+        if parent.__class__ is ast.Assign and len(parent.targets) == 1:
+            return is_model_name(last_name(parent.targets[0]))
+        return False
 
 
 RULE = HalfModelTraining()

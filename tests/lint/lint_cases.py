@@ -1,0 +1,1123 @@
+"""Snippets per rule: POSITIVE ones must be flagged (at the marked line when given), NEGATIVE
+ones look alike but are correct and must not be.
+
+A positive case is ``(source, line)`` where ``line`` is the 1-based line the finding must start on
+(None: anywhere); a negative case is just the source.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+
+def d(src: str) -> str:
+    return textwrap.dedent(src).lstrip("\n")
+
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+POSITIVE: dict[str, list[tuple[str, int | None]]] = {}
+NEGATIVE: dict[str, list[str]] = {}
+
+# ----------------------------------------------------------------------------------- TW101
+POSITIVE["TW101"] = [
+    (d("""
+        import torch.nn as nn
+        criterion = nn.CrossEntropyLoss()
+        def train(model, loader, opt):
+            total = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+                total += loss
+            return total / len(loader)
+    """), 9),
+    (d("""
+        from torch import nn
+        def train(model, loader, opt):
+            crit = nn.MSELoss()
+            loss_fn = crit          # passed along within the function
+            running = 0
+            for x, y in loader:
+                opt.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+                running = running + loss
+            print(running)
+    """), 11),
+    (d("""
+        import torch.nn.functional as F
+        losses = []
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            scaler.scale(loss).backward()
+            losses.append(loss)
+    """), 6),
+    (d("""
+        def fit(model, data, opt):
+            history = {"loss": 0}
+            for batch in data:
+                out = model(batch)
+                loss = out.mean()
+                loss.backward()
+                opt.step()
+                history["loss"] += loss
+    """), 8),
+]
+NEGATIVE["TW101"] = [
+    # .item() and .detach() are the fixes
+    d("""
+        import torch.nn as nn
+        criterion = nn.CrossEntropyLoss()
+        total = 0.0
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            total += loss.item()
+            total += loss.detach()
+            total += float(loss)
+    """),
+    # summing losses for ONE backward pass is the point there
+    d("""
+        import torch.nn.functional as F
+        def step(model, heads, x, y):
+            total = 0
+            for head in heads:
+                total += F.cross_entropy(head(model(x)), y)
+            total.backward()
+    """),
+    d("""
+        import torch.nn.functional as F
+        def multi_loss(outs, y):
+            total = 0
+            for out in outs:
+                total += F.mse_loss(out, y)
+            return total
+    """),
+    # the name was rebound to a float before accumulating
+    d("""
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            loss = loss.item()
+            total += loss
+    """),
+    # under no_grad there is no graph to keep alive
+    d("""
+        import torch
+        with torch.no_grad():
+            for x, y in loader:
+                val += criterion(model(x), y)
+    """),
+    # not a loss at all
+    d("""
+        total = 0
+        for x in xs:
+            total += x
+        for step in range(10):
+            count = count + step
+    """),
+    # outside any loop
+    d("""
+        loss = criterion(out, y)
+        loss.backward()
+        total += loss
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW102
+POSITIVE["TW102"] = [
+    (HEADER + "loss = F.cross_entropy(F.softmax(logits, dim=1), y)\n", 4),
+    (HEADER + "crit = nn.CrossEntropyLoss()\nprobs = logits.softmax(dim=-1)\nloss = crit(probs, y)\n", 6),
+    (HEADER + "loss = nn.CrossEntropyLoss()(torch.softmax(x, 1), y)\n", 4),
+    (HEADER + "loss = F.nll_loss(F.softmax(x, dim=1), y)\n", 4),
+    (HEADER + "loss = F.cross_entropy(F.log_softmax(x, dim=1), y)\n", 4),
+    (d("""
+        from torch import nn
+        model = nn.Sequential(nn.Linear(4, 3), nn.Softmax(dim=1))
+        criterion = nn.CrossEntropyLoss()
+        loss = criterion(model(x), y)
+    """), 4),
+    (d("""
+        import torch.nn as nn
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.criterion = nn.CrossEntropyLoss()
+            def loss(self, out, y):
+                p = out.softmax(1)
+                return self.criterion(p, y)
+    """), 8),
+]
+NEGATIVE["TW102"] = [
+    HEADER + "loss = F.cross_entropy(logits, y)\nprobs = F.softmax(logits, dim=1)\n",
+    HEADER + "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
+    HEADER + "crit = nn.NLLLoss()\nloss = crit(torch.log_softmax(x, 1), y)\n",
+    # softmax fed to a loss that wants probabilities
+    HEADER + "loss = F.binary_cross_entropy(torch.sigmoid(x), y)\nkl = F.kl_div(F.log_softmax(a, 1), F.softmax(b, 1))\n",
+    # the name was rebound to logits
+    HEADER + "out = x.softmax(1)\nout = model(x)\nloss = F.cross_entropy(out, y)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW103
+POSITIVE["TW103"] = [
+    (HEADER + "out = model.forward(x)\n", 4),
+    (HEADER + "enc = nn.Linear(3, 4)\ny = enc.forward(x)\n", 5),
+    (d("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = nn.LSTM(4, 8)
+            def forward(self, x):
+                return self.encoder.forward(x)
+        net = Net()
+        out = net.forward(x)
+    """), 7),
+]
+NEGATIVE["TW103"] = [
+    d("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return super().forward(x)
+            def predict(self, x):
+                return self.forward(x)
+    """),
+    # not modules: an autograd Function, some other object with a forward method
+    d("""
+        import torch
+        class Square(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * x
+        y = Square.forward(None, x)
+        z = pipeline.forward(batch)
+        out = model(x)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW104
+POSITIVE["TW104"] = [
+    (d("""
+        import torch
+        def evaluate(model, loader):
+            model.eval()
+            correct = 0
+            for x, y in loader:
+                out = model(x)
+                correct += (out.argmax(1) == y).sum().item()
+            return correct
+    """), 6),
+    (d("""
+        def validate(net, batches):
+            losses = []
+            for xb, yb in batches:
+                losses.append(float(criterion(net(xb), yb)))
+            return losses
+    """), 4),
+    (d("""
+        import torch
+        model = torch.nn.Linear(3, 2)
+        model.eval()
+        for x in data:
+            preds = model(x)
+    """), 5),
+    (d("""
+        class Runner:
+            def run_inference(self, x):
+                self.model.eval()
+                return self.model(x)
+    """), 4),
+]
+NEGATIVE["TW104"] = [
+    # already grad-free: with-blocks, decorators, set_grad_enabled(False)
+    d("""
+        import torch
+        def evaluate(model, loader):
+            model.eval()
+            with torch.no_grad():
+                for x, y in loader:
+                    out = model(x)
+        @torch.no_grad()
+        def validate(model, loader):
+            for x, y in loader:
+                out = model(x)
+        @torch.inference_mode()
+        def predict(model, x):
+            model.eval()
+            return model(x)
+        def infer(model, x):
+            torch.set_grad_enabled(False)
+            return model(x)
+    """),
+    # evaluation that needs gradients (saliency maps, adversarial examples)
+    d("""
+        import torch
+        def evaluate_saliency(model, x):
+            model.eval()
+            x.requires_grad_(True)
+            out = model(x)
+            out.max().backward()
+            return x.grad
+    """),
+    # a training function (backward/step), even if it calls model.eval() at the end
+    d("""
+        def train_epoch(model, loader, opt):
+            for x, y in loader:
+                loss = crit(model(x), y)
+                loss.backward()
+                opt.step()
+            model.eval()
+    """),
+    # called only under no_grad in this file
+    d("""
+        import torch
+        def evaluate(model, loader):
+            model.eval()
+            return [model(x) for x in loader]
+        with torch.no_grad():
+            evaluate(net, val_loader)
+    """),
+    # pytest tests and framework hooks
+    d("""
+        def test_eval_mode(model, x):
+            model.eval()
+            assert model(x).shape == (1, 2)
+        class Lit:
+            def validation_step(self, batch, idx):
+                return self.model(batch)
+    """),
+    # not a model: solver.model() in a validate() function
+    d("""
+        def validate(solver, constraints):
+            for c in constraints:
+                solver.add(c)
+            return solver.model()
+    """),
+    # phase-dependent grad mode
+    d("""
+        import torch
+        def run_epoch(model, loader, phase):
+            model.eval()
+            for x, y in loader:
+                with torch.set_grad_enabled(phase == "train"):
+                    out = model(x)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW105
+POSITIVE["TW105"] = [
+    (HEADER + "logp = torch.log(F.softmax(logits, dim=-1))\n", 4),
+    (HEADER + "p = logits.softmax(-1)\nlogp = p.log()\n", 5),
+    (HEADER + "ll = torch.log(torch.sigmoid(x))\n", 4),
+    (HEADER + "sm = nn.Softmax(dim=1)\nlogp = torch.log(sm(x))\n", 5),
+]
+NEGATIVE["TW105"] = [
+    HEADER + "logp = F.log_softmax(logits, dim=-1)\nll = F.logsigmoid(x)\n",
+    HEADER + "p = F.softmax(x, 1)\nlogp = torch.log(p + 1e-8)\nlogq = torch.log(p.clamp_min(1e-12))\n",
+    HEADER + "p = F.softmax(x, 1)\np = p.clamp(min=1e-6)\nlogp = torch.log(p)\n",
+    "import math, numpy as np\nimport torch\ny = math.log(p)\nz = np.log(torch.softmax(x, 1).numpy())\nlogger.log(10, 'msg')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW107
+POSITIVE["TW107"] = [
+    (HEADER + "y = x.transpose(1, 2).view(b, -1)\n", 4),
+    (HEADER + "y = x.permute(0, 2, 3, 1).view(n, -1, c)\n", 4),
+    (HEADER + "t = x.view(3, 4, 5)\nu = t.transpose(0, 2)\nv = u.view(60)\n", 6),
+    (HEADER + "w = x.t().view(-1)\n", 4),
+    (HEADER + "w = x.mT.view(-1)\n", 4),
+]
+NEGATIVE["TW107"] = [
+    HEADER + "y = x.transpose(1, 2).contiguous().view(b, -1)\nz = x.transpose(1, 2).reshape(b, -1)\n",
+    # a view that only splits dimensions works after a transpose
+    HEADER + "q = q.view(t, b * h, d).transpose(0, 1)\nq = q.view(b, h, t, d)\n",
+    # view(dtype) reinterprets bits, any layout
+    HEADER + "y = x.transpose(0, 1).view(torch.int8)\nz = x.t().view(dtype)\n",
+    # identity permutation / transpose of a dim with itself
+    HEADER + "y = x.permute(0, 1, 2).view(-1)\nz = x.transpose(1, 1).view(-1)\n",
+    # numpy, no torch import: not a tensor
+    "import numpy as np\na = arr.transpose(1, 0).view(np.float32)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW108
+POSITIVE["TW108"] = [
+    (HEADER + "h = layer.register_backward_hook(hook)\n", 4),
+    (HEADER + "model.fc.register_backward_hook(lambda m, gi, go: None)\n", 4),
+    ("from torch.nn.modules.module import register_module_backward_hook\nregister_module_backward_hook(h)\n", 2),
+]
+NEGATIVE["TW108"] = [
+    HEADER + "h = layer.register_full_backward_hook(hook)\nt.register_hook(fn)\n",
+    "class M:\n    def register_backward_hook(self, hook):\n        return hook\n",
+]
+
+# ----------------------------------------------------------------------------------- TW109
+POSITIVE["TW109"] = [
+    (d("""
+        import torch.nn as nn
+        def freeze_bn(model):
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+        freeze_bn(model)
+        for epoch in range(10):
+            model.train()
+            train_one_epoch(model)
+    """), 6),
+    (d("""
+        import torch.nn as nn
+        for m in net.modules():
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                m.eval()
+        net.train()
+    """), 4),
+    (d("""
+        def set_bn_eval(m):
+            classname = m.__class__.__name__
+            if classname.find('BatchNorm') != -1:
+                m.eval()
+        model.apply(set_bn_eval)
+        model.train()
+    """), 5),
+]
+NEGATIVE["TW109"] = [
+    # re-frozen after every train()
+    d("""
+        import torch.nn as nn
+        def freeze_bn(model):
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+        for epoch in range(10):
+            model.train()
+            freeze_bn(model)
+            train_one_epoch(model)
+    """),
+    # the train() override pattern
+    d("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def train(self, mode=True):
+                super().train(mode)
+                for m in self.modules():
+                    if isinstance(m, nn.BatchNorm2d):
+                        m.eval()
+                return self
+        model.train()
+    """),
+    # eval of the whole model (evaluation), not a BatchNorm freeze
+    d("""
+        import torch.nn as nn
+        model.eval()
+        evaluate(model)
+        model.train()
+        for m in model.modules():
+            if isinstance(m, nn.Linear):
+                m.eval()
+        model.train()
+    """),
+    # frozen, never unfrozen
+    d("""
+        import torch.nn as nn
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.eval()
+        run(model)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW110
+POSITIVE["TW110"] = [
+    (d("""
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """), 1),
+    (d("""
+        import torch
+        def train(model, loader):
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt.zero_grad()
+            for epoch in range(3):
+                for x, y in loader:
+                    model(x).sum().backward()
+                    opt.step()
+    """), 6),
+    (d("""
+        while True:
+            scaler.scale(loss_fn(net(x), y)).backward()
+            scaler.step(self.optimizer)
+            scaler.update()
+    """), 1),
+]
+NEGATIVE["TW110"] = [
+    d("""
+        for x, y in loader:
+            optimizer.zero_grad(set_to_none=True)
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+    """),
+    # deliberate accumulation: zeroed every N steps
+    d("""
+        for i, (x, y) in enumerate(loader):
+            (criterion(model(x), y) / 4).backward()
+            if (i + 1) % 4 == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """),
+    # zeroing by hand, in a helper, or in an LBFGS closure
+    d("""
+        for x, y in loader:
+            for p in model.parameters():
+                p.grad = None
+            loss_fn(model(x), y).backward()
+            opt.step()
+        def reset(m):
+            m.zero_grad()
+        for x, y in loader:
+            reset(model)
+            loss_fn(model(x), y).backward()
+            opt.step()
+        for x, y in loader:
+            def closure():
+                opt.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                return loss
+            opt.step(closure)
+    """),
+    # a scheduler step is not an optimizer step; RL env.step neither
+    d("""
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            scheduler.step()
+        for t in range(100):
+            obs, r, done, info = env.step(action)
+    """),
+    # the optimizer is handed to code we cannot see
+    d("""
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+            hooks.after_step(optimizer)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW111
+POSITIVE["TW111"] = [
+    (d("""
+        import torch.nn as nn
+        for p in model.parameters():
+            nn.init.xavier_uniform_(p)
+    """), 3),
+    (d("""
+        from torch.nn import init
+        for name, param in net.named_parameters():
+            init.kaiming_normal_(param, nonlinearity="relu")
+    """), 3),
+    (d("""
+        import torch
+        torch.nn.init.orthogonal_(layer.bias)
+    """), 2),
+]
+NEGATIVE["TW111"] = [
+    d("""
+        import torch.nn as nn
+        for p in model.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        for name, p in model.named_parameters():
+            if "bias" in name:
+                continue
+            nn.init.kaiming_normal_(p)
+        for p in model.parameters():
+            nn.init.normal_(p, std=0.02)
+        nn.init.xavier_uniform_(layer.weight)
+        nn.init.zeros_(layer.bias)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW116
+POSITIVE["TW116"] = [
+    (d("""
+        new_state_dict = {}
+        for k, v in state_dict.items():
+            name = k[7:]  # remove `module.`
+            new_state_dict[name] = v
+    """), 3),
+    (d("""
+        import torch
+        sd = {k[7:]: v for k, v in torch.load("m.pt", weights_only=True).items()}
+    """), 2),
+    ("ckpt = load()\nweights = {k[len('module.'):]: v for k, v in ckpt['state_dict'].items()}\n", 2),
+]
+NEGATIVE["TW116"] = [
+    d("""
+        sd = {(k[7:] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+        sd2 = {k[7:]: v for k, v in state_dict.items() if k.startswith("module.")}
+        for k, v in state_dict.items():
+            if k.startswith("module."):
+                k = k[7:]
+        sd3 = {k.removeprefix("module."): v for k, v in state_dict.items()}
+    """),
+    # slicing something that is not a state-dict key
+    d("""
+        for line in lines:
+            date = line[7:]
+        for k, v in headers.items():
+            value = v[7:]
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW201
+POSITIVE["TW201"] = [
+    (HEADER + "model = nn.DataParallel(model)\n", 4),
+    ("from torch.nn.parallel import DataParallel as DP\nm = DP(net, device_ids=[0, 1])\n", 2),
+    ("import torch\nm = torch.nn.DataParallel(net).cuda()\n", 2),
+]
+NEGATIVE["TW201"] = [
+    HEADER + "if isinstance(model, nn.DataParallel):\n    model = model.module\n",
+    "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(net)\n",
+    "from mylib import DataParallel\nm = DataParallel(net)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW202
+POSITIVE["TW202"] = [
+    ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 2),
+    ("from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n", 2),
+    ("import torch\nloader = torch.utils.data.DataLoader(ds, 64)\n", 2),
+]
+NEGATIVE["TW202"] = [
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=4)\n",
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=args.workers)\n",
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **loader_kwargs)\n",
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 8)\n",
+    "from mylib import DataLoader\nloader = DataLoader(ds)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW203
+POSITIVE["TW203"] = [
+    ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nmodel.cuda()\n", 3),
+    ('from torch.utils.data import DataLoader\ndevice = "cuda"\nloader = DataLoader(ds, num_workers=2)\n', 3),
+]
+NEGATIVE["TW203"] = [
+    # no GPU in sight
+    "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
+    # pinned, an explicit decision, or hidden in kwargs
+    'from torch.utils.data import DataLoader\nx = "cuda"\na = DataLoader(ds, pin_memory=True)\nb = DataLoader(ds, pin_memory=False)\nc = DataLoader(ds, **kw)\n',
+]
+
+# ----------------------------------------------------------------------------------- TW204
+POSITIVE["TW204"] = [
+    (d("""
+        from torch.utils.data import DataLoader
+        train_loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+        for x, y in train_loader:
+            x = x.to(device)
+            y = y.cuda()
+    """), 4),
+    (d("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4, pin_memory=True)
+        for i, batch in enumerate(loader):
+            inputs, labels = batch
+            inputs = inputs.to(device)
+    """), 5),
+]
+NEGATIVE["TW204"] = [
+    d("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4, pin_memory=True)
+        for x, y in loader:
+            x = x.to(device, non_blocking=True)
+            y = y.cuda(non_blocking=True)
+            w = weights.to(device)       # not from the loader
+    """),
+    # not pinned: non_blocking would not help
+    d("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4)
+        for x, y in loader:
+            x = x.to(device)
+    """),
+    # .to(dtype) is a conversion, not a copy to a device
+    d("""
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, num_workers=4, pin_memory=True)
+        for x, y in loader:
+            x = x.to(torch.float16)
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW205
+POSITIVE["TW205"] = [
+    ("import torch\nmask = torch.ones(4, 4).cuda()\n", 2),
+    ("import torch\nnoise = torch.randn(8, 3).to(device)\n", 2),
+    ('import torch\nidx = torch.arange(10).to("cuda:0")\n', 2),
+    ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
+]
+NEGATIVE["TW205"] = [
+    'import torch\nm = torch.ones(4, 4, device="cuda")\nx = torch.zeros(3).to(torch.float16)\ny = torch.zeros(3).to(other)\n',
+    # the tensor was not just created here
+    "import torch\nx = batch.cuda()\ny = torch.zeros_like(a).to(device)\nz = torch.from_numpy(arr).cuda()\n",
+    # a CPU generator fixes where the numbers are drawn
+    "import torch\nr = torch.rand(5, generator=g).to(device)\n",
+    # .to() on something else
+    "import numpy as np\nz = np.zeros(3).to(device)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW206
+POSITIVE["TW206"] = [
+    ("import numpy as np\nimport torch\nx = torch.tensor(np.load('a.npy'))\n", 3),
+    ("import numpy as np\nimport torch\narr = np.zeros((3, 4))\nt = torch.tensor(arr)\n", 4),
+    ("import numpy\nfrom torch import tensor\nt = tensor(numpy.random.rand(3, 4))\n", 3),
+]
+NEGATIVE["TW206"] = [
+    "import numpy as np\nimport torch\nt = torch.from_numpy(np.load('a.npy'))\nu = torch.as_tensor(arr)\n",
+    "import numpy as np\nimport torch\nt = torch.tensor([1, 2, 3])\nu = torch.tensor(values)\nv = torch.tensor(np.pi)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW207
+_LOOP = d("""
+    import torch
+    def train(model, loader, opt, device):
+        for step, (x, y) in enumerate(loader):
+            x, y = x.to(device), y.to(device)
+            out = model(x)
+            loss = criterion(out, y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+POSITIVE["TW207"] = [
+    (_LOOP + "        running += loss.item()\n", 10),
+    (_LOOP + "        acc = (out.argmax(1) == y).float().mean().cpu()\n", 10),
+    (_LOOP + "        print(loss)\n", 10),
+    (_LOOP + "        if torch.isnan(loss):\n            break\n", 10),
+    (_LOOP + "        if loss < 0.01:\n            break\n", 10),
+    (_LOOP + "        idx = torch.nonzero(out > 0)\n", 10),
+    (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
+]
+NEGATIVE["TW207"] = [
+    # once per log interval, or after the loop
+    _LOOP + "        if step % 100 == 0:\n            print(loss.item())\n    print(loss.item())\n",
+    # values that are on the CPU already
+    _LOOP + "        n = y.cpu().tolist()\n        labels = batch_labels.tolist()\n",
+    # nothing is moved to a device: everything runs on the CPU
+    d("""
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item()
+    """),
+    # not a training loop
+    d("""
+        def evaluate(model, loader, device):
+            for x, y in loader:
+                out = model(x.to(device))
+                acc = out.argmax(1).eq(y.to(device)).sum().item()
+    """),
+    # shape checks and None tests do not sync
+    _LOOP + "        if loss is None or out.shape[0] == 0 or out.size(1) > 3:\n            continue\n",
+]
+
+# ----------------------------------------------------------------------------------- TW208
+POSITIVE["TW208"] = [
+    ("optimizer.zero_grad(set_to_none=False)\n", 1),
+    ("model.zero_grad(False)\n", 1),
+    ("for p in model.parameters():\n    p.grad.data.zero_()\n", 2),
+]
+NEGATIVE["TW208"] = [
+    "optimizer.zero_grad()\noptimizer.zero_grad(set_to_none=True)\nx.zero_()\nbuf.data.zero_()\n",
+    # an implementation of both behaviours
+    d("""
+        def zero_grad(self, set_to_none=True):
+            for p in self.params:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW209
+POSITIVE["TW209"] = [
+    (HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())\n", 4),
+    (d("""
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv1d(8, 8, 3)
+                self.bn = nn.BatchNorm1d(8)
+            def forward(self, x):
+                x = self.conv(x)
+                x = self.bn(x)
+                return x
+    """), 5),
+    (d("""
+        from torch import nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.c = nn.Conv2d(8, 8, 3, bias=True)
+                self.n = nn.BatchNorm2d(8)
+            def forward(self, x):
+                return self.n(self.c(x))
+    """), 5),
+]
+NEGATIVE["TW209"] = [
+    HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))\n",
+    HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.BatchNorm2d(16))\n",
+    HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm1d(16))\n",
+    HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))\n",
+    d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(8, 8, 3)
+                self.bn = nn.BatchNorm2d(8)
+            def forward(self, x):
+                return self.bn(F.relu(self.conv(x)))
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW213
+POSITIVE["TW213"] = [
+    (d("""
+        import torch
+        from torch.nn.utils.rnn import pad_sequence
+        torch.backends.cudnn.benchmark = True
+        def collate(batch):
+            return pad_sequence(batch, batch_first=True)
+    """), 3),
+]
+NEGATIVE["TW213"] = [
+    "import torch\ntorch.backends.cudnn.benchmark = True\n",
+    "import torch\nfrom torch.nn.utils.rnn import pad_sequence\ntorch.backends.cudnn.benchmark = False\nx = pad_sequence(b)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW214
+POSITIVE["TW214"] = [
+    (d("""
+        import torch
+        @torch.jit.script
+        def fused_gelu(x):
+            return x * 0.5 * (1.0 + torch.erf(x / 1.41421))
+    """), 2),
+    ("import torch\nmodel = torch.jit.script(model)\nout = model(x)\n", 2),
+]
+NEGATIVE["TW214"] = [
+    # scripting for export
+    "import torch\nscripted = torch.jit.script(model)\nscripted.save('m.pt')\ntorch.jit.script(net).save('n.pt')\n",
+    "import torch\ndef export(m):\n    s = torch.jit.script(m)\n    return s\n",
+    "import torch\nfast = torch.compile(model)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW215
+POSITIVE["TW215"] = [
+    (d("""
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(net, device_ids=[rank])
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum
+            loss.backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """), 5),
+]
+NEGATIVE["TW215"] = [
+    d("""
+        import contextlib
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(net, device_ids=[rank])
+        for i, (x, y) in enumerate(loader):
+            ctx = model.no_sync() if (i + 1) % accum else contextlib.nullcontext()
+            with ctx:
+                criterion(model(x), y).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """),
+    # no accumulation: one all-reduce per step is needed
+    d("""
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(net)
+        for x, y in loader:
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+    """),
+    # accumulation without DDP
+    d("""
+        for i, (x, y) in enumerate(loader):
+            criterion(model(x), y).backward()
+            if (i + 1) % 4 == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW217
+POSITIVE["TW217"] = [
+    (d("""
+        import torch
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            torch.cuda.empty_cache()
+    """), 6),
+]
+NEGATIVE["TW217"] = [
+    d("""
+        import torch
+        for epoch in range(10):
+            for x, y in loader:
+                opt.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt.step()
+            torch.cuda.empty_cache()   # once per epoch, between phases
+        torch.cuda.empty_cache()
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW218
+POSITIVE["TW218"] = [
+    (d("""
+        import torch
+        model = Net().cuda().half()
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+    """), 2),
+    (d("""
+        import torch
+        def train(model, loader, opt):
+            model = model.to(torch.float16)
+            for x, y in loader:
+                loss_fn(model(x), y).backward()
+                opt.step()
+    """), 3),
+]
+NEGATIVE["TW218"] = [
+    # inference only
+    "import torch\nmodel = load().half().eval()\nwith torch.inference_mode():\n    out = model(x.half())\n",
+    # tensors, not a model; converting in a function that does not train
+    d("""
+        import torch
+        def export(model):
+            return model.half().state_dict()
+        for x, y in loader:
+            x = x.half()
+            loss_fn(net(x), y).backward()
+            opt.step()
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW219
+POSITIVE["TW219"] = [
+    ("import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)\n", 2),
+    ("import torch\ntorch.set_default_tensor_type('torch.cuda.FloatTensor')\n", 2),
+]
+NEGATIVE["TW219"] = [
+    "import torch\ntorch.set_default_dtype(torch.float64)\ntorch.set_default_device('cuda')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW220
+POSITIVE["TW220"] = [
+    ("import torch\nscaler = torch.cuda.amp.GradScaler()\n", 2),
+    ("import torch\nwith torch.cuda.amp.autocast(dtype=torch.float16):\n    out = model(x)\n", 2),
+    ("from torch.cuda.amp import autocast\nwith autocast():\n    out = model(x)\n", 2),
+    ("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n", 1),
+]
+NEGATIVE["TW220"] = [
+    'import torch\nscaler = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    out = model(x)\n',
+    "from torch.amp import autocast\nwith autocast('cuda'):\n    pass\n",
+]
+
+# ----------------------------------------------------------------------------------- TW301
+POSITIVE["TW301"] = [
+    ("import random\nimport torch\ntorch.manual_seed(0)\nrandom.shuffle(files)\n", 4),
+    ("import numpy as np\nimport random\nrandom.seed(1)\nnp.random.seed(1)\nx = np.random.rand(3)\nw = __import__('torch')\n"
+     "import torch\nmodel = torch.nn.Linear(3, 4)\n", 8),
+    ("import numpy as np\nimport torch\ntorch.manual_seed(0)\nrng = np.random.default_rng()\n", 4),
+]
+NEGATIVE["TW301"] = [
+    # everything in use is seeded
+    "import random\nimport numpy as np\nimport torch\nrandom.seed(0)\nnp.random.seed(0)\ntorch.manual_seed(0)\n"
+    "random.shuffle(a)\nnp.random.rand(3)\ntorch.randn(3)\n",
+    # nothing seeded at all: no reproducibility intent to check against
+    "import random\nrandom.shuffle(files)\n",
+    # a seed-everything helper
+    "import random\nfrom lightning import seed_everything\nimport torch\nseed_everything(0)\ntorch.manual_seed(0)\nrandom.shuffle(x)\n",
+    # a fresh generator drawn only to pick a seed
+    "import numpy as np\nimport torch\ndef pick(seed=None):\n    if seed is None:\n        seed = np.random.RandomState().randint(0, 100)\n    torch.manual_seed(seed)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW302
+POSITIVE["TW302"] = [
+    ("import torch\ntorch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = True\n", 3),
+    ("from torch.backends import cudnn\ncudnn.benchmark = True\ncudnn.deterministic = True\n", 2),
+]
+NEGATIVE["TW302"] = [
+    d("""
+        import torch
+        if args.deterministic:
+            torch.backends.cudnn.deterministic = True
+        else:
+            torch.backends.cudnn.benchmark = True
+    """),
+    "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.backends.cudnn.benchmark = False\n",
+]
+
+# ----------------------------------------------------------------------------------- TW303
+POSITIVE["TW303"] = [
+    ("import torch\ntorch.cuda.manual_seed(42)\n", 2),
+    ("import torch\ndef seed(s):\n    torch.cuda.manual_seed(s)\n", 3),
+]
+NEGATIVE["TW303"] = [
+    "import torch\ntorch.cuda.manual_seed_all(42)\n",
+    "import torch\ntorch.manual_seed(42)\ntorch.cuda.manual_seed(42)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW305
+POSITIVE["TW305"] = [
+    ("import torch\ntorch.backends.cudnn.deterministic = True\n", 2),
+]
+NEGATIVE["TW305"] = [
+    "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.use_deterministic_algorithms(True)\n",
+    "import torch\ntorch.backends.cudnn.deterministic = False\n",
+]
+
+# ----------------------------------------------------------------------------------- TW401
+POSITIVE["TW401"] = [
+    ("import torch\nsd = torch.load('model.pt')\n", 2),
+    ("import torch\nsd = torch.load(path, map_location='cpu', weights_only=False)\n", 2),
+    ("from torch import load as tload\nsd = tload(path)\n", 2),
+]
+NEGATIVE["TW401"] = [
+    "import torch\nsd = torch.load('model.pt', weights_only=True)\nx = torch.load(f, **kwargs)\n",
+    "import torch, pickle\nsd = torch.load(f, pickle_module=pickle)\n",
+    "import json\ncfg = json.load(f)\nimport numpy as np\na = np.load('a.npy')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW402
+POSITIVE["TW402"] = [
+    ("import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', weights_only=True)\n", 3),
+]
+NEGATIVE["TW402"] = [
+    "import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', map_location='cpu')\nsd2 = torch.load(p, 'cpu')\n",
+    "import torch\nsd = torch.load('ckpt.pt', weights_only=True)\n",  # no GPU in sight
+]
+
+# ----------------------------------------------------------------------------------- TW403
+POSITIVE["TW403"] = [
+    ("import torch\nmodel = Net().cuda()\n", 2),
+    ('import torch\nx = x.to("cuda")\ndev = torch.device("cuda:0")\n', 2),
+    ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
+]
+NEGATIVE["TW403"] = [
+    'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nmodel = Net().to(device)\nx = x.cuda()\n',
+    "import torch\ndef run(model, device):\n    model.cuda()\n",
+    "import torch\nmodel = Net().to(device)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW404
+POSITIVE["TW404"] = [
+    (d("""
+        import os
+        import torch
+        n = torch.cuda.device_count()
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    """), 4),
+    (d("""
+        import os
+        def main():
+            model.cuda()
+            os.environ.setdefault("CUDA_VISIBLE_DEVICES", "0")
+    """), 4),
+]
+NEGATIVE["TW404"] = [
+    d("""
+        import os
+        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+        import torch
+        n = torch.cuda.device_count()
+    """),
+    # different functions: order of execution unknown
+    d("""
+        import os
+        import torch
+        def a():
+            torch.cuda.set_device(0)
+        def b():
+            os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+    """),
+]
+
+# ----------------------------------------------------------------------------------- TW405
+POSITIVE["TW405"] = [
+    (d("""
+        import os
+        import torch.multiprocessing as mp
+        os.environ["MASTER_ADDR"] = "localhost"
+        os.environ["MASTER_PORT"] = "12355"
+        mp.spawn(worker, nprocs=4)
+    """), 5),
+]
+NEGATIVE["TW405"] = [
+    # the port comes from the environment / arguments
+    d("""
+        import os
+        import torch.multiprocessing as mp
+        os.environ["MASTER_ADDR"] = args.addr
+        os.environ["MASTER_PORT"] = str(find_free_port())
+        mp.spawn(worker, nprocs=4)
+    """),
+    # torchrun-style, no spawn
+    "import os\nos.environ['MASTER_PORT'] = '29500'\nimport torch.distributed as dist\ndist.init_process_group('nccl')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW406
+POSITIVE["TW406"] = [
+    (d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        sampler = DistributedSampler(train_set)
+        loader = DataLoader(train_set, sampler=sampler, batch_size=32, num_workers=2)
+        for epoch in range(epochs):
+            for x, y in loader:
+                step(x, y)
+    """), 2),
+]
+NEGATIVE["TW406"] = [
+    d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        sampler = DistributedSampler(train_set)
+        for epoch in range(epochs):
+            sampler.set_epoch(epoch)
+            for x, y in DataLoader(train_set, sampler=sampler):
+                step(x, y)
+    """),
+    # no shuffling: the order does not matter
+    d("""
+        from torch.utils.data import DistributedSampler
+        sampler = DistributedSampler(val_set, shuffle=False)
+        for epoch in range(epochs):
+            evaluate(sampler)
+    """),
+    # no epoch loop here (a framework drives it)
+    "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\ntrainer.fit(model, sampler)\n",
+]
