@@ -117,6 +117,8 @@ def check_source(source: str | bytes, path: str = "<stdin>", codes: frozenset[st
         if decoded.text is None:
             return [_problem(path, decoded.problem or "cannot decode")] if SYNTAX_CODE in codes else []
         source = decoded.text
+    if source.startswith("\ufeff"):  # a byte-order mark in text: Python ignores it in files
+        source = source[1:]
     findings, _ = _check(source, path, codes)
     return findings
 
@@ -220,7 +222,8 @@ def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None 
     """Apply safe fixes until none is left; returns (new text, remaining findings, fixes applied)."""
     if codes is None:
         codes = resolve_codes()
-    current = source
+    bom = "\ufeff" if source.startswith("\ufeff") else ""
+    current = source[len(bom):]
     applied = 0
     findings, _ = _check(current, path, codes)
     for _ in range(max_rounds):
@@ -232,4 +235,4 @@ def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None 
             break
         current, applied = new, applied + n
         findings, _ = _check(current, path, codes)
-    return current, findings, applied
+    return bom + current, findings, applied

@@ -634,6 +634,12 @@ class Context:
         end_node = end_node or node
         line = node.lineno
         end_line = end_node.end_lineno or line
+        stmt = self.statement_of(node)
+        if isinstance(stmt, ast.stmt):
+            header = _header_end(stmt)
+            lines = tuple(sorted({line, end_line, header}))
+        else:
+            lines = (line, end_line)
         return Finding(
             path=self.path,
             line=line,
@@ -644,6 +650,7 @@ class Context:
             end_col=self.char_col(end_line, end_node.end_col_offset or 0) + 1,
             suggestion=suggestion,
             fix=fix,
+            noqa_lines=lines,
         )
 
     # ------------------------------------------------------------------ noqa comments
@@ -681,13 +688,30 @@ class Context:
         return table
 
     def suppressed(self, finding: Finding) -> bool:
-        for line in {finding.line, finding.end_line}:
+        for line in finding.noqa_lines or {finding.line, finding.end_line}:
             codes = self.noqa(line)
             if codes is None:
                 continue
             if not codes or any(finding.code.startswith(c) for c in codes):
                 return True
         return False
+
+
+def _header_end(stmt: ast.stmt) -> int:
+    """Last line of a statement's header: the whole simple statement, or up to the colon of a
+    compound one (``for x in (...):`` spanning lines)."""
+    if not hasattr(stmt, "body"):
+        return stmt.end_lineno or stmt.lineno
+    parts: list[AST] = []
+    for name in ("test", "iter", "target", "items", "args", "returns", "bases", "keywords", "subject"):
+        value = getattr(stmt, name, None)
+        if isinstance(value, list):
+            parts.extend(v for v in value if isinstance(v, AST))
+        elif isinstance(value, AST):
+            parts.append(value)
+    ends = [getattr(p, "end_lineno", None) or getattr(getattr(p, "optional_vars", None) or getattr(p, "context_expr", None), "end_lineno", None) for p in parts]
+    ends = [e for e in ends if e]
+    return max(ends) if ends else stmt.lineno
 
 
 def _pos(node: AST) -> tuple[int, int]:

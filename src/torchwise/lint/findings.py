@@ -37,6 +37,8 @@ class Finding:
     end_col: int = 0
     suggestion: str | None = None
     fix: Fix | None = field(default=None, compare=False)
+    # lines where a ``# noqa`` comment suppresses it (its own line, the end of its statement)
+    noqa_lines: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def fixable(self) -> bool:

@@ -14,7 +14,7 @@ from torchwise.lint.semantics import is_module_instance
 class ForwardCalledDirectly(Rule):
     code = "TW103"
     name = "forward-called-directly"
-    triggers = (".forward(",)
+    triggers = ("forward",)
     doc = """\
 What it flags
   `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a

@@ -159,7 +159,7 @@ def _shape_args(ctx: Context, call: ast.Call) -> bool:
 class ViewAfterTranspose(Rule):
     code = "TW107"
     name = "view-after-transpose"
-    triggers = ("view(",)
+    triggers = ("view",)
     fixable = True
     doc = """\
 What it flags

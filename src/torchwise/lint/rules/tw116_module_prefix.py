@@ -70,7 +70,7 @@ def _guarded(ctx: Context, node: ast.AST, name: str) -> bool:
 class ModulePrefixSlice(Rule):
     code = "TW116"
     name = "module-prefix-slice"
-    triggers = ("[7:]", "len('module.')", 'len("module.")')
+    triggers = ("7:", "7 :", "module.")
     doc = """\
 What it flags
   `key[7:]` (or `key[len("module.")]`) applied to the keys of a state dict - a loop or

@@ -23,7 +23,7 @@ RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli
 class CreateThenMove(Rule):
     code = "TW205"
     name = "create-then-move"
-    triggers = (".cuda(", ".to(")
+    triggers = ("cuda", "to")
     fixable = True
     doc = """\
 What it flags

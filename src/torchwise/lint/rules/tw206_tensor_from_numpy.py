@@ -42,7 +42,7 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
 class TensorCopiesNdarray(Rule):
     code = "TW206"
     name = "tensor-copies-ndarray"
-    triggers = ("numpy", "np.")
+    triggers = ("numpy",)
     doc = """\
 What it flags
   `torch.tensor(a)` where `a` evidently is a NumPy array: the result of a NumPy array

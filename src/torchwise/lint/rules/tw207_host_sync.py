@@ -94,7 +94,7 @@ def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step(")
+    triggers = ("backward", "step")
     doc = """\
 What it flags
   Inside the loop that runs `backward()` or an optimizer `step()` every pass (the innermost

@@ -20,7 +20,7 @@ def _grad_chain(expr: ast.AST) -> bool:
 class ZeroGradMemset(Rule):
     code = "TW208"
     name = "zero-grad-memset"
-    triggers = ("set_to_none", "zero_grad(False", ".zero_()")
+    triggers = ("zero_grad", "zero_")
     fixable = True
     doc = """\
 What it flags

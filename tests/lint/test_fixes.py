@@ -1,0 +1,107 @@
+"""Safe fixes: exact edits that keep comments and formatting, parse, and clear their rule."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from torchwise.lint import apply_fixes, fix_source, lint_source
+from torchwise.lint.findings import Edit, Fix
+from torchwise.lint.rules import all_rules
+
+# (code, before, after): after --fix, the file reads exactly `after`.
+ROUND_TRIPS = [
+    ("TW208", "optimizer.zero_grad(set_to_none=False)  # keep me\n", "optimizer.zero_grad(set_to_none=True)  # keep me\n"),
+    ("TW208", "model.zero_grad(False)\n", "model.zero_grad(True)\n"),
+    ("TW401", "import torch\nsd = torch.load('m.pt')\n", "import torch\nsd = torch.load('m.pt', weights_only=True)\n"),
+    ("TW401", "import torch\nsd = torch.load(\n    path,  # the checkpoint\n    map_location='cpu',\n)\n",
+     "import torch\nsd = torch.load(\n    path,  # the checkpoint\n    map_location='cpu', weights_only=True,\n)\n"),
+    ("TW401", "from torch import load as tl\nsd = tl(f)\n", "from torch import load as tl\nsd = tl(f, weights_only=True)\n"),
+    ("TW219", "import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)\n", "import torch\ntorch.set_default_dtype(torch.float64)\n"),
+    ("TW219", "import torch\ntorch.set_default_tensor_type('torch.FloatTensor')\n", "import torch\ntorch.set_default_dtype(torch.float32)\n"),
+    ("TW220", "import torch\nscaler = torch.cuda.amp.GradScaler()\n", 'import torch\nscaler = torch.amp.GradScaler("cuda")\n'),
+    ("TW220", "import torch\nwith torch.cuda.amp.autocast(dtype=torch.float16):\n    y = f(x)\n",
+     'import torch\nwith torch.amp.autocast("cuda", dtype=torch.float16):\n    y = f(x)\n'),
+    ("TW220", "import torch\nwith torch.cpu.amp.autocast():\n    y = f(x)\n", 'import torch\nwith torch.amp.autocast("cpu"):\n    y = f(x)\n'),
+    ("TW220", "from torch.cuda.amp import GradScaler\nscaler = GradScaler(init_scale=1024)\nother = GradScaler()\n",
+     'from torch.amp import GradScaler\nscaler = GradScaler("cuda", init_scale=1024)\nother = GradScaler("cuda")\n'),
+    ("TW107", "import torch\ny = x.transpose(1, 2).view(b, -1)\n", "import torch\ny = x.transpose(1, 2).reshape(b, -1)\n"),
+    ("TW107", "import torch\ny = x.permute(0, 2, 1) .view (n, -1)\n", "import torch\ny = x.permute(0, 2, 1) .reshape (n, -1)\n"),
+    ("TW108", "h = layer.register_backward_hook(fn)\n", "h = layer.register_full_backward_hook(fn)\n"),
+    ("TW303", "import torch\ntorch.cuda.manual_seed(0)  # seed\n", "import torch\ntorch.cuda.manual_seed_all(0)  # seed\n"),
+    ("TW205", "import torch\nm = torch.ones(4, 4).cuda()\n", 'import torch\nm = torch.ones(4, 4, device="cuda")\n'),
+    ("TW205", "import torch\nidx = torch.arange(n).to(device)\n", "import torch\nidx = torch.arange(n, device=device)\n"),
+    ("TW205", "import torch\ne = torch.empty(()).to(x.device)\n", "import torch\ne = torch.empty((), device=x.device)\n"),
+    ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
+     "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
+    ("TW101", "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss\n",
+     "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss.detach()\n"),
+]
+
+
+@pytest.mark.parametrize("code,before,after", ROUND_TRIPS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(ROUND_TRIPS)])
+def test_fix_round_trip(code, before, after):
+    found = lint_source(before, select=[code])
+    assert found and all(f.fixable for f in found), [f.format() for f in found]
+    fixed, remaining = fix_source(before, select=[code])
+    assert fixed == after
+    ast.parse(fixed)
+    assert not [f for f in lint_source(fixed, select=[code]) if f.code == code]
+    assert not remaining
+
+
+def test_every_fixable_rule_has_a_round_trip():
+    fixable = {r.code for r in all_rules() if r.fixable}
+    assert fixable <= {c for c, _, _ in ROUND_TRIPS}
+
+
+def test_unsafe_cases_get_no_fix_but_a_suggestion():
+    cases = [
+        ("TW401", "import torch\nsd = torch.load(p, weights_only=False)\n"),  # an explicit choice
+        ("TW205", "import torch\nr = torch.randn(3).cuda()\n"),  # different generator on the device
+        ("TW205", "import torch\nr = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
+        ("TW219", "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"),
+        ("TW220", "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n"),  # positional order differs
+        ("TW220", "from torch.cuda.amp import autocast, GradScaler\nwith autocast():\n    pass\n"),
+        ("TW101", "for x, y in ld:\n    loss = criterion(m(x), y)\n    total += loss\n"),  # tensor-ness not certain
+    ]
+    for code, src in cases:
+        found = lint_source(src, select=[code])
+        assert found, (code, src)
+        assert not any(f.fixable for f in found), (code, src)
+        assert all(f.suggestion for f in found)
+        fixed, _ = fix_source(src, select=[code])
+        assert fixed == src
+
+
+def test_fixes_keep_unicode_and_crlf():
+    src = "import torch\r\n# «ünïcode» comment\r\nsd = torch.load('päth.pt')  # ✓\r\n"
+    fixed, _ = fix_source(src, select=["TW401"])
+    assert fixed == "import torch\r\n# «ünïcode» comment\r\nsd = torch.load('päth.pt', weights_only=True)  # ✓\r\n"
+
+
+def test_several_fixes_in_one_file_and_noqa_respected():
+    src = (
+        "import torch\n"
+        "a = torch.load('a.pt')\n"
+        "b = torch.load('b.pt')  # noqa: TW401\n"
+        "opt.zero_grad(set_to_none=False)\n"
+        "y = x.transpose(0, 1).view(-1)\n"
+    )
+    fixed, remaining = fix_source(src)
+    assert "torch.load('a.pt', weights_only=True)" in fixed
+    assert "torch.load('b.pt')  # noqa: TW401" in fixed
+    assert "set_to_none=True" in fixed and ".reshape(-1)" in fixed
+    ast.parse(fixed)
+    assert not any(f.fixable for f in remaining)
+
+
+def test_apply_fixes_skips_overlaps_and_breaking_edits():
+    src = "abc = 1\n"
+    good = Fix("x", (Edit(0, 3, "xyz"),))
+    overlapping = Fix("y", (Edit(1, 2, "Q"),))
+    assert apply_fixes(src, [good, overlapping]) == ("xyz = 1\n", 1)
+    breaking = Fix("z", (Edit(4, 5, "=="),))  # 'abc == 1' parses; make it not parse instead
+    breaking = Fix("z", (Edit(4, 5, "= ="),))
+    assert apply_fixes(src, [breaking]) == (src, 0)
