@@ -179,3 +179,18 @@ def test_numerics_check_runs_with_dropout_off_and_timing_with_it_on():
     assert la == lb
     k = a.numerics_steps + 1
     assert modes[:k] == [False] * k and modes[k:] and all(modes[k:])
+
+
+def test_loader_warm_up_covers_the_short_last_batch_for_compiled_models(monkeypatch):
+    from torchwise.tune import measure as measure_mod
+
+    task = tiny_mlp_task(n=40, batch_size=16)  # batches of 16, 16, 8
+    sizes = []
+    meas = fast(task)
+    # stand in for torch.compile: record the batch sizes the "compiled" model sees
+    monkeypatch.setattr(meas, "_runner", lambda model, cl, compile: (lambda x: (sizes.append(x.shape[0]), model(x))[1]))
+    meas(TrialSpec(cfg(task, compile=True), "loader", time_cap_s=0.05))
+    assert meas.warmup == 2
+    assert sizes[:4] == [16, 16, 8, 8]  # warm-up: 2 loader batches and the short one; then the loader's own
+    assert measure_mod._last_batch_size(task.train_loader()) == 8
+    assert measure_mod._head((torch.zeros(16, 2), torch.ones(16)), 3)[0].shape == (3, 2)

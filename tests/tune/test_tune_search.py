@@ -333,3 +333,13 @@ def test_incumbent_is_measured_again_before_a_switch():
     calls["n"] = 0
     naive = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"], recheck=False).run()
     assert naive.config["channels_last"] is True
+
+
+def test_later_compiled_trials_are_estimated_from_what_they_cost():
+    clock = FakeClock()
+    search = Search(cpu_ctx(), FakeMeasurer(clock), budget_s=1000, clock=clock, trial_s=0.5, compile_estimate_s=30)
+    cfg = {**default_config(cpu_ctx()), "compile": True}
+    search._costs.compile = 40.0
+    assert search.estimate(cfg, "loader") >= 20.0
+    search._costs.compile_again = 1.5
+    assert search.estimate(cfg, "loader") < 3.0

@@ -108,6 +108,7 @@ class SearchResult:
 class _Costs:
     setup: dict[str, float] = field(default_factory=dict)  # mode -> largest setup seen (s)
     compile: float | None = None  # first compilation seen (s)
+    compile_again: float | None = None  # largest warm-up of a later compiled trial (s)
 
 
 class Search:
@@ -169,7 +170,12 @@ class Search:
         if mode == "loader" and config.get("num_workers"):
             setup += WORKER_START_S * int(config["num_workers"])  # spawning workers, once at least
         if config.get("compile"):
-            setup += self.compile_estimate_s if self._costs.compile is None else 0.5 * self._costs.compile
+            if self._costs.compile is None:
+                setup += self.compile_estimate_s
+            elif self._costs.compile_again is not None:  # the compiled module is cached: guards, recompiles
+                setup += self._costs.compile_again
+            else:
+                setup += 0.5 * self._costs.compile
         return setup + self.trial_s + 5 * step_s
 
     def _affordable(self, knob: str, setting: str, config: dict[str, Any], mode: str) -> bool:
@@ -206,8 +212,11 @@ class Search:
             timed = measurement.step_s * measurement.steps
             setup = max(0.0, wall - timed - (measurement.excluded_s if config.get("compile") else 0.0))
             self._costs.setup[mode] = max(self._costs.setup.get(mode, 0.0), setup)
-            if config.get("compile") and self._costs.compile is None:
-                self._costs.compile = measurement.excluded_s
+            if config.get("compile"):
+                if self._costs.compile is None:
+                    self._costs.compile = measurement.excluded_s
+                else:
+                    self._costs.compile_again = max(self._costs.compile_again or 0.0, measurement.excluded_s)
             ref = self.reference.get(mode)
             if ref is not None and ref.measurement and ref.measurement.samples_per_s > 0:
                 trial.speedup = measurement.samples_per_s / ref.measurement.samples_per_s
