@@ -125,6 +125,7 @@ class DDPStrategy(SingleDevice):
 
     def teardown(self) -> None:
         if self._created_group and dist.is_initialized():
+            dist.barrier()  # no rank tears down while another still talks to it
             dist.destroy_process_group()
             self._created_group = False
 

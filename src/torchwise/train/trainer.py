@@ -14,6 +14,7 @@ stay on the device and are read once per log interval.
 
 from __future__ import annotations
 
+import gc
 import os
 import random
 import time
@@ -678,7 +679,9 @@ class Trainer:
                 fn(self, *args)
 
     def close(self) -> None:
-        """Release the process group if this Trainer created it."""
+        """Drop the DDP wrapper and release the process group if this Trainer created it."""
+        self._train_model = None  # the DDP reducer must go before its process group
+        gc.collect()
         self.strategy.teardown()
 
 
