@@ -178,11 +178,11 @@ Why it matters
   error appears only at run time, often only for some input shapes.
 
 Example
-  out = attn.transpose(1, 2).view(batch, seq, dim)      # TW107
+  out = attn.permute(0, 2, 1, 3).view(batch, seq, dim)      # TW107
 
 Fix
   `reshape` returns the same view whenever one exists and copies only when it must, so it is
-  a drop-in replacement: `attn.transpose(1, 2).reshape(batch, seq, dim)`.
+  a drop-in replacement: `attn.permute(0, 2, 1, 3).reshape(batch, seq, dim)`.
   `torchwise lint --fix` makes that change.
 """
 
