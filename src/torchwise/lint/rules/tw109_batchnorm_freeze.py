@@ -69,9 +69,14 @@ Why it matters
   batches and drift away from the pre-trained statistics, quietly hurting accuracy.
 
 Example
-  freeze_bn(model)                    # sets BatchNorm layers to eval()
+  def freeze_bn(model):
+      for m in model.modules():
+          if isinstance(m, nn.BatchNorm2d):
+              m.eval()
+
+  freeze_bn(model)                    # TW109
   for epoch in range(epochs):
-      model.train()                   # ...and this undoes it (TW109 at freeze_bn)
+      model.train()                   # ...switches BatchNorm back to training
 
 Fix
   Re-freeze after every `model.train()`, override `train()` in the model to re-apply eval
