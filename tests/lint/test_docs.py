@@ -47,7 +47,8 @@ def test_doc_examples_marked_bad_are_flagged():
             ast.parse(code)
         except SyntaxError:
             continue
-        header = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nfrom torch.utils.data import DataLoader\n"
+        header = ("import os\nimport random\nimport torch.multiprocessing as mp\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport numpy as np\n"
+                  "from torch.utils.data import DataLoader, DistributedSampler\nfrom torch.nn.parallel import DistributedDataParallel\n")
         if f"# {rule.code}" in code or rule.code in code:
             found = lint_source(header + code, select=[rule.code])
             assert found, (rule.code, code)

@@ -29,7 +29,8 @@ Why it matters
   with `.to(device, non_blocking=True)`, asynchronously while the GPU works.
 
 Example
-  loader = DataLoader(ds, batch_size=256, num_workers=8)     # TW203 in a CUDA script
+  model = Net().cuda()
+  loader = DataLoader(ds, batch_size=256, num_workers=8)     # TW203
 
 Fix
   `DataLoader(..., pin_memory=True)`, or `pin_memory=torch.cuda.is_available()` for code that

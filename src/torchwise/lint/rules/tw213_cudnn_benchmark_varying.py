@@ -48,8 +48,9 @@ Why it matters
   training slower than without it.
 
 Example
-  torch.backends.cudnn.benchmark = True
-  batch = pad_sequence(samples, batch_first=True)     # length differs per batch: TW213
+  from torch.nn.utils.rnn import pad_sequence
+  torch.backends.cudnn.benchmark = True               # TW213
+  batch = pad_sequence(samples, batch_first=True)     # length differs per batch
 
 Fix
   Leave `cudnn.benchmark` off for variable shapes, or bucket/pad sequences to a few fixed

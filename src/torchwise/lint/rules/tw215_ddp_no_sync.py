@@ -40,6 +40,7 @@ Why it matters
   gradient over the network for nothing, which can dominate the step time on slower links.
 
 Example
+  ddp_model = DistributedDataParallel(model, device_ids=[rank])
   for i, (x, y) in enumerate(loader):
       loss_fn(ddp_model(x), y).backward()          # TW215: all-reduce on every micro-step
       if (i + 1) % accum == 0:

@@ -31,7 +31,10 @@ Why it matters
   Accuracy drops or training diverges.
 
 Example
-  model = Net().cuda().half()                       # TW218 in a training script
+  model = Net().cuda().half()                       # TW218
+  for x, y in loader:
+      loss_fn(model(x), y).backward()
+      optimizer.step()
 
 Fix
   Keep the weights in fp32 and run the forward pass under

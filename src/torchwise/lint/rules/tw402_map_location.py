@@ -26,7 +26,8 @@ Why it matters
   CUDA device"), and on a multi-GPU machine every process loads onto GPU 0, crowding it.
 
 Example
-  model.load_state_dict(torch.load("ckpt.pt"))            # TW402 in a CUDA script
+  model = Net().cuda()
+  model.load_state_dict(torch.load("ckpt.pt"))            # TW402
 
 Fix
   `torch.load("ckpt.pt", map_location="cpu")` (then `load_state_dict` copies onto the model's
