@@ -310,7 +310,7 @@ def test_default_end_to_end_beats_tuned_step_settings():
     assert res.speedup == pytest.approx(1.0)
 
 
-def test_incumbent_is_measured_again_before_a_switch():
+def test_switch_decided_on_alternated_pairs():
     """A slow spell during the baseline must not crown a candidate that is not really faster."""
     clock = FakeClock()
     fake = FakeMeasurer(clock, factors={("channels_last", True): 1.02})
@@ -326,10 +326,11 @@ def test_incumbent_is_measured_again_before_a_switch():
 
     res = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"]).run()
     assert res.config["channels_last"] is False
-    base = res.trials[0]
-    assert base.remeasured == 1 and base.measurement.samples_per_s == pytest.approx(1000)
+    base, cand = res.trials[0], res.trials[1]
+    assert base.remeasured == 2 and cand.remeasured == 2  # alternated: base, cand, base, cand
+    assert base.samples_per_s == pytest.approx(1000)  # median of 500, 1000, 1000
     assert base.measurement.loss == pytest.approx(2.30)  # the numerics baseline is kept
-    assert res.trials[1].speedup == pytest.approx(1.02)  # speed-ups against the better figure
+    assert cand.speedup == pytest.approx(1.02) and "alternated pairs" in cand.detail
     calls["n"] = 0
     naive = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"], recheck=False).run()
     assert naive.config["channels_last"] is True
@@ -343,3 +344,26 @@ def test_later_compiled_trials_are_estimated_from_what_they_cost():
     assert search.estimate(cfg, "loader") >= 20.0
     search._costs.compile_again = 1.5
     assert search.estimate(cfg, "loader") < 3.0
+
+
+def test_headline_speedup_from_alternated_pairs_and_revert_when_slower():
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, factors={("channels_last", True): 1.5})
+    seen = {"cl": 0}
+
+    def measure(spec):
+        m = fake(spec)
+        if spec.config["channels_last"]:
+            seen["cl"] += 1
+            if seen["cl"] > 3:  # fast while it was being chosen, slow afterwards
+                m.samples_per_s *= 0.8 / 1.5
+        return m
+
+    res = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["channels_last"]).run()
+    assert res.config["channels_last"] is False and res.speedup == 1.0 and res.pairs == 1
+    assert res.trials[0].chosen and not res.trials[1].chosen
+
+    clock2 = FakeClock()
+    steady = FakeMeasurer(clock2, factors={("channels_last", True): 1.5})
+    ok = Search(cpu_ctx(), steady, budget_s=1000, clock=clock2, knobs=["channels_last"]).run()
+    assert ok.config["channels_last"] is True and ok.pairs == 3 and ok.speedup == pytest.approx(1.5)

@@ -109,6 +109,7 @@ def tune(
         budget_s=found.budget_s,
         device=device_text,
         task=task.name,
+        pairs=found.pairs,
         extra={"default_threads": context.threads, "default_batch_size": context.batch_size, "torch": torch.__version__},
     )
     if out is not None:

@@ -54,6 +54,7 @@ class TuneResult:
     budget_s: float
     device: str
     task: str
+    pairs: int = 1  # alternated default/tuned pairs behind ``speedup``
     out: Path | None = None
     plot_path: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -89,9 +90,10 @@ class TuneResult:
 
     def summary(self) -> str:
         changes = ", ".join(f"{k}={v}" for k, v in self.changes().items()) or "the defaults (nothing measured faster)"
+        how = f", median of {self.pairs} alternated pairs" if self.pairs > 1 else ""
         return (
             f"tuned: {changes} -> {self.speedup:.2f}x samples/s ({self.tuned_samples_per_s:,.0f} against "
-            f"{self.default_samples_per_s:,.0f}, {_BASIS_TEXT.get(self.basis, self.basis)}) "
+            f"{self.default_samples_per_s:,.0f}, {_BASIS_TEXT.get(self.basis, self.basis)}{how}) "
             f"in {self.elapsed_s:.1f} s of a {self.budget_s:g} s budget"
         )
 
@@ -104,7 +106,8 @@ class TuneResult:
                 "mode": t.mode,
                 "status": t.status,
                 "chosen": t.chosen,
-                "samples_per_s": None if m is None else m.samples_per_s,
+                "samples_per_s": t.samples_per_s,
+                "repeats": list(t.repeats),
                 "speedup": t.speedup,
                 "step_ms": None if m is None else m.step_s * 1e3,
                 "noise_iqr_over_median": None if m is None else m.noise,
@@ -114,7 +117,6 @@ class TuneResult:
                 "excluded_s": None if m is None else m.excluded_s,
                 "peak_memory": None if m is None else m.peak_memory,
                 "wall_s": t.wall_s,
-                "remeasured": t.remeasured,
                 "detail": t.detail,
                 "config": t.config,
             }
@@ -123,6 +125,7 @@ class TuneResult:
             "task": self.task,
             "device": self.device,
             "speedup": self.speedup,
+            "pairs": self.pairs,
             "basis": self.basis,
             "default_samples_per_s": self.default_samples_per_s,
             "tuned_samples_per_s": self.tuned_samples_per_s,
@@ -163,7 +166,7 @@ class TuneResult:
                 str(i),
                 tr.label,
                 tr.mode,
-                f"{m.samples_per_s:,.1f}",
+                f"{tr.samples_per_s:,.1f}",
                 f"{tr.speedup:.2f}x",
                 f"±{100 * m.noise / 2:.0f}%",
                 verdict,
@@ -199,7 +202,7 @@ class TuneResult:
         for i, tr in enumerate(self.ranked(), 1):
             m = tr.measurement
             mark = "chosen" if tr.chosen else tr.status
-            lines.append(f"{i:>3}. {tr.label:<45} {tr.mode:<6} {m.samples_per_s:>12,.1f}/s {tr.speedup:>6.2f}x  {mark}")
+            lines.append(f"{i:>3}. {tr.label:<45} {tr.mode:<6} {tr.samples_per_s:>12,.1f}/s {tr.speedup:>6.2f}x  {mark}")
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
@@ -263,6 +266,7 @@ def make_meta(search: SearchResult, *, device: str, task: str) -> dict[str, Any]
         "torchwise": __version__,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "speedup": round(search.speedup, 4),
+        "speedup_pairs": search.pairs,
         "basis": search.basis,
         "default_samples_per_s": round(search.default_samples_per_s, 3),
         "tuned_samples_per_s": round(search.tuned_samples_per_s, 3),

@@ -14,6 +14,7 @@ time read through the injected ``clock``, so the logic is tested with scripted f
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -70,11 +71,18 @@ class Trial:
     speedup: float | None = None  # samples/s against the default configuration, same mode
     wall_s: float = 0.0
     chosen: bool = False
-    remeasured: int = 0  # times it was measured again as the incumbent (its best figure is kept)
+    repeats: list[float] = field(default_factory=list)  # samples/s of later, alternated measurements
 
     @property
     def samples_per_s(self) -> float | None:
-        return self.measurement.samples_per_s if self.measurement else None
+        """Median samples/s over the first measurement and its repeats."""
+        if self.measurement is None:
+            return None
+        return statistics.median([self.measurement.samples_per_s, *self.repeats])
+
+    @property
+    def remeasured(self) -> int:
+        return len(self.repeats)
 
 
 @dataclass
@@ -98,10 +106,8 @@ class SearchResult:
     basis: str  # "loader" (end to end) or "step" (the step alone)
     elapsed_s: float
     budget_s: float
-
-    @property
-    def speedup(self) -> float:
-        return self.tuned_samples_per_s / self.default_samples_per_s if self.default_samples_per_s else 1.0
+    speedup: float  # tuned over default: the median of alternated pairs when there was time for them
+    pairs: int = 1  # how many alternated default/tuned pairs the speed-up rests on
 
 
 @dataclass
@@ -130,6 +136,7 @@ class Search:
         progress: Callable[[str], None] | None = None,
         started_at: float | None = None,
         recheck: bool = True,
+        duel_rounds: int = 2,
     ) -> None:
         self.ctx = ctx
         self.measure = measure
@@ -143,6 +150,7 @@ class Search:
         self.compile_estimate_s = compile_estimate_s if compile_estimate_s is not None else COMPILE_ESTIMATE_S.get(ctx.device_type, 60.0)
         self.progress = progress or (lambda msg: None)
         self.recheck = recheck
+        self.duel_rounds = duel_rounds
         self.trials: list[Trial] = []
         self.skipped: list[Skip] = []
         self.decided: set[str] = set()
@@ -159,7 +167,7 @@ class Search:
     def remaining(self) -> float:
         return self.budget_s - self.elapsed()
 
-    def estimate(self, config: dict[str, Any], mode: str) -> float:
+    def estimate(self, config: dict[str, Any], mode: str, cap: float | None = None) -> float:
         """Seconds a trial of ``config`` is expected to take, from what was measured so far."""
         ref = self.best.get("step") or self.reference.get("step")
         step_s = 0.0
@@ -176,7 +184,7 @@ class Search:
                 setup += self._costs.compile_again
             else:
                 setup += 0.5 * self._costs.compile
-        return setup + self.trial_s + 5 * step_s
+        return setup + (self.trial_s if cap is None else cap) + 5 * step_s
 
     def _affordable(self, knob: str, setting: str, config: dict[str, Any], mode: str) -> bool:
         need, left = self.estimate(config, mode), self.remaining()
@@ -253,37 +261,56 @@ class Search:
                 self.progress(f"{trial.label}: rejected, {why}")
                 return False
         best = self.best[mode]
-        if best is not trial and self._faster(trial.measurement, best.measurement) and self.recheck:
-            # a shared machine drifts: before switching, measure the incumbent again and keep its
-            # faster figure, so a slow spell during its first measurement does not crown the new one
-            self._remeasure(best, mode)
         if best is not trial and self._faster(trial.measurement, best.measurement):
+            if self.recheck:
+                # a shared machine drifts: before switching, measure incumbent and candidate again,
+                # alternately, and decide on the median of the paired ratios
+                first = trial.measurement.samples_per_s / best.measurement.samples_per_s
+                ratio, pairs = self._duel(best, trial, mode)
+                if pairs > 1 and not ratio > 1.0 + self.min_gain:
+                    trial.status = NOT_FASTER
+                    trial.detail = f"{first:.2f}x at first, {ratio:.2f}x over {pairs} alternated pairs"
+                    self.progress(f"{trial.label}: not faster when measured alternately ({trial.detail})")
+                    return False
+                if pairs > 1:
+                    trial.detail = f"{ratio:.2f}x over {pairs} alternated pairs"
             trial.status = FASTER
             self.best[mode] = trial
-            self.progress(f"{trial.label}: {trial.measurement.samples_per_s:.1f} samples/s, faster")
+            self.progress(f"{trial.label}: {trial.samples_per_s:.1f} samples/s, faster")
             return True
         trial.status = NOT_FASTER
         self.progress(f"{trial.label}: {trial.measurement.samples_per_s:.1f} samples/s, not faster")
         return False
 
-    def _remeasure(self, trial: Trial, mode: str) -> None:
-        if trial.measurement is None or self.estimate(trial.config, mode) > self.remaining():
-            return
+    def _again(self, trial: Trial, mode: str, cap: float) -> float | None:
+        """Measure ``trial``'s configuration once more; its samples/s (also kept in ``repeats``)."""
         start = self.clock()
         try:
-            again = self.measure(TrialSpec(config=dict(trial.config), mode=mode, numerics=False, time_cap_s=self.trial_s))
+            m = self.measure(TrialSpec(config=dict(trial.config), mode=mode, numerics=False, time_cap_s=cap))
         except TorchwiseError:
             raise
         except Exception:
-            return
+            return None
         finally:
             trial.wall_s += self.clock() - start
-        trial.remeasured += 1
-        if again.samples_per_s > trial.measurement.samples_per_s:
-            again.loss = trial.measurement.loss
-            again.excluded_s = trial.measurement.excluded_s
-            trial.measurement = again
-            self.progress(f"{trial.label}: measured again, {again.samples_per_s:.1f} samples/s")
+        trial.repeats.append(m.samples_per_s)
+        return m.samples_per_s
+
+    def _duel(self, incumbent: Trial, challenger: Trial, mode: str) -> tuple[float, int]:
+        """Median of challenger/incumbent samples/s over alternated measurements (the first pair
+        included) and the number of pairs; fewer pairs when time runs short."""
+        ratios = [challenger.measurement.samples_per_s / incumbent.measurement.samples_per_s]
+        cap = max(0.05, self.trial_s / 3)
+        for _ in range(self.duel_rounds):
+            need = self.estimate(incumbent.config, mode, cap) + self.estimate(challenger.config, mode, cap)
+            if need > self.remaining():
+                break
+            a = self._again(incumbent, mode, cap)
+            b = self._again(challenger, mode, cap) if a else None
+            if not a or b is None:
+                break
+            ratios.append(b / a)
+        return statistics.median(ratios), len(ratios)
 
     # ---------------------------------------------------------------- stages
     def _stage(self, knob: ModuleType, plan: Plan, mode: str) -> None:
@@ -384,25 +411,35 @@ class Search:
         if loader is not None:
             basis = self._loader_phase(loader, default)
 
-        for trial in self.trials:  # references may have been measured again since
-            ref_m = self.reference.get(trial.mode).measurement if trial.mode in self.reference else None
-            if trial.measurement is not None and ref_m is not None and ref_m.samples_per_s > 0:
-                trial.speedup = trial.measurement.samples_per_s / ref_m.samples_per_s
         best = self.best[basis]
         ref = self.reference[basis]
+        speedup, pairs = best.samples_per_s / ref.samples_per_s, 1
+        if best is not ref and self.recheck:
+            # the headline: default and tuned measured alternately, median of the paired ratios
+            speedup, pairs = self._duel(ref, best, basis)
+            if pairs > 1 and speedup < 1.0:
+                self.progress(f"measured alternately, the tuned settings were {speedup:.2f}x the default: keeping the default")
+                best, speedup = ref, 1.0
+                self.best[basis] = ref
+        for trial in self.trials:  # speed-ups against the reference's median, repeats included
+            r = self.reference.get(trial.mode)
+            if trial.measurement is not None and r is not None and r.samples_per_s:
+                trial.speedup = trial.samples_per_s / r.samples_per_s
         best.chosen = True
-        if basis == "loader" and self.best["step"] is not best:
+        if basis == "loader" and best is not ref and self.best["step"] is not best:
             self.best["step"].chosen = True
         return SearchResult(
             config=dict(best.config),
             decided=set(self.decided),
             trials=self.trials,
             skipped=self.skipped,
-            default_samples_per_s=ref.measurement.samples_per_s,
-            tuned_samples_per_s=best.measurement.samples_per_s,
+            default_samples_per_s=ref.samples_per_s,
+            tuned_samples_per_s=best.samples_per_s,
             basis=basis,
             elapsed_s=self.elapsed(),
             budget_s=self.budget_s,
+            speedup=speedup if best is not ref else 1.0,
+            pairs=pairs if best is not ref else 1,
         )
 
     def _loader_phase(self, knob: ModuleType, default: dict[str, Any]) -> str:
