@@ -167,10 +167,13 @@ def main(argv: list[str] | None = None) -> int:
         wall, tw_found, _ = run_torchwise(root, None)
         tw_times.append(wall)
     tw_wall = min(tw_times)
-    rows = [("torchwise lint (all rules, all cores)", tw_wall, len(tw_found))]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rows = [("torchwise lint (default --jobs)", tw_wall, len(tw_found))]
     if args.jobs_compare:
-        serial = min(run_torchwise(root, 1)[0] for _ in range(max(1, args.repeat)))
-        rows.append(("torchwise lint --jobs 1 (serial)", serial, len(tw_found)))
+        cpus = os.cpu_count() or 1
+        for jobs, label in ((1, "--jobs 1 (serial)"), (cpus, f"--jobs {cpus} (process pool)")):
+            t = min(run_torchwise(root, jobs)[0] for _ in range(max(1, args.repeat)))
+            rows.append((f"torchwise lint {label}", t, len(tw_found)))
 
     tf_found: list[dict] = []
     tf_wall = None
@@ -181,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'tool':40s} {'files':>6s} {'lines':>8s} {'wall s':>8s} {'lines/s':>10s} {'findings':>9s}")
     for name, wall, n in rows:
         print(f"{name:40s} {files:6d} {lines:8d} {wall:8.2f} {lines / wall:10,.0f} {n:9d}")
-    print(f"(torchwise runs: {', '.join(f'{t:.2f}' for t in tw_times)} s)")
+    print(f"(torchwise default runs: {', '.join(f'{t:.2f}' for t in tw_times)} s; 1-minute load average "
+          f"before them: {load:.2f} on {os.cpu_count()} CPUs)")
     if tf_wall is not None:
         print(f"\nspeed ratio (torchwise lines/s / TorchFix lines/s): {tf_wall / tw_wall:.1f}x  (target >= 30x)")
 

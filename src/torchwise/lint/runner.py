@@ -141,17 +141,30 @@ def lint_job(job: FileJob) -> FileResult:
     return FileResult(job.display, job.path, findings, None, None, decoded.encoding)
 
 
-def default_workers() -> int:
+def cpu_count() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
 
 
+def default_workers() -> int:
+    """All cores that are not already busy: on a machine whose load average already fills
+    every core, extra processes only add start-up and switching costs (measured in
+    BENCHMARKS.md), so the run stays in one process."""
+    cpus = cpu_count()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cpus
+    return max(1, min(cpus, int(cpus - load + 0.5)))
+
+
 def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult]:
     """Results in job order; a process pool on all cores when there are enough files."""
     rules()  # import the rules once, before forking, so every worker inherits them
-    workers = default_workers() if not workers else workers
+    if not workers:
+        workers = default_workers() if len(jobs) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
         return [lint_job(j) for j in jobs]
     import multiprocessing
