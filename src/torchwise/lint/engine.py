@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+from bisect import bisect_right
 import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -166,6 +167,7 @@ class Context:
         nodes = self.nodes
         tree = self.tree
         tree._tw_parent = None  # type: ignore[attr-defined]
+        tree._tw_field = ""  # type: ignore[attr-defined]
         stack: list[AST] = [tree]
         pop, push = stack.pop, stack.append
         skip = _SKIP_FIELDS
@@ -185,9 +187,11 @@ class Context:
                     for child in value:
                         if isinstance(child, AST):
                             child._tw_parent = node  # type: ignore[attr-defined]
+                            child._tw_field = fname  # type: ignore[attr-defined]
                             push(child)
                 elif isinstance(value, AST):
                     value._tw_parent = node  # type: ignore[attr-defined]
+                    value._tw_field = fname  # type: ignore[attr-defined]
                     push(value)
 
     def of_type(self, *types: type) -> list[AST]:
@@ -295,7 +299,7 @@ class Context:
             if anc.__class__ in LOOP_TYPES:
                 # the iterable of a for loop and the test of a while loop run once per pass
                 # too, but only the body counts as "inside" for our purposes.
-                if child in anc.body or child in getattr(anc, "orelse", ()):
+                if getattr(child, "_tw_field", "") in ("body", "orelse"):
                     out.append(anc)
             child = anc
         return out
@@ -307,7 +311,7 @@ class Context:
         for anc in self.ancestors(node):
             if isinstance(anc, DEF_TYPES):
                 break
-            if anc.__class__ in (ast.With, ast.AsyncWith) and child in anc.body:
+            if anc.__class__ in (ast.With, ast.AsyncWith) and getattr(child, "_tw_field", "") == "body":
                 out.append(anc)
             child = anc
         return out
@@ -320,18 +324,12 @@ class Context:
             if isinstance(anc, DEF_TYPES):
                 break
             cls = anc.__class__
-            if cls is ast.If:
-                if child in anc.body:
+            if cls is ast.If or cls is ast.IfExp:
+                field = getattr(child, "_tw_field", "")
+                if field == "body":
                     out.append((anc, True))
-                elif child in anc.orelse:
+                elif field == "orelse":
                     out.append((anc, False))
-            elif cls is ast.IfExp:
-                if child is anc.body:
-                    out.append((anc, True))
-                elif child is anc.orelse:
-                    out.append((anc, False))
-            elif cls is ast.comprehension:
-                pass
             child = anc
         return out
 
@@ -344,8 +342,7 @@ class Context:
             yield node
             if not into_defs and isinstance(node, DEF_TYPES):
                 continue
-            for child in ast.iter_child_nodes(node):
-                stack.append(child)
+            stack.extend(reversed(children(node)))
 
     def contains(self, outer: AST, inner: AST) -> bool:
         for anc in self.ancestors(inner):
@@ -420,6 +417,14 @@ class Context:
             self._cache[key] = found
         return found
 
+    def _binding_positions(self, scope: AST) -> dict[str, list[tuple[int, int]]]:
+        key = ("bindpos", id(scope))
+        found = self._cache.get(key)
+        if found is None:
+            found = {name: [b.pos for b in chain] for name, chain in self.bindings(scope).items()}
+            self._cache[key] = found
+        return found
+
     def binding_at(self, name: str, use: AST) -> Binding | None:
         """The binding of ``name`` that a use at ``use`` most plausibly sees.
 
@@ -432,14 +437,9 @@ class Context:
         while True:
             chain = self.bindings(scope).get(name)
             if chain:
-                best = None
-                for b in chain:
-                    if b.pos <= pos:
-                        best = b
-                    else:
-                        break
-                if best is not None:
-                    return best
+                i = bisect_right(self._binding_positions(scope)[name], pos)
+                if i:
+                    return chain[i - 1]
                 if scope is not self.tree:
                     return None  # bound later in this function only: a local we cannot see yet
             if scope is self.tree:
@@ -714,6 +714,22 @@ def _header_end(stmt: ast.stmt) -> int:
     return max(ends) if ends else stmt.lineno
 
 
+def children(node: AST) -> list[AST]:
+    """Child nodes (like ``ast.iter_child_nodes``, faster, without the shared context singletons)."""
+    out: list[AST] = []
+    for fname in node._fields:
+        if fname in _SKIP_FIELDS:
+            continue
+        value = getattr(node, fname, None)
+        if value.__class__ is list:
+            for child in value:
+                if isinstance(child, AST):
+                    out.append(child)
+        elif isinstance(value, AST):
+            out.append(value)
+    return out
+
+
 def _pos(node: AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
@@ -802,8 +818,7 @@ def _collect_bindings(scope: AST) -> dict[str, list[Binding]]:
             continue
         if cls is ast.Lambda:
             continue
-        for child in ast.iter_child_nodes(node):
-            stack.append(child)
+        stack.extend(children(node))
     for chain in out.values():
         chain.sort(key=lambda b: b.pos)
     return out

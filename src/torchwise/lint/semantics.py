@@ -160,6 +160,8 @@ def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]
                 target = call.args[0]
             if target is not None and target.__class__ is ast.Name:
                 found.setdefault(target.id, []).append((call.lineno, call.col_offset))
+        for positions in found.values():
+            positions.sort()
         ctx._cache[key] = found
     return found
 
@@ -170,8 +172,8 @@ def was_backwarded(ctx: Context, expr: AST, use: AST) -> bool:
         return False
     b = ctx.binding_at(expr.id, use)
     start = b.pos if b is not None else (0, 0)
-    scope = ctx.scope_of(use)
-    return any(pos >= start for pos in backwarded_names(ctx, scope).get(expr.id, ()))
+    positions = backwarded_names(ctx, ctx.scope_of(use)).get(expr.id)
+    return bool(positions) and positions[-1] >= start
 
 
 # --------------------------------------------------------------------------- losses
@@ -231,11 +233,8 @@ def is_loss_value(ctx: Context, expr: AST | None, use: AST | None = None, depth:
             if is_loss_value(ctx, b.value, b.node, depth - 1, heuristic):
                 return True
         # a backward pass was started from this name after its last binding
-        scope = ctx.scope_of(use)
-        for pos in backwarded_names(ctx, scope).get(expr.id, ()):
-            if pos >= b.pos:
-                return True
-        return False
+        positions = backwarded_names(ctx, ctx.scope_of(use)).get(expr.id)
+        return bool(positions) and positions[-1] >= b.pos
     return False
 
 
@@ -447,7 +446,7 @@ def under_no_grad(ctx: Context, node: AST) -> bool:
     child = node
     for anc in ctx.ancestors(node):
         cls = anc.__class__
-        if cls in (ast.With, ast.AsyncWith) and child in anc.body:
+        if cls in (ast.With, ast.AsyncWith) and getattr(child, "_tw_field", "") == "body":
             if any(_is_grad_off(ctx, item.context_expr) for item in anc.items):
                 return True
         elif cls in (ast.FunctionDef, ast.AsyncFunctionDef):

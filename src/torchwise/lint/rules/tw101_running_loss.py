@@ -13,7 +13,12 @@ from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_gra
 
 def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
     """Names whose value reaches a backward pass in ``scope`` (one or two assignments back)."""
+    key = ("tw101:feeding", id(scope))
+    cached = ctx._cache.get(key)
+    if cached is not None:
+        return cached
     out: set[str] = set()
+    ctx._cache[key] = out
     todo: list[tuple[ast.AST, ast.AST, int]] = []
     for call in backward_calls(ctx):
         if ctx.scope_of(call) is scope:
@@ -30,11 +35,15 @@ def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
     return out
 
 
-def _returned_names(scope: ast.AST) -> set[str]:
-    out: set[str] = set()
-    for node in Context.walk_body(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [scope.body]):
-        if node.__class__ in (ast.Return, ast.Yield, ast.YieldFrom) and node.value is not None:
-            out.update(n.id for n in ast.walk(node.value) if n.__class__ is ast.Name)
+def _returned_names(ctx: Context, scope: ast.AST) -> set[str]:
+    key = ("tw101:returned", id(scope))
+    out = ctx._cache.get(key)
+    if out is None:
+        out = set()
+        for node in ctx.walk_body(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [scope.body]):
+            if node.__class__ in (ast.Return, ast.Yield, ast.YieldFrom) and node.value is not None:
+                out.update(n.id for n in ast.walk(node.value) if n.__class__ is ast.Name)
+        ctx._cache[key] = out
     return out
 
 
@@ -102,7 +111,7 @@ Fix
             return
         scope = ctx.scope_of(node)
         if not was_backwarded(ctx, value, node) and (
-            acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(scope)
+            acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(ctx, scope)
         ):
             return  # summing losses for one backward pass, or handing them to the caller
         fix = None

@@ -117,7 +117,7 @@ Fix
         named = not is_module and is_eval_name(scope.name)
         if not evals and not named:
             return None
-        receivers = {ast.dump(c.func.value) for c in evals}
+        receivers = {ctx.text(c.func.value) for c in evals}
         first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
         # anything that needs gradients makes this not (only) evaluation
         everything = body if is_module else list(ast.walk(scope))
@@ -142,7 +142,7 @@ Fix
             func = node.func
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
-            if ast.dump(func) not in receivers:
+            if ctx.text(func) not in receivers:
                 if not _plain_callee(func) or not is_module_instance(ctx, func, node):
                     continue
             if not named:

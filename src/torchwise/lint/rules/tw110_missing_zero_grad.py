@@ -60,9 +60,9 @@ Fix
             optimizers = set()
             for s in steps:
                 recv = s.func.value
-                optimizers.add(ast.dump(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ast.dump(recv))
+                optimizers.add(ctx.text(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ctx.text(recv))
             if any(
-                last_name(c.func) not in _STEP_HELPERS and any(ast.dump(a) in optimizers for a in c.args)
+                last_name(c.func) not in _STEP_HELPERS and any(ctx.text(a) in optimizers for a in c.args)
                 for c in calls
             ):
                 continue  # the optimizer is handed to code we cannot see

@@ -78,7 +78,7 @@ Fix
                     continue
                 stmt = ctx.statement_of(call)
                 loop = ctx.parent(stmt)
-                if loop.__class__ is not ast.For or stmt not in loop.body:
+                if loop.__class__ is not ast.For or getattr(stmt, "_tw_field", "") != "body":
                     continue  # inside an if/try: guarded
                 if _iterates_parameters(ctx, loop) != arg.id:
                     continue
