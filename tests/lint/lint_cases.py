@@ -667,6 +667,8 @@ NEGATIVE["TW205"] = [
     "import torch\nx = batch.cuda()\ny = torch.zeros_like(a).to(device)\nz = torch.from_numpy(arr).cuda()\n",
     # a CPU generator fixes where the numbers are drawn
     "import torch\nr = torch.rand(5, generator=g).to(device)\n",
+    # data that may already live on the device
+    "import torch\nt = torch.as_tensor(batch).to(device)\nu = torch.tensor(x).cuda()\n",
     # .to() on something else
     "import numpy as np\nz = np.zeros(3).to(device)\n",
 ]
@@ -963,6 +965,8 @@ NEGATIVE["TW301"] = [
     "import random\nrandom.shuffle(files)\n",
     # a seed-everything helper
     "import random\nfrom lightning import seed_everything\nimport torch\nseed_everything(0)\ntorch.manual_seed(0)\nrandom.shuffle(x)\n",
+    # some helper of the project's own that may seed the rest
+    "import random\nimport torch\nfrom utils import seed_torch\nrandom.seed(0)\nseed_torch(0)\nx = torch.randn(3)\n",
     # a fresh generator drawn only to pick a seed
     "import numpy as np\nimport torch\ndef pick(seed=None):\n    if seed is None:\n        seed = np.random.RandomState().randint(0, 100)\n    torch.manual_seed(seed)\n",
 ]

@@ -131,7 +131,7 @@ def test_random_bytes_never_crash():
         n = rng.randrange(0, 300)
         data = bytes(rng.randrange(256) for _ in range(n))
         found = lint_source(data)
-        assert all(f.code == SYNTAX_CODE for f in found) or found == [] or all(f.line >= 1 for f in found)
+        assert isinstance(found, list) and all(f.line >= 1 and f.col >= 1 for f in found)
         assert not any("internal error" in f.message for f in found)
 
 
@@ -168,6 +168,19 @@ def test_deep_nesting_is_reported_not_raised():
     very_deep = "x = " + "-" * 100000 + "1\n"
     found = lint_source(very_deep)
     assert all(f.code == SYNTAX_CODE for f in found)
+
+
+def test_a_crashing_rule_is_reported_not_raised(monkeypatch):
+    from torchwise.lint.rules import get_rule
+
+    rule = get_rule("TW401")
+
+    def boom(ctx):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(rule, "check", boom)
+    found = lint_source("import torch\nx = torch.load(p)\n")
+    assert [(f.code, "internal error in rule TW401" in f.message) for f in found] == [(SYNTAX_CODE, True)]
 
 
 @pytest.mark.parametrize("src", ["", "\n", "# only a comment\n", "pass", "\ufeff"])

@@ -20,6 +20,19 @@ DETERMINISTIC = frozenset({
 RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"})
 
 
+_LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
+
+
+def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
+    """Python data (a list, tuple or number, directly or through a name) - surely on the host."""
+    if data.__class__ in _LITERALS:
+        return True
+    if data.__class__ is ast.Name:
+        b = ctx.binding_at(data.id, use)
+        return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
+    return False
+
+
 class CreateThenMove(Rule):
     code = "TW205"
     name = "create-then-move"
@@ -27,8 +40,9 @@ class CreateThenMove(Rule):
     fixable = True
     doc = """\
 What it flags
-  A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye/tensor/as_tensor` and the
-  random `rand/randn/randint/randperm/normal`) called without `device=` and immediately moved
+  A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
+  of Python data such as a list, and the random `rand/randn/randint/randperm/normal`) called
+  without `device=` (nor a `generator=`, whose device decides) and immediately moved
   with `.cuda()` or `.to(device)` - only when the argument of `.to` evidently is a device (a
   device string, `torch.device(...)`, `x.device`, or a name such as `device`), not a dtype or
   another tensor.
@@ -65,8 +79,8 @@ Fix
                 continue
             if keyword(inner, "device") is not None or keyword(inner, "generator") is not None or has_star_args(inner):
                 continue  # a generator fixes the device the numbers are drawn on
-            if factory in ("tensor", "as_tensor") and len(inner.args) > 1:
-                continue  # positional dtype/device forms: leave alone
+            if factory in ("tensor", "as_tensor") and (len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner)):
+                continue  # data that may already be a tensor on the device, or positional extras
             fix = None
             if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None:
                 fix = self._fix(ctx, call, inner, target)

@@ -57,7 +57,8 @@ What it flags
   DataLoaders, dropout) with only NumPy seeded... Also `np.random.default_rng()` and
   `random.Random()` created without a seed next to the seeding calls (same function or
   script, not under an `if`), which the global seeds do not reach. Files
-  that call a seed-everything helper (`seed_everything`, `set_seed`...) are left alone.
+  that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
+  their own with "seed" in its name) are left alone.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -88,7 +89,7 @@ Fix
                         first_seed = call
         if not seeded or first_seed is None:
             return
-        if any(ctx.calls_named(name) for name in _SEED_ALL):
+        if any(ctx.calls_named(name) for name in _SEED_ALL) or self._unknown_seeder(ctx):
             return
         uses = self._uses(ctx)
         for family in ("random", "numpy", "torch"):
@@ -115,6 +116,20 @@ Fix
                 f"{q}() without a seed is not affected by the global seeds this file sets (line {first_seed.lineno})",
                 suggestion=f"pass a seed: {last_name(call.func)}(seed)",
             )
+
+    @staticmethod
+    def _unknown_seeder(ctx: Context) -> bool:
+        """A call of some other ``*seed*`` function (``seed_torch(s)``, ``utils.fix_all_seeds()``)
+        that may well seed the generators we would report."""
+        for name, calls in ctx.calls_by_name.items():
+            low = name.lower()
+            if "seed" not in low or name in ("seed", "manual_seed", "manual_seed_all", "initial_seed", "get_seed"):
+                continue
+            for c in calls:
+                q = ctx.qualname(c.func)
+                if q is None or not q.startswith(("random.", "numpy.", "torch.")):
+                    return True
+        return False
 
     @staticmethod
     def _list(seeded: set[str]) -> str:
