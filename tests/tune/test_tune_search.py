@@ -367,3 +367,24 @@ def test_headline_speedup_from_alternated_pairs_and_revert_when_slower():
     steady = FakeMeasurer(clock2, factors={("channels_last", True): 1.5})
     ok = Search(cpu_ctx(), steady, budget_s=1000, clock=clock2, knobs=["channels_last"]).run()
     assert ok.config["channels_last"] is True and ok.pairs == 3 and ok.speedup == pytest.approx(1.5)
+
+
+def test_loader_phase_start_is_decided_on_alternated_pairs():
+    """A lucky first end-to-end figure of the default does not throw the step settings away."""
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, factors={("threads", 1): 3.0})
+    loader_defaults = {"n": 0}
+
+    def measure(spec):
+        m = fake(spec)
+        if spec.mode == "loader" and spec.config["threads"] == 4:
+            loader_defaults["n"] += 1
+            if loader_defaults["n"] == 1:
+                m.samples_per_s *= 5  # the default happened to run while the machine was quiet
+        return m
+
+    res = Search(cpu_ctx(), measure, budget_s=1000, clock=clock, knobs=["threads", "loader"]).run()
+    assert res.config["threads"] == 1
+    by = {t.label: t for t in res.trials}
+    assert by["tuned step settings, default loader"].status == FASTER
+    assert res.speedup == pytest.approx(3.0)  # median of the alternated pairs, not the lucky figure

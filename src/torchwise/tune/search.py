@@ -468,8 +468,12 @@ class Search:
                 trial = self._run_trial("tuned", setting, tuned_step, "loader", numerics=False)
                 if trial.measurement is not None:
                     # the step settings were chosen on the step alone: keep them unless the default
-                    # is clearly faster end to end
-                    if self._faster(ref.measurement, trial.measurement):
+                    # is clearly faster end to end (on alternated pairs too, when there is time)
+                    default_wins = self._faster(ref.measurement, trial.measurement)
+                    if default_wins and self.recheck:
+                        ratio, pairs = self._duel(trial, ref, "loader")
+                        default_wins = pairs == 1 or ratio > 1.0 + self.min_gain
+                    if default_wins:
                         trial.status = NOT_FASTER
                         self.progress(f"{setting}: slower than the default end to end; loader search starts from the default")
                     else:
