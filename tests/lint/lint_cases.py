@@ -129,6 +129,13 @@ NEGATIVE["TW101"] = [
 
 # ----------------------------------------------------------------------------------- TW102
 POSITIVE["TW102"] = [
+    (d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def run(model, data, y, lf):
+            return lf(F.softmax(model(data), dim=1), y)
+        run(net, x, y, nn.CrossEntropyLoss())
+    """), 4),
     (HEADER + "loss = F.cross_entropy(F.softmax(logits, dim=1), y)\n", 4),
     (HEADER + "crit = nn.CrossEntropyLoss()\nprobs = logits.softmax(dim=-1)\nloss = crit(probs, y)\n", 6),
     (HEADER + "loss = nn.CrossEntropyLoss()(torch.softmax(x, 1), y)\n", 4),
@@ -152,6 +159,15 @@ POSITIVE["TW102"] = [
     """), 8),
 ]
 NEGATIVE["TW102"] = [
+    # the function is called with different losses: not evidently cross-entropy
+    d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def run(model, data, y, lf):
+            return lf(F.softmax(model(data), dim=1), y)
+        run(net, x, y, nn.CrossEntropyLoss())
+        run(net, x, y, nn.MSELoss())
+    """),
     HEADER + "loss = F.cross_entropy(logits, y)\nprobs = F.softmax(logits, dim=1)\n",
     HEADER + "loss = F.nll_loss(F.log_softmax(x, dim=1), y)\n",
     HEADER + "crit = nn.NLLLoss()\nloss = crit(torch.log_softmax(x, 1), y)\n",

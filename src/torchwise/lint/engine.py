@@ -488,12 +488,14 @@ class Context:
             self._cache[key] = table
         return table.get(attr, [])
 
-    def constructed_from(self, expr: AST | None, use: AST | None = None) -> str | None:
+    def constructed_from(self, expr: AST | None, use: AST | None = None, depth: int = 2) -> str | None:
         """What class built the object ``expr`` refers to: a canonical dotted name, or
         ``"local:Name"`` for a class defined in this file; None when unknown.
 
-        Follows names through assignments (``crit = nn.CrossEntropyLoss(); f = crit``) and
-        ``self.x`` through the assignments of the enclosing class.
+        Follows names through assignments (``crit = nn.CrossEntropyLoss(); f = crit``),
+        ``self.x`` through the assignments of the enclosing class, and a function's parameter
+        through the calls of that function in this file when they all pass the same kind of
+        object (``train(model, nn.CrossEntropyLoss())`` -> ``criterion`` in ``train``).
         """
         if expr is None:
             return None
@@ -501,6 +503,8 @@ class Context:
         for _ in range(4):
             if expr.__class__ is ast.Name:
                 b = self.binding_at(expr.id, use)
+                if b is not None and b.kind == "param" and depth > 0:
+                    return self._param_from_callers(b, depth - 1)
                 if b is None or b.kind not in ("assign", "walrus") or b.value is None:
                     return None
                 use, expr = b.node, b.value
@@ -519,6 +523,38 @@ class Context:
                 return kinds.pop() if len(kinds) == 1 else None
             return self._call_target(expr)
         return None
+
+    def _param_from_callers(self, binding: Binding, depth: int) -> str | None:
+        """The class every call site in this file passes for this parameter, if it is one."""
+        arg = binding.node
+        func = self.parent(self.parent(arg)) if self.parent(arg) is not None else None
+        if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+            return None
+        params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+        method = self.parent(func).__class__ is ast.ClassDef and params and params[0] in ("self", "cls")
+        try:
+            index = params.index(binding.name)
+        except ValueError:
+            index = None  # keyword-only
+        kinds: set[str | None] = set()
+        calls = self.calls_named(func.name)
+        if not calls or len(calls) > 20:
+            return None
+        for call in calls:
+            value = None
+            for kw in call.keywords:
+                if kw.arg == binding.name:
+                    value = kw.value
+            if value is None and index is not None:
+                pos = index - (1 if method and call.func.__class__ is ast.Attribute else 0)
+                if 0 <= pos < len(call.args) and not any(a.__class__ is ast.Starred for a in call.args[: pos + 1]):
+                    value = call.args[pos]
+            if value is None:
+                return None
+            kinds.add(self.constructed_from(value, call, depth))
+            if None in kinds or len(kinds) > 1:
+                return None
+        return kinds.pop() if len(kinds) == 1 else None
 
     def _call_target(self, expr: AST) -> str | None:
         if expr.__class__ is not ast.Call:

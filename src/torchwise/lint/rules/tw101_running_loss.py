@@ -118,10 +118,11 @@ Fix
         if value.__class__ is ast.Name and is_loss_value(ctx, value, node, heuristic=False):
             fix = Fix(f"accumulate {value.id}.detach()", (ctx.replace(value, f"{value.id}.detach()"),))
         shown = ctx.text(value) if value.__class__ is ast.Name else "the loss"
+        what = f"the loss tensor {shown}" if value.__class__ is ast.Name else "the loss tensor"
         yield ctx.finding(
             self.code,
             node,
-            f"running total {ctx.text(target)!s} keeps {shown}'s autograd graph alive every iteration",
+            f"{ctx.text(target)} collects {what} itself, keeping every step's autograd graph alive",
             suggestion=f"accumulate {shown}.detach() or {shown}.item() instead"
             if value.__class__ is ast.Name
             else "accumulate loss.detach() or loss.item() instead",

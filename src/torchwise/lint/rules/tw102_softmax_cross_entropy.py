@@ -92,11 +92,21 @@ def loss_call_candidates(ctx: Context) -> list[ast.Call]:
                 n = last_name(t)
                 if n:
                     names.add(n)
+    params = _param_names(ctx)
     for name, calls in ctx.calls_by_name.items():
-        if name in names or _looks_like_loss_fn(name):
+        if name in names or name in params or _looks_like_loss_fn(name):
             for call in calls:
                 found[id(call)] = call
     return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+
+def _param_names(ctx: Context) -> set[str]:
+    """Parameter names of the file's functions (a loss object may be passed in as one)."""
+    out: set[str] = set()
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for f in ctx.nodes.get(kind, ()):
+            out.update(a.arg for a in [*f.args.posonlyargs, *f.args.args, *f.args.kwonlyargs])
+    return out
 
 
 def _looks_like_loss_fn(name: str) -> bool:
