@@ -177,7 +177,7 @@ def test_sarif_format_is_valid_2_1_0(tmp_path, capsys):
         assert result["message"]["text"]
         [loc] = result["locations"]
         phys = loc["physicalLocation"]
-        assert phys["artifactLocation"]["uri"].endswith(".py")
+        assert phys["artifactLocation"]["uri"].startswith("file:///") and phys["artifactLocation"]["uri"].endswith(".py")
         region = phys["region"]
         assert region["startLine"] >= 1 and region["startColumn"] >= 1
         assert (region["endLine"], region["endColumn"]) >= (region["startLine"], region["startColumn"])

@@ -119,9 +119,15 @@ def format_sarif(findings: Sequence[Finding]) -> str:
 
 
 def _uri(path: str) -> str:
+    """A relative path stays relative (what code scanning expects); an absolute one becomes a
+    ``file://`` URI."""
+    import os
+    from pathlib import Path
     from urllib.parse import quote
 
-    return quote(path.replace("\\", "/"), safe="/:")
+    if os.path.isabs(path):
+        return Path(path).as_uri()
+    return quote(path.replace("\\", "/"), safe="/")
 
 
 def _escape_data(text: str) -> str:
