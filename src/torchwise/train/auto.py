@@ -46,11 +46,8 @@ class AutoSettings:
         self._model: nn.Module | None = None
         self._saved_benchmark = torch.backends.cudnn.benchmark
         self.events: list[str] = []
+        self.watching = False  # whether observe() may still switch something off (read every step)
 
-    @property
-    def watching(self) -> bool:
-        """Whether observe() still has something to decide (cheap to test per step)."""
-        return not self.varying and (self.want_channels_last == "auto" or self.want_benchmark == "auto")
 
     def start(self, model: nn.Module, first_input: Any) -> None:
         """Decide from the model and the first input; convert the model if channels_last is on."""
@@ -67,6 +64,7 @@ class AutoSettings:
             model.to(memory_format=torch.channels_last)
         if self.cudnn_benchmark:
             torch.backends.cudnn.benchmark = True
+        self.watching = (self.channels_last and self.want_channels_last == "auto") or (self.cudnn_benchmark and self.want_benchmark == "auto")
 
     def observe(self, inputs: Any) -> None:
         """Record an input shape; switch "auto" settings off once shapes are seen to vary."""
@@ -79,6 +77,7 @@ class AutoSettings:
         self.trailing.add(shape[1:])
         if len(self.trailing) > 1 or len(self.shapes) > self.MAX_SHAPES:
             self.varying = True
+            self.watching = False
             if self.want_benchmark == "auto" and self.cudnn_benchmark:
                 self.cudnn_benchmark = False
                 torch.backends.cudnn.benchmark = self._saved_benchmark

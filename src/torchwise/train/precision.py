@@ -15,6 +15,8 @@ import torch
 
 from torchwise.errors import UsageError
 
+_NULL = nullcontext()  # reusable: no allocation per step
+
 VALID = ("auto", "32", "bf16-mixed", "16-mixed")
 _ALIASES = {
     "32": "32", "32-true": "32", "fp32": "32", "float32": "32",
@@ -51,7 +53,7 @@ class Precision:
         self.device = device
 
     def autocast(self) -> ContextManager[Any]:
-        return nullcontext()
+        return _NULL
 
     def backward(self, loss: torch.Tensor) -> None:
         loss.backward()

@@ -18,6 +18,9 @@ import torch.distributed as dist
 from torch import nn
 
 
+_NULL = nullcontext()  # reusable: no allocation per step
+
+
 def model_devices(model: nn.Module) -> set[torch.device]:
     """The devices holding the model's parameters and buffers."""
     return {t.device for t in model.parameters()} | {t.device for t in model.buffers()}
@@ -52,7 +55,7 @@ class SingleDevice:
         return model
 
     def no_sync(self, model: nn.Module, skip_sync: bool) -> ContextManager[Any]:
-        return nullcontext()
+        return _NULL
 
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         return tensor
@@ -103,7 +106,7 @@ class DDPStrategy(SingleDevice):
     def no_sync(self, model: nn.Module, skip_sync: bool) -> ContextManager[Any]:
         if skip_sync and hasattr(model, "no_sync"):  # DDP, or the compile wrapper around it
             return model.no_sync()
-        return nullcontext()
+        return _NULL
 
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         ops = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}

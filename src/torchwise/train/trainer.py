@@ -15,6 +15,7 @@ stay on the device and are read once per log interval.
 from __future__ import annotations
 
 import gc
+import math
 import os
 import random
 import time
@@ -187,6 +188,7 @@ class Trainer:
         self._saved_at: int | None = None
         self._last_train_loss: float | None = None
         self._to_device = False
+        self._last_batch: Any = None
         self.log = RunLog(None, progress=False, enabled=False)
 
     # ------------------------------------------------------------------ construction helpers
@@ -238,31 +240,31 @@ class Trainer:
                 raise DataError(f"the training loader is empty ({describe(train_loader)}): it yields no batches; check the dataset length, batch_size and drop_last")
             total = _total_steps(n_batches, self.accumulate, epochs, max_steps)
             self._start(total, state)
-            A, stop = self.accumulate, max_steps is not None and self.step >= max_steps
+            A, log_every, ckpt_every = self.accumulate, self.log_every, self.checkpoint_every or 0
+            stop = max_steps is not None and self.step >= max_steps
             window, window_loss = A, torch.zeros((), device=self.device)
             pending: list[Any] = []  # earlier batches of this window (replayed after an OOM)
 
             while not stop and (epochs is None or self.epoch < epochs):
                 for batch, last_of_epoch in self._batches(train, n_batches):
                     i = self.batch_in_epoch
-                    self.batch_in_epoch += 1
-                    if i % A == 0:
+                    self.batch_in_epoch = i + 1
+                    window_start, window_end = i % A == 0, i % A == A - 1 or last_of_epoch
+                    if window_start and A > 1:
                         window = A if n_batches is None else min(A, n_batches - i)  # a last partial window
                         pending.clear()
-                    window_end = i % A == A - 1 or last_of_epoch
                     loss = self._forward_backward(batch, pending, window, sync=window_end)
-                    window_loss = loss if i % A == 0 else window_loss + loss
-                    if A > 1:
-                        pending.append(batch)
+                    window_loss = loss if window_start else window_loss + loss
                     if not window_end:
+                        pending.append(batch)
                         continue
                     self._optimizer_step(window_loss, window, pending)
                     self.log.tick(self.step)
                     for fn in self._on_step:
                         fn(self)
-                    if self.step % self.log_every == 0:
+                    if self.step % log_every == 0:
                         self._log_interval()
-                    if self.checkpoint_every and self.step % self.checkpoint_every == 0:
+                    if ckpt_every and self.step % ckpt_every == 0:
                         self.save_checkpoint()
                     if max_steps is not None and self.step >= max_steps:
                         stop = True
@@ -277,17 +279,19 @@ class Trainer:
 
     def _forward_backward(self, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor:
         """Forward + backward of one loader batch; after an OOM, split smaller and redo the window."""
-        redo: list[Any] = []
-        while True:
+        try:
+            return self._micro_step(batch, 1.0 / window, sync)
+        except OOM_ERRORS as exc:
+            error: BaseException = exc
+        while True:  # recovering: free memory, cut batches smaller, recompute this window's gradients
+            self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device)}")
+            self.optimizer.zero_grad(set_to_none=True)
             try:
-                for earlier in redo:
+                for earlier in pending:
                     self._micro_step(earlier, 1.0 / window, sync=False)
                 return self._micro_step(batch, 1.0 / window, sync)
             except OOM_ERRORS as exc:
-                message = self.oom.recover(exc, batch, self.device)
-                self._event(f"step {self.step + 1}: {message}")
-                self.optimizer.zero_grad(set_to_none=True)
-                redo = list(pending)
+                error = exc
 
     def _micro_step(self, batch: Any, scale: float, sync: bool) -> torch.Tensor:
         """Forward and backward of one batch (in chunks after an OOM); returns its detached mean loss."""
@@ -295,6 +299,13 @@ class Trainer:
             batch = to_device(batch, self.device, non_blocking=True)
         if self._train_model is None:
             self._first_batch(batch)
+        if self.oom.splits == 1:  # the usual case: the whole batch at once
+            with self.strategy.no_sync(self._train_model, skip_sync=not sync):
+                with self.precision.autocast():
+                    loss = self._loss(batch)
+                self.precision.backward(loss if scale == 1.0 else loss * scale)
+            self._last_batch = batch
+            return loss.detach()
         chunks = self.oom.chunks(batch)
         total: torch.Tensor | None = None
         for k, (chunk, weight) in enumerate(chunks):
@@ -311,7 +322,10 @@ class Trainer:
     def _loss(self, batch: Any) -> torch.Tensor:
         if self.step_fn is not None:
             return self.step_fn(self._train_model, batch)
-        inputs, targets = split_batch(batch)
+        if type(batch) in _PAIRS and len(batch) >= 2:  # the common (inputs, targets) case, skipping ABC checks
+            inputs, targets = batch[0], batch[1]
+        else:
+            inputs, targets = split_batch(batch)
         if self.auto.watching:
             self.auto.observe(inputs)
         output = self._train_model(self.auto.prepare_input(inputs))  # type: ignore[misc]
@@ -331,17 +345,19 @@ class Trainer:
                 check = norm if norm is not None else _grad_norm(self._params)
             else:
                 check = window_loss if norm is None else window_loss + norm
-            if not self.guard.is_finite(check):
+            if not math.isfinite(float(check)):  # one scalar read per optimizer step
                 self.optimizer.zero_grad(set_to_none=True)
                 self.step += 1
                 self._event(self.guard.bad_step(self.step, self.model, self._reruns(pending)))
                 return
+        if self.guard.consecutive:
+            self.guard.consecutive = 0  # a good step ends a run of bad ones
         stepped = self.precision.step(self.optimizer)
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         if stepped and self.scheduler is not None and self.scheduler_interval == "step":
             self.scheduler.step()
-        self._loss_sum += window_loss
+        self._losses.append(window_loss)  # detached device tensors, summed once per log interval
         self._loss_count += window
 
     # ------------------------------------------------------------------ evaluation
@@ -429,7 +445,7 @@ class Trainer:
     def _load_resume(self, resume: Any) -> dict[str, Any] | None:
         path, note = ckpt.resolve_resume(resume, self.checkpoint_dir)
         if note:
-            self.log.info(note)
+            self._event(note)
         if path is None:
             return None
         state = ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
@@ -492,17 +508,17 @@ class Trainer:
     def _start(self, total: int | None, state: dict[str, Any] | None) -> None:
         self._total = total
         self._on_step = [cb.on_step_end for cb in self.callbacks if hasattr(cb, "on_step_end")]
-        self._loss_sum = torch.zeros((), device=self.device)
+        self._losses: list[torch.Tensor] = []
         self._loss_count = 0
         self._grad_norm: torch.Tensor | None = None
         self._wait = 0.0
-        self._samples = 0
+        self._micro = 0  # micro-batches in this log interval
         self._fit_samples = 0
         self._fit_start = self._interval_start = time.perf_counter()
         self._interval_step = self._fit_start_step = self.step
         self._last_val: dict[str, float] = {}
         self.log.start(total, self.step)
-        self.log.info(
+        self._say(
             f"training on {self.device} ({self.strategy.world_size} process{'es' if self.strategy.world_size > 1 else ''}), "
             f"precision {self.precision.name}, accumulate {self.accumulate}"
             + (f", {total} steps" if total else "")
@@ -527,7 +543,7 @@ class Trainer:
                 if batch is _END:
                     return
                 i += 1
-                self._samples += train.batch_size or batch_size_of(batch)
+                self._micro += 1
                 yield batch, i >= n_batches
         else:  # unknown length: look one batch ahead to know which is last
             t = clock()
@@ -539,7 +555,7 @@ class Trainer:
                 t = clock()
                 upcoming = next(it, _END)
                 self._wait += clock() - t
-                self._samples += batch_size_of(batch)
+                self._micro += 1
                 yield batch, upcoming is _END
                 batch = upcoming
 
@@ -566,7 +582,7 @@ class Trainer:
 
     def _reruns(self, pending: list[Any]) -> list[Callable[[], Any]]:
         """Forward+loss closures over the window's batches, for naming the first bad module."""
-        batches = [to_device(b, self.device) if self._to_device else b for b in pending] or [self._last_batch]
+        batches = [to_device(b, self.device) if self._to_device else b for b in pending] + [self._last_batch]
 
         def make(b: Any) -> Callable[[], Any]:
             def run() -> Any:
@@ -588,7 +604,8 @@ class Trainer:
         if steps <= 0:
             return
         values: dict[str, float] = {}
-        packed = torch.stack([self._loss_sum.float(), torch.tensor(float(self._loss_count), device=self.device)])
+        loss_sum = torch.stack(self._losses).float().sum() if self._losses else torch.zeros((), device=self.device)
+        packed = torch.stack([loss_sum, torch.tensor(float(self._loss_count), device=self.device)])
         loss_sum, count = self.strategy.all_reduce(packed).tolist()
         if count:
             values["train/loss"] = self._last_train_loss = loss_sum / count
@@ -596,7 +613,8 @@ class Trainer:
         if self._grad_norm is not None:
             values["train/grad_norm"] = float(self._grad_norm)
         values["train/steps_per_s"] = steps / elapsed
-        values["train/samples_per_s"] = self._samples * self.strategy.world_size / elapsed
+        samples = self._interval_samples()
+        values["train/samples_per_s"] = samples * self.strategy.world_size / elapsed
         values["train/loader_wait"] = min(1.0, self._wait / elapsed)
         if self.precision.name == "16-mixed":
             values["train/amp_skipped"] = float(self.precision.skipped)
@@ -604,10 +622,17 @@ class Trainer:
             values["train/nonfinite_skipped"] = float(self.guard.skipped)
         self.log.log(self.step, self.epoch + 1, values, line=self.progress)
         self._callback("on_log", values)
-        self._fit_samples += self._samples
-        self._loss_sum = torch.zeros((), device=self.device)
-        self._loss_count, self._wait, self._samples = 0, 0.0, 0
+        self._fit_samples += samples
+        self._losses = []
+        self._loss_count, self._wait, self._micro = 0, 0.0, 0
         self._interval_start, self._interval_step = time.perf_counter(), self.step
+
+    def _interval_samples(self) -> int:
+        """Samples in this interval: micro-batches times the batch size (a smaller last batch counts full)."""
+        if not self._micro:
+            return 0
+        size = self._batch_size or batch_size_of(self._last_batch)
+        return self._micro * size
 
     def _end_epoch(self, val: PreparedLoader | None) -> None:
         if self._loss_count:
@@ -642,7 +667,7 @@ class Trainer:
             self._log_interval()
         if self.checkpoint_dir is not None and self._saved_at != self.step:
             self.save_checkpoint()
-        self._fit_samples += self._samples
+        self._fit_samples += self._interval_samples()
         seconds = time.perf_counter() - self._fit_start
         samples = self._fit_samples * self.strategy.world_size
         result = FitResult(
@@ -667,6 +692,10 @@ class Trainer:
             self.log.summary(lines)
         self._callback("on_fit_end", result)
         return result
+
+    def _say(self, message: str) -> None:
+        if self.progress:
+            self.log.info(message)
 
     def _event(self, message: str) -> None:
         self.events.append(message)
@@ -721,6 +750,7 @@ class _CompileOnce(nn.Module):
 
 
 _END = object()
+_PAIRS = (tuple, list)
 
 
 def _grad_norm(params: list[nn.Parameter]) -> torch.Tensor:
