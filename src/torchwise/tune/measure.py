@@ -21,6 +21,7 @@ matmul precision, cudnn.benchmark) are restored after each trial. Out-of-memory 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import math
@@ -259,7 +260,7 @@ class TaskMeasurer:
             inputs, targets = split_batch(batch)
             if cl and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
                 inputs = inputs.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device_type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            with torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
                 output = runner(inputs)
                 loss = loss_of(output, targets)
             optimizer.zero_grad(set_to_none=True)
