@@ -102,8 +102,8 @@ def resnet_task(n: int, batch_size: int, width: int) -> Task:
 def flops_per_sample(task: Task, device: torch.device, batch_size: int) -> float:
     """Model FLOPs of one training step (forward + backward) per sample, by torch's flop counter."""
     model = copy.deepcopy(task.model).to(device).train()
-    batch = next(iter(torch.utils.data.DataLoader(task.train_data, batch_size=batch_size)))
-    inputs, targets = split_batch(batch)
+    inputs, targets = split_batch(task.get_example_batch())
+    inputs, targets = inputs[:batch_size], targets[:batch_size]
     inputs, targets = inputs.to(device), targets.to(device)
     counter = FlopCounterMode(display=False)
     with counter:
