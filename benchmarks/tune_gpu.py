@@ -103,12 +103,11 @@ def flops_per_sample(task: Task, device: torch.device, batch_size: int) -> float
     """Model FLOPs of one training step (forward + backward) per sample, by torch's flop counter."""
     model = copy.deepcopy(task.model).to(device).train()
     inputs, targets = split_batch(task.get_example_batch())
-    inputs, targets = inputs[:batch_size], targets[:batch_size]
     inputs, targets = inputs.to(device), targets.to(device)
     counter = FlopCounterMode(display=False)
     with counter:
         task.loss_fn(model(inputs), targets).backward()
-    return counter.get_total_flops() / batch_size
+    return counter.get_total_flops() / inputs.shape[0]  # per sample: independent of the batch size
 
 
 def peak_tflops(device: torch.device, cfg: dict, override: float | None) -> tuple[float | None, str]:
