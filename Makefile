@@ -22,6 +22,9 @@ $(VENV)/.bench-installed: $(VENV)/.dev-installed
 demo: $(VENV)/.dev-installed
 	$(VENV)/bin/torchwise env
 	$(VENV)/bin/torchwise summary examples/digits.py:task
+	rm -rf runs/demo
+	$(VENV)/bin/torchwise train examples/digits.py:task --seed 0 --epochs 8 --log-dir runs/demo
+	$(VENV)/bin/torchwise train examples/digits.py:task --seed 0 --epochs 12 --log-dir runs/demo --resume last
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest -n $(JOBS) -q
