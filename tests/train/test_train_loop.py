@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -173,3 +174,31 @@ def test_model_split_across_devices_is_left_where_it_is():
     assert is_model_parallel(model)
     placed = SingleDevice(torch.device("cpu")).setup(model)
     assert placed is model and model[1].weight.device.type == "meta" and model[0].weight.device.type == "cpu"
+
+
+def test_batches_are_copied_non_blocking_to_an_accelerator(monkeypatch):
+    """On a non-CPU device every batch goes through to_device(..., non_blocking=True) (TW204)."""
+    import torchwise.train.trainer as trainer_module
+
+    calls = []
+
+    def fake_to_device(obj, device, non_blocking=False):
+        calls.append(non_blocking)
+        return obj
+
+    monkeypatch.setattr(trainer_module, "to_device", fake_to_device)
+    t = make_trainer()
+    t._place()
+    t._to_device = True  # as for a CUDA device (the fake copy keeps tensors on the CPU)
+    t.fit(loader(), max_steps=3)
+    assert calls == [True, True, True]
+
+
+@pytest.mark.gpu
+def test_conv_model_on_cuda_gets_channels_last_and_cudnn_benchmark():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 3))
+    x, y = torch.randn(16, 3, 12, 12), torch.randint(0, 3, (16,))
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet(device="cuda"))
+    r = t.fit(DataLoader(TensorDataset(x, y), batch_size=8), epochs=1)
+    assert t.auto.channels_last and t.auto.cudnn_benchmark and r.steps == 2
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
