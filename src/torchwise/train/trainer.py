@@ -205,8 +205,8 @@ class Trainer:
         task = load_task(task)
         optimizer = kwargs.pop("optimizer", None) or task.make_optimizer()
         kwargs.setdefault("metrics", task.metrics)
-        if task.scheduler is not None:
-            kwargs.setdefault("scheduler", task.scheduler(optimizer))
+        if task.scheduler is not None and "scheduler" not in kwargs:  # (building one changes the optimizer's lr)
+            kwargs["scheduler"] = task.scheduler(optimizer)
         trainer = cls(task.model, optimizer, task.loss_fn, **kwargs)
         trainer.task = task
         return trainer
