@@ -224,7 +224,7 @@ def test_cpu_machine_errors():
 def test_cpu_min_free_checks_system_memory(monkeypatch):
     monkeypatch.setattr(dev, "_cuda_count", lambda: 0)
     monkeypatch.setattr(dev, "_mps_available", lambda: False)
-    monkeypatch.setattr(dev, "_system_memory", lambda: (2 * GiB, 8 * GiB))
+    monkeypatch.setattr(dev, "system_memory", lambda: (2 * GiB, 8 * GiB))
     assert select_device("cpu", min_free_gb=1) == torch.device("cpu")
     with pytest.raises(UsageError, match="2.0 GiB of system memory available"):
         select_device("auto", min_free_gb=4)

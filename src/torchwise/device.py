@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from torchwise.errors import UsageError
+from torchwise.memory import system_memory
 
 __all__ = [
     "select_device",
@@ -76,27 +77,6 @@ def _torch_uuids(count: int) -> list[str] | None:
 def _torch_free_memory(count: int) -> list[tuple[int, int]]:
     """(free, total) bytes per logical device via ``cudaMemGetInfo`` (creates a context on each)."""
     return [tuple(int(x) for x in torch.cuda.mem_get_info(i)) for i in range(count)]  # type: ignore[misc]
-
-
-def _system_memory() -> tuple[int | None, int | None]:
-    """(available, total) bytes of system memory, None where unknown."""
-    available = total = None
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                key, _, rest = line.partition(":")
-                if key == "MemAvailable":
-                    available = int(rest.split()[0]) * 1024
-                elif key == "MemTotal":
-                    total = int(rest.split()[0]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    if total is None:
-        try:
-            total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError, AttributeError):
-            pass
-    return available, total
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,7 +264,7 @@ def select_device(spec: str | torch.device | None = "auto", min_free_gb: float |
             f"{_valid_here()})"
         )
     if need is not None:
-        available, total = _system_memory()
+        available, total = system_memory()
         if available is not None and available < need:
             raise UsageError(
                 f"{kind} has {_gb(available)} of system memory available (of {_gb(total)}), less than min_free_gb={min_free_gb}"

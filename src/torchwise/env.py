@@ -11,7 +11,6 @@ GPU, the report says so in one line and still prints everything else.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -515,11 +514,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchwise._output import emit
+
     env = collect_env(gpus=not getattr(args, "no_gpus", False))
-    if args.json:
-        print(json.dumps(env, indent=2))
-    elif sys.stdout.isatty():
-        print_rich(env)
-    else:
-        print(render_text(env))
+    emit(env, as_json=args.json, rich=print_rich, text=render_text)
     return 0

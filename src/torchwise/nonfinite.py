@@ -13,6 +13,7 @@ This is the fast alternative to ``torch.autograd.set_detect_anomaly`` (practice 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -46,17 +47,18 @@ class NonFiniteReport:
         return f"non-finite output first produced by {where}: {self.detail}"
 
 
-def tensors_in(obj: Any, depth: int = 0) -> Iterator[torch.Tensor]:
-    """Every floating-point tensor inside ``obj`` (tensors, sequences, mappings, nested twice)."""
+def tensors_in(obj: Any, depth: int = 0, *, floating_only: bool = True) -> Iterator[torch.Tensor]:
+    """The tensors inside ``obj`` (sequences and mappings, nested twice); floating-point ones only
+    unless ``floating_only=False``."""
     if isinstance(obj, torch.Tensor):
-        if obj.is_floating_point() or obj.is_complex():
+        if not floating_only or obj.is_floating_point() or obj.is_complex():
             yield obj
     elif depth < 3 and isinstance(obj, (list, tuple)):
         for item in obj:
-            yield from tensors_in(item, depth + 1)
-    elif depth < 3 and isinstance(obj, dict):
+            yield from tensors_in(item, depth + 1, floating_only=floating_only)
+    elif depth < 3 and isinstance(obj, Mapping):
         for item in obj.values():
-            yield from tensors_in(item, depth + 1)
+            yield from tensors_in(item, depth + 1, floating_only=floating_only)
 
 
 def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:

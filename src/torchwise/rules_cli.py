@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
-import json
-import sys
 import textwrap
 from dataclasses import asdict
 from pathlib import Path
@@ -300,20 +298,11 @@ def add_arguments_for(name: str, parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchwise._output import emit
+
     if getattr(args, "command", None) == "rules" or not hasattr(args, "code"):
         rows = list_rules(category=args.category, engine=args.engine)
-        if args.json:
-            print(json.dumps(rows, indent=2))
-        elif sys.stdout.isatty():
-            _rules_rich(rows)
-        else:
-            print(_rules_text(rows))
+        emit(rows, as_json=args.json, rich=_rules_rich, text=_rules_text)
         return 0
-    data = explain(args.code)
-    if args.json:
-        print(json.dumps(data, indent=2))
-    elif sys.stdout.isatty():
-        _rule_rich(data)
-    else:
-        print(_rule_text(data))
+    emit(explain(args.code), as_json=args.json, rich=_rule_rich, text=_rule_text)
     return 0

@@ -144,7 +144,12 @@ def load_task(ref: "str | Task", **kwargs: Any) -> Task:
         raise TaskError(f"{where} has no function {func_name!r}{listing}")
     if not callable(func):
         raise TaskError(f"{func_name!r} in {where} is a {type(func).__name__}, not a function returning a Task")
-    result = func(**kwargs)
+    try:
+        result = func(**kwargs)
+    except TaskError:
+        raise
+    except Exception as exc:  # the user's task function itself failed
+        raise TaskError(f"building task {ref!r} failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(result, Task):
         raise TaskError(f"{func_name}() in {where} returned {type(result).__name__}, expected torchwise.Task")
     return result

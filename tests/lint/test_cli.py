@@ -154,7 +154,7 @@ def test_json_format(tmp_path, capsys):
 
 
 def test_sarif_format_is_valid_2_1_0(tmp_path, capsys):
-    bad = write(tmp_path, "bad.py", BAD + "def f(:\n")  # a syntax error: one TW000 result
+    write(tmp_path, "bad.py", BAD + "def f(:\n")  # a syntax error: one TW000 result
     write(tmp_path, "ok.py", BAD)
     code, out, _ = lint(capsys, "--isolated", "--format", "sarif", str(tmp_path))
     log = json.loads(out)

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from train_helpers import data, loader, make_trainer, mlp, quiet
+from train_helpers import loader, make_trainer, mlp, quiet
 
 from torchwise.errors import CheckpointError, DataError, UsageError
 from torchwise.train import Trainer

@@ -99,7 +99,7 @@ def test_bad_arguments():
 def test_cuda_result_decides_gpu_fields(tmp_path):
     clock = FakeClock()
     fake = FakeMeasurer(clock, factors={("precision", "16-mixed"): 2.0, ("matmul_precision", "high"): 1.1}, batch_exponent=0.3, oom_above=512)
-    res = tune(tiny_cnn_task(n=100000), budget_s=500, measure=fake, context=cuda_ctx(), clock=clock, out=tmp_path / "t.json")
+    tune(tiny_cnn_task(n=100000), budget_s=500, measure=fake, context=cuda_ctx(), clock=clock, out=tmp_path / "t.json")
     cfg = TunedConfig.load(tmp_path / "t.json")
     assert cfg.precision == "16-mixed" and cfg.matmul_precision == "high" and cfg.batch_size == 456 // 8 * 8
     assert cfg.pin_memory is False and cfg.cudnn_benchmark is False

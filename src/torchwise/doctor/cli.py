@@ -7,9 +7,7 @@ failed), 2 for a bad task reference or bad arguments.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from torchwise.errors import TaskError, TorchwiseError
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
 
@@ -27,25 +25,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchwise._output import emit
     from torchwise.doctor import doctor
     from torchwise.task import load_task
 
-    try:
-        task = load_task(args.task)
-    except TorchwiseError:
-        raise
-    except Exception as exc:  # the task function itself raised
-        raise TaskError(f"building task {args.task!r} failed: {type(exc).__name__}: {exc}") from exc
+    task = load_task(args.task)
     report = doctor(
         task, steps=args.steps, device=args.device, precision=args.precision, for_device=args.for_device,
         select=args.select, skip=args.skip,
     )
-    if args.json:
-        print(report.to_json())
-    elif sys.stdout.isatty():
-        _print_rich(report)
-    else:
-        print(report)
+    emit(report, as_json=args.json, rich=_print_rich, text=str, to_json=lambda r: r.to_json())
     return 0 if report.ok else 1
 
 

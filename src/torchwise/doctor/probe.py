@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader
 from torchwise.batch import batch_size_of, split_batch
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
+from torchwise.nonfinite import tensors_in
 from torchwise.train.precision import resolve as resolve_precision
 
 LOSS_FUNCTIONS: dict[Callable, str] = {
@@ -238,20 +239,7 @@ def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.
 
 
 def _shapes(obj: Any) -> list[tuple[int, ...]]:
-    from torchwise.nonfinite import tensors_in
-
     return [tuple(t.shape) for t in tensors_in(obj)]
-
-
-def _all_tensors(obj: Any, depth: int = 0):
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif depth < 3 and isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _all_tensors(v, depth + 1)
-    elif depth < 3 and isinstance(obj, Mapping):
-        for v in obj.values():
-            yield from _all_tensors(v, depth + 1)
 
 
 # ----------------------------------------------------------------------------- recorders
@@ -311,8 +299,8 @@ def _module_hooks(ctx: Context, model: nn.Module) -> list[Any]:
                 ctx.conv_bn_pairs.append((hit[0], names[module]))
 
     def post(module: nn.Module, args: tuple, output: Any) -> None:
-        ins = list(_all_tensors(args))
-        outs = list(_all_tensors(output))
+        ins = list(tensors_in(args, floating_only=False))
+        outs = list(tensors_in(output, floating_only=False))
         four_d = next((t for t in ins if t.dim() == 4), None)
         ctx.module_calls.append(
             ModuleCall(
@@ -494,7 +482,7 @@ def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> Non
         return
 
     def hook(module: nn.Module, args: tuple, output: Any) -> None:
-        outs = list(_all_tensors(output))
+        outs = list(tensors_in(output, floating_only=False))
         ctx.eval_calls.append((torch.is_grad_enabled(), any(t.requires_grad for t in outs)))
 
     handle = ctx.model.register_forward_hook(hook)

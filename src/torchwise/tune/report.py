@@ -200,7 +200,6 @@ class TuneResult:
     def __str__(self) -> str:
         lines = [self.summary()]
         for i, tr in enumerate(self.ranked(), 1):
-            m = tr.measurement
             mark = "chosen" if tr.chosen else tr.status
             lines.append(f"{i:>3}. {tr.label:<45} {tr.mode:<6} {tr.samples_per_s:>12,.1f}/s {tr.speedup:>6.2f}x  {mark}")
         return "\n".join(lines)

@@ -388,7 +388,6 @@ class Search:
         if self._t0 is None:
             self._t0 = self.clock()
         default = default_config(self.ctx)
-        names = [k.NAME for k in self.knobs]
         cap = min(self.trial_s, max(0.05, self.budget_s / 2))
         self.progress(f"baseline: default configuration on {self.ctx.describe()}")
         base = self._run_trial("default", "default (fp32, torch defaults)", default, "step", numerics=True, cap=cap)

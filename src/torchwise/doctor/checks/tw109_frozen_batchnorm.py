@@ -14,7 +14,6 @@ override ``train()`` to keep those layers in eval mode, or set ``momentum=0``.
 
 from __future__ import annotations
 
-import torch
 from torch import nn
 
 from torchwise.doctor.checks import listing

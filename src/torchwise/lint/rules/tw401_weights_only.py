@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args, keyword
+from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 

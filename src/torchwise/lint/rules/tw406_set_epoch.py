@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, last_name
+from torchwise.lint.engine import Context, argument
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
