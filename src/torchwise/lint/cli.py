@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     results = run_jobs(jobs, args.jobs or None)
 
     out_chunks: list[str] = []
+    trailer = ""
     findings = [f for r in results for f in r.findings]
     status = 1 if findings else 0
     if args.diff:
@@ -90,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
         n_fixes = sum(r.applied for r in results)
         n_files = sum(1 for r in results if r.fixed is not None)
         out_chunks.append(text)
-        print(f"{n_fixes} fix{'es' if n_fixes != 1 else ''} would be applied to {n_files} file{'s' if n_files != 1 else ''}; "
-              f"{summary(findings)}", file=sys.stderr)
+        trailer = (f"{n_fixes} fix{'es' if n_fixes != 1 else ''} would be applied to {n_files} file{'s' if n_files != 1 else ''}; "
+                   f"{summary(findings)}")
         status = 1 if text else 0
     else:
         if args.fix:
@@ -121,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
             fh.write(report)
     else:
         sys.stdout.write(report)
+    if trailer:  # after the patch, so the two streams cannot interleave on one terminal
+        sys.stdout.flush()
+        print(trailer, file=sys.stderr)
     return 0 if args.exit_zero else status
 
 
