@@ -132,7 +132,7 @@ _add("TW105", "log of probabilities without an epsilon", (3,), "SR", "",
      "logp = torch.log(F.softmax(logits, dim=-1))",
      "logp = F.log_softmax(logits, dim=-1)")
 
-_add("TW106", "Class labels outside [0, C)", (3,), "R", "checked before the first CUDA step",
+_add("TW106", "Class labels outside [0, C)", (3,), "R", "checked before the first CUDA step (the trainer checks before the first step on any device)",
      """CrossEntropyLoss and NLLLoss index the output with the target. On the CPU a bad label
      raises a readable IndexError, but on CUDA the kernel trips an assertion reported only as
      "device-side assert triggered", asynchronously, often at a later line, and the CUDA context
@@ -322,7 +322,7 @@ _add("TW206", "torch.tensor(ndarray) copies", (2,), "S", "",
      "t = torch.tensor(np_array)",
      "t = torch.from_numpy(np_array)")
 
-_add("TW207", "Host-device syncs in the hot loop", (2,), "SR", "trainer syncs once per log interval",
+_add("TW207", "Host-device syncs in the hot loop", (2,), "SR", "trainer syncs once per log interval (plus one scalar read per optimizer step for the non-finite guard)",
      """CUDA kernels run asynchronously: Python normally runs ahead and queues work.
      `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, printing a tensor, `nonzero()` and any `if` on
      a tensor's value make the CPU wait until the GPU has finished everything queued, and the GPU
