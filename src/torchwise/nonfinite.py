@@ -13,7 +13,8 @@ This is the fast alternative to ``torch.autograd.set_detect_anomaly`` (practice 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -129,11 +130,10 @@ def find_nonfinite(model: nn.Module, run_forward: Callable[[], Any], *, check_gr
 
     handles = [model.register_forward_pre_hook(pre_hook, with_kwargs=True)]
     handles += [m.register_forward_hook(hook) for m in model.modules()]
-    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     devices = sorted({p.device.index for p in model.parameters() if p.device.type == "cuda" and p.device.index is not None})
     loss: Any = None
     try:
-        with torch.random.fork_rng(devices=devices):
+        with no_side_effects(model, devices):
             try:
                 loss = run_forward()
             except _Stop:
@@ -150,6 +150,17 @@ def find_nonfinite(model: nn.Module, run_forward: Callable[[], Any], *, check_gr
     finally:
         for h in handles:
             h.remove()
+
+
+@contextmanager
+def no_side_effects(model: nn.Module, cuda_devices: Sequence[int] = ()) -> Iterator[None]:
+    """Run a diagnostic pass without leaving a trace: the random streams are forked (CPU and
+    ``cuda_devices``) and the model's buffers (BatchNorm running statistics...) are restored."""
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
+    try:
+        with torch.random.fork_rng(devices=list(cuda_devices)):
+            yield
+    finally:
         with torch.no_grad():
             for n, b in model.named_buffers():
                 if n in buffers:

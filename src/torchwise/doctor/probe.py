@@ -28,7 +28,7 @@ from torch.utils.data import DataLoader
 from torchwise.batch import batch_size_of, split_batch
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
-from torchwise.nonfinite import tensors_in
+from torchwise.nonfinite import no_side_effects, tensors_in
 from torchwise.train.precision import resolve as resolve_precision
 
 LOSS_FUNCTIONS: dict[Callable, str] = {
@@ -515,20 +515,15 @@ def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
     for m in model.modules():
         handles.append(m.register_forward_pre_hook(enter))
         handles.append(m.register_forward_hook(leave))
-    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
     devices = [ctx.device.index or 0] if ctx.device.type == "cuda" else []
     try:
-        with torch.random.fork_rng(devices=devices), torch.no_grad(), _LogWatch(stack, ctx.log_calls):
+        with no_side_effects(model, devices), torch.no_grad(), _LogWatch(stack, ctx.log_calls):
             run_forward()
     except Exception:
         pass
     finally:
         for h in handles:
             h.remove()
-        with torch.no_grad():
-            for n, b in model.named_buffers():
-                if n in buffers:
-                    b.copy_(buffers[n])
 
 
 def build_context(
