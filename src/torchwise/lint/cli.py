@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of standard output")
     parser.add_argument("-j", "--jobs", type=int, default=0, metavar="N",
-                        help="worker processes (default: every core not already busy; small runs stay in one process)")
+                        help="worker processes (default: every core; runs of fewer than 16 files stay in one process)")
     parser.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml instead of searching upwards")
     parser.add_argument("--isolated", action="store_true", help="ignore every pyproject.toml")
     parser.add_argument("--stdin-filename", metavar="NAME", help="the name to report for '-' (also used to find the config)")
