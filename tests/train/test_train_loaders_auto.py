@@ -20,10 +20,16 @@ def _indices(prepared, epoch, start=0):
     return [int(i) for _, y in prepared.epoch_iter(epoch, start) for i in y]
 
 
-def test_gpu_training_pins_memory_and_adds_workers_when_left_at_defaults():
+def test_gpu_training_pins_memory_and_adds_workers_when_left_at_defaults(monkeypatch):
+    import torchwise.train.loaders as loaders_mod
+
+    monkeypatch.setattr(loaders_mod.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     p = prepare_loader(loader(batch_size=4), train=True, device=CUDA, seed=0)
-    assert p.loader.pin_memory and p.loader.num_workers >= 0
-    assert p.loader.num_workers == 0 or p.loader.persistent_workers
+    assert p.loader.pin_memory
+    assert p.loader.num_workers == 4 and p.loader.persistent_workers  # min(4, 8 cores - 1)
+    monkeypatch.setattr(loaders_mod.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    small = prepare_loader(loader(batch_size=4), train=True, device=CUDA, seed=0)
+    assert small.loader.num_workers == 1  # 2 cores: one left for the training process
     user = prepare_loader(loader(batch_size=4, num_workers=2), train=True, device=CUDA, seed=0)
     assert user.loader.num_workers == 2  # an explicit choice is kept
     cpu = prepare_loader(loader(batch_size=4, pin_memory=True), train=True, device=CPU, seed=0)
