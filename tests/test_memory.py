@@ -217,6 +217,6 @@ def test_cuda_track_memory_real():
         x = torch.ones(N_64MIB, device=device)
     assert m.delta_bytes >= 64 * MiB and m.stats.peak_growth >= 64 * MiB
     del x
-    assert free_memory() >= 0
+    assert free_memory() >= 64 * MiB  # the cached block goes back to the driver
     report = memory_report(device)
     assert report.startswith("cuda:0") and "allocated" in report and "device free" in report
