@@ -619,8 +619,24 @@ NEGATIVE["TW202"] = [
 POSITIVE["TW203"] = [
     ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nmodel.cuda()\n", 3),
     ('from torch.utils.data import DataLoader\ndevice = "cuda"\nloader = DataLoader(ds, num_workers=2)\n', 3),
+    # the GPU evidence is in the function that builds the loader
+    (d("""
+        from torch.utils.data import DataLoader
+        def train_gpu(ds, model):
+            model.cuda()
+            loader = DataLoader(ds, num_workers=2)
+    """), 4),
 ]
 NEGATIVE["TW203"] = [
+    # a CPU-only function in a file whose other function uses the GPU
+    d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def test_cpu(ds):
+            return list(DataLoader(ds, batch_size=4))
+        def test_gpu(x):
+            return x.cuda()
+    """),
     # no GPU in sight
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
     # pinned, an explicit decision, or hidden in kwargs

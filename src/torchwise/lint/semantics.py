@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchwise.lint.engine import AST, Context, DEF_TYPES, last_name, root_name
+from torchwise.lint.engine import AST, DEF_TYPES, SCOPE_TYPES, Context, last_name, root_name
 
 LOSS_FUNCTIONALS = frozenset({
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
@@ -325,28 +325,32 @@ def device_move_target(ctx: Context, call: ast.Call) -> AST | bool | None:
     return None
 
 
-def gpu_evident(ctx: Context) -> bool:
-    """Does the file evidently target a GPU (``.cuda()``, a ``"cuda"`` string, ``torch.cuda``)?"""
+def _gpu_evidence(ctx: Context) -> list[AST]:
+    """The nodes that show the file targets a GPU: ``.cuda()``, a ``"cuda"`` string, ``torch.cuda``."""
     found = ctx._cache.get("sem:gpu")
     if found is None:
-        found = False
+        found = []
         if "cuda" in ctx.source:
-            for call in ctx.calls_named("cuda"):
-                if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None:
-                    found = True
-                    break
-            if not found:
-                for node in ctx.nodes.get(ast.Constant, ()):
-                    if isinstance(node.value, str) and node.value.startswith("cuda") and _DEVICE_STR.match(node.value):
-                        found = True
-                        break
-            if not found:
-                for node in ctx.nodes.get(ast.Attribute, ()):
-                    if node.attr == "cuda" and ctx.qualname(node) == "torch.cuda":
-                        found = True
-                        break
+            found += [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
+            found += [n for n in ctx.nodes.get(ast.Constant, ()) if isinstance(n.value, str) and n.value.startswith("cuda") and _DEVICE_STR.match(n.value)]
+            found += [n for n in ctx.nodes.get(ast.Attribute, ()) if n.attr == "cuda" and ctx.qualname(n) == "torch.cuda"]
         ctx._cache["sem:gpu"] = found
     return found
+
+
+def gpu_evident(ctx: Context) -> bool:
+    """Does the file evidently target a GPU (``.cuda()``, a ``"cuda"`` string, ``torch.cuda``)?"""
+    return bool(_gpu_evidence(ctx))
+
+
+def gpu_evident_for(ctx: Context, node: AST) -> bool:
+    """Is there GPU evidence that ``node`` sees: in its own function, an enclosing one, or at module
+    level? (A file may mix CPU-only functions with GPU ones, e.g. tests or benchmarks.)"""
+    evidence = _gpu_evidence(ctx)
+    if not evidence:
+        return False
+    scopes = {id(ctx.tree)} | {id(a) for a in ctx.ancestors(node) if isinstance(a, SCOPE_TYPES)}
+    return any(id(ctx.scope_of(e)) in scopes for e in evidence)
 
 
 def scope_moves_to_device(ctx: Context, scope: AST) -> bool:

@@ -7,7 +7,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import gpu_evident
+from torchwise.lint.semantics import gpu_evident_for
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -19,9 +19,11 @@ class LoaderWithoutPinMemory(Rule):
     doc = """\
 What it flags
   `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
-  the eighth positional argument, and no `**kwargs`), in a file that evidently trains on a
-  GPU (it calls `.cuda()`, names a `"cuda"` device or uses `torch.cuda`). An explicit
-  `pin_memory=False` is taken as a decision and not flagged.
+  the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
+  the function that builds the loader (or one enclosing it, or the module's top level) calls
+  `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A CPU-only function in a file that
+  also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
+  not flagged.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -39,10 +41,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER)
-        if not calls or not gpu_evident(ctx):
-            return
         for call in calls:
-            if argument(call, "pin_memory", 7) is not None or has_star_args(call):
+            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not gpu_evident_for(ctx, call):
                 continue
             yield ctx.finding(
                 self.code, call,
