@@ -52,10 +52,12 @@ def test_tuned_settings_fill_only_what_was_left_at_default(tmp_path):
     model = mlp()
     t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), tuned=path, **quiet())
     assert t.precision.name == "bf16-mixed" and t.auto.want_channels_last is False
+    assert t.tuned_applied == {"precision": "bf16-mixed", "channels_last": False, "batch_size": 32, "threads": 1}
     r = t.fit(loader(batch_size=8), epochs=1)
     assert r.steps == 2  # the tuned batch size (32) was applied to the 64-sample loader
     t2 = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), tuned=json.loads(path.read_text()), precision="32", **quiet())
     assert t2.precision.name == "32"  # an explicit choice wins
+    assert "precision" not in t2.tuned_applied and t2.tuned_applied["batch_size"] == 32
 
 
 @pytest.mark.slow

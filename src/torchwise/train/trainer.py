@@ -127,6 +127,7 @@ class Trainer:
                 raise UsageError(f"{name} must be a positive integer, got {value!r}")
 
         self.tuned = None
+        self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
         if tuned is not None:
             from torchwise.tune.config import TunedConfig
 
@@ -134,7 +135,9 @@ class Trainer:
             given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
             for key, value in self.tuned.trainer_overrides().items():
                 if given[key] == _TUNABLE_DEFAULTS[key]:  # the caller left it at its default
-                    given[key] = value
+                    given[key] = self.tuned_applied[key] = value
+            self.tuned_applied.update(self.tuned.loader_overrides())
+            self.tuned_applied.update({k: getattr(self.tuned, k) for k in ("threads", "matmul_precision") if getattr(self.tuned, k)})
             precision, channels_last, cudnn_benchmark, compile = given["precision"], given["channels_last"], given["cudnn_benchmark"], given["compile"]
             self.tuned.apply_process_settings()
         self.precision_name = normalize(precision)  # validates early: unknown strings list the valid ones
@@ -524,6 +527,9 @@ class Trainer:
             + (f", {total} steps" if total else "")
             + (f", from step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch})" if state else "")
         )
+        if self.tuned is not None:
+            settings = ", ".join(f"{k}={v}" for k, v in self.tuned_applied.items())
+            self._say(f"tuned settings applied: {settings or 'none (every tuned setting was chosen explicitly by the caller)'}")
         self._callback("on_fit_start")
         if state is not None:  # restored last, so nothing between here and the first step draws from them
             rng = state["rng"]
