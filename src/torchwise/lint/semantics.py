@@ -325,6 +325,22 @@ def device_move_target(ctx: Context, call: ast.Call) -> AST | bool | None:
     return None
 
 
+def producing_call(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 4) -> ast.Call | None:
+    """The call whose result ``expr`` evidently is: ``expr`` itself, or the call a name was last
+    assigned from (following up to ``depth - 1`` plain assignments back from ``use``)."""
+    use = use or expr
+    while expr is not None and depth > 0:
+        if expr.__class__ is ast.Call:
+            return expr  # type: ignore[return-value]
+        if expr.__class__ is not ast.Name:
+            return None
+        b = ctx.binding_at(expr.id, use)
+        if b is None or b.kind not in ("assign", "walrus"):
+            return None
+        expr, use, depth = b.value, b.node, depth - 1
+    return None
+
+
 def _gpu_evidence(ctx: Context) -> list[AST]:
     """The nodes that show the file targets a GPU: ``.cuda()``, a ``"cuda"`` string, ``torch.cuda``."""
     found = ctx._cache.get("sem:gpu")

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import producing_call
 
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
 _LOG_SOFTMAX = {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
@@ -20,15 +21,8 @@ def activation_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None
     ``nn.Softmax`` instance called on ``x``, an ``nn.Sequential`` whose last layer is one, and names
     bound to any of these.
     """
-    if expr is None or depth <= 0:
-        return None
-    use = use or expr
-    if expr.__class__ is ast.Name:
-        b = ctx.binding_at(expr.id, use)
-        if b is None or b.kind not in ("assign", "walrus"):
-            return None
-        return activation_of(ctx, b.value, b.node, depth - 1)
-    if expr.__class__ is not ast.Call:
+    expr = producing_call(ctx, expr, use, depth)
+    if expr is None:
         return None
     func = expr.func
     q = ctx.qualname(func)

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import producing_call
 
 _PROB_FUNCS = {
     "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax", "torch.special.softmax": "softmax",
@@ -18,15 +19,8 @@ _LOGS = {"torch.log", "torch.special.log", "torch.Tensor.log"}
 
 def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 4) -> str | None:
     """``"softmax"``/``"sigmoid"`` when ``expr`` evidently is such an output, else None."""
-    if expr is None or depth <= 0:
-        return None
-    use = use or expr
-    if expr.__class__ is ast.Name:
-        b = ctx.binding_at(expr.id, use)
-        if b is None or b.kind not in ("assign", "walrus"):
-            return None
-        return probability_of(ctx, b.value, b.node, depth - 1)
-    if expr.__class__ is not ast.Call:
+    expr = producing_call(ctx, expr, use, depth)
+    if expr is None:
         return None
     func = expr.func
     q = ctx.qualname(func)
