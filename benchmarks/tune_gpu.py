@@ -99,7 +99,7 @@ def resnet_task(n: int, batch_size: int, width: int) -> Task:
     )
 
 
-def flops_per_sample(task: Task, device: torch.device, batch_size: int) -> float:
+def flops_per_sample(task: Task, device: torch.device) -> float:
     """Model FLOPs of one training step (forward + backward) per sample, by torch's flop counter."""
     model = copy.deepcopy(task.model).to(device).train()
     inputs, targets = split_batch(task.get_example_batch())
@@ -157,8 +157,8 @@ def main() -> None:
     conf = confirm(task, device, default, tuned, args.confirm, args.rounds)
 
     rows = []
+    fps = flops_per_sample(task, device)  # per sample: the same for both configurations
     for name, cfg in (("default fp32", default), ("tuned", tuned)):
-        fps = flops_per_sample(task, device, int(cfg["batch_size"]))
         peak, source = peak_tflops(device, cfg, args.peak_tflops)
         sps = conf["default" if name.startswith("default") else "tuned"]
         mfu = fps * sps / (peak * 1e12) if peak else None
