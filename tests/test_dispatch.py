@@ -75,3 +75,50 @@ def test_light_commands_do_not_import_torch(cmd, tmp_path, run_cli):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
     assert out.strip().endswith("NOTORCH")
+
+
+def _fake_command(monkeypatch, error: BaseException) -> None:
+    fake = types.ModuleType("fake_cmd")
+
+    def run(args) -> int:
+        raise error
+
+    fake.add_arguments, fake.run = (lambda parser: None), run
+    monkeypatch.setitem(cli.COMMANDS, "fake", ("fake_cmd", "a fake command"))
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: fake)
+
+
+@pytest.mark.parametrize("error, expected", [
+    (PermissionError(13, "Permission denied", "/data/ro/x.py"), "/data/ro/x.py: permission denied"),
+    (IsADirectoryError(21, "Is a directory", "out"), "out: is a directory"),
+    (FileExistsError(17, "File exists", "runs/log"), "runs/log: file exists"),
+    (FileNotFoundError(2, "No such file or directory", "/proc/nope/x.txt"), "/proc/nope/x.txt: no such file or directory"),
+    (OSError(28, "No space left on device"), "no space left on device"),
+])
+def test_os_errors_about_paths_become_one_line_exit_2(monkeypatch, capsys, error, expected):
+    _fake_command(monkeypatch, error)
+    assert cli.main(["fake"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"torchwise fake: error: {expected}"
+
+
+@pytest.mark.parametrize("error", [
+    TypeError("unsupported operand type(s) for +: 'int' and 'str'"),  # a bug: keep the traceback
+    OSError(22, "Invalid argument"),  # not about the user's files: could be ours
+    ConnectionResetError(104, "Connection reset by peer"),
+])
+def test_real_bugs_are_not_hidden(monkeypatch, error):
+    _fake_command(monkeypatch, error)
+    with pytest.raises(type(error)):
+        cli.main(["fake"])
+
+
+def test_interrupt_exit_status_follows_the_signal(monkeypatch, capsys):
+    _fake_command(monkeypatch, KeyboardInterrupt())
+    assert cli.main(["fake"]) == 130
+    assert capsys.readouterr().err.strip() == "torchwise fake: interrupted"
+    term = KeyboardInterrupt("interrupted by SIGTERM; checkpoint saved")
+    term.signum = 15
+    _fake_command(monkeypatch, term)
+    assert cli.main(["fake"]) == 143
+    assert capsys.readouterr().err.strip() == "torchwise fake: interrupted by SIGTERM; checkpoint saved"

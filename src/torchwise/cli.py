@@ -8,6 +8,7 @@ Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 from typing import Sequence
@@ -50,6 +51,26 @@ def _top_help() -> str:
     return "\n".join(lines)
 
 
+# errno values that describe the user's files or machine, not a defect of torchwise
+_ENV_ERRNOS = frozenset({
+    errno.ENOENT, errno.EEXIST, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.EROFS,
+    errno.ENOSPC, errno.EDQUOT, errno.ENAMETOOLONG, errno.ELOOP, errno.EMFILE, errno.ENFILE, errno.EBUSY,
+    errno.ETXTBSY, errno.EXDEV, errno.EFBIG, errno.ENXIO,
+})
+
+
+def environment_error(exc: OSError) -> str | None:
+    """One line for an OSError caused by a path or the machine (missing file, no permission, disk
+    full...), naming the path; ``None`` for anything else, which the caller re-raises."""
+    if exc.errno not in _ENV_ERRNOS:
+        return None
+    what = exc.strerror or type(exc).__name__
+    if exc.filename is None:
+        return f"{what[:1].lower()}{what[1:]}"
+    where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
+    return f"{where}: {what[:1].lower()}{what[1:]}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``torchwise`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -81,9 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TorchwiseError as exc:
         print(f"torchwise {name}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"torchwise {name}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into an interrupt by the Trainer
+        signum = int(getattr(exc, "signum", 0) or 2)
+        print(f"torchwise {name}: {str(exc) or 'interrupted'}", file=sys.stderr)
+        return 128 + signum
+    except OSError as exc:
+        line = environment_error(exc)
+        if line is None:  # not about the user's files or machine: a bug, keep the traceback
+            raise
+        print(f"torchwise {name}: error: {line}", file=sys.stderr)
+        return 2
     except BrokenPipeError:  # `torchwise env | head`: the reader left; not an error of ours
         import os
 

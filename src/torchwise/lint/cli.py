@@ -10,10 +10,15 @@ import argparse
 import difflib
 import os
 import sys
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torchwise.errors import UsageError
 from torchwise.lint.output import FORMATS, render, summary
+
+if TYPE_CHECKING:
+    from torchwise.lint.runner import FileJob, FileResult, Selection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,27 +45,58 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchwise.lint.config import LintConfig, load_pyproject
-    from torchwise.lint.core import resolve_codes
-    from torchwise.lint.runner import FileJob, Selection, discover, run_jobs
+    from torchwise.lint.runner import run_jobs
 
+    _check_options(args)
+    selection = _selection(args)
+    results = run_jobs(_jobs(args, selection), args.jobs or None)
+    findings = [f for r in results for f in r.findings]
+    if args.diff:
+        report, trailer, status = _diff_report(results, findings)
+    else:
+        if args.fix:
+            _apply_fixes(results)
+            stdin = next((r for r in results if r.path == "-"), None)
+            if stdin is not None:  # ruff convention: the fixed source goes to stdout, the report to stderr
+                return _fixed_stdin(stdin, findings, args)
+        report, trailer, status = render(findings, args.format), "", 1 if findings else 0
+    _emit(report, args.output_file, trailer)
+    return 0 if args.exit_zero else status
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Every option checked before any file is read, the report's destination included."""
     if args.fix and args.diff:
         raise UsageError("--fix and --diff exclude each other: --diff shows the fixes, --fix applies them")
     if args.jobs < 0:
         raise UsageError(f"--jobs must be 0 (all cores) or more, got {args.jobs}")
+    if args.output_file:
+        out = Path(args.output_file)
+        if out.is_dir():
+            raise UsageError(f"--output-file {args.output_file} is a folder; give a file path such as {out / 'lint.txt'}")
+        if not out.parent.is_dir():
+            raise UsageError(f"--output-file {args.output_file}: the folder {out.parent} does not exist")
+
+
+def _selection(args: argparse.Namespace) -> "Selection":
+    from torchwise.lint.config import LintConfig, load_pyproject
+    from torchwise.lint.core import resolve_codes
+    from torchwise.lint.runner import Selection
+
     config = None
     if args.config:
         cfg_path = Path(args.config)
         if not cfg_path.is_file():
             raise UsageError(f"--config: no such file: {args.config}")
         config = load_pyproject(cfg_path) or LintConfig(cfg_path.parent.resolve())
-    selection = Selection(
-        select=_split(args.select) or None,
-        ignore=_split(args.ignore),
-        use_config=not args.isolated,
-        config=config,
-    )
+    selection = Selection(select=_split(args.select) or None, ignore=_split(args.ignore), use_config=not args.isolated, config=config)
     resolve_codes(selection.select, selection.ignore)  # unknown codes -> usage error, before any work
+    return selection
+
+
+def _jobs(args: argparse.Namespace, selection: "Selection") -> list["FileJob"]:
+    """The files to lint, standard input last."""
+    from torchwise.lint.runner import FileJob, discover
 
     paths = args.paths or ["."]
     fixing = args.fix or args.diff
@@ -69,78 +105,93 @@ def run(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "<stdin>"
         p = Path(args.stdin_filename) if args.stdin_filename else Path("stdin.py")
         cfg = selection.config_for(p if args.stdin_filename else Path.cwd() / "stdin.py")
-        data = sys.stdin.buffer.read()
-        jobs.append(FileJob("-", name, selection.codes_for(p, cfg), fixing, source=data))
-    results = run_jobs(jobs, args.jobs or None)
+        jobs.append(FileJob("-", name, selection.codes_for(p, cfg), fixing, source=sys.stdin.buffer.read()))
+    return jobs
 
-    out_chunks: list[str] = []
-    trailer = ""
-    findings = [f for r in results for f in r.findings]
-    status = 1 if findings else 0
-    if args.diff:
-        patch = []
-        for r in results:
-            if r.fixed is not None and r.original is not None:
-                patch.extend(difflib.unified_diff(
-                    r.original.splitlines(keepends=True), r.fixed.splitlines(keepends=True),
-                    fromfile=f"a/{r.display.lstrip('/')}", tofile=f"b/{r.display.lstrip('/')}",
-                ))
-        text = "".join(patch)
-        if text and not text.endswith("\n"):
-            text += "\n"
-        n_fixes = sum(r.applied for r in results)
-        n_files = sum(1 for r in results if r.fixed is not None)
-        out_chunks.append(text)
-        trailer = (f"{n_fixes} fix{'es' if n_fixes != 1 else ''} would be applied to {n_files} file{'s' if n_files != 1 else ''}; "
-                   f"{summary(findings)}")
-        status = 1 if text else 0
-    else:
-        if args.fix:
-            written = 0
-            for r in results:
-                if r.fixed is None:
-                    continue
-                if r.path == "-":
-                    continue
-                _write(r.path, r.fixed, r.encoding)
-                written += 1
-            n_fixes = sum(r.applied for r in results)
-            if n_fixes:
-                print(f"Fixed {n_fixes} finding{'s' if n_fixes != 1 else ''} in {written} file{'s' if written != 1 else ''}.",
-                      file=sys.stderr)
-            for r in results:
-                if r.path == "-":  # ruff convention: the fixed source goes to stdout
-                    sys.stdout.write(r.fixed if r.fixed is not None else (r.original or ""))
-                    sys.stdout.flush()
-                    if findings:
-                        sys.stderr.write(render(findings, args.format))
-                    return 0 if args.exit_zero or not findings else 1
-        out_chunks.append(render(findings, args.format))
-    report = "".join(out_chunks)
-    if args.output_file:
-        with open(args.output_file, "w", encoding="utf-8") as fh:
-            fh.write(report)
+
+def _plural(n: int, word: str, plural: str = "s") -> str:
+    return f"{n} {word}{plural if n != 1 else ''}"
+
+
+def _diff_report(results: list["FileResult"], findings: list) -> tuple[str, str, int]:
+    """The fixes as one unified diff, the trailer line, and the exit status (1 when there are changes)."""
+    patch: list[str] = []
+    for r in results:
+        if r.fixed is not None and r.original is not None:
+            name = r.display.lstrip("/")
+            patch.extend(difflib.unified_diff(r.original.splitlines(keepends=True), r.fixed.splitlines(keepends=True),
+                                              fromfile=f"a/{name}", tofile=f"b/{name}"))
+    text = "".join(patch)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    n_fixes = sum(r.applied for r in results)
+    n_files = sum(1 for r in results if r.fixed is not None)
+    trailer = f"{_plural(n_fixes, 'fix', 'es')} would be applied to {_plural(n_files, 'file')}; {summary(findings)}"
+    return text, trailer, 1 if text else 0
+
+
+def _apply_fixes(results: list["FileResult"]) -> None:
+    """Write every fixed file; a file that cannot be written is named, the others are still fixed."""
+    written, n_fixes, failed = 0, sum(r.applied for r in results if r.path == "-"), []
+    for r in results:
+        if r.fixed is None or r.path == "-":
+            continue
+        try:
+            _write(r.path, r.fixed, r.encoding)
+        except OSError as exc:
+            failed.append(f"{r.display} ({(exc.strerror or type(exc).__name__).lower()})")
+            continue
+        written += 1
+        n_fixes += r.applied
+    if n_fixes:
+        print(f"Fixed {_plural(n_fixes, 'finding')} in {_plural(written, 'file')}.", file=sys.stderr)
+    if failed:
+        raise UsageError(f"could not write the fixes to {_plural(len(failed), 'file')}: {', '.join(failed)}; "
+                         "those files are unchanged (is the folder writable?)")
+
+
+def _fixed_stdin(result: "FileResult", findings: list, args: argparse.Namespace) -> int:
+    sys.stdout.write(result.fixed if result.fixed is not None else (result.original or ""))
+    sys.stdout.flush()
+    if findings:
+        sys.stderr.write(render(findings, args.format))
+    return 0 if args.exit_zero or not findings else 1
+
+
+def _emit(report: str, output_file: str | None, trailer: str) -> None:
+    if output_file:
+        try:
+            with open(output_file, "w", encoding="utf-8") as fh:
+                fh.write(report)
+        except OSError as exc:
+            raise UsageError(f"cannot write the report to {output_file}: {(exc.strerror or str(exc)).lower()}") from None
     else:
         sys.stdout.write(report)
     if trailer:  # after the patch, so the two streams cannot interleave on one terminal
         sys.stdout.flush()
         print(trailer, file=sys.stderr)
-    return 0 if args.exit_zero else status
 
 
 def _write(path: str, text: str, encoding: str) -> None:
-    """Replace the file's content atomically, keeping its encoding and permissions."""
+    """Replace the file's content atomically, keeping its encoding and permissions.
+
+    A symbolic link stays a link: the file it points to is the one rewritten.
+    """
+    target = os.path.realpath(path)
     data = text.encode(encoding)
-    tmp = f"{path}.torchwise-tmp"
+    mode = os.stat(target).st_mode & 0o7777
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=f".{os.path.basename(target)}.", suffix=".torchwise-tmp")
     try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = None
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    if mode is not None:
-        os.chmod(tmp, mode & 0o7777)
-    os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - convenience entry

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ class FileJob:
     codes: frozenset[str]
     fix: bool = False
     source: bytes | None = None  # preloaded content (standard input)
+    problem: str | None = None  # why this path cannot be read (reported as a TW000 finding)
 
 
 @dataclass
@@ -76,7 +78,11 @@ def _is_venv(dirpath: str) -> bool:
 
 
 def discover(paths: Iterable[str], selection: Selection, fix: bool = False) -> list[FileJob]:
-    """Jobs for every Python file under ``paths`` (files, folders, or ``-`` for stdin)."""
+    """Jobs for every Python file under ``paths`` (files, folders, or ``-`` for stdin).
+
+    Only regular files are read (a FIFO or device named ``*.py`` would block or never end); such
+    paths, and folders that cannot be listed, become jobs that report the problem.
+    """
     jobs: list[FileJob] = []
     seen: set[str] = set()
     for raw in paths:
@@ -84,30 +90,52 @@ def discover(paths: Iterable[str], selection: Selection, fix: bool = False) -> l
             continue
         p = Path(raw)
         if p.is_dir():
-            for dirpath, dirnames, filenames in os.walk(p):
-                cfg_dir = selection.config_for(Path(dirpath) / "x.py")
-                keep = []
-                for d in sorted(dirnames):
-                    full = os.path.join(dirpath, d)
-                    if d in SKIP_DIRS or d.endswith(".egg-info") or _is_venv(full):
-                        continue
-                    if cfg_dir.excludes(Path(full)):
-                        continue
-                    keep.append(d)
-                dirnames[:] = keep
-                for name in sorted(filenames):
-                    if not name.endswith(".py"):
-                        continue
-                    full_path = Path(dirpath) / name
-                    _add(jobs, seen, full_path, selection, fix)
+            _walk(p, jobs, seen, selection, fix)
         elif p.exists():
-            _add(jobs, seen, p, selection, fix, explicit=True)
+            _add(jobs, seen, p, selection, fix)
         else:
             raise UsageError(f"no such file or directory: {raw}")
     return jobs
 
 
-def _add(jobs: list[FileJob], seen: set[str], path: Path, selection: Selection, fix: bool, explicit: bool = False) -> None:
+def _walk(root: Path, jobs: list[FileJob], seen: set[str], selection: Selection, fix: bool) -> None:
+    def unreadable(exc: OSError) -> None:
+        where = exc.filename or str(root)
+        reason = (exc.strerror or type(exc).__name__).lower()
+        _problem(jobs, Path(where), f"cannot read the folder ({reason}): its files were not checked")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
+        cfg_dir = selection.config_for(Path(dirpath) / "x.py")
+        keep = []
+        for d in sorted(dirnames):
+            full = os.path.join(dirpath, d)
+            if d in SKIP_DIRS or d.endswith(".egg-info") or _is_venv(full) or cfg_dir.excludes(Path(full)):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                _add(jobs, seen, Path(dirpath) / name, selection, fix)
+
+
+def _kind(path: Path) -> str | None:
+    """``None`` for a regular file (after links), else what it is instead."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot be read ({(exc.strerror or type(exc).__name__).lower()})"
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return "not a regular file (" + next((k for test, k in kinds if test(mode)), "not a file") + "): not read"
+
+
+def _problem(jobs: list[FileJob], path: Path, message: str) -> None:
+    display = os.path.normpath(str(path))
+    jobs.append(FileJob(str(path), display, frozenset(), problem=message))
+
+
+def _add(jobs: list[FileJob], seen: set[str], path: Path, selection: Selection, fix: bool) -> None:
     key = os.path.abspath(path)
     if key in seen:
         return
@@ -115,17 +143,23 @@ def _add(jobs: list[FileJob], seen: set[str], path: Path, selection: Selection, 
     config = selection.config_for(path)
     if config.excludes(path):
         return
+    kind = _kind(path)
+    if kind is not None:
+        _problem(jobs, path, kind)
+        return
     display = os.path.normpath(str(path))
     jobs.append(FileJob(str(path), display, selection.codes_for(path, config), fix))
 
 
 def lint_job(job: FileJob) -> FileResult:
     """Lint (and with ``job.fix``, fix in memory) one file; never raises for bad content."""
+    if job.problem is not None:
+        finding = Finding(job.display, 1, 1, SYNTAX_CODE, job.problem, 1, 2)
+        return FileResult(job.display, job.path, [finding], error=job.problem)
     data = job.source
     if data is None:
         try:
-            with open(job.path, "rb") as fh:
-                data = fh.read()
+            data = _read_regular(job.path)
         except OSError as exc:
             msg = f"cannot read the file: {exc.strerror or exc}"
             return FileResult(job.display, job.path, [Finding(job.display, 1, 1, SYNTAX_CODE, msg, 1, 2)], error=msg)
@@ -139,6 +173,15 @@ def lint_job(job: FileJob) -> FileResult:
         return FileResult(job.display, job.path, findings, text, new if new != text else None, decoded.encoding, applied)
     findings, _ = _check(text, job.display, job.codes)
     return FileResult(job.display, job.path, findings, None, None, decoded.encoding)
+
+
+def _read_regular(path: str) -> bytes:
+    """The bytes of a regular file; never blocks on a FIFO that appeared after discovery."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(0, "not a regular file", path)
+        return fh.read()
 
 
 def cpu_count() -> int:
