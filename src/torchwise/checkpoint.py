@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
@@ -170,9 +171,16 @@ def save_checkpoint(path: str | os.PathLike, /, **state: Any) -> Path:
         return atomic_write(path, write)
     except CheckpointError:
         raise
-    except OSError as exc:
-        raise CheckpointError(f"could not write checkpoint {path}: {exc.strerror or exc} (the previous file, if any, is unchanged)") from exc
-    except Exception as exc:  # pickling errors: lambdas, open files, locks ...
+    except Exception as exc:
+        full = _disk_full(exc)
+        if full is not None:  # torch.save reports it as an "enforce fail" RuntimeError caused by the OSError
+            raise CheckpointError(
+                f"no space left on device while writing {path} ({full.strerror or 'disk full'}); "
+                "free some space or save elsewhere (the previous file, if any, is unchanged)"
+            ) from exc
+        if isinstance(exc, OSError):
+            raise CheckpointError(f"could not write checkpoint {path}: {exc.strerror or exc} (the previous file, if any, is unchanged)") from exc
+        # pickling errors: lambdas, open files, locks ...
         raise CheckpointError(
             f"could not save checkpoint {path}: {type(exc).__name__}: {_first_line(exc)} "
             "(save state dicts, tensors and plain Python values, not objects such as lambdas or open files; "
@@ -183,6 +191,21 @@ def save_checkpoint(path: str | os.PathLike, /, **state: Any) -> Path:
 # --------------------------------------------------------------------------------------------
 # loading
 # --------------------------------------------------------------------------------------------
+
+
+def _disk_full(exc: BaseException) -> OSError | None:
+    """The out-of-space OSError behind ``exc`` (itself, its cause or its context), if any."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return e
+        todo += [e.__cause__, e.__context__]
+    return None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -277,18 +300,38 @@ def _is_legacy(path: Path) -> bool:
         return False
 
 
-def _refused_global(exc: BaseException, path: Path) -> str | None:
-    text = str(exc)
+def _refused(exc: BaseException, path: Path) -> str | None:
+    """The one-line reason when ``weights_only=True`` refused the file, naming the offending
+    global; ``None`` when ``exc`` is not such a refusal. Covers both torch file formats."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
     if "Weights only load failed" not in text and "WeightsUnpickler" not in text:
         return None
-    match = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
-    if match:
-        return match.group(1)
-    try:
-        unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(path)
-    except Exception:
-        unsafe = []
-    return ", ".join(unsafe) if unsafe else None
+    blocked = re.search(r"unsupported GLOBAL ([\w.]+) whose module ([\w.]+) is blocked", text)
+    if blocked:
+        return (
+            f"checkpoint {path} was refused by weights_only=True: it calls {blocked.group(1)}, from module "
+            f"{blocked.group(2)} that is never allowed (the file tries to run code when loaded); do not load it unless you made it"
+        )
+    match = re.search(r"(?:Unsupported global: GLOBAL|unsupported GLOBAL) ([\w.]+)", text)
+    names = [match.group(1)] if match else []
+    if not names:
+        try:
+            names = list(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+        except Exception:
+            names = []
+    if names:
+        return (
+            f"checkpoint {path} holds {', '.join(names)}, which weights_only=True refuses to unpickle; "
+            f"only if you trust this file, load it with load_checkpoint(path, weights_only=False), "
+            f"or allow that class with torch.serialization.add_safe_globals([{names[0]}])"
+        )
+    # otherwise torch puts the unpickler's own reason after "WeightsUnpickler error:" and a blank line
+    tail = text.split("WeightsUnpickler error:", 1)[-1]
+    reason = next((ln.strip() for ln in tail.split("\n\n", 1)[-1].splitlines() if ln.strip()), "")
+    return (
+        f"checkpoint {path} was refused by weights_only=True ({reason[:200] or 'it holds more than tensors and plain values'}); "
+        "only if you trust this file, load it with load_checkpoint(path, weights_only=False)"
+    )
 
 
 def load_checkpoint(
@@ -321,13 +364,9 @@ def load_checkpoint(
     try:
         return torch.load(p, map_location=location, weights_only=weights_only)
     except Exception as exc:
-        refused = _refused_global(exc, p) if weights_only else None
+        refused = _refused(exc, p) if weights_only else None
         if refused:
-            raise CheckpointError(
-                f"checkpoint {p} holds {refused}, which weights_only=True refuses to unpickle; "
-                f"only if you trust this file, load it with load_checkpoint(path, weights_only=False), "
-                f"or allow that class with torch.serialization.add_safe_globals([{refused.split(', ')[0]}])"
-            ) from exc
+            raise CheckpointError(refused) from exc
         message = _first_line(exc) if str(exc).strip() else f"{type(exc).__name__}: the data ends early"
         truncated = ("central directory", "failed reading", "truncated", "ran out of input")
         if any(t in message.lower() for t in truncated) or isinstance(exc, (EOFError, zipfile.BadZipFile)) or _is_legacy(p):
