@@ -35,8 +35,11 @@ from torchwise.labels import label_problem
 from torchwise.seed import get_rng_state, seed_everything, set_rng_state
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.auto import AutoSettings
+from torchwise.train import interrupt
 from torchwise.train.guard import NonFiniteGuard
+from torchwise.train.interrupt import InterruptCatcher
 from torchwise.train.loaders import PreparedLoader, prepare_loader
+from torchwise.train.lock import lock_folders
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
@@ -233,8 +236,10 @@ class Trainer:
         """
         train_loader, val_loader, epochs = self._defaults(train_loader, val_loader, epochs, max_steps)
         self._place()
-        self.log = RunLog(self.log_dir, progress=self.progress, enabled=self.strategy.is_main)
+        locks = lock_folders([(self.checkpoint_dir, "checkpoint folder"), (self.log_dir, "log folder")] if self.strategy.is_main else [])  # reliability: one run per folder
+        self._interrupt = InterruptCatcher(enabled=not self.strategy.distributed).install()  # reliability: checkpoint on SIGINT/SIGTERM
         try:
+            self.log = RunLog(self.log_dir, progress=self.progress, enabled=self.strategy.is_main)
             state = self._load_resume(resume)
             train = self._prepare(train_loader, train=True)
             val = self._prepare(val_loader, train=False) if val_loader is not None else None
@@ -269,6 +274,8 @@ class Trainer:
                         self._log_interval()
                     if ckpt_every and self.step % ckpt_every == 0:
                         self.save_checkpoint()
+                    if self._interrupt.requested:
+                        interrupt.stop(self)  # saves a checkpoint, raises Interrupted
                     if max_steps is not None and self.step >= max_steps:
                         stop = True
                         if not last_of_epoch:
@@ -279,6 +286,8 @@ class Trainer:
         finally:
             self.auto.finish()
             self.log.close()
+            self._interrupt.restore()  # reliability
+            locks.release()  # reliability
 
     def _forward_backward(self, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor:
         """Forward + backward of one loader batch; after an OOM, split smaller and redo the window."""
@@ -509,7 +518,6 @@ class Trainer:
             )
 
     def _start(self, total: int | None, state: dict[str, Any] | None) -> None:
-        self._total = total
         self._on_step = [cb.on_step_end for cb in self.callbacks if hasattr(cb, "on_step_end")]
         self._losses: list[torch.Tensor] = []
         self._loss_count = 0
@@ -518,7 +526,7 @@ class Trainer:
         self._micro = 0  # micro-batches in this log interval
         self._fit_samples = 0
         self._fit_start = self._interval_start = time.perf_counter()
-        self._interval_step = self._fit_start_step = self.step
+        self._interval_step = self.step
         self._last_val: dict[str, float] = {}
         self.log.start(total, self.step)
         self._say(
