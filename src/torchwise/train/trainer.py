@@ -40,6 +40,7 @@ from torchwise.train.guard import NonFiniteGuard
 from torchwise.train.interrupt import InterruptCatcher
 from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.lock import lock_folders
+from torchwise.train.options import check_trainer_options
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
@@ -128,6 +129,7 @@ class Trainer:
         for name, value in (("log_every", log_every), ("checkpoint_every", checkpoint_every or 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"{name} must be a positive integer, got {value!r}")
+        check_trainer_options(locals())  # reliability: every switch, count and folder checked up front
 
         self.tuned = None
         self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
