@@ -581,6 +581,8 @@ class Trainer:
         if self.step_fn is None:
             inputs, _ = split_batch(batch)
         self.auto.start(self.model, inputs)
+        if self.tuned is not None:
+            self.tuned.check_fits(self.model, inputs)  # reliability: warn when tuned for another model
         for note in ("channels_last", "cudnn_benchmark"):
             if getattr(self.auto, note):
                 self._event(f"{note.replace('_', '.') if note == 'cudnn_benchmark' else note} on (4-D convolutional inputs)")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from torchwise._callable_module import make_callable
-from torchwise.errors import UsageError
-from torchwise.tune.config import TunedConfig
+from torchwise.errors import TorchwiseError, UsageError
+from torchwise.tune.config import TunedConfig, check_output_path, describe_model
 from torchwise.tune.report import TuneResult
 
 __all__ = ["tune", "TuneResult", "TunedConfig"]
@@ -69,6 +69,8 @@ def tune(
     from torchwise.tune.knobs import select_knobs
 
     select_knobs(knobs)  # an unknown knob name fails before anything is loaded
+    check_output_path(out, "out")  # so is an output that could not be written after the whole budget
+    check_output_path(plot, "plot")
     clock = clock or time.perf_counter
     started = clock()
     task = load_task(task)
@@ -97,6 +99,7 @@ def tune(
             measurer.release()
     device_text = context.describe()
     meta = make_meta(found, device=device_text, task=task.name)
+    meta["model"] = describe_model(task.model, _example_inputs(task))  # compared when the file is applied
     result = TuneResult(
         config=tuned_config(found, meta),
         trials=found.trials,
@@ -117,6 +120,16 @@ def tune(
     if plot is not None:
         result.plot(plot)
     return result
+
+
+def _example_inputs(task: Any) -> Any:
+    """The inputs of the task's example batch, or None when there is none to be had."""
+    from torchwise.batch import split_batch
+
+    try:
+        return split_batch(task.get_example_batch())[0]
+    except TorchwiseError:  # no batch, or one the Task convention cannot split: the shape is not recorded
+        return None
 
 
 make_callable(__name__, "tune")
