@@ -92,7 +92,7 @@ def test_bad_arguments():
         tune(tiny_cnn_task(), budget_s="10", **scripted())
     with pytest.raises(UsageError, match="CUDA is not available|unknown device"):
         tune(tiny_cnn_task(), budget_s=5, device="cuda:7" if not __import__("torch").cuda.is_available() else "tpu")
-    with pytest.raises(UsageError, match="directory"):
+    with pytest.raises(UsageError, match="the folder /nonexistent/dir does not exist"):
         tune(tiny_cnn_task(), budget_s=500, out="/nonexistent/dir/tune.json", **scripted())
 
 
