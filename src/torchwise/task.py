@@ -6,12 +6,13 @@ A Task is returned by a function; the command line names that function as
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import torch
 from torch import nn
@@ -59,6 +60,9 @@ class Task:
     def _loader(self, data: Dataset | DataLoader, shuffle: bool, **overrides: Any) -> DataLoader:
         if isinstance(data, DataLoader):
             return data
+        if hasattr(data, "__len__") and len(data) == 0:  # type: ignore[arg-type]
+            which = "training" if data is self.train_data else "validation"
+            raise TaskError(f"task {self.name!r}: the {which} data is empty ({type(data).__name__} of 0 samples); give it at least one sample")
         kwargs: dict[str, Any] = {"batch_size": self.batch_size, "shuffle": shuffle}
         if self.collate_fn is not None:
             kwargs["collate_fn"] = self.collate_fn
@@ -100,16 +104,31 @@ def _import_file(path: Path) -> Any:
         raise TaskError(f"cannot import {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    parent = str(path.resolve().parent)
-    added = parent not in sys.path
-    if added:
-        sys.path.insert(0, parent)  # let the file import its neighbours
     try:
-        spec.loader.exec_module(module)
+        with _neighbours_importable(path):
+            spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(name, None)
         raise TaskError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
     return module
+
+
+@contextlib.contextmanager
+def _neighbours_importable(path: Path | None) -> Iterator[None]:
+    """Put the task file's folder first on ``sys.path`` while its code runs (so it can import
+    its neighbours), then take that entry out again: ``sys.path`` is left as it was found."""
+    folder = str(path.resolve().parent) if path is not None else None
+    if folder is None or folder in sys.path:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        try:
+            sys.path.remove(folder)
+        except ValueError:  # the user's code took it out itself
+            pass
 
 
 def load_task(ref: "str | Task", **kwargs: Any) -> Task:
@@ -123,6 +142,7 @@ def load_task(ref: "str | Task", **kwargs: Any) -> Task:
         raise TaskError(f"a task reference must be 'file.py:function' or 'module:function', got {ref!r}")
     target, _, func_name = ref.rpartition(":") if ":" in ref else (ref, ":", "task")
     func_name = func_name or "task"
+    path: Path | None = None  # a task file, whose folder its code may import from
     if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target)
         if not path.is_file():
@@ -145,7 +165,8 @@ def load_task(ref: "str | Task", **kwargs: Any) -> Task:
     if not callable(func):
         raise TaskError(f"{func_name!r} in {where} is a {type(func).__name__}, not a function returning a Task")
     try:
-        result = func(**kwargs)
+        with _neighbours_importable(path):  # the task function may import the file's neighbours too
+            result = func(**kwargs)
     except TaskError:
         raise
     except Exception as exc:  # the user's task function itself failed
