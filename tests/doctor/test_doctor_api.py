@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -93,9 +95,14 @@ def test_report_object_json_and_table():
 
 
 def test_callable_package_and_lazy_export():
-    assert torchwise.doctor is torchwise.doctor  # the package itself
+    assert torchwise.doctor is sys.modules["torchwise.doctor"]  # the package itself, made callable
+    assert torchwise.doctor.doctor is doctor
     report = torchwise.doctor(mlp(), batch=class_batch(), loss_fn=nn.CrossEntropyLoss(), steps=1)
-    assert report.ok
+    assert isinstance(report, DoctorReport) and report.ok
+    # lazy: `import torchwise` does not import the doctor until it is used
+    probe = "import sys, torchwise; a = 'torchwise.doctor' in sys.modules; torchwise.doctor; print(a, 'torchwise.doctor' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True"], out.stderr
 
 
 def test_select_and_skip():

@@ -30,7 +30,15 @@ def test_real_tuning_on_cpu_within_budget(tmp_path):
     assert wall <= BUDGET * 1.5 + 2
     assert res.trials[0].status == BASELINE and res.trials[0].measurement.loss is not None
     assert res.default_samples_per_s > 0 and res.tuned_samples_per_s > 0
-    assert res.speedup >= 1.0  # a candidate is only taken when faster
+    # the returned configuration is the one the chosen trial measured, at the speed reported
+    chosen = [t for t in res.trials if t.chosen]
+    assert chosen, "the search marks the configuration it returns"
+    best = chosen[-1]
+    assert best.samples_per_s == res.tuned_samples_per_s
+    decided = {k: v for k, v in res.config.to_dict().items() if v is not None and k in best.config}
+    assert decided and decided == {k: best.config[k] for k in decided}
+    if best.status == BASELINE:  # nothing beat the default: it is kept, at 1.0x
+        assert res.speedup == 1.0 and res.tuned_samples_per_s == res.default_samples_per_s
     kinds = {(s.knob, s.kind) for s in res.skipped}
     assert ("cudnn_benchmark", NOT_APPLICABLE) in kinds and ("pin_memory" in {s.setting for s in res.skipped})
     assert ("compile", NO_TIME) in kinds or ("compile", NOT_APPLICABLE) in kinds  # 40 s estimate > budget
