@@ -123,10 +123,6 @@ def has_star_args(call: ast.Call) -> bool:
     return any(kw.arg is None for kw in call.keywords) or any(a.__class__ is ast.Starred for a in call.args)
 
 
-def is_const(node: AST | None, value: object) -> bool:
-    return node is not None and node.__class__ is ast.Constant and type(node.value) is type(value) and node.value == value
-
-
 def str_consts(node: AST) -> Iterator[str]:
     for sub in ast.walk(node):
         if sub.__class__ is ast.Constant and isinstance(sub.value, str):
@@ -193,14 +189,6 @@ class Context:
                     value._tw_parent = node  # type: ignore[attr-defined]
                     value._tw_field = fname  # type: ignore[attr-defined]
                     push(value)
-
-    def of_type(self, *types: type) -> list[AST]:
-        """All nodes of these exact types, in source order."""
-        out: list[AST] = []
-        for t in types:
-            out.extend(self.nodes.get(t, ()))
-        out.sort(key=_pos)
-        return out
 
     @property
     def calls_by_name(self) -> dict[str, list[ast.Call]]:
@@ -301,18 +289,6 @@ class Context:
                 # too, but only the body counts as "inside" for our purposes.
                 if getattr(child, "_tw_field", "") in ("body", "orelse"):
                     out.append(anc)
-            child = anc
-        return out
-
-    def enclosing_withs(self, node: AST) -> list[ast.With | ast.AsyncWith]:
-        """``with`` statements whose body contains ``node``, within its function, innermost first."""
-        out = []
-        child = node
-        for anc in self.ancestors(node):
-            if isinstance(anc, DEF_TYPES):
-                break
-            if anc.__class__ in (ast.With, ast.AsyncWith) and getattr(child, "_tw_field", "") == "body":
-                out.append(anc)
             child = anc
         return out
 

@@ -8,10 +8,8 @@ run stops with that message after ``patience`` consecutive bad steps.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
-import torch
 from torch import nn
 
 from torchwise.errors import TrainingError
@@ -25,15 +23,6 @@ class NonFiniteGuard:
         self.consecutive = 0
         self.skipped = 0
         self.last_report: NonFiniteReport | None = None
-
-    def is_finite(self, value: torch.Tensor | None) -> bool:
-        """Whether ``value`` (a 0-d tensor or None) is finite; one host read."""
-        if not self.enabled or value is None:
-            return True
-        ok = math.isfinite(float(value))
-        if ok:
-            self.consecutive = 0
-        return ok
 
     def bad_step(self, step: int, model: nn.Module, reruns: list[Callable[[], Any]]) -> str:
         """Record skipped step number ``step`` (1-based), find the culprit, raise after ``patience`` in a row."""

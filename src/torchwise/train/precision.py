@@ -95,7 +95,6 @@ class FP16Mixed(Precision):
         super().__init__(device)
         self.scaler = scaler if scaler is not None else torch.amp.GradScaler(device.type)
         self._skipped = 0
-        self._unscaled = False
 
     def autocast(self) -> ContextManager[Any]:
         return torch.autocast(self.device.type, dtype=torch.float16)

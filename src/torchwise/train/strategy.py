@@ -60,9 +60,6 @@ class SingleDevice:
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         return tensor
 
-    def broadcast_object(self, obj: Any) -> Any:
-        return obj
-
     def gather_object(self, obj: Any) -> list[Any]:
         return [obj]
 
@@ -112,11 +109,6 @@ class DDPStrategy(SingleDevice):
         ops = {"sum": dist.ReduceOp.SUM, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
         dist.all_reduce(tensor, op=ops[op])
         return tensor
-
-    def broadcast_object(self, obj: Any) -> Any:
-        box = [obj]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
 
     def gather_object(self, obj: Any) -> list[Any]:
         out: list[Any] = [None] * self.world_size
