@@ -128,7 +128,7 @@ def prepare_loader(
     """Rebuild ``loader`` for the step loop (see the module docstring); never loses user settings."""
     what = "training" if train else "validation"
     _check_reiterable(loader, what)
-    if not isinstance(loader, DataLoader) or type(loader) is not DataLoader or isinstance(loader.dataset, IterableDataset):
+    if not _rebuildable(loader):
         if num_replicas > 1 and train:
             warnings.warn(
                 f"the {what} loader ({type(loader).__name__}) cannot be given a DistributedSampler; "
@@ -136,8 +136,28 @@ def prepare_loader(
                 stacklevel=3,
             )
         return PreparedLoader(loader, seed=seed)
-
     overrides = dict(overrides or {})
+    kwargs = _kept_settings(loader)
+    sampler, batch_size = _sampling(loader, kwargs, overrides, train=train, seed=seed, num_replicas=num_replicas, rank=rank)
+    _worker_settings(loader, kwargs, overrides, device=device, local_world=local_world)
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    kwargs["generator"] = generator
+    try:
+        rebuilt = DataLoader(**kwargs)
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"could not rebuild the {what} DataLoader ({exc}); using it as it is", stacklevel=3)
+        return PreparedLoader(loader, seed=seed)
+    return PreparedLoader(rebuilt, sampler=sampler, generator=generator, batch_size=batch_size if sampler is not None else None, seed=seed, rebuilt=True)
+
+
+def _rebuildable(loader: Any) -> bool:
+    """A plain DataLoader over a map-style dataset: one that can be rebuilt faithfully."""
+    return isinstance(loader, DataLoader) and type(loader) is DataLoader and not isinstance(loader.dataset, IterableDataset)
+
+
+def _kept_settings(loader: DataLoader) -> dict[str, Any]:
+    """The DataLoader keywords carried over from the user's loader as they are."""
     kwargs: dict[str, Any] = {
         "dataset": loader.dataset,
         "num_workers": loader.num_workers,
@@ -153,28 +173,28 @@ def prepare_loader(
         kwargs["in_order"] = False
     if loader.num_workers > 0 and loader.prefetch_factor is not None:
         kwargs["prefetch_factor"] = loader.prefetch_factor
+    return kwargs
 
-    batch_sampler = loader.batch_sampler
+
+def _standard_sampling(loader: DataLoader) -> bool:
+    """Batches of a sequential, shuffled (without replacement) or distributed sampler: re-samplable."""
     inner = loader.sampler
-    sampler: EpochSampler | None = None
-    batch_size = loader.batch_size
-    standard = (
-        type(batch_sampler) is BatchSampler
-        and (type(inner) is SequentialSampler or (type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None) or type(inner) is DistributedSampler or isinstance(inner, EpochSampler))
+    return type(loader.batch_sampler) is BatchSampler and (
+        type(inner) is SequentialSampler
+        or (type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None)
+        or type(inner) is DistributedSampler
+        or isinstance(inner, EpochSampler)
     )
-    if standard:
-        batch_size = int(overrides.pop("batch_size", batch_size))
-        if train:
-            shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
-            sampler = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
-            kwargs["sampler"] = sampler
-        elif num_replicas > 1:
-            kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
-        else:
-            kwargs["sampler"] = inner
-        kwargs["batch_size"] = batch_size
-        kwargs["drop_last"] = loader.drop_last
-    else:
+
+
+def _sampling(
+    loader: DataLoader, kwargs: dict[str, Any], overrides: dict[str, Any], *, train: bool, seed: int, num_replicas: int, rank: int,
+) -> tuple[EpochSampler | None, int | None]:
+    """Set the sampler and batch size in ``kwargs``: a seekable EpochSampler for training, a
+    padding-free shard for distributed evaluation, a custom sampler kept as it is (with a warning
+    under DDP). Returns the EpochSampler (None when there is none) and the batch size."""
+    inner, batch_sampler = loader.sampler, loader.batch_sampler
+    if not _standard_sampling(loader):
         overrides.pop("batch_size", None)
         if batch_sampler is not None:
             kwargs["batch_sampler"] = batch_sampler
@@ -182,12 +202,30 @@ def prepare_loader(
             kwargs["sampler"], kwargs["batch_size"] = inner, None
         if num_replicas > 1 and train:
             warnings.warn(
-                f"the {what} loader uses a custom sampler ({type(inner if batch_sampler is None else batch_sampler).__name__}); "
+                f"the training loader uses a custom sampler ({type(inner if batch_sampler is None else batch_sampler).__name__}); "
                 "it is not sharded across processes: each process reads what it yields",
-                stacklevel=3,
+                stacklevel=4,
             )
+        return None, loader.batch_size
+    batch_size = int(overrides.pop("batch_size", loader.batch_size))
+    sampler: EpochSampler | None = None
+    if train:
+        shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
+        sampler = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
+        kwargs["sampler"] = sampler
+    elif num_replicas > 1:
+        kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
+    else:
+        kwargs["sampler"] = inner
+    kwargs["batch_size"] = batch_size
+    kwargs["drop_last"] = loader.drop_last
+    return sampler, batch_size
 
-    if device.type == "cuda":  # GPU training: the loader should work ahead and pin (TW202/TW203)
+
+def _worker_settings(loader: DataLoader, kwargs: dict[str, Any], overrides: dict[str, Any], *, device: torch.device, local_world: int) -> None:
+    """Workers, pinning and worker seeding in ``kwargs``: GPU defaults where the user left the
+    DataLoader's (TW202/TW203), then the tuner's decisions, then what the combination needs."""
+    if device.type == "cuda":  # GPU training: the loader should work ahead and pin
         if loader.num_workers == 0:
             kwargs["num_workers"] = _default_workers(local_world)
         if not loader.pin_memory:
@@ -204,12 +242,3 @@ def prepare_loader(
         from torchwise.seed import seed_worker
 
         kwargs["worker_init_fn"] = seed_worker
-    generator = torch.Generator()
-    generator.manual_seed(seed)
-    kwargs["generator"] = generator
-    try:
-        rebuilt = DataLoader(**kwargs)
-    except (TypeError, ValueError) as exc:
-        warnings.warn(f"could not rebuild the {what} DataLoader ({exc}); using it as it is", stacklevel=3)
-        return PreparedLoader(loader, seed=seed)
-    return PreparedLoader(rebuilt, sampler=sampler, generator=generator, batch_size=batch_size if sampler is not None else None, seed=seed, rebuilt=True)
