@@ -144,8 +144,9 @@ def test_second_signal_stops_at_once_and_ignored_signals_stay_ignored():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
         os.kill(os.getpid(), signal.SIGINT)
         assert catcher.requested and catcher.signum == signal.SIGINT
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(Interrupted, match="interrupted by SIGINT again: stopped at once") as info:
             os.kill(os.getpid(), signal.SIGINT)
+        assert isinstance(info.value, KeyboardInterrupt) and info.value.signum == signal.SIGINT
         assert signal.getsignal(signal.SIGINT) is old_int  # the second signal restored the handlers
     finally:
         signal.signal(signal.SIGINT, old_int)

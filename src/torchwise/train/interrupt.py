@@ -4,7 +4,7 @@ During :meth:`Trainer.fit` the first SIGINT or SIGTERM only sets a flag. The ste
 it after each optimizer step (a window boundary, where the state is complete), saves a
 checkpoint and raises :class:`Interrupted`, so nothing since the last save is lost and a run
 resumed from that checkpoint continues exactly (same batches, same random numbers). A second
-signal stops at once, as an ordinary ``KeyboardInterrupt``. The command line exits with
+signal stops at once, without a checkpoint. The command line exits with
 128 + the signal number (130 for SIGINT, 143 for SIGTERM), as shells and schedulers expect.
 
 Handlers are installed only from the main thread, and not under DDP, where every process would
@@ -59,11 +59,11 @@ class InterruptCatcher:
             signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
 
     def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
         if self.signum is not None:  # a second signal: stop now
             self.restore()
-            raise KeyboardInterrupt
+            raise Interrupted(f"interrupted by {name} again: stopped at once, without saving a checkpoint", signum)
         self.signum = signum
-        name = signal.Signals(signum).name
         # os.write: print() from a signal handler can collide with a write in progress
         os.write(2, f"\n{name}: saving a checkpoint after this step, then stopping (send it again to stop at once)\n".encode())
 
