@@ -185,6 +185,7 @@ def test_fix_in_a_read_only_folder_is_one_line_and_changes_nothing(foreign_dir):
     line = one_line_error(r.returncode, r.stderr)
     assert "could not write the fixes to 1 file" in line and "a.py (permission denied)" in line
     assert src.read_text() == BAD and sorted(p.name for p in foreign_dir.iterdir()) == ["a.py"]
+    assert f"{src}:2:6: TW401" in r.stdout  # the unfixed finding is still reported
 
 
 def test_fix_that_cannot_create_its_temporary_file_is_one_line(tmp_path, capsys, monkeypatch):
@@ -204,6 +205,7 @@ def test_fix_that_cannot_create_its_temporary_file_is_one_line(tmp_path, capsys,
     assert "Fixed 1 finding in 1 file." in err  # the writable file is still fixed
     assert f"could not write the fixes to 1 file: {locked} (permission denied)" in err
     assert locked.read_text() == BAD and free.read_text() == FIXED
+    assert f"{locked}:2:6: TW401" in out  # the report is still given: nothing is lost
 
 
 def test_fix_on_a_symlink_fixes_the_target_and_keeps_the_link(tmp_path, capsys):

@@ -49,18 +49,22 @@ def run(args: argparse.Namespace) -> int:
 
     _check_options(args)
     selection = _selection(args)
-    results = run_jobs(_jobs(args, selection), args.jobs or None)
+    jobs = _jobs(args, selection)
+    results = run_jobs(jobs, args.jobs or None)
+    unwritten = _apply_fixes(jobs, results) if args.fix else []
     findings = [f for r in results for f in r.findings]
     if args.diff:
         report, trailer, status = _diff_report(results, findings)
     else:
         if args.fix:
-            _apply_fixes(results)
             stdin = next((r for r in results if r.path == "-"), None)
             if stdin is not None:  # ruff convention: the fixed source goes to stdout, the report to stderr
                 return _fixed_stdin(stdin, findings, args)
         report, trailer, status = render(findings, args.format), "", 1 if findings else 0
     _emit(report, args.output_file, trailer)
+    if unwritten:  # after the report, so that the findings are not lost
+        raise UsageError(f"could not write the fixes to {_plural(len(unwritten), 'file')}: {', '.join(unwritten)}; "
+                         "those files are unchanged (is the folder writable?)")
     return 0 if args.exit_zero else status
 
 
@@ -130,24 +134,28 @@ def _diff_report(results: list["FileResult"], findings: list) -> tuple[str, str,
     return text, trailer, 1 if text else 0
 
 
-def _apply_fixes(results: list["FileResult"]) -> None:
-    """Write every fixed file; a file that cannot be written is named, the others are still fixed."""
+def _apply_fixes(jobs: list["FileJob"], results: list["FileResult"]) -> list[str]:
+    """Write every fixed file; returns ``"path (reason)"`` for those that could not be written,
+    whose results are replaced by those of the unchanged file (its findings are all still there)."""
+    from dataclasses import replace
+
+    from torchwise.lint.runner import lint_job
+
     written, n_fixes, failed = 0, sum(r.applied for r in results if r.path == "-"), []
-    for r in results:
+    for i, (job, r) in enumerate(zip(jobs, results)):
         if r.fixed is None or r.path == "-":
             continue
         try:
             _write(r.path, r.fixed, r.encoding)
         except OSError as exc:
             failed.append(f"{r.display} ({(exc.strerror or type(exc).__name__).lower()})")
+            results[i] = lint_job(replace(job, fix=False))
             continue
         written += 1
         n_fixes += r.applied
     if n_fixes:
         print(f"Fixed {_plural(n_fixes, 'finding')} in {_plural(written, 'file')}.", file=sys.stderr)
-    if failed:
-        raise UsageError(f"could not write the fixes to {_plural(len(failed), 'file')}: {', '.join(failed)}; "
-                         "those files are unchanged (is the folder writable?)")
+    return failed
 
 
 def _fixed_stdin(result: "FileResult", findings: list, args: argparse.Namespace) -> int:
