@@ -2,10 +2,11 @@
 
 * :func:`save_checkpoint` writes atomically: a temporary file in the same folder, flushed and
   fsync'ed, then ``os.replace``'d over the target, then the folder is fsync'ed. A process killed
-  half-way leaves the previous checkpoint untouched.
+  half-way leaves the previous checkpoint untouched; a disk that fills up is reported as such.
 * :func:`load_checkpoint` loads with ``weights_only=True`` by default, maps GPU-saved tensors to
   the CPU when this machine has no CUDA, and turns every failure (missing, truncated, not a
-  checkpoint, refused global) into one :class:`~torchwise.errors.CheckpointError` line.
+  checkpoint, refused by ``weights_only`` naming the global) into one
+  :class:`~torchwise.errors.CheckpointError` line.
 * :func:`load_state_dict` copes with ``module.`` (DataParallel/DDP) and ``_orig_mod.``
   (``torch.compile``) prefixes in either direction and reports every mismatch at once.
 * :func:`save_safetensors` exports weights in the safetensors format.
