@@ -122,3 +122,41 @@ def test_interrupt_exit_status_follows_the_signal(monkeypatch, capsys):
     _fake_command(monkeypatch, term)
     assert cli.main(["fake"]) == 143
     assert capsys.readouterr().err.strip() == "torchwise fake: interrupted by SIGTERM; checkpoint saved"
+
+
+def _warning_command(monkeypatch, category) -> None:
+    import warnings
+
+    fake = types.ModuleType("fake_cmd")
+
+    def run(args) -> int:
+        warnings.warn("this tune.json was made for\n   another model", category)
+        return 0
+
+    fake.add_arguments, fake.run = (lambda parser: None), run
+    monkeypatch.setitem(cli.COMMANDS, "fake", ("fake_cmd", "a fake command"))
+    monkeypatch.setattr(cli.importlib, "import_module", lambda name: fake)
+
+
+def test_user_warnings_are_one_line_and_the_hook_is_restored(monkeypatch, capsys):
+    import warnings
+
+    _warning_command(monkeypatch, UserWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        before = warnings.showwarning
+        assert cli.main(["fake"]) == 0
+        assert warnings.showwarning is before
+    assert capsys.readouterr().err == "torchwise fake: warning: this tune.json was made for another model\n"
+
+
+def test_other_warning_categories_go_to_the_usual_hook(monkeypatch, capsys):
+    import warnings
+
+    _warning_command(monkeypatch, DeprecationWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli.main(["fake"]) == 0
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert caught[0].filename.endswith("test_dispatch.py")  # the location is kept
+    assert capsys.readouterr().err == ""

@@ -11,7 +11,8 @@ import argparse
 import errno
 import importlib
 import sys
-from typing import Sequence
+import warnings
+from typing import Any, Callable, Sequence
 
 from torchwise.errors import TorchwiseError
 
@@ -97,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         module.add_arguments(parser)
     args = parser.parse_args(rest)
     args.command = name
+    previous_showwarning = warnings.showwarning
+    warnings.showwarning = _one_line_warnings(name, previous_showwarning)
     try:
         return int(module.run(args) or 0)
     except TorchwiseError as exc:
@@ -118,6 +121,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        warnings.showwarning = previous_showwarning
+
+
+def _one_line_warnings(name: str, fallback: Callable[..., None]) -> Callable[..., None]:
+    """``torchwise CMD: warning: MESSAGE`` for user-facing warnings (UserWarning and its kind);
+    other categories (deprecations...) keep Python's format, with the source line."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None, line: str | None = None) -> None:
+        if not issubclass(category, UserWarning):
+            fallback(message, category, filename, lineno, file, line)
+            return
+        text = " ".join(str(message).split())
+        print(f"torchwise {name}: warning: {text}", file=file if file is not None else sys.stderr)
+
+    return show
 
 
 if __name__ == "__main__":  # pragma: no cover
