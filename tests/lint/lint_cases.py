@@ -67,6 +67,29 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # losses collected for one later backward pass through all of them (MC dropout, accumulation)
+    d("""
+        import torch
+        def closure(self):
+            losses = []
+            for k in range(2):
+                loss = self.loss(self(x))
+                losses.append(loss)
+                self.manual_backward(loss, retain_graph=True)
+            loss = torch.stack(losses).mean()
+            self.manual_backward(loss)
+    """),
+    d("""
+        import torch.nn.functional as F
+        losses = []
+        for it in range(n):
+            out = ddp_model(x)
+            loss = F.mse_loss(out, y)
+            losses.append(loss)
+        for it in range(n):
+            loss = losses[it]
+            accelerator.backward(loss)
+    """),
     # .item() and .detach() are the fixes
     d("""
         import torch.nn as nn
@@ -194,6 +217,20 @@ POSITIVE["TW103"] = [
     """), 7),
 ]
 NEGATIVE["TW103"] = [
+    # an OpenCV DNN net copied onto the instance with self.__dict__.update(locals())
+    d("""
+        import cv2
+        import torch.nn as nn
+        class Backend(nn.Module):
+            def __init__(self, w):
+                super().__init__()
+                net = cv2.dnn.readNetFromONNX(w)
+                self.__dict__.update(locals())
+            def forward(self, im):
+                self.net.setInput(im)
+                return self.net.forward()
+    """),
+    "import cv2\nnet = cv2.dnn.readNet(path)\nout = net.forward()\n",
     d("""
         import torch.nn as nn
         class Net(nn.Module):
@@ -217,6 +254,14 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # a factory name does not hide the real forward pass after it
+    (d("""
+        def validate(args, loader):
+            model = create_model(args.model)
+            model.eval()
+            for x in loader:
+                out = model(x)
+    """), 5),
     (d("""
         import torch
         def evaluate(model, loader):
@@ -249,6 +294,46 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # a project decorator that returns torch.inference_mode()(fn), defined here or imported
+    d("""
+        import torch
+        def smart_inference_mode(enabled=True):
+            def decorate(fn):
+                return (torch.inference_mode if enabled else torch.no_grad)()(fn)
+            return decorate
+        @smart_inference_mode()
+        def run(model, loader):
+            model.eval()
+            for x in loader:
+                y = model(x)
+    """),
+    d("""
+        from utils.torch_utils import smart_inference_mode
+        @smart_inference_mode()
+        def validate(model, loader):
+            for x in loader:
+                y = model(x)
+    """),
+    # a factory call after model.eval() is not a forward pass
+    d("""
+        import torch
+        from timm import create_model
+        def validate(args):
+            model = create_model(args.model, pretrained=True)
+            model.eval()
+            teacher = unwrap_model(model)
+            model = build_model(args)
+    """),
+    # predict_masks() of an nn.Module is part of its forward; the caller chooses the grad mode
+    d("""
+        import torch.nn as nn
+        class MaskDecoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.output_upscaling = nn.Sequential(nn.ConvTranspose2d(8, 4, 2))
+            def predict_masks(self, src):
+                return self.output_upscaling(src)
+    """),
     # already grad-free: with-blocks, decorators, set_grad_enabled(False)
     d("""
         import torch
@@ -341,12 +426,15 @@ NEGATIVE["TW105"] = [
 # ----------------------------------------------------------------------------------- TW107
 POSITIVE["TW107"] = [
     (HEADER + "y = x.transpose(1, 2).view(b, -1)\n", 4),
-    (HEADER + "y = x.permute(0, 2, 3, 1).view(n, -1, c)\n", 4),
+    (HEADER + "y = x.permute(0, 2, 1, 3).view(n, -1, d)\n", 4),  # every neighbour pair was reordered
+    (HEADER + "y = x.permute(0, 3, 1, 2).view(n, -1)\n", 4),
     (HEADER + "t = x.view(3, 4, 5)\nu = t.transpose(0, 2)\nv = u.view(60)\n", 6),
     (HEADER + "w = x.t().view(-1)\n", 4),
     (HEADER + "w = x.mT.view(-1)\n", 4),
 ]
 NEGATIVE["TW107"] = [
+    # NCHW -> NHWC then merging H and W: they stay neighbours in memory, so the view works (DINO)
+    HEADER + "y = x.permute(0, 2, 3, 1).view(n, -1, c)\n",
     HEADER + "y = x.transpose(1, 2).contiguous().view(b, -1)\nz = x.transpose(1, 2).reshape(b, -1)\n",
     # a view that only splits dimensions works after a transpose
     HEADER + "q = q.view(t, b * h, d).transpose(0, 1)\nq = q.view(b, h, t, d)\n",
@@ -470,6 +558,26 @@ POSITIVE["TW110"] = [
     """), 1),
 ]
 NEGATIVE["TW110"] = [
+    # distributed autograd: every context keeps its own gradients
+    d("""
+        import torch.distributed.autograd as dist_autograd
+        for x, y in batches():
+            with dist_autograd.context() as cid:
+                loss = criterion(model(x), y)
+                dist_autograd.backward(cid, [loss])
+                opt.step(cid)
+    """),
+    # the zeroing happens two calls down, in helpers of this file
+    d("""
+        def clear():
+            optimizer.zero_grad()
+        def update(loss):
+            loss.backward()
+            optimizer.step()
+            clear()
+        for x, y in loader:
+            update(model(x).sum())
+    """),
     d("""
         for x, y in loader:
             optimizer.zero_grad(set_to_none=True)
@@ -596,6 +704,8 @@ POSITIVE["TW201"] = [
     ("import torch\nm = torch.nn.DataParallel(net).cuda()\n", 2),
 ]
 NEGATIVE["TW201"] = [
+    # a library helper that offers DataParallel; the caller decides
+    "from torch.nn import DataParallel\ndef setup_module(module, devices):\n    return DataParallel(module=module, device_ids=devices)\n",
     HEADER + "if isinstance(model, nn.DataParallel):\n    model = model.module\n",
     "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(net)\n",
     "from mylib import DataParallel\nm = DataParallel(net)\n",
@@ -604,10 +714,40 @@ NEGATIVE["TW201"] = [
 # ----------------------------------------------------------------------------------- TW202
 POSITIVE["TW202"] = [
     ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 2),
-    ("from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n", 2),
+    ("from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32)\n", 2),
+    # a dataset class that decodes files in __getitem__: workers would help
+    (d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Images(Dataset):
+            def __getitem__(self, i):
+                return load_image(self.paths[i]), self.labels[i]
+        loader = DataLoader(Images(), batch_size=8)
+    """), 5),
     ("import torch\nloader = torch.utils.data.DataLoader(ds, 64)\n", 2),
 ]
 NEGATIVE["TW202"] = [
+    # an explicit count, 0 included, is a decision
+    "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n",
+    # in-memory data: tensors, ranges, lists, synthetic datasets, index-only dataset classes
+    "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(x, y)\nld = DataLoader(ds, batch_size=4)\n",
+    "from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8)\n",
+    "from torch.utils.data import DataLoader\ndl = DataLoader(list(range(10)), batch_size=1)\n",
+    "from torch.utils.data import DataLoader\nfrom lightning.pytorch.demos.boring_classes import RandomDataset\ndl = DataLoader(RandomDataset(32, 64))\n",
+    d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Pairs(Dataset):
+            def __getitem__(self, i):
+                return self.x[i], self.y[i]
+        loader = DataLoader(Pairs(), batch_size=8)
+    """),
+    # an iterable dataset fed by the main process (each worker would replay the stream)
+    d("""
+        from torch.utils.data import DataLoader, IterableDataset
+        class Stream(IterableDataset):
+            def __iter__(self):
+                yield from self.queue
+        loader = DataLoader(Stream(), batch_size=8)
+    """),
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=4)\n",
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=args.workers)\n",
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **loader_kwargs)\n",
@@ -712,6 +852,8 @@ POSITIVE["TW206"] = [
     ("import numpy\nfrom torch import tensor\nt = tensor(numpy.random.rand(3, 4))\n", 3),
 ]
 NEGATIVE["TW206"] = [
+    # a dtype change or a device copy copies anyway
+    "import numpy as np\nimport torch\nlam = np.ones(4)\nt = torch.tensor(lam, device=x.device, dtype=x.dtype)\n",
     "import numpy as np\nimport torch\nt = torch.from_numpy(np.load('a.npy'))\nu = torch.as_tensor(arr)\n",
     "import numpy as np\nimport torch\nt = torch.tensor([1, 2, 3])\nu = torch.tensor(values)\nv = torch.tensor(np.pi)\n",
 ]
@@ -770,6 +912,14 @@ POSITIVE["TW208"] = [
     ("for p in model.parameters():\n    p.grad.data.zero_()\n", 2),
 ]
 NEGATIVE["TW208"] = [
+    # the code accumulates into .grad after zeroing: it needs the zeros
+    d("""
+        import torch
+        optimizer.zero_grad(set_to_none=False)
+        for p, g in zip(model.parameters(), grads):
+            p.grad += g
+    """),
+    "for p in params:\n    p.grad.zero_()\nfor p, g in zip(params, gs):\n    p.grad.add_(g)\n",
     "optimizer.zero_grad()\noptimizer.zero_grad(set_to_none=True)\nx.zero_()\nbuf.data.zero_()\n",
     # an implementation of both behaviours
     d("""
@@ -852,6 +1002,16 @@ POSITIVE["TW214"] = [
     ("import torch\nmodel = torch.jit.script(model)\nout = model(x)\n", 2),
 ]
 NEGATIVE["TW214"] = [
+    # an opt-in option beside torch.compile
+    d("""
+        import torch
+        if args.torchscript:
+            model = torch.jit.script(model)
+        elif args.compile:
+            model = torch.compile(model)
+    """),
+    # the TorchScript graph is the point
+    "import torch\nscripted = torch.jit.script(lowered)\nprint(scripted.graph)\n",
     # scripting for export
     "import torch\nscripted = torch.jit.script(model)\nscripted.save('m.pt')\ntorch.jit.script(net).save('n.pt')\n",
     "import torch\ndef export(m):\n    s = torch.jit.script(m)\n    return s\n",
@@ -947,6 +1107,14 @@ POSITIVE["TW218"] = [
     """), 3),
 ]
 NEGATIVE["TW218"] = [
+    # a round trip that rounds the weights to fp16 precision, training stays fp32
+    d("""
+        for epoch in range(3):
+            model.half().float()
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """),
     # inference only
     "import torch\nmodel = load().half().eval()\nwith torch.inference_mode():\n    out = model(x.half())\n",
     # tensors, not a model; converting in a function that does not train
@@ -978,6 +1146,22 @@ POSITIVE["TW220"] = [
     ("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n", 1),
 ]
 NEGATIVE["TW220"] = [
+    # the old-torch fallback of version-dependent code
+    d("""
+        import torch
+        try:
+            scaler = torch.amp.GradScaler("cuda")
+        except AttributeError:
+            scaler = torch.cuda.amp.GradScaler()
+    """),
+    "import torch\nscaler = torch.amp.GradScaler(device=d) if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()\n",
+    d("""
+        import torch
+        if is_torch_version(">=", "2.3"):
+            s = torch.amp.GradScaler("cuda")
+        else:
+            s = torch.cuda.amp.GradScaler()
+    """),
     'import torch\nscaler = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    out = model(x)\n',
     "from torch.amp import autocast\nwith autocast('cuda'):\n    pass\n",
 ]

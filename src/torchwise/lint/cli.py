@@ -24,6 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES",
                         help="skip these codes or prefixes, comma-separated; adds to the config's ignore")
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes in place (stdin: print the fixed source)")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="with --fix/--diff, also apply the fixes that may change behaviour (each finding says why)")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of standard output")
@@ -71,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = selection.config_for(p if args.stdin_filename else Path.cwd() / "stdin.py")
         data = sys.stdin.buffer.read()
         jobs.append(FileJob("-", name, selection.codes_for(p, cfg), fixing, source=data))
+    for job in jobs:
+        job.unsafe = bool(getattr(args, "unsafe_fixes", False))
     results = run_jobs(jobs, args.jobs or None)
 
     out_chunks: list[str] = []

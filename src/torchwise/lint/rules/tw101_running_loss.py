@@ -110,10 +110,10 @@ Fix
         if acc is None:
             return
         scope = ctx.scope_of(node)
-        if not was_backwarded(ctx, value, node) and (
-            acc.id in _names_feeding_backward(ctx, scope) or acc.id in _returned_names(ctx, scope)
-        ):
-            return  # summing losses for one backward pass, or handing them to the caller
+        if acc.id in _names_feeding_backward(ctx, scope):
+            return  # the graphs are kept on purpose: a later backward pass runs through them
+        if acc.id in _returned_names(ctx, scope) and not was_backwarded(ctx, value, node):
+            return  # handing the losses to the caller, who runs the backward pass
         fix = None
         if value.__class__ is ast.Name and is_loss_value(ctx, value, node, heuristic=False):
             fix = Fix(f"accumulate {value.id}.detach()", (ctx.replace(value, f"{value.id}.detach()"),))

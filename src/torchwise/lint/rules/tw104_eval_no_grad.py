@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import (
     backward_calls,
+    is_module_class,
     is_module_instance,
     optimizer_steps,
     under_no_grad,
@@ -58,6 +59,14 @@ def _plain_callee(func: ast.AST) -> bool:
     if func.__class__ is ast.Name:
         return True
     return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
+
+
+def _is_module_method(ctx: Context, func: ast.AST) -> bool:
+    cls = ctx.parent(func)
+    if cls.__class__ is not ast.ClassDef:
+        return False
+    bases = ctx.local_class_bases(cls.name)
+    return any(b.startswith("torch.nn.") for b in bases)
 
 
 class EvalWithoutNoGrad(Rule):
@@ -117,6 +126,8 @@ Fix
         named = not is_module and is_eval_name(scope.name)
         if not evals and not named:
             return None
+        if not evals and _is_module_method(ctx, scope):
+            return None  # predict_masks() of an nn.Module is part of its forward: the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
         first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
         # anything that needs gradients makes this not (only) evaluation

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+
+
+def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
+    """``def wrap(module): return DataParallel(module, ...)``: the module comes from the caller."""
+    if ctx.parent(call).__class__ is not ast.Return:
+        return False
+    func = ctx.scope_of(call)
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return False
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
+    return first is not None and first.__class__ is ast.Name and first.id in params
 
 
 class DataParallelUsed(Rule):
@@ -37,6 +50,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"):
+            if _wraps_for_caller(ctx, call):
+                continue  # a library helper that offers DataParallel to its caller, who chooses
             yield ctx.finding(
                 self.code, call,
                 "nn.DataParallel drives all GPUs from one process; DistributedDataParallel is faster and scales",

@@ -13,6 +13,24 @@ from torchwise.lint.semantics import is_model_name, is_module_instance, training
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
 
+_BACK_TO_FULL = frozenset({"float", "double", "bfloat16"})
+
+
+def _converted_back(ctx: Context, call: ast.Call) -> bool:
+    """``x.half().float()`` / ``x.half().to(torch.float32)``: converted on at once."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Attribute or ctx.parent(parent).__class__ is not ast.Call:
+        return False
+    if parent.attr in _BACK_TO_FULL:
+        return True
+    if parent.attr == "to":
+        outer = ctx.parent(parent)
+        target = outer.args[0] if outer.args else (keyword(outer, "dtype").value if keyword(outer, "dtype") else None)
+        q = ctx.qualname(target) if target is not None else None
+        return q is not None and q.rsplit(".", 1)[-1] in ("float32", "float", "float64", "double", "bfloat16")
+    return False
+
+
 class HalfModelTraining(Rule):
     code = "TW218"
     name = "half-model-training"
@@ -58,6 +76,8 @@ Fix
                 target = kw.value if kw is not None else (call.args[0] if len(call.args) == 1 else None)
                 if target is None or ctx.qualname(target) not in _HALF_DTYPES:
                     continue
+            if _converted_back(ctx, call):
+                continue  # model.half().float(): a round trip that rounds the weights, not fp16 training
             recv = func.value
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):

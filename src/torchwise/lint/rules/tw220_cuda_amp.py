@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import in_compat_fallback
 
 OLD = {
     "torch.cuda.amp.autocast": ("autocast", "cuda"),
@@ -19,6 +21,9 @@ OLD = {
     "torch.cuda.amp.custom_bwd": ("custom_bwd", "cuda"),
 }
 _OLD_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+
+
+_NEW_API = re.compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
 
 
 class LegacyAmp(Rule):
@@ -56,6 +61,8 @@ Fix
         for q, (new, device) in OLD.items():
             for call in ctx.calls_to(q):
                 func = call.func
+                if in_compat_fallback(ctx, call, _NEW_API):
+                    continue  # the old-torch branch of version-dependent code
                 fix = None
                 positional_ok = not call.args and not any(k.arg is None for k in call.keywords)
                 if new in ("autocast", "GradScaler") and positional_ok:
