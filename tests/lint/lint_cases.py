@@ -567,16 +567,14 @@ NEGATIVE["TW110"] = [
                 dist_autograd.backward(cid, [loss])
                 opt.step(cid)
     """),
-    # the zeroing happens two calls down, in helpers of this file
+    # the zeroing happens in a helper of another module that gets the model
     d("""
-        def clear():
-            optimizer.zero_grad()
-        def update(loss):
+        from utils import reset_gradients
+        for x, y in loader:
+            loss = model(x).sum()
             loss.backward()
             optimizer.step()
-            clear()
-        for x, y in loader:
-            update(model(x).sum())
+            reset_gradients(model)
     """),
     d("""
         for x, y in loader:
@@ -1241,12 +1239,25 @@ POSITIVE["TW402"] = [
     ("import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', weights_only=True)\n", 3),
 ]
 NEGATIVE["TW402"] = [
+    # reads back a feature cache this file saved from CPU tensors
+    d("""
+        import os
+        import torch
+        model.cuda()
+        if args.load_features:
+            feats = torch.load(os.path.join(args.load_features, "trainfeat.pth"))
+        else:
+            feats = extract(model)
+            torch.save(feats.cpu(), os.path.join(args.dump, "trainfeat.pth"))
+    """),
     "import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', map_location='cpu')\nsd2 = torch.load(p, 'cpu')\n",
     "import torch\nsd = torch.load('ckpt.pt', weights_only=True)\n",  # no GPU in sight
 ]
 
 # ----------------------------------------------------------------------------------- TW403
 POSITIVE["TW403"] = [
+    # moving results back with .cpu() is no CPU fallback for the model
+    ("import torch\nmodel = Net().cuda()\npreds = model(x).cpu().numpy()\n", 2),
     ("import torch\nmodel = Net().cuda()\n", 2),
     ('import torch\nx = x.to("cuda")\ndev = torch.device("cuda:0")\n', 2),
     ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
@@ -1325,6 +1336,15 @@ POSITIVE["TW406"] = [
     """), 2),
 ]
 NEGATIVE["TW406"] = [
+    # the sampler goes to a training function of another module, which calls set_epoch there
+    d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        from train_utils import train
+        sampler = DistributedSampler(ds, shuffle=True)
+        loader = DataLoader(ds, sampler=sampler)
+        for epoch in range(10):
+            train(model, loader, epoch, sampler=sampler)
+    """),
     d("""
         from torch.utils.data import DataLoader, DistributedSampler
         sampler = DistributedSampler(train_set)

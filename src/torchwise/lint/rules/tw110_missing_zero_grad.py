@@ -12,12 +12,22 @@ from torchwise.lint.semantics import (
     body_nodes,
     hot_loops,
     is_backward_call,
+    is_module_instance,
     is_optimizer_step,
     is_zero_grad_like,
     local_function,
 )
 
 _STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
+
+
+def _may_clear(ctx: Context, arg: ast.AST, call: ast.Call, optimizers: set[str]) -> bool:
+    """Could a function we cannot see clear gradients through this argument?"""
+    if ctx.text(arg) in optimizers:
+        return True
+    if arg.__class__ is ast.Call and last_name(arg.func) in ("parameters", "named_parameters"):
+        return True
+    return arg.__class__ in (ast.Name, ast.Attribute) and is_module_instance(ctx, arg, call)
 
 
 def _per_context_backward(ctx: Context, call: ast.Call) -> bool:
@@ -76,10 +86,10 @@ Fix
                 optimizers.add(ctx.text(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ctx.text(recv))
             if any(
                 last_name(c.func) not in _STEP_HELPERS and local_function(ctx, c) is None
-                and any(ctx.text(a) in optimizers for a in [*c.args, *(k.value for k in c.keywords)])
+                and any(_may_clear(ctx, a, c, optimizers) for a in [*c.args, *(k.value for k in c.keywords)])
                 for c in calls
             ):
-                continue  # the optimizer is handed to code we cannot see (it may clear the gradients)
+                continue  # the optimizer or the model is handed to code we cannot see (it may clear the gradients)
             step = steps[0]
             yield ctx.finding(
                 self.code, loop,

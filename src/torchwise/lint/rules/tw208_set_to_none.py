@@ -76,8 +76,10 @@ Example
 
 Fix
   `optimizer.zero_grad()` (or `set_to_none=True` explicitly); instead of `p.grad.zero_()`
-  write `p.grad = None`. `torchwise lint --fix` turns `set_to_none=False` into `True`; code that
-  reads `.grad` between zero_grad and backward must then expect None.
+  write `p.grad = None`. `torchwise lint --fix` turns `set_to_none=False` into `True` when the
+  file never reads `.grad`; where it does, the gradients of parameters without a gradient become
+  None instead of zeros, so the edit is only an unsafe fix (`--unsafe-fixes`). Code that adds into
+  `.grad` (`p.grad += g`) needs the zeros and is not flagged.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -11,7 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
-_FALLBACK_HINTS = ("is_available", "cpu", "device_count", "accelerator", "mps", "get_device", "select_device")
+_FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
 
 
 class HardcodedCuda(Rule):
@@ -22,7 +22,7 @@ class HardcodedCuda(Rule):
 What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
-  the device count, never names a `"cpu"` device and has no device parameter of its own.
+  the device count, never names a `"cpu"` device (calling `.cpu()` on results does not count) and has no device parameter of its own.
 
 Why it matters
   Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
@@ -42,6 +42,11 @@ Fix
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return
+        if "cpu" in src and any(
+            n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
+            for n in ctx.nodes.get(ast.Constant, ())
+        ):
+            return  # a "cpu" device is named somewhere: there is a CPU path (moving results with .cpu() is not one)
         if any(a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs):
             return
         for call in ctx.calls_named("cuda"):
