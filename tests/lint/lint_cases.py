@@ -1363,3 +1363,146 @@ NEGATIVE["TW406"] = [
     # no epoch loop here (a framework drives it)
     "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\ntrainer.fit(model, sampler)\n",
 ]
+
+# ----------------------------------------------------------------------------------- TW501
+POSITIVE["TW501"] = [
+    ("import torch\nx = torch.solve(b, A)\n", 2),
+    ("from torch import symeig\nw, v = symeig(a)\n", 1),
+    ("import torch as th\nr = th.matrix_rank(m)\n", 2),
+]
+NEGATIVE["TW501"] = [
+    "import torch\nx = torch.linalg.solve(A, b)\nr = torch.linalg.matrix_rank(m)\n",
+    "import numpy as np\nx = np.linalg.solve(A, b)\n",
+    "from scipy.linalg import solve\nx = solve(A, b)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW502
+POSITIVE["TW502"] = [
+    ("import torch\nouter = torch.ger(a, b)\n", 2),
+    ("import torch\nn = torch.norm(x, dim=1)\n", 2),
+    ("from functorch import vmap\nf = vmap(g)\n", 1),
+    ("import torch.nn as nn\nconv = nn.utils.weight_norm(nn.Conv1d(4, 4, 3))\n", 2),
+    ("import torch\nr = torch.range(0, 10)\n", 2),
+]
+NEGATIVE["TW502"] = [
+    "import torch\nouter = torch.outer(a, b)\nn = x.norm(dim=1)\nn2 = torch.linalg.vector_norm(x)\n",
+    "from torch.func import vmap\nf = vmap(g)\n",
+    "import numpy as np\nn = np.linalg.norm(x)\nr = range(10)\n",
+    "import torch.nn as nn\nconv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3))\n",
+]
+
+# ----------------------------------------------------------------------------------- TW503
+POSITIVE["TW503"] = [
+    ("for p in backbone.parameters():\n    p.require_grad = False\n", 2),
+    ("model.fc.weight.require_grad = True\n", 1),
+]
+NEGATIVE["TW503"] = [
+    "for p in backbone.parameters():\n    p.requires_grad = False\n",
+    "flag = cfg.require_grad\nif x.require_grad:\n    pass\n",  # reads are some other object's attribute
+]
+
+# ----------------------------------------------------------------------------------- TW504
+POSITIVE["TW504"] = [
+    ("from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x)\n", 2),
+    ("import torch\nh = torch.utils.checkpoint.checkpoint(self.layer, x, mask)\n", 2),
+]
+NEGATIVE["TW504"] = [
+    "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, use_reentrant=False)\n",
+    "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, **ckpt_kwargs)\n",
+    "from mylib import checkpoint\nh = checkpoint(block, x)\n",
+    "import torch\ntorch.save(state, 'checkpoint.pt')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW505
+POSITIVE["TW505"] = [
+    ("from torch.utils.data._utils.collate import default_collate\nb = default_collate(items)\n", 1),
+    ("import torch\nb = torch.utils.data._utils.collate.default_convert(x)\n", 2),
+]
+NEGATIVE["TW505"] = [
+    "from torch.utils.data import default_collate\nb = default_collate(items)\n",
+    "from torch.utils.data._utils.collate import collate_tensor_fn\n",  # not public anywhere: no public twin
+]
+
+# ----------------------------------------------------------------------------------- TW506
+POSITIVE["TW506"] = [
+    ("import torch\ny = torch.log(1 + x)\n", 2),
+    ("import torch\ny = torch.log(x + 1.0)\n", 2),
+]
+NEGATIVE["TW506"] = [
+    "import torch\ny = torch.log1p(x)\nz = torch.log(2 + x)\nw = torch.log(x + eps)\n",
+    "import math\ny = math.log(1 + x)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW507
+POSITIVE["TW507"] = [
+    ("import torch\ny = torch.exp(x) - 1\n", 2),
+]
+NEGATIVE["TW507"] = [
+    "import torch\ny = torch.expm1(x)\nz = torch.exp(x) - 2\nw = 1 - torch.exp(x)\n",
+    "import numpy as np\ny = np.exp(x) - 1\n",
+]
+
+# ----------------------------------------------------------------------------------- TW508
+POSITIVE["TW508"] = [
+    ("import torch\nlse = torch.log(torch.sum(torch.exp(x), dim=1))\n", 2),
+    ("import torch\nlse = torch.log(torch.sum(torch.exp(x), 0))\n", 2),
+]
+NEGATIVE["TW508"] = [
+    "import torch\nlse = torch.logsumexp(x, dim=1)\n",
+    "import torch\ntotal = torch.log(torch.sum(torch.exp(x)))\n",  # no dim: logsumexp needs one
+]
+
+# ----------------------------------------------------------------------------------- TW509
+POSITIVE["TW509"] = [
+    ("import torchvision\nmodel = torchvision.models.resnet50(pretrained=True)\n", 2),
+    ("from torchvision.models import detection\nm = detection.fasterrcnn_resnet50_fpn(pretrained_backbone=False)\n", 2),
+    ("from torchvision import models\nm = models.vgg16(pretrained=args.pretrained)\n", 2),
+]
+NEGATIVE["TW509"] = [
+    "import torchvision\nmodel = torchvision.models.resnet50(weights='DEFAULT')\n",
+    "import timm\nmodel = timm.create_model('resnet50', pretrained=True)\n",  # timm keeps pretrained=
+]
+
+# ----------------------------------------------------------------------------------- TW510
+POSITIVE["TW510"] = [
+    ("from torchvision.transforms.v2 import ToTensor\n", 1),
+    ("from torchvision.transforms import v2\nt = v2.ToTensor()\n", 2),
+]
+NEGATIVE["TW510"] = [
+    "from torchvision.transforms import ToTensor\nt = ToTensor()\n",  # v1 ToTensor is not deprecated
+    "from torchvision.transforms import v2\nt = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])\n",
+]
+
+# ----------------------------------------------------------------------------------- TW511
+POSITIVE["TW511"] = [
+    ("import torchvision.models as models\n", 1),
+    ("import torchvision.transforms as transforms\n", 1),
+]
+NEGATIVE["TW511"] = [
+    "from torchvision import models\n",
+    "import torchvision.transforms as T\nimport torchvision.models.detection as detection\n",
+]
+
+# ----------------------------------------------------------------------------------- TW512
+POSITIVE["TW512"] = [
+    ("import torch.distributed as dist\ndist.all_reduce(grad, async_op=True)\ngrad /= ws\n", 2),
+    ("import torch.distributed as dist\ndef f(t):\n    work = dist.broadcast(t, 0, async_op=True)\n    return t\n", 3),
+    ("import torch.distributed as dist\ndist.isend(t, dst=1)\n", 2),
+]
+NEGATIVE["TW512"] = [
+    "import torch.distributed as dist\nwork = dist.all_reduce(grad, async_op=True)\nwork.wait()\n",
+    "import torch.distributed as dist\nhandles = []\nfor t in ts:\n    handles.append(dist.all_reduce(t, async_op=True))\nfor h in handles:\n    h.wait()\n",
+    "import torch.distributed as dist\ndist.all_reduce(grad)\n",
+    "import torch.distributed as dist\ndef start(t):\n    return dist.all_reduce(t, async_op=True)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW513
+POSITIVE["TW513"] = [
+    ("import torch\nw = torch.Tensor(out_features, in_features)\n", 2),
+    ("import torch\nv = torch.Tensor([1, 2, 3])\n", 2),
+]
+NEGATIVE["TW513"] = [
+    "import torch\ndef f(x: torch.Tensor) -> torch.Tensor:\n    return x if isinstance(x, torch.Tensor) else torch.tensor(x)\n",
+    "import torch\nclass MyTensor(torch.Tensor):\n    pass\n",
+    "import torch\nw = torch.empty(3, 4)\n",
+]

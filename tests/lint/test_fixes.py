@@ -35,6 +35,13 @@ ROUND_TRIPS = [
     ("TW205", "import torch\ne = torch.empty(()).to(x.device)\n", "import torch\ne = torch.empty((), device=x.device)\n"),
     ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
      "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
+    ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
+    ("TW502", "from functorch import vmap as vm\nf = vm(g)\n", "from torch.func import vmap as vm\nf = vm(g)\n"),
+    ("TW505", "from torch.utils.data._utils.collate import default_collate\nb = default_collate(x)\n",
+     "from torch.utils.data import default_collate\nb = default_collate(x)\n"),
+    ("TW509", "import torchvision\nm = torchvision.models.resnet18(pretrained=False, num_classes=10)\n",
+     "import torchvision\nm = torchvision.models.resnet18(weights=None, num_classes=10)\n"),
+    ("TW511", "import torchvision.models as models\nm = models.resnet18()\n", "from torchvision import models\nm = models.resnet18()\n"),
     ("TW101", "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss\n",
      "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss.detach()\n"),
 ]
@@ -116,6 +123,12 @@ UNSAFE_ROUND_TRIPS = [
     # the file reads .grad: parameters without a gradient would get None instead of zeros
     ("TW208", "opt.zero_grad(set_to_none=False)\nn = sum(p.grad.norm() for p in ps)\n",
      "opt.zero_grad(set_to_none=True)\nn = sum(p.grad.norm() for p in ps)\n"),
+    ("TW503", "for p in ps:\n    p.require_grad = False\n", "for p in ps:\n    p.requires_grad = False\n"),
+    ("TW504", "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x)\n",
+     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x, use_reentrant=False)\n"),
+    # DEFAULT may be a newer checkpoint than the one pretrained=True loaded
+    ("TW509", "import torchvision\nm = torchvision.models.resnet50(pretrained=True)\n",
+     "import torchvision\nm = torchvision.models.resnet50(weights=\"DEFAULT\")\n"),
 ]
 
 
