@@ -746,6 +746,15 @@ _add("TW513", "Legacy torch.Tensor constructor", (), "S", "",
      "w = torch.empty(out_features, in_features)\nnn.init.kaiming_uniform_(w)")
 
 
+_add("TW514", "torch.library.Library created in tests", (), "S", "",
+     """A `torch.library.Library` registers operators with the dispatcher for as long as it
+     lives, and one created in a test usually outlives it. Its registrations then leak into later
+     tests, which pass or fail depending on their order.""",
+     """Use `with torch.library._scoped_library(ns, kind) as lib:`, which unregisters everything
+     when the block ends.""",
+     "lib = torch.library.Library('mylib', 'DEF')",
+     "with torch.library._scoped_library('mylib', 'DEF') as lib:\n    ...")
+
 PRACTICES: dict[str, Practice] = {p.code: p for p in _ENTRIES}
 del _ENTRIES
 

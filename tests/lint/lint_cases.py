@@ -1506,3 +1506,10 @@ NEGATIVE["TW513"] = [
     "import torch\nclass MyTensor(torch.Tensor):\n    pass\n",
     "import torch\nw = torch.empty(3, 4)\n",
 ]
+
+# ----------------------------------------------------------------------------------- TW514
+# (checked in test files only: see test_tw514_only_in_test_files in test_precision.py)
+POSITIVE["TW514"] = []
+NEGATIVE["TW514"] = [
+    "import torch\nlib = torch.library.Library('mylib', 'DEF')\n",  # library code, not a test
+]

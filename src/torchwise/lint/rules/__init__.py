@@ -61,6 +61,7 @@ RULE_MODULES: tuple[str, ...] = (
     "tw511_torchvision_module_import",
     "tw512_unwaited_collective",
     "tw513_tensor_constructor",
+    "tw514_library_in_tests",
 )
 
 _CACHE: list[Rule] | None = None
