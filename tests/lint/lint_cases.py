@@ -869,6 +869,44 @@ _LOOP = d("""
             opt.step()
 """)
 POSITIVE["TW207"] = [
+    # data flow, not names: netD is a module because its parameters go to an optimizer (DCGAN)
+    (d("""
+        import torch
+        netD = Discriminator(ngpu).to(device)
+        optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4)
+        for i, data in enumerate(dataloader):
+            real = data[0].to(device)
+            output = netD(real).view(-1)
+            errD = criterion(output, label)
+            errD.backward()
+            D_x = output.mean().item()
+            optimizerD.step()
+    """), 9),
+    # Fabric places model and batches; the loop itself moves nothing
+    (d("""
+        def train(fabric, model, optimizer, loader):
+            model, optimizer = fabric.setup(model, optimizer)
+            loader = fabric.setup_dataloaders(loader)
+            for batch in loader:
+                loss = model(batch).mean()
+                fabric.backward(loss)
+                optimizer.step()
+                print(loss.item())
+    """), 8),
+    # batches come from a helper of this file that moves them to the device (nanoGPT's get_batch)
+    (d("""
+        import torch
+        def get_batch(split):
+            x, y = sample(split)
+            return x.to(device), y.to(device)
+        for it in range(max_iters):
+            X, Y = get_batch("train")
+            logits = model(X)
+            loss = F.cross_entropy(logits, Y)
+            loss.backward()
+            optimizer.step()
+            lossf = loss.item()
+    """), 11),
     (_LOOP + "        running += loss.item()\n", 10),
     (_LOOP + "        acc = (out.argmax(1) == y).float().mean().cpu()\n", 10),
     (_LOOP + "        print(loss)\n", 10),
@@ -878,6 +916,17 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # a helper that returns CPU data does not put the loop on a device
+    d("""
+        def get_batch(split):
+            return sample(split)
+        for it in range(n):
+            X, Y = get_batch("train")
+            loss = model(X).mean()
+            loss.backward()
+            optimizer.step()
+            lossf = loss.item()
+    """),
     # once per log interval, or after the loop
     _LOOP + "        if step % 100 == 0:\n            print(loss.item())\n    print(loss.item())\n",
     # values that are on the CPU already

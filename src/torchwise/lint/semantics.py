@@ -254,6 +254,23 @@ _OTHER_FRAMEWORKS = frozenset({
 })
 
 
+_MODULE_ONLY_METHODS = frozenset({"parameters", "named_parameters", "named_modules", "modules", "children",
+                                  "load_state_dict", "register_forward_hook", "register_buffer"})
+
+
+def _used_as_module(ctx: Context) -> set[str]:
+    """Expressions (as written) on which the file calls methods only modules have."""
+    found = ctx._cache.get("sem:used_as_module")
+    if found is None:
+        found = set()
+        for call in ctx.calls_named(*_MODULE_ONLY_METHODS):
+            func = call.func
+            if func.__class__ is ast.Attribute and func.value.__class__ in (ast.Name, ast.Attribute) and ctx.qualname(func) is None:
+                found.add(ctx.text(func.value))
+        ctx._cache["sem:used_as_module"] = found
+    return found
+
+
 def _self_attr_from_locals(ctx: Context, expr: ast.Attribute, use: AST) -> str | None:
     """``self.net`` never assigned as such, but a method binds a local ``net`` and then copies its
     locals onto the instance (``self.__dict__.update(locals())``): what built that local."""
@@ -344,6 +361,8 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
     built = ctx.constructed_from(expr, use)
     if is_module_class(ctx, built):
         return True
+    if built is None and expr.__class__ in (ast.Name, ast.Attribute) and ctx.text(expr) in _used_as_module(ctx):
+        return True  # netD.parameters() handed to an optimizer, netD.train(): a module whatever its name
     if built is None and expr.__class__ is ast.Attribute and root_name(expr) is not None and root_name(expr).id == "self":
         built = _self_attr_from_locals(ctx, expr, use or expr)
     if built is not None and built.split(".", 1)[0] in _OTHER_FRAMEWORKS:
@@ -457,9 +476,14 @@ def gpu_evident_for(ctx: Context, node: AST) -> bool:
     return any(id(ctx.scope_of(e)) in scopes for e in evidence)
 
 
-def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
-    """Does this function (or module) move something to a device (``.cuda()``/``.to(device)``)?"""
-    key = ("sem:moves", id(scope))
+_PLACERS = frozenset({"setup", "setup_module", "setup_dataloaders", "prepare", "prepare_model", "prepare_data_loader"})
+
+
+def scope_moves_to_device(ctx: Context, scope: AST, depth: int = 1) -> bool:
+    """Does this function (or module) put data on a device: ``.cuda()``/``.to(device)``, a
+    Fabric/Accelerate ``setup``/``prepare`` (which place model and batches), or a call of a
+    function of this file that moves what it returns (``x, y = get_batch()``)?"""
+    key = ("sem:moves", id(scope), depth)
     found = ctx._cache.get(key)
     if found is None:
         found = False
@@ -467,8 +491,36 @@ def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
             if device_move_target(ctx, call) is not None and ctx.scope_of(call) is scope:
                 found = True
                 break
+        if not found:
+            for call in ctx.calls_named(*_PLACERS):
+                func = call.func
+                if func.__class__ is ast.Attribute and ctx.scope_of(call) is scope and _is_placer(func.value):
+                    found = True
+                    break
+        if not found and depth > 0:
+            for call in ctx.nodes.get(ast.Call, ()):
+                if ctx.scope_of(call) is scope and returns_device_data(ctx, call, depth - 1):
+                    found = True
+                    break
         ctx._cache[key] = found
     return found
+
+
+def _is_placer(expr: AST) -> bool:
+    name = (last_name(expr) or "").lower()
+    return "fabric" in name or "accelerator" in name
+
+
+def returns_device_data(ctx: Context, call: ast.Call, depth: int = 0) -> bool:
+    """A call of a function of this file that moves data to a device and returns it."""
+    if call.func.__class__ is not ast.Name:
+        return False
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    if not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return False
+    return scope_moves_to_device(ctx, func, depth)
 
 
 def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 8) -> bool:
@@ -491,13 +543,13 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
         if b.kind in ("assign", "walrus", "aug"):
             return is_device_tensor(ctx, b.value, b.node, depth - 1)
         if b.kind == "unpack" and b.value is not None and b.value.__class__ is ast.Call:
-            return _is_model_call(ctx, b.value)
+            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
         return False
     if cls is ast.Call:
         func = expr.func
         if device_move_target(ctx, expr) is not None:
             return True
-        if _is_model_call(ctx, expr) or is_loss_call(ctx, expr):
+        if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
             return True
         if func.__class__ is ast.Attribute:
             if func.attr in SYNC_METHODS:
