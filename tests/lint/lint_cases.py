@@ -826,12 +826,25 @@ NEGATIVE["TW204"] = [
 
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
+    # starred sizes cannot hold a device
+    ("import torch\nz = torch.zeros(b, ch, *size).to(device)\n", 2),
+    # reshaping methods between the factory and the move, inside forward
+    (d("""
+        import torch
+        import torch.nn as nn
+        class Pos(nn.Module):
+            def forward(self, x):
+                pos = torch.arange(x.shape[1]).unsqueeze(0).repeat(x.shape[0], 1).to(self.device)
+                return x + pos
+    """), 5),
     ("import torch\nmask = torch.ones(4, 4).cuda()\n", 2),
     ("import torch\nnoise = torch.randn(8, 3).to(device)\n", 2),
     ('import torch\nidx = torch.arange(10).to("cuda:0")\n', 2),
     ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
 ]
 NEGATIVE["TW205"] = [
+    "import torch\nz = torch.zeros(*shape, **factory_kwargs).to(device)\n",  # **kwargs may hold a device
+    "import torch\ny = x.unsqueeze(0).repeat(b, 1).to(device)\n",  # not a factory: existing data
     'import torch\nm = torch.ones(4, 4, device="cuda")\nx = torch.zeros(3).to(torch.float16)\ny = torch.zeros(3).to(other)\n',
     # the tensor was not just created here
     "import torch\nx = batch.cuda()\ny = torch.zeros_like(a).to(device)\nz = torch.from_numpy(arr).cuda()\n",

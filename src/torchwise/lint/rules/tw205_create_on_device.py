@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, has_star_args, keyword
+from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import device_move_target
@@ -31,6 +31,13 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         b = ctx.binding_at(data.id, use)
         return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
     return False
+
+
+# methods between the factory and the move that only reshape or retype (the data stays as made)
+_SHAPE_METHODS = frozenset({
+    "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
+    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
+})
 
 
 class CreateThenMove(Rule):
@@ -71,18 +78,28 @@ Fix
             inner = call.func.value
             if inner.__class__ is not ast.Call:
                 continue
+            chained = False
+            while (
+                inner.func.__class__ is ast.Attribute and inner.func.attr in _SHAPE_METHODS
+                and inner.func.value.__class__ is ast.Call and ctx.qualname(inner.func) is None
+            ):
+                inner, chained = inner.func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
             q = ctx.qualname(inner.func)
             if q is None or not q.startswith("torch.") or q.count(".") != 1:
                 continue
             factory = q.split(".", 1)[1]
             if factory not in DETERMINISTIC and factory not in RANDOM:
                 continue
-            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None or has_star_args(inner):
+            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
                 continue  # a generator fixes the device the numbers are drawn on
+            if any(k.arg is None for k in inner.keywords):
+                continue  # **kwargs may hold a device; *sizes cannot
+            if factory in ("tensor", "as_tensor") and any(a.__class__ is ast.Starred for a in inner.args):
+                continue
             if factory in ("tensor", "as_tensor") and (len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner)):
                 continue  # data that may already be a tensor on the device, or positional extras
             fix = None
-            if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None:
+            if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
                 fix = self._fix(ctx, call, inner, target)
             dev = '"cuda"' if target is True else ctx.text(target)
             yield ctx.finding(
