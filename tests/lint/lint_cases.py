@@ -711,8 +711,8 @@ NEGATIVE["TW201"] = [
 
 # ----------------------------------------------------------------------------------- TW202
 POSITIVE["TW202"] = [
-    ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 2),
-    ("from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32)\n", 2),
+    ("from torch.utils.data import DataLoader\nfrom torchvision import datasets\nds = datasets.MNIST('.', transform=tf)\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 4),
+    ("from torch.utils.data import DataLoader as DL\nimport torchvision.transforms as T\nds = Folder(root, transform=T.ToTensor())\nloader = DL(ds, batch_size=32)\n", 4),
     # a dataset class that decodes files in __getitem__: workers would help
     (d("""
         from torch.utils.data import DataLoader, Dataset
@@ -721,9 +721,40 @@ POSITIVE["TW202"] = [
                 return load_image(self.paths[i]), self.labels[i]
         loader = DataLoader(Images(), batch_size=8)
     """), 5),
-    ("import torch\nloader = torch.utils.data.DataLoader(ds, 64)\n", 2),
+    ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # a dataset we cannot see, with no sign of per-item work in the file (tokenised text, tensors)
+    "from torch.utils.data import DataLoader\nfrom data import get_dataset\nds = get_dataset(cfg)\ndl = DataLoader(ds, batch_size=1)\n",
+    # tokenised once with .map(), then only padded per batch (Hugging Face examples)
+    d("""
+        from torch.utils.data import DataLoader
+        tokenized = raw.map(tokenize, batched=True, remove_columns=["text"])
+        tokenized = tokenized.rename_column("label", "labels")
+        train_dl = DataLoader(tokenized["train"], shuffle=True, collate_fn=pad, batch_size=16)
+    """),
+    # a subset of a synthetic dataset; a dataset that slices one stored tensor
+    d("""
+        from torch.utils.data import DataLoader, Dataset, Subset
+        class RandomDataset(Dataset):
+            def __getitem__(self, i):
+                return self.data[i]
+        class DM:
+            def setup(self):
+                self.full = RandomDataset(32, 64)
+                self.train = Subset(self.full, range(32))
+            def train_dataloader(self):
+                return DataLoader(self.train)
+    """),
+    d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Text(Dataset):
+            def __getitem__(self, index):
+                start = index * self.block
+                end = start + self.block
+                return self.data[start:end], self.data[start + 1:end + 1]
+        dl = DataLoader(Text())
+    """),
     # an explicit count, 0 included, is a decision
     "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n",
     # in-memory data: tensors, ranges, lists, synthetic datasets, index-only dataset classes
@@ -1325,6 +1356,8 @@ POSITIVE["TW403"] = [
     ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
 ]
 NEGATIVE["TW403"] = [
+    # a Triton kernel module is CUDA-only by nature
+    "import torch\nimport triton\nout = torch.empty(n, device=\"cuda\")\n",
     'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nmodel = Net().to(device)\nx = x.cuda()\n',
     "import torch\ndef run(model, device):\n    model.cuda()\n",
     "import torch\nmodel = Net().to(device)\n",
@@ -1447,6 +1480,8 @@ POSITIVE["TW502"] = [
     ("import torch\nr = torch.range(0, 10)\n", 2),
 ]
 NEGATIVE["TW502"] = [
+    # the old-torch branch of version-dependent imports
+    "try:\n    from torch import vmap\nexcept ImportError:\n    from functorch import vmap\n",
     "import torch\nouter = torch.outer(a, b)\nn = x.norm(dim=1)\nn2 = torch.linalg.vector_norm(x)\n",
     "from torch.func import vmap\nf = vmap(g)\n",
     "import numpy as np\nn = np.linalg.norm(x)\nr = range(10)\n",

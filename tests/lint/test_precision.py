@@ -9,7 +9,7 @@ from torchwise.lint import lint_source
 from torchwise.lint.semantics import is_test_path
 
 DATAPARALLEL = "import torch\nm = torch.nn.DataParallel(model)\n"
-LOADER = "from torch.utils.data import DataLoader\nld = DataLoader(ds, batch_size=2)\n"
+LOADER = "from torch.utils.data import DataLoader\nfrom torchvision import datasets\nld = DataLoader(datasets.MNIST('.'), batch_size=2)\n"
 SCRIPT = "import torch\nm = torch.jit.script(model)\nm(x)\n"
 CUDA = "import torch\nx = torch.ones(3).cuda()\n"
 LIBRARY = "import torch\nlib = torch.library.Library('mylib', 'DEF')\n"

@@ -10,6 +10,7 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, canonical
+from torchwise.lint.semantics import in_compat_fallback
 
 # removed from torch: calling them raises (name -> replacement advice)
 REMOVED: dict[str, str] = {
@@ -55,13 +56,17 @@ NON_PUBLIC: dict[str, str] = {
 }
 
 
+# Both helpers skip the old-version branch of code written for several versions
+# (``try: from torch.func import vmap`` / ``except ImportError: from functorch import vmap``).
+
+
 def symbol_calls(ctx: Context, table: dict) -> Iterator[tuple[ast.Call, str]]:
     """Calls of any name in ``table`` through a module (``torch.solve(...)``), with the name.
 
     A bare name (``solve(...)`` after ``from torch import solve``) is left to the import line's
     finding, where the fix belongs."""
     for call in ctx.calls_to(*table):
-        if call.func.__class__ is ast.Name:
+        if call.func.__class__ is ast.Name or in_compat_fallback(ctx, call):
             continue
         q = ctx.qualname(call.func)
         if q in table:
@@ -75,5 +80,5 @@ def symbol_imports(ctx: Context, table: dict) -> Iterator[tuple[ast.ImportFrom, 
             continue
         for alias in node.names:
             q = canonical(f"{node.module}.{alias.name}")
-            if q in table:
+            if q in table and not in_compat_fallback(ctx, node):
                 yield node, alias, q

@@ -23,6 +23,8 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
     if depth <= 0:
         return False
     expr = ctx.resolve(expr, use)
+    if _preprocessed(ctx, expr, use):
+        return True
     cls = expr.__class__
     if cls in (ast.List, ast.Tuple, ast.ListComp):
         return True
@@ -37,6 +39,9 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
     if built is None:
         return False
     last = built.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    if last == "Subset":
+        source = _subset_source(ctx, expr, use)
+        return source is not None and _cheap_dataset(ctx, source, use, depth - 1)
     if last in _IN_MEMORY or last.lower().startswith(_SYNTHETIC):
         return True
     if built.startswith("torch.") and last in ("tensor", "arange", "randn", "rand", "zeros", "ones", "stack", "cat"):
@@ -50,16 +55,88 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
     return False
 
 
+_TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
+                             "flatten", "t", "item"})
+
+
+def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """Evidence that producing an item costs CPU time workers could overlap: a torchvision or
+    other library dataset class, a dataset class of this file that does more than slicing, or
+    per-item transforms in this file (``transform=...``, ``transforms.Compose``). A dataset we
+    cannot see with no such evidence (a tokenised corpus, tensors made elsewhere) is left alone."""
+    built = ctx.constructed_from(ctx.resolve(expr, use), use)
+    if built is not None:
+        if built.startswith(("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")):
+            return True
+        if built.startswith("local:"):
+            klass = ctx.local_classes.get(built[6:])
+            return klass is not None and not _indexes_only(klass)
+    found = ctx._cache.get("tw202:transforms")
+    if found is None:
+        found = any(k.arg in ("transform", "transforms", "target_transform") for k in ctx.nodes.get(ast.keyword, ())) or any(
+            (ctx.qualname(c.func) or "").startswith(("torchvision.transforms.", "albumentations.")) for c in ctx.nodes.get(ast.Call, ())
+        )
+        ctx._cache["tw202:transforms"] = found
+    return found
+
+
 def _indexes_only(klass: ast.ClassDef) -> bool:
-    """``__getitem__`` that only returns items of stored sequences (``self.x[i], self.y[i]``)."""
+    """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
+    arithmetic, ``.view``/``.long()``): no file reading, decoding or transform calls."""
     for item in klass.body:
         if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
-            body = [s for s in item.body if not (s.__class__ is ast.Expr and s.value.__class__ is ast.Constant)]
-            if len(body) != 1 or body[0].__class__ is not ast.Return or body[0].value is None:
+            if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
                 return False
-            value = body[0].value
-            parts = value.elts if value.__class__ is ast.Tuple else [value]
-            return all(p.__class__ is ast.Subscript for p in parts)
+            for node in ast.walk(item):
+                if node.__class__ is ast.Call:
+                    func = node.func
+                    if not (func.__class__ is ast.Attribute and func.attr in _TENSOR_METHODS):
+                        return False
+                elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
+                    return False
+            return True
+    return False
+
+
+def _subset_source(ctx: Context, expr: ast.AST, use: ast.AST) -> ast.AST | None:
+    """The dataset a ``Subset(ds, indices)`` selects from (through names and ``self.x``)."""
+    for _ in range(3):
+        if expr.__class__ is ast.Call:
+            return expr.args[0] if expr.args else None
+        if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+            cls = ctx.class_of(use)
+            values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
+            if len(values) != 1:
+                return None
+            expr = values[0]
+            continue
+        expr = ctx.resolve(expr, use)
+        if expr.__class__ is not ast.Call:
+            return None
+    return None
+
+
+def _preprocessed(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """A Hugging Face style dataset prepared ahead with ``.map(fn, ...)`` (tokenised once, in
+    memory): ``tokenized["train"]`` after ``tokenized = raw.map(tokenize, batched=True)``."""
+    seen = 0
+    while seen < 5:
+        seen += 1
+        if expr.__class__ is ast.Subscript:
+            expr = expr.value
+            continue
+        if expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute:
+            if expr.func.attr == "map" and (expr.args or expr.keywords) and ctx.qualname(expr.func) is None:
+                return True
+            expr = expr.func.value  # .rename_column(...), .with_format(...), .shuffle(...)
+            continue
+        if expr.__class__ is ast.Name:
+            b = ctx.binding_at(expr.id, use)
+            if b is None or b.kind != "assign" or b.value is None:
+                return False
+            expr, use = b.value, b.node
+            continue
+        return False
     return False
 
 
@@ -74,7 +151,8 @@ What it flags
   included: a decision), `**kwargs` (the value may be in there), data that workers cannot
   speed up (lists, ranges, tensors, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors), iterable datasets (which the main
-  process feeds), and test files.
+  process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
+  per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -83,6 +161,8 @@ Why it matters
   should be measured; too many workers can also be slower.
 
 Example
+  from torchvision import datasets, transforms
+  train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
   loader = DataLoader(train_set, batch_size=64, shuffle=True)     # TW202
 
 Fix
@@ -100,7 +180,7 @@ Fix
             else:
                 continue  # an explicit count, 0 included, is a decision someone made
             dataset = argument(call, "dataset", 0)
-            if dataset is not None and _cheap_dataset(ctx, dataset, call):
+            if dataset is None or _cheap_dataset(ctx, dataset, call) or not _per_item_work(ctx, dataset, call):
                 continue
             yield ctx.finding(
                 self.code, call, message,

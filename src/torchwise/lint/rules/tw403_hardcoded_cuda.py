@@ -42,6 +42,8 @@ Fix
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return
+        if ctx.imports_module("triton") or ctx.imports_module("pycuda") or ctx.imports_module("cupy"):
+            return  # GPU kernels: CUDA-only by nature
         if "cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
             for n in ctx.nodes.get(ast.Constant, ())
