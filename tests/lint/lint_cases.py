@@ -874,6 +874,10 @@ POSITIVE["TW205"] = [
     ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
 ]
 NEGATIVE["TW205"] = [
+    # sampling from a tensor that lives on its device already
+    "import torch\nnxt = torch.multinomial(prob, num_samples=1).unsqueeze(1).to(device)\n",
+    # a device-holder graph traced on purpose (CLIP)
+    "import torch\nholder = torch.jit.trace(lambda: torch.ones([]).to(torch.device(device)), example_inputs=[])\n",
     "import torch\nz = torch.zeros(*shape, **factory_kwargs).to(device)\n",  # **kwargs may hold a device
     "import torch\ny = x.unsqueeze(0).repeat(b, 1).to(device)\n",  # not a factory: existing data
     'import torch\nm = torch.ones(4, 4, device="cuda")\nx = torch.zeros(3).to(torch.float16)\ny = torch.zeros(3).to(other)\n',
@@ -960,6 +964,14 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # a model moved to the CPU to ship its gradients (RPC parameter server), not a value read
+    d("""
+        for inputs, labels in batches():
+            m = get_model().cuda()
+            m(inputs.cuda()).sum().backward()
+            grads = [p.grad for p in m.cpu().parameters()]
+            opt.step()
+    """),
     # a helper that returns CPU data does not put the loop on a device
     d("""
         def get_batch(split):

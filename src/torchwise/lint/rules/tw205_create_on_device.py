@@ -17,7 +17,8 @@ DETERMINISTIC = frozenset({
     "empty_strided", "tril_indices", "triu_indices",
 })
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
-RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"})
+# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
+RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
 
 
 _LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
@@ -38,6 +39,13 @@ _SHAPE_METHODS = frozenset({
     "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
 })
+
+
+def _traced(ctx: Context, node: ast.AST) -> bool:
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.Call and (ctx.qualname(anc.func) or "").startswith(("torch.jit.", "torch.onnx.", "torch.fx.")):
+            return True
+    return False
 
 
 class CreateThenMove(Rule):
@@ -87,6 +95,8 @@ Fix
             q = ctx.qualname(inner.func)
             if q is None or not q.startswith("torch.") or q.count(".") != 1:
                 continue
+            if _traced(ctx, call):
+                continue  # inside torch.jit.trace(...): the .to() node is what is being recorded
             factory = q.split(".", 1)[1]
             if factory not in DETERMINISTIC and factory not in RANDOM:
                 continue
