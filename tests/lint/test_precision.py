@@ -32,10 +32,11 @@ def test_advice_rules_are_silent_in_test_files_only(src, code):
     assert lint_source(src, "tests/test_wrapping.py", select=[code]) == []
 
 
-def test_correctness_and_security_rules_still_run_in_tests():
+def test_correctness_rules_still_run_in_tests():
     src = "import torch\nsd = torch.load(p)\nfor p in ps:\n    p.require_grad = False\n"
     codes = {f.code for f in lint_source(src, "tests/test_io.py", select=["TW401", "TW503"])}
-    assert codes == {"TW401", "TW503"}
+    assert codes == {"TW503"}  # a test loads the file it has just written: no untrusted pickle
+    assert {f.code for f in lint_source(src, "io.py", select=["TW401", "TW503"])} == {"TW401", "TW503"}
 
 
 def test_tw514_only_in_test_files():

@@ -42,7 +42,7 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "4") and cls.code != "TW401":
+        if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "4"):
             cls.skip_tests = True
 
     def applies_to(self, source: str) -> bool:

@@ -29,7 +29,8 @@ class UnsafeTorchLoad(Rule):
 What it flags
   `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
   missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
-  the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there.
+  the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there,
+  and so are test files, which load what they have just written themselves.
 
 Why it matters
   A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
@@ -75,7 +76,7 @@ Fix
                         "argparse.Namespace in the checkpoint), which weights_only=True refuses to load"))
                 yield ctx.finding(
                     self.code, call,
-                    "torch.load without weights_only=True can run arbitrary code from the file",
+                    "torch.load without weights_only=True runs arbitrary code from the file on PyTorch < 2.6 (and wherever the default is changed)",
                     suggestion="pass weights_only=True",
                     fix=fix,
                     end_node=call.func,
