@@ -294,6 +294,17 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # a conditional no_grad context chosen by an argument
+    d("""
+        import torch
+        from contextlib import nullcontext
+        def embed(model, x, eval_with_no_grad=False):
+            if eval_with_no_grad:
+                model.eval()
+            context = torch.no_grad if eval_with_no_grad else nullcontext
+            with context():
+                return model(x)
+    """),
     # a project decorator that returns torch.inference_mode()(fn), defined here or imported
     d("""
         import torch
@@ -1210,6 +1221,15 @@ POSITIVE["TW218"] = [
     """), 3),
 ]
 NEGATIVE["TW218"] = [
+    # casting a module copy to the input's dtype (a profiler), not fp16 training
+    d("""
+        import torch
+        def profile(m, x, opt):
+            m = m.half() if x.dtype is torch.float16 else m
+            y = m(x)
+            y.sum().backward()
+            opt.step()
+    """),
     # a round trip that rounds the weights to fp16 precision, training stays fp32
     d("""
         for epoch in range(3):

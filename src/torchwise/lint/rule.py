@@ -24,7 +24,7 @@ class Rule:
     doc: str = ""
     triggers: tuple[str, ...] = ()
     fixable: bool = False
-    # advice (performance, device placement) that test code follows on purpose or need not follow
+    # advice (performance, reproducibility, devices) that test code follows on purpose or need not follow
     skip_tests: bool = False
 
     def check(self, ctx: "Context") -> Iterator[Finding]:  # pragma: no cover - abstract
@@ -42,7 +42,7 @@ class Rule:
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
-        if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "4"):
+        if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "3", "4"):
             cls.skip_tests = True
 
     def applies_to(self, source: str) -> bool:

@@ -599,6 +599,10 @@ def _is_grad_off(ctx: Context, expr: AST, depth: int = 2) -> bool:
     if name and ("no_grad" in name or "inference_mode" in name) and not (call is not None and call.args and _is_false(call.args[0])):
         return True
     if depth > 0 and target.__class__ is ast.Name:
+        bound = ctx.resolve(target)
+        if bound is not target and bound.__class__ is ast.IfExp:
+            # context = torch.no_grad if eval_with_no_grad else nullcontext: off whenever it is asked to be
+            return _is_grad_off(ctx, bound.body, depth - 1) or _is_grad_off(ctx, bound.orelse, depth - 1)
         func = local_function(ctx, ast.Call(func=target, args=[], keywords=[]))
         if func is not None and func.__class__ is not ast.Lambda:
             for sub in ast.walk(func):

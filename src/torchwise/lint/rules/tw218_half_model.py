@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
@@ -13,6 +14,7 @@ from torchwise.lint.semantics import is_model_name, is_module_instance, training
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
 
+_DTYPE_TEST = re.compile(r"dtype|float16|half")
 _BACK_TO_FULL = frozenset({"float", "double", "bfloat16"})
 
 
@@ -76,6 +78,8 @@ Fix
                 target = kw.value if kw is not None else (call.args[0] if len(call.args) == 1 else None)
                 if target is None or ctx.qualname(target) not in _HALF_DTYPES:
                     continue
+            if any(_DTYPE_TEST.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(call)):
+                continue  # m.half() if x.dtype is torch.float16 else m: matching the input's dtype
             if _converted_back(ctx, call):
                 continue  # model.half().float(): a round trip that rounds the weights, not fp16 training
             recv = func.value
