@@ -1544,6 +1544,7 @@ NEGATIVE["TW504"] = [
 
 # ----------------------------------------------------------------------------------- TW505
 POSITIVE["TW505"] = [
+    ("from torch.utils.data import DataLoader, _utils\nld = DataLoader(ds, collate_fn=_utils.collate.default_collate)\n", 2),
     ("from torch.utils.data._utils.collate import default_collate\nb = default_collate(items)\n", 1),
     ("import torch\nb = torch.utils.data._utils.collate.default_convert(x)\n", 2),
 ]
@@ -1583,6 +1584,7 @@ NEGATIVE["TW508"] = [
 
 # ----------------------------------------------------------------------------------- TW509
 POSITIVE["TW509"] = [
+    ("import torchvision\nm = torchvision.models.resnet50(True)\n", 2),
     ("import torchvision\nmodel = torchvision.models.resnet50(pretrained=True)\n", 2),
     ("from torchvision.models import detection\nm = detection.fasterrcnn_resnet50_fpn(pretrained_backbone=False)\n", 2),
     ("from torchvision import models\nm = models.vgg16(pretrained=args.pretrained)\n", 2),

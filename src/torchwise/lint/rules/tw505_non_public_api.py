@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
-from torchwise.lint.api_symbols import NON_PUBLIC, symbol_calls, symbol_imports
+from torchwise.lint.api_symbols import NON_PUBLIC, symbol_imports
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+
+
+_LAST = frozenset(q.rsplit(".", 1)[1] for q in NON_PUBLIC)
 
 
 class NonPublicApi(Rule):
@@ -34,9 +38,13 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call, q in symbol_calls(ctx, NON_PUBLIC):
-            yield ctx.finding(self.code, call, f"{q} is a private path; use {NON_PUBLIC[q]}",
-                              suggestion=f"use {NON_PUBLIC[q]}", end_node=call.func)
+        for node in ctx.nodes.get(ast.Attribute, ()):
+            if node.attr not in _LAST or ctx.parent(node).__class__ is ast.Attribute:
+                continue
+            q = ctx.qualname(node)
+            if q in NON_PUBLIC:  # called or passed on (collate_fn=torch.utils.data._utils.collate.default_collate)
+                yield ctx.finding(self.code, node, f"{q} is a private path; use {NON_PUBLIC[q]}",
+                                  suggestion=f"use {NON_PUBLIC[q]}")
         for node, alias, q in symbol_imports(ctx, NON_PUBLIC):
             public = NON_PUBLIC[q]
             fix = None

@@ -15,12 +15,12 @@ _OLD_TO_NEW = {"pretrained": "weights", "pretrained_backbone": "weights_backbone
 class TorchvisionPretrained(Rule):
     code = "TW509"
     name = "torchvision-pretrained-arg"
-    triggers = ("pretrained",)
+    triggers = ("torchvision",)
     fixable = True
     doc = """\
 What it flags
   A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
-  with `pretrained=` or `pretrained_backbone=`.
+  with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` as its first argument.
 
 Why it matters
   Since torchvision 0.13 the builders take `weights=`/`weights_backbone=` (an enum naming the
@@ -40,11 +40,15 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.nodes.get(ast.Call, ()):
-            if not call.keywords:
+            if not call.keywords and not call.args:
                 continue
             q = ctx.qualname(call.func)
             if q is None or not q.startswith("torchvision.models."):
                 continue
+            first = call.args[0] if call.args else None
+            if first is not None and first.__class__ is ast.Constant and type(first.value) is bool and q.rsplit(".", 1)[-1][:1].islower():
+                yield ctx.finding(self.code, first, "a positional pretrained flag is deprecated in torchvision; pass weights=",
+                                  suggestion="pass weights=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)")
             for kw in call.keywords:
                 new = _OLD_TO_NEW.get(kw.arg or "")
                 if new is None:

@@ -33,8 +33,10 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for node in ctx.nodes.get(ast.ImportFrom, ()):
-            if node.module and not node.level and any(canonical(f"{node.module}.{a.name}") == _NAME for a in node.names):
-                yield self._finding(ctx, node)
+            if node.module and not node.level:
+                for alias in node.names:
+                    if canonical(f"{node.module}.{alias.name}") == _NAME:
+                        yield self._finding(ctx, alias if hasattr(alias, "lineno") else node)
         for node in ctx.nodes.get(ast.Attribute, ()):
             if node.attr == "ToTensor" and ctx.qualname(node) == _NAME:
                 yield self._finding(ctx, node)
