@@ -294,6 +294,19 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # forward() of a module that puts a frozen sub-network in eval mode: training still runs through it
+    d("""
+        import torch.nn as nn
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = nn.Linear(4, 4)
+                self.proj = nn.Linear(4, 2)
+            def forward(self, x, freeze=False):
+                if freeze:
+                    self.backbone.eval()
+                return self.proj(self.backbone(x))
+    """),
     # a conditional no_grad context chosen by an argument
     d("""
         import torch
@@ -1463,6 +1476,15 @@ POSITIVE["TW406"] = [
     """), 2),
 ]
 NEGATIVE["TW406"] = [
+    # kept in a dict of loader arguments (the loop may use it through that)
+    d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        sampler = DistributedSampler(val_set)
+        kwargs = {"sampler": sampler, "batch_size": 8}
+        loader = DataLoader(val_set, **kwargs)
+        for epoch in range(3):
+            run(loader)
+    """),
     # the sampler goes to a training function of another module, which calls set_epoch there
     d("""
         from torch.utils.data import DataLoader, DistributedSampler

@@ -126,8 +126,8 @@ Fix
         named = not is_module and is_eval_name(scope.name)
         if not evals and not named:
             return None
-        if not evals and _is_module_method(ctx, scope):
-            return None  # predict_masks() of an nn.Module is part of its forward: the caller sets grad mode
+        if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
+            return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
         first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
         # anything that needs gradients makes this not (only) evaluation

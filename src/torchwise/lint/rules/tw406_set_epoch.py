@@ -36,6 +36,9 @@ def _handed_on(ctx: Context, sampler: ast.Call) -> bool:
     for call in ctx.calls_to("torch.utils.data.DataLoader"):
         if any(last_name(v) in names for v in [*call.args, *(k.value for k in call.keywords)]):
             names |= _bound_names(ctx, call)
+    for d in ctx.nodes.get(ast.Dict, ()):
+        if any(v is not None and last_name(v) in names for v in d.values):
+            return True  # stored in a dict of loader arguments we do not follow
     for call in ctx.nodes.get(ast.Call, ()):
         if ctx.qualname(call.func) in ("torch.utils.data.DataLoader", "torch.utils.data.DistributedSampler"):
             continue
