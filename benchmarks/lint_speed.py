@@ -7,8 +7,7 @@ Both tools run as commands (start-up included) on the same folders, side by side
     TORCHFIX=/tmp/tfvenv/bin/torchfix python benchmarks/lint_speed.py --jobs-compare
 
 It prints files, lines, wall seconds and lines/s for each tool and the ratio, then the findings
-of both tools on the three rules they share (DataLoader workers: TW202/TOR401; zero_grad
-set_to_none: TW208/none in TorchFix 0.7; torch.load weights_only: TW401/TOR102).
+of both tools per TorchFix rule and the torchwise code that covers it (``SHARED``).
 The torch package is located without importing it.
 """
 
@@ -26,10 +25,26 @@ import time
 from pathlib import Path
 
 FOLDERS = ("nn", "optim", "utils/data")
-SHARED = {  # topic -> (torchwise code, TorchFix code or None)
-    "DataLoader workers": ("TW202", "TOR401"),
-    "zero_grad set_to_none": ("TW208", None),
+SHARED = {  # topic -> (torchwise code, TorchFix 0.7 code or None): every TorchFix rule has a torchwise code
+    "removed functions (calls)": ("TW501", "TOR001"),
+    "removed functions (imports)": ("TW501", "TOR004"),
+    "require_grad typo": ("TW503", "TOR002"),
+    "checkpoint use_reentrant": ("TW504", "TOR003"),
+    "deprecated functions (calls)": ("TW502", "TOR101"),
+    "deprecated functions (imports)": ("TW502", "TOR103"),
     "torch.load weights_only": ("TW401", "TOR102"),
+    "non-public functions (uses)": ("TW505", "TOR104"),
+    "non-public functions (imports)": ("TW505", "TOR105"),
+    "log(1 + x)": ("TW506", "TOR106"),
+    "exp(x) - 1": ("TW507", "TOR107"),
+    "log(sum(exp(x)))": ("TW508", "TOR108"),
+    "torchvision pretrained=": ("TW509", "TOR201"),
+    "transforms.v2.ToTensor": ("TW510", "TOR202"),
+    "torchvision submodule import": ("TW511", "TOR203"),
+    "DataLoader workers": ("TW202", "TOR401"),
+    "zero_grad set_to_none": ("TW208", "TOR402"),
+    "torch.library.Library in tests": ("TW514", "TOR901"),
+    "torch.cuda.amp / apex (deprecated AMP)": ("TW220", "TOR101"),
 }
 # Small files exercising the shared rules, written to a temporary folder and checked by both
 # tools, to show where their answers differ (the torch sources use few of these APIs directly).

@@ -21,6 +21,17 @@ NEGATIVE: dict[str, list[str]] = {}
 
 # ----------------------------------------------------------------------------------- TW101
 POSITIVE["TW101"] = [
+    # backwarded, but the total is never reset inside the loop: it grows for the whole run
+    (d("""
+        import torch.nn.functional as F
+        running = 0
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            running += loss
+            loss.backward()
+            optimizer.step()
+        print(running)
+    """), 5),
     (d("""
         import torch.nn as nn
         criterion = nn.CrossEntropyLoss()
@@ -67,6 +78,21 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # gradient accumulation: each micro-step's loss is backwarded (buffers freed) and the total
+    # restarts at every optimizer step, so nothing piles up (torchtune recipes)
+    d("""
+        import torch.nn.functional as F
+        for epoch in range(3):
+            running_loss = 0
+            for idx, batch in enumerate(loader):
+                current_loss = F.cross_entropy(model(batch), batch) * n_tokens
+                running_loss += current_loss
+                current_loss.backward()
+                if (idx + 1) % accum == 0:
+                    optimizer.step()
+                    print(running_loss.detach().item())
+                    running_loss = 0
+    """),
     # losses collected for one later backward pass through all of them (MC dropout, accumulation)
     d("""
         import torch
@@ -748,6 +774,16 @@ POSITIVE["TW202"] = [
     ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # tokenised tensors converted with .type() per item, next to a torchvision transform elsewhere
+    d("""
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class Instructions(Dataset):
+            def __getitem__(self, i):
+                ids = self._data[i]["input_ids"].type(torch.int64)
+                return ids, self._data[i]["labels"].type(torch.int64)
+        loader = DataLoader(Instructions(), batch_size=2)
+    """),
     # a dataset we cannot see, with no sign of per-item work in the file (tokenised text, tensors)
     "from torch.utils.data import DataLoader\nfrom data import get_dataset\nds = get_dataset(cfg)\ndl = DataLoader(ds, batch_size=1)\n",
     # tokenised once with .map(), then only padded per batch (Hugging Face examples)
@@ -1354,6 +1390,7 @@ POSITIVE["TW305"] = [
     ("import torch\ntorch.backends.cudnn.deterministic = True\n", 2),
 ]
 NEGATIVE["TW305"] = [
+    "import torch\ntorch.set_deterministic_debug_mode(mode)\ntorch.backends.cudnn.deterministic = True\n",
     "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.use_deterministic_algorithms(True)\n",
     "import torch\ntorch.backends.cudnn.deterministic = False\n",
 ]
@@ -1401,6 +1438,9 @@ POSITIVE["TW403"] = [
     ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
 ]
 NEGATIVE["TW403"] = [
+    # NCCL (and GPU-only engines such as vLLM) mean the code is GPU-only by design
+    "import torch\nimport torch.distributed as dist\ndist.init_process_group(backend=\"nccl\")\nmodel.cuda()\n",
+    "import torch\nfrom vllm import LLM\nw = torch.empty(4, device=\"cuda\")\n",
     # a Triton kernel module is CUDA-only by nature
     "import torch\nimport triton\nout = torch.empty(n, device=\"cuda\")\n",
     'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nmodel = Net().to(device)\nx = x.cuda()\n',

@@ -47,6 +47,17 @@ def _returned_names(ctx: Context, scope: ast.AST) -> set[str]:
     return out
 
 
+def _reset_in_loop(ctx: Context, name: str, node: ast.AST) -> bool:
+    """Is ``name`` re-bound to a fresh value (``running_loss = 0``) inside a loop around ``node``?"""
+    for loop in ctx.enclosing_loops(node):
+        for sub in ctx.walk_body(loop.body):
+            if sub.__class__ is ast.Assign and sub is not node and any(
+                t.__class__ is ast.Name and t.id == name for t in sub.targets
+            ) and not any(n.__class__ is ast.Name and n.id == name for n in ast.walk(sub.value)):
+                return True
+    return False
+
+
 class RunningLossTensor(Rule):
     code = "TW101"
     name = "running-loss-tensor"
@@ -112,6 +123,8 @@ Fix
         scope = ctx.scope_of(node)
         if acc.id in _names_feeding_backward(ctx, scope):
             return  # the graphs are kept on purpose: a later backward pass runs through them
+        if was_backwarded(ctx, value, node) and _reset_in_loop(ctx, acc.id, node):
+            return  # backward freed the buffers and the total restarts every step: nothing piles up
         if acc.id in _returned_names(ctx, scope) and not was_backwarded(ctx, value, node):
             return  # handing the losses to the caller, who runs the backward pass
         fix = None

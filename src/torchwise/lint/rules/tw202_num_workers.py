@@ -56,7 +56,7 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
 
 
 _TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
-                             "flatten", "t", "item"})
+                             "flatten", "t", "item", "type", "to", "bool", "half"})
 
 
 def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:

@@ -14,6 +14,9 @@ _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
 _FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
 
 
+_GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -42,8 +45,10 @@ Fix
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return
-        if ctx.imports_module("triton") or ctx.imports_module("pycuda") or ctx.imports_module("cupy"):
-            return  # GPU kernels: CUDA-only by nature
+        if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
+            return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
+        if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
+            return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
         if "cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
             for n in ctx.nodes.get(ast.Constant, ())
