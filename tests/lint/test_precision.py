@@ -39,6 +39,12 @@ def test_correctness_rules_still_run_in_tests():
     assert {f.code for f in lint_source(src, "io.py", select=["TW401", "TW503"])} == {"TW401", "TW503"}
 
 
+def test_tw101_reference_sums_in_tests_are_left_alone():
+    src = "import torch.nn.functional as F\ntotal = 0.0\nfor h in hs:\n    loss = F.cross_entropy(h, y)\n    total += loss\nassert total > 0\n"
+    assert [f.code for f in lint_source(src, "train.py", select=["TW101"])] == ["TW101"]
+    assert lint_source(src, "tests/test_loss.py", select=["TW101"]) == []
+
+
 def test_tw514_only_in_test_files():
     assert [f.code for f in lint_source(LIBRARY, "tests/test_ops.py", select=["TW514"])] == ["TW514"]
     assert lint_source(LIBRARY, "mylib/ops.py", select=["TW514"]) == []
