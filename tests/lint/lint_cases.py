@@ -78,6 +78,14 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # the parts of one step's loss, rebound every iteration (DeiT's distillation terms)
+    d("""
+        for x, y in loader:
+            outputs = model(x)
+            loss = criterion(outputs[0], y)
+            loss = loss + 0.25 * criterion(outputs[1], y)
+            loss_scaler(loss, optimizer)
+    """),
     # gradient accumulation: each micro-step's loss is backwarded (buffers freed) and the total
     # restarts at every optimizer step, so nothing piles up (torchtune recipes)
     d("""
@@ -752,6 +760,14 @@ POSITIVE["TW201"] = [
     ("import torch\nm = torch.nn.DataParallel(net).cuda()\n", 2),
 ]
 NEGATIVE["TW201"] = [
+    # a library helper choosing DataParallel for its caller's model and returning it
+    d("""
+        import torch
+        def auto_model(model, **kwargs):
+            if torch.cuda.device_count() > 1:
+                model = torch.nn.parallel.DataParallel(model, **kwargs)
+            return model
+    """),
     # a library helper that offers DataParallel; the caller decides
     "from torch.nn import DataParallel\ndef setup_module(module, devices):\n    return DataParallel(module=module, device_ids=devices)\n",
     HEADER + "if isinstance(model, nn.DataParallel):\n    model = model.module\n",
@@ -934,6 +950,7 @@ POSITIVE["TW205"] = [
     ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
 ]
 NEGATIVE["TW205"] = [
+    "import torch\nt = torch.tensor([rank + 1]).to(\"cpu\")\n",  # made on the CPU already
     # sampling from a tensor that lives on its device already
     "import torch\nnxt = torch.multinomial(prob, num_samples=1).unsqueeze(1).to(device)\n",
     # a device-holder graph traced on purpose (CLIP)
@@ -1438,6 +1455,7 @@ POSITIVE["TW403"] = [
     ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
 ]
 NEGATIVE["TW403"] = [
+    "import torch\nif opt.cuda:\n    model = model.cuda()\n    x = x.cuda()\n",  # the user opted in
     # NCCL (and GPU-only engines such as vLLM) mean the code is GPU-only by design
     "import torch\nimport torch.distributed as dist\ndist.init_process_group(backend=\"nccl\")\nmodel.cuda()\n",
     "import torch\nfrom vllm import LLM\nw = torch.empty(4, device=\"cuda\")\n",

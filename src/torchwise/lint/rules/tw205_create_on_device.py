@@ -83,6 +83,8 @@ Fix
             target = device_move_target(ctx, call)
             if target is None:
                 continue
+            if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
+                continue  # .to("cpu") of a new tensor: it is made there already
             inner = call.func.value
             if inner.__class__ is not ast.Call:
                 continue

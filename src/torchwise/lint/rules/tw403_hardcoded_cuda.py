@@ -17,6 +17,9 @@ _FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_de
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
 
 
+_OPT_IN = re.compile(r"cuda|gpu", re.I)
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -59,7 +62,7 @@ Fix
         for call in ctx.calls_named("cuda"):
             func = call.func
             if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
-                yield self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present")
+                yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present"))
         for call in ctx.calls_named("to", "device"):
             func = call.func
             if func.__class__ is ast.Attribute and func.attr == "to":
@@ -69,16 +72,23 @@ Fix
             else:
                 continue
             if arg is not None and arg.__class__ is ast.Constant and isinstance(arg.value, str) and _CUDA_STR.match(arg.value):
-                yield self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback')
+                yield from self._opt(self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback'))
         for kw_call in ctx.nodes.get(ast.Call, ()) if 'device="cuda' in src or "device='cuda" in src else ():
             kw = keyword(kw_call, "device")
             if kw is None or kw_call.func.__class__ is ast.Attribute and kw_call.func.attr == "to":
                 continue
             v = kw.value
             if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
-                yield self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value)
+                yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
 
-    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding:
+    @staticmethod
+    def _opt(finding: Finding | None) -> Iterator[Finding]:
+        if finding is not None:
+            yield finding
+
+    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
+        if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(node)):
+            return None  # under `if args.cuda:` / `if use_gpu:`: the user chose the GPU
         return ctx.finding(
             self.code, at or node, message,
             suggestion='pick the device once (device = "cuda" if torch.cuda.is_available() else "cpu") and use .to(device)',
