@@ -81,7 +81,11 @@ What it flags
   optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
   `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
   `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
-  Unit tests (`test*` functions) and framework hooks (`validation_step`) are left alone.
+  A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
+  or a function of this file that applies one, counts as no_grad. Factory calls
+  (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
+  (`test*` functions), framework hooks (`validation_step`) and methods of `nn.Module` classes
+  (part of some forward pass) are left alone.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and

@@ -48,8 +48,10 @@ What it flags
   The innermost loop that runs both a `backward()` and an optimizer `step()` when nothing in
   it clears the gradients: no `zero_grad(...)` on an optimizer or model, no `p.grad = None`,
   `p.grad.zero_()` or `del p.grad`, also looking into closures and into helper functions of
-  the same file that the loop calls. A loop that hands the optimizer to some other function
-  is left alone (that function may zero the gradients).
+  the same file that the loop calls (three calls deep). Left alone: a loop that hands the
+  optimizer, the model or its parameters to a function of another module (it may clear the
+  gradients), and distributed-autograd loops (`dist_autograd.backward(context_id, ...)`), whose
+  gradients live in a fresh context each step.
 
 Why it matters
   `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer

@@ -25,7 +25,9 @@ class JitScriptForSpeed(Rule):
 What it flags
   `@torch.jit.script` on a function, and `torch.jit.script(obj)` whose result this file does
   not save (`torch.jit.save(...)` or `.save(...)`); scripting for export to C++/mobile is a
-  different use and is left alone.
+  different use and is left alone, as are scripting under an opt-in option (`if
+  args.torchscript:`), a scripted module whose graph or code is inspected, and test files
+  (which check that a model *can* be scripted).
 
 Why it matters
   TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is

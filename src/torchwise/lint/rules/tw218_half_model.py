@@ -42,7 +42,8 @@ What it flags
   `model.half()`, `model.to(torch.float16)` or `model.to(dtype=torch.half)` on something that
   evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
   a function (or script) that also trains: it calls `backward()` or an optimizer `step()`.
-  Inference code is not flagged.
+  Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
+  and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
 Why it matters
   Converting the whole model stores the weights, the optimizer's updates and the BatchNorm

@@ -35,7 +35,9 @@ class LegacyAmp(Rule):
 What it flags
   Uses of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast`
   (and `custom_fwd`/`custom_bwd`), however imported, and of NVIDIA apex's `amp`
-  (`from apex import amp`, `amp.initialize(...)`).
+  (`from apex import amp`, `amp.initialize(...)`). The old-torch branch of version-dependent
+  code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
+  expression that tests a version or whose other branch uses `torch.amp`.
 
 Why it matters
   The device-specific AMP entry points are deprecated aliases of the device-generic
