@@ -7,8 +7,7 @@ Both tools run as commands (start-up included) on the same folders, side by side
     TORCHFIX=/tmp/tfvenv/bin/torchfix python benchmarks/lint_speed.py --jobs-compare
 
 It prints files, lines, wall seconds and lines/s for each tool and the ratio, then the findings
-of both tools on the three rules they share (DataLoader workers: TW202/TOR401; zero_grad
-set_to_none: TW208/none in TorchFix 0.7; torch.load weights_only: TW401/TOR102).
+of both tools per TorchFix rule and the torchwise code that covers it (``SHARED``).
 The torch package is located without importing it.
 """
 
@@ -26,10 +25,22 @@ import time
 from pathlib import Path
 
 FOLDERS = ("nn", "optim", "utils/data")
-SHARED = {  # topic -> (torchwise code, TorchFix code or None)
-    "DataLoader workers": ("TW202", "TOR401"),
-    "zero_grad set_to_none": ("TW208", None),
-    "torch.load weights_only": ("TW401", "TOR102"),
+SHARED = {  # topic -> (torchwise code, TorchFix 0.7 codes): every TorchFix rule has a torchwise code
+    "removed functions": ("TW501", ("TOR001", "TOR004")),
+    "require_grad typo": ("TW503", ("TOR002",)),
+    "checkpoint use_reentrant": ("TW504", ("TOR003",)),
+    "deprecated functions (TW220 for torch.cuda.amp)": ("TW502", ("TOR101", "TOR103")),
+    "torch.load weights_only": ("TW401", ("TOR102",)),
+    "non-public functions": ("TW505", ("TOR104", "TOR105")),
+    "log(1 + x)": ("TW506", ("TOR106",)),
+    "exp(x) - 1": ("TW507", ("TOR107",)),
+    "log(sum(exp(x)))": ("TW508", ("TOR108",)),
+    "torchvision pretrained=": ("TW509", ("TOR201",)),
+    "transforms.v2.ToTensor": ("TW510", ("TOR202",)),
+    "torchvision submodule import": ("TW511", ("TOR203",)),
+    "DataLoader workers": ("TW202", ("TOR401",)),
+    "zero_grad set_to_none": ("TW208", ("TOR402",)),
+    "torch.library.Library in tests": ("TW514", ("TOR901",)),
 }
 # Small files exercising the shared rules, written to a temporary folder and checked by both
 # tools, to show where their answers differ (the torch sources use few of these APIs directly).
@@ -125,7 +136,7 @@ def compare_cases(exe: str) -> None:
         tw = run_torchwise_on(folder)
         tf = run_torchfix_on(folder, exe)
     wanted_tw = {c for c, _ in SHARED.values()}
-    wanted_tf = {c for _, c in SHARED.values() if c}
+    wanted_tf = {c for _, codes in SHARED.values() for c in codes}
     print(f"  {'case':24s} {'torchwise':12s} {'TorchFix':12s}")
     for name in SHARED_CASES:
         a = ",".join(sorted({f["code"] for f in tw if os.path.basename(f["path"]) == name and f["code"] in wanted_tw})) or "-"
@@ -190,10 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nspeed ratio (torchwise lines/s / TorchFix lines/s): {tf_wall / tw_wall:.1f}x  (target >= 30x)")
 
     print("\nfindings on the shared rules:")
-    for topic, (tw_code, tf_code) in SHARED.items():
-        tw = sorted((f["path"], f["line"]) for f in tw_found if f["code"] == tw_code)
-        tf = sorted((f["path"], f["line"]) for f in tf_found if f["code"] == tf_code) if tf_code else []
-        print(f"  {topic}: torchwise {tw_code} {len(tw)}, TorchFix {tf_code or '(no such rule)'} {len(tf)}")
+    for topic, (tw_code, tf_codes) in SHARED.items():
+        tw = sorted({(f["path"], f["line"]) for f in tw_found if f["code"] == tw_code})
+        tf = sorted({(f["path"], f["line"]) for f in tf_found if f["code"] in tf_codes})
+        print(f"  {topic}: torchwise {tw_code} {len(tw)}, TorchFix {'/'.join(tf_codes)} {len(tf)}")
         both = set(tw) & set(tf)
         for path, line in sorted(set(tw) | set(tf)):
             who = "both" if (path, line) in both else ("torchwise only" if (path, line) in set(tw) else "TorchFix only")

@@ -21,6 +21,7 @@ CATEGORIES: dict[str, str] = {
     "2": "performance",
     "3": "reproducibility",
     "4": "devices",
+    "5": "api",
 }
 
 
@@ -30,7 +31,7 @@ class Practice:
 
     code: str
     title: str
-    category: str  # "correctness" | "performance" | "reproducibility" | "devices"
+    category: str  # "correctness" | "performance" | "reproducibility" | "devices" | "api"
     rationale: str  # why it matters, and the mechanism behind it
     seeds: tuple[int, ...]  # numbers of the source articles
     static: bool  # the linter can detect it
@@ -628,6 +629,131 @@ _add("TW408", "Model split across devices moved wholesale", (4,), "R", "trainer 
      "model = TwoStageModel()   # stages on cuda:0 and cuda:1\nmodel.to('cuda')",
      "model = TwoStageModel()\nx = x.to(next(model.stage1.parameters()).device)")
 
+
+# ---------------------------------------------------------------------------------------------
+# TW5xx: api (removed, deprecated and non-public APIs; numerically fragile spellings)
+# ---------------------------------------------------------------------------------------------
+
+_add("TW501", "Removed PyTorch functions", (), "S", "",
+     """Functions such as `torch.solve`, `torch.symeig`, `torch.matrix_rank`, `torch.lstsq` and
+     `torch.eig` were deprecated for several releases and then deleted. A call or import of one
+     fails with AttributeError or ImportError on current PyTorch, often late in a job when a rare
+     code path is reached.""",
+     """Use the `torch.linalg` replacement (`torch.linalg.solve(A, B)`: note the argument
+     order).""",
+     "x = torch.solve(B, A).solution",
+     "x = torch.linalg.solve(A, B)")
+
+_add("TW502", "Deprecated PyTorch functions", (), "S", "",
+     """Deprecated functions (`torch.qr`, `torch.svd`, `torch.norm`, `torch.chain_matmul`,
+     `torch.range`, `nn.utils.weight_norm`, `functorch.vmap`...) warn on every call and disappear
+     in a later release. Several differ subtly from their replacements, so moving early with tests
+     is cheaper than moving when an upgrade breaks the code.""",
+     """Use the named replacement (`torch.linalg.*`, `torch.arange`,
+     `nn.utils.parametrizations.weight_norm`, `torch.func.*`).""",
+     "outer = torch.ger(a, b)\nfrom functorch import vmap",
+     "outer = torch.outer(a, b)\nfrom torch.func import vmap")
+
+_add("TW503", "`require_grad` typo", (), "S", "",
+     """Tensors have `requires_grad`; assigning `require_grad` creates an unrelated attribute and
+     changes nothing. The intended freeze or unfreeze silently does not happen, so a frozen part
+     keeps training or a new head never trains.""",
+     "Assign `requires_grad` (or call `requires_grad_(flag)`).",
+     "p.require_grad = False",
+     "p.requires_grad = False")
+
+_add("TW504", "Activation checkpoint without explicit use_reentrant", (), "S", "",
+     """`torch.utils.checkpoint.checkpoint` warns when `use_reentrant` is not given, and the
+     default is set to change. The reentrant variant does not support `torch.autograd.grad`,
+     keyword arguments, or inputs that do not require grad, where gradients silently become
+     None.""",
+     "Pass `use_reentrant=False` (recommended) or `use_reentrant=True` explicitly.",
+     "h = checkpoint(block, x)",
+     "h = checkpoint(block, x, use_reentrant=False)")
+
+_add("TW505", "Public functions imported from private modules", (), "S", "",
+     """Modules whose names start with an underscore are internal and are reorganised without
+     notice. Importing a public function such as `default_collate` through
+     `torch.utils.data._utils.collate` breaks on some upgrade although the function is stable.""",
+     "Import it from its public place (`from torch.utils.data import default_collate`).",
+     "from torch.utils.data._utils.collate import default_collate",
+     "from torch.utils.data import default_collate")
+
+_add("TW506", "log(1 + x) instead of log1p", (), "S", "",
+     """For small `x` the sum `1 + x` rounds away most of `x` before the logarithm is taken, so
+     `torch.log(1 + x)` loses precision or returns 0. `torch.log1p` computes the same value
+     accurately.""",
+     "`torch.log1p(x)`.",
+     "y = torch.log(1 + x)",
+     "y = torch.log1p(x)")
+
+_add("TW507", "exp(x) - 1 instead of expm1", (), "S", "",
+     """For small `x`, `exp(x)` is close to 1 and subtracting 1 cancels most significant digits.
+     `torch.expm1` computes the difference accurately.""",
+     "`torch.expm1(x)`.",
+     "y = torch.exp(x) - 1",
+     "y = torch.expm1(x)")
+
+_add("TW508", "log(sum(exp(x))) instead of logsumexp", (), "S", "",
+     """Written out, `exp` overflows to inf for moderately large inputs (about 88 in float32) and
+     underflows for very negative ones, so the result is inf or -inf where the true value is
+     finite. `torch.logsumexp` subtracts the maximum first and stays exact.""",
+     "`torch.logsumexp(x, dim)`.",
+     "lse = torch.log(torch.sum(torch.exp(x), dim=1))",
+     "lse = torch.logsumexp(x, dim=1)")
+
+_add("TW509", "torchvision `pretrained=` arguments", (), "S", "",
+     """Since torchvision 0.13 model builders take `weights=` (an enum naming the exact checkpoint)
+     and the boolean `pretrained=`/`pretrained_backbone=` warn and are being removed.
+     `pretrained=True` also hides which of several published checkpoints is loaded.""",
+     """Pass `weights=<Model>_Weights.<NAME>` (`IMAGENET1K_V1` is what `pretrained=True` loaded),
+     `weights="DEFAULT"`, or `weights=None`.""",
+     "model = torchvision.models.resnet50(pretrained=True)",
+     "model = torchvision.models.resnet50(weights=ResNet50_Weights.IMAGENET1K_V1)")
+
+_add("TW510", "transforms.v2.ToTensor", (), "S", "",
+     """In torchvision's v2 transforms `ToTensor` is deprecated and will be removed. It merges two
+     steps that v2 keeps apart: converting to a tensor image, and rescaling to float.""",
+     "`v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])`.",
+     "from torchvision.transforms.v2 import ToTensor",
+     "from torchvision.transforms import v2\nto_tensor = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])")
+
+_add("TW511", "torchvision submodule imported under its own name", (), "S", "",
+     """`import torchvision.models as models` binds exactly what `from torchvision import models`
+     binds but reads as if another module were meant, and import tools treat the forms
+     differently. Writing the `from` form keeps imports uniform.""",
+     "`from torchvision import models` (likewise `datasets`, `transforms`).",
+     "import torchvision.models as models",
+     "from torchvision import models")
+
+_add("TW512", "Asynchronous collective never waited on", (), "S", "",
+     """With `async_op=True` (and always for `isend`/`irecv`) a collective only starts the
+     communication and returns a work handle. Until `work.wait()` the tensor may be incomplete;
+     code that reads or changes it before then gets partial results or races the transfer, only
+     sometimes.""",
+     """Keep the handle and call `work.wait()` before using the tensor, or drop
+     `async_op=True`.""",
+     "dist.all_reduce(grad, async_op=True)\ngrad /= world_size",
+     "work = dist.all_reduce(grad, async_op=True)\nwork.wait()\ngrad /= world_size")
+
+_add("TW513", "Legacy torch.Tensor constructor", (), "S", "",
+     """`torch.Tensor(3, 4)` returns uninitialised memory while `torch.Tensor([3, 4])` returns
+     data, and both use the global default float type instead of the data's dtype. Leftover
+     memory that slips into a computation gives irreproducible results.""",
+     """`torch.empty`/`torch.zeros(sizes)` for shapes, `torch.tensor(data, dtype=...)` for
+     values.""",
+     "w = torch.Tensor(out_features, in_features)",
+     "w = torch.empty(out_features, in_features)\nnn.init.kaiming_uniform_(w)")
+
+
+_add("TW514", "torch.library.Library created in tests", (), "S", "",
+     """A `torch.library.Library` registers operators with the dispatcher for as long as it
+     lives, and one created in a test usually outlives it. Its registrations then leak into later
+     tests, which pass or fail depending on their order.""",
+     """Use `with torch.library._scoped_library(ns, kind) as lib:`, which unregisters everything
+     when the block ends.""",
+     "lib = torch.library.Library('mylib', 'DEF')",
+     "with torch.library._scoped_library('mylib', 'DEF') as lib:\n    ...")
 
 PRACTICES: dict[str, Practice] = {p.code: p for p in _ENTRIES}
 del _ENTRIES

@@ -21,6 +21,17 @@ NEGATIVE: dict[str, list[str]] = {}
 
 # ----------------------------------------------------------------------------------- TW101
 POSITIVE["TW101"] = [
+    # backwarded, but the total is never reset inside the loop: it grows for the whole run
+    (d("""
+        import torch.nn.functional as F
+        running = 0
+        for x, y in loader:
+            loss = F.cross_entropy(model(x), y)
+            running += loss
+            loss.backward()
+            optimizer.step()
+        print(running)
+    """), 5),
     (d("""
         import torch.nn as nn
         criterion = nn.CrossEntropyLoss()
@@ -67,6 +78,52 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # the parts of one step's loss, rebound every iteration (DeiT's distillation terms)
+    d("""
+        for x, y in loader:
+            outputs = model(x)
+            loss = criterion(outputs[0], y)
+            loss = loss + 0.25 * criterion(outputs[1], y)
+            loss_scaler(loss, optimizer)
+    """),
+    # gradient accumulation: each micro-step's loss is backwarded (buffers freed) and the total
+    # restarts at every optimizer step, so nothing piles up (torchtune recipes)
+    d("""
+        import torch.nn.functional as F
+        for epoch in range(3):
+            running_loss = 0
+            for idx, batch in enumerate(loader):
+                current_loss = F.cross_entropy(model(batch), batch) * n_tokens
+                running_loss += current_loss
+                current_loss.backward()
+                if (idx + 1) % accum == 0:
+                    optimizer.step()
+                    print(running_loss.detach().item())
+                    running_loss = 0
+    """),
+    # losses collected for one later backward pass through all of them (MC dropout, accumulation)
+    d("""
+        import torch
+        def closure(self):
+            losses = []
+            for k in range(2):
+                loss = self.loss(self(x))
+                losses.append(loss)
+                self.manual_backward(loss, retain_graph=True)
+            loss = torch.stack(losses).mean()
+            self.manual_backward(loss)
+    """),
+    d("""
+        import torch.nn.functional as F
+        losses = []
+        for it in range(n):
+            out = ddp_model(x)
+            loss = F.mse_loss(out, y)
+            losses.append(loss)
+        for it in range(n):
+            loss = losses[it]
+            accelerator.backward(loss)
+    """),
     # .item() and .detach() are the fixes
     d("""
         import torch.nn as nn
@@ -194,6 +251,20 @@ POSITIVE["TW103"] = [
     """), 7),
 ]
 NEGATIVE["TW103"] = [
+    # an OpenCV DNN net copied onto the instance with self.__dict__.update(locals())
+    d("""
+        import cv2
+        import torch.nn as nn
+        class Backend(nn.Module):
+            def __init__(self, w):
+                super().__init__()
+                net = cv2.dnn.readNetFromONNX(w)
+                self.__dict__.update(locals())
+            def forward(self, im):
+                self.net.setInput(im)
+                return self.net.forward()
+    """),
+    "import cv2\nnet = cv2.dnn.readNet(path)\nout = net.forward()\n",
     d("""
         import torch.nn as nn
         class Net(nn.Module):
@@ -217,6 +288,14 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # a factory name does not hide the real forward pass after it
+    (d("""
+        def validate(args, loader):
+            model = create_model(args.model)
+            model.eval()
+            for x in loader:
+                out = model(x)
+    """), 5),
     (d("""
         import torch
         def evaluate(model, loader):
@@ -249,6 +328,70 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # forward() of a module that puts a frozen sub-network in eval mode: training still runs through it
+    d("""
+        import torch.nn as nn
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.backbone = nn.Linear(4, 4)
+                self.proj = nn.Linear(4, 2)
+            def forward(self, x, freeze=False):
+                if freeze:
+                    self.backbone.eval()
+                return self.proj(self.backbone(x))
+    """),
+    # a conditional no_grad context chosen by an argument
+    d("""
+        import torch
+        from contextlib import nullcontext
+        def embed(model, x, eval_with_no_grad=False):
+            if eval_with_no_grad:
+                model.eval()
+            context = torch.no_grad if eval_with_no_grad else nullcontext
+            with context():
+                return model(x)
+    """),
+    # a project decorator that returns torch.inference_mode()(fn), defined here or imported
+    d("""
+        import torch
+        def smart_inference_mode(enabled=True):
+            def decorate(fn):
+                return (torch.inference_mode if enabled else torch.no_grad)()(fn)
+            return decorate
+        @smart_inference_mode()
+        def run(model, loader):
+            model.eval()
+            for x in loader:
+                y = model(x)
+    """),
+    d("""
+        from utils.torch_utils import smart_inference_mode
+        @smart_inference_mode()
+        def validate(model, loader):
+            for x in loader:
+                y = model(x)
+    """),
+    # a factory call after model.eval() is not a forward pass
+    d("""
+        import torch
+        from timm import create_model
+        def validate(args):
+            model = create_model(args.model, pretrained=True)
+            model.eval()
+            teacher = unwrap_model(model)
+            model = build_model(args)
+    """),
+    # predict_masks() of an nn.Module is part of its forward; the caller chooses the grad mode
+    d("""
+        import torch.nn as nn
+        class MaskDecoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.output_upscaling = nn.Sequential(nn.ConvTranspose2d(8, 4, 2))
+            def predict_masks(self, src):
+                return self.output_upscaling(src)
+    """),
     # already grad-free: with-blocks, decorators, set_grad_enabled(False)
     d("""
         import torch
@@ -341,12 +484,15 @@ NEGATIVE["TW105"] = [
 # ----------------------------------------------------------------------------------- TW107
 POSITIVE["TW107"] = [
     (HEADER + "y = x.transpose(1, 2).view(b, -1)\n", 4),
-    (HEADER + "y = x.permute(0, 2, 3, 1).view(n, -1, c)\n", 4),
+    (HEADER + "y = x.permute(0, 2, 1, 3).view(n, -1, d)\n", 4),  # every neighbour pair was reordered
+    (HEADER + "y = x.permute(0, 3, 1, 2).view(n, -1)\n", 4),
     (HEADER + "t = x.view(3, 4, 5)\nu = t.transpose(0, 2)\nv = u.view(60)\n", 6),
     (HEADER + "w = x.t().view(-1)\n", 4),
     (HEADER + "w = x.mT.view(-1)\n", 4),
 ]
 NEGATIVE["TW107"] = [
+    # NCHW -> NHWC then merging H and W: they stay neighbours in memory, so the view works (DINO)
+    HEADER + "y = x.permute(0, 2, 3, 1).view(n, -1, c)\n",
     HEADER + "y = x.transpose(1, 2).contiguous().view(b, -1)\nz = x.transpose(1, 2).reshape(b, -1)\n",
     # a view that only splits dimensions works after a transpose
     HEADER + "q = q.view(t, b * h, d).transpose(0, 1)\nq = q.view(b, h, t, d)\n",
@@ -470,6 +616,24 @@ POSITIVE["TW110"] = [
     """), 1),
 ]
 NEGATIVE["TW110"] = [
+    # distributed autograd: every context keeps its own gradients
+    d("""
+        import torch.distributed.autograd as dist_autograd
+        for x, y in batches():
+            with dist_autograd.context() as cid:
+                loss = criterion(model(x), y)
+                dist_autograd.backward(cid, [loss])
+                opt.step(cid)
+    """),
+    # the zeroing happens in a helper of another module that gets the model
+    d("""
+        from utils import reset_gradients
+        for x, y in loader:
+            loss = model(x).sum()
+            loss.backward()
+            optimizer.step()
+            reset_gradients(model)
+    """),
     d("""
         for x, y in loader:
             optimizer.zero_grad(set_to_none=True)
@@ -596,6 +760,16 @@ POSITIVE["TW201"] = [
     ("import torch\nm = torch.nn.DataParallel(net).cuda()\n", 2),
 ]
 NEGATIVE["TW201"] = [
+    # a library helper choosing DataParallel for its caller's model and returning it
+    d("""
+        import torch
+        def auto_model(model, **kwargs):
+            if torch.cuda.device_count() > 1:
+                model = torch.nn.parallel.DataParallel(model, **kwargs)
+            return model
+    """),
+    # a library helper that offers DataParallel; the caller decides
+    "from torch.nn import DataParallel\ndef setup_module(module, devices):\n    return DataParallel(module=module, device_ids=devices)\n",
     HEADER + "if isinstance(model, nn.DataParallel):\n    model = model.module\n",
     "from torch.nn.parallel import DistributedDataParallel as DDP\nm = DDP(net)\n",
     "from mylib import DataParallel\nm = DataParallel(net)\n",
@@ -603,11 +777,82 @@ NEGATIVE["TW201"] = [
 
 # ----------------------------------------------------------------------------------- TW202
 POSITIVE["TW202"] = [
-    ("from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 2),
-    ("from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n", 2),
-    ("import torch\nloader = torch.utils.data.DataLoader(ds, 64)\n", 2),
+    ("from torch.utils.data import DataLoader\nfrom torchvision import datasets\nds = datasets.MNIST('.', transform=tf)\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 4),
+    ("from torch.utils.data import DataLoader as DL\nimport torchvision.transforms as T\nds = Folder(root, transform=T.ToTensor())\nloader = DL(ds, batch_size=32)\n", 4),
+    # a dataset class that decodes files in __getitem__: workers would help
+    (d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Images(Dataset):
+            def __getitem__(self, i):
+                return load_image(self.paths[i]), self.labels[i]
+        loader = DataLoader(Images(), batch_size=8)
+    """), 5),
+    ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # tokenised tensors converted with .type() per item, next to a torchvision transform elsewhere
+    d("""
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class Instructions(Dataset):
+            def __getitem__(self, i):
+                ids = self._data[i]["input_ids"].type(torch.int64)
+                return ids, self._data[i]["labels"].type(torch.int64)
+        loader = DataLoader(Instructions(), batch_size=2)
+    """),
+    # a dataset we cannot see, with no sign of per-item work in the file (tokenised text, tensors)
+    "from torch.utils.data import DataLoader\nfrom data import get_dataset\nds = get_dataset(cfg)\ndl = DataLoader(ds, batch_size=1)\n",
+    # tokenised once with .map(), then only padded per batch (Hugging Face examples)
+    d("""
+        from torch.utils.data import DataLoader
+        tokenized = raw.map(tokenize, batched=True, remove_columns=["text"])
+        tokenized = tokenized.rename_column("label", "labels")
+        train_dl = DataLoader(tokenized["train"], shuffle=True, collate_fn=pad, batch_size=16)
+    """),
+    # a subset of a synthetic dataset; a dataset that slices one stored tensor
+    d("""
+        from torch.utils.data import DataLoader, Dataset, Subset
+        class RandomDataset(Dataset):
+            def __getitem__(self, i):
+                return self.data[i]
+        class DM:
+            def setup(self):
+                self.full = RandomDataset(32, 64)
+                self.train = Subset(self.full, range(32))
+            def train_dataloader(self):
+                return DataLoader(self.train)
+    """),
+    d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Text(Dataset):
+            def __getitem__(self, index):
+                start = index * self.block
+                end = start + self.block
+                return self.data[start:end], self.data[start + 1:end + 1]
+        dl = DataLoader(Text())
+    """),
+    # an explicit count, 0 included, is a decision
+    "from torch.utils.data import DataLoader as DL\nloader = DL(ds, batch_size=32, num_workers=0)\n",
+    # in-memory data: tensors, ranges, lists, synthetic datasets, index-only dataset classes
+    "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nds = TensorDataset(x, y)\nld = DataLoader(ds, batch_size=4)\n",
+    "from torch.utils.data import DataLoader\ndl = DataLoader(range(64), batch_size=8)\n",
+    "from torch.utils.data import DataLoader\ndl = DataLoader(list(range(10)), batch_size=1)\n",
+    "from torch.utils.data import DataLoader\nfrom lightning.pytorch.demos.boring_classes import RandomDataset\ndl = DataLoader(RandomDataset(32, 64))\n",
+    d("""
+        from torch.utils.data import DataLoader, Dataset
+        class Pairs(Dataset):
+            def __getitem__(self, i):
+                return self.x[i], self.y[i]
+        loader = DataLoader(Pairs(), batch_size=8)
+    """),
+    # an iterable dataset fed by the main process (each worker would replay the stream)
+    d("""
+        from torch.utils.data import DataLoader, IterableDataset
+        class Stream(IterableDataset):
+            def __iter__(self):
+                yield from self.queue
+        loader = DataLoader(Stream(), batch_size=8)
+    """),
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=4)\n",
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, batch_size=32, num_workers=args.workers)\n",
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, **loader_kwargs)\n",
@@ -688,12 +933,30 @@ NEGATIVE["TW204"] = [
 
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
+    # starred sizes cannot hold a device
+    ("import torch\nz = torch.zeros(b, ch, *size).to(device)\n", 2),
+    # reshaping methods between the factory and the move, inside forward
+    (d("""
+        import torch
+        import torch.nn as nn
+        class Pos(nn.Module):
+            def forward(self, x):
+                pos = torch.arange(x.shape[1]).unsqueeze(0).repeat(x.shape[0], 1).to(self.device)
+                return x + pos
+    """), 5),
     ("import torch\nmask = torch.ones(4, 4).cuda()\n", 2),
     ("import torch\nnoise = torch.randn(8, 3).to(device)\n", 2),
     ('import torch\nidx = torch.arange(10).to("cuda:0")\n', 2),
     ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
 ]
 NEGATIVE["TW205"] = [
+    "import torch\nt = torch.tensor([rank + 1]).to(\"cpu\")\n",  # made on the CPU already
+    # sampling from a tensor that lives on its device already
+    "import torch\nnxt = torch.multinomial(prob, num_samples=1).unsqueeze(1).to(device)\n",
+    # a device-holder graph traced on purpose (CLIP)
+    "import torch\nholder = torch.jit.trace(lambda: torch.ones([]).to(torch.device(device)), example_inputs=[])\n",
+    "import torch\nz = torch.zeros(*shape, **factory_kwargs).to(device)\n",  # **kwargs may hold a device
+    "import torch\ny = x.unsqueeze(0).repeat(b, 1).to(device)\n",  # not a factory: existing data
     'import torch\nm = torch.ones(4, 4, device="cuda")\nx = torch.zeros(3).to(torch.float16)\ny = torch.zeros(3).to(other)\n',
     # the tensor was not just created here
     "import torch\nx = batch.cuda()\ny = torch.zeros_like(a).to(device)\nz = torch.from_numpy(arr).cuda()\n",
@@ -712,6 +975,8 @@ POSITIVE["TW206"] = [
     ("import numpy\nfrom torch import tensor\nt = tensor(numpy.random.rand(3, 4))\n", 3),
 ]
 NEGATIVE["TW206"] = [
+    # a dtype change or a device copy copies anyway
+    "import numpy as np\nimport torch\nlam = np.ones(4)\nt = torch.tensor(lam, device=x.device, dtype=x.dtype)\n",
     "import numpy as np\nimport torch\nt = torch.from_numpy(np.load('a.npy'))\nu = torch.as_tensor(arr)\n",
     "import numpy as np\nimport torch\nt = torch.tensor([1, 2, 3])\nu = torch.tensor(values)\nv = torch.tensor(np.pi)\n",
 ]
@@ -729,6 +994,44 @@ _LOOP = d("""
             opt.step()
 """)
 POSITIVE["TW207"] = [
+    # data flow, not names: netD is a module because its parameters go to an optimizer (DCGAN)
+    (d("""
+        import torch
+        netD = Discriminator(ngpu).to(device)
+        optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4)
+        for i, data in enumerate(dataloader):
+            real = data[0].to(device)
+            output = netD(real).view(-1)
+            errD = criterion(output, label)
+            errD.backward()
+            D_x = output.mean().item()
+            optimizerD.step()
+    """), 9),
+    # Fabric places model and batches; the loop itself moves nothing
+    (d("""
+        def train(fabric, model, optimizer, loader):
+            model, optimizer = fabric.setup(model, optimizer)
+            loader = fabric.setup_dataloaders(loader)
+            for batch in loader:
+                loss = model(batch).mean()
+                fabric.backward(loss)
+                optimizer.step()
+                print(loss.item())
+    """), 8),
+    # batches come from a helper of this file that moves them to the device (nanoGPT's get_batch)
+    (d("""
+        import torch
+        def get_batch(split):
+            x, y = sample(split)
+            return x.to(device), y.to(device)
+        for it in range(max_iters):
+            X, Y = get_batch("train")
+            logits = model(X)
+            loss = F.cross_entropy(logits, Y)
+            loss.backward()
+            optimizer.step()
+            lossf = loss.item()
+    """), 11),
     (_LOOP + "        running += loss.item()\n", 10),
     (_LOOP + "        acc = (out.argmax(1) == y).float().mean().cpu()\n", 10),
     (_LOOP + "        print(loss)\n", 10),
@@ -738,6 +1041,25 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # a model moved to the CPU to ship its gradients (RPC parameter server), not a value read
+    d("""
+        for inputs, labels in batches():
+            m = get_model().cuda()
+            m(inputs.cuda()).sum().backward()
+            grads = [p.grad for p in m.cpu().parameters()]
+            opt.step()
+    """),
+    # a helper that returns CPU data does not put the loop on a device
+    d("""
+        def get_batch(split):
+            return sample(split)
+        for it in range(n):
+            X, Y = get_batch("train")
+            loss = model(X).mean()
+            loss.backward()
+            optimizer.step()
+            lossf = loss.item()
+    """),
     # once per log interval, or after the loop
     _LOOP + "        if step % 100 == 0:\n            print(loss.item())\n    print(loss.item())\n",
     # values that are on the CPU already
@@ -770,6 +1092,14 @@ POSITIVE["TW208"] = [
     ("for p in model.parameters():\n    p.grad.data.zero_()\n", 2),
 ]
 NEGATIVE["TW208"] = [
+    # the code accumulates into .grad after zeroing: it needs the zeros
+    d("""
+        import torch
+        optimizer.zero_grad(set_to_none=False)
+        for p, g in zip(model.parameters(), grads):
+            p.grad += g
+    """),
+    "for p in params:\n    p.grad.zero_()\nfor p, g in zip(params, gs):\n    p.grad.add_(g)\n",
     "optimizer.zero_grad()\noptimizer.zero_grad(set_to_none=True)\nx.zero_()\nbuf.data.zero_()\n",
     # an implementation of both behaviours
     d("""
@@ -852,6 +1182,16 @@ POSITIVE["TW214"] = [
     ("import torch\nmodel = torch.jit.script(model)\nout = model(x)\n", 2),
 ]
 NEGATIVE["TW214"] = [
+    # an opt-in option beside torch.compile
+    d("""
+        import torch
+        if args.torchscript:
+            model = torch.jit.script(model)
+        elif args.compile:
+            model = torch.compile(model)
+    """),
+    # the TorchScript graph is the point
+    "import torch\nscripted = torch.jit.script(lowered)\nprint(scripted.graph)\n",
     # scripting for export
     "import torch\nscripted = torch.jit.script(model)\nscripted.save('m.pt')\ntorch.jit.script(net).save('n.pt')\n",
     "import torch\ndef export(m):\n    s = torch.jit.script(m)\n    return s\n",
@@ -947,6 +1287,23 @@ POSITIVE["TW218"] = [
     """), 3),
 ]
 NEGATIVE["TW218"] = [
+    # casting a module copy to the input's dtype (a profiler), not fp16 training
+    d("""
+        import torch
+        def profile(m, x, opt):
+            m = m.half() if x.dtype is torch.float16 else m
+            y = m(x)
+            y.sum().backward()
+            opt.step()
+    """),
+    # a round trip that rounds the weights to fp16 precision, training stays fp32
+    d("""
+        for epoch in range(3):
+            model.half().float()
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """),
     # inference only
     "import torch\nmodel = load().half().eval()\nwith torch.inference_mode():\n    out = model(x.half())\n",
     # tensors, not a model; converting in a function that does not train
@@ -978,6 +1335,22 @@ POSITIVE["TW220"] = [
     ("from apex import amp\nmodel, opt = amp.initialize(model, opt)\n", 1),
 ]
 NEGATIVE["TW220"] = [
+    # the old-torch fallback of version-dependent code
+    d("""
+        import torch
+        try:
+            scaler = torch.amp.GradScaler("cuda")
+        except AttributeError:
+            scaler = torch.cuda.amp.GradScaler()
+    """),
+    "import torch\nscaler = torch.amp.GradScaler(device=d) if _TORCH_GREATER_EQUAL_2_4 else torch.cuda.amp.GradScaler()\n",
+    d("""
+        import torch
+        if is_torch_version(">=", "2.3"):
+            s = torch.amp.GradScaler("cuda")
+        else:
+            s = torch.cuda.amp.GradScaler()
+    """),
     'import torch\nscaler = torch.amp.GradScaler("cuda")\nwith torch.autocast("cuda", dtype=torch.bfloat16):\n    out = model(x)\n',
     "from torch.amp import autocast\nwith autocast('cuda'):\n    pass\n",
 ]
@@ -1034,6 +1407,7 @@ POSITIVE["TW305"] = [
     ("import torch\ntorch.backends.cudnn.deterministic = True\n", 2),
 ]
 NEGATIVE["TW305"] = [
+    "import torch\ntorch.set_deterministic_debug_mode(mode)\ntorch.backends.cudnn.deterministic = True\n",
     "import torch\ntorch.backends.cudnn.deterministic = True\ntorch.use_deterministic_algorithms(True)\n",
     "import torch\ntorch.backends.cudnn.deterministic = False\n",
 ]
@@ -1057,17 +1431,36 @@ POSITIVE["TW402"] = [
     ("import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', weights_only=True)\n", 3),
 ]
 NEGATIVE["TW402"] = [
+    # reads back a feature cache this file saved from CPU tensors
+    d("""
+        import os
+        import torch
+        model.cuda()
+        if args.load_features:
+            feats = torch.load(os.path.join(args.load_features, "trainfeat.pth"))
+        else:
+            feats = extract(model)
+            torch.save(feats.cpu(), os.path.join(args.dump, "trainfeat.pth"))
+    """),
     "import torch\nmodel.cuda()\nsd = torch.load('ckpt.pt', map_location='cpu')\nsd2 = torch.load(p, 'cpu')\n",
     "import torch\nsd = torch.load('ckpt.pt', weights_only=True)\n",  # no GPU in sight
 ]
 
 # ----------------------------------------------------------------------------------- TW403
 POSITIVE["TW403"] = [
+    # moving results back with .cpu() is no CPU fallback for the model
+    ("import torch\nmodel = Net().cuda()\npreds = model(x).cpu().numpy()\n", 2),
     ("import torch\nmodel = Net().cuda()\n", 2),
     ('import torch\nx = x.to("cuda")\ndev = torch.device("cuda:0")\n', 2),
     ('import torch\nt = torch.zeros(3, device="cuda")\n', 2),
 ]
 NEGATIVE["TW403"] = [
+    "import torch\nif opt.cuda:\n    model = model.cuda()\n    x = x.cuda()\n",  # the user opted in
+    # NCCL (and GPU-only engines such as vLLM) mean the code is GPU-only by design
+    "import torch\nimport torch.distributed as dist\ndist.init_process_group(backend=\"nccl\")\nmodel.cuda()\n",
+    "import torch\nfrom vllm import LLM\nw = torch.empty(4, device=\"cuda\")\n",
+    # a Triton kernel module is CUDA-only by nature
+    "import torch\nimport triton\nout = torch.empty(n, device=\"cuda\")\n",
     'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\nmodel = Net().to(device)\nx = x.cuda()\n',
     "import torch\ndef run(model, device):\n    model.cuda()\n",
     "import torch\nmodel = Net().to(device)\n",
@@ -1141,6 +1534,24 @@ POSITIVE["TW406"] = [
     """), 2),
 ]
 NEGATIVE["TW406"] = [
+    # kept in a dict of loader arguments (the loop may use it through that)
+    d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        sampler = DistributedSampler(val_set)
+        kwargs = {"sampler": sampler, "batch_size": 8}
+        loader = DataLoader(val_set, **kwargs)
+        for epoch in range(3):
+            run(loader)
+    """),
+    # the sampler goes to a training function of another module, which calls set_epoch there
+    d("""
+        from torch.utils.data import DataLoader, DistributedSampler
+        from train_utils import train
+        sampler = DistributedSampler(ds, shuffle=True)
+        loader = DataLoader(ds, sampler=sampler)
+        for epoch in range(10):
+            train(model, loader, epoch, sampler=sampler)
+    """),
     d("""
         from torch.utils.data import DataLoader, DistributedSampler
         sampler = DistributedSampler(train_set)
@@ -1158,4 +1569,158 @@ NEGATIVE["TW406"] = [
     """),
     # no epoch loop here (a framework drives it)
     "from torch.utils.data import DistributedSampler\nsampler = DistributedSampler(ds)\ntrainer.fit(model, sampler)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW501
+POSITIVE["TW501"] = [
+    ("import torch\nx = torch.solve(b, A)\n", 2),
+    ("from torch import symeig\nw, v = symeig(a)\n", 1),
+    ("import torch as th\nr = th.matrix_rank(m)\n", 2),
+]
+NEGATIVE["TW501"] = [
+    "import torch\nx = torch.linalg.solve(A, b)\nr = torch.linalg.matrix_rank(m)\n",
+    "import numpy as np\nx = np.linalg.solve(A, b)\n",
+    "from scipy.linalg import solve\nx = solve(A, b)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW502
+POSITIVE["TW502"] = [
+    ("import torch\nouter = torch.ger(a, b)\n", 2),
+    ("import torch\nn = torch.norm(x, dim=1)\n", 2),
+    ("from functorch import vmap\nf = vmap(g)\n", 1),
+    ("import torch.nn as nn\nconv = nn.utils.weight_norm(nn.Conv1d(4, 4, 3))\n", 2),
+    ("import torch\nr = torch.range(0, 10)\n", 2),
+]
+NEGATIVE["TW502"] = [
+    # the old-torch branch of version-dependent imports
+    "try:\n    from torch import vmap\nexcept ImportError:\n    from functorch import vmap\n",
+    "import torch\nouter = torch.outer(a, b)\nn = x.norm(dim=1)\nn2 = torch.linalg.vector_norm(x)\n",
+    "from torch.func import vmap\nf = vmap(g)\n",
+    "import numpy as np\nn = np.linalg.norm(x)\nr = range(10)\n",
+    "import torch.nn as nn\nconv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3))\n",
+]
+
+# ----------------------------------------------------------------------------------- TW503
+POSITIVE["TW503"] = [
+    ("for p in backbone.parameters():\n    p.require_grad = False\n", 2),
+    ("model.fc.weight.require_grad = True\n", 1),
+]
+NEGATIVE["TW503"] = [
+    "for p in backbone.parameters():\n    p.requires_grad = False\n",
+    "flag = cfg.require_grad\nif x.require_grad:\n    pass\n",  # reads are some other object's attribute
+]
+
+# ----------------------------------------------------------------------------------- TW504
+POSITIVE["TW504"] = [
+    ("from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x)\n", 2),
+    ("import torch\nh = torch.utils.checkpoint.checkpoint(self.layer, x, mask)\n", 2),
+]
+NEGATIVE["TW504"] = [
+    "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, use_reentrant=False)\n",
+    "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, **ckpt_kwargs)\n",
+    "from mylib import checkpoint\nh = checkpoint(block, x)\n",
+    "import torch\ntorch.save(state, 'checkpoint.pt')\n",
+]
+
+# ----------------------------------------------------------------------------------- TW505
+POSITIVE["TW505"] = [
+    ("from torch.utils.data import DataLoader, _utils\nld = DataLoader(ds, collate_fn=_utils.collate.default_collate)\n", 2),
+    ("from torch.utils.data._utils.collate import default_collate\nb = default_collate(items)\n", 1),
+    ("import torch\nb = torch.utils.data._utils.collate.default_convert(x)\n", 2),
+]
+NEGATIVE["TW505"] = [
+    "from torch.utils.data import default_collate\nb = default_collate(items)\n",
+    "from torch.utils.data._utils.collate import collate_tensor_fn\n",  # not public anywhere: no public twin
+]
+
+# ----------------------------------------------------------------------------------- TW506
+POSITIVE["TW506"] = [
+    ("import torch\ny = torch.log(1 + x)\n", 2),
+    ("import torch\ny = torch.log(x + 1.0)\n", 2),
+]
+NEGATIVE["TW506"] = [
+    "import torch\ny = torch.log1p(x)\nz = torch.log(2 + x)\nw = torch.log(x + eps)\n",
+    "import math\ny = math.log(1 + x)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW507
+POSITIVE["TW507"] = [
+    ("import torch\ny = torch.exp(x) - 1\n", 2),
+]
+NEGATIVE["TW507"] = [
+    "import torch\ny = torch.expm1(x)\nz = torch.exp(x) - 2\nw = 1 - torch.exp(x)\n",
+    "import numpy as np\ny = np.exp(x) - 1\n",
+]
+
+# ----------------------------------------------------------------------------------- TW508
+POSITIVE["TW508"] = [
+    ("import torch\nlse = torch.log(torch.sum(torch.exp(x), dim=1))\n", 2),
+    ("import torch\nlse = torch.log(torch.sum(torch.exp(x), 0))\n", 2),
+]
+NEGATIVE["TW508"] = [
+    "import torch\nlse = torch.logsumexp(x, dim=1)\n",
+    "import torch\ntotal = torch.log(torch.sum(torch.exp(x)))\n",  # no dim: logsumexp needs one
+]
+
+# ----------------------------------------------------------------------------------- TW509
+POSITIVE["TW509"] = [
+    ("import torchvision\nm = torchvision.models.resnet50(True)\n", 2),
+    ("import torchvision\nmodel = torchvision.models.resnet50(pretrained=True)\n", 2),
+    ("from torchvision.models import detection\nm = detection.fasterrcnn_resnet50_fpn(pretrained_backbone=False)\n", 2),
+    ("from torchvision import models\nm = models.vgg16(pretrained=args.pretrained)\n", 2),
+]
+NEGATIVE["TW509"] = [
+    "import torchvision\nmodel = torchvision.models.resnet50(weights='DEFAULT')\n",
+    "import timm\nmodel = timm.create_model('resnet50', pretrained=True)\n",  # timm keeps pretrained=
+]
+
+# ----------------------------------------------------------------------------------- TW510
+POSITIVE["TW510"] = [
+    ("from torchvision.transforms.v2 import ToTensor\n", 1),
+    ("from torchvision.transforms import v2\nt = v2.ToTensor()\n", 2),
+]
+NEGATIVE["TW510"] = [
+    "from torchvision.transforms import ToTensor\nt = ToTensor()\n",  # v1 ToTensor is not deprecated
+    "from torchvision.transforms import v2\nt = v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)])\n",
+]
+
+# ----------------------------------------------------------------------------------- TW511
+POSITIVE["TW511"] = [
+    ("import torchvision.models as models\n", 1),
+    ("import torchvision.transforms as transforms\n", 1),
+]
+NEGATIVE["TW511"] = [
+    "from torchvision import models\n",
+    "import torchvision.transforms as T\nimport torchvision.models.detection as detection\n",
+]
+
+# ----------------------------------------------------------------------------------- TW512
+POSITIVE["TW512"] = [
+    ("import torch.distributed as dist\ndist.all_reduce(grad, async_op=True)\ngrad /= ws\n", 2),
+    ("import torch.distributed as dist\ndef f(t):\n    work = dist.broadcast(t, 0, async_op=True)\n    return t\n", 3),
+    ("import torch.distributed as dist\ndist.isend(t, dst=1)\n", 2),
+]
+NEGATIVE["TW512"] = [
+    "import torch.distributed as dist\nwork = dist.all_reduce(grad, async_op=True)\nwork.wait()\n",
+    "import torch.distributed as dist\nhandles = []\nfor t in ts:\n    handles.append(dist.all_reduce(t, async_op=True))\nfor h in handles:\n    h.wait()\n",
+    "import torch.distributed as dist\ndist.all_reduce(grad)\n",
+    "import torch.distributed as dist\ndef start(t):\n    return dist.all_reduce(t, async_op=True)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW513
+POSITIVE["TW513"] = [
+    ("import torch\nw = torch.Tensor(out_features, in_features)\n", 2),
+    ("import torch\nv = torch.Tensor([1, 2, 3])\n", 2),
+]
+NEGATIVE["TW513"] = [
+    "import torch\ndef f(x: torch.Tensor) -> torch.Tensor:\n    return x if isinstance(x, torch.Tensor) else torch.tensor(x)\n",
+    "import torch\nclass MyTensor(torch.Tensor):\n    pass\n",
+    "import torch\nw = torch.empty(3, 4)\n",
+]
+
+# ----------------------------------------------------------------------------------- TW514
+# (checked in test files only: see test_tw514_only_in_test_files in test_precision.py)
+POSITIVE["TW514"] = []
+NEGATIVE["TW514"] = [
+    "import torch\nlib = torch.library.Library('mylib', 'DEF')\n",  # library code, not a test
 ]

@@ -16,8 +16,8 @@ from torchwise.cli import main
 from torchwise.lint import lint_paths
 from torchwise.lint.config import clear_cache
 
-BAD = "import torch\nsd = torch.load('m.pt')\nopt.zero_grad(set_to_none=False)\n"
-CLEAN = "import torch\nsd = torch.load('m.pt', weights_only=True)\n"
+BAD = "import torch\nm.load_state_dict(torch.load('m.pt'))\nopt.zero_grad(set_to_none=False)\n"
+CLEAN = "import torch\nm.load_state_dict(torch.load('m.pt', weights_only=True))\n"
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>TW\d{3}) (?P<msg>.+)$")
 
 
@@ -51,7 +51,7 @@ def test_exit_codes_and_text_format(tmp_path, capsys):
     lines = [l for l in out.splitlines() if LINE.match(l)]
     assert [LINE.match(l)["code"] for l in lines] == ["TW401", "TW208"]
     m = LINE.match(lines[0])
-    assert m["path"] == str(bad) and m["line"] == "2" and m["col"] == "6"
+    assert m["path"] == str(bad) and m["line"] == "2" and m["col"] == "19"
     assert out.strip().splitlines()[-1].startswith("Found 2 findings in 1 file")
     code, _, _ = lint(capsys, "--isolated", "--exit-zero", str(bad))
     assert code == 0
@@ -229,17 +229,17 @@ def test_fix_writes_and_diff_does_not(tmp_path, capsys):
     f = write(tmp_path, "a.py", BAD)
     code, out, err = lint(capsys, "--isolated", "--diff", str(f))
     assert code == 1
-    assert "-sd = torch.load('m.pt')" in out and "+sd = torch.load('m.pt', weights_only=True)" in out
+    assert "-m.load_state_dict(torch.load('m.pt'))" in out and "+m.load_state_dict(torch.load('m.pt', weights_only=True))" in out
     assert f.read_text() == BAD
     code, out, err = lint(capsys, "--isolated", "--fix", str(f))
     assert code == 0 and "Fixed 2 findings" in err
-    assert f.read_text() == "import torch\nsd = torch.load('m.pt', weights_only=True)\nopt.zero_grad(set_to_none=True)\n"
+    assert f.read_text() == "import torch\nm.load_state_dict(torch.load('m.pt', weights_only=True))\nopt.zero_grad(set_to_none=True)\n"
     code, out, _ = lint(capsys, "--isolated", "--diff", str(f))
     assert code == 0 and out == ""
 
 
 def test_fix_keeps_unfixable_findings_and_exit_1(tmp_path, capsys):
-    f = write(tmp_path, "a.py", "import torch.nn as nn\nm = nn.DataParallel(net)\nimport torch\nx = torch.load(p)\n")
+    f = write(tmp_path, "a.py", "import torch.nn as nn\nm = nn.DataParallel(net)\nimport torch\nnet.load_state_dict(torch.load(p))\n")
     code, out, _ = lint(capsys, "--isolated", "--fix", str(f))
     assert code == 1 and "TW201" in out and "TW401" not in out
     assert "weights_only=True" in f.read_text()
@@ -248,10 +248,10 @@ def test_fix_keeps_unfixable_findings_and_exit_1(tmp_path, capsys):
 def test_stdin(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
     code, out, _ = lint(capsys, "--isolated", "--stdin-filename", "train.py", "-")
-    assert code == 1 and out.startswith("train.py:2:6: TW401")
+    assert code == 1 and out.startswith("train.py:2:19: TW401")
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(BAD.encode())))
     code, out, err = lint(capsys, "--isolated", "--fix", "-")
-    assert code == 0 and out == "import torch\nsd = torch.load('m.pt', weights_only=True)\nopt.zero_grad(set_to_none=True)\n"
+    assert code == 0 and out == "import torch\nm.load_state_dict(torch.load('m.pt', weights_only=True))\nopt.zero_grad(set_to_none=True)\n"
 
 
 def test_undecodable_and_unparsable_files_are_reported_not_fatal(tmp_path, capsys):
@@ -262,7 +262,7 @@ def test_undecodable_and_unparsable_files_are_reported_not_fatal(tmp_path, capsy
     assert code == 1
     assert re.search(r"binary.py:1:1: TW000 (cannot decode|cannot parse|syntax error)", out)
     assert re.search(r"broken.py:1:\d+: TW000 syntax error", out)
-    assert "good.py:2:6: TW401" in out
+    assert "good.py:2:19: TW401" in out
 
 
 def test_parallel_and_serial_runs_agree(tmp_path):

@@ -14,10 +14,10 @@ from torchwise.lint.rules import all_rules
 ROUND_TRIPS = [
     ("TW208", "optimizer.zero_grad(set_to_none=False)  # keep me\n", "optimizer.zero_grad(set_to_none=True)  # keep me\n"),
     ("TW208", "model.zero_grad(False)\n", "model.zero_grad(True)\n"),
-    ("TW401", "import torch\nsd = torch.load('m.pt')\n", "import torch\nsd = torch.load('m.pt', weights_only=True)\n"),
-    ("TW401", "import torch\nsd = torch.load(\n    path,  # the checkpoint\n    map_location='cpu',\n)\n",
-     "import torch\nsd = torch.load(\n    path,  # the checkpoint\n    map_location='cpu', weights_only=True,\n)\n"),
-    ("TW401", "from torch import load as tl\nsd = tl(f)\n", "from torch import load as tl\nsd = tl(f, weights_only=True)\n"),
+    ("TW401", "import torch\nm.load_state_dict(torch.load('m.pt'))\n", "import torch\nm.load_state_dict(torch.load('m.pt', weights_only=True))\n"),
+    ("TW401", "import torch\nm.load_state_dict(torch.load(\n    path,  # the checkpoint\n    map_location='cpu',\n))\n",
+     "import torch\nm.load_state_dict(torch.load(\n    path,  # the checkpoint\n    map_location='cpu', weights_only=True,\n))\n"),
+    ("TW401", "from torch import load as tl\nnet.load_state_dict(tl(f))\n", "from torch import load as tl\nnet.load_state_dict(tl(f, weights_only=True))\n"),
     ("TW219", "import torch\ntorch.set_default_tensor_type(torch.DoubleTensor)\n", "import torch\ntorch.set_default_dtype(torch.float64)\n"),
     ("TW219", "import torch\ntorch.set_default_tensor_type('torch.FloatTensor')\n", "import torch\ntorch.set_default_dtype(torch.float32)\n"),
     ("TW220", "import torch\nscaler = torch.cuda.amp.GradScaler()\n", 'import torch\nscaler = torch.amp.GradScaler("cuda")\n'),
@@ -35,6 +35,13 @@ ROUND_TRIPS = [
     ("TW205", "import torch\ne = torch.empty(()).to(x.device)\n", "import torch\ne = torch.empty((), device=x.device)\n"),
     ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
      "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
+    ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
+    ("TW502", "from functorch import vmap as vm\nf = vm(g)\n", "from torch.func import vmap as vm\nf = vm(g)\n"),
+    ("TW505", "from torch.utils.data._utils.collate import default_collate\nb = default_collate(x)\n",
+     "from torch.utils.data import default_collate\nb = default_collate(x)\n"),
+    ("TW509", "import torchvision\nm = torchvision.models.resnet18(pretrained=False, num_classes=10)\n",
+     "import torchvision\nm = torchvision.models.resnet18(weights=None, num_classes=10)\n"),
+    ("TW511", "import torchvision.models as models\nm = models.resnet18()\n", "from torchvision import models\nm = models.resnet18()\n"),
     ("TW101", "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss\n",
      "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss.detach()\n"),
 ]
@@ -77,15 +84,15 @@ def test_unsafe_cases_get_no_fix_but_a_suggestion():
 
 
 def test_fixes_keep_unicode_and_crlf():
-    src = "import torch\r\n# «ünïcode» comment\r\nsd = torch.load('päth.pt')  # ✓\r\n"
+    src = "import torch\r\n# «ünïcode» comment\r\nm.load_state_dict(torch.load('päth.pt'))  # ✓\r\n"
     fixed, _ = fix_source(src, select=["TW401"])
-    assert fixed == "import torch\r\n# «ünïcode» comment\r\nsd = torch.load('päth.pt', weights_only=True)  # ✓\r\n"
+    assert fixed == "import torch\r\n# «ünïcode» comment\r\nm.load_state_dict(torch.load('päth.pt', weights_only=True))  # ✓\r\n"
 
 
 def test_several_fixes_in_one_file_and_noqa_respected():
     src = (
         "import torch\n"
-        "a = torch.load('a.pt')\n"
+        "a.load_state_dict(torch.load('a.pt'))\n"
         "b = torch.load('b.pt')  # noqa: TW401\n"
         "opt.zero_grad(set_to_none=False)\n"
         "y = x.transpose(0, 1).view(-1)\n"
@@ -106,3 +113,53 @@ def test_apply_fixes_skips_overlaps_and_breaking_edits():
     breaking = Fix("z", (Edit(4, 5, "=="),))  # 'abc == 1' parses; make it not parse instead
     breaking = Fix("z", (Edit(4, 5, "= ="),))
     assert apply_fixes(src, [breaking]) == (src, 0)
+
+
+# (code, before, after with --unsafe-fixes): fixes that may change behaviour, offered but not applied by --fix
+UNSAFE_ROUND_TRIPS = [
+    # a checkpoint may hold an argparse.Namespace or a whole pickled model
+    ("TW401", "import torch\nckpt = torch.load('m.pt')\nargs = ckpt['args']\n",
+     "import torch\nckpt = torch.load('m.pt', weights_only=True)\nargs = ckpt['args']\n"),
+    # the file reads .grad: parameters without a gradient would get None instead of zeros
+    ("TW208", "opt.zero_grad(set_to_none=False)\nn = sum(p.grad.norm() for p in ps)\n",
+     "opt.zero_grad(set_to_none=True)\nn = sum(p.grad.norm() for p in ps)\n"),
+    ("TW503", "for p in ps:\n    p.require_grad = False\n", "for p in ps:\n    p.requires_grad = False\n"),
+    ("TW504", "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x)\n",
+     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x, use_reentrant=False)\n"),
+    # DEFAULT may be a newer checkpoint than the one pretrained=True loaded
+    ("TW509", "import torchvision\nm = torchvision.models.resnet50(pretrained=True)\n",
+     "import torchvision\nm = torchvision.models.resnet50(weights=\"DEFAULT\")\n"),
+]
+
+
+@pytest.mark.parametrize("code,before,after", UNSAFE_ROUND_TRIPS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(UNSAFE_ROUND_TRIPS)])
+def test_unsafe_fix_only_with_unsafe_fixes(code, before, after):
+    found = lint_source(before, select=[code])
+    assert found and all(f.unsafe_fixable and not f.fixable for f in found)
+    assert all(f.fix.why_unsafe for f in found)  # the finding says why
+    unchanged, remaining = fix_source(before, select=[code])
+    assert unchanged == before and remaining
+    fixed, remaining = fix_source(before, select=[code], unsafe=True)
+    assert fixed == after and not remaining
+
+
+def test_unsafe_fix_is_reported_in_text_and_json():
+    from torchwise.lint.output import format_json, format_text
+
+    found = lint_source("import torch\nckpt = torch.load('m.pt')\n", select=["TW401"])
+    text = format_text(found)
+    assert "[unsafe fix]" in text and "--unsafe-fixes" in text and "[*]" not in text
+    data = __import__("json").loads(format_json(found))
+    assert data[0]["fixable"] is False and data[0]["unsafe_fix"] is True
+    assert data[0]["fix"]["safe"] is False and "weights_only" in data[0]["fix"]["why_unsafe"]
+
+
+def test_cli_unsafe_fixes_flag(tmp_path):
+    from torchwise.lint.cli import main
+
+    target = tmp_path / "train.py"
+    target.write_text("import torch\nckpt = torch.load('m.pt')\n")
+    main([str(target), "--fix", "--select", "TW401"])
+    assert "weights_only" not in target.read_text()  # --fix leaves the unsafe one alone
+    main([str(target), "--fix", "--unsafe-fixes", "--select", "TW401"])
+    assert "weights_only=True" in target.read_text()

@@ -36,9 +36,12 @@ def fix_source(
     path: str = "<stdin>",
     select: Iterable[str] | str | None = None,
     ignore: Iterable[str] | str | None = None,
+    *,
+    unsafe: bool = False,
 ) -> tuple[str, list[Finding]]:
-    """Apply every safe fix; returns the new source and the findings that remain."""
-    new, remaining, _ = _fix_source(source, path, resolve_codes(select, ignore))
+    """Apply every safe fix (with ``unsafe=True`` also the fixes that may change behaviour);
+    returns the new source and the findings that remain."""
+    new, remaining, _ = _fix_source(source, path, resolve_codes(select, ignore), unsafe=unsafe)
     return new, remaining
 
 

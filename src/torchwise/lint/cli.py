@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", action="append", metavar="CODES",
                         help="skip these codes or prefixes, comma-separated; adds to the config's ignore")
     parser.add_argument("--fix", action="store_true", help="apply the safe fixes in place (stdin: print the fixed source)")
+    parser.add_argument("--unsafe-fixes", action="store_true",
+                        help="with --fix/--diff, also apply the fixes that may change behaviour (each finding says why)")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them")
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format (default: text)")
     parser.add_argument("-o", "--output-file", metavar="FILE", help="write the report to FILE instead of standard output")
@@ -110,6 +112,8 @@ def _jobs(args: argparse.Namespace, selection: "Selection") -> list["FileJob"]:
         p = Path(args.stdin_filename) if args.stdin_filename else Path("stdin.py")
         cfg = selection.config_for(p if args.stdin_filename else Path.cwd() / "stdin.py")
         jobs.append(FileJob("-", name, selection.codes_for(p, cfg), fixing, source=sys.stdin.buffer.read()))
+    for job in jobs:
+        job.unsafe = bool(args.unsafe_fixes)
     return jobs
 
 

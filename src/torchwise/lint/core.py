@@ -11,6 +11,7 @@ from typing import Iterable
 from torchwise.errors import UsageError
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import SYNTAX_CODE, Edit, Finding, Fix
+from torchwise.lint.semantics import is_test_path
 
 _RULES: list | None = None
 
@@ -142,8 +143,11 @@ def _check(source: str, path: str, codes: frozenset[str]) -> tuple[list[Finding]
         return ([_problem(path, "cannot analyse the file: nesting too deep; it was not checked")]
                 if SYNTAX_CODE in codes else []), None
     out: list[Finding] = []
+    in_tests = is_test_path(path)
     for rule in rules():
         if rule.code not in codes or not rule.applies_to(source):
+            continue
+        if in_tests and rule.skip_tests:
             continue
         try:
             for finding in rule.check(ctx):
@@ -218,8 +222,10 @@ def _parses(source: str) -> bool:
         return False
 
 
-def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None = None, max_rounds: int = 8) -> tuple[str, list[Finding], int]:
-    """Apply safe fixes until none is left; returns (new text, remaining findings, fixes applied)."""
+def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None = None, max_rounds: int = 8,
+               unsafe: bool = False) -> tuple[str, list[Finding], int]:
+    """Apply safe fixes (with ``unsafe``, also those that may change behaviour) until none is
+    left; returns (new text, remaining findings, fixes applied)."""
     if codes is None:
         codes = resolve_codes()
     bom = "\ufeff" if source.startswith("\ufeff") else ""
@@ -227,7 +233,7 @@ def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None 
     applied = 0
     findings, _ = _check(current, path, codes)
     for _ in range(max_rounds):
-        fixes = [f.fix for f in findings if f.fix is not None]
+        fixes = [f.fix for f in findings if f.fix is not None and (f.fix.safe or unsafe)]
         if not fixes:
             break
         new, n = apply_fixes(current, fixes)

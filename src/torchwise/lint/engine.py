@@ -62,6 +62,11 @@ _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+# methods that return the module they are called on (``Net().to(device)`` is still a ``Net``)
+_SELF_RETURNING = frozenset({"to", "cuda", "cpu", "train", "eval", "half", "float", "double", "bfloat16",
+                             "requires_grad_", "share_memory", "to_empty", "apply", "type"})
+
+
 def canonical(qualname: str) -> str:
     """Map a re-exported dotted name onto the name rules compare against."""
     for prefix, repl in _CANONICAL_PREFIXES:
@@ -497,6 +502,12 @@ class Context:
                 kinds = {self._call_target(v) for v in values}
                 kinds.discard(None)
                 return kinds.pop() if len(kinds) == 1 else None
+            if (
+                expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute
+                and expr.func.attr in _SELF_RETURNING and self.qualname(expr.func) is None
+            ):
+                expr = expr.func.value  # Net().to(device), model.cuda().train(): the same module
+                continue
             return self._call_target(expr)
         return None
 

@@ -18,10 +18,17 @@ class Edit:
 
 @dataclass(frozen=True)
 class Fix:
-    """A safe, behaviour-preserving change: one or more non-overlapping edits applied together."""
+    """A change made of one or more non-overlapping edits applied together.
+
+    ``safe`` fixes provably keep the program's meaning and ``--fix`` applies them; an unsafe one
+    (``safe=False``) may change behaviour, says why in ``why_unsafe``, and is applied only with
+    ``--unsafe-fixes`` (the split ruff uses).
+    """
 
     description: str
     edits: tuple[Edit, ...]
+    safe: bool = True
+    why_unsafe: str = ""
 
 
 @dataclass
@@ -42,7 +49,13 @@ class Finding:
 
     @property
     def fixable(self) -> bool:
-        return self.fix is not None
+        """A safe fix is available (``--fix`` applies it)."""
+        return self.fix is not None and self.fix.safe
+
+    @property
+    def unsafe_fixable(self) -> bool:
+        """Only a fix that may change behaviour is available (``--unsafe-fixes`` applies it)."""
+        return self.fix is not None and not self.fix.safe
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code, self.message)
@@ -61,11 +74,14 @@ class Finding:
             "code": self.code,
             "message": self.message,
             "fixable": self.fixable,
+            "unsafe_fix": self.unsafe_fixable,
             "suggestion": self.suggestion,
         }
         if self.fix is not None:
             out["fix"] = {
                 "description": self.fix.description,
+                "safe": self.fix.safe,
+                "why_unsafe": self.fix.why_unsafe,
                 "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in self.fix.edits],
             }
         return out

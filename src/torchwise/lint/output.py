@@ -25,10 +25,12 @@ def format_text(findings: Sequence[Finding], show_suggestions: bool = True) -> s
     """``path:line:col: CODE message`` per finding (``help:`` lines below), then a summary."""
     lines = []
     for f in findings:
-        marker = " [*]" if f.fixable else ""
+        marker = " [*]" if f.fixable else (" [unsafe fix]" if f.unsafe_fixable else "")
         lines.append(f.format() + marker)
         if show_suggestions and f.suggestion and not f.fixable:
             lines.append(f"    help: {f.suggestion}")
+        if f.unsafe_fixable and f.fix is not None:
+            lines.append(f"    unsafe fix ({f.fix.description}; apply with --unsafe-fixes): {f.fix.why_unsafe}")
     lines.append(summary(findings))
     return "\n".join(lines) + "\n"
 
@@ -40,8 +42,11 @@ def summary(findings: Sequence[Finding]) -> str:
     fixable = sum(1 for f in findings if f.fixable)
     files = len({f.path for f in findings})
     text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    unsafe = sum(1 for f in findings if f.unsafe_fixable)
     if fixable:
         text += f" ({fixable} fixable with --fix; marked [*])"
+    if unsafe:
+        text += f" ({unsafe} more with --unsafe-fixes, which may change behaviour)"
     return text + "."
 
 

@@ -24,6 +24,8 @@ class Rule:
     doc: str = ""
     triggers: tuple[str, ...] = ()
     fixable: bool = False
+    # advice (performance, reproducibility, devices) that test code follows on purpose or need not follow
+    skip_tests: bool = False
 
     def check(self, ctx: "Context") -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -37,6 +39,11 @@ class Rule:
             return get_practice(self.code).title
         except Exception:  # catalog missing or code unknown: fall back to the rule's own name
             return self.name
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "3", "4"):
+            cls.skip_tests = True
 
     def applies_to(self, source: str) -> bool:
         return not self.triggers or any(t in source for t in self.triggers)

@@ -31,6 +31,7 @@ class FileJob:
     fix: bool = False
     source: bytes | None = None  # preloaded content (standard input)
     problem: str | None = None  # why this path cannot be read (reported as a TW000 finding)
+    unsafe: bool = False  # with fix: also apply fixes that may change behaviour (--unsafe-fixes)
 
 
 @dataclass
@@ -169,7 +170,7 @@ def lint_job(job: FileJob) -> FileResult:
         return FileResult(job.display, job.path, findings)
     text = decoded.text
     if job.fix:
-        new, findings, applied = fix_source(text, job.display, job.codes)
+        new, findings, applied = fix_source(text, job.display, job.codes, unsafe=job.unsafe)
         return FileResult(job.display, job.path, findings, text, new if new != text else None, decoded.encoding, applied)
     findings, _ = _check(text, job.display, job.codes)
     return FileResult(job.display, job.path, findings, None, None, decoded.encoding)

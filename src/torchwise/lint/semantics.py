@@ -239,8 +239,104 @@ def is_loss_value(ctx: Context, expr: AST | None, use: AST | None = None, depth:
 
 
 # --------------------------------------------------------------------------- models and modules
+# first words that make ``create_model``/``unwrap_model`` a function returning a model, not one
+_FACTORY_VERBS = frozenset({
+    "create", "build", "get", "load", "make", "unwrap", "init", "initialize", "setup", "prepare", "wrap",
+    "convert", "export", "save", "freeze", "compile", "fuse", "copy", "to", "download", "restore", "select",
+    "construct", "instantiate", "resume", "apply", "replace", "print", "count", "check", "is", "has",
+})
+
+
+# top-level packages whose "models" and "nets" are not torch modules
+_OTHER_FRAMEWORKS = frozenset({
+    "cv2", "onnxruntime", "onnx", "tensorflow", "tf", "keras", "jax", "flax", "openvino", "tensorrt", "trt",
+    "coremltools", "ct", "paddle", "sklearn", "xgboost", "lightgbm", "tflite_runtime", "mxnet", "caffe",
+})
+
+
+_MODULE_ONLY_METHODS = frozenset({"parameters", "named_parameters", "named_modules", "modules", "children",
+                                  "load_state_dict", "register_forward_hook", "register_buffer"})
+
+
+def _used_as_module(ctx: Context) -> set[str]:
+    """Expressions (as written) on which the file calls methods only modules have."""
+    found = ctx._cache.get("sem:used_as_module")
+    if found is None:
+        found = set()
+        for call in ctx.calls_named(*_MODULE_ONLY_METHODS):
+            func = call.func
+            if func.__class__ is ast.Attribute and func.value.__class__ in (ast.Name, ast.Attribute) and ctx.qualname(func) is None:
+                found.add(ctx.text(func.value))
+        ctx._cache["sem:used_as_module"] = found
+    return found
+
+
+def _self_attr_from_locals(ctx: Context, expr: ast.Attribute, use: AST) -> str | None:
+    """``self.net`` never assigned as such, but a method binds a local ``net`` and then copies its
+    locals onto the instance (``self.__dict__.update(locals())``): what built that local."""
+    cls = ctx.class_of(use)
+    if cls is None or ctx.self_attr_values(cls, expr.attr):
+        return None
+    kinds = set()
+    for item in cls.body:
+        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for b in ctx.bindings(item).get(expr.attr, ()):
+                if b.kind == "assign" and b.value is not None:
+                    kinds.add(ctx.constructed_from(b.value, b.node, 0))
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+_TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
+
+
+def is_test_path(path: str) -> bool:
+    """A test file: under a ``tests``/``test`` folder, or named ``test_*.py``, ``*_test.py``,
+    ``conftest.py``. Tests build tiny loaders and models on purpose and check that things *can*
+    be done (scripted, wrapped in DataParallel...); performance and device advice does not apply."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(p in _TEST_DIRS for p in parts[:-1])
+
+
+_VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)
+_FALLBACK_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError", "NameError"})
+
+
+def in_compat_fallback(ctx: Context, node: AST, new_api: re.Pattern[str] | None = None) -> bool:
+    """Is ``node`` the old-API branch of code that supports several library versions?
+
+    Inside ``except AttributeError/ImportError/TypeError`` (the new API was missing), or in an
+    ``if``/conditional expression that tests a version (``_TORCH_GREATER_EQUAL_2_4``,
+    ``is_torch_version(...)``, ``hasattr(torch, "amp")``) or whose other branch uses the new API
+    (``new_api`` matched against its source text)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        cls = anc.__class__
+        if cls is ast.ExceptHandler and getattr(child, "_tw_field", "") == "body":
+            names = [last_name(t) for t in ([anc.type] if anc.type is not None and anc.type.__class__ is not ast.Tuple
+                                                else getattr(anc.type, "elts", []))]
+            if anc.type is None or _FALLBACK_ERRORS.intersection(n for n in names if n):
+                return True
+        if cls in (ast.If, ast.IfExp):
+            field = getattr(child, "_tw_field", "")
+            if field in ("body", "orelse"):
+                if _VERSION_TEST.search(ctx.text(anc.test)):
+                    return True
+                if new_api is not None:
+                    other = anc.orelse if field == "body" else anc.body
+                    others = other if isinstance(other, list) else [other]
+                    if any(new_api.search(ctx.text(o)) for o in others):
+                        return True
+        child = anc
+    return False
+
+
 def is_model_name(name: str | None) -> bool:
-    return bool(name and _MODEL_NAME.match(name))
+    if not name or not _MODEL_NAME.match(name):
+        return False
+    return name.lstrip("_").split("_", 1)[0] not in _FACTORY_VERBS
 
 
 def is_module_class(ctx: Context, built: str | None) -> bool:
@@ -262,9 +358,20 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
     """Is ``expr`` evidently an ``nn.Module`` (built from one here, or named ``model``/``net``)?"""
     if expr is None:
         return False
-    if is_module_class(ctx, ctx.constructed_from(expr, use)):
+    built = ctx.constructed_from(expr, use)
+    if is_module_class(ctx, built):
         return True
+    if built is None and expr.__class__ in (ast.Name, ast.Attribute) and ctx.text(expr) in _used_as_module(ctx):
+        return True  # netD.parameters() handed to an optimizer, netD.train(): a module whatever its name
+    if built is None and expr.__class__ is ast.Attribute and root_name(expr) is not None and root_name(expr).id == "self":
+        built = _self_attr_from_locals(ctx, expr, use or expr)
+    if built is not None and built.split(".", 1)[0] in _OTHER_FRAMEWORKS:
+        return False  # an OpenCV/ONNX Runtime/TensorFlow... model named like a torch one
     if by_name and expr.__class__ in (ast.Name, ast.Attribute):
+        if expr.__class__ is ast.Name:
+            b = ctx.binding_at(expr.id, use or expr)
+            if b is not None and b.kind in ("def", "class", "import"):
+                return False  # a function or class named like a model, not an instance
         return is_model_name(last_name(expr))
     return False
 
@@ -369,9 +476,14 @@ def gpu_evident_for(ctx: Context, node: AST) -> bool:
     return any(id(ctx.scope_of(e)) in scopes for e in evidence)
 
 
-def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
-    """Does this function (or module) move something to a device (``.cuda()``/``.to(device)``)?"""
-    key = ("sem:moves", id(scope))
+_PLACERS = frozenset({"setup", "setup_module", "setup_dataloaders", "prepare", "prepare_model", "prepare_data_loader"})
+
+
+def scope_moves_to_device(ctx: Context, scope: AST, depth: int = 1) -> bool:
+    """Does this function (or module) put data on a device: ``.cuda()``/``.to(device)``, a
+    Fabric/Accelerate ``setup``/``prepare`` (which place model and batches), or a call of a
+    function of this file that moves what it returns (``x, y = get_batch()``)?"""
+    key = ("sem:moves", id(scope), depth)
     found = ctx._cache.get(key)
     if found is None:
         found = False
@@ -379,8 +491,36 @@ def scope_moves_to_device(ctx: Context, scope: AST) -> bool:
             if device_move_target(ctx, call) is not None and ctx.scope_of(call) is scope:
                 found = True
                 break
+        if not found:
+            for call in ctx.calls_named(*_PLACERS):
+                func = call.func
+                if func.__class__ is ast.Attribute and ctx.scope_of(call) is scope and _is_placer(func.value):
+                    found = True
+                    break
+        if not found and depth > 0:
+            for call in ctx.nodes.get(ast.Call, ()):
+                if ctx.scope_of(call) is scope and returns_device_data(ctx, call, depth - 1):
+                    found = True
+                    break
         ctx._cache[key] = found
     return found
+
+
+def _is_placer(expr: AST) -> bool:
+    name = (last_name(expr) or "").lower()
+    return "fabric" in name or "accelerator" in name
+
+
+def returns_device_data(ctx: Context, call: ast.Call, depth: int = 0) -> bool:
+    """A call of a function of this file that moves data to a device and returns it."""
+    if call.func.__class__ is not ast.Name:
+        return False
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    if not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return False
+    return scope_moves_to_device(ctx, func, depth)
 
 
 def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 8) -> bool:
@@ -403,13 +543,13 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
         if b.kind in ("assign", "walrus", "aug"):
             return is_device_tensor(ctx, b.value, b.node, depth - 1)
         if b.kind == "unpack" and b.value is not None and b.value.__class__ is ast.Call:
-            return _is_model_call(ctx, b.value)
+            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
         return False
     if cls is ast.Call:
         func = expr.func
         if device_move_target(ctx, expr) is not None:
             return True
-        if _is_model_call(ctx, expr) or is_loss_call(ctx, expr):
+        if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
             return True
         if func.__class__ is ast.Attribute:
             if func.attr in SYNC_METHODS:
@@ -443,7 +583,10 @@ def _is_model_call(ctx: Context, call: ast.Call) -> bool:
 
 
 # --------------------------------------------------------------------------- grad-free regions
-def _is_grad_off(ctx: Context, expr: AST) -> bool:
+def _is_grad_off(ctx: Context, expr: AST, depth: int = 2) -> bool:
+    """A context manager or decorator that turns autograd off: torch's own, a wrapper named for
+    one (``smart_inference_mode()``, ``torch_no_grad``), or a function of this file whose body
+    uses one (a decorator factory returning ``torch.inference_mode()(fn)``)."""
     call = expr if expr.__class__ is ast.Call else None
     target = call.func if call is not None else expr
     name = last_name(target)
@@ -453,6 +596,23 @@ def _is_grad_off(ctx: Context, expr: AST) -> bool:
         return True
     if name == "set_grad_enabled" and call is not None and call.args and _is_false(call.args[0]):
         return True
+    if name and ("no_grad" in name or "inference_mode" in name) and not (call is not None and call.args and _is_false(call.args[0])):
+        return True
+    if depth > 0 and target.__class__ is ast.Name:
+        bound = ctx.resolve(target)
+        if bound is not target and bound.__class__ is ast.IfExp:
+            # context = torch.no_grad if eval_with_no_grad else nullcontext: off whenever it is asked to be
+            return _is_grad_off(ctx, bound.body, depth - 1) or _is_grad_off(ctx, bound.orelse, depth - 1)
+        func = local_function(ctx, ast.Call(func=target, args=[], keywords=[]))
+        if func is not None and func.__class__ is not ast.Lambda:
+            for sub in ast.walk(func):
+                if sub is not func and sub.__class__ in (ast.Call, ast.Attribute, ast.Name):
+                    inner = last_name(sub)
+                    if inner in ("no_grad", "inference_mode") and ctx.qualname(sub if sub.__class__ is not ast.Call else sub.func) in (
+                        "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.grad_mode.no_grad",
+                        "torch.autograd.grad_mode.inference_mode",
+                    ):
+                        return True
     return False
 
 
@@ -553,6 +713,6 @@ __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
     "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
-    "is_module_instance", "is_optimizer_step", "is_zero_grad_like", "local_function", "optimizer_steps",
+    "in_compat_fallback", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "local_function", "optimizer_steps",
     "root_name", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
 ]

@@ -48,6 +48,20 @@ RULE_MODULES: tuple[str, ...] = (
     "tw404_cuda_visible_devices",
     "tw405_spawn_master_addr",
     "tw406_set_epoch",
+    "tw501_removed_api",
+    "tw502_deprecated_api",
+    "tw503_require_grad_typo",
+    "tw504_checkpoint_reentrant",
+    "tw505_non_public_api",
+    "tw506_log1p",
+    "tw507_expm1",
+    "tw508_logsumexp",
+    "tw509_torchvision_pretrained",
+    "tw510_v2_to_tensor",
+    "tw511_torchvision_module_import",
+    "tw512_unwaited_collective",
+    "tw513_tensor_constructor",
+    "tw514_library_in_tests",
 )
 
 _CACHE: list[Rule] | None = None

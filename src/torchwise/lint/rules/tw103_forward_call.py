@@ -15,6 +15,7 @@ class ForwardCalledDirectly(Rule):
     code = "TW103"
     name = "forward-called-directly"
     triggers = ("forward",)
+    skip_tests = True  # tests call forward() directly on purpose, to check it
     doc = """\
 What it flags
   `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a

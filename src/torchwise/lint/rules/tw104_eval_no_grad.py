@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import (
     backward_calls,
+    is_module_class,
     is_module_instance,
     optimizer_steps,
     under_no_grad,
@@ -60,6 +61,14 @@ def _plain_callee(func: ast.AST) -> bool:
     return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
 
 
+def _is_module_method(ctx: Context, func: ast.AST) -> bool:
+    cls = ctx.parent(func)
+    if cls.__class__ is not ast.ClassDef:
+        return False
+    bases = ctx.local_class_bases(cls.name)
+    return any(b.startswith("torch.nn.") for b in bases)
+
+
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
@@ -72,7 +81,11 @@ What it flags
   optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
   `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
   `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
-  Unit tests (`test*` functions) and framework hooks (`validation_step`) are left alone.
+  A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
+  or a function of this file that applies one, counts as no_grad. Factory calls
+  (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
+  (`test*` functions), framework hooks (`validation_step`) and methods of `nn.Module` classes
+  (part of some forward pass) are left alone.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -117,6 +130,8 @@ Fix
         named = not is_module and is_eval_name(scope.name)
         if not evals and not named:
             return None
+        if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
+            return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
         first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
         # anything that needs gradients makes this not (only) evaluation

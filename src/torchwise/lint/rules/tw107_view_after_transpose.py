@@ -111,6 +111,12 @@ def reorders(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 3) -
         values = [_int(d) for d in dims]
         if all(v is not None for v in values) and values == sorted(values):
             return None  # identity permutation
+        if all(v is not None for v in values):
+            # dims that stay next to each other in memory order may be merged by a view; only a
+            # view into fewer sizes than there are such runs must merge across a reordering
+            norm = [v % n for v in values]  # type: ignore[operator]
+            runs = 1 + sum(1 for a, b in zip(norm, norm[1:]) if b != a + 1)
+            return ("permute", runs, runs)
         return ("permute", n, n)
     if op in ("transpose", "swapaxes", "swapdims") and len(expr.args) == 2 and not expr.keywords:
         i, j = _int(expr.args[0]), _int(expr.args[1])

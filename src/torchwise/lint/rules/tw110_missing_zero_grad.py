@@ -12,11 +12,31 @@ from torchwise.lint.semantics import (
     body_nodes,
     hot_loops,
     is_backward_call,
+    is_module_instance,
     is_optimizer_step,
     is_zero_grad_like,
+    local_function,
 )
 
 _STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
+
+
+def _may_clear(ctx: Context, arg: ast.AST, call: ast.Call, optimizers: set[str]) -> bool:
+    """Could a function we cannot see clear gradients through this argument?"""
+    if ctx.text(arg) in optimizers:
+        return True
+    if arg.__class__ is ast.Call and last_name(arg.func) in ("parameters", "named_parameters"):
+        return True
+    return arg.__class__ in (ast.Name, ast.Attribute) and is_module_instance(ctx, arg, call)
+
+
+def _per_context_backward(ctx: Context, call: ast.Call) -> bool:
+    """``dist_autograd.backward(context_id, [loss])``: gradients go to the context, not ``.grad``."""
+    func = call.func
+    if func.__class__ is not ast.Attribute:
+        return False
+    owner = ctx.qualname(func.value)
+    return owner == "torch.distributed.autograd" or (owner is None and "dist_autograd" in ctx.text(func.value))
 
 
 class MissingZeroGrad(Rule):
@@ -28,8 +48,10 @@ What it flags
   The innermost loop that runs both a `backward()` and an optimizer `step()` when nothing in
   it clears the gradients: no `zero_grad(...)` on an optimizer or model, no `p.grad = None`,
   `p.grad.zero_()` or `del p.grad`, also looking into closures and into helper functions of
-  the same file that the loop calls. A loop that hands the optimizer to some other function
-  is left alone (that function may zero the gradients).
+  the same file that the loop calls (three calls deep). Left alone: a loop that hands the
+  optimizer, the model or its parameters to a function of another module (it may clear the
+  gradients), and distributed-autograd loops (`dist_autograd.backward(context_id, ...)`), whose
+  gradients live in a fresh context each step.
 
 Why it matters
   `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer
@@ -50,11 +72,14 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for loop in hot_loops(ctx).values():
-            nodes = body_nodes(ctx, loop)
+            nodes = body_nodes(ctx, loop, follow_calls=3)
             calls = [n for n in nodes if n.__class__ is ast.Call]
             steps = [c for c in calls if is_optimizer_step(ctx, c)]
-            if not steps or not any(is_backward_call(ctx, c) for c in calls):
+            backwards = [c for c in calls if is_backward_call(ctx, c)]
+            if not steps or not backwards:
                 continue
+            if all(_per_context_backward(ctx, c) for c in backwards):
+                continue  # distributed autograd: each context holds its own gradients, nothing piles up
             if any(is_zero_grad_like(ctx, n) for n in nodes):
                 continue
             optimizers = set()
@@ -62,10 +87,11 @@ Fix
                 recv = s.func.value
                 optimizers.add(ctx.text(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ctx.text(recv))
             if any(
-                last_name(c.func) not in _STEP_HELPERS and any(ctx.text(a) in optimizers for a in c.args)
+                last_name(c.func) not in _STEP_HELPERS and local_function(ctx, c) is None
+                and any(_may_clear(ctx, a, c, optimizers) for a in [*c.args, *(k.value for k in c.keywords)])
                 for c in calls
             ):
-                continue  # the optimizer is handed to code we cannot see
+                continue  # the optimizer or the model is handed to code we cannot see (it may clear the gradients)
             step = steps[0]
             yield ctx.finding(
                 self.code, loop,

@@ -5,11 +5,139 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 DATALOADER = "torch.utils.data.DataLoader"
+
+
+_IN_MEMORY = frozenset({"TensorDataset", "StackDataset", "ConcatDataset"})
+_SYNTHETIC = ("random", "dummy", "fake", "synthetic", "toy", "boring")
+
+
+def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) -> bool:
+    """Data that workers cannot speed up, or must not read: in-memory tensors and ranges, synthetic
+    datasets, datasets that only index stored tensors, and iterable datasets (each worker would
+    replay the whole stream, so the main process feeds them)."""
+    if depth <= 0:
+        return False
+    expr = ctx.resolve(expr, use)
+    if _preprocessed(ctx, expr, use):
+        return True
+    cls = expr.__class__
+    if cls in (ast.List, ast.Tuple, ast.ListComp):
+        return True
+    if cls is not ast.Call and cls not in (ast.Name, ast.Attribute):
+        return False
+    built = ctx.constructed_from(expr, use)
+    if built is None and cls is ast.Call:
+        name = last_name(expr.func)
+        if name in ("range", "list", "tuple", "zip", "enumerate"):
+            return True
+        return False
+    if built is None:
+        return False
+    last = built.rsplit(":", 1)[-1].rsplit(".", 1)[-1]
+    if last == "Subset":
+        source = _subset_source(ctx, expr, use)
+        return source is not None and _cheap_dataset(ctx, source, use, depth - 1)
+    if last in _IN_MEMORY or last.lower().startswith(_SYNTHETIC):
+        return True
+    if built.startswith("torch.") and last in ("tensor", "arange", "randn", "rand", "zeros", "ones", "stack", "cat"):
+        return True
+    if built.startswith("local:"):
+        bases = ctx.local_class_bases(last)
+        if any(b.endswith("IterableDataset") for b in bases):
+            return True
+        klass = ctx.local_classes.get(last)
+        return klass is not None and _indexes_only(klass)
+    return False
+
+
+_TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
+                             "flatten", "t", "item", "type", "to", "bool", "half"})
+
+
+def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """Evidence that producing an item costs CPU time workers could overlap: a torchvision or
+    other library dataset class, a dataset class of this file that does more than slicing, or
+    per-item transforms in this file (``transform=...``, ``transforms.Compose``). A dataset we
+    cannot see with no such evidence (a tokenised corpus, tensors made elsewhere) is left alone."""
+    built = ctx.constructed_from(ctx.resolve(expr, use), use)
+    if built is not None:
+        if built.startswith(("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")):
+            return True
+        if built.startswith("local:"):
+            klass = ctx.local_classes.get(built[6:])
+            return klass is not None and not _indexes_only(klass)
+    found = ctx._cache.get("tw202:transforms")
+    if found is None:
+        found = any(k.arg in ("transform", "transforms", "target_transform") for k in ctx.nodes.get(ast.keyword, ())) or any(
+            (ctx.qualname(c.func) or "").startswith(("torchvision.transforms.", "albumentations.")) for c in ctx.nodes.get(ast.Call, ())
+        )
+        ctx._cache["tw202:transforms"] = found
+    return found
+
+
+def _indexes_only(klass: ast.ClassDef) -> bool:
+    """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
+    arithmetic, ``.view``/``.long()``): no file reading, decoding or transform calls."""
+    for item in klass.body:
+        if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
+            if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
+                return False
+            for node in ast.walk(item):
+                if node.__class__ is ast.Call:
+                    func = node.func
+                    if not (func.__class__ is ast.Attribute and func.attr in _TENSOR_METHODS):
+                        return False
+                elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
+                    return False
+            return True
+    return False
+
+
+def _subset_source(ctx: Context, expr: ast.AST, use: ast.AST) -> ast.AST | None:
+    """The dataset a ``Subset(ds, indices)`` selects from (through names and ``self.x``)."""
+    for _ in range(3):
+        if expr.__class__ is ast.Call:
+            return expr.args[0] if expr.args else None
+        if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+            cls = ctx.class_of(use)
+            values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
+            if len(values) != 1:
+                return None
+            expr = values[0]
+            continue
+        expr = ctx.resolve(expr, use)
+        if expr.__class__ is not ast.Call:
+            return None
+    return None
+
+
+def _preprocessed(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """A Hugging Face style dataset prepared ahead with ``.map(fn, ...)`` (tokenised once, in
+    memory): ``tokenized["train"]`` after ``tokenized = raw.map(tokenize, batched=True)``."""
+    seen = 0
+    while seen < 5:
+        seen += 1
+        if expr.__class__ is ast.Subscript:
+            expr = expr.value
+            continue
+        if expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute:
+            if expr.func.attr == "map" and (expr.args or expr.keywords) and ctx.qualname(expr.func) is None:
+                return True
+            expr = expr.func.value  # .rename_column(...), .with_format(...), .shuffle(...)
+            continue
+        if expr.__class__ is ast.Name:
+            b = ctx.binding_at(expr.id, use)
+            if b is None or b.kind != "assign" or b.value is None:
+                return False
+            expr, use = b.value, b.node
+            continue
+        return False
+    return False
 
 
 class SynchronousDataLoader(Rule):
@@ -18,9 +146,13 @@ class SynchronousDataLoader(Rule):
     triggers = ("DataLoader",)
     doc = """\
 What it flags
-  `torch.utils.data.DataLoader(...)` (under any import alias) whose `num_workers` is the
-  literal 0 or is not given at all (by keyword or as the sixth positional argument). Calls
-  that pass `**kwargs` are left alone, since the value may be in there.
+  `torch.utils.data.DataLoader(...)` (under any import alias) that is not given `num_workers`
+  at all (by keyword or as the sixth positional argument). Left alone: an explicit count (0
+  included: a decision), `**kwargs` (the value may be in there), data that workers cannot
+  speed up (lists, ranges, tensors, `TensorDataset`, random/dummy datasets, a dataset class of
+  the file whose `__getitem__` only indexes stored tensors), iterable datasets (which the main
+  process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
+  per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -29,6 +161,8 @@ Why it matters
   should be measured; too many workers can also be slower.
 
 Example
+  from torchvision import datasets, transforms
+  train_set = datasets.ImageFolder("data/train", transform=transforms.ToTensor())
   loader = DataLoader(train_set, batch_size=64, shuffle=True)     # TW202
 
 Fix
@@ -43,9 +177,10 @@ Fix
                 if has_star_args(call):
                     continue
                 message = "DataLoader without num_workers loads every batch in the training process"
-            elif value.__class__ is ast.Constant and value.value == 0 and type(value.value) is int:
-                message = "DataLoader with num_workers=0 loads every batch in the training process"
             else:
+                continue  # an explicit count, 0 included, is a decision someone made
+            dataset = argument(call, "dataset", 0)
+            if dataset is None or _cheap_dataset(ctx, dataset, call) or not _per_item_work(ctx, dataset, call):
                 continue
             yield ctx.finding(
                 self.code, call, message,

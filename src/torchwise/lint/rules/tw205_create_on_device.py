@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, has_star_args, keyword
+from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import device_move_target
@@ -17,7 +17,8 @@ DETERMINISTIC = frozenset({
     "empty_strided", "tril_indices", "triu_indices",
 })
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
-RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial"})
+# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
+RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
 
 
 _LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
@@ -30,6 +31,20 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
     if data.__class__ is ast.Name:
         b = ctx.binding_at(data.id, use)
         return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
+    return False
+
+
+# methods between the factory and the move that only reshape or retype (the data stays as made)
+_SHAPE_METHODS = frozenset({
+    "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
+    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
+})
+
+
+def _traced(ctx: Context, node: ast.AST) -> bool:
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.Call and (ctx.qualname(anc.func) or "").startswith(("torch.jit.", "torch.onnx.", "torch.fx.")):
+            return True
     return False
 
 
@@ -68,21 +83,35 @@ Fix
             target = device_move_target(ctx, call)
             if target is None:
                 continue
+            if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
+                continue  # .to("cpu") of a new tensor: it is made there already
             inner = call.func.value
             if inner.__class__ is not ast.Call:
                 continue
+            chained = False
+            while (
+                inner.func.__class__ is ast.Attribute and inner.func.attr in _SHAPE_METHODS
+                and inner.func.value.__class__ is ast.Call and ctx.qualname(inner.func) is None
+            ):
+                inner, chained = inner.func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
             q = ctx.qualname(inner.func)
             if q is None or not q.startswith("torch.") or q.count(".") != 1:
                 continue
+            if _traced(ctx, call):
+                continue  # inside torch.jit.trace(...): the .to() node is what is being recorded
             factory = q.split(".", 1)[1]
             if factory not in DETERMINISTIC and factory not in RANDOM:
                 continue
-            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None or has_star_args(inner):
+            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
                 continue  # a generator fixes the device the numbers are drawn on
+            if any(k.arg is None for k in inner.keywords):
+                continue  # **kwargs may hold a device; *sizes cannot
+            if factory in ("tensor", "as_tensor") and any(a.__class__ is ast.Starred for a in inner.args):
+                continue
             if factory in ("tensor", "as_tensor") and (len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner)):
                 continue  # data that may already be a tensor on the device, or positional extras
             fix = None
-            if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None:
+            if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
                 fix = self._fix(ctx, call, inner, target)
             dev = '"cuda"' if target is True else ctx.text(target)
             yield ctx.finding(

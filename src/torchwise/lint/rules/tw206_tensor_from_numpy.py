@@ -69,6 +69,8 @@ Fix
         for call in ctx.calls_to("torch.tensor"):
             if not call.args or not is_ndarray(ctx, call.args[0], call):
                 continue
+            if any(k.arg in ("dtype", "device") or k.arg is None for k in call.keywords):
+                continue  # a dtype change or a device copy copies anyway: nothing to share
             yield ctx.finding(
                 self.code, call,
                 "torch.tensor() copies the NumPy array; from_numpy()/as_tensor() would share its memory",

@@ -154,6 +154,9 @@ Fix
                 subject = func.value
                 if _inner_sync(subject):
                     continue
+                parent = ctx.parent(call)
+                if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
+                    continue  # m.cpu().parameters(): a module moved, not a value read
                 what = f".{name}()"
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:

@@ -17,6 +17,43 @@ def _grad_chain(expr: ast.AST) -> bool:
     return expr.__class__ is ast.Attribute and expr.attr == "grad"
 
 
+_INPLACE = frozenset({"add_", "sub_", "mul_", "div_", "copy_", "addcmul_", "addcdiv_", "clamp_", "masked_fill_", "index_add_"})
+
+
+def _grads_updated_in_place(ctx: Context) -> bool:
+    """``p.grad += g``, ``p.grad.add_(g)``, ``p.grad[i] = v``, ``p.grad.data.mul_(s)``: code that
+    accumulates into a gradient tensor it expects to exist."""
+    key = "tw208:inplace"
+    found = ctx._cache.get(key)
+    if found is None:
+        found = False
+        for node in ctx.nodes.get(ast.AugAssign, ()):
+            if _grad_chain(node.target):
+                found = True
+        for node in ctx.nodes.get(ast.Assign, ()):
+            if any(t.__class__ is ast.Subscript and _grad_chain(t.value) for t in node.targets):
+                found = True
+        if not found:
+            for call in ctx.nodes.get(ast.Call, ()):
+                func = call.func
+                if func.__class__ is ast.Attribute and func.attr in _INPLACE and _grad_chain(func.value):
+                    found = True
+                    break
+        ctx._cache[key] = found
+    return found
+
+
+def _reads_grad(ctx: Context) -> bool:
+    """Does any code read a ``.grad`` (not only assign or delete it)?"""
+    for node in ctx.nodes.get(ast.Attribute, ()):
+        if node.attr == "grad" and node.ctx.__class__ is ast.Load:
+            parent = ctx.parent(node)
+            if parent.__class__ is ast.Attribute and parent.attr in ("zero_", "detach_") and ctx.parent(parent).__class__ is ast.Call:
+                continue
+            return True
+    return False
+
+
 class ZeroGradMemset(Rule):
     code = "TW208"
     name = "zero-grad-memset"
@@ -39,11 +76,16 @@ Example
 
 Fix
   `optimizer.zero_grad()` (or `set_to_none=True` explicitly); instead of `p.grad.zero_()`
-  write `p.grad = None`. `torchwise lint --fix` turns `set_to_none=False` into `True`; code that
-  reads `.grad` between zero_grad and backward must then expect None.
+  write `p.grad = None`. `torchwise lint --fix` turns `set_to_none=False` into `True` when the
+  file never reads `.grad`; where it does, the gradients of parameters without a gradient become
+  None instead of zeros, so the edit is only an unsafe fix (`--unsafe-fixes`). Code that adds into
+  `.grad` (`p.grad += g`) needs the zeros and is not flagged.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if _grads_updated_in_place(ctx):
+            return  # `p.grad += g` after zeroing needs a tensor there: zeros are deliberate
+        reads_grad = _reads_grad(ctx)
         for call in ctx.calls_named("zero_grad"):
             if call.func.__class__ is not ast.Attribute:
                 continue
@@ -55,7 +97,9 @@ Fix
                 self.code, call,
                 "zero_grad(set_to_none=False) writes zeros into every gradient; setting them to None is cheaper",
                 suggestion="use zero_grad() (set_to_none=True is the default)",
-                fix=Fix("use set_to_none=True", (ctx.replace(value, "True"),)),
+                fix=Fix("use set_to_none=True", (ctx.replace(value, "True"),), safe=not reads_grad,
+                        why_unsafe="this file reads `.grad`; after zero_grad() it is None (also for parameters "
+                        "that get no gradient), where that code expects a tensor" if reads_grad else ""),
             )
         for call in ctx.calls_named("zero_"):
             func = call.func

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
@@ -10,6 +11,10 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 JIT_SCRIPT = "torch.jit.script"
+
+
+_OPT_IN = re.compile(r"script|jit|export|trace|onnx", re.I)
+_ARTIFACT_ATTRS = frozenset({"graph", "code", "inlined_graph", "save", "code_with_constants", "_c"})
 
 
 class JitScriptForSpeed(Rule):
@@ -20,7 +25,9 @@ class JitScriptForSpeed(Rule):
 What it flags
   `@torch.jit.script` on a function, and `torch.jit.script(obj)` whose result this file does
   not save (`torch.jit.save(...)` or `.save(...)`); scripting for export to C++/mobile is a
-  different use and is left alone.
+  different use and is left alone, as are scripting under an opt-in option (`if
+  args.torchscript:`), a scripted module whose graph or code is inspected, and test files
+  (which check that a model *can* be scripted).
 
 Why it matters
   TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is
@@ -64,12 +71,33 @@ Fix
                 continue
             if parent.__class__ is ast.Return or self._returned(ctx, parent):
                 continue  # handed to the caller, probably for export
+            if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(call)):
+                continue  # an opt-in option (`if args.torchscript:`), beside whatever else is offered
+            if parent.__class__ is ast.Assign and self._artifact_used(ctx, parent):
+                continue  # its TorchScript graph/code is inspected or exported: scripting is the point
             yield ctx.finding(
                 self.code, call,
                 "torch.jit.script for speed: torch.compile is the maintained way to fuse operations",
                 suggestion="use torch.compile(...) unless you export the scripted module",
                 end_node=call.func,
             )
+
+    @staticmethod
+    def _artifact_used(ctx: Context, assign: ast.Assign) -> bool:
+        names = {t.id for t in assign.targets if t.__class__ is ast.Name}
+        names |= {t.attr for t in assign.targets if t.__class__ is ast.Attribute}
+        if not names:
+            return False
+        for node in ctx.nodes.get(ast.Attribute, ()):
+            if node.attr in _ARTIFACT_ATTRS and last_name(node.value) in names:
+                return True
+        for call in ctx.nodes.get(ast.Call, ()):
+            q = ctx.qualname(call.func) or ""
+            if q == JIT_SCRIPT:
+                continue
+            if q.startswith(("torch.jit.", "torch.onnx.")) and any(last_name(a) in names for a in call.args):
+                return True
+        return False
 
     @staticmethod
     def _returned(ctx: Context, parent: ast.AST) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
@@ -11,6 +12,25 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import is_model_name, is_module_instance, training_calls
 
 _HALF_DTYPES = ("torch.float16", "torch.half")
+
+
+_DTYPE_TEST = re.compile(r"dtype|float16|half")
+_BACK_TO_FULL = frozenset({"float", "double", "bfloat16"})
+
+
+def _converted_back(ctx: Context, call: ast.Call) -> bool:
+    """``x.half().float()`` / ``x.half().to(torch.float32)``: converted on at once."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Attribute or ctx.parent(parent).__class__ is not ast.Call:
+        return False
+    if parent.attr in _BACK_TO_FULL:
+        return True
+    if parent.attr == "to":
+        outer = ctx.parent(parent)
+        target = outer.args[0] if outer.args else (keyword(outer, "dtype").value if keyword(outer, "dtype") else None)
+        q = ctx.qualname(target) if target is not None else None
+        return q is not None and q.rsplit(".", 1)[-1] in ("float32", "float", "float64", "double", "bfloat16")
+    return False
 
 
 class HalfModelTraining(Rule):
@@ -22,7 +42,8 @@ What it flags
   `model.half()`, `model.to(torch.float16)` or `model.to(dtype=torch.half)` on something that
   evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
   a function (or script) that also trains: it calls `backward()` or an optimizer `step()`.
-  Inference code is not flagged.
+  Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
+  and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
 Why it matters
   Converting the whole model stores the weights, the optimizer's updates and the BatchNorm
@@ -58,6 +79,10 @@ Fix
                 target = kw.value if kw is not None else (call.args[0] if len(call.args) == 1 else None)
                 if target is None or ctx.qualname(target) not in _HALF_DTYPES:
                     continue
+            if any(_DTYPE_TEST.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(call)):
+                continue  # m.half() if x.dtype is torch.float16 else m: matching the input's dtype
+            if _converted_back(ctx, call):
+                continue  # model.half().float(): a round trip that rounds the weights, not fp16 training
             recv = func.value
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import in_compat_fallback
 
 OLD = {
     "torch.cuda.amp.autocast": ("autocast", "cuda"),
@@ -21,6 +23,9 @@ OLD = {
 _OLD_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 
 
+_NEW_API = re.compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
+
+
 class LegacyAmp(Rule):
     code = "TW220"
     name = "legacy-amp"
@@ -30,7 +35,9 @@ class LegacyAmp(Rule):
 What it flags
   Uses of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast`
   (and `custom_fwd`/`custom_bwd`), however imported, and of NVIDIA apex's `amp`
-  (`from apex import amp`, `amp.initialize(...)`).
+  (`from apex import amp`, `amp.initialize(...)`). The old-torch branch of version-dependent
+  code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
+  expression that tests a version or whose other branch uses `torch.amp`.
 
 Why it matters
   The device-specific AMP entry points are deprecated aliases of the device-generic
@@ -56,6 +63,8 @@ Fix
         for q, (new, device) in OLD.items():
             for call in ctx.calls_to(q):
                 func = call.func
+                if in_compat_fallback(ctx, call, _NEW_API):
+                    continue  # the old-torch branch of version-dependent code
                 fix = None
                 positional_ok = not call.args and not any(k.arg is None for k in call.keywords)
                 if new in ("autocast", "GradScaler") and positional_ok:

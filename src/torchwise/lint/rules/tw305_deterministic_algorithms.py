@@ -38,7 +38,7 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         dets = cudnn_flag_assignments(ctx, "deterministic")
-        if not dets or ctx.calls_to("torch.use_deterministic_algorithms"):
+        if not dets or ctx.calls_to("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"):
             return
         for node in dets:
             yield ctx.finding(

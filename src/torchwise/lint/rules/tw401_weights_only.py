@@ -10,6 +10,16 @@ from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 
 
+def _feeds_load_state_dict(ctx: Context, call: ast.Call) -> bool:
+    """``model.load_state_dict(torch.load(p))``: the file is a state dict, plain tensors, which
+    weights_only=True loads exactly as before."""
+    parent = ctx.parent(call)
+    return (
+        parent.__class__ is ast.Call and call in parent.args and parent.func.__class__ is ast.Attribute
+        and parent.func.attr == "load_state_dict"
+    )
+
+
 class UnsafeTorchLoad(Rule):
     code = "TW401"
     name = "torch-load-unsafe"
@@ -19,7 +29,8 @@ class UnsafeTorchLoad(Rule):
 What it flags
   `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
   missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
-  the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there.
+  the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there,
+  and so are test files, which load what they have just written themselves.
 
 Why it matters
   A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
@@ -34,8 +45,11 @@ Example
 Fix
   `torch.load("model.pt", weights_only=True)`; load plain state dicts rather than pickled
   objects, and allow the few extra classes you need with
-  `torch.serialization.add_safe_globals`. `torchwise lint --fix` adds `weights_only=True` when
-  the argument is missing (it does not overrule an explicit `False` or a custom pickle module).
+  `torch.serialization.add_safe_globals`. `torchwise lint --fix` adds `weights_only=True` where
+  the result goes straight into `load_state_dict` (a state dict: plain tensors, loads the same);
+  elsewhere the file may hold pickled objects that the safe mode refuses, so the same edit is
+  only an unsafe fix (`--unsafe-fixes`). An explicit `False` or a custom pickle module is never
+  overruled.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -54,11 +68,17 @@ Fix
                 if has_star_args(call):
                     continue
                 edit = ctx.add_keyword(call, "weights_only=True")
+                safe = _feeds_load_state_dict(ctx, call)
+                fix = None
+                if edit is not None:
+                    fix = Fix("add weights_only=True", (edit,), safe=safe, why_unsafe="" if safe else (
+                        "the file may hold more than tensors (a whole pickled model, NumPy arrays, an "
+                        "argparse.Namespace in the checkpoint), which weights_only=True refuses to load"))
                 yield ctx.finding(
                     self.code, call,
-                    "torch.load without weights_only=True can run arbitrary code from the file",
+                    "torch.load without weights_only=True runs arbitrary code from the file on PyTorch < 2.6 (and wherever the default is changed)",
                     suggestion="pass weights_only=True",
-                    fix=Fix("add weights_only=True", (edit,)) if edit is not None else None,
+                    fix=fix,
                     end_node=call.func,
                 )
             elif value.__class__ is ast.Constant and value.value is False:

@@ -2,12 +2,33 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name, str_consts
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import gpu_evident
+
+
+def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:
+    return {c for c in str_consts(expr) if "." in c} if expr is not None else set()
+
+
+def _own_cpu_cache(ctx: Context, load: ast.Call) -> bool:
+    """``torch.save(feats.cpu(), ".../feats.pth")`` elsewhere in the file, and this load reads a
+    file of the same name: the tensors in it are on the CPU already."""
+    names = _file_names(ctx, argument(load, "f", 0))
+    if not names:
+        return False
+    for save in ctx.calls_to("torch.save"):
+        if names & _file_names(ctx, argument(save, "f", 1)):
+            obj = argument(save, "obj", 0)
+            if obj is not None and any(
+                n.__class__ is ast.Call and last_name(n.func) == "cpu" for n in ast.walk(obj)
+            ):
+                return True
+    return False
 
 
 class LoadWithoutMapLocation(Rule):
@@ -41,6 +62,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
+            if _own_cpu_cache(ctx, call):
+                continue  # reads back what this file saved from CPU tensors
             yield ctx.finding(
                 self.code, call,
                 "torch.load without map_location restores tensors onto the GPU they were saved from",

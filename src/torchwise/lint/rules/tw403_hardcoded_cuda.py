@@ -11,7 +11,13 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
-_FALLBACK_HINTS = ("is_available", "cpu", "device_count", "accelerator", "mps", "get_device", "select_device")
+_FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
+
+
+_GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
+
+
+_OPT_IN = re.compile(r"cuda|gpu", re.I)
 
 
 class HardcodedCuda(Rule):
@@ -22,7 +28,7 @@ class HardcodedCuda(Rule):
 What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
-  the device count, never names a `"cpu"` device and has no device parameter of its own.
+  the device count, never names a `"cpu"` device (calling `.cpu()` on results does not count) and has no device parameter of its own.
 
 Why it matters
   Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
@@ -42,12 +48,21 @@ Fix
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return
+        if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
+            return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
+        if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
+            return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
+        if "cpu" in src and any(
+            n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
+            for n in ctx.nodes.get(ast.Constant, ())
+        ):
+            return  # a "cpu" device is named somewhere: there is a CPU path (moving results with .cpu() is not one)
         if any(a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs):
             return
         for call in ctx.calls_named("cuda"):
             func = call.func
             if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
-                yield self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present")
+                yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present"))
         for call in ctx.calls_named("to", "device"):
             func = call.func
             if func.__class__ is ast.Attribute and func.attr == "to":
@@ -57,16 +72,23 @@ Fix
             else:
                 continue
             if arg is not None and arg.__class__ is ast.Constant and isinstance(arg.value, str) and _CUDA_STR.match(arg.value):
-                yield self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback')
+                yield from self._opt(self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback'))
         for kw_call in ctx.nodes.get(ast.Call, ()) if 'device="cuda' in src or "device='cuda" in src else ():
             kw = keyword(kw_call, "device")
             if kw is None or kw_call.func.__class__ is ast.Attribute and kw_call.func.attr == "to":
                 continue
             v = kw.value
             if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
-                yield self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value)
+                yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
 
-    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding:
+    @staticmethod
+    def _opt(finding: Finding | None) -> Iterator[Finding]:
+        if finding is not None:
+            yield finding
+
+    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
+        if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(node)):
+            return None  # under `if args.cuda:` / `if use_gpu:`: the user chose the GPU
         return ctx.finding(
             self.code, at or node, message,
             suggestion='pick the device once (device = "cuda" if torch.cuda.is_available() else "cpu") and use .to(device)',

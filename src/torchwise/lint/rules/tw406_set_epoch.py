@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument
+from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import local_function
 
 
 def _has_epoch_loop(ctx: Context) -> bool:
@@ -17,6 +18,34 @@ def _has_epoch_loop(ctx: Context) -> bool:
                 name = sub.id if sub.__class__ is ast.Name else (sub.attr if sub.__class__ is ast.Attribute else None)
                 if name and "epoch" in name.lower():
                     return True
+    return False
+
+
+def _bound_names(ctx: Context, call: ast.Call) -> set[str]:
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.Assign:
+        return {t.id for t in parent.targets if t.__class__ is ast.Name} | {t.attr for t in parent.targets if t.__class__ is ast.Attribute}
+    return set()
+
+
+def _handed_on(ctx: Context, sampler: ast.Call) -> bool:
+    """Is the sampler, or a DataLoader built with it, passed to a function not defined here?"""
+    names = _bound_names(ctx, sampler)
+    if not names:
+        return False
+    for call in ctx.calls_to("torch.utils.data.DataLoader"):
+        if any(last_name(v) in names for v in [*call.args, *(k.value for k in call.keywords)]):
+            names |= _bound_names(ctx, call)
+    for d in ctx.nodes.get(ast.Dict, ()):
+        if any(v is not None and last_name(v) in names for v in d.values):
+            return True  # stored in a dict of loader arguments we do not follow
+    for call in ctx.nodes.get(ast.Call, ()):
+        if ctx.qualname(call.func) in ("torch.utils.data.DataLoader", "torch.utils.data.DistributedSampler"):
+            continue
+        if local_function(ctx, call) is not None:
+            continue
+        if any(v.__class__ in (ast.Name, ast.Attribute) and last_name(v) in names for v in [*call.args, *(k.value for k in call.keywords)]):
+            return True
     return False
 
 
@@ -53,6 +82,8 @@ Fix
             shuffle = argument(call, "shuffle", 3)
             if shuffle is not None and not (shuffle.__class__ is ast.Constant and shuffle.value is True):
                 continue
+            if _handed_on(ctx, call):
+                continue  # the sampler (or its loader) goes to a function of another module, which may call set_epoch
             yield ctx.finding(
                 self.code, call,
                 "DistributedSampler shuffles but set_epoch() is never called: every epoch sees the same order",

@@ -1,0 +1,66 @@
+"""TW502: calls or imports of deprecated PyTorch functions (and functorch)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.api_symbols import DEPRECATED, symbol_calls, symbol_imports
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+
+class DeprecatedApi(Rule):
+    code = "TW502"
+    name = "deprecated-api"
+    triggers = ("torch", "functorch")
+    fixable = True
+    doc = """\
+What it flags
+  A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
+  (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
+  `torch.ger`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
+  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+  and the `functorch` transforms that moved to `torch.func`. (`torch.cuda.amp.*` is TW220.)
+
+Why it matters
+  Deprecated functions warn on every call and are removed in a later release; several of
+  them also differ subtly from their replacements (`torch.range` includes its end point,
+  `torch.svd` returns V rather than V^H), so moving early, with tests, is cheaper than moving
+  when an upgrade breaks the code.
+
+Example
+  outer = torch.ger(a, b)                              # TW502
+
+Fix
+  Use the replacement named in the finding. `torchwise lint --fix` rewrites the cases where the
+  new name is the very same function: `torch.ger` -> `torch.outer`, and
+  `from functorch import vmap` -> `from torch.func import vmap` (likewise grad, vjp, jvp,
+  jacrev, jacfwd, hessian, functionalize).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call, q in symbol_calls(ctx, DEPRECATED):
+            new, same = DEPRECATED[q]
+            fix = None
+            func = call.func
+            if same and q.startswith("torch.") and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name \
+                    and ctx.imports.get(func.value.id) == "torch":
+                edit = ctx.replace_attr(func, new.rsplit(".", 1)[1])
+                fix = Fix(f"use {new}", (edit,)) if edit is not None and new.count(".") == 1 else None
+            yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
+                              fix=fix, end_node=call.func)
+        for node, alias, q in symbol_imports(ctx, DEPRECATED):
+            new, same = DEPRECATED[q]
+            fix = None
+            if same and len(node.names) == 1 and "#" not in ctx.text(node) and "\\" not in ctx.text(node):
+                module, name = new.rsplit(".", 1)
+                text = f"from {module} import {name}" + (f" as {alias.asname}" if alias.asname else "")
+                if alias.name == name:
+                    fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
+            yield ctx.finding(self.code, node, f"import of {q}, which is deprecated; use {new}",
+                              suggestion=f"use {new}", fix=fix)
+
+
+RULE = DeprecatedApi()

@@ -1,0 +1,49 @@
+"""TW504: ``torch.utils.checkpoint.checkpoint`` without an explicit ``use_reentrant``."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from torchwise.lint.engine import Context, has_star_args, keyword
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+_CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
+
+
+class CheckpointReentrant(Rule):
+    code = "TW504"
+    name = "checkpoint-use-reentrant"
+    triggers = ("checkpoint",)
+    fixable = False  # its only fix may change behaviour: offered with --unsafe-fixes
+    doc = """\
+What it flags
+  `torch.utils.checkpoint.checkpoint(...)` (or `checkpoint_sequential`) called without the
+  `use_reentrant` argument.
+
+Why it matters
+  PyTorch warns on every such call and plans to change the default. The old reentrant variant
+  does not support `torch.autograd.grad`, keyword arguments to the function, or inputs that do
+  not require grad (gradients silently become None for the checkpointed part); the
+  non-reentrant one has none of these limits.
+
+Example
+  h = torch.utils.checkpoint.checkpoint(block, x)      # TW504
+
+Fix
+  Pass `use_reentrant=False` (recommended) or `use_reentrant=True` to keep the old behaviour.
+  `--unsafe-fixes` adds `use_reentrant=False`: unsafe because it changes which variant runs.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.calls_to(*_CHECKPOINTS):
+            if keyword(call, "use_reentrant") is not None or has_star_args(call):
+                continue
+            edit = ctx.add_keyword(call, "use_reentrant=False")
+            fix = Fix("pass use_reentrant=False", (edit,), safe=False,
+                      why_unsafe="switches from the reentrant variant (the current default) to the non-reentrant one") if edit else None
+            yield ctx.finding(self.code, call, "checkpoint() without use_reentrant: pass it explicitly (False is recommended)",
+                              suggestion="pass use_reentrant=False", fix=fix, end_node=call.func)
+
+
+RULE = CheckpointReentrant()

@@ -1,0 +1,67 @@
+"""TW509: torchvision model builders called with the removed ``pretrained=`` arguments."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+_OLD_TO_NEW = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
+
+
+class TorchvisionPretrained(Rule):
+    code = "TW509"
+    name = "torchvision-pretrained-arg"
+    triggers = ("torchvision",)
+    fixable = True
+    doc = """\
+What it flags
+  A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
+  with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` as its first argument.
+
+Why it matters
+  Since torchvision 0.13 the builders take `weights=`/`weights_backbone=` (an enum naming the
+  exact checkpoint); the boolean arguments warn and are being removed. `pretrained=True` also
+  hides which of several published checkpoints you get.
+
+Example
+  import torchvision
+  model = torchvision.models.resnet50(pretrained=True)        # TW509
+
+Fix
+  `weights=ResNet50_Weights.IMAGENET1K_V1` (what `pretrained=True` loaded) or
+  `weights="DEFAULT"` (the best available, which may differ). `torchwise lint --fix` rewrites
+  `pretrained=False` to `weights=None` (the same); `pretrained=True` -> `weights="DEFAULT"` is
+  only an unsafe fix, since DEFAULT may be a newer checkpoint than the one loaded before.
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for call in ctx.nodes.get(ast.Call, ()):
+            if not call.keywords and not call.args:
+                continue
+            q = ctx.qualname(call.func)
+            if q is None or not q.startswith("torchvision.models."):
+                continue
+            first = call.args[0] if call.args else None
+            if first is not None and first.__class__ is ast.Constant and type(first.value) is bool and q.rsplit(".", 1)[-1][:1].islower():
+                yield ctx.finding(self.code, first, "a positional pretrained flag is deprecated in torchvision; pass weights=",
+                                  suggestion="pass weights=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)")
+            for kw in call.keywords:
+                new = _OLD_TO_NEW.get(kw.arg or "")
+                if new is None:
+                    continue
+                fix = None
+                value = kw.value
+                if value.__class__ is ast.Constant and value.value is False:
+                    fix = Fix(f"use {new}=None", (ctx.replace(kw, f"{new}=None"),))
+                elif value.__class__ is ast.Constant and value.value is True:
+                    fix = Fix(f'use {new}="DEFAULT"', (ctx.replace(kw, f'{new}="DEFAULT"'),), safe=False,
+                              why_unsafe="DEFAULT may name a newer checkpoint than the one pretrained=True loaded")
+                yield ctx.finding(self.code, kw, f"{kw.arg}= is deprecated in torchvision; use {new}=",
+                                  suggestion=f"pass {new}=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)", fix=fix)
+
+
+RULE = TorchvisionPretrained()

@@ -1,0 +1,50 @@
+"""TW511: ``import torchvision.models as models`` instead of ``from torchvision import models``."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.rule import Rule
+
+_MODULES = ("datasets", "models", "transforms")
+
+
+class TorchvisionModuleImport(Rule):
+    code = "TW511"
+    name = "torchvision-module-import"
+    triggers = ("torchvision",)
+    fixable = True
+    doc = """\
+What it flags
+  `import torchvision.models as models` (also `datasets`, `transforms`): a submodule imported
+  under its own last name.
+
+Why it matters
+  It binds exactly what `from torchvision import models` binds, but reads as if a different
+  module were meant, and tools that sort or check imports treat the two forms differently. A
+  small consistency point that TorchFix users will know.
+
+Example
+  import torchvision.models as models                  # TW511
+
+Fix
+  `from torchvision import models`. `torchwise lint --fix` rewrites the line when it imports
+  only that module (the bound name and object stay the same).
+"""
+
+    def check(self, ctx: Context) -> Iterator[Finding]:
+        for node in ctx.nodes.get(ast.Import, ()):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if len(parts) == 2 and parts[0] == "torchvision" and parts[1] in _MODULES and alias.asname == parts[1]:
+                    fix = None
+                    if len(node.names) == 1 and "#" not in ctx.text(node):
+                        fix = Fix(f"from torchvision import {parts[1]}", (ctx.replace(node, f"from torchvision import {parts[1]}"),))
+                    yield ctx.finding(self.code, node, f"import torchvision.{parts[1]} as {parts[1]}: write from torchvision import {parts[1]}",
+                                      suggestion=f"from torchvision import {parts[1]}", fix=fix)
+
+
+RULE = TorchvisionModuleImport()
