@@ -17,8 +17,9 @@ import pytest
 from torchwise.cli import main
 from torchwise.lint.config import clear_cache
 
-BAD = "import torch\nsd = torch.load('m.pt')\n"
-FIXED = "import torch\nsd = torch.load('m.pt', weights_only=True)\n"
+# a load that feeds load_state_dict: its TW401 fix is a safe one, so --fix applies it
+BAD = "import torch\nmodel.load_state_dict(torch.load('m.pt'))\n"
+FIXED = "import torch\nmodel.load_state_dict(torch.load('m.pt', weights_only=True))\n"
 ROOT = Path(__file__).resolve().parents[2]
 # Root without the capabilities that bypass file permissions: behaves like an ordinary user on
 # files it does not own (the tests run as root in CI containers).
@@ -101,7 +102,7 @@ def test_fifo_given_directly_or_inside_a_folder_is_reported_not_read(tmp_path):
     assert r.returncode == 1, r.stderr
     for name in ("pipe.py", "sub/deep.py"):
         assert f"{tmp_path / name}:1:1: TW000 not a regular file (a FIFO): not read" in r.stdout
-    assert f"{tmp_path / 'sub' / 'real.py'}:2:6: TW401" in r.stdout
+    assert f"{tmp_path / 'sub' / 'real.py'}:2:23: TW401" in r.stdout
 
 
 def test_fifo_that_appears_after_discovery_is_not_read(tmp_path):
@@ -185,7 +186,7 @@ def test_fix_in_a_read_only_folder_is_one_line_and_changes_nothing(foreign_dir):
     line = one_line_error(r.returncode, r.stderr)
     assert "could not write the fixes to 1 file" in line and "a.py (permission denied)" in line
     assert src.read_text() == BAD and sorted(p.name for p in foreign_dir.iterdir()) == ["a.py"]
-    assert f"{src}:2:6: TW401" in r.stdout  # the unfixed finding is still reported
+    assert f"{src}:2:23: TW401" in r.stdout  # the unfixed finding is still reported
 
 
 def test_fix_that_cannot_create_its_temporary_file_is_one_line(tmp_path, capsys, monkeypatch):
@@ -205,7 +206,7 @@ def test_fix_that_cannot_create_its_temporary_file_is_one_line(tmp_path, capsys,
     assert "Fixed 1 finding in 1 file." in err  # the writable file is still fixed
     assert f"could not write the fixes to 1 file: {locked} (permission denied)" in err
     assert locked.read_text() == BAD and free.read_text() == FIXED
-    assert f"{locked}:2:6: TW401" in out  # the report is still given: nothing is lost
+    assert f"{locked}:2:23: TW401" in out  # the report is still given: nothing is lost
 
 
 def test_fix_on_a_symlink_fixes_the_target_and_keeps_the_link(tmp_path, capsys):
