@@ -8,7 +8,7 @@ network. The steps return the loss and the discriminator's mean outputs on real 
 points, which are logged. The data is generated (nothing is downloaded).
 
     torchwise train examples/gan.py:task
-    torchwise train examples/gan.py:task --epochs 20 --task-arg lr=1e-4
+    torchwise train examples/gan.py:task --epochs 40 --task-arg lr=5e-4
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def g_step(model: GAN, batch: list[torch.Tensor]) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(d_fake, torch.ones_like(d_fake))
 
 
-def task(n: int = 4096, noise_dim: int = 8, hidden: int = 64, lr: float = 2e-4, batch_size: int = 128, epochs: int = 10) -> Task:
+def task(n: int = 4096, noise_dim: int = 8, hidden: int = 64, lr: float = 1e-3, batch_size: int = 128, epochs: int = 20) -> Task:
     """The GAN Task: Adam with beta1 = 0.5 for both networks, as is usual for GANs."""
     return Task(
         model=GAN(noise_dim, hidden),
