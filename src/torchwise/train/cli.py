@@ -13,13 +13,13 @@ environment and trains with DDP. ``--batch-size`` is per process.
 from __future__ import annotations
 
 import argparse
-import ast
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from torchwise.errors import UsageError
+from torchwise.task_args import add_task_arg, task_kwargs
 
 _PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
 # options handled by the launcher, not forwarded to the workers
@@ -28,13 +28,18 @@ _LAUNCH_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoi
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="the Task: path/to/file.py:function or package.module:function (default function: task)")
-    parser.add_argument("--task-arg", action="append", default=[], metavar="KEY=VALUE", help="keyword argument for the task function (repeatable), e.g. --task-arg lr=0.01")
+    add_task_arg(parser)
     g = parser.add_argument_group("training")
     g.add_argument("--epochs", type=int, help="number of epochs (default: the task's); with --resume, the total to reach")
     g.add_argument("--max-steps", type=int, help="stop after this many optimizer steps")
     g.add_argument("--batch-size", type=int, help="batch size per process (default: the task's)")
     g.add_argument("--precision", default="auto", choices=_PRECISIONS, help="numeric precision (default: auto = bf16/fp16 mixed on CUDA, 32 on CPU)")
     g.add_argument("--accumulate", type=int, default=1, help="gradient accumulation steps (default 1)")
+    g.add_argument("--scheduler-interval", choices=("step", "epoch"), help="step the task's scheduler per optimizer step or per epoch (default: the task's, else by the scheduler's class)")
+    g.add_argument("--monitor", help="metric for ReduceLROnPlateau, early stopping and best.pt (default: the task's, val/loss)")
+    g.add_argument("--monitor-mode", choices=("min", "max"), help="whether the monitored metric is better lower or higher (default: from its name)")
+    g.add_argument("--early-stopping", type=int, metavar="PATIENCE", help="stop after PATIENCE epochs without improvement of the monitored metric")
+    g.add_argument("--ema", type=float, metavar="DECAY", help="evaluate and checkpoint an exponential moving average of the weights (e.g. 0.999)")
     g.add_argument("--clip-grad-norm", type=float, help="clip the gradient norm to this value (the pre-clip norm is logged)")
     g.add_argument("--compile", action="store_true", help="use torch.compile (falls back to eager with a warning)")
     g.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
@@ -54,19 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--node-rank", type=int, default=0, help="rank of this node (multi-node)")
     g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (multi-node; default: a free local port)")
     g.add_argument("--rdzv-id", default="torchwise", help="rendezvous job id (multi-node)")
-
-
-def _task_kwargs(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise UsageError(f"--task-arg expects KEY=VALUE with a Python identifier as KEY, got {item!r}")
-        try:
-            out[key] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            out[key] = text
-    return out
 
 
 def worker_argv(args: argparse.Namespace) -> list[str]:
@@ -119,20 +111,25 @@ def run(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from torchwise.seed import seed_everything
     from torchwise.task import load_task
+    from torchwise.train.early_stopping import EarlyStopping
     from torchwise.train.trainer import Trainer
 
     seed = args.seed if args.seed is not None else (0 if args.deterministic else None)
     if seed is not None:
         seed_everything(seed)  # before the task is built, so the model's initial weights are seeded too
-    task = load_task(args.task, **_task_kwargs(args.task_arg))
+    task = load_task(args.task, **task_kwargs(args.task_arg))
     if args.batch_size is not None:
         if args.batch_size < 1:
             raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
         task.batch_size = args.batch_size
     log_dir = Path(args.log_dir) if args.log_dir else Path("runs") / task.name
     checkpoint_dir = Path(args.checkpoint_dir) if args.checkpoint_dir else log_dir / "checkpoints"
+    overrides = {k: getattr(args, k) for k in ("scheduler_interval", "monitor", "monitor_mode") if getattr(args, k) is not None}
     trainer = Trainer.from_task(
         task,
+        **overrides,
+        early_stopping=EarlyStopping(patience=args.early_stopping) if args.early_stopping is not None else None,
+        ema=args.ema,
         precision=args.precision,
         accumulate=args.accumulate,
         clip_grad_norm=args.clip_grad_norm,
