@@ -4,7 +4,8 @@ number out, trained with a custom step that returns the loss and each task's ter
 What it shows: dict samples (any key names) batched by the default collate into a dict batch; a
 ``step_fn(model, batch)`` that calls ``model(signal, meta)`` and returns ``{"loss": ..., "cls":
 ..., "reg": ...}``; the Trainer backpropagates ``loss`` and logs the two terms as ``train/cls`` and
-``train/reg``. The data is generated: the signal is a noisy sine, square or sawtooth wave (the
+``train/reg``; the step also hands back the class logits and labels as ``"output"`` and
+``"target"``, which is what the validation metrics (here accuracy) are computed on. The data is generated: the signal is a noisy sine, square or sawtooth wave (the
 class), and the number to predict is the wave's frequency times a scale given in the tabular
 features, so the regression needs both inputs.
 
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 
-from torchwise.task import Task
+from torchwise.task import Task, accuracy
 
 WAVES = ("sine", "square", "sawtooth")
 
@@ -81,13 +82,15 @@ def task(n_train: int = 2400, n_val: int = 600, length: int = 64, channels: int 
         out = model(batch["signal"], batch["meta"])
         cls = F.cross_entropy(out["logits"], batch["label"])
         reg = F.mse_loss(out["value"], batch["value"])
-        return {"loss": cls + reg_weight * reg, "cls": cls, "reg": reg}
+        # "output"/"target": what the metrics (accuracy) are computed on during validation
+        return {"loss": cls + reg_weight * reg, "cls": cls, "reg": reg, "output": out["logits"], "target": batch["label"]}
 
     return Task(
         model=TwoTower(channels=channels, hidden=hidden),
         train_data=Waves(n_train, length, seed=0),
         val_data=Waves(n_val, length, seed=1),
         step_fn=step,
+        metrics={"accuracy": accuracy},
         optimizer=lambda params: torch.optim.AdamW(params, lr=lr),
         batch_size=batch_size,
         epochs=epochs,

@@ -142,6 +142,8 @@ def hand_char_lm(task: Any, module: Any, epochs: int, batch_size: int, accumulat
 
 def test_char_lm_trains_like_a_plain_loop(tmp_path):
     module, task = build("char_lm")
+    x, y = task.train_data[3]
+    assert torch.equal(y[:-1], x[1:]) and not torch.equal(x, y)  # each target is the next character
     hand, _ = hand_char_lm(task, module, epochs=2, batch_size=16, accumulate=1)
     logged, state = train_cli("char_lm", tmp_path)
     assert_same_run(logged, state, hand, task.model)
@@ -238,9 +240,22 @@ def test_multitask_dict_step_logs_each_term_and_trains_like_a_plain_loop(tmp_pat
             opt.zero_grad(set_to_none=True)
             for key, value in (("loss", loss), ("cls", cls), ("reg", reg)):
                 hand[f"train/{key}"].append(value.item())
+        model.eval()  # validation at each epoch's end: the loss, each term, and accuracy on the step's "output"/"target"
+        sums: dict[str, float] = defaultdict(float)
+        with torch.no_grad():
+            for i in range(0, len(task.val_data), 32):
+                batch = default_collate([task.val_data[j] for j in range(i, min(i + 32, len(task.val_data)))])
+                out = model(batch["signal"], batch["meta"])
+                cls = F.cross_entropy(out["logits"], batch["label"])
+                reg = F.mse_loss(out["value"], batch["value"])
+                acc = (out["logits"].argmax(-1) == batch["label"]).float().mean()
+                for key, value in (("loss", cls + 0.5 * reg), ("cls", cls), ("reg", reg), ("accuracy", acc)):
+                    sums[key] += value.item() * len(batch["label"])
+        model.train()
+        for key, total in sums.items():
+            hand[f"val/{key}"].append(total / len(task.val_data))
     logged, state = train_cli("multitask", tmp_path, reg_weight=0.5)
     assert_same_run(logged, state, hand, model)
-    assert "val/loss" in logged
 
 
 # ---------------------------------------------------------------------------------- gan (e)
