@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=120)
     result.print(console)
     if result.out is not None:
-        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task}{"".join(f" --task-arg {a}" for a in args.task_arg)} --tuned {result.out})", highlight=False, soft_wrap=True)
+        task_args = "".join(f" --task-arg {a}" for a in args.task_arg)
+        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task}{task_args} --tuned {result.out})", highlight=False, soft_wrap=True)
     if result.plot_path is not None:
         console.print(f"wrote {result.plot_path}", highlight=False)
     return 0
