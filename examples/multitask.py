@@ -2,12 +2,13 @@
 number out, trained with a custom step that returns the loss and each task's term.
 
 What it shows: dict samples (any key names) batched by the default collate into a dict batch; a
-``step_fn(model, batch)`` that calls ``model(signal, meta)`` and returns ``{"loss": ..., "cls":
-..., "reg": ...}``; the Trainer backpropagates ``loss`` and logs the two terms as ``train/cls`` and
-``train/reg``; the step also hands back the class logits and labels as ``"output"`` and
-``"target"``, which is what the validation metrics (here accuracy) are computed on. The data is generated: the signal is a noisy sine, square or sawtooth wave (the
-class), and the number to predict is the wave's frequency times a scale given in the tabular
-features, so the regression needs both inputs.
+``step_fn(model, batch)`` that calls ``model(signal, meta)`` and returns ``{"loss": ...,
+"cls_loss": ..., "reg_loss": ...}``. The Trainer backpropagates ``loss`` and logs the two terms
+as ``train/cls_loss`` and ``train/reg_loss`` (and as ``val/...`` at each epoch's end). The step
+also hands back the class logits and labels as ``"output"`` and ``"target"``: the validation
+metrics (here accuracy) are computed on them. The data is generated: the signal is a noisy sine,
+square or sawtooth wave (the class), and the number to predict is the wave's frequency times a
+scale given in the tabular features, so the regression needs both inputs.
 
     torchwise train examples/multitask.py:task
     torchwise train examples/multitask.py:task --task-arg reg_weight=2.0
@@ -83,7 +84,7 @@ def task(n_train: int = 2400, n_val: int = 600, length: int = 64, channels: int 
         cls = F.cross_entropy(out["logits"], batch["label"])
         reg = F.mse_loss(out["value"], batch["value"])
         # "output"/"target": what the metrics (accuracy) are computed on during validation
-        return {"loss": cls + reg_weight * reg, "cls": cls, "reg": reg, "output": out["logits"], "target": batch["label"]}
+        return {"loss": cls + reg_weight * reg, "cls_loss": cls, "reg_loss": reg, "output": out["logits"], "target": batch["label"]}
 
     return Task(
         model=TwoTower(channels=channels, hidden=hidden),

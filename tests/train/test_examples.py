@@ -238,7 +238,7 @@ def test_multitask_dict_step_logs_each_term_and_trains_like_a_plain_loop(tmp_pat
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
-            for key, value in (("loss", loss), ("cls", cls), ("reg", reg)):
+            for key, value in (("loss", loss), ("cls_loss", cls), ("reg_loss", reg)):
                 hand[f"train/{key}"].append(value.item())
         model.eval()  # validation at each epoch's end: the loss, each term, and accuracy on the step's "output"/"target"
         sums: dict[str, float] = defaultdict(float)
@@ -249,7 +249,7 @@ def test_multitask_dict_step_logs_each_term_and_trains_like_a_plain_loop(tmp_pat
                 cls = F.cross_entropy(out["logits"], batch["label"])
                 reg = F.mse_loss(out["value"], batch["value"])
                 acc = (out["logits"].argmax(-1) == batch["label"]).float().mean()
-                for key, value in (("loss", cls + 0.5 * reg), ("cls", cls), ("reg", reg), ("accuracy", acc)):
+                for key, value in (("loss", cls + 0.5 * reg), ("cls_loss", cls), ("reg_loss", reg), ("accuracy", acc)):
                     sums[key] += value.item() * len(batch["label"])
         model.train()
         for key, total in sums.items():
