@@ -295,6 +295,19 @@ def test_gan_two_optimizers_train_like_a_plain_loop(tmp_path):
             torch.testing.assert_close(saved[k]["exp_avg_sq"], ours[k]["exp_avg_sq"], rtol=1e-4, atol=1e-7)
 
 
+# ------------------------------------------------------------------------------ exact resume
+
+@pytest.mark.slow
+def test_gan_resumed_after_an_epoch_ends_as_an_uninterrupted_run(tmp_path):
+    """Both optimizers' states and the RNG (noise is drawn inside the steps) come back from the checkpoint."""
+    _, whole = train_cli("gan", tmp_path / "whole", "--epochs", "2")
+    train_cli("gan", tmp_path / "split", "--epochs", "1")
+    _, resumed = train_cli("gan", tmp_path / "split", "--epochs", "2", "--resume", "last")
+    assert resumed["step"] == whole["step"] == 16
+    for key, value in whole["model"].items():
+        assert torch.equal(resumed["model"][key], value), key
+
+
 # ------------------------------------------------------------------------------ doctor-clean
 
 @pytest.mark.slow
