@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import math
 import sys
 from collections import defaultdict
@@ -312,11 +313,15 @@ def test_gan_resumed_after_an_epoch_ends_as_an_uninterrupted_run(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_example_is_doctor_clean(name):
-    from torchwise.doctor import doctor
-
-    _, task = build(name)
-    report = doctor(task, steps=3, device="cpu")
-    assert report.measured.get("steps_run") == 3, report.summary_line()  # "no findings" means nothing if no step ran
-    bad = [f"{f.code} {f.severity}: {f.message}" for f in report.findings if f.severity in ("error", "warning")]
+def test_example_is_doctor_clean(name, capsys):
+    """``torchwise doctor examples/NAME.py:task --task-arg ...`` runs its steps and finds no error or warning."""
+    args = ["doctor", f"{EXAMPLES / name}.py:task", "--device", "cpu", "--json"]
+    for key, value in SMALL[name].items():
+        args += ["--task-arg", f"{key}={value!r}"]
+    rc = main(args)
+    out, err = capsys.readouterr()
+    assert rc in (0, 1), err.strip()
+    report = json.loads(out)
+    assert report["measured"].get("steps_run") == 3, report["failure"]  # "no findings" means nothing if no step ran
+    bad = [f"{f['code']} {f['severity']}: {f['message']}" for f in report["findings"] if f["severity"] in ("error", "warning")]
     assert not bad, bad
