@@ -5,7 +5,8 @@ What it shows: dict samples ``{"input_ids": seq, "label": y}`` padded by ``pad_c
 ``lengths``, so the Trainer passes it, and the model packs the batch with
 ``pack_padded_sequence``. The sequences are generated (nothing is downloaded): the label says
 which of two marker tokens occurs more often, anywhere in a sequence of 4 to 48 tokens, so the
-whole sequence matters and a model that read the padding would be fooled by it.
+whole sequence matters; packing makes the GRU's last state the one at each sequence's own end,
+not after up to 44 padding steps.
 
     torchwise train examples/gru_classifier.py:task
     torchwise doctor examples/gru_classifier.py:task
