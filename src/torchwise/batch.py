@@ -7,8 +7,9 @@ expected; a user ``step_fn`` covers other layouts.
 
 How a batch reaches the model (:func:`model_call`):
 
-* ``(inputs, targets, ...)``: ``model(inputs)``; a Mapping ``inputs`` gives ``model(**inputs)``, a
-  tuple/list ``inputs`` gives ``model(*inputs)``. Extra tuple fields are not passed (their
+* ``(inputs, targets, ...)``: ``model(inputs)``; a Mapping ``inputs`` gives ``model(**inputs)`` when
+  ``forward`` names all its keys (or takes ``**kwargs``), else ``model(inputs)`` (a forward that
+  takes the dict whole); a tuple/list ``inputs`` gives ``model(*inputs)``. Extra tuple fields are not passed (their
   meaning is positional only): use dict samples to hand ``lengths``/``mask`` to the model.
 * a dict batch with an input key: its value is passed as above, and every other key that the
   model's ``forward`` names as a parameter (``lengths``, ``mask``, ``attention_mask``...) is passed
@@ -84,14 +85,17 @@ def batch_size_of(batch: Any) -> int:
 
 
 def forward_names(model: Any) -> frozenset[str]:
-    """The parameter names of ``model.forward`` that a batch may fill by keyword (no ``*args``/``**kwargs``)."""
+    """The parameter names of ``model.forward`` that a batch may fill by keyword (plus ``"**"`` if it takes ``**kwargs``)."""
     forward = getattr(model, "forward", model)
     try:
         params = inspect.signature(forward).parameters.values()
     except (TypeError, ValueError):
         return frozenset()
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return frozenset(p.name for p in params if p.kind in kinds)
+    names = {p.name for p in params if p.kind in kinds}
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
+        names.add("**")
+    return frozenset(names)
 
 
 def model_call(batch: Any, names: frozenset[str] = frozenset()) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
@@ -110,11 +114,11 @@ def model_call(batch: Any, names: frozenset[str] = frozenset()) -> tuple[tuple[A
         if inp is None or tgt is None:
             split_batch(batch)  # raises the usual message
         extras = {k: v for k, v in batch.items() if k not in (inp, tgt) and k in names}
-        args, kwargs, _ = model_call((batch[inp], batch[tgt]))
+        args, kwargs, _ = model_call((batch[inp], batch[tgt]), names)
         kwargs.update({k: v for k, v in extras.items() if k not in kwargs})
         return args, kwargs, batch[tgt]
     inputs, targets = split_batch(batch)
-    if isinstance(inputs, Mapping):
+    if isinstance(inputs, Mapping) and ("**" in names or (inputs and all(k in names for k in inputs))):
         return (), dict(inputs), targets
     if isinstance(inputs, (tuple, list)):
         return tuple(inputs), {}, targets
