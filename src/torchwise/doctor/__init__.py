@@ -73,7 +73,8 @@ def doctor(
     """
     import torch
 
-    from torchwise.doctor.probe import SeveralOptimizers, build_context, run_evaluate, run_steps, task_step
+    from torchwise.doctor.probe import build_context, run_evaluate, run_steps
+    from torchwise.train.phases import SeveralOptimizers, task_step
     from torchwise.task import Task, load_task
 
     subject = type(task_or_model).__name__

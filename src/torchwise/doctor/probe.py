@@ -602,35 +602,3 @@ def usable_cores() -> int:
 
 __all__ = ["Context", "build_context", "run_steps", "usable_cores"]
 
-
-class SeveralOptimizers(torch.optim.Optimizer):
-    """Several optimizers (a task's ``{name: factory}``) stepped together, for the doctor's few steps."""
-
-    def __init__(self, optimizers: dict[str, torch.optim.Optimizer]) -> None:
-        self.optimizers = dict(optimizers)
-        self.defaults = {}
-        self.state = next(iter(self.optimizers.values())).state if self.optimizers else {}  # type: ignore[assignment]
-        self.param_groups = [g for o in self.optimizers.values() for g in o.param_groups]
-
-    def zero_grad(self, set_to_none: bool = True) -> None:
-        for o in self.optimizers.values():
-            o.zero_grad(set_to_none=set_to_none)
-
-    def step(self, closure: Any = None) -> None:  # type: ignore[override]
-        for o in self.optimizers.values():
-            o.step()
-
-
-def task_step(step_fn: Any) -> Callable[[nn.Module, Any], torch.Tensor] | None:
-    """One ``(model, batch) -> loss`` from a task's step function(s): several phases' losses are summed."""
-    if step_fn is None:
-        return None
-    from torchwise.train.phases import as_outputs
-
-    fns = list(step_fn.values()) if isinstance(step_fn, dict) else [step_fn]
-
-    def step(model: nn.Module, batch: Any) -> torch.Tensor:
-        losses = [as_outputs(fn(model, batch), "step_fn")[0] for fn in fns]
-        return losses[0] if len(losses) == 1 else torch.stack([l.float() for l in losses]).sum()
-
-    return step
