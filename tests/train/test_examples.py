@@ -315,7 +315,9 @@ def test_gan_resumed_after_an_epoch_ends_as_an_uninterrupted_run(tmp_path):
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_example_is_doctor_clean(name, capsys):
     """``torchwise doctor examples/NAME.py:task --task-arg ...`` runs its steps and finds no error or warning."""
-    args = ["doctor", f"{EXAMPLES / name}.py:task", "--device", "cpu", "--json"]
+    # the loader-wait checks (TW202/TW222) time three steps by the wall clock: on a busy machine that is
+    # noise, and timings are no unit test's business (they were run and read at full size by hand)
+    args = ["doctor", f"{EXAMPLES / name}.py:task", "--device", "cpu", "--json", "--skip", "TW202", "--skip", "TW222"]
     for key, value in SMALL[name].items():
         args += ["--task-arg", f"{key}={value!r}"]
     rc = main(args)
