@@ -126,3 +126,11 @@ def test_ema_is_evaluated_checkpointed_and_resumed_exactly(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(full.ema.averages, resumed.ema.averages))
     with pytest.raises(UsageError, match=r"ema must be a decay in \(0, 1\)"):
         _trainer(ema=1.5)
+
+
+def test_best_and_early_stopping_never_compare_train_loss_with_val_loss(tmp_path):
+    t = _trainer(tmp_path, early_stopping=EarlyStopping(patience=1))
+    _scripted_val(t, [5.0])
+    t.fit(loader(), loader(), epochs=1)  # val/loss 5.0 is the best so far
+    r = t.fit(loader(), epochs=3)  # no validation data now: train/loss (< 5) must not count as a better val/loss
+    assert load_checkpoint(r.best_checkpoint)["epoch"] == 1 and not r.stopped_early and r.epochs == 3

@@ -27,17 +27,20 @@ class BestCheckpoint:
         self.best: float | None = None
         self.epoch: int | None = None
         self.path: Path | None = None
+        self.followed: str | None = None  # the metric actually compared (never val/loss against train/loss)
 
     def on_epoch_end(self, trainer: Any, values: Mapping[str, float]) -> None:
-        value = self.monitor.value(values)
-        if value is None or trainer.checkpoint_dir is None or not self.monitor.improved(value, self.best):
+        value, key = self.monitor.value(values), self.monitor.key(values)
+        if value is None or trainer.checkpoint_dir is None or (self.followed is not None and key != self.followed):
             return
-        self.best, self.epoch = value, trainer.epoch
+        if not self.monitor.improved(value, self.best):
+            return
+        self.best, self.epoch, self.followed = value, trainer.epoch, key
         self.path = trainer.save_checkpoint(Path(trainer.checkpoint_dir) / NAME)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best, "epoch": self.epoch, "path": str(self.path) if self.path else None}
+        return {"best": self.best, "epoch": self.epoch, "followed": self.followed, "path": str(self.path) if self.path else None}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.best, self.epoch = state.get("best"), state.get("epoch")
+        self.best, self.epoch, self.followed = state.get("best"), state.get("epoch"), state.get("followed")
         self.path = Path(state["path"]) if state.get("path") else None

@@ -31,6 +31,7 @@ class EarlyStopping:
         self.monitor: Monitor | None = Monitor(monitor, mode) if monitor else None
         self.best: float | None = None
         self.bad_epochs = 0
+        self.followed: str | None = None  # the metric actually followed (never val/loss against train/loss)
 
     def bind(self, monitor: Monitor) -> None:
         """Use the Trainer's monitor unless this one names its own."""
@@ -39,9 +40,10 @@ class EarlyStopping:
 
     def on_epoch_end(self, trainer: Any, values: Mapping[str, float]) -> None:
         assert self.monitor is not None
-        value = self.monitor.value(values)
-        if value is None:
+        value, key = self.monitor.value(values), self.monitor.key(values)
+        if value is None or (self.followed is not None and key != self.followed):
             return
+        self.followed = key
         if self.monitor.improved(value, self.best, self.min_delta):
             self.best, self.bad_epochs = value, 0
             return
@@ -53,8 +55,8 @@ class EarlyStopping:
             )
 
     def state_dict(self) -> dict[str, Any]:
-        return {"best": self.best, "bad_epochs": self.bad_epochs}
+        return {"best": self.best, "bad_epochs": self.bad_epochs, "followed": self.followed}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.best = state.get("best")
+        self.best, self.followed = state.get("best"), state.get("followed")
         self.bad_epochs = int(state.get("bad_epochs", 0))
