@@ -81,7 +81,6 @@ def test_the_generator_loss_does_not_leak_into_the_discriminators_accumulated_gr
     t.fit(batches, epochs=1)
     torch.manual_seed(5)
     opt_d, opt_g = torch.optim.Adam(ref.disc.parameters(), lr=1e-2), torch.optim.Adam(ref.gen.parameters(), lr=1e-2)
-    d_grads: list = []
     for k, batch in enumerate(batches):
         # what the Trainer does per batch: d's micro-step, then g's, each scaled by 1/2; steps at the window's end
         saved = [p.grad for p in ref.gen.parameters()]

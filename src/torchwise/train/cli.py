@@ -16,7 +16,6 @@ import argparse
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from torchwise.errors import UsageError
 from torchwise.task_args import add_task_arg, task_kwargs
