@@ -114,6 +114,82 @@ def _check_reiterable(loader: Any, what: str) -> None:
         raise DataError(f"the {what} loader is a one-shot iterator ({type(loader).__name__}); pass a DataLoader or a list of batches that can be iterated every epoch")
 
 
+def _is_standard(loader: DataLoader) -> bool:
+    """Whether the loader uses a plain BatchSampler over a sampler the Trainer can replace faithfully."""
+    inner = loader.sampler
+    plain_random = type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None
+    return type(loader.batch_sampler) is BatchSampler and (
+        type(inner) is SequentialSampler or plain_random or type(inner) is DistributedSampler or isinstance(inner, EpochSampler)
+    )
+
+
+def _copied_settings(loader: DataLoader) -> dict[str, Any]:
+    """The user's DataLoader settings that a rebuilt loader keeps."""
+    kwargs: dict[str, Any] = {
+        "dataset": loader.dataset,
+        "num_workers": loader.num_workers,
+        "collate_fn": loader.collate_fn,
+        "pin_memory": loader.pin_memory,
+        "timeout": loader.timeout,
+        "worker_init_fn": loader.worker_init_fn,
+        "multiprocessing_context": loader.multiprocessing_context,
+        "persistent_workers": loader.persistent_workers,
+        "pin_memory_device": getattr(loader, "pin_memory_device", ""),
+    }
+    if getattr(loader, "in_order", True) is False:
+        kwargs["in_order"] = False
+    if loader.num_workers > 0 and loader.prefetch_factor is not None:
+        kwargs["prefetch_factor"] = loader.prefetch_factor
+    return kwargs
+
+
+def _sampling(loader: DataLoader, train: bool, seed: int, num_replicas: int, rank: int, batch_size: int | None, what: str) -> tuple[dict[str, Any], EpochSampler | None]:
+    """Sampler and batching keywords: an EpochSampler for training, shards for evaluation, custom ones kept."""
+    inner = loader.sampler
+    if not _is_standard(loader):
+        if num_replicas > 1 and train:
+            custom = inner if loader.batch_sampler is None else loader.batch_sampler
+            warnings.warn(
+                f"the {what} loader uses a custom sampler ({type(custom).__name__}); "
+                "it is not sharded across processes: each process reads what it yields",
+                stacklevel=4,
+            )
+        if loader.batch_sampler is not None:
+            return {"batch_sampler": loader.batch_sampler}, None
+        return {"sampler": inner, "batch_size": None}, None
+    kwargs: dict[str, Any] = {"batch_size": batch_size, "drop_last": loader.drop_last}
+    sampler = None
+    if train:
+        shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
+        sampler = kwargs["sampler"] = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
+    elif num_replicas > 1:
+        kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
+    else:
+        kwargs["sampler"] = inner
+    return kwargs, sampler
+
+
+def _worker_settings(kwargs: dict[str, Any], loader: DataLoader, device: torch.device, local_world: int, overrides: dict[str, Any]) -> None:
+    """GPU training: workers and pinning when left at the defaults (TW202/TW203), then the tuner's choices."""
+    if device.type == "cuda":
+        if loader.num_workers == 0:
+            kwargs["num_workers"] = _default_workers(local_world)
+        if not loader.pin_memory:
+            kwargs["pin_memory"] = True
+    kwargs.update({k: v for k, v in overrides.items() if k in ("num_workers", "pin_memory", "persistent_workers")})
+    if kwargs["num_workers"] == 0:
+        kwargs["persistent_workers"] = False
+        kwargs.pop("prefetch_factor", None)
+    elif loader.num_workers == 0:
+        kwargs["persistent_workers"] = kwargs.get("persistent_workers") or True
+    if kwargs["pin_memory"] and device.type != "cuda":
+        kwargs["pin_memory"] = False  # pinning only helps copies to a GPU
+    if kwargs["worker_init_fn"] is None and kwargs["num_workers"] > 0:
+        from torchwise.seed import seed_worker
+
+        kwargs["worker_init_fn"] = seed_worker
+
+
 def prepare_loader(
     loader: Any,
     *,
@@ -136,74 +212,12 @@ def prepare_loader(
                 stacklevel=3,
             )
         return PreparedLoader(loader, seed=seed)
-
     overrides = dict(overrides or {})
-    kwargs: dict[str, Any] = {
-        "dataset": loader.dataset,
-        "num_workers": loader.num_workers,
-        "collate_fn": loader.collate_fn,
-        "pin_memory": loader.pin_memory,
-        "timeout": loader.timeout,
-        "worker_init_fn": loader.worker_init_fn,
-        "multiprocessing_context": loader.multiprocessing_context,
-        "persistent_workers": loader.persistent_workers,
-        "pin_memory_device": getattr(loader, "pin_memory_device", ""),
-    }
-    if getattr(loader, "in_order", True) is False:
-        kwargs["in_order"] = False
-    if loader.num_workers > 0 and loader.prefetch_factor is not None:
-        kwargs["prefetch_factor"] = loader.prefetch_factor
-
-    batch_sampler = loader.batch_sampler
-    inner = loader.sampler
-    sampler: EpochSampler | None = None
-    batch_size = loader.batch_size
-    standard = (
-        type(batch_sampler) is BatchSampler
-        and (type(inner) is SequentialSampler or (type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None) or type(inner) is DistributedSampler or isinstance(inner, EpochSampler))
-    )
-    if standard:
-        batch_size = int(overrides.pop("batch_size", batch_size))
-        if train:
-            shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
-            sampler = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
-            kwargs["sampler"] = sampler
-        elif num_replicas > 1:
-            kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
-        else:
-            kwargs["sampler"] = inner
-        kwargs["batch_size"] = batch_size
-        kwargs["drop_last"] = loader.drop_last
-    else:
-        overrides.pop("batch_size", None)
-        if batch_sampler is not None:
-            kwargs["batch_sampler"] = batch_sampler
-        else:
-            kwargs["sampler"], kwargs["batch_size"] = inner, None
-        if num_replicas > 1 and train:
-            warnings.warn(
-                f"the {what} loader uses a custom sampler ({type(inner if batch_sampler is None else batch_sampler).__name__}); "
-                "it is not sharded across processes: each process reads what it yields",
-                stacklevel=3,
-            )
-
-    if device.type == "cuda":  # GPU training: the loader should work ahead and pin (TW202/TW203)
-        if loader.num_workers == 0:
-            kwargs["num_workers"] = _default_workers(local_world)
-        if not loader.pin_memory:
-            kwargs["pin_memory"] = True
-    kwargs.update({k: v for k, v in overrides.items() if k in ("num_workers", "pin_memory", "persistent_workers")})
-    if kwargs["num_workers"] == 0:
-        kwargs["persistent_workers"] = False
-        kwargs.pop("prefetch_factor", None)
-    elif kwargs["num_workers"] > 0 and loader.num_workers == 0:
-        kwargs["persistent_workers"] = kwargs.get("persistent_workers") or True
-    if kwargs["pin_memory"] and device.type != "cuda":
-        kwargs["pin_memory"] = False  # pinning only helps copies to a GPU
-    if kwargs["worker_init_fn"] is None and kwargs["num_workers"] > 0:
-        from torchwise.seed import seed_worker
-
-        kwargs["worker_init_fn"] = seed_worker
+    batch_size = int(overrides.pop("batch_size", loader.batch_size)) if _is_standard(loader) else loader.batch_size
+    kwargs = _copied_settings(loader)
+    sampling, sampler = _sampling(loader, train, seed, num_replicas, rank, batch_size, what)
+    kwargs.update(sampling)
+    _worker_settings(kwargs, loader, device, local_world, overrides)
     generator = torch.Generator()
     generator.manual_seed(seed)
     kwargs["generator"] = generator
