@@ -8,6 +8,12 @@ precision plug-in (one GradScaler per optimizer under fp16), accumulation window
 non-finite guard and scheduler. While a phase runs its backward, the gradients of parameters
 that only other phases step are set aside and put back afterwards, so a generator's loss never
 leaks into the discriminator's accumulated gradients.
+
+Under torchrun, a run with several phases does not wrap the model in DDP (a step function
+calling ``model.gen(...)`` would bypass DDP's forward, and each phase leaves the other phase's
+parameters unused): the model is broadcast from rank 0 once (:func:`broadcast_model`) and each
+phase's gradients are averaged over the processes at the end of its window
+(:func:`average_gradients`), which is what DDP computes.
 """
 
 from __future__ import annotations
@@ -154,3 +160,31 @@ def task_step(step_fn: Any) -> Callable[[nn.Module, Any], torch.Tensor] | None:
         return losses[0] if len(losses) == 1 else torch.stack([l.float() for l in losses]).sum()
 
     return step
+
+
+def broadcast_model(model: nn.Module) -> None:
+    """Give every process rank 0's parameters and buffers (what DDP does when it wraps a model)."""
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for t in [*model.parameters(), *model.buffers()]:
+            dist.broadcast(t.data, 0)
+
+
+def average_gradients(params: list[nn.Parameter], world_size: int) -> None:
+    """Average the gradients of ``params`` over the processes in one all-reduce (None counts as zero)."""
+    import torch.distributed as dist
+
+    if not params:
+        return
+    for p in params:
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)  # every process must contribute the same tensors
+    flat = torch.cat([p.grad.reshape(-1) for p in params])  # type: ignore[union-attr]
+    dist.all_reduce(flat)
+    flat /= world_size
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad.copy_(flat[offset:offset + n].view_as(p))  # type: ignore[union-attr]
+        offset += n

@@ -50,7 +50,7 @@ from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.monitor import Monitor, lower_is_better
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
 from torchwise.train.options import check_options
-from torchwise.train.phases import Phase, as_outputs, check_coverage, named, split_params
+from torchwise.train.phases import Phase, as_outputs, average_gradients, broadcast_model, check_coverage, named, split_params
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
 from torchwise.train.schedule import DECAY_LIMIT, decay_warning, first_epoch_decay, is_plateau, resolve_interval
@@ -195,6 +195,7 @@ class Trainer:
         self.events: list[str] = []
         self._placed = False
         self._train_model: nn.Module | None = None
+        self._average_phases = False
         self._labels_pending = check_labels and loss_fn is not None and step_fn is None
         self._label_width: int | None = None  # the output width once the first batch showed it
         self._batch_size: int | None = None
@@ -420,6 +421,8 @@ class Trainer:
     def _optimizer_step(self, phase: Phase, window: int, pending: list[Any]) -> None:
         """Clip, guard, step, zero the gradients, step the scheduler: the end of a phase's window."""
         norm = None
+        if self._average_phases:
+            average_gradients(phase.params, self.strategy.world_size)
         if self.clip_grad_norm is not None:
             phase.precision.unscale(phase.optimizer)
             norm = phase.grad_norm = torch.nn.utils.clip_grad_norm_(phase.params, self.clip_grad_norm)  # the pre-clip norm
@@ -731,7 +734,12 @@ class Trainer:
         for note in ("channels_last", "cudnn_benchmark"):
             if getattr(self.auto, note):
                 self._event(f"{note.replace('_', '.') if note == 'cudnn_benchmark' else note} on (4-D convolutional inputs)")
-        model = self.strategy.wrap(self.model)
+        self._average_phases = self.strategy.distributed and len(self.phases) > 1
+        if self._average_phases:  # several optimizers under torchrun: phase-wise gradient averaging, no DDP wrapper
+            broadcast_model(self.model)
+            model = self.model
+        else:
+            model = self.strategy.wrap(self.model)
         if self.compile:
             model = _CompileOnce(model, self._event)
         self._train_model = model
