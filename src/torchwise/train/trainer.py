@@ -28,9 +28,8 @@ import torch
 from torch import nn
 
 from torchwise.batch import batch_size_of, describe, split_batch
-from torchwise.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
 from torchwise.device import select_device, to_device
-from torchwise.errors import CheckpointError, DataError, UsageError
+from torchwise.errors import DataError, UsageError
 from torchwise.labels import label_problem
 from torchwise.seed import get_rng_state, seed_everything, set_rng_state
 from torchwise.train import checkpoints as ckpt
@@ -40,7 +39,8 @@ from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
-from torchwise.train.strategy import SingleDevice, detect
+from torchwise.train.fsdp import apply_activation_checkpointing, find_blocks, make_strategy
+from torchwise.train.strategy import SingleDevice
 
 _LOWER_IS_BETTER = ("loss", "error", "err", "mae", "mse", "rmse", "perplexity", "ppl")
 _TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
@@ -108,6 +108,8 @@ class Trainer:
         nonfinite_patience: int = 5,
         check_labels: bool = True,
         oom_recovery: bool = True,
+        strategy: Any = "auto",
+        activation_checkpointing: bool = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -142,7 +144,7 @@ class Trainer:
             self.tuned.apply_process_settings()
         self.precision_name = normalize(precision)  # validates early: unknown strings list the valid ones
 
-        self.strategy: SingleDevice = detect(select_device(device))
+        self.strategy: SingleDevice = make_strategy(strategy, select_device(device))  # "auto" | "ddp" | "fsdp" | object
         if deterministic and seed is None:
             seed = 0
         if seed is not None:
@@ -175,7 +177,8 @@ class Trainer:
         self.auto = AutoSettings(channels_last, cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
         self.oom = OOMRecovery(enabled=oom_recovery and not self.strategy.distributed)
-        self.precision: Precision = make_precision(self.precision_name, self.strategy.device)
+        self.precision: Precision = self.strategy.configure_precision(make_precision(self.precision_name, self.strategy.device))
+        self.activation_checkpointing = bool(activation_checkpointing)
         self.task: Any = None
 
         self.epoch = 0  # epochs completed
@@ -276,6 +279,12 @@ class Trainer:
                 else:
                     self._end_epoch(val)
             return self._finish()
+        except Exception as exc:  # a dead or silent peer: one line naming it, not a hang (strategy.translate_failure)
+            failure = self.strategy.translate_failure(exc, self.last_checkpoint)
+            if failure is None:
+                raise
+            self._event(str(failure))
+            raise failure from None
         finally:
             self.auto.finish()
             self.log.close()
@@ -341,11 +350,11 @@ class Trainer:
         norm = None
         if self.clip_grad_norm is not None:
             self.precision.unscale(self.optimizer)
-            norm = torch.nn.utils.clip_grad_norm_(self._params, self.clip_grad_norm)  # returns the pre-clip norm
+            norm = self.strategy.clip_grad_norm(self._params, self.clip_grad_norm)  # returns the pre-clip norm
             self._grad_norm = norm
         if self.guard.enabled and self.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
             if self.strategy.distributed:  # all ranks must agree: judge the all-reduced gradients
-                check = norm if norm is not None else _grad_norm(self._params)
+                check = norm if norm is not None else self.strategy.grad_norm(self._params)
             else:
                 check = window_loss if norm is None else window_loss + norm
             if not math.isfinite(float(check)):  # one scalar read per optimizer step
@@ -415,12 +424,12 @@ class Trainer:
     # ------------------------------------------------------------------ checkpoints
 
     def save_checkpoint(self) -> Path | None:
-        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (rank 0; every rank must call it under DDP)."""
+        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (rank 0; every rank must call it under DDP; FSDP: a .dcp folder)."""
         if self.checkpoint_dir is None:
             return None
         rng = self.strategy.gather_object(get_rng_state())  # one entry per rank
         path = None
-        if self.strategy.is_main:
+        if self.strategy.is_main or self.strategy.sharded_checkpoints:  # sharded: every rank writes its part
             state = {
                 "format": ckpt.FORMAT,
                 "model": self.model.state_dict(),
@@ -438,25 +447,23 @@ class Trainer:
                 "best": {k: [v, e] for k, (v, e) in self.best.items()},
                 "world_size": self.strategy.world_size,
             }
-            path = save_checkpoint(ckpt.checkpoint_path(self.checkpoint_dir, self.step), **state)
-            ckpt.prune(self.checkpoint_dir, self.keep_checkpoints)
+            path = self.strategy.save_checkpoint(state, self.strategy.checkpoint_path(self.checkpoint_dir, self.step))
+            if self.strategy.is_main:
+                ckpt.prune(self.checkpoint_dir, self.keep_checkpoints)
         self.strategy.barrier()
         self.last_checkpoint = path
         self._saved_at = self.step
         return path
 
     def _load_resume(self, resume: Any) -> dict[str, Any] | None:
+        if resume is None and self.checkpoint_dir is not None and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+            resume = "last"  # torchrun restarted the group after a failure: go on from the last checkpoint (resume=False: don't)
         path, note = ckpt.resolve_resume(resume, self.checkpoint_dir)
         if note:
             self._event(note)
         if path is None:
             return None
-        state = ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
-        load_state_dict(self.model, state["model"])
-        try:
-            self.optimizer.load_state_dict(state["optimizer"])
-        except (ValueError, KeyError, RuntimeError) as exc:
-            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({exc}); was it saved with another optimizer or parameter grouping?") from exc
+        state = self.strategy.load_checkpoint(path, self.model, self.optimizer)  # reads it, restores model + optimizer
         if self.scheduler is not None and state.get("scheduler") is not None:
             self.scheduler.load_state_dict(state["scheduler"])
         self.precision.load_state_dict(state.get("precision") or {})
@@ -492,7 +499,10 @@ class Trainer:
         """Put the model on its device (DDP process group included); idempotent."""
         if self._placed:
             return
+        if self.activation_checkpointing:  # before sharding, so FSDP's hooks stay outside the recomputed forward
+            self._event(f"activation checkpointing on {apply_activation_checkpointing(find_blocks(self.model))} blocks")
         self.model = self.strategy.setup(self.model)
+        self.strategy.adopt_optimizer(self.optimizer)  # FSDP replaced the parameters: the optimizer follows
         self._to_device = self.device.type != "cpu"
         self._params = [p for p in self.model.parameters() if p.requires_grad]
         self._placed = True
@@ -757,13 +767,6 @@ class _CompileOnce(nn.Module):
 
 _END = object()
 _PAIRS = (tuple, list)
-
-
-def _grad_norm(params: list[nn.Parameter]) -> torch.Tensor:
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
 
 
 def _total_steps(n_batches: int | None, accumulate: int, epochs: int | None, max_steps: int | None) -> int | None:

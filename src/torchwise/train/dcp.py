@@ -1,0 +1,159 @@
+"""Sharded training checkpoints with ``torch.distributed.checkpoint`` (DCP).
+
+A checkpoint is a folder ``step-<8 digits>.dcp`` holding DCP's files (one per rank, written in
+parallel, plus ``.metadata``) for the model and the optimizer, and ``trainer.pt``: everything
+else the Trainer saves (step, epoch, RNG states, scheduler, scaler...) as a plain torchwise
+checkpoint. Saving is atomic: all ranks write into ``.step-<N>.dcp.tmp`` and rank 0 renames it
+when every rank has finished, so a rank that dies mid-save leaves the previous checkpoint intact.
+
+Loading goes through DCP's resharding, so a checkpoint written by N processes resumes under M.
+:func:`read_full` assembles one in a single process (no process group): that is what
+``torchwise checkpoint consolidate`` writes, and how a single-process or DDP run resumes from
+it. The other way, :func:`load` starts an FSDP run from a single-file (DDP or single-process)
+checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from torchwise.checkpoint import _fsync_dir, load_checkpoint, save_checkpoint
+from torchwise.errors import CheckpointError
+from torchwise.train import checkpoints as ckpt
+
+TRAINER_FILE = "trainer.pt"
+_SHARDED = ("model", "optimizer")
+
+
+def checkpoint_dir(folder: str | Path, step: int) -> Path:
+    return Path(folder) / f"step-{step:08d}.dcp"
+
+
+def save(state: dict[str, Any], path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, strategy: Any) -> Path:
+    """Write ``state`` as a sharded checkpoint folder ``path`` (every rank calls this)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if strategy.is_main:
+        shutil.rmtree(tmp, ignore_errors=True)  # left by a run that died while saving
+        tmp.mkdir(parents=True)
+    strategy.barrier()
+    model_sd, optim_sd = get_state_dict(model, optimizer)
+    dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(tmp))  # returns once .metadata is written
+    if strategy.is_main:
+        save_checkpoint(tmp / TRAINER_FILE, **{k: v for k, v in state.items() if k not in _SHARDED})
+        _fsync_dir(tmp)
+        old = path.with_name(f".{path.name}.old")
+        if path.exists():  # the same step saved again: swap, then drop the old one
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+        shutil.rmtree(old, ignore_errors=True)
+    strategy.barrier()
+    return path
+
+
+def _trainer_state(path: Path) -> dict[str, Any]:
+    file = path / TRAINER_FILE
+    if not file.is_file():
+        raise CheckpointError(f"{path} is not a torchwise sharded checkpoint: {TRAINER_FILE} is missing")
+    return ckpt.check_format({"model": None, **load_checkpoint(file)}, path)
+
+
+def load(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, strategy: Any) -> dict[str, Any]:
+    """Restore a sharded model and its optimizer from ``path`` (a .dcp folder or a single .pt file)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+
+    path = Path(path)
+    if not ckpt.is_sharded(path):
+        return _load_full(path, model, optimizer)
+    state = _trainer_state(path)
+    model_sd, optim_sd = get_state_dict(model, optimizer)  # (initialises the optimizer state to load into)
+    try:
+        dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(path))
+    except Exception as exc:  # DCP raises CheckpointException with every rank's traceback
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise CheckpointError(f"cannot load the sharded checkpoint {path} into this model and optimizer: {first}") from exc
+    set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd, options=StateDictOptions(strict=True))
+    return state
+
+
+def _load_full(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """Start a sharded run from a single-file checkpoint: every rank reads it and keeps its shard."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_optimizer_state_dict
+
+    from torchwise.checkpoint import fix_prefixes
+
+    state = ckpt.check_format(load_checkpoint(path, map_location="cpu"), path)
+    names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
+    mapping, _ = fix_prefixes(list(state["model"]), names)
+    full = {mapping[k]: v for k, v in state["model"].items()}
+    options = StateDictOptions(full_state_dict=True, strict=True)
+    try:
+        set_model_state_dict(model, full, options=options)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise CheckpointError(f"the model state in {path} does not fit this model: {str(exc).strip().splitlines()[0][:200]}") from exc
+    if state.get("optimizer") is not None:
+        fqn = {id(p): n for n, p in model.named_parameters()}
+        order = [fqn[id(p)] for g in optimizer.param_groups for p in g["params"]]
+        try:
+            set_optimizer_state_dict(model, optimizer, ids_to_names(state["optimizer"], order), options=options)
+        except (RuntimeError, KeyError, ValueError, IndexError) as exc:
+            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({exc}); was it saved with another optimizer or parameter grouping?") from exc
+    return state
+
+
+def ids_to_names(optim_sd: dict[str, Any], order: list[str]) -> dict[str, Any]:
+    """``optimizer.state_dict()`` (parameters as positions) keyed by parameter names instead."""
+    groups = [{**g, "params": [order[i] for i in g["params"]]} for g in optim_sd["param_groups"]]
+    return {"state": {order[i]: s for i, s in optim_sd["state"].items()}, "param_groups": groups}
+
+
+def names_to_ids(optim_sd: dict[str, Any]) -> dict[str, Any]:
+    """The reverse of :func:`ids_to_names`: positions follow the order of the parameter groups."""
+    position: dict[str, int] = {}
+    groups = []
+    for g in optim_sd["param_groups"]:
+        ids = [position.setdefault(name, len(position)) for name in g["params"]]
+        groups.append({**g, "params": ids})
+    state = {position[name]: s for name, s in optim_sd.get("state", {}).items() if name in position}
+    return {"state": state, "param_groups": groups}
+
+
+def read_full(path: str | Path) -> dict[str, Any]:
+    """A sharded checkpoint assembled in this process: the same dict a single-file checkpoint holds."""
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    path = Path(path)
+    if not ckpt.is_sharded(path):
+        raise CheckpointError(f"{path} is not a sharded checkpoint folder (no .metadata); expected a step-NNNNNNNN.dcp folder")
+    state = _trainer_state(path)
+    with tempfile.TemporaryDirectory(prefix="torchwise-consolidate-") as tmp:
+        out = Path(tmp) / "full.pt"
+        try:
+            dcp_to_torch_save(str(path), str(out))
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            raise CheckpointError(f"cannot read the sharded checkpoint {path}: {first}") from exc
+        full = torch.load(out, map_location="cpu", weights_only=True)
+    state["model"] = full["model"]
+    state["optimizer"] = names_to_ids(full["optimizer"]) if full.get("optimizer") else None
+    return state
+
+
+def consolidate(src: str | Path, out: str | Path) -> Path:
+    """Write the sharded checkpoint ``src`` as one file ``out`` (atomically)."""
+    state = read_full(src)
+    state["consolidated_from"] = str(src)
+    return save_checkpoint(out, **state)
