@@ -5,7 +5,8 @@
 
 No dropout or BatchNorm: N processes with batch B each make the same update as one with N*B.
 ``--kill-at STEP --kill-rank R`` kills rank R (SIGKILL, as a crash would) after that optimizer
-step in the first attempt only, so a torchrun restart runs through.
+step in the first attempt only, so a torchrun restart runs through; ``--kill-rank -1`` kills the
+workers whose environment has TW_KILL_HERE=1 (one "node" of a two-launch run).
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class KillAt:
 
     def on_step_end(self, trainer: Trainer) -> None:
         first_attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) == 0
-        if first_attempt and trainer.step == self.step and trainer.strategy.rank == self.rank:
+        chosen = trainer.strategy.rank == self.rank if self.rank >= 0 else os.environ.get("TW_KILL_HERE") == "1"
+        if first_attempt and trainer.step == self.step and chosen:
             os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -80,13 +80,24 @@ def load(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer, strateg
         return _load_full(path, model, optimizer)
     state = _trainer_state(path)
     model_sd, optim_sd = get_state_dict(model, optimizer)  # (initialises the optimizer state to load into)
+    from torch.distributed.checkpoint.api import CheckpointException
+
     try:
         dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(path))
-    except Exception as exc:  # DCP raises CheckpointException with every rank's traceback
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise CheckpointError(f"cannot load the sharded checkpoint {path} into this model and optimizer: {first}") from exc
+    except (Exception, CheckpointException) as exc:  # (CheckpointException: a BaseException holding every rank's error)
+        raise CheckpointError(f"cannot load the sharded checkpoint {path} into this model and optimizer: {_reason(exc)}") from exc
     set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd, options=StateDictOptions(strict=True))
     return state
+
+
+def _reason(exc: BaseException) -> str:
+    """The first rank's error of a DCP failure, in one line."""
+    failures = getattr(exc, "failures", None)
+    if isinstance(failures, dict) and failures:
+        exc = next(iter(failures.values()))
+        exc = getattr(exc, "exc", exc) if not isinstance(exc, BaseException) else exc
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    return lines[-1][:200] if len(lines) > 1 else lines[0][:200]
 
 
 def _load_full(path: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
@@ -144,8 +155,7 @@ def read_full(path: str | Path) -> dict[str, Any]:
         try:
             dcp_to_torch_save(str(path), str(out))
         except Exception as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-            raise CheckpointError(f"cannot read the sharded checkpoint {path}: {first}") from exc
+            raise CheckpointError(f"cannot read the sharded checkpoint {path}: {_reason(exc)}") from exc
         full = torch.load(out, map_location="cpu", weights_only=True)
     state["model"] = full["model"]
     state["optimizer"] = names_to_ids(full["optimizer"]) if full.get("optimizer") else None

@@ -71,6 +71,6 @@ def failure_error(exc: BaseException, rank: int, world_size: int, timeout_s: flo
     else:
         what = f"a peer of {world_size} processes failed (which one could not be told)"
     cause = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    cause = cause.split("] ", 1)[-1][:160]  # drop the C++ source location
+    cause = cause.split("] ", 1)[-1].split(". ", 1)[0][:160]  # drop the C++ source location and gloo's advice
     last = f"; the last checkpoint is {checkpoint}" if checkpoint else "; no checkpoint was written"
     return PeerFailure(f"rank {rank}: distributed training stopped: {what}: {cause} (peer timeout {timeout_s:g} s){last}")

@@ -156,7 +156,8 @@ class DDPStrategy(SingleDevice):
             torch.cuda.set_device(self.device)
         if not dist.is_initialized():
             backend = "nccl" if self.device.type == "cuda" else "gloo"
-            dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=self.peer_timeout))
+            timeout = datetime.timedelta(seconds=self.peer_timeout)
+            dist.init_process_group(backend=backend, timeout=timeout, **_restart_safe_store(self.rank, self.world_size, timeout))
             self._created_group = True
         return super().setup(model)
 
@@ -202,6 +203,20 @@ class DDPStrategy(SingleDevice):
                 dist.barrier()  # no rank tears down while another still talks to it
             dist.destroy_process_group()
             self._created_group = False
+
+
+def _restart_safe_store(rank: int, world_size: int, timeout: datetime.timedelta) -> dict[str, Any]:
+    """Under torchrun's agent store, a store whose keys are private to this restart attempt.
+
+    After an elastic restart the agent's store still holds the previous attempt's gloo addresses;
+    a new worker could read a dead peer's address before its replacement overwrites it
+    ("connectFullMesh failed ... Connection refused"). A prefix per attempt rules that out.
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "MASTER_ADDR" not in os.environ:
+        return {}
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return {"store": dist.PrefixStore(f"torchwise/attempt-{attempt}", store), "rank": rank, "world_size": world_size}
 
 
 def launched_by_torchrun() -> bool:
