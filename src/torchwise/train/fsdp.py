@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, ContextManager, Iterable, Sequence
+from typing import Any, ContextManager, Iterable
 
 import torch
 import torch.distributed as dist
@@ -117,6 +117,7 @@ class FSDPStrategy(DDPStrategy):
         self.block = block
         self.precision_name = "32"
         self.blocks: list[nn.Module] = []
+        self.block_names: list[str] = []
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self._old_params: dict[str, nn.Parameter] = {}
@@ -145,6 +146,7 @@ class FSDPStrategy(DDPStrategy):
         low = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(self.precision_name)
         mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low is not None else MixedPrecisionPolicy()
         self.blocks = find_blocks(model, self.block)
+        self.block_names = [type(b).__name__ for b in self.blocks]  # (fully_shard renames the classes to FSDP<name>)
         for block in reversed(self.blocks):  # innermost first
             fully_shard(block, mesh=mesh, mp_policy=mp)
         fully_shard(model, mesh=mesh, mp_policy=mp)
@@ -225,8 +227,3 @@ def make_strategy(name: Any, device: torch.device, *, block: Any = None, peer_ti
     if name in ("auto", "ddp", None):
         return detect(device, peer_timeout=peer_timeout)
     raise UsageError(f"unknown strategy {name!r}; expected 'auto', 'ddp', 'fsdp' or a strategy object")
-
-
-def block_names(blocks: Sequence[nn.Module]) -> str:
-    counts = Counter(type(b).__name__ for b in blocks)
-    return ", ".join(f"{n} x {c}" for c, n in counts.items()) or "none (the root only)"
