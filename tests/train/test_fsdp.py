@@ -139,6 +139,24 @@ def test_precision_goes_through_fsdps_mixed_precision_policy():
     assert isinstance(fp16.precision.scaler, ShardedGradScaler)  # found-inf agreed by every rank
 
 
+def test_the_non_finite_guard_judges_the_sharded_gradients():
+    x, y = workload.parts()[1].tensors
+    x = x.clone()
+    x[20] = float("nan")  # poisons the second batch of 16 (no shuffle)
+    trainer = _trainer("fsdp")
+    result = trainer.fit(DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=16), epochs=1)
+    trainer.close()
+    assert result.nonfinite_skipped == 1 and result.steps == 6
+    assert any("step 2 skipped" in e for e in result.events)
+
+
+def test_channels_last_is_left_off_under_fsdp():
+    with pytest.warns(UserWarning, match="channels_last=True is not applied under strategy='fsdp'"):
+        trainer = _trainer("fsdp", channels_last=True)
+    assert trainer.auto.want_channels_last is False  # (converting sharded parameters would fail inside FSDP)
+    trainer.close()
+
+
 def test_a_single_file_checkpoint_starts_an_fsdp_run(tmp_path):
     whole = _fit(_trainer(clip_grad_norm=1.0))
     _fit(_trainer(clip_grad_norm=1.0, checkpoint_dir=tmp_path), max_steps=6)

@@ -21,6 +21,7 @@ to start from the same code path.
 from __future__ import annotations
 
 import os
+import warnings
 from collections import Counter
 from typing import Any, ContextManager, Iterable
 
@@ -121,6 +122,12 @@ class FSDPStrategy(DDPStrategy):
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self._old_params: dict[str, nn.Parameter] = {}
+
+    def configure_channels_last(self, channels_last: Any) -> Any:
+        """Off: sharded parameters cannot change memory format after ``fully_shard`` (torch 2.13)."""
+        if channels_last is True:
+            warnings.warn("channels_last=True is not applied under strategy='fsdp': FSDP2 cannot re-layout sharded parameters; training in contiguous format", stacklevel=3)
+        return False
 
     def configure_precision(self, precision: Any) -> Any:
         """Use FSDP's mixed-precision policy for bf16/fp16 and, for fp16, the sharded grad scaler."""

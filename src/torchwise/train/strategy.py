@@ -81,6 +81,10 @@ class SingleDevice:
 
     sharded_checkpoints = False  # True: every rank writes its part of each checkpoint
 
+    def configure_channels_last(self, channels_last: Any) -> Any:
+        """The Trainer's channels_last setting, as this strategy can honour it."""
+        return channels_last
+
     def configure_precision(self, precision: Any) -> Any:
         """The Trainer's precision plug-in, adapted to this strategy (FSDP: its own policy and scaler)."""
         return precision

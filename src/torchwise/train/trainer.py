@@ -174,7 +174,7 @@ class Trainer:
         self.progress = progress
         self.callbacks = list(callbacks)
         self.check_labels = check_labels
-        self.auto = AutoSettings(channels_last, cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
+        self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
         self.oom = OOMRecovery(enabled=oom_recovery and not self.strategy.distributed)
         self.precision: Precision = self.strategy.configure_precision(make_precision(self.precision_name, self.strategy.device))
