@@ -45,3 +45,50 @@ def test_a_dead_peer_ends_the_survivors_with_one_line_naming_it(tmp_path):
     assert "the last checkpoint is ck/step-00000006.dcp" in lines[0]
     assert [p.name for p in ckpt.list_checkpoints(tmp_path / "ck")] == ["step-00000004.dcp", "step-00000006.dcp"]
     assert read_full(tmp_path / "ck" / "step-00000006.dcp")["step"] == 6  # intact
+
+
+def test_launcher_options_go_to_torchrun_and_training_options_to_the_workers(monkeypatch):
+    import argparse
+
+    from torchwise.errors import UsageError
+    from torchwise.train.cli import add_arguments, launch_command, run, worker_argv
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["t.py:task", "--strategy", "fsdp", "--activation-checkpointing", "--nnodes", "2", "--node-rank", "1",
+                              "--rdzv-endpoint", "10.0.0.1:29400", "--max-restarts", "2", "--peer-timeout", "45"])
+    argv = worker_argv(args)
+    assert argv == ["t.py:task", "--strategy", "fsdp", "--activation-checkpointing", "--peer-timeout", "45.0"]
+    cmd = launch_command(args, argv)
+    launcher = cmd[: cmd.index("-m", 3)]
+    for flag, value in (("--nnodes", "2"), ("--node-rank", "1"), ("--rdzv-backend", "c10d"), ("--rdzv-endpoint", "10.0.0.1:29400"), ("--max-restarts", "2")):
+        assert launcher[launcher.index(flag) + 1] == value
+    for bad, message in ((["--node-rank", "2", "--nnodes", "2"], "node-rank"), (["--max-restarts", "-1"], "max-restarts"), (["--peer-timeout", "0"], "peer timeout")):
+        with pytest.raises(UsageError, match=message):
+            run(parser.parse_args(["t.py:task", *bad]))
+
+
+def test_peer_timeout_comes_from_the_option_or_the_environment(monkeypatch):
+    from torchwise.errors import UsageError
+    from torchwise.train.strategy import DEFAULT_PEER_TIMEOUT, peer_timeout_s
+
+    monkeypatch.delenv("TORCHWISE_PEER_TIMEOUT", raising=False)
+    assert peer_timeout_s() == DEFAULT_PEER_TIMEOUT and peer_timeout_s(12) == 12.0
+    monkeypatch.setenv("TORCHWISE_PEER_TIMEOUT", "7.5")
+    assert peer_timeout_s() == 7.5
+    monkeypatch.setenv("TORCHWISE_PEER_TIMEOUT", "soon")
+    with pytest.raises(UsageError, match="TORCHWISE_PEER_TIMEOUT must be a number of seconds, got 'soon'"):
+        peer_timeout_s()
+
+
+def test_only_collective_failures_become_the_peer_line(monkeypatch):
+    from torchwise.train import peers
+
+    monkeypatch.setattr(peers, "roll_call", lambda rank, world, wait_s=0: [3])
+    gloo = RuntimeError("[../gloo/transport/tcp/pair.cc:537] Read error [10.0.0.2]:4242: Connection reset by peer. This is typically caused by ...")
+    line = str(peers.failure_error(gloo, 0, 4, 60.0, None))
+    assert line == "rank 0: distributed training stopped: rank 3 of 4 failed (no answer in the roll call after a collective broke): Read error [10.0.0.2]:4242: Connection reset by peer (peer timeout 60 s); no checkpoint was written"
+    assert peers.failure_error(RuntimeError("mat1 and mat2 shapes cannot be multiplied"), 0, 4, 60.0) is None
+    assert peers.failure_error(ValueError("gloo"), 0, 4, 60.0) is None
+    monkeypatch.setattr(peers, "roll_call", lambda rank, world, wait_s=0: None)
+    assert "a peer of 4 processes failed (which one could not be told)" in str(peers.failure_error(gloo, 1, 4, 60.0))

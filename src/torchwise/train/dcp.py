@@ -94,8 +94,8 @@ def _reason(exc: BaseException) -> str:
     """The first rank's error of a DCP failure, in one line."""
     failures = getattr(exc, "failures", None)
     if isinstance(failures, dict) and failures:
-        exc = next(iter(failures.values()))
-        exc = getattr(exc, "exc", exc) if not isinstance(exc, BaseException) else exc
+        first = next(iter(failures.values()))  # (exception, traceback frames)
+        exc = first[0] if isinstance(first, tuple) and first else first
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
     return lines[-1][:200] if len(lines) > 1 else lines[0][:200]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from torchwise.errors import TrainingError
 
-_MARKERS = ("gloo", "nccl", "connection reset", "connection closed", "connection refused", "timed out", "timeout", "broken pipe", "peer")
+_MARKERS = ("gloo", "nccl", "connection reset", "connection closed", "connection refused", "broken pipe")
 ROLL_CALL_S = 5.0
 
 

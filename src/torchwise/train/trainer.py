@@ -500,7 +500,8 @@ class Trainer:
         if self._placed:
             return
         if self.activation_checkpointing:  # before sharding, so FSDP's hooks stay outside the recomputed forward
-            self._event(f"activation checkpointing on {apply_activation_checkpointing(find_blocks(self.model))} blocks")
+            blocks = find_blocks(self.model, getattr(self.strategy, "block", None))  # FSDP's own choice of blocks, if given
+            self._event(f"activation checkpointing on {apply_activation_checkpointing(blocks)} blocks")
         self.model = self.strategy.setup(self.model)
         self.strategy.adopt_optimizer(self.optimizer)  # FSDP replaced the parameters: the optimizer follows
         self._to_device = self.device.type != "cpu"
