@@ -92,3 +92,18 @@ def test_only_collective_failures_become_the_peer_line(monkeypatch):
     assert peers.failure_error(ValueError("gloo"), 0, 4, 60.0) is None
     monkeypatch.setattr(peers, "roll_call", lambda rank, world, wait_s=0: None)
     assert "a peer of 4 processes failed (which one could not be told)" in str(peers.failure_error(gloo, 1, 4, 60.0))
+
+
+@pytest.mark.slow
+def test_a_frozen_peer_ends_the_run_at_the_peer_timeout_naming_it(tmp_path):
+    from fsdp_launch import torchrun
+
+    # rank 1 is stopped (SIGSTOP) after step 7: alive but silent; the collective's deadline is 10 s
+    proc = torchrun(["out.pt", *COMMON, "--checkpoint-dir", "ck", "--kill-at", "7"], cwd=tmp_path, timeout=200,
+                    TW_KILL_SIGNAL="SIGSTOP", TORCHWISE_PEER_TIMEOUT="10")
+    assert proc.returncode != 0
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("rank 0: distributed training stopped")]
+    assert len(lines) == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "rank 1 of 2 failed" in lines[0] and "Timed out" in lines[0] and "(peer timeout 10 s)" in lines[0]
+    assert "the last checkpoint is ck/step-00000006.dcp" in lines[0]
+    assert read_full(tmp_path / "ck" / "step-00000006.dcp")["step"] == 6

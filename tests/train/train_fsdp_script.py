@@ -6,7 +6,8 @@
 No dropout or BatchNorm: N processes with batch B each make the same update as one with N*B.
 ``--kill-at STEP --kill-rank R`` kills rank R (SIGKILL, as a crash would) after that optimizer
 step in the first attempt only, so a torchrun restart runs through; ``--kill-rank -1`` kills the
-workers whose environment has TW_KILL_HERE=1 (one "node" of a two-launch run).
+workers whose environment has TW_KILL_HERE=1 (one "node" of a two-launch run);
+TW_KILL_SIGNAL=SIGSTOP freezes the worker instead (a peer that hangs rather than dies).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class KillAt:
         first_attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) == 0
         chosen = trainer.strategy.rank == self.rank if self.rank >= 0 else os.environ.get("TW_KILL_HERE") == "1"
         if first_attempt and trainer.step == self.step and chosen:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), getattr(signal, os.environ.get("TW_KILL_SIGNAL", "SIGKILL")))  # SIGSTOP: a frozen peer
 
 
 def train(out: str | None, batch_size: int, *, strategy: str = "fsdp", accumulate: int = 1, epochs: int = 2, max_steps: int | None = None,
