@@ -174,6 +174,33 @@ def test_a_sharded_checkpoint_that_does_not_fit_is_one_clear_error(tmp_path):
     trainer.close()
 
 
+def test_a_save_that_dies_half_way_leaves_the_previous_checkpoint_as_it_was(tmp_path, monkeypatch):
+    import torch.distributed.checkpoint as dcp
+
+    trainer = _trainer("fsdp", checkpoint_dir=tmp_path)
+    try:
+        trainer.fit(_loader(), max_steps=2)
+        before = read_full(tmp_path / "step-00000002.dcp")
+        real_save = dcp.save
+
+        def dies(state, checkpoint_id):  # a rank killed while writing its shard
+            (Path(checkpoint_id) / "__0_0.distcp").write_bytes(b"half a shard")
+            raise RuntimeError("killed while saving")
+
+        monkeypatch.setattr(dcp, "save", dies)
+        trainer.step = 3
+        with pytest.raises(RuntimeError, match="killed while saving"):
+            trainer.save_checkpoint()
+        assert [p.name for p in ckpt.list_checkpoints(tmp_path)] == ["step-00000002.dcp"]
+        assert (tmp_path / ".step-00000003.dcp.tmp").is_dir()  # the debris is not a checkpoint
+        assert_equal(before["model"], read_full(tmp_path / "step-00000002.dcp")["model"])
+        monkeypatch.setattr(dcp, "save", real_save)
+        assert trainer.save_checkpoint() == tmp_path / "step-00000003.dcp"  # the next save clears the debris
+        assert not (tmp_path / ".step-00000003.dcp.tmp").exists() and read_full(tmp_path / "step-00000003.dcp")["step"] == 3
+    finally:
+        trainer.close()
+
+
 # ---------------------------------------------------------------- checkpoint files and names
 
 

@@ -166,12 +166,12 @@ class FSDPStrategy(DDPStrategy):
     def adopt_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """``fully_shard`` replaced every parameter by a sharded one: make the optimizer hold those."""
         assert self.model is not None, "setup() first"
+        if optimizer.state:  # state built before sharding cannot be kept (unsharded tensors)
+            raise UsageError("strategy='fsdp': give the Trainer an optimizer that has not stepped yet (its state would not be sharded); resume from a checkpoint instead")
         new = dict(self.model.named_parameters())
         by_id = {id(p): name for name, p in self._old_params.items()}
         for group in optimizer.param_groups:
             group["params"] = [new[by_id[id(p)]] if id(p) in by_id else p for p in group["params"]]
-        if optimizer.state:  # state built before sharding cannot be kept (unsharded tensors)
-            raise UsageError("strategy='fsdp': give the Trainer an optimizer that has not stepped yet (its state would not be sharded); resume from a checkpoint instead")
         self._old_params = {}
         self.optimizer = optimizer
 
