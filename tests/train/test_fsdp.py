@@ -116,6 +116,17 @@ def test_fsdp_in_one_process_shards_and_trains_like_the_single_device():
     assert not torch.equal(sharded["head.weight"], workload.parts()[0].head.weight)
 
 
+def test_an_optimizer_that_already_stepped_is_refused():
+    model, _ = workload.parts()
+    opt = workload.optimizer(model.parameters())
+    model(torch.randn(2, 5)).sum().backward()
+    opt.step()
+    trainer = Trainer(model, opt, nn.CrossEntropyLoss(), device="cpu", log_dir=False, progress=False, strategy="fsdp")
+    with pytest.raises(UsageError, match="optimizer that has not stepped yet"):
+        trainer.fit(_loader(), max_steps=1)
+    trainer.close()
+
+
 def test_accumulation_skips_the_gradient_sync_on_all_but_the_last_micro_step():
     trainer = _trainer("fsdp", accumulate=2)
     trainer._place()
