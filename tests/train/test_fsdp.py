@@ -146,8 +146,14 @@ def test_precision_goes_through_fsdps_mixed_precision_policy():
     policy = trainer.model._get_fsdp_state()._mp_policy
     assert policy.param_dtype == torch.bfloat16 and policy.reduce_dtype == torch.float32
     trainer.close()
-    fp16 = _trainer("fsdp", precision="16-mixed")
+    fp16 = _trainer("fsdp", precision="16-mixed", clip_grad_norm=1.0, log_every=1)
     assert isinstance(fp16.precision.scaler, ShardedGradScaler)  # found-inf agreed by every rank
+    result = fp16.fit(_loader(), max_steps=3)  # unscale, sharded clip and the scaled step run on DTensor gradients
+    weights_after = fp16.strategy.full_state_dict(fp16.model)
+    fp16.close()
+    assert result.steps == 3 and result.train_loss is not None and result.train_loss == result.train_loss
+    assert weights_after["head.weight"].dtype == torch.float32  # the sharded master weights stay float32
+    assert not torch.equal(weights_after["head.weight"], workload.parts()[0].head.weight)
 
 
 def test_the_non_finite_guard_judges_the_sharded_gradients():
