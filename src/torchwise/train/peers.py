@@ -14,7 +14,6 @@ import datetime
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from torchwise.errors import TrainingError
 
