@@ -3,6 +3,9 @@
     torchwise train examples/digits.py:task
     torchwise train examples/digits.py:task --resume last --epochs 15
     torchwise train examples/digits.py:task --nproc-per-node 2          # DDP through torchrun
+    torchwise train examples/digits.py:task --nproc-per-node 2 --strategy fsdp
+    torchwise train examples/digits.py:task --nnodes 2 --node-rank 0 --nproc-per-node 1 \
+        --rdzv-endpoint head:29400 --max-restarts 1                      # on each node
 
 With ``--nproc-per-node N`` (or ``--nnodes M``) the command re-launches itself through
 ``python -m torch.distributed.run`` (torchrun: elastic, multi-node; TW405), which sets RANK,
@@ -13,6 +16,7 @@ environment and trains with DDP. ``--batch-size`` is per process.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +26,7 @@ from torchwise.task_args import add_task_arg, task_kwargs
 
 _PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
 # options handled by the launcher, not forwarded to the workers
-_LAUNCH_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id")
+_LAUNCH_OPTIONS = ("--nproc-per-node", "--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-id", "--rdzv-backend", "--max-restarts")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N or mps (default auto)")
     g.add_argument("--seed", type=int, help="seed every generator (model initialisation included)")
     g.add_argument("--deterministic", action="store_true", help="deterministic algorithms (implies --seed 0 if no seed)")
+    g.add_argument("--strategy", default="auto", choices=("auto", "ddp", "fsdp"), help="auto/ddp: DistributedDataParallel under torchrun; fsdp: shard parameters, gradients and optimizer state (FSDP2)")
+    g.add_argument("--activation-checkpointing", action="store_true", help="recompute each block's activations in the backward (less memory, more compute)")
     g.add_argument("--tuned", metavar="TUNE_JSON", help="apply settings chosen by 'torchwise tune' (for options left at their defaults)")
     g = parser.add_argument_group("checkpoints and logs")
     g.add_argument("--checkpoint-dir", help="where checkpoints go (default: LOG_DIR/checkpoints)")
@@ -58,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--node-rank", type=int, default=0, help="rank of this node (multi-node)")
     g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint (multi-node; default: a free local port)")
     g.add_argument("--rdzv-id", default="torchwise", help="rendezvous job id (multi-node)")
+    g.add_argument("--rdzv-backend", default="c10d", choices=("c10d",), help="rendezvous backend (multi-node; default c10d)")
+    g.add_argument("--max-restarts", type=int, default=0, help="restart the whole group this many times after a worker fails; the run resumes from its last checkpoint")
+    g.add_argument("--peer-timeout", type=float, metavar="SECONDS", help="a silent peer ends the run after this long, naming it (default 1800; env TORCHWISE_PEER_TIMEOUT)")
 
 
 def worker_argv(args: argparse.Namespace) -> list[str]:
@@ -85,12 +94,14 @@ def worker_argv(args: argparse.Namespace) -> list[str]:
 def launch_command(args: argparse.Namespace, worker_argv: list[str]) -> list[str]:
     """The torchrun command line that runs ``torchwise train`` in every worker."""
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(args.nproc_per_node), "--nnodes", str(args.nnodes)]
+    if args.max_restarts:
+        cmd += ["--max-restarts", str(args.max_restarts)]
     if args.nnodes == 1 and not args.rdzv_endpoint:
         cmd.append("--standalone")  # a free local port, no endpoint to configure
     else:
         if not args.rdzv_endpoint:
             raise UsageError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the same on every node)")
-        cmd += ["--node-rank", str(args.node_rank), "--rdzv-backend", "c10d", "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", str(args.rdzv_id)]
+        cmd += ["--node-rank", str(args.node_rank), "--rdzv-backend", args.rdzv_backend, "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", str(args.rdzv_id)]
     return cmd + ["-m", "torchwise", "train", *worker_argv]
 
 
@@ -100,6 +111,12 @@ def run(args: argparse.Namespace) -> int:
     for name in ("nproc_per_node", "nnodes", "accumulate", "log_every"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.max_restarts < 0 or not 0 <= args.node_rank < args.nnodes:
+        raise UsageError(f"--max-restarts must be >= 0 and --node-rank in 0..{args.nnodes - 1} (--nnodes {args.nnodes}), got {args.max_restarts} and {args.node_rank}")
+    if args.peer_timeout is not None:
+        from torchwise.train.strategy import peer_timeout_s
+
+        os.environ["TORCHWISE_PEER_TIMEOUT"] = str(peer_timeout_s(args.peer_timeout))  # read by every worker's strategy
     if (args.nproc_per_node > 1 or args.nnodes > 1) and not launched_by_torchrun():
         cmd = launch_command(args, worker_argv(args))
         print("launching: " + " ".join(cmd[1:]), flush=True)
@@ -142,6 +159,8 @@ def _train(args: argparse.Namespace) -> int:
         log_every=args.log_every,
         progress=not args.no_progress,
         tuned=args.tuned,
+        strategy=args.strategy,
+        activation_checkpointing=args.activation_checkpointing,
     )
     try:
         result = trainer.fit(epochs=args.epochs, max_steps=args.max_steps, resume=args.resume)

@@ -6,8 +6,9 @@ most runs) forward and backward under the precision plug-in (``no_sync`` on non-
 micro-steps under DDP), and at the end of each accumulation window clip, check for non-finite
 values, step, zero the gradients (``set_to_none``), step the scheduler; then log, checkpoint and
 ask the plug-ins (EMA, early stopping, best checkpoint, user callbacks) whether to go on.
-Everything else lives in small modules: ``strategy`` (single device / DDP), ``precision``
-(32 / bf16-mixed / 16-mixed), ``phases`` (several optimizers), ``schedule`` (scheduler interval),
+Everything else lives in small modules: ``strategy`` (single device / DDP), ``fsdp`` and ``dcp``
+(FSDP2, sharded checkpoints), ``precision`` (32 / bf16-mixed / 16-mixed), ``phases`` (several
+optimizers), ``schedule`` (scheduler interval),
 ``monitor``, ``early_stopping``, ``best``, ``ema``, ``loaders``, ``auto`` (channels_last,
 cudnn.benchmark), ``checkpoints``, ``report``, ``oom``, ``guard``, ``options``.
 
@@ -34,7 +35,6 @@ import torch
 from torch import nn
 
 from torchwise.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
-from torchwise.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
 from torchwise.device import select_device, to_device
 from torchwise.errors import CheckpointError, DataError, UsageError
 from torchwise.labels import check_batch_labels, is_class_target, label_problem
@@ -45,6 +45,7 @@ from torchwise.train.auto import AutoSettings
 from torchwise.train.best import BestCheckpoint
 from torchwise.train.early_stopping import EarlyStopping
 from torchwise.train.ema import EMA
+from torchwise.train.fsdp import apply_activation_checkpointing, find_blocks, make_strategy
 from torchwise.train.guard import NonFiniteGuard
 from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.monitor import Monitor, lower_is_better
@@ -54,7 +55,7 @@ from torchwise.train.phases import Phase, as_outputs, average_gradients, broadca
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
 from torchwise.train.schedule import DECAY_LIMIT, decay_warning, first_epoch_decay, is_plateau, resolve_interval
-from torchwise.train.strategy import SingleDevice, detect
+from torchwise.train.strategy import SingleDevice
 
 _TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
 _NO_KW: dict[str, Any] = {}
@@ -137,13 +138,15 @@ class Trainer:
         nonfinite_patience: int = 5,
         check_labels: bool = True,
         oom_recovery: bool = True,
+        strategy: Any = "auto",
+        activation_checkpointing: bool = False,
     ) -> None:
         check_options(model=model, optimizer=optimizer, loss_fn=loss_fn, step_fn=step_fn, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
                       scheduler_interval=scheduler_interval, log_every=log_every, checkpoint_every=checkpoint_every)
         precision, channels_last, cudnn_benchmark, compile = self._apply_tuned(tuned, precision, channels_last, cudnn_benchmark, compile)
         self.precision_name = normalize(precision)  # validates early: unknown strings list the valid ones
 
-        self.strategy: SingleDevice = detect(select_device(device))
+        self.strategy: SingleDevice = make_strategy(strategy, select_device(device))  # "auto" | "ddp" | "fsdp" | object
         if deterministic and seed is None:
             seed = 0
         if seed is not None:
@@ -170,10 +173,11 @@ class Trainer:
         self.progress = progress
         self.callbacks = list(callbacks)
         self.check_labels = check_labels
-        self.auto = AutoSettings(channels_last, cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
+        self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
         self.oom = OOMRecovery(enabled=oom_recovery and not self.strategy.distributed)
-        self.precision: Precision = make_precision(self.precision_name, self.strategy.device)
+        self.precision: Precision = self._new_precision()
+        self.activation_checkpointing = bool(activation_checkpointing)
         self.ema = EMA(ema) if ema is not None else None
         self.best_checkpoint = BestCheckpoint(self.monitor) if keep_best else None
         if early_stopping is not None:
@@ -183,6 +187,13 @@ class Trainer:
         self.plan: RunPlan | None = None
         self.phases: list[Phase] = []
         self._specs = (named(optimizer, "optimizer"), named(scheduler, "scheduler") if scheduler is not None else {}, step_fn)
+        if self.strategy.sharded_checkpoints:  # FSDP: what does not compose with sharded parameters (yet)
+            if len(self._specs[0]) > 1:
+                raise UsageError(f"strategy='fsdp' takes one optimizer, got {len(self._specs[0])} ({', '.join(self._specs[0])}): "
+                                 "phases call submodules outside the sharded root's forward; use strategy='ddp' (or 'auto') for several optimizers")
+            if ema is not None:
+                raise UsageError("ema= does not work with strategy='fsdp' yet: the averaged weights would be sharded but are checkpointed "
+                                 "in one file by rank 0; drop ema or use strategy='ddp'")
         if not any(wants(f, "plan") for f in (*self._specs[0].values(), *self._specs[1].values())):
             self._build(None)  # factories that need the run's plan are built when fit() knows it
 
@@ -266,10 +277,25 @@ class Trainer:
             own, others = parts[name]
             self.phases.append(Phase(
                 name, opt, step_fn[name] if isinstance(step_fn, Mapping) else step_fn,
-                self.precision if k == 0 else make_precision(self.precision_name, self.strategy.device),
+                self.precision if k == 0 else self._new_precision(),
                 sched, resolve_interval(sched, self.scheduler_interval) if sched is not None else "step",
                 params=[p for p in own if p.requires_grad], others=others,
             ))
+        if getattr(self, "_placed", False):  # built after the model was placed (factories that wait for the plan)
+            self._adopt_optimizers()
+
+    def _new_precision(self) -> Precision:
+        """A precision plug-in for one optimizer, as the strategy runs it (FSDP: its policy, a sharded scaler)."""
+        return self.strategy.configure_precision(make_precision(self.precision_name, self.strategy.device))
+
+    def _adopt_optimizers(self) -> None:
+        """Every optimizer follows the parameters the strategy's setup produced (FSDP replaces them)."""
+        for phase in self.phases:
+            self.strategy.adopt_optimizer(phase.optimizer)
+        parts = split_params({p.name: p.optimizer for p in self.phases})
+        for phase in self.phases:
+            own, phase.others = parts[phase.name]
+            phase.params = [p for p in own if p.requires_grad]
 
     @property
     def optimizer(self) -> Any:
@@ -348,6 +374,12 @@ class Trainer:
                     self._end_epoch(val)
                     stop = stop or self.should_stop
             return self._finish()
+        except Exception as exc:  # a dead or silent peer: one line naming it, not a hang (strategy.translate_failure)
+            failure = self.strategy.translate_failure(exc, self.last_checkpoint)
+            if failure is None:
+                raise
+            self._event(str(failure))
+            raise failure from None
         finally:
             self.auto.finish()
             self.log.close()
@@ -425,9 +457,9 @@ class Trainer:
             average_gradients(phase.params, self.strategy.world_size)
         if self.clip_grad_norm is not None:
             phase.precision.unscale(phase.optimizer)
-            norm = phase.grad_norm = torch.nn.utils.clip_grad_norm_(phase.params, self.clip_grad_norm)  # the pre-clip norm
+            norm = phase.grad_norm = self.strategy.clip_grad_norm(phase.params, self.clip_grad_norm)  # the pre-clip norm
         if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
-            grads = norm if norm is not None else _grad_norm(phase.params)  # a gradient can go bad while the loss stays finite
+            grads = norm if norm is not None else self.strategy.grad_norm(phase.params)  # a gradient can go bad while the loss stays finite
             check = grads if self.strategy.distributed else phase.window_loss + grads  # all ranks agree on all-reduced gradients
             if not math.isfinite(float(check)):  # one scalar read per optimizer step
                 phase.optimizer.zero_grad(set_to_none=True)
@@ -524,8 +556,8 @@ class Trainer:
 
         return {
             "format": ckpt.FORMAT,
-            "model": self.model.state_dict(),
-            "optimizer": each(lambda p: p.optimizer.state_dict()),
+            "model": self.strategy.model_state_dict(self.model),
+            "optimizer": each(lambda p: self.strategy.optimizer_state_dict(self.model, p.optimizer)),
             "scheduler": each(lambda p: p.scheduler.state_dict() if p.scheduler is not None else None),
             "precision": each(lambda p: p.precision.state_dict()),
             "plugins": {p.key: p.state_dict() for p in self.plugins},
@@ -542,8 +574,8 @@ class Trainer:
         }
 
     def _load_state(self, state: dict[str, Any], path: Path) -> None:
-        """Restore what :meth:`_state_dict` saved (the RNG last, in :meth:`_start`)."""
-        load_state_dict(self.model, state["model"])
+        """Restore what :meth:`_state_dict` saved (the RNG last, in :meth:`_start`): the strategy loads the model."""
+        state = self.strategy.load_checkpoint(path, state, self.model, {p.name: p.optimizer for p in self.phases})
         single = len(self.phases) == 1 and not self.phases[0].name
         for phase in self.phases:
             def part(key: str, phase: Phase = phase) -> Any:
@@ -554,7 +586,7 @@ class Trainer:
                     raise CheckpointError(f"{path} has no {key} state for optimizer {phase.name!r}: was it saved with other optimizers?")
                 return value[phase.name]
             try:
-                phase.optimizer.load_state_dict(part("optimizer"))
+                self.strategy.load_optimizer_state(self.model, phase.optimizer, part("optimizer"))
             except (ValueError, KeyError, RuntimeError, TypeError) as exc:
                 raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({exc}); was it saved with another optimizer or parameter grouping?") from exc
             if phase.scheduler is not None and part("scheduler") is not None:
@@ -573,16 +605,19 @@ class Trainer:
         self._saved_at = self.step
 
     def save_checkpoint(self, path: str | Path | None = None) -> Path | None:
-        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (or ``path``; rank 0; every rank must call it under DDP)."""
+        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (or ``path``; rank 0; every rank must call it under DDP).
+
+        Under FSDP every rank writes its shards into a folder ``step-NNNNNNNN.dcp`` (``path``: ``<stem>.dcp``).
+        """
         if self.checkpoint_dir is None and path is None:
             return None
         rng = self.strategy.gather_object(get_rng_state())  # one entry per rank
         written = None
         rolling = path is None
-        if self.strategy.is_main:
-            target = ckpt.checkpoint_path(self.checkpoint_dir, self.step) if rolling else Path(path)  # type: ignore[arg-type]
-            written = save_checkpoint(target, **self._state_dict(rng))
-            if rolling:
+        if self.strategy.is_main or self.strategy.sharded_checkpoints:  # sharded: every rank writes its part
+            target = self.strategy.checkpoint_path(self.checkpoint_dir, self.step) if rolling else self.strategy.named_checkpoint_path(Path(path))  # type: ignore[arg-type]
+            written = self.strategy.save_checkpoint(self._state_dict(rng), target)
+            if rolling and self.strategy.is_main:
                 ckpt.prune(self.checkpoint_dir, self.keep_checkpoints)  # type: ignore[arg-type]
         self.strategy.barrier()
         if rolling:
@@ -592,12 +627,14 @@ class Trainer:
 
     def _read_resume(self, resume: Any) -> tuple[dict[str, Any], Path] | None:
         """Read the checkpoint to resume from (its data seed applies before the loaders are built)."""
+        if resume is None and self.checkpoint_dir is not None and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+            resume = "last"  # torchrun restarted the group after a failure: go on from the last checkpoint (resume=False: don't)
         path, note = ckpt.resolve_resume(resume, self.checkpoint_dir)
         if note:
             self._event(note)
         if path is None:
             return None
-        state = ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
+        state = self.strategy.read_checkpoint(path)  # (FSDP: the shards load later, into the built optimizers)
         self.data_seed = int(state.get("data_seed", self.data_seed))
         return state, path
 
@@ -621,7 +658,11 @@ class Trainer:
         """Put the model on its device (DDP process group included); idempotent."""
         if self._placed:
             return
+        if self.activation_checkpointing:  # before sharding, so FSDP's hooks stay outside the recomputed forward
+            blocks = find_blocks(self.model, getattr(self.strategy, "block", None))  # FSDP's own choice of blocks, if given
+            self._event(f"activation checkpointing on {apply_activation_checkpointing(blocks)} blocks")
         self.model = self.strategy.setup(self.model)
+        self._adopt_optimizers()  # FSDP replaced the parameters: every optimizer follows (none yet: done in _build)
         self._to_device = self.device.type != "cpu"
         self._forward_names = forward_names(self.model)
         if self.ema is not None:
@@ -988,10 +1029,3 @@ _PAIRS = (tuple, list)
 def _default_optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
     """A Task without an optimizer trains with AdamW, lr 1e-3."""
     return torch.optim.AdamW(params, lr=1e-3)
-
-
-def _grad_norm(params: list[nn.Parameter]) -> torch.Tensor:
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
