@@ -134,3 +134,15 @@ def test_best_and_early_stopping_never_compare_train_loss_with_val_loss(tmp_path
     t.fit(loader(), loader(), epochs=1)  # val/loss 5.0 is the best so far
     r = t.fit(loader(), epochs=3)  # no validation data now: train/loss (< 5) must not count as a better val/loss
     assert load_checkpoint(r.best_checkpoint)["epoch"] == 1 and not r.stopped_early and r.epochs == 3
+
+
+def test_a_new_fit_after_a_stop_trains_again():
+    class StopAt3:
+        def on_step_end(self, trainer):
+            if trainer.step == 3:
+                trainer.should_stop = True
+
+    t = _trainer(callbacks=[StopAt3()])
+    assert t.fit(loader(), epochs=1).steps == 3
+    r = t.fit(loader(), epochs=2)  # the stop asked for in the first run does not end this one
+    assert r.steps == 3 + 8 + 5 and not r.stopped_early

@@ -337,7 +337,7 @@ class Trainer:
             val = self._prepare(val_loader, train=False) if val_loader is not None else None
             n_batches = self._start(train, train_loader, epochs, max_steps, state)
             A, log_every, ckpt_every = self.accumulate, self.log_every, self.checkpoint_every or 0
-            stop = self.should_stop or (max_steps is not None and self.step >= max_steps)
+            stop = max_steps is not None and self.step >= max_steps
             window = A
             pending: list[Any] = []  # earlier batches of this window (replayed after an OOM)
 
@@ -695,6 +695,7 @@ class Trainer:
             self._check_schedules(self.plan)
         total = self.plan.total_steps
         self._total = total
+        self.should_stop = False  # (a new fit() after an early stop trains again)
         self._on_step = [p.on_step_end for p in self.plugins if hasattr(p, "on_step_end")]
         self._on_step += [cb.on_step_end for cb in self.callbacks if hasattr(cb, "on_step_end")]
         self._wait = 0.0
