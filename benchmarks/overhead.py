@@ -1,5 +1,8 @@
 """Per-step overhead of the torchwise Trainer against a hand-written loop, Lightning and Accelerate.
 
+The Trainer runs twice: with ``loss_fn`` (the default step) and with a ``step_fn`` doing the same
+thing (the custom-step path that multi-input and several-optimizer tasks take).
+
     python benchmarks/overhead.py                 # MLP and CNN cases, best of 3 repeats
     python benchmarks/overhead.py --steps 1000 --repeats 5 --case mlp
 
@@ -95,6 +98,21 @@ def torchwise_trainer(model: nn.Module, loader: DataLoader, epochs: int) -> Call
     return lambda: trainer.fit(loader, epochs=epochs)
 
 
+def torchwise_step_fn(model: nn.Module, loader: DataLoader, epochs: int) -> Callable[[], None]:
+    """The Trainer with a custom step (the path of multi-input and multi-task models)."""
+    from torchwise.train import Trainer
+
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step(m: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        x, y = batch
+        return loss_fn(m(x), y)
+
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    trainer = Trainer(model, opt, step_fn=step, device="cpu", progress=False, log_dir=False)
+    return lambda: trainer.fit(loader, epochs=epochs)
+
+
 def lightning(model: nn.Module, loader: DataLoader, epochs: int) -> Callable[[], None]:
     import lightning as L
 
@@ -141,6 +159,7 @@ def accelerate(model: nn.Module, loader: DataLoader, epochs: int) -> Callable[[]
 RUNNERS: dict[str, tuple[Callable[..., Callable[[], None]], str | None]] = {
     "hand-written loop": (hand, None),
     "torchwise Trainer": (torchwise_trainer, None),
+    "Trainer, step_fn": (torchwise_step_fn, None),
     "Lightning": (lightning, "lightning"),
     "Accelerate": (accelerate, "accelerate"),
 }

@@ -99,7 +99,7 @@ def test_task_validation_and_loaders():
     x, y = torch.randn(10, 3), torch.randint(0, 2, (10,))
     with pytest.raises(TaskError, match="must be a torch.nn.Module"):
         Task(model="model", train_data=TensorDataset(x, y))  # type: ignore[arg-type]
-    with pytest.raises(TaskError, match="batch_size must be >= 1"):
+    with pytest.raises(TaskError, match="batch_size must be an integer >= 1"):
         Task(model=nn.Linear(3, 2), train_data=TensorDataset(x, y), batch_size=0)
     t = Task(model=nn.Linear(3, 2), train_data=TensorDataset(x, y), batch_size=4)
     assert t.val_loader() is None

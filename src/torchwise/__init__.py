@@ -57,9 +57,11 @@ _EXPORTS: dict[str, str] = {
     "tensor_to_image": "torchwise.convert",
     # tasks
     "Task": "torchwise.task",
+    "RunPlan": "torchwise.task",
     "load_task": "torchwise.task",
     # engines
     "Trainer": "torchwise.train",
+    "EarlyStopping": "torchwise.train",
     "doctor": "torchwise.doctor",
     "tune": "torchwise.tune",
     "lint_paths": "torchwise.lint",
@@ -99,5 +101,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from torchwise.per_sample import per_sample_grads
     from torchwise.seed import get_rng_state, make_generator, seed_everything, seed_worker, set_rng_state
     from torchwise.summary import count_parameters, summary
-    from torchwise.task import Task, load_task
-    from torchwise.train import Trainer
+    from torchwise.task import RunPlan, Task, load_task
+    from torchwise.train import EarlyStopping, Trainer

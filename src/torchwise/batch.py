@@ -1,13 +1,26 @@
-"""Interpreting a batch as ``(inputs, targets)``: the one place every engine asks.
+"""Interpreting a batch as ``(inputs, targets)`` and calling the model with it: the one place every engine asks.
 
 Accepted: a ``(inputs, targets)`` tuple or list, a ``(inputs, targets, extra...)`` sequence with
 a ``lengths``/mask extra (as ``pad_collate`` yields), or a mapping with an input key and a target
 key. Anything else raises :class:`~torchwise.errors.DataError` saying what was received and what is
 expected; a user ``step_fn`` covers other layouts.
+
+How a batch reaches the model (:func:`model_call`):
+
+* ``(inputs, targets, ...)``: ``model(inputs)``; a Mapping ``inputs`` gives ``model(**inputs)`` when
+  ``forward`` names all its keys (or takes ``**kwargs``), else ``model(inputs)`` (a forward that
+  takes the dict whole); a tuple/list ``inputs`` gives ``model(*inputs)``. Extra tuple fields are not passed (their
+  meaning is positional only): use dict samples to hand ``lengths``/``mask`` to the model.
+* a dict batch with an input key: its value is passed as above, and every other key that the
+  model's ``forward`` names as a parameter (``lengths``, ``mask``, ``attention_mask``...) is passed
+  as a keyword. The target key goes to the loss.
+* a dict batch without an input key: every key that ``forward`` names is passed as a keyword
+  (two-input models: ``{"image": ..., "text": ..., "label": ...}`` for ``forward(image, text)``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,3 +82,44 @@ def batch_size_of(batch: Any) -> int:
             if n:
                 return n
     return 0
+
+
+def forward_names(model: Any) -> frozenset[str]:
+    """The parameter names of ``model.forward`` that a batch may fill by keyword (plus ``"**"`` if it takes ``**kwargs``)."""
+    forward = getattr(model, "forward", model)
+    try:
+        params = inspect.signature(forward).parameters.values()
+    except (TypeError, ValueError):
+        return frozenset()
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    names = {p.name for p in params if p.kind in kinds}
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
+        names.add("**")
+    return frozenset(names)
+
+
+def model_call(batch: Any, names: frozenset[str] = frozenset()) -> tuple[tuple[Any, ...], dict[str, Any], Any]:
+    """``(args, kwargs, targets)`` of a batch for ``model(*args, **kwargs)`` (see the module docstring).
+
+    ``names`` are the model's forward parameters (:func:`forward_names`): the dict keys passed as
+    keywords beside the inputs. Raises a one-line :class:`DataError` for a batch it cannot read.
+    """
+    if isinstance(batch, Mapping):
+        tgt = next((k for k in TARGET_KEYS if k in batch), None)
+        inp = next((k for k in INPUT_KEYS if k in batch), None)
+        if inp is None and tgt is not None:
+            kwargs = {k: v for k, v in batch.items() if k != tgt and k in names}
+            if kwargs:
+                return (), kwargs, batch[tgt]
+        if inp is None or tgt is None:
+            split_batch(batch)  # raises the usual message
+        extras = {k: v for k, v in batch.items() if k not in (inp, tgt) and k in names}
+        args, kwargs, _ = model_call((batch[inp], batch[tgt]), names)
+        kwargs.update({k: v for k, v in extras.items() if k not in kwargs})
+        return args, kwargs, batch[tgt]
+    inputs, targets = split_batch(batch)
+    if isinstance(inputs, Mapping) and ("**" in names or (inputs and all(k in names for k in inputs))):
+        return (), dict(inputs), targets
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}, targets
+    return (inputs,), {}, targets

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("torchwise.train.cli", "train a Task with every practice applied"),
     "doctor": ("torchwise.doctor.cli", "run a few real steps and report run-time problems"),
     "tune": ("torchwise.tune.cli", "measure which speed settings help this model here"),
+    "checkpoint": ("torchwise.train.checkpoint_cli", "consolidate a sharded (FSDP) checkpoint into one file"),
 }
 
 

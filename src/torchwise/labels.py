@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["label_problem", "is_class_target"]
+__all__ = ["label_problem", "is_class_target", "check_batch_labels"]
 
 
 def is_class_target(output: torch.Tensor, target: torch.Tensor) -> bool:
@@ -30,6 +30,41 @@ def is_class_target(output: torch.Tensor, target: torch.Tensor) -> bool:
     return output.dim() == 1 and target.dim() == 0
 
 
+def check_batch_labels(targets: torch.Tensor, num_classes: int, ignore_index: int | None = -100) -> str | None:
+    """A one-line problem if integer class labels ``targets`` fall outside ``[0, num_classes)``, else None.
+
+    Meant for CPU tensors, before the copy to the device (the Trainer runs it on every batch, the
+    doctor over a dataset): one min/max pass, no device synchronisation. Floating-point and bool
+    targets (probabilities, regression, masks) are not class labels and return None.
+    """
+    if not isinstance(targets, torch.Tensor) or targets.numel() == 0:
+        return None
+    if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
+        return None
+    low, high = torch.aminmax(targets.detach())
+    if int(low) >= 0 and int(high) < num_classes:
+        return None
+    t = targets.detach().reshape(-1)
+    bad_mask = (t < 0) | (t >= num_classes)
+    if ignore_index is not None:
+        bad_mask &= t != ignore_index
+    return _describe(t, bad_mask, num_classes, ignore_index)
+
+
+def _describe(t: torch.Tensor, bad_mask: torch.Tensor, width: int, ignore_index: int | None) -> str | None:
+    count = int(bad_mask.sum())
+    if count == 0:
+        return None
+    bad_values = torch.unique(t[bad_mask]).cpu().tolist()
+    shown = ", ".join(str(v) for v in bad_values[:10]) + (", ..." if len(bad_values) > 10 else "")
+    return (
+        f"{count} target label(s) out of range for an output of width {width}: found {shown}; "
+        f"class labels must lie in [0, {width - 1}]"
+        + (f" (or equal ignore_index {ignore_index})" if ignore_index is not None else "")
+        + ". Check the number of classes of the last layer or the label encoding"
+    )
+
+
 def label_problem(output: torch.Tensor, target: torch.Tensor, ignore_index: int | None = -100) -> str | None:
     """A one-line problem description if ``target`` holds labels outside ``[0, C)``, else None.
 
@@ -44,14 +79,4 @@ def label_problem(output: torch.Tensor, target: torch.Tensor, ignore_index: int 
     bad_mask = (t < 0) | (t >= width)
     if ignore_index is not None:
         bad_mask &= t != ignore_index
-    count = int(bad_mask.sum())
-    if count == 0:
-        return None
-    bad_values = torch.unique(t[bad_mask]).cpu().tolist()
-    shown = ", ".join(str(v) for v in bad_values[:10]) + (", ..." if len(bad_values) > 10 else "")
-    return (
-        f"{count} target label(s) out of range for an output of width {width}: found {shown}; "
-        f"class labels must lie in [0, {width - 1}]"
-        + (f" (or equal ignore_index {ignore_index})" if ignore_index is not None else "")
-        + ". Check the number of classes of the last layer or the label encoding"
-    )
+    return _describe(t, bad_mask, width, ignore_index)

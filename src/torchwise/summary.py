@@ -351,7 +351,10 @@ def summary(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``torchwise summary``."""
+    from torchwise.task_args import add_task_arg
+
     parser.add_argument("task", help="a Task reference: path/to/file.py:function or package.module:function")
+    add_task_arg(parser)
     parser.add_argument("--depth", type=int, default=None, help="show modules nested at most this deep (1 = top level)")
     parser.add_argument("--device", default=None, help="run the example batch on this device (default: the model's)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -359,13 +362,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the Task, take its example batch's inputs, print the summary; returns the exit code."""
-    from torchwise.batch import split_batch
+    from torchwise.batch import forward_names, model_call
     from torchwise.task import load_task
+    from torchwise.task_args import task_kwargs
 
-    task = load_task(args.task)
-    inputs, _ = split_batch(task.get_example_batch())
-    # the inputs are one argument, as the Trainer passes them: model(inputs)
-    result = summary(task.model, (inputs,), depth=args.depth, device=args.device)
+    task = load_task(args.task, **task_kwargs(args.task_arg))
+    # the model is called as the Trainer calls it (torchwise.batch.model_call): model(inputs), or
+    # with the dict batch's keys that forward() names
+    call_args, call_kwargs, _ = model_call(task.get_example_batch(), forward_names(task.model))
+    if call_kwargs:
+        import inspect
+
+        example: Any = dict(inspect.signature(task.model.forward).bind_partial(*call_args, **call_kwargs).arguments)
+    else:
+        example = tuple(call_args)
+    result = summary(task.model, example, depth=args.depth, device=args.device)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -87,3 +87,20 @@ def test_launch_command_forwards_training_options_only():
 
     with pytest.raises(UsageError, match="rdzv-endpoint"):
         launch_command(no_endpoint, worker_argv(no_endpoint))
+
+
+@pytest.mark.slow
+def test_several_optimizers_under_torchrun_equal_one_process_with_the_same_global_batch(tmp_path):
+    script = Path(__file__).with_name("train_ddp_phases_script.py")
+    out = tmp_path / "ddp.pt"
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script), str(out), "8"],
+        capture_output=True, text=True, env=_env(), timeout=240, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    single = tmp_path / "one.pt"
+    proc = subprocess.run([sys.executable, str(script), str(single), "16"], capture_output=True, text=True, env=_env(), timeout=240, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ddp, one = torch.load(out, weights_only=True), torch.load(single, weights_only=True)
+    assert ddp["world_size"] == 2 and ddp["step"] == one["step"] == 12
+    _assert_close(one["model"], ddp["model"])

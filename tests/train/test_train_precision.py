@@ -65,7 +65,7 @@ def test_fp16_gradscaler_skips_are_counted_and_the_scheduler_waits():
         x, _ = batch
         return (m(x).float() * 3e3).pow(2).mean()
 
-    t = Trainer(model, opt, step_fn=step_fn, precision="16-mixed", scheduler=sched, **quiet())
+    t = Trainer(model, opt, step_fn=step_fn, precision="16-mixed", scheduler=sched, scheduler_interval="step", **quiet())
     assert isinstance(t.precision, FP16Mixed)
     r = t.fit(loader(data(n=8 * 30)), epochs=1)  # 30 steps
     skipped = r.amp_skipped

@@ -74,9 +74,11 @@ def doctor(
     import torch
 
     from torchwise.doctor.probe import build_context, run_evaluate, run_steps
+    from torchwise.train.phases import SeveralOptimizers, task_step
     from torchwise.task import Task, load_task
 
     subject = type(task_or_model).__name__
+    step_fn = None
     if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
         factory = optimizer
         optimizer = lambda model_copy: factory(model_copy.parameters())  # noqa: E731
@@ -87,7 +89,10 @@ def doctor(
         subject = task.name
         model = task.model
         loss_fn = loss_fn if loss_fn is not None else task.loss_fn
-        if optimizer is None:
+        step_fn = task_step(task.step_fn)
+        if optimizer is None and isinstance(task.optimizer, dict):
+            optimizer = lambda model_copy: SeveralOptimizers(task.make_optimizer(model_copy))  # noqa: E731
+        elif optimizer is None:
             optimizer = task.make_optimizer
         if loader is None:
             loader = task.train_loader()
@@ -96,6 +101,7 @@ def doctor(
     ctx = build_context(
         subject, model, optimizer, loss_fn, loader, batch,
         steps=steps, device=device, precision=precision, for_device=for_device, cudnn_benchmark=cudnn_benchmark,
+        step_fn=step_fn,
     )
     checks = [c for c in available_checks() if _selected(c.CODES, select, skip)]
     for c in checks:

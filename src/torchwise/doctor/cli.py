@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 
+from torchwise.task_args import add_task_arg, task_kwargs
+
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="task reference: path/to/file.py:function or package.module:function")
+    add_task_arg(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON (for tools)")
     parser.add_argument("--steps", type=int, default=3, help="training steps to run on the copy (default 3)")
     parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
@@ -30,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from torchwise.task import load_task
 
     select, skip = _codes(args.select, "--select"), _codes(args.skip, "--skip")  # before the task is loaded
-    task = load_task(args.task)
+    task = load_task(args.task, **task_kwargs(args.task_arg))
     report = doctor(
         task, steps=args.steps, device=args.device, precision=args.precision, for_device=args.for_device,
         select=select, skip=skip,

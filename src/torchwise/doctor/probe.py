@@ -25,7 +25,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader
 
-from torchwise.batch import batch_size_of, split_batch
+from torchwise.batch import batch_size_of, forward_names, model_call
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
 from torchwise.nonfinite import no_side_effects, tensors_in
@@ -131,6 +131,7 @@ class Context:
     last_batch: Any = None
     failure: str | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # per-check state (before -> check)
+    step_fn: Callable[[nn.Module, Any], Any] | None = None  # the task's custom step (model, batch) -> loss
     _samples: list[tuple[int, list[tuple[str, Any]]]] | None = None
 
     @property
@@ -405,9 +406,14 @@ def run_steps(ctx: Context, batch: Any) -> None:
             ctx.bn_stats_before[name] = (m.running_mean.detach().clone(), m.running_var.detach().clone())
     params = list(model.named_parameters())
 
-    def forward_loss(inputs: Any, targets: Any) -> Any:
+    names = forward_names(model)
+
+    def forward_loss(b: Any) -> Any:
         with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            out = model(inputs)  # as the Trainer calls it
+            if ctx.step_fn is not None:
+                return ctx.step_fn(model, b)
+            args, kwargs, targets = model_call(b, names)  # as the Trainer calls it
+            out = model(*args, **kwargs)
             if ctx.loss_fn is not None:
                 return ctx.loss_fn(out, targets)
             if isinstance(out, torch.Tensor) and out.numel() == 1:
@@ -419,8 +425,8 @@ def run_steps(ctx: Context, batch: Any) -> None:
     try:
         for i in range(ctx.steps_requested):
             b, wait = next(source)
-            inputs, targets = split_batch(b)
-            inputs, targets = to_device(inputs, device, non_blocking=False), to_device(targets, device, non_blocking=False)
+            b = to_device(b, device, non_blocking=False)
+            inputs = b if ctx.step_fn is not None else (model_call(b, names)[0] or b)
             _sync(device)
             recording = i == 0
             t0 = time.perf_counter()
@@ -431,9 +437,9 @@ def run_steps(ctx: Context, batch: Any) -> None:
                     opt.zero_grad(set_to_none=True)
                     if recording:
                         with _LossRecorder(ctx):
-                            loss = forward_loss(inputs, targets)
+                            loss = forward_loss(b)
                     else:
-                        loss = forward_loss(inputs, targets)
+                        loss = forward_loss(b)
                     loss_t = loss if isinstance(loss, torch.Tensor) else None
                     if loss_t is None:
                         raise UsageError(f"the loss is a {type(loss).__name__}, expected a tensor")
@@ -453,7 +459,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
             ctx.steps.append(record)
             if not bool(finite):
                 ctx.nonfinite_step = i
-                _locate_nonfinite(ctx, lambda: forward_loss(inputs, targets))
+                _locate_nonfinite(ctx, lambda: forward_loss(b))
                 break
             t2 = time.perf_counter()
             if scaler is not None:  # its inf check reads one flag back: inherent, not counted
@@ -539,6 +545,7 @@ def build_context(
     precision: str,
     for_device: str | None,
     cudnn_benchmark: bool | None,
+    step_fn: Callable[[nn.Module, Any], Any] | None = None,
 ) -> Context:
     """Copy the model (and optimizer instance), choose device and precision, set up a Context.
 
@@ -582,6 +589,7 @@ def build_context(
         initial_training={n: m.training for n, m in model_copy.named_modules()},
         loader=loader,
         batch_given=batch is not None,
+        step_fn=step_fn,
     )
 
 
@@ -593,3 +601,4 @@ def usable_cores() -> int:
 
 
 __all__ = ["Context", "build_context", "run_steps", "usable_cores"]
+

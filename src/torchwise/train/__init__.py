@@ -7,6 +7,7 @@ small modules of this package.
 
 from __future__ import annotations
 
+from torchwise.train.early_stopping import EarlyStopping
 from torchwise.train.trainer import FitResult, Trainer
 
-__all__ = ["Trainer", "FitResult"]
+__all__ = ["Trainer", "FitResult", "EarlyStopping"]

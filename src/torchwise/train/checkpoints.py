@@ -1,6 +1,7 @@
 """Training checkpoints: what is saved, where, and how "last" is found.
 
-Files are ``<dir>/step-<8 digits>.pt``, written atomically by :func:`torchwise.checkpoint.save_checkpoint`
+Files are ``<dir>/step-<8 digits>.pt`` (sharded checkpoints: folders ``step-<8 digits>.dcp``, see
+:mod:`torchwise.train.dcp`), written atomically by :func:`torchwise.checkpoint.save_checkpoint`
 (TW407) and read with ``weights_only=True`` (TW401) by :func:`torchwise.checkpoint.load_checkpoint`.
 Only plain values and tensors go in, so the safe loader reads everything, RNG states included.
 The newest ``keep`` files are kept.
@@ -9,13 +10,14 @@ The newest ``keep`` files are kept.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
 from torchwise.errors import CheckpointError
 
 FORMAT = 1
-_NAME = re.compile(r"^step-(\d+)\.pt$")
+_NAME = re.compile(r"^step-(\d+)\.(?:pt|dcp)$")
 
 
 def checkpoint_path(folder: str | Path, step: int) -> Path:
@@ -55,7 +57,7 @@ def resolve_resume(resume: Any, folder: str | Path | None) -> tuple[Path | None,
             return None, f"resume='last': no checkpoint in {folder}; starting fresh"
         return last, f"resuming from {last}"
     path = Path(resume)
-    if path.is_dir():
+    if path.is_dir() and not is_sharded(path):
         last = find_last(path)
         if last is None:
             raise CheckpointError(f"no checkpoint (step-*.pt) in folder {path} to resume from")
@@ -72,9 +74,14 @@ def prune(folder: str | Path, keep: int) -> None:
         return
     for old in list_checkpoints(folder)[:-keep]:
         try:
-            old.unlink()
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
         except OSError:
             pass
+
+
+def is_sharded(path: str | Path) -> bool:
+    """True for a sharded (torch.distributed.checkpoint) checkpoint folder."""
+    return (Path(path) / ".metadata").is_file()
 
 
 def check_format(state: Any, path: Path) -> dict[str, Any]:

@@ -114,50 +114,17 @@ def _check_reiterable(loader: Any, what: str) -> None:
         raise DataError(f"the {what} loader is a one-shot iterator ({type(loader).__name__}); pass a DataLoader or a list of batches that can be iterated every epoch")
 
 
-def prepare_loader(
-    loader: Any,
-    *,
-    train: bool,
-    device: torch.device,
-    seed: int,
-    num_replicas: int = 1,
-    rank: int = 0,
-    local_world: int = 1,
-    overrides: dict[str, Any] | None = None,
-) -> PreparedLoader:
-    """Rebuild ``loader`` for the step loop (see the module docstring); never loses user settings."""
-    what = "training" if train else "validation"
-    _check_reiterable(loader, what)
-    if not _rebuildable(loader):
-        if num_replicas > 1 and train:
-            warnings.warn(
-                f"the {what} loader ({type(loader).__name__}) cannot be given a DistributedSampler; "
-                "make sure each process reads its own shard",
-                stacklevel=3,
-            )
-        return PreparedLoader(loader, seed=seed)
-    overrides = dict(overrides or {})
-    kwargs = _kept_settings(loader)
-    sampler, batch_size = _sampling(loader, kwargs, overrides, train=train, seed=seed, num_replicas=num_replicas, rank=rank)
-    _worker_settings(loader, kwargs, overrides, device=device, local_world=local_world)
-    generator = torch.Generator()
-    generator.manual_seed(seed)
-    kwargs["generator"] = generator
-    try:
-        rebuilt = DataLoader(**kwargs)
-    except (TypeError, ValueError) as exc:
-        warnings.warn(f"could not rebuild the {what} DataLoader ({exc}); using it as it is", stacklevel=3)
-        return PreparedLoader(loader, seed=seed)
-    return PreparedLoader(rebuilt, sampler=sampler, generator=generator, batch_size=batch_size if sampler is not None else None, seed=seed, rebuilt=True)
+def _is_standard(loader: DataLoader) -> bool:
+    """Whether the loader uses a plain BatchSampler over a sampler the Trainer can replace faithfully."""
+    inner = loader.sampler
+    plain_random = type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None
+    return type(loader.batch_sampler) is BatchSampler and (
+        type(inner) is SequentialSampler or plain_random or type(inner) is DistributedSampler or isinstance(inner, EpochSampler)
+    )
 
 
-def _rebuildable(loader: Any) -> bool:
-    """A plain DataLoader over a map-style dataset: one that can be rebuilt faithfully."""
-    return isinstance(loader, DataLoader) and type(loader) is DataLoader and not isinstance(loader.dataset, IterableDataset)
-
-
-def _kept_settings(loader: DataLoader) -> dict[str, Any]:
-    """The DataLoader keywords carried over from the user's loader as they are."""
+def _copied_settings(loader: DataLoader) -> dict[str, Any]:
+    """The user's DataLoader settings that a rebuilt loader keeps."""
     kwargs: dict[str, Any] = {
         "dataset": loader.dataset,
         "num_workers": loader.num_workers,
@@ -176,56 +143,35 @@ def _kept_settings(loader: DataLoader) -> dict[str, Any]:
     return kwargs
 
 
-def _standard_sampling(loader: DataLoader) -> bool:
-    """Batches of a sequential, shuffled (without replacement) or distributed sampler: re-samplable."""
+def _sampling(loader: DataLoader, train: bool, seed: int, num_replicas: int, rank: int, batch_size: int | None, what: str) -> tuple[dict[str, Any], EpochSampler | None]:
+    """Sampler and batching keywords: an EpochSampler for training, shards for evaluation, custom ones kept."""
     inner = loader.sampler
-    return type(loader.batch_sampler) is BatchSampler and (
-        type(inner) is SequentialSampler
-        or (type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None)
-        or type(inner) is DistributedSampler
-        or isinstance(inner, EpochSampler)
-    )
-
-
-def _sampling(
-    loader: DataLoader, kwargs: dict[str, Any], overrides: dict[str, Any], *, train: bool, seed: int, num_replicas: int, rank: int,
-) -> tuple[EpochSampler | None, int | None]:
-    """Set the sampler and batch size in ``kwargs``: a seekable EpochSampler for training, a
-    padding-free shard for distributed evaluation, a custom sampler kept as it is (with a warning
-    under DDP). Returns the EpochSampler (None when there is none) and the batch size."""
-    inner, batch_sampler = loader.sampler, loader.batch_sampler
-    if not _standard_sampling(loader):
-        overrides.pop("batch_size", None)
-        if batch_sampler is not None:
-            kwargs["batch_sampler"] = batch_sampler
-        else:
-            kwargs["sampler"], kwargs["batch_size"] = inner, None
+    if not _is_standard(loader):
         if num_replicas > 1 and train:
+            custom = inner if loader.batch_sampler is None else loader.batch_sampler
             warnings.warn(
-                f"the training loader uses a custom sampler ({type(inner if batch_sampler is None else batch_sampler).__name__}); "
+                f"the {what} loader uses a custom sampler ({type(custom).__name__}); "
                 "it is not sharded across processes: each process reads what it yields",
                 stacklevel=4,
             )
-        return None, loader.batch_size
-    batch_size = int(overrides.pop("batch_size", loader.batch_size))
-    sampler: EpochSampler | None = None
+        if loader.batch_sampler is not None:
+            return {"batch_sampler": loader.batch_sampler}, None
+        return {"sampler": inner, "batch_size": None}, None
+    kwargs: dict[str, Any] = {"batch_size": batch_size, "drop_last": loader.drop_last}
+    sampler = None
     if train:
         shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
-        sampler = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
-        kwargs["sampler"] = sampler
+        sampler = kwargs["sampler"] = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
     elif num_replicas > 1:
         kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
     else:
         kwargs["sampler"] = inner
-    kwargs["batch_size"] = batch_size
-    kwargs["drop_last"] = loader.drop_last
-    return sampler, batch_size
+    return kwargs, sampler
 
 
-def _worker_settings(loader: DataLoader, kwargs: dict[str, Any], overrides: dict[str, Any], *, device: torch.device, local_world: int) -> None:
-    """Workers, pinning and worker seeding in ``kwargs``: GPU defaults where the user left the
-    DataLoader's (TW202/TW203), then the tuner's decisions, then what the combination needs."""
-    if device.type == "cuda":  # GPU training: the loader should work ahead and pin
+def _worker_settings(kwargs: dict[str, Any], loader: DataLoader, device: torch.device, local_world: int, overrides: dict[str, Any]) -> None:
+    """GPU training: workers and pinning when left at the defaults (TW202/TW203), then the tuner's choices."""
+    if device.type == "cuda":
         if loader.num_workers == 0:
             kwargs["num_workers"] = _default_workers(local_world)
         if not loader.pin_memory:
@@ -234,7 +180,7 @@ def _worker_settings(loader: DataLoader, kwargs: dict[str, Any], overrides: dict
     if kwargs["num_workers"] == 0:
         kwargs["persistent_workers"] = False
         kwargs.pop("prefetch_factor", None)
-    elif kwargs["num_workers"] > 0 and loader.num_workers == 0:
+    elif loader.num_workers == 0:
         kwargs["persistent_workers"] = kwargs.get("persistent_workers") or True
     if kwargs["pin_memory"] and device.type != "cuda":
         kwargs["pin_memory"] = False  # pinning only helps copies to a GPU
@@ -242,3 +188,42 @@ def _worker_settings(loader: DataLoader, kwargs: dict[str, Any], overrides: dict
         from torchwise.seed import seed_worker
 
         kwargs["worker_init_fn"] = seed_worker
+
+
+def prepare_loader(
+    loader: Any,
+    *,
+    train: bool,
+    device: torch.device,
+    seed: int,
+    num_replicas: int = 1,
+    rank: int = 0,
+    local_world: int = 1,
+    overrides: dict[str, Any] | None = None,
+) -> PreparedLoader:
+    """Rebuild ``loader`` for the step loop (see the module docstring); never loses user settings."""
+    what = "training" if train else "validation"
+    _check_reiterable(loader, what)
+    if not isinstance(loader, DataLoader) or type(loader) is not DataLoader or isinstance(loader.dataset, IterableDataset):
+        if num_replicas > 1 and train:
+            warnings.warn(
+                f"the {what} loader ({type(loader).__name__}) cannot be given a DistributedSampler; "
+                "make sure each process reads its own shard",
+                stacklevel=3,
+            )
+        return PreparedLoader(loader, seed=seed)
+    overrides = dict(overrides or {})
+    batch_size = int(overrides.pop("batch_size", loader.batch_size)) if _is_standard(loader) else loader.batch_size
+    kwargs = _copied_settings(loader)
+    sampling, sampler = _sampling(loader, train, seed, num_replicas, rank, batch_size, what)
+    kwargs.update(sampling)
+    _worker_settings(kwargs, loader, device, local_world, overrides)
+    generator = torch.Generator()
+    generator.manual_seed(seed)
+    kwargs["generator"] = generator
+    try:
+        rebuilt = DataLoader(**kwargs)
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"could not rebuild the {what} DataLoader ({exc}); using it as it is", stacklevel=3)
+        return PreparedLoader(loader, seed=seed)
+    return PreparedLoader(rebuilt, sampler=sampler, generator=generator, batch_size=batch_size if sampler is not None else None, seed=seed, rebuilt=True)

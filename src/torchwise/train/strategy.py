@@ -11,11 +11,16 @@ from __future__ import annotations
 import datetime
 import os
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any, ContextManager
 
 import torch
 import torch.distributed as dist
 from torch import nn
+
+from torchwise.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
+from torchwise.errors import UsageError
+from torchwise.train import checkpoints as ckpt
 
 
 _NULL = nullcontext()  # reusable: no allocation per step
@@ -69,13 +74,88 @@ class SingleDevice:
     def teardown(self) -> None:
         pass
 
+    # -- hooks the Trainer routes through the strategy (sharding strategies override them) --
+
+    sharded_checkpoints = False  # True: every rank writes its part of each checkpoint
+
+    def configure_channels_last(self, channels_last: Any) -> Any:
+        """The Trainer's channels_last setting, as this strategy can honour it."""
+        return channels_last
+
+    def configure_precision(self, precision: Any) -> Any:
+        """The Trainer's precision plug-in, adapted to this strategy (FSDP: its own policy and scaler)."""
+        return precision
+
+    def full_state_dict(self, model: nn.Module) -> dict[str, Any]:
+        """The whole model's state dict as plain tensors (sharded strategies gather it; every rank calls it)."""
+        return model.state_dict()
+
+    def adopt_optimizer(self, optimizer: torch.optim.Optimizer) -> None:
+        """Point ``optimizer`` at the parameters ``setup`` produced (sharding replaces them); once per optimizer."""
+
+    def clip_grad_norm(self, params: list[nn.Parameter], max_norm: float) -> torch.Tensor:
+        """Clip the gradients' global norm to ``max_norm``; returns the pre-clip norm (a plain tensor)."""
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+
+    def grad_norm(self, params: list[nn.Parameter]) -> torch.Tensor:
+        """The global norm of the gradients (what every rank sees after synchronisation)."""
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return torch.zeros(())
+        return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+
+    # -- checkpoints: the Trainer builds the state with these two, the strategy writes and reads it --
+
+    def model_state_dict(self, model: nn.Module) -> dict[str, Any]:
+        """The model's entry of a checkpoint (sharded strategies: this rank's shards)."""
+        return model.state_dict()
+
+    def optimizer_state_dict(self, model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+        """One optimizer's entry of a checkpoint (sharded strategies: keyed by parameter name, sharded)."""
+        return optimizer.state_dict()
+
+    def checkpoint_path(self, folder: Path, step: int) -> Path:
+        """Where the checkpoint of ``step`` goes: a single file here, a folder for sharded ones."""
+        return ckpt.checkpoint_path(folder, step)
+
+    def named_checkpoint_path(self, path: Path) -> Path:
+        """Where a checkpoint the caller named (``best.pt``) goes: that file here, ``<stem>.dcp`` for sharded ones."""
+        return Path(path)
+
+    def save_checkpoint(self, state: dict[str, Any], path: Path) -> Path:
+        """Write ``state`` (built by the Trainer) atomically; called on the main rank only here."""
+        return save_checkpoint(path, **state)
+
+    def read_checkpoint(self, path: Path) -> dict[str, Any]:
+        """The training state saved at ``path``, checked (a sharded folder is assembled in this process)."""
+        if ckpt.is_sharded(path):
+            from torchwise.train.dcp import read_full
+
+            return read_full(path)
+        return ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
+
+    def load_checkpoint(self, path: Path, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
+        """Load the model from ``state`` (what :meth:`read_checkpoint` returned); returns the state whose
+        ``optimizer`` entries :meth:`load_optimizer_state` takes, one per optimizer (by name when several)."""
+        load_state_dict(model, state["model"])
+        return state
+
+    def load_optimizer_state(self, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+        """Restore one optimizer from its entry of the state :meth:`load_checkpoint` returned."""
+        optimizer.load_state_dict(state)
+
+    def translate_failure(self, exc: BaseException, checkpoint: Path | None = None) -> BaseException | None:
+        """A one-line error for a failed peer, or None when ``exc`` is not one (single process: never)."""
+        return None
+
 
 class DDPStrategy(SingleDevice):
     """DistributedDataParallel in a process started by torchrun: gloo on CPU, nccl on CUDA."""
 
     distributed = True
 
-    def __init__(self, device: torch.device | None = None) -> None:
+    def __init__(self, device: torch.device | None = None, *, peer_timeout: float | None = None) -> None:
+        self.peer_timeout = peer_timeout_s(peer_timeout)
         self.rank = int(os.environ.get("RANK", 0))
         self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
         self.world_size = int(os.environ.get("WORLD_SIZE", 1))
@@ -84,13 +164,15 @@ class DDPStrategy(SingleDevice):
             device = torch.device("cuda", self.local_rank) if torch.cuda.is_available() else torch.device("cpu")
         super().__init__(device)
         self._created_group = False
+        self._broken = False
 
     def setup(self, model: nn.Module) -> nn.Module:
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
         if not dist.is_initialized():
             backend = "nccl" if self.device.type == "cuda" else "gloo"
-            dist.init_process_group(backend=backend, timeout=datetime.timedelta(minutes=30))
+            timeout = datetime.timedelta(seconds=self.peer_timeout)
+            dist.init_process_group(backend=backend, timeout=timeout, **_restart_safe_store(self.rank, self.world_size, timeout))
             self._created_group = True
         return super().setup(model)
 
@@ -118,11 +200,33 @@ class DDPStrategy(SingleDevice):
     def barrier(self) -> None:
         dist.barrier()
 
+    def translate_failure(self, exc: BaseException, checkpoint: Path | None = None) -> BaseException | None:
+        from torchwise.train.peers import failure_error
+
+        failure = failure_error(exc, self.rank, self.world_size, self.peer_timeout, checkpoint)
+        self._broken = self._broken or failure is not None
+        return failure
+
     def teardown(self) -> None:
         if self._created_group and dist.is_initialized():
-            dist.barrier()  # no rank tears down while another still talks to it
+            if not self._broken:  # after a peer failure nobody is left to meet at the barrier
+                dist.barrier()  # no rank tears down while another still talks to it
             dist.destroy_process_group()
             self._created_group = False
+
+
+def _restart_safe_store(rank: int, world_size: int, timeout: datetime.timedelta) -> dict[str, Any]:
+    """Under torchrun's agent store, a store whose keys are private to this restart attempt.
+
+    After an elastic restart the agent's store still holds the previous attempt's gloo addresses;
+    a new worker could read a dead peer's address before its replacement overwrites it
+    ("connectFullMesh failed ... Connection refused"). A prefix per attempt rules that out.
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "MASTER_ADDR" not in os.environ:
+        return {}
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return {"store": dist.PrefixStore(f"torchwise/attempt-{attempt}", store), "rank": rank, "world_size": world_size}
 
 
 def launched_by_torchrun() -> bool:
@@ -130,8 +234,24 @@ def launched_by_torchrun() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1 and "RANK" in os.environ
 
 
-def detect(device: torch.device) -> SingleDevice:
+DEFAULT_PEER_TIMEOUT = 1800.0
+
+
+def peer_timeout_s(value: float | None = None) -> float:
+    """Seconds a collective waits for a silent peer: ``value``, else $TORCHWISE_PEER_TIMEOUT, else 1800."""
+    if value is None:
+        text = os.environ.get("TORCHWISE_PEER_TIMEOUT", "")
+        try:
+            value = float(text) if text else DEFAULT_PEER_TIMEOUT
+        except ValueError:
+            raise UsageError(f"TORCHWISE_PEER_TIMEOUT must be a number of seconds, got {text!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise UsageError(f"peer timeout must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def detect(device: torch.device, *, peer_timeout: float | None = None) -> SingleDevice:
     """DDP when launched by torchrun with several processes, else a single device."""
     if launched_by_torchrun():
-        return DDPStrategy(device)
+        return DDPStrategy(device, peer_timeout=peer_timeout)
     return SingleDevice(device)

@@ -1,11 +1,16 @@
 """The Trainer: a readable step loop with the catalog's training practices switched on.
 
-The loop in :meth:`Trainer.fit` reads top to bottom: fetch a batch (timing the wait), forward and
-backward under the precision plug-in (``no_sync`` on non-final micro-steps under DDP), and at the
-end of each accumulation window clip, check for non-finite values, step, zero the gradients
-(``set_to_none``), step the scheduler, log, checkpoint. Everything else lives in small modules:
-``strategy`` (single device / DDP), ``precision`` (32 / bf16-mixed / 16-mixed), ``loaders``,
-``auto`` (channels_last, cudnn.benchmark), ``checkpoints``, ``report``, ``oom``, ``guard``.
+The loop in :meth:`Trainer.fit` reads top to bottom: fetch a batch (timing the wait), check its
+labels on the host and copy it to the device, then for each phase (one per optimizer; one in
+most runs) forward and backward under the precision plug-in (``no_sync`` on non-final
+micro-steps under DDP), and at the end of each accumulation window clip, check for non-finite
+values, step, zero the gradients (``set_to_none``), step the scheduler; then log, checkpoint and
+ask the plug-ins (EMA, early stopping, best checkpoint, user callbacks) whether to go on.
+Everything else lives in small modules: ``strategy`` (single device / DDP), ``fsdp`` and ``dcp``
+(FSDP2, sharded checkpoints), ``precision`` (32 / bf16-mixed / 16-mixed), ``phases`` (several
+optimizers), ``schedule`` (scheduler interval),
+``monitor``, ``early_stopping``, ``best``, ``ema``, ``loaders``, ``auto`` (channels_last,
+cudnn.benchmark), ``checkpoints``, ``report``, ``oom``, ``guard``, ``options``.
 
 Per step the loop does no host-device synchronisation except one scalar read for the
 non-finite guard (free on the CPU; on CUDA, ``nonfinite_patience=0`` turns it off). Loss sums
@@ -14,6 +19,8 @@ stay on the device and are read once per log interval.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
 import math
 import os
@@ -27,32 +34,39 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
-from torchwise.batch import batch_size_of, describe, split_batch
-from torchwise.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
+from torchwise.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
 from torchwise.device import select_device, to_device
 from torchwise.errors import CheckpointError, DataError, UsageError
-from torchwise.labels import label_problem
+from torchwise.labels import check_batch_labels, is_class_target, label_problem
 from torchwise.seed import get_rng_state, seed_everything, set_rng_state
+from torchwise.task import RunPlan, build_optimizer, build_scheduler, wants
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.auto import AutoSettings
 from torchwise.train import interrupt
+from torchwise.train.best import BestCheckpoint
+from torchwise.train.early_stopping import EarlyStopping
+from torchwise.train.ema import EMA
+from torchwise.train.fsdp import apply_activation_checkpointing, find_blocks, make_strategy
 from torchwise.train.guard import NonFiniteGuard
 from torchwise.train.interrupt import InterruptCatcher
 from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.lock import lock_folders
-from torchwise.train.options import check_trainer_options
+from torchwise.train.monitor import Monitor, lower_is_better
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
+from torchwise.train.options import check_options, check_trainer_options
+from torchwise.train.phases import Phase, as_outputs, average_gradients, broadcast_model, check_coverage, named, split_params
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
-from torchwise.train.strategy import SingleDevice, detect
+from torchwise.train.schedule import DECAY_LIMIT, decay_warning, first_epoch_decay, is_plateau, resolve_interval
+from torchwise.train.strategy import SingleDevice
 
-_LOWER_IS_BETTER = ("loss", "error", "err", "mae", "mse", "rmse", "perplexity", "ppl")
 _TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
+_NO_KW: dict[str, Any] = {}
 
 
 @dataclass
 class FitResult:
-    """What :meth:`Trainer.fit` did: counts, speed, best validation values, last checkpoint."""
+    """What :meth:`Trainer.fit` did: counts, speed, best validation values, last and best checkpoints."""
 
     steps: int
     epochs: int
@@ -68,6 +82,8 @@ class FitResult:
     nonfinite_skipped: int = 0
     oom_splits: int = 1
     events: list[str] = field(default_factory=list)
+    best_checkpoint: Path | None = None
+    stopped_early: bool = False
 
 
 class Trainer:
@@ -77,15 +93,23 @@ class Trainer:
     >>> result = trainer.fit(train_loader, val_loader, epochs=3)
 
     Defaults apply the catalog: precision "auto" (bf16/fp16 autocast on CUDA, fp32 on the CPU),
-    channels_last and cudnn.benchmark "auto", DDP when started by torchrun, labels checked before
-    the first step, a non-finite guard, OOM recovery, atomic checkpoints with exact resume.
+    channels_last and cudnn.benchmark "auto", DDP when started by torchrun, labels checked on
+    every batch, a non-finite guard, OOM recovery, atomic checkpoints with exact resume.
+
+    ``optimizer``: an Optimizer, a factory ``fn(params[, model][, plan])``, or a dict of those
+    (several optimizers; ``step_fn`` then a dict with the same names). ``scheduler``: a scheduler,
+    a factory ``fn(optimizer[, plan])`` or a dict by optimizer name; ``scheduler_interval`` None
+    decides by its class (see :mod:`torchwise.train.schedule`). ``monitor``/``monitor_mode``: the
+    metric followed by ReduceLROnPlateau, ``early_stopping`` and the best checkpoint (``keep_best``).
+    ``ema``: a decay such as 0.999 to evaluate and checkpoint a moving average of the weights.
     ``tuned`` (a tune.json path or TunedConfig) supplies settings the caller left at their defaults.
+    A callback may set ``trainer.should_stop = True`` to end the run cleanly.
     """
 
     def __init__(
         self,
         model: nn.Module,
-        optimizer: torch.optim.Optimizer,
+        optimizer: Any,
         loss_fn: Callable[..., torch.Tensor] | None = None,
         *,
         precision: str = "auto",
@@ -98,7 +122,12 @@ class Trainer:
         seed: int | None = None,
         deterministic: bool = False,
         scheduler: Any = None,
-        scheduler_interval: str = "step",
+        scheduler_interval: str | None = None,
+        monitor: str = "val/loss",
+        monitor_mode: str | None = None,
+        early_stopping: EarlyStopping | None = None,
+        ema: float | None = None,
+        keep_best: bool = True,
         checkpoint_dir: str | Path | None = None,
         checkpoint_every: int | None = None,
         keep_checkpoints: int = 3,
@@ -106,48 +135,22 @@ class Trainer:
         log_every: int = 50,
         progress: bool = True,
         callbacks: Sequence[Any] = (),
-        step_fn: Callable[[nn.Module, Any], torch.Tensor] | None = None,
+        step_fn: Any = None,
         metrics: Mapping[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] | None = None,
         tuned: Any = None,
         nonfinite_patience: int = 5,
         check_labels: bool = True,
         oom_recovery: bool = True,
+        strategy: Any = "auto",
+        activation_checkpointing: bool = False,
     ) -> None:
-        if not isinstance(model, nn.Module):
-            raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise UsageError(f"optimizer must be a torch.optim.Optimizer built over the model's parameters, got {type(optimizer).__name__}")
-        _check_optimizer_holds(model, optimizer)
-        if loss_fn is None and step_fn is None:
-            raise UsageError("give loss_fn (called as loss_fn(model(inputs), targets)) or step_fn(model, batch) -> loss")
-        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-            raise UsageError(f"accumulate must be an integer >= 1, got {accumulate!r}")
-        if clip_grad_norm is not None and not (isinstance(clip_grad_norm, (int, float)) and clip_grad_norm > 0):
-            raise UsageError(f"clip_grad_norm must be a positive number or None, got {clip_grad_norm!r}")
-        if scheduler_interval not in ("step", "epoch"):
-            raise UsageError(f"scheduler_interval must be 'step' or 'epoch', got {scheduler_interval!r}")
-        for name, value in (("log_every", log_every), ("checkpoint_every", checkpoint_every or 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{name} must be a positive integer, got {value!r}")
-        check_trainer_options(locals())  # reliability: every switch, count and folder checked up front
-
-        self.tuned = None
-        self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
-        if tuned is not None:
-            from torchwise.tune.config import TunedConfig
-
-            self.tuned = TunedConfig.load(tuned)
-            given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
-            for key, value in self.tuned.trainer_overrides().items():
-                if given[key] == _TUNABLE_DEFAULTS[key]:  # the caller left it at its default
-                    given[key] = self.tuned_applied[key] = value
-            self.tuned_applied.update(self.tuned.loader_overrides())
-            self.tuned_applied.update({k: getattr(self.tuned, k) for k in ("threads", "matmul_precision") if getattr(self.tuned, k)})
-            precision, channels_last, cudnn_benchmark, compile = given["precision"], given["channels_last"], given["cudnn_benchmark"], given["compile"]
-            self.tuned.apply_process_settings()
+        check_trainer_options(locals())  # every switch, count and folder checked up front
+        check_options(model=model, optimizer=optimizer, loss_fn=loss_fn, step_fn=step_fn, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
+                      scheduler_interval=scheduler_interval, log_every=log_every, checkpoint_every=checkpoint_every)
+        precision, channels_last, cudnn_benchmark, compile = self._apply_tuned(tuned, precision, channels_last, cudnn_benchmark, compile)
         self.precision_name = normalize(precision)  # validates early: unknown strings list the valid ones
 
-        self.strategy: SingleDevice = detect(select_device(device))
+        self.strategy: SingleDevice = make_strategy(strategy, select_device(device))  # "auto" | "ddp" | "fsdp" | object
         if deterministic and seed is None:
             seed = 0
         if seed is not None:
@@ -157,7 +160,6 @@ class Trainer:
         self.data_seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
 
         self.model = model
-        self.optimizer = optimizer
         self.loss_fn = loss_fn
         self.step_fn = step_fn
         self.metrics = dict(metrics or {})
@@ -165,59 +167,153 @@ class Trainer:
         self.clip_grad_norm = float(clip_grad_norm) if clip_grad_norm is not None else None
         self.compile = bool(compile)
         self.deterministic = deterministic
-        self.scheduler = scheduler(optimizer) if callable(scheduler) and not hasattr(scheduler, "step") else scheduler
         self.scheduler_interval = scheduler_interval
+        self.monitor = Monitor(monitor, monitor_mode)
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
         self.checkpoint_every = checkpoint_every
         self.keep_checkpoints = keep_checkpoints
-        if log_dir is None:
-            log_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S")
-        self.log_dir = Path(log_dir) if log_dir else None
+        self.log_dir = Path("runs") / time.strftime("%Y%m%d-%H%M%S") if log_dir is None else (Path(log_dir) if log_dir else None)
         self.log_every = log_every
         self.progress = progress
         self.callbacks = list(callbacks)
         self.check_labels = check_labels
-        self.auto = AutoSettings(channels_last, cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
+        self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
         self.oom = OOMRecovery(enabled=oom_recovery and not self.strategy.distributed)
-        self.precision: Precision = make_precision(self.precision_name, self.strategy.device)
+        self.precision: Precision = self._new_precision()
+        self.activation_checkpointing = bool(activation_checkpointing)
+        self.ema = EMA(ema) if ema is not None else None
+        self.best_checkpoint = BestCheckpoint(self.monitor) if keep_best else None
+        if early_stopping is not None:
+            early_stopping.bind(self.monitor)
+        self.plugins: list[Any] = [p for p in (self.ema, early_stopping, self.best_checkpoint) if p is not None]
         self.task: Any = None
+        self.plan: RunPlan | None = None
+        self.phases: list[Phase] = []
+        self._specs = (named(optimizer, "optimizer"), named(scheduler, "scheduler") if scheduler is not None else {}, step_fn)
+        if self.strategy.sharded_checkpoints:  # FSDP: what does not compose with sharded parameters (yet)
+            if len(self._specs[0]) > 1:
+                raise UsageError(f"strategy='fsdp' takes one optimizer, got {len(self._specs[0])} ({', '.join(self._specs[0])}): "
+                                 "phases call submodules outside the sharded root's forward; use strategy='ddp' (or 'auto') for several optimizers")
+            if ema is not None:
+                raise UsageError("ema= does not work with strategy='fsdp' yet: the averaged weights would be sharded but are checkpointed "
+                                 "in one file by rank 0; drop ema or use strategy='ddp'")
+        if not any(wants(f, "plan") for f in (*self._specs[0].values(), *self._specs[1].values())):
+            self._build(None)  # factories that need the run's plan are built when fit() knows it
 
         self.epoch = 0  # epochs completed
         self.step = 0  # optimizer steps taken (skipped ones included)
         self.batch_in_epoch = 0  # loader batches consumed in the current epoch
         self.best: dict[str, tuple[float, int]] = {}
+        self.should_stop = False
         self.last_checkpoint: Path | None = None
         self.events: list[str] = []
         self._placed = False
         self._train_model: nn.Module | None = None
+        self._average_phases = False
         self._labels_pending = check_labels and loss_fn is not None and step_fn is None
+        self._label_width: int | None = None  # the output width once the first batch showed it
         self._batch_size: int | None = None
         self._saved_at: int | None = None
         self._last_train_loss: float | None = None
         self._to_device = False
         self._last_batch: Any = None
+        self._warned: set[str] = set()
         self.log = RunLog(None, progress=False, enabled=False)
 
     # ------------------------------------------------------------------ construction helpers
 
     @classmethod
-    def from_task(cls, task: Any, **kwargs: Any) -> "Trainer":
+    def from_task(cls, task: Any, **overrides: Any) -> "Trainer":
         """A Trainer for a :class:`torchwise.Task` (or a ``file.py:fn`` reference to one).
 
-        The task supplies the model, optimizer (unless ``optimizer=`` is given), loss, metrics and
-        scheduler factory; ``fit()`` without loaders then uses the task's loaders and epochs.
+        The task supplies the model, optimizer(s), loss, step function, metrics, scheduler(s) and
+        its interval, and the monitored metric. A keyword naming a Task field (``loss_fn``,
+        ``metrics``, ``step_fn``, ``batch_size``, ``epochs``, ``scheduler``...) overrides the task's
+        value; the others go to the Trainer. ``fit()`` then uses the task's loaders and epochs.
         """
-        from torchwise.task import load_task
+        from torchwise.task import Task, load_task
 
         task = load_task(task)
-        optimizer = kwargs.pop("optimizer", None) or task.make_optimizer()
-        kwargs.setdefault("metrics", task.metrics)
-        if task.scheduler is not None and "scheduler" not in kwargs:  # (building one changes the optimizer's lr)
-            kwargs["scheduler"] = task.scheduler(optimizer)
+        changes = {k: overrides.pop(k) for k in list(overrides) if k in Task.field_names()}
+        if changes:
+            task = dataclasses.replace(task, **changes)
+        kwargs = dict(scheduler=task.scheduler, scheduler_interval=task.scheduler_interval, monitor=task.monitor,
+                      monitor_mode=task.monitor_mode, step_fn=task.step_fn, metrics=task.metrics)
+        kwargs.update(overrides)
+        optimizer = task.optimizer if task.optimizer is not None else _default_optimizer
         trainer = cls(task.model, optimizer, task.loss_fn, **kwargs)
         trainer.task = task
         return trainer
+
+    def _apply_tuned(self, tuned: Any, precision: Any, channels_last: Any, cudnn_benchmark: Any, compile: Any) -> tuple[Any, Any, Any, Any]:
+        """Settings from a tune.json for the options the caller left at their defaults."""
+        self.tuned = None
+        self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
+        given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
+        if tuned is not None:
+            from torchwise.tune.config import TunedConfig
+
+            self.tuned = TunedConfig.load(tuned)
+            for key, value in self.tuned.trainer_overrides().items():
+                if given[key] == _TUNABLE_DEFAULTS[key]:  # the caller left it at its default
+                    given[key] = self.tuned_applied[key] = value
+            self.tuned_applied.update(self.tuned.loader_overrides())
+            self.tuned_applied.update({k: getattr(self.tuned, k) for k in ("threads", "matmul_precision") if getattr(self.tuned, k)})
+            self.tuned.apply_process_settings()
+        return given["precision"], given["channels_last"], given["cudnn_benchmark"], given["compile"]
+
+    def _build(self, plan: RunPlan | None) -> None:
+        """Build the optimizers and schedulers (factories get ``model``/``plan`` when they ask) and the phases."""
+        opt_specs, sched_specs, step_fn = self._specs
+        optimizers = {n: build_optimizer(f, self.model, plan) for n, f in opt_specs.items()}
+        check_coverage(self.model, optimizers)
+        unknown = [n for n in sched_specs if n not in optimizers]
+        if unknown:
+            raise UsageError(
+                f"scheduler(s) for {unknown} but the optimizers are {list(optimizers)}"
+                + ("; with several optimizers pass scheduler={name: scheduler}" if "" in unknown else "")
+            )
+        parts = split_params(optimizers)
+        self.phases = []
+        for k, (name, opt) in enumerate(optimizers.items()):
+            sched = build_scheduler(sched_specs.get(name), opt, plan)
+            own, others = parts[name]
+            self.phases.append(Phase(
+                name, opt, step_fn[name] if isinstance(step_fn, Mapping) else step_fn,
+                self.precision if k == 0 else self._new_precision(),
+                sched, resolve_interval(sched, self.scheduler_interval) if sched is not None else "step",
+                params=[p for p in own if p.requires_grad], others=others,
+            ))
+        if getattr(self, "_placed", False):  # built after the model was placed (factories that wait for the plan)
+            self._adopt_optimizers()
+
+    def _new_precision(self) -> Precision:
+        """A precision plug-in for one optimizer, as the strategy runs it (FSDP: its policy, a sharded scaler)."""
+        return self.strategy.configure_precision(make_precision(self.precision_name, self.strategy.device))
+
+    def _adopt_optimizers(self) -> None:
+        """Every optimizer follows the parameters the strategy's setup produced (FSDP replaces them)."""
+        for phase in self.phases:
+            self.strategy.adopt_optimizer(phase.optimizer)
+        parts = split_params({p.name: p.optimizer for p in self.phases})
+        for phase in self.phases:
+            own, phase.others = parts[phase.name]
+            phase.params = [p for p in own if p.requires_grad]
+
+    @property
+    def optimizer(self) -> Any:
+        """The optimizer (a dict by name with several; None before fit() when its factory needs the plan)."""
+        if not self.phases:
+            return None
+        return self.phases[0].optimizer if len(self.phases) == 1 else {p.name: p.optimizer for p in self.phases}
+
+    @property
+    def scheduler(self) -> Any:
+        """The scheduler (a dict by optimizer name with several optimizers), or None."""
+        if len(self.phases) == 1:
+            return self.phases[0].scheduler
+        return {p.name: p.scheduler for p in self.phases if p.scheduler is not None} or None
 
     @property
     def device(self) -> torch.device:
@@ -242,17 +338,13 @@ class Trainer:
         self._interrupt = InterruptCatcher(enabled=not self.strategy.distributed).install()  # reliability: checkpoint on SIGINT/SIGTERM
         try:
             self.log = RunLog(self.log_dir, progress=self.progress, enabled=self.strategy.is_main)
-            state = self._load_resume(resume)
+            state = self._read_resume(resume)
             train = self._prepare(train_loader, train=True)
             val = self._prepare(val_loader, train=False) if val_loader is not None else None
-            n_batches = len(train) if train.has_len else None
-            if n_batches == 0:
-                raise DataError(f"the training loader is empty ({describe(train_loader)}): it yields no batches; check the dataset length, batch_size and drop_last")
-            total = _total_steps(n_batches, self.accumulate, epochs, max_steps)
-            self._start(total, state)
+            n_batches = self._start(train, train_loader, epochs, max_steps, state)
             A, log_every, ckpt_every = self.accumulate, self.log_every, self.checkpoint_every or 0
             stop = max_steps is not None and self.step >= max_steps
-            window, window_loss = A, torch.zeros((), device=self.device)
+            window = A
             pending: list[Any] = []  # earlier batches of this window (replayed after an OOM)
 
             while not stop and (epochs is None or self.epoch < epochs):
@@ -263,14 +355,18 @@ class Trainer:
                     if window_start and A > 1:
                         window = A if n_batches is None else min(A, n_batches - i)  # a last partial window
                         pending.clear()
-                    loss = self._forward_backward(batch, pending, window, sync=window_end)
-                    window_loss = loss if window_start else window_loss + loss
+                    on_device = self._to_step(batch)  # labels checked on the host first
+                    for phase in self.phases:  # one phase per optimizer (one in most runs)
+                        loss = self._forward_backward(phase, on_device, pending, window, sync=window_end)
+                        phase.window_loss = loss if window_start else phase.window_loss + loss
+                        if window_end:
+                            self._optimizer_step(phase, window, pending)
                     if not window_end:
                         pending.append(batch)
                         continue
-                    self._optimizer_step(window_loss, window, pending)
+                    self.step += 1
                     self.log.tick(self.step)
-                    for fn in self._on_step:
+                    for fn in self._on_step:  # EMA, user callbacks
                         fn(self)
                     if self.step % log_every == 0:
                         self._log_interval()
@@ -278,111 +374,131 @@ class Trainer:
                         self.save_checkpoint()
                     if self._interrupt.requested:
                         interrupt.stop(self)  # saves a checkpoint, raises Interrupted
-                    if max_steps is not None and self.step >= max_steps:
+                    if self.should_stop or (max_steps is not None and self.step >= max_steps):
                         stop = True
                         if not last_of_epoch:
                             break  # (after the last batch of an epoch the epoch still ends below)
                 else:
                     self._end_epoch(val)
+                    stop = stop or self.should_stop
             return self._finish()
+        except Exception as exc:  # a dead or silent peer: one line naming it, not a hang (strategy.translate_failure)
+            failure = self.strategy.translate_failure(exc, self.last_checkpoint)
+            if failure is None:
+                raise
+            self._event(str(failure))
+            raise failure from None
         finally:
             self.auto.finish()
             self.log.close()
             self._interrupt.restore()  # reliability
             locks.release()  # reliability
 
-    def _forward_backward(self, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor:
-        """Forward + backward of one loader batch; after an OOM, split smaller and redo the window."""
+    def _to_step(self, batch: Any) -> Any:
+        """Check the batch's labels on the host (no device sync), then copy it to the device."""
+        if self._label_width is not None:
+            self._check_host_labels(batch)
+        return to_device(batch, self.device, non_blocking=True) if self._to_device else batch
+
+    def _forward_backward(self, phase: Phase, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor:
+        """Forward + backward of one batch for one phase; after an OOM, split smaller and redo the window."""
         try:
-            return self._micro_step(batch, 1.0 / window, sync)
+            return self._micro_step(phase, batch, 1.0 / window, sync)
         except OOM_ERRORS as exc:
             error: BaseException = exc
         while True:  # recovering: free memory, cut batches smaller, recompute this window's gradients
             self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device)}")
-            self.optimizer.zero_grad(set_to_none=True)
+            phase.optimizer.zero_grad(set_to_none=True)
             try:
                 for earlier in pending:
-                    self._micro_step(earlier, 1.0 / window, sync=False)
-                return self._micro_step(batch, 1.0 / window, sync)
+                    self._micro_step(phase, to_device(earlier, self.device) if self._to_device else earlier, 1.0 / window, sync=False)
+                return self._micro_step(phase, batch, 1.0 / window, sync)
             except OOM_ERRORS as exc:
                 error = exc
 
-    def _micro_step(self, batch: Any, scale: float, sync: bool) -> torch.Tensor:
+    def _micro_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor:
         """Forward and backward of one batch (in chunks after an OOM); returns its detached mean loss."""
-        if self._to_device:
-            batch = to_device(batch, self.device, non_blocking=True)
         if self._train_model is None:
             self._first_batch(batch)
         if self.oom.splits == 1:  # the usual case: the whole batch at once
-            with self.strategy.no_sync(self._train_model, skip_sync=not sync):
-                with self.precision.autocast():
-                    loss = self._loss(batch)
-                self.precision.backward(loss if scale == 1.0 else loss * scale)
+            with phase.own_gradients(), self.strategy.no_sync(self._train_model, skip_sync=not sync):
+                with phase.precision.autocast():
+                    loss = self._loss(phase, batch)
+                phase.precision.backward(loss if scale == 1.0 else loss * scale)
             self._last_batch = batch
             return loss.detach()
         chunks = self.oom.chunks(batch)
         total: torch.Tensor | None = None
         for k, (chunk, weight) in enumerate(chunks):
-            with self.strategy.no_sync(self._train_model, skip_sync=not sync or k < len(chunks) - 1):
-                with self.precision.autocast():
-                    loss = self._loss(chunk)
+            with phase.own_gradients(), self.strategy.no_sync(self._train_model, skip_sync=not sync or k < len(chunks) - 1):
+                with phase.precision.autocast():
+                    loss = self._loss(phase, chunk)
                 s = scale * weight
-                self.precision.backward(loss if s == 1.0 else loss * s)
+                phase.precision.backward(loss if s == 1.0 else loss * s)
             part = loss.detach() if weight == 1.0 else loss.detach() * weight
             total = part if total is None else total + part
         self._last_batch = batch
         return total  # type: ignore[return-value]
 
-    def _loss(self, batch: Any) -> torch.Tensor:
-        if self.step_fn is not None:
-            return self.step_fn(self._train_model, batch)
-        if type(batch) in _PAIRS and len(batch) >= 2:  # the common (inputs, targets) case, skipping ABC checks
-            inputs, targets = batch[0], batch[1]
+    def _loss(self, phase: Phase, batch: Any) -> torch.Tensor:
+        if phase.step_fn is not None:
+            loss, extras = as_outputs(phase.step_fn(self._train_model, batch), "step_fn")
+            for key, value in extras.items():
+                phase.extras.setdefault(key, []).append(value)
+            return loss
+        if type(batch) in _PAIRS and len(batch) >= 2 and type(batch[0]) is torch.Tensor:  # the common case, no ABC checks
+            args, kwargs, targets = (batch[0],), _NO_KW, batch[1]
         else:
-            inputs, targets = split_batch(batch)
-        if self.auto.watching:
-            self.auto.observe(inputs)
-        output = self._train_model(self.auto.prepare_input(inputs))  # type: ignore[misc]
+            args, kwargs, targets = model_call(batch, self._forward_names)
+        if not args:
+            output = self._train_model(**kwargs)  # type: ignore[misc]
+        else:
+            if self.auto.watching:
+                self.auto.observe(args[0])
+            output = self._train_model(self.auto.prepare_input(args[0]), *args[1:], **kwargs)  # type: ignore[misc]
         if self._labels_pending:
             self._check_labels(output, targets)
         return self.loss_fn(output, targets)  # type: ignore[misc]
 
-    def _optimizer_step(self, window_loss: torch.Tensor, window: int, pending: list[Any]) -> None:
-        """Clip, guard, step, zero the gradients, step the scheduler: the end of a window."""
+    def _optimizer_step(self, phase: Phase, window: int, pending: list[Any]) -> None:
+        """Clip, guard, step, zero the gradients, step the scheduler: the end of a phase's window."""
         norm = None
+        if self._average_phases:
+            average_gradients(phase.params, self.strategy.world_size)
         if self.clip_grad_norm is not None:
-            self.precision.unscale(self.optimizer)
-            norm = torch.nn.utils.clip_grad_norm_(self._params, self.clip_grad_norm)  # returns the pre-clip norm
-            self._grad_norm = norm
-        if self.guard.enabled and self.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
-            if self.strategy.distributed:  # all ranks must agree: judge the all-reduced gradients
-                check = norm if norm is not None else _grad_norm(self._params)
-            else:
-                check = window_loss if norm is None else window_loss + norm
+            phase.precision.unscale(phase.optimizer)
+            norm = phase.grad_norm = self.strategy.clip_grad_norm(phase.params, self.clip_grad_norm)  # the pre-clip norm
+        if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
+            grads = norm if norm is not None else self.strategy.grad_norm(phase.params)  # a gradient can go bad while the loss stays finite
+            check = grads if self.strategy.distributed else phase.window_loss + grads  # all ranks agree on all-reduced gradients
             if not math.isfinite(float(check)):  # one scalar read per optimizer step
-                self.optimizer.zero_grad(set_to_none=True)
-                self.step += 1
-                self._event(self.guard.bad_step(self.step, self.model, self._reruns(pending)))
+                phase.optimizer.zero_grad(set_to_none=True)
+                where = f" (phase {phase.name!r})" if phase.name else ""
+                self._event(self.guard.bad_step(self.step + 1, self.model, self._reruns(phase, pending)) + where)
                 return
-        if self.guard.consecutive:
-            self.guard.consecutive = 0  # a good step ends a run of bad ones
-        stepped = self.precision.step(self.optimizer)
-        self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
-        if stepped and self.scheduler is not None and self.scheduler_interval == "step":
-            self.scheduler.step()
-        self._losses.append(window_loss)  # detached device tensors, summed once per log interval
-        self._loss_count += window
+            if self.guard.consecutive:
+                self.guard.consecutive = 0  # a good step ends a run of bad ones
+        stepped = phase.precision.step(phase.optimizer)
+        phase.optimizer.zero_grad(set_to_none=True)
+        if stepped and phase.scheduler is not None and phase.interval == "step":
+            phase.scheduler.step()
+        phase.losses.append(phase.window_loss)  # type: ignore[arg-type]  # detached, summed once per log interval
+        phase.count += window
 
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, loader: Iterable[Any], metrics: Mapping[str, Callable[..., torch.Tensor]] | None = None) -> dict[str, float]:
         """Mean loss and metrics over ``loader`` under ``inference_mode`` and ``model.eval()``.
 
-        Train mode is restored afterwards. Under DDP each process evaluates its shard and the
-        sums are all-reduced, so every process returns the same numbers.
+        With ``ema`` on, the averaged weights are evaluated. Train mode is restored afterwards.
+        Under DDP each process evaluates its shard and the sums are all-reduced, so every process
+        returns the same numbers. With a custom ``step_fn`` its loss and other 0-d outputs are
+        averaged; metrics get ``(output, target)`` from its ``"output"``/``"target"`` entries when
+        it returns them, else from the default model call on the batch.
         """
         self._place()
+        if not self.phases:
+            raise UsageError("evaluate() needs the optimizers built: their factories ask for the run's plan, so call fit() first")
         metrics = self.metrics if metrics is None else dict(metrics)
         prepared = loader if isinstance(loader, PreparedLoader) else self._prepare(loader, train=False)
         model = self.model
@@ -391,7 +507,7 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         count = 0
         try:
-            with torch.inference_mode():
+            with torch.inference_mode(), self._eval_weights():
                 for batch in prepared.loader:
                     if self._to_device:
                         batch = to_device(batch, self.device, non_blocking=True)
@@ -410,76 +526,127 @@ class Trainer:
         packed = self.strategy.all_reduce(packed).tolist()
         return {k: v / packed[-1] for k, v in zip(names, packed[:-1])}
 
+    def _eval_weights(self) -> Any:
+        return self.ema.swapped() if self.ema is not None and self.ema.params else contextlib.nullcontext()
+
     def _eval_batch(self, model: nn.Module, batch: Any, metrics: Mapping[str, Callable[..., torch.Tensor]]) -> tuple[dict[str, torch.Tensor], int]:
-        if self.step_fn is not None and self.loss_fn is None:
-            loss = self.step_fn(model, batch)
-            return {"loss": loss.detach().float()}, batch_size_of(batch) or 1
-        inputs, targets = split_batch(batch)
-        output = model(self.auto.prepare_input(inputs))
         out: dict[str, torch.Tensor] = {}
-        if self.loss_fn is not None:
-            out["loss"] = self.loss_fn(output, targets).float()
+        pair: tuple[Any, Any] | None = None
+        size = batch_size_of(batch) or 1
+        for phase in self.phases if self.step_fn is not None else ():
+            result = phase.step_fn(model, batch)  # type: ignore[misc]
+            loss, extras = as_outputs(result, "step_fn")
+            prefix = f"{phase.name}/" if phase.name else ""
+            out[prefix + "loss"] = loss.detach().float()
+            out.update({prefix + k: v.float() for k, v in extras.items()})
+            if isinstance(result, Mapping) and "output" in result and "target" in result:
+                pair = (result["output"], result["target"])
+        if self.step_fn is None or (metrics and pair is None):
+            args, kwargs, targets = model_call(batch, self._forward_names)
+            if args:
+                output = model(self.auto.prepare_input(args[0]), *args[1:], **kwargs)
+            else:
+                output = model(**kwargs)
+            pair = (output, targets)
+            size = batch_size_of(targets) or batch_size_of(args) or size
+            if self.step_fn is None and self.loss_fn is not None:
+                out["loss"] = self.loss_fn(output, targets).float()
         for name, fn in metrics.items():
-            out[name] = torch.as_tensor(fn(output, targets), device=self.device).float()
-        return out, batch_size_of(targets) or batch_size_of(inputs) or 1
+            out[name] = torch.as_tensor(fn(*pair), device=self.device).float()  # type: ignore[misc]
+        return out, size
 
     # ------------------------------------------------------------------ checkpoints
 
-    def save_checkpoint(self) -> Path | None:
-        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (rank 0; every rank must call it under DDP)."""
-        if self.checkpoint_dir is None:
-            return None
-        rng = self.strategy.gather_object(get_rng_state())  # one entry per rank
-        path = None
-        if self.strategy.is_main:
-            state = {
-                "format": ckpt.FORMAT,
-                "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
-                "precision": self.precision.state_dict(),
-                "rng": rng,
-                "epoch": self.epoch,
-                "step": self.step,
-                "batch_in_epoch": self.batch_in_epoch,
-                "batch_size": self._batch_size,
-                "accumulate": self.accumulate,
-                "data_seed": self.data_seed,
-                "oom_splits": self.oom.splits,
-                "best": {k: [v, e] for k, (v, e) in self.best.items()},
-                "world_size": self.strategy.world_size,
-            }
-            path = save_checkpoint(ckpt.checkpoint_path(self.checkpoint_dir, self.step), **state)
-            ckpt.prune(self.checkpoint_dir, self.keep_checkpoints)
-        self.strategy.barrier()
-        self.last_checkpoint = path
-        self._saved_at = self.step
-        return path
+    def _state_dict(self, rng: Any) -> dict[str, Any]:
+        """Everything a resumed run needs: one place, so strategies and plug-ins add to it here."""
+        single = len(self.phases) == 1 and not self.phases[0].name
 
-    def _load_resume(self, resume: Any) -> dict[str, Any] | None:
-        path, note = ckpt.resolve_resume(resume, self.checkpoint_dir)
-        if note:
-            self._event(note)
-        if path is None:
-            return None
-        state = ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
-        load_state_dict(self.model, state["model"])
-        try:
-            self.optimizer.load_state_dict(state["optimizer"])
-        except (ValueError, KeyError, RuntimeError) as exc:
-            raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({exc}); was it saved with another optimizer or parameter grouping?") from exc
-        if self.scheduler is not None and state.get("scheduler") is not None:
-            self.scheduler.load_state_dict(state["scheduler"])
-        self.precision.load_state_dict(state.get("precision") or {})
+        def each(fn: Callable[[Phase], Any]) -> Any:  # one optimizer: plain entries; several: by name
+            return fn(self.phases[0]) if single else {p.name: fn(p) for p in self.phases}
+
+        return {
+            "format": ckpt.FORMAT,
+            "model": self.strategy.model_state_dict(self.model),
+            "optimizer": each(lambda p: self.strategy.optimizer_state_dict(self.model, p.optimizer)),
+            "scheduler": each(lambda p: p.scheduler.state_dict() if p.scheduler is not None else None),
+            "precision": each(lambda p: p.precision.state_dict()),
+            "plugins": {p.key: p.state_dict() for p in self.plugins},
+            "rng": rng,
+            "epoch": self.epoch,
+            "step": self.step,
+            "batch_in_epoch": self.batch_in_epoch,
+            "batch_size": self._batch_size,
+            "accumulate": self.accumulate,
+            "data_seed": self.data_seed,
+            "oom_splits": self.oom.splits,
+            "best": {k: [v, e] for k, (v, e) in self.best.items()},
+            "world_size": self.strategy.world_size,
+        }
+
+    def _load_state(self, state: dict[str, Any], path: Path) -> None:
+        """Restore what :meth:`_state_dict` saved (the RNG last, in :meth:`_start`): the strategy loads the model."""
+        state = self.strategy.load_checkpoint(path, state, self.model, {p.name: p.optimizer for p in self.phases})
+        single = len(self.phases) == 1 and not self.phases[0].name
+        for phase in self.phases:
+            def part(key: str, phase: Phase = phase) -> Any:
+                value = state.get(key)
+                if single or value is None:
+                    return value
+                if not isinstance(value, Mapping) or phase.name not in value:
+                    raise CheckpointError(f"{path} has no {key} state for optimizer {phase.name!r}: was it saved with other optimizers?")
+                return value[phase.name]
+            try:
+                self.strategy.load_optimizer_state(self.model, phase.optimizer, part("optimizer"))
+            except (ValueError, KeyError, RuntimeError, TypeError) as exc:
+                raise CheckpointError(f"the optimizer state in {path} does not fit this optimizer ({exc}); was it saved with another optimizer or parameter grouping?") from exc
+            if phase.scheduler is not None and part("scheduler") is not None:
+                phase.scheduler.load_state_dict(part("scheduler"))
+            phase.precision.load_state_dict(part("precision") or {})
+        saved_plugins = state.get("plugins") or {}
+        for plugin in self.plugins:
+            if plugin.key in saved_plugins:
+                plugin.load_state_dict(saved_plugins[plugin.key])
         self.epoch, self.step, self.batch_in_epoch = int(state["epoch"]), int(state["step"]), int(state["batch_in_epoch"])
-        self.data_seed = int(state.get("data_seed", self.data_seed))
         self.oom.splits = int(state.get("oom_splits", 1))
         self.best = {k: (float(v[0]), int(v[1])) for k, v in (state.get("best") or {}).items()}
         if state.get("accumulate", self.accumulate) != self.accumulate:
             self._event(f"note: the checkpoint used accumulate={state['accumulate']}, this run {self.accumulate}")
         self.last_checkpoint = path
         self._saved_at = self.step
-        return state
+
+    def save_checkpoint(self, path: str | Path | None = None) -> Path | None:
+        """Write ``checkpoint_dir/step-NNNNNNNN.pt`` (or ``path``; rank 0; every rank must call it under DDP).
+
+        Under FSDP every rank writes its shards into a folder ``step-NNNNNNNN.dcp`` (``path``: ``<stem>.dcp``).
+        """
+        if self.checkpoint_dir is None and path is None:
+            return None
+        rng = self.strategy.gather_object(get_rng_state())  # one entry per rank
+        written = None
+        rolling = path is None
+        if self.strategy.is_main or self.strategy.sharded_checkpoints:  # sharded: every rank writes its part
+            target = self.strategy.checkpoint_path(self.checkpoint_dir, self.step) if rolling else self.strategy.named_checkpoint_path(Path(path))  # type: ignore[arg-type]
+            written = self.strategy.save_checkpoint(self._state_dict(rng), target)
+            if rolling and self.strategy.is_main:
+                ckpt.prune(self.checkpoint_dir, self.keep_checkpoints)  # type: ignore[arg-type]
+        self.strategy.barrier()
+        if rolling:
+            self.last_checkpoint = written
+            self._saved_at = self.step
+        return written
+
+    def _read_resume(self, resume: Any) -> tuple[dict[str, Any], Path] | None:
+        """Read the checkpoint to resume from (its data seed applies before the loaders are built)."""
+        if resume is None and self.checkpoint_dir is not None and int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) > 0:
+            resume = "last"  # torchrun restarted the group after a failure: go on from the last checkpoint (resume=False: don't)
+        path, note = ckpt.resolve_resume(resume, self.checkpoint_dir)
+        if note:
+            self._event(note)
+        if path is None:
+            return None
+        state = self.strategy.read_checkpoint(path)  # (FSDP: the shards load later, into the built optimizers)
+        self.data_seed = int(state.get("data_seed", self.data_seed))
+        return state, path
 
     # ------------------------------------------------------------------ set-up and bookkeeping
 
@@ -493,19 +660,23 @@ class Trainer:
             train_loader = self.task.train_loader()
             if val_loader is None:
                 val_loader = self.task.val_loader()
-            if epochs is None and max_steps is None:
-                epochs = self.task.epochs
         if epochs is None and max_steps is None:
-            epochs = 1
+            epochs = self.task.epochs if self.task is not None else 1
         return train_loader, val_loader, epochs
 
     def _place(self) -> None:
         """Put the model on its device (DDP process group included); idempotent."""
         if self._placed:
             return
+        if self.activation_checkpointing:  # before sharding, so FSDP's hooks stay outside the recomputed forward
+            blocks = find_blocks(self.model, getattr(self.strategy, "block", None))  # FSDP's own choice of blocks, if given
+            self._event(f"activation checkpointing on {apply_activation_checkpointing(blocks)} blocks")
         self.model = self.strategy.setup(self.model)
+        self._adopt_optimizers()  # FSDP replaced the parameters: every optimizer follows (none yet: done in _build)
         self._to_device = self.device.type != "cpu"
-        self._params = [p for p in self.model.parameters() if p.requires_grad]
+        self._forward_names = forward_names(self.model)
+        if self.ema is not None:
+            self.ema.attach(self.model)
         self._placed = True
 
     def _prepare(self, loader: Any, train: bool) -> PreparedLoader:
@@ -519,11 +690,23 @@ class Trainer:
                 rank=self.strategy.rank, local_world=int(os.environ.get("LOCAL_WORLD_SIZE", 1)), overrides=overrides,
             )
 
-    def _start(self, total: int | None, state: dict[str, Any] | None) -> None:
-        self._on_step = [cb.on_step_end for cb in self.callbacks if hasattr(cb, "on_step_end")]
-        self._losses: list[torch.Tensor] = []
-        self._loss_count = 0
-        self._grad_norm: torch.Tensor | None = None
+    def _start(self, train: PreparedLoader, train_loader: Any, epochs: int | None, max_steps: int | None, resumed: tuple[dict[str, Any], Path] | None) -> int | None:
+        """Plan the run, build what waited for the plan, restore a checkpoint, say what will happen."""
+        n_batches = len(train) if train.has_len else None
+        if n_batches == 0:
+            raise DataError(f"the training loader is empty ({describe(train_loader)}): it yields no batches; check the dataset length, batch_size and drop_last")
+        self.plan = RunPlan.build(n_batches, epochs=epochs, accumulate=self.accumulate, max_steps=max_steps,
+                                  batch_size=train.batch_size or getattr(train_loader, "batch_size", None), world_size=self.strategy.world_size)
+        if not self.phases:
+            self._build(self.plan)
+        if resumed is not None:
+            self._load_state(*resumed)
+        else:
+            self._check_schedules(self.plan)
+        total = self.plan.total_steps
+        self.should_stop = False  # (a new fit() after an early stop trains again)
+        self._on_step = [p.on_step_end for p in self.plugins if hasattr(p, "on_step_end")]
+        self._on_step += [cb.on_step_end for cb in self.callbacks if hasattr(cb, "on_step_end")]
         self._wait = 0.0
         self._micro = 0  # micro-batches in this log interval
         self._fit_samples = 0
@@ -535,15 +718,32 @@ class Trainer:
             f"training on {self.device} ({self.strategy.world_size} process{'es' if self.strategy.world_size > 1 else ''}), "
             f"precision {self.precision.name}, accumulate {self.accumulate}"
             + (f", {total} steps" if total else "")
-            + (f", from step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch})" if state else "")
+            + (f", from step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch})" if resumed else "")
         )
         if self.tuned is not None:
             settings = ", ".join(f"{k}={v}" for k, v in self.tuned_applied.items())
             self._say(f"tuned settings applied: {settings or 'none (every tuned setting was chosen explicitly by the caller)'}")
         self._callback("on_fit_start")
-        if state is not None:  # restored last, so nothing between here and the first step draws from them
-            rng = state["rng"]
+        if resumed is not None:  # restored last, so nothing between here and the first step draws from them
+            rng = resumed[0]["rng"]
             set_rng_state(rng[min(self.strategy.rank, len(rng) - 1)] if isinstance(rng, list) else rng)
+        return n_batches
+
+    def _check_schedules(self, plan: RunPlan) -> None:
+        """Say it when a scheduler would cut the learning rate more than 1000x within the first epoch."""
+        for phase in self.phases:
+            if phase.scheduler is None or phase.interval != "step":
+                continue
+            steps = plan.steps_per_epoch
+            if steps is None or plan.total_steps is None:
+                steps = plan.total_steps
+            elif plan.total_steps <= steps:
+                steps = plan.total_steps // 2  # a one-epoch run may anneal to its floor at the end
+            ratio = first_epoch_decay(phase.optimizer, phase.scheduler, steps or 0)
+            if ratio is not None and ratio > DECAY_LIMIT:
+                message = decay_warning(phase.name, phase.scheduler, phase.interval, ratio, steps or 0)
+                warnings.warn(message, stacklevel=4)
+                self._event(message)
 
     def _batches(self, train: PreparedLoader, n_batches: int | None) -> Iterator[tuple[Any, bool]]:
         """``(batch, is_last_of_epoch)`` for the rest of this epoch, timing the loader wait."""
@@ -579,36 +779,59 @@ class Trainer:
         """Decide the "auto" settings from the first inputs, then wrap (DDP) and compile."""
         inputs = None
         if self.step_fn is None:
-            inputs, _ = split_batch(batch)
+            args, _, _ = model_call(batch, self._forward_names)
+            inputs = args[0] if args else None
         self.auto.start(self.model, inputs)
         if self.tuned is not None:
             self.tuned.check_fits(self.model, inputs)  # reliability: warn when tuned for another model
         for note in ("channels_last", "cudnn_benchmark"):
             if getattr(self.auto, note):
                 self._event(f"{note.replace('_', '.') if note == 'cudnn_benchmark' else note} on (4-D convolutional inputs)")
-        model = self.strategy.wrap(self.model)
+        self._average_phases = self.strategy.distributed and len(self.phases) > 1
+        if self._average_phases:  # several optimizers under torchrun: phase-wise gradient averaging, no DDP wrapper
+            broadcast_model(self.model)
+            model = self.model
+        else:
+            model = self.strategy.wrap(self.model)
         if self.compile:
             model = _CompileOnce(model, self._event)
         self._train_model = model
 
     def _check_labels(self, output: torch.Tensor, targets: Any) -> None:
+        """The first batch: labels against the output's width (from then on, on the host, see _check_host_labels)."""
         self._labels_pending = False
         if isinstance(output, torch.Tensor) and isinstance(targets, torch.Tensor):
             problem = label_problem(output.detach(), targets)
             if problem:
                 raise DataError(f"label check before the first step: {problem}")
+            if is_class_target(output, targets):
+                self._label_width = int(output.shape[1] if output.dim() >= 2 else output.shape[0])
 
-    def _reruns(self, pending: list[Any]) -> list[Callable[[], Any]]:
+    def _check_host_labels(self, batch: Any) -> None:
+        """Every later batch: class labels in [0, width) checked on the CPU before the copy (no device sync)."""
+        if type(batch) in _PAIRS and len(batch) >= 2:
+            targets = batch[1]
+        elif isinstance(batch, Mapping):
+            targets = next((batch[k] for k in TARGET_KEYS if k in batch), None)
+        else:
+            return
+        if isinstance(targets, torch.Tensor) and targets.device.type == "cpu":
+            problem = check_batch_labels(targets, self._label_width)  # type: ignore[arg-type]
+            if problem:
+                raise DataError(f"batch {self.batch_in_epoch} of epoch {self.epoch + 1} (before step {self.step + 1}): {problem}")
+
+    def _reruns(self, phase: Phase, pending: list[Any]) -> list[Callable[[], Any]]:
         """Forward+loss closures over the window's batches, for naming the first bad module."""
         batches = [to_device(b, self.device) if self._to_device else b for b in pending] + [self._last_batch]
 
         def make(b: Any) -> Callable[[], Any]:
             def run() -> Any:
-                with self.precision.autocast():
-                    if self.step_fn is not None:
-                        return self.step_fn(self.model, b)
-                    inputs, targets = split_batch(b)
-                    return self.loss_fn(self.model(self.auto.prepare_input(inputs)), targets)  # type: ignore[misc]
+                with phase.precision.autocast():
+                    if phase.step_fn is not None:
+                        return as_outputs(phase.step_fn(self.model, b), "step_fn")[0]
+                    args, kwargs, targets = model_call(b, self._forward_names)
+                    output = self.model(self.auto.prepare_input(args[0]), *args[1:], **kwargs) if args else self.model(**kwargs)
+                    return self.loss_fn(output, targets)  # type: ignore[misc]
 
             return run
 
@@ -621,28 +844,38 @@ class Trainer:
         steps = self.step - self._interval_step
         if steps <= 0:
             return
-        values: dict[str, float] = {}
-        loss_sum = torch.stack(self._losses).float().sum() if self._losses else torch.zeros((), device=self.device)
-        packed = torch.stack([loss_sum, torch.tensor(float(self._loss_count), device=self.device)])
-        loss_sum, count = self.strategy.all_reduce(packed).tolist()
-        if count:
-            values["train/loss"] = self._last_train_loss = loss_sum / count
-        values["train/lr"] = float(self.optimizer.param_groups[0]["lr"])
-        if self._grad_norm is not None:
-            values["train/grad_norm"] = float(self._grad_norm)
+        names: list[str] = []
+        pairs: list[torch.Tensor] = []  # (sum, count) per logged value, reduced across processes at once
+        zero = torch.zeros((), device=self.device)
+        for phase in self.phases:
+            names.append(phase.prefix("train") + "loss")
+            pairs += [torch.stack(phase.losses).float().sum() if phase.losses else zero, torch.tensor(float(phase.count), device=self.device)]
+            for key, vals in phase.extras.items():
+                names.append(phase.prefix("train") + key)
+                pairs += [torch.stack(vals).float().sum(), torch.tensor(float(len(vals)), device=self.device)]
+        reduced = self.strategy.all_reduce(torch.stack(pairs)).tolist()
+        values: dict[str, float] = {n: reduced[2 * k] / reduced[2 * k + 1] for k, n in enumerate(names) if reduced[2 * k + 1]}
+        losses = [values[p.prefix("train") + "loss"] for p in self.phases if p.prefix("train") + "loss" in values]
+        if losses:
+            values["train/loss"] = self._last_train_loss = sum(losses)  # several optimizers: the sum of their losses
+        for phase in self.phases:
+            values[phase.prefix("train") + "lr"] = float(phase.optimizer.param_groups[0]["lr"])
+            if phase.grad_norm is not None:
+                values[phase.prefix("train") + "grad_norm"] = float(phase.grad_norm)
         values["train/steps_per_s"] = steps / elapsed
         samples = self._interval_samples()
         values["train/samples_per_s"] = samples * self.strategy.world_size / elapsed
         values["train/loader_wait"] = min(1.0, self._wait / elapsed)
         if self.precision.name == "16-mixed":
-            values["train/amp_skipped"] = float(self.precision.skipped)
+            values["train/amp_skipped"] = float(sum(p.precision.skipped for p in self.phases))
         if self.guard.skipped:
             values["train/nonfinite_skipped"] = float(self.guard.skipped)
         self.log.log(self.step, self.epoch + 1, values, line=self.progress)
         self._callback("on_log", values)
         self._fit_samples += samples
-        self._losses = []
-        self._loss_count, self._wait, self._micro = 0, 0.0, 0
+        for phase in self.phases:
+            phase.losses, phase.extras, phase.count = [], {}, 0
+        self._wait, self._micro = 0.0, 0
         self._interval_start, self._interval_step = time.perf_counter(), self.step
 
     def _interval_samples(self) -> int:
@@ -652,8 +885,12 @@ class Trainer:
         size = self._batch_size or batch_size_of(self._last_batch)
         return self._micro * size
 
+    def _unlogged(self) -> bool:
+        return any(p.count or p.extras for p in self.phases)
+
     def _end_epoch(self, val: PreparedLoader | None) -> None:
-        if self._loss_count:
+        """Validate, step the epoch schedulers, run the plug-ins (early stopping, best checkpoint), checkpoint."""
+        if self._unlogged():
             self._log_interval()
         self.epoch += 1
         self.batch_in_epoch = 0
@@ -664,35 +901,51 @@ class Trainer:
             self._interval_start += time.perf_counter() - t  # evaluation time is not training time
             self._last_val = values
             for name, value in values.items():
-                lower = any(tag in name.split("/")[-1].lower() for tag in _LOWER_IS_BETTER)
                 old = self.best.get(name)
-                if old is None or (value < old[0] if lower else value > old[0]):
+                if old is None or (value < old[0] if lower_is_better(name) else value > old[0]):
                     self.best[name] = (value, self.epoch)
             self.log.log(self.step, self.epoch, values, line=self.progress)
-        if self.scheduler is not None and self.scheduler_interval == "epoch":
-            if isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
-                monitor = values.get("val/loss", self._last_train_loss)
-                if monitor is not None:
-                    self.scheduler.step(monitor)
-            else:
-                self.scheduler.step()
+        monitored = dict(values)
+        if self._last_train_loss is not None:
+            monitored.setdefault("train/loss", self._last_train_loss)
+        for phase in self.phases:
+            if phase.scheduler is not None and phase.interval == "epoch":
+                self._epoch_scheduler_step(phase, monitored)
+        for plugin in self.plugins:
+            if hasattr(plugin, "on_epoch_end"):
+                plugin.on_epoch_end(self, monitored)  # (before the checkpoint, so it holds their state)
         if self.checkpoint_dir is not None:
             self.save_checkpoint()
         self._callback("on_epoch_end", values)
 
+    def _epoch_scheduler_step(self, phase: Phase, monitored: dict[str, float]) -> None:
+        if not is_plateau(phase.scheduler):
+            phase.scheduler.step()
+            return
+        value = self.monitor.value(monitored)
+        if value is None:
+            self._warn_once("plateau", f"warning: ReduceLROnPlateau did not step: the monitored metric {self.monitor.name!r} was not logged "
+                                       f"(logged: {', '.join(sorted(monitored)) or 'nothing'}); set monitor= to one of them")
+            return
+        if getattr(phase.scheduler, "mode", self.monitor.mode) != self.monitor.mode:
+            self._warn_once("plateau-mode", f"warning: ReduceLROnPlateau has mode={phase.scheduler.mode!r} but the monitored "
+                                            f"{self.monitor.key(monitored)!r} is better when {'lower' if self.monitor.mode == 'min' else 'higher'}")
+        phase.scheduler.step(value)
+
     def _finish(self) -> FitResult:
-        if self._loss_count:
+        if self._unlogged():
             self._log_interval()
         if self.checkpoint_dir is not None and self._saved_at != self.step:
             self.save_checkpoint()
         self._fit_samples += self._interval_samples()
         seconds = time.perf_counter() - self._fit_start
         samples = self._fit_samples * self.strategy.world_size
+        best_path = self.best_checkpoint.path if self.best_checkpoint is not None else None
         result = FitResult(
             steps=self.step, epochs=self.epoch, seconds=seconds, samples=samples, samples_per_s=samples / max(seconds, 1e-9),
             train_loss=self._last_train_loss, val=dict(self._last_val), best=dict(self.best), checkpoint=self.last_checkpoint,
-            precision=self.precision.name, amp_skipped=self.precision.skipped, nonfinite_skipped=self.guard.skipped,
-            oom_splits=self.oom.splits, events=list(self.events),
+            precision=self.precision.name, amp_skipped=sum(p.precision.skipped for p in self.phases), nonfinite_skipped=self.guard.skipped,
+            oom_splits=self.oom.splits, events=list(self.events), best_checkpoint=best_path, stopped_early=self.should_stop,
         )
         lines = [("time", _duration(seconds) + f" ({seconds:.1f} s)"), ("steps", f"{result.steps} ({result.epochs} epochs)"),
                  ("samples/s", _fmt(result.samples_per_s)), ("device", f"{self.device}, precision {self.precision.name}")]
@@ -703,7 +956,11 @@ class Trainer:
             lines.append(("non-finite skipped", str(result.nonfinite_skipped)))
         if result.oom_splits > 1:
             lines.append(("oom micro-batches", f"{result.oom_splits} per batch"))
+        if result.stopped_early:
+            lines.append(("stopped early", f"after epoch {self.epoch}"))
         lines.append(("checkpoint", str(self.last_checkpoint) if self.last_checkpoint else "none (no checkpoint_dir)"))
+        if best_path is not None:
+            lines.append(("best checkpoint", f"{best_path} ({self.best_checkpoint.monitor.name} {_fmt(self.best_checkpoint.best)}, epoch {self.best_checkpoint.epoch})"))  # type: ignore[union-attr]
         if self.log.csv_path:
             lines.append(("metrics", str(self.log.csv_path)))
         if self.progress:
@@ -718,6 +975,11 @@ class Trainer:
     def _event(self, message: str) -> None:
         self.events.append(message)
         self.log.info(message)
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self._event(message)
 
     def _callback(self, name: str, *args: Any) -> None:
         for cb in self.callbacks:
@@ -771,34 +1033,11 @@ _END = object()
 _PAIRS = (tuple, list)
 
 
-def _grad_norm(params: list[nn.Parameter]) -> torch.Tensor:
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+
+_END = object()
+_PAIRS = (tuple, list)
 
 
-def _total_steps(n_batches: int | None, accumulate: int, epochs: int | None, max_steps: int | None) -> int | None:
-    per_epoch = -(-n_batches // accumulate) if n_batches else None
-    total = epochs * per_epoch if epochs and per_epoch else None
-    if max_steps is not None:
-        total = min(total, max_steps) if total else max_steps
-    return total
-
-
-def _check_optimizer_holds(model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
-    """Refuse an optimizer over none of the model's parameters; warn about partial coverage (TW115)."""
-    in_opt = {id(p) for g in optimizer.param_groups for p in g["params"]}
-    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    if not trainable:
-        raise UsageError(f"{type(model).__name__} has no parameter that requires grad: nothing to train")
-    held = [n for n, p in trainable if id(p) in in_opt]
-    if not held:
-        raise UsageError(
-            f"the optimizer ({type(optimizer).__name__}) holds none of the model's {len(trainable)} trainable parameters: "
-            "build it from this model, e.g. torch.optim.AdamW(model.parameters()) (after re-creating the model, re-create the optimizer)"
-        )
-    missing = [n for n, p in trainable if id(p) not in in_opt]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        warnings.warn(f"TW115: {len(missing)} trainable parameter(s) are not in the optimizer and will not be updated: {shown}", stacklevel=3)
+def _default_optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    """A Task without an optimizer trains with AdamW, lr 1e-3."""
+    return torch.optim.AdamW(params, lr=1e-3)

@@ -6,9 +6,12 @@ import argparse
 import json
 import sys
 
+from torchwise.task_args import add_task_arg, task_kwargs
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="the Task to tune: path/to/file.py:function or package.module:function")
+    add_task_arg(parser)
     parser.add_argument("--budget", type=float, default=120.0, metavar="SECONDS", help="time budget of the whole search (default 120)")
     parser.add_argument("--out", default="tune.json", metavar="PATH", help="where to write the chosen configuration (default tune.json); '-' writes none")
     parser.add_argument("--plot", default=None, metavar="PNG", help="also draw a bar chart of the speed-ups (needs matplotlib: the 'plot' extra)")
@@ -21,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from torchwise.task import load_task
     from torchwise.tune import tune
 
     def progress(msg: str) -> None:
@@ -28,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = None if args.out in ("-", "") else args.out
     result = tune(
-        args.task,
+        load_task(args.task, **task_kwargs(args.task_arg)),
         budget_s=args.budget,
         device=args.device,
         out=out,
@@ -46,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=120)
     result.print(console)
     if result.out is not None:
-        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task} --tuned {result.out})", highlight=False, soft_wrap=True)
+        task_args = "".join(f" --task-arg {a}" for a in args.task_arg)
+        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task}{task_args} --tuned {result.out})", highlight=False, soft_wrap=True)
     if result.plot_path is not None:
         console.print(f"wrote {result.plot_path}", highlight=False)
     return 0

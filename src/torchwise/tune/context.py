@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, IterableDataset
 
-from torchwise.batch import split_batch
-from torchwise.errors import UsageError
+from torchwise.batch import forward_names, model_call
+from torchwise.errors import DataError, UsageError
 
 MAX_BATCH_FACTOR = 32  # the batch-size search stops at this many times the task's batch
 
@@ -114,9 +114,13 @@ class Context:
         convs = [m for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd)]
         conv2d = any(isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)) for m in convs)
         shapes: list[tuple] = []
+        names = forward_names(model)
         for batch in sample or []:
-            inputs, _ = split_batch(batch)
-            shapes.append(tuple(getattr(inputs, "shape", ())))
+            try:
+                args = model_call(batch, names)[0]
+            except DataError:  # a layout only the task's step_fn reads
+                args = ()
+            shapes.append(tuple(getattr(args[0] if args else None, "shape", ())))
         input_4d = bool(shapes) and len(shapes[0]) == 4
         # the last batch of an epoch may be short: only the non-batch dimensions count
         shapes_vary = len({s[1:] for s in shapes}) > 1

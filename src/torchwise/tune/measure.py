@@ -34,7 +34,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from torchwise.batch import batch_size_of, split_batch
+from torchwise.batch import batch_size_of, forward_names, model_call
+from torchwise.train.phases import SeveralOptimizers, task_step
 from torchwise.errors import TaskError
 
 PRECISIONS = ("32", "bf16-mixed", "16-mixed")
@@ -250,6 +251,10 @@ class TaskMeasurer:
         model = self._working_model(cl)
         runner = self._runner(model, cl, bool(cfg.get("compile")))
         optimizer = self.task.make_optimizer(model)
+        if isinstance(optimizer, dict):  # several optimizers: stepped together on the summed phase losses
+            optimizer = SeveralOptimizers(optimizer)
+        custom = task_step(self.task.step_fn)
+        names = forward_names(model)
         precision = cfg.get("precision") or "32"
         dtype = {"bf16-mixed": torch.bfloat16, "16-mixed": torch.float16}.get(precision)
         device_type = self.device.type
@@ -257,12 +262,14 @@ class TaskMeasurer:
         loss_of = self._loss
 
         def step(batch: Any) -> torch.Tensor:
-            inputs, targets = split_batch(batch)
-            if cl and isinstance(inputs, torch.Tensor) and inputs.dim() == 4:
-                inputs = inputs.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type, dtype=dtype) if dtype is not None else contextlib.nullcontext():
-                output = runner(inputs)
-                loss = loss_of(output, targets)
+                if custom is not None:
+                    loss = custom(runner, batch)
+                else:
+                    args, kwargs, targets = model_call(batch, names)  # as the Trainer calls the model
+                    if cl and args and isinstance(args[0], torch.Tensor) and args[0].dim() == 4:
+                        args = (args[0].contiguous(memory_format=torch.channels_last), *args[1:])
+                    loss = loss_of(runner(*args, **kwargs), targets)
             optimizer.zero_grad(set_to_none=True)
             if scaler is not None:
                 scaler.scale(loss).backward()

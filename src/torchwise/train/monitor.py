@@ -1,0 +1,54 @@
+"""The monitored metric: which value ReduceLROnPlateau, early stopping and the best checkpoint follow.
+
+``monitor`` names a logged value (default ``"val/loss"``; without validation data it falls back
+to ``"train/loss"``). ``mode`` "min" or "max"; None decides from the name: names holding loss,
+error, mae, mse, perplexity... are better when lower, everything else (accuracy, f1...) when higher.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from torchwise.errors import UsageError
+
+LOWER_IS_BETTER = ("loss", "error", "err", "mae", "mse", "rmse", "perplexity", "ppl")
+
+
+def lower_is_better(name: str) -> bool:
+    """Whether the metric ``name`` improves when it goes down (by its last path part)."""
+    last = name.split("/")[-1].lower()
+    return any(tag in last for tag in LOWER_IS_BETTER)
+
+
+class Monitor:
+    """A metric name with its direction, read from the values logged at an epoch's end."""
+
+    def __init__(self, name: str = "val/loss", mode: str | None = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"monitor must be a metric name such as 'val/loss' or 'val/accuracy', got {name!r}")
+        if mode not in (None, "min", "max"):
+            raise UsageError(f"monitor_mode must be 'min', 'max' or None (from the metric's name), got {mode!r}")
+        self.name = name
+        self._mode = mode
+
+    def key(self, values: Mapping[str, float]) -> str:
+        """The name actually followed: ``name``, or ``train/loss`` when ``val/loss`` is absent (no validation data)."""
+        if self.name not in values and self.name == "val/loss" and "train/loss" in values:
+            return "train/loss"
+        return self.name
+
+    @property
+    def mode(self) -> str:
+        return self._mode or ("min" if lower_is_better(self.name) else "max")
+
+    def value(self, values: Mapping[str, float]) -> float | None:
+        """The monitored value among ``values``, or None when it was not logged (or is not finite)."""
+        value = values.get(self.key(values))
+        return float(value) if value is not None and math.isfinite(value) else None
+
+    def improved(self, new: float, best: float | None, min_delta: float = 0.0) -> bool:
+        """Whether ``new`` beats ``best`` by more than ``min_delta`` in this monitor's direction."""
+        if best is None:
+            return True
+        return new < best - min_delta if self.mode == "min" else new > best + min_delta
