@@ -78,8 +78,7 @@ def doctor(
 
     subject = type(task_or_model).__name__
     if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
-        factory = optimizer
-        optimizer = lambda model_copy: factory(model_copy.parameters())  # noqa: E731
+        optimizer = _factory_for_copy(optimizer)
     if isinstance(task_or_model, str):
         task_or_model = load_task(task_or_model)
     if isinstance(task_or_model, Task):
@@ -125,8 +124,21 @@ def doctor(
     return DoctorReport(subject, findings, skipped, _measured(ctx), ctx.failure)
 
 
+def _factory_for_copy(factory: Callable[..., Any]) -> Callable[[Any], Any]:
+    """``make(model_copy)`` from a factory ``f(params)``, also given ``model=`` if it names it."""
+    import inspect
+
+    try:
+        wants_model = "model" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        wants_model = False
+    if wants_model:
+        return lambda model_copy: factory([p for p in model_copy.parameters() if p.requires_grad], model=model_copy)
+    return lambda model_copy: factory(model_copy.parameters())
+
+
 def _measured(ctx: Any) -> dict[str, Any]:
-    timed = ctx.steps[1:]
+    timed = ctx.timed_steps
     out: dict[str, Any] = {
         "device": str(ctx.device),
         "checked_for_device": ctx.target_device_type,

@@ -29,7 +29,7 @@ def check(ctx) -> list[Finding] | Skipped:
     if waited is None:
         return Skipped(CODES, "needs at least 2 completed steps to time the loader (use steps >= 2)")
     wait, busy, share = waited
-    timed = len(ctx.steps) - 1
+    timed = len(ctx.timed_steps)
     if share < MIN_SHARE or wait / timed < MIN_WAIT_PER_STEP_S:
         return []
     workers = int(getattr(ctx.loader, "num_workers", 0) or 0)
