@@ -19,7 +19,14 @@ from typing import Any, Callable, Iterable
 from torchwise._callable_module import make_callable
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
 
-__all__ = ["doctor", "DoctorReport", "Finding", "Skipped", "available_checks"]
+__all__ = ["doctor", "doctor_script", "DoctorReport", "Finding", "Skipped", "available_checks"]
+
+
+def doctor_script(command: Any, **kwargs: Any) -> DoctorReport:
+    """Run an unmodified training script with the doctor attached (see :mod:`torchwise.doctor.script`)."""
+    from torchwise.doctor.script import doctor_script as run
+
+    return run(command, **kwargs)
 
 
 def available_checks() -> list[ModuleType]:
@@ -54,6 +61,7 @@ def doctor(
     evaluate: Callable[[Any, Any], Any] | None = None,
     select: Iterable[str] | None = None,
     skip: Iterable[str] | None = None,
+    budget: float | None = None,
 ) -> DoctorReport:
     """Run ``steps`` real forward/backward/optimizer steps on copies and check what they show.
 
@@ -70,6 +78,9 @@ def doctor(
     ``evaluate``: your evaluation function ``evaluate(model, batch)``; it is called once on the
     copy after the steps, to see whether it runs the model with autograd on (TW104).
     ``select``/``skip``: codes or prefixes ("TW2") of the checks to run or leave out.
+    ``steps`` >= 20 also watches the training dynamics (gradients per layer, dead and saturated
+    units, weights that do not move, the loss curve: TW130-TW136); ``budget`` (seconds) stops
+    the steps early when the time is spent.
     """
     import torch
 
@@ -96,6 +107,7 @@ def doctor(
         subject, model, optimizer, loss_fn, loader, batch,
         steps=steps, device=device, precision=precision, for_device=for_device, cudnn_benchmark=cudnn_benchmark,
     )
+    ctx.budget_s = budget
     checks = [c for c in available_checks() if _selected(c.CODES, select, skip)]
     for c in checks:
         before = getattr(c, "before", None)

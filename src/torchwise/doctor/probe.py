@@ -227,7 +227,7 @@ def _rebuild_optimizer(model: nn.Module, model_copy: nn.Module, optimizer: torch
     mapping = {id(p): q for (_, p), (_, q) in zip(model.named_parameters(), model_copy.named_parameters())}
     groups = []
     for g in optimizer.param_groups:
-        params = [mapping.get(id(p)) or p.detach().clone().requires_grad_(p.requires_grad) for p in g["params"]]
+        params = [q if (q := mapping.get(id(p))) is not None else p.detach().clone().requires_grad_(p.requires_grad) for p in g["params"]]
         groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": params})
     new = type(optimizer)(groups, **optimizer.defaults)
     new.load_state_dict(copy.deepcopy(optimizer.state_dict()))
@@ -244,7 +244,13 @@ def _onto_copy(opt: torch.optim.Optimizer, model: nn.Module, model_copy: nn.Modu
     held = [p for g in opt.param_groups for p in g["params"]]
     if model is model_copy or not any(id(p) in original for p in held):
         return opt
-    return _rebuild_optimizer(model, model_copy, opt)
+    mapping = {id(p): q for (_, p), (_, q) in zip(model.named_parameters(), model_copy.named_parameters())}
+    for g in opt.param_groups:  # the factory's fresh optimizer: re-pointed in place
+        g["params"] = [mapping.get(id(p), p) for p in g["params"]]
+    moved = {mapping.get(id(p), p): v for p, v in opt.state.items()}
+    opt.state.clear()
+    opt.state.update(moved)
+    return opt
 
 
 def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.device, dict[str, str], bool]:

@@ -55,6 +55,18 @@ def user_frame(skip_prefixes: tuple[str, ...] = ()) -> str:
     return ""
 
 
+def user_frame_of(tb: Any) -> str:
+    """``file.py:LINE`` of the innermost traceback entry outside torch and torchwise ("" if none)."""
+    found = ""
+    while tb is not None:
+        path = tb.tb_frame.f_code.co_filename
+        if not path.startswith(_SKIP_DIRS + (_OWN_DIR,)) and not path.startswith("<") and "runpy" not in path:
+            rel = os.path.relpath(path)
+            found = f"{path if rel.startswith('..') else rel}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
 @dataclass
 class ActivationStats:
     """One ReLU/sigmoid/tanh call site: module path, function, how often it ran, what it saw."""
@@ -68,6 +80,7 @@ class ActivationStats:
     alive: torch.Tensor | None = None  # relu: unit was > 0 at least once (device bool)
     saturated_sum: torch.Tensor | None = None  # sigmoid/tanh: sum of saturated shares (device)
     is_output: bool = False  # the model returns it (a classifier's final sigmoid): not a hidden unit
+    is_module: bool = True  # called by an activation module (nn.ReLU ...), not functionally in a forward
     dead_units: int | None = None  # filled at read time
     saturated_share: float | None = None
 
@@ -95,6 +108,7 @@ class WatchResult:
     distinct_batches: int | None = None  # steps within the first pass over the data (None: unknown)
     batches_repeat: bool = False  # the same batch every step (doctor(batch=...))
     thread_timing: dict[str, Any] | None = None
+    backward_line: str = ""  # script mode: where loss.backward() is called
     target_in_input: list[float] = field(default_factory=list)  # per watched loss call: share of targets equal to the input
 
 
@@ -105,15 +119,18 @@ class _WatchMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
         w = self.watch
-        try:
-            if w.activations_on and (func in _RELU or func in _SQUASH) and isinstance(out, torch.Tensor):
-                w._activation(_RELU.get(func) or _SQUASH[func], out)
-            elif (w.labels_on or w.activations_on) and func in _CLASS_LOSSES and len(args) >= 2:
+        if (w.labels_on or w.activations_on) and func in _CLASS_LOSSES and len(args) >= 2:
+            try:  # before the call: a bad label makes it raise
                 w._labels(_CLASS_LOSSES[func], args[0], args[1], kwargs.get("ignore_index", -100))
-        except Exception:  # watching must never break the user's step
-            pass
+            except Exception:  # watching must never break the user's step
+                pass
+        out = func(*args, **kwargs)
+        if w.activations_on and (func in _RELU or func in _SQUASH) and isinstance(out, torch.Tensor):
+            try:
+                w._activation(_RELU.get(func) or _SQUASH[func], out)
+            except Exception:
+                pass
         return out
 
 
@@ -231,7 +248,8 @@ class Watch:
         key = f"{module}|{func}|{k}"
         st = self._acts.get(key)
         if st is None:
-            st = ActivationStats(key, func, module, user_frame(self.skip_prefixes))
+            st = ActivationStats(key, func, module, user_frame(self.skip_prefixes),
+                                 is_module=isinstance(owner, (nn.ReLU, nn.Sigmoid, nn.Tanh)))
             self._acts[key] = st
         y = out.detach()
         st.calls += 1
@@ -437,4 +455,4 @@ def median(values: list[float]) -> float:
     return vals[mid] if len(vals) % 2 else 0.5 * (vals[mid - 1] + vals[mid])
 
 
-__all__ = ["Watch", "WatchResult", "ActivationStats", "READ_EVERY", "MIN_DYNAMICS_STEPS", "user_frame", "median"]
+__all__ = ["Watch", "WatchResult", "ActivationStats", "READ_EVERY", "MIN_DYNAMICS_STEPS", "user_frame", "user_frame_of", "median"]

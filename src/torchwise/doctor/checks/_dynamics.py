@@ -34,4 +34,10 @@ def loss_levels(losses: list[float]) -> tuple[float, float]:
     return median(losses[:max(3, len(losses) // 20)]), median(window(losses, 0.8, 1.0))
 
 
-__all__ = ["needs_steps", "window", "loss_levels", "median"]
+__all__ = ["needs_steps", "window", "loss_levels", "loss_where", "median"]
+
+
+def loss_where(ctx: Any) -> str:
+    """"training loss", with the line of ``loss.backward()`` in a script run."""
+    line = getattr(getattr(ctx, "watch", None), "backward_line", "")
+    return f"training loss (backward at {line})" if line else "training loss"

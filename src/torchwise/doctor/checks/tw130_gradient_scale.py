@@ -72,7 +72,7 @@ def check(ctx) -> list[Finding] | Skipped:
     where = f"{m['first_layer']} .. {m['last_layer']}"
     if not math.isfinite(ratio):
         return []
-    if ratio < VANISH_RATIO:
+    if ratio < VANISH_RATIO and growth <= GROWTH:  # growing gradients first: a blow-up saturates the early layers
         return [Finding(
             "TW130", "warning",
             f"vanishing gradients: the first layer's gradients are {1 / ratio:.3g}x smaller than the last layer's",

@@ -55,5 +55,9 @@ def check(ctx) -> list[Finding] | Skipped:
 
 
 def _where(a) -> str:
-    name = a.module if a.key.endswith("|1") else f"{a.module} (relu #{a.key.rsplit('|', 1)[1]})"
+    """The ReLU module's path; for a functional relu, the module whose forward calls it."""
+    k = a.key.rsplit("|", 1)[1]
+    name = a.module if a.key.endswith("|1") else f"{a.module} (call #{k})"
+    if not a.is_module:
+        name = f"{a.module}: relu() #{k}"
     return f"{name} at {a.line}" if a.line else name

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from torchwise.doctor.checks._dynamics import loss_levels, median, needs_steps, window
+from torchwise.doctor.checks._dynamics import loss_levels, median, needs_steps, window, loss_where
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW134",)
@@ -59,9 +59,9 @@ def check(ctx) -> list[Finding] | Skipped:
     if m["rise"] > RISE:
         return [Finding("TW134", "warning",
                         f"the training loss is diverging: {m['loss_start']:.4g} at the start, {m['loss_late']:.4g} at the end of {len(losses)} steps",
-                        "training loss", evidence, fix)]
+                        loss_where(ctx), evidence, fix)]
     if m["ratio"] > STALL_DROP and m["swing"] > SWING:
         return [Finding("TW134", "warning",
                         f"the training loss oscillates: step-to-step jumps of {m['swing']:.0%} of its level, no progress in {len(losses)} steps",
-                        "training loss", evidence, fix)]
+                        loss_where(ctx), evidence, fix)]
     return []

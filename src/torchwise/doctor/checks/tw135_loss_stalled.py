@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from torchwise.doctor.checks._dynamics import loss_levels, needs_steps
+from torchwise.doctor.checks._dynamics import loss_levels, needs_steps, loss_where
 from torchwise.doctor.checks.tw134_loss_diverging import RISE, STALL_DROP, SWING, measure
 from torchwise.doctor.report import Finding, Skipped
 
@@ -47,7 +47,7 @@ def check(ctx) -> list[Finding] | Skipped:
     return [Finding(
         "TW135", "warning",
         f"the training loss is not decreasing: {early:.4g} over the first steps, {late:.4g} over the last of {len(losses)} steps",
-        "training loss",
+        loss_where(ctx),
         {"loss_early": float(f"{early:.4g}"), "loss_late": float(f"{late:.4g}"), "ratio": round(late / early, 4), "steps": len(losses)},
         "check the learning rate (too small or far too large), that optimizer.step() updates the model's parameters, and that one batch can be overfitted",
     )]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from torchwise.doctor.checks._dynamics import median, needs_steps
+from torchwise.doctor.checks._dynamics import median, needs_steps, loss_where
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW136",)
@@ -80,5 +80,5 @@ def check(ctx) -> list[Finding] | Skipped:
         "TW136", "warning",
         f"the training loss collapsed from {m['loss_start']:.4g} to {m['lowest_running_median']:.3g} by step {m['collapsed_at_step']}, "
         "within the first pass over the data: the target is probably readable from the input (label leakage)",
-        "training loss", evidence, fix,
+        loss_where(ctx), evidence, fix,
     )]
