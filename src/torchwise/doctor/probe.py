@@ -448,7 +448,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
     source = _batches(ctx, batch)
     model.train()
     dynamics = ctx.steps_requested >= MIN_DYNAMICS_STEPS
-    watch = Watch().attach()
+    watch = Watch(inside_own=True).attach()
     threads = torch.get_num_threads()
     ab_threads = device.type == "cpu" and dynamics and threads > 1
     labels = _HostLabels(ctx)

@@ -44,13 +44,23 @@ _SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m._
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def user_frame(skip_prefixes: tuple[str, ...] = ()) -> str:
-    """``file.py:LINE`` of the innermost caller outside torch and torchwise ("" if none)."""
+def user_frame(inside_own: bool = False) -> str:
+    """``file.py:LINE`` of the innermost caller outside torch and torchwise ("" if none).
+
+    ``inside_own``: only a caller *inside* torchwise's own call (the model's forward run by the
+    doctor's steps), never the code that called the doctor.
+    """
     frame = sys._getframe(1)
+    left_own = False
     while frame is not None:
         path = frame.f_code.co_filename
-        if not path.startswith(_SKIP_DIRS + (_OWN_DIR,) + skip_prefixes) and not path.startswith("<"):
-            return f"{os.path.relpath(path) if not os.path.relpath(path).startswith('..') else path}:{frame.f_lineno}"
+        own = path.startswith(_OWN_DIR)
+        if own and left_own and inside_own:
+            return ""
+        left_own = left_own or not own
+        if not own and not path.startswith(_SKIP_DIRS) and not path.startswith("<"):
+            rel = os.path.relpath(path)
+            return f"{path if rel.startswith('..') else rel}:{frame.f_lineno}"
         frame = frame.f_back
     return ""
 
@@ -137,11 +147,11 @@ class _WatchMode(TorchFunctionMode):
 class Watch:
     """Collects the per-step records; ``attach()`` installs the global hooks, ``close()`` removes them."""
 
-    def __init__(self, *, labels: bool = False, skip_prefixes: tuple[str, ...] = ()) -> None:
+    def __init__(self, *, labels: bool = False, inside_own: bool = False) -> None:
         self.result = WatchResult()
         self.labels_on = labels
         self.activations_on = False
-        self.skip_prefixes = skip_prefixes
+        self.inside_own = inside_own  # Task mode: lines only from the model's own code
         self._stack: list[nn.Module] = []
         self._names: dict[int, str] = {}
         self._roots: list[nn.Module] = []
@@ -209,7 +219,7 @@ class Watch:
             if isinstance(x, torch.Tensor) and x.dim() >= 2 and x.shape[0] == 1:
                 res = self.result
                 if len(res.bn_single) < 20:
-                    res.bn_single.append((self._name(module), tuple(x.shape), self.step_index, user_frame(self.skip_prefixes)))
+                    res.bn_single.append((self._name(module), tuple(x.shape), self.step_index, user_frame(self.inside_own)))
 
     def _stack_reset_for(self, root: nn.Module) -> bool:
         """A new forward pass of a model (a root module holding parameters): True."""
@@ -248,7 +258,7 @@ class Watch:
         key = f"{module}|{func}|{k}"
         st = self._acts.get(key)
         if st is None:
-            st = ActivationStats(key, func, module, user_frame(self.skip_prefixes),
+            st = ActivationStats(key, func, module, user_frame(self.inside_own),
                                  is_module=isinstance(owner, (nn.ReLU, nn.Sigmoid, nn.Tanh)))
             self._acts[key] = st
         y = out.detach()
@@ -283,7 +293,7 @@ class Watch:
         if ignore is not None:
             bad &= t != ignore
         if t.device.type == "cpu":
-            self.note_bad_labels(self.step_index, func, t[bad], width, int(t.numel()), user_frame(self.skip_prefixes))
+            self.note_bad_labels(self.step_index, func, t[bad], width, int(t.numel()), user_frame(self.inside_own))
         elif len(self._label_pending) < 64:
             self._label_pending.append((self.step_index, func, bad.sum(), width))
 
@@ -414,7 +424,7 @@ class Watch:
                     res = watch.result
                     if len(res.checkpoint_no_grad) < 20:
                         name = getattr(function, "__qualname__", None) or type(function).__name__
-                        res.checkpoint_no_grad.append((name, user_frame(watch.skip_prefixes), watch.step_index))
+                        res.checkpoint_no_grad.append((name, user_frame(watch.inside_own), watch.step_index))
             return super(CheckpointFunction, cls).apply(function, preserve, *args)
 
         self._ckpt_original = (CheckpointFunction, original)

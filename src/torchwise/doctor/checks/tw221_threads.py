@@ -33,6 +33,7 @@ from torchwise.doctor.probe import usable_cores
 from torchwise.doctor.report import Finding
 
 CODES = ("TW221",)
+SCRIPT = True  # the thread count check; the live A/B timing runs in Task mode only
 BUSY_CORES = 0.25
 FASTER = 0.75  # 1-thread median step time / default-thread median at or below this: contention
 
