@@ -85,7 +85,7 @@ def test_tw131_dead_relu_units_from_a_negative_bias():
     case["task_or_model"][0].bias.data.fill_(-2.0)  # every hidden unit starts (and stays) below zero
     [f] = doctor(**case, steps=60).by_code("TW131")
     assert f.evidence["layers"]["1"]["dead"] == f.evidence["layers"]["1"]["units"] == 128
-    assert f.where == "1"  # the ReLU module (nn.Sequential: no forward line of the user to show)
+    assert f.where.split(", ")[0] == "1"  # the ReLU module (nn.Sequential: no forward line to show); 3 starves too
 
 
 def test_tw131_functional_relu_is_watched_too():
