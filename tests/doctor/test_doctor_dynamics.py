@@ -330,3 +330,22 @@ def test_tw221_thread_timing_is_measured_in_a_dynamics_run():
     t = seen["timing"]
     assert t["threads"] == 2 and t["samples"][1] == 8 and t["median_step_ms_1_thread"] > 0
     assert torch.get_num_threads() == 2  # restored after the 1-thread steps
+
+
+def test_task_step_fn_is_used_when_the_task_has_one():
+    """Tasks of issue 8 may carry step_fn(model, batch) -> loss | {"loss": ...}: the doctor steps with it."""
+    from torchwise.task import Task
+
+    case = R.lm_case(shift=False)
+    task = Task(model=case["task_or_model"], train_data=case["loader"].dataset, loss_fn=None, batch_size=32)
+    calls = []
+
+    def step_fn(model, batch):
+        x, y = batch
+        calls.append(1)
+        return {"loss": R.lm_loss(model(x), y), "tokens": torch.tensor(float(y.numel()))}
+
+    object.__setattr__(task, "step_fn", step_fn)
+    report = doctor(task, steps=3)
+    assert len(calls) == 3 and report.failure is None
+    assert report.by_code("TW136")  # the unshifted targets, seen through the step function

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import statistics
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Callable, Iterable
 
@@ -108,7 +109,23 @@ def doctor(
         steps=steps, device=device, precision=precision, for_device=for_device, cudnn_benchmark=cudnn_benchmark,
     )
     ctx.budget_s = budget
+    step_fn = getattr(task_or_model, "step_fn", None) if isinstance(task_or_model, Task) else None
+    if isinstance(step_fn, Mapping):
+        from torchwise.errors import UsageError
+
+        raise UsageError("this Task trains with several optimizers (step_fn is a dict); the doctor steps one "
+                         "optimizer: run its training script under `torchwise doctor -- python train.py`")
+    ctx.step_fn = step_fn
     checks = [c for c in available_checks() if _selected(c.CODES, select, skip)]
+    from torchwise.doctor.watch import MIN_DYNAMICS_STEPS
+
+    dynamics = [c for c in checks if getattr(c, "DYNAMICS", False)]
+    if steps < MIN_DYNAMICS_STEPS and dynamics:  # one line for them all, not one per check
+        checks = [c for c in checks if c not in dynamics]
+        not_run = [Skipped(tuple(code for c in dynamics for code in c.CODES),
+                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; use --steps 200")]
+    else:
+        not_run = []
     for c in checks:
         before = getattr(c, "before", None)
         if before is not None:
@@ -123,7 +140,7 @@ def doctor(
             except Exception as exc:
                 ctx.failure = f"evaluate() raised {type(exc).__name__}: {exc}"[:300]
     findings: list[Finding] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped] = list(not_run)
     for c in checks:
         try:
             result = c.check(ctx)

@@ -136,6 +136,8 @@ class Context:
     budget_s: float | None = None
     watch: Any = None  # torchwise.doctor.watch.WatchResult, after the steps
     script: bool = False  # a script run (no Task): only the checks with SCRIPT = True apply
+    step_fn: Callable[..., Any] | None = None  # Task.step_fn (issue 8): fn(model, batch) -> loss | mapping
+    whole_batch: list[Any] | None = None
     _samples: list[tuple[int, list[tuple[str, Any]]]] | None = None
 
     @property
@@ -434,8 +436,13 @@ def run_steps(ctx: Context, batch: Any) -> None:
             ctx.bn_stats_before[name] = (m.running_mean.detach().clone(), m.running_var.detach().clone())
     params = list(model.named_parameters())
 
+    step_fn = ctx.step_fn
+
     def forward_loss(inputs: Any, targets: Any) -> Any:
         with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+            if step_fn is not None:  # Task.step_fn(model, batch) -> loss or {"loss": ..., ...}
+                out = step_fn(model, (inputs, targets) if not ctx.whole_batch else ctx.whole_batch[0])
+                return out["loss"] if isinstance(out, Mapping) else out
             out = model(inputs)  # as the Trainer calls it
             if ctx.loss_fn is not None:
                 return ctx.loss_fn(out, targets)
@@ -460,6 +467,8 @@ def run_steps(ctx: Context, batch: Any) -> None:
             b, wait = next(source)
             inputs, targets = split_batch(b)
             labels.note(i, targets)
+            if step_fn is not None and not isinstance(b, (tuple, list)):
+                ctx.whole_batch = [to_device(b, device, non_blocking=False)]  # e.g. a dict batch, as the Trainer hands it over
             inputs, targets = to_device(inputs, device, non_blocking=False), to_device(targets, device, non_blocking=False)
             _sync(device)
             recording = i == 0

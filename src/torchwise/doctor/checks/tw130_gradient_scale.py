@@ -31,6 +31,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW130",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 VANISH_RATIO = 1e-3
 EXPLODE_RATIO = 1e3
 GROWTH = 100.0

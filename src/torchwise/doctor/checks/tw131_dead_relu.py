@@ -25,6 +25,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW131",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 DEAD_SHARE = 0.4
 MIN_WATCHED = 10
 MIN_UNITS = 4

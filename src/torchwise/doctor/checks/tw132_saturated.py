@@ -24,6 +24,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW132",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 SATURATED_SHARE = 0.5
 MIN_WATCHED = 10
 

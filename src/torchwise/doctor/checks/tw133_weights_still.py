@@ -27,6 +27,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW133",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 TINY_UPDATE = 1e-6
 
 

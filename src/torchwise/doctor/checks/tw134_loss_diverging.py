@@ -26,6 +26,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW134",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 RISE = 1.5
 SWING = 1.0
 STALL_DROP = 0.9

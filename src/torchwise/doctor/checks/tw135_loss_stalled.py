@@ -25,6 +25,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW135",)
 SCRIPT = True
+DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 STALL_RATIO = 0.95
 MIN_STEPS = 50
 
