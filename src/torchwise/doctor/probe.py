@@ -455,7 +455,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
     source = _batches(ctx, batch)
     model.train()
     dynamics = ctx.steps_requested >= MIN_DYNAMICS_STEPS
-    watch = Watch(inside_own=True).attach()
+    watch = Watch(inside_own=True).attach(mode=False)
     threads = torch.get_num_threads()
     ab_threads = device.type == "cpu" and dynamics and threads > 1
     labels = _HostLabels(ctx)
@@ -474,13 +474,13 @@ def run_steps(ctx: Context, batch: Any) -> None:
             recording = i == 0
             watched = recording or (dynamics and i % 2 == 0)
             fewer = ab_threads and i % 4 == 3 and i < 4 * AB_PAIRS  # TW221: some plain steps with 1 thread
-            watch.activations_on = watched
             watch.reset_stack()
             if fewer:
                 torch.set_num_threads(1)
             t0 = time.perf_counter()
             handles = _module_hooks(ctx, model) if recording else []
             counter = _SyncCounter(count_syncs and not recording)
+            watch.watching(watched)
             try:
                 with counter:
                     opt.zero_grad(set_to_none=True)
@@ -496,7 +496,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
             finally:
                 for h in handles:
                     h.remove()
-                watch.activations_on = False
+                watch.watching(False)
             _sync(device)
             t1 = time.perf_counter()
             if recording:

@@ -173,17 +173,30 @@ class Watch:
         self._leak_pending: list[torch.Tensor] = []
 
     # -- hooks ---------------------------------------------------------------------------------
-    def attach(self) -> "Watch":
+    def attach(self, mode: bool = True) -> "Watch":
+        """Install the hooks; ``mode=False`` leaves the function mode off until :meth:`watching`."""
         from torch.nn.modules import module as module_mod
 
         self._handles = [
             module_mod.register_module_forward_pre_hook(self._pre),
             module_mod.register_module_forward_hook(self._post),
         ]
-        self._mode = _WatchMode(self)
-        self._mode.__enter__()
+        if mode:
+            self._mode = _WatchMode(self)
+            self._mode.__enter__()
         self._patch_checkpoint()
         return self
+
+    def watching(self, on: bool) -> None:
+        """Task mode: the function mode (activations, leak check) only on the watched steps, so
+        the plain steps run (and are timed) without it."""
+        self.activations_on = on
+        if on and self._mode is None:
+            self._mode = _WatchMode(self)
+            self._mode.__enter__()
+        elif not on and self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
 
     def close(self) -> None:
         for h in self._handles:
