@@ -437,13 +437,22 @@ def run_steps(ctx: Context, batch: Any) -> None:
     params = list(model.named_parameters())
 
     step_fn = ctx.step_fn
+    try:  # the Trainer's batch -> model mapping (dict batches, keyword inputs), where this version has it
+        from torchwise.batch import forward_names, model_call
+    except ImportError:
+        model_call = None
+    names = forward_names(model) if model_call is not None else frozenset()
 
     def forward_loss(inputs: Any, targets: Any) -> Any:
         with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
             if step_fn is not None:  # Task.step_fn(model, batch) -> loss or {"loss": ..., ...}
-                out = step_fn(model, (inputs, targets) if not ctx.whole_batch else ctx.whole_batch[0])
+                out = step_fn(model, ctx.whole_batch[0] if ctx.whole_batch else (inputs, targets))
                 return out["loss"] if isinstance(out, Mapping) else out
-            out = model(inputs)  # as the Trainer calls it
+            if model_call is not None:
+                args, kwargs = inputs
+                out = model(*args, **kwargs)  # as the Trainer calls it
+            else:
+                out = model(inputs)  # as the Trainer calls it
             if ctx.loss_fn is not None:
                 return ctx.loss_fn(out, targets)
             if isinstance(out, torch.Tensor) and out.numel() == 1:
@@ -465,10 +474,14 @@ def run_steps(ctx: Context, batch: Any) -> None:
             if ctx.budget_s is not None and i and time.perf_counter() - started > ctx.budget_s:
                 break
             b, wait = next(source)
-            inputs, targets = split_batch(b)
+            if model_call is not None:
+                args, kwargs, targets = model_call(b, names)
+                inputs = (args, kwargs)
+            else:
+                inputs, targets = split_batch(b)
             labels.note(i, targets)
-            if step_fn is not None and not isinstance(b, (tuple, list)):
-                ctx.whole_batch = [to_device(b, device, non_blocking=False)]  # e.g. a dict batch, as the Trainer hands it over
+            if step_fn is not None:
+                ctx.whole_batch = [to_device(b, device, non_blocking=False)]  # the batch as the Trainer hands it over
             inputs, targets = to_device(inputs, device, non_blocking=False), to_device(targets, device, non_blocking=False)
             _sync(device)
             recording = i == 0
