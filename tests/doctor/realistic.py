@@ -149,6 +149,7 @@ CLEAN = {
     "cnn_bn": cnn_case,
     "gru": gru_case,
     "lm": lm_case,
+    "lm_slow_lr": lambda seed=0: lm_case(lr=3e-4, seed=seed),  # learns slowly but steadily: no TW135
     "regression_tanh": regression_case,
     "regression_sigmoid": lambda seed=0: regression_case(nn.Sigmoid, lr=3e-3, seed=seed),
 }
