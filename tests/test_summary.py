@@ -166,3 +166,33 @@ def test_public_name_is_callable_whatever_the_import_order():
     s = summarise(nn.Linear(2, 3), torch.randn(1, 2))
     assert s.flops == 2 * 2 * 3 and cp(nn.Linear(2, 3)) == 9
     assert torchwise.summary(nn.Linear(2, 3), torch.randn(1, 2)).total_params == 9
+
+
+def test_attention_flops_count_what_training_runs():
+    """The eval fast path of TransformerEncoder (nested tensors, fused attention) hid work from the
+    counter; the summary counts the forward that training runs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(128, 4, 512, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2)
+    x = torch.randn(8, 32, 128)
+    counter = FlopCounterMode(display=False)
+    model.train()
+    with counter:
+        model(x)
+    trained = counter.get_total_flops()
+    model.eval()
+    s = summary(model, x)
+    assert s.flops == trained
+    with torch.no_grad(), FlopCounterMode(display=False) as eval_counter:  # what the old summary counted
+        model(x)
+    assert eval_counter.get_total_flops() < 0.8 * trained
+    assert not model.training and all(not m.training for m in model.modules())  # modes restored
+    mha = nn.MultiheadAttention(64, 4, batch_first=True).eval()
+    q = torch.randn(2, 10, 64)
+    with FlopCounterMode(display=False) as c:
+        mha.train()
+        mha(q, q, q)
+    mha.eval()
+    assert summary(mha, (q, q, q)).flops == c.get_total_flops()

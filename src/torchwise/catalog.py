@@ -261,6 +261,92 @@ _add("TW117", "Variable-length samples without a padding collate", (3,), "R", "`
      "DataLoader(sequences, batch_size=32)",
      "DataLoader(sequences, batch_size=32, collate_fn=pad_collate(pad_value=0))")
 
+_add("TW130", "Exploding or vanishing gradients", (), "R", "",
+     """When gradients shrink layer by layer on the way back, the first layers barely learn: deep
+     stacks of sigmoid or tanh units without normalisation or residual connections are the usual
+     cause. When they grow, updates blow up and the loss swings or turns to NaN: a too-wide init
+     or a learning rate far too high.""",
+     """Add normalisation and residual connections, prefer ReLU-family activations, use a proper
+     init (kaiming for ReLU, xavier for tanh); against explosion lower the learning rate and clip
+     gradients with `clip_grad_norm_`.""",
+     "nn.Sequential(*[nn.Linear(64, 64), nn.Sigmoid()] * 12)",
+     "nn.Sequential(*[nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.ReLU()) for _ in range(12)])")
+
+_add("TW131", "Dead ReLU units", (), "R", "",
+     """A ReLU unit whose input stays negative outputs zero for every sample and passes no
+     gradient, so it never recovers. A layer with many dead units trains with a fraction of its
+     width; a too-large learning rate or a large negative bias are the usual causes.""",
+     """Lower the learning rate or warm it up, use kaiming init and normalisation before the
+     ReLU, or a leaky activation (`LeakyReLU`, `GELU`).""",
+     "nn.init.constant_(layer.bias, -3.0)   # every unit starts below zero",
+     "nn.init.kaiming_normal_(layer.weight); nn.init.zeros_(layer.bias)")
+
+_add("TW132", "Saturated sigmoid or tanh units", (), "R", "",
+     """A sigmoid or tanh unit pinned near its limits has a gradient near zero, so the layers
+     before it barely learn. Unscaled inputs (raw pixel values, features in the hundreds) or a
+     too-wide init push most units there from the first step.""",
+     """Standardise the inputs, use xavier init or normalisation before the activation, or use
+     ReLU-family activations.""",
+     "model(torch.tensor(raw_features))   # values in the hundreds into nn.Tanh()",
+     "model((x - mean) / std)")
+
+_add("TW133", "Weights that do not move", (), "R", "",
+     """Parameters that get gradients but keep their initial values do not train. The usual
+     causes are a parameter group with learning rate 0 (easy to miss when groups are built by
+     name) or a learning rate so small that a whole run changes the weights by a negligible
+     fraction.""",
+     """Give every parameter group a sensible learning rate (check per-group overrides and the
+     scheduler's start factor); freeze on purpose with `requires_grad_(False)`.""",
+     "Adam([{\"params\": body, \"lr\": 0.0}, {\"params\": head}], lr=1e-3)",
+     "Adam([{\"params\": body, \"lr\": 1e-4}, {\"params\": head}], lr=1e-3)")
+
+_add("TW134", "Training loss diverging or oscillating", (), "R", "",
+     """A training loss that ends above where it started, or that swings by about its own size
+     without making progress, is the classic sign of a learning rate too high for the model and
+     batch size. Updates overshoot the minimum instead of settling into it.""",
+     """Lower the learning rate (3-10x), add a warm-up, clip gradients.""",
+     "torch.optim.SGD(model.parameters(), lr=5.0)",
+     "torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)")
+
+_add("TW135", "Training loss not decreasing", (), "R", "",
+     """After a run of optimizer steps the training loss is where it started: the model is not
+     learning. Typical causes are a learning rate far off, an optimizer over the wrong
+     parameters, a loss that does not depend on the output, or targets that do not match it.""",
+     """Check the learning rate (a range test with `torchwise tune`), that `optimizer.step()`
+     updates the model's parameters, and that a single batch can be overfitted.""",
+     "torch.optim.Adam(model.parameters(), lr=1e-9)",
+     "torch.optim.Adam(model.parameters(), lr=1e-3)")
+
+_add("TW136", "Label leakage: the target is readable from the input", (), "R", "",
+     """A training loss that collapses toward zero within the first pass over the data means the
+     answer is in the input. The classic case is a language model whose targets were not
+     shifted by one, so it learns to copy the token it is given; a label column left among the
+     features is another.""",
+     """Shift language-model targets (`targets = tokens[:, 1:]`), keep the causal mask, and keep
+     the label and anything derived from it out of the inputs.""",
+     "x, y = tokens[:, :-1], tokens[:, :-1]",
+     "x, y = tokens[:, :-1], tokens[:, 1:]")
+
+_add("TW137", "BatchNorm trained on a batch of one", (), "R", "",
+     """Batch statistics of one sample are meaningless: `BatchNorm1d` raises "Expected more than
+     1 value per channel when training", `BatchNorm2d` normalises each image by itself and
+     corrupts the running estimates. A last batch of one sample hits this at the end of an epoch,
+     often hours into a run.""",
+     """Use `drop_last=True` on the training loader (or a batch size that leaves no remainder of
+     one), `model.eval()` for single samples, GroupNorm or LayerNorm for tiny batches.""",
+     "DataLoader(ds_of_1025, batch_size=64)   # last batch: 1 sample",
+     "DataLoader(ds_of_1025, batch_size=64, drop_last=True)")
+
+_add("TW138", "Reentrant checkpoint over inputs that need no grad", (), "R", "",
+     """The reentrant variant of `torch.utils.checkpoint` connects its output to the graph only
+     through its inputs. With no input requiring grad (the first block, checkpointed on the
+     input batch) the parameters inside get no gradient, and if nothing else does the backward
+     fails with "element 0 of tensors does not require grad".""",
+     """Pass `use_reentrant=False` (PyTorch's recommendation), or do not checkpoint the block that
+     takes the raw input.""",
+     "h = checkpoint(self.block1, x, use_reentrant=True)   # x: the input batch",
+     "h = checkpoint(self.block1, x, use_reentrant=False)")
+
 # ---------------------------------------------------------------------------------------------
 # TW2xx: performance
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,12 @@
 """Model summaries: per-layer output shapes, parameters and FLOPs, and ``torchwise summary TASK``.
 
 FLOPs come from :class:`torch.utils.flop_counter.FlopCounterMode` (a multiply-add counts as 2
-FLOPs); shapes come from forward hooks. The model runs once on the example input under
-``torch.no_grad()`` in eval mode and is left exactly as it was (modes, weights, buffers).
+FLOPs); shapes come from forward hooks. The model runs once on the example input and is left
+exactly as it was (modes, weights, buffers, RNG state). FLOPs count what *training* runs: the
+forward runs with autograd on (no ``no_grad``) and attention modules (``nn.MultiheadAttention``,
+``nn.Transformer*``) in training mode, so their inference fast paths (fused kernels, nested
+tensors that skip padding) do not hide work from the counter; every other module is in eval
+mode (BatchNorm statistics are not updated; dropout is off).
 """
 
 from __future__ import annotations
@@ -205,6 +209,20 @@ def _shape_text(shape: Any) -> str:
     return str(shape)
 
 
+_TRAINING_PATH = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+                  nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
+
+
+def _detached(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach()
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_detached(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _detached(v) for k, v in obj.items()}
+    return obj
+
+
 def _tracker_names(model: nn.Module) -> dict[int, str]:
     """The names ``FlopCounterMode`` gives modules: root class name, then ``.child`` per level.
 
@@ -289,11 +307,16 @@ def summary(
 
     modes = {m: m.training for _, m in modules}
     handles = [m.register_forward_hook(hook) for _, m in modules]
+    devices = [target.index or 0] if target.type == "cuda" else []
     try:
         model.eval()
+        for m in model.modules():
+            if isinstance(m, _TRAINING_PATH):
+                m.train()  # the path training takes (the eval fast path skips work)
         counter = FlopCounterMode(display=False)
-        with torch.no_grad(), counter:
+        with torch.random.fork_rng(devices=devices), torch.enable_grad(), counter:
             result = model(*args, **kwargs)
+        result = _detached(result)
     except Exception as exc:
         raise UsageError(
             f"running {type(model).__name__} on the example input {_shape_text(_shape_of(example_input))} "

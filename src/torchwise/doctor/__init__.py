@@ -13,13 +13,21 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import statistics
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Callable, Iterable
 
 from torchwise._callable_module import make_callable
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
 
-__all__ = ["doctor", "DoctorReport", "Finding", "Skipped", "available_checks"]
+__all__ = ["doctor", "doctor_script", "DoctorReport", "Finding", "Skipped", "available_checks"]
+
+
+def doctor_script(command: Any, **kwargs: Any) -> DoctorReport:
+    """Run an unmodified training script with the doctor attached (see :mod:`torchwise.doctor.script`)."""
+    from torchwise.doctor.script import doctor_script as run
+
+    return run(command, **kwargs)
 
 
 def available_checks() -> list[ModuleType]:
@@ -54,6 +62,7 @@ def doctor(
     evaluate: Callable[[Any, Any], Any] | None = None,
     select: Iterable[str] | None = None,
     skip: Iterable[str] | None = None,
+    budget: float | None = None,
 ) -> DoctorReport:
     """Run ``steps`` real forward/backward/optimizer steps on copies and check what they show.
 
@@ -70,18 +79,18 @@ def doctor(
     ``evaluate``: your evaluation function ``evaluate(model, batch)``; it is called once on the
     copy after the steps, to see whether it runs the model with autograd on (TW104).
     ``select``/``skip``: codes or prefixes ("TW2") of the checks to run or leave out.
+    ``steps`` >= 20 also watches the training dynamics (gradients per layer, dead and saturated
+    units, weights that do not move, the loss curve: TW130-TW136); ``budget`` (seconds) stops
+    the steps early when the time is spent.
     """
     import torch
 
     from torchwise.doctor.probe import build_context, run_evaluate, run_steps
-    from torchwise.train.phases import SeveralOptimizers, task_step
     from torchwise.task import Task, load_task
 
     subject = type(task_or_model).__name__
-    step_fn = None
     if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):
-        factory = optimizer
-        optimizer = lambda model_copy: factory(model_copy.parameters())  # noqa: E731
+        optimizer = _factory_for_copy(optimizer)
     if isinstance(task_or_model, str):
         task_or_model = load_task(task_or_model)
     if isinstance(task_or_model, Task):
@@ -89,8 +98,9 @@ def doctor(
         subject = task.name
         model = task.model
         loss_fn = loss_fn if loss_fn is not None else task.loss_fn
-        step_fn = task_step(task.step_fn)
-        if optimizer is None and isinstance(task.optimizer, dict):
+        if optimizer is None and isinstance(task.optimizer, Mapping):  # several optimizers: stepped together
+            from torchwise.train.phases import SeveralOptimizers
+
             optimizer = lambda model_copy: SeveralOptimizers(task.make_optimizer(model_copy))  # noqa: E731
         elif optimizer is None:
             optimizer = task.make_optimizer
@@ -101,9 +111,22 @@ def doctor(
     ctx = build_context(
         subject, model, optimizer, loss_fn, loader, batch,
         steps=steps, device=device, precision=precision, for_device=for_device, cudnn_benchmark=cudnn_benchmark,
-        step_fn=step_fn,
     )
+    ctx.budget_s = budget
+    if isinstance(task_or_model, Task):  # several phases' step functions: their losses summed, one backward
+        from torchwise.train.phases import task_step
+
+        ctx.step_fn = task_step(task_or_model.step_fn)
     checks = [c for c in available_checks() if _selected(c.CODES, select, skip)]
+    from torchwise.doctor.watch import MIN_DYNAMICS_STEPS
+
+    dynamics = [c for c in checks if getattr(c, "DYNAMICS", False)]
+    if steps < MIN_DYNAMICS_STEPS and dynamics:  # one line for them all, not one per check
+        checks = [c for c in checks if c not in dynamics]
+        not_run = [Skipped(tuple(code for c in dynamics for code in c.CODES),
+                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; use --steps 200")]
+    else:
+        not_run = []
     for c in checks:
         before = getattr(c, "before", None)
         if before is not None:
@@ -118,7 +141,7 @@ def doctor(
             except Exception as exc:
                 ctx.failure = f"evaluate() raised {type(exc).__name__}: {exc}"[:300]
     findings: list[Finding] = []
-    skipped: list[Skipped] = []
+    skipped: list[Skipped] = list(not_run)
     for c in checks:
         try:
             result = c.check(ctx)
@@ -131,8 +154,21 @@ def doctor(
     return DoctorReport(subject, findings, skipped, _measured(ctx), ctx.failure)
 
 
+def _factory_for_copy(factory: Callable[..., Any]) -> Callable[[Any], Any]:
+    """``make(model_copy)`` from a factory ``f(params)``, also given ``model=`` if it names it."""
+    import inspect
+
+    try:
+        wants_model = "model" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        wants_model = False
+    if wants_model:
+        return lambda model_copy: factory([p for p in model_copy.parameters() if p.requires_grad], model=model_copy)
+    return lambda model_copy: factory(model_copy.parameters())
+
+
 def _measured(ctx: Any) -> dict[str, Any]:
-    timed = ctx.steps[1:]
+    timed = ctx.timed_steps
     out: dict[str, Any] = {
         "device": str(ctx.device),
         "checked_for_device": ctx.target_device_type,

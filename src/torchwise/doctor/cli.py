@@ -1,5 +1,8 @@
 """``torchwise doctor TASK``: run a few real steps on a copy and print what they showed.
 
+``torchwise doctor -- python train.py ARGS`` (or ``torchwise doctor train.py -- ARGS``) runs an
+unmodified training script with the doctor attached instead (:mod:`torchwise.doctor.script`).
+
 Exit status: 0 when nothing of error severity was found, 1 otherwise (or when the steps
 failed), 2 for a bad task reference or bad arguments.
 """
@@ -15,10 +18,16 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", help="task reference: path/to/file.py:function or package.module:function")
+    parser.add_argument("task", help="task reference: path/to/file.py:function or package.module:function; "
+                        "or a training script: `-- python train.py ARGS` / `train.py -- ARGS`")
+    parser.add_argument("script_args", nargs="*", metavar="ARGS", help="the script's own arguments (after --)")
     add_task_arg(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON (for tools)")
-    parser.add_argument("--steps", type=int, default=3, help="training steps to run on the copy (default 3)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="optimizer steps to run (default 3 for a Task, 200 for a script); >= 20 watches training dynamics")
+    parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                        help="stop stepping after this many seconds (with --steps as the upper bound)")
+    parser.add_argument("--full", action="store_true", help="script mode: let the script run to its end")
     parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
     parser.add_argument("--precision", default="auto", help="auto (default), 32, bf16-mixed, 16-mixed")
     parser.add_argument("--for-device", dest="for_device", default=None,
@@ -30,13 +39,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from torchwise._output import emit
     from torchwise.doctor import doctor
+    from torchwise.doctor.script import doctor_script, is_script_command
+    from torchwise.errors import UsageError
     from torchwise.task import load_task
 
-    select, skip = _codes(args.select, "--select"), _codes(args.skip, "--skip")  # before the task is loaded
+    select, skip = _codes(args.select, "--select"), _codes(args.skip, "--skip")  # before anything runs
+    if is_script_command(args.task):
+        report = doctor_script([args.task, *args.script_args], steps=args.steps or 200, budget=args.budget, full=args.full)
+        emit(report, as_json=args.json, rich=_print_rich, text=str, to_json=lambda r: r.to_json())
+        return 0 if report.ok else 1
+    if args.script_args:
+        raise UsageError(f"extra arguments {args.script_args} after the task reference {args.task!r}; "
+                         "a script runs as `torchwise doctor -- python train.py ARGS`")
     task = load_task(args.task, **task_kwargs(args.task_arg))
     report = doctor(
-        task, steps=args.steps, device=args.device, precision=args.precision, for_device=args.for_device,
-        select=select, skip=skip,
+        task, steps=args.steps or 3, device=args.device, precision=args.precision, for_device=args.for_device,
+        select=select, skip=skip, budget=args.budget,
     )
     emit(report, as_json=args.json, rich=_print_rich, text=str, to_json=lambda r: r.to_json())
     return 0 if report.ok else 1

@@ -25,7 +25,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader
 
-from torchwise.batch import batch_size_of, forward_names, model_call
+from torchwise.batch import batch_size_of, split_batch
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
 from torchwise.nonfinite import no_side_effects, tensors_in
@@ -84,6 +84,8 @@ class StepRecord:
     input_shapes: tuple[tuple[int, ...], ...]
     batch_size: int
     syncs: int | None = None
+    watched: bool = False  # activations were watched (slower): not used for timings
+    threads: int | None = None  # set when this step ran with a different thread count (TW221 A/B)
 
 
 @dataclass
@@ -131,7 +133,11 @@ class Context:
     last_batch: Any = None
     failure: str | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # per-check state (before -> check)
-    step_fn: Callable[[nn.Module, Any], Any] | None = None  # the task's custom step (model, batch) -> loss
+    budget_s: float | None = None
+    watch: Any = None  # torchwise.doctor.watch.WatchResult, after the steps
+    script: bool = False  # a script run (no Task): only the checks with SCRIPT = True apply
+    step_fn: Callable[..., Any] | None = None  # Task.step_fn (issue 8): fn(model, batch) -> loss | mapping
+    whole_batch: list[Any] | None = None
     _samples: list[tuple[int, list[tuple[str, Any]]]] | None = None
 
     @property
@@ -147,12 +153,17 @@ class Context:
         Step 0 (recording hooks, worker start-up) is left out; None without a loader or with
         fewer than two steps.
         """
-        timed = self.steps[1:]
+        timed = self.timed_steps
         if self.batch_given or self.loader is None or not timed:
             return None
         wait = sum(s.wait_s for s in timed)
         busy = sum(s.step_s for s in timed)
         return wait, busy, wait / max(1e-12, wait + busy)
+
+    @property
+    def timed_steps(self) -> list[StepRecord]:
+        """Steps run as plain training (not the recording step 0, not watched, default threads)."""
+        return [s for s in self.steps[1:] if not s.watched and s.threads is None]
 
     def sample_fields(self, limit: int = 8) -> list[tuple[int, list[tuple[str, Any]]]]:
         """Up to ``limit`` samples of the loader's dataset, spread over it, as (index, fields).
@@ -218,11 +229,30 @@ def _rebuild_optimizer(model: nn.Module, model_copy: nn.Module, optimizer: torch
     mapping = {id(p): q for (_, p), (_, q) in zip(model.named_parameters(), model_copy.named_parameters())}
     groups = []
     for g in optimizer.param_groups:
-        params = [mapping.get(id(p)) or p.detach().clone().requires_grad_(p.requires_grad) for p in g["params"]]
+        params = [q if (q := mapping.get(id(p))) is not None else p.detach().clone().requires_grad_(p.requires_grad) for p in g["params"]]
         groups.append({**{k: v for k, v in g.items() if k != "params"}, "params": params})
     new = type(optimizer)(groups, **optimizer.defaults)
     new.load_state_dict(copy.deepcopy(optimizer.state_dict()))
     return new
+
+
+def _onto_copy(opt: torch.optim.Optimizer, model: nn.Module, model_copy: nn.Module) -> torch.optim.Optimizer:
+    """An optimizer built by a factory that closes over the user's model (name-based weight-decay
+    groups from ``model.named_parameters()``) holds the original's parameters, not the copy's:
+    rebuild it over the copy, group by group (genuinely foreign tensors stay foreign: TW115)."""
+    if not isinstance(opt, torch.optim.Optimizer):
+        return opt
+    original = {id(p) for p in model.parameters()}
+    held = [p for g in opt.param_groups for p in g["params"]]
+    if model is model_copy or not any(id(p) in original for p in held):
+        return opt
+    mapping = {id(p): q for (_, p), (_, q) in zip(model.named_parameters(), model_copy.named_parameters())}
+    for g in opt.param_groups:  # the factory's fresh optimizer: re-pointed in place
+        g["params"] = [mapping.get(id(p), p) for p in g["params"]]
+    moved = {mapping.get(id(p), p): v for p, v in opt.state.items()}
+    opt.state.clear()
+    opt.state.update(moved)
+    return opt
 
 
 def resolve_device(model: nn.Module, device: str | torch.device) -> tuple[torch.device, dict[str, str], bool]:
@@ -406,40 +436,75 @@ def run_steps(ctx: Context, batch: Any) -> None:
             ctx.bn_stats_before[name] = (m.running_mean.detach().clone(), m.running_var.detach().clone())
     params = list(model.named_parameters())
 
-    names = forward_names(model)
+    step_fn = ctx.step_fn
+    try:  # the Trainer's batch -> model mapping (dict batches, keyword inputs), where this version has it
+        from torchwise.batch import forward_names, model_call
+    except ImportError:
+        model_call = None
+    names = forward_names(model) if model_call is not None else frozenset()
 
-    def forward_loss(b: Any) -> Any:
+    def forward_loss(inputs: Any, targets: Any) -> Any:
         with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-            if ctx.step_fn is not None:
-                return ctx.step_fn(model, b)
-            args, kwargs, targets = model_call(b, names)  # as the Trainer calls it
-            out = model(*args, **kwargs)
+            if step_fn is not None:  # Task.step_fn(model, batch) -> loss or {"loss": ..., ...}
+                out = step_fn(model, ctx.whole_batch[0] if ctx.whole_batch else (inputs, targets))
+                return out["loss"] if isinstance(out, Mapping) else out
+            if model_call is not None:
+                args, kwargs = inputs
+                out = model(*args, **kwargs)  # as the Trainer calls it
+            else:
+                out = model(inputs)  # as the Trainer calls it
             if ctx.loss_fn is not None:
                 return ctx.loss_fn(out, targets)
             if isinstance(out, torch.Tensor) and out.numel() == 1:
                 return out
             raise UsageError("no loss_fn given and the model output is not a scalar loss: pass loss_fn=")
 
+    from torchwise.doctor.watch import MIN_DYNAMICS_STEPS, Watch
+
     source = _batches(ctx, batch)
     model.train()
+    dynamics = ctx.steps_requested >= MIN_DYNAMICS_STEPS
+    watch = Watch(inside_own=True).attach(mode=False)
+    threads = torch.get_num_threads()
+    ab_threads = device.type == "cpu" and dynamics and threads > 1
+    labels = _HostLabels(ctx)
+    started = time.perf_counter()
     try:
         for i in range(ctx.steps_requested):
+            if ctx.budget_s is not None and i and time.perf_counter() - started > ctx.budget_s:
+                break
             b, wait = next(source)
-            b = to_device(b, device, non_blocking=False)
-            inputs = b if ctx.step_fn is not None else (model_call(b, names)[0] or b)
+            if step_fn is not None:  # the step takes the whole batch, whatever its layout
+                inputs, targets = None, None
+            elif model_call is not None:
+                args, kwargs, targets = model_call(b, names)
+                inputs = (args, kwargs)
+            else:
+                inputs, targets = split_batch(b)
+            if targets is not None:
+                labels.note(i, targets)
+            if step_fn is not None:
+                ctx.whole_batch = [to_device(b, device, non_blocking=False)]  # the batch as the Trainer hands it over
+            inputs, targets = to_device(inputs, device, non_blocking=False), to_device(targets, device, non_blocking=False)
             _sync(device)
             recording = i == 0
+            watched = recording or (dynamics and i % 2 == 0)
+            fewer = ab_threads and i % 4 == 3 and i < 4 * AB_PAIRS  # TW221: some plain steps with 1 thread
+            watch.reset_stack()
+            if fewer:
+                torch.set_num_threads(1)
             t0 = time.perf_counter()
             handles = _module_hooks(ctx, model) if recording else []
             counter = _SyncCounter(count_syncs and not recording)
+            watch.watching(watched)
             try:
                 with counter:
                     opt.zero_grad(set_to_none=True)
                     if recording:
                         with _LossRecorder(ctx):
-                            loss = forward_loss(b)
+                            loss = forward_loss(inputs, targets)
                     else:
-                        loss = forward_loss(b)
+                        loss = forward_loss(inputs, targets)
                     loss_t = loss if isinstance(loss, torch.Tensor) else None
                     if loss_t is None:
                         raise UsageError(f"the loss is a {type(loss).__name__}, expected a tensor")
@@ -447,20 +512,26 @@ def run_steps(ctx: Context, batch: Any) -> None:
             finally:
                 for h in handles:
                     h.remove()
+                watch.watching(False)
             _sync(device)
             t1 = time.perf_counter()
+            if recording:
+                labels.learn(ctx, targets)
             ctx.backward_done += 1
+            watch.after_backward(loss_t)
             grads = [p.grad for _, p in params if p.grad is not None]
             ctx.params_with_grad.update(n for n, p in params if p.grad is not None)
             finite = torch.isfinite(loss_t.detach()).all()
             if grads and scaler is None:
                 finite = finite & torch.stack([torch.isfinite(g).all() for g in grads]).all()
-            record = StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b))
+            record = StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b), watched=watched,
+                                threads=1 if fewer else None)
             ctx.steps.append(record)
             if not bool(finite):
                 ctx.nonfinite_step = i
-                _locate_nonfinite(ctx, lambda: forward_loss(b))
+                _locate_nonfinite(ctx, lambda: forward_loss(inputs, targets))
                 break
+            watch.track([p for _, p in params if p.requires_grad], [opt])
             t2 = time.perf_counter()
             if scaler is not None:  # its inf check reads one flag back: inherent, not counted
                 scaler.step(opt)
@@ -471,6 +542,9 @@ def run_steps(ctx: Context, batch: Any) -> None:
             _sync(device)
             record.step_s += time.perf_counter() - t2
             record.syncs = counter.count if counter.enabled else None
+            if fewer:
+                torch.set_num_threads(threads)
+            watch.after_step()
             ctx.last_batch = b
     except TorchwiseError:
         raise
@@ -478,7 +552,81 @@ def run_steps(ctx: Context, batch: Any) -> None:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         ctx.failure = f"{type(exc).__name__}: {first}"[:300]
     finally:
+        torch.set_num_threads(threads)
+        watch.close()
         source.close()
+        result = watch.finish()
+        result.batches_repeat = ctx.batch_given or ctx.loader is None
+        result.distinct_batches = _batches_per_epoch(ctx.loader) if not result.batches_repeat else 1
+        result.label_problems.extend(labels.problems)
+        result.thread_timing = _thread_timing(ctx, threads) if ab_threads else None
+        ctx.watch = result
+
+
+AB_PAIRS = 8  # TW221: up to this many steps at 1 thread, each next to plain steps at the default
+
+
+def _thread_timing(ctx: Context, threads: int) -> dict[str, Any] | None:
+    one = [s.step_s for s in ctx.steps if s.threads == 1]
+    many = [s.step_s for s in ctx.timed_steps]
+    if len(one) < 3 or len(many) < 3:
+        return None
+    import statistics
+
+    return {"threads": threads, "median_step_ms": round(statistics.median(many) * 1e3, 3),
+            "median_step_ms_1_thread": round(statistics.median(one) * 1e3, 3), "samples": (len(many), len(one))}
+
+
+def _batches_per_epoch(loader: Any) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+class _HostLabels:
+    """TW106 over every batch: the class targets of each batch, checked on the host.
+
+    Step 0 shows whether the batch's targets reach cross_entropy/nll_loss unchanged (same
+    storage) and the output width; every batch's targets are then checked on the CPU before
+    they are moved (no device sync).
+    """
+
+    def __init__(self, ctx: Context) -> None:
+        self.width: int | None = None
+        self.ignore: int | None = -100
+        self.func = ""
+        self.problems: list[dict[str, Any]] = []
+
+    def note(self, step: int, targets: Any) -> None:
+        if not isinstance(targets, torch.Tensor) or targets.device.type != "cpu" or targets.is_floating_point() or targets.dtype == torch.bool:
+            return
+        if self.width is not None and step > 0:  # step 0: TW106 reads the loss call itself
+            self._check(step, targets)
+
+    def learn(self, ctx: Context, targets: Any) -> None:
+        """After step 0: the width of the loss that got these targets unchanged, if any."""
+        from torchwise.labels import is_class_target
+
+        for call in ctx.loss_calls:
+            t = call.target
+            if call.func in ("cross_entropy", "nll_loss") and isinstance(t, torch.Tensor) and isinstance(targets, torch.Tensor) \
+                    and t.shape == targets.shape and t.data_ptr() == targets.data_ptr() and is_class_target(call.input, t):
+                self.width = int(call.input.shape[1] if call.input.dim() >= 2 else call.input.shape[0])
+                self.ignore = call.kwargs.get("ignore_index", -100)
+                self.func = call.func
+                break
+
+    def _check(self, step: int, targets: torch.Tensor) -> None:
+        t = targets.reshape(-1)
+        bad = (t < 0) | (t >= self.width)
+        if self.ignore is not None:
+            bad &= t != self.ignore
+        if bool(bad.any()) and len(self.problems) < 20:
+            self.problems.append({
+                "step": step, "loss": self.func, "output_width": self.width, "bad_count": int(bad.sum()),
+                "bad_values": sorted({int(v) for v in t[bad].tolist()})[:10], "targets": int(t.numel()), "line": "",
+            })
 
 
 def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> None:
@@ -545,7 +693,6 @@ def build_context(
     precision: str,
     for_device: str | None,
     cudnn_benchmark: bool | None,
-    step_fn: Callable[[nn.Module, Any], Any] | None = None,
 ) -> Context:
     """Copy the model (and optimizer instance), choose device and precision, set up a Context.
 
@@ -567,7 +714,7 @@ def build_context(
             opt_copy.load_state_dict(opt_copy.state_dict())  # moves the state next to the parameters
     if opt_copy is None:
         if optimizer is not None:
-            opt_copy = optimizer(model_copy)
+            opt_copy = _onto_copy(optimizer(model_copy), model, model_copy)
         else:
             opt_copy = torch.optim.SGD([p for p in model_copy.parameters() if p.requires_grad] or [nn.Parameter(torch.zeros(1))], lr=1e-3)
     for_type = str(for_device) if for_device else run_device.type
@@ -589,7 +736,6 @@ def build_context(
         initial_training={n: m.training for n, m in model_copy.named_modules()},
         loader=loader,
         batch_given=batch is not None,
-        step_fn=step_fn,
     )
 
 
@@ -601,4 +747,3 @@ def usable_cores() -> int:
 
 
 __all__ = ["Context", "build_context", "run_steps", "usable_cores"]
-

@@ -6,6 +6,14 @@ uses more threads than there are cores, or when other busy processes of the same
 torch loaded (found in ``/proc``, each using at least a quarter of a core while the doctor ran)
 would together with this one's threads exceed the cores. With a single thread there is nothing
 to lower, so nothing is reported. ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` are shown as evidence.
+Measured as it happens: in a dynamics run (``steps >= 20``) on the CPU, up to 8 plain steps run
+with 1 thread between steps at the default count; when the 1-thread steps have a median at
+most ``FASTER`` of the default's, the threads are contending right now (whatever the cause:
+other jobs, a noisy neighbour, a model too small to split) and it is reported. Measured on a
+shared 2-core machine under a load average of about 7 (2026-11-23): the CNN with BatchNorm of
+``tests/doctor/realistic.py`` took 363 ms a step with 2 threads and 60 ms with 1; its
+transformer LM 816 ms and 116 ms. ``FASTER`` = 0.75 asks for a clear gap, well beyond the
+step-to-step noise of a median over 8 steps.
 Why: intra-op threads that outnumber cores preempt each other and spin in barriers; several jobs
 each sized to the whole machine can run slower together than one after the other.
 Example: four training scripts started at once on an 8-core machine, each with torch's default
@@ -25,7 +33,9 @@ from torchwise.doctor.probe import usable_cores
 from torchwise.doctor.report import Finding
 
 CODES = ("TW221",)
+SCRIPT = True  # the thread count check; the live A/B timing runs in Task mode only
 BUSY_CORES = 0.25
+FASTER = 0.75  # 1-thread median step time / default-thread median at or below this: contention
 
 
 def _cpu_ticks(pid: int) -> int | None:
@@ -93,6 +103,16 @@ def check(ctx) -> list[Finding]:
             f"torch uses {threads} threads on {cores} usable core(s)",
             "torch.get_num_threads()", evidence,
             f"torch.set_num_threads({cores}) (or fewer when several jobs share the machine)",
+        )]
+    timing = getattr(getattr(ctx, "watch", None), "thread_timing", None)
+    if timing and timing["median_step_ms_1_thread"] <= FASTER * timing["median_step_ms"]:
+        evidence.update(timing)
+        return [Finding(
+            "TW221", "warning",
+            f"steps ran faster with 1 thread ({timing['median_step_ms_1_thread']:.3g} ms) than with {timing['threads']} "
+            f"({timing['median_step_ms']:.3g} ms), measured during the run: the threads contend for the cores",
+            "torch.get_num_threads()", evidence,
+            "use fewer threads: torch.set_num_threads(1) here (or cores // jobs when several jobs share the machine); `torchwise tune` measures it",
         )]
     started = ctx.scratch.get("tw221")
     if threads <= 1 or started is None:
