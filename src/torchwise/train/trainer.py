@@ -427,7 +427,7 @@ class Trainer:
             phase.precision.unscale(phase.optimizer)
             norm = phase.grad_norm = torch.nn.utils.clip_grad_norm_(phase.params, self.clip_grad_norm)  # the pre-clip norm
         if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
-            grads = norm if norm is not None else _grad_norm(phase.params)  # a gradient can go bad while the loss stays finite
+            grads = norm if norm is not None else _grads_flag(phase.params)  # a gradient can go bad while the loss stays finite
             check = grads if self.strategy.distributed else phase.window_loss + grads  # all ranks agree on all-reduced gradients
             if not math.isfinite(float(check)):  # one scalar read per optimizer step
                 phase.optimizer.zero_grad(set_to_none=True)
@@ -991,8 +991,11 @@ def _default_optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
     return torch.optim.AdamW(params, lr=1e-3)
 
 
-def _grad_norm(params: list[nn.Parameter]) -> torch.Tensor:
+def _grads_flag(params: list[nn.Parameter]) -> torch.Tensor:
+    """A 1-element tensor that is finite (1.0) iff every gradient is: one fused pass, no host read."""
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
-        return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+        return torch.ones(1)
+    found = torch.zeros(1, device=grads[0].device)
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.ones(1, device=grads[0].device))  # (x1: unchanged)
+    return 1.0 / (1.0 - found)  # inf when a gradient is NaN/Inf
