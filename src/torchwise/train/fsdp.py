@@ -199,6 +199,9 @@ class FSDPStrategy(DDPStrategy):
             return torch.zeros(())
         return _full(torch.nn.utils.get_total_norm(grads))
 
+    def grads_flag(self, params: list[nn.Parameter]) -> torch.Tensor:
+        return self.grad_norm(params)  # each rank holds other shards: the all-reduced norm makes every rank decide alike
+
     def grad_scaler(self) -> Any:
         """The fp16 loss scaler: found-inf is all-reduced, so every rank skips the same steps."""
         from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler

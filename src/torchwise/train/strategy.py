@@ -104,6 +104,19 @@ class SingleDevice:
             return torch.zeros(())
         return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
+    def grads_flag(self, params: list[nn.Parameter]) -> torch.Tensor:
+        """A tensor that is finite iff every gradient is, alike on every rank (the non-finite guard's check).
+
+        Here one fused pass over the local gradients (the GradScaler's inf check with scale 1, no
+        host read); under DDP they are already all-reduced, so every rank decides alike.
+        """
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return torch.ones(1)
+        found = torch.zeros(1, device=grads[0].device)
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.ones(1, device=grads[0].device))  # (x1: unchanged)
+        return 1.0 / (1.0 - found)  # inf when a gradient is NaN/Inf
+
     # -- checkpoints: the Trainer builds the state with these two, the strategy writes and reads it --
 
     def model_state_dict(self, model: nn.Module) -> dict[str, Any]:

@@ -469,7 +469,7 @@ class Trainer:
             phase.precision.unscale(phase.optimizer)
             norm = phase.grad_norm = self.strategy.clip_grad_norm(phase.params, self.clip_grad_norm)  # the pre-clip norm
         if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
-            grads = norm if norm is not None else self.strategy.grad_norm(phase.params)  # a gradient can go bad while the loss stays finite
+            grads = norm if norm is not None else self.strategy.grads_flag(phase.params)  # a gradient can go bad while the loss stays finite
             check = grads if self.strategy.distributed else phase.window_loss + grads  # all ranks agree on all-reduced gradients
             if not math.isfinite(float(check)):  # one scalar read per optimizer step
                 phase.optimizer.zero_grad(set_to_none=True)
