@@ -9,6 +9,7 @@ checkpoints (rank 0). ``detect()`` picks DDP when the process was started by ``t
 from __future__ import annotations
 
 import datetime
+import math
 import os
 from contextlib import nullcontext
 from pathlib import Path
@@ -110,12 +111,36 @@ class SingleDevice:
         Here one fused pass over the local gradients (the GradScaler's inf check with scale 1, no
         host read); under DDP they are already all-reduced, so every rank decides alike.
         """
+        found = self._found_nonfinite(params)
+        return found.neg_().add_(1).reciprocal_()  # 1/(1 - found): 1, or inf when a gradient is NaN/Inf
+
+    def step_is_finite(self, loss: torch.Tensor, params: list[nn.Parameter], norm: torch.Tensor | None = None) -> bool:
+        """The non-finite guard's decision for one optimizer step: loss and gradients all finite.
+
+        One host read (``norm``, the pre-clip norm, stands for the gradients when clipping computed
+        it). Under several processes only the all-reduced gradients are judged, so ranks agree.
+        """
+        if norm is None and not self.distributed and loss.device.type == "cpu":  # host reads are free: no arithmetic
+            return self._found_nonfinite(params).item() == 0 and math.isfinite(loss.item())
+        grads = norm if norm is not None else self.grads_flag(params)
+        return math.isfinite(float(grads if self.distributed else loss + grads))
+
+    def _found_nonfinite(self, params: list[nn.Parameter]) -> torch.Tensor:
+        """A reused one-element tensor: 1 when a gradient holds NaN/Inf, else 0 (one fused pass, no host read)."""
         grads = [p.grad for p in params if p.grad is not None]
-        if not grads:
-            return torch.ones(1)
-        found = torch.zeros(1, device=grads[0].device)
-        torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.ones(1, device=grads[0].device))  # (x1: unchanged)
-        return 1.0 / (1.0 - found)  # inf when a gradient is NaN/Inf
+        found, one = self._flag_buffers(grads[0].device if grads else torch.device("cpu"))
+        found.zero_()
+        if grads:
+            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)  # (x1: unchanged)
+        return found
+
+    def _flag_buffers(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two reused one-element tensors per device: this check runs every step, and allocating
+        tensors and mixing Python scalars into the arithmetic cost more than the check itself."""
+        buffers = self.__dict__.setdefault("_guard_buffers", {})
+        if device not in buffers:
+            buffers[device] = (torch.zeros(1, device=device), torch.ones(1, device=device))
+        return buffers[device]
 
     # -- checkpoints: the Trainer builds the state with these two, the strategy writes and reads it --
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import math
 import os
 import random
 import time
@@ -62,6 +61,7 @@ from torchwise.train.strategy import SingleDevice
 
 _TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
 _NO_KW: dict[str, Any] = {}
+_INDEX_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)  # class-index targets
 
 
 @dataclass
@@ -469,9 +469,8 @@ class Trainer:
             phase.precision.unscale(phase.optimizer)
             norm = phase.grad_norm = self.strategy.clip_grad_norm(phase.params, self.clip_grad_norm)  # the pre-clip norm
         if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
-            grads = norm if norm is not None else self.strategy.grads_flag(phase.params)  # a gradient can go bad while the loss stays finite
-            check = grads if self.strategy.distributed else phase.window_loss + grads  # all ranks agree on all-reduced gradients
-            if not math.isfinite(float(check)):  # one scalar read per optimizer step
+            # a gradient can go bad while the loss stays finite; one scalar read per optimizer step
+            if not self.strategy.step_is_finite(phase.window_loss, phase.params, norm):
                 phase.optimizer.zero_grad(set_to_none=True)
                 where = f" (phase {phase.name!r})" if phase.name else ""
                 self._event(self.guard.bad_step(self.step + 1, self.model, self._reruns(phase, pending)) + where)
@@ -815,8 +814,11 @@ class Trainer:
             targets = next((batch[k] for k in TARGET_KEYS if k in batch), None)
         else:
             return
-        if isinstance(targets, torch.Tensor) and targets.device.type == "cpu":
-            problem = check_batch_labels(targets, self._label_width)  # type: ignore[arg-type]
+        if type(targets) is torch.Tensor and targets.dtype in _INDEX_DTYPES and not targets.is_cuda and targets.numel():
+            low, high = torch.aminmax(targets)  # the per-batch fast path: one pass, two reads on the host
+            if low.item() >= 0 and high.item() < self._label_width:  # type: ignore[operator]
+                return
+            problem = check_batch_labels(targets, self._label_width)  # type: ignore[arg-type]  # (ignore_index, the message)
             if problem:
                 raise DataError(f"batch {self.batch_in_epoch} of epoch {self.epoch + 1} (before step {self.step + 1}): {problem}")
 
