@@ -188,3 +188,16 @@ def test_user_loader_generator_is_untouched():
     state = g.get_state()
     doctor(mlp(), loader=loader, loss_fn=nn.CrossEntropyLoss())
     assert torch.equal(g.get_state(), state)
+
+
+def test_library_select_and_skip_refuse_unknown_codes_before_any_work():
+    from torch import nn
+
+    from torchwise.doctor import check_codes, doctor
+    from torchwise.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown select code 'TW999'"):
+        doctor(nn.Linear(2, 2), select=["TW999"])
+    with pytest.raises(UsageError, match="unknown skip code 'NOPE'"):
+        doctor(nn.Linear(2, 2), skip="NOPE")
+    assert check_codes("tw1,TW221", "select") == ["TW1", "TW221"]  # a string is one value, case-insensitive

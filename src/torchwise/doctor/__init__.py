@@ -38,6 +38,25 @@ def available_checks() -> list[ModuleType]:
     return [importlib.import_module(f"torchwise.doctor.checks.{n}") for n in names]
 
 
+def check_codes(values: Iterable[str] | None, option: str = "select") -> list[str] | None:
+    """The codes or prefixes given (comma-separated or repeated), each matching some doctor check."""
+    if values is None:
+        return None
+    from torchwise.errors import UsageError
+
+    if isinstance(values, str):  # select="TW1,TW2" as well as select=["TW1", "TW2"]
+        values = [values]
+    known = sorted({code for check in available_checks() for code in check.CODES})
+    out = []
+    for part in (p.strip().upper() for v in values for p in v.split(",")):
+        if not part:
+            continue
+        if not any(code.startswith(part) for code in known):
+            raise UsageError(f"unknown {option} code {part!r}: expected a doctor check code or prefix, one of {', '.join(known)}")
+        out.append(part)
+    return out
+
+
 def _selected(codes: Iterable[str], select: Iterable[str] | None, skip: Iterable[str] | None) -> bool:
     codes = [c.upper() for c in codes]
     if select is not None and not any(c.startswith(s.upper()) for c in codes for s in select):
@@ -83,6 +102,7 @@ def doctor(
     units, weights that do not move, the loss curve: TW130-TW136); ``budget`` (seconds) stops
     the steps early when the time is spent.
     """
+    select, skip = check_codes(select, "select"), check_codes(skip, "skip")  # unknown codes: one line, before any work
     import torch
 
     from torchwise.doctor.probe import build_context, run_evaluate, run_steps

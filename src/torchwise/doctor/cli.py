@@ -38,12 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from torchwise._output import emit
-    from torchwise.doctor import doctor
+    from torchwise.doctor import check_codes, doctor
     from torchwise.doctor.script import doctor_script, is_script_command
     from torchwise.errors import UsageError
     from torchwise.task import load_task
 
-    select, skip = _codes(args.select, "--select"), _codes(args.skip, "--skip")  # before anything runs
+    select, skip = check_codes(args.select, "--select"), check_codes(args.skip, "--skip")  # before anything runs
     if is_script_command(args.task):
         report = doctor_script([args.task, *args.script_args], steps=args.steps or 200, budget=args.budget, full=args.full)
         emit(report, as_json=args.json, rich=_print_rich, text=str, to_json=lambda r: r.to_json())
@@ -59,23 +59,6 @@ def run(args: argparse.Namespace) -> int:
     emit(report, as_json=args.json, rich=_print_rich, text=str, to_json=lambda r: r.to_json())
     return 0 if report.ok else 1
 
-
-def _codes(values: list[str] | None, option: str) -> list[str] | None:
-    """The codes or prefixes given (comma-separated or repeated), each matching some doctor check."""
-    if values is None:
-        return None
-    from torchwise.doctor import available_checks
-    from torchwise.errors import UsageError
-
-    known = sorted({code for check in available_checks() for code in check.CODES})
-    out = []
-    for part in (p.strip().upper() for v in values for p in v.split(",")):
-        if not part:
-            continue
-        if not any(code.startswith(part) for code in known):
-            raise UsageError(f"unknown {option} code {part!r}: expected a doctor check code or prefix, one of {', '.join(known)}")
-        out.append(part)
-    return out
 
 
 def _print_rich(report) -> None:

@@ -26,11 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from torchwise.task import load_task
     from torchwise.tune import tune
+    from torchwise.tune.config import check_output_path
 
     def progress(msg: str) -> None:
         print(f"tune: {msg}", file=sys.stderr, flush=True)
 
     out = None if args.out in ("-", "") else args.out
+    check_output_path(out, "out")  # before the task is loaded and the budget spent
+    check_output_path(args.plot, "plot")
     result = tune(
         load_task(args.task, **task_kwargs(args.task_arg)),
         budget_s=args.budget,
