@@ -349,3 +349,26 @@ def test_task_step_fn_is_used_when_the_task_has_one():
     report = doctor(task, steps=3)
     assert len(calls) == 3 and report.failure is None
     assert report.by_code("TW136")  # the unshifted targets, seen through the step function
+
+
+def _loss_ctx(losses):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(watch=SimpleNamespace(steps=len(losses), losses=losses, backward_line=""), steps_requested=len(losses))
+
+
+def test_tw134_oscillation_branch_on_a_planted_loss_curve():
+    """A loss that bounces between 0.4 and 3.2 without falling or rising (lr too high for the
+    batch noise) is the oscillating case; a noisy but falling curve and a quiet plateau are not."""
+    from torchwise.doctor.checks import tw134_loss_diverging as tw134
+
+    bouncing = [1.3, 1.3, 1.3] + [(0.4, 3.2, 1.2)[i % 3] for i in range(197)]
+    m = tw134.measure(bouncing)
+    assert m["rise"] <= tw134.RISE and m["ratio"] > tw134.STALL_DROP and m["swing"] > tw134.SWING, m
+    [finding] = tw134.check(_loss_ctx(bouncing))
+    assert finding.code == "TW134" and "oscillates" in finding.message
+
+    falling = [2.0 * 0.99**i * (1.3 if i % 2 else 0.8) for i in range(200)]  # noisy, but progressing
+    quiet = [1.0 + 0.01 * (i % 3) for i in range(200)]  # stalled (TW135's business), but no swing
+    assert tw134.check(_loss_ctx(falling)) == []
+    assert tw134.check(_loss_ctx(quiet)) == []
