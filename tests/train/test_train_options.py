@@ -93,7 +93,7 @@ def test_doctor_refuses_unknown_codes_before_loading_the_task(capsys, option, va
 
 
 def test_doctor_accepts_codes_prefixes_and_commas():
-    from torchwise.doctor.cli import _codes
+    from torchwise.doctor import check_codes as _codes
 
     assert _codes(["tw2", "TW105,TW106"], "--select") == ["TW2", "TW105", "TW106"]
     assert _codes(None, "--skip") is None
