@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["label_problem", "is_class_target", "check_batch_labels"]
+__all__ = ["label_problem", "is_class_target", "check_batch_labels", "out_of_range"]
 
 
 def is_class_target(output: torch.Tensor, target: torch.Tensor) -> bool:
@@ -30,6 +30,14 @@ def is_class_target(output: torch.Tensor, target: torch.Tensor) -> bool:
     return output.dim() == 1 and target.dim() == 0
 
 
+def out_of_range(labels: torch.Tensor, width: int, ignore_index: int | None = -100) -> torch.Tensor:
+    """Boolean mask of the class labels outside ``[0, width)`` (``ignore_index`` is allowed)."""
+    bad = (labels < 0) | (labels >= width)
+    if ignore_index is not None:
+        bad &= labels != ignore_index
+    return bad
+
+
 def check_batch_labels(targets: torch.Tensor, num_classes: int, ignore_index: int | None = -100) -> str | None:
     """A one-line problem if integer class labels ``targets`` fall outside ``[0, num_classes)``, else None.
 
@@ -45,9 +53,7 @@ def check_batch_labels(targets: torch.Tensor, num_classes: int, ignore_index: in
     if int(low) >= 0 and int(high) < num_classes:
         return None
     t = targets.detach().reshape(-1)
-    bad_mask = (t < 0) | (t >= num_classes)
-    if ignore_index is not None:
-        bad_mask &= t != ignore_index
+    bad_mask = out_of_range(t, num_classes, ignore_index)
     return _describe(t, bad_mask, num_classes, ignore_index)
 
 
@@ -76,7 +82,5 @@ def label_problem(output: torch.Tensor, target: torch.Tensor, ignore_index: int 
         return None
     width = int(output.shape[1] if output.dim() >= 2 else output.shape[0])
     t = target.detach().reshape(-1)
-    bad_mask = (t < 0) | (t >= width)
-    if ignore_index is not None:
-        bad_mask &= t != ignore_index
+    bad_mask = out_of_range(t, width, ignore_index)
     return _describe(t, bad_mask, width, ignore_index)

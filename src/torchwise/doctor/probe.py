@@ -618,10 +618,10 @@ class _HostLabels:
                 break
 
     def _check(self, step: int, targets: torch.Tensor) -> None:
+        from torchwise.labels import out_of_range
+
         t = targets.reshape(-1)
-        bad = (t < 0) | (t >= self.width)
-        if self.ignore is not None:
-            bad &= t != self.ignore
+        bad = out_of_range(t, self.width, self.ignore)  # type: ignore[arg-type]
         if bool(bad.any()) and len(self.problems) < 20:
             self.problems.append({
                 "step": step, "loss": self.func, "output_width": self.width, "bad_count": int(bad.sum()),
