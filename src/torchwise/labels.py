@@ -49,8 +49,10 @@ def check_batch_labels(targets: torch.Tensor, num_classes: int, ignore_index: in
         return None
     if targets.is_floating_point() or targets.is_complex() or targets.dtype == torch.bool:
         return None
-    low, high = torch.aminmax(targets.detach())
-    if int(low) >= 0 and int(high) < num_classes:
+    # integer tensors never require grad, so no detach; one pass and two host reads (the Trainer
+    # runs this on every batch, so the happy path is kept to the fewest torch calls)
+    low, high = torch.aminmax(targets)
+    if low.item() >= 0 and high.item() < num_classes:
         return None
     t = targets.detach().reshape(-1)
     bad_mask = out_of_range(t, num_classes, ignore_index)

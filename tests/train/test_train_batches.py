@@ -104,6 +104,59 @@ def test_a_bad_label_in_batch_3_is_named_before_any_step_on_it():
     assert t.step == 2 and all(torch.equal(v, snapshots[-1][k]) for k, v in weights(model).items())
 
 
+def _picked_log_prob_loss(out, y):
+    """NLL written by hand: advanced indexing wraps a label of -1 around silently (no range check)."""
+    return -out.log_softmax(1)[torch.arange(len(y)), y].mean()
+
+
+def test_a_loss_without_its_own_range_check_gets_the_host_check_on_every_cpu_batch(monkeypatch):
+    calls = []
+    real = trainer_module.check_batch_labels
+    monkeypatch.setattr(trainer_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
+    ds = data(n=64)
+    ds.tensors[1][20] = -1  # would train silently on class 2 of 3 without the check
+    model = mlp()
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), _picked_log_prob_loss, **quiet())
+    with pytest.raises(DataError, match=r"batch 3 of epoch 1 \(before step 3\): 1 target label\(s\) out of range .*found -1"):
+        t.fit(loader(ds), epochs=1)
+    assert t.step == 2 and calls == [3, 3]  # batches 2 and 3, each before its step
+
+
+@pytest.mark.parametrize("loss_fn", [nn.CrossEntropyLoss(), nn.functional.cross_entropy])
+def test_on_the_cpu_cross_entropy_checks_its_own_labels_and_the_trainer_names_the_batch(monkeypatch, loss_fn):
+    calls = []
+    real = trainer_module.check_batch_labels
+    monkeypatch.setattr(trainer_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
+    model = mlp()
+    Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, **quiet()).fit(loader(), epochs=1)
+    assert calls == []  # no second pass per step: torch's own check stands guard on the CPU
+    ds = data(n=64)
+    ds.tensors[1][40] = 5
+    model = mlp()
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, **quiet())
+    with pytest.raises(DataError, match=r"batch 6 of epoch 1 \(before step 6\): .*found 5") as info:
+        t.fit(loader(ds), epochs=1)
+    assert t.step == 5 and calls == [3] and isinstance(info.value.__context__, IndexError)
+
+
+def test_an_index_error_that_is_not_about_labels_stays_itself():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(6, 3)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            if self.calls == 3:
+                raise IndexError("a bug in the model")
+            return self.lin(x)
+
+    model = Broken()
+    with pytest.raises(IndexError, match="a bug in the model"):
+        Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet()).fit(loader(), epochs=1)
+
+
 def test_labels_are_checked_on_the_host_before_the_device_copy(monkeypatch):
     order = []
     monkeypatch.setattr(trainer_module, "to_device", lambda b, device, non_blocking=False: order.append(("copy", id(b))) or b)

@@ -45,6 +45,7 @@ class SingleDevice:
     local_rank = 0
     is_main = True
     distributed = False
+    _flag_zeroed: torch.Tensor | None = None  # the guard's flag buffer when its last read was 0
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -120,8 +121,12 @@ class SingleDevice:
         One host read (``norm``, the pre-clip norm, stands for the gradients when clipping computed
         it). Under several processes only the all-reduced gradients are judged, so ranks agree.
         """
-        if norm is None and not self.distributed and loss.device.type == "cpu":  # host reads are free: no arithmetic
-            return self._found_nonfinite(params).item() == 0 and math.isfinite(loss.item())
+        if norm is None and not self.distributed and loss.is_cpu:  # host reads are free: no arithmetic
+            found = self._found_nonfinite(params)
+            if found.item() != 0:
+                return False
+            self._flag_zeroed = found  # still 0: the next check need not clear it
+            return math.isfinite(loss.item())
         grads = norm if norm is not None else self.grads_flag(params)
         return math.isfinite(float(grads if self.distributed else loss + grads))
 
@@ -129,7 +134,9 @@ class SingleDevice:
         """A reused one-element tensor: 1 when a gradient holds NaN/Inf, else 0 (one fused pass, no host read)."""
         grads = [p.grad for p in params if p.grad is not None]
         found, one = self._flag_buffers(grads[0].device if grads else torch.device("cpu"))
-        found.zero_()
+        if self._flag_zeroed is not found:
+            found.zero_()
+        self._flag_zeroed = None  # the check below may set it
         if grads:
             torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)  # (x1: unchanged)
         return found

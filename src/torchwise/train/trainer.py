@@ -212,6 +212,7 @@ class Trainer:
         self._average_phases = False
         self._labels_pending = check_labels and loss_fn is not None and step_fn is None
         self._label_width: int | None = None  # the output width once the first batch showed it
+        self._labels_every_batch = True  # the host check before each copy (see _check_labels)
         self._batch_size: int | None = None
         self._saved_at: int | None = None
         self._last_train_loss: float | None = None
@@ -395,7 +396,7 @@ class Trainer:
 
     def _to_step(self, batch: Any) -> Any:
         """Check the batch's labels on the host (no device sync), then copy it to the device."""
-        if self._label_width is not None:
+        if self._label_width is not None and self._labels_every_batch:
             self._check_host_labels(batch)
         return to_device(batch, self.device, non_blocking=True) if self._to_device else batch
 
@@ -405,6 +406,10 @@ class Trainer:
             return self._micro_step(phase, batch, 1.0 / window, sync)
         except OOM_ERRORS as exc:
             error: BaseException = exc
+        except IndexError:  # a CE/NLL target out of range (see _check_labels): name the batch and values
+            if self._label_width is not None:
+                self._check_host_labels(batch)
+            raise
         while True:  # recovering: free memory, cut batches smaller, recompute this window's gradients
             self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device)}")
             phase.optimizer.zero_grad(set_to_none=True)
@@ -804,6 +809,11 @@ class Trainer:
                 raise DataError(f"label check before the first step: {problem}")
             if is_class_target(output, targets):
                 self._label_width = int(output.shape[1] if output.dim() >= 2 else output.shape[0])
+                # Batches used where they are (no device copy) by a loss that range-checks its targets
+                # itself before any gradient exists (CE/NLL on the CPU: "IndexError: Target 7 is out
+                # of bounds") need no second pass per step: the check runs when that error comes
+                # (_forward_backward) to name the batch and values. Elsewhere it runs before each copy.
+                self._labels_every_batch = self._to_device or not _checks_label_range(self.loss_fn)
 
     def _check_host_labels(self, batch: Any) -> None:
         """Every later batch: class labels in [0, width) checked on the CPU before the copy (no device sync)."""
@@ -813,7 +823,7 @@ class Trainer:
             targets = next((batch[k] for k in TARGET_KEYS if k in batch), None)
         else:
             return
-        if isinstance(targets, torch.Tensor) and targets.device.type == "cpu":
+        if isinstance(targets, torch.Tensor) and targets.is_cpu:
             problem = check_batch_labels(targets, self._label_width)  # type: ignore[arg-type]
             if problem:
                 raise DataError(f"batch {self.batch_in_epoch} of epoch {self.epoch + 1} (before step {self.step + 1}): {problem}")
@@ -1029,11 +1039,12 @@ class _CompileOnce(nn.Module):
 
 _END = object()
 _PAIRS = (tuple, list)
+# losses whose CPU kernels reject an out-of-range class index before any gradient exists
+_RANGE_CHECKING_LOSSES = (nn.CrossEntropyLoss, nn.NLLLoss)
 
 
-
-_END = object()
-_PAIRS = (tuple, list)
+def _checks_label_range(loss_fn: Any) -> bool:
+    return isinstance(loss_fn, _RANGE_CHECKING_LOSSES) or loss_fn in (nn.functional.cross_entropy, nn.functional.nll_loss)
 
 
 def _default_optimizer(params: list[nn.Parameter]) -> torch.optim.Optimizer:
