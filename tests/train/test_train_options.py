@@ -33,6 +33,9 @@ def make(**kwargs) -> Trainer:
     ("keep_checkpoints", -1, "an integer >= 0"),
     ("nonfinite_patience", 2.5, "an integer >= 0"),
     ("seed", -3, "an integer >= 0"),
+    ("accumulate", True, "an integer >= 1"),
+    ("log_every", 0, "an integer >= 1"),
+    ("clip_grad_norm", "1.0", "a positive number or None"),
 ])
 def test_bad_values_are_refused_naming_option_value_and_expectation(name, value, expected):
     with pytest.raises(UsageError) as info:

@@ -2,8 +2,8 @@
 
 Switches take ``True``, ``False`` and, where there is an automatic choice, ``"auto"``; anything
 else ("maybe", "yes", 1) is refused instead of quietly acting as "on". Counts are positive
-integers (``bool`` is not a count). Folders must not be existing files. The model, optimizer(s),
-loss/step and the other structural options are checked by :func:`check_options`.
+integers (``bool`` is not a count). Folders must not be existing files. One entry point,
+:func:`check_options`, called with the Trainer's keywords.
 """
 
 from __future__ import annotations
@@ -16,42 +16,6 @@ import torch
 from torch import nn
 
 from torchwise.errors import UsageError
-
-
-def _positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name} must be a positive integer, got {value!r}")
-
-
-def check_options(
-    *, model: Any, optimizer: Any, loss_fn: Any, step_fn: Any, accumulate: Any, clip_grad_norm: Any,
-    scheduler_interval: Any, log_every: Any, checkpoint_every: Any,
-) -> None:
-    """Raise a :class:`UsageError` naming the first option that is wrong and what is expected."""
-    if not isinstance(model, nn.Module):
-        raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    for name, opt in (optimizer.items() if isinstance(optimizer, Mapping) else [("", optimizer)]):
-        if not isinstance(opt, torch.optim.Optimizer) and not callable(opt):
-            where = f"optimizer {name!r}" if name else "optimizer"
-            raise UsageError(
-                f"{where} must be a torch.optim.Optimizer built over the model's parameters (or a factory fn(params) -> Optimizer), "
-                f"got {type(opt).__name__}"
-            )
-    if loss_fn is None and step_fn is None:
-        raise UsageError("give loss_fn (called as loss_fn(model(inputs), targets)) or step_fn(model, batch) -> loss")
-    if isinstance(step_fn, Mapping):
-        names = list(optimizer) if isinstance(optimizer, Mapping) else None
-        if names != list(step_fn):
-            raise UsageError(f"step_fn is a dict with phases {list(step_fn)}: optimizer must be a dict with the same names in the same order, got {names or type(optimizer).__name__}")
-    if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-        raise UsageError(f"accumulate must be an integer >= 1, got {accumulate!r}")
-    if clip_grad_norm is not None and not (isinstance(clip_grad_norm, (int, float)) and clip_grad_norm > 0):
-        raise UsageError(f"clip_grad_norm must be a positive number or None, got {clip_grad_norm!r}")
-    if scheduler_interval not in (None, "step", "epoch"):
-        raise UsageError(f"scheduler_interval must be 'step', 'epoch' or None (by the scheduler's class), got {scheduler_interval!r}")
-    _positive_int("log_every", log_every)
-    if checkpoint_every is not None:
-        _positive_int("checkpoint_every", checkpoint_every)
 
 
 def check_switch(name: str, value: Any, auto: bool = True) -> None:
@@ -82,12 +46,23 @@ def check_folder(name: str, value: Any) -> None:
         raise UsageError(f"{name} {path} is a file, not a folder; give a folder path (it is created when missing)")
 
 
-def check_trainer_options(options: dict[str, Any]) -> None:
-    """Validate the Trainer keywords this module knows; others are checked where they are used."""
+def check_options(options: dict[str, Any]) -> None:
+    """Raise a :class:`UsageError` naming the first Trainer option that is wrong and what is expected.
+
+    ``options`` are the Trainer's keywords (its ``locals()``); the ones not checked here (precision,
+    strategy, tuned configs ...) are checked where they are resolved.
+    """
+    _check_structure(options)
     for name in ("channels_last", "cudnn_benchmark"):
         check_switch(name, options[name])
     for name in ("compile", "deterministic", "progress", "check_labels", "oom_recovery"):
         check_switch(name, options[name], auto=False)
+    if options["clip_grad_norm"] is not None and not (isinstance(options["clip_grad_norm"], (int, float)) and options["clip_grad_norm"] > 0):
+        raise UsageError(f"clip_grad_norm must be a positive number or None, got {options['clip_grad_norm']!r}")
+    if options["scheduler_interval"] not in (None, "step", "epoch"):
+        raise UsageError(f"scheduler_interval must be 'step', 'epoch' or None (by the scheduler's class), got {options['scheduler_interval']!r}")
+    check_count("accumulate", options["accumulate"])
+    check_count("log_every", options["log_every"])
     check_count("checkpoint_every", options["checkpoint_every"], optional=True)
     check_count("keep_checkpoints", options["keep_checkpoints"], minimum=0)  # 0 keeps every checkpoint
     check_count("nonfinite_patience", options["nonfinite_patience"], minimum=0)
@@ -95,3 +70,23 @@ def check_trainer_options(options: dict[str, Any]) -> None:
         check_count("seed", options["seed"], minimum=0)
     for name in ("checkpoint_dir", "log_dir"):
         check_folder(name, options[name])
+
+
+def _check_structure(options: dict[str, Any]) -> None:
+    """The model, the optimizer(s) and the loss or step."""
+    model, optimizer, loss_fn, step_fn = (options[k] for k in ("model", "optimizer", "loss_fn", "step_fn"))
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    for name, opt in (optimizer.items() if isinstance(optimizer, Mapping) else [("", optimizer)]):
+        if not isinstance(opt, torch.optim.Optimizer) and not callable(opt):
+            where = f"optimizer {name!r}" if name else "optimizer"
+            raise UsageError(
+                f"{where} must be a torch.optim.Optimizer built over the model's parameters (or a factory fn(params) -> Optimizer), "
+                f"got {type(opt).__name__}"
+            )
+    if loss_fn is None and step_fn is None:
+        raise UsageError("give loss_fn (called as loss_fn(model(inputs), targets)) or step_fn(model, batch) -> loss")
+    if isinstance(step_fn, Mapping):
+        names = list(optimizer) if isinstance(optimizer, Mapping) else None
+        if names != list(step_fn):
+            raise UsageError(f"step_fn is a dict with phases {list(step_fn)}: optimizer must be a dict with the same names in the same order, got {names or type(optimizer).__name__}")

@@ -52,7 +52,7 @@ from torchwise.train.loaders import PreparedLoader, prepare_loader
 from torchwise.train.lock import lock_folders
 from torchwise.train.monitor import Monitor, lower_is_better
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
-from torchwise.train.options import check_options, check_trainer_options
+from torchwise.train.options import check_options
 from torchwise.train.phases import Phase, as_outputs, average_gradients, broadcast_model, check_coverage, named, split_params
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
@@ -143,9 +143,7 @@ class Trainer:
         strategy: Any = "auto",
         activation_checkpointing: bool = False,
     ) -> None:
-        check_trainer_options(locals())  # every switch, count and folder checked up front
-        check_options(model=model, optimizer=optimizer, loss_fn=loss_fn, step_fn=step_fn, accumulate=accumulate, clip_grad_norm=clip_grad_norm,
-                      scheduler_interval=scheduler_interval, log_every=log_every, checkpoint_every=checkpoint_every)
+        check_options(locals())  # every option checked up front: one line naming it and what is expected
         precision, channels_last, cudnn_benchmark, compile = self._apply_tuned(tuned, precision, channels_last, cudnn_benchmark, compile)
         self.precision_name = normalize(precision)  # validates early: unknown strings list the valid ones
 
