@@ -123,6 +123,34 @@ def test_runplan_follows_the_run_and_a_cosine_ends_at_its_floor():
     assert max(lrs) == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize("uses_plan", [True, False])
+def test_resuming_on_another_plan_is_said(tmp_path, uses_plan):
+    def opt(params):
+        return torch.optim.SGD(params, lr=0.1)
+
+    def planned(optimizer, plan):
+        return S.CosineAnnealingLR(optimizer, plan.total_steps)
+
+    def fixed(optimizer):
+        return S.CosineAnnealingLR(optimizer, 100)
+
+    def run(epochs):
+        task = Task(model=mlp(), train_data=data(), loss_fn=nn.CrossEntropyLoss(), optimizer=opt,
+                    scheduler=planned if uses_plan else fixed, batch_size=8, epochs=epochs)
+        t = Trainer.from_task(task, checkpoint_dir=tmp_path, checkpoint_every=4, **quiet())
+        t.fit(resume="last")
+        return t
+
+    assert not [e for e in run(2).events if "planned" in e]
+    notes = [e for e in run(3).events if "planned" in e]
+    if uses_plan:
+        assert notes == ["note: the checkpoint's run planned 16 optimizer steps, this run 24: the optimizer and scheduler factories "
+                         "that take the plan were built for this run's, so the schedule continues from step 16 on the new plan "
+                         "(resume with the same epochs/batch size/accumulate to keep the old one)"]
+    else:
+        assert notes == []
+
+
 def test_task_plan_for_other_engines():
     task = Task(model=mlp(), train_data=data(n=50), batch_size=8, epochs=3)
     assert task.plan() == RunPlan(21, 7, 3, 1, 8, 1)

@@ -195,7 +195,8 @@ class Trainer:
             if ema is not None:
                 raise UsageError("ema= does not work with strategy='fsdp' yet: the averaged weights would be sharded but are checkpointed "
                                  "in one file by rank 0; drop ema or use strategy='ddp'")
-        if not any(wants(f, "plan") for f in (*self._specs[0].values(), *self._specs[1].values())):
+        self._wants_plan = any(wants(f, "plan") for f in (*self._specs[0].values(), *self._specs[1].values()))
+        if not self._wants_plan:
             self._build(None)  # factories that need the run's plan are built when fit() knows it
 
         self.epoch = 0  # epochs completed
@@ -582,6 +583,7 @@ class Trainer:
             "oom_splits": self.oom.splits,
             "best": {k: [v, e] for k, (v, e) in self.best.items()},
             "world_size": self.strategy.world_size,
+            "plan": dataclasses.asdict(self.plan) if self.plan is not None else None,
         }
 
     def _load_state(self, state: dict[str, Any], path: Path) -> None:
@@ -612,6 +614,11 @@ class Trainer:
         self.best = {k: (float(v[0]), int(v[1])) for k, v in (state.get("best") or {}).items()}
         if state.get("accumulate", self.accumulate) != self.accumulate:
             self._event(f"note: the checkpoint used accumulate={state['accumulate']}, this run {self.accumulate}")
+        planned = (state.get("plan") or {}).get("total_steps")
+        if self._wants_plan and self.plan is not None and planned is not None and planned != self.plan.total_steps:
+            self._event(f"note: the checkpoint's run planned {planned} optimizer steps, this run {self.plan.total_steps}: the optimizer "
+                        f"and scheduler factories that take the plan were built for this run's, so the schedule continues from step "
+                        f"{self.step} on the new plan (resume with the same epochs/batch size/accumulate to keep the old one)")
         self.last_checkpoint = path
         self._saved_at = self.step
 
