@@ -592,6 +592,14 @@ NEGATIVE["TW109"] = [
 
 # ----------------------------------------------------------------------------------- TW110
 POSITIVE["TW110"] = [
+    # a fresh optimizer each pass over the same outer model: the model's gradients still pile up
+    (d("""
+        import torch
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt.step()
+    """), 2),
     (d("""
         for x, y in loader:
             loss = criterion(model(x), y)
@@ -616,6 +624,16 @@ POSITIVE["TW110"] = [
     """), 1),
 ]
 NEGATIVE["TW110"] = [
+    # a test that builds a fresh module and optimizer for each case: one step each
+    d("""
+        import torch
+        for params, case in cases:
+            gen = CopyGenerator(**case)
+            trainable = {n: p for n, p in gen.named_parameters() if p.requires_grad}
+            gen(*inputs(params)).sum().backward()
+            dummy_optim = torch.optim.SGD(trainable.values(), 1)
+            dummy_optim.step()
+    """),
     # distributed autograd: every context keeps its own gradients
     d("""
         import torch.distributed.autograd as dist_autograd
@@ -1033,6 +1051,19 @@ POSITIVE["TW207"] = [
             lossf = loss.item()
     """), 11),
     (_LOOP + "        running += loss.item()\n", 10),
+    # a helper in the test that is not a modulo: runs every step
+    (d("""
+        import torch
+        def is_main(rank):
+            return rank == 0
+        model = Net().cuda()
+        for i in range(num_batches):
+            loss = model(next(train_loader))
+            loss.backward()
+            optim.step()
+            if is_main(rank):
+                print(loss.item())
+    """), 10),
     (_LOOP + "        acc = (out.argmax(1) == y).float().mean().cpu()\n", 10),
     (_LOOP + "        print(loss)\n", 10),
     (_LOOP + "        if torch.isnan(loss):\n            break\n", 10),
@@ -1041,6 +1072,21 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # periodic through a helper of the file (lucidrains' divisible_by): once per interval
+    d("""
+        import torch
+        def divisible_by(num, den):
+            return (num % den) == 0
+        model = Net().cuda()
+        for i in range(num_batches):
+            loss = model(next(train_loader))
+            loss.backward()
+            optim.step()
+            optim.zero_grad()
+            if divisible_by(i, validate_every):
+                with torch.no_grad():
+                    print(f"validation loss: {model(next(val_loader)).item()}")
+    """),
     # a model moved to the CPU to ship its gradients (RPC parameter server), not a value read
     d("""
         for inputs, labels in batches():
@@ -1245,6 +1291,16 @@ NEGATIVE["TW215"] = [
 
 # ----------------------------------------------------------------------------------- TW217
 POSITIVE["TW217"] = [
+    # a condition that is not periodic still runs every step
+    (d("""
+        import torch
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            if args.low_memory:
+                torch.cuda.empty_cache()
+    """), 7),
     (d("""
         import torch
         for x, y in loader:
@@ -1255,6 +1311,25 @@ POSITIVE["TW217"] = [
     """), 6),
 ]
 NEGATIVE["TW217"] = [
+    # periodic validation that deletes a pipeline, and recovery after an out-of-memory error
+    d("""
+        import torch
+        for step, batch in enumerate(loader):
+            try:
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            except RuntimeError as exc:
+                if "out of memory" not in str(exc):
+                    raise
+                torch.cuda.empty_cache()
+            if global_step % args.validation_steps == 0:
+                pipeline = make_pipeline(model)
+                log_validation(pipeline)
+                del pipeline
+                torch.cuda.empty_cache()
+    """),
     d("""
         import torch
         for epoch in range(10):
@@ -1612,10 +1687,26 @@ NEGATIVE["TW503"] = [
 
 # ----------------------------------------------------------------------------------- TW504
 POSITIVE["TW504"] = [
+    # an unrelated condition is no version fallback
+    (d("""
+        import torch.utils.checkpoint
+        if self.gradient_checkpointing and self.training:
+            h = torch.utils.checkpoint.checkpoint(block, x)
+        else:
+            h = block(x)
+    """), 3),
     ("from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x)\n", 2),
     ("import torch\nh = torch.utils.checkpoint.checkpoint(self.layer, x, mask)\n", 2),
 ]
 NEGATIVE["TW504"] = [
+    # the branch for torch < 1.11, which has no use_reentrant argument
+    d("""
+        import torch.utils.checkpoint
+        if is_torch_version(">=", "1.11.0"):
+            h = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        else:
+            h = torch.utils.checkpoint.checkpoint(block, x)
+    """),
     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, use_reentrant=False)\n",
     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, **ckpt_kwargs)\n",
     "from mylib import checkpoint\nh = checkpoint(block, x)\n",

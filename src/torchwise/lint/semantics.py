@@ -705,6 +705,40 @@ def body_nodes(ctx: Context, node: AST, follow_calls: int = 1) -> list[AST]:
     return out
 
 
+def _is_modulo_test(ctx: Context, test: AST) -> bool:
+    """A test with a modulo (``step % 100 == 0``) or a call to a helper of this file that returns
+    one (``divisible_by(step, 100)``, ``def divisible_by(n, d): return n % d == 0``)."""
+    for n in ast.walk(test):
+        if n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod:
+            return True
+        if n.__class__ is ast.Call:
+            target = local_function(ctx, n)
+            if target is not None and target.__class__ is not ast.Lambda:
+                for r in ast.walk(target):
+                    if r.__class__ is ast.Return and r.value is not None and any(
+                        m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(r.value)
+                    ):
+                        return True
+    return False
+
+
+def runs_periodically(ctx: Context, node: AST) -> bool:
+    """Inside ``if step % N == 0`` (or a test calling a local modulo helper): once per interval."""
+    return any(_is_modulo_test(ctx, if_node.test) for if_node, _ in ctx.enclosing_ifs(node))
+
+
+def in_except_handler(ctx: Context, node: AST) -> bool:
+    """In the body of an ``except`` clause within its own function: a recovery path, not every step."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, DEF_TYPES):
+            return False
+        if anc.__class__ is ast.ExceptHandler and getattr(child, "_tw_field", "") == "body":
+            return True
+        child = anc
+    return False
+
+
 def is_def(node: AST) -> bool:
     return isinstance(node, DEF_TYPES)
 
@@ -713,6 +747,6 @@ __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
     "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
-    "in_compat_fallback", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "local_function", "optimizer_steps",
-    "root_name", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
+    "in_compat_fallback", "in_except_handler", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "local_function", "optimizer_steps",
+    "root_name", "runs_periodically", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
 ]
