@@ -795,6 +795,16 @@ NEGATIVE["TW201"] = [
 
 # ----------------------------------------------------------------------------------- TW202
 POSITIVE["TW202"] = [
+    # a random window, but read from disk per item: workers help
+    (d("""
+        import random
+        from torch.utils.data import DataLoader, Dataset
+        class Clips(Dataset):
+            def __getitem__(self, index):
+                start = random.randint(0, self.n - 16)
+                return read_frames(self.paths[index], start, 16)
+        loader = DataLoader(Clips(), batch_size=8)
+    """), 7),
     ("from torch.utils.data import DataLoader\nfrom torchvision import datasets\nds = datasets.MNIST('.', transform=tf)\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 4),
     ("from torch.utils.data import DataLoader as DL\nimport torchvision.transforms as T\nds = Folder(root, transform=T.ToTensor())\nloader = DL(ds, batch_size=32)\n", 4),
     # a dataset class that decodes files in __getitem__: workers would help
@@ -808,6 +818,35 @@ POSITIVE["TW202"] = [
     ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # a random window of one in-memory tensor (enwik8 samplers), moved to the GPU per item:
+    # nothing for a worker to speed up, and CUDA cannot be used in forked workers
+    d("""
+        import torch
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class TextSampler(Dataset):
+            def __init__(self, data, seq_len):
+                self.data, self.seq_len = data, seq_len
+            def __getitem__(self, index):
+                start = torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,))
+                return self.data[start: start + self.seq_len + 1].long().cuda()
+            def __len__(self):
+                return self.data.size(0) // self.seq_len
+        train_loader = DataLoader(TextSampler(data, 1024), batch_size=4, drop_last=True)
+    """),
+    # per-item image work, but the collate_fn puts every batch on the GPU
+    d("""
+        from functools import partial
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class Images(Dataset):
+            def __getitem__(self, i):
+                return load_image(self.paths[i])
+        def collate(items, device="cpu"):
+            return torch.stack(items).to(device)
+        collate_on_gpu = partial(collate, device=device)
+        loader = DataLoader(Images(), batch_size=8, collate_fn=collate_on_gpu)
+    """),
     # tokenised tensors converted with .type() per item, next to a torchvision transform elsewhere
     d("""
         import torchvision.transforms as T
@@ -880,6 +919,19 @@ NEGATIVE["TW202"] = [
 
 # ----------------------------------------------------------------------------------- TW203
 POSITIVE["TW203"] = [
+    # a dataset of this file that reads its stored data per item, moved in the loop: pin it
+    (d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class Tokens(Dataset):
+            def __getitem__(self, index):
+                return torch.tensor(self.encoded[index])
+        def collate(batch):
+            return torch.stack(batch)
+        loader = DataLoader(Tokens(), batch_size=8, collate_fn=collate, num_workers=2)
+        for x in loader:
+            x = x.to("cuda")
+    """), 8),
     ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nmodel.cuda()\n", 3),
     ('from torch.utils.data import DataLoader\ndevice = "cuda"\nloader = DataLoader(ds, num_workers=2)\n', 3),
     # the GPU evidence is in the function that builds the loader
@@ -891,6 +943,52 @@ POSITIVE["TW203"] = [
     """), 4),
 ]
 NEGATIVE["TW203"] = [
+    # the collate_fn moves batches to the GPU (pinning a CUDA tensor raises)
+    d("""
+        from functools import partial
+        import torch
+        from torch.utils.data import DataLoader
+        def collate(batch, device="cpu"):
+            inputs = torch.stack([b[0] for b in batch]).to(device)
+            return inputs
+        device = torch.device("cuda")
+        train_loader = DataLoader(train_ds, batch_size=8, collate_fn=partial(collate, device=device), num_workers=0)
+    """),
+    # a dataset that returns CUDA tensors, and a TensorDataset of a tensor on the GPU
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset, TensorDataset
+        class Sampler(Dataset):
+            def __getitem__(self, i):
+                return self.data[i: i + 128].long().cuda()
+        model = Net().cuda()
+        a = DataLoader(Sampler(), batch_size=4)
+    """),
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        device = torch.device("cuda")
+        rgb = torch.from_numpy(img).to(device)
+        stacked = torch.stack([rgb] * 10)
+        b = DataLoader(TensorDataset(stacked), batch_size=2)
+    """),
+    # prompts to sample class images from: no tensor in an item
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class PromptDataset(Dataset):
+            def __init__(self, prompt, n):
+                self.prompt, self.n = prompt, n
+            def __len__(self):
+                return self.n
+            def __getitem__(self, index):
+                example = {}
+                example["prompt"] = self.prompt
+                example["index"] = index
+                return example
+        pipeline.to("cuda")
+        sample_dataloader = DataLoader(PromptDataset(args.class_prompt, 100), batch_size=4)
+    """),
     # a CPU-only function in a file whose other function uses the GPU
     d("""
         import torch

@@ -554,6 +554,14 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
         if func.__class__ is ast.Attribute:
             if func.attr in SYNC_METHODS:
                 return False
+            if func.attr in ("stack", "cat", "concat") and expr.args and ctx.qualname(func) in (
+                "torch.stack", "torch.cat", "torch.concat"
+            ):  # torch.stack([x] * n), torch.cat((a, b)): on the device of the parts
+                parts = expr.args[0]
+                if parts.__class__ is ast.BinOp:
+                    parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
+                elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
+                return any(is_device_tensor(ctx, e, use, depth - 1) for e in elts)
             if func.attr in _DEVICE_KEEPING:
                 q = ctx.qualname(func)
                 if q is not None:  # torch.argmax(out, 1) and friends
@@ -739,14 +747,102 @@ def in_except_handler(ctx: Context, node: AST) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------- datasets and loaders
+def local_dataset_class(ctx: Context, expr: AST | None, use: AST) -> ast.ClassDef | None:
+    """The class of this file that ``expr`` (a loader's dataset) is an instance of, if evident."""
+    if expr is None:
+        return None
+    built = ctx.constructed_from(ctx.resolve(expr, use), use)
+    if built is None or not built.startswith("local:"):
+        return None
+    return ctx.local_classes.get(built[6:])
+
+
+def getitem_of(klass: ast.ClassDef | None) -> ast.FunctionDef | None:
+    if klass is None:
+        return None
+    for item in klass.body:
+        if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
+            return item
+    return None
+
+
+def moves_to_device(ctx: Context, fn: AST, follow_calls: int = 1) -> bool:
+    """Does ``fn``'s body put tensors on a device (``.cuda()``, ``.to(device)``), itself or
+    through a helper of this file it calls?"""
+    for node in body_nodes(ctx, fn, follow_calls=follow_calls):
+        if node.__class__ is ast.Call and device_move_target(ctx, node) is not None:
+            return True
+    return False
+
+
+def _collate_function(ctx: Context, loader: ast.Call) -> AST | None:
+    """The function of this file a loader's ``collate_fn`` runs (through ``partial(fn, ...)``)."""
+    value = None
+    for k in loader.keywords:
+        if k.arg == "collate_fn":
+            value = k.value
+    if value is None:
+        return None
+    for _ in range(3):
+        if value.__class__ is ast.Name:
+            b = ctx.binding_at(value.id, loader)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                value = b.value
+                continue
+            break
+        if value.__class__ is ast.Call and last_name(value.func) == "partial" and value.args:
+            value = value.args[0]
+            continue
+        break
+    if value.__class__ is ast.Lambda:
+        return value
+    if value.__class__ in (ast.Name, ast.Attribute):
+        fake = ast.Call(func=value, args=[], keywords=[])
+        return local_function(ctx, fake)
+    return None
+
+
+def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | None) -> bool:
+    """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
+    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, or the
+    dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
+    collate = _collate_function(ctx, loader)
+    if collate is not None and moves_to_device(ctx, collate):
+        return True
+    getitem = getitem_of(local_dataset_class(ctx, dataset, loader))
+    if getitem is not None and moves_to_device(ctx, getitem):
+        return True
+    if dataset is not None:
+        made = producing_call(ctx, dataset, loader)
+        if made is not None and last_name(made.func) == "TensorDataset":
+            return any(is_device_tensor(ctx, a, made) for a in made.args)
+    return False
+
+
+def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
+    """A dataset whose ``__getitem__`` hands back stored constants and the index (a prompt
+    dataset for sampling): no call, no indexing into stored data, so no per-item tensor."""
+    getitem = getitem_of(klass)
+    if getitem is None:
+        return False
+    for node in ast.walk(getitem):
+        if node.__class__ is ast.Call:
+            return False
+        if node.__class__ is ast.Subscript and node.ctx.__class__ is ast.Load:
+            return False
+    return True
+
+
 def is_def(node: AST) -> bool:
     return isinstance(node, DEF_TYPES)
 
 
 __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
-    "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
+    "getitem_of", "getitem_reads_nothing", "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
-    "in_compat_fallback", "in_except_handler", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "local_function", "optimizer_steps",
+    "in_compat_fallback", "in_except_handler", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "loader_yields_device_batches", "local_dataset_class", "local_function",
+    "moves_to_device", "optimizer_steps",
     "root_name", "runs_periodically", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
 ]

@@ -7,7 +7,12 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import gpu_evident_for
+from torchwise.lint.semantics import (
+    getitem_reads_nothing,
+    gpu_evident_for,
+    loader_yields_device_batches,
+    local_dataset_class,
+)
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -23,7 +28,10 @@ What it flags
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A CPU-only function in a file that
   also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
-  not flagged.
+  not flagged. Also left alone: loaders whose batches are already on the device (the
+  dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
+  tensors), where pinning would fail, and datasets of this file whose `__getitem__` only hands
+  back stored constants (a prompt dataset), which have no tensor to pin.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -44,6 +52,11 @@ Fix
         for call in calls:
             if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not gpu_evident_for(ctx, call):
                 continue
+            dataset = argument(call, "dataset", 0)
+            if loader_yields_device_batches(ctx, call, dataset):
+                continue  # batches already on the device: pinning them would fail
+            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)):
+                continue  # items are stored constants (prompts, indices): nothing worth pinning
             yield ctx.finding(
                 self.code, call,
                 "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",
