@@ -1149,6 +1149,42 @@ POSITIVE["TW207"] = [
             lossf = loss.item()
     """), 11),
     (_LOOP + "        running += loss.item()\n", 10),
+    # the loss gathered across processes for logging (diffusers' training scripts)
+    (d("""
+        import torch.nn.functional as F
+        for step, batch in enumerate(train_dataloader):
+            with accelerator.accumulate(unet):
+                pred = unet(batch["latents"].to(accelerator.device))
+                loss = F.mse_loss(pred.float(), batch["target"].float())
+                avg_loss = accelerator.gather(loss.repeat(args.train_batch_size)).mean()
+                train_loss += avg_loss.item() / args.gradient_accumulation_steps
+                accelerator.backward(loss)
+                optimizer.step()
+    """), 7),
+    # a loss from a wrapper we cannot see, backwarded scaled: (loss / N).backward()
+    (d("""
+        import torch
+        model.cuda()
+        for i in range(num_batches):
+            for _ in range(accumulate):
+                loss = ar_wrapper(next(train_loader))
+                (loss / accumulate).backward()
+            print(f"training loss: {loss.item()}")
+            optim.step()
+            optim.zero_grad()
+    """), 7),
+    # a mask drawn on the batch's device, tested on the host every step
+    (d("""
+        import torch
+        for batch in loader:
+            emb = encoder(batch.to(device))
+            drop = torch.rand(emb.shape[0], device=emb.device) < 0.1
+            if drop.any():
+                emb[drop] = 0
+            loss = model(emb).mean()
+            loss.backward()
+            opt.step()
+    """), 5),
     # a helper in the test that is not a modulo: runs every step
     (d("""
         import torch
@@ -1170,6 +1206,17 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # a timestep drawn on the CPU on purpose, read on the host
+    d("""
+        import torch
+        for batch in loader:
+            latents = vae.encode(batch.to(device)).sample()
+            timesteps = torch.randint(0, 1000, (1,), device="cpu")
+            timestep = timesteps.item()
+            loss = model(latents, timestep).mean()
+            loss.backward()
+            opt.step()
+    """),
     # periodic through a helper of the file (lucidrains' divisible_by): once per interval
     d("""
         import torch
