@@ -21,6 +21,18 @@ NEGATIVE: dict[str, list[str]] = {}
 
 # ----------------------------------------------------------------------------------- TW101
 POSITIVE["TW101"] = [
+    # an epoch total of backwarded losses, returned as an average: still the graphs pile up
+    (d("""
+        def train_epoch(model, loader, opt):
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+                total += loss
+            avg = total / len(loader)
+            return avg
+    """), 7),
     # backwarded, but the total is never reset inside the loop: it grows for the whole run
     (d("""
         import torch.nn.functional as F
@@ -78,6 +90,23 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # loss terms of one computation summed and returned through a name and a dict
+    d("""
+        import torch.nn.functional as F
+        def mask_losses(preds, gts):
+            losses = {}
+            loss_mask = 0
+            for p, g in zip(preds, gts):
+                loss_mask += F.binary_cross_entropy_with_logits(p, g, reduction="sum")
+            losses["loss_mask"] = loss_mask / len(preds)
+            return losses
+        def l1_mean(criterion, xs):
+            loss_sum = 0
+            for x in xs:
+                loss_sum += criterion(x, torch.zeros_like(x))
+            loss_mean = loss_sum / len(xs)
+            return loss_mean
+    """),
     # the parts of one step's loss, rebound every iteration (DeiT's distillation terms)
     d("""
         for x, y in loader:
@@ -288,6 +317,17 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # a plain helper that is called directly, with no no_grad anywhere
+    (d("""
+        import torch
+        from contextlib import ExitStack
+        def evaluate(model, loader):
+            with ExitStack() as stack:
+                stack.enter_context(open("log.txt", "w"))
+                for x in loader:
+                    out = model(x)
+        evaluate(net, val_loader)
+    """), 7),
     # a factory name does not hide the real forward pass after it
     (d("""
         def validate(args, loader):
@@ -328,6 +368,46 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # no_grad entered through an ExitStack (detectron2's inference_on_dataset)
+    d("""
+        import torch
+        from contextlib import ExitStack
+        def inference_on_dataset(model, data_loader):
+            with ExitStack() as stack:
+                stack.enter_context(torch.no_grad())
+                for inputs in data_loader:
+                    outputs = model(inputs)
+    """),
+    # a test helper with a leading underscore
+    d("""
+        class E2ETest:
+            def _test_eval(self, sizes):
+                inputs = [make_inputs(s) for s in sizes]
+                self.model.eval()
+                self.model(inputs)
+    """),
+    # an evaluation callback returned to an evaluator elsewhere, which sets grad mode
+    d("""
+        def make_eval_fn(ts_model, schema):
+            def eval_wrapper(inputs):
+                return schema(ts_model(inputs[0]["image"]))
+            return eval_wrapper
+    """),
+    # a wrapper of this file whose forward already runs under inference_mode
+    d("""
+        import torch
+        import torch.nn as nn
+        class FrozenFeatures(nn.Module):
+            def __init__(self, backbone):
+                super().__init__()
+                self.backbone = backbone
+            def forward(self, images):
+                with torch.inference_mode():
+                    return self.backbone(images)
+        def run_eval_linear(model, sample):
+            feature_model = FrozenFeatures(model)
+            out = feature_model(sample.cuda())
+    """),
     # forward() of a module that puts a frozen sub-network in eval mode: training still runs through it
     d("""
         import torch.nn as nn
@@ -1373,6 +1453,14 @@ POSITIVE["TW214"] = [
     ("import torch\nmodel = torch.jit.script(model)\nout = model(x)\n", 2),
 ]
 NEGATIVE["TW214"] = [
+    # scripted for its side effect (registering a class with TorchScript), result thrown away
+    d("""
+        import torch
+        def patch_instances(new_instances):
+            _clear_jit_cache()
+            _ = torch.jit.script(new_instances)
+            torch.jit.script(other_cls)
+    """),
     # an opt-in option beside torch.compile
     d("""
         import torch
@@ -1634,6 +1722,14 @@ NEGATIVE["TW305"] = [
 
 # ----------------------------------------------------------------------------------- TW401
 POSITIVE["TW401"] = [
+    # a buffer filled from bytes of a model file is foreign data
+    (d("""
+        import io
+        import torch
+        def restore(predict_net):
+            buf = io.BytesIO(get_arg(predict_net, "serialized_anchor_generator"))
+            return torch.load(buf)
+    """), 5),
     ("import torch\nsd = torch.load('model.pt')\n", 2),
     ("import torch\nsd = torch.load(path, map_location='cpu', weights_only=False)\n", 2),
     ("from torch import load as tload\nsd = tload(path)\n", 2),
@@ -1641,6 +1737,16 @@ POSITIVE["TW401"] = [
     ("import torch\nsd = torch.serialization.load(f)\n", 2),
 ]
 NEGATIVE["TW401"] = [
+    # a deep copy through memory: saved into a fresh buffer right here, then loaded back
+    d("""
+        import io
+        import torch
+        def clone_module(module):
+            with io.BytesIO() as bytesio:
+                torch.save(module, bytesio)
+                bytesio.seek(0)
+                return torch.load(bytesio, weights_only=False)
+    """),
     "import torch\nsd = torch.load('model.pt', weights_only=True)\nx = torch.load(f, **kwargs)\n",
     "import torch, pickle\nsd = torch.load(f, pickle_module=pickle, weights_only=True)\n",
     "import json\ncfg = json.load(f)\nimport numpy as np\na = np.load('a.npy')\n",

@@ -38,8 +38,11 @@ _DEVICE_KEEPING = frozenset({
     "softmax", "log_softmax", "sigmoid", "eq", "ne", "gt", "lt", "ge", "le", "squeeze", "unsqueeze",
     "view", "reshape", "flatten", "norm", "sqrt", "exp", "log", "clone", "contiguous", "long", "int",
     "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
-    "sort", "to_dense", "type_as",
+    "sort", "to_dense", "type_as", "repeat", "expand", "std", "var",
 })
+# Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
+_GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
+_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "linspace"})
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 
@@ -158,6 +161,10 @@ def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]
                     target = target.args[0]
             elif call.args:  # torch.autograd.backward(loss), accelerator.backward(loss)
                 target = call.args[0]
+            if target is not None and target.__class__ is ast.BinOp and target.op.__class__ in (ast.Div, ast.Mult):
+                # (loss / accum_steps).backward(), accelerator.backward(loss * scale)
+                target = target.left if target.left.__class__ is ast.Name else (
+                    target.right if target.left.__class__ is ast.Constant else None)
             if target is not None and target.__class__ is ast.Name:
                 found.setdefault(target.id, []).append((call.lineno, call.col_offset))
         for positions in found.values():
@@ -551,6 +558,14 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
             return True
         if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
             return True
+        q = ctx.qualname(func)
+        if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in _FACTORIES:
+            dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
+            # torch.randint(..., device=latents.device): made on the device (not a "cpu" literal)
+            return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)
+        if func.__class__ is ast.Attribute and func.attr in _GATHERS and q is None:
+            if expr.args and is_device_tensor(ctx, expr.args[0], use, depth - 1):
+                return True
         if func.__class__ is ast.Attribute:
             if func.attr in SYNC_METHODS:
                 return False
@@ -642,6 +657,12 @@ def under_no_grad(ctx: Context, node: AST) -> bool:
                 return True
         child = anc
     scope = ctx.scope_of(node)
+    for call in ctx.calls_named("enter_context"):
+        # with ExitStack() as stack: stack.enter_context(torch.no_grad()) ... (detectron2's evaluator)
+        if call.args and _is_grad_off(ctx, call.args[0]) and ctx.scope_of(call) is scope:
+            w = next((a for a in ctx.ancestors(call) if a.__class__ in (ast.With, ast.AsyncWith)), None)
+            if w is not None and ctx.contains(w, node) and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
+                return True
     for call in ctx.calls_named("set_grad_enabled"):
         if call.args and _is_false(call.args[0]) and ctx.scope_of(call) is scope and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
             if ctx.parent(call).__class__ is ast.Expr:

@@ -26,8 +26,9 @@ What it flags
   `@torch.jit.script` on a function, and `torch.jit.script(obj)` whose result this file does
   not save (`torch.jit.save(...)` or `.save(...)`); scripting for export to C++/mobile is a
   different use and is left alone, as are scripting under an opt-in option (`if
-  args.torchscript:`), a scripted module whose graph or code is inspected, and test files
-  (which check that a model *can* be scripted).
+  args.torchscript:`), a scripted module whose graph or code is inspected, a call whose result
+  is thrown away (`_ = torch.jit.script(cls)`: scripted to register it with TorchScript, not
+  run), and test files (which check that a model *can* be scripted).
 
 Why it matters
   TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is
@@ -69,6 +70,10 @@ Fix
                     continue
             if parent.__class__ is ast.Call and last_name(parent.func) == "save":
                 continue
+            if parent.__class__ is ast.Expr or (
+                parent.__class__ is ast.Assign and all(t.__class__ is ast.Name and t.id == "_" for t in parent.targets)
+            ):
+                continue  # result thrown away: scripted to register or check it, not to run it faster
             if parent.__class__ is ast.Return or self._returned(ctx, parent):
                 continue  # handed to the caller, probably for export
             if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(call)):
