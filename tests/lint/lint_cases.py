@@ -1023,6 +1023,14 @@ POSITIVE["TW203"] = [
     """), 4),
 ]
 NEGATIVE["TW203"] = [
+    # prompts for sampling class images, from a dataset class of another module
+    d("""
+        import torch
+        from utils.dataset import PromptDataset
+        pipeline.to("cuda")
+        sample_dataset = PromptDataset(args.class_prompt, num_new_images)
+        sample_dataloader = torch.utils.data.DataLoader(sample_dataset, batch_size=args.sample_batch_size)
+    """),
     # the collate_fn moves batches to the GPU (pinning a CUDA tensor raises)
     d("""
         from functools import partial

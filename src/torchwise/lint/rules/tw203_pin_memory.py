@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args
@@ -17,6 +18,17 @@ from torchwise.lint.semantics import (
 DATALOADER = "torch.utils.data.DataLoader"
 
 
+def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
+    """An instance of a ``*PromptDataset`` class (defined here or imported): text prompts to
+    sample from, not tensors."""
+    if dataset is None:
+        return False
+    built = ctx.constructed_from(ctx.resolve(dataset, use), use)
+    if built is None:
+        return False
+    return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
+
+
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -30,8 +42,9 @@ What it flags
   also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
-  tensors), where pinning would fail, and datasets of this file whose `__getitem__` only hands
-  back stored constants (a prompt dataset), which have no tensor to pin.
+  tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
+  stored constants, and `*PromptDataset` instances (text prompts for sampling, defined here or
+  imported), which have no tensor to pin.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -55,8 +68,8 @@ Fix
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches already on the device: pinning them would fail
-            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)):
-                continue  # items are stored constants (prompts, indices): nothing worth pinning
+            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
+                continue  # items are stored constants or text prompts: no tensor worth pinning
             yield ctx.finding(
                 self.code, call,
                 "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",
