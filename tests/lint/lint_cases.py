@@ -368,6 +368,16 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # a prediction helper of a transformers model class: part of its forward, the caller sets grad mode
+    d("""
+        from transformers import PreTrainedModel
+        class PrismaticBase(PreTrainedModel):
+            pass
+        class ActionModel(PrismaticBase):
+            def _run_diffusion_prediction(self, input_embeddings, labels):
+                out = self.language_model(inputs_embeds=input_embeddings, labels=labels)
+                return out
+    """),
     # no_grad entered through an ExitStack (detectron2's inference_on_dataset)
     d("""
         import torch
@@ -898,6 +908,14 @@ POSITIVE["TW202"] = [
     ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # index batches, next to per-item transforms elsewhere in the file
+    d("""
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader
+        train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+        train_loader = DataLoader(train_idx, batch_size=16 * 1024, shuffle=True)
+        ds = Folder(root, transform=T.ToTensor())
+    """),
     # a random window of one in-memory tensor (enwik8 samplers), moved to the GPU per item:
     # nothing for a worker to speed up, and CUDA cannot be used in forked workers
     d("""
@@ -999,6 +1017,15 @@ NEGATIVE["TW202"] = [
 
 # ----------------------------------------------------------------------------------- TW203
 POSITIVE["TW203"] = [
+    # a tensor of features (not indices) copied to the GPU batch by batch
+    (d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        features = torch.from_numpy(np.load("feats.npy"))
+        loader = DataLoader(TensorDataset(features, labels), batch_size=256, num_workers=0)
+        for x, y in loader:
+            x = x.to("cuda")
+    """), 4),
     # a dataset of this file that reads its stored data per item, moved in the loop: pin it
     (d("""
         import torch
@@ -1023,6 +1050,15 @@ POSITIVE["TW203"] = [
     """), 4),
 ]
 NEGATIVE["TW203"] = [
+    # loaders over positions: index batches that slice data already on the GPU (PyG examples)
+    d("""
+        import torch
+        from torch.utils.data import DataLoader
+        data = data.to("cuda")
+        train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+        train_loader = DataLoader(train_idx, batch_size=1024, shuffle=True)
+        perm_loader = DataLoader(range(data.num_edges), 8192, shuffle=True)
+    """),
     # prompts for sampling class images, from a dataset class of another module
     d("""
         import torch

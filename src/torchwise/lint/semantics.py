@@ -841,6 +841,41 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
     return False
 
 
+_INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|perm)$", re.I)
+_INDEX_MAKERS = frozenset({"nonzero", "arange", "randperm", "argwhere"})
+
+
+def is_index_collection(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> bool:
+    """Does a loader iterate over positions rather than data: ``range(n)``, a tensor of indices
+    (``mask.nonzero().view(-1)``, ``torch.arange``/``randperm``), or a name such as ``train_idx``?
+    Its batches are small index tensors used to slice data held elsewhere."""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        func = expr.func
+        name = last_name(func)
+        if func.__class__ is ast.Name and name == "range":
+            return True
+        if name in _INDEX_MAKERS:
+            return True
+        if func.__class__ is ast.Attribute and name in ("view", "reshape", "flatten", "squeeze", "to", "long", "cpu", "split"):
+            return is_index_collection(ctx, func.value, use, depth - 1)
+        return False
+    if cls is ast.Subscript:
+        return is_index_collection(ctx, expr.value, use, depth - 1)
+    if cls is ast.Name:
+        if _INDEX_NAME.search(expr.id):
+            return True
+        b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "assign" and b.value is not None:
+            return is_index_collection(ctx, b.value, b.node, depth - 1)
+        return False
+    if cls is ast.Attribute:
+        return bool(_INDEX_NAME.search(expr.attr))
+    return False
+
+
 def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
     """A dataset whose ``__getitem__`` hands back stored constants and the index (a prompt
     dataset for sampling): no call, no indexing into stored data, so no per-item tensor."""
@@ -863,7 +898,7 @@ __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
     "getitem_of", "getitem_reads_nothing", "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
-    "in_compat_fallback", "in_except_handler", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "loader_yields_device_batches", "local_dataset_class", "local_function",
+    "in_compat_fallback", "in_except_handler", "is_index_collection", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "loader_yields_device_batches", "local_dataset_class", "local_function",
     "moves_to_device", "optimizer_steps",
     "root_name", "runs_periodically", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
 ]

@@ -66,7 +66,8 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     if cls.__class__ is not ast.ClassDef:
         return False
     bases = ctx.local_class_bases(cls.name)
-    return any(b.startswith("torch.nn.") for b in bases)
+    # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
+    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases)
 
 
 def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
@@ -101,7 +102,7 @@ What it flags
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
   (`test*` functions and `_test*` helpers), framework hooks (`validation_step`), methods of
-  `nn.Module` classes (part of some forward pass), functions that are only handed to other
+  `nn.Module` classes and of `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to other
   code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file
   whose `forward` runs under no_grad itself, and `stack.enter_context(torch.no_grad())` are
   left alone.

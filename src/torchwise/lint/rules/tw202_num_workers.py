@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import getitem_of, loader_yields_device_batches, moves_to_device
+from torchwise.lint.semantics import getitem_of, is_index_collection, loader_yields_device_batches, moves_to_device
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -166,7 +166,7 @@ What it flags
   `torch.utils.data.DataLoader(...)` (under any import alias) that is not given `num_workers`
   at all (by keyword or as the sixth positional argument). Left alone: an explicit count (0
   included: a decision), `**kwargs` (the value may be in there), data that workers cannot
-  speed up (lists, ranges, tensors, `TensorDataset`, random/dummy datasets, a dataset class of
+  speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
   on the device (a `__getitem__` or `collate_fn` that moves it there: CUDA cannot be used in
   forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
@@ -200,6 +200,8 @@ Fix
             dataset = argument(call, "dataset", 0)
             if dataset is None or _cheap_dataset(ctx, dataset, call) or not _per_item_work(ctx, dataset, call):
                 continue
+            if is_index_collection(ctx, dataset, call):
+                continue  # batches of indices: nothing to load per item
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them
             yield ctx.finding(

@@ -11,6 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import (
     getitem_reads_nothing,
     gpu_evident_for,
+    is_index_collection,
     loader_yields_device_batches,
     local_dataset_class,
 )
@@ -43,8 +44,9 @@ What it flags
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
-  stored constants, and `*PromptDataset` instances (text prompts for sampling, defined here or
-  imported), which have no tensor to pin.
+  stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
+  imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
+  whose small index batches only slice data held elsewhere: none has a tensor worth pinning.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -70,6 +72,8 @@ Fix
                 continue  # batches already on the device: pinning them would fail
             if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
                 continue  # items are stored constants or text prompts: no tensor worth pinning
+            if is_index_collection(ctx, dataset, call):
+                continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
             yield ctx.finding(
                 self.code, call,
                 "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",

@@ -14,6 +14,7 @@ JIT_SCRIPT = "torch.jit.script"
 
 
 _OPT_IN = re.compile(r"script|jit|export|trace|onnx", re.I)
+_TORCHSCRIPT_FILE = re.compile(r"(^|/)(jit|torchscript|scripting)(/|[_.])", re.I)
 _ARTIFACT_ATTRS = frozenset({"graph", "code", "inlined_graph", "save", "code_with_constants", "_c"})
 
 
@@ -28,7 +29,8 @@ What it flags
   different use and is left alone, as are scripting under an opt-in option (`if
   args.torchscript:`), a scripted module whose graph or code is inspected, a call whose result
   is thrown away (`_ = torch.jit.script(cls)`: scripted to register it with TorchScript, not
-  run), and test files (which check that a model *can* be scripted).
+  run), test files (which check that a model *can* be scripted), and files whose folder or name
+  says they are about TorchScript (`examples/jit/gcn.py`, `torchscript_export.py`).
 
 Why it matters
   TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is
@@ -47,6 +49,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if _TORCHSCRIPT_FILE.search(ctx.path.replace("\\", "/")):
+            return  # a file or folder about TorchScript itself (examples/jit/gcn.py): scripting is its subject
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             for func in ctx.nodes.get(kind, ()):
                 for deco in func.decorator_list:
