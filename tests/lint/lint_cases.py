@@ -21,6 +21,18 @@ NEGATIVE: dict[str, list[str]] = {}
 
 # ----------------------------------------------------------------------------------- TW101
 POSITIVE["TW101"] = [
+    # an epoch total of backwarded losses, returned as an average: still the graphs pile up
+    (d("""
+        def train_epoch(model, loader, opt):
+            total = 0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                opt.step()
+                total += loss
+            avg = total / len(loader)
+            return avg
+    """), 7),
     # backwarded, but the total is never reset inside the loop: it grows for the whole run
     (d("""
         import torch.nn.functional as F
@@ -78,6 +90,23 @@ POSITIVE["TW101"] = [
     """), 8),
 ]
 NEGATIVE["TW101"] = [
+    # loss terms of one computation summed and returned through a name and a dict
+    d("""
+        import torch.nn.functional as F
+        def mask_losses(preds, gts):
+            losses = {}
+            loss_mask = 0
+            for p, g in zip(preds, gts):
+                loss_mask += F.binary_cross_entropy_with_logits(p, g, reduction="sum")
+            losses["loss_mask"] = loss_mask / len(preds)
+            return losses
+        def l1_mean(criterion, xs):
+            loss_sum = 0
+            for x in xs:
+                loss_sum += criterion(x, torch.zeros_like(x))
+            loss_mean = loss_sum / len(xs)
+            return loss_mean
+    """),
     # the parts of one step's loss, rebound every iteration (DeiT's distillation terms)
     d("""
         for x, y in loader:
@@ -288,6 +317,17 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # a plain helper that is called directly, with no no_grad anywhere
+    (d("""
+        import torch
+        from contextlib import ExitStack
+        def evaluate(model, loader):
+            with ExitStack() as stack:
+                stack.enter_context(open("log.txt", "w"))
+                for x in loader:
+                    out = model(x)
+        evaluate(net, val_loader)
+    """), 7),
     # a factory name does not hide the real forward pass after it
     (d("""
         def validate(args, loader):
@@ -328,6 +368,56 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # a prediction helper of a transformers model class: part of its forward, the caller sets grad mode
+    d("""
+        from transformers import PreTrainedModel
+        class PrismaticBase(PreTrainedModel):
+            pass
+        class ActionModel(PrismaticBase):
+            def _run_diffusion_prediction(self, input_embeddings, labels):
+                out = self.language_model(inputs_embeds=input_embeddings, labels=labels)
+                return out
+    """),
+    # no_grad entered through an ExitStack (detectron2's inference_on_dataset)
+    d("""
+        import torch
+        from contextlib import ExitStack
+        def inference_on_dataset(model, data_loader):
+            with ExitStack() as stack:
+                stack.enter_context(torch.no_grad())
+                for inputs in data_loader:
+                    outputs = model(inputs)
+    """),
+    # a test helper with a leading underscore
+    d("""
+        class E2ETest:
+            def _test_eval(self, sizes):
+                inputs = [make_inputs(s) for s in sizes]
+                self.model.eval()
+                self.model(inputs)
+    """),
+    # an evaluation callback returned to an evaluator elsewhere, which sets grad mode
+    d("""
+        def make_eval_fn(ts_model, schema):
+            def eval_wrapper(inputs):
+                return schema(ts_model(inputs[0]["image"]))
+            return eval_wrapper
+    """),
+    # a wrapper of this file whose forward already runs under inference_mode
+    d("""
+        import torch
+        import torch.nn as nn
+        class FrozenFeatures(nn.Module):
+            def __init__(self, backbone):
+                super().__init__()
+                self.backbone = backbone
+            def forward(self, images):
+                with torch.inference_mode():
+                    return self.backbone(images)
+        def run_eval_linear(model, sample):
+            feature_model = FrozenFeatures(model)
+            out = feature_model(sample.cuda())
+    """),
     # forward() of a module that puts a frozen sub-network in eval mode: training still runs through it
     d("""
         import torch.nn as nn
@@ -592,6 +682,14 @@ NEGATIVE["TW109"] = [
 
 # ----------------------------------------------------------------------------------- TW110
 POSITIVE["TW110"] = [
+    # a fresh optimizer each pass over the same outer model: the model's gradients still pile up
+    (d("""
+        import torch
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            opt.step()
+    """), 2),
     (d("""
         for x, y in loader:
             loss = criterion(model(x), y)
@@ -616,6 +714,16 @@ POSITIVE["TW110"] = [
     """), 1),
 ]
 NEGATIVE["TW110"] = [
+    # a test that builds a fresh module and optimizer for each case: one step each
+    d("""
+        import torch
+        for params, case in cases:
+            gen = CopyGenerator(**case)
+            trainable = {n: p for n, p in gen.named_parameters() if p.requires_grad}
+            gen(*inputs(params)).sum().backward()
+            dummy_optim = torch.optim.SGD(trainable.values(), 1)
+            dummy_optim.step()
+    """),
     # distributed autograd: every context keeps its own gradients
     d("""
         import torch.distributed.autograd as dist_autograd
@@ -777,6 +885,16 @@ NEGATIVE["TW201"] = [
 
 # ----------------------------------------------------------------------------------- TW202
 POSITIVE["TW202"] = [
+    # a random window, but read from disk per item: workers help
+    (d("""
+        import random
+        from torch.utils.data import DataLoader, Dataset
+        class Clips(Dataset):
+            def __getitem__(self, index):
+                start = random.randint(0, self.n - 16)
+                return read_frames(self.paths[index], start, 16)
+        loader = DataLoader(Clips(), batch_size=8)
+    """), 7),
     ("from torch.utils.data import DataLoader\nfrom torchvision import datasets\nds = datasets.MNIST('.', transform=tf)\nloader = DataLoader(ds, batch_size=32, shuffle=True)\n", 4),
     ("from torch.utils.data import DataLoader as DL\nimport torchvision.transforms as T\nds = Folder(root, transform=T.ToTensor())\nloader = DL(ds, batch_size=32)\n", 4),
     # a dataset class that decodes files in __getitem__: workers would help
@@ -790,6 +908,43 @@ POSITIVE["TW202"] = [
     ("import torch\nimport torchvision\nloader = torch.utils.data.DataLoader(torchvision.datasets.CIFAR10('.'), 64)\n", 3),
 ]
 NEGATIVE["TW202"] = [
+    # index batches, next to per-item transforms elsewhere in the file
+    d("""
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader
+        train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+        train_loader = DataLoader(train_idx, batch_size=16 * 1024, shuffle=True)
+        ds = Folder(root, transform=T.ToTensor())
+    """),
+    # a random window of one in-memory tensor (enwik8 samplers), moved to the GPU per item:
+    # nothing for a worker to speed up, and CUDA cannot be used in forked workers
+    d("""
+        import torch
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class TextSampler(Dataset):
+            def __init__(self, data, seq_len):
+                self.data, self.seq_len = data, seq_len
+            def __getitem__(self, index):
+                start = torch.randint(0, self.data.size(0) - self.seq_len - 1, (1,))
+                return self.data[start: start + self.seq_len + 1].long().cuda()
+            def __len__(self):
+                return self.data.size(0) // self.seq_len
+        train_loader = DataLoader(TextSampler(data, 1024), batch_size=4, drop_last=True)
+    """),
+    # per-item image work, but the collate_fn puts every batch on the GPU
+    d("""
+        from functools import partial
+        import torchvision.transforms as T
+        from torch.utils.data import DataLoader, Dataset
+        class Images(Dataset):
+            def __getitem__(self, i):
+                return load_image(self.paths[i])
+        def collate(items, device="cpu"):
+            return torch.stack(items).to(device)
+        collate_on_gpu = partial(collate, device=device)
+        loader = DataLoader(Images(), batch_size=8, collate_fn=collate_on_gpu)
+    """),
     # tokenised tensors converted with .type() per item, next to a torchvision transform elsewhere
     d("""
         import torchvision.transforms as T
@@ -862,6 +1017,28 @@ NEGATIVE["TW202"] = [
 
 # ----------------------------------------------------------------------------------- TW203
 POSITIVE["TW203"] = [
+    # a tensor of features (not indices) copied to the GPU batch by batch
+    (d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        features = torch.from_numpy(np.load("feats.npy"))
+        loader = DataLoader(TensorDataset(features, labels), batch_size=256, num_workers=0)
+        for x, y in loader:
+            x = x.to("cuda")
+    """), 4),
+    # a dataset of this file that reads its stored data per item, moved in the loop: pin it
+    (d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class Tokens(Dataset):
+            def __getitem__(self, index):
+                return torch.tensor(self.encoded[index])
+        def collate(batch):
+            return torch.stack(batch)
+        loader = DataLoader(Tokens(), batch_size=8, collate_fn=collate, num_workers=2)
+        for x in loader:
+            x = x.to("cuda")
+    """), 8),
     ("import torch\nfrom torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\nmodel.cuda()\n", 3),
     ('from torch.utils.data import DataLoader\ndevice = "cuda"\nloader = DataLoader(ds, num_workers=2)\n', 3),
     # the GPU evidence is in the function that builds the loader
@@ -873,6 +1050,69 @@ POSITIVE["TW203"] = [
     """), 4),
 ]
 NEGATIVE["TW203"] = [
+    # loaders over positions: index batches that slice data already on the GPU (PyG examples)
+    d("""
+        import torch
+        from torch.utils.data import DataLoader
+        data = data.to("cuda")
+        train_idx = data.train_mask.nonzero(as_tuple=False).view(-1)
+        train_loader = DataLoader(train_idx, batch_size=1024, shuffle=True)
+        perm_loader = DataLoader(range(data.num_edges), 8192, shuffle=True)
+    """),
+    # prompts for sampling class images, from a dataset class of another module
+    d("""
+        import torch
+        from utils.dataset import PromptDataset
+        pipeline.to("cuda")
+        sample_dataset = PromptDataset(args.class_prompt, num_new_images)
+        sample_dataloader = torch.utils.data.DataLoader(sample_dataset, batch_size=args.sample_batch_size)
+    """),
+    # the collate_fn moves batches to the GPU (pinning a CUDA tensor raises)
+    d("""
+        from functools import partial
+        import torch
+        from torch.utils.data import DataLoader
+        def collate(batch, device="cpu"):
+            inputs = torch.stack([b[0] for b in batch]).to(device)
+            return inputs
+        device = torch.device("cuda")
+        train_loader = DataLoader(train_ds, batch_size=8, collate_fn=partial(collate, device=device), num_workers=0)
+    """),
+    # a dataset that returns CUDA tensors, and a TensorDataset of a tensor on the GPU
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset, TensorDataset
+        class Sampler(Dataset):
+            def __getitem__(self, i):
+                return self.data[i: i + 128].long().cuda()
+        model = Net().cuda()
+        a = DataLoader(Sampler(), batch_size=4)
+    """),
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        device = torch.device("cuda")
+        rgb = torch.from_numpy(img).to(device)
+        stacked = torch.stack([rgb] * 10)
+        b = DataLoader(TensorDataset(stacked), batch_size=2)
+    """),
+    # prompts to sample class images from: no tensor in an item
+    d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class PromptDataset(Dataset):
+            def __init__(self, prompt, n):
+                self.prompt, self.n = prompt, n
+            def __len__(self):
+                return self.n
+            def __getitem__(self, index):
+                example = {}
+                example["prompt"] = self.prompt
+                example["index"] = index
+                return example
+        pipeline.to("cuda")
+        sample_dataloader = DataLoader(PromptDataset(args.class_prompt, 100), batch_size=4)
+    """),
     # a CPU-only function in a file whose other function uses the GPU
     d("""
         import torch
@@ -1033,6 +1273,55 @@ POSITIVE["TW207"] = [
             lossf = loss.item()
     """), 11),
     (_LOOP + "        running += loss.item()\n", 10),
+    # the loss gathered across processes for logging (diffusers' training scripts)
+    (d("""
+        import torch.nn.functional as F
+        for step, batch in enumerate(train_dataloader):
+            with accelerator.accumulate(unet):
+                pred = unet(batch["latents"].to(accelerator.device))
+                loss = F.mse_loss(pred.float(), batch["target"].float())
+                avg_loss = accelerator.gather(loss.repeat(args.train_batch_size)).mean()
+                train_loss += avg_loss.item() / args.gradient_accumulation_steps
+                accelerator.backward(loss)
+                optimizer.step()
+    """), 7),
+    # a loss from a wrapper we cannot see, backwarded scaled: (loss / N).backward()
+    (d("""
+        import torch
+        model.cuda()
+        for i in range(num_batches):
+            for _ in range(accumulate):
+                loss = ar_wrapper(next(train_loader))
+                (loss / accumulate).backward()
+            print(f"training loss: {loss.item()}")
+            optim.step()
+            optim.zero_grad()
+    """), 7),
+    # a mask drawn on the batch's device, tested on the host every step
+    (d("""
+        import torch
+        for batch in loader:
+            emb = encoder(batch.to(device))
+            drop = torch.rand(emb.shape[0], device=emb.device) < 0.1
+            if drop.any():
+                emb[drop] = 0
+            loss = model(emb).mean()
+            loss.backward()
+            opt.step()
+    """), 5),
+    # a helper in the test that is not a modulo: runs every step
+    (d("""
+        import torch
+        def is_main(rank):
+            return rank == 0
+        model = Net().cuda()
+        for i in range(num_batches):
+            loss = model(next(train_loader))
+            loss.backward()
+            optim.step()
+            if is_main(rank):
+                print(loss.item())
+    """), 10),
     (_LOOP + "        acc = (out.argmax(1) == y).float().mean().cpu()\n", 10),
     (_LOOP + "        print(loss)\n", 10),
     (_LOOP + "        if torch.isnan(loss):\n            break\n", 10),
@@ -1041,6 +1330,32 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # a timestep drawn on the CPU on purpose, read on the host
+    d("""
+        import torch
+        for batch in loader:
+            latents = vae.encode(batch.to(device)).sample()
+            timesteps = torch.randint(0, 1000, (1,), device="cpu")
+            timestep = timesteps.item()
+            loss = model(latents, timestep).mean()
+            loss.backward()
+            opt.step()
+    """),
+    # periodic through a helper of the file (lucidrains' divisible_by): once per interval
+    d("""
+        import torch
+        def divisible_by(num, den):
+            return (num % den) == 0
+        model = Net().cuda()
+        for i in range(num_batches):
+            loss = model(next(train_loader))
+            loss.backward()
+            optim.step()
+            optim.zero_grad()
+            if divisible_by(i, validate_every):
+                with torch.no_grad():
+                    print(f"validation loss: {model(next(val_loader)).item()}")
+    """),
     # a model moved to the CPU to ship its gradients (RPC parameter server), not a value read
     d("""
         for inputs, labels in batches():
@@ -1182,6 +1497,14 @@ POSITIVE["TW214"] = [
     ("import torch\nmodel = torch.jit.script(model)\nout = model(x)\n", 2),
 ]
 NEGATIVE["TW214"] = [
+    # scripted for its side effect (registering a class with TorchScript), result thrown away
+    d("""
+        import torch
+        def patch_instances(new_instances):
+            _clear_jit_cache()
+            _ = torch.jit.script(new_instances)
+            torch.jit.script(other_cls)
+    """),
     # an opt-in option beside torch.compile
     d("""
         import torch
@@ -1245,6 +1568,16 @@ NEGATIVE["TW215"] = [
 
 # ----------------------------------------------------------------------------------- TW217
 POSITIVE["TW217"] = [
+    # a condition that is not periodic still runs every step
+    (d("""
+        import torch
+        for x, y in loader:
+            loss_fn(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+            if args.low_memory:
+                torch.cuda.empty_cache()
+    """), 7),
     (d("""
         import torch
         for x, y in loader:
@@ -1255,6 +1588,25 @@ POSITIVE["TW217"] = [
     """), 6),
 ]
 NEGATIVE["TW217"] = [
+    # periodic validation that deletes a pipeline, and recovery after an out-of-memory error
+    d("""
+        import torch
+        for step, batch in enumerate(loader):
+            try:
+                loss = model(batch).mean()
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            except RuntimeError as exc:
+                if "out of memory" not in str(exc):
+                    raise
+                torch.cuda.empty_cache()
+            if global_step % args.validation_steps == 0:
+                pipeline = make_pipeline(model)
+                log_validation(pipeline)
+                del pipeline
+                torch.cuda.empty_cache()
+    """),
     d("""
         import torch
         for epoch in range(10):
@@ -1414,6 +1766,14 @@ NEGATIVE["TW305"] = [
 
 # ----------------------------------------------------------------------------------- TW401
 POSITIVE["TW401"] = [
+    # a buffer filled from bytes of a model file is foreign data
+    (d("""
+        import io
+        import torch
+        def restore(predict_net):
+            buf = io.BytesIO(get_arg(predict_net, "serialized_anchor_generator"))
+            return torch.load(buf)
+    """), 5),
     ("import torch\nsd = torch.load('model.pt')\n", 2),
     ("import torch\nsd = torch.load(path, map_location='cpu', weights_only=False)\n", 2),
     ("from torch import load as tload\nsd = tload(path)\n", 2),
@@ -1421,6 +1781,16 @@ POSITIVE["TW401"] = [
     ("import torch\nsd = torch.serialization.load(f)\n", 2),
 ]
 NEGATIVE["TW401"] = [
+    # a deep copy through memory: saved into a fresh buffer right here, then loaded back
+    d("""
+        import io
+        import torch
+        def clone_module(module):
+            with io.BytesIO() as bytesio:
+                torch.save(module, bytesio)
+                bytesio.seek(0)
+                return torch.load(bytesio, weights_only=False)
+    """),
     "import torch\nsd = torch.load('model.pt', weights_only=True)\nx = torch.load(f, **kwargs)\n",
     "import torch, pickle\nsd = torch.load(f, pickle_module=pickle, weights_only=True)\n",
     "import json\ncfg = json.load(f)\nimport numpy as np\na = np.load('a.npy')\n",
@@ -1612,10 +1982,26 @@ NEGATIVE["TW503"] = [
 
 # ----------------------------------------------------------------------------------- TW504
 POSITIVE["TW504"] = [
+    # an unrelated condition is no version fallback
+    (d("""
+        import torch.utils.checkpoint
+        if self.gradient_checkpointing and self.training:
+            h = torch.utils.checkpoint.checkpoint(block, x)
+        else:
+            h = block(x)
+    """), 3),
     ("from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x)\n", 2),
     ("import torch\nh = torch.utils.checkpoint.checkpoint(self.layer, x, mask)\n", 2),
 ]
 NEGATIVE["TW504"] = [
+    # the branch for torch < 1.11, which has no use_reentrant argument
+    d("""
+        import torch.utils.checkpoint
+        if is_torch_version(">=", "1.11.0"):
+            h = torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)
+        else:
+            h = torch.utils.checkpoint.checkpoint(block, x)
+    """),
     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, use_reentrant=False)\n",
     "from torch.utils.checkpoint import checkpoint\nh = checkpoint(block, x, **ckpt_kwargs)\n",
     "from mylib import checkpoint\nh = checkpoint(block, x)\n",

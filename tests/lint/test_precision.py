@@ -45,6 +45,12 @@ def test_tw101_reference_sums_in_tests_are_left_alone():
     assert lint_source(src, "tests/test_loss.py", select=["TW101"]) == []
 
 
+@pytest.mark.parametrize("path", ["examples/jit/gcn.py", "tools/torchscript_export.py", "pkg/jit_utils.py"])
+def test_tw214_files_about_torchscript_are_left_alone(path):
+    assert [f.code for f in lint_source(SCRIPT, "examples/gcn.py", select=["TW214"])] == ["TW214"]
+    assert lint_source(SCRIPT, path, select=["TW214"]) == []
+
+
 def test_tw514_only_in_test_files():
     assert [f.code for f in lint_source(LIBRARY, "tests/test_ops.py", select=["TW514"])] == ["TW514"]
     assert lint_source(LIBRARY, "mylib/ops.py", select=["TW514"]) == []

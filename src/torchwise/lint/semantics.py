@@ -38,8 +38,11 @@ _DEVICE_KEEPING = frozenset({
     "softmax", "log_softmax", "sigmoid", "eq", "ne", "gt", "lt", "ge", "le", "squeeze", "unsqueeze",
     "view", "reshape", "flatten", "norm", "sqrt", "exp", "log", "clone", "contiguous", "long", "int",
     "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
-    "sort", "to_dense", "type_as",
+    "sort", "to_dense", "type_as", "repeat", "expand", "std", "var",
 })
+# Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
+_GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
+_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "linspace"})
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 
@@ -158,6 +161,10 @@ def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]
                     target = target.args[0]
             elif call.args:  # torch.autograd.backward(loss), accelerator.backward(loss)
                 target = call.args[0]
+            if target is not None and target.__class__ is ast.BinOp and target.op.__class__ in (ast.Div, ast.Mult):
+                # (loss / accum_steps).backward(), accelerator.backward(loss * scale)
+                target = target.left if target.left.__class__ is ast.Name else (
+                    target.right if target.left.__class__ is ast.Constant else None)
             if target is not None and target.__class__ is ast.Name:
                 found.setdefault(target.id, []).append((call.lineno, call.col_offset))
         for positions in found.values():
@@ -551,9 +558,25 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
             return True
         if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
             return True
+        q = ctx.qualname(func)
+        if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in _FACTORIES:
+            dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
+            # torch.randint(..., device=latents.device): made on the device (not a "cpu" literal)
+            return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)
+        if func.__class__ is ast.Attribute and func.attr in _GATHERS and q is None:
+            if expr.args and is_device_tensor(ctx, expr.args[0], use, depth - 1):
+                return True
         if func.__class__ is ast.Attribute:
             if func.attr in SYNC_METHODS:
                 return False
+            if func.attr in ("stack", "cat", "concat") and expr.args and ctx.qualname(func) in (
+                "torch.stack", "torch.cat", "torch.concat"
+            ):  # torch.stack([x] * n), torch.cat((a, b)): on the device of the parts
+                parts = expr.args[0]
+                if parts.__class__ is ast.BinOp:
+                    parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
+                elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
+                return any(is_device_tensor(ctx, e, use, depth - 1) for e in elts)
             if func.attr in _DEVICE_KEEPING:
                 q = ctx.qualname(func)
                 if q is not None:  # torch.argmax(out, 1) and friends
@@ -634,6 +657,12 @@ def under_no_grad(ctx: Context, node: AST) -> bool:
                 return True
         child = anc
     scope = ctx.scope_of(node)
+    for call in ctx.calls_named("enter_context"):
+        # with ExitStack() as stack: stack.enter_context(torch.no_grad()) ... (detectron2's evaluator)
+        if call.args and _is_grad_off(ctx, call.args[0]) and ctx.scope_of(call) is scope:
+            w = next((a for a in ctx.ancestors(call) if a.__class__ in (ast.With, ast.AsyncWith)), None)
+            if w is not None and ctx.contains(w, node) and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
+                return True
     for call in ctx.calls_named("set_grad_enabled"):
         if call.args and _is_false(call.args[0]) and ctx.scope_of(call) is scope and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
             if ctx.parent(call).__class__ is ast.Expr:
@@ -705,14 +734,171 @@ def body_nodes(ctx: Context, node: AST, follow_calls: int = 1) -> list[AST]:
     return out
 
 
+def _is_modulo_test(ctx: Context, test: AST) -> bool:
+    """A test with a modulo (``step % 100 == 0``) or a call to a helper of this file that returns
+    one (``divisible_by(step, 100)``, ``def divisible_by(n, d): return n % d == 0``)."""
+    for n in ast.walk(test):
+        if n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod:
+            return True
+        if n.__class__ is ast.Call:
+            target = local_function(ctx, n)
+            if target is not None and target.__class__ is not ast.Lambda:
+                for r in ast.walk(target):
+                    if r.__class__ is ast.Return and r.value is not None and any(
+                        m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(r.value)
+                    ):
+                        return True
+    return False
+
+
+def runs_periodically(ctx: Context, node: AST) -> bool:
+    """Inside ``if step % N == 0`` (or a test calling a local modulo helper): once per interval."""
+    return any(_is_modulo_test(ctx, if_node.test) for if_node, _ in ctx.enclosing_ifs(node))
+
+
+def in_except_handler(ctx: Context, node: AST) -> bool:
+    """In the body of an ``except`` clause within its own function: a recovery path, not every step."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, DEF_TYPES):
+            return False
+        if anc.__class__ is ast.ExceptHandler and getattr(child, "_tw_field", "") == "body":
+            return True
+        child = anc
+    return False
+
+
+# --------------------------------------------------------------------------- datasets and loaders
+def local_dataset_class(ctx: Context, expr: AST | None, use: AST) -> ast.ClassDef | None:
+    """The class of this file that ``expr`` (a loader's dataset) is an instance of, if evident."""
+    if expr is None:
+        return None
+    built = ctx.constructed_from(ctx.resolve(expr, use), use)
+    if built is None or not built.startswith("local:"):
+        return None
+    return ctx.local_classes.get(built[6:])
+
+
+def getitem_of(klass: ast.ClassDef | None) -> ast.FunctionDef | None:
+    if klass is None:
+        return None
+    for item in klass.body:
+        if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
+            return item
+    return None
+
+
+def moves_to_device(ctx: Context, fn: AST, follow_calls: int = 1) -> bool:
+    """Does ``fn``'s body put tensors on a device (``.cuda()``, ``.to(device)``), itself or
+    through a helper of this file it calls?"""
+    for node in body_nodes(ctx, fn, follow_calls=follow_calls):
+        if node.__class__ is ast.Call and device_move_target(ctx, node) is not None:
+            return True
+    return False
+
+
+def _collate_function(ctx: Context, loader: ast.Call) -> AST | None:
+    """The function of this file a loader's ``collate_fn`` runs (through ``partial(fn, ...)``)."""
+    value = None
+    for k in loader.keywords:
+        if k.arg == "collate_fn":
+            value = k.value
+    if value is None:
+        return None
+    for _ in range(3):
+        if value.__class__ is ast.Name:
+            b = ctx.binding_at(value.id, loader)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                value = b.value
+                continue
+            break
+        if value.__class__ is ast.Call and last_name(value.func) == "partial" and value.args:
+            value = value.args[0]
+            continue
+        break
+    if value.__class__ is ast.Lambda:
+        return value
+    if value.__class__ in (ast.Name, ast.Attribute):
+        fake = ast.Call(func=value, args=[], keywords=[])
+        return local_function(ctx, fake)
+    return None
+
+
+def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | None) -> bool:
+    """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
+    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, or the
+    dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
+    collate = _collate_function(ctx, loader)
+    if collate is not None and moves_to_device(ctx, collate):
+        return True
+    getitem = getitem_of(local_dataset_class(ctx, dataset, loader))
+    if getitem is not None and moves_to_device(ctx, getitem):
+        return True
+    if dataset is not None:
+        made = producing_call(ctx, dataset, loader)
+        if made is not None and last_name(made.func) == "TensorDataset":
+            return any(is_device_tensor(ctx, a, made) for a in made.args)
+    return False
+
+
+_INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|perm)$", re.I)
+_INDEX_MAKERS = frozenset({"nonzero", "arange", "randperm", "argwhere"})
+
+
+def is_index_collection(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> bool:
+    """Does a loader iterate over positions rather than data: ``range(n)``, a tensor of indices
+    (``mask.nonzero().view(-1)``, ``torch.arange``/``randperm``), or a name such as ``train_idx``?
+    Its batches are small index tensors used to slice data held elsewhere."""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        func = expr.func
+        name = last_name(func)
+        if func.__class__ is ast.Name and name == "range":
+            return True
+        if name in _INDEX_MAKERS:
+            return True
+        if func.__class__ is ast.Attribute and name in ("view", "reshape", "flatten", "squeeze", "to", "long", "cpu", "split"):
+            return is_index_collection(ctx, func.value, use, depth - 1)
+        return False
+    if cls is ast.Subscript:
+        return is_index_collection(ctx, expr.value, use, depth - 1)
+    if cls is ast.Name:
+        if _INDEX_NAME.search(expr.id):
+            return True
+        b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "assign" and b.value is not None:
+            return is_index_collection(ctx, b.value, b.node, depth - 1)
+        return False
+    if cls is ast.Attribute:
+        return bool(_INDEX_NAME.search(expr.attr))
+    return False
+
+
+def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
+    """A dataset whose ``__getitem__`` hands back stored constants and the index (a prompt
+    dataset for sampling): no call, no indexing into stored data, so no per-item tensor."""
+    getitem = getitem_of(klass)
+    if getitem is None:
+        return False
+    for node in ast.walk(getitem):
+        if node.__class__ is ast.Call:
+            return False
+        if node.__class__ is ast.Subscript and node.ctx.__class__ is ast.Load:
+            return False
+    return True
+
+
 def is_def(node: AST) -> bool:
     return isinstance(node, DEF_TYPES)
 
 
 __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
-    "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
+    "getitem_of", "getitem_reads_nothing", "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
-    "in_compat_fallback", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "local_function", "optimizer_steps",
-    "root_name", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
+    "in_compat_fallback", "in_except_handler", "is_index_collection", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "loader_yields_device_batches", "local_dataset_class", "local_function",
+    "moves_to_device", "optimizer_steps",
+    "root_name", "runs_periodically", "scope_moves_to_device", "training_calls", "training_loops", "under_no_grad",
 ]

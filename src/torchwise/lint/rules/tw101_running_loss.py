@@ -36,13 +36,32 @@ def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
 
 
 def _returned_names(ctx: Context, scope: ast.AST) -> set[str]:
+    """Names whose value is returned or yielded, also through a few assignments
+    (``mean = total / n; return mean``) and containers (``losses["mask"] = total; return losses``)."""
     key = ("tw101:returned", id(scope))
     out = ctx._cache.get(key)
     if out is None:
         out = set()
-        for node in ctx.walk_body(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [scope.body]):
+        body = list(ctx.walk_body(getattr(scope, "body", []) if not isinstance(scope, ast.Lambda) else [scope.body]))
+        todo: list[tuple[ast.AST, int]] = []
+        for node in body:
             if node.__class__ in (ast.Return, ast.Yield, ast.YieldFrom) and node.value is not None:
-                out.update(n.id for n in ast.walk(node.value) if n.__class__ is ast.Name)
+                todo.append((node.value, 3))
+        stores = [n for n in body if n.__class__ is ast.Assign and n.targets[0].__class__ is ast.Subscript]
+        while todo:
+            expr, depth = todo.pop()
+            for sub in ast.walk(expr):
+                if sub.__class__ is not ast.Name or sub.id in out:
+                    continue
+                out.add(sub.id)
+                if depth <= 0:
+                    continue
+                for b in ctx.bindings(scope).get(sub.id, ()):
+                    if b.value is not None and b.kind in ("assign", "aug", "walrus"):
+                        todo.append((b.value, depth - 1))
+                for st in stores:  # losses[key] = value, then losses is returned
+                    if root_name(st.targets[0]) is not None and root_name(st.targets[0]).id == sub.id:
+                        todo.append((st.value, depth - 1))
         ctx._cache[key] = out
     return out
 

@@ -66,7 +66,24 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     if cls.__class__ is not ast.ClassDef:
         return False
     bases = ctx.local_class_bases(cls.name)
-    return any(b.startswith("torch.nn.") for b in bases)
+    # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
+    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases)
+
+
+def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
+    """The called module is an instance of a class of this file whose ``forward`` already runs
+    under no_grad/inference_mode (a frozen feature extractor wrapper)."""
+    built = ctx.constructed_from(func, use)
+    if built is None or not built.startswith("local:"):
+        return False
+    klass = ctx.local_classes.get(built[6:])
+    if klass is None:
+        return False
+    for item in klass.body:
+        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and item.name == "forward":
+            returns = [n for n in ast.walk(item) if n.__class__ is ast.Return and n.value is not None]
+            return bool(returns) and all(under_no_grad(ctx, r) for r in returns)
+    return False
 
 
 class EvalWithoutNoGrad(Rule):
@@ -84,8 +101,11 @@ What it flags
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
-  (`test*` functions), framework hooks (`validation_step`) and methods of `nn.Module` classes
-  (part of some forward pass) are left alone.
+  (`test*` functions and `_test*` helpers), framework hooks (`validation_step`), methods of
+  `nn.Module` classes and of `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to other
+  code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file
+  whose `forward` runs under no_grad itself, and `stack.enter_context(torch.no_grad())` are
+  left alone.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -124,8 +144,8 @@ Fix
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        if not is_module and scope.name.startswith("test"):
-            return None  # unit tests check behaviour, grad mode included
+        if not is_module and scope.name.lstrip("_").startswith("test"):
+            return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = _eval_calls(ctx, body)
         named = not is_module and is_eval_name(scope.name)
         if not evals and not named:
@@ -151,6 +171,8 @@ Fix
             return None
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
+        if not is_module and self._handed_over(ctx, scope):
+            return None  # a callback given to an evaluator of another module: that caller sets grad mode
         for node in body:
             if node.__class__ is not ast.Call or not (node.args or node.keywords):
                 continue
@@ -166,7 +188,7 @@ Fix
                     continue
             if is_module and not ctx.enclosing_loops(node):
                 continue  # module-level script: only evaluation loops
-            if under_no_grad(ctx, node):
+            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node):
                 continue
             where = "module-level evaluation" if is_module else f"{scope.name}()"
             return ctx.finding(
@@ -175,6 +197,21 @@ Fix
                 suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
             )
         return None
+
+    @staticmethod
+    def _handed_over(ctx: Context, func: ast.AST) -> bool:
+        """Never called in this file, but handed on as a value: passed as an argument
+        (``inference_on_dataset(eval_fn, ...)``) or returned (``return eval_wrapper``)."""
+        if ctx.calls_named(func.name):
+            return False
+        for name in ctx.nodes.get(ast.Name, ()):
+            if name.id == func.name and name.ctx.__class__ is ast.Load:
+                parent = ctx.parent(name)
+                if parent.__class__ is ast.Return or (parent.__class__ is ast.Call and name is not parent.func) or (
+                    parent.__class__ is ast.keyword
+                ):
+                    return True
+        return False
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context, last_name, root_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics import (
@@ -39,6 +39,26 @@ def _per_context_backward(ctx: Context, call: ast.Call) -> bool:
     return owner == "torch.distributed.autograd" or (owner is None and "dist_autograd" in ctx.text(func.value))
 
 
+def _built_in_loop(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
+    """Is the stepped optimizer created anew inside ``loop`` (``opt = SGD(fresh.parameters())``
+    each pass)? Then every pass is its own one-step run on what it just built; nothing piles up
+    from one pass into the next through this optimizer."""
+    recv = step.func.value
+    if recv.__class__ is not ast.Name:
+        return False
+    binding = ctx.binding_at(recv.id, step)
+    if binding is None or binding.kind != "assign" or not ctx.contains(loop, binding.node):
+        return False
+    built = binding.value
+    if built.__class__ is not ast.Call or not built.args:
+        return False
+    params = root_name(built.args[0])  # the parameters come from something built in the same pass
+    if params is None:
+        return False
+    source = ctx.binding_at(params.id, built)
+    return source is not None and ctx.contains(loop, source.node)
+
+
 class MissingZeroGrad(Rule):
     code = "TW110"
     name = "missing-zero-grad"
@@ -51,7 +71,8 @@ What it flags
   the same file that the loop calls (three calls deep). Left alone: a loop that hands the
   optimizer, the model or its parameters to a function of another module (it may clear the
   gradients), and distributed-autograd loops (`dist_autograd.backward(context_id, ...)`), whose
-  gradients live in a fresh context each step.
+  gradients live in a fresh context each step, and loops that build a new optimizer every
+  pass (a test that trains a fresh module for one step per case).
 
 Why it matters
   `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer
@@ -82,12 +103,15 @@ Fix
                 continue  # distributed autograd: each context holds its own gradients, nothing piles up
             if any(is_zero_grad_like(ctx, n) for n in nodes):
                 continue
+            if all(_built_in_loop(ctx, s, loop) for s in steps):
+                continue  # a fresh optimizer (and model) per pass: one step each, no accumulation
             optimizers = set()
             for s in steps:
                 recv = s.func.value
                 optimizers.add(ctx.text(s.args[0]) if "scaler" in (last_name(recv) or "").lower() and s.args else ctx.text(recv))
             if any(
                 last_name(c.func) not in _STEP_HELPERS and local_function(ctx, c) is None
+                and not (ctx.qualname(c.func) or "").startswith("torch.optim.")  # building an optimizer clears nothing
                 and any(_may_clear(ctx, a, c, optimizers) for a in [*c.args, *(k.value for k in c.keywords)])
                 for c in calls
             ):

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import getitem_of, is_index_collection, loader_yields_device_batches, moves_to_device
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -51,12 +52,16 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
         if any(b.endswith("IterableDataset") for b in bases):
             return True
         klass = ctx.local_classes.get(last)
-        return klass is not None and _indexes_only(klass)
+        if klass is None:
+            return False
+        getitem = getitem_of(klass)
+        # items made on the device cannot come from worker processes at all
+        return _indexes_only(ctx, klass) or (getitem is not None and moves_to_device(ctx, getitem))
     return False
 
 
 _TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
-                             "flatten", "t", "item", "type", "to", "bool", "half"})
+                             "flatten", "t", "item", "type", "to", "bool", "half", "size", "numel", "dim"})
 
 
 def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
@@ -70,7 +75,7 @@ def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
             return True
         if built.startswith("local:"):
             klass = ctx.local_classes.get(built[6:])
-            return klass is not None and not _indexes_only(klass)
+            return klass is not None and not _indexes_only(ctx, klass)
     found = ctx._cache.get("tw202:transforms")
     if found is None:
         found = any(k.arg in ("transform", "transforms", "target_transform") for k in ctx.nodes.get(ast.keyword, ())) or any(
@@ -80,22 +85,34 @@ def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
     return found
 
 
-def _indexes_only(klass: ast.ClassDef) -> bool:
+# Calls that only pick where to slice: a random offset, index arithmetic.
+_INDEX_DRAWS = frozenset({
+    "torch.randint", "random.randint", "random.randrange", "random.random", "numpy.random.randint",
+    "numpy.random.choice", "len", "min", "max", "int",
+})
+
+
+def _indexes_only(ctx: Context, klass: ast.ClassDef) -> bool:
     """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
-    arithmetic, ``.view``/``.long()``): no file reading, decoding or transform calls."""
-    for item in klass.body:
-        if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
-            if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
-                return False
-            for node in ast.walk(item):
-                if node.__class__ is ast.Call:
-                    func = node.func
-                    if not (func.__class__ is ast.Attribute and func.attr in _TENSOR_METHODS):
-                        return False
-                elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
-                    return False
-            return True
-    return False
+    arithmetic or a random offset, ``.view``/``.long()``, a move to the device): no file
+    reading, decoding or transform calls."""
+    item = getitem_of(klass)
+    if item is None:
+        return False
+    if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
+        return False
+    for node in ast.walk(item):
+        if node.__class__ is ast.Call:
+            func = node.func
+            if func.__class__ is ast.Attribute and (func.attr in _TENSOR_METHODS or func.attr == "cuda"):
+                continue
+            q = ctx.qualname(func) or (func.id if func.__class__ is ast.Name else None)
+            if q in _INDEX_DRAWS:
+                continue
+            return False
+        elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
+            return False
+    return True
 
 
 def _subset_source(ctx: Context, expr: ast.AST, use: ast.AST) -> ast.AST | None:
@@ -149,9 +166,10 @@ What it flags
   `torch.utils.data.DataLoader(...)` (under any import alias) that is not given `num_workers`
   at all (by keyword or as the sixth positional argument). Left alone: an explicit count (0
   included: a decision), `**kwargs` (the value may be in there), data that workers cannot
-  speed up (lists, ranges, tensors, `TensorDataset`, random/dummy datasets, a dataset class of
-  the file whose `__getitem__` only indexes stored tensors), iterable datasets (which the main
-  process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
+  speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
+  the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
+  on the device (a `__getitem__` or `collate_fn` that moves it there: CUDA cannot be used in
+  forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
   per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`).
 
 Why it matters
@@ -182,6 +200,10 @@ Fix
             dataset = argument(call, "dataset", 0)
             if dataset is None or _cheap_dataset(ctx, dataset, call) or not _per_item_work(ctx, dataset, call):
                 continue
+            if is_index_collection(ctx, dataset, call):
+                continue  # batches of indices: nothing to load per item
+            if loader_yields_device_batches(ctx, call, dataset):
+                continue  # batches made on the device: worker processes could not build them
             yield ctx.finding(
                 self.code, call, message,
                 suggestion="set num_workers > 0 (measure the best count, e.g. with torchwise tune)",

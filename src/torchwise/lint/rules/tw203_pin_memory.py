@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import gpu_evident_for
+from torchwise.lint.semantics import (
+    getitem_reads_nothing,
+    gpu_evident_for,
+    is_index_collection,
+    loader_yields_device_batches,
+    local_dataset_class,
+)
 
 DATALOADER = "torch.utils.data.DataLoader"
+
+
+def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
+    """An instance of a ``*PromptDataset`` class (defined here or imported): text prompts to
+    sample from, not tensors."""
+    if dataset is None:
+        return False
+    built = ctx.constructed_from(ctx.resolve(dataset, use), use)
+    if built is None:
+        return False
+    return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
 
 
 class LoaderWithoutPinMemory(Rule):
@@ -23,7 +41,12 @@ What it flags
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A CPU-only function in a file that
   also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
-  not flagged.
+  not flagged. Also left alone: loaders whose batches are already on the device (the
+  dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
+  tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
+  stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
+  imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
+  whose small index batches only slice data held elsewhere: none has a tensor worth pinning.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -44,6 +67,13 @@ Fix
         for call in calls:
             if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not gpu_evident_for(ctx, call):
                 continue
+            dataset = argument(call, "dataset", 0)
+            if loader_yields_device_batches(ctx, call, dataset):
+                continue  # batches already on the device: pinning them would fail
+            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
+                continue  # items are stored constants or text prompts: no tensor worth pinning
+            if is_index_collection(ctx, dataset, call):
+                continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
             yield ctx.finding(
                 self.code, call,
                 "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",

@@ -13,20 +13,12 @@ from torchwise.lint.semantics import (
     hot_loop_of,
     hot_loops,
     is_device_tensor,
+    runs_periodically,
     scope_moves_to_device,
 )
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 _PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
-
-
-def _periodic(ctx: Context, node: ast.AST) -> bool:
-    """Inside ``if step % N == 0`` (or any test with a modulo): runs once per interval."""
-    for test_node, _ in ctx.enclosing_ifs(node):
-        test = test_node.test
-        if any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in ast.walk(test)):
-            return True
-    return False
 
 
 def _inner_sync(expr: ast.AST) -> bool:
@@ -103,7 +95,8 @@ What it flags
   the value evidently lives on the accelerator - a loss, a model output, something moved with
   `.to(device)`/`.cuda()`, or arithmetic on those - in a function (or script) that moves data
   to a device. Values already on the CPU, code that never moves anything to a device, and
-  syncs under a periodic test such as `if step % 100 == 0:` are not flagged.
+  syncs under a periodic test such as `if step % 100 == 0:` (or a helper of the file that
+  returns such a modulo test, `if divisible_by(step, 100):`) are not flagged.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -184,7 +177,7 @@ Fix
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True) -> Finding | None:
         loop = hot_loop_of(ctx, node)
-        if loop is None or _periodic(ctx, node):
+        if loop is None or runs_periodically(ctx, node):
             return None
         if not scope_moves_to_device(ctx, ctx.scope_of(node)):
             return None  # nothing here is evidently on an accelerator

@@ -14,6 +14,7 @@ JIT_SCRIPT = "torch.jit.script"
 
 
 _OPT_IN = re.compile(r"script|jit|export|trace|onnx", re.I)
+_TORCHSCRIPT_FILE = re.compile(r"(^|/)(jit|torchscript|scripting)(/|[_.])", re.I)
 _ARTIFACT_ATTRS = frozenset({"graph", "code", "inlined_graph", "save", "code_with_constants", "_c"})
 
 
@@ -26,8 +27,10 @@ What it flags
   `@torch.jit.script` on a function, and `torch.jit.script(obj)` whose result this file does
   not save (`torch.jit.save(...)` or `.save(...)`); scripting for export to C++/mobile is a
   different use and is left alone, as are scripting under an opt-in option (`if
-  args.torchscript:`), a scripted module whose graph or code is inspected, and test files
-  (which check that a model *can* be scripted).
+  args.torchscript:`), a scripted module whose graph or code is inspected, a call whose result
+  is thrown away (`_ = torch.jit.script(cls)`: scripted to register it with TorchScript, not
+  run), test files (which check that a model *can* be scripted), and files whose folder or name
+  says they are about TorchScript (`examples/jit/gcn.py`, `torchscript_export.py`).
 
 Why it matters
   TorchScript's fuser was the way to fuse chains of pointwise operations, but TorchScript is
@@ -46,6 +49,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if _TORCHSCRIPT_FILE.search(ctx.path.replace("\\", "/")):
+            return  # a file or folder about TorchScript itself (examples/jit/gcn.py): scripting is its subject
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             for func in ctx.nodes.get(kind, ()):
                 for deco in func.decorator_list:
@@ -69,6 +74,10 @@ Fix
                     continue
             if parent.__class__ is ast.Call and last_name(parent.func) == "save":
                 continue
+            if parent.__class__ is ast.Expr or (
+                parent.__class__ is ast.Assign and all(t.__class__ is ast.Name and t.id == "_" for t in parent.targets)
+            ):
+                continue  # result thrown away: scripted to register or check it, not to run it faster
             if parent.__class__ is ast.Return or self._returned(ctx, parent):
                 continue  # handed to the caller, probably for export
             if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(call)):

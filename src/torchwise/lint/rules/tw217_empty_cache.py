@@ -7,7 +7,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import hot_loop_of
+from torchwise.lint.semantics import hot_loop_of, in_except_handler, runs_periodically
 
 
 class EmptyCacheInLoop(Rule):
@@ -17,7 +17,9 @@ class EmptyCacheInLoop(Rule):
     doc = """\
 What it flags
   `torch.cuda.empty_cache()` called inside the loop that runs `backward()` or an optimizer
-  `step()` every pass.
+  `step()` every pass. Left alone: a call under a periodic test (`if step % 500 == 0:`, e.g.
+  after deleting a validation pipeline) and one in an `except` clause (recovery after an
+  out-of-memory error): neither runs every step.
 
 Why it matters
   The caching allocator keeps freed blocks to hand them out again on the next step without
@@ -39,8 +41,8 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_to("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"):
             loop = hot_loop_of(ctx, call)
-            if loop is None:
-                continue
+            if loop is None or runs_periodically(ctx, call) or in_except_handler(ctx, call):
+                continue  # not every step: once per interval, or only on the error path
             yield ctx.finding(
                 self.code, call,
                 f"empty_cache() in the training loop (line {loop.lineno}) forces slow re-allocation every step and frees nothing PyTorch would not reuse",

@@ -20,6 +20,28 @@ def _feeds_load_state_dict(ctx: Context, call: ast.Call) -> bool:
     )
 
 
+def _own_buffer(ctx: Context, call: ast.Call) -> bool:
+    """``torch.save(obj, buf); buf.seek(0); torch.load(buf)``: bytes this function has just written
+    into an in-memory buffer (a deep copy through serialisation), not a file from elsewhere."""
+    arg = argument(call, "f", 0)
+    if arg is None or arg.__class__ is not ast.Name:
+        return False
+    made = ctx.binding_at(arg.id, call)
+    if made is None or made.value is None or made.value.__class__ is not ast.Call:
+        return False
+    if ctx.qualname(made.value.func) != "io.BytesIO" or made.value.args or made.value.keywords:
+        return False  # io.BytesIO(data): bytes that came from somewhere else
+    scope = ctx.scope_of(call)
+    for save in ctx.calls_to("torch.save"):
+        target = argument(save, "f", 1)
+        if (
+            target.__class__ is ast.Name and target.id == arg.id and ctx.scope_of(save) is scope
+            and (save.lineno, save.col_offset) < (call.lineno, call.col_offset)
+        ):
+            return True
+    return False
+
+
 class UnsafeTorchLoad(Rule):
     code = "TW401"
     name = "torch-load-unsafe"
@@ -30,7 +52,9 @@ What it flags
   `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
   missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
   the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there,
-  and so are test files, which load what they have just written themselves.
+  and so are test files, which load what they have just written themselves, and a load from
+  an empty `io.BytesIO()` that the same function has just filled with `torch.save` (a deep
+  copy through serialisation).
 
 Why it matters
   A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
@@ -54,6 +78,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_to("torch.load"):
+            if _own_buffer(ctx, call):
+                continue  # a round trip through memory this code wrote itself: nothing foreign is unpickled
             value = argument(call, "weights_only", 3)
             custom_pickle = argument(call, "pickle_module", 2) is not None
             if value is None and custom_pickle:

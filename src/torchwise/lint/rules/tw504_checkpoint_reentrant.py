@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, has_star_args, keyword
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics import in_compat_fallback
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
+_NEW_API = re.compile(r"\buse_reentrant\b")
 
 
 class CheckpointReentrant(Rule):
@@ -19,7 +22,9 @@ class CheckpointReentrant(Rule):
     doc = """\
 What it flags
   `torch.utils.checkpoint.checkpoint(...)` (or `checkpoint_sequential`) called without the
-  `use_reentrant` argument.
+  `use_reentrant` argument. Left alone: the old-torch branch of version-dependent code (under
+  `if is_torch_version(">=", "1.11.0"): ... else:`, in an `except TypeError:` fallback, or
+  beside a branch that passes `use_reentrant`), since torch before 1.11 does not accept it.
 
 Why it matters
   PyTorch warns on every such call and plans to change the default. The old reentrant variant
@@ -39,6 +44,8 @@ Fix
         for call in ctx.calls_to(*_CHECKPOINTS):
             if keyword(call, "use_reentrant") is not None or has_star_args(call):
                 continue
+            if in_compat_fallback(ctx, call, _NEW_API):
+                continue  # the branch for torch versions that do not know the argument
             edit = ctx.add_keyword(call, "use_reentrant=False")
             fix = Fix("pass use_reentrant=False", (edit,), safe=False,
                       why_unsafe="switches from the reentrant variant (the current default) to the non-reentrant one") if edit else None
