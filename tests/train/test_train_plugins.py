@@ -48,6 +48,34 @@ def test_early_stopping_mode_from_the_name_and_validation():
         EarlyStopping(patience=0)
 
 
+@pytest.mark.parametrize("name, lower", [
+    ("val/loss", True), ("val/recon_loss", True), ("val/celoss", True), ("val/nll", True), ("val/top1_err", True),
+    ("val/wer", True), ("val/fid50k", True), ("val/kl", True), ("val/perplexity", True),
+    ("val/accuracy", False), ("val/f1", False), ("val/auc", False), ("val/bleu", False),
+    ("val/power", False), ("val/lower_bound", False), ("val/recall", False),
+])
+def test_the_direction_of_a_monitored_metric_follows_its_name(name, lower):
+    from torchwise.train.monitor import Monitor, lower_is_better
+
+    assert lower_is_better(name) is lower
+    assert Monitor(name).mode == ("min" if lower else "max")
+    assert Monitor(name, "max" if lower else "min").mode == ("max" if lower else "min")  # the explicit mode wins
+
+
+def test_the_run_says_which_way_the_monitored_metric_is_followed(capsys):
+    t = _trainer(early_stopping=EarlyStopping(patience=5, monitor="val/accuracy"), progress=True)
+    t.evaluate = lambda loader, metrics=None: {"accuracy": 0.5, "loss": 1.0}
+    t.fit(loader(), loader(), epochs=1)
+    assert "monitoring val/accuracy: higher is better (from its name; monitor_mode= sets it)" in capsys.readouterr().out
+    t = _trainer(early_stopping=EarlyStopping(patience=5, monitor="val/score", mode="min"), progress=True)
+    t.evaluate = lambda loader, metrics=None: {"score": 0.5, "loss": 1.0}
+    t.fit(loader(), loader(), epochs=1)
+    out = capsys.readouterr().out
+    assert "monitoring val/score: lower is better\n" in out
+    _trainer(progress=True).fit(loader(), epochs=1)  # nothing follows the metric: nothing said
+    assert "monitoring" not in capsys.readouterr().out
+
+
 def test_a_callback_can_stop_the_run_cleanly(tmp_path):
     class Stop:
         def on_step_end(self, trainer):

@@ -2,23 +2,30 @@
 
 ``monitor`` names a logged value (default ``"val/loss"``; without validation data it falls back
 to ``"train/loss"``). ``mode`` "min" or "max"; None decides from the name: names holding loss,
-error, mae, mse, perplexity... are better when lower, everything else (accuracy, f1...) when higher.
+error, perplexity, divergence, distance, or the word err, mae, mse, rmse, ppl, nll, kl, wer, cer,
+fid, bpd, bpc are better when lower, everything else (accuracy, f1, auc...) when higher.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Mapping
 
 from torchwise.errors import UsageError
 
-LOWER_IS_BETTER = ("loss", "error", "err", "mae", "mse", "rmse", "perplexity", "ppl")
+# words found anywhere in the name ("celoss", "val_error") and short tags matched as whole words
+# ("top1_err", "nll", "wer"), so "power" or "lower_bound" are not taken for an error rate
+LOWER_IS_BETTER_WORDS = ("loss", "error", "perplexity", "divergence", "distance")
+LOWER_IS_BETTER = ("err", "mae", "mse", "rmse", "ppl", "nll", "kl", "wer", "cer", "fid", "bpd", "bpc")
 
 
 def lower_is_better(name: str) -> bool:
     """Whether the metric ``name`` improves when it goes down (by its last path part)."""
     last = name.split("/")[-1].lower()
-    return any(tag in last for tag in LOWER_IS_BETTER)
+    if any(word in last for word in LOWER_IS_BETTER_WORDS):
+        return True
+    return any(token in LOWER_IS_BETTER for token in re.split(r"[^a-z0-9]+|(?<=[a-z])(?=[0-9])|(?<=[0-9])(?=[a-z])", last))
 
 
 class Monitor:
@@ -37,6 +44,11 @@ class Monitor:
         if self.name not in values and self.name == "val/loss" and "train/loss" in values:
             return "train/loss"
         return self.name
+
+    @property
+    def from_name(self) -> bool:
+        """True when the direction comes from the name (no ``mode`` given)."""
+        return self._mode is None
 
     @property
     def mode(self) -> str:

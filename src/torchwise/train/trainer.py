@@ -728,6 +728,9 @@ class Trainer:
             + (f", {total} steps" if total else "")
             + (f", from step {self.step} (epoch {self.epoch + 1}, batch {self.batch_in_epoch})" if resumed else "")
         )
+        for m in self._monitors():
+            self._say(f"monitoring {m.name}: {'lower' if m.mode == 'min' else 'higher'} is better"
+                      + (" (from its name; monitor_mode= sets it)" if m.from_name else ""))
         if self.tuned is not None:
             settings = ", ".join(f"{k}={v}" for k, v in self.tuned_applied.items())
             self._say(f"tuned settings applied: {settings or 'none (every tuned setting was chosen explicitly by the caller)'}")
@@ -736,6 +739,13 @@ class Trainer:
             rng = resumed[0]["rng"]
             set_rng_state(rng[min(self.strategy.rank, len(rng) - 1)] if isinstance(rng, list) else rng)
         return n_batches
+
+    def _monitors(self) -> list[Monitor]:
+        """The metrics something acts on: early stopping's, and the Trainer's for best.pt and ReduceLROnPlateau."""
+        found = [p.monitor for p in self.plugins if isinstance(p, EarlyStopping) and p.monitor is not None]
+        if (self.best_checkpoint is not None and self.checkpoint_dir is not None) or any(is_plateau(p.scheduler) for p in self.phases):
+            found.append(self.monitor)
+        return [m for i, m in enumerate(found) if (m.name, m.mode) not in {(o.name, o.mode) for o in found[:i]}]
 
     def _check_schedules(self, plan: RunPlan) -> None:
         """Say it when a scheduler would cut the learning rate more than 1000x within the first epoch."""
