@@ -167,13 +167,6 @@ def test_the_non_finite_guard_judges_the_sharded_gradients():
     assert any("step 2 skipped" in e for e in result.events)
 
 
-def test_channels_last_is_left_off_under_fsdp():
-    with pytest.warns(UserWarning, match="channels_last=True is not applied under strategy='fsdp'"):
-        trainer = _trainer("fsdp", channels_last=True)
-    assert trainer.auto.want_channels_last is False  # (converting sharded parameters would fail inside FSDP)
-    trainer.close()
-
-
 def test_a_single_file_checkpoint_starts_an_fsdp_run(tmp_path):
     whole = _fit(_trainer(clip_grad_norm=1.0))
     _fit(_trainer(clip_grad_norm=1.0, checkpoint_dir=tmp_path), max_steps=6)
@@ -348,13 +341,3 @@ def test_fsdp_with_plan_factories_a_named_optimizer_a_scheduler_and_best_checkpo
     _close(whole, resumed, atol=1e-6)  # model, AdamW state and the scheduler came back into the lazily built optimizer
     on_one_device = _fit(_planned("auto"), resume=str(tmp_path / "step-00000003.dcp"))
     _close(whole, on_one_device, atol=1e-6)  # the same folder, assembled in one process
-
-
-def test_fsdp_refuses_several_optimizers_and_ema_in_one_line():
-    model, _ = workload.parts()
-    several = {"stem": torch.optim.SGD(model.stem.parameters(), lr=0.1), "rest": torch.optim.SGD([*model.blocks.parameters(), *model.head.parameters()], lr=0.1)}
-    with pytest.raises(UsageError, match=r"strategy='fsdp' takes one optimizer, got 2 \(stem, rest\)") as err:
-        Trainer(model, several, nn.CrossEntropyLoss(), device="cpu", log_dir=False, progress=False, strategy="fsdp")
-    assert "\n" not in str(err.value)
-    with pytest.raises(UsageError, match="ema= does not work with strategy='fsdp'"):
-        _trainer("fsdp", ema=0.99)
