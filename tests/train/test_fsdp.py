@@ -341,3 +341,58 @@ def test_fsdp_with_plan_factories_a_named_optimizer_a_scheduler_and_best_checkpo
     _close(whole, resumed, atol=1e-6)  # model, AdamW state and the scheduler came back into the lazily built optimizer
     on_one_device = _fit(_planned("auto"), resume=str(tmp_path / "step-00000003.dcp"))
     _close(whole, on_one_device, atol=1e-6)  # the same folder, assembled in one process
+
+
+# ---------------------------------------------------------------- out of memory under FSDP
+
+
+def _oom_hook(trainer: Trainer, step: int) -> list:
+    """Raise torch.OutOfMemoryError in the second block's forward (mid-forward, after an all-gather) once, at ``step``."""
+    fired: list = []
+
+    def hook(module, args):
+        if trainer.step + 1 == step and not fired:
+            fired.append(step)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+
+    trainer.model.blocks[1].register_forward_pre_hook(hook)
+    return fired
+
+
+def test_fsdp_in_one_process_recovers_from_out_of_memory_inside_the_step():
+    plain = _fit(_trainer("fsdp", clip_grad_norm=1.0))
+    trainer = _trainer("fsdp", clip_grad_norm=1.0)
+    trainer._place()
+    fired = _oom_hook(trainer, 3)
+    try:
+        result = trainer.fit(_loader(), epochs=2)
+        split = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+    finally:
+        trainer.close()
+    assert fired == [3] and result.oom_splits == 2 and result.steps == 12  # no step lost: the window was redone in halves
+    _close(plain, split, atol=1e-6)
+
+
+def test_with_several_processes_out_of_memory_stops_the_rank_and_leaves_the_split_for_the_restart(tmp_path, monkeypatch):
+    from torchwise.errors import TrainingError
+    from torchwise.train.oom import OOMRecovery
+
+    batch = (torch.zeros(16, 5), torch.zeros(16))
+    oom = torch.OutOfMemoryError("CUDA out of memory")
+    no_folder = OOMRecovery(rank=1, world_size=2)
+    with pytest.raises(TrainingError, match=r"rank 1 of 2 ran out of memory on cpu at step 6 with micro-batches of 16: .*give checkpoint_dir and torchrun --max-restarts"):
+        no_folder.recover(oom, batch, torch.device("cpu"), 6)
+    assert no_folder.splits == 1  # nothing changed in this process: it stops
+    failing = OOMRecovery(rank=1, world_size=2, folder=tmp_path)
+    with pytest.raises(TrainingError, match="resumes from the last checkpoint with 2 micro-batches per batch") as err:
+        failing.recover(oom, batch, torch.device("cpu"), 6)
+    assert "\n" not in str(err.value) and err.value.__cause__ is oom
+    # the restarted group: every rank reads the same count, whether it resumes a checkpoint or starts over
+    assert "rank 1 ran out of memory at step 6" in OOMRecovery(rank=0, world_size=2, folder=tmp_path).resume(1)
+    assert OOMRecovery(rank=0, world_size=2, folder=tmp_path).resume(4) is None  # a checkpoint saved later already splits more
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    restarted = OOMRecovery(rank=1, world_size=2, folder=tmp_path)
+    assert restarted.start_fresh() is not None and restarted.splits == 2
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")  # a new run in the same folder: the old count goes
+    assert OOMRecovery(rank=0, world_size=2, folder=tmp_path).start_fresh() is None
+    assert not (tmp_path / "oom.json").exists()
