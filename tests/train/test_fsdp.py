@@ -396,3 +396,98 @@ def test_with_several_processes_out_of_memory_stops_the_rank_and_leaves_the_spli
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")  # a new run in the same folder: the old count goes
     assert OOMRecovery(rank=0, world_size=2, folder=tmp_path).start_fresh() is None
     assert not (tmp_path / "oom.json").exists()
+
+
+# ---------------------------------------------------------------- several optimizers, EMA, channels_last under FSDP
+
+COMPOSE = Path(__file__).with_name("train_fsdp_compose_script.py")
+
+
+def test_several_optimizers_shard_each_top_level_submodule_and_refuse_parameters_on_the_root():
+    import train_fsdp_compose_script as compose
+    from torchwise.train.fsdp import top_level_units
+
+    gan = compose.GAN()
+    blocks = find_blocks(gan)
+    assert [type(b) for b in blocks] == [nn.Linear] * 4
+    assert top_level_units(gan, blocks) == [gan.gen, gan.disc]  # model.gen(z) gathers what the Linear blocks leave
+    listed = nn.Module()
+    listed.parts = nn.ModuleList([nn.Linear(2, 2), nn.ReLU(), nn.Conv2d(1, 1, 1)])  # a ModuleList is never called: its members are
+    assert top_level_units(listed, []) == [listed.parts[0], listed.parts[2]]
+    gan.scale = nn.Parameter(torch.ones(()))
+    with pytest.raises(UsageError, match=r"several optimizers shards each top-level submodule of GAN, but parameter\(s\) scale sit on the model itself"):
+        top_level_units(gan, blocks)
+
+
+def test_fsdp_with_two_optimizers_ema_and_accumulation_in_one_process_equals_the_single_device(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    one = compose.run("gan", 8, strategy="auto", accumulate=2)
+    sharded = compose.run("gan", 8, accumulate=2, checkpoint_dir=str(tmp_path), checkpoint_every=3)
+    assert sharded["sharded_ema"] and not one["sharded_ema"]  # each rank averages its own shards
+    _close(one["model"], sharded["model"], atol=1e-6)
+    _close(one["ema"], sharded["ema"], atol=1e-6)
+    assert sharded["val"] == pytest.approx(one["val"], abs=1e-6)  # evaluated on the averaged weights
+    saved = read_full(tmp_path / "step-00000003.dcp")  # the EMA went through DCP with the plug-ins
+    assert set(saved["optimizer"]) == {"d", "g"} and saved["plugins"]["ema"]["updates"] == 3
+    assert not torch.equal(saved["plugins"]["ema"]["weights"]["gen.0.weight"], saved["model"]["gen.0.weight"])
+    single = compose.run("gan", 8, strategy="auto", accumulate=2, resume=str(tmp_path / "step-00000003.dcp"))  # the folder in one process
+    _close(one["model"], single["model"], atol=1e-6)
+    _close(one["ema"], single["ema"], atol=1e-6)
+    compose.run("gan", 8, strategy="auto", accumulate=2, checkpoint_dir=str(tmp_path / "plain"), checkpoint_every=3)
+    back = compose.run("gan", 8, accumulate=2, resume=str(tmp_path / "plain" / "step-00000003.pt"))  # a single file starts FSDP
+    _close(one["model"], back["model"], atol=1e-6)
+    _close(one["ema"], back["ema"], atol=1e-6)  # the whole averages cut into this rank's shards
+
+
+def test_fsdp_channels_last_feeds_nhwc_inputs_and_keeps_the_shards_contiguous():
+    import train_fsdp_compose_script as compose
+
+    channels_first = compose.run("cnn", 16, strategy="auto")
+    trainer = compose.trainer("cnn", channels_last=True)
+    trainer._place()
+    seen: list = []
+    trainer.model[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
+    try:
+        trainer.fit(DataLoader(compose.data("cnn"), batch_size=16, shuffle=True), epochs=2)
+        weight = trainer.model[0].weight
+        assert type(weight).__name__ == "DTensor" and weight.to_local().is_contiguous()  # fully_shard refuses NHWC parameters
+        last = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+    finally:
+        trainer.close()
+    assert seen and all(seen) and trainer.auto.channels_last
+    _close(channels_first["model"], last, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_with_two_optimizers_and_ema_equal_one_process_and_resume_bitwise(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    args = ["--batch", "4", "--accumulate", "2"]  # 2 processes x 4 samples x 2 micro-steps = one process's 8 x 2
+    ok(torchrun(["gan", "two.pt", *args, "--checkpoint-dir", "ck", "--checkpoint-every", "3"], cwd=tmp_path, script=COMPOSE))
+    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    one = compose.run("gan", 8, strategy="auto", accumulate=2)
+    assert two["world_size"] == 2 and two["sharded_ema"] and two["step"] == one["step"] == 8
+    _close(one["model"], two["model"], atol=1e-5)
+    _close(one["ema"], two["ema"], atol=1e-5)
+    assert two["val"] == pytest.approx(one["val"], abs=1e-5)
+    # resumed mid-epoch from step 3 (every optimizer, the EMA's shards, the data position): bitwise the same end
+    ok(torchrun(["gan", "resumed.pt", *args, "--resume", "ck/step-00000003.dcp"], cwd=tmp_path, script=COMPOSE))
+    resumed = torch.load(tmp_path / "resumed.pt", weights_only=False)
+    assert resumed["events"] == ["resuming from ck/step-00000003.dcp"]
+    assert_equal(two["model"], resumed["model"])
+    assert_equal(two["ema"], resumed["ema"])
+    assert resumed["val"] == two["val"]
+
+
+@pytest.mark.slow
+def test_two_processes_with_channels_last_equal_one_process_channels_first(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    ok(torchrun(["cnn", "two.pt", "--batch", "8", "--channels-last"], cwd=tmp_path, script=COMPOSE))
+    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    one = compose.run("cnn", 16, strategy="auto")
+    assert two["world_size"] == 2 and two["channels_last_inputs"] and all(two["channels_last_inputs"])
+    assert not any(one["channels_last_inputs"])
+    _close(one["model"], two["model"], atol=1e-5)
+    assert two["val"] == pytest.approx(one["val"], abs=1e-5)
