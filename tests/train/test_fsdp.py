@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -491,3 +493,59 @@ def test_two_processes_with_channels_last_equal_one_process_channels_first(tmp_p
     assert not any(one["channels_last_inputs"])
     _close(one["model"], two["model"], atol=1e-5)
     assert two["val"] == pytest.approx(one["val"], abs=1e-5)
+
+
+# ---------------------------------------------------------------- torch.compile and tuned configurations under FSDP
+
+
+def test_fsdp_with_compile_runs_the_compiled_graph_and_trains_like_eager(monkeypatch):
+    from torch._dynamo.backends.registry import lookup_backend
+
+    eager = _fit(_trainer("fsdp", clip_grad_norm=1.0, accumulate=2))
+    graphs: list = []
+
+    def counting(gm, example_inputs):  # aot_eager: dynamo and AOT autograd through FSDP's hooks, no C++ build
+        graphs.append(gm)
+        return lookup_backend("aot_eager")(gm, example_inputs)
+
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: real_compile(model, backend=counting))
+    trainer = _trainer("fsdp", clip_grad_norm=1.0, accumulate=2, compile=True)
+    trainer._place()
+    syncs: list[bool] = []
+    original = trainer.model.set_requires_gradient_sync
+    trainer.model.set_requires_gradient_sync = lambda flag, **kw: (syncs.append(flag), original(flag, **kw))[1]
+    try:
+        trainer.fit(_loader(), epochs=2)
+        compiled = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+        assert trainer._train_model.verified  # the compiled call succeeded (no eager fallback)
+    finally:
+        trainer.close()
+    assert not any("torch.compile failed" in e for e in trainer.events)
+    assert graphs  # the forward went through the compiler
+    assert syncs[:4] == [False, True, False, True]  # no_sync reached the sharded model inside the compile wrapper
+    _close(eager, compiled, atol=1e-6)
+
+
+def test_a_tuned_configuration_applies_under_fsdp(tmp_path):
+    import json
+
+    import train_fsdp_compose_script as compose
+    from torchwise.tune.config import describe_model
+
+    path = tmp_path / "tune.json"
+    made_for = describe_model(compose.cnn(), torch.zeros(1, 3, 8, 8))
+    path.write_text(json.dumps({"precision": "bf16-mixed", "channels_last": True, "batch_size": 8, "meta": {"model": made_for, "task": "cnn"}}))
+    trainer = compose.trainer("cnn", tuned=str(path))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = trainer.fit(DataLoader(compose.data("cnn"), batch_size=16), epochs=1)
+        policy = trainer.model._get_fsdp_state()._mp_policy
+    finally:
+        trainer.close()
+    assert not [w for w in caught if "tune.json was made for" in str(w.message)]  # fully_shard's FSDP<Name> is still the user's class
+    assert trainer.tuned_applied == {"precision": "bf16-mixed", "channels_last": True, "batch_size": 8}
+    assert policy.param_dtype == torch.bfloat16  # the tuned precision became FSDP's mixed-precision policy
+    assert trainer.auto.channels_last and result.steps == 8  # NHWC inputs, and the tuned batch of 8 (64 samples)
+    assert result.train_loss is not None and math.isfinite(result.train_loss)

@@ -59,7 +59,7 @@ def data(workload: str) -> TensorDataset:
     return TensorDataset(torch.randn(64, 3, 8, 8, generator=g), torch.randint(0, 3, (64,), generator=g))
 
 
-def trainer(workload: str, strategy: str = "fsdp", *, channels_last: bool = False, accumulate: int = 1, **kw: object) -> Trainer:
+def trainer(workload: str, strategy: str = "fsdp", *, channels_last: bool | str = "auto", accumulate: int = 1, **kw: object) -> Trainer:
     torch.manual_seed(0)
     common = dict(device="cpu", seed=0, log_dir=False, progress=False, strategy=strategy, clip_grad_norm=1.0, accumulate=accumulate, **kw)
     if workload == "gan":
@@ -71,7 +71,7 @@ def trainer(workload: str, strategy: str = "fsdp", *, channels_last: bool = Fals
     return Trainer(model, torch.optim.AdamW(model.parameters(), lr=0.01), nn.CrossEntropyLoss(), channels_last=channels_last, **common)  # type: ignore[arg-type]
 
 
-def run(workload: str, batch: int, *, strategy: str = "fsdp", channels_last: bool = False, accumulate: int = 1, epochs: int = 2,
+def run(workload: str, batch: int, *, strategy: str = "fsdp", channels_last: bool | str = "auto", accumulate: int = 1, epochs: int = 2,
         checkpoint_dir: str | None = None, checkpoint_every: int | None = None, resume: str | None = None) -> dict:
     """Train; return the full weights, EMA averages, validation values, steps and what the first layer saw."""
     torch.set_num_threads(1)
@@ -105,7 +105,7 @@ def main() -> None:
     p.add_argument("--checkpoint-every", type=int)
     p.add_argument("--resume")
     a = p.parse_args()
-    out = run(a.workload, a.batch, channels_last=a.channels_last, accumulate=a.accumulate, checkpoint_dir=a.checkpoint_dir,
+    out = run(a.workload, a.batch, channels_last=a.channels_last or "auto", accumulate=a.accumulate, checkpoint_dir=a.checkpoint_dir,
               checkpoint_every=a.checkpoint_every, resume=a.resume)
     if int(os.environ.get("RANK", "0")) == 0:
         torch.save(out, a.out)
