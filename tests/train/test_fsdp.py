@@ -549,3 +549,19 @@ def test_a_tuned_configuration_applies_under_fsdp(tmp_path):
     assert policy.param_dtype == torch.bfloat16  # the tuned precision became FSDP's mixed-precision policy
     assert trainer.auto.channels_last and result.steps == 8  # NHWC inputs, and the tuned batch of 8 (64 samples)
     assert result.train_loss is not None and math.isfinite(result.train_loss)
+
+
+def test_channels_last_without_relayout_converts_inputs_only_and_switches_off_without_touching_the_model():
+    from torchwise.train.auto import AutoSettings
+
+    class Sharded(nn.Sequential):  # as an FSDP2 model: changing its parameters' format would fail
+        def to(self, *args, **kwargs):
+            raise AssertionError("the parameters' memory format must not change")
+
+    model = Sharded(nn.Conv2d(3, 4, 3))
+    auto = AutoSettings("auto", False, device_type="cuda", relayout_parameters=False)  # ("auto" decides for CUDA)
+    auto.start(model, torch.zeros(2, 3, 8, 8))
+    assert auto.channels_last and auto.prepare_input(torch.zeros(2, 3, 8, 8)).is_contiguous(memory_format=torch.channels_last)
+    assert model[0].weight.is_contiguous()
+    auto.observe(torch.zeros(2, 3, 9, 9))  # shapes vary: off again, the inputs stay as they come
+    assert not auto.channels_last and auto.prepare_input(torch.zeros(2, 3, 9, 9)).is_contiguous()

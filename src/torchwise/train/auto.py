@@ -5,6 +5,8 @@ benchmark picks the fastest kernel once per shape, and channels_last lets tensor
 NHWC directly. When shapes vary from step to step, benchmarking re-runs on every new shape and
 costs more than it saves, so both are switched off again. A smaller last batch of an epoch is
 not counted as variation. "auto" only turns them on for CUDA; on other devices the tuner decides.
+Under FSDP (``relayout_parameters=False``) only the inputs are converted: the sharded parameters
+stay contiguous, and the convolution picks its NHWC kernel from the input's format alone.
 """
 
 from __future__ import annotations

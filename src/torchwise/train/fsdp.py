@@ -12,7 +12,17 @@ What it changes in the Trainer's loop, through the strategy hooks:
 * checkpoints: ``torch.distributed.checkpoint``, every rank writing its shard (:mod:`.dcp`);
 * precision: bf16/fp16 through FSDP's ``MixedPrecisionPolicy`` (parameters all-gathered in the low
   dtype, gradients reduced in float32), fp16 with the ``ShardedGradScaler`` (found-inf agreed by
-  all ranks).
+  all ranks);
+* several optimizers (``configure_phases``): every top-level submodule is a unit of its own (its
+  own FSDP root), so step functions may call ``model.gen(z)`` directly; gradients are reduced on
+  every micro-step (see :meth:`FSDPStrategy.no_sync`) and each unit reduces its own, so the
+  Trainer averages nothing itself (``wrap_phases``);
+* channels_last (``relayout_parameters = False``): ``fully_shard`` refuses non-contiguous
+  parameters, so only the inputs become NHWC; the convolution kernels follow the input's format.
+
+The EMA's averages of sharded parameters are sharded too and saved through DCP with the other
+plug-ins' states (:mod:`.dcp`); an out-of-memory error on one of several ranks stops the group
+for a restart with smaller micro-batches (:mod:`.oom`).
 
 Without torchrun it runs as a single-process group (world size 1), which is handy for tests and
 to start from the same code path.
