@@ -87,7 +87,9 @@ def run(workload: str, batch: int, *, strategy: str = "fsdp", channels_last: boo
         out = {"model": {k: v.clone() for k, v in t.strategy.full_state_dict(t.model).items()}, "val": result.val, "step": t.step,
                "channels_last_inputs": seen, "events": result.events, "world_size": t.strategy.world_size}
         if t.ema is not None:
-            out["ema"] = {n: (a.full_tensor() if hasattr(a, "full_tensor") else a).clone() for n, a in zip(t.ema.names, t.ema.averages)}
+            averaged = GAN()
+            t.ema.copy_to(averaged)  # (sharded averages are gathered: every rank calls it)
+            out["ema"] = {k: v.clone() for k, v in averaged.state_dict().items()}
             out["sharded_ema"] = type(t.ema.averages[0]).__name__ == "DTensor"
         return out
     finally:
