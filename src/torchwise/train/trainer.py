@@ -786,7 +786,7 @@ class Trainer:
         for note in ("channels_last", "cudnn_benchmark"):
             if getattr(self.auto, note):
                 self._event(f"{note.replace('_', '.') if note == 'cudnn_benchmark' else note} on (4-D convolutional inputs)")
-        if len(self.phases) > 1:  # several optimizers: DDP averages each phase's gradients itself, FSDP shards by submodule
+        if len(self.phases) > 1:  # several optimizers: no DDP wrapper (the phases average their gradients); FSDP: units per submodule
             model, self._average_phases = self.strategy.wrap_phases(self.model)
         else:
             model = self.strategy.wrap(self.model)
