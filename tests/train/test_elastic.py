@@ -45,12 +45,14 @@ def test_after_a_restart_the_trainer_resumes_last_unless_told_not_to(tmp_path, m
 
 
 @pytest.mark.slow
-def test_a_rank_out_of_memory_stops_the_group_which_restarts_with_smaller_micro_batches(fsdp_reference, tmp_path):
+@pytest.mark.parametrize("strategy", ["fsdp", "ddp"])
+def test_a_rank_out_of_memory_stops_the_group_which_restarts_with_smaller_micro_batches(fsdp_reference, tmp_path, strategy):
     # rank 1 runs out of memory in the middle of step 6's forward (rank 0 waits in a collective): it stops with
     # one line, torchrun stops rank 0 and restarts the group, which resumes from step 4 with 2 micro-batches per batch
-    proc = ok(torchrun(["out.pt", *COMMON, "--checkpoint-dir", "ck", "--oom-at", "6"], cwd=tmp_path, launcher=["--standalone", "--max-restarts", "1"], timeout=180))
+    args = ["out.pt", *COMMON, "--checkpoint-dir", "ck", "--oom-at", "6", "--strategy", strategy]
+    proc = ok(torchrun(args, cwd=tmp_path, launcher=["--standalone", "--max-restarts", "1"], timeout=180))
     assert "TrainingError: rank 1 of 2 ran out of memory on cpu at step 6 with micro-batches of 8" in proc.stderr
-    assert "resuming from ck/step-00000004.dcp" in proc.stdout
+    assert f"resuming from ck/step-00000004.{'dcp' if strategy == 'fsdp' else 'pt'}" in proc.stdout
     assert "2 micro-batches per batch from now on" in proc.stdout
     saved = torch.load(tmp_path / "out.pt", weights_only=True)
     assert saved["oom_splits"] == [2, 2] and saved["step"] == 12  # both ranks took the same decision
