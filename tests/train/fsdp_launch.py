@@ -30,9 +30,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def torchrun(args: list[str], cwd: Path, *, nproc: int = 2, launcher: list[str] | None = None, timeout: int = 240, **extra: str) -> subprocess.CompletedProcess:
+def torchrun(args: list[str], cwd: Path, *, nproc: int = 2, launcher: list[str] | None = None, timeout: int = 240, script: Path = SCRIPT,
+             **extra: str) -> subprocess.CompletedProcess:
     launcher = launcher if launcher is not None else ["--standalone"]
-    cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, "--nproc-per-node", str(nproc), str(SCRIPT), *args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", *launcher, "--nproc-per-node", str(nproc), str(script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env(**extra), timeout=timeout, cwd=cwd)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import torch
 
 from fsdp_launch import COMMON, assert_equal, fsdp_reference, ok, torchrun, weights  # noqa: F401  (fixture)
 from torchwise.train import checkpoints as ckpt
@@ -41,3 +42,20 @@ def test_after_a_restart_the_trainer_resumes_last_unless_told_not_to(tmp_path, m
     told = trainer(tmp_path)
     told.fit(data, max_steps=2, resume=False)
     assert told.step == 2 and not any("resuming" in e for e in told.events)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["fsdp", "ddp"])
+def test_a_rank_out_of_memory_stops_the_group_which_restarts_with_smaller_micro_batches(fsdp_reference, tmp_path, strategy):
+    # rank 1 runs out of memory in the middle of step 6's forward (rank 0 waits in a collective): it stops with
+    # one line, torchrun stops rank 0 and restarts the group, which resumes from step 4 with 2 micro-batches per batch
+    args = ["out.pt", *COMMON, "--checkpoint-dir", "ck", "--oom-at", "6", "--strategy", strategy]
+    proc = ok(torchrun(args, cwd=tmp_path, launcher=["--standalone", "--max-restarts", "1"], timeout=180))
+    assert "TrainingError: rank 1 of 2 ran out of memory on cpu at step 6 with micro-batches of 8" in proc.stderr
+    assert f"resuming from ck/step-00000004.{'dcp' if strategy == 'fsdp' else 'pt'}" in proc.stdout
+    assert "2 micro-batches per batch from now on" in proc.stdout
+    saved = torch.load(tmp_path / "out.pt", weights_only=True)
+    assert saved["oom_splits"] == [2, 2] and saved["step"] == 12  # both ranks took the same decision
+    two, ref = saved["model"], weights(fsdp_reference / "ref.pt")
+    for key in ref:  # the same effective batch: equal up to the order of the sums
+        torch.testing.assert_close(two[key], ref[key], rtol=0, atol=1e-5, msg=key)

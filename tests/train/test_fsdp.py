@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -165,13 +167,6 @@ def test_the_non_finite_guard_judges_the_sharded_gradients():
     trainer.close()
     assert result.nonfinite_skipped == 1 and result.steps == 6
     assert any("step 2 skipped" in e for e in result.events)
-
-
-def test_channels_last_is_left_off_under_fsdp():
-    with pytest.warns(UserWarning, match="channels_last=True is not applied under strategy='fsdp'"):
-        trainer = _trainer("fsdp", channels_last=True)
-    assert trainer.auto.want_channels_last is False  # (converting sharded parameters would fail inside FSDP)
-    trainer.close()
 
 
 def test_a_single_file_checkpoint_starts_an_fsdp_run(tmp_path):
@@ -350,11 +345,223 @@ def test_fsdp_with_plan_factories_a_named_optimizer_a_scheduler_and_best_checkpo
     _close(whole, on_one_device, atol=1e-6)  # the same folder, assembled in one process
 
 
-def test_fsdp_refuses_several_optimizers_and_ema_in_one_line():
-    model, _ = workload.parts()
-    several = {"stem": torch.optim.SGD(model.stem.parameters(), lr=0.1), "rest": torch.optim.SGD([*model.blocks.parameters(), *model.head.parameters()], lr=0.1)}
-    with pytest.raises(UsageError, match=r"strategy='fsdp' takes one optimizer, got 2 \(stem, rest\)") as err:
-        Trainer(model, several, nn.CrossEntropyLoss(), device="cpu", log_dir=False, progress=False, strategy="fsdp")
-    assert "\n" not in str(err.value)
-    with pytest.raises(UsageError, match="ema= does not work with strategy='fsdp'"):
-        _trainer("fsdp", ema=0.99)
+# ---------------------------------------------------------------- out of memory under FSDP
+
+
+def _oom_hook(trainer: Trainer, step: int) -> list:
+    """Raise torch.OutOfMemoryError in the second block's forward (mid-forward, after an all-gather) once, at ``step``."""
+    fired: list = []
+
+    def hook(module, args):
+        if trainer.step + 1 == step and not fired:
+            fired.append(step)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+
+    trainer.model.blocks[1].register_forward_pre_hook(hook)
+    return fired
+
+
+def test_fsdp_in_one_process_recovers_from_out_of_memory_inside_the_step():
+    plain = _fit(_trainer("fsdp", clip_grad_norm=1.0))
+    trainer = _trainer("fsdp", clip_grad_norm=1.0)
+    trainer._place()
+    fired = _oom_hook(trainer, 3)
+    try:
+        result = trainer.fit(_loader(), epochs=2)
+        split = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+    finally:
+        trainer.close()
+    assert fired == [3] and result.oom_splits == 2 and result.steps == 12  # no step lost: the window was redone in halves
+    _close(plain, split, atol=1e-6)
+
+
+def test_with_several_processes_out_of_memory_stops_the_rank_and_leaves_the_split_for_the_restart(tmp_path, monkeypatch):
+    from torchwise.errors import TrainingError
+    from torchwise.train.oom import OOMRecovery
+
+    batch = (torch.zeros(16, 5), torch.zeros(16))
+    oom = torch.OutOfMemoryError("CUDA out of memory")
+    no_folder = OOMRecovery(rank=1, world_size=2)
+    with pytest.raises(TrainingError, match=r"rank 1 of 2 ran out of memory on cpu at step 6 with micro-batches of 16: .*give checkpoint_dir and torchrun --max-restarts"):
+        no_folder.recover(oom, batch, torch.device("cpu"), 6)
+    assert no_folder.splits == 1  # nothing changed in this process: it stops
+    failing = OOMRecovery(rank=1, world_size=2, folder=tmp_path)
+    with pytest.raises(TrainingError, match="resumes from the last checkpoint with 2 micro-batches per batch") as err:
+        failing.recover(oom, batch, torch.device("cpu"), 6)
+    assert "\n" not in str(err.value) and err.value.__cause__ is oom
+    # the restarted group: every rank reads the same count, whether it resumes a checkpoint or starts over
+    assert "rank 1 ran out of memory at step 6" in OOMRecovery(rank=0, world_size=2, folder=tmp_path).resume(1)
+    assert OOMRecovery(rank=0, world_size=2, folder=tmp_path).resume(4) is None  # a checkpoint saved later already splits more
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    restarted = OOMRecovery(rank=1, world_size=2, folder=tmp_path)
+    assert restarted.start_fresh() is not None and restarted.splits == 2
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "0")  # a new run in the same folder: the old count goes
+    assert OOMRecovery(rank=0, world_size=2, folder=tmp_path).start_fresh() is None
+    assert not (tmp_path / "oom.json").exists()
+
+
+# ---------------------------------------------------------------- several optimizers, EMA, channels_last under FSDP
+
+COMPOSE = Path(__file__).with_name("train_fsdp_compose_script.py")
+
+
+def test_several_optimizers_shard_each_top_level_submodule_and_refuse_parameters_on_the_root():
+    import train_fsdp_compose_script as compose
+    from torchwise.train.fsdp import top_level_units
+
+    gan = compose.GAN()
+    blocks = find_blocks(gan)
+    assert [type(b) for b in blocks] == [nn.Linear] * 4
+    assert top_level_units(gan, blocks) == [gan.gen, gan.disc]  # model.gen(z) gathers what the Linear blocks leave
+    listed = nn.Module()
+    listed.parts = nn.ModuleList([nn.Linear(2, 2), nn.ReLU(), nn.Conv2d(1, 1, 1)])  # a ModuleList is never called: its members are
+    assert top_level_units(listed, []) == [listed.parts[0], listed.parts[2]]
+    gan.scale = nn.Parameter(torch.ones(()))
+    with pytest.raises(UsageError, match=r"several optimizers shards each top-level submodule of GAN, but parameter\(s\) scale sit on the model itself"):
+        top_level_units(gan, blocks)
+
+
+def test_fsdp_with_two_optimizers_ema_and_accumulation_in_one_process_equals_the_single_device(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    one = compose.run("gan", 8, strategy="auto", accumulate=2)
+    sharded = compose.run("gan", 8, accumulate=2, checkpoint_dir=str(tmp_path), checkpoint_every=3)
+    assert sharded["sharded_ema"] and not one["sharded_ema"]  # each rank averages its own shards
+    _close(one["model"], sharded["model"], atol=1e-6)
+    _close(one["ema"], sharded["ema"], atol=1e-6)
+    assert sharded["val"] == pytest.approx(one["val"], abs=1e-6)  # evaluated on the averaged weights
+    saved = read_full(tmp_path / "step-00000003.dcp")  # the EMA went through DCP with the plug-ins
+    assert set(saved["optimizer"]) == {"d", "g"} and saved["plugins"]["ema"]["updates"] == 3
+    assert not torch.equal(saved["plugins"]["ema"]["weights"]["gen.0.weight"], saved["model"]["gen.0.weight"])
+    single = compose.run("gan", 8, strategy="auto", accumulate=2, resume=str(tmp_path / "step-00000003.dcp"))  # the folder in one process
+    _close(one["model"], single["model"], atol=1e-6)
+    _close(one["ema"], single["ema"], atol=1e-6)
+    compose.run("gan", 8, strategy="auto", accumulate=2, checkpoint_dir=str(tmp_path / "plain"), checkpoint_every=3)
+    back = compose.run("gan", 8, accumulate=2, resume=str(tmp_path / "plain" / "step-00000003.pt"))  # a single file starts FSDP
+    _close(one["model"], back["model"], atol=1e-6)
+    _close(one["ema"], back["ema"], atol=1e-6)  # the whole averages cut into this rank's shards
+
+
+def test_fsdp_channels_last_feeds_nhwc_inputs_and_keeps_the_shards_contiguous():
+    import train_fsdp_compose_script as compose
+
+    channels_first = compose.run("cnn", 16, strategy="auto")
+    trainer = compose.trainer("cnn", channels_last=True)
+    trainer._place()
+    seen: list = []
+    trainer.model[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
+    try:
+        trainer.fit(DataLoader(compose.data("cnn"), batch_size=16, shuffle=True), epochs=2)
+        weight = trainer.model[0].weight
+        assert type(weight).__name__ == "DTensor" and weight.to_local().is_contiguous()  # fully_shard refuses NHWC parameters
+        last = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+    finally:
+        trainer.close()
+    assert seen and all(seen) and trainer.auto.channels_last
+    _close(channels_first["model"], last, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_with_two_optimizers_and_ema_equal_one_process_and_resume_bitwise(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    args = ["--batch", "4", "--accumulate", "2"]  # 2 processes x 4 samples x 2 micro-steps = one process's 8 x 2
+    ok(torchrun(["gan", "two.pt", *args, "--checkpoint-dir", "ck", "--checkpoint-every", "3"], cwd=tmp_path, script=COMPOSE))
+    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    one = compose.run("gan", 8, strategy="auto", accumulate=2)
+    assert two["world_size"] == 2 and two["sharded_ema"] and two["step"] == one["step"] == 8
+    _close(one["model"], two["model"], atol=1e-5)
+    _close(one["ema"], two["ema"], atol=1e-5)
+    assert two["val"] == pytest.approx(one["val"], abs=1e-5)
+    # resumed mid-epoch from step 3 (every optimizer, the EMA's shards, the data position): bitwise the same end
+    ok(torchrun(["gan", "resumed.pt", *args, "--resume", "ck/step-00000003.dcp"], cwd=tmp_path, script=COMPOSE))
+    resumed = torch.load(tmp_path / "resumed.pt", weights_only=False)
+    assert resumed["events"] == ["resuming from ck/step-00000003.dcp"]
+    assert_equal(two["model"], resumed["model"])
+    assert_equal(two["ema"], resumed["ema"])
+    assert resumed["val"] == two["val"]
+
+
+@pytest.mark.slow
+def test_two_processes_with_channels_last_equal_one_process_channels_first(tmp_path):
+    import train_fsdp_compose_script as compose
+
+    ok(torchrun(["cnn", "two.pt", "--batch", "8", "--channels-last"], cwd=tmp_path, script=COMPOSE))
+    two = torch.load(tmp_path / "two.pt", weights_only=False)
+    one = compose.run("cnn", 16, strategy="auto")
+    assert two["world_size"] == 2 and two["channels_last_inputs"] and all(two["channels_last_inputs"])
+    assert not any(one["channels_last_inputs"])
+    _close(one["model"], two["model"], atol=1e-5)
+    assert two["val"] == pytest.approx(one["val"], abs=1e-5)
+
+
+# ---------------------------------------------------------------- torch.compile and tuned configurations under FSDP
+
+
+def test_fsdp_with_compile_runs_the_compiled_graph_and_trains_like_eager(monkeypatch):
+    from torch._dynamo.backends.registry import lookup_backend
+
+    eager = _fit(_trainer("fsdp", clip_grad_norm=1.0, accumulate=2))
+    graphs: list = []
+
+    def counting(gm, example_inputs):  # aot_eager: dynamo and AOT autograd through FSDP's hooks, no C++ build
+        graphs.append(gm)
+        return lookup_backend("aot_eager")(gm, example_inputs)
+
+    real_compile = torch.compile
+    monkeypatch.setattr(torch, "compile", lambda model, **kw: real_compile(model, backend=counting))
+    trainer = _trainer("fsdp", clip_grad_norm=1.0, accumulate=2, compile=True)
+    trainer._place()
+    syncs: list[bool] = []
+    original = trainer.model.set_requires_gradient_sync
+    trainer.model.set_requires_gradient_sync = lambda flag, **kw: (syncs.append(flag), original(flag, **kw))[1]
+    try:
+        trainer.fit(_loader(), epochs=2)
+        compiled = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
+        assert trainer._train_model.verified  # the compiled call succeeded (no eager fallback)
+    finally:
+        trainer.close()
+    assert not any("torch.compile failed" in e for e in trainer.events)
+    assert graphs  # the forward went through the compiler
+    assert syncs[:4] == [False, True, False, True]  # no_sync reached the sharded model inside the compile wrapper
+    _close(eager, compiled, atol=1e-6)
+
+
+def test_a_tuned_configuration_applies_under_fsdp(tmp_path):
+    import json
+
+    import train_fsdp_compose_script as compose
+    from torchwise.tune.config import describe_model
+
+    path = tmp_path / "tune.json"
+    made_for = describe_model(compose.cnn(), torch.zeros(1, 3, 8, 8))
+    path.write_text(json.dumps({"precision": "bf16-mixed", "channels_last": True, "batch_size": 8, "meta": {"model": made_for, "task": "cnn"}}))
+    trainer = compose.trainer("cnn", tuned=str(path))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = trainer.fit(DataLoader(compose.data("cnn"), batch_size=16), epochs=1)
+        policy = trainer.model._get_fsdp_state()._mp_policy
+    finally:
+        trainer.close()
+    assert not [w for w in caught if "tune.json was made for" in str(w.message)]  # fully_shard's FSDP<Name> is still the user's class
+    assert trainer.tuned_applied == {"precision": "bf16-mixed", "channels_last": True, "batch_size": 8}
+    assert policy.param_dtype == torch.bfloat16  # the tuned precision became FSDP's mixed-precision policy
+    assert trainer.auto.channels_last and result.steps == 8  # NHWC inputs, and the tuned batch of 8 (64 samples)
+    assert result.train_loss is not None and math.isfinite(result.train_loss)
+
+
+def test_channels_last_without_relayout_converts_inputs_only_and_switches_off_without_touching_the_model():
+    from torchwise.train.auto import AutoSettings
+
+    class Sharded(nn.Sequential):  # as an FSDP2 model: changing its parameters' format would fail
+        def to(self, *args, **kwargs):
+            raise AssertionError("the parameters' memory format must not change")
+
+    model = Sharded(nn.Conv2d(3, 4, 3))
+    auto = AutoSettings("auto", False, device_type="cuda", relayout_parameters=False)  # ("auto" decides for CUDA)
+    auto.start(model, torch.zeros(2, 3, 8, 8))
+    assert auto.channels_last and auto.prepare_input(torch.zeros(2, 3, 8, 8)).is_contiguous(memory_format=torch.channels_last)
+    assert model[0].weight.is_contiguous()
+    auto.observe(torch.zeros(2, 3, 9, 9))  # shapes vary: off again, the inputs stay as they come
+    assert not auto.channels_last and auto.prepare_input(torch.zeros(2, 3, 9, 9)).is_contiguous()

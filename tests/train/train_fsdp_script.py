@@ -8,6 +8,9 @@ No dropout or BatchNorm: N processes with batch B each make the same update as o
 step in the first attempt only, so a torchrun restart runs through; ``--kill-rank -1`` kills the
 workers whose environment has TW_KILL_HERE=1 (one "node" of a two-launch run);
 TW_KILL_SIGNAL=SIGSTOP freezes the worker instead (a peer that hangs rather than dies).
+``--oom-at STEP --oom-rank R`` makes rank R run out of memory (a ``torch.OutOfMemoryError`` raised
+in the forward of the second block, as an allocation failure would) during that step, in the
+first attempt only.
 """
 
 from __future__ import annotations
@@ -76,19 +79,36 @@ class KillAt:
             os.kill(os.getpid(), getattr(signal, os.environ.get("TW_KILL_SIGNAL", "SIGKILL")))  # SIGSTOP: a frozen peer
 
 
+class OOMAt:
+    """Raise an out-of-memory error in the middle of the forward (after the first block's all-gather)."""
+
+    def __init__(self, step: int, rank: int) -> None:
+        self.step, self.rank = step, rank
+
+    def on_fit_start(self, trainer: Trainer) -> None:
+        def hook(module: nn.Module, args: object) -> None:
+            first_attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) == 0
+            if first_attempt and trainer.step + 1 == self.step and trainer.strategy.rank == self.rank:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (simulated)")
+
+        trainer.model.blocks[1].register_forward_pre_hook(hook)
+
+
 def train(out: str | None, batch_size: int, *, strategy: str = "fsdp", accumulate: int = 1, epochs: int = 2, max_steps: int | None = None,
           checkpoint_dir: str | None = None, checkpoint_every: int | None = None, resume: str | None = None, kill_at: int | None = None,
-          kill_rank: int = 1, clip: float | None = None, activation_checkpointing: bool = False) -> Trainer:
+          kill_rank: int = 1, clip: float | None = None, activation_checkpointing: bool = False, oom_at: int | None = None, oom_rank: int = 1) -> Trainer:
     torch.set_num_threads(1)
     model, ds = parts()
     callbacks = [KillAt(kill_at, kill_rank)] if kill_at else []
+    callbacks += [OOMAt(oom_at, oom_rank)] if oom_at else []
     trainer = Trainer(model, optimizer(model.parameters()), nn.CrossEntropyLoss(), device="cpu", seed=0, log_dir=False, progress=False,
                       strategy=strategy, accumulate=accumulate, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                       callbacks=callbacks, clip_grad_norm=clip, activation_checkpointing=activation_checkpointing)
     trainer.fit(DataLoader(ds, batch_size=batch_size, shuffle=True), epochs=epochs, max_steps=max_steps, resume=resume)
     full = trainer.strategy.full_state_dict(trainer.model)
+    splits = trainer.strategy.gather_object(trainer.oom.splits)  # every rank's split count
     if out and trainer.strategy.is_main:
-        torch.save({"model": full, "world_size": trainer.strategy.world_size, "step": trainer.step}, out)
+        torch.save({"model": full, "world_size": trainer.strategy.world_size, "step": trainer.step, "oom_splits": splits}, out)
     trainer.close()
     return trainer
 
@@ -108,10 +128,12 @@ def main() -> None:
     p.add_argument("--kill-rank", type=int, default=1)
     p.add_argument("--clip", type=float)
     p.add_argument("--activation-checkpointing", action="store_true")
+    p.add_argument("--oom-at", type=int)
+    p.add_argument("--oom-rank", type=int, default=1)
     a = p.parse_args()
     train(a.out, a.batch, strategy=a.strategy, accumulate=a.accumulate, epochs=a.epochs, max_steps=a.max_steps, checkpoint_dir=a.checkpoint_dir,
           checkpoint_every=a.checkpoint_every, resume=a.resume, kill_at=a.kill_at, kill_rank=a.kill_rank, clip=a.clip,
-          activation_checkpointing=a.activation_checkpointing)
+          activation_checkpointing=a.activation_checkpointing, oom_at=a.oom_at, oom_rank=a.oom_rank)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ benchmark picks the fastest kernel once per shape, and channels_last lets tensor
 NHWC directly. When shapes vary from step to step, benchmarking re-runs on every new shape and
 costs more than it saves, so both are switched off again. A smaller last batch of an epoch is
 not counted as variation. "auto" only turns them on for CUDA; on other devices the tuner decides.
+Under FSDP (``relayout_parameters=False``) only the inputs are converted: the sharded parameters
+stay contiguous, and the convolution picks its NHWC kernel from the input's format alone.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ class AutoSettings:
 
     MAX_SHAPES = 2  # the regular batch plus one smaller last batch
 
-    def __init__(self, channels_last: Any = "auto", cudnn_benchmark: Any = "auto", *, device_type: str, deterministic: bool = False) -> None:
+    def __init__(self, channels_last: Any = "auto", cudnn_benchmark: Any = "auto", *, device_type: str, deterministic: bool = False,
+                 relayout_parameters: bool = True) -> None:
         self.want_channels_last = channels_last
+        self.relayout_parameters = relayout_parameters  # False (FSDP2): only the inputs change format; the kernels follow them
         self.want_benchmark = False if deterministic else cudnn_benchmark  # TW302: determinism wins
         self.device_type = device_type
         self.shapes: set[tuple[int, ...]] = set()
@@ -60,7 +64,7 @@ class AutoSettings:
         kw = dict(device_type=self.device_type, conv2d=self.conv2d, four_d=four_d, shapes_fixed=True)
         self.channels_last = decide(self.want_channels_last, **kw)
         self.cudnn_benchmark = decide(self.want_benchmark, **kw)
-        if self.channels_last:
+        if self.channels_last and self.relayout_parameters:
             model.to(memory_format=torch.channels_last)
         if self.cudnn_benchmark:
             torch.backends.cudnn.benchmark = True
@@ -84,7 +88,8 @@ class AutoSettings:
                 self.events.append("input shapes vary: cudnn.benchmark switched off")
             if self.want_channels_last == "auto" and self.channels_last and self._model is not None:
                 self.channels_last = False
-                self._model.to(memory_format=torch.contiguous_format)
+                if self.relayout_parameters:
+                    self._model.to(memory_format=torch.contiguous_format)
                 self.events.append("input shapes vary: channels_last switched off")
 
     def prepare_input(self, inputs: Any) -> Any:

@@ -1,8 +1,8 @@
 """Sharded training checkpoints with ``torch.distributed.checkpoint`` (DCP).
 
 A checkpoint is a folder ``step-<8 digits>.dcp`` holding DCP's files (one per rank, written in
-parallel, plus ``.metadata``) for the model and the optimizer, and ``trainer.pt``: everything
-else the Trainer saves (step, epoch, RNG states, scheduler, scaler...) as a plain torchwise
+parallel, plus ``.metadata``) for the model, the optimizer(s) and the plug-ins' states (the EMA's
+sharded averages), and ``trainer.pt``: everything else the Trainer saves (step, epoch, RNG states, scheduler, scaler...) as a plain torchwise
 checkpoint. Saving is atomic: all ranks write into ``.step-<N>.dcp.tmp`` and rank 0 renames it
 when every rank has finished, so a rank that dies mid-save leaves the previous checkpoint intact.
 
@@ -29,7 +29,7 @@ from torchwise.errors import CheckpointError
 from torchwise.train import checkpoints as ckpt
 
 TRAINER_FILE = "trainer.pt"
-_SHARDED = ("model", "optimizer")
+_SHARDED = ("model", "optimizer", "plugins")  # what DCP writes (the rest: trainer.pt)
 
 
 def checkpoint_dir(folder: str | Path, step: int) -> Path:
@@ -40,7 +40,8 @@ def save(state: dict[str, Any], path: Path, strategy: Any) -> Path:
     """Write ``state`` as a sharded checkpoint folder ``path`` (every rank calls this).
 
     ``state["model"]`` and ``state["optimizer"]`` (one optimizer's state dict, or a dict of them by
-    name) hold this rank's shards (the strategy's ``model_state_dict``/``optimizer_state_dict``);
+    name) hold this rank's shards (the strategy's ``model_state_dict``/``optimizer_state_dict``), and
+    ``state["plugins"]`` the plug-ins' states (DTensors such as the EMA's averages, and plain values);
     DCP writes those; the rest goes to ``trainer.pt``, written by rank 0.
     """
     import torch.distributed.checkpoint as dcp
@@ -51,7 +52,7 @@ def save(state: dict[str, Any], path: Path, strategy: Any) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)  # left by a run that died while saving
         tmp.mkdir(parents=True)
     strategy.barrier()
-    dcp.save({k: state[k] for k in _SHARDED}, checkpoint_id=str(tmp))  # returns once .metadata is written
+    dcp.save({k: state[k] for k in _SHARDED if state.get(k)}, checkpoint_id=str(tmp))  # returns once .metadata is written
     if strategy.is_main:
         save_checkpoint(tmp / TRAINER_FILE, **{k: v for k, v in state.items() if k not in _SHARDED})
         _fsync_dir(tmp)
@@ -86,20 +87,36 @@ def _each(optimizers: dict[str, torch.optim.Optimizer], fn: Any) -> Any:
     return fn(optimizers[""]) if list(optimizers) == [""] else {k: fn(o) for k, o in optimizers.items()}
 
 
-def load_sharded(path: Path, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
-    """Restore a sharded model from the folder ``path``; ``state["optimizer"]`` gets the optimizers' sharded states."""
+def load_sharded(path: Path, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer],
+                 plugins: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Restore a sharded model from the folder ``path``; ``state["optimizer"]`` gets the optimizers' sharded
+    states and ``state["plugins"]`` the plug-ins' (``plugins``: their current state dicts, the shapes to load
+    into; those the checkpoint does not hold are left out)."""
     import torch.distributed.checkpoint as dcp
     from torch.distributed.checkpoint.api import CheckpointException
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, get_optimizer_state_dict, set_model_state_dict
 
     # (get_optimizer_state_dict initialises each optimizer's state: the shapes DCP loads into)
     template = {"model": get_model_state_dict(model), "optimizer": _each(optimizers, lambda o: get_optimizer_state_dict(model, o))}
+    if plugins and "plugins" not in state:  # (older checkpoints kept the plug-ins in trainer.pt)
+        saved = _saved_keys(path)
+        template["plugins"] = {k: v for k, v in plugins.items() if any(s.startswith(f"plugins.{k}.") for s in saved)}
     try:
-        dcp.load(template, checkpoint_id=str(path))
+        dcp.load({k: v for k, v in template.items() if v}, checkpoint_id=str(path))
     except (Exception, CheckpointException) as exc:  # (CheckpointException: a BaseException holding every rank's error)
         raise CheckpointError(f"cannot load the sharded checkpoint {path} into this model and optimizer: {_reason(exc)}") from exc
     set_model_state_dict(model, template["model"], options=StateDictOptions(strict=True))
-    return {**state, "model": None, "optimizer": template["optimizer"]}
+    return {**state, "model": None, "optimizer": template["optimizer"], "plugins": template.get("plugins", state.get("plugins"))}
+
+
+def _saved_keys(path: Path) -> set[str]:
+    """The flattened keys a DCP folder holds (``plugins.ema.weights.fc.weight``...)."""
+    import torch.distributed.checkpoint as dcp
+
+    try:
+        return set(dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata)
+    except Exception as exc:
+        raise CheckpointError(f"cannot read the sharded checkpoint {path}: {_reason(exc)}") from exc
 
 
 def _reason(exc: BaseException) -> str:
@@ -183,6 +200,8 @@ def read_full(path: str | Path) -> dict[str, Any]:
             raise CheckpointError(f"cannot read the sharded checkpoint {path}: {_reason(exc)}") from exc
         full = torch.load(out, map_location="cpu", weights_only=True)
     state["model"] = full["model"]
+    if full.get("plugins"):
+        state["plugins"] = full["plugins"]
     saved = full.get("optimizer")
     if isinstance(saved, dict) and "param_groups" not in saved and saved:  # several optimizers, by name
         state["optimizer"] = {k: names_to_ids(v) for k, v in saved.items()}

@@ -4,6 +4,10 @@ After every optimizer step each floating-point parameter's average moves toward 
 ``avg += (1 - decay) * (param - avg)`` (floating-point buffers such as BatchNorm statistics too).
 Evaluation runs on the averaged weights (swapped in, then swapped back), and the averages are
 checkpointed and restored exactly on resume. ``trainer.ema.copy_to(model)`` puts them in a model.
+
+Under FSDP the parameters are sharded ``DTensor``s, and so are their averages: each rank keeps the
+average of its own shard (1/world of the memory), the sharded checkpoint holds them through
+``torch.distributed.checkpoint``, and :meth:`EMA.copy_to` gathers them (every rank must call it).
 """
 
 from __future__ import annotations
@@ -66,8 +70,8 @@ class EMA:
                     p.copy_(s)
 
     def copy_to(self, model: nn.Module) -> None:
-        """Load the averaged weights into ``model`` (the same architecture)."""
-        model.load_state_dict(dict(zip(self.names, self.averages)), strict=False)
+        """Load the averaged weights into ``model`` (the same architecture; sharded averages are gathered)."""
+        model.load_state_dict({n: _full(a) for n, a in zip(self.names, self.averages)}, strict=False)
 
     def state_dict(self) -> dict[str, Any]:
         return {"decay": self.decay, "updates": self.updates, "weights": dict(zip(self.names, self.averages))}
@@ -78,5 +82,19 @@ class EMA:
             raise CheckpointError("the checkpoint's EMA weights do not match this model's parameters (was it saved for another model?)")
         with torch.no_grad():
             for name, avg in zip(self.names, self.averages):
-                avg.copy_(weights[name])
+                avg.copy_(_like(weights[name], avg))
         self.updates = int(state.get("updates", 0))
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    """A sharded (DTensor) average as the whole tensor (a collective), a plain one as it is."""
+    return t.full_tensor() if hasattr(t, "full_tensor") else t
+
+
+def _like(saved: torch.Tensor, avg: torch.Tensor) -> torch.Tensor:
+    """A whole saved average cut like the sharded ``avg`` (this rank's part, no communication)."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if isinstance(avg, DTensor) and not isinstance(saved, DTensor):
+        return distribute_tensor(saved.to(avg.device, avg.dtype), avg.device_mesh, avg.placements, src_data_rank=None)
+    return saved

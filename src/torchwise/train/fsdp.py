@@ -12,7 +12,17 @@ What it changes in the Trainer's loop, through the strategy hooks:
 * checkpoints: ``torch.distributed.checkpoint``, every rank writing its shard (:mod:`.dcp`);
 * precision: bf16/fp16 through FSDP's ``MixedPrecisionPolicy`` (parameters all-gathered in the low
   dtype, gradients reduced in float32), fp16 with the ``ShardedGradScaler`` (found-inf agreed by
-  all ranks).
+  all ranks);
+* several optimizers (``configure_phases``): every top-level submodule is a unit of its own (its
+  own FSDP root), so step functions may call ``model.gen(z)`` directly; gradients are reduced on
+  every micro-step (see :meth:`FSDPStrategy.no_sync`) and each unit reduces its own, so the
+  Trainer averages nothing itself (``wrap_phases``);
+* channels_last (``relayout_parameters = False``): ``fully_shard`` refuses non-contiguous
+  parameters, so only the inputs become NHWC; the convolution kernels follow the input's format.
+
+The EMA's averages of sharded parameters are sharded too and saved through DCP with the other
+plug-ins' states (:mod:`.dcp`); an out-of-memory error on one of several ranks stops the group
+for a restart with smaller micro-batches (:mod:`.oom`).
 
 Without torchrun it runs as a single-process group (world size 1), which is handy for tests and
 to start from the same code path.
@@ -21,7 +31,6 @@ to start from the same code path.
 from __future__ import annotations
 
 import os
-import warnings
 import weakref
 from collections import Counter
 from pathlib import Path
@@ -105,6 +114,28 @@ def apply_activation_checkpointing(blocks: Iterable[nn.Module]) -> int:
     return n
 
 
+def top_level_units(model: nn.Module, blocks: list[nn.Module]) -> list[nn.Module]:
+    """The model's top-level submodules that hold parameters (through ``ModuleList``/``ModuleDict``, which
+    are never called), for several optimizers whose step functions call them directly; the blocks stay
+    units of their own. Parameters on the root itself are refused: no forward of a submodule gathers them."""
+    own = [n for n, _ in model.named_parameters(recurse=False)]
+    if own:
+        raise UsageError(f"strategy='fsdp' with several optimizers shards each top-level submodule of {type(model).__name__}, "
+                         f"but parameter(s) {', '.join(own[:3])} sit on the model itself; move them into a submodule")
+    out: list[nn.Module] = []
+    todo = list(model.children())
+    while todo:
+        child = todo.pop(0)
+        if isinstance(child, (nn.ModuleList, nn.ModuleDict)):
+            stray = [n for n, _ in child.named_parameters(recurse=False)]
+            if stray:
+                raise UsageError(f"strategy='fsdp' with several optimizers: parameter(s) {', '.join(stray[:3])} sit on a {type(child).__name__}; move them into a submodule")
+            todo[:0] = list(child.children())
+        elif _has_params(child) and not any(child is b for b in blocks):
+            out.append(child)
+    return out
+
+
 class FSDPStrategy(DDPStrategy):
     """Fully sharded data parallel (FSDP2 ``fully_shard``) over every process torchrun started.
 
@@ -113,6 +144,7 @@ class FSDPStrategy(DDPStrategy):
     """
 
     sharded_checkpoints = True
+    relayout_parameters = False  # fully_shard refuses non-contiguous parameters; channels_last inputs alone pick the NHWC kernels
 
     def __init__(self, device: torch.device | None = None, *, block: Any = None, peer_timeout: float | None = None) -> None:
         self._alone = "RANK" not in os.environ  # not under torchrun: a group of one process
@@ -122,14 +154,13 @@ class FSDPStrategy(DDPStrategy):
         self.blocks: list[nn.Module] = []
         self.block_names: list[str] = []
         self.model: nn.Module | None = None
+        self.several_phases = False
+        self.units: list[nn.Module] = []  # the modules fully_shard was applied to, outermost first
         self._old_params: dict[int, tuple[Any, str]] = {}  # id -> (weak reference, name) of the unsharded parameters
         self._full_optimizer_state = False  # what load_checkpoint left for load_optimizer_state
 
-    def configure_channels_last(self, channels_last: Any) -> Any:
-        """Off: sharded parameters cannot change memory format after ``fully_shard`` (torch 2.13)."""
-        if channels_last is True:
-            warnings.warn("channels_last=True is not applied under strategy='fsdp': FSDP2 cannot re-layout sharded parameters; training in contiguous format", stacklevel=3)
-        return False
+    def configure_phases(self, names: list[str]) -> None:
+        self.several_phases = len(names) > 1
 
     def configure_precision(self, precision: Any) -> Any:
         """Use FSDP's mixed-precision policy for bf16/fp16 and, for fp16, the sharded grad scaler."""
@@ -156,9 +187,11 @@ class FSDPStrategy(DDPStrategy):
         mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low is not None else MixedPrecisionPolicy()
         self.blocks = find_blocks(model, self.block)
         self.block_names = [type(b).__name__ for b in self.blocks]  # (fully_shard renames the classes to FSDP<name>)
-        for block in reversed(self.blocks):  # innermost first
-            fully_shard(block, mesh=mesh, mp_policy=mp)
-        fully_shard(model, mesh=mesh, mp_policy=mp)
+        # one optimizer: the root is the outermost unit. Several: step functions call submodules (model.gen(z)), which
+        # would bypass the root's all-gather, so each top-level submodule is a unit of its own (its own FSDP root)
+        self.units = [*(top_level_units(model, self.blocks) if self.several_phases else [model]), *self.blocks]
+        for unit in reversed(self.units):  # innermost first
+            fully_shard(unit, mesh=mesh, mp_policy=mp)
         self.model = model
         return model
 
@@ -184,7 +217,12 @@ class FSDPStrategy(DDPStrategy):
 
         return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 
+    def wrap_phases(self, model: nn.Module) -> tuple[nn.Module, bool]:
+        return model, False  # each unit reduce-scatters its own gradients: nothing left to average
+
     def no_sync(self, model: nn.Module, skip_sync: bool) -> ContextManager[Any]:
+        if self.several_phases:  # FSDP keeps unsynced gradients on the unsharded parameters, out of reach
+            return _NULL  # of the phase that sets the other phases' gradients aside: reduce every micro-step
         target = getattr(model, "eager", model)  # the compile wrapper keeps the module as .eager
         if hasattr(target, "set_requires_gradient_sync"):
             target.set_requires_gradient_sync(not skip_sync)
@@ -236,14 +274,15 @@ class FSDPStrategy(DDPStrategy):
 
         return dcp.read_state(path)  # a folder's trainer.pt (the shards load in load_checkpoint), or a whole file
 
-    def load_checkpoint(self, path: Any, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
+    def load_checkpoint(self, path: Any, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer],
+                        plugins: dict[str, Any] | None = None) -> dict[str, Any]:
         from torchwise.train import checkpoints as ckpt
         from torchwise.train import dcp
 
         self._full_optimizer_state = not ckpt.is_sharded(path)
         if self._full_optimizer_state:  # a single-file (DDP or one-process) checkpoint: every rank keeps its shard
             return dcp.load_full(path, state, model, optimizers)
-        return dcp.load_sharded(path, state, model, optimizers)
+        return dcp.load_sharded(path, state, model, optimizers, plugins)
 
     def load_optimizer_state(self, model: nn.Module, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict

@@ -13,7 +13,8 @@ Under torchrun, a run with several phases does not wrap the model in DDP (a step
 calling ``model.gen(...)`` would bypass DDP's forward, and each phase leaves the other phase's
 parameters unused): the model is broadcast from rank 0 once (:func:`broadcast_model`) and each
 phase's gradients are averaged over the processes at the end of its window
-(:func:`average_gradients`), which is what DDP computes.
+(:func:`average_gradients`), which is what DDP computes. Under FSDP each top-level submodule is
+sharded as a unit of its own and reduces its own gradients (``FSDPStrategy.wrap_phases``).
 """
 
 from __future__ import annotations

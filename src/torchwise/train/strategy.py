@@ -61,6 +61,11 @@ class SingleDevice:
     def wrap(self, model: nn.Module) -> nn.Module:
         return model
 
+    def wrap_phases(self, model: nn.Module) -> tuple[nn.Module, bool]:
+        """The model to train with several optimizers (phases), and whether the Trainer must average
+        each phase's gradients over the processes itself (see :mod:`torchwise.train.phases`)."""
+        return model, False
+
     def no_sync(self, model: nn.Module, skip_sync: bool) -> ContextManager[Any]:
         return _NULL
 
@@ -79,6 +84,10 @@ class SingleDevice:
     # -- hooks the Trainer routes through the strategy (sharding strategies override them) --
 
     sharded_checkpoints = False  # True: every rank writes its part of each checkpoint
+    relayout_parameters = True  # False: channels_last changes the inputs only (FSDP2 keeps its shards contiguous)
+
+    def configure_phases(self, names: list[str]) -> None:
+        """Told the optimizers' names before :meth:`setup` (several: step functions may call submodules)."""
 
     def configure_channels_last(self, channels_last: Any) -> Any:
         """The Trainer's channels_last setting, as this strategy can honour it."""
@@ -179,9 +188,12 @@ class SingleDevice:
             return read_full(path)
         return ckpt.check_format(load_checkpoint(path, map_location=self.device), path)
 
-    def load_checkpoint(self, path: Path, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer]) -> dict[str, Any]:
+    def load_checkpoint(self, path: Path, state: dict[str, Any], model: nn.Module, optimizers: dict[str, torch.optim.Optimizer],
+                        plugins: dict[str, Any] | None = None) -> dict[str, Any]:
         """Load the model from ``state`` (what :meth:`read_checkpoint` returned); returns the state whose
-        ``optimizer`` entries :meth:`load_optimizer_state` takes, one per optimizer (by name when several)."""
+        ``optimizer`` entries :meth:`load_optimizer_state` takes, one per optimizer (by name when several),
+        and whose ``plugins`` entry the plug-ins take (``plugins``: their current states, the shapes that
+        sharded checkpoints load into)."""
         load_state_dict(model, state["model"])
         return state
 
@@ -226,6 +238,13 @@ class DDPStrategy(SingleDevice):
             return nn.parallel.DistributedDataParallel(model)
         ids = [self.device.index] if self.device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+    def wrap_phases(self, model: nn.Module) -> tuple[nn.Module, bool]:
+        """No DDP wrapper (phases call submodules and leave parameters unused): rank 0's weights, averaged gradients."""
+        from torchwise.train.phases import broadcast_model
+
+        broadcast_model(model)
+        return model, True
 
     def no_sync(self, model: nn.Module, skip_sync: bool) -> ContextManager[Any]:
         if skip_sync and hasattr(model, "no_sync"):  # DDP, or the compile wrapper around it

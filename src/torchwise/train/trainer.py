@@ -53,7 +53,7 @@ from torchwise.train.lock import lock_folders
 from torchwise.train.monitor import Monitor, lower_is_better
 from torchwise.train.oom import OOM_ERRORS, OOMRecovery
 from torchwise.train.options import check_options
-from torchwise.train.phases import Phase, as_outputs, average_gradients, broadcast_model, check_coverage, named, split_params
+from torchwise.train.phases import Phase, as_outputs, average_gradients, check_coverage, named, split_params
 from torchwise.train.precision import Precision, make_precision, normalize
 from torchwise.train.report import RunLog, _duration, _fmt
 from torchwise.train.schedule import DECAY_LIMIT, decay_warning, first_epoch_decay, is_plateau, resolve_interval
@@ -174,9 +174,10 @@ class Trainer:
         self.progress = progress
         self.callbacks = list(callbacks)
         self.check_labels = check_labels
-        self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type, deterministic=deterministic)
+        self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type,
+                                 deterministic=deterministic, relayout_parameters=self.strategy.relayout_parameters)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
-        self.oom = OOMRecovery(enabled=oom_recovery and not self.strategy.distributed)
+        self.oom = OOMRecovery(enabled=oom_recovery, rank=self.strategy.rank, world_size=self.strategy.world_size, folder=checkpoint_dir or None)
         self.precision: Precision = self._new_precision()
         self.activation_checkpointing = bool(activation_checkpointing)
         self.ema = EMA(ema) if ema is not None else None
@@ -188,13 +189,7 @@ class Trainer:
         self.plan: RunPlan | None = None
         self.phases: list[Phase] = []
         self._specs = (named(optimizer, "optimizer"), named(scheduler, "scheduler") if scheduler is not None else {}, step_fn)
-        if self.strategy.sharded_checkpoints:  # FSDP: what does not compose with sharded parameters (yet)
-            if len(self._specs[0]) > 1:
-                raise UsageError(f"strategy='fsdp' takes one optimizer, got {len(self._specs[0])} ({', '.join(self._specs[0])}): "
-                                 "phases call submodules outside the sharded root's forward; use strategy='ddp' (or 'auto') for several optimizers")
-            if ema is not None:
-                raise UsageError("ema= does not work with strategy='fsdp' yet: the averaged weights would be sharded but are checkpointed "
-                                 "in one file by rank 0; drop ema or use strategy='ddp'")
+        self.strategy.configure_phases(list(self._specs[0]))  # (FSDP shards by submodule when there are several)
         self._wants_plan = any(wants(f, "plan") for f in (*self._specs[0].values(), *self._specs[1].values()))
         if not self._wants_plan:
             self._build(None)  # factories that need the run's plan are built when fit() knows it
@@ -410,7 +405,7 @@ class Trainer:
                 self._check_host_labels(batch)
             raise
         while True:  # recovering: free memory, cut batches smaller, recompute this window's gradients
-            self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device)}")
+            self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device, self.step + 1)}")  # (several processes: stops for a restart)
             phase.optimizer.zero_grad(set_to_none=True)
             try:
                 for earlier in pending:
@@ -509,7 +504,7 @@ class Trainer:
         sums: dict[str, torch.Tensor] = {}
         count = 0
         try:
-            with torch.inference_mode(), self._eval_weights():
+            with self._eval_weights(), torch.inference_mode():  # (swapped outside inference mode: sharded weights are DTensors)
                 for batch in prepared.loader:
                     if self._to_device:
                         batch = to_device(batch, self.device, non_blocking=True)
@@ -588,7 +583,8 @@ class Trainer:
 
     def _load_state(self, state: dict[str, Any], path: Path) -> None:
         """Restore what :meth:`_state_dict` saved (the RNG last, in :meth:`_start`): the strategy loads the model."""
-        state = self.strategy.load_checkpoint(path, state, self.model, {p.name: p.optimizer for p in self.phases})
+        plugins = {p.key: p.state_dict() for p in self.plugins}
+        state = self.strategy.load_checkpoint(path, state, self.model, {p.name: p.optimizer for p in self.phases}, plugins=plugins)
         single = len(self.phases) == 1 and not self.phases[0].name
         for phase in self.phases:
             def part(key: str, phase: Phase = phase) -> Any:
@@ -610,7 +606,9 @@ class Trainer:
             if plugin.key in saved_plugins:
                 plugin.load_state_dict(saved_plugins[plugin.key])
         self.epoch, self.step, self.batch_in_epoch = int(state["epoch"]), int(state["step"]), int(state["batch_in_epoch"])
-        self.oom.splits = int(state.get("oom_splits", 1))
+        note = self.oom.resume(int(state.get("oom_splits", 1)))  # (more after a rank ran out of memory: see oom.py)
+        if note:
+            self._event(note)
         self.best = {k: (float(v[0]), int(v[1])) for k, v in (state.get("best") or {}).items()}
         if state.get("accumulate", self.accumulate) != self.accumulate:
             self._event(f"note: the checkpoint used accumulate={state['accumulate']}, this run {self.accumulate}")
@@ -710,6 +708,9 @@ class Trainer:
         if resumed is not None:
             self._load_state(*resumed)
         else:
+            note = self.oom.start_fresh()  # (a restarted group that had no checkpoint yet still takes a rank's split count)
+            if note:
+                self._event(note)
             self._check_schedules(self.plan)
         total = self.plan.total_steps
         self.should_stop = False  # (a new fit() after an early stop trains again)
@@ -805,10 +806,8 @@ class Trainer:
         for note in ("channels_last", "cudnn_benchmark"):
             if getattr(self.auto, note):
                 self._event(f"{note.replace('_', '.') if note == 'cudnn_benchmark' else note} on (4-D convolutional inputs)")
-        self._average_phases = self.strategy.distributed and len(self.phases) > 1
-        if self._average_phases:  # several optimizers under torchrun: phase-wise gradient averaging, no DDP wrapper
-            broadcast_model(self.model)
-            model = self.model
+        if len(self.phases) > 1:  # several optimizers: no DDP wrapper (the phases average their gradients); FSDP: units per submodule
+            model, self._average_phases = self.strategy.wrap_phases(self.model)
         else:
             model = self.strategy.wrap(self.model)
         if self.compile:

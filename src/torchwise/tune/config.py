@@ -155,8 +155,11 @@ def describe_model(model: Any, inputs: Any = None) -> dict[str, Any]:
     """What a tune.json remembers of the model it was tuned for: class name, parameter count and
     the per-sample input shape (without the batch dimension) when ``inputs`` is a tensor."""
     shape = getattr(inputs, "shape", None)
+    cls = type(model)
+    if cls.__name__.startswith("FSDP") and [b.__name__ for b in cls.__bases__[:1]] == ["FSDPModule"]:
+        cls = cls.__bases__[-1]  # fully_shard's FSDP<Name> subclass: the class the user wrote
     return {
-        "class": type(model).__qualname__,
+        "class": cls.__qualname__,
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "input_shape": list(shape[1:]) if shape is not None and len(shape) >= 1 else None,
     }
