@@ -40,6 +40,7 @@ _RELU: dict[Callable, str] = {F.relu: "relu", torch.relu: "relu", torch.relu_: "
 _SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: "sigmoid", F.sigmoid: "sigmoid",
                                 torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}
 _CLASS_LOSSES: dict[Callable, str] = {F.cross_entropy: "cross_entropy", F.nll_loss: "nll_loss"}
+_DELTA_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)  # layers whose output gradient is watched (TW130)
 _SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -120,6 +121,10 @@ class WatchResult:
     thread_timing: dict[str, Any] | None = None
     backward_line: str = ""  # script mode: where loss.backward() is called
     target_in_input: list[float] = field(default_factory=list)  # per watched loss call: share of targets equal to the input
+    # the gradient reaching each Linear/conv layer's output (the backpropagated signal), per watched
+    # backward: RMS over its elements, layers in forward order (name, values over the watched steps)
+    output_grad_layers: list[str] = field(default_factory=list)
+    output_grad_rms: list[list[float]] = field(default_factory=list)
 
 
 class _WatchMode(TorchFunctionMode):
@@ -171,6 +176,9 @@ class Watch:
         self.step_index = 0
         self._root_input: torch.Tensor | None = None
         self._leak_pending: list[torch.Tensor] = []
+        self._delta_index: dict[int, int] = {}  # module id -> index in result.output_grad_layers
+        self._delta_sums: dict[int, list[Any]] = {}  # index -> [sum of squares (device), elements] this backward
+        self._delta_pending: list[tuple[int, torch.Tensor]] = []
 
     # -- hooks ---------------------------------------------------------------------------------
     def attach(self, mode: bool = True) -> "Watch":
@@ -247,6 +255,11 @@ class Watch:
         return False
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
+        if self.activations_on and isinstance(module, _DELTA_LAYERS) and isinstance(output, torch.Tensor) and output.requires_grad:
+            try:
+                self._watch_output_grad(module, output)
+            except Exception:  # watching must never break the user's step
+                pass
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
         elif module in self._stack:  # an exception skipped some posts
@@ -259,6 +272,26 @@ class Watch:
 
     def reset_stack(self) -> None:
         self._stack.clear()
+
+    def _watch_output_grad(self, module: nn.Module, output: torch.Tensor) -> None:
+        """A tensor hook on a Linear/conv output: the sum of squares of the gradient reaching it."""
+        i = self._delta_index.get(id(module))
+        if i is None:
+            i = self._delta_index[id(module)] = len(self.result.output_grad_layers)
+            self.result.output_grad_layers.append(self._name(module))
+            self.result.output_grad_rms.append([])
+        sums = self._delta_sums
+
+        def hook(grad: torch.Tensor) -> None:
+            sq = grad.detach().float().pow(2).sum()
+            slot = sums.get(i)
+            if slot is None:
+                sums[i] = [sq, grad.numel()]
+            else:
+                slot[0] = slot[0] + sq
+                slot[1] += grad.numel()
+
+        output.register_hook(hook)
 
     # -- activations ---------------------------------------------------------------------------
     def _activation(self, func: str, out: torch.Tensor) -> None:
@@ -361,6 +394,9 @@ class Watch:
 
     def after_backward(self, loss: torch.Tensor | None) -> None:
         """Note the loss and every watched parameter's gradient norm (on the device)."""
+        if self._delta_sums and len(self._delta_pending) < 100_000:
+            self._delta_pending.extend((i, (sq / max(n, 1)).sqrt()) for i, (sq, n) in self._delta_sums.items())
+        self._delta_sums.clear()
         if loss is not None:
             self._pending_losses.append(loss.detach().float().reshape(-1)[:1].reshape(()))
         if self._params:
@@ -387,6 +423,14 @@ class Watch:
         if self._pending_norms:
             res.grad_norms.extend(torch.stack(self._pending_norms).cpu().tolist())
             self._pending_norms = []
+        if self._delta_pending:
+            try:
+                values = torch.stack([v for _, v in self._delta_pending]).cpu().tolist()
+            except RuntimeError:  # model parallel: values on several devices, not compared
+                values = []
+            for (i, _), v in zip(self._delta_pending, values):
+                res.output_grad_rms[i].append(v)
+            self._delta_pending = []
         if self._leak_pending:
             res.target_in_input.extend(torch.stack(self._leak_pending).cpu().tolist())
             self._leak_pending = []
