@@ -73,6 +73,7 @@ class Context:
     steps: list[StepRecord] = field(default_factory=list)
     backward_done: int = 0
     params_with_grad: set[str] = field(default_factory=set)
+    tensors_with_grad: set[int] = field(default_factory=set)  # script mode: ids of the tensors that got a gradient
     bn_stats_before: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     nonfinite: Any = None  # torchwise.nonfinite.NonFiniteReport
     nonfinite_step: int | None = None

@@ -74,6 +74,7 @@ class LogCall:
     zeros: int
     negatives: int
     total: int
+    line: str = ""  # script mode: the user's file:line of the call
 
 
 def loss_call(func: Callable, args: tuple, kwargs: dict[str, Any], line: str = "") -> LossCall | None:

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from torchwise.doctor.record import LOG_FUNCTIONS, LOSS_FUNCTIONS, StepRecorder, loss_call
 from torchwise.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records
@@ -135,6 +136,23 @@ class _WatchMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         w = self.watch
+        if w.paused:
+            return func(*args, **kwargs)
+        if w.loss_calls is not None and func in LOSS_FUNCTIONS and len(w.loss_calls) < 16 and torch.is_grad_enabled():
+            try:
+                call = loss_call(func, args, kwargs, user_frame(w.inside_own))
+                if call is not None:
+                    w.loss_calls.append(call)
+            except Exception:
+                pass
+        if w.log_flags is not None and func in LOG_FUNCTIONS and args and isinstance(args[0], torch.Tensor) \
+                and args[0].is_floating_point() and len(w.log_flags) < 64:
+            try:  # on the device, no sync: read only when the step turns out non-finite
+                x = args[0].detach()
+                w.log_flags.append((LOG_FUNCTIONS[func], w.stack_name(), (x == 0).sum(), (x < 0).sum(), x.numel(),
+                                    user_frame(w.inside_own)))
+            except Exception:
+                pass
         if (w.labels_on or w.activations_on) and func in _CLASS_LOSSES and len(args) >= 2:
             try:  # before the call: a bad label makes it raise
                 w._labels(_CLASS_LOSSES[func], args[0], args[1], kwargs.get("ignore_index", -100))
@@ -179,6 +197,13 @@ class Watch:
         self._delta_index: dict[int, int] = {}  # module id -> index in result.output_grad_layers
         self._delta_sums: dict[int, list[Any]] = {}  # index -> [sum of squares (device), elements] this backward
         self._delta_pending: list[tuple[int, torch.Tensor]] = []
+        # script mode: the evidence of the Task-mode checks (see torchwise.doctor.record)
+        self.paused = False  # the doctor's own replays: not watched
+        self.recorder: StepRecorder | None = None  # module calls and conv -> BatchNorm pairs
+        self.loss_calls: list[Any] | None = None  # LossCall of each loss function call, while not None
+        self.log_flags: list[tuple[str, str, torch.Tensor, torch.Tensor, int, str]] | None = None
+        self.on_root_pass: Callable[[nn.Module, tuple], None] | None = None  # a model's forward starts
+        self.on_root_done: Callable[[nn.Module, Any], None] | None = None  # ... and returns
 
     # -- hooks ---------------------------------------------------------------------------------
     def attach(self, mode: bool = True) -> "Watch":
@@ -227,11 +252,22 @@ class Watch:
             name = self._names.get(id(module), type(module).__name__)
         return name or type(module).__name__
 
+    def stack_name(self) -> str:
+        """The name of the innermost module running now ("" outside any)."""
+        return self._name(self._stack[-1]) if self._stack else ""
+
     def _pre(self, module: nn.Module, args: tuple) -> None:
+        if self.paused:
+            return
         if not self._stack:
-            if self._stack_reset_for(module) and args and isinstance(args[0], torch.Tensor):
-                self._root_input = args[0]
+            if self._stack_reset_for(module):
+                if args and isinstance(args[0], torch.Tensor):
+                    self._root_input = args[0]
+                if self.on_root_pass is not None:
+                    self.on_root_pass(module, args)
         self._stack.append(module)
+        if self.recorder is not None and torch.is_grad_enabled():
+            self.recorder.pre(module, args, self._name(module))
         if id(module) not in self._seen and any(True for _ in module.parameters(recurse=False)):
             self._seen.add(id(module))
             self._order.append(module)
@@ -255,6 +291,10 @@ class Watch:
         return False
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
+        if self.paused:
+            return
+        if self.recorder is not None and torch.is_grad_enabled():
+            self.recorder.post(module, args, output, self._name(module))
         if self.activations_on and isinstance(module, _DELTA_LAYERS) and isinstance(output, torch.Tensor) and output.requires_grad:
             try:
                 self._watch_output_grad(module, output)
@@ -264,6 +304,8 @@ class Watch:
             self._stack.pop()
         elif module in self._stack:  # an exception skipped some posts
             del self._stack[self._stack.index(module):]
+        if not self._stack and self.on_root_done is not None and any(r is module for r in self._roots):
+            self.on_root_done(module, output)
         if not self._stack and self._pass_outputs:
             for t in tensors_in(output, floating_only=False):
                 hit = self._pass_outputs.get(id(t))

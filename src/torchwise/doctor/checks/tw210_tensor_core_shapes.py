@@ -21,6 +21,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW210",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def odd_sizes(ctx) -> list[tuple[str, str, int]]:

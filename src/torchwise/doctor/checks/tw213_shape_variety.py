@@ -21,6 +21,7 @@ from torchwise.doctor.checks.tw117_variable_length import varying_fields
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW213",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 TUNED = (nn.modules.conv._ConvNd, nn.RNNBase)
 
 
