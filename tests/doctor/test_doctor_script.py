@@ -162,3 +162,12 @@ def test_ragged_samples_explain_the_collate_crash():
     report = run(FAULTS, "--fault", "ragged", steps=3)
     [f] = report.by_code("TW117")
     assert "Ragged" in f.where and "stack expects each tensor" in report.failure
+
+
+def test_gan_script_two_models_two_optimizers_and_an_ema_copy():
+    clean = run(str(SCRIPTS / "train_gan.py"), steps=30)
+    assert clean.findings == [], [str(f) for f in clean.findings]
+    assert clean.measured["models"] == ["generator", "discriminator"]  # the EMA copy runs under no_grad: not trained
+    report = run(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=30)
+    [f] = report.by_code("TW112")
+    assert f.where == "generator.3" and f.evidence["module_type"] == "Normalise"  # not the discriminator it fed

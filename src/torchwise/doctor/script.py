@@ -4,16 +4,20 @@ The parent (:func:`doctor_script`) starts the script in a child Python process t
 ``python -m torchwise.doctor.script``; the child attaches a :class:`~torchwise.doctor.watch.Watch`
 before the script runs:
 
-- global module forward hooks (module stack, BatchNorm batches) and a ``TorchFunctionMode``
-  (ReLU/sigmoid/tanh outputs on every other step, class labels at every loss call);
+- global module forward hooks (module stack, BatchNorm batches, each model's forward passes,
+  the first step's module calls) and a ``TorchFunctionMode`` (ReLU/sigmoid/tanh outputs on every
+  other step, class labels at every loss call, the first step's loss calls, ``log`` calls);
 - ``Tensor.backward`` wrapped to note each loss, and where it was called (file:line);
-- global optimizer step hooks: gradient norms before each step, the step count after it; after
-  ``steps`` optimizer steps (or ``budget`` seconds) the script is stopped by raising
-  :class:`StopScript` (a ``BaseException``, so the script's ``except Exception`` does not
-  swallow it) from the step hook; with ``full=True`` it runs to its end.
+- ``DataLoader.__iter__`` and the loader iterators' ``__next__`` wrapped: which loader feeds the
+  steps, and how long each step waited for its batch;
+- global optimizer step hooks: gradients seen and gradient norms before each step, the step
+  count after it; after ``steps`` optimizer steps (or ``budget`` seconds) the script is stopped
+  by raising :class:`StopScript` (a ``BaseException``, so the script's ``except Exception`` does
+  not swallow it) from the step hook; with ``full=True`` it runs to its end.
 
-The child runs the checks marked ``SCRIPT = True`` on what it saw and writes the report as JSON
-to a temporary file the parent reads back. Nothing of the script is changed on disk.
+:mod:`torchwise.doctor.script_evidence` turns what was seen into the same ``Context`` a Task run
+fills; the child runs the checks marked ``SCRIPT = True`` on it and writes the report as JSON to
+a temporary file the parent reads back. Nothing of the script is changed on disk.
 """
 
 from __future__ import annotations
@@ -115,7 +119,7 @@ class _Attached:
 
         self.watch = Watch(labels=True)
         self.evidence = ScriptEvidence(self.watch)
-        self.names: dict[int, str] = {}  # id(model) -> the script's variable holding it
+        self.names = self.evidence.names  # id(model) -> the script's variable holding it
         self.optimizers: list[Any] = []
         self.backward_line = ""
         self.started = time.perf_counter()
@@ -144,6 +148,14 @@ class _Attached:
             return result
 
         torch.Tensor.backward = backward  # type: ignore[method-assign]
+        self._grad = torch.autograd.grad
+        autograd_grad = self._grad
+
+        def grad(*args, **kwargs):  # an attack or a gradient penalty: that pass was not evaluation
+            attached.evidence.gradients_taken()
+            return autograd_grad(*args, **kwargs)
+
+        torch.autograd.grad = grad
         loader_iter = torch.utils.data.DataLoader.__iter__
         self._loader_iter = loader_iter
 
@@ -176,6 +188,7 @@ class _Attached:
         import torch
 
         torch.Tensor.backward = self._backward  # type: ignore[method-assign]
+        torch.autograd.grad = self._grad
         torch.utils.data.DataLoader.__iter__ = self._loader_iter  # type: ignore[method-assign]
         from torch.utils.data.dataloader import _BaseDataLoaderIter
 
@@ -203,9 +216,9 @@ class _Attached:
         first = optimizer is self.optimizers[0]
         if first:
             self.watch.after_backward(None)
-        self.evidence.before_step(optimizer, first)
         if self.watch.step_index < 3:
             self._name_models()
+        self.evidence.before_step(optimizer, first)
 
     def _name_models(self) -> None:
         """The script's variables that hold the models (``generator``, ``model``...), for the names."""

@@ -62,8 +62,10 @@ class ScriptEvidence:
         self.watch = watch
         self.passes = 0
         self.last: _Pass | None = None
+        self.step_passes: list[_Pass] = []  # the forward passes with autograd on since the last step
+        self.names: dict[int, str] = {}  # id(model) -> the script's variable holding it
         self.grad_roots: dict[int, nn.Module] = {}  # roots run forward with autograd on
-        self.first_modes: dict[int, dict[str, bool]] = {}  # root -> module training flags at its first such pass
+        self.first_modes: dict[int, dict[str, bool]] = {}  # root -> module training flags at its first backward
         self.bn_before: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.trained_in_eval: _Pass | None = None
         self.eval_passes: list[tuple[bool, bool]] = []  # (grad enabled, output requires grad), not trained
@@ -102,9 +104,10 @@ class ScriptEvidence:
         grad = torch.is_grad_enabled()
         self.passes += 1
         self.last = _Pass(root, args, grad, root.training, user_frame(), self.watch.step_index)
+        if grad and len(self.step_passes) < 16:
+            self.step_passes.append(self.last)
         if grad and id(root) not in self.grad_roots and len(self.grad_roots) < MAX_MODELS:
             self.grad_roots[id(root)] = root
-            self.first_modes[id(root)] = {n: m.training for n, m in root.named_modules()}
             self.bn_before[id(root)] = {
                 n: (m.running_mean.detach().clone(), m.running_var.detach().clone())
                 for n, m in root.named_modules()
@@ -135,8 +138,15 @@ class ScriptEvidence:
         p = self.last
         if p is not None and p.grad:
             p.backpropagated = True
+            if id(p.root) not in self.first_modes:  # the modes it trains in (not those of an attack pass before)
+                self.first_modes[id(p.root)] = {n: m.training for n, m in p.root.named_modules()}
             if not p.training and self.trained_in_eval is None and _mode_dependent(p.root):
                 self.trained_in_eval = p
+
+    def gradients_taken(self) -> None:
+        """``torch.autograd.grad`` went through the last pass (not an evaluation pass)."""
+        if self.last is not None:
+            self.last.backpropagated = True
 
     def before_step(self, optimizer: torch.optim.Optimizer, first: bool) -> None:
         """At each optimizer step (before it): gradients seen, and (first optimizer) finiteness."""
@@ -158,11 +168,13 @@ class ScriptEvidence:
         now = time.perf_counter()
         shapes = tuple(tuple(t.shape) for t in tensors_in(self.last.args)) if self.last is not None else ()
         index = len(self.steps)
-        self.steps.append(StepRecord(index, self._wait, max(0.0, now - self._since - self._wait), shapes, 0, watched=watched))
+        batch = shapes[0][0] if shapes and shapes[0] else 0
+        self.steps.append(StepRecord(index, self._wait, max(0.0, now - self._since - self._wait), shapes, batch, watched=watched))
         if self._served is not None:
             self.loaders.setdefault(id(self._served), self._served)
             self._counts[id(self._served)] += 1
         self._wait, self._served, self._since = 0.0, None, now
+        self.step_passes = []
         if index == 0:
             self.watch.recorder = None
             self.watch.loss_calls = None
@@ -208,25 +220,34 @@ class ScriptEvidence:
         self.nonfinite = self._replay()
 
     def _replay(self) -> Any:
-        """The model's forward on the bad step's inputs, watching for the first non-finite output."""
+        """The step's forward passes replayed in order on the same inputs: the first module whose
+        output went non-finite (or the first pass's non-finite input: bad data)."""
         from torchwise.nonfinite import NonFiniteReport, find_nonfinite
 
-        p = self.last
-        if p is None:
+        if not self.step_passes:
             return None
+        several = len({id(p.root) for p in self.step_passes}) > 1 or len(self.grad_roots) > 1
         self.watch.paused = True
         try:
-            with torch.no_grad():
-                report = find_nonfinite(p.root, lambda: p.root(*p.args), check_grads=False)
-        except Exception:
-            return None
+            for i, p in enumerate(self.step_passes):
+                try:
+                    with torch.no_grad():
+                        report = find_nonfinite(p.root, lambda p=p: p.root(*p.args), check_grads=False)
+                except Exception:
+                    continue
+                if report is None or (report.kind == "input" and i > 0):
+                    continue  # finite, or fed by an earlier pass that went bad
+                name = self.names.get(id(p.root), "")
+                if several and name:
+                    report = NonFiniteReport(f"{name}.{report.module}" if report.module else name,
+                                             report.module_type, report.kind, report.detail)
+                return report
         finally:
             self.watch.paused = False
-        if report is None:
-            where = f" at {self.watch.result.backward_line}" if self.watch.result.backward_line else ""
-            return NonFiniteReport("", type(p.root).__name__, "loss",
-                                   f"the model's outputs were finite; the loss computed from them (or its gradients) was not{where}")
-        return report
+        where = f" at {self.watch.result.backward_line}" if self.watch.result.backward_line else ""
+        root = self.step_passes[-1].root
+        return NonFiniteReport("", type(root).__name__, "loss",
+                               f"the model's outputs were finite; the loss computed from them (or its gradients) was not{where}")
 
     # -- the Context -----------------------------------------------------------------------------
     def models(self) -> list[nn.Module]:
