@@ -116,3 +116,48 @@ def test_evaluation_with_autograd_on_between_training_steps():
     report, _ = doctored(loop)
     [f] = report.by_code("TW104")
     assert f.evidence["with_autograd_graph"] >= 5 and "test_doctor_script_evidence.py" in f.where
+
+
+def test_frozen_batchnorm_that_still_updates_and_batchnorm_kept_in_bfloat16():
+    x, y = data()
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 3)).to(torch.bfloat16)
+    model[1].requires_grad_(False)  # "frozen", but model.train() keeps updating its statistics
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+
+    def loop():
+        for _ in range(10):
+            model.train()
+            loss = nn.functional.cross_entropy(model(x.to(torch.bfloat16)).float(), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    report, _ = doctored(loop)
+    [frozen] = [f for f in report.by_code("TW109") if "meant frozen" in f.message]
+    assert frozen.evidence["layers"] == ["1"] and frozen.evidence["frozen_by"] == ["requires_grad=False"]
+    [half] = report.by_code("TW218")
+    assert half.evidence["layers"] == ["1"] and half.evidence["dtypes"] == ["bfloat16"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_script_channels_last_and_tensor_core_shapes():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 20, 3, bias=False), nn.BatchNorm2d(20), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10)).cuda()
+    x, y = torch.randn(12, 3, 16, 16, device="cuda"), torch.randint(0, 10, (12,), device="cuda")
+    model(x)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def loop():
+        for _ in range(4):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    report, _ = doctored(loop)
+    assert report.by_code("TW212") and report.by_code("TW210")
+    sizes = {(s["module"], s["size"]) for f in report.by_code("TW210") for s in f.evidence["sizes"]}
+    assert ("0", "out_channels") in sizes and ("batch", "batch_size") in sizes
