@@ -60,7 +60,6 @@ class ScriptEvidence:
 
     def __init__(self, watch: Watch) -> None:
         self.watch = watch
-        self.passes = 0
         self.last: _Pass | None = None
         self.step_passes: list[_Pass] = []  # the forward passes with autograd on since the last step
         self.names: dict[int, str] = {}  # id(model) -> the script's variable holding it
@@ -69,7 +68,8 @@ class ScriptEvidence:
         self.bn_before: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.trained_in_eval: _Pass | None = None
         self.eval_passes: list[tuple[bool, bool]] = []  # (grad enabled, output requires grad), not trained
-        self.eval_line = ""
+        self.eval_line = ""  # where the first evaluation pass that built a graph (else the first) ran
+        self._eval_graph_seen = False
         self.grad_ids: set[int] = set()  # trainable tensors that got a gradient at some step
         self.backward_done = 0
         self.module_calls: list[Any] = []
@@ -102,7 +102,6 @@ class ScriptEvidence:
     def root_pass(self, root: nn.Module, args: tuple) -> None:
         self._close_pass()
         grad = torch.is_grad_enabled()
-        self.passes += 1
         self.last = _Pass(root, args, grad, root.training, user_frame(), self.watch.step_index)
         if grad and len(self.step_passes) < 16:
             self.step_passes.append(self.last)
@@ -128,7 +127,9 @@ class ScriptEvidence:
         p = self.last
         if p is not None and not p.training and not p.backpropagated and len(self.eval_passes) < 10_000:
             self.eval_passes.append((p.grad, p.output_graph))
-            if not self.eval_line or (p.grad and p.output_graph and not any(g and o for g, o in self.eval_passes[:-1])):
+            if p.grad and p.output_graph and not self._eval_graph_seen:
+                self.eval_line, self._eval_graph_seen = p.line, True
+            elif not self.eval_line:
                 self.eval_line = p.line
 
     # -- backward and steps ----------------------------------------------------------------------

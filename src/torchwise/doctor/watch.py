@@ -141,8 +141,8 @@ class _WatchMode(TorchFunctionMode):
         if w.loss_calls is not None and func in LOSS_FUNCTIONS and len(w.loss_calls) < 16 and torch.is_grad_enabled():
             try:
                 call = loss_call(func, args, kwargs, user_frame(w.inside_own))
-                if call is not None:
-                    w.loss_calls.append(call)
+                if call is not None and not any(c.func == call.func and c.line == call.line for c in w.loss_calls):
+                    w.loss_calls.append(call)  # one call per loss and line (accumulation repeats them)
             except Exception:
                 pass
         if w.log_flags is not None and func in LOG_FUNCTIONS and args and isinstance(args[0], torch.Tensor) \

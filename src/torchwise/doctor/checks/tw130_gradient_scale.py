@@ -30,7 +30,7 @@ tanh/sigmoid regression MLPs; seeds 0 and 1): depth ratios between 0.04 and 1.2,
 4.4, signal ratios between 0.02 and 0.9; on the examples of this repository (``torchwise doctor
 examples/X.py:task --steps 200``) signal ratios between 0.014 and 0.44 (gru_classifier: one
 Linear layer, no ratio); a 12-layer ReLU MLP with kaiming init (healthy, deep) reaches 4.5 late
-in the run. Faults (2026-11-23): a 12-layer sigmoid
+in the run; 6- and 10-layer ReLU MLPs with PyTorch's default init 0.86 and 0.57. Faults (2026-11-23): a 12-layer sigmoid
 MLP gives ratios near 1e-6; a 12-layer ReLU MLP with weights 3x kaiming under Adam a signal
 ratio of 6e4 (2x kaiming: 4e2) while its depth ratio stays near 1 and its growth below 1; a
 12-layer tanh MLP initialised with std 1 a depth ratio of about 2e3 and growth above 10.
