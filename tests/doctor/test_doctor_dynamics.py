@@ -77,6 +77,30 @@ def test_tw130_exploding_gradients_with_a_learning_rate_far_too_high():
     assert "exploding" in f.message and f.evidence["growth"] > 1e3
 
 
+def _deep_relu(gain: float) -> dict:
+    """12 Linear+ReLU layers, kaiming init times ``gain``, trained with Adam on digits."""
+    case = R.mlp_case(depth=12, width=64)
+    with torch.no_grad():
+        for layer in case["task_or_model"]:
+            if isinstance(layer, nn.Linear):
+                nn.init.kaiming_normal_(layer.weight, nonlinearity="relu")
+                layer.weight.mul_(gain)
+    return case
+
+
+def test_tw130_exploding_signal_in_a_deep_relu_mlp_initialised_3x_too_wide_under_adam():
+    report = doctor(**_deep_relu(3.0), steps=60)
+    [f] = report.by_code("TW130")
+    assert "exploding" in f.message and f.evidence["signal_ratio"] > 1e3
+    assert f.evidence["signal_first_layer"] == "0" and f.evidence["signal_last_layer"] == "24"
+    assert f.evidence["depth_ratio"] < 10  # the weight gradients alone do not show it
+
+
+def test_tw130_quiet_for_the_same_deep_relu_mlp_with_kaiming_init():
+    report = doctor(**_deep_relu(1.0), steps=60)
+    assert not report.by_code("TW130"), [str(f) for f in report.by_code("TW130")]
+
+
 # --- TW131 / TW132 -------------------------------------------------------------------------------
 
 

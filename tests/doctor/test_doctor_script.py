@@ -109,3 +109,65 @@ def test_cli_script_mode_both_spellings(tmp_path):
 def test_missing_script_is_one_clear_error():
     with pytest.raises(UsageError, match="training script not found"):
         doctor_script(["python", "no_such_train.py"])
+
+
+# --- the Task-mode checks in script mode (script_evidence.py) ---------------------------------
+
+FAULTS = str(SCRIPTS / "train_faults.py")
+
+
+def test_several_correctness_faults_in_one_script_each_found_at_its_line():
+    report = run(FAULTS, "--fault", "softmax,unused,conv-bias,eval,slow-loader", steps=25)
+    assert report.failure is None and report.measured["models"] == ["model"]
+    [ce] = report.by_code("TW102")
+    assert "train_faults.py:104" in ce.where  # criterion(F.softmax(outputs, dim=1), y)
+    [unused] = report.by_code("TW114")
+    assert set(unused.evidence["parameters"]) == {"aux.weight", "aux.bias"}
+    [bias] = report.by_code("TW209")
+    assert bias.evidence["pairs"] == [["conv", "bn"]] and bias.evidence["wasted_bias_values"] == 16
+    [mode] = report.by_code("TW109")
+    assert set(mode.evidence["layers"]) == {"bn", "drop"} and "train_faults.py:130" in mode.message
+    [graphs] = report.by_code("TW104")
+    assert "train_faults.py:116" in graphs.where  # the validation forward without no_grad
+    [wait] = report.by_code("TW202")
+    assert wait.evidence["num_workers"] == 0
+
+
+def test_clean_script_with_validation_loop_is_quiet():
+    report = run(FAULTS, steps=25)
+    assert report.findings == [], [str(f) for f in report.findings]
+    assert report.measured["steps_run"] == 25 and report.measured["models"] == ["model"]
+    assert "TW207" in {c for s in report.skipped for c in s.codes}  # listed as not observable
+
+
+def test_log_of_zero_in_the_loss_is_the_origin_of_the_non_finite_step():
+    report = run(FAULTS, "--fault", "log-zero", steps=3)
+    [f] = report.by_code("TW105")
+    assert f.evidence["log_call"] == "torch.log" and f.evidence["zeros"] > 0
+    assert "train_faults.py:107" in f.where and f.evidence["step"] == 0
+
+
+def test_regression_broadcast_and_a_layer_added_after_the_optimizer():
+    report = run(FAULTS, "--task", "regression", "--fault", "broadcast,late-head", steps=3)
+    [f] = report.by_code("TW113")
+    assert f.evidence["prediction_shape"] == [32, 1] and f.evidence["target_shape"] == [32]
+    assert "train_faults.py:102" in f.where
+    [missing] = [f for f in report.by_code("TW115") if "not in the optimizer" in f.message]
+    assert set(missing.evidence["missing"]) == {"extra.weight", "extra.bias"}
+    clean = run(FAULTS, "--task", "regression", steps=3)
+    assert clean.findings == [], [str(f) for f in clean.findings]
+
+
+def test_ragged_samples_explain_the_collate_crash():
+    report = run(FAULTS, "--fault", "ragged", steps=3)
+    [f] = report.by_code("TW117")
+    assert "Ragged" in f.where and "stack expects each tensor" in report.failure
+
+
+def test_gan_script_two_models_two_optimizers_and_an_ema_copy():
+    clean = run(str(SCRIPTS / "train_gan.py"), steps=30)
+    assert clean.findings == [], [str(f) for f in clean.findings]
+    assert clean.measured["models"] == ["generator", "discriminator"]  # the EMA copy runs under no_grad: not trained
+    report = run(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=30)
+    [f] = report.by_code("TW112")
+    assert f.where == "generator.3" and f.evidence["module_type"] == "Normalise"  # not the discriminator it fed

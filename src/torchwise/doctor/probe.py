@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader
@@ -28,50 +27,11 @@ from torch.utils.data import DataLoader
 from torchwise.batch import batch_size_of, split_batch
 from torchwise.device import select_device, to_device
 from torchwise.errors import DataError, TorchwiseError, UsageError
+from torchwise.doctor.record import LOG_FUNCTIONS, LogCall, LossCall, ModuleCall, StepRecorder, loss_call
 from torchwise.nonfinite import no_side_effects, tensors_in
 from torchwise.train.precision import resolve as resolve_precision
 
-LOSS_FUNCTIONS: dict[Callable, str] = {
-    F.cross_entropy: "cross_entropy",
-    F.nll_loss: "nll_loss",
-    F.mse_loss: "mse_loss",
-    F.l1_loss: "l1_loss",
-    F.smooth_l1_loss: "smooth_l1_loss",
-    F.huber_loss: "huber_loss",
-}
-LOG_FUNCTIONS: dict[Callable, str] = {
-    torch.log: "torch.log",
-    torch.Tensor.log: "Tensor.log",
-    torch.Tensor.log_: "Tensor.log_",
-    torch.log2: "torch.log2",
-    torch.Tensor.log2: "Tensor.log2",
-    torch.log10: "torch.log10",
-    torch.Tensor.log10: "Tensor.log10",
-}
 HALF_DTYPES = (torch.float16, torch.bfloat16)
-
-
-@dataclass
-class ModuleCall:
-    """One module execution seen in the recording step."""
-
-    name: str
-    module: nn.Module
-    in_shapes: list[tuple[int, ...]]
-    in_dtypes: list[torch.dtype]
-    out_shapes: list[tuple[int, ...]]
-    out_dtypes: list[torch.dtype]
-    in_channels_last: bool | None  # first 4-D input NHWC (True), NCHW (False), unknown (None)
-
-
-@dataclass
-class LossCall:
-    """A loss function called in the recording step (input and target detached)."""
-
-    func: str
-    input: torch.Tensor
-    target: Any
-    kwargs: dict[str, Any]
 
 
 @dataclass
@@ -86,17 +46,6 @@ class StepRecord:
     syncs: int | None = None
     watched: bool = False  # activations were watched (slower): not used for timings
     threads: int | None = None  # set when this step ran with a different thread count (TW221 A/B)
-
-
-@dataclass
-class LogCall:
-    """A log of values that are zero or negative, producing -inf/NaN (seen when a step went bad)."""
-
-    func: str
-    module: str
-    zeros: int
-    negatives: int
-    total: int
 
 
 @dataclass
@@ -124,6 +73,7 @@ class Context:
     steps: list[StepRecord] = field(default_factory=list)
     backward_done: int = 0
     params_with_grad: set[str] = field(default_factory=set)
+    tensors_with_grad: set[int] = field(default_factory=set)  # script mode: ids of the tensors that got a gradient
     bn_stats_before: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
     nonfinite: Any = None  # torchwise.nonfinite.NonFiniteReport
     nonfinite_step: int | None = None
@@ -283,13 +233,9 @@ class _LossRecorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = LOSS_FUNCTIONS.get(func)
-        if name is not None and len(args) >= 1 and isinstance(args[0], torch.Tensor):
-            target = args[1] if len(args) > 1 else kwargs.get("target")
-            extra = {k: v for k, v in kwargs.items() if k in ("ignore_index", "reduction", "label_smoothing")}
-            self.ctx.loss_calls.append(
-                LossCall(name, args[0].detach(), target.detach() if isinstance(target, torch.Tensor) else target, extra)
-            )
+        call = loss_call(func, args, kwargs)
+        if call is not None:
+            self.ctx.loss_calls.append(call)
         return func(*args, **kwargs)
 
 
@@ -311,41 +257,15 @@ class _LogWatch(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def _channels_last(t: torch.Tensor | None) -> bool | None:
-    """True for NHWC storage, False for NCHW, None when unknown (no 4-D tensor, or both fit)."""
-    if t is None:
-        return None
-    cl, std = t.is_contiguous(memory_format=torch.channels_last), t.is_contiguous()
-    return None if cl == std else cl
-
-
 def _module_hooks(ctx: Context, model: nn.Module) -> list[Any]:
     names = {m: n for n, m in model.named_modules()}
-    conv_outputs: dict[int, tuple[str, torch.Tensor]] = {}
+    recorder = StepRecorder(ctx.module_calls, ctx.conv_bn_pairs)
 
     def pre(module: nn.Module, args: tuple) -> None:
-        if isinstance(module, nn.modules.batchnorm._BatchNorm) and args and isinstance(args[0], torch.Tensor):
-            hit = conv_outputs.get(id(args[0]))
-            if hit is not None and hit[1] is args[0]:
-                ctx.conv_bn_pairs.append((hit[0], names[module]))
+        recorder.pre(module, args, names[module])
 
     def post(module: nn.Module, args: tuple, output: Any) -> None:
-        ins = list(tensors_in(args, floating_only=False))
-        outs = list(tensors_in(output, floating_only=False))
-        four_d = next((t for t in ins if t.dim() == 4), None)
-        ctx.module_calls.append(
-            ModuleCall(
-                names[module],
-                module,
-                [tuple(t.shape) for t in ins],
-                [t.dtype for t in ins],
-                [tuple(t.shape) for t in outs],
-                [t.dtype for t in outs],
-                _channels_last(four_d),
-            )
-        )
-        if isinstance(module, nn.modules.conv._ConvNd) and module.bias is not None and isinstance(output, torch.Tensor):
-            conv_outputs[id(output)] = (names[module], output)
+        recorder.post(module, args, output, names[module])
 
     handles = []
     for m in model.modules():

@@ -4,16 +4,20 @@ The parent (:func:`doctor_script`) starts the script in a child Python process t
 ``python -m torchwise.doctor.script``; the child attaches a :class:`~torchwise.doctor.watch.Watch`
 before the script runs:
 
-- global module forward hooks (module stack, BatchNorm batches) and a ``TorchFunctionMode``
-  (ReLU/sigmoid/tanh outputs on every other step, class labels at every loss call);
+- global module forward hooks (module stack, BatchNorm batches, each model's forward passes,
+  the first step's module calls) and a ``TorchFunctionMode`` (ReLU/sigmoid/tanh outputs on every
+  other step, class labels at every loss call, the first step's loss calls, ``log`` calls);
 - ``Tensor.backward`` wrapped to note each loss, and where it was called (file:line);
-- global optimizer step hooks: gradient norms before each step, the step count after it; after
-  ``steps`` optimizer steps (or ``budget`` seconds) the script is stopped by raising
-  :class:`StopScript` (a ``BaseException``, so the script's ``except Exception`` does not
-  swallow it) from the step hook; with ``full=True`` it runs to its end.
+- ``DataLoader.__iter__`` and the loader iterators' ``__next__`` wrapped: which loader feeds the
+  steps, and how long each step waited for its batch;
+- global optimizer step hooks: gradients seen and gradient norms before each step, the step
+  count after it; after ``steps`` optimizer steps (or ``budget`` seconds) the script is stopped
+  by raising :class:`StopScript` (a ``BaseException``, so the script's ``except Exception`` does
+  not swallow it) from the step hook; with ``full=True`` it runs to its end.
 
-The child runs the checks marked ``SCRIPT = True`` on what it saw and writes the report as JSON
-to a temporary file the parent reads back. Nothing of the script is changed on disk.
+:mod:`torchwise.doctor.script_evidence` turns what was seen into the same ``Context`` a Task run
+fills; the child runs the checks marked ``SCRIPT = True`` on it and writes the report as JSON to
+a temporary file the parent reads back. Nothing of the script is changed on disk.
 """
 
 from __future__ import annotations
@@ -104,22 +108,6 @@ def _report_from(data: dict[str, Any]) -> DoctorReport:
 # ----------------------------------------------------------------------------- the child
 
 
-class ScriptContext:
-    """What the script-mode checks read (the subset of the Task-mode Context they use)."""
-
-    def __init__(self, watch: Any, steps_requested: int, failure: str | None) -> None:
-        self.watch = watch
-        self.steps_requested = steps_requested
-        self.failure = failure
-        self.script = True
-        self.model = None
-        self.loader = None
-        self.batch_given = False
-        self.loss_calls: list[Any] = []
-        self.scratch: dict[str, Any] = {}
-        self.steps: list[Any] = []
-
-
 class _Attached:
     """The hooks of the child process around the user's script."""
 
@@ -127,7 +115,11 @@ class _Attached:
         from torchwise.doctor.watch import Watch
 
         self.steps, self.budget, self.full = steps, budget, full
+        from torchwise.doctor.script_evidence import ScriptEvidence
+
         self.watch = Watch(labels=True)
+        self.evidence = ScriptEvidence(self.watch)
+        self.names = self.evidence.names  # id(model) -> the script's variable holding it
         self.optimizers: list[Any] = []
         self.backward_line = ""
         self.started = time.perf_counter()
@@ -156,6 +148,14 @@ class _Attached:
             return result
 
         torch.Tensor.backward = backward  # type: ignore[method-assign]
+        self._grad = torch.autograd.grad
+        autograd_grad = self._grad
+
+        def grad(*args, **kwargs):  # an attack or a gradient penalty: that pass was not evaluation
+            attached.evidence.gradients_taken()
+            return autograd_grad(*args, **kwargs)
+
+        torch.autograd.grad = grad
         loader_iter = torch.utils.data.DataLoader.__iter__
         self._loader_iter = loader_iter
 
@@ -165,15 +165,34 @@ class _Attached:
                     attached.watch.result.distinct_batches = len(loader)
                 except TypeError:
                     pass
-            return loader_iter(loader)
+            iterator = loader_iter(loader)
+            attached.evidence.loader_iter(loader, iterator)
+            return iterator
 
         torch.utils.data.DataLoader.__iter__ = iterate  # type: ignore[method-assign]
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        self._loader_next = _BaseDataLoaderIter.__next__
+        loader_next = self._loader_next
+
+        def next_batch(iterator):  # the time the step waits for its batch
+            t0 = time.perf_counter()
+            try:
+                return loader_next(iterator)
+            finally:
+                attached.evidence.loader_next(iterator, time.perf_counter() - t0)
+
+        _BaseDataLoaderIter.__next__ = next_batch  # type: ignore[method-assign]
 
     def close(self) -> None:
         import torch
 
         torch.Tensor.backward = self._backward  # type: ignore[method-assign]
+        torch.autograd.grad = self._grad
         torch.utils.data.DataLoader.__iter__ = self._loader_iter  # type: ignore[method-assign]
+        from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+        _BaseDataLoaderIter.__next__ = self._loader_next  # type: ignore[method-assign]
         for h in self._handles:
             h.remove()
         self.watch.close()
@@ -186,6 +205,7 @@ class _Attached:
         if loss.numel() == 1 and len(self.watch._pending_losses) < 10_000:
             self.watch._pending_losses.append(loss.detach().float().reshape(()))
         self.watch.reset_stack()
+        self.evidence.after_backward(loss)
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if all(o is not optimizer for o in self.optimizers):
@@ -193,12 +213,33 @@ class _Attached:
         if self.watch._params is None:
             params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
             self.watch.track(params, [optimizer])
-        if optimizer is self.optimizers[0]:
+        first = optimizer is self.optimizers[0]
+        if first:
             self.watch.after_backward(None)
+        if self.watch.step_index < 3:
+            self._name_models()
+        self.evidence.before_step(optimizer, first)
+
+    def _name_models(self) -> None:
+        """The script's variables that hold the models (``generator``, ``model``...), for the names."""
+        from torchwise.doctor.watch import _OWN_DIR, _SKIP_DIRS
+
+        wanted = {id(r) for r in self.evidence.grad_roots.values()} - set(self.names)
+        frame = sys._getframe(1)
+        while frame is not None and wanted:
+            path = frame.f_code.co_filename
+            if not path.startswith(_SKIP_DIRS + (_OWN_DIR,)):
+                for scope in (frame.f_locals, frame.f_globals):
+                    for name, value in list(scope.items()):
+                        if id(value) in wanted and not name.startswith("_"):
+                            self.names[id(value)] = name
+                            wanted.discard(id(value))
+            frame = frame.f_back
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if optimizer is not self.optimizers[0]:
             return
+        self.evidence.after_step(self.watch.activations_on)
         self.watch.after_step()
         self.watch.activations_on = self.watch.step_index % 2 == 0
         if self.full or self.stopped:
@@ -261,11 +302,14 @@ def _check(subject: str, attached: _Attached, failure: str | None, args: argpars
 
     result = attached.watch.finish()
     result.backward_line = attached.backward_line
-    ctx = ScriptContext(result, args.steps, failure)
+    attached.evidence.finish()
+    ctx = attached.evidence.context(subject, attached.optimizers, args.steps, failure, attached.names)
     findings: list[Finding] = []
     skipped: list[Skipped] = []
+    not_observable: list[str] = []
     for c in available_checks():
         if not getattr(c, "SCRIPT", False):
+            not_observable += list(c.CODES)
             continue
         try:
             out = c.check(ctx)
@@ -275,11 +319,17 @@ def _check(subject: str, attached: _Attached, failure: str | None, args: argpars
             skipped.append(out)
         elif out:
             findings.extend(out)
+    if not_observable:
+        skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see the README's doctor section)"))
     measured = {
         "mode": "script", "steps_run": result.steps, "steps_requested": None if args.full else args.steps,
         "stopped_by_doctor": attached.stopped, "seconds": round(time.perf_counter() - attached.started, 3),
         "optimizers": len(attached.optimizers), "backward_at": attached.backward_line,
     }
+    measured["models"] = [attached.names.get(id(m)) or type(m).__name__ for m in attached.evidence.models()]
+    waited = ctx.loader_wait()
+    if waited is not None:
+        measured["loader_wait_share"] = round(waited[2], 4)
     return DoctorReport(subject, findings, skipped, measured, failure)
 
 

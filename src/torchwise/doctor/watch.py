@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from torchwise.doctor.record import LOG_FUNCTIONS, LOSS_FUNCTIONS, StepRecorder, loss_call
 from torchwise.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records
@@ -40,6 +41,7 @@ _RELU: dict[Callable, str] = {F.relu: "relu", torch.relu: "relu", torch.relu_: "
 _SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: "sigmoid", F.sigmoid: "sigmoid",
                                 torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}
 _CLASS_LOSSES: dict[Callable, str] = {F.cross_entropy: "cross_entropy", F.nll_loss: "nll_loss"}
+_DELTA_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)  # layers whose output gradient is watched (TW130)
 _SKIP_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch,) if m.__file__)
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -120,6 +122,10 @@ class WatchResult:
     thread_timing: dict[str, Any] | None = None
     backward_line: str = ""  # script mode: where loss.backward() is called
     target_in_input: list[float] = field(default_factory=list)  # per watched loss call: share of targets equal to the input
+    # the gradient reaching each Linear/conv layer's output (the backpropagated signal), per watched
+    # backward: RMS over its elements, layers in forward order (name, values over the watched steps)
+    output_grad_layers: list[str] = field(default_factory=list)
+    output_grad_rms: list[list[float]] = field(default_factory=list)
 
 
 class _WatchMode(TorchFunctionMode):
@@ -130,6 +136,23 @@ class _WatchMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         w = self.watch
+        if w.paused:
+            return func(*args, **kwargs)
+        if w.loss_calls is not None and func in LOSS_FUNCTIONS and len(w.loss_calls) < 16 and torch.is_grad_enabled():
+            try:
+                call = loss_call(func, args, kwargs, user_frame(w.inside_own))
+                if call is not None and not any(c.func == call.func and c.line == call.line for c in w.loss_calls):
+                    w.loss_calls.append(call)  # one call per loss and line (accumulation repeats them)
+            except Exception:
+                pass
+        if w.log_flags is not None and func in LOG_FUNCTIONS and args and isinstance(args[0], torch.Tensor) \
+                and args[0].is_floating_point() and len(w.log_flags) < 64:
+            try:  # on the device, no sync: read only when the step turns out non-finite
+                x = args[0].detach()
+                w.log_flags.append((LOG_FUNCTIONS[func], w.stack_name(), (x == 0).sum(), (x < 0).sum(), x.numel(),
+                                    user_frame(w.inside_own)))
+            except Exception:
+                pass
         if (w.labels_on or w.activations_on) and func in _CLASS_LOSSES and len(args) >= 2:
             try:  # before the call: a bad label makes it raise
                 w._labels(_CLASS_LOSSES[func], args[0], args[1], kwargs.get("ignore_index", -100))
@@ -171,6 +194,16 @@ class Watch:
         self.step_index = 0
         self._root_input: torch.Tensor | None = None
         self._leak_pending: list[torch.Tensor] = []
+        self._delta_index: dict[int, int] = {}  # module id -> index in result.output_grad_layers
+        self._delta_sums: dict[int, list[Any]] = {}  # index -> [sum of squares (device), elements] this backward
+        self._delta_pending: list[tuple[int, torch.Tensor]] = []
+        # script mode: the evidence of the Task-mode checks (see torchwise.doctor.record)
+        self.paused = False  # the doctor's own replays: not watched
+        self.recorder: StepRecorder | None = None  # module calls and conv -> BatchNorm pairs
+        self.loss_calls: list[Any] | None = None  # LossCall of each loss function call, while not None
+        self.log_flags: list[tuple[str, str, torch.Tensor, torch.Tensor, int, str]] | None = None
+        self.on_root_pass: Callable[[nn.Module, tuple], None] | None = None  # a model's forward starts
+        self.on_root_done: Callable[[nn.Module, Any], None] | None = None  # ... and returns
 
     # -- hooks ---------------------------------------------------------------------------------
     def attach(self, mode: bool = True) -> "Watch":
@@ -219,11 +252,22 @@ class Watch:
             name = self._names.get(id(module), type(module).__name__)
         return name or type(module).__name__
 
+    def stack_name(self) -> str:
+        """The name of the innermost module running now ("" outside any)."""
+        return self._name(self._stack[-1]) if self._stack else ""
+
     def _pre(self, module: nn.Module, args: tuple) -> None:
+        if self.paused:
+            return
         if not self._stack:
-            if self._stack_reset_for(module) and args and isinstance(args[0], torch.Tensor):
-                self._root_input = args[0]
+            if self._stack_reset_for(module):
+                if args and isinstance(args[0], torch.Tensor):
+                    self._root_input = args[0]
+                if self.on_root_pass is not None:
+                    self.on_root_pass(module, args)
         self._stack.append(module)
+        if self.recorder is not None and torch.is_grad_enabled():
+            self.recorder.pre(module, args, self._name(module))
         if id(module) not in self._seen and any(True for _ in module.parameters(recurse=False)):
             self._seen.add(id(module))
             self._order.append(module)
@@ -247,10 +291,21 @@ class Watch:
         return False
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
+        if self.paused:
+            return
+        if self.recorder is not None and torch.is_grad_enabled():
+            self.recorder.post(module, args, output, self._name(module))
+        if self.activations_on and isinstance(module, _DELTA_LAYERS) and isinstance(output, torch.Tensor) and output.requires_grad:
+            try:
+                self._watch_output_grad(module, output)
+            except Exception:  # watching must never break the user's step
+                pass
         if self._stack and self._stack[-1] is module:
             self._stack.pop()
         elif module in self._stack:  # an exception skipped some posts
             del self._stack[self._stack.index(module):]
+        if not self._stack and self.on_root_done is not None and any(r is module for r in self._roots):
+            self.on_root_done(module, output)
         if not self._stack and self._pass_outputs:
             for t in tensors_in(output, floating_only=False):
                 hit = self._pass_outputs.get(id(t))
@@ -259,6 +314,26 @@ class Watch:
 
     def reset_stack(self) -> None:
         self._stack.clear()
+
+    def _watch_output_grad(self, module: nn.Module, output: torch.Tensor) -> None:
+        """A tensor hook on a Linear/conv output: the sum of squares of the gradient reaching it."""
+        i = self._delta_index.get(id(module))
+        if i is None:
+            i = self._delta_index[id(module)] = len(self.result.output_grad_layers)
+            self.result.output_grad_layers.append(self._name(module))
+            self.result.output_grad_rms.append([])
+        sums = self._delta_sums
+
+        def hook(grad: torch.Tensor) -> None:
+            sq = grad.detach().float().pow(2).sum()
+            slot = sums.get(i)
+            if slot is None:
+                sums[i] = [sq, grad.numel()]
+            else:
+                slot[0] = slot[0] + sq
+                slot[1] += grad.numel()
+
+        output.register_hook(hook)
 
     # -- activations ---------------------------------------------------------------------------
     def _activation(self, func: str, out: torch.Tensor) -> None:
@@ -361,6 +436,9 @@ class Watch:
 
     def after_backward(self, loss: torch.Tensor | None) -> None:
         """Note the loss and every watched parameter's gradient norm (on the device)."""
+        if self._delta_sums and len(self._delta_pending) < 100_000:
+            self._delta_pending.extend((i, (sq / max(n, 1)).sqrt()) for i, (sq, n) in self._delta_sums.items())
+        self._delta_sums.clear()
         if loss is not None:
             self._pending_losses.append(loss.detach().float().reshape(-1)[:1].reshape(()))
         if self._params:
@@ -387,6 +465,14 @@ class Watch:
         if self._pending_norms:
             res.grad_norms.extend(torch.stack(self._pending_norms).cpu().tolist())
             self._pending_norms = []
+        if self._delta_pending:
+            try:
+                values = torch.stack([v for _, v in self._delta_pending]).cpu().tolist()
+            except RuntimeError:  # model parallel: values on several devices, not compared
+                values = []
+            for (i, _), v in zip(self._delta_pending, values):
+                res.output_grad_rms[i].append(v)
+            self._delta_pending = []
         if self._leak_pending:
             res.target_in_input.extend(torch.stack(self._leak_pending).cpu().tolist())
             self._leak_pending = []

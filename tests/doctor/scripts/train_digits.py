@@ -51,7 +51,7 @@ class MLP(nn.Module):
 class CNN(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1, bias=False)  # BatchNorm follows
         self.bn1 = nn.BatchNorm2d(16)
         self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
         self.fc1 = nn.Linear(32 * 4 * 4, 64)

@@ -18,6 +18,7 @@ import torch
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW102",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -41,7 +42,7 @@ def check(ctx) -> list[Finding] | Skipped:
             findings.append(Finding(
                 "TW102", "error",
                 f"cross_entropy got probabilities: all {rows.shape[0]} rows are >= 0 and sum to 1 (max |sum-1| = {row_sum_err:.1e})",
-                "loss_fn input (cross_entropy)",
+                "loss_fn input (cross_entropy)" + (f" at {call.line}" if call.line else ""),
                 {"rows": rows.shape[0], "classes": rows.shape[-1], "min": round(minimum, 6), "max_abs_row_sum_minus_1": row_sum_err},
                 "remove the softmax before CrossEntropyLoss: it applies log-softmax itself and wants raw logits",
             ))
@@ -52,7 +53,7 @@ def check(ctx) -> list[Finding] | Skipped:
                 findings.append(Finding(
                     "TW102", "error",
                     f"nll_loss got {kind}: the rows' log-sum-exp is up to {lse_err:.3g} instead of 0",
-                    "loss_fn input (nll_loss)",
+                    "loss_fn input (nll_loss)" + (f" at {call.line}" if call.line else ""),
                     {"rows": rows.shape[0], "classes": rows.shape[-1], "max_abs_logsumexp": lse_err, "min": round(minimum, 6)},
                     "feed log_softmax(logits) to NLLLoss, or raw logits to CrossEntropyLoss",
                 ))

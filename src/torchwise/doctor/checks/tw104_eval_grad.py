@@ -5,7 +5,8 @@ the model copy after the training steps, with a hook on the model noting whether
 pass ran with gradients enabled and returned outputs that require grad (an autograd graph was
 built). Without ``evaluate=`` the check is skipped: the doctor cannot see evaluation code it is
 not given (``torchwise lint`` checks evaluation loops statically; the Trainer evaluates under
-``inference_mode``).
+``inference_mode``). In script mode the evaluation passes are those of a model in eval mode
+that no backward goes through (a validation loop after ``model.eval()``).
 Why: the graph keeps every intermediate activation alive until the outputs are dropped, so
 evaluation needs several times the memory of a no-grad pass (large validation batches run out
 of memory) and is slower; nothing uses those gradients.
@@ -19,20 +20,26 @@ from __future__ import annotations
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW104",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding] | Skipped:
+    script = getattr(ctx, "script", False)
     if not ctx.evaluate_given:
+        if script:
+            return Skipped(CODES, "no evaluation pass (model in eval mode) ran during the steps watched")
         return Skipped(CODES, "no evaluate= function given: the doctor runs training steps only")
     if not ctx.eval_calls:
         return Skipped(CODES, "evaluate() did not call the model")
     graphs = sum(1 for enabled, requires in ctx.eval_calls if enabled and requires)
     if not graphs:
         return []
+    line = ctx.scratch.get("eval_line", "")
+    who = "the evaluation (model in eval mode, no backward)" if script else "evaluate()"
     return [Finding(
         "TW104", "warning",
-        f"evaluate() ran {graphs} of {len(ctx.eval_calls)} forward pass(es) with autograd on, building graphs nobody uses",
-        "evaluate()",
+        f"{who} ran {graphs} of {len(ctx.eval_calls)} forward pass(es) with autograd on, building graphs nobody uses",
+        (f"evaluation forward at {line}" if line else "evaluation") if script else "evaluate()",
         {"forward_passes": len(ctx.eval_calls), "with_autograd_graph": graphs},
         "wrap evaluation in `with torch.inference_mode():` (model.eval() alone does not turn autograd off)",
     )]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from torchwise.doctor.report import Finding
 
 CODES = ("TW105", "TW112")
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding]:
@@ -26,17 +27,24 @@ def check(ctx) -> list[Finding]:
     report = ctx.nonfinite
     where = (report.module or "the model") if report is not None else "unknown (the replay was finite)"
     evidence = {"step": ctx.nonfinite_step}
+    line = getattr(ctx.watch, "backward_line", "") if getattr(ctx, "script", False) else ""
+    if line:
+        evidence["backward_at"] = line
     if report is not None:
         evidence.update({"module": report.module, "module_type": report.module_type, "kind": report.kind, "detail": report.detail})
     logs = [c for c in ctx.log_calls if c.zeros or c.negatives]
     if logs:
         c = logs[0]
-        evidence.update({"log_call": c.func, "log_module": c.module or "the model's forward", "zeros": c.zeros, "negatives": c.negatives, "values": c.total})
+        place = c.module or ("the loss computation" if c.line else "the model forward")
+        evidence.update({"log_call": c.func, "log_module": c.module or place, "zeros": c.zeros, "negatives": c.negatives, "values": c.total})
+        if c.line:
+            evidence["log_at"] = c.line
         return [Finding(
             "TW105", "error",
-            f"{c.func} of {c.zeros} zero(s) and {c.negatives} negative value(s) in {c.module or 'the model forward'} made the step non-finite"
+            f"{c.func} of {c.zeros} zero(s) and {c.negatives} negative value(s) in {place}"
+            + (f" at {c.line}" if c.line else "") + " made the step non-finite"
             + (f"; first bad spot: {report}" if report is not None else ""),
-            c.module or (report.module if report is not None else "") or "the model",
+            (f"{c.module} at {c.line}" if c.module else c.line) if c.line else c.module or (report.module if report is not None else "") or "the model",
             evidence,
             "take log_softmax(logits) instead of log(softmax(logits)), or clamp_min(eps) before log",
         )]

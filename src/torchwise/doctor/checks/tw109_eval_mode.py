@@ -11,6 +11,8 @@ training loop calling ``train()`` again is the usual cause.
 Example: ``evaluate(model)`` (which calls ``model.eval()``) before the first epoch, and a training
 loop without ``model.train()``.
 Fix: call ``model.train()`` at the start of every training epoch (the Trainer does).
+In script mode the mode is read at each training step (the forward a backward goes through),
+so a validation loop that leaves the model in eval mode for the next epoch is caught there.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding
 
 CODES = ("TW109",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
 
@@ -35,9 +38,11 @@ def check(ctx) -> list[Finding]:
     ]
     if not layers:
         return []
+    line, step = ctx.scratch.get("trained_in_eval", ("", None))
+    when = f"when training step {step} ran (backward through a forward at {line})" if step is not None else "at the start of training"
     return [Finding(
         "TW109", "warning",
-        f"the model is in eval mode at the start of training; {len(layers)} Dropout/normalisation layer(s) would not train as intended",
+        f"the model is in eval mode {when}; {len(layers)} Dropout/normalisation layer(s) would not train as intended",
         listing(layers),
         {"model_training": False, "mode_dependent_layers": len(layers), "layers": layers[:20]},
         "call model.train() at the start of each training epoch (after any evaluation)",

@@ -20,6 +20,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW109",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def _meant_frozen(ctx, name: str, m: nn.Module) -> str | None:

@@ -17,6 +17,7 @@ import torch
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW113",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 
 
@@ -38,7 +39,7 @@ def check(ctx) -> list[Finding] | Skipped:
         findings.append(Finding(
             "TW113", "error",
             f"{call.func}: prediction {pred} and target {target} broadcast to {wide} ({_numel(wide)} terms instead of {max(_numel(pred), _numel(target))})",
-            f"loss_fn ({call.func})",
+            f"loss_fn ({call.func})" + (f" at {call.line}" if call.line else ""),
             {"prediction_shape": list(pred), "target_shape": list(target), "broadcast_shape": list(wide)},
             "make prediction and target the same shape (pred.squeeze(-1) or target.view_as(pred))",
         ))

@@ -17,6 +17,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW114",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding] | Skipped:

@@ -18,6 +18,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW115",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding] | Skipped:
@@ -28,7 +29,9 @@ def check(ctx) -> list[Finding] | Skipped:
     own = {id(p) for _, p in named}
     missing = [n for n, p in named if p.requires_grad and id(p) not in held]
     frozen = [n for n, p in named if not p.requires_grad and id(p) in held]
-    foreign = len(held - own)
+    # script mode: a tensor outside the model that receives gradients (a learnable temperature
+    # used in the loss) is trained on purpose; one that never gets a gradient is not trained at all
+    foreign = len(held - own - ctx.tensors_with_grad)
     findings = []
     if foreign:
         findings.append(Finding(

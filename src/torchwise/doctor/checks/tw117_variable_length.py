@@ -19,6 +19,7 @@ from torch.utils.data import default_collate
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW117",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def uses_default_collate(loader) -> bool:

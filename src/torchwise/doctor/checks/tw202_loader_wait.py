@@ -20,6 +20,7 @@ from __future__ import annotations
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW202", "TW222")
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 MIN_SHARE = 0.30
 MIN_WAIT_PER_STEP_S = 0.002
 

@@ -16,6 +16,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW209",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding] | Skipped:
@@ -25,7 +26,7 @@ def check(ctx) -> list[Finding] | Skipped:
     if not pairs:
         return []
     modules = dict(ctx.model.named_modules())
-    wasted = sum(modules[c].bias.numel() for c, _ in pairs)
+    wasted = sum(modules[c].bias.numel() for c, _ in pairs if c in modules and modules[c].bias is not None)
     return [Finding(
         "TW209", "hint",
         f"{len(pairs)} convolution(s) with a bias feed BatchNorm directly; the bias ({wasted} values) is cancelled",

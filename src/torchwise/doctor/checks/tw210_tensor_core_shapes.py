@@ -21,6 +21,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW210",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def odd_sizes(ctx) -> list[tuple[str, str, int]]:
@@ -45,7 +46,8 @@ def odd_sizes(ctx) -> list[tuple[str, str, int]]:
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.target_device_type != "cuda":
-        return Skipped(CODES, "tensor-core shapes matter on CUDA GPUs (pass for_device='cuda' to check for one)")
+        hint = f"(the script trains on {ctx.device.type})" if getattr(ctx, "script", False) else "(pass for_device='cuda' to check for one)"
+        return Skipped(CODES, "tensor-core shapes matter on CUDA GPUs " + hint)
     if not ctx.half_precision:
         return Skipped(CODES, f"training runs in fp32 (precision {ctx.precision}); tensor cores need fp16/bf16")
     odd = odd_sizes(ctx)

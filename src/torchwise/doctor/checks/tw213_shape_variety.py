@@ -21,12 +21,14 @@ from torchwise.doctor.checks.tw117_variable_length import varying_fields
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW213",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 TUNED = (nn.modules.conv._ConvNd, nn.RNNBase)
 
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.target_device_type != "cuda":
-        return Skipped(CODES, "cudnn.benchmark acts on CUDA only (pass for_device='cuda' to check for a GPU run)")
+        hint = f"(the script trains on {ctx.device.type})" if getattr(ctx, "script", False) else "(pass for_device='cuda' to check for a GPU run)"
+        return Skipped(CODES, "cudnn.benchmark acts on CUDA only " + hint)
     if not ctx.cudnn_benchmark:
         return []
     if not any(isinstance(c.module, TUNED) for c in ctx.module_calls):

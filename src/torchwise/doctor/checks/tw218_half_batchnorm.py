@@ -20,6 +20,7 @@ from torchwise.doctor.probe import HALF_DTYPES
 from torchwise.doctor.report import Finding
 
 CODES = ("TW218",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding]:

@@ -22,6 +22,7 @@ from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding
 
 CODES = ("TW408",)
+SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 
 def check(ctx) -> list[Finding]:
