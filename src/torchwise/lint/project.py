@@ -137,7 +137,7 @@ def _dataset_classes(text: str, path: str, tree: ast.Module) -> list[tuple[Datas
     for klass in ctx.nodes.get(ast.ClassDef, ()):
         bases = [last_name(b) or "" for b in klass.bases]
         getitem = getitem_of(klass)
-        is_dataset = getitem is not None or any(b.endswith("Dataset") for b in bases)
+        is_dataset = getitem is not None or klass.name.endswith("Dataset") or any(b.endswith("Dataset") for b in bases)
         if not is_dataset:
             continue
         iterable = any(b.endswith("IterableDataset") for b in ctx.local_class_bases(klass.name) | set(bases))
