@@ -187,5 +187,19 @@ def test_facts_are_per_folder_given_and_reach_every_job(tmp_path: Path) -> None:
 def test_ambiguous_class_names_give_no_facts() -> None:
     a = "from torch.utils.data import Dataset\nclass D(Dataset):\n    def __getitem__(self, i):\n        return self.x[i].cuda()\n"
     b = "from torch.utils.data import Dataset\nclass D(Dataset):\n    def __getitem__(self, i):\n        return open(self.f[i]).read()\n"
-    assert scan([("a.py", a)]).dataset("D").device
-    assert scan([("a.py", a), ("b.py", b)]).dataset("D") is None
+    loader = ("train.py", "from torch.utils.data import DataLoader\n")
+    assert scan([("a.py", a), loader]).dataset("D").device
+    assert scan([("a.py", a), ("b.py", b), loader]).dataset("D") is None
+    # no DataLoader anywhere: nothing consults dataset facts, so none are collected
+    assert scan([("a.py", a)]).datasets == {}
+
+
+def test_dataset_excerpt_survives_a_docstring_at_column_zero() -> None:
+    src = (
+        "import torch\nfrom torch.utils.data import Dataset\n\n"
+        "class D(Dataset):\n    \"\"\"Items.\n\nOn the GPU.\"\"\"\n"
+        "    def __getitem__(self, i):\n        return self.x[i].cuda()\n"
+        "\ndef helper():\n    pass\n"
+    )
+    facts = scan([("a.py", src), ("t.py", "DataLoader")]).dataset("D")
+    assert facts is not None and facts.device

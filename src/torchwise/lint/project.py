@@ -7,8 +7,9 @@ and whether the project as a whole is written for GPUs only (it imports GPU-only
 libraries unconditionally more often than it checks for a GPU). :func:`scan` answers them with
 one light pass over the files being linted, before the rules run:
 
-- a file is parsed only when its text defines a dataset class or imports a GPU-only library
-  (a substring test first), so the pass costs a fraction of a lint;
+- text tests first: GPU-only imports are import lines at column 0 (module level, not under
+  ``try``/``if``); only the module-level imports and the top-level classes that look like
+  datasets are parsed (not the whole file), so the pass costs a fraction of a lint;
 - nothing is imported or executed, neither torch nor the linted code;
 - the result, :class:`ProjectFacts`, is small plain data: the runner builds it once in the parent
   process and hands it to every worker, and each file's :class:`~torchwise.lint.engine.Context`
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -89,43 +91,61 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     collected: dict[str, list[tuple[DatasetFacts, list[str]]]] = {}
     gpu_files: list[str] = []
     checks = 0
+    candidates: list[tuple[str, str]] = []
+    loaders = False  # dataset facts serve DataLoader rules only: no loader in the project, no parsing
     for path, text in files:
         test = is_test_path(path)
-        gpu_import = not test and _GPU_IMPORT.search(text) is not None
-        if not test and _GPU_CHECK.search(text):
+        if not test and any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
+            gpu_files.append(path)  # an import statement at column 0: module level, unconditional
+        if not test and "cuda." in text and _GPU_CHECK.search(text):
             checks += 1
-        dataset = "class " in text and any(h in text for h in _DATASET_HINTS)
-        if not (gpu_import or dataset):
+        loaders = loaders or "DataLoader" in text
+        if "class " in text and any(h in text for h in _DATASET_HINTS):
+            candidates.append((path, text))
+    for path, text in candidates if loaders else ():
+        excerpt = _dataset_excerpt(text)
+        if excerpt is None:
             continue
         try:
-            tree = ast.parse(text, filename=path)
+            tree = ast.parse(excerpt, filename=path)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-            continue
-        if gpu_import and _imports_gpu_lib_at_top(tree):
-            gpu_files.append(path)
-        if dataset:
-            try:
-                for facts, bases in _dataset_classes(text, path, tree):
-                    collected.setdefault(facts.name, []).append((facts, bases))
-            except RecursionError:
+            try:  # the excerpt was cut badly (a multi-line string at column 0): read the whole file
+                excerpt = text
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
                 continue
+        try:
+            for facts, bases in _dataset_classes(excerpt, path, tree):
+                collected.setdefault(facts.name, []).append((facts, bases))
+        except RecursionError:
+            continue
     datasets = _merge(collected)
     gpu_only = len(gpu_files) >= GPU_ONLY_MIN_FILES and len(gpu_files) > checks
     return ProjectFacts("", datasets, gpu_only, tuple(gpu_files), checks)
 
 
-def _imports_gpu_lib_at_top(tree: ast.Module) -> bool:
-    """An unconditional module-level import of a GPU-only library (not under try/if)."""
-    for stmt in tree.body:
-        if stmt.__class__ is ast.Import:
-            names = [a.name for a in stmt.names]
-        elif stmt.__class__ is ast.ImportFrom and not stmt.level and stmt.module:
-            names = [stmt.module]
-        else:
-            continue
-        if any(n.split(".", 1)[0] in GPU_ONLY_LIBS for n in names):
-            return True
-    return False
+_CLASS_LINE = re.compile(r"^class[ \t]+(\w+)([^\n]*)", re.M)
+_TOP_LINE = re.compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0 (not a comment or a closing bracket)
+_IMPORTS = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:import|from)[ \t][^\n]*)", re.M)
+
+
+def _dataset_excerpt(text: str) -> str | None:
+    """The file's module-level imports and its top-level classes that look like datasets (a
+    name or base mentioning ``Dataset``, or ``__getitem__`` with ``__len__``): parsing this much
+    instead of the whole file keeps the first pass cheap. None when there is no such class."""
+    tops = [m.start() for m in _TOP_LINE.finditer(text)]
+    blocks = []
+    for m in _CLASS_LINE.finditer(text):
+        start = m.start()
+        i = bisect_right(tops, start)
+        end = tops[i] if i < len(tops) else len(text)
+        block = text[start:end]
+        if "Dataset" in m.group(0) or ("__getitem__" in block and "__len__" in block):
+            blocks.append(block)
+    if not blocks:
+        return None
+    imports = [m.group(0) for m in _IMPORTS.finditer(text)]
+    return "\n".join(imports) + "\n\n" + "\n".join(blocks)
 
 
 def _dataset_classes(text: str, path: str, tree: ast.Module) -> list[tuple[DatasetFacts, list[str]]]:
