@@ -167,6 +167,17 @@ def test_gpu_only_needs_more_library_files_than_gpu_checks() -> None:
     assert not scan([(f"tests/k{i}.py", GPU_KERNEL) for i in range(3)]).gpu_only
 
 
+def test_nccl_only_project_without_any_gpu_check_is_gpu_only(tmp_path: Path) -> None:
+    proj = tmp_path / "llm"
+    proj.mkdir()
+    (proj / "generation.py").write_text('import torch\ntorch.distributed.init_process_group("nccl")\n')
+    (proj / "model.py").write_text('import torch\ncache = torch.zeros(4).cuda()\n')
+    assert _codes_in(proj, "model.py") == []
+    # one GPU check anywhere in the project: it considers machines without one, keep the finding
+    (proj / "run.py").write_text('import torch\nuse_gpu = torch.cuda.is_available()\n')
+    assert _codes_in(proj, "model.py") == ["TW403"]
+
+
 def test_facts_are_per_folder_given_and_reach_every_job(tmp_path: Path) -> None:
     gpu = tmp_path / "gpu"
     gpu.mkdir()

@@ -4,7 +4,8 @@ Lint judges one file at a time, but a few questions are answered in *another* fi
 project: what a dataset class imported from another module yields per item (tensors already on
 the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded),
 and whether the project as a whole is written for GPUs only (it imports GPU-only kernel
-libraries unconditionally more often than it checks for a GPU). :func:`scan` answers them with
+libraries unconditionally more often than it checks for a GPU, or it hard-codes the NCCL
+backend and never checks for a GPU). :func:`scan` answers them with
 one light pass over the files being linted, before the rules run:
 
 - text tests first: GPU-only imports are import lines at column 0 (module level, not under
@@ -33,9 +34,11 @@ GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers
                  "deepspeed", "mamba_ssm", "causal_conv1d")
 _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
+_NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
 _DATASET_HINTS = ("Dataset", "__getitem__")
 # A project is GPU-only when at least this many of its (non-test) files import a GPU-only library
-# at module level, and more files do so than check whether a GPU is there.
+# at module level, and more files do so than check whether a GPU is there; or when it hard-codes
+# the NCCL backend (``init_process_group("nccl")``) and no file of it ever checks for a GPU.
 GPU_ONLY_MIN_FILES = 3
 
 # Calls in ``__getitem__`` that read, decode or transform an item: per-item CPU work.
@@ -74,6 +77,7 @@ class ProjectFacts:
     gpu_only: bool = False
     gpu_only_files: tuple[str, ...] = ()  # files importing a GPU-only library at module level
     gpu_check_files: int = 0  # files that check torch.cuda.is_available()/device_count()
+    nccl_files: int = 0  # files that hard-code the NCCL backend
 
     def dataset(self, name: str | None) -> DatasetFacts | None:
         """The facts of the project's dataset class ``name`` (None if not defined in the project,
@@ -90,7 +94,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
 
     collected: dict[str, list[tuple[DatasetFacts, list[str]]]] = {}
     gpu_files: list[str] = []
-    checks = 0
+    checks = nccl = 0
     candidates: list[tuple[str, str]] = []
     loaders = False  # dataset facts serve DataLoader rules only: no loader in the project, no parsing
     for path, text in files:
@@ -99,6 +103,8 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             gpu_files.append(path)  # an import statement at column 0: module level, unconditional
         if not test and "cuda." in text and _GPU_CHECK.search(text):
             checks += 1
+        if not test and "nccl" in text and _NCCL_ONLY.search(text):
+            nccl += 1
         loaders = loaders or "DataLoader" in text
         if "class " in text and any(h in text for h in _DATASET_HINTS):
             candidates.append((path, text))
@@ -120,8 +126,8 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         except RecursionError:
             continue
     datasets = _merge(collected)
-    gpu_only = len(gpu_files) >= GPU_ONLY_MIN_FILES and len(gpu_files) > checks
-    return ProjectFacts("", datasets, gpu_only, tuple(gpu_files), checks)
+    gpu_only = (len(gpu_files) >= GPU_ONLY_MIN_FILES and len(gpu_files) > checks) or (nccl > 0 and checks == 0)
+    return ProjectFacts("", datasets, gpu_only, tuple(gpu_files), checks, nccl)
 
 
 _CLASS_LINE = re.compile(r"^class[ \t]+(\w+)([^\n]*)", re.M)

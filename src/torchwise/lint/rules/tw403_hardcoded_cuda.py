@@ -32,7 +32,8 @@ What it flags
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
-  unconditionally at module level, more than the files that check `torch.cuda.is_available()`.
+  unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
+  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
 
 Why it matters
