@@ -214,3 +214,16 @@ def test_dataset_excerpt_survives_a_docstring_at_column_zero() -> None:
     )
     facts = scan([("a.py", src), ("t.py", "DataLoader")]).dataset("D")
     assert facts is not None and facts.device
+
+
+def test_pool_workers_get_the_project_facts(tmp_path: Path) -> None:
+    proj = tmp_path / "gpu_framework"
+    proj.mkdir()
+    for i in range(20):  # enough files for the process pool
+        (proj / f"kernel_{i}.py").write_text(GPU_KERNEL)
+    (proj / "generate.py").write_text(STRAY)
+    assert lint_paths([str(proj)], select="TW403", use_config=False, jobs=2) == []
+    (proj / "check.py").write_text("import torch\n" + "\n".join(f"c{i} = torch.cuda.is_available()" for i in range(3)) + "\n")
+    for i in range(18):  # now more files check for a GPU than import GPU-only libraries
+        (proj / f"kernel_{i}.py").write_text("import torch\nok = torch.cuda.device_count()\n")
+    assert [Path(f.path).name for f in lint_paths([str(proj)], select="TW403", use_config=False, jobs=2)] == ["generate.py"]
