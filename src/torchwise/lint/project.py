@@ -5,8 +5,8 @@ project: what a dataset class imported from another module yields per item (tens
 the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded),
 and whether the project as a whole is written for GPUs only (it imports GPU-only kernel
 libraries unconditionally more often than it checks for a GPU, or it hard-codes the NCCL
-backend and never checks for a GPU). :func:`scan` answers them with
-one light pass over the files being linted, before the rules run:
+backend and never checks for a GPU). :func:`scan` answers them with one light pass over the
+files being linted, before the rules run:
 
 - text tests first: GPU-only imports are import lines at column 0 (module level, not under
   ``try``/``if``); only the module-level imports and the top-level classes that look like
@@ -17,8 +17,9 @@ one light pass over the files being linted, before the rules run:
   carries the facts of its project as ``ctx.project``.
 
 A project is a folder given to lint: ``torchwise lint proj_a proj_b`` scans each on its own, so
-facts do not mix; a file named on its own is its own project (file-only facts). Code linted on its own (``lint_source``, standard input, the
-flake8 plugin, which sees one file at a time) gets :data:`NO_FACTS`: file-only behaviour.
+facts do not mix; a file named on its own is its own project (its own facts only). Code linted
+without the runner (``lint_source``, standard input, the flake8 plugin, which sees one file at
+a time) gets :data:`NO_FACTS`: file-only behaviour.
 """
 
 from __future__ import annotations
