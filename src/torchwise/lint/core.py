@@ -11,6 +11,7 @@ from typing import Iterable
 from torchwise.errors import UsageError
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import SYNTAX_CODE, Edit, Finding, Fix
+from torchwise.lint.project import ProjectFacts
 from torchwise.lint.semantics import is_test_path
 
 _RULES: list | None = None
@@ -124,7 +125,7 @@ def check_source(source: str | bytes, path: str = "<stdin>", codes: frozenset[st
     return findings
 
 
-def _check(source: str, path: str, codes: frozenset[str]) -> tuple[list[Finding], Context | None]:
+def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts | None = None) -> tuple[list[Finding], Context | None]:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -138,7 +139,7 @@ def _check(source: str, path: str, codes: frozenset[str]) -> tuple[list[Finding]
             return [], None
         return [_problem(path, f"cannot parse the file: {_one_line(exc)}; it was not checked")], None
     try:
-        ctx = Context(source, path, tree)
+        ctx = Context(source, path, tree, project)
     except RecursionError:
         return ([_problem(path, "cannot analyse the file: nesting too deep; it was not checked")]
                 if SYNTAX_CODE in codes else []), None
@@ -223,7 +224,7 @@ def _parses(source: str) -> bool:
 
 
 def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None = None, max_rounds: int = 8,
-               unsafe: bool = False) -> tuple[str, list[Finding], int]:
+               unsafe: bool = False, project: ProjectFacts | None = None) -> tuple[str, list[Finding], int]:
     """Apply safe fixes (with ``unsafe``, also those that may change behaviour) until none is
     left; returns (new text, remaining findings, fixes applied)."""
     if codes is None:
@@ -231,7 +232,7 @@ def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None 
     bom = "\ufeff" if source.startswith("\ufeff") else ""
     current = source[len(bom):]
     applied = 0
-    findings, _ = _check(current, path, codes)
+    findings, _ = _check(current, path, codes, project)
     for _ in range(max_rounds):
         fixes = [f.fix for f in findings if f.fix is not None and (f.fix.safe or unsafe)]
         if not fixes:
@@ -240,5 +241,5 @@ def fix_source(source: str, path: str = "<stdin>", codes: frozenset[str] | None 
         if n == 0 or new == current:
             break
         current, applied = new, applied + n
-        findings, _ = _check(current, path, codes)
+        findings, _ = _check(current, path, codes, project)
     return bom + current, findings, applied

@@ -25,6 +25,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from torchwise.lint.project import NO_FACTS, ProjectFacts
 from torchwise.lint.findings import Edit, Finding, Fix
 
 AST = ast.AST
@@ -149,10 +150,12 @@ class Binding:
 class Context:
     """A parsed file and the queries rules use. Built by :func:`build_context`."""
 
-    def __init__(self, source: str, path: str, tree: ast.Module) -> None:
+    def __init__(self, source: str, path: str, tree: ast.Module, project: ProjectFacts | None = None) -> None:
         self.source = source
         self.path = path
         self.tree = tree
+        # facts about the rest of the project (see torchwise.lint.project); none for a lone file
+        self.project: ProjectFacts = project if project is not None else NO_FACTS
         self.nodes: dict[type, list[AST]] = {}
         self._index()
         starts = [0]

@@ -3,6 +3,11 @@
 Registered as the ``TW`` entry point of ``flake8.extension``, so with torchwise installed
 ``flake8 --select TW`` (or ``--extend-select TW``) runs them beside the other plugins. flake8
 handles selection, ``# noqa`` and output; syntax errors are flake8's own ``E999``.
+
+flake8 hands a plugin one file at a time, so the project facts of ``torchwise lint`` (dataset
+classes defined in other modules, a project that is GPU-only by design; see
+:mod:`torchwise.lint.project`) are not available here: TW202, TW203 and TW403 judge each file on
+its own evidence, and may report what ``torchwise lint`` on the whole folder leaves alone.
 """
 
 from __future__ import annotations

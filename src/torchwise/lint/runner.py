@@ -13,6 +13,7 @@ from torchwise.errors import UsageError
 from torchwise.lint.config import LintConfig, find_config
 from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
 from torchwise.lint.findings import Finding
+from torchwise.lint.project import ProjectFacts, scan
 
 # Folders never entered while recursing (explicitly named files are still checked).
 SKIP_DIRS = frozenset({
@@ -32,6 +33,8 @@ class FileJob:
     source: bytes | None = None  # preloaded content (standard input)
     problem: str | None = None  # why this path cannot be read (reported as a TW000 finding)
     unsafe: bool = False  # with fix: also apply fixes that may change behaviour (--unsafe-fixes)
+    project: str | None = None  # key of its project's facts (set by run_jobs; None: file-only)
+    base: str | None = None  # the folder given to lint that it was found under (None: named itself)
 
 
 @dataclass
@@ -90,8 +93,11 @@ def discover(paths: Iterable[str], selection: Selection, fix: bool = False) -> l
         if raw == "-":
             continue
         p = Path(raw)
+        start = len(jobs)
         if p.is_dir():
             _walk(p, jobs, seen, selection, fix)
+            for job in jobs[start:]:
+                job.base = str(p)
         elif p.exists():
             _add(jobs, seen, p, selection, fix)
         else:
@@ -169,10 +175,11 @@ def lint_job(job: FileJob) -> FileResult:
         findings = [Finding(job.display, 1, 1, SYNTAX_CODE, decoded.problem or "cannot decode", 1, 2)] if SYNTAX_CODE in job.codes else []
         return FileResult(job.display, job.path, findings)
     text = decoded.text
+    project = _PROJECTS.get(job.project) if job.project is not None else None
     if job.fix:
-        new, findings, applied = fix_source(text, job.display, job.codes, unsafe=job.unsafe)
+        new, findings, applied = fix_source(text, job.display, job.codes, unsafe=job.unsafe, project=project)
         return FileResult(job.display, job.path, findings, text, new if new != text else None, decoded.encoding, applied)
-    findings, _ = _check(text, job.display, job.codes)
+    findings, _ = _check(text, job.display, job.codes, project)
     return FileResult(job.display, job.path, findings, None, None, decoded.encoding)
 
 
@@ -199,9 +206,53 @@ def default_workers() -> int:
     return cpu_count()
 
 
+# Project facts by project key, for the jobs of the current run (set in this process by run_jobs,
+# in pool workers by their initializer).
+_PROJECTS: dict[str, ProjectFacts] = {}
+# The rules that consult project facts: when none of them is selected the first pass is skipped.
+PROJECT_CODES = frozenset({"TW202", "TW203", "TW403"})
+
+
+def _set_projects(projects: dict[str, ProjectFacts]) -> None:
+    global _PROJECTS
+    _PROJECTS = projects
+
+
+def project_facts(jobs: list[FileJob]) -> dict[str, ProjectFacts]:
+    """Group the jobs' files by project (the folder given to lint they were found under; a file
+    named on its own is its own project), set each job's ``project`` key and scan each project
+    once. Unreadable files are skipped here (their job reports the problem)."""
+    by_root: dict[str, list[FileJob]] = {}
+    for job in jobs:
+        if job.problem is not None or job.source is not None or not (job.codes & PROJECT_CODES):
+            continue
+        root = os.path.abspath(job.base if job.base is not None else job.path)
+        job.project = root
+        by_root.setdefault(root, []).append(job)
+    out: dict[str, ProjectFacts] = {}
+    for root, members in by_root.items():
+        facts = scan(_texts(members))
+        facts.root = root
+        out[root] = facts
+    return out
+
+
+def _texts(jobs: list[FileJob]) -> Iterable[tuple[str, str]]:
+    for job in jobs:
+        try:
+            data = _read_regular(job.path)
+        except OSError:
+            continue
+        text = decode(data).text
+        if text is not None:
+            yield job.display, text
+
+
 def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult]:
-    """Results in job order; a process pool on all cores when there are enough files."""
+    """Results in job order; a process pool on all cores when there are enough files. A first
+    pass collects the project facts the rules consult (:func:`project_facts`)."""
     rules()  # import the rules once, before forking, so every worker inherits them
+    _set_projects(project_facts(jobs))
     if not workers:
         workers = default_workers() if len(jobs) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
@@ -214,7 +265,7 @@ def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult
     workers = min(workers, len(jobs))
     chunk = max(1, len(jobs) // (workers * 8))
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_set_projects, initargs=(_PROJECTS,)) as pool:
             return list(pool.map(lint_job, jobs, chunksize=chunk))
     except (OSError, RuntimeError, ImportError):  # no process support here: do it serially
         return [lint_job(j) for j in jobs]

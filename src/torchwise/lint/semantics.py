@@ -876,6 +876,40 @@ def is_index_collection(ctx: Context, expr: AST | None, use: AST, depth: int = 4
     return False
 
 
+_TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
+                             "flatten", "t", "item", "type", "to", "bool", "half", "size", "numel", "dim"})
+
+
+# Calls that only pick where to slice: a random offset, index arithmetic.
+_INDEX_DRAWS = frozenset({
+    "torch.randint", "random.randint", "random.randrange", "random.random", "numpy.random.randint",
+    "numpy.random.choice", "len", "min", "max", "int",
+})
+
+
+def getitem_slices_only(ctx: Context, klass: ast.ClassDef) -> bool:
+    """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
+    arithmetic or a random offset, ``.view``/``.long()``, a move to the device): no file
+    reading, decoding or transform calls."""
+    item = getitem_of(klass)
+    if item is None:
+        return False
+    if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
+        return False
+    for node in ast.walk(item):
+        if node.__class__ is ast.Call:
+            func = node.func
+            if func.__class__ is ast.Attribute and (func.attr in _TENSOR_METHODS or func.attr == "cuda"):
+                continue
+            q = ctx.qualname(func) or (func.id if func.__class__ is ast.Name else None)
+            if q in _INDEX_DRAWS:
+                continue
+            return False
+        elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
+            return False
+    return True
+
+
 def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
     """A dataset whose ``__getitem__`` hands back stored constants and the index (a prompt
     dataset for sampling): no call, no indexing into stored data, so no per-item tensor."""
@@ -890,13 +924,62 @@ def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
     return True
 
 
+_EXTERNAL_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext", "datasets", "transformers")
+
+
+def imported_class_name(ctx: Context, func: AST) -> str | None:
+    """The name a called class was imported under in its own module (``from .data import
+    Shards as S`` -> ``Shards``; ``data.Shards``/``pkg.data.Shards`` -> ``Shards``), when it comes
+    from an import of this file that is not torch or another library listed here; else None."""
+    if func.__class__ is ast.Name:
+        if func.id in ctx.local_classes:
+            return None
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            for alias in node.names:
+                if (alias.asname or alias.name) == func.id:
+                    if not node.level and (node.module or "").split(".", 1)[0] in _EXTERNAL_ROOTS:
+                        return None
+                    return alias.name
+        return None
+    if func.__class__ is ast.Attribute:
+        root = root_name(func)
+        if root is None:
+            return None
+        q = ctx.qualname(func)
+        if q is not None:
+            return None if q.split(".", 1)[0] in _EXTERNAL_ROOTS else func.attr
+        # a module imported relatively (from . import data; data.Shards(...))
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.level and any((a.asname or a.name) == root.id for a in node.names):
+                return func.attr
+    return None
+
+
+def project_dataset(ctx: Context, expr: AST | None, use: AST):
+    """The project facts (:class:`~torchwise.lint.project.DatasetFacts`) of the dataset class,
+    defined in another module of the project, that ``expr`` is an instance of; None when the
+    class is not evident or not the project's."""
+    if expr is None or not ctx.project.datasets:
+        return None
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        cls = ctx.class_of(use)
+        values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
+        if len(values) != 1:
+            return None
+        expr = values[0]
+    call = producing_call(ctx, expr, use)
+    if call is None:
+        return None
+    return ctx.project.dataset(imported_class_name(ctx, call.func))
+
+
 def is_def(node: AST) -> bool:
     return isinstance(node, DEF_TYPES)
 
 
 __all__ = [
     "LOSS_FUNCTIONALS", "SYNC_METHODS", "backward_calls", "body_nodes", "backwarded_names", "device_move_target",
-    "getitem_of", "getitem_reads_nothing", "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
+    "getitem_of", "getitem_reads_nothing", "getitem_slices_only", "imported_class_name", "project_dataset", "gpu_evident", "hot_loop_of", "hot_loops", "is_backward_call", "is_device_expr", "is_device_tensor",
     "is_dtype_expr", "is_loss_call", "is_loss_class", "is_loss_value", "is_model_name", "is_module_class",
     "in_compat_fallback", "in_except_handler", "is_index_collection", "is_module_instance", "is_optimizer_step", "is_test_path", "is_zero_grad_like", "loader_yields_device_batches", "local_dataset_class", "local_function",
     "moves_to_device", "optimizer_steps",

@@ -8,7 +8,14 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import getitem_of, is_index_collection, loader_yields_device_batches, moves_to_device
+from torchwise.lint.semantics import (
+    getitem_of,
+    getitem_slices_only,
+    is_index_collection,
+    loader_yields_device_batches,
+    moves_to_device,
+    project_dataset,
+)
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -56,12 +63,8 @@ def _cheap_dataset(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) ->
             return False
         getitem = getitem_of(klass)
         # items made on the device cannot come from worker processes at all
-        return _indexes_only(ctx, klass) or (getitem is not None and moves_to_device(ctx, getitem))
+        return getitem_slices_only(ctx, klass) or (getitem is not None and moves_to_device(ctx, getitem))
     return False
-
-
-_TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
-                             "flatten", "t", "item", "type", "to", "bool", "half", "size", "numel", "dim"})
 
 
 def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
@@ -75,7 +78,7 @@ def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
             return True
         if built.startswith("local:"):
             klass = ctx.local_classes.get(built[6:])
-            return klass is not None and not _indexes_only(ctx, klass)
+            return klass is not None and not getitem_slices_only(ctx, klass)
     found = ctx._cache.get("tw202:transforms")
     if found is None:
         found = any(k.arg in ("transform", "transforms", "target_transform") for k in ctx.nodes.get(ast.keyword, ())) or any(
@@ -83,36 +86,6 @@ def _per_item_work(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
         )
         ctx._cache["tw202:transforms"] = found
     return found
-
-
-# Calls that only pick where to slice: a random offset, index arithmetic.
-_INDEX_DRAWS = frozenset({
-    "torch.randint", "random.randint", "random.randrange", "random.random", "numpy.random.randint",
-    "numpy.random.choice", "len", "min", "max", "int",
-})
-
-
-def _indexes_only(ctx: Context, klass: ast.ClassDef) -> bool:
-    """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
-    arithmetic or a random offset, ``.view``/``.long()``, a move to the device): no file
-    reading, decoding or transform calls."""
-    item = getitem_of(klass)
-    if item is None:
-        return False
-    if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
-        return False
-    for node in ast.walk(item):
-        if node.__class__ is ast.Call:
-            func = node.func
-            if func.__class__ is ast.Attribute and (func.attr in _TENSOR_METHODS or func.attr == "cuda"):
-                continue
-            q = ctx.qualname(func) or (func.id if func.__class__ is ast.Name else None)
-            if q in _INDEX_DRAWS:
-                continue
-            return False
-        elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
-            return False
-    return True
 
 
 def _subset_source(ctx: Context, expr: ast.AST, use: ast.AST) -> ast.AST | None:
@@ -170,7 +143,11 @@ What it flags
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
   on the device (a `__getitem__` or `collate_fn` that moves it there: CUDA cannot be used in
   forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
-  per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`).
+  per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`). A dataset
+  class defined in another module of the linted project is judged by its own `__getitem__`,
+  read in a first pass over the project (`torchwise.lint.project`): iterable, slicing in-memory
+  tensors or making items on the device: left alone; reading, decoding or transforming each
+  item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -198,7 +175,12 @@ Fix
             else:
                 continue  # an explicit count, 0 included, is a decision someone made
             dataset = argument(call, "dataset", 0)
-            if dataset is None or _cheap_dataset(ctx, dataset, call) or not _per_item_work(ctx, dataset, call):
+            if dataset is None or _cheap_dataset(ctx, dataset, call):
+                continue
+            facts = project_dataset(ctx, dataset, call)  # its class is in another module of the project
+            if facts is not None and (facts.iterable or facts.in_memory or facts.device):
+                continue  # main-process streams, slices of in-memory tensors, items made on the device
+            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call):
                 continue
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices: nothing to load per item

@@ -14,6 +14,7 @@ from torchwise.lint.semantics import (
     is_index_collection,
     loader_yields_device_batches,
     local_dataset_class,
+    project_dataset,
 )
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -47,6 +48,9 @@ What it flags
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning.
+  The same holds for a dataset class defined in another module of the linted project
+  (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
+  (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
 
 Why it matters
   Copies from ordinary (pageable) host memory to the GPU go through a staging buffer and
@@ -74,6 +78,9 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
+            facts = project_dataset(ctx, dataset, call)
+            if facts is not None and (facts.device or facts.constant):
+                continue  # its class, in another module, yields device tensors or stored constants
             yield ctx.finding(
                 self.code, call,
                 "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",

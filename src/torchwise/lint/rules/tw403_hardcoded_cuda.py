@@ -29,6 +29,12 @@ What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
   the device count, never names a `"cpu"` device (calling `.cpu()` on results does not count) and has no device parameter of its own.
+  Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
+  NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
+  linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
+  unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
+  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU.
+  (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
 
 Why it matters
   Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
@@ -45,6 +51,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if ctx.project.gpu_only:
+            return  # the project as a whole is GPU-only by design (torchwise.lint.project)
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return
