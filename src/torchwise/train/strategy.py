@@ -141,8 +141,8 @@ class SingleDevice:
 
     def _found_nonfinite(self, params: list[nn.Parameter]) -> torch.Tensor:
         """A reused one-element tensor: 1 when a gradient holds NaN/Inf, else 0 (one fused pass, no host read)."""
-        grads = [p.grad for p in params if p.grad is not None]
-        found, one = self._flag_buffers(grads[0].device if grads else torch.device("cpu"))
+        grads = [g for p in params if (g := p.grad) is not None]
+        found, one = self._flag_buffers(grads[0] if grads else None)
         if self._flag_zeroed is not found:
             found.zero_()
         self._flag_zeroed = None  # the check below may set it
@@ -150,13 +150,16 @@ class SingleDevice:
             torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)  # (x1: unchanged)
         return found
 
-    def _flag_buffers(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """Two reused one-element tensors per device: this check runs every step, and allocating
-        tensors and mixing Python scalars into the arithmetic cost more than the check itself."""
+    def _flag_buffers(self, like: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two reused one-element tensors per device (that of ``like``; None: the CPU): this check runs
+        every step, and allocating tensors and mixing Python scalars into the arithmetic cost more
+        than the check itself. Keyed by the device index (-1 for the CPU), cheaper than a device."""
+        key = like.get_device() if like is not None else -1
         buffers = self.__dict__.setdefault("_guard_buffers", {})
-        if device not in buffers:
-            buffers[device] = (torch.zeros(1, device=device), torch.ones(1, device=device))
-        return buffers[device]
+        if key not in buffers:
+            device = like.device if like is not None else torch.device("cpu")
+            buffers[key] = (torch.zeros(1, device=device), torch.ones(1, device=device))
+        return buffers[key]
 
     # -- checkpoints: the Trainer builds the state with these two, the strategy writes and reads it --
 
