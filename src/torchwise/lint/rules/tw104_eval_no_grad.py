@@ -21,7 +21,7 @@ _EVAL_WORDS = frozenset({
     "predict", "prediction",
 })
 _TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
-_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian"})
+_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
 
 def is_eval_name(name: str) -> bool:
@@ -95,9 +95,11 @@ What it flags
   A model called inside code that is evidently evaluation - a function that calls
   `model.eval()` or is named like `evaluate`/`validate`/`predict`/`inference`, or module-level
   code after `model.eval()` - when nothing there needs gradients (no `backward()`, no
-  optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
-  `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
-  `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
+  optimizer step, no `torch.autograd.grad`, no `requires_grad_`, no adversarial attack's
+  `perturb()`) and the call is not inside `with torch.no_grad()`/`torch.inference_mode()`,
+  under such a decorator, after `torch.set_grad_enabled(False)`, in a function that this file
+  only calls under no_grad, or in one that this file calls from a function that runs
+  `backward()` (a `predict()` the update step trains through).
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
@@ -171,6 +173,8 @@ Fix
             return None
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
+        if not is_module and self._called_for_training(ctx, scope):
+            return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
         for node in body:
@@ -212,6 +216,12 @@ Fix
                 ):
                     return True
         return False
+
+    @staticmethod
+    def _called_for_training(ctx: Context, func: ast.AST) -> bool:
+        """Called by this file in a function that also runs ``backward()``: part of training."""
+        trainers = {id(ctx.scope_of(b)) for b in backward_calls(ctx)}
+        return any(id(ctx.scope_of(c)) in trainers for c in ctx.calls_named(func.name))
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
