@@ -317,6 +317,22 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # evaluate() called once per epoch by the function that trains: still evaluation
+    (d("""
+        import torch
+        def main():
+            def evaluate(loader):
+                model.eval()
+                for data in loader:
+                    out = model(data.to(device))
+            for epoch in range(10):
+                model.train()
+                for data in train_loader:
+                    loss = criterion(model(data.to(device)), data.y)
+                    loss.backward()
+                    optimizer.step()
+                val_acc = evaluate(val_loader)
+    """), 6),
     # attack examples computed beforehand: the evaluation itself needs no graph
     (d("""
         import torch

@@ -98,8 +98,9 @@ What it flags
   optimizer step, no `torch.autograd.grad`, no `requires_grad_`, no adversarial attack's
   `perturb()`) and the call is not inside `with torch.no_grad()`/`torch.inference_mode()`,
   under such a decorator, after `torch.set_grad_enabled(False)`, in a function that this file
-  only calls under no_grad, or in one that this file calls from a function that runs
-  `backward()` (a `predict()` the update step trains through).
+  only calls under no_grad, or in one whose result this file backpropagates
+  (`loss = F.cross_entropy(self.predict(x), y); loss.backward()`: a `predict()` the update
+  step trains through).
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
@@ -219,9 +220,35 @@ Fix
 
     @staticmethod
     def _called_for_training(ctx: Context, func: ast.AST) -> bool:
-        """Called by this file in a function that also runs ``backward()``: part of training."""
-        trainers = {id(ctx.scope_of(b)) for b in backward_calls(ctx)}
-        return any(id(ctx.scope_of(c)) in trainers for c in ctx.calls_named(func.name))
+        """Called by this file in computing a value that is backpropagated
+        (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
+        calls = ctx.calls_named(func.name)
+        if not calls:
+            return False
+        for backward in backward_calls(ctx):
+            receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
+            if receiver is None:
+                continue
+            if any(_inside(c, receiver) for c in calls):
+                return True
+            scope = ctx.scope_of(backward)
+            feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
+            assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
+            values: list[ast.AST] = []
+            for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
+                grown = False
+                for a in assigns:
+                    targets = a.targets if a.__class__ is ast.Assign else [a.target]
+                    names = {t.id for t in targets if t.__class__ is ast.Name}
+                    if names & feeding and a.value not in values:
+                        values.append(a.value)
+                        feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
+                        grown = True
+                if not grown:
+                    break
+            if any(_inside(c, v) for c in calls for v in values):
+                return True
+        return False
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
@@ -229,6 +256,10 @@ Fix
         if not calls:
             return False
         return any(under_no_grad(ctx, c) for c in calls)
+
+
+def _inside(node: ast.AST, tree: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
 
 
 RULE = EvalWithoutNoGrad()
