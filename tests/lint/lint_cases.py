@@ -317,6 +317,44 @@ NEGATIVE["TW103"] = [
 
 # ----------------------------------------------------------------------------------- TW104
 POSITIVE["TW104"] = [
+    # evaluate() called once per epoch by the function that trains: still evaluation
+    (d("""
+        import torch
+        def main():
+            def evaluate(loader):
+                model.eval()
+                for data in loader:
+                    out = model(data.to(device))
+            for epoch in range(10):
+                model.train()
+                for data in train_loader:
+                    loss = criterion(model(data.to(device)), data.y)
+                    loss.backward()
+                    optimizer.step()
+                val_acc = evaluate(val_loader)
+    """), 6),
+    # attack examples computed beforehand: the evaluation itself needs no graph
+    (d("""
+        import torch
+        def advtest_fast(model, loader):
+            model.eval()
+            for batch, label, adv_batch, adv_label in loader:
+                out_clean = model(batch.cuda())
+                out_adv = model(adv_batch.cuda())
+    """), 5),
+    # predict() that the training step of this file never uses
+    (d("""
+        import torch
+        class Runner:
+            def update(self, x, y, opt):
+                loss = self.loss_fn(self.network(x), y)
+                loss.backward()
+                opt.step()
+            def predict(self, x):
+                return self.network(x)
+            def report(self, x):
+                return self.predict(x).argmax(1)
+    """),8),
     # a plain helper that is called directly, with no no_grad anywhere
     (d("""
         import torch
@@ -368,6 +406,32 @@ POSITIVE["TW104"] = [
     """), 4),
 ]
 NEGATIVE["TW104"] = [
+    # predict() of an algorithm class whose own update step trains through it (DomainBed style)
+    d("""
+        import torch
+        import torch.nn.functional as F
+        class ERM(Algorithm):
+            def update(self, minibatches, opt):
+                x = torch.cat([d[0].cuda() for d in minibatches])
+                y = torch.cat([d[1].cuda() for d in minibatches])
+                loss = F.cross_entropy(self.predict(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            def predict(self, x):
+                return self.network(x)
+    """),
+    # robustness evaluation that runs a gradient attack (advertorch's perturb) on the model
+    d("""
+        import torch
+        def advtest(model, loader, adversary):
+            model.eval()
+            for batch, label in loader:
+                batch = batch.cuda()
+                out_clean = model(batch)
+                advbatch = adversary.perturb(batch, label)
+                out_adv = model(advbatch)
+    """),
     # a prediction helper of a transformers model class: part of its forward, the caller sets grad mode
     d("""
         from transformers import PreTrainedModel
@@ -1234,6 +1298,18 @@ _LOOP = d("""
             opt.step()
 """)
 POSITIVE["TW207"] = [
+    # read mid-step, before the loop's own synchronize: the host still stalls between forward and backward
+    (d("""
+        import torch
+        for samples, targets in data_loader:
+            samples = samples.cuda(non_blocking=True)
+            loss = criterion(model(samples), targets.cuda())
+            loss_value = loss.item()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            torch.cuda.synchronize()
+    """), 5),
     # data flow, not names: netD is a module because its parameters go to an optimizer (DCGAN)
     (d("""
         import torch
@@ -1330,6 +1406,19 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
+    # the step is synchronised explicitly (to time it) before the value is read: no extra stall
+    d("""
+        import torch
+        for idx, (samples, targets) in enumerate(data_loader):
+            samples = samples.cuda(non_blocking=True)
+            targets = targets.cuda(non_blocking=True)
+            loss = criterion(model(samples), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+            loss_meter.update(loss.item(), targets.size(0))
+    """),
     # a timestep drawn on the CPU on purpose, read on the host
     d("""
         import torch

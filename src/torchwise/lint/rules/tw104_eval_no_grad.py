@@ -21,7 +21,7 @@ _EVAL_WORDS = frozenset({
     "predict", "prediction",
 })
 _TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
-_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian"})
+_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
 
 def is_eval_name(name: str) -> bool:
@@ -95,9 +95,12 @@ What it flags
   A model called inside code that is evidently evaluation - a function that calls
   `model.eval()` or is named like `evaluate`/`validate`/`predict`/`inference`, or module-level
   code after `model.eval()` - when nothing there needs gradients (no `backward()`, no
-  optimizer step, no `torch.autograd.grad`, no `requires_grad_`) and the call is not inside
-  `with torch.no_grad()`/`torch.inference_mode()`, under such a decorator, after
-  `torch.set_grad_enabled(False)`, or in a function that this file only calls under no_grad.
+  optimizer step, no `torch.autograd.grad`, no `requires_grad_`, no adversarial attack's
+  `perturb()`) and the call is not inside `with torch.no_grad()`/`torch.inference_mode()`,
+  under such a decorator, after `torch.set_grad_enabled(False)`, in a function that this file
+  only calls under no_grad, or in one whose result this file backpropagates
+  (`loss = F.cross_entropy(self.predict(x), y); loss.backward()`: a `predict()` the update
+  step trains through).
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
@@ -171,6 +174,8 @@ Fix
             return None
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
+        if not is_module and self._called_for_training(ctx, scope):
+            return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
         for node in body:
@@ -214,11 +219,47 @@ Fix
         return False
 
     @staticmethod
+    def _called_for_training(ctx: Context, func: ast.AST) -> bool:
+        """Called by this file in computing a value that is backpropagated
+        (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
+        calls = ctx.calls_named(func.name)
+        if not calls:
+            return False
+        for backward in backward_calls(ctx):
+            receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
+            if receiver is None:
+                continue
+            if any(_inside(c, receiver) for c in calls):
+                return True
+            scope = ctx.scope_of(backward)
+            feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
+            assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
+            values: list[ast.AST] = []
+            for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
+                grown = False
+                for a in assigns:
+                    targets = a.targets if a.__class__ is ast.Assign else [a.target]
+                    names = {t.id for t in targets if t.__class__ is ast.Name}
+                    if names & feeding and a.value not in values:
+                        values.append(a.value)
+                        feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
+                        grown = True
+                if not grown:
+                    break
+            if any(_inside(c, v) for c in calls for v in values):
+                return True
+        return False
+
+    @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
         calls = ctx.calls_named(func.name)
         if not calls:
             return False
         return any(under_no_grad(ctx, c) for c in calls)
+
+
+def _inside(node: ast.AST, tree: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
 
 
 RULE = EvalWithoutNoGrad()

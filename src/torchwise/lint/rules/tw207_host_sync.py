@@ -96,7 +96,9 @@ What it flags
   `.to(device)`/`.cuda()`, or arithmetic on those - in a function (or script) that moves data
   to a device. Values already on the CPU, code that never moves anything to a device, and
   syncs under a periodic test such as `if step % 100 == 0:` (or a helper of the file that
-  returns such a modulo test, `if divisible_by(step, 100):`) are not flagged.
+  returns such a modulo test, `if divisible_by(step, 100):`) are not flagged, nor reads after
+  an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
+  waits there, usually to time it; the read adds no stall).
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -179,6 +181,8 @@ Fix
         loop = hot_loop_of(ctx, node)
         if loop is None or runs_periodically(ctx, node):
             return None
+        if _synchronized_before(ctx, loop, node):
+            return None  # the step already waits for the GPU; this read adds no stall
         if not scope_moves_to_device(ctx, ctx.scope_of(node)):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not is_device_tensor(ctx, subject, node):
@@ -189,5 +193,19 @@ Fix
             suggestion="keep the value on the device (e.g. .detach()) and read it once per log interval",
         )
 
+
+def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
+    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
+    line = getattr(node, "lineno", 0)
+    for stmt in getattr(loop, "body", ()):
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            return False
+        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
+            if ctx.qualname(stmt.value.func) in _SYNCHRONIZE:
+                return True
+    return False
+
+
+_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
 
 RULE = HostSyncInLoop()
