@@ -472,6 +472,13 @@ class Context:
             self._cache[key] = table
         return table.get(attr, [])
 
+    def single_self_value(self, expr: ast.Attribute, use: AST) -> AST | None:
+        """The one value assigned to ``self.<attr>`` (``expr``) in the class around ``use``; None
+        outside a class or when the attribute is assigned other than exactly once."""
+        cls = self.class_of(use)
+        values = self.self_attr_values(cls, expr.attr) if cls is not None else []
+        return values[0] if len(values) == 1 else None
+
     def constructed_from(self, expr: AST | None, use: AST | None = None, depth: int = 2) -> str | None:
         """What class built the object ``expr`` refers to: a canonical dotted name, or
         ``"local:Name"`` for a class defined in this file; None when unknown.

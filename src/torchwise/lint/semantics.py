@@ -962,11 +962,9 @@ def project_dataset(ctx: Context, expr: AST | None, use: AST):
     if expr is None or not ctx.project.datasets:
         return None
     if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
-        cls = ctx.class_of(use)
-        values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
-        if len(values) != 1:
+        expr = ctx.single_self_value(expr, use)
+        if expr is None:
             return None
-        expr = values[0]
     call = producing_call(ctx, expr, use)
     if call is None:
         return None

@@ -94,11 +94,9 @@ def _subset_source(ctx: Context, expr: ast.AST, use: ast.AST) -> ast.AST | None:
         if expr.__class__ is ast.Call:
             return expr.args[0] if expr.args else None
         if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
-            cls = ctx.class_of(use)
-            values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
-            if len(values) != 1:
+            expr = ctx.single_self_value(expr, use)
+            if expr is None:
                 return None
-            expr = values[0]
             continue
         expr = ctx.resolve(expr, use)
         if expr.__class__ is not ast.Call:
