@@ -15,18 +15,11 @@ import realistic as R
 from torchwise.doctor import doctor
 from torchwise.doctor.checks import tw221_threads
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 STEPS = 150
 DYNAMICS = {"TW130", "TW131", "TW132", "TW133", "TW134", "TW135", "TW136", "TW137", "TW138"}
 TIMING = {"TW202", "TW222"}  # loader-wait shares depend on how busy the test machine is
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One thread: no thread A/B steps (TW221 is tested on its own), steadier timings."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def non_timing(report) -> list:

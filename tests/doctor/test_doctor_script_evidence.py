@@ -14,13 +14,7 @@ from torch import nn
 
 from torchwise.doctor.script import StopScript, _Attached, _check
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def doctored(loop, steps: int = 6):

@@ -16,16 +16,11 @@ from torchwise.cli import main
 from torchwise.lint import lint_paths
 from torchwise.lint.config import clear_cache
 
+pytestmark = pytest.mark.usefixtures("fresh_config_cache")
+
 BAD = "import torch\nm.load_state_dict(torch.load('m.pt'))\nopt.zero_grad(set_to_none=False)\n"
 CLEAN = "import torch\nm.load_state_dict(torch.load('m.pt', weights_only=True))\n"
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>TW\d{3}) (?P<msg>.+)$")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_config_cache():
-    clear_cache()
-    yield
-    clear_cache()
 
 
 def lint(capsys, *args):

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from torchwise.cli import main
-from torchwise.lint.config import clear_cache
+
+pytestmark = pytest.mark.usefixtures("fresh_config_cache")
 
 # a load that feeds load_state_dict: its TW401 fix is a safe one, so --fix applies it
 BAD = "import torch\nmodel.load_state_dict(torch.load('m.pt'))\n"
@@ -24,13 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # Root without the capabilities that bypass file permissions: behaves like an ordinary user on
 # files it does not own (the tests run as root in CI containers).
 UNPRIVILEGED = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_config_cache():
-    clear_cache()
-    yield
-    clear_cache()
 
 
 def lint(capsys, *args):
