@@ -63,8 +63,10 @@ def tensors_in(obj: Any, depth: int = 0, *, floating_only: bool = True) -> Itera
 
 
 def count_nonfinite(t: torch.Tensor) -> tuple[int, int, int]:
-    """(NaN count, Inf count, total) of a tensor; syncs the device (diagnosis only)."""
+    """(NaN count, Inf count, total) of a tensor (sparse: of its stored values); syncs the device (diagnosis only)."""
     t = t.detach()
+    if t.is_sparse:
+        t = t._values()
     nan = int(torch.isnan(t).sum())
     inf = int(torch.isinf(t).sum())
     return nan, inf, t.numel()
@@ -182,7 +184,7 @@ def _grad_report(model: nn.Module, loss: Any, names: dict[nn.Module, str], order
         return None
     grads = torch.autograd.grad(loss_t, [p for _, _, p in owners], allow_unused=True)
     rank = {m: i for i, m in enumerate(order)}
-    bad = [(m, pn, g) for (m, pn, _), g in zip(owners, grads) if g is not None and not torch.isfinite(g).all()]
+    bad = [(m, pn, g) for (m, pn, _), g in zip(owners, grads) if g is not None and sum(count_nonfinite(g)[:2])]
     if not bad:
         return None
     # backward runs in reverse execution order: the module executed last went bad first

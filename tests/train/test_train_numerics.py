@@ -94,3 +94,85 @@ def test_resume_restores_the_rng_in_process(tmp_path):
     resumed = run("part-2", 2, resume="last")
     assert draws["part-2"] == draws["full"][8:]
     assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
+
+
+class _Bag(nn.Module):
+    """Token ids -> a sparse embedding (SparseAdam/SGD style) -> mean -> classes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = nn.Embedding(20, 4, sparse=True)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, ids):
+        return self.head(self.emb(ids).mean(1))
+
+
+def _ids(n: int = 32):
+    g = torch.Generator().manual_seed(0)
+    return [(torch.randint(0, 20, (4, 5), generator=g), torch.randint(0, 3, (4,), generator=g)) for _ in range(n // 4)]
+
+
+def test_sparse_gradients_train_under_the_guard_and_a_nan_in_them_is_caught():
+    model = _Bag()
+    bad = {"step": 0}
+
+    def poison(grad):  # the embedding's sparse gradient holds a NaN on the second step only
+        bad["step"] += 1
+        if bad["step"] == 2:
+            return torch.sparse_coo_tensor(grad._indices(), grad._values() * float("nan"), grad.shape)
+        return grad
+
+    model.emb.weight.register_hook(poison)
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet())
+    r = t.fit(_ids(), max_steps=4)
+    assert r.steps == 4 and r.nonfinite_skipped == 1 and any("step 2 skipped" in e for e in r.events)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_clipping_sparse_gradients_is_refused_in_one_line():
+    from torchwise.errors import UsageError
+
+    model = _Bag()
+    with pytest.raises(UsageError, match=r"clip_grad_norm cannot clip sparse gradients \(Embedding 'emb'"):
+        Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), clip_grad_norm=1.0, **quiet())
+
+
+def test_a_finite_gradient_with_a_non_finite_loss_is_skipped_and_later_steps_run():
+    """The CPU guard reads the gradients' flag and the loss; after a bad step the flag is clear again."""
+    calls = {"n": 0}
+
+    def step_fn(m, batch):
+        x, y = batch
+        calls["n"] += 1
+        loss = nn.functional.cross_entropy(m(x), y)
+        if calls["n"] == 2:
+            loss = loss + torch.tensor(float("inf"))  # a constant: the gradients stay finite
+        return loss
+
+    model = mlp()
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), step_fn=step_fn, **quiet())
+    r = t.fit(loader(), max_steps=5)
+    assert r.steps == 5 and r.nonfinite_skipped == 1 and any("step 2 skipped" in e for e in r.events)
+
+
+def test_the_short_step_path_is_taken_only_where_nothing_needs_entering():
+    from torchwise.train.precision import BF16Mixed, FP16Mixed, Precision
+
+    cpu = torch.device("cpu")
+    assert Precision(cpu).plain and not BF16Mixed(cpu).plain and not FP16Mixed(cpu).plain
+    model = mlp()
+    one = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet())
+    one.fit(loader(), max_steps=1)
+    assert [p.plain for p in one.phases] == [True]
+    model = mlp()
+    bf16 = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), precision="bf16-mixed", **quiet())
+    bf16.fit(loader(), max_steps=1)
+    assert [p.plain for p in bf16.phases] == [False]
+    model = mlp()
+    two = Trainer(model, {"a": torch.optim.SGD(model[0].parameters(), lr=0.1), "b": torch.optim.SGD(model[2].parameters(), lr=0.1)},
+                  step_fn={"a": lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1]), "b": lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1])},
+                  **quiet())
+    two.fit(loader(), max_steps=1)
+    assert [p.plain for p in two.phases] == [False, False]

@@ -59,6 +59,8 @@ def check_options(options: dict[str, Any]) -> None:
         check_switch(name, options[name], auto=False)
     if options["clip_grad_norm"] is not None and not (isinstance(options["clip_grad_norm"], (int, float)) and options["clip_grad_norm"] > 0):
         raise UsageError(f"clip_grad_norm must be a positive number or None, got {options['clip_grad_norm']!r}")
+    if options["clip_grad_norm"] is not None:
+        _check_clippable(options["model"])
     if options["scheduler_interval"] not in (None, "step", "epoch"):
         raise UsageError(f"scheduler_interval must be 'step', 'epoch' or None (by the scheduler's class), got {options['scheduler_interval']!r}")
     check_count("accumulate", options["accumulate"])
@@ -70,6 +72,16 @@ def check_options(options: dict[str, Any]) -> None:
         check_count("seed", options["seed"], minimum=0)
     for name in ("checkpoint_dir", "log_dir"):
         check_folder(name, options[name])
+
+
+def _check_clippable(model: nn.Module) -> None:
+    """torch's norm clipping has no sparse kernel: refuse it up front for sparse embeddings."""
+    sparse = [f"{type(m).__name__} {n!r}" if n else type(m).__name__ for n, m in model.named_modules() if isinstance(m, (nn.Embedding, nn.EmbeddingBag)) and m.sparse]
+    if sparse:
+        raise UsageError(
+            f"clip_grad_norm cannot clip sparse gradients ({', '.join(sparse[:3])} {'has' if len(sparse) == 1 else 'have'} sparse=True): "
+            "drop clip_grad_norm, or use dense embeddings (sparse=False)"
+        )
 
 
 def _check_structure(options: dict[str, Any]) -> None:

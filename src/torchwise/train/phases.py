@@ -49,6 +49,7 @@ class Phase:
     extras: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # other 0-d outputs of step_fn
     count: int = 0  # micro-batches behind ``losses``
     grad_norm: torch.Tensor | None = None  # the last pre-clip gradient norm
+    plain: bool = False  # nothing to enter around its forward/backward (set once the model is wrapped)
 
     def own_gradients(self) -> Any:
         """Keep this phase's backward from adding to the gradients of parameters it does not step."""

@@ -58,6 +58,11 @@ class Precision:
     def backward(self, loss: torch.Tensor) -> None:
         loss.backward()
 
+    @property
+    def plain(self) -> bool:
+        """True when ``autocast()`` is a no-op and ``backward`` is ``loss.backward()`` (the step may skip both)."""
+        return type(self).autocast is Precision.autocast and type(self).backward is Precision.backward
+
     def unscale(self, optimizer: torch.optim.Optimizer) -> None:
         """Make ``.grad`` hold true gradients (needed before clipping)."""
 

@@ -37,6 +37,22 @@ def is_model_parallel(model: nn.Module) -> bool:
     return len(model_devices(model)) > 1
 
 
+def _check_finite(grads: list[torch.Tensor], found: torch.Tensor, one: torch.Tensor) -> None:
+    """Set ``found`` to 1 when a gradient holds NaN/Inf: the GradScaler's fused check with scale 1
+    (gradients unchanged, no host read). Sparse gradients (``Embedding(sparse=True)``): their values."""
+    try:
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)
+    except NotImplementedError:  # raised at dispatch, before any tensor is read
+        if not any(g.is_sparse for g in grads):
+            raise
+        torch._amp_foreach_non_finite_check_and_unscale_([g._values() if g.is_sparse else g for g in grads], found, one)
+
+
+def _host_flags() -> tuple[torch.Tensor, torch.Tensor, Any]:
+    found = torch.zeros(1)
+    return found, torch.ones(1), found.numpy()
+
+
 class SingleDevice:
     """Train in this process on one device (or on the devices a model-parallel model spans)."""
 
@@ -45,16 +61,19 @@ class SingleDevice:
     local_rank = 0
     is_main = True
     distributed = False
-    _flag_zeroed: torch.Tensor | None = None  # the guard's flag buffer when its last read was 0
+    defers_sync = False  # True: no_sync() may return a real context (gradient sync put off to a window's end)
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
+        # the non-finite guard's reused (found, one, NumPy view of found) for one process on the CPU (None: elsewhere)
+        self._cpu_flags = _host_flags() if device.type == "cpu" and not self.distributed else None
 
     def setup(self, model: nn.Module) -> nn.Module:
         """Move the model to the device, unless it is split across devices already."""
         if is_model_parallel(model):
             first = next(model.parameters()).device
             self.device = first  # inputs go where the first layer lives
+            self._cpu_flags = None  # gradients on several devices: the guard's general path
             return model
         return model.to(self.device)
 
@@ -130,11 +149,14 @@ class SingleDevice:
         One host read (``norm``, the pre-clip norm, stands for the gradients when clipping computed
         it). Under several processes only the all-reduced gradients are judged, so ranks agree.
         """
-        if norm is None and not self.distributed and loss.is_cpu:  # host reads are free: no arithmetic
-            found = self._found_nonfinite(params)
-            if found.item() != 0:
-                return False
-            self._flag_zeroed = found  # still 0: the next check need not clear it
+        if norm is None and self._cpu_flags is not None and loss.is_cpu:  # host reads are free: no arithmetic
+            grads = [g for p in params if (g := p.grad) is not None]
+            found, one, seen = self._cpu_flags  # found stays 0 between checks: no clearing per step
+            if grads:
+                _check_finite(grads, found, one)
+                if seen[0]:  # read through a NumPy view of the buffer: no torch call
+                    found.zero_()
+                    return False
             return math.isfinite(loss.item())
         grads = norm if norm is not None else self.grads_flag(params)
         return math.isfinite(float(grads if self.distributed else loss + grads))
@@ -143,17 +165,15 @@ class SingleDevice:
         """A reused one-element tensor: 1 when a gradient holds NaN/Inf, else 0 (one fused pass, no host read)."""
         grads = [g for p in params if (g := p.grad) is not None]
         found, one = self._flag_buffers(grads[0] if grads else None)
-        if self._flag_zeroed is not found:
-            found.zero_()
-        self._flag_zeroed = None  # the check below may set it
+        found.zero_()
         if grads:
-            torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)  # (x1: unchanged)
+            _check_finite(grads, found, one)
         return found
 
     def _flag_buffers(self, like: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Two reused one-element tensors per device (that of ``like``; None: the CPU): this check runs
         every step, and allocating tensors and mixing Python scalars into the arithmetic cost more
-        than the check itself. Keyed by the device index (-1 for the CPU), cheaper than a device."""
+        than the check itself."""
         key = like.get_device() if like is not None else -1
         buffers = self.__dict__.setdefault("_guard_buffers", {})
         if key not in buffers:
@@ -213,6 +233,7 @@ class DDPStrategy(SingleDevice):
     """DistributedDataParallel in a process started by torchrun: gloo on CPU, nccl on CUDA."""
 
     distributed = True
+    defers_sync = True
 
     def __init__(self, device: torch.device | None = None, *, peer_timeout: float | None = None) -> None:
         self.peer_timeout = peer_timeout_s(peer_timeout)

@@ -60,7 +60,6 @@ from torchwise.train.schedule import DECAY_LIMIT, decay_warning, first_epoch_dec
 from torchwise.train.strategy import SingleDevice
 
 _TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
-_NO_KW: dict[str, Any] = {}
 
 
 @dataclass
@@ -203,6 +202,7 @@ class Trainer:
         self.events: list[str] = []
         self._placed = False
         self._train_model: nn.Module | None = None
+        self._inputs_as_is = False  # True once the "auto" settings are known to leave inputs alone
         self._average_phases = False
         self._labels_pending = check_labels and loss_fn is not None and step_fn is None
         self._label_width: int | None = None  # the output width once the first batch showed it
@@ -418,13 +418,21 @@ class Trainer:
         """Forward and backward of one batch (in chunks after an OOM); returns its detached mean loss."""
         if self._train_model is None:
             self._first_batch(batch)
-        if self.oom.splits == 1:  # the usual case: the whole batch at once
+        if self.oom.splits > 1:
+            return self._chunked_step(phase, batch, scale, sync)
+        if phase.plain:  # float32, one optimizer, no gradient sync to put off: no context to enter
+            loss = self._loss(phase, batch)
+            (loss if scale == 1.0 else loss * scale).backward()
+        else:
             with phase.own_gradients(), self.strategy.no_sync(self._train_model, skip_sync=not sync):
                 with phase.precision.autocast():
                     loss = self._loss(phase, batch)
                 phase.precision.backward(loss if scale == 1.0 else loss * scale)
-            self._last_batch = batch
-            return loss.detach()
+        self._last_batch = batch
+        return loss.detach()
+
+    def _chunked_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor:
+        """After an OOM: the batch in ``oom.splits`` chunks, each weighted by its share."""
         chunks = self.oom.chunks(batch)
         total: torch.Tensor | None = None
         for k, (chunk, weight) in enumerate(chunks):
@@ -444,19 +452,21 @@ class Trainer:
             for key, value in extras.items():
                 phase.extras.setdefault(key, []).append(value)
             return loss
-        if type(batch) in _PAIRS and len(batch) >= 2 and type(batch[0]) is torch.Tensor:  # the common case, no ABC checks
-            args, kwargs, targets = (batch[0],), _NO_KW, batch[1]
+        if type(batch) in _PAIRS and len(batch) >= 2 and type(batch[0]) is torch.Tensor:  # (inputs, targets, ...): the common case, no ABC checks
+            targets = batch[1]
+            output = self._train_model(batch[0] if self._inputs_as_is else self._input(batch[0]))
         else:
             args, kwargs, targets = model_call(batch, self._forward_names)
-        if not args:
-            output = self._train_model(**kwargs)  # type: ignore[misc]
-        else:
-            if self.auto.watching:
-                self.auto.observe(args[0])
-            output = self._train_model(self.auto.prepare_input(args[0]), *args[1:], **kwargs)  # type: ignore[misc]
+            output = self._train_model(self._input(args[0]), *args[1:], **kwargs) if args else self._train_model(**kwargs)
         if self._labels_pending:
             self._check_labels(output, targets)
         return self.loss_fn(output, targets)  # type: ignore[misc]
+
+    def _input(self, inputs: Any) -> Any:
+        """The model's first input as the "auto" settings want it (channels_last; shapes watched)."""
+        if self.auto.watching:
+            self.auto.observe(inputs)
+        return self.auto.prepare_input(inputs)
 
     def _optimizer_step(self, phase: Phase, window: int, pending: list[Any]) -> None:
         """Clip, guard, step, zero the gradients, step the scheduler: the end of a phase's window."""
@@ -801,6 +811,7 @@ class Trainer:
             args, _, _ = model_call(batch, self._forward_names)
             inputs = args[0] if args else None
         self.auto.start(self.model, inputs)
+        self._inputs_as_is = not (self.auto.watching or self.auto.channels_last)  # (observe() only switches things off)
         if self.tuned is not None:
             self.tuned.check_fits(self.model, inputs)  # reliability: warn when tuned for another model
         for note in ("channels_last", "cudnn_benchmark"):
@@ -813,6 +824,8 @@ class Trainer:
         if self.compile:
             model = _CompileOnce(model, self._event)
         self._train_model = model
+        for phase in self.phases:
+            phase.plain = not phase.others and phase.precision.plain and not self.strategy.defers_sync
 
     def _check_labels(self, output: torch.Tensor, targets: Any) -> None:
         """The first batch: labels against the output's width (from then on, on the host, see _check_host_labels)."""
