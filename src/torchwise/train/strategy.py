@@ -173,7 +173,7 @@ class SingleDevice:
     def _flag_buffers(self, like: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Two reused one-element tensors per device (that of ``like``; None: the CPU): this check runs
         every step, and allocating tensors and mixing Python scalars into the arithmetic cost more
-        than the check itself."""
+        than the check itself. Keyed by the device index (-1 for the CPU), cheaper than a device."""
         key = like.get_device() if like is not None else -1
         buffers = self.__dict__.setdefault("_guard_buffers", {})
         if key not in buffers:
