@@ -3,17 +3,22 @@
 The Trainer runs twice: with ``loss_fn`` (the default step) and with a ``step_fn`` doing the same
 thing (the custom-step path that multi-input and several-optimizer tasks take).
 
-    python benchmarks/overhead.py                 # MLP and CNN cases, best of 3 repeats
-    python benchmarks/overhead.py --steps 1000 --repeats 5 --case mlp
+    python benchmarks/overhead.py                 # MLP and CNN cases, 5 repeats
+    python benchmarks/overhead.py --steps 1000 --repeats 9 --case mlp
 
 Each framework trains the same model from the same initial weights on the same in-memory
 shuffled DataLoader (tensors in memory indexed a whole batch at a time through ``__getitems__``,
-so loading costs little and the frameworks' own per-step work shows), with one torch thread. The time of the whole ``fit`` call
-is measured (objects are built beforehand) as CPU time of this process (what the frameworks
-themselves cost, robust when other jobs share the machine) and as wall-clock time; repeats are
-interleaved and the best repeat of each counts. Ratios are against the hand-written loop.
-Lightning and Accelerate are skipped cleanly when not installed (``pip install lightning
-accelerate`` with ``-c constraints.txt``, or ``make bench``).
+so loading costs little and the frameworks' own per-step work shows), with one torch thread.
+The time of the whole ``fit`` call is measured (objects are built beforehand) as CPU time of this
+process (what the frameworks themselves cost, robust when other jobs share the machine) and as
+wall-clock time.
+
+A shared machine's speed drifts by several percent over a minute, so each repeat runs every
+framework once (the order reversing from one repeat to the next) and the ratio reported is the
+median over the repeats of the hand loop's time divided by the framework's, each taken from runs
+seconds apart; the rates shown are the best repeat of each. Lightning and Accelerate are skipped
+cleanly when not installed (``pip install lightning accelerate`` with ``-c constraints.txt``, or
+``make bench``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import copy
 import logging
 import os
 import platform
+import statistics
 import time
 import warnings
 from typing import Callable
@@ -175,31 +181,43 @@ def available(module: str | None) -> bool:
         return False
 
 
-def bench_case(case: str, steps: int, repeats: int, epochs: int) -> list[tuple[str, float | None, str]]:
+def bench_case(case: str, steps: int, repeats: int, epochs: int) -> list[tuple[str, float | None, float | None, float | None, float | None, str]]:
+    """Per runner: best steps per CPU-second and per wall-second, and the median over the repeats of
+    the hand loop's time divided by the runner's (each repeat runs every framework once, in an order
+    that reverses from one repeat to the next, so a ratio compares runs made seconds apart)."""
     factory, shape, batch, _ = CASES[case]
     per_epoch = max(1, steps // epochs)
     loader = make_loader(shape, batch, per_epoch)
     torch.manual_seed(0)
     initial = factory()
-    best: dict[str, float] = {}  # CPU seconds of the fit (robust on a shared machine)
-    best_wall: dict[str, float] = {}
+    cpu_times: dict[str, list[float]] = {}  # CPU seconds of each fit (robust on a shared machine)
+    wall_times: dict[str, list[float]] = {}
     notes: dict[str, str] = {}
     names = [n for n, (_, mod) in RUNNERS.items() if available(mod)]
     for name, (_, mod) in RUNNERS.items():
         if name not in names:
             notes[name] = f"skipped: {mod} not installed"
-    for _ in range(repeats):
-        for name in names:
+    for k in range(repeats):
+        for name in (names if k % 2 == 0 else names[::-1]):
             torch.set_num_threads(1)
             build, _ = RUNNERS[name]
             run = build(copy.deepcopy(initial), loader, epochs)
             wall, cpu = time.perf_counter(), time.process_time()
             run()
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            best[name] = min(best.get(name, float("inf")), cpu)
-            best_wall[name] = min(best_wall.get(name, float("inf")), wall)
+            cpu_times.setdefault(name, []).append(cpu)
+            wall_times.setdefault(name, []).append(wall)
     total = per_epoch * epochs
-    return [(name, total / best[name] if name in best else None, total / best_wall[name] if name in best else None, notes.get(name, "")) for name in RUNNERS]
+    hand_cpu, hand_wall = cpu_times[names[0]], wall_times[names[0]]
+    rows = []
+    for name in RUNNERS:
+        if name not in cpu_times:
+            rows.append((name, None, None, None, None, notes.get(name, "")))
+            continue
+        cpu_ratio = statistics.median(h / t for h, t in zip(hand_cpu, cpu_times[name]))
+        wall_ratio = statistics.median(h / t for h, t in zip(hand_wall, wall_times[name]))
+        rows.append((name, total / min(cpu_times[name]), cpu_ratio, total / min(wall_times[name]), wall_ratio, ""))
+    return rows
 
 
 def main() -> None:
@@ -207,7 +225,7 @@ def main() -> None:
     parser.add_argument("--case", choices=[*CASES, "all"], default="all")
     parser.add_argument("--steps", type=int, help="optimizer steps per run (default: 3000 MLP, 500 CNN)")
     parser.add_argument("--epochs", type=int, default=5, help="the steps are split into this many epochs (default 5)")
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best counts (default 3)")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repeats (default 5): best rates, median ratios")
     args = parser.parse_args()
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -218,20 +236,19 @@ def main() -> None:
     for noisy in ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
 
-    print(f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, 1 thread, best of {args.repeats}")
+    print(f"torch {torch.__version__}, Python {platform.python_version()}, {os.cpu_count()} CPUs, 1 thread, "
+          f"{args.repeats} interleaved repeats: best rate, median of the per-repeat ratios to the hand loop")
     for case in (CASES if args.case == "all" else [args.case]):
         _, shape, batch, default_steps = CASES[case]
         steps = args.steps or default_steps
         rows = bench_case(case, steps, args.repeats, args.epochs)
-        hand_rate, hand_wall = rows[0][1], rows[0][2]
         print(f"\n{case}: batch {batch}, input {shape}, {steps} steps in {args.epochs} epochs, SGD")
         print(f"  {'':20} {'steps/CPU-s':>12} {'ratio':>7}   {'steps/s (wall)':>15} {'ratio':>7}")
-        for name, rate, wall, note in rows:
+        for name, rate, ratio, wall, wall_ratio, note in rows:
             if rate is None:
                 print(f"  {name:20} {'-':>12} {'-':>7}   {'-':>15} {'-':>7}  {note}")
             else:
-                print(f"  {name:20} {rate:12.0f} {rate / hand_rate:6.2f}x   {wall:15.0f} {wall / hand_wall:6.2f}x")
-
+                print(f"  {name:20} {rate:12.0f} {ratio:6.2f}x   {wall:15.0f} {wall_ratio:6.2f}x")
 
 if __name__ == "__main__":
     main()

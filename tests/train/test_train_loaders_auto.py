@@ -38,7 +38,40 @@ def test_gpu_training_pins_memory_and_adds_workers_when_left_at_defaults(monkeyp
 
 def test_tuned_loader_overrides_apply():
     p = prepare_loader(loader(batch_size=4), train=True, device=CPU, seed=0, overrides={"batch_size": 16, "num_workers": 0})
-    assert p.loader.batch_size == 16 and len(p) == 4
+    assert p.batch_size == 16 and len(p) == 4
+    assert [len(y) for _, y in p.epoch_iter(0)] == [16] * 4
+
+
+@pytest.mark.parametrize("n, size, drop_last, shuffle", [(32, 4, False, True), (30, 4, False, True), (30, 4, True, True), (30, 7, False, False), (5, 8, False, True), (5, 8, True, True)])
+def test_sliced_batches_are_the_batches_of_a_batch_sampler(n, size, drop_last, shuffle):
+    """The training loader cuts its batches from the index list: the very batches BatchSampler makes
+    over the same sampler, tails and drop_last included, from any start inside an epoch."""
+    from torch.utils.data import BatchSampler
+
+    from torchwise.train.loaders import SlicedBatches
+
+    ds = data(n=n)
+    p = prepare_loader(loader(ds, batch_size=size, shuffle=shuffle, drop_last=drop_last), train=True, device=CPU, seed=3)
+    assert type(p.loader.batch_sampler) is SlicedBatches
+    for epoch in (0, 1):
+        for start in (0, 1, 2):
+            p.sampler.set_epoch(epoch)
+            p.sampler.set_start(start * size)
+            sliced = list(p.loader.batch_sampler)
+            p.sampler.set_epoch(epoch)
+            p.sampler.set_start(start * size)
+            assert sliced == list(BatchSampler(p.sampler, size, drop_last))
+    assert len(p) == len(BatchSampler(p.sampler, size, drop_last))
+
+
+def test_a_loader_the_trainer_rebuilt_can_be_prepared_again():
+    ds = data(n=30)
+    ds.tensors = (ds.tensors[0], torch.arange(30))
+    first = prepare_loader(loader(ds, batch_size=4, shuffle=True, drop_last=True), train=True, device=CPU, seed=5)
+    again = prepare_loader(first.loader, train=True, device=CPU, seed=5)
+    assert isinstance(again.sampler, EpochSampler) and again.batch_size == 4 and len(again) == 7
+    assert _indices(again, 0) == _indices(first, 0) and len(_indices(again, 0)) == 28
+    assert _indices(again, 1, start=2) == _indices(first, 1)[8:]
 
 
 def test_epoch_order_depends_on_seed_and_epoch_and_can_start_mid_epoch():

@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from train_helpers import clone, data, loader, make_trainer, mlp, quiet, weights
 
 from torchwise.train import Trainer
+from torchwise.train.strategy import SingleDevice
 
 
 def _train(model, ds, batch_size, accumulate, epochs=1):
@@ -110,7 +111,8 @@ def test_scheduler_steps_per_step_or_per_epoch_after_the_optimizer():
 
 
 def test_no_host_sync_per_step(monkeypatch):
-    """Loss sums stay on the device: reads happen once per log interval, not once per step."""
+    """Where a read waits for a device, loss sums stay on it: reads happen once per log interval."""
+    monkeypatch.setattr(SingleDevice, "host_reads_free", property(lambda self: False))  # as on a GPU
     reads = {"n": 0}
     for name in ("item", "tolist", "__float__", "__bool__", "cpu", "numpy"):
         original = getattr(torch.Tensor, name)
@@ -125,6 +127,27 @@ def test_no_host_sync_per_step(monkeypatch):
     t.fit(loader(ds), epochs=1)  # 40 steps, 2 log intervals
     assert t.step == 40
     assert reads["n"] <= 8, reads
+
+
+def test_losses_are_kept_as_floats_where_host_reads_are_free():
+    """One process on the CPU: each step's loss is read at once (no device to wait for), so no
+    detached tensor is kept per step, and the logged loss is their mean."""
+    seen: list[list[float]] = []
+    logged: list[float] = []
+
+    class Spy:
+        def on_step_end(self, trainer: Trainer) -> None:
+            seen.append(list(trainer.phases[0].losses))
+
+        def on_log(self, trainer: Trainer, values: dict) -> None:
+            logged.append(values["train/loss"])
+
+    t = make_trainer(log_every=1000, callbacks=[Spy()])
+    assert t.strategy.host_reads_free
+    t.fit(loader(data(n=8 * 5)), epochs=1)
+    assert [len(v) for v in seen] == [1, 2, 3, 4, 5]
+    assert all(type(v) is float for v in seen[-1])
+    assert logged == [pytest.approx(sum(seen[-1]) / 5, rel=1e-6)]
 
 
 def test_dict_batches_and_step_fn():

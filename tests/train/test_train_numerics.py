@@ -176,3 +176,45 @@ def test_the_short_step_path_is_taken_only_where_nothing_needs_entering():
                   **quiet())
     two.fit(loader(), max_steps=1)
     assert [p.plain for p in two.phases] == [False, False]
+
+
+def test_parameters_without_a_gradient_are_left_out_of_the_guard_and_a_nan_is_still_caught(monkeypatch):
+    """A parameter the step never uses has no gradient (None); the fused check skips it and still
+    sees a NaN in the others."""
+    from torchwise.train import strategy
+
+    class WithSpare(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net, self.spare = mlp(), nn.Linear(3, 3)  # spare: in the optimizer, never called
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.net(x)
+
+    checked: list[list] = []
+    real = strategy._check_finite
+    monkeypatch.setattr(strategy, "_check_finite", lambda grads, found, one: (checked.append(list(grads)), real(grads, found, one)))
+    model = WithSpare()
+    calls = {"n": 0}
+
+    def poison(grad):
+        calls["n"] += 1
+        return grad * float("nan") if calls["n"] == 3 else grad
+
+    model.net[0].bias.register_hook(poison)
+    t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet())
+    r = t.fit(loader(), max_steps=4)
+    with_none = [grads for grads in checked if any(g is None for g in grads)]
+    assert len(with_none) == 4 and all(sum(g is None for g in grads) == 2 for grads in with_none)  # spare's weight and bias
+    assert r.steps == 4 and r.nonfinite_skipped == 1 and any("step 3 skipped" in e for e in r.events)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_the_fused_check_refuses_what_is_not_a_gradient_list():
+    from torchwise.train.strategy import _check_finite
+
+    found, one = torch.zeros(1), torch.ones(1)
+    _check_finite([None, torch.tensor([1.0, float("inf")]), None], found, one)
+    assert found.item() == 1.0
+    with pytest.raises(TypeError):
+        _check_finite([torch.ones(2), "not a tensor"], torch.zeros(1), one)

@@ -5,7 +5,8 @@ map-style DataLoader (same dataset, batch size, collate function...) with:
 
 * an :class:`EpochSampler` (a ``DistributedSampler``, also for one process) whose order is a
   function of ``(seed, epoch)`` and which can start in the middle of an epoch, so a resumed run
-  sees exactly the batches an uninterrupted run would have seen (TW406: ``set_epoch`` each epoch);
+  sees exactly the batches an uninterrupted run would have seen (TW406: ``set_epoch`` each epoch),
+  batched by slicing its index list (:class:`SlicedBatches`, ``BatchSampler``'s batches);
 * its own seeded ``generator`` and ``seed_worker`` (TW304);
 * for GPU training, ``pin_memory=True`` and a worker count when the user left the defaults
   (TW202/TW203), and the tuner's decided loader settings when a tune.json is given.
@@ -45,9 +46,27 @@ class EpochSampler(DistributedSampler):
         self._start = max(0, int(n))
 
     def __iter__(self) -> Iterator[int]:
+        return iter(self.order())
+
+    def order(self) -> list[int]:
+        """This replica's indices for the epoch, from the start set by :meth:`set_start` (then reset)."""
         indices = list(super().__iter__())
         start, self._start = self._start, 0
-        return iter(indices[start:])
+        return indices[start:] if start else indices
+
+
+class SlicedBatches(BatchSampler):
+    """The batches ``BatchSampler`` makes from an :class:`EpochSampler`, cut from its index list
+    by slicing: the same batches, without ``BatchSampler``'s Python work per sample (about a dozen
+    bytecodes per index, i.e. per step as many as the batch has samples)."""
+
+    sampler: EpochSampler
+
+    def __iter__(self) -> Iterator[list[int]]:
+        indices, size = self.sampler.order(), self.batch_size
+        end = len(indices) - len(indices) % size if self.drop_last else len(indices)
+        for i in range(0, end, size):
+            yield indices[i:i + size]
 
 
 class ShardSampler(Sampler[int]):
@@ -114,11 +133,19 @@ def _check_reiterable(loader: Any, what: str) -> None:
         raise DataError(f"the {what} loader is a one-shot iterator ({type(loader).__name__}); pass a DataLoader or a list of batches that can be iterated every epoch")
 
 
+def _batching(loader: DataLoader) -> tuple[Any, int | None, bool]:
+    """``(sampler, batch_size, drop_last)`` of a DataLoader, one rebuilt by the Trainer included."""
+    b = loader.batch_sampler
+    if type(b) is SlicedBatches:
+        return b.sampler, b.batch_size, b.drop_last
+    return loader.sampler, loader.batch_size, loader.drop_last
+
+
 def _is_standard(loader: DataLoader) -> bool:
     """Whether the loader uses a plain BatchSampler over a sampler the Trainer can replace faithfully."""
-    inner = loader.sampler
+    inner = _batching(loader)[0]
     plain_random = type(inner) is RandomSampler and not inner.replacement and inner._num_samples is None
-    return type(loader.batch_sampler) is BatchSampler and (
+    return type(loader.batch_sampler) in (BatchSampler, SlicedBatches) and (
         type(inner) is SequentialSampler or plain_random or type(inner) is DistributedSampler or isinstance(inner, EpochSampler)
     )
 
@@ -145,7 +172,7 @@ def _copied_settings(loader: DataLoader) -> dict[str, Any]:
 
 def _sampling(loader: DataLoader, train: bool, seed: int, num_replicas: int, rank: int, batch_size: int | None, what: str) -> tuple[dict[str, Any], EpochSampler | None]:
     """Sampler and batching keywords: an EpochSampler for training, shards for evaluation, custom ones kept."""
-    inner = loader.sampler
+    inner, _, drop_last = _batching(loader)
     if not _is_standard(loader):
         if num_replicas > 1 and train:
             custom = inner if loader.batch_sampler is None else loader.batch_sampler
@@ -157,16 +184,16 @@ def _sampling(loader: DataLoader, train: bool, seed: int, num_replicas: int, ran
         if loader.batch_sampler is not None:
             return {"batch_sampler": loader.batch_sampler}, None
         return {"sampler": inner, "batch_size": None}, None
-    kwargs: dict[str, Any] = {"batch_size": batch_size, "drop_last": loader.drop_last}
-    sampler = None
     if train:
         shuffle = type(inner) is RandomSampler or (isinstance(inner, DistributedSampler) and inner.shuffle)
-        sampler = kwargs["sampler"] = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
-    elif num_replicas > 1:
+        sampler = EpochSampler(loader.dataset, num_replicas, rank, shuffle, seed)
+        return {"batch_sampler": SlicedBatches(sampler, batch_size, drop_last)}, sampler  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {"batch_size": batch_size, "drop_last": drop_last}
+    if num_replicas > 1:
         kwargs["sampler"] = ShardSampler(len(loader.dataset), num_replicas, rank)  # type: ignore[arg-type]
     else:
         kwargs["sampler"] = inner
-    return kwargs, sampler
+    return kwargs, None
 
 
 def _worker_settings(kwargs: dict[str, Any], loader: DataLoader, device: torch.device, local_world: int, overrides: dict[str, Any]) -> None:
@@ -213,7 +240,7 @@ def prepare_loader(
             )
         return PreparedLoader(loader, seed=seed)
     overrides = dict(overrides or {})
-    batch_size = int(overrides.pop("batch_size", loader.batch_size)) if _is_standard(loader) else loader.batch_size
+    batch_size = int(overrides.pop("batch_size", _batching(loader)[1])) if _is_standard(loader) else loader.batch_size
     kwargs = _copied_settings(loader)
     sampling, sampler = _sampling(loader, train, seed, num_replicas, rank, batch_size, what)
     kwargs.update(sampling)

@@ -44,8 +44,8 @@ class Phase:
     interval: str = "step"
     params: list[nn.Parameter] = field(default_factory=list)
     others: list[nn.Parameter] = field(default_factory=list)  # parameters only other phases step
-    window_loss: torch.Tensor | None = None
-    losses: list[torch.Tensor] = field(default_factory=list)  # detached window losses of the log interval
+    window_loss: torch.Tensor | float | None = None
+    losses: list[torch.Tensor | float] = field(default_factory=list)  # window losses of the log interval (floats on the CPU, else detached)
     extras: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # other 0-d outputs of step_fn
     count: int = 0  # micro-batches behind ``losses``
     grad_norm: torch.Tensor | None = None  # the last pre-clip gradient norm

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import operator
 import os
 from contextlib import nullcontext
 from pathlib import Path
@@ -25,6 +26,7 @@ from torchwise.train import checkpoints as ckpt
 
 
 _NULL = nullcontext()  # reusable: no allocation per step
+_GRAD = operator.attrgetter("grad")
 
 
 def model_devices(model: nn.Module) -> set[torch.device]:
@@ -37,11 +39,17 @@ def is_model_parallel(model: nn.Module) -> bool:
     return len(model_devices(model)) > 1
 
 
-def _check_finite(grads: list[torch.Tensor], found: torch.Tensor, one: torch.Tensor) -> None:
+def _check_finite(grads: list[torch.Tensor | None], found: torch.Tensor, one: torch.Tensor) -> None:
     """Set ``found`` to 1 when a gradient holds NaN/Inf: the GradScaler's fused check with scale 1
-    (gradients unchanged, no host read). Sparse gradients (``Embedding(sparse=True)``): their values."""
+    (gradients unchanged, no host read). None entries (a parameter without a gradient this step)
+    are left out; sparse gradients (``Embedding(sparse=True)``): their values."""
     try:
         torch._amp_foreach_non_finite_check_and_unscale_(grads, found, one)
+    except TypeError:  # a None entry, rejected while the arguments are parsed (nothing read yet)
+        present = [g for g in grads if g is not None]
+        if len(present) == len(grads):
+            raise
+        _check_finite(present, found, one)
     except NotImplementedError:  # raised at dispatch, before any tensor is read
         if not any(g.is_sparse for g in grads):
             raise
@@ -67,6 +75,12 @@ class SingleDevice:
         self.device = device
         # the non-finite guard's reused (found, one, NumPy view of found) for one process on the CPU (None: elsewhere)
         self._cpu_flags = _host_flags() if device.type == "cpu" and not self.distributed else None
+
+    @property
+    def host_reads_free(self) -> bool:
+        """One process with its model on the CPU: a value read to the host waits for no device (and
+        no other process), so the Trainer keeps each step's loss as a float rather than a tensor."""
+        return self._cpu_flags is not None
 
     def setup(self, model: nn.Module) -> nn.Module:
         """Move the model to the device, unless it is split across devices already."""
@@ -143,21 +157,20 @@ class SingleDevice:
         found = self._found_nonfinite(params)
         return found.neg_().add_(1).reciprocal_()  # 1/(1 - found): 1, or inf when a gradient is NaN/Inf
 
-    def step_is_finite(self, loss: torch.Tensor, params: list[nn.Parameter], norm: torch.Tensor | None = None) -> bool:
+    def step_is_finite(self, loss: torch.Tensor | float, params: list[nn.Parameter], norm: torch.Tensor | None = None) -> bool:
         """The non-finite guard's decision for one optimizer step: loss and gradients all finite.
 
+        ``loss``: a detached tensor, or a float where host reads are free (see ``host_reads_free``).
         One host read (``norm``, the pre-clip norm, stands for the gradients when clipping computed
         it). Under several processes only the all-reduced gradients are judged, so ranks agree.
         """
-        if norm is None and self._cpu_flags is not None and loss.is_cpu:  # host reads are free: no arithmetic
-            grads = [g for p in params if (g := p.grad) is not None]
+        if norm is None and self._cpu_flags is not None and (type(loss) is float or loss.is_cpu):  # host reads are free
             found, one, seen = self._cpu_flags  # found stays 0 between checks: no clearing per step
-            if grads:
-                _check_finite(grads, found, one)
-                if seen[0]:  # read through a NumPy view of the buffer: no torch call
-                    found.zero_()
-                    return False
-            return math.isfinite(loss.item())
+            _check_finite(list(map(_GRAD, params)), found, one)  # (map: no bytecode per parameter)
+            if seen[0]:  # read through a NumPy view of the buffer: no torch call
+                found.zero_()
+                return False
+            return math.isfinite(loss if type(loss) is float else loss.item())
         grads = norm if norm is not None else self.grads_flag(params)
         return math.isfinite(float(grads if self.distributed else loss + grads))
 

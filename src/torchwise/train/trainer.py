@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import math
 import os
 import random
 import time
@@ -211,6 +212,7 @@ class Trainer:
         self._saved_at: int | None = None
         self._last_train_loss: float | None = None
         self._to_device = False
+        self._kept: Callable[[torch.Tensor], Any] = torch.Tensor.detach  # (see _place)
         self._last_batch: Any = None
         self._warned: set[str] = set()
         self.log = RunLog(None, progress=False, enabled=False)
@@ -394,7 +396,7 @@ class Trainer:
             self._check_host_labels(batch)
         return to_device(batch, self.device, non_blocking=True) if self._to_device else batch
 
-    def _forward_backward(self, phase: Phase, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor:
+    def _forward_backward(self, phase: Phase, batch: Any, pending: list[Any], window: int, sync: bool) -> torch.Tensor | float:
         """Forward + backward of one batch for one phase; after an OOM, split smaller and redo the window."""
         try:
             return self._micro_step(phase, batch, 1.0 / window, sync)
@@ -414,8 +416,8 @@ class Trainer:
             except OOM_ERRORS as exc:
                 error = exc
 
-    def _micro_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor:
-        """Forward and backward of one batch (in chunks after an OOM); returns its detached mean loss."""
+    def _micro_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor | float:
+        """Forward and backward of one batch (in chunks after an OOM); returns its mean loss as kept (``_kept``)."""
         if self._train_model is None:
             self._first_batch(batch)
         if self.oom.splits > 1:
@@ -429,19 +431,19 @@ class Trainer:
                     loss = self._loss(phase, batch)
                 phase.precision.backward(loss if scale == 1.0 else loss * scale)
         self._last_batch = batch
-        return loss.detach()
+        return self._kept(loss)
 
-    def _chunked_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor:
+    def _chunked_step(self, phase: Phase, batch: Any, scale: float, sync: bool) -> torch.Tensor | float:
         """After an OOM: the batch in ``oom.splits`` chunks, each weighted by its share."""
         chunks = self.oom.chunks(batch)
-        total: torch.Tensor | None = None
+        total: torch.Tensor | float | None = None
         for k, (chunk, weight) in enumerate(chunks):
             with phase.own_gradients(), self.strategy.no_sync(self._train_model, skip_sync=not sync or k < len(chunks) - 1):
                 with phase.precision.autocast():
                     loss = self._loss(phase, chunk)
                 s = scale * weight
                 phase.precision.backward(loss if s == 1.0 else loss * s)
-            part = loss.detach() if weight == 1.0 else loss.detach() * weight
+            part = self._kept(loss) if weight == 1.0 else self._kept(loss) * weight
             total = part if total is None else total + part
         self._last_batch = batch
         return total  # type: ignore[return-value]
@@ -690,6 +692,9 @@ class Trainer:
         self.model = self.strategy.setup(self.model)
         self._adopt_optimizers()  # FSDP replaced the parameters: every optimizer follows (none yet: done in _build)
         self._to_device = self.device.type != "cpu"
+        # a step's loss as the guard and the log keep it: a float where reading it is free (the CPU,
+        # one process: no detached tensor made), else a detached tensor (read once per log interval)
+        self._kept = torch.Tensor.item if self.strategy.host_reads_free else torch.Tensor.detach
         self._forward_names = forward_names(self.model)
         if self.ema is not None:
             self.ema.attach(self.model)
@@ -884,7 +889,7 @@ class Trainer:
         zero = torch.zeros((), device=self.device)
         for phase in self.phases:
             names.append(phase.prefix("train") + "loss")
-            pairs += [torch.stack(phase.losses).float().sum() if phase.losses else zero, torch.tensor(float(phase.count), device=self.device)]
+            pairs += [_total(phase.losses, self.device) if phase.losses else zero, torch.tensor(float(phase.count), device=self.device)]
             for key, vals in phase.extras.items():
                 names.append(phase.prefix("train") + key)
                 pairs += [torch.stack(vals).float().sum(), torch.tensor(float(len(vals)), device=self.device)]
@@ -1068,6 +1073,13 @@ _END = object()
 _PAIRS = (tuple, list)
 # losses whose CPU kernels reject an out-of-range class index before any gradient exists
 _RANGE_CHECKING_LOSSES = (nn.CrossEntropyLoss, nn.NLLLoss)
+
+
+def _total(losses: list[Any], device: torch.device) -> torch.Tensor:
+    """The sum of an interval's kept losses (floats, or detached tensors summed on their device)."""
+    if isinstance(losses[0], torch.Tensor):
+        return torch.stack(losses).float().sum()
+    return torch.tensor(math.fsum(losses), dtype=torch.float32, device=device)
 
 
 def _checks_label_range(loss_fn: Any) -> bool:
