@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from train_helpers import data, loader, quiet
+from train_helpers import data, loader, mlp, quiet
 
 from torchwise.checkpoint import load_checkpoint
 from torchwise.errors import UsageError
@@ -163,3 +163,48 @@ def test_a_step_returning_a_mapping_without_loss_is_one_clear_error():
     t = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), step_fn=lambda m, b: {"ce": m(b[0]).sum()}, **quiet())
     with pytest.raises(UsageError, match="without a 'loss' tensor.*keys: ce"):
         t.fit(loader(), max_steps=1)
+
+
+def _phase_with_grads(optimizer_cls=torch.optim.SGD):
+    from torchwise.train.phases import Phase
+    from torchwise.train.precision import Precision
+
+    model = mlp()
+    opt = optimizer_cls(model.parameters(), lr=0.1)
+    model(torch.randn(4, 6)).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    return Phase("", opt, None, Precision(torch.device("cpu"))), model
+
+
+def test_clear_grads_sets_every_gradient_to_none_without_the_optimizers_zero_grad(monkeypatch):
+    phase, model = _phase_with_grads()
+    calls = []
+    monkeypatch.setattr(torch.optim.Optimizer, "zero_grad", lambda self, set_to_none=True: calls.append(set_to_none))
+    import torchwise.train.phases as phases_mod
+
+    monkeypatch.setattr(phases_mod, "_BASE_ZERO_GRAD", torch.optim.Optimizer.zero_grad)  # the base, as patched
+    phase.clear_grads()
+    assert calls == [] and all(p.grad is None for p in model.parameters())
+
+
+def test_clear_grads_calls_an_overridden_zero_grad_and_records_under_the_profiler():
+    class Keeps(torch.optim.SGD):
+        def zero_grad(self, set_to_none: bool = True) -> None:
+            self.cleared = set_to_none
+            super().zero_grad(set_to_none)
+
+    phase, model = _phase_with_grads(Keeps)
+    phase.clear_grads()
+    assert phase.optimizer.cleared is True and all(p.grad is None for p in model.parameters())
+
+    phase, model = _phase_with_grads()
+    seen = []
+    phase.optimizer.zero_grad = lambda set_to_none=True: seen.append(set_to_none)  # patched on the object
+    phase.clear_grads()
+    assert seen == [True]
+
+    phase, model = _phase_with_grads()
+    with torch.profiler.profile() as prof:
+        phase.clear_grads()
+    assert all(p.grad is None for p in model.parameters())
+    assert any("zero_grad" in e.name for e in prof.events())  # the optimizer's own range, as without torchwise

@@ -30,6 +30,7 @@ from torchwise.errors import UsageError
 from torchwise.train.precision import Precision
 
 _NULL = nullcontext()
+_BASE_ZERO_GRAD = torch.optim.Optimizer.zero_grad
 
 
 @dataclass
@@ -50,6 +51,19 @@ class Phase:
     count: int = 0  # micro-batches behind ``losses``
     grad_norm: torch.Tensor | None = None  # the last pre-clip gradient norm
     plain: bool = False  # nothing to enter around its forward/backward (set once the model is wrapped)
+
+    def clear_grads(self) -> None:
+        """``optimizer.zero_grad(set_to_none=True)`` [TW208]. Where the optimizer keeps the base
+        ``zero_grad`` (not overridden on its class or the object) and no profiler is recording, the
+        gradients are set to None here, which is all it does then, without its profiler range and
+        dynamo guard: two torch calls and a wrapper per step on a small model's critical path."""
+        opt = self.optimizer
+        if type(opt).zero_grad is not _BASE_ZERO_GRAD or "zero_grad" in opt.__dict__ or torch.autograd._profiler_enabled():
+            opt.zero_grad(set_to_none=True)
+            return
+        for group in opt.param_groups:
+            for p in group["params"]:
+                p.grad = None
 
     def own_gradients(self) -> Any:
         """Keep this phase's backward from adding to the gradients of parameters it does not step."""

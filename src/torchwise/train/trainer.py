@@ -408,7 +408,7 @@ class Trainer:
             raise
         while True:  # recovering: free memory, cut batches smaller, recompute this window's gradients
             self._event(f"step {self.step + 1}: {self.oom.recover(error, batch, self.device, self.step + 1)}")  # (several processes: stops for a restart)
-            phase.optimizer.zero_grad(set_to_none=True)
+            phase.clear_grads()
             try:
                 for earlier in pending:
                     self._micro_step(phase, to_device(earlier, self.device) if self._to_device else earlier, 1.0 / window, sync=False)
@@ -481,14 +481,14 @@ class Trainer:
         if self.guard.enabled and phase.precision.name != "16-mixed":  # fp16: the GradScaler handles inf gradients
             # a gradient can go bad while the loss stays finite; one scalar read per optimizer step
             if not self.strategy.step_is_finite(phase.window_loss, phase.params, norm):
-                phase.optimizer.zero_grad(set_to_none=True)
+                phase.clear_grads()
                 where = f" (phase {phase.name!r})" if phase.name else ""
                 self._event(self.guard.bad_step(self.step + 1, self.model, self._reruns(phase, pending)) + where)
                 return
             if self.guard.consecutive:
                 self.guard.consecutive = 0  # a good step ends a run of bad ones
         stepped = phase.precision.step(phase.optimizer)
-        phase.optimizer.zero_grad(set_to_none=True)
+        phase.clear_grads()
         if stepped and phase.scheduler is not None and phase.interval == "step":
             phase.scheduler.step()
         phase.losses.append(phase.window_loss)  # type: ignore[arg-type]  # detached, summed once per log interval
