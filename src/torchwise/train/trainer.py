@@ -491,7 +491,7 @@ class Trainer:
         phase.clear_grads()
         if stepped and phase.scheduler is not None and phase.interval == "step":
             phase.scheduler.step()
-        phase.losses.append(phase.window_loss)  # type: ignore[arg-type]  # detached, summed once per log interval
+        phase.losses.append(phase.window_loss)  # type: ignore[arg-type]  # as kept (_kept), summed once per log interval
         phase.count += window
 
     # ------------------------------------------------------------------ evaluation
