@@ -24,7 +24,7 @@ def test_after_a_restart_the_trainer_resumes_last_unless_told_not_to(tmp_path, m
     from torch.utils.data import DataLoader
 
     import train_fsdp_script as workload
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
     from torchwise.train import Trainer
 
     def trainer(folder):

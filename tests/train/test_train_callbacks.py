@@ -8,8 +8,8 @@ import torch
 
 from train_helpers import loader, make_trainer
 
-from torchwise.checkpoint import load_checkpoint
-from torchwise.errors import UsageError
+from torchwise.utils.checkpoint import load_checkpoint
+from torchwise.core.errors import UsageError
 from torchwise.train import Callback
 from torchwise.train.callbacks import Hooks
 

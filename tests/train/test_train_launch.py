@@ -7,7 +7,7 @@ from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import launch
 from torchwise.train.peers import PeerFailure
 

@@ -12,9 +12,9 @@ from torch import nn
 
 from train_helpers import loader, make_trainer, mlp, quiet
 
-from torchwise.checkpoint import load_checkpoint
+from torchwise.utils.checkpoint import load_checkpoint
 from torchwise.cli import main
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer, runs
 from torchwise.train.checkpoints import list_checkpoints
 

@@ -15,7 +15,7 @@ import time
 import warnings
 from typing import Any, Iterator
 
-from torchwise.errors import DataError, UsageError
+from torchwise.core.errors import DataError, UsageError
 from torchwise.train.loaders import PreparedLoader, prepare_loader
 
 _END = object()

@@ -99,7 +99,7 @@ def stateful(callbacks: Iterable[Any]) -> list[Any]:
         key = getattr(cb, "key", None)
         if isinstance(key, str) and key and callable(getattr(cb, "state_dict", None)) and callable(getattr(cb, "load_state_dict", None)):
             if key in keys:
-                from torchwise.errors import UsageError
+                from torchwise.core.errors import UsageError
 
                 raise UsageError(f"two callbacks share the checkpoint key {key!r}: give each stateful callback its own key")
             keys.add(key)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from torchwise.seed import get_rng_state
+from torchwise.utils.seed import get_rng_state
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.callbacks import Callback
 from torchwise.train.runs import restarted

@@ -16,9 +16,9 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 from torch import nn
 
-from torchwise.batch import batch_size_of, describe, model_call
-from torchwise.device import to_device
-from torchwise.errors import DataError
+from torchwise.utils.batch import batch_size_of, describe, model_call
+from torchwise.utils.device import to_device
+from torchwise.core.errors import DataError
 from torchwise.train.monitor import lower_is_better
 from torchwise.train.phases import as_outputs
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from torchwise.batch import batch_size_of
+from torchwise.utils.batch import batch_size_of
 from torchwise.train.callbacks import Callback, Hooks
 
 

@@ -1,6 +1,6 @@
 """The label check (TW106): class labels checked against the model's output width, on the host.
 
-The first batch's targets are checked against its output (:func:`torchwise.labels.label_problem`),
+The first batch's targets are checked against its output (:func:`torchwise.utils.labels.label_problem`),
 which also tells the width. From then on every batch's integer targets are checked on the CPU
 before the batch is copied to the device (no device sync), so an out-of-range label is named
 with its batch and values instead of CUDA's device-side assert. Batches used where they are (no
@@ -16,9 +16,9 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from torchwise.batch import TARGET_KEYS
-from torchwise.errors import DataError
-from torchwise.labels import check_batch_labels, is_class_target, label_problem
+from torchwise.utils.batch import TARGET_KEYS
+from torchwise.core.errors import DataError
+from torchwise.utils.labels import check_batch_labels, is_class_target, label_problem
 
 _PAIRS = (tuple, list)
 # losses whose CPU kernels reject an out-of-range class index before any gradient exists

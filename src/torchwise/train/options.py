@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 
 def check_switch(name: str, value: Any, auto: bool = True) -> None:
@@ -115,7 +115,7 @@ def apply_tuned(trainer: Any, tuned: Any, precision: Any, channels_last: Any, cu
     trainer.tuned_applied = {}
     given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
     if tuned is not None:
-        from torchwise.tune.config import TunedConfig
+        from torchwise.core.tuned import TunedConfig
 
         trainer.tuned = config = TunedConfig.load(tuned)
         for key, value in config.trainer_overrides().items():

@@ -1,7 +1,7 @@
 """Plan and start a fit: build the optimizers and phases, plan the run, restore a checkpoint, say what will happen.
 
 Optimizer and scheduler factories that declare ``plan`` are built here once the run's
-:class:`~torchwise.task.RunPlan` is known (optimizer steps per epoch and in total, from the
+:class:`~torchwise.core.task.RunPlan` is known (optimizer steps per epoch and in total, from the
 loader's length, epochs, ``max_steps``, accumulation and the number of processes); the others are
 built with the Trainer. A restored checkpoint's counters and states apply before the first batch,
 its RNG states last, so nothing drawn in between shifts them.
@@ -13,10 +13,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
-from torchwise.batch import describe
-from torchwise.errors import DataError, UsageError
-from torchwise.seed import set_rng_state
-from torchwise.task import RunPlan, build_optimizer, build_scheduler
+from torchwise.utils.batch import describe
+from torchwise.core.errors import DataError, UsageError
+from torchwise.utils.seed import set_rng_state
+from torchwise.core.task import RunPlan, build_optimizer, build_scheduler
 from torchwise.train.batches import prepare
 from torchwise.train.callbacks import Hooks
 from torchwise.train.checkpointing import read_resume

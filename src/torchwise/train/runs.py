@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.lock import FolderLocks, lock_folders
 

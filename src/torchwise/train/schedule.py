@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import torch
 from torch.optim import lr_scheduler as S
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train.callbacks import Callback
 
 EPOCH_STYLE = (S.StepLR, S.MultiStepLR, S.ExponentialLR, S.MultiplicativeLR, S.ReduceLROnPlateau)

@@ -15,7 +15,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from torchwise.errors import CheckpointError
+from torchwise.core.errors import CheckpointError
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.phases import Phase
 

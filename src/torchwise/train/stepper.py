@@ -20,8 +20,8 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
-from torchwise.batch import forward_names, model_call
-from torchwise.device import to_device
+from torchwise.utils.batch import forward_names, model_call
+from torchwise.utils.device import to_device
 from torchwise.train.compiled import CompileOnce
 from torchwise.train.labelcheck import LabelCheck
 from torchwise.train.oom import OOM_ERRORS

@@ -30,10 +30,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch import nn
 
-from torchwise.device import select_device
-from torchwise.errors import UsageError
-from torchwise.seed import seed_everything
-from torchwise.task import RunPlan, wants
+from torchwise.utils.device import select_device
+from torchwise.core.errors import UsageError
+from torchwise.utils.seed import seed_everything
+from torchwise.core.task import RunPlan, wants
 from torchwise.train import evaluation, plan, runs
 from torchwise.train.auto import AutoSettings
 from torchwise.train.batches import epoch_batches, fit_loaders, prepare
@@ -202,7 +202,7 @@ class Trainer:
         value; the others go to the Trainer. ``fit()`` then uses the task's loaders and epochs, and
         the default log folder is ``runs/TASK_NAME/version_N``.
         """
-        from torchwise.task import Task, load_task
+        from torchwise.core.task import Task, load_task
 
         task = load_task(task)
         changes = {k: overrides.pop(k) for k in list(overrides) if k in Task.field_names()}
