@@ -64,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                      "with --resume last the newest); one that holds another run is refused unless resuming")
     g.add_argument("--log-every", type=int, default=50, help="log every N optimizer steps (default 50)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar or periodic lines (the summary is still printed)")
-    g = parser.add_argument_group("distributed (launched through torchrun)")
+    g = parser.add_argument_group("distributed (launched through torchrun)", "a failed worker ends the command with one line naming the first "
+                                  "failure and that worker's exit code (2: an error torchwise names, a dead or silent peer included; "
+                                  "1: an unexpected exception; 128+N: killed by signal N)")
     g.add_argument("--nproc-per-node", type=int, default=1, help="processes on this node (one per GPU; on CPU, gloo)")
     g.add_argument("--nnodes", type=int, default=1, help="number of nodes")
     g.add_argument("--node-rank", type=int, default=0, help="rank of this node (multi-node)")
