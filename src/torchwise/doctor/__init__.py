@@ -160,18 +160,10 @@ def doctor(
                 run_evaluate(ctx, evaluate)
             except Exception as exc:
                 ctx.failure = f"evaluate() raised {type(exc).__name__}: {exc}"[:300]
-    findings: list[Finding] = []
-    skipped: list[Skipped] = list(not_run)
-    for c in checks:
-        try:
-            result = c.check(ctx)
-        except Exception as exc:  # a broken check must not hide the others
-            result = Skipped(tuple(c.CODES), f"the check itself failed: {type(exc).__name__}: {exc}")
-        if isinstance(result, Skipped):
-            skipped.append(result)
-        elif result:
-            findings.extend(result)
-    return DoctorReport(subject, findings, skipped, _measured(ctx), ctx.failure)
+    from torchwise.doctor.explain import run_checks
+
+    findings, skipped = run_checks(ctx, checks)
+    return DoctorReport(subject, findings, not_run + skipped, _measured(ctx), ctx.failure)
 
 
 def _factory_for_copy(factory: Callable[..., Any]) -> Callable[[Any], Any]:

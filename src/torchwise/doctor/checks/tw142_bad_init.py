@@ -1,0 +1,116 @@
+"""The model's output starts far off scale: a bad initialisation (or unscaled inputs), with the layer.
+
+What: at the first training step, for every Linear and convolution layer, the standard deviation
+of its weight against kaiming's ``sqrt(2 / fan_in)`` and the RMS of its input and output
+(init_scale.py); and the first loss against what an untrained model should give: ln C for C
+classes (a uniform guess), the targets' mean square for a regression loss. Reported when the first
+loss is at least ``HIGH_START`` times that, or when some layer is initialised at least
+``VERY_WIDE`` times wider than kaiming and multiplies the scale of its input by at least
+``HIGH_GAIN``. The cause named: the layers initialised at least ``WIDE`` times wider than kaiming
+(their init), else — inputs with an RMS of ``LOUD_INPUT`` or more reaching the first layer — the
+input scale.
+Why: an output that starts hundreds of times too large gives a first loss far above chance,
+saturated softmax/sigmoid units and exploding gradients; the optimizer spends its first steps
+(or the whole run) undoing the init, and the model ends worse than one initialised well.
+Example: ``nn.init.normal_(layer.weight, std=1.0)`` on 512-wide layers, or every weight scaled by
+3 after kaiming init: the first loss of a 10-class MLP is 575 instead of about 2.3.
+Fix: PyTorch's default init or ``kaiming_normal_`` for ReLU layers (``xavier_uniform_`` for
+tanh/sigmoid), no extra gain; standardise the inputs (``(x - mean) / std``).
+Measured (2026-11-25), first loss over ln C on healthy classifiers (pytorch/examples mnist,
+yunjey's feedforward/CNN/RNN, the realistic models of tests/doctor): 0.98-1.35; weight std over
+kaiming: 0.02-1.2 (PyTorch's default init is 0.41, DCGAN's normal(0, 0.02) 0.1-0.6); per-layer
+output/input RMS gain at most 2.2. Faults: 3x kaiming on a 4-layer ReLU MLP: first loss 60-600x
+ln C, std over kaiming 3.0, gains 3.9-4.3.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from torchwise.doctor.checks import listing
+from torchwise.doctor.checks._dynamics import task_kind
+from torchwise.doctor.report import Finding, Skipped
+
+CODES = ("TW142",)
+SCRIPT = True
+EXPLAINS = ("TW130", "TW131", "TW132", "TW134", "TW135", "TW136")  # exploding signal, dead/saturated units, a loss undoing the init
+HIGH_START = 3.0
+WIDE = 2.0
+VERY_WIDE = 4.0
+HIGH_GAIN = 3.0
+LOUD_INPUT = 10.0
+
+
+def check(ctx) -> list[Finding] | Skipped:
+    w = ctx.watch
+    layers = getattr(w, "init_layers", None) or []
+    if not layers:
+        return Skipped(CODES, "no Linear/convolution layer ran at the first step")
+    start, expected, what = _first_loss(ctx)
+    high_start = start is not None and expected and start >= HIGH_START * expected
+    wide = [l for l in layers if l["std_over_kaiming"] >= WIDE]
+    blowing = [l for l in layers if l["std_over_kaiming"] >= VERY_WIDE and _gain(l) >= HIGH_GAIN]
+    if not high_start and not blowing:
+        return []
+    first = layers[0]
+    evidence: dict[str, Any] = {
+        "first_loss": _r(start), "expected_first_loss": _r(expected), "compared_with": what,
+        "output_rms_at_start": _r(layers[-1]["output_rms"]),
+        "layers": {l["layer"]: {"std_over_kaiming": _r(l["std_over_kaiming"]), "gain": _r(_gain(l))} for l in layers[:12]},
+    }
+    symptom = f"the first loss is {start:.4g}, {start / expected:.0f}x {what} ({expected:.3g})" if high_start \
+        else f"{blowing[0]['layer']} multiplies its input's scale by {_gain(blowing[0]):.1f}"
+    if wide:
+        names = [l["layer"] for l in wide]
+        return [Finding(
+            "TW142", "error" if high_start else "warning",
+            f"bad initialisation: {symptom}; {len(wide)} layer(s) start with weights "
+            f"{max(l['std_over_kaiming'] for l in wide):.1f}x wider than kaiming's sqrt(2/fan_in) "
+            f"(PyTorch's default: 0.41x), so the output starts at RMS {layers[-1]['output_rms']:.3g}",
+            listing(names), evidence,
+            "use PyTorch's default init or nn.init.kaiming_normal_ for ReLU layers (xavier_uniform_ for tanh/sigmoid), "
+            "without an extra gain or scaling of the weights",
+        )]
+    if first["input_rms"] >= LOUD_INPUT:
+        return [Finding(
+            "TW142", "warning",
+            f"the inputs are not scaled: {symptom}; the model's input has RMS {first['input_rms']:.3g} "
+            f"(standardised data: about 1), so its output starts at RMS {layers[-1]['output_rms']:.3g}",
+            f"input of {first['layer']}", evidence,
+            "standardise the inputs ((x - mean) / std per feature or channel, e.g. transforms.Normalize), or scale them to [0, 1]",
+        )]
+    return [Finding(
+        "TW142", "warning",
+        f"the model's output starts far off scale: {symptom}; the output has RMS {layers[-1]['output_rms']:.3g} at the first step",
+        f"{first['layer']} .. {layers[-1]['layer']}", evidence,
+        "check the init of custom layers and any scaling in forward(); PyTorch's default init or kaiming_normal_ give outputs of RMS about 1",
+    )]
+
+
+def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
+    """(first loss, what an untrained model should give, how that was found)."""
+    w = ctx.watch
+    losses = w.losses or next((o.losses for o in getattr(w, "objectives", None) or [] if o.losses), [])
+    if not losses or not math.isfinite(losses[0]) or losses[0] <= 0:
+        return None, None, ""
+    kind, classes = task_kind(ctx)
+    if kind == "classes" and classes and classes >= 2:
+        return losses[0], math.log(classes), "the chance level ln C"
+    if kind == "regression":
+        call = next(c for c in ctx.loss_calls if c.func in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"))
+        target = getattr(call, "target", None)
+        if target is not None and hasattr(target, "float") and target.numel():
+            square = float(target.detach().float().pow(2).mean())
+            scale = square if call.func == "mse_loss" else math.sqrt(square)
+            if scale > 0:
+                return losses[0], scale, "the targets' mean square" if call.func == "mse_loss" else "the targets' RMS"
+    return None, None, ""
+
+
+def _gain(layer: dict) -> float:
+    return layer["output_rms"] / max(layer["input_rms"], 1e-12)
+
+
+def _r(v: Any) -> Any:
+    return float(f"{v:.4g}") if isinstance(v, float) and math.isfinite(v) else v
