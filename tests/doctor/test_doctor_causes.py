@@ -257,6 +257,19 @@ def test_tw115_optimizer_over_frozen_parameters_only_is_an_error(digits):
     assert not report.by_code("TW133")  # its symptom, folded in
 
 
+# --- TW140: the learning rate far too high -----------------------------------------------------
+
+
+def test_tw140_learning_rate_far_too_high_pins_the_loss_at_chance():
+    from torchwise.doctor import doctor
+
+    report = doctor(**R.gru_case(lr=0.3), steps=60)  # 100x the usual rate: the loss sits at ln 3
+    [f] = report.by_code("TW140")
+    assert f.evidence["lrs"] == [0.3] and f.evidence["median_displacement"] > 3 and "chance level" in f.message
+    assert not report.by_code("TW135")  # "not decreasing": the symptom, folded into its cause
+    assert not doctor(**R.gru_case(), steps=60).by_code("TW140")
+
+
 # --- TW141: data not shuffled --------------------------------------------------------------------
 
 

@@ -31,6 +31,7 @@ from torch import nn
 from torchwise.doctor.checks.tw109_eval_mode import mode_dependent
 from torchwise.doctor.clock import both
 from torchwise.doctor.record import LogCall, StepRecorder
+from torchwise.doctor.script_nonfinite import NonFiniteEvidence
 from torchwise.doctor.watch import Watch, user_frame
 from torchwise.nonfinite import tensors_in
 
@@ -63,7 +64,7 @@ class _OptimizerView:
         self.optimizers = dict(zip(keys, optimizers)) if len(optimizers) > 1 else {}
 
 
-class ScriptEvidence:
+class ScriptEvidence(NonFiniteEvidence):
     """Gathers, through the :class:`Watch`'s listeners, what the script's steps show."""
 
     def __init__(self, watch: Watch) -> None:
@@ -280,55 +281,6 @@ class ScriptEvidence:
         if self._counts:
             return self.loaders[self._counts.most_common(1)[0][0]]
         return self.current_loader
-
-    # -- non-finite ------------------------------------------------------------------------------
-    def _check_finite(self) -> None:
-        if self.nonfinite_step is not None or self._last_loss is None:
-            return
-        finite = torch.isfinite(self._last_loss.detach()).all()
-        norms = self.watch._pending_norms[-1] if self.watch._pending_norms else None
-        if norms is not None:
-            finite = finite & torch.isfinite(norms).all()
-        if bool(finite):  # one host read a step (the loss is on the host in most loops anyway)
-            self.watch.log_flags = []
-            return
-        self.nonfinite_step = self.watch.step_index
-        flags, self.watch.log_flags = self.watch.log_flags or [], None
-        for func, module, zeros, negatives, total, line in flags:
-            z, n = int(zeros), int(negatives)
-            if z or n:
-                self.log_calls.append(LogCall(func, module, z, n, total, line))
-        self.nonfinite = self._replay()
-
-    def _replay(self) -> Any:
-        """The step's forward passes replayed in order on the same inputs: the first module whose
-        output went non-finite (or the first pass's non-finite input: bad data)."""
-        from torchwise.nonfinite import NonFiniteReport, find_nonfinite
-
-        if not self.step_passes:
-            return None
-        several = len({id(p.root) for p in self.step_passes}) > 1 or len(self.grad_roots) > 1
-        self.watch.paused = True
-        try:
-            for i, p in enumerate(self.step_passes):
-                try:
-                    with torch.no_grad():
-                        report = find_nonfinite(p.root, lambda p=p: p.root(*p.args), check_grads=False)
-                except Exception:
-                    continue
-                if report is None or (report.kind == "input" and i > 0):
-                    continue  # finite, or fed by an earlier pass that went bad
-                name = self.names.get(id(p.root), "")
-                if several and name:
-                    report = NonFiniteReport(f"{name}.{report.module}" if report.module else name,
-                                             report.module_type, report.kind, report.detail)
-                return report
-        finally:
-            self.watch.paused = False
-        where = f" at {self.watch.result.backward_line}" if self.watch.result.backward_line else ""
-        root = self.step_passes[-1].root
-        return NonFiniteReport("", type(root).__name__, "loss",
-                               f"the model's outputs were finite; the loss computed from them (or its gradients) was not{where}")
 
     # -- the Context -----------------------------------------------------------------------------
     def models(self) -> list[nn.Module]:

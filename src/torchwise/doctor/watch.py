@@ -24,131 +24,32 @@ Task and on a script.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from torchwise.doctor import checkpoint_watch
-from torchwise.doctor.activations import ActivationStats, record_activation, summarise
+from torchwise.doctor.activations import ActivationStats, summarise
 from torchwise.doctor.batch_order import BatchOrder
 from torchwise.doctor.cleared import ClearedGrads
 from torchwise.doctor.frames import _OWN_DIR, _SKIP_DIRS, grad_norm_vector, host_floats, median, user_frame, user_frame_of  # noqa: F401 (re-exported)
 from torchwise.doctor.init_scale import LAYERS, InitScale
 from torchwise.doctor.objectives import Objective, Objectives
-from torchwise.doctor.record import LOG_FUNCTIONS, LOSS_FUNCTIONS, StepRecorder, loss_call
+from torchwise.doctor.record import StepRecorder
 from torchwise.doctor.retained import Retained
 from torchwise.doctor.updates import UpdateSampler
+from torchwise.doctor.watch_labels import LabelWatch, WatchMode
+from torchwise.doctor.watch_result import WatchResult
 from torchwise.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records
 MIN_DYNAMICS_STEPS = 20  # fewer optimizer steps than this: the dynamics checks are skipped
 
-_RELU: dict[Callable, str] = {F.relu: "relu", torch.relu: "relu", torch.relu_: "relu", torch.Tensor.relu: "relu",
-                               torch.Tensor.relu_: "relu", F.relu_: "relu"}
-_SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: "sigmoid", F.sigmoid: "sigmoid",
-                                torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}
-_CLASS_LOSSES: dict[Callable, str] = {F.cross_entropy: "cross_entropy", F.nll_loss: "nll_loss"}
-_REGRESSION_LOSSES = {F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss}
 _DELTA_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)  # layers whose output gradient is watched (TW130)
 
 
-@dataclass
-class WatchResult:
-    """What the watch saw, on the host. Lists are per optimizer step unless said otherwise."""
-
-    steps: int = 0
-    losses: list[float] = field(default_factory=list)
-    param_names: list[str] = field(default_factory=list)  # in forward (depth) order
-    param_shapes: list[tuple[int, ...]] = field(default_factory=list)
-    param_kinds: list[str] = field(default_factory=list)  # owning module's class name
-    param_models: list[int] = field(default_factory=list)  # which model (root module, in order of first forward) holds it; -1: none
-    grad_norms: list[list[float]] = field(default_factory=list)  # step -> per parameter
-    weight_norms: list[float] = field(default_factory=list)  # per parameter, at the start
-    moved: list[float] = field(default_factory=list)  # per parameter: ||w_end - w_start||
-    lrs: list[float | None] = field(default_factory=list)  # per parameter: its group's lr (None: not in an optimizer)
-    group_of: list[int | None] = field(default_factory=list)
-    requires_grad: list[bool] = field(default_factory=list)
-    activations: list[ActivationStats] = field(default_factory=list)
-    activation_watched_steps: int = 0
-    bn_single: list[tuple[str, tuple[int, ...], int, str]] = field(default_factory=list)  # (module, shape, step, line)
-    checkpoint_no_grad: list[tuple[str, str, int]] = field(default_factory=list)  # (function, line, step)
-    label_problems: list[dict[str, Any]] = field(default_factory=list)
-    distinct_batches: int | None = None  # steps within the first pass over the data (None: unknown)
-    batches_repeat: bool = False  # the same batch every step (doctor(batch=...))
-    thread_timing: dict[str, Any] | None = None
-    backward_line: str = ""  # script mode: where loss.backward() is called
-    target_in_input: list[float] = field(default_factory=list)  # per watched loss call: share of targets equal to the input
-    # the gradient reaching each Linear/conv layer's output (the backpropagated signal), per watched
-    # backward: its norm per sample (sqrt of the sum of squares over the batch, divided by the batch size:
-    # comparable between a conv map and a Linear output), layers in forward order (name, values per watched step)
-    output_grad_layers: list[str] = field(default_factory=list)
-    output_grad_rms: list[list[float]] = field(default_factory=list)
-    output_grad_models: list[int] = field(default_factory=list)  # the model of each of those layers (as param_models)
-    objectives: list[Objective] = field(default_factory=list)  # one loss series per objective; ``losses`` is the main one's
-    update_ratios: list[list[float]] = field(default_factory=list)  # per parameter: ||step update|| / ||w|| of sampled steps
-    init_layers: list[dict[str, Any]] = field(default_factory=list)  # Linear/conv scale at the first step (init_scale.py)
-    batch_order: BatchOrder | None = None  # what each training batch held (batch_order.py)
-    retained: dict[str, Any] | None = None  # a graph carried across steps (retained.py)
-    not_cleared: dict[str, Any] | None = None  # script mode: parameters whose gradient was never cleared (cleared.py)
-    hand_updated: bool = False  # script mode: weights changed by hand after backward (no torch.optim step)
-    never_updated: bool = False  # script mode: backwards ran, no optimizer stepped and no weight changed
-    token_input: bool = False  # the model's input is integer (tokens), seen at a class loss
-
-
-class _WatchMode(TorchFunctionMode):
-    def __init__(self, watch: "Watch") -> None:
-        super().__init__()
-        self.watch = watch
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        w = self.watch
-        if w.paused:
-            return func(*args, **kwargs)
-        if w.loss_calls is not None and func in LOSS_FUNCTIONS and len(w.loss_calls) < 16 and torch.is_grad_enabled():
-            try:
-                call = loss_call(func, args, kwargs, user_frame(w.inside_own))
-                if call is not None and not any(c.func == call.func and c.line == call.line for c in w.loss_calls):
-                    w.loss_calls.append(call)  # one call per loss and line (accumulation repeats them)
-            except Exception:
-                pass
-        if w.log_flags is not None and func in LOG_FUNCTIONS and args and isinstance(args[0], torch.Tensor) \
-                and args[0].is_floating_point() and len(w.log_flags) < 64:
-            try:  # on the device, no sync: read only when the step turns out non-finite
-                x = args[0].detach()
-                w.log_flags.append((LOG_FUNCTIONS[func], w.stack_name(), (x == 0).sum(), (x < 0).sum(), x.numel(),
-                                    user_frame(w.inside_own)))
-            except Exception:
-                pass
-        if (w.labels_on or w.activations_on) and func in _CLASS_LOSSES and len(args) >= 2:
-            try:  # before the call: a bad label makes it raise
-                w._labels(_CLASS_LOSSES[func], args[0], args[1], kwargs.get("ignore_index", -100))
-            except Exception:  # watching must never break the user's step
-                pass
-        if w.order_on and func in _REGRESSION_LOSSES and len(args) >= 2 and torch.is_grad_enabled():
-            try:
-                w.order.regression(w.step_index, args[1])
-            except Exception:
-                pass
-        out = func(*args, **kwargs)
-        if w.activations_on and (func in _RELU or func in _SQUASH) and isinstance(out, torch.Tensor):
-            try:
-                record_activation(w, _RELU.get(func) or _SQUASH[func], out)
-            except Exception:
-                pass
-        if w.retained_on and not w._stack and isinstance(out, torch.Tensor) and out.requires_grad:
-            try:
-                w.retained.op(func, args, out, w.step_index, lambda: user_frame(w.inside_own))
-            except Exception:
-                pass
-        return out
-
-
-class Watch:
+class Watch(LabelWatch):
     """Collects the per-step records; ``attach()`` installs the global hooks, ``close()`` removes them."""
 
     def __init__(self, *, labels: bool = False, inside_own: bool = False) -> None:
@@ -170,7 +71,7 @@ class Watch:
         self._pending_losses: list[torch.Tensor] = []
         self._label_pending: list[tuple[int, str, torch.Tensor, int]] = []
         self._handles: list[Any] = []
-        self._mode: _WatchMode | None = None
+        self._mode: WatchMode | None = None
         self._ckpt_original: Any = None
         self.step_index = 0
         self._root_input: torch.Tensor | None = None
@@ -208,7 +109,7 @@ class Watch:
             module_mod.register_module_forward_hook(self._post),
         ]
         if mode:
-            self._mode = _WatchMode(self)
+            self._mode = WatchMode(self)
             self._mode.__enter__()
         self._ckpt_original = checkpoint_watch.patch(self)
         return self
@@ -218,7 +119,7 @@ class Watch:
         the plain steps run (and are timed) without it."""
         self.activations_on = on
         if on and self._mode is None:
-            self._mode = _WatchMode(self)
+            self._mode = WatchMode(self)
             self._mode.__enter__()
         elif not on and self._mode is not None:
             self._mode.__exit__(None, None, None)
@@ -335,48 +236,6 @@ class Watch:
                 slot[1] += grad.shape[0] if grad.dim() else 1
 
         output.register_hook(hook)
-
-    # -- labels --------------------------------------------------------------------------------
-    def _labels(self, func: str, inp: Any, target: Any, ignore: int | None) -> None:
-        from torchwise.labels import is_class_target
-
-        if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor) or not is_class_target(inp, target):
-            return
-        self._leak(target)
-        width = int(inp.shape[1] if inp.dim() >= 2 else inp.shape[0])
-        if self.order_on and torch.is_grad_enabled():
-            self.order.classes(self.step_index, target, width)
-        if not self.labels_on:
-            return
-        t = target.detach().reshape(-1)
-        bad = (t < 0) | (t >= width)
-        if ignore is not None:
-            bad &= t != ignore
-        if t.device.type == "cpu":
-            self.note_bad_labels(self.step_index, func, t[bad], width, int(t.numel()), user_frame(self.inside_own))
-        elif len(self._label_pending) < 64:
-            self._label_pending.append((self.step_index, func, bad.sum(), width))
-
-    def _leak(self, target: torch.Tensor) -> None:
-        """Share of the targets readable from the model's input: equal token by token (an LM whose
-        targets were not shifted), or one input column equal to the labels."""
-        x = self._root_input
-        if x is None or x.device != target.device or len(self._leak_pending) >= 64:
-            return
-        t = target.detach()
-        self.result.token_input = not x.is_floating_point()
-        if not x.is_floating_point() and x.numel() == t.numel() and x.numel() > 1:
-            self._leak_pending.append((x.reshape(-1) == t.reshape(-1)).float().mean())
-        elif x.dim() == 2 and t.dim() == 1 and x.shape[0] == t.shape[0] and x.shape[0] > 1:
-            varied = (t != t[0]).any()  # one label in the batch: any constant column would "match"
-            self._leak_pending.append(((x == t[:, None].to(x.dtype)).all(0).any() & varied).float())
-
-    def note_bad_labels(self, step: int, func: str, bad_values: torch.Tensor, width: int, total: int, line: str = "") -> None:
-        if bad_values.numel() and len(self.result.label_problems) < 20:
-            self.result.label_problems.append({
-                "step": step, "loss": func, "output_width": width, "bad_count": int(bad_values.numel()),
-                "bad_values": sorted({int(v) for v in bad_values.tolist()})[:10], "targets": total, "line": line,
-            })
 
     # -- steps ---------------------------------------------------------------------------------
     def track(self, params: list[torch.Tensor], optimizers: list[torch.optim.Optimizer]) -> None:
