@@ -104,7 +104,7 @@ def test_gan_objectives_are_separate_and_a_rising_generator_loss_is_no_fault():
     assert objectives["opt_g"].coupled_with == ["opt_d"] and objectives["opt_g"].models == ["generator"]
     g = objectives["opt_g"].losses
     assert sum(g[-6:]) > 1.5 * sum(g[:3]) * 2  # rising: the old single series called this diverging
-    assert not {"TW134", "TW135", "TW136", "TW130"} & set(report.codes), [str(f) for f in report.findings]
+    assert not {"TW134", "TW135", "TW136", "TW130", "TW139"} & set(report.codes), [str(f) for f in report.findings]
     assert any("trade off" in s.reason for s in report.skipped if "TW134" in s.codes)
 
 
@@ -155,7 +155,30 @@ def test_hand_updated_weights_count_backwards_as_steps_and_are_stopped(digits):
 def test_hand_updated_weights_without_zeroing_the_gradients(digits):
     report, _ = doctored(hand_loop(digits, zero=False), steps=10)
     [f] = report.by_code("TW110")
-    assert "by hand" in f.message and f.evidence["count"] == 4
+    assert "by hand" in f.message and f.evidence["count"] == 4 and "p.grad = None" in f.fix
+
+
+def test_hand_written_model_without_modules(digits):
+    """No nn.Module at all: the tensors the loss's graph accumulates into are the weights."""
+    x, y = digits
+    w = torch.zeros(64, 10, requires_grad=True)
+    b = torch.zeros(10, requires_grad=True)
+
+    def loop(clear):
+        for i in range(30):
+            loss = F.cross_entropy(x[i * 32:(i + 1) * 32] @ w + b, y[i * 32:(i + 1) * 32])
+            loss.backward()
+            with torch.no_grad():
+                w.sub_(0.1 * w.grad)
+                b.sub_(0.1 * b.grad)
+            if clear:
+                w.grad, b.grad = None, None
+
+    report, attached = doctored(lambda: loop(False), steps=10)
+    [f] = report.by_code("TW110")
+    assert f.where == "w, b" and report.measured["weights_updated_by"] == "hand"
+    report, _ = doctored(lambda: loop(True), steps=10)
+    assert not report.by_code("TW110")
 
 
 # --- TW101: a graph kept across steps ----------------------------------------------------------
@@ -181,6 +204,33 @@ def test_tw101_running_loss_kept_as_a_tensor(digits):
     total["loss"] = 0.0
     model = mlp()
     report, _ = doctored(lambda: train(model, loader, torch.optim.Adam(model.parameters()), keep=keep_number), steps=6)
+    assert not report.by_code("TW101")
+
+
+def test_tw101_outputs_kept_in_a_list_and_gathered_at_the_end_of_the_epoch(digits):
+    x, y = digits
+    loader = DataLoader(TensorDataset(x[:640], y[:640]), batch_size=32, shuffle=True)  # 20 batches an epoch
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters())
+
+    def loop(detach):
+        for _ in range(2):
+            outputs, labels = [], []
+            for xb, yb in loader:
+                out = model(xb)
+                loss = F.cross_entropy(out, yb)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                probs = out.softmax(1)  # a metric of this step, after the optimizer step: fine
+                outputs.append(probs.detach() if detach else probs)
+                labels.append(yb)
+            torch.cat(outputs).argmax(1).eq(torch.cat(labels)).float().mean()
+
+    report, _ = doctored(lambda: loop(False), steps=8)  # the epoch ends early after 8 steps: the gathering runs
+    [f] = report.by_code("TW101")
+    assert f.evidence["kind"] == "gathers results of earlier steps" and f.evidence["function"] == "cat"
+    report, _ = doctored(lambda: loop(True), steps=8)
     assert not report.by_code("TW101")
 
 
@@ -218,6 +268,31 @@ def test_tw139_quiet_with_model_eval(digits):
     loop, seen = evaluation_loop(digits, call_eval=True)
     report, _ = doctored(loop, steps=6)
     assert len(seen) == 1 and not report.by_code("TW139") and not report.by_code("TW104")
+
+
+def test_tw139_evaluation_on_a_tensor_without_a_loader_and_gan_samples_are_not_evaluation(digits):
+    x, y = digits
+    model = mlp(drop=0.3)
+    opt = torch.optim.Adam(model.parameters())
+
+    def loop(call_eval):
+        for i in range(40):
+            loss = F.cross_entropy(model(x[i * 32:(i + 1) * 32]), y[i * 32:(i + 1) * 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if i % 10 == 9:
+                if call_eval:
+                    model.eval()
+                with torch.no_grad():
+                    (model(x[1500:]).argmax(1) == y[1500:]).float().mean()
+                model.train()
+
+    report, _ = doctored(lambda: loop(False), steps=30)
+    [f] = report.by_code("TW139")
+    assert f.evidence["passes"] == 2 and f.evidence["no_grad"] and not f.evidence["other_loader"]
+    report, _ = doctored(lambda: loop(True), steps=30)
+    assert not report.by_code("TW139")
 
 
 def test_tw139_task_mode_evaluate_in_training_mode():
@@ -310,6 +385,20 @@ def test_tw141_batches_sliced_by_hand_in_order_and_an_imbalanced_shuffled_set(di
     assert not report.by_code("TW141")
 
 
+def test_tw141_binary_targets_sorted_by_class():
+    from torchwise.doctor import doctor
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 8, generator=g)
+    y = (x[:, 0] > 0).float().unsqueeze(1)
+    order = torch.argsort(y[:, 0], stable=True)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    case = dict(loss_fn=nn.BCEWithLogitsLoss(), optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    [f] = doctor(model, loader=DataLoader(TensorDataset(x[order], y[order]), batch_size=10), **case).by_code("TW141")
+    assert f.evidence["majority_classes"] == 2 and f.evidence["median_majority_share"] == 1.0
+    assert not doctor(model, loader=DataLoader(TensorDataset(x[order], y[order]), batch_size=10, shuffle=True), **case).by_code("TW141")
+
+
 # --- TW142: bad initialisation -------------------------------------------------------------------
 
 
@@ -329,6 +418,59 @@ def test_tw142_init_three_times_kaiming_named_with_its_layers(digits):
     [f] = report.by_code("TW142")
     assert f.severity == "error" and f.where == "0, 2, 4" and f.evidence["first_loss"] > 30 * f.evidence["expected_first_loss"]
     assert "kaiming" in f.fix
+
+
+def test_tw142_constant_hidden_weights_and_a_confident_output_bias(digits):
+    import math
+
+    x, y = digits
+    loader = DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True)
+    model = mlp()
+    nn.init.zeros_(model[0].weight)  # every hidden unit the same: the symmetry is never broken
+    report, _ = doctored(lambda: train(model, loader, torch.optim.SGD(model.parameters(), lr=0.05)), steps=3)
+    [f] = report.by_code("TW142")
+    assert f.evidence["constant_layers"] == ["0"] and "symmetry" in f.message
+
+    g = torch.Generator().manual_seed(0)
+    xb = torch.randn(512, 8, generator=g)
+    yb = (torch.rand(512, 1, generator=g) < 0.3).float()  # 30% positives
+    model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+    nn.init.constant_(model[2].bias, math.log(0.99 / 0.01))  # starts 99% sure of the positive class
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def loop():
+        for xs, ys in DataLoader(TensorDataset(xb, yb), batch_size=32, shuffle=True):
+            loss = F.binary_cross_entropy_with_logits(model(xs), ys)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    report, _ = doctored(loop, steps=5)
+    [f] = report.by_code("TW142")
+    assert f.where == "2" and "bias" in f.message and f.evidence["compared_with"] == "the chance level ln 2"
+
+
+def test_tw131_output_relu_shut_and_tw133_lr_decayed_to_nothing(digits):
+    x, y = digits
+    target = y.float().unsqueeze(1)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1), nn.ReLU())
+    nn.init.constant_(model[2].bias, -5.0)  # the output ReLU starts (and stays) at zero
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def loop():
+        for i in range(50):
+            for group in opt.param_groups:
+                group["lr"] *= 0.5  # a decay meant per epoch, applied at every step
+            loss = F.l1_loss(model(x[i * 32:(i + 1) * 32]), target[i * 32:(i + 1) * 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    report, _ = doctored(loop, steps=40)
+    [dead] = report.by_code("TW131")
+    assert dead.severity == "error" and dead.evidence["output"] is True
+    [lr] = [f for f in report.by_code("TW133") if "fell to nothing" in f.message]
+    assert lr.evidence["lr_start"] == [5e-4] and lr.evidence["fell_at_step"] == [20]
 
 
 # --- TW106 over the whole dataset: a bad label in a late batch, found by the default run ----------

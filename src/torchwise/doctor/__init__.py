@@ -144,7 +144,8 @@ def doctor(
     if steps < MIN_DYNAMICS_STEPS and dynamics:  # one line for them all, not one per check
         checks = [c for c in checks if c not in dynamics]
         not_run = [Skipped(tuple(code for c in dynamics for code in c.CODES),
-                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; use --steps 200")]
+                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; {steps} ran "
+                           "(--steps 200 on the command line, steps=200 from Python)")]
     else:
         not_run = []
     for c in checks:

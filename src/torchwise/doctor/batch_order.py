@@ -1,7 +1,7 @@
 """What each training batch holds, for the shuffling check (the evidence of TW141).
 
 For the first classification loss of each step (class targets given to ``cross_entropy`` /
-``nll_loss``, one label per sample): the share of the batch taken by its most common class and
+``nll_loss``, or the 0/1 targets of ``binary_cross_entropy(_with_logits)``, one label per sample): the share of the batch taken by its most common class and
 which class that is; the class counts summed over the run. For the first regression loss of each
 step (``mse_loss``, ``l1_loss`` ...): the mean and spread of its targets. All on the device,
 read back in batches.
@@ -39,6 +39,17 @@ class BatchOrder:
         self._totals = counts if self._totals is None or self._totals.shape != counts.shape else self._totals + counts
         top = counts.max()
         self._pending.append(torch.stack([top.float() / t.numel(), counts.argmax().float()]))
+
+    def binary(self, step: int, target: Any) -> None:
+        """The 0./1. targets of a binary classifier (one per sample): two classes."""
+        if not isinstance(target, torch.Tensor) or target.numel() < MIN_BATCH:
+            return
+        t = target.detach()
+        if t.dim() == 2 and t.shape[1] == 1:
+            t = t[:, 0]
+        if t.dim() != 1:
+            return
+        self.classes(step, (t > 0.5).long(), 2)
 
     def regression(self, step: int, target: Any) -> None:
         if step == self._step or len(self._pending) + len(self.batches) >= self.limit or self.kind == "classes":

@@ -1,6 +1,7 @@
 """The class targets of a whole dataset, where they can be read without loading its samples.
 
-A ``TensorDataset`` whose last tensor holds integer labels (one per sample), a dataset with a
+A ``TensorDataset`` whose last tensor holds class labels (one per sample: integers, or the 0./1.
+floats of a binary classifier, shaped (N,) or (N, 1)), a dataset with a
 ``targets`` or ``labels`` attribute (torchvision's datasets, many custom ones), and ``Subset``s of
 those: their labels are one tensor or list, read in microseconds. Every other dataset would have
 to load each sample to see its label; it is left alone (None).
@@ -48,8 +49,14 @@ def _as_labels(labels: Any, dataset: Any) -> torch.Tensor | None:
         t = labels if isinstance(labels, torch.Tensor) else torch.as_tensor(labels)
     except (TypeError, ValueError, RuntimeError):
         return None
-    if t.dim() != 1 or t.is_floating_point() or t.is_complex() or t.dtype == torch.bool or t.numel() > MAX_SAMPLES:
+    if t.dim() == 2 and t.shape[1] == 1:
+        t = t[:, 0]  # (N, 1): one label per sample, as BCE losses want it
+    if t.dim() != 1 or t.is_complex() or t.numel() > MAX_SAMPLES:
         return None
+    if t.is_floating_point() or t.dtype == torch.bool:  # 0./1. targets of a binary classifier
+        if not bool((t == t.round()).all()) or t.unique().numel() > 100:
+            return None
+        t = t.long()
     try:
         if len(dataset) != t.numel():
             return None

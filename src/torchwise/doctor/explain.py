@@ -42,9 +42,13 @@ def fold_symptoms(findings: list[Finding], causes: list[tuple[Finding, tuple[str
     if not causes:
         return findings
     folded: set[int] = set()
+    explains = {id(c): codes for c, codes in causes}
     for cause, codes in causes:
         for f in findings:
-            if f is not cause and f.code in codes and f.code != cause.code and all(f is not c for c, _ in causes):
+            # a cause may fold in another cause it explains (gradients never cleared -> a learning
+            # rate that looks far too high), never one that explains it back
+            if f is not cause and f.code in codes and f.code != cause.code and cause.code not in explains.get(id(f), ()) \
+                    and id(cause) not in folded:
                 cause.evidence.setdefault("explains", []).append(f"{f.code}: {f.message}")
                 folded.add(id(f))
     return [f for f in findings if id(f) not in folded]

@@ -29,6 +29,8 @@ LOSS_FUNCTIONS: dict[Callable, str] = {
     F.l1_loss: "l1_loss",
     F.smooth_l1_loss: "smooth_l1_loss",
     F.huber_loss: "huber_loss",
+    F.binary_cross_entropy: "binary_cross_entropy",
+    F.binary_cross_entropy_with_logits: "binary_cross_entropy_with_logits",
 }
 LOG_FUNCTIONS: dict[Callable, str] = {
     torch.log: "torch.log",

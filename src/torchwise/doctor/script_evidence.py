@@ -111,6 +111,9 @@ class ScriptEvidence(NonFiniteEvidence):
         self._last_loss: torch.Tensor | None = None
         watch.on_root_pass = self.root_pass
         watch.on_root_done = self.root_done
+        watch.on_loss_input = self.loss_input
+        self._output: tuple[int | None, set[int]] = (None, set())  # the last model output: (id(model), its data pointers)
+        self.supervised: set[int] = set()  # models whose output went straight into a loss function (TW139)
         watch.recorder = self.recorder
         watch.loss_calls = self.loss_calls
         watch.log_flags = []
@@ -122,10 +125,10 @@ class ScriptEvidence(NonFiniteEvidence):
         self.last = _Pass(root, args, grad, root.training, user_frame(), self.watch.step_index)
         if self._served_shapes and any(tuple(t.shape) in self._served_shapes for t in tensors_in(args)):
             self.last.loader = self._served_loader
-            train = self._train_loader_id()
-            if not grad or train is None or self.last.loader != train:
-                # an evaluation candidate: its Dropout/BatchNorm modes now (TW139), not when it is judged
-                self.last.modes = [n for n, m in root.named_modules() if mode_dependent(m) and m.training][:20]
+        training_batch = grad and self.last.loader is not None and self.last.loader == self._train_loader_id()
+        if (not grad or self.last.loader is not None) and not training_batch:
+            # an evaluation candidate: its Dropout/BatchNorm modes now (TW139), not when it is judged
+            self.last.modes = [n for n, m in root.named_modules() if mode_dependent(m) and m.training][:20]
         if grad and len(self.step_passes) < 16:
             self.step_passes.append(self.last)
         if grad and id(root) not in self.grad_roots and len(self.grad_roots) < MAX_MODELS:
@@ -142,8 +145,19 @@ class ScriptEvidence(NonFiniteEvidence):
                 self.precision = "bf16-mixed" if dtype == torch.bfloat16 else "16-mixed" if dtype == torch.float16 else self.precision
 
     def root_done(self, root: nn.Module, output: Any) -> None:
+        outs = list(tensors_in(output, floating_only=False))
         if self.last is not None and self.last.root is root:
-            self.last.output_graph = any(t.requires_grad for t in tensors_in(output, floating_only=False))
+            self.last.output_graph = any(t.requires_grad for t in outs)
+        self._output = (id(root), {t.data_ptr() for t in outs if t.numel()})
+        if self.watch.retained_on and torch.is_grad_enabled():
+            for t in outs[:8]:
+                self.watch.retained.made(t, self.watch.step_index)
+
+    def loss_input(self, x: torch.Tensor) -> None:
+        """A loss function got ``x``: if it is (a view of) the last model output, that model is supervised."""
+        root, ptrs = self._output
+        if root is not None and root not in self.supervised and x.numel() and x.data_ptr() in ptrs:
+            self.supervised.add(root)
 
     def _close_pass(self) -> None:
         """A pass nothing was backpropagated through ends with the next: kept, judged at the end
@@ -169,7 +183,8 @@ class ScriptEvidence(NonFiniteEvidence):
                 if p.grad and p.output_graph:
                     graph_line = graph_line or p.line
             modes = p.modes
-            if p.loader is not None and (other or not p.grad) and modes and len(in_train_mode) < 200:
+            data = p.loader is not None or id(p.root) in self.supervised  # fed data, not noise (a GAN's samples)
+            if data and (other or not p.grad) and modes and len(in_train_mode) < 200:
                 in_train_mode.append({"root": p.root, "line": p.line, "step": p.step, "grad": p.grad, "other_loader": other,
                                       "modules": modes, "draining": p.step >= self._drain_step})
         return calls, graph_line or line, in_train_mode

@@ -76,7 +76,7 @@ class Attached:
         def backward(tensor, *args, **kwargs):
             if attached._in_backward:  # torch re-dispatches Tensor.backward through the watch's mode
                 return original(tensor, *args, **kwargs)
-            attached._before_backward()
+            attached._before_backward(tensor)
             attached._in_backward = True
             try:
                 result = original(tensor, *args, **kwargs)
@@ -128,7 +128,7 @@ class Attached:
         self.watch.close()
 
     # -- backward --------------------------------------------------------------------------------
-    def _before_backward(self) -> None:
+    def _before_backward(self, loss: Any) -> None:
         if self.draining or (self.hand and self._done()):
             self._stop()
         if self.hand:
@@ -138,7 +138,12 @@ class Attached:
 
             roots = list(self.evidence.grad_roots.values())
             params = [p for p in dict.fromkeys(itertools.chain.from_iterable(r.parameters() for r in roots)) if p.requires_grad]
+            if not params:  # no nn.Module: the tensors this loss's graph accumulates into (w, b of a hand-written model)
+                params = _leaves(loss)
             self.watch.track(params, [])
+            if not roots and params:
+                found = _script_names(params)
+                self.watch.result.param_names = [found.get(id(p), n) for p, n in zip(params, self.watch.result.param_names)]
         self.watch.cleared.before_backward(self.watch._params or [])
 
     def _after_backward(self, loss: Any) -> None:
@@ -198,6 +203,8 @@ class Attached:
         if self.rounds < 3:
             self._name_models()
         self.watch.cleared.step(k, self.positions[k])
+        if len(self.watch.result.lr_history) < 20_000:
+            self.watch.result.lr_history.append((k, self.total_steps, [float(g.get("lr", 0.0)) for g in optimizer.param_groups]))
         self.watch.objectives.step(f"optimizer {k}", self._opt_name(k), k, self.evidence.pass_roots())
         self.evidence.before_step(optimizer, first)
         if self.watch.updates.sampled(self.total_steps):
@@ -250,18 +257,40 @@ class Attached:
 
     def _name_models(self) -> None:
         """The script's variables that hold the models (``generator``...) and optimizers (``opt_d``)."""
-        from torchwise.doctor.frames import _OWN_DIR, _SKIP_DIRS
+        models = [r for r in self.evidence.grad_roots.values() if id(r) not in self.names]
+        self.names.update(_script_names(models))
+        self.opt_names.update(_script_names([o for o in self.optimizers if id(o) not in self.opt_names]))
 
-        wanted = {id(r): self.names for r in self.evidence.grad_roots.values() if id(r) not in self.names}
-        wanted.update({id(o): self.opt_names for o in self.optimizers if id(o) not in self.opt_names})
-        frame = sys._getframe(1)
-        while frame is not None and wanted:
-            path = frame.f_code.co_filename
-            if not path.startswith(_SKIP_DIRS + (_OWN_DIR,)):
-                for scope in (frame.f_locals, frame.f_globals):
-                    for name, value in list(scope.items()):
-                        into = wanted.get(id(value))
-                        if into is not None and not name.startswith("_"):
-                            into[id(value)] = name
-                            del wanted[id(value)]
-            frame = frame.f_back
+
+def _script_names(objects: list[Any]) -> dict[int, str]:
+    """id -> the name of a variable of the user's code (not torch's, not torchwise's) holding it."""
+    from torchwise.doctor.frames import _OWN_DIR, _SKIP_DIRS
+
+    wanted, found = {id(o) for o in objects}, {}
+    frame = sys._getframe(1)
+    while frame is not None and wanted:
+        if not frame.f_code.co_filename.startswith(_SKIP_DIRS + (_OWN_DIR,)):
+            for scope in (frame.f_locals, frame.f_globals):
+                for name, value in list(scope.items()):
+                    if id(value) in wanted and not name.startswith("_"):
+                        found[id(value)] = name
+                        wanted.discard(id(value))
+        frame = frame.f_back
+    return found
+
+
+def _leaves(loss: Any, limit: int = 10_000) -> list[Any]:
+    """The leaf tensors that need grad in ``loss``'s graph (where backward accumulates), in graph order."""
+    node = getattr(loss, "grad_fn", None)
+    seen, kept, stack, leaves = set(), [], [node] if node is not None else [], []
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        kept.append(node)  # alive while walking: no id is reused
+        variable = getattr(node, "variable", None)
+        if variable is not None and variable.requires_grad:
+            leaves.append(variable)
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return list(reversed(leaves))

@@ -86,6 +86,7 @@ class Watch(LabelWatch):
         self.log_flags: list[tuple[str, str, torch.Tensor, torch.Tensor, int, str]] | None = None
         self.on_root_pass: Callable[[nn.Module, tuple], None] | None = None  # a model's forward starts
         self.on_root_done: Callable[[nn.Module, Any], None] | None = None  # ... and returns
+        self.on_loss_input: Callable[[torch.Tensor], None] | None = None  # a loss function gets this input
         # root-cause evidence (objectives.py, updates.py, init_scale.py, batch_order.py, retained.py, cleared.py)
         self.objectives = Objectives()
         self.updates = UpdateSampler()

@@ -14,7 +14,7 @@ from torchwise.doctor.activations import record_activation
 from torchwise.doctor.frames import user_frame
 from torchwise.doctor.record import LOG_FUNCTIONS, LOSS_FUNCTIONS, loss_call
 
-__all__ = ["LabelWatch", "WatchMode"]
+__all__ = ["LabelWatch", "WatchMode", "SUPERVISED_LOSSES"]
 
 _RELU: dict[Callable, str] = {F.relu: "relu", torch.relu: "relu", torch.relu_: "relu", torch.Tensor.relu: "relu",
                                torch.Tensor.relu_: "relu", F.relu_: "relu"}
@@ -22,6 +22,14 @@ _SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: 
                                 torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}
 _CLASS_LOSSES: dict[Callable, str] = {F.cross_entropy: "cross_entropy", F.nll_loss: "nll_loss"}
 _REGRESSION_LOSSES = {F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss}
+_BINARY_LOSSES = {F.binary_cross_entropy, F.binary_cross_entropy_with_logits}
+# losses that compare a model's output with a target: a model whose output reaches one directly is
+# a supervised model (its no-grad passes over data are evaluations, TW139); a GAN's generator is not
+SUPERVISED_LOSSES = set(LOSS_FUNCTIONS) | {
+    F.binary_cross_entropy, F.binary_cross_entropy_with_logits, F.kl_div, F.poisson_nll_loss, F.gaussian_nll_loss,
+    F.soft_margin_loss, F.multilabel_soft_margin_loss, F.multilabel_margin_loss, F.multi_margin_loss,
+    F.margin_ranking_loss, F.hinge_embedding_loss, F.cosine_embedding_loss, F.triplet_margin_loss, F.ctc_loss,
+}
 
 
 class LabelWatch:
@@ -89,6 +97,11 @@ class WatchMode(TorchFunctionMode):
         w = self.watch
         if w.paused:
             return func(*args, **kwargs)
+        if w.on_loss_input is not None and func in SUPERVISED_LOSSES and args and isinstance(args[0], torch.Tensor):
+            try:
+                w.on_loss_input(args[0])
+            except Exception:
+                pass
         if w.loss_calls is not None and func in LOSS_FUNCTIONS and len(w.loss_calls) < 16 and torch.is_grad_enabled():
             try:
                 call = loss_call(func, args, kwargs, user_frame(w.inside_own))
@@ -109,9 +122,12 @@ class WatchMode(TorchFunctionMode):
                 w._labels(_CLASS_LOSSES[func], args[0], args[1], kwargs.get("ignore_index", -100))
             except Exception:  # watching must never break the user's step
                 pass
-        if w.order_on and func in _REGRESSION_LOSSES and len(args) >= 2 and torch.is_grad_enabled():
+        if w.order_on and len(args) >= 2 and torch.is_grad_enabled() and (func in _REGRESSION_LOSSES or func in _BINARY_LOSSES):
             try:
-                w.order.regression(w.step_index, args[1])
+                if func in _BINARY_LOSSES:
+                    w.order.binary(w.step_index, args[1])
+                else:
+                    w.order.regression(w.step_index, args[1])
             except Exception:
                 pass
         out = func(*args, **kwargs)

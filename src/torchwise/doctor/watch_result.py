@@ -25,7 +25,8 @@ class WatchResult:
     grad_norms: list[list[float]] = field(default_factory=list)  # step -> per parameter
     weight_norms: list[float] = field(default_factory=list)  # per parameter, at the start
     moved: list[float] = field(default_factory=list)  # per parameter: ||w_end - w_start||
-    lrs: list[float | None] = field(default_factory=list)  # per parameter: its group's lr (None: not in an optimizer)
+    lrs: list[float | None] = field(default_factory=list)  # per parameter: its group's lr at the end (None: not in an optimizer)
+    lr_history: list[tuple[int, int, list[float]]] = field(default_factory=list)  # script mode: (optimizer, step, each group's lr) before its steps
     group_of: list[int | None] = field(default_factory=list)
     requires_grad: list[bool] = field(default_factory=list)
     activations: list[ActivationStats] = field(default_factory=list)

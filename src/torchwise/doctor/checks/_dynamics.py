@@ -67,7 +67,8 @@ def judged(ctx: Any, codes: tuple[str, ...]) -> tuple[list[Any], Skipped | None]
 
 def task_kind(ctx: Any) -> tuple[str, int | None]:
     """What the first training loss compares: ("classes", C) for class labels (C outputs),
-    ("regression", None) for mse/l1/huber, ("other", None) when no such loss call was seen."""
+    ("binary", 2) for one 0/1 target per sample under binary cross-entropy, ("regression", None)
+    for mse/l1/huber, ("other", None) when no such loss call was seen."""
     import torch
 
     from torchwise.labels import is_class_target
@@ -78,13 +79,17 @@ def task_kind(ctx: Any) -> tuple[str, int | None]:
             return "classes", int(call.input.shape[1] if call.input.dim() >= 2 else call.input.shape[0])
         if call.func in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"):
             return "regression", None
+        if call.func.startswith("binary_cross_entropy") and isinstance(call.target, torch.Tensor) \
+                and call.target.shape == call.input.shape and (call.input.dim() == 1 or call.input.shape[-1] == 1):
+            return "binary", 2  # one 0/1 target per sample
     return "other", None
 
 
 def chance_loss(ctx: Any) -> float | None:
-    """ln C, the cross-entropy of a uniform guess over C classes (None when not classification)."""
+    """ln C, the cross-entropy of a uniform guess over C classes, ln 2 for a binary classifier (None
+    when not classification)."""
     kind, classes = task_kind(ctx)
-    return math.log(classes) if kind == "classes" and classes and classes >= 2 else None
+    return math.log(classes) if kind in ("classes", "binary") and classes and classes >= 2 else None
 
 
 __all__ = ["needs_steps", "window", "loss_levels", "loss_where", "judged", "task_kind", "chance_loss", "median"]

@@ -52,6 +52,8 @@ def check(ctx) -> list[Finding] | Skipped:
         + f"(over {seen['intervals']} steps); each update {how} uses the sum of all gradients so far",
         listing(names),
         {"parameters": names[:50], "count": len(positions), "trainable": trainable, "steps_watched": seen["intervals"]},
+        "clear the gradients before each backward (p.grad = None, or model.zero_grad()) after the update by hand"
+        if w.hand_updated else
         "call optimizer.zero_grad() once per optimizer step (before backward() or after step()); "
         "to accumulate over k micro-batches on purpose, clear right after every k-th step",
     )]

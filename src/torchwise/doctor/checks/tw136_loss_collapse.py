@@ -4,11 +4,12 @@ What: two signs, either is reported. (1) On the watched steps the class targets 
 ``cross_entropy``/``nll_loss`` are compared with the model's input: equal token for token in
 at least ``EQUAL_SHARE`` of the positions (a language model whose targets were not shifted), or
 equal to one input column (the label left among the features). (2) Within the first pass over
-the data (each batch new to the model, so nothing can have been memorised) the running median
-of 5 step losses of a *classification* loss falls below ``COLLAPSE`` times the starting loss,
+the data (each batch new to the model, so nothing can have been memorised) every loss of 5 steps
+in a row of a *classification* loss is below ``COLLAPSE`` times the starting loss,
 from a normal start: at most ``NORMAL_START`` times the chance level ln C. (2) is not checked
 when the same batch is used on every step (``doctor(batch=...)``: fitting one batch is
-expected), for regression losses (an easy target may well be fitted within an epoch; "near zero"
+expected), when the batches do not come from a DataLoader (the length of an epoch is unknown:
+an easy dataset sliced by hand is fitted over many epochs), for regression losses (an easy target may well be fitted within an epoch; "near zero"
 has no scale there), for a first loss far above chance (a bad init that recovers: TW142), or for
 objectives that trade off (a GAN's discriminator winning is not leakage).
 Why: real tasks do not become trivially easy within one epoch; a loss near zero that early
@@ -50,11 +51,11 @@ def measure(losses: list[float], first_epoch: int | None) -> dict | None:
     if n < 2 * RUN:
         return None
     start = min(losses[:3])  # not inflated by a loss that jumps up at step 1
-    running = [median(losses[i - RUN:i]) for i in range(RUN, n + 1)]
+    running = [max(losses[i - RUN:i]) for i in range(RUN, n + 1)]  # every loss of RUN steps in a row
     low = min(running)
     at = running.index(low) + RUN
     reached = next((i + RUN for i, v in enumerate(running) if v < COLLAPSE * start), None)
-    return {"loss_start": start, "lowest_running_median": low, "lowest_at_step": at, "ratio": low / start if start > 0 else math.nan,
+    return {"loss_start": start, "lowest_running_max": low, "lowest_at_step": at, "ratio": low / start if start > 0 else math.nan,
             "collapsed_at_step": reached, "steps_in_first_epoch": n}
 
 
@@ -78,6 +79,9 @@ def check(ctx) -> list[Finding] | Skipped:
         return []  # the equality sign was checked; the loss curve needs a longer run
     if w.batches_repeat:
         return Skipped(CODES, "the same batch is used on every step (fitting it is expected)")
+    if w.distinct_batches is None:
+        return Skipped(CODES, "the batches do not come from a DataLoader, so the first pass over the data is unknown: "
+                       "only the target-equals-input sign applies")
     chance = chance_loss(ctx)
     if chance is None:
         return Skipped(CODES, f"the loss is not a classification loss ({task_kind(ctx)[0]}): only the target-equals-input sign applies")
@@ -96,7 +100,7 @@ def _collapse(ctx, objective, chance: float, fix: str) -> list[Finding]:
     evidence["chance_loss"] = round(chance, 4)
     return [Finding(
         "TW136", "warning",
-        f"the training loss fell from {m['loss_start']:.4g} (chance: {chance:.3g}) to {m['lowest_running_median']:.3g} by step "
+        f"the training loss fell from {m['loss_start']:.4g} (chance: {chance:.3g}) to at most {m['lowest_running_max']:.3g} for {RUN} steps in a row by step "
         f"{m['collapsed_at_step']}, within the first pass over the data: the target is probably readable from the input (label leakage)",
         loss_where(ctx, objective), evidence, fix,
     )]

@@ -36,7 +36,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW141",)
 SCRIPT = True
-EXPLAINS = ("TW134", "TW135", "TW136")  # a swinging or stuck loss; a loss that collapses within each class block
+EXPLAINS = ("TW134", "TW135", "TW136", "TW140")  # a swinging or stuck loss, weights thrown about; a loss that collapses within each class block
 MIN_MAJORITY = 0.6
 MIN_EXCESS = 0.3
 MIN_TREND = 0.95

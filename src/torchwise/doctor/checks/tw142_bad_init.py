@@ -2,13 +2,16 @@
 
 What: at the first training step, for every Linear and convolution layer, the standard deviation
 of its weight against kaiming's ``sqrt(2 / fan_in)`` and the RMS of its input and output
-(init_scale.py); and the first loss against what an untrained model should give: ln C for C
-classes (a uniform guess), the targets' mean square for a regression loss. Reported when the first
-loss is at least ``HIGH_START`` times that, or when some layer is initialised at least
-``VERY_WIDE`` times wider than kaiming and multiplies the scale of its input by at least
-``HIGH_GAIN``. The cause named: the layers initialised at least ``WIDE`` times wider than kaiming
-(their init), else — inputs with an RMS of ``LOUD_INPUT`` or more reaching the first layer — the
-input scale.
+(init_scale.py); and the first loss (the median of the first three steps') against what an
+untrained model should give: ln C for C classes (a uniform guess), the targets' mean square for
+a regression loss. Reported when the first loss is at least ``HIGH_START`` times that, or when
+some layer is initialised at least ``VERY_WIDE`` times wider than kaiming and multiplies the
+scale of its input by at least ``HIGH_GAIN``. The cause named: the layers initialised at least
+``WIDE`` times wider than kaiming (their init); else a bias of RMS ``BIG_BIAS`` or more that
+makes half the output or more (an output bias set to a confident guess); else — inputs with an
+RMS of ``LOUD_INPUT`` or more reaching the first layer — the input scale. Separately, any layer
+but the last whose weights start all equal (standard deviation 0: ``zeros_``, ``constant_``) is
+an error at once: its units stay copies of each other.
 Why: an output that starts hundreds of times too large gives a first loss far above chance,
 saturated softmax/sigmoid units and exploding gradients; the optimizer spends its first steps
 (or the whole run) undoing the init, and the model ends worse than one initialised well.
@@ -29,7 +32,7 @@ import math
 from typing import Any
 
 from torchwise.doctor.checks import listing
-from torchwise.doctor.checks._dynamics import task_kind
+from torchwise.doctor.checks._dynamics import median, task_kind
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW142",)
@@ -40,6 +43,7 @@ WIDE = 2.0
 VERY_WIDE = 4.0
 HIGH_GAIN = 3.0
 LOUD_INPUT = 10.0
+BIG_BIAS = 1.0
 
 
 def check(ctx) -> list[Finding] | Skipped:
@@ -47,6 +51,9 @@ def check(ctx) -> list[Finding] | Skipped:
     layers = getattr(w, "init_layers", None) or []
     if not layers:
         return Skipped(CODES, "no Linear/convolution layer ran at the first step")
+    constant = [l for l in layers[:-1] if l["weight_std"] <= 1e-12]  # the output layer may start at zero on purpose
+    if constant:
+        return [_constant(constant)]
     start, expected, what = _first_loss(ctx)
     high_start = start is not None and expected and start >= HIGH_START * expected
     wide = [l for l in layers if l["std_over_kaiming"] >= WIDE]
@@ -72,6 +79,17 @@ def check(ctx) -> list[Finding] | Skipped:
             "use PyTorch's default init or nn.init.kaiming_normal_ for ReLU layers (xavier_uniform_ for tanh/sigmoid), "
             "without an extra gain or scaling of the weights",
         )]
+    biased = [l for l in layers if l.get("bias_rms", 0.0) >= BIG_BIAS and l["bias_rms"] >= 0.5 * l["output_rms"]]
+    if biased and high_start:
+        names = [l["layer"] for l in biased]
+        return [Finding(
+            "TW142", "error",
+            f"bad initialisation: {symptom}; the bias of {listing(names)} starts at {biased[-1]['bias_rms']:.3g} "
+            "(RMS) and sets the output on its own",
+            listing(names), evidence,
+            "initialise that bias at zero, or at the log-odds of the class frequencies in the training data "
+            "(log(p / (1 - p)) for a binary output), not at a guess",
+        )]
     if first["input_rms"] >= LOUD_INPUT:
         return [Finding(
             "TW142", "warning",
@@ -80,6 +98,8 @@ def check(ctx) -> list[Finding] | Skipped:
             f"input of {first['layer']}", evidence,
             "standardise the inputs ((x - mean) / std per feature or channel, e.g. transforms.Normalize), or scale them to [0, 1]",
         )]
+    if task_kind(ctx)[0] == "regression":
+        return []  # a target scale far from 1 also makes the first loss large: nothing to name in the model
     return [Finding(
         "TW142", "warning",
         f"the model's output starts far off scale: {symptom}; the output has RMS {layers[-1]['output_rms']:.3g} at the first step",
@@ -88,15 +108,28 @@ def check(ctx) -> list[Finding] | Skipped:
     )]
 
 
+def _constant(layers: list[dict]) -> Finding:
+    names = [l["layer"] for l in layers]
+    return Finding(
+        "TW142", "error",
+        f"bad initialisation: the weights of {listing(names)} start all equal (standard deviation 0): every unit of such a "
+        "layer computes the same thing and gets the same gradient, so they stay copies of each other (the symmetry is never broken)",
+        listing(names), {"constant_layers": names, "layers": {l["layer"]: {"weight_std": l["weight_std"]} for l in layers[:12]}},
+        "initialise hidden weights randomly: PyTorch's default init, or nn.init.kaiming_normal_ (ReLU) / xavier_uniform_ (tanh); "
+        "zeros are only safe for biases and the last layer",
+    )
+
+
 def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
     """(first loss, what an untrained model should give, how that was found)."""
     w = ctx.watch
     losses = w.losses or next((o.losses for o in getattr(w, "objectives", None) or [] if o.losses), [])
-    if not losses or not math.isfinite(losses[0]) or losses[0] <= 0:
+    first = median(losses[:3])  # one batch is noisy; three steps barely change an init
+    if not losses or not math.isfinite(first) or first <= 0:
         return None, None, ""
     kind, classes = task_kind(ctx)
-    if kind == "classes" and classes and classes >= 2:
-        return losses[0], math.log(classes), "the chance level ln C"
+    if kind in ("classes", "binary") and classes and classes >= 2:
+        return first, math.log(classes), "the chance level ln C" if kind == "classes" else "the chance level ln 2"
     if kind == "regression":
         call = next(c for c in ctx.loss_calls if c.func in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"))
         target = getattr(call, "target", None)
@@ -104,7 +137,7 @@ def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
             square = float(target.detach().float().pow(2).mean())
             scale = square if call.func == "mse_loss" else math.sqrt(square)
             if scale > 0:
-                return losses[0], scale, "the targets' mean square" if call.func == "mse_loss" else "the targets' RMS"
+                return first, scale, "the targets' mean square" if call.func == "mse_loss" else "the targets' RMS"
     return None, None, ""
 
 

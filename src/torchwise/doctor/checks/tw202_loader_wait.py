@@ -4,11 +4,11 @@ What: during the timed steps (the first, recording step is left out: it also pay
 start-up) the time blocked in ``next(loader)`` is compared with the time of the steps
 themselves, both less the time the thread sat in the run queue waiting for a core (Linux's
 ``/proc/thread-self/schedstat``, see clock.py): what other processes take is not counted, so a
-busy machine does not make a fast loader look slow. A wait share of at least 30% (and at least 2 ms a step) is reported, when it holds
-for the totals *and* for the quickest wait against the quickest step (on a busy machine a
-preemption lengthens single samples; a slow loader is slow on every step): as TW202 when
-the loader has ``num_workers=0`` (loading runs in the training process, between steps), else as
-TW222 (the workers cannot keep up).
+busy machine does not make a fast loader look slow. A wait share of at least 30% (and at least 2
+ms a step) is reported, when it holds for the totals *and* for the quickest wait against the
+quickest step (on a busy machine a preemption lengthens single samples; a slow loader is slow on
+every step): as TW202 when the loader has ``num_workers=0`` (loading runs in the training
+process, between steps), else as TW222 (the workers cannot keep up).
 Why: while the model waits for data, the GPU (or the CPU cores doing the maths) idle; buying a
 faster GPU does not help an input-bound run.
 Example: ``DataLoader(images_on_disk, batch_size=64)`` decoding JPEGs in the main process.
@@ -29,7 +29,8 @@ MIN_WAIT_PER_STEP_S = 0.002
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.batch_given or ctx.loader is None:
-        return Skipped(CODES, "no loader to time (a fixed batch was given)")
+        return Skipped(CODES, "no DataLoader fed the steps (the script makes its own batches)" if getattr(ctx, "script", False)
+                       else "no loader to time (a fixed batch was given)")
     waited = ctx.loader_wait()
     if waited is None:
         return Skipped(CODES, "fewer than 2 steps ran after the first (which is not timed)" if getattr(ctx, "script", False)
