@@ -229,7 +229,7 @@ def test_tw101_outputs_kept_in_a_list_and_gathered_at_the_end_of_the_epoch(digit
 
     report, _ = doctored(lambda: loop(False), steps=8)  # the epoch ends early after 8 steps: the gathering runs
     [f] = report.by_code("TW101")
-    assert f.evidence["kind"] == "gathers results of earlier steps" and f.evidence["function"] == "cat"
+    assert f.evidence["function"] == "cat" and f.evidence["earlier_steps_held"] >= 3
     report, _ = doctored(lambda: loop(True), steps=8)
     assert not report.by_code("TW101")
 
@@ -580,3 +580,51 @@ def test_clock_leaves_out_run_queue_time():
     assert free <= wall
     if clock.load_free():  # Linux: the run-queue time of this thread so far is subtracted
         assert wall - free >= 0
+
+
+# --- the script's own exit, run through the child's entry point in this process -----------------
+
+SCRIPT = """
+import sys
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+model = nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+loader = DataLoader(TensorDataset(torch.randn(64, 4), torch.randint(0, 2, (64,))), batch_size=8)
+it = iter(loader)
+for step in range(6):
+    x, y = next(it)  # no try/except: the epoch the doctor ends shows up here as StopIteration
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+{end}
+"""
+
+
+@pytest.mark.parametrize("end, status, failure", [
+    ("sys.exit(3)", 3, "the script exited with status 3"),
+    ("raise RuntimeError('\\x1b[31mbad\\x1b[0m thing')", 1, "RuntimeError: bad thing (at train.py:"),
+    ("", 0, None),
+])
+def test_script_exit_status_and_failure(tmp_path, monkeypatch, end, status, failure):
+    import json
+    import sys
+
+    from torchwise.doctor.script import _child
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.format(end=end))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    steps = 3 if status == 0 else 50  # 3: the doctor ends the epoch, the bare next() raises StopIteration
+    assert _child(["--steps", str(steps), "--out", str(tmp_path / "r.json"), "--", str(script)]) == status
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["measured"]["script_exit"] == status
+    if failure is None:
+        assert report["failure"] is None and report["measured"]["stopped_by_doctor"] and report["measured"]["steps_run"] == 3
+    else:
+        assert report["failure"].startswith(failure) and "\x1b" not in report["failure"]

@@ -191,7 +191,7 @@ def _check(subject: str, attached: _Attached, failure: str | None, args: argpars
     if not_observable:
         skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see the README's doctor section)"))
     measured: dict[str, Any] = {
-        "mode": "script", "steps_run": attached.total_steps, "steps_requested": None if args.full else args.steps,
+        "mode": "script", "steps_run": result.steps, "steps_requested": None if args.full else args.steps,
         "stopped_by_doctor": attached.stopped or attached.draining, "seconds": round(time.perf_counter() - attached.started, 3),
         "optimizers": len(attached.optimizers), "weights_updated_by": "hand" if hand else "optimizer" if attached.optimizers else "none",
         "backward_at": attached.backward_line,

@@ -275,8 +275,11 @@ class ScriptEvidence(NonFiniteEvidence):
         if len(self._iter_loader) > 1000:
             self._iter_loader.pop(next(iter(self._iter_loader)))
 
-    def loader_next(self, iterator: Any, seconds: tuple[float, float], batch: Any = None) -> None:
-        """A batch served by ``iterator`` after ``seconds`` (wall, load-free) of waiting."""
+    def loader_next(self, iterator: Any, seconds: tuple[float, float] | float, batch: Any = None) -> None:
+        """A batch served by ``iterator`` after ``seconds`` of waiting: (wall, load-free), or one
+        wall-clock figure for both."""
+        if not isinstance(seconds, tuple):
+            seconds = (seconds, seconds)
         loader = self._iter_loader.get(id(iterator))
         if loader is not None:
             self._wait += seconds[0]

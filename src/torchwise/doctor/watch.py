@@ -41,6 +41,8 @@ from torchwise.doctor.retained import Retained
 from torchwise.doctor.updates import UpdateSampler
 from torchwise.doctor.watch_labels import LabelWatch, WatchMode
 from torchwise.doctor.watch_result import WatchResult
+
+_WatchMode = WatchMode  # the name torchwise.watch (issue 20) imports
 from torchwise.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records

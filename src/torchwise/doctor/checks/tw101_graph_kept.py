@@ -1,10 +1,13 @@
 """A loss (or any graph-carrying tensor) kept and built upon across steps: the graph grows.
 
 What: in a script run, every result of an operation done outside the models' forward passes that
-requires grad (a loss, a sum of losses) is remembered weakly with the step it was made at. An
-operation at a later step that takes such a tensor and makes a new graph-carrying one from it
-(``total += loss``, ``ema = 0.9 * ema + 0.1 * loss``, ``torch.stack(kept_losses)``) is the
-accumulation: reported with its line, the steps it spans and how often it happened. Operations
+requires grad (a loss, a sum of losses), and every model output, is remembered weakly with the
+step it was made at and the earlier steps whose results it holds (retained.py). An operation
+whose graph-carrying result holds the results of two or more earlier steps (``total += loss`` by
+its third step, ``ema = 0.9 * ema + 0.1 * loss``, ``sum(kept_losses)``, ``torch.cat(kept_outputs)``)
+is the accumulation: reported with its line, the steps it spans and how often it happened. One
+earlier step is allowed: a metric computed after ``optimizer.step()`` from that iteration's
+output. Operations
 on ``loss.item()`` or ``loss.detach()`` make plain numbers and are not seen; the models' own
 forwards (a recurrent state) are not looked at. In Task mode the doctor runs its own loop: not
 applicable.
@@ -14,10 +17,10 @@ losses, never backwarded, that includes every activation), and memory grows unti
 Example: ``running_loss += loss`` inside the training loop.
 Fix: accumulate plain numbers: ``running_loss += loss.item()`` (or ``loss.detach()`` to stay on
 the device, ``.item()`` once per log interval).
-Measured (2026-11-25): ``total += loss`` is seen at its line from the second step on; the clean
-loops of tests/doctor/scripts (``loss.item()`` totals) and pytorch/examples' mnist,
-word_language_model and dcgan never build on an earlier step's result. No threshold: one
-occurrence is the bug.
+Measured (2026-11-25): ``total += loss`` is seen at its line by its third step,
+``sum(loss_history[-100:])`` and ``torch.cat(outputs)`` as soon as they run; the fixed twins of
+the doctor-bug corpus and 18 clean public scripts (pytorch/examples, yunjey's tutorial,
+PyTorch-GAN) never hold two earlier steps' results. No threshold: one occurrence is the bug.
 """
 
 from __future__ import annotations

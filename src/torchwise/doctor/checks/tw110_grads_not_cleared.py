@@ -28,7 +28,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW110",)
 SCRIPT = True
-EXPLAINS = ("TW134", "TW135", "TW130", "TW140")  # the growing update diverges, swings or explodes
+EXPLAINS = ("TW130", "TW131", "TW132", "TW134", "TW135", "TW140")  # the growing update diverges, swings, explodes, kills or saturates units
 
 
 def check(ctx) -> list[Finding] | Skipped:

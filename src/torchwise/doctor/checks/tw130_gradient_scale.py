@@ -1,14 +1,19 @@
 """Exploding or vanishing gradients: per-layer gradient norms and their ratio across depth.
 
 What: after every backward the gradient norm of each weight matrix / kernel is kept (on the
-device, read in batches), and on the watched steps (every other one) the RMS of the gradient
-that reaches each Linear/convolution layer's *output* (the backpropagated signal). Three
-measures: the *signal ratio*, the median output-gradient RMS of the first trained layer (in
-forward order) over that of the last one; the *depth ratio*, the same for the weight gradients;
-and the *growth*, the median total gradient norm over the last fifth of the steps against the
-first tenth. Vanishing: signal or depth ratio below ``VANISH_RATIO``; exploding: signal ratio
-above ``SIGNAL_EXPLODE``, depth ratio above ``EXPLODE_RATIO`` or growth above ``GROWTH``.
-Embeddings and normalisation layers are left out (their gradients are sparse or scale-free).
+device, read in batches), and on the watched steps (every other one) the norm per sample of the
+gradient that reaches each Linear/convolution layer's *output* (the backpropagated signal; per
+sample, not per element, so a conv map and a Linear output compare). Measured per model (a GAN's
+generator and discriminator each on their own): the *relative ratio*, the first trained weight
+layer's ``||grad|| / ||weight||`` (in forward order) over the last one's — how fast each end can
+learn; the *signal ratio*, the first layer's signal over the last one's; the *depth ratio* (the
+weight gradients' RMS, evidence only: a conv kernel's gradient sums over every position, so it
+does not compare with a Linear layer's); and the *growth*, the median total gradient norm over
+the last fifth of the steps against the first tenth (not judged for a model an adversarial
+objective trains: a generator's gradients grow as its discriminator learns). Vanishing: relative
+ratio below ``VANISH_RATIO``; exploding: signal ratio above ``SIGNAL_EXPLODE``, relative ratio
+above ``EXPLODE_RATIO`` or growth above ``GROWTH``. Embeddings and normalisation layers are left
+out (their gradients are sparse or scale-free).
 Why the signal and not only the weights: in a ReLU stack initialised too wide every layer
 multiplies the forward activations *and* the backpropagated gradient by the same factor, so a
 weight gradient (signal x input activation) is the same size in every layer while the signal
@@ -24,17 +29,19 @@ Fix: residual connections and normalisation (BatchNorm/LayerNorm), ReLU-family a
 a proper init (``kaiming_normal_`` for ReLU, ``xavier_uniform_`` for tanh), gradient clipping
 (``clip_grad_norm_``) and a smaller learning rate against explosion.
 
-Thresholds, measured with ``--steps 200`` on the healthy models of ``tests/doctor/realistic.py``
-(MLP ReLU/tanh on digits, a CNN with BatchNorm, a GRU classifier, a 2-layer transformer LM,
-tanh/sigmoid regression MLPs; seeds 0 and 1): depth ratios between 0.04 and 1.2, growth at most
-4.4, signal ratios between 0.02 and 0.9; on the examples of this repository (``torchwise doctor
-examples/X.py:task --steps 200``) signal ratios between 0.014 and 0.44 (gru_classifier: one
-Linear layer, no ratio); a 12-layer ReLU MLP with kaiming init (healthy, deep) reaches 4.5 late
-in the run; 6- and 10-layer ReLU MLPs with PyTorch's default init 0.86 and 0.57. Faults (2026-11-23): a 12-layer sigmoid
-MLP gives ratios near 1e-6; a 12-layer ReLU MLP with weights 3x kaiming under Adam a signal
-ratio of 6e4 (2x kaiming: 4e2) while its depth ratio stays near 1 and its growth below 1; a
-12-layer tanh MLP initialised with std 1 a depth ratio of about 2e3 and growth above 10.
-``SIGNAL_EXPLODE`` = 100 leaves a factor 20 above the healthy maximum.
+Thresholds, measured 2026-11-25 with 150 steps on the healthy models of
+``tests/doctor/realistic.py`` (MLP ReLU/tanh on digits, a CNN with BatchNorm, a GRU classifier, a
+2-layer transformer LM, tanh/sigmoid regression MLPs; seeds 0 and 1): relative ratios 0.010-2.9
+(the sigmoid regression MLP the lowest), signal ratios 0.13-7.7, growth at most 6.9; at 200 steps
+on public scripts (pytorch/examples mnist, vae; yunjey's feedforward, CNN, LSTM) relative ratios
+0.10-1.45 and signal ratios 0.03-7.1 — pytorch/examples' MNIST CNN, reported before as
+"vanishing 1.15e3x" from its raw weight-gradient RMS, has a relative ratio of 0.15; the critics
+and generators of pytorch/examples dcgan, PyTorch-GAN wgan_gp and yunjey's GAN stay quiet
+(relative ratios 0.017-0.13 over both models together). Faults: a 12-layer sigmoid MLP gives
+relative ratios near 1e-6; a 12-layer ReLU MLP with weights 3x kaiming under Adam a signal ratio
+of 2.6e5 (then TW142 names the init); SGD at lr 0.2 with momentum on the regression MLP a growth
+of 4.5e16 (then TW140 names the learning rate). ``SIGNAL_EXPLODE`` = 100 leaves a factor 13
+above the healthy maximum, ``VANISH_RATIO`` = 1e-3 a factor 10 below the healthy minimum.
 """
 
 from __future__ import annotations
