@@ -1,6 +1,8 @@
-"""The watched process: ``python -m torchwise.watch.child [options] -- train.py ARGS``.
+"""The watched process: ``python -m torchwise.watch.child train.py ARGS``.
 
-Started by ``torchwise watch`` (directly, or as each worker of ``torchrun``), it attaches a
+Started by ``torchwise watch`` (directly, or as each worker of ``torchrun``), with its options in
+the ``TORCHWISE_WATCH`` environment variable (JSON: torchrun would read options on its command
+line as its own), it attaches a
 :class:`~torchwise.watch.session.Session` and runs the script unmodified with ``runpy``, writes
 its events to its rank's log, and at the end writes an ``end`` record holding the whole run's
 report. It exits with the script's own status (0, the ``sys.exit`` code, 1 for an exception,
@@ -15,6 +17,7 @@ otherwise (or after the grace) the watch ends it from the optimizer step hook by
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -58,20 +61,23 @@ class Stopper:
         raise StopScript()
 
 
+ENV = "TORCHWISE_WATCH"
+
+
 def _parse(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m torchwise.watch.child")
-    parser.add_argument("--log", required=True)
-    parser.add_argument("--every", type=int, default=None)
-    parser.add_argument("--stop-on", default="never")
-    parser.add_argument("--grace", type=float, default=60.0)
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--stall", type=float, default=600.0)
-    parser.add_argument("--rank-every", type=int, default=50)
-    parser.add_argument("--tensorboard", default=None)
-    parser.add_argument("--alerts", action="store_true")
-    parser.add_argument("--module", default=None)
-    parser.add_argument("script", nargs="*")
-    return parser.parse_args(argv)
+    settings = json.loads(os.environ.get(ENV) or "{}")
+    if "log" not in settings:
+        raise SystemExit(f"python -m torchwise.watch.child is started by `torchwise watch` ({ENV} is not set)")
+    script = list(argv)
+    if script[:1] == ["--"]:
+        script = script[1:]
+    args = argparse.Namespace(every=None, stop_on="never", grace=60.0, resume=False, stall=600.0, rank_every=50,
+                              tensorboard=None, alerts=False, module=None)
+    vars(args).update(settings)
+    if args.module:  # `torchrun -m pkg.train`: the module name came first
+        script = script[1:] if script[:1] == [args.module] else script
+    args.script = script
+    return args
 
 
 def main(argv: Sequence[str]) -> int:

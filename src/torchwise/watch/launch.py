@@ -16,6 +16,7 @@ gone, an ``exit`` record is appended to each log, and the run's report is assemb
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -33,11 +34,13 @@ POLL_S = 0.5
 
 @dataclass
 class Launch:
-    """The child command, and how many ranks' logs to follow."""
+    """The child command, its settings (``TORCHWISE_WATCH``), and whether it runs several ranks."""
 
     argv: list[str]
     distributed: bool
     subject: str
+    settings: str = "{}"
+    module: bool = False
 
 
 def default_log() -> Path:
@@ -54,16 +57,11 @@ def _is_torchrun(command: list[str]) -> int:
     return 0
 
 
-def child_options(options: WatchOptions, log: Path, grace: float) -> list[str]:
-    out = ["--log", str(log), "--stop-on", options.stop_on, "--grace", str(grace), "--stall", str(options.stall),
-           "--rank-every", str(options.rank_every)]
-    if options.every is not None:
-        out += ["--every", str(options.every)]
-    if options.resume:
-        out.append("--resume")
-    if options.tensorboard:
-        out += ["--tensorboard", str(options.tensorboard)]
-    return out
+def child_options(options: WatchOptions, log: Path, grace: float, module: str | None = None) -> str:
+    """The child's settings, as the JSON of its ``TORCHWISE_WATCH`` environment variable."""
+    return json.dumps({"log": str(log), "stop_on": options.stop_on, "grace": grace, "stall": options.stall,
+                       "rank_every": options.rank_every, "every": options.every, "resume": options.resume,
+                       "tensorboard": str(options.tensorboard) if options.tensorboard else None, "module": module})
 
 
 def plan(command: Sequence[str], options: WatchOptions, log: Path, grace: float = 60.0) -> Launch:
@@ -71,10 +69,11 @@ def plan(command: Sequence[str], options: WatchOptions, log: Path, grace: float 
     command = list(command)
     if not command:
         raise UsageError("no command given: use `torchwise watch -- python train.py ARGS` or `-- torchrun ... train.py ARGS`")
-    opts = child_options(options, log, grace)
     lead = _is_torchrun(command)
     if lead:
-        return _torchrun(command[lead:], opts)
+        launch = _torchrun(command[lead:])
+        launch.settings = child_options(options, log, grace, launch.subject if launch.module else None)
+        return launch
     python = sys.executable
     if not command[0].endswith(".py") and os.path.basename(command[0]).startswith("python"):
         python = command[0] if command[0] != "python" else sys.executable
@@ -84,17 +83,18 @@ def plan(command: Sequence[str], options: WatchOptions, log: Path, grace: float 
     if command[0] == "-m":
         if len(command) < 2:
             raise UsageError("`python -m` needs a module name")
-        return Launch([python, "-m", "torchwise.watch.child", *opts, "--module", command[1], "--", *command[2:]], False, command[1])
+        return Launch([python, "-m", "torchwise.watch.child", *command[2:]], False, command[1],
+                      child_options(options, log, grace, command[1]))
     if command[0].startswith("-"):
         raise UsageError(f"unsupported Python option {command[0]!r}: expected `python train.py ARGS` or `python -m module ARGS`")
     if not command[0].endswith(".py") and not Path(command[0]).is_file():
         raise UsageError(f"not a Python script or command: {command[0]!r} (expected `python train.py ARGS` or `torchrun ... train.py ARGS`)")
     if not Path(command[0]).is_file():
         raise UsageError(f"training script not found: {command[0]} (expected `python path/to/train.py ARGS`)")
-    return Launch([python, "-m", "torchwise.watch.child", *opts, "--", *command], False, command[0])
+    return Launch([python, "-m", "torchwise.watch.child", *command], False, command[0], child_options(options, log, grace))
 
 
-def _torchrun(rest: list[str], opts: list[str]) -> Launch:
+def _torchrun(rest: list[str]) -> Launch:
     from torch.distributed.run import get_args_parser
 
     parser = get_args_parser()
@@ -105,21 +105,22 @@ def _torchrun(rest: list[str], opts: list[str]) -> Launch:
     if parsed.no_python:
         raise UsageError("torchrun --no-python runs a program that is not Python: the watch attaches to Python training scripts only")
     tail = 1 + len(parsed.training_script_args)
-    head = rest[: len(rest) - tail]
-    head = [a for a in head if a not in ("-m", "--module")]
-    if parsed.module:
-        target = ["--module", parsed.training_script, "--", *parsed.training_script_args]
-    else:
-        if not Path(parsed.training_script).is_file():
-            raise UsageError(f"training script not found: {parsed.training_script} (expected `torchrun [OPTIONS] path/to/train.py ARGS`)")
-        target = ["--", parsed.training_script, *parsed.training_script_args]
-    argv = [sys.executable, "-m", "torch.distributed.run", *head, "-m", "torchwise.watch.child", *opts, *target]
-    return Launch(argv, True, parsed.training_script)
+    head = [a for a in rest[: len(rest) - tail] if a not in ("-m", "--module")]
+    if not parsed.module and not Path(parsed.training_script).is_file():
+        raise UsageError(f"training script not found: {parsed.training_script} (expected `torchrun [OPTIONS] path/to/train.py ARGS`)")
+    argv = [sys.executable, "-m", "torch.distributed.run", *head, "-m", "torchwise.watch.child",
+            parsed.training_script, *parsed.training_script_args]
+    launch = Launch(argv, True, parsed.training_script)
+    launch.module = bool(parsed.module)
+    return launch
 
 
-def child_env() -> dict[str, str]:
+def child_env(settings: str = "{}") -> dict[str, str]:
+    from torchwise.watch.child import ENV
+
     src = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
+    env[ENV] = settings
     env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
@@ -175,7 +176,7 @@ def run_watched(launch: Launch, log: Path, options: WatchOptions, *, grace: floa
     """Run the planned command to its end, following its logs; returns the process's exit status."""
     say = say or (lambda line: print(line, file=sys.stderr, flush=True))
     follower = Follower(log, launch.distributed, options, say)
-    proc = subprocess.Popen(launch.argv, env=child_env(), stdout=stdout)
+    proc = subprocess.Popen(launch.argv, env=child_env(launch.settings), stdout=stdout)
     previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
 
     def forward(signum: int, frame: Any) -> None:

@@ -12,9 +12,9 @@ compared across the run:
 - **learning rate collapsed** (TW133): every group's learning rate below ``LR_FLOOR`` of its
   peak for two windows or more, and for ``LR_LOW_SHARE`` of the run so far, while training goes on — a schedule that ended before the run
   (a per-epoch scheduler stepped per batch, a ``T_max`` in epochs given steps);
-- **input pipeline slowing down** (TW222): the wait share of a window above ``WAIT_SHARE`` and
-  ``WAIT_RISE`` points above the early windows', or above ``WAIT_SHARE`` from the start for three
-  windows;
+- **input pipeline slowing down** (TW222): the wait share of a window above ``WAIT_SHARE``,
+  ``WAIT_RISE`` points above the early windows' and the wait per step 3x theirs, or above
+  ``WAIT_SHARE`` from the start for three windows; never for waits under ``WAIT_MS`` a step;
 - **memory growing** (TW101): the memory held rose in each of the last ``GROW_WINDOWS``
   windows, by ``GROW_SHARE`` and ``GROW_MB`` in all since the second window: tensors kept
   across steps (a loss summed with its graph, outputs appended to a list).
@@ -39,6 +39,7 @@ LR_FLOOR = 1e-3
 LR_LOW_SHARE = 0.1  # ... for this share of the run's steps so far (a cosine ends below 1e-3 in its last 2%)
 WAIT_SHARE = 0.25
 WAIT_RISE = 0.15
+WAIT_MS = 2.0  # ... and at least this long per step (a tiny model's sub-millisecond fetches are no bottleneck)
 GROW_WINDOWS = 5
 GROW_SHARE = 0.2
 GROW_MB = 100.0
@@ -51,12 +52,14 @@ class LongRun:
         self.capacity = capacity
         self.loss: dict[str, Series] = {}
         self.wait = Series(capacity)
+        self.wait_ms = Series(capacity)
         self.step_ms = Series(capacity)
         self.memory = Series(capacity)
         self.lr_peak: list[float] = []
         self.lr_low_since: int | None = None
         self.lr_low_windows = 0
         self.lr_reported = False
+        self._lr_now: list[float] = []
         self.windows = 0
         self.restart_at: int | None = None  # a resumed run: the step it resumed from
         self.before_restart: dict[str, list[float]] = {}  # objective -> window medians before it
@@ -74,11 +77,15 @@ class LongRun:
         ``memory_mb``, ``lrs``); the findings they show."""
         self.windows += 1
         out: list[Finding] = []
+        if agg.get("samples", 3) < 3:  # a window cut short (the run ended, a NaN): too few samples to compare
+            return out
         for site, value in (agg.get("loss") or {}).items():
             out += self._loss(site, step, start, value)
         if agg.get("wait") is not None:
-            out += self._wait(step, start, agg["wait"])
+            wait_ms = agg["wait"] * (agg.get("step_ms") or 0.0)
+            out += self._wait(step, start, agg["wait"], wait_ms)
             self.wait.add(step, agg["wait"])
+            self.wait_ms.add(step, wait_ms)
         if agg.get("step_ms") is not None:
             self.step_ms.add(step, agg["step_ms"])
         if agg.get("memory_mb") is not None and math.isfinite(agg["memory_mb"]):
@@ -87,6 +94,11 @@ class LongRun:
         if agg.get("lrs"):
             out += self._lr(step, agg["lrs"])
         return out
+
+    def annealed(self) -> bool:
+        """The learning rate is below 1e-2 of its peak now (a schedule near its end, or collapsed)."""
+        return self.lr_low_since is not None or bool(self._lr_now and all(
+            v < 10 * LR_FLOOR * p for v, p in zip(self._lr_now, self.lr_peak) if p > 0))
 
     # -- the checks ------------------------------------------------------------------------------
     def _loss(self, site: str, step: int, start: int, value: float) -> list[Finding]:
@@ -117,14 +129,14 @@ class LongRun:
                             "resume from the last good checkpoint")]
         return []
 
-    def _wait(self, step: int, start: int, share: float) -> list[Finding]:
+    def _wait(self, step: int, start: int, share: float, wait_ms: float) -> list[Finding]:
         early = self.wait.values[:3]
-        if share <= WAIT_SHARE:
+        if share <= WAIT_SHARE or wait_ms < WAIT_MS:
             return []
         where = "DataLoader"
         fix = ("more DataLoader workers (num_workers), pin_memory with non_blocking copies, persistent_workers=True, "
                "a faster decode/augmentation (or do it once, ahead of training)")
-        if len(early) >= 3 and median(early) + WAIT_RISE < share:
+        if len(early) >= 3 and median(early) + WAIT_RISE < share and wait_ms > 3 * median(self.wait_ms.values[:3]):
             return [Finding("TW222", "warning",
                             f"waiting for batches rose from {median(early):.0%} of the step time early in the run to {share:.0%} "
                             f"over steps {start:,}-{step:,}: the input pipeline is slowing training down", where,
@@ -155,6 +167,7 @@ class LongRun:
                         "that hold their graph to a list; free caches that grow with the step count")]
 
     def _lr(self, step: int, lrs: list[float]) -> list[Finding]:
+        self._lr_now = list(lrs)
         if len(self.lr_peak) != len(lrs):
             self.lr_peak = [0.0] * len(lrs)
         self.lr_peak = [max(p, v) if math.isfinite(v) else p for p, v in zip(self.lr_peak, lrs)]

@@ -14,6 +14,7 @@ DENSE_STEPS = 20  # the first steps are all sampled (window 0, like `doctor --st
 WINDOW_SAMPLES = 20  # samples judged together by the doctor's checks (its dynamics need >= 20)
 MIN_EVERY, MAX_EVERY = 10, 2000  # the bounds of the automatic sampling interval
 BUDGET = 0.02  # the share of training time the sampled steps may add (automatic interval)
+DIST_EVERY = 100  # under torchrun: a fixed interval, the same steps sampled on every rank
 RANK_EVERY = 50  # steps between two cross-rank comparisons (plus the dense first steps)
 
 
@@ -22,7 +23,7 @@ class WatchOptions:
     """How a run is watched.
 
     ``every``: sample one step in N (``None``: chosen so that sampling adds about ``budget`` of
-    the step time, between 10 and 2000). ``stop_on``: "error" ends the run on the first error
+    the step time, between 10 and 2000; under torchrun 100, the same steps on every rank). ``stop_on``: "error" ends the run on the first error
     finding ("warning": on any warning or error). ``log``: the JSON-lines event log (None: none).
     ``resume``: append to an existing log (the findings it holds are not alerted again).
     ``alerts``: print one line per new finding on stderr. ``rank_every``: steps between two

@@ -38,8 +38,8 @@ from torchwise.watch.series import median
 
 DRIFT = 1e-5  # relative difference of a parameter norm between ranks that counts as out of sync
 GRAD_DRIFT = 1e-4
-STRAGGLER = 1.5
-GAP = 0.1
+STRAGGLER = 2.0
+GAP = 0.25
 LAG_S = 120.0
 KEY = "torchwise_watch"
 
@@ -100,27 +100,21 @@ def _drift(step: int, records: list[dict[str, Any]], state: CompareState, names:
     if state.drift_reported:
         return []
     state.drift_reported = True
-    main = groups[0]
-    ref = records[main[0]]
     syncs = [r["c"]["sync"] for r in records]
     batches = [r["c"]["batches"] for r in records]
-    apart = [r for g in groups[1:] for r in g]
-    if len(records) == 2:  # two ranks: the counters say which one left the others
-        fewer = [r for r in range(2) if syncs[r] < max(syncs)]
-        more = [r for r in range(2) if batches[r] > min(batches)]
-        apart = fewer or more or [1]
-        main = [1 - apart[0]]
-        ref = records[main[0]]
+    main, apart, known = _who(groups, syncs, batches)
+    ref = records[main[0]]
     r = apart[0]
     rec = records[r]
     differ = [i for i, (a, b) in enumerate(zip(ref["p"], rec["p"])) if not _close(a, b, DRIFT)]
     label = [names[i] if i < len(names) else f"parameter {i}" for i in differ]
     since = f"in sync at step {state.in_sync_at:,}" if state.in_sync_at is not None else "never seen in sync"
     cause, fix = _cause(r, records, syncs, batches, len(differ), len(ref["p"]), label)
+    who = f"rank {r} differs from rank {main[0]}" if known else f"ranks {r} and {main[0]} differ"
     worst = max((abs(a - b) / max(abs(a), 1e-12) for a, b in ((ref["p"][i], rec["p"][i]) for i in differ)), default=0.0)
     return [Finding(
         "TW409", "error",
-        f"the ranks' weights drifted apart: rank {r} differs from rank {main[0]} at step {step:,} ({since}); "
+        f"the ranks' weights drifted apart: {who} at step {step:,} ({since}); "
         f"{len(differ)} of {len(ref['p'])} parameter tensors differ (up to {worst:.2g} relative); {cause}",
         f"rank {r}: " + ", ".join(label[:4]) + (f" (+{len(label) - 4} more)" if len(label) > 4 else ""),
         {"rank": r, "ranks_apart": apart, "step": step, "in_sync_at": state.in_sync_at, "parameters": label[:50],
@@ -128,21 +122,39 @@ def _drift(step: int, records: list[dict[str, Any]], state: CompareState, names:
         fix)]
 
 
+def _who(groups: list[list[int]], syncs: list[int], batches: list[int]) -> tuple[list[int], list[int], bool]:
+    """(ranks in sync, ranks apart, whether the split is known). The majority is in sync; with
+    two ranks the counters decide: more batches than the other for the same optimizer steps (it
+    skipped a step), else fewer gradient syncs (it skipped a sync)."""
+    if len(syncs) > 2:
+        return groups[0], [r for g in groups[1:] for r in g], True
+    if batches[0] != batches[1]:
+        r = 0 if batches[0] > batches[1] else 1
+    elif syncs[0] != syncs[1]:
+        r = 0 if syncs[0] < syncs[1] else 1
+    else:
+        return [0], [1], False
+    return [1 - r], [r], True
+
+
 def _cause(r: int, records: list[dict[str, Any]], syncs: list[int], batches: list[int], differ: int, total: int, label: list[str]) -> tuple[str, str]:
     others = [x for i, x in enumerate(syncs) if i != r]
+    other_batches = [x for i, x in enumerate(batches) if i != r]
+    if records[r].get("moved") or any(rec.get("moved") for rec in records):
+        return ("parameters were moved after DistributedDataParallel wrapped them (see the TW409 finding on the move): "
+                "their gradients are not averaged", "move the model to its device and dtype before wrapping it in DistributedDataParallel")
     if max(syncs) == 0:
         return ("no gradient sync was seen on any rank (no DistributedDataParallel pass, no all_reduce): every rank trains its own copy",
                 "wrap the model in DistributedDataParallel (or all_reduce the gradients before every optimizer step)")
-    if syncs[r] < median(others):
-        return (f"rank {r} synchronized its gradients {syncs[r]} times, the others {int(median(others))}: it skipped a sync "
-                "(a no_sync() or an all_reduce left out on that rank)",
-                "take the same sync decisions on every rank: no rank-dependent no_sync()/all_reduce; decide skips from values all ranks share")
-    other_batches = [x for i, x in enumerate(batches) if i != r]
     if batches[r] != median(other_batches):
         return (f"rank {r} took {batches[r]} batches for the same optimizer steps, the others {int(median(other_batches))}: "
                 "it skipped optimizer steps (or took extra batches) on its own",
                 "decide to skip a step (a non-finite loss, a bad batch) from a value all ranks agree on (all_reduce it first), "
                 "so that every rank skips together")
+    if syncs[r] < median(others):
+        return (f"rank {r} synchronized its gradients {syncs[r]} times, the others {int(median(others))}: it skipped a sync "
+                "(a no_sync() or an all_reduce left out on that rank)",
+                "take the same sync decisions on every rank: no rank-dependent no_sync()/all_reduce; decide skips from values all ranks share")
     if differ < total:
         return (f"only these parameters differ ({', '.join(label[:3])}): their gradients are not averaged across ranks "
                 "(moved or replaced after DistributedDataParallel wrapped the model, or left out of the sync)",
@@ -217,15 +229,21 @@ class RankCheck(AddOn):
         return step <= self.session.options.dense or step % self.session.options.rank_every == 0
 
     def _params(self) -> tuple[list[Any], list[str]]:
+        """The parameters compared: the DDP-wrapped model's, else those the doctor's recorder tracks
+        (the first optimizer's, named by their modules), else the first optimizer's."""
         w = self.ddp.current()
         module = w.module() if w is not None else None
         if module is not None:
             named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-        else:
-            first = self.session.first
-            params = [p for g in getattr(first, "param_groups", []) for p in g["params"]] if first is not None else []
-            named = [(f"parameter {i}", p) for i, p in enumerate(params)]
-        return [p for _, p in named], [n for n, _ in named]
+            return [p for _, p in named], [n for n, _ in named]
+        watch = self.session.window.watch if self.session.window is not None else None
+        if watch is not None and watch._params:
+            self._tracked = (list(watch._params), list(watch.result.param_names))
+        if getattr(self, "_tracked", None):
+            return self._tracked
+        first = self.session.first
+        params = [p for g in getattr(first, "param_groups", []) for p in g["params"]] if first is not None else []
+        return params, [f"parameter {i}" for i in range(len(params))]
 
     def pre_step(self, optimizer: Any, first: bool) -> None:
         if not first or not self.due(self.session.step + 1):
@@ -284,7 +302,7 @@ class RankCheck(AddOn):
         sharded = any(type(p).__name__ in ("FlatParameter", "DTensor") for p in params)
         return {
             "s": step, "r": self.rank, "p": norms, "sig": hash(tuple(tuple(p.shape) for p in params)) % (2**31),
-            "sharded": sharded, "g": float(self._grad) if self._grad is not None else None, "loss": loss_value,
+            "sharded": sharded, "moved": bool(self.ddp.current() and self.ddp.current().reported), "g": float(self._grad) if self._grad is not None else None, "loss": loss_value,
             "c": {"sync": self.ddp.synced + self.ddp.collectives.get("all_reduce", 0), "batches": s.batches, "backward": s.backwards},
             "wall_ms": wall * 1e3, "own_ms": max(0.0, wall - waited / n) * 1e3, "wait_ms": (s.wait_s - wait) / n * 1e3,
         }

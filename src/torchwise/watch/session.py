@@ -27,7 +27,7 @@ from typing import Any, Callable
 from torchwise.watch.alerts import Findings, alert_line
 from torchwise.watch.events import EventLog
 from torchwise.watch.measure import UpdateRatio, learning_rates, memory_mb, per_layer, ratios_per_layer
-from torchwise.watch.options import MAX_EVERY, MIN_EVERY, WatchOptions, rank_and_world
+from torchwise.watch.options import DIST_EVERY, MAX_EVERY, MIN_EVERY, WatchOptions, rank_and_world
 from torchwise.watch.series import median
 
 
@@ -78,6 +78,7 @@ class Session:
         self._losses: list[tuple[int, str, Any]] = []  # (sample, backward site, loss on the device)
         self._since = (time.perf_counter(), 0.0)  # (time, loader wait) at the last sample
         self._next_sample = 0
+        self._nonfinite_seen = False
         self._row_norms = self._row_ratios = 0
         self._last_loss: Any = None
         from torchwise.watch.longrun import LongRun
@@ -249,7 +250,7 @@ class Session:
         for extra in self.extras:
             extra.post_step()
         w = self.window
-        if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or w.went_nonfinite:
+        if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
             self._close_window()
         if self.step >= self._next_sample:
             self._begin_sample()
@@ -292,6 +293,10 @@ class Session:
         self._since = (now, self.wait_s)
         self.samples += 1
         self._sampled.append(duration)
+        if self.world_size > 1:  # every rank samples the same steps (a sampled step on one rank would stall the others)
+            self.every = self.options.every or DIST_EVERY
+            self._next_sample = self.step if w.index == 0 else (self.step // self.every + 1) * self.every - 1
+            return
         if self.options.every is None:
             self.every = self._auto_every()
         self._next_sample = self.step + (1 if w.index == 0 else self.every) - 1  # begin at that step's start
@@ -324,9 +329,18 @@ class Session:
         found = report.findings
         if w.samples < wanted:  # a short last window: too few samples for the dynamics checks to judge
             found = [f for f in found if f.code not in _dynamics_codes()]
-        self.findings.add(found, step, rank=self.rank, world_size=self.world_size)
+        if self._nonfinite_seen:  # after the first NaN everything is NaN: the first report names the cause
+            found = [f for f in found if f.code not in ("TW105", "TW112") and f.code not in _dynamics_codes()]
+        if w.index > 1:  # the loss-curve checks judge early training; later, the long-run checks compare windows
+            found = [f for f in found if f.code not in EARLY_ONLY]
+        self._nonfinite_seen = self._nonfinite_seen or w.went_nonfinite
         agg = self._write_samples(w)
-        self.findings.add(self.longrun.add(step, self.base + w.start_step, agg), step, rank=self.rank, world_size=self.world_size)
+        agg["samples"] = w.samples
+        longrun = self.longrun.add(step, self.base + w.start_step, agg)
+        if self.longrun.annealed():  # a schedule near its end (or collapsed: the long-run check says) moves weights little
+            found = [f for f in found if f.code != "TW133"]
+        self.findings.add(found, step, rank=self.rank, world_size=self.world_size)
+        self.findings.add(longrun, step, rank=self.rank, world_size=self.world_size)
         self.log.write("window", index=w.index, step=step, start=self.base + w.start_step, samples=w.samples,
                        every=self.every, loss=agg.get("loss"), wait=agg.get("wait"), step_ms=agg.get("step_ms"),
                        memory_mb=agg.get("memory_mb"), lrs=agg.get("lrs"), overhead=round(self.overhead_share(), 4))
@@ -416,6 +430,9 @@ class Session:
                 if k in base.measured:
                     measured[k] = base.measured[k]
         return DoctorReport(self.subject, self.findings.as_findings(), skipped, measured, failure)
+
+
+EARLY_ONLY = ("TW134", "TW135", "TW136")  # the doctor's loss-curve checks: calibrated on the first steps of training
 
 
 def _dynamics_codes() -> set[str]:
