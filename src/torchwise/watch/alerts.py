@@ -41,7 +41,7 @@ class Findings:
     def known(self, record: dict[str, Any]) -> None:
         """A finding of an earlier segment of the run (a resumed log): remembered, not alerted."""
         key = finding_key(record["code"], record.get("where", ""))
-        self._seen[key] = max(self._seen.get(key, 99), _RANK.get(record.get("severity", "hint"), 2))
+        self._seen[key] = min(self._seen.get(key, 99), _RANK.get(record.get("severity", "hint"), 2))
         self.records.append(dict(record, earlier=True))
 
     def add(self, findings: list[Finding], step: int, **extra: Any) -> list[dict[str, Any]]:

@@ -132,8 +132,8 @@ def main(argv: Sequence[str]) -> int:
         status, code = "failed", 1
         failure = _failure(exc)
         _print_traceback(exc)
-    if stopper.stopped:
-        status, code = "stopped", 0
+    if stopper.stopped or (stopper.asked_at is not None and status in ("completed", "terminated")):
+        status, code = "stopped", 0  # (asked by --stop-on; a script that saved on SIGTERM exits on its own)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the end record is written whatever comes now
     try:
         report = session.finish(failure)

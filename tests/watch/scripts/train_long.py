@@ -8,6 +8,7 @@ with its graph in a list), ``slow-loader`` (batches take 20 ms from step ``--at`
 (raises at step ``--at``), ``exit`` (``os._exit(0)`` at step ``--at``), ``untrained`` (builds
 the model, never steps), ``spawn`` (trains in a worker process started with multiprocessing),
 ``sigterm`` (handles SIGTERM by saving ``--save`` and exiting: a long run stopped by the watch).
+Several faults: ``--fault nan,sigterm``.
 """
 
 import argparse
@@ -27,6 +28,7 @@ parser.add_argument("--fault", default="none")
 parser.add_argument("--at", type=int, default=200)
 parser.add_argument("--save", default="checkpoint.pt")
 args = parser.parse_args()
+faults = set(args.fault.split(","))
 
 torch.manual_seed(0)
 x_all = torch.randn(4096, 32)
@@ -51,20 +53,20 @@ def make_model():
 def train(steps):
     model = make_model()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5) if args.fault == "lr-collapse" else None
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10, gamma=0.5) if "lr-collapse" in faults else None
     loader = DataLoader(Data(), batch_size=32, shuffle=True)
     kept = []
     step = 0
     while step < steps:
         for xb, yb in loader:
-            if args.fault == "slow-loader" and step >= args.at:
+            if "slow-loader" in faults and step >= args.at:
                 time.sleep(0.02)
-            if args.fault == "nan" and step == args.at:
+            if "nan" in faults and step == args.at:
                 xb = xb.clone()
                 xb[0, 0] = float("inf")
-            if args.fault == "fail" and step == args.at:
+            if "fail" in faults and step == args.at:
                 raise ValueError(f"a bad batch at step {step}")
-            if args.fault == "exit" and step == args.at:
+            if "exit" in faults and step == args.at:
                 os._exit(0)
             loss = F.cross_entropy(model(xb), yb)
             optimizer.zero_grad()
@@ -72,7 +74,7 @@ def train(steps):
             optimizer.step()
             if scheduler is not None:
                 scheduler.step()  # a per-epoch schedule stepped every batch
-            if args.fault == "leak":
+            if "leak" in faults:
                 kept.append(loss * torch.ones(256, 256))  # the loss, and a graph, kept for every step
             step += 1
             if step >= steps:
@@ -87,15 +89,15 @@ def on_sigterm(signum, frame):
 
 
 if __name__ == "__main__":
-    if args.fault == "sigterm":
+    if "sigterm" in faults:
         signal.signal(signal.SIGTERM, on_sigterm)
-    if args.fault == "untrained":
+    if "untrained" in faults:
         model = make_model()
         print("built", sum(p.numel() for p in model.parameters()), "parameters")
-    elif args.fault == "spawn":
+    elif "spawn" in faults:
         import multiprocessing as mp
 
-        p = mp.get_context("spawn").Process(target=train, args=(20,))
+        p = mp.get_context("fork").Process(target=train, args=(20,))
         p.start()
         p.join()
     else:
