@@ -210,9 +210,9 @@ class Session:
         return next_batch
 
     # -- optimizer steps -------------------------------------------------------------------------------
-    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if not self.active:
-            return
+            return None
         if self.first is None:
             self.first = optimizer
             if self.resume is not None:
@@ -221,6 +221,28 @@ class Session:
                 resolve_base(self, optimizer)
         if all(o is not optimizer for o in self.optimizers):
             self.optimizers.append(optimizer)
+        closure = kwargs.get("closure") if kwargs else None
+        if closure is None and args and callable(args[0]):
+            closure = args[0]
+        if closure is None:
+            self._before_update(optimizer)
+            return None
+        # a closure (Lightning, LBFGS): forward and backward run inside step(); look after they ran
+        done: list[bool] = []
+
+        def watched_closure(*a: Any, **k: Any) -> Any:
+            result = closure(*a, **k)
+            if not done:
+                done.append(True)
+                self._before_update(optimizer)
+            return result
+
+        if kwargs and kwargs.get("closure") is closure:
+            return args, {**kwargs, "closure": watched_closure}
+        return (watched_closure, *args[1:]), kwargs
+
+    def _before_update(self, optimizer: Any) -> None:
+        """The gradients are ready, the weights not yet updated."""
         if self.sampling:
             with _quiet():
                 self.window.pre_step(optimizer)
@@ -450,8 +472,10 @@ def _quiet() -> Any:
 
 def _torch_optimizer(opt: Any) -> Any:
     """The torch optimizer inside a wrapper (Accelerate's AcceleratedOptimizer, Lightning's)."""
+    import torch
+
     seen = 0
-    while not hasattr(opt, "register_step_pre_hook") and hasattr(opt, "optimizer") and seen < 4:
+    while isinstance(getattr(opt, "optimizer", None), torch.optim.Optimizer) and seen < 4:
         opt, seen = opt.optimizer, seen + 1
     return opt
 
