@@ -179,11 +179,14 @@ def test_same_batches_on_every_rank_and_a_straggler():
     assert all(not compare(s, [_rec(0, [1.0], loss=1.0 + s), _rec(1, [1.0], loss=1.1 + s)], different, ["w"], False) for s in range(5))
     slow = CompareState()
     found = []
-    for step in (50, 100, 150):
+    for step in (50, 100, 150, 200, 250):
         found += compare(step, [_rec(0, [1.0], own=20, wall=100), _rec(1, [1.0], own=90, wall=100, wait=70)], slow, ["w"], True)
     assert [f.code for f in found] == ["TW412"] and "rank 1 is a straggler" in found[0].message and "waiting for batches" in found[0].message
     noisy = CompareState()
-    assert all(not compare(s, [_rec(0, [1.0], own=20, wall=40), _rec(1, [1.0], own=30, wall=40)], noisy, ["w"], True) for s in range(5))
+    assert all(not compare(s, [_rec(0, [1.0], own=20, wall=40), _rec(1, [1.0], own=30, wall=40)], noisy, ["w"], True) for s in range(9))
+    brief = CompareState()  # slow for a while (another job on the machine), then not
+    assert all(not compare(s, [_rec(0, [1.0], own=20, wall=100), _rec(1, [1.0], own=90 if s < 4 else 20, wall=100)], brief, ["w"], True)
+               for s in range(9))
     sharded = compare(1, [_rec(0, [1.0]), {**_rec(1, [2.0]), "sig": 8}], CompareState(), ["w"], False)
     assert sharded == []
 

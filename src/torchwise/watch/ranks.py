@@ -17,7 +17,7 @@ and compares them (:func:`compare`):
 - **every rank reads the same batches** (TW411): the loss is bit for bit the same on all ranks
   at three checks in a row while it changes over the steps (no DistributedSampler);
 - **a straggler** (TW412): one rank's own work per step ``STRAGGLER`` times the others' median,
-  and the gap above ``GAP`` of the step time, at three regular checks in a row;
+  and the gap above ``GAP`` of the step time, at ``STRAGGLER_CHECKS`` regular checks in a row;
 - **a rank that does not arrive** (TW412): a step that some ranks have not posted ``LAG_S``
   seconds after rank 0 did.
 
@@ -40,6 +40,7 @@ DRIFT = 1e-5  # relative difference of a parameter norm between ranks that count
 GRAD_DRIFT = 1e-4
 STRAGGLER = 2.0
 GAP = 0.25
+STRAGGLER_CHECKS = 5  # regular checks in a row (a busy shared machine slows one rank for a while: seen at 3)
 LAG_S = 120.0
 KEY = "torchwise_watch"
 
@@ -197,7 +198,7 @@ def _straggler(step: int, records: list[dict[str, Any]], state: CompareState) ->
             state.slow[r] = state.slow.get(r, 0) + 1
         else:
             state.slow[r] = 0
-        if state.slow[r] >= 3 and r not in state.straggler_reported:
+        if state.slow[r] >= STRAGGLER_CHECKS and r not in state.straggler_reported:
             state.straggler_reported.add(r)
             wait = records[r].get("wait_ms") or 0.0
             why = (f"most of it waiting for batches ({wait:.3g} ms a step)" if wait > 0.5 * (v - others)
