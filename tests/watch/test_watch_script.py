@@ -30,16 +30,17 @@ def one_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the children share a small machine
 
 
-def watched(tmp_path, *args, say=None, **options):
+def watched(tmp_path, *args, say=None, html=None, **options):
     log = tmp_path / "events.jsonl"
     lines: list[str] = []
     out = watch_script(["python", SCRIPT, *args], WatchOptions(log=log, **options), stdout=subprocess.DEVNULL,
-                       say=say or lines.append, grace=20)
+                       say=say or lines.append, grace=20, html=html)
     return out, read_events(log), lines
 
 
 def test_clean_run_is_quiet_and_logged(tmp_path):
-    out, events, lines = watched(tmp_path, "--steps", "300", every=10)
+    out, events, lines = watched(tmp_path, "--steps", "300", every=10, html=tmp_path / "run.html")
+    assert "Update / weight ratio per layer" in (tmp_path / "run.html").read_text()
     assert out.code == 0 and out.report.findings == [] and lines == [], lines
     kinds = [e["event"] for e in events]
     assert kinds[0] == "start" and kinds[-2:] == ["end", "exit"] and "window" in kinds

@@ -22,7 +22,7 @@ from torchwise.watch.svg import line_chart
 SEVERITY_COLOUR = {"error": "#c0392b", "warning": "#d68910", "hint": "#2874a6"}
 MAX_LAYERS = 12
 CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1200px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1280px}
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:22px 0 6px} .sub{color:#555}
 .charts{display:flex;flex-wrap:wrap;gap:10px}
 .chart{background:#fff;border:1px solid #ddd;border-radius:4px}
@@ -79,7 +79,7 @@ def charts(samples: list[dict[str, Any]], markers: list[tuple[float, str, str]],
         line_chart("Share of step time waiting for batches", {"loader wait": (steps, [number(s.get("loader_wait")) for s in samples])},
                    log_y=False, markers=markers, y_label="share"),
         line_chart("Step time (median of plain steps)", {"step ms": (steps, [number(s.get("step_ms")) for s in samples])},
-                   log_y=False, markers=markers, y_label="ms"),
+                   markers=markers, y_label="ms"),
         line_chart("Learning rate", lrs, markers=markers, y_label="lr"),
         line_chart("Memory held", {"MB": (steps, [number(s.get("memory_mb")) for s in samples])}, log_y=False, markers=markers, y_label="MB"),
     ]
@@ -108,9 +108,10 @@ def page(logs: list[Path], subject: str, line: str, report: Any = None) -> str:
     stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(start.get("time", time.time())))
     rows = "".join(
         f'<tr><td>{f.get("step", "")}</td><td class="{escape(f["severity"])}">{escape(f["code"])} {escape(f["severity"])}</td>'
-        f'<td>{escape(str(f.get("rank", 0))) if len(logs) > 1 else ""}</td><td>{escape(f["message"])}<br><i>{escape(f.get("where", ""))}</i></td>'
-        f'<td>{escape(f.get("fix", ""))}</td></tr>' for f in findings)
-    table = ("<table><tr><th>step</th><th>finding</th><th>rank</th><th>what and where</th><th>fix</th></tr>" + rows + "</table>"
+        + (f'<td>{escape(str(f.get("rank", 0)))}</td>' if len(logs) > 1 else "")
+        + f'<td>{escape(f["message"])}<br><i>{escape(f.get("where", ""))}</i></td><td>{escape(f.get("fix", ""))}</td></tr>' for f in findings)
+    rank_head = "<th>rank</th>" if len(logs) > 1 else ""
+    table = (f"<table><tr><th>step</th><th>finding</th>{rank_head}<th>what and where</th><th>fix</th></tr>" + rows + "</table>"
              if findings else "<p>No findings.</p>")
     measured = ""
     if report is not None and report.measured:

@@ -13,7 +13,7 @@ from typing import Sequence
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
            "#393b79", "#637939")
-W, H, LEFT, RIGHT, TOP, BOTTOM = 760, 260, 64, 150, 28, 34
+W, H, LEFT, RIGHT, TOP, BOTTOM = 600, 250, 60, 130, 28, 34
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -56,10 +56,14 @@ def line_chart(title: str, series: dict[str, tuple[Sequence[float], Sequence[flo
         if band:
             y0, y1 = min(y0, math.floor(math.log10(band[0]))), max(y1, math.ceil(math.log10(band[1])))
         y1 = y1 if y1 > y0 else y0 + 1
-        ticks = [10.0 ** e for e in range(int(y0), int(y1) + 1)]
+        every = max(1, math.ceil((y1 - y0 + 1) / 7))
+        ticks = [10.0 ** e for e in range(int(y0), int(y1) + 1, every)]
     else:
         lo, hi = min(y for _, y in points), max(y for _, y in points)
-        lo, hi = (lo - 1, hi + 1) if hi == lo else (lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+        pad = 0.05 * (hi - lo) if hi > lo else (abs(lo) * 0.5 or 1.0)
+        lo, hi = lo - pad, hi + pad
+        if min(y for _, y in points) >= 0 > lo:
+            lo = 0.0
         y0, y1 = lo, hi
         ticks = _ticks(lo, hi)
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
@@ -100,10 +104,13 @@ def line_chart(title: str, series: dict[str, tuple[Sequence[float], Sequence[flo
             out.append(f'<line x1="{W - RIGHT + 10}" x2="{W - RIGHT + 26}" y1="{ly}" y2="{ly}" stroke="{colour}" class="line"/>')
             short = name if len(name) <= 20 else "…" + name[-19:]
             out.append(f'<text x="{W - RIGHT + 30}" y="{ly + 4}" class="legend">{escape(short)}</text>')
-    for step, label, colour in markers:
+    for k, (step, label, colour) in enumerate(markers):
         x = px(step)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + ph}" stroke="{colour}" class="marker"/>')
-        out.append(f'<text x="{x + 3:.1f}" y="{TOP + 12}" fill="{colour}" class="mlabel">{escape(label)}</text>')
+        right = x > LEFT + 0.85 * pw  # near the right edge: the label goes to the left of its line
+        anchor = ' text-anchor="end"' if right else ""
+        out.append(f'<text x="{x - 3 if right else x + 3:.1f}" y="{TOP + 12 + 12 * (k % 3)}" fill="{colour}" '
+                   f'class="mlabel"{anchor}>{escape(label)}</text>')
     out.append("</svg>")
     return "".join(out)
 
