@@ -18,7 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise UsageError("the Hugging Face callback needs transformers: pip install 'torchwise[hf]'") from exc
 
-from torchwise.integrations.context import Watching
+from torchwise.watch.context import Watching
 
 
 class TorchwiseCallback(TrainerCallback):

@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover - the older package name
     except ImportError as exc:
         raise UsageError("the Lightning callback needs lightning: pip install 'torchwise[lightning]'") from exc
 
-from torchwise.integrations.context import Watching
+from torchwise.watch.context import Watching
 
 
 class TorchwiseWatch(Callback):

@@ -176,8 +176,8 @@ class Trainer:
         self.progress = progress
         self.callbacks = list(callbacks)
         self.watch_report: Any = None
-        if watch is not False and watch is not None:  # watched like any loop: torchwise.integrations.trainer
-            from torchwise.integrations.trainer import WatchCallback
+        if watch is not False and watch is not None:  # watched like any loop: torchwise.watch.callback
+            from torchwise.watch.callback import WatchCallback
 
             self.callbacks.append(WatchCallback(watch))
         self.check_labels = check_labels

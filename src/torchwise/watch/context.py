@@ -1,5 +1,7 @@
 """``with torchwise.watching(model, optimizer): train()`` — watch a loop you wrote yourself.
 
+(The in-process watch that every integration adapts: :mod:`torchwise.integrations`.)
+
 Works with any loop that calls ``loss.backward()`` and ``optimizer.step()``, including
 Accelerate's (``accelerator.backward(loss)``; the prepared optimizer is unwrapped to the torch
 optimizer inside it). On leaving the block the last samples are judged and ``.report`` holds the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchwise.integrations.context import Watching
+from torchwise.watch.context import Watching
 from torchwise.watch.options import WatchOptions
 
 
