@@ -81,8 +81,6 @@ def _parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str]) -> int:
-    import runpy
-
     from torchwise.watch.events import EventLog
     from torchwise.watch.options import WatchOptions, rank_and_world, rank_log_path
     from torchwise.watch.resume import earlier_run
@@ -108,11 +106,33 @@ def main(argv: Sequence[str]) -> int:
         earlier.apply(session)
     signal.signal(signal.SIGTERM, _sigterm)
     sys.argv = run_argv
-    status, code, failure = "completed", 0, None
     session.attach()
+    status, code, failure = _run_script(args.module, subject)
+    if stopper.stopped or (stopper.asked_at is not None and status in ("completed", "terminated")):
+        status, code = "stopped", 0  # (asked by --stop-on; a script that saved on SIGTERM exits on its own)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the end record is written whatever comes now
     try:
-        if args.module:
-            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        report = session.finish(failure)
+    except Exception as exc:  # the watch itself failed at the end: still say how the script ended
+        report = None
+        print(f"torchwise watch: the final checks failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    processes = next((e.started for e in session.extras if hasattr(e, "started")), [])
+    if status == "completed" and session.step == 0:
+        status = "spawned" if processes else "untrained"
+    log.write("end", status=status, exit_code=code, steps=session.base + session.step, backward_calls=session.backwards,
+              processes=processes[:10], report=report.to_dict() if report is not None else None, rank=rank, world_size=world)
+    log.close()
+    return code
+
+
+def _run_script(module: str | None, subject: str) -> tuple[str, int, str | None]:
+    """Run the script to its end: (status, exit code, failure line)."""
+    import runpy
+
+    status, code, failure = "completed", 0, None
+    try:
+        if module:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(subject, run_name="__main__")
     except StopScript:
@@ -132,21 +152,7 @@ def main(argv: Sequence[str]) -> int:
         status, code = "failed", 1
         failure = _failure(exc)
         _print_traceback(exc)
-    if stopper.stopped or (stopper.asked_at is not None and status in ("completed", "terminated")):
-        status, code = "stopped", 0  # (asked by --stop-on; a script that saved on SIGTERM exits on its own)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the end record is written whatever comes now
-    try:
-        report = session.finish(failure)
-    except Exception as exc:  # the watch itself failed at the end: still say how the script ended
-        report = None
-        print(f"torchwise watch: the final checks failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    processes = next((e.started for e in session.extras if hasattr(e, "started")), [])
-    if status == "completed" and session.step == 0:
-        status = "spawned" if processes else "untrained"
-    log.write("end", status=status, exit_code=code, steps=session.base + session.step, backward_calls=session.backwards,
-              processes=processes[:10], report=report.to_dict() if report is not None else None, rank=rank, world_size=world)
-    log.close()
-    return code
+    return status, code, failure
 
 
 def _failure(exc: BaseException) -> str:

@@ -10,7 +10,6 @@ and the loss of every rank is drawn together. Plain SVG and CSS: no script, noth
 
 from __future__ import annotations
 
-import math
 import time
 from html import escape
 from pathlib import Path

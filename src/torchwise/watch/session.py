@@ -18,7 +18,6 @@ the event log and, as one line each, to stderr. Device values are read once per 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from collections import deque
@@ -26,9 +25,11 @@ from typing import Any, Callable
 
 from torchwise.watch.alerts import Findings, alert_line
 from torchwise.watch.events import EventLog
-from torchwise.watch.measure import UpdateRatio, learning_rates, memory_mb, per_layer, ratios_per_layer
+from torchwise.watch.measure import UpdateRatio, learning_rates, memory_mb
+from torchwise.watch.samples import write_samples
 from torchwise.watch.options import DIST_EVERY, MAX_EVERY, MIN_EVERY, WatchOptions, rank_and_world
 from torchwise.watch.series import median
+from torchwise.watch.wrappers import quiet, torch_optimizer, wrap_backward, wrap_grad, wrap_iter, wrap_next
 
 
 class Session:
@@ -98,12 +99,12 @@ class Session:
             self._handles = [register_optimizer_step_pre_hook(self._pre_step), register_optimizer_step_post_hook(self._post_step)]
         else:
             for opt in self.given_optimizers:
-                inner = _torch_optimizer(opt)
+                inner = torch_optimizer(opt)
                 self._handles += [inner.register_step_pre_hook(self._pre_step), inner.register_step_post_hook(self._post_step)]
-        self._patch(torch.Tensor, "backward", self._wrap_backward(torch.Tensor.backward))
-        self._patch(torch.autograd, "grad", self._wrap_grad(torch.autograd.grad))
-        self._patch(DataLoader, "__iter__", self._wrap_iter(DataLoader.__iter__))
-        self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next(_BaseDataLoaderIter.__next__))
+        self._patch(torch.Tensor, "backward", wrap_backward(self, torch.Tensor.backward))
+        self._patch(torch.autograd, "grad", wrap_grad(self, torch.autograd.grad))
+        self._patch(DataLoader, "__iter__", wrap_iter(self, DataLoader.__iter__))
+        self._patch(_BaseDataLoaderIter, "__next__", wrap_next(self, _BaseDataLoaderIter.__next__))
         from torchwise.watch.addons import install_extras
 
         self.extras = install_extras(self)
@@ -142,73 +143,6 @@ class Session:
         self.active = False
         self.log.detach()
 
-    # -- the wrappers --------------------------------------------------------------------------------
-    def _wrap_backward(self, original: Callable) -> Callable:
-        session = self
-
-        def backward(tensor, *args, **kwargs):
-            if session._in_backward or not session.active:  # re-dispatched through the recorder's mode
-                return original(tensor, *args, **kwargs)
-            session._in_backward = True
-            t0 = time.perf_counter()
-            try:
-                return original(tensor, *args, **kwargs)
-            finally:
-                session._in_backward = False
-                session.backward_s += time.perf_counter() - t0
-                session.backwards += 1
-                session._last_loss = tensor
-                if session.sampling:
-                    with _quiet():
-                        session._sampled_backward(tensor)
-
-        return backward
-
-    def _wrap_grad(self, original: Callable) -> Callable:
-        session = self
-
-        def grad(*args, **kwargs):
-            if session.sampling:
-                session.window.evidence.gradients_taken()
-            return original(*args, **kwargs)
-
-        return grad
-
-    def _wrap_iter(self, original: Callable) -> Callable:
-        session = self
-
-        def iterate(loader):
-            iterator = original(loader)
-            if session.active:
-                session._loaders.append((loader, iterator))
-                if session.window is not None:
-                    w = session.window
-                    if w.index == 0 and w.watch.result.distinct_batches is None and session.step == 0:
-                        try:
-                            w.watch.result.distinct_batches = len(loader)
-                        except TypeError:
-                            pass
-                    w.evidence.loader_iter(loader, iterator)
-            return iterator
-
-        return iterate
-
-    def _wrap_next(self, original: Callable) -> Callable:
-        session = self
-
-        def next_batch(iterator):
-            t0 = time.perf_counter()
-            try:
-                return original(iterator)
-            finally:
-                dt = time.perf_counter() - t0
-                session.wait_s += dt
-                session.batches += 1
-                if session.sampling:
-                    session.window.evidence.loader_next(iterator, dt)
-
-        return next_batch
-
     # -- optimizer steps -------------------------------------------------------------------------------
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if not self.active:
@@ -244,7 +178,7 @@ class Session:
     def _before_update(self, optimizer: Any) -> None:
         """The gradients are ready, the weights not yet updated."""
         if self.sampling:
-            with _quiet():
+            with quiet():
                 self.window.pre_step(optimizer)
                 if optimizer is self.first:
                     self._update.before(list(self.window.watch._params or []))
@@ -255,7 +189,7 @@ class Session:
         if not self.active:
             return
         if self.sampling:
-            with _quiet():
+            with quiet():
                 self.window.post_step(optimizer)
         if optimizer is not self.first:
             return
@@ -264,7 +198,7 @@ class Session:
         self.step += 1
         self.last_progress = time.monotonic()
         if self.sampling:
-            with _quiet():
+            with quiet():
                 self._update.after()
                 self._end_sample(duration)
         else:
@@ -356,7 +290,7 @@ class Session:
         if w.index > 1:  # the loss-curve checks judge early training; later, the long-run checks compare windows
             found = [f for f in found if f.code not in EARLY_ONLY]
         self._nonfinite_seen = self._nonfinite_seen or w.went_nonfinite
-        agg = self._write_samples(w)
+        agg = write_samples(self, w)
         agg["samples"] = w.samples
         longrun = self.longrun.add(step, self.base + w.start_step, agg)
         if self.longrun.annealed():  # a schedule near its end (or collapsed: the long-run check says) moves weights little
@@ -369,43 +303,6 @@ class Session:
         self._open_window(w.index + 1)
         self.overhead_s += time.perf_counter() - t0
         return report
-
-    def _write_samples(self, w: Any) -> dict[str, Any]:
-        """The window's samples read from the device at once, logged, and their aggregates."""
-        import torch
-
-        res = w.watch.result
-        names = list(res.param_names)
-        norms = iter(res.grad_norms)
-        ratios = iter(self._update.read())
-        losses: dict[int, dict[str, float]] = {}
-        if self._losses:
-            try:
-                values = torch.stack([v for _, _, v in self._losses]).cpu().tolist()
-            except RuntimeError:
-                values = [float(v) for _, _, v in self._losses]
-            for (sample, site, _), v in zip(self._losses, values):
-                losses.setdefault(sample, {}).setdefault(site, v)  # the first backward of a site in the step
-        per_site: dict[str, list[float]] = {}
-        for row in self._rows:
-            grads = per_layer(names, next(norms, [])) if row.pop("norms") else {}
-            pairs = next(ratios, None) if row.pop("ratios") else None
-            update = ratios_per_layer(names, pairs) if pairs else {}
-            loss = losses.get(row["sample"], {})
-            for site, v in loss.items():
-                per_site.setdefault(site, []).append(v)
-            self.log.sample(**{k: v for k, v in row.items() if k != "sample"}, loss=loss, grad_norm=grads, update_ratio=update)
-            for extra in self.extras:
-                extra.sample(row, loss, grads, update)
-        agg = {
-            "loss": {site: median(vals) for site, vals in per_site.items()},
-            "wait": median(r["loader_wait"] for r in self._rows) if self._rows else None,
-            "step_ms": median(r["step_ms"] for r in self._rows) if self._rows else None,
-            "memory_mb": self._rows[-1]["memory_mb"] if self._rows else None,
-            "lrs": self._rows[-1]["lr"] if self._rows else None,
-        }
-        self._rows, self._losses = [], []
-        return agg
 
     # -- findings and the end ----------------------------------------------------------------------------
     def _new_finding(self, record: dict[str, Any]) -> None:
@@ -461,23 +358,6 @@ def _dynamics_codes() -> set[str]:
     from torchwise.doctor import available_checks
 
     return {code for c in available_checks() if getattr(c, "DYNAMICS", False) for code in c.CODES}
-
-
-def _quiet() -> Any:
-    """No torch-function mode while the watch computes its own numbers (they are not the user's)."""
-    import torch
-
-    return torch._C.DisableTorchFunction()
-
-
-def _torch_optimizer(opt: Any) -> Any:
-    """The torch optimizer inside a wrapper (Accelerate's AcceleratedOptimizer, Lightning's)."""
-    import torch
-
-    seen = 0
-    while isinstance(getattr(opt, "optimizer", None), torch.optim.Optimizer) and seen < 4:
-        opt, seen = opt.optimizer, seen + 1
-    return opt
 
 
 def _device_of(w: Any) -> Any:
