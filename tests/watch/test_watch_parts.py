@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from torchwise.doctor.report import Finding
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.watch.alerts import Findings, alert_line
 from torchwise.watch.events import EventLog, Tail, read_events
 from torchwise.watch.longrun import LongRun

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 try:
     from lightning.pytorch.callbacks import Callback

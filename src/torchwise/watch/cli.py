@@ -38,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from torchwise._output import emit
-    from torchwise.errors import UsageError
+    from torchwise.core.output import emit
+    from torchwise.core.errors import UsageError
     from torchwise.watch import watch_script
     from torchwise.watch.options import WatchOptions
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.watch.options import WatchOptions, rank_log_path
 
 POLL_S = 0.5

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 STOP_ON = ("never", "error", "warning")
 DENSE_STEPS = 20  # the first steps are all sampled (window 0, like `doctor --steps 20`): early faults found at once

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.watch.addons import AddOn
 
 
