@@ -131,6 +131,9 @@ def test_learning_rate_collapse_but_not_a_cosine_end():
         lr = 1e-3 * 0.5 * (1 + math.cos(math.pi * i / (n - 1)))
         found += cosine.add((i + 1) * 100, i * 100, {"lrs": [lr], "samples": 20})
     assert found == []
+    zero = LongRun()  # an lr of 0 from the start is a fault of its own (the doctor's TW133), not an annealed schedule
+    zero.add(100, 0, {"lrs": [0.0], "samples": 20})
+    assert not zero.annealed() and cosine.annealed()
 
 
 def test_loader_slowing_down_and_memory_growing():

@@ -97,8 +97,8 @@ class LongRun:
 
     def annealed(self) -> bool:
         """The learning rate is below 1e-2 of its peak now (a schedule near its end, or collapsed)."""
-        return self.lr_low_since is not None or bool(self._lr_now and all(
-            v < 10 * LR_FLOOR * p for v, p in zip(self._lr_now, self.lr_peak) if p > 0))
+        peaks = [(v, p) for v, p in zip(self._lr_now, self.lr_peak) if p > 0]  # (an lr of 0 from the start is no schedule)
+        return self.lr_low_since is not None or bool(peaks and all(v < 10 * LR_FLOOR * p for v, p in peaks))
 
     # -- the checks ------------------------------------------------------------------------------
     def _loss(self, site: str, step: int, start: int, value: float) -> list[Finding]:

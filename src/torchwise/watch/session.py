@@ -248,7 +248,8 @@ class Session:
         self._rows.append(row)
         self._since = (now, self.wait_s)
         self.samples += 1
-        self._sampled.append(duration)
+        if self.step > 1:  # the first step (lazy initialisation, warm-up) costs the same watched or not
+            self._sampled.append(duration)
         if self.world_size > 1:  # every rank samples the same steps (a sampled step on one rank would stall the others)
             self.every = self.options.every or DIST_EVERY
             self._next_sample = self.step if w.index == 0 else (self.step // self.every + 1) * self.every - 1
