@@ -74,13 +74,8 @@ def plan(command: Sequence[str], options: WatchOptions, log: Path, grace: float 
         launch = _torchrun(command[lead:])
         launch.settings = child_options(options, log, grace, launch.subject if launch.module else None)
         return launch
-    python = sys.executable
-    if not command[0].endswith(".py") and os.path.basename(command[0]).startswith("python"):
-        python = command[0] if command[0] != "python" else sys.executable
-        command = command[1:]
-    if not command:
-        raise UsageError("no script given after the Python executable: expected `python train.py ARGS`")
-    if command[0] == "-m":
+    python, command = _interpreter(command)
+    if command[:1] == ["-m"]:
         if len(command) < 2:
             raise UsageError("`python -m` needs a module name")
         return Launch([python, "-m", "torchwise.watch.child", *command[2:]], False, command[1],
@@ -92,6 +87,17 @@ def plan(command: Sequence[str], options: WatchOptions, log: Path, grace: float 
     if not Path(command[0]).is_file():
         raise UsageError(f"training script not found: {command[0]} (expected `python path/to/train.py ARGS`)")
     return Launch([python, "-m", "torchwise.watch.child", *command], False, command[0], child_options(options, log, grace))
+
+
+def _interpreter(command: list[str]) -> tuple[str, list[str]]:
+    """(the Python to run, the rest): ``python3.11 train.py`` keeps its interpreter, ``train.py`` gets this one."""
+    head = command[0]
+    if head.endswith(".py") or not os.path.basename(head).startswith("python"):
+        return sys.executable, command
+    rest = command[1:]
+    if not rest:
+        raise UsageError("no script given after the Python executable: expected `python train.py ARGS`")
+    return (sys.executable if head == "python" else head), rest
 
 
 def _torchrun(rest: list[str]) -> Launch:
