@@ -77,3 +77,20 @@ def test_trainer_watch_true(tmp_path):
     assert faulty.watch_report.by_code("TW131")
     with pytest.raises(torchwise.TorchwiseError, match="watch must be True"):
         Trainer(mlp(), lambda p: torch.optim.Adam(p), torch.nn.CrossEntropyLoss(), watch="yes")
+
+
+def test_tensorboard_scalars(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    with torchwise.watching(model, opt, every=5, alerts=False, tensorboard=tmp_path / "tb"):
+        loop(model, opt, 40)
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"grad_norm/0", "update_ratio/4", "lr/group0", "loader_wait", "memory_mb"} <= tags
+    [loss_tag] = [t for t in tags if t.startswith("loss/")]
+    steps = [e.step for e in events.Scalars(loss_tag)]
+    assert steps[:3] == [1, 2, 3] and steps[-1] >= 35
