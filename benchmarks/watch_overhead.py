@@ -6,8 +6,8 @@
 
 Cases (tutorial-style scripts of the test suite, run as a user would): ``digits-mlp`` and
 ``digits-cnn`` (tests/doctor/scripts/train_digits.py: an MLP, and a CNN with BatchNorm, on
-scikit-learn's digits, Adam) and ``char-lm`` (tests/doctor/scripts/train_lm.py: an embedding
-and LSTM character model). Each repeat runs the script alone and under ``torchwise watch``
+scikit-learn's digits, Adam) and ``char-lm`` (tests/doctor/scripts/train_lm.py: a 2-layer transformer character
+model). Each repeat runs the script alone and under ``torchwise watch``
 with the default (automatic) sampling, one after the other, the order alternating between
 repeats. A ``sitecustomize`` placed on ``PYTHONPATH`` for both registers a global optimizer
 step hook that records the process's CPU time and the wall time at every step; the steps after
@@ -15,6 +15,12 @@ the first ``--skip`` (the start and the watch's dense first window, a one-off co
 steady-state time per step, and all steps the whole-run time. Reported: per case, the median
 over repeats of watched/alone (CPU time: what the watch itself costs, robust when other jobs
 share the machine; wall time too), the sampling interval the watch chose and its own estimate.
+
+``--inprocess``: the same models (the scripts' MLP, CNN and transformer LM) trained in this
+process, in blocks of steps alternately alone and watched (a fresh watch for each watched
+block, its start and dense first window run before the block's clock starts), CPU time of
+each block, the median of the paired ratios over ``--repeats`` pairs: no process start-up, so
+the pairs are seconds apart and the ratio is far steadier on a busy machine.
 
 ``--callgrind``: each script alone and watched (with the interval the timing runs chose, fixed
 with ``--every`` so the count is deterministic) for a short and a long run under Valgrind's
@@ -140,6 +146,84 @@ def callgrind(cases: list[str], every: int) -> None:
             print(f"| {case} | {alone:,.0f} | {watched_ir:,.0f} | {watched_ir / alone:.3f}x |", flush=True)
 
 
+def _inprocess_case(case: str):
+    """(model, optimizer, next_batch, loss) for a case, built like its script."""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    if case.startswith("digits"):
+        from sklearn.datasets import load_digits
+
+        d = load_digits()
+        x = torch.tensor(d.images, dtype=torch.float32).unsqueeze(1) / 16.0
+        y = torch.tensor(d.target)
+        if case == "digits-mlp":
+            model = nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(), nn.Linear(64, 10))
+        else:
+            model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                                  nn.Linear(32 * 2 * 2, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 10))
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True, drop_last=True)
+        state = {"it": iter(loader)}
+
+        def batch():
+            try:
+                return next(state["it"])
+            except StopIteration:
+                state["it"] = iter(loader)
+                return next(state["it"])
+        return model, torch.optim.Adam(model.parameters(), lr=1e-3), batch, F.cross_entropy
+    data = torch.randint(0, 30, (8000,))
+    layer = nn.TransformerEncoderLayer(48, 4, 192, dropout=0.1, batch_first=True)
+    model = nn.Sequential(nn.Embedding(30, 48), nn.TransformerEncoder(layer, 2), nn.Linear(48, 30))
+
+    def batch():
+        starts = torch.randint(0, len(data) - 33, (16,))
+        return torch.stack([data[s:s + 32] for s in starts]), torch.stack([data[s + 1:s + 33] for s in starts])
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3), batch, lambda out, y: F.cross_entropy(out.reshape(-1, 30), y.reshape(-1))
+
+
+def inprocess(cases: list[str], repeats: int, block: int) -> None:
+    import torch
+
+    from torchwise.watch.options import WatchOptions
+    from torchwise.watch.session import Session
+
+    torch.set_num_threads(1)
+    print(f"# in-process, interleaved blocks of {block} steps, {time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}")
+    print("| case | alone ms/step (CPU) | watched / alone (CPU, median of pairs) | pairs: min-max | every | samples per block |")
+    print("|---|---|---|---|---|---|")
+    for case in cases:
+        model, opt, batch, loss_fn = _inprocess_case(case)
+
+        def steps(n: int) -> float:
+            t0 = time.process_time()
+            for _ in range(n):
+                x, y = batch()
+                loss = loss_fn(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            return (time.process_time() - t0) / n
+
+        steps(50)
+        ratios, alone, facts = [], [], (None, None)
+        for _ in range(repeats):
+            plain = steps(block)
+            session = Session(WatchOptions(alerts=False, stall=0), subject=case).attach()
+            steps(80)  # the watch's start and dense first window (a one-off cost), outside the clock
+            before = session.samples
+            watched = steps(block)
+            facts = (session.every, session.samples - before)
+            session.close()
+            ratios.append(watched / plain)
+            alone.append(plain)
+        print(f"| {case} | {statistics.median(alone) * 1e3:.3g} | {statistics.median(ratios):.3f}x | "
+              f"{min(ratios):.3f}-{max(ratios):.3f} | {facts[0]} | {facts[1]} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", choices=sorted(CASES))
@@ -147,9 +231,13 @@ def main() -> None:
     parser.add_argument("--skip", type=int, default=60, help="steps left out of the steady state (start, dense first window)")
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--every", type=int, default=100, help="with --callgrind: the fixed sampling interval")
+    parser.add_argument("--inprocess", action="store_true")
+    parser.add_argument("--block", type=int, default=1000, help="with --inprocess: steps per block")
     args = parser.parse_args()
     cases = args.case or list(CASES)
-    if args.callgrind:
+    if args.inprocess:
+        inprocess(cases, args.repeats, args.block)
+    elif args.callgrind:
         callgrind(cases, args.every)
     else:
         timing(cases, args.repeats, args.skip)

@@ -104,3 +104,12 @@ def test_cli_line_exit_status_and_sigkill_of_the_script(tmp_path):
     assert events[-1]["event"] == "exit" and events[-1]["signal"] == "SIGKILL"
     assert not any(e["event"] == "end" for e in events) and sum(e["event"] == "sample" for e in events) > 20
     assert "measured: mode=watch" in out or "doctor " in out
+
+
+def test_a_restarted_run_resumes_its_log(tmp_path):
+    first, _, _ = watched(tmp_path, "--steps", "100", every=10)
+    again, events, _ = watched(tmp_path, "--steps", "100", every=10, resume=True)
+    [resume] = [e for e in events if e["event"] == "resume"]
+    assert resume["step"] == 100 and resume["source"] == "previous log" and resume["segment"] == 1
+    assert [e["segment"] for e in events if e["event"] == "start"] == [0, 1]
+    assert again.report.measured["steps_run"] == 200 and again.report.measured["resumed_from_step"] == 100

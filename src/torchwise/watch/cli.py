@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="append to an existing --log (a restarted run): its findings are not alerted again")
     parser.add_argument("--every", type=int, default=None, metavar="N",
-                        help="sample one optimizer step in N (default: automatic, so that sampling adds about 2%% to the step time)")
+                        help="sample one optimizer step in N (default: automatic, so that sampling adds about 1%% to the step time)")
     parser.add_argument("--stop-on", dest="stop_on", default="never", choices=["never", "error", "warning"],
                         help="end the run on the first finding of this severity (a script that handles SIGTERM saves first)")
     parser.add_argument("--grace", type=float, default=60.0, metavar="SECONDS",

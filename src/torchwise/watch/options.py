@@ -13,7 +13,7 @@ STOP_ON = ("never", "error", "warning")
 DENSE_STEPS = 20  # the first steps are all sampled (window 0, like `doctor --steps 20`): early faults found at once
 WINDOW_SAMPLES = 20  # samples judged together by the doctor's checks (its dynamics need >= 20)
 MIN_EVERY, MAX_EVERY = 10, 2000  # the bounds of the automatic sampling interval
-BUDGET = 0.02  # the share of training time the sampled steps may add (automatic interval)
+BUDGET = 0.01  # the share of training time the sampled steps may add (automatic interval)
 DIST_EVERY = 100  # under torchrun: a fixed interval, the same steps sampled on every rank
 RANK_EVERY = 50  # steps between two cross-rank comparisons (plus the dense first steps)
 
