@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q -c constraints.txt
 JOBS   ?= 2
 
-.PHONY: demo test bench lint-self clean
+.PHONY: demo test docs bench lint-self clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +29,16 @@ demo: $(VENV)/.dev-installed
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest -n $(JOBS) -q
 
+# the documentation site into site/ (docs/about-these-docs.md); --strict: any warning fails
+$(VENV)/.docs-installed: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP) -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/mkdocs build --strict
+
 bench: $(VENV)/.bench-installed
 	@echo "Benchmarks are run one by one: see BENCHMARKS.md, e.g. $(PY) benchmarks/overhead.py"
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache runs
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache runs site
