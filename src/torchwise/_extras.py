@@ -26,9 +26,10 @@ EXTRAS: dict[str, tuple[str, str]] = {
 
 
 def install_line(extra: str) -> str:
-    """``pip install 'torchwise[EXTRA]'``, with the CPU-only torch hint for the torch extra."""
+    """``pip install 'torchwise[EXTRA]'`` (``extra`` may name several: ``"torch,examples"``), with
+    the CPU-only torch hint when the torch extra is one of them."""
     line = f"pip install 'torchwise[{extra}]'"
-    if extra == "torch":
+    if "torch" in extra.split(","):
         line += f" (for a CPU-only torch, first: pip install torch --index-url {CPU_INDEX})"
     return line
 
