@@ -31,7 +31,7 @@ test: $(VENV)/.dev-installed
 # The base install only (what `pip install torchwise` brings: no torch, no numpy), installed from
 # the source tree as a user would (not editable), then the tests that need no torch, the flake8
 # plugin through real flake8 among them. Test files that import torch are not collected there.
-BASE_TESTS := tests/lint tests/test_rules_cli.py tests/test_catalog.py tests/test_dispatch.py tests/test_cli_plumbing.py tests/test_base_install.py
+BASE_TESTS := tests/lint tests/cli tests/test_catalog.py tests/test_base_install.py tests/test_architecture.py
 test-base:
 	rm -rf $(BASE)
 	$(PYTHON) -m venv $(BASE)

@@ -9,7 +9,7 @@ import pytest
 from tune_fakes import FakeClock, FakeMeasurer, cpu_ctx, cuda_ctx, tiny_cnn_task
 
 import torchwise
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.tune import TuneResult, TunedConfig, tune
 
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from torchwise.task import Task, accuracy
+from torchwise.core.task import Task, accuracy
 
 
 class DigitsCNN(nn.Module):

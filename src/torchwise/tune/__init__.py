@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterable
 
 from typing import TYPE_CHECKING
 
-from torchwise._callable_module import make_callable
-from torchwise.errors import TorchwiseError, UsageError
-from torchwise.tune.config import TunedConfig, check_output_path, describe_model
+from torchwise.core.callable_module import make_callable
+from torchwise.core.errors import TorchwiseError, UsageError
+from torchwise.core.tuned import TunedConfig, check_output_path, describe_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from torchwise.tune.report import TuneResult
@@ -67,7 +67,7 @@ def tune(
     """
     import torch
 
-    from torchwise.task import load_task
+    from torchwise.core.task import load_task
     from torchwise.tune.context import Context, resolve_device
     from torchwise.tune.measure import TaskMeasurer
     from torchwise.tune.report import TuneResult, make_meta, tuned_config
@@ -137,7 +137,7 @@ def tune(
 
 def _example_inputs(task: Any) -> Any:
     """The inputs of the task's example batch, or None when there is none to be had."""
-    from torchwise.batch import split_batch
+    from torchwise.utils.batch import split_batch
 
     try:
         return split_batch(task.get_example_batch())[0]

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from torchwise.task_args import add_task_arg, task_kwargs
+from torchwise.core.task_args import add_task_arg, task_kwargs
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchwise.task import load_task
+    from torchwise.core.task import load_task
     from torchwise.tune import tune
-    from torchwise.tune.config import check_output_path
+    from torchwise.core.tuned import check_output_path
 
     def progress(msg: str) -> None:
         print(f"tune: {msg}", file=sys.stderr, flush=True)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
-    from torchwise._output import rich_wanted
+    from torchwise.core.output import rich_wanted
 
     lines = []
     if result.out is not None:

@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.tune.search import BASELINE, FASTER, FITS, NOT_FASTER, REJECTED
 
 if TYPE_CHECKING:

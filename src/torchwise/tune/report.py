@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torchwise.errors import UsageError
-from torchwise.tune.config import TunedConfig
+from torchwise.core.errors import UsageError
+from torchwise.core.tuned import TunedConfig
 from torchwise.tune.search import BASELINE, FASTER, FITS, NOT_FASTER, REJECTED, SearchResult, Skip, Trial
 
 _TUNED_FIELDS = (
@@ -37,7 +37,7 @@ def tuned_config(search: SearchResult, meta: dict[str, Any]) -> TunedConfig:
 class TuneResult:
     """What ``torchwise.tune`` measured and chose.
 
-    ``config`` is the :class:`~torchwise.tune.config.TunedConfig` to save or hand to the Trainer;
+    ``config`` is the :class:`~torchwise.core.tuned.TunedConfig` to save or hand to the Trainer;
     ``speedup`` is tuned over default samples/s, measured the way ``basis`` says ("loader": end to
     end through the DataLoader; "step": the training step alone).
     """

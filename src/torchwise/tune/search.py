@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable, Iterable
 
-from torchwise.errors import TorchwiseError, TrainingError
+from torchwise.core.errors import TorchwiseError, TrainingError
 from torchwise.tune.knobs import Plan, label, select_knobs
 from torchwise.tune.measure import Measurement, Measurer, OutOfMemory, TrialSpec
 
