@@ -132,47 +132,6 @@ def test_light_commands_run_without_torch(no_torch_env, tmp_path):
 
 
 # ------------------------------------------------------------------------------------------
-# a missing optional dependency inside a command: the extra that brings it
-# ------------------------------------------------------------------------------------------
-
-
-def _command_raising(monkeypatch, exc: BaseException) -> None:
-    import types
-
-    fake = types.ModuleType("fake_cmd")
-
-    def run(args) -> int:
-        raise exc
-
-    fake.add_arguments, fake.run = (lambda parser: None), run
-    monkeypatch.setitem(cli.COMMANDS, "fake", ("fake_cmd", "a fake command"))
-    monkeypatch.setattr(cli.importlib, "import_module", lambda name: fake)
-
-
-def test_a_task_needing_scikit_learn_names_the_examples_extra(monkeypatch, capsys):
-    from torchwise.core.errors import TaskError
-
-    try:
-        try:
-            raise ModuleNotFoundError("No module named 'sklearn'", name="sklearn")
-        except ModuleNotFoundError as cause:
-            raise TaskError("building task 'digits.py:task' failed: ModuleNotFoundError: No module named 'sklearn'") from cause
-    except TaskError as exc:
-        error = exc
-    _command_raising(monkeypatch, error)
-    assert cli.main(["fake"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.strip().endswith("No module named 'sklearn' (scikit-learn is not installed: pip install 'torchwise[examples]')")
-
-
-def test_a_missing_module_that_is_not_ours_keeps_its_traceback(monkeypatch):
-    _command_raising(monkeypatch, ModuleNotFoundError("No module named 'torchwise.nope'", name="torchwise.nope"))
-    with pytest.raises(ModuleNotFoundError):
-        cli.main(["fake"])
-
-
-# ------------------------------------------------------------------------------------------
 # closed pipes: quiet, no traceback
 # ------------------------------------------------------------------------------------------
 

@@ -28,8 +28,8 @@ Step = tuple[str, list[str], str, tuple[int, ...]]  # title, torchwise argv, wha
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dir", default="runs/demo", metavar="FOLDER", help="where the demo writes its files (default runs/demo; a folder of an earlier demo is emptied first, any other non-empty folder refused)")
-    parser.add_argument("--epochs", type=int, default=3, help="epochs of the training step (default 3)")
-    parser.add_argument("--budget", type=float, default=10.0, metavar="SECONDS", help="time budget of the tune step (default 10)")
+    parser.add_argument("--epochs", type=int, default=2, help="epochs of the training step (default 2)")
+    parser.add_argument("--budget", type=float, default=20.0, metavar="SECONDS", help="time budget of the tune step (default 20)")
     parser.add_argument("--steps", default="train,lint,doctor,tune", metavar="A,B", help="which steps to run (default all: train,lint,doctor,tune)")
 
 
