@@ -54,7 +54,7 @@ def draw(result: TuneResult, path: Path) -> Path:
                              gridspec_kw={"height_ratios": [max(2, n) for n in sizes]}, squeeze=False)
     try:
         for ax, (mode, text, rows) in zip(axes[:, 0], panels):
-            _panel(ax, rows, f"speed-up against the default, measured on {text}")
+            _panel(ax, rows, f"speed-up against the default, measured {text}")
         used = {kind(t) for _, _, rows in panels for t in rows}
         handles = [Patch(color=color, label=label) for k, (color, label) in KINDS.items() if k in used]
         fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
