@@ -93,3 +93,25 @@ def test_the_chart_has_a_panel_per_measurement_and_a_legend(result, tmp_path, mo
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "chosen (in tune.json)" in legend and any(text.startswith("not kept") for text in legend)
     assert any(text.startswith("rejected") for text in legend)
+
+
+def test_step_settings_stand_when_no_time_is_left_to_measure_them_through_the_loader():
+    """The loader's reference is affordable, the tuned step settings through the loader are not:
+    the step-alone choice is kept (and said so), instead of silently falling back to the defaults."""
+    clock = FakeClock()
+    fake = FakeMeasurer(clock, factors={("channels_last", True): 1.5}, loader_factors={("num_workers", 2): 1.3},
+                        cost=lambda spec: 30.0 if spec.mode == "loader" else 1.0)
+    res = tune(tiny_cnn_task(), budget_s=60, measure=fake, context=cpu_ctx(), clock=clock, knobs="channels_last,loader")
+    assert res.basis == "step" and res.config.channels_last is True and res.speedup == pytest.approx(1.5)
+    assert any("tuned step settings" in s.setting and "not enough time" in s.reason for s in res.skipped)
+    rows = {r["setting"]: r["verdict"] for r in res.rows()}
+    assert rows["channels_last=True"] == "chosen"
+
+
+def test_a_faster_step_setting_left_out_of_the_final_choice_does_not_read_as_kept(result):
+    from torchwise.tune.report import verdict
+
+    (faster,) = [t for t in result.trials if t.label == "tuned step settings, default loader"]
+    assert not faster.chosen and result.in_final(faster)  # the workers were added on top of it
+    assert verdict(faster, result.in_final(faster)) == "faster: kept, later settings build on it"
+    assert verdict(faster, in_final=False).startswith("faster at its stage, but not in the final settings")

@@ -155,12 +155,20 @@ class TuneResult:
         for i, tr in enumerate(measured, 1):
             m = tr.measurement
             out.append({"#": str(i), "setting": tr.label, "measured": tr.mode, "samples/s": f"{tr.samples_per_s:,.1f}",
-                        "speed-up": f"{tr.speedup:.2f}x", "noise": f"±{100 * m.noise / 2:.0f}%", "verdict": verdict(tr)})
+                        "speed-up": f"{tr.speedup:.2f}x", "noise": f"±{100 * m.noise / 2:.0f}%",
+                        "verdict": verdict(tr, self.in_final(tr))})
         for tr in self.trials:
             if tr.measurement is None:
                 out.append({"#": "-", "setting": tr.label, "measured": tr.mode, "samples/s": "-", "speed-up": "-",
                             "noise": "-", "verdict": f"{tr.status}: {tr.detail}"})
         return out
+
+    def in_final(self, t: Trial) -> bool:
+        """Whether the settings ``t`` changed from the default are all in a chosen configuration
+        (a step setting kept at its stage can still be left out of the final choice)."""
+        base = next((r for r in self.trials if r.status == BASELINE and r.mode == "step"), None)
+        changed = {k: v for k, v in t.config.items() if base is None or base.config.get(k) != v}
+        return any(all(c.config.get(k) == v for k, v in changed.items()) for c in self.trials if c.chosen)
 
     def table(self) -> Any:
         """The trials as a ``rich`` Table (see :meth:`rows`)."""
@@ -226,10 +234,12 @@ _LEGEND = ("measured: 'step' = the training step alone on batches in memory; 'lo
            "the best so far by more than the noise and the minimum gain, with the loss within tolerance of fp32.")
 
 
-def verdict(t: Trial) -> str:
+def verdict(t: Trial, in_final: bool = True) -> str:
     """What became of a measured trial, with the reason when it was not kept."""
     if t.chosen:
         return CHOSEN
+    if t.status == FASTER and not in_final:
+        return "faster at its stage, but not in the final settings (the summary says what was chosen)"
     if t.status == FASTER:
         return "faster: kept, later settings build on it"
     if t.status == NOT_FASTER:

@@ -477,21 +477,25 @@ class Search:
         tuned_step = self.best["step"].config
         if tuned_step != default:
             setting = "tuned step settings, default loader"
-            if self._affordable(knob.NAME, setting, tuned_step, "loader"):
-                trial = self._run_trial("tuned", setting, tuned_step, "loader", numerics=False)
-                if trial.measurement is not None:
-                    # the step settings were chosen on the step alone: keep them unless the default
-                    # is clearly faster end to end (on alternated pairs too, when there is time)
-                    default_wins = self._faster(ref.measurement, trial.measurement)
-                    if default_wins and self.recheck:
-                        ratio, pairs = self._duel(trial, ref, "loader")
-                        default_wins = pairs == 1 or ratio > 1.0 + self.min_gain
-                    if default_wins:
-                        trial.status, trial.detail = NOT_FASTER, "slower end to end than the default settings"
-                        self.progress(f"{setting}: slower than the default end to end; loader search starts from the default")
-                    else:
-                        trial.status = FASTER
-                        self.best["loader"] = trial
+            if not self._affordable(knob.NAME, setting, tuned_step, "loader"):
+                # no time to compare them end to end: the step settings stand as measured on the
+                # step alone, rather than being dropped for a loader search on the defaults
+                self._skip_loader_rest(knob, "not enough time left to measure the tuned step settings through the loader")
+                return "step"
+            trial = self._run_trial("tuned", setting, tuned_step, "loader", numerics=False)
+            if trial.measurement is not None:
+                # the step settings were chosen on the step alone: keep them unless the default
+                # is clearly faster end to end (on alternated pairs too, when there is time)
+                default_wins = self._faster(ref.measurement, trial.measurement)
+                if default_wins and self.recheck:
+                    ratio, pairs = self._duel(trial, ref, "loader")
+                    default_wins = pairs == 1 or ratio > 1.0 + self.min_gain
+                if default_wins:
+                    trial.status, trial.detail = NOT_FASTER, "slower end to end than the default settings"
+                    self.progress(f"{setting}: slower than the default end to end; loader search starts from the default")
+                else:
+                    trial.status = FASTER
+                    self.best["loader"] = trial
         for plan_fn in knob.PLANS:
             self._stage(knob, plan_fn(self.ctx, self.best["loader"].config), "loader")
         return "loader"
