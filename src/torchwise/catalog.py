@@ -5,7 +5,8 @@ and ``torchwise rule`` read. It is plain data and imports nothing of the project
 heavy, so it costs almost nothing to import.
 
 Codes: ``TW1xx`` correctness, ``TW2xx`` performance, ``TW3xx`` reproducibility, ``TW4xx``
-devices / distribution / checkpoints / security. The flags say which engine can act on a
+devices / distribution / checkpoints / security, ``TW5xx`` api (removed, deprecated or
+error-prone PyTorch APIs); ``CATEGORY_NOTES`` says what each covers. The flags say which engine can act on a
 practice: ``static`` (lint), ``runtime`` (doctor), ``tuned`` (tune); ``default`` says what the
 Trainer does about it by default ("" when nothing).
 """
@@ -22,6 +23,15 @@ CATEGORIES: dict[str, str] = {
     "3": "reproducibility",
     "4": "devices",
     "5": "api",
+}
+
+# what each category covers, as `torchwise rules` and `torchwise rule` explain it
+CATEGORY_NOTES: dict[str, str] = {
+    "correctness": "bugs that make training silently wrong (gradients, modes, losses, labels)",
+    "performance": "settings and habits that waste time or memory",
+    "reproducibility": "seeds and determinism, so that a run can be repeated",
+    "devices": "devices, distributed training and checkpoints (loading, saving, security)",
+    "api": "PyTorch APIs that were removed, are deprecated or are easy to misuse, with their replacements",
 }
 
 
