@@ -113,3 +113,18 @@ def test_a_restarted_run_resumes_its_log(tmp_path):
     assert resume["step"] == 100 and resume["source"] == "previous log" and resume["segment"] == 1
     assert [e["segment"] for e in events if e["event"] == "start"] == [0, 1]
     assert again.report.measured["steps_run"] == 200 and again.report.measured["resumed_from_step"] == 100
+
+
+def test_sigterm_to_torchwise_watch_reaches_the_script_and_the_log_ends_cleanly(tmp_path):
+    log = tmp_path / "events.jsonl"
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "torchwise", "watch", "--log", str(log), "--every", "10", "--",
+                             "python", SCRIPT, "--steps", "1000000"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (log.exists() and any(e["event"] == "window" for e in read_events(log))):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)  # to torchwise watch itself (a job scheduler, `kill`): passed on to the script
+    _, err = proc.communicate(timeout=120)
+    end = [e for e in read_events(log) if e["event"] == "end"]
+    assert proc.returncode == 143 and end and end[0]["status"] == "terminated" and end[0]["report"]["measured"]["steps_run"] > 20
+    assert "the script was terminated (SIGTERM) at step" in err
