@@ -7,7 +7,6 @@ status; SIGKILL of the script leaves a readable log and a report."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -84,18 +83,23 @@ def test_scripts_that_do_not_train_to_their_end(tmp_path, fault, code, words):
     assert events[-1]["event"] == "exit"
 
 
-def test_cli_line_exit_status_and_sigkill_of_the_script(tmp_path):
+def _cli_run(tmp_path, windows: int):
+    """``torchwise watch`` on an endless run, once its log holds ``windows`` judged windows."""
     log = tmp_path / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "torchwise", "watch", "--log", str(log), "--every", "10", "--",
                              "python", SCRIPT, "--steps", "1000000"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        events = read_events(log) if log.exists() else []
-        if sum(e["event"] == "window" for e in events) >= 2:
+        if log.exists() and sum(e["event"] == "window" for e in read_events(log)) >= windows:
             break
         time.sleep(0.5)
-    pid = next(e["pid"] for e in events if e["event"] == "start")
+    return proc, log
+
+
+def test_cli_line_exit_status_and_sigkill_of_the_script(tmp_path):
+    proc, log = _cli_run(tmp_path, 2)
+    pid = next(e["pid"] for e in read_events(log) if e["event"] == "start")
     os.kill(pid, signal.SIGKILL)  # the script's process dies at once: no end record from it
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 137
@@ -116,13 +120,7 @@ def test_a_restarted_run_resumes_its_log(tmp_path):
 
 
 def test_sigterm_to_torchwise_watch_reaches_the_script_and_the_log_ends_cleanly(tmp_path):
-    log = tmp_path / "events.jsonl"
-    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "torchwise", "watch", "--log", str(log), "--every", "10", "--",
-                             "python", SCRIPT, "--steps", "1000000"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (log.exists() and any(e["event"] == "window" for e in read_events(log))):
-        time.sleep(0.5)
+    proc, log = _cli_run(tmp_path, 1)
     proc.send_signal(signal.SIGTERM)  # to torchwise watch itself (a job scheduler, `kill`): passed on to the script
     _, err = proc.communicate(timeout=120)
     end = [e for e in read_events(log) if e["event"] == "end"]
