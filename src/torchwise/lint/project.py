@@ -27,8 +27,13 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from typing import Iterable
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
+from torchwise.lint.semantics.data import getitem_of, getitem_reads_nothing, getitem_slices_only, moves_to_device
+from torchwise.lint.semantics.files import is_test_path
+from torchwise.lint.semantics.values import body_nodes
 
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
 GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
@@ -50,49 +55,8 @@ _DECODE_CALLS = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class DatasetFacts:
-    """What items of one dataset class (defined somewhere in the project) are.
-
-    ``device``: ``__getitem__`` puts them on a device (batches cannot be pinned or built in
-    workers). ``constant``: ``__getitem__`` hands back stored constants (prompts), no tensor.
-    ``in_memory``: it only slices tensors already in memory. ``iterable``: an
-    ``IterableDataset`` (fed by the main process). ``decodes``: it reads, decodes or transforms
-    each item (CPU work that loader workers overlap with training).
-    """
-
-    name: str
-    device: bool = False
-    constant: bool = False
-    in_memory: bool = False
-    iterable: bool = False
-    decodes: bool = False
-
-
-@dataclass
-class ProjectFacts:
-    """The facts of one project (see the module doc). Plain data: cheap to send to workers."""
-
-    root: str = ""
-    datasets: dict[str, DatasetFacts] = field(default_factory=dict)
-    gpu_only: bool = False
-    gpu_only_files: tuple[str, ...] = ()  # files importing a GPU-only library at module level
-    gpu_check_files: int = 0  # files that check torch.cuda.is_available()/device_count()
-    nccl_files: int = 0  # files that hard-code the NCCL backend
-
-    def dataset(self, name: str | None) -> DatasetFacts | None:
-        """The facts of the project's dataset class ``name`` (None if not defined in the project,
-        or defined more than once with different facts)."""
-        return self.datasets.get(name) if name else None
-
-
-NO_FACTS = ProjectFacts()
-
-
 def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts from ``(path, source text)`` pairs of one project. Never raises for bad content."""
-    from torchwise.lint.semantics import is_test_path
-
     collected: dict[str, list[tuple[DatasetFacts, list[str]]]] = {}
     gpu_files: list[str] = []
     checks = nccl = 0
@@ -156,9 +120,6 @@ def _dataset_excerpt(text: str) -> str | None:
 
 
 def _dataset_classes(text: str, path: str, tree: ast.Module) -> list[tuple[DatasetFacts, list[str]]]:
-    from torchwise.lint.engine import Context, last_name
-    from torchwise.lint.semantics import getitem_of, getitem_reads_nothing, getitem_slices_only, moves_to_device
-
     ctx = Context(text, path, tree)
     out = []
     for klass in ctx.nodes.get(ast.ClassDef, ()):
@@ -182,10 +143,7 @@ def _dataset_classes(text: str, path: str, tree: ast.Module) -> list[tuple[Datas
     return out
 
 
-def _decodes(ctx, getitem: ast.FunctionDef) -> bool:
-    from torchwise.lint.engine import last_name
-    from torchwise.lint.semantics import body_nodes
-
+def _decodes(ctx: Context, getitem: ast.FunctionDef) -> bool:
     for node in body_nodes(ctx, getitem, follow_calls=1):
         if node.__class__ is ast.Call and last_name(node.func) in _DECODE_CALLS:
             return True

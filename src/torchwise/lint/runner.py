@@ -13,7 +13,8 @@ from torchwise.errors import UsageError
 from torchwise.lint.config import LintConfig, find_config
 from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
 from torchwise.lint.findings import Finding
-from torchwise.lint.project import ProjectFacts, scan
+from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.project import scan
 
 # Folders never entered while recursing (explicitly named files are still checked).
 SKIP_DIRS = frozenset({

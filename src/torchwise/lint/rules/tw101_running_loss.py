@@ -8,7 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_grad, was_backwarded
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.steps import backward_calls, was_backwarded
 
 
 def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:

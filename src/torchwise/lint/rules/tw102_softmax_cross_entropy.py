@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import producing_call
+from torchwise.lint.semantics.values import producing_call
 
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
 _LOG_SOFTMAX = {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}

@@ -8,13 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    backward_calls,
-    is_module_class,
-    is_module_instance,
-    optimizer_steps,
-    under_no_grad,
-)
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.models import is_module_class, is_module_instance
+from torchwise.lint.semantics.steps import backward_calls, optimizer_steps
 
 _EVAL_WORDS = frozenset({
     "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import producing_call
+from torchwise.lint.semantics.values import producing_call
 
 _PROB_FUNCS = {
     "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax", "torch.special.softmax": "softmax",

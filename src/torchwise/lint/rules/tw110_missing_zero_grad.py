@@ -8,15 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name, root_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    body_nodes,
-    hot_loops,
-    is_backward_call,
-    is_module_instance,
-    is_optimizer_step,
-    is_zero_grad_like,
-    local_function,
-)
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.steps import hot_loops, is_backward_call, is_optimizer_step, is_zero_grad_like
+from torchwise.lint.semantics.values import body_nodes, local_function
 
 _STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
 

@@ -8,14 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    getitem_of,
-    getitem_slices_only,
-    is_index_collection,
-    loader_yields_device_batches,
-    moves_to_device,
-    project_dataset,
-)
+from torchwise.lint.semantics.data import getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
 DATALOADER = "torch.utils.data.DataLoader"
 

@@ -8,14 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    getitem_reads_nothing,
-    gpu_evident_for,
-    is_index_collection,
-    loader_yields_device_batches,
-    local_dataset_class,
-    project_dataset,
-)
+from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.devices import gpu_evident_for
 
 DATALOADER = "torch.utils.data.DataLoader"
 

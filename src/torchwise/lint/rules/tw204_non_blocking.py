@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, keyword, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import device_move_target
+from torchwise.lint.semantics.devices import device_move_target
 
 DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})

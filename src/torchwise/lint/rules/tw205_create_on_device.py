@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import device_move_target
+from torchwise.lint.semantics.devices import device_move_target
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.

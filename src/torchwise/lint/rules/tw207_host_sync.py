@@ -8,14 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    SYNC_METHODS,
-    hot_loop_of,
-    hot_loops,
-    is_device_tensor,
-    runs_periodically,
-    scope_moves_to_device,
-)
+from torchwise.lint.semantics.devices import is_device_tensor, scope_moves_to_device, SYNC_METHODS
+from torchwise.lint.semantics.steps import hot_loop_of, hot_loops, runs_periodically
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 _PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})

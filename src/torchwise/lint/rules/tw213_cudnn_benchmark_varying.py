@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.backends import cudnn_flag_assignments
 
 _VARYING = (
     "torch.nn.utils.rnn.pad_sequence",
@@ -15,20 +16,6 @@ _VARYING = (
     "torch.nn.utils.rnn.pack_sequence",
 )
 
-
-def cudnn_flag_assignments(ctx: Context, flag: str) -> list[ast.Assign]:
-    """``torch.backends.cudnn.<flag> = True`` statements (any import alias of cudnn)."""
-    out = []
-    for node in ctx.nodes.get(ast.Assign, ()):
-        if node.value.__class__ is not ast.Constant or node.value.value is not True:
-            continue
-        for t in node.targets:
-            if t.__class__ is ast.Attribute and t.attr == flag:
-                q = ctx.qualname(t)
-                if q == f"torch.backends.cudnn.{flag}":
-                    out.append(node)
-    out.sort(key=lambda n: (n.lineno, n.col_offset))
-    return out
 
 
 class BenchmarkWithVaryingShapes(Rule):

@@ -9,7 +9,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_model_name, is_module_instance, training_calls
+from torchwise.lint.semantics.models import is_model_name, is_module_instance
+from torchwise.lint.semantics.steps import training_calls
 
 _HALF_DTYPES = ("torch.float16", "torch.half")
 

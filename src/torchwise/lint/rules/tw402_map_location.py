@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name, str_consts
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import gpu_evident
+from torchwise.lint.semantics.devices import gpu_evident
 
 
 def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:

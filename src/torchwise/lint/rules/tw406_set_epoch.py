@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import local_function
+from torchwise.lint.semantics.values import local_function
 
 
 def _has_epoch_loop(ctx: Context) -> bool:

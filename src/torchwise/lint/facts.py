@@ -1,0 +1,52 @@
+"""Project facts as plain data: what a per-file rule cannot see in the file it checks.
+
+:func:`torchwise.lint.project.scan` fills them in with a first pass over the files being
+linted; each file's :class:`~torchwise.lint.engine.Context` carries its project's facts as
+``ctx.project`` (:data:`NO_FACTS` for code linted alone). Data only: this module imports nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What items of one dataset class (defined somewhere in the project) are.
+
+    ``device``: ``__getitem__`` puts them on a device (batches cannot be pinned or built in
+    workers). ``constant``: ``__getitem__`` hands back stored constants (prompts), no tensor.
+    ``in_memory``: it only slices tensors already in memory. ``iterable``: an
+    ``IterableDataset`` (fed by the main process). ``decodes``: it reads, decodes or transforms
+    each item (CPU work that loader workers overlap with training).
+    """
+
+    name: str
+    device: bool = False
+    constant: bool = False
+    in_memory: bool = False
+    iterable: bool = False
+    decodes: bool = False
+
+
+@dataclass
+class ProjectFacts:
+    """The facts of one project (see the module doc). Plain data: cheap to send to workers."""
+
+    root: str = ""
+    datasets: dict[str, DatasetFacts] = field(default_factory=dict)
+    gpu_only: bool = False
+    gpu_only_files: tuple[str, ...] = ()  # files importing a GPU-only library at module level
+    gpu_check_files: int = 0  # files that check torch.cuda.is_available()/device_count()
+    nccl_files: int = 0  # files that hard-code the NCCL backend
+
+    def dataset(self, name: str | None) -> DatasetFacts | None:
+        """The facts of the project's dataset class ``name`` (None if not defined in the project,
+        or defined more than once with different facts)."""
+        return self.datasets.get(name) if name else None
+
+
+NO_FACTS = ProjectFacts()
+
+
+__all__ = ["NO_FACTS", "DatasetFacts", "ProjectFacts"]
