@@ -83,8 +83,10 @@ def _fresh_each_iteration(ctx: Context, name: str, node: ast.AST) -> bool:
 
 
 def _reset_in_loop(ctx: Context, name: str, node: ast.AST) -> bool:
-    """Is ``name`` re-bound to a fresh value (``running_loss = 0``) inside a loop around ``node``?"""
-    for loop in ctx.enclosing_loops(node):
+    """Is ``name`` re-bound to a fresh value (``running_loss = 0``) inside the innermost loop
+    around ``node`` (every step or every few: gradient accumulation)? A reset in an outer loop
+    (once per epoch) still lets a whole epoch of graphs pile up."""
+    for loop in ctx.enclosing_loops(node)[:1]:
         for sub in ctx.walk_body(loop.body):
             if sub.__class__ is ast.Assign and sub is not node and any(
                 t.__class__ is ast.Name and t.id == name for t in sub.targets
