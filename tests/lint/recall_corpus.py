@@ -286,3 +286,274 @@ FIND += [
             return fit(net)
     """), 3),
 ]
+
+# ----------------------------------------------------------------------------------- TW205
+FIND += [
+    Shape("TW205", "model code: a position table made on the CPU and moved to the input's device every forward", d("""
+        import torch
+        import torch.nn as nn
+        class Attention(nn.Module):
+            def forward(self, x):
+                T = x.shape[1]
+                mask = torch.ones(T, T).tril().to(x)
+                return x.masked_fill(mask == 0, 0.0)
+    """), 6),
+    Shape("TW205", "diffusion samplers: the time steps of a batch, cast to the batch with type_as", d("""
+        import torch
+        def sample(model, x, steps):
+            for i in reversed(range(steps)):
+                t = torch.full((x.shape[0],), i).type_as(x)
+                x = model(x, t)
+            return x
+    """), 4),
+    Shape("TW205", "RL rollouts: the reward made from NumPy data, then moved in the next statement", d("""
+        import torch
+        for step in range(num_steps):
+            next_obs, reward, done, info = envs.step(action)
+            r = torch.tensor([1.0, 2.0])
+            r = r.to(device)
+    """), 5),
+]
+QUIET += [
+    Shape("TW205", "RL scripts: storage buffers allocated once before the rollout loop", d("""
+        import torch
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        obs = torch.zeros((num_steps, num_envs) + obs_shape).to(device)
+        actions = torch.zeros((num_steps, num_envs)).to(device)
+        for iteration in range(1, num_iterations + 1):
+            for step in range(num_steps):
+                obs[step] = next_obs
+    """)),
+    Shape("TW205", "a cast to a dtype held in a name, and a tensor used on the CPU before its move", d("""
+        import torch
+        precision = torch.float16
+        for x in batches:
+            a = torch.zeros(3).to(precision)
+            m = torch.ones(3)
+            m[0] = x.sum().item()
+            m = m.cuda()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW207
+_PPO_UPDATE = d("""
+    import torch
+    import torch.nn as nn
+
+    class PPO:
+        def __init__(self, actor_critic, lr):
+            self.actor_critic = actor_critic
+            self.optimizer = torch.optim.Adam(actor_critic.parameters(), lr=lr)
+
+        def update(self, rollouts):
+            value_loss_epoch = 0
+            for e in range(4):
+                for sample in rollouts.generator():
+                    obs, actions, returns, old_logp, adv = sample
+                    values, logp, entropy = self.actor_critic.evaluate_actions(obs, actions)
+                    ratio = torch.exp(logp - old_logp)
+                    action_loss = -torch.min(ratio * adv, ratio.clamp(0.8, 1.2) * adv).mean()
+                    value_loss = (returns - values).pow(2).mean()
+                    self.optimizer.zero_grad()
+                    (value_loss * 0.5 + action_loss - entropy * 0.01).backward()
+                    nn.utils.clip_grad_norm_(self.actor_critic.parameters(), 0.5)
+                    self.optimizer.step()
+                    value_loss_epoch += value_loss.item()
+            return value_loss_epoch
+""")
+PROJECTS += [
+    ProjectShape("TW207", "PPO/A2C libraries: .item() of each minibatch loss in an update() method whose module never "
+                 "names a device (the entry point moves the agent to the GPU)", {
+                     "algo/ppo.py": _PPO_UPDATE,
+                     "main.py": d("""
+                         import torch
+                         from algo.ppo import PPO
+                         device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+                         agent = PPO(Policy().to(device), 3e-4)
+                     """),
+                 }, (("algo/ppo.py", 22),)),
+    ProjectShape("TW207", "the same update() in a project that never uses a GPU", {
+        "algo/ppo.py": _PPO_UPDATE,
+        "main.py": "from algo.ppo import PPO\nagent = PPO(Policy(), 3e-4)\n",
+    }),
+    ProjectShape("TW207", "super-resolution model classes: the step method hands its loss dict to a base-class helper "
+                 "(in another module) that calls .item() on each loss", {
+                     "models/base_model.py": d("""
+                         import torch
+                         from collections import OrderedDict
+
+                         class BaseModel:
+                             def reduce_loss_dict(self, loss_dict):
+                                 log_dict = OrderedDict()
+                                 for name, value in loss_dict.items():
+                                     log_dict[name] = value.mean().item()
+                                 return log_dict
+                     """),
+                     "models/sr_model.py": d("""
+                         from collections import OrderedDict
+                         from .base_model import BaseModel
+
+                         class SRModel(BaseModel):
+                             def optimize_parameters(self, current_iter):
+                                 self.optimizer_g.zero_grad()
+                                 self.output = self.net_g(self.lq)
+                                 l_total = 0
+                                 loss_dict = OrderedDict()
+                                 l_pix = self.cri_pix(self.output, self.gt)
+                                 l_total += l_pix
+                                 loss_dict["l_pix"] = l_pix
+                                 l_total.backward()
+                                 self.optimizer_g.step()
+                                 self.log_dict = self.reduce_loss_dict(loss_dict)
+                     """),
+                     "train.py": d("""
+                         import torch
+                         model = build_model(opt)
+                         model.net_g.cuda()
+                         for current_iter, train_data in enumerate(loader):
+                             model.feed_data(train_data)
+                             model.optimize_parameters(current_iter)
+                     """),
+                 }, (("models/sr_model.py", 15),)),
+]
+FIND += [
+    Shape("TW207", "RL single-file scripts: .item() of a clipped fraction in the minibatch loop, under no_grad", d("""
+        import torch
+        device = torch.device("cuda")
+        logprobs = torch.zeros((128, 4)).to(device)
+        for iteration in range(100):
+            b_logprobs = logprobs.reshape(-1)
+            for epoch in range(4):
+                for start in range(0, 512, 64):
+                    mb = inds[start:start + 64]
+                    _, newlogprob, entropy, newvalue = agent.get_action_and_value(b_obs[mb])
+                    logratio = newlogprob - b_logprobs[mb]
+                    ratio = logratio.exp()
+                    with torch.no_grad():
+                        clipfracs += [((ratio - 1.0).abs() > 0.2).float().mean().item()]
+                    loss = -(ratio * adv[mb]).mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+    """), 13),
+    Shape("TW207", "ImageNet scripts: the loss averaged across ranks by a helper, then read with .item() every step", d("""
+        import torch
+        import torch.distributed as dist
+        def reduce_tensor(t, n):
+            rt = t.clone()
+            dist.all_reduce(rt)
+            return rt / n
+        def train(model, loader, optimizer, criterion):
+            for x, y in loader:
+                x, y = x.cuda(), y.cuda()
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                reduced = reduce_tensor(loss.data, 8)
+                losses.update(reduced.item(), x.size(0))
+    """), 15),
+    Shape("TW207", "a loss written to TensorBoard as a tensor every step (add_scalar reads it on the host)", d("""
+        import torch
+        from torch.utils.tensorboard import SummaryWriter
+        writer = SummaryWriter()
+        for step, (x, y) in enumerate(loader):
+            x, y = x.to(device), y.to(device)
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            writer.add_scalar("train/loss", loss, step)
+    """), 10),
+    Shape("TW207", "a training-step function (no loop of its own) that returns the loss as a number", d("""
+        import torch
+        def train_step(model, batch, optimizer):
+            x, y = batch[0].cuda(), batch[1].cuda()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+    """), 8),
+    Shape("TW207", "a local helper that turns a dict of losses into numbers, called every step", d("""
+        import torch
+        def to_numbers(losses):
+            return {k: v.item() for k, v in losses.items()}
+        for x, y in loader:
+            x = x.cuda()
+            out = model(x)
+            losses = {"ce": criterion(out, y.cuda())}
+            total = sum(losses.values())
+            optimizer.zero_grad()
+            total.backward()
+            optimizer.step()
+            logs = to_numbers(losses)
+    """), 12),
+]
+QUIET += [
+    Shape("TW207", "DQN scripts: the greedy action goes to the environment on the host every step", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class QNetwork(nn.Module):
+            def forward(self, x):
+                return self.network(x)
+        device = torch.device("cuda")
+        q_network = QNetwork().to(device)
+        for global_step in range(100000):
+            if random.random() < epsilon:
+                actions = np.array([envs.single_action_space.sample() for _ in range(envs.num_envs)])
+            else:
+                q_values = q_network(torch.Tensor(obs).to(device))
+                actions = torch.argmax(q_values, dim=1).cpu().numpy()
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+            data = rb.sample(32)
+            loss = F.mse_loss(q_network(data.observations).max(1)[0], data.returns)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)),
+    Shape("TW207", "actor-critic loops: the sampled action is sent to the environment directly", d("""
+        import torch
+        import torch.nn as nn
+        class Policy(nn.Module):
+            def forward(self, x):
+                return self.head(x)
+        policy = Policy().to(device)
+        for step in range(1000):
+            state = torch.from_numpy(obs).float().to(device)
+            action, logp = policy(state)
+            obs, reward, done, _ = env.step(action.cpu().numpy())
+            loss = -(logp * reward)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)),
+    Shape("TW207", "resuming: the loop index compared with a start step read from a checkpoint", d("""
+        import torch
+        def load_checkpoint(model, path):
+            ckpt = torch.load(path, map_location="cpu")
+            model.load_state_dict(ckpt["model"])
+            model.cuda()
+            return ckpt
+        def train(model, loader, optimizer):
+            ckpt = load_checkpoint(model, "last.pt")
+            start = ckpt["step"]
+            for i, (x, y) in enumerate(loader):
+                if i == start:
+                    print("resumed")
+                loss = model(x.cuda(), y.cuda())
+                loss.backward()
+                optimizer.step()
+    """)),
+    Shape("TW207", "a loss written to TensorBoard every 100 steps only", d("""
+        import torch
+        for step, (x, y) in enumerate(loader):
+            x = x.cuda()
+            loss = criterion(model(x), y.cuda())
+            loss.backward()
+            optimizer.step()
+            if step % 100 == 0:
+                writer.add_scalar("loss", loss, step)
+    """)),
+]

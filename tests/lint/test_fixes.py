@@ -30,9 +30,9 @@ ROUND_TRIPS = [
     ("TW107", "import torch\ny = x.permute(0, 2, 1) .view (n, -1)\n", "import torch\ny = x.permute(0, 2, 1) .reshape (n, -1)\n"),
     ("TW108", "h = layer.register_backward_hook(fn)\n", "h = layer.register_full_backward_hook(fn)\n"),
     ("TW303", "import torch\ntorch.cuda.manual_seed(0)  # seed\n", "import torch\ntorch.cuda.manual_seed_all(0)  # seed\n"),
-    ("TW205", "import torch\nm = torch.ones(4, 4).cuda()\n", 'import torch\nm = torch.ones(4, 4, device="cuda")\n'),
-    ("TW205", "import torch\nidx = torch.arange(n).to(device)\n", "import torch\nidx = torch.arange(n, device=device)\n"),
-    ("TW205", "import torch\ne = torch.empty(()).to(x.device)\n", "import torch\ne = torch.empty((), device=x.device)\n"),
+    ("TW205", "import torch\nfor x in xs:\n    m = torch.ones(4, 4).cuda()\n", 'import torch\nfor x in xs:\n    m = torch.ones(4, 4, device="cuda")\n'),
+    ("TW205", "import torch\nwhile go:\n    idx = torch.arange(n).to(device)\n", "import torch\nwhile go:\n    idx = torch.arange(n, device=device)\n"),
+    ("TW205", "import torch\ndef forward(x):\n    e = torch.empty(()).to(x.device)\n", "import torch\ndef forward(x):\n    e = torch.empty((), device=x.device)\n"),
     ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
      "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
     ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
@@ -73,8 +73,10 @@ def test_unsafe_cases_get_no_fix_but_a_suggestion():
     cases = [
         ("TW401", "import torch\nsd = torch.load(p, weights_only=False)\n"),  # an explicit choice
         ("TW401", "import dill, torch\nsd = torch.load(p, pickle_module=dill)\n"),  # incompatible with the safe mode
-        ("TW205", "import torch\nr = torch.randn(3).cuda()\n"),  # different generator on the device
-        ("TW205", "import torch\nr = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
+        ("TW205", "import torch\nfor _ in xs:\n    r = torch.randn(3).cuda()\n"),  # different generator on the device
+        ("TW205", "import torch\nfor _ in xs:\n    r = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
+        ("TW205", "import torch\ndef forward(x):\n    return torch.arange(3).to(x)\n"),  # also casts to x's dtype
+        ("TW205", "import torch\nfor _ in xs:\n    m = torch.ones(3)\n    m = m.cuda()\n"),  # two statements
         ("TW219", "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"),
         ("TW220", "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n"),  # positional order differs
         ("TW220", "from torch.cuda.amp import autocast, GradScaler\nwith autocast():\n    pass\n"),

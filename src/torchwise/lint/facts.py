@@ -39,6 +39,20 @@ class ProjectFacts:
     gpu_only_files: tuple[str, ...] = ()  # files importing a GPU-only library at module level
     gpu_check_files: int = 0  # files that check torch.cuda.is_available()/device_count()
     nccl_files: int = 0  # files that hard-code the NCCL backend
+    # some file moves data or models to an accelerator (.cuda(), "cuda", .to(device))
+    moves_to_device: bool = False
+    # functions (by name) that read what they are given on the host (.item()...) -> "path:line"
+    host_readers: dict[str, str] = field(default_factory=dict)
+    # functions that make the program GPU-only (NCCL set-up, exit without a GPU) -> "path:line"
+    gpu_only_helpers: dict[str, str] = field(default_factory=dict)
+    # functions that return DataLoaders, all built with pin_memory=True -> "path:line"
+    pinned_loader_factories: dict[str, str] = field(default_factory=dict)
+    # every DataLoader of the project is built with pin_memory=True (and there is one)
+    all_loaders_pinned: bool = False
+    # random generators the project seeds: "random", "numpy", "torch" -> "path:line" of the first seed
+    seeded: dict[str, str] = field(default_factory=dict)
+    seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
+    host_checkpoints: bool = False  # the project saves checkpoints, all of host data (.cpu(), NumPy)
 
     def dataset(self, name: str | None) -> DatasetFacts | None:
         """The facts of the project's dataset class ``name`` (None if not defined in the project,

@@ -10,31 +10,7 @@ from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.losses import is_loss_value
-from torchwise.lint.semantics.steps import backward_calls, was_backwarded
-
-
-def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
-    """Names whose value reaches a backward pass in ``scope`` (one or two assignments back)."""
-    key = ("tw101:feeding", id(scope))
-    cached = ctx._cache.get(key)
-    if cached is not None:
-        return cached
-    out: set[str] = set()
-    ctx._cache[key] = out
-    todo: list[tuple[ast.AST, ast.AST, int]] = []
-    for call in backward_calls(ctx):
-        if ctx.scope_of(call) is scope:
-            todo.append((call, call, 3))
-    while todo:
-        expr, use, depth = todo.pop()
-        for sub in ast.walk(expr):
-            if sub.__class__ is ast.Name and sub.id not in out:
-                out.add(sub.id)
-                if depth > 0:
-                    for b in ctx.bindings(scope).get(sub.id, ()):
-                        if b.value is not None and b.kind in ("assign", "aug", "walrus"):
-                            todo.append((b.value, b.node, depth - 1))
-    return out
+from torchwise.lint.semantics.steps import names_feeding_backward, was_backwarded
 
 
 def _returned_names(ctx: Context, scope: ast.AST) -> set[str]:
@@ -161,7 +137,7 @@ Fix
         scope = ctx.scope_of(node)
         if _fresh_each_iteration(ctx, acc.id, node):
             return  # loss = a + b: the parts of one step's loss, rebound every iteration, not a running total
-        if acc.id in _names_feeding_backward(ctx, scope):
+        if acc.id in names_feeding_backward(ctx, scope):
             return  # the graphs are kept on purpose: a later backward pass runs through them
         if was_backwarded(ctx, value, node) and _reset_in_loop(ctx, acc.id, node):
             return  # backward freed the buffers and the total restarts every step: nothing piles up

@@ -9,30 +9,10 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
-from torchwise.lint.semantics.models import is_module_class, is_module_instance
-from torchwise.lint.semantics.steps import backward_calls, optimizer_steps
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
-_EVAL_WORDS = frozenset({
-    "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",
-    "predict", "prediction",
-})
-_TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
-
-
-def is_eval_name(name: str) -> bool:
-    """``evaluate``, ``validate_epoch``, ``run_inference``... but not pytest tests or framework hooks."""
-    low = name.lower().strip("_")
-    if low in _TEST_NAMES:
-        return True
-    words = low.split("_")
-    if not _EVAL_WORDS.intersection(words):
-        return False
-    if "step" in words or "train" in words or "training" in words:
-        return False  # Lightning-style *_step hooks run under no_grad already; train+eval mixes
-    if "test" in words:
-        return False  # test_inference(), _test_eval_mode(): tests, whatever they evaluate
-    return True
 
 
 def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:

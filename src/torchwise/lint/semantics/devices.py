@@ -25,7 +25,9 @@ _DEVICE_KEEPING = frozenset({
     "softmax", "log_softmax", "sigmoid", "eq", "ne", "gt", "lt", "ge", "le", "squeeze", "unsqueeze",
     "view", "reshape", "flatten", "norm", "sqrt", "exp", "log", "clone", "contiguous", "long", "int",
     "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
-    "sort", "to_dense", "type_as", "repeat", "expand", "std", "var",
+    "sort", "to_dense", "type_as", "repeat", "expand", "std", "var", "gather", "index_select", "masked_fill",
+    "permute", "transpose", "t", "prod", "cumsum", "square", "neg", "tanh", "relu", "log1p", "expm1", "round",
+    "sign", "clamp_min", "clamp_max", "logsumexp", "amax", "amin",
 })
 # Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
 _GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
@@ -168,8 +170,11 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
     """Does ``expr`` evidently hold a tensor computed on the accelerator?
 
     Yes for a loss, the output of a model call, the result of ``.cuda()``/``.to(device)``, and
-    arithmetic or device-keeping methods (``.detach()``, ``.sum()``, ``argmax``...) of those.
+    arithmetic or device-keeping methods (``.detach()``, ``.sum()``, ``argmax``...) of those,
+    also through a helper that reduces or gathers it across processes (``reduce_tensor(loss)``).
     No for anything that went through ``.cpu()``/``.item()``/``.numpy()``/``.tolist()``.
+    ``depth`` bounds the assignments followed back from a name; the parts of one expression
+    are all looked at.
     """
     if expr is None or depth <= 0:
         return False
@@ -180,15 +185,17 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
     if cls is ast.Call:
         return _call_gives_device_tensor(ctx, expr, use, depth)
     if cls is ast.BinOp:
-        return is_device_tensor(ctx, expr.left, use, depth - 1) or is_device_tensor(ctx, expr.right, use, depth - 1)
+        return is_device_tensor(ctx, expr.left, use, depth) or is_device_tensor(ctx, expr.right, use, depth)
     if cls is ast.Compare:
-        return is_device_tensor(ctx, expr.left, use, depth - 1) or any(
-            is_device_tensor(ctx, c, use, depth - 1) for c in expr.comparators
+        return is_device_tensor(ctx, expr.left, use, depth) or any(
+            is_device_tensor(ctx, c, use, depth) for c in expr.comparators
         )
     if cls is ast.UnaryOp:
-        return is_device_tensor(ctx, expr.operand, use, depth - 1)
+        return is_device_tensor(ctx, expr.operand, use, depth)
     if cls is ast.Subscript:
-        return is_device_tensor(ctx, expr.value, use, depth - 1)
+        return is_device_tensor(ctx, expr.value, use, depth)
+    if cls is ast.Attribute and expr.attr == "data":
+        return is_device_tensor(ctx, expr.value, use, depth)  # loss.data
     return False
 
 
@@ -205,6 +212,23 @@ def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int
     return False
 
 
+# libraries whose functions named like a reduction are not collectives over tensors
+_NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "torch.")
+
+
+def _collective_result(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bool:
+    """``accelerator.gather(x)``, ``reduce_tensor(loss, n)``, ``utils.all_reduce_mean(x)``: a
+    helper that reduces or gathers a device tensor across processes returns one."""
+    func = expr.func
+    name = (last_name(func) or "").lower()
+    q = ctx.qualname(func)
+    if func.__class__ is ast.Attribute and func.attr in _GATHERS and q is None:
+        return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
+    if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES):
+        return any(is_device_tensor(ctx, a, use, depth) for a in expr.args[:2])
+    return False
+
+
 def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bool:
     func = expr.func
     if device_move_target(ctx, expr) is not None:
@@ -216,25 +240,22 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
         dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
         # torch.randint(..., device=latents.device): made on the device (not a "cpu" literal)
         return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)
-    if func.__class__ is ast.Attribute and func.attr in _GATHERS and q is None:
-        if expr.args and is_device_tensor(ctx, expr.args[0], use, depth - 1):
-            return True
+    if _collective_result(ctx, expr, use, depth):
+        return True
     if func.__class__ is ast.Attribute:
         if func.attr in SYNC_METHODS:
             return False
-        if func.attr in ("stack", "cat", "concat") and expr.args and ctx.qualname(func) in (
-            "torch.stack", "torch.cat", "torch.concat"
-        ):  # torch.stack([x] * n), torch.cat((a, b)): on the device of the parts
+        if func.attr in ("stack", "cat", "concat") and expr.args and q in ("torch.stack", "torch.cat", "torch.concat"):
+            # torch.stack([x] * n), torch.cat((a, b)): on the device of the parts
             parts = expr.args[0]
             if parts.__class__ is ast.BinOp:
                 parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
             elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
-            return any(is_device_tensor(ctx, e, use, depth - 1) for e in elts)
+            return any(is_device_tensor(ctx, e, use, depth) for e in elts)
         if func.attr in _DEVICE_KEEPING:
-            q = ctx.qualname(func)
             if q is not None:  # torch.argmax(out, 1) and friends
-                return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth - 1)
-            return is_device_tensor(ctx, func.value, use, depth - 1)
+                return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
+            return is_device_tensor(ctx, func.value, use, depth)
     return False
 
 

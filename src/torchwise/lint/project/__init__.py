@@ -1,0 +1,78 @@
+"""Project-wide facts: what a per-file rule cannot see in the file it checks.
+
+Lint judges one file at a time, but a few questions are answered in *another* file of the same
+project: what a dataset class imported from another module yields per item (tensors already on
+the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded);
+whether the project as a whole is written for GPUs only (it imports GPU-only kernel libraries
+unconditionally more often than it checks for a GPU, or it hard-codes the NCCL backend and never
+checks for a GPU), or puts anything on a device at all; which of its functions read their
+arguments on the host, make the program GPU-only, or build pinned loaders; which random
+generators it seeds; whether the checkpoints it writes hold host data only. :func:`scan`
+answers them with one light pass over the files being linted, before the rules run:
+
+- text tests first: GPU-only imports are import lines at column 0 (module level, not under
+  ``try``/``if``); only the module-level imports and the top-level classes that look like
+  datasets, the functions that mention what is looked for, and the files that call
+  ``torch.save`` are parsed, so the pass costs a fraction of a lint;
+- nothing is imported or executed, neither torch nor the linted code;
+- the result, :class:`ProjectFacts`, is small plain data: the runner builds it once in the parent
+  process and hands it to every worker, and each file's :class:`~torchwise.lint.engine.Context`
+  carries the facts of its project as ``ctx.project``.
+
+A project is a folder given to lint: ``torchwise lint proj_a proj_b`` scans each on its own, so
+facts do not mix; a file named on its own is its own project (its own facts only). Code linted
+without the runner (``lint_source``, standard input, the flake8 plugin, which sees one file at
+a time) gets :data:`NO_FACTS`: file-only behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
+from torchwise.lint.project.datasets import dataset_facts
+from torchwise.lint.project.functions import (
+    definition_counts, gpu_only_helpers, host_readers, pinned_loader_factories,
+)
+from torchwise.lint.project.saves import host_checkpoints
+from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
+from torchwise.lint.semantics.files import is_test_path
+
+# A project is GPU-only when at least this many of its (non-test) files import a GPU-only library
+# at module level, and more files do so than check whether a GPU is there; or when it hard-codes
+# the NCCL backend (``init_process_group("nccl")``) and no file of it ever checks for a GPU.
+GPU_ONLY_MIN_FILES = 3
+
+
+def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
+    """Facts from ``(path, source text)`` pairs of one project. Never raises for bad content."""
+    every = list(files)
+    texts = [(path, text) for path, text in every if not is_test_path(path)]
+    loaders = any("DataLoader" in text for _, text in every)
+    # dataset facts serve DataLoader rules only: no loader in the project, no parsing
+    datasets = dataset_facts(every) if loaders else {}
+    words = text_facts(texts)
+    definitions = definition_counts(texts)
+    gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
+        words.nccl > 0 and words.checks == 0)
+    return ProjectFacts(
+        "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
+        moves_to_device=words.moves_to_device,
+        host_readers=host_readers(texts, definitions) if words.moves_to_device else {},
+        gpu_only_helpers=gpu_only_helpers(texts, definitions),
+        pinned_loader_factories=pinned_loader_factories(texts, definitions) if loaders else {},
+        all_loaders_pinned=loaders and _all_pinned(texts),
+        seeded=words.seeded,
+        seeds_everything=words.seeds_everything,
+        host_checkpoints=any("torch.load(" in text for _, text in texts) and host_checkpoints(texts),
+    )
+
+
+def _all_pinned(texts: list[tuple[str, str]]) -> bool:
+    """Every ``DataLoader(`` call of the project's text passes ``pin_memory=True`` (a cheap count)."""
+    calls = sum(text.count("DataLoader(") for _, text in texts)
+    pinned = sum(text.count("pin_memory=True") for _, text in texts)
+    return calls > 0 and pinned >= calls
+
+
+__all__ = ["GPU_ONLY_LIBS", "GPU_ONLY_MIN_FILES", "NO_FACTS", "DatasetFacts", "ProjectFacts", "scan"]

@@ -1,0 +1,63 @@
+"""Project facts read from the text of the files, without parsing: GPU-only libraries imported
+at module level, GPU checks, hard-coded NCCL, moves to a device, and which random generators the
+project seeds (and where)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
+GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
+                 "deepspeed", "mamba_ssm", "causal_conv1d")
+_GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
+_GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
+_NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
+_MOVES = re.compile(r"\.cuda\(|[\"']cuda[\"':]|\.to\(\s*(?:self\.|args\.)?device\b")
+# seeding calls as written (aliases of numpy as np included): family -> pattern
+SEEDS = {
+    "random": re.compile(r"(?<![\w.])random\.seed\("),
+    "numpy": re.compile(r"\b(?:np|numpy)\.random\.seed\("),
+    "torch": re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\("),
+}
+# helpers that seed every generator (frameworks' and the usual hand-written ones)
+_SEED_ALL = re.compile(r"\b(?:seed_everything|set_seed|set_random_seed|fix_seed|setup_seed|seed_all|set_seeds|"
+                       r"init_seeds|fix_seeds|seed_torch|set_global_seed|random_seed|init_seed)\s*\(|"
+                       r"^[ \t]*def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)  # or a seeding helper of the project's own
+
+
+@dataclass
+class TextFacts:
+    gpu_files: list[str] = field(default_factory=list)
+    checks: int = 0
+    nccl: int = 0
+    moves_to_device: bool = False
+    seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
+    seeds_everything: bool = False
+
+
+def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
+    """The text facts of the (non-test) files ``(path, text)`` of one project."""
+    out = TextFacts()
+    for path, text in texts:
+        if any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
+            out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
+        if "cuda." in text and _GPU_CHECK.search(text):
+            out.checks += 1
+        if "nccl" in text and _NCCL_ONLY.search(text):
+            out.nccl += 1
+        if not out.moves_to_device and ("cuda" in text or "device" in text) and _MOVES.search(text):
+            out.moves_to_device = True
+        if "seed" in text:
+            _seeds(path, text, out)
+    return out
+
+
+def _seeds(path: str, text: str, out: TextFacts) -> None:
+    if _SEED_ALL.search(text):
+        out.seeds_everything = True
+    for family, pattern in SEEDS.items():
+        if family not in out.seeded:
+            m = pattern.search(text)
+            if m is not None:
+                out.seeded[family] = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"

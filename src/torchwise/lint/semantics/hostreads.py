@@ -1,0 +1,218 @@
+"""Reads of tensor values on the host: functions that read their arguments that way (a
+``reduce_loss_dict`` calling ``.item()`` on every loss, ``SummaryWriter.add_scalar``), values
+that hold device tensors or losses, and reads whose value must reach the host anyway (the
+action an environment steps with)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
+from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.steps import is_eval_name, is_optimizer_step, names_feeding_backward
+from torchwise.lint.semantics.values import local_function
+
+# logging calls that read a tensor argument on the host: method name -> index of that argument
+LOGGING_READERS = {"add_scalar": 1, "add_scalars": 1, "add_histogram": 1}
+_WRITER_HINTS = ("writer", "summary", "tb", "logger", "board")
+_READS = SYNC_METHODS - {"cpu"}  # .cpu() alone may move a module; .item()/.tolist()/.numpy() read values
+
+
+def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names that carry (part of) the function's arguments: the parameters, and names assigned
+    or looped over from them (``for name, value in loss_dict.items()``)."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    derived = {p for p in params if p not in ("self", "cls")}
+    for _ in range(3):  # a few passes reach names bound from names bound from parameters
+        grown = False
+        for node in ast.walk(func):
+            if node.__class__ in (ast.Assign, ast.For, ast.comprehension, ast.AugAssign):
+                source = node.iter if node.__class__ in (ast.For, ast.comprehension) else node.value
+                if not any(n.__class__ is ast.Name and n.id in derived for n in ast.walk(source)):
+                    continue
+                targets = node.targets if node.__class__ is ast.Assign else [node.target]
+                for t in targets:
+                    for n in ast.walk(t):
+                        if n.__class__ is ast.Name and n.id not in derived:
+                            derived.add(n.id)
+                            grown = True
+        if not grown:
+            break
+    return derived
+
+
+def host_read_of_arguments(func: AST) -> ast.Call | None:
+    """The first ``.item()``/``.tolist()``/``.numpy()`` in ``func`` on a value that comes from
+    its arguments (not from ``self``): ``func`` reads what it is given on the host."""
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return None
+    derived = _derived(func)
+    for node in ast.walk(func):
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _READS:
+            root = root_name(node.func.value)
+            if root is not None and root.id in derived:
+                return node
+    return None
+
+
+def host_reader(ctx: Context, call: ast.Call) -> str | None:
+    """How ``call`` reads its tensor arguments on the host, said for a message (``"it calls
+    .item() on line 12"``, ``"... at models/base_model.py:318"``, ``"it reads the tensor on the host"``);
+    None when it evidently does not. Evaluation helpers (``test()``, ``evaluate()``) are left
+    out: reading their results is what they are for, whatever runs them."""
+    func = call.func
+    name = last_name(func)
+    if not name or is_eval_name(name):
+        return None
+    if func.__class__ is ast.Attribute and name in LOGGING_READERS and ctx.qualname(func) is None:
+        owner = (last_name(func.value) or "").lower()
+        built = ctx.constructed_from(func.value, call) or ""
+        writer = any(h in owner for h in _WRITER_HINTS) or built.endswith("SummaryWriter")
+        return "it reads the tensor on the host" if writer else None
+    target = local_function(ctx, call)
+    if target is not None:
+        read = _cached_host_read(ctx, target)
+        return f"it calls .{read.func.attr}() on line {read.lineno}" if read is not None else None
+    where = ctx.project.host_readers.get(name) if func.__class__ in (ast.Name, ast.Attribute) else None
+    return f"it reads its arguments with .item() or the like at {where}" if where else None
+
+
+def _cached_host_read(ctx: Context, func: AST) -> ast.Call | None:
+    key = ("sem:hostread", id(func))
+    if key not in ctx._cache:
+        ctx._cache[key] = host_read_of_arguments(func)
+    return ctx._cache[key]
+
+
+def read_arguments(ctx: Context, call: ast.Call) -> list[AST]:
+    """The arguments of ``call`` that its host read applies to."""
+    index = LOGGING_READERS.get(last_name(call.func) or "")
+    if index is not None and local_function(ctx, call) is None:
+        return [call.args[index]] if len(call.args) > index else [k.value for k in call.keywords if k.arg == "scalar_value"]
+    return [*call.args, *(k.value for k in call.keywords)]
+
+
+def holds_device_values(ctx: Context, expr: AST, use: AST) -> bool:
+    """A device tensor or a loss, or a dict/list that collects them (``loss_dict["l_pix"] = l_pix``,
+    ``{"ce": loss}``)."""
+    if _device_value(ctx, expr, use):
+        return True
+    if expr.__class__ is ast.Dict:
+        return any(v is not None and _device_value(ctx, v, use) for v in expr.values)
+    if expr.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(expr.id, use)
+    if b is None or b.kind != "assign":
+        return False
+    if b.value.__class__ is ast.Dict and holds_device_values(ctx, b.value, b.node):
+        return True
+    scope = ctx.scope_of(use)
+    for node in ctx.walk_body(getattr(scope, "body", [])):
+        if node.__class__ is ast.Assign and any(
+            t.__class__ is ast.Subscript and t.value.__class__ is ast.Name and t.value.id == expr.id for t in node.targets
+        ):  # loss_dict[key] = value
+            if _device_value(ctx, node.value, node):
+                return True
+        elif node.__class__ is ast.Call and last_name(node.func) == "append" and node.func.__class__ is ast.Attribute:
+            if node.func.value.__class__ is ast.Name and node.func.value.id == expr.id and node.args:
+                if _device_value(ctx, node.args[0], node):
+                    return True
+    return False
+
+
+def _device_value(ctx: Context, expr: AST, use: AST) -> bool:
+    if is_device_tensor(ctx, expr, use) or is_loss_value(ctx, expr, use):
+        return True
+    # a term of the loss that is backpropagated in this function (l_total += l_pix)
+    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use))
+
+
+def is_loop_counter(ctx: Context, expr: AST) -> bool:
+    """A Python int counting passes: the target of ``for i in range(...)`` or the index of
+    ``for i, x in enumerate(...)``."""
+    if expr.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(expr.id, expr)
+    if b is None or b.kind != "for" or b.value.__class__ is not ast.Call:
+        return False
+    name = last_name(b.value.func)
+    return (name in ("range", "trange") and b.index == -1) or (name == "enumerate" and b.index == 0)
+
+
+def _environment_step(ctx: Context, call: ast.Call) -> bool:
+    """``env.step(action)``, ``envs.step(...)``: a step that is not an optimizer's, scheduler's or scaler's."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.attr != "step" or not (call.args or call.keywords):
+        return False
+    owner = (last_name(func.value) or "").lower()
+    if any(w in owner for w in ("optim", "sched", "scaler", "opt")) or is_optimizer_step(ctx, call):
+        return False
+    return True
+
+
+def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
+    """Does the value read at ``node`` go to an environment's ``step()`` in this loop (directly,
+    or through names assigned from it)? The environment runs on the host: the read is needed."""
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.Call and _environment_step(ctx, anc):
+            return True
+        if isinstance(anc, ast.stmt):
+            stmt = anc
+            break
+    else:
+        return False
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    later = [n for n in ctx.walk_body(loop.body) if getattr(n, "lineno", 0) > (stmt.end_lineno or stmt.lineno)]
+    for n in later:
+        if n.__class__ is ast.Assign and any(m.__class__ is ast.Name and m.id in names for m in ast.walk(n.value)):
+            names |= {m.id for t in n.targets for m in ast.walk(t) if m.__class__ is ast.Name}
+        elif n.__class__ is ast.Call and _environment_step(ctx, n):
+            if any(m.__class__ is ast.Name and m.id in names for a in n.args for m in ast.walk(a)):
+                return True
+    return False
+
+
+_CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
+
+
+def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bool:
+    """Data evidently on the host: built with ``.cpu()``/``.numpy()``/``.item()``/``.tolist()``
+    or NumPy, directly or through the names and containers it is made of
+    (``{k: v.cpu() for k, v in sd.items()}``, ``{"mu": np.mean(a, 0)}``); a dict whose tensor
+    values all are."""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        node: AST = expr
+        while True:  # model.cpu().state_dict(): a .cpu() anywhere down the chain
+            if node.__class__ is ast.Call:
+                if last_name(node.func) in _CPU_MARKS or (ctx.qualname(node.func) or "").startswith("numpy."):
+                    return True
+                node = node.func
+            elif node.__class__ in (ast.Attribute, ast.Subscript):
+                node = node.value
+            else:
+                return False
+    if cls in (ast.DictComp, ast.ListComp):
+        return is_host_data(ctx, expr.value if cls is ast.DictComp else expr.elt, use, depth)
+    if cls is ast.Dict:
+        values = [v for v in expr.values if v is not None and v.__class__ is not ast.Constant]
+        return bool(values) and all(is_host_data(ctx, v, use, depth) or _plain_number(ctx, v, use) for v in values)
+    if cls is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        return b is not None and b.kind == "assign" and is_host_data(ctx, b.value, b.node, depth - 1)
+    return False
+
+
+def _plain_number(ctx: Context, expr: AST, use: AST) -> bool:
+    """``epoch``, ``args.lr``, ``best_acc``: metadata saved next to the tensors, not a tensor."""
+    if expr.__class__ is ast.Attribute:
+        return True
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        return b is None or b.kind in ("param", "for") or b.kind == "assign" and b.value.__class__ in (ast.Constant, ast.BinOp)
+    return False
