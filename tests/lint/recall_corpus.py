@@ -557,3 +557,355 @@ QUIET += [
                 writer.add_scalar("loss", loss, step)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW104
+_AGENT = d("""
+    import torch
+    import torch.nn as nn
+    class Agent(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.actor = nn.Linear(n, 2)
+        def get_action_and_value(self, x):
+            logits = self.actor(x)
+            return logits.argmax(-1), logits
+""")
+FIND += [
+    Shape("TW104", "RL evaluation scripts: the agent runs through a method after agent.eval()", _AGENT + d("""
+        def evaluate(model_path, envs, device):
+            agent = Agent(4).to(device)
+            agent.load_state_dict(torch.load(model_path, map_location=device))
+            agent.eval()
+            obs = envs.reset()
+            while True:
+                actions, _ = agent.get_action_and_value(torch.Tensor(obs).to(device))
+                obs, reward, done, info = envs.step(actions.cpu().numpy())
+    """), 16),
+    Shape("TW104", "sampling scripts: a model of the file generates after model.eval(), no no_grad", d("""
+        import torch
+        import torch.nn as nn
+        class GPT(nn.Module):
+            def generate(self, idx, steps):
+                for _ in range(steps):
+                    logits = self(idx)
+                    idx = torch.cat([idx, logits[:, -1:].argmax(-1)], 1)
+                return idx
+        model = GPT()
+        model.eval()
+        for k in range(10):
+            y = model.generate(x, 100)
+    """), 12),
+    Shape("TW104", "an imported model class sampled after eval(), in a project that never turns autograd off", d("""
+        from model import Generator
+        def sample(path, z):
+            netG = Generator()
+            netG.eval()
+            return netG.sample(z)
+    """), 5),
+    Shape("TW104", "evaluation inside the training function after model.eval(), autograd still on", d("""
+        import torch.nn.functional as F
+        def train(model, train_loader, val_loader, optimizer, epochs):
+            for epoch in range(epochs):
+                model.train()
+                for x, y in train_loader:
+                    loss = F.cross_entropy(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                model.eval()
+                correct = 0
+                for x, y in val_loader:
+                    out = model(x)
+                    correct += (out.argmax(1) == y).sum().item()
+    """), 13),
+    Shape("TW104", "an evaluate() that puts the model back into training mode at its end", d("""
+        def evaluate(model, loader):
+            model.eval()
+            total = 0
+            for x, y in loader:
+                total += (model(x).argmax(1) == y).sum()
+            model.train()
+            return total
+    """), 5),
+]
+QUIET += [
+    Shape("TW104", "nanoGPT-style generate() decorated with @torch.no_grad()", d("""
+        import torch
+        import torch.nn as nn
+        class GPT(nn.Module):
+            @torch.no_grad()
+            def generate(self, idx, steps):
+                return self(idx)
+        model = GPT()
+        model.eval()
+        for k in range(10):
+            y = model.generate(x, 100)
+    """)),
+    Shape("TW104", "Hugging Face generate() (decorated with no_grad by the library), and utility methods", d("""
+        from transformers import AutoModelForCausalLM
+        def evaluate(path, ids):
+            model = AutoModelForCausalLM.from_pretrained(path)
+            model.eval()
+            n = model.num_parameters()
+            model.save_pretrained("out")
+            return model.generate(ids, max_new_tokens=20)
+    """)),
+    Shape("TW104", "the training function evaluates under no_grad", d("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, train_loader, val_loader, optimizer):
+            for epoch in range(10):
+                model.train()
+                for x, y in train_loader:
+                    F.cross_entropy(model(x), y).backward()
+                    optimizer.step()
+                model.eval()
+                with torch.no_grad():
+                    for x, y in val_loader:
+                        out = model(x)
+    """)),
+    Shape("TW104", "eval() to freeze BatchNorm statistics while training", d("""
+        import torch.nn.functional as F
+        def finetune(model, loader, optimizer):
+            model.eval()
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW104", "a sampling script whose model class (another module) decorates sample() with no_grad", {
+        "model.py": d("""
+            import torch
+            import torch.nn as nn
+            class Generator(nn.Module):
+                @torch.no_grad()
+                def sample(self, z):
+                    return self.net(z)
+        """),
+        "sample.py": d("""
+            from model import Generator
+            def sample(path, z):
+                netG = Generator()
+                netG.eval()
+                return netG.sample(z)
+        """),
+    }),
+]
+
+# ----------------------------------------------------------------------------------- TW203
+FIND += [
+    Shape("TW203", "CIFAR/ImageNet zoos: loaders built in a get_loaders() helper, the GPU in main()", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from torchvision import datasets, transforms
+        def get_loaders(root, bs):
+            train = datasets.CIFAR10(root, train=True, transform=transforms.ToTensor())
+            train_loader = DataLoader(train, batch_size=bs, shuffle=True, num_workers=4)
+            return train_loader
+        def main():
+            model = Net().cuda()
+            loader = get_loaders("data", 128)
+    """), 6),
+]
+PROJECTS += [
+    ProjectShape("TW203", "a data module that builds the loaders for a GPU training script of the project", {
+        "data.py": d("""
+            from torch.utils.data import DataLoader
+            from torchvision import datasets, transforms
+            def build_loader(root, bs):
+                ds = datasets.ImageFolder(root, transform=transforms.ToTensor())
+                return DataLoader(ds, batch_size=bs, shuffle=True, num_workers=8)
+        """),
+        "train.py": d("""
+            import torch
+            from data import build_loader
+            model = Net().cuda()
+            loader = build_loader("imgs", 64)
+        """),
+    }, (("data.py", 5),)),
+]
+QUIET += [
+    Shape("TW203", "a loader helper whose only caller is a CPU-only function of a file that also has GPU code", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from torchvision import datasets
+        def make_loader(ds):
+            return DataLoader(ds, batch_size=4)
+        def cpu_check():
+            return next(iter(make_loader(datasets.MNIST("."))))
+        def gpu_part(x):
+            return x.cuda()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW204
+PROJECTS += [
+    ProjectShape("TW204", "training scripts iterating loaders that a data module of the project builds pinned", {
+        "data.py": d("""
+            from torch.utils.data import DataLoader
+            def get_loaders(train_set, val_set):
+                train = DataLoader(train_set, batch_size=64, num_workers=4, pin_memory=True)
+                val = DataLoader(val_set, batch_size=64, num_workers=4, pin_memory=True)
+                return train, val
+        """),
+        "train.py": d("""
+            from data import get_loaders
+            train_loader, val_loader = get_loaders(a, b)
+            for x, y in train_loader:
+                x = x.cuda()
+                y = y.to(device)
+        """),
+    }, (("train.py", 4), ("train.py", 5))),
+    ProjectShape("TW204", "a training function given a loader, in a project whose loaders are all pinned", {
+        "data.py": d("""
+            from torch.utils.data import DataLoader
+            loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+        """),
+        "engine.py": d("""
+            def train_one_epoch(model, train_loader, optimizer, device):
+                for images, target in train_loader:
+                    images = images.to(device)
+                    target = target.to(device, non_blocking=True)
+        """),
+    }, (("engine.py", 3),)),
+]
+QUIET += [
+    Shape("TW204", "the same loader name bound to a pinned loader in one function and an unpinned one in another", d("""
+        from torch.utils.data import DataLoader
+        def gpu_train(ds):
+            loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=True)
+            for x, y in loader:
+                x = x.cuda(non_blocking=True)
+        def cpu_eval(ds):
+            loader = DataLoader(ds, batch_size=64)
+            for x, y in loader:
+                x = x.to(device)
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW301
+PROJECTS += [
+    ProjectShape("TW301", "a data module shuffles with Python's random; the entry point seeds NumPy and torch only", {
+        "train.py": d("""
+            import numpy as np
+            import torch
+            from data import make_splits
+            np.random.seed(0)
+            torch.manual_seed(0)
+            train, val = make_splits(files)
+        """),
+        "data.py": d("""
+            import random
+            def make_splits(files):
+                random.shuffle(files)
+                return files[:-100], files[-100:]
+        """),
+    }, (("data.py", 3),)),
+    ProjectShape("TW301", "the same project with a seed-everything helper of its own", {
+        "train.py": "import utils\nutils.fix_all_seeds(0)\n",
+        "utils.py": d("""
+            import random
+            import numpy as np
+            import torch
+            def fix_all_seeds(s):
+                np.random.seed(s)
+                torch.manual_seed(s)
+        """),
+        "data.py": "import random\ndef pick(xs):\n    return random.choice(xs)\n",
+    }),
+    ProjectShape("TW301", "model files draw nothing themselves: layer initialisation is not reported across files", {
+        "train.py": "import numpy as np\nnp.random.seed(0)\nfrom model import Net\nnet = Net()\n",
+        "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 2)\n",
+    }),
+]
+QUIET += [
+    Shape("TW301", "a model zoo file whose only seed is in its self-test", d("""
+        import random
+        import torch
+        def test():
+            torch.manual_seed(0)
+            net = Net()
+            print(net(torch.randn(2, 3, 32, 32)).shape)
+        def augment(x):
+            return x.flip(-1) if random.random() < 0.5 else x
+    """)),
+]
+FIND += [
+    Shape("TW301", "the same seed outside a test: it counts", d("""
+        import random
+        import torch
+        def main():
+            torch.manual_seed(0)
+        def augment(x):
+            return x.flip(-1) if random.random() < 0.5 else x
+    """), 6),
+]
+
+# ----------------------------------------------------------------------------------- TW402
+QUIET += [
+    Shape("TW402", "FID tools: statistics computed with NumPy, saved and loaded back by the same file", d("""
+        import numpy as np
+        import torch
+        def save_stats(feats, path):
+            mu = np.mean(feats, axis=0)
+            sigma = np.cov(feats, rowvar=False)
+            torch.save({"mu": mu, "sigma": sigma}, path)
+        def load_stats(path):
+            stats = torch.load(path)
+            return stats["mu"], stats["sigma"]
+        model = Inception().cuda()
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW402", "a project that writes its checkpoints after .cpu() and reads them in another module", {
+        "utils.py": d("""
+            import torch
+            def save_checkpoint(model, epoch, path):
+                state = {k: v.cpu() for k, v in model.state_dict().items()}
+                torch.save({"model": state, "epoch": epoch}, path)
+        """),
+        "test.py": d("""
+            import torch
+            model = Net().cuda()
+            ckpt = torch.load("checkpoints/last.pth")
+            model.load_state_dict(ckpt["model"])
+        """),
+    }),
+    ProjectShape("TW402", "the same reader when the project saves GPU state dicts", {
+        "utils.py": "import torch\ndef save_checkpoint(model, path):\n    torch.save(model.state_dict(), path)\n",
+        "test.py": "import torch\nmodel = Net().cuda()\nckpt = torch.load('checkpoints/last.pth')\n",
+    }, (("test.py", 3),)),
+]
+
+# ----------------------------------------------------------------------------------- TW403
+PROJECTS += [
+    ProjectShape("TW403", "a GPU-only project: its scripts call a shared set-up that initialises NCCL and exits "
+                 "without a GPU, while two small tools fall back to the CPU", {
+                     "utils/dist.py": d("""
+                         import sys
+                         import torch
+                         import torch.distributed as dist
+                         def init_distributed(args):
+                             if not torch.cuda.is_available():
+                                 sys.exit("needs a GPU")
+                             dist.init_process_group(backend="nccl")
+                     """),
+                     "train.py": d("""
+                         import torch
+                         from utils.dist import init_distributed
+                         init_distributed(args)
+                         model = Net().cuda()
+                     """),
+                     "tools/export.py": d("""
+                         import torch
+                         device = "cuda" if torch.cuda.is_available() else "cpu"
+                     """),
+                     "tools/probe.py": d("""
+                         import torch
+                         print(torch.cuda.device_count())
+                     """),
+                     "demo.py": "import torch\nmodel = Net().cuda()\n",
+                 }, (("demo.py", 2),)),
+]

@@ -41,6 +41,7 @@ class ProjectFacts:
     nccl_files: int = 0  # files that hard-code the NCCL backend
     # some file moves data or models to an accelerator (.cuda(), "cuda", .to(device))
     moves_to_device: bool = False
+    targets_gpu: bool = False  # some file names CUDA: .cuda(), a "cuda" device, torch.cuda
     # functions (by name) that read what they are given on the host (.item()...) -> "path:line"
     host_readers: dict[str, str] = field(default_factory=dict)
     # functions that make the program GPU-only (NCCL set-up, exit without a GPU) -> "path:line"
@@ -53,6 +54,8 @@ class ProjectFacts:
     seeded: dict[str, str] = field(default_factory=dict)
     seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
     host_checkpoints: bool = False  # the project saves checkpoints, all of host data (.cpu(), NumPy)
+    # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
+    no_grad_functions: frozenset[str] = frozenset()
 
     def dataset(self, name: str | None) -> DatasetFacts | None:
         """The facts of the project's dataset class ``name`` (None if not defined in the project,

@@ -58,6 +58,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         moves_to_device=words.moves_to_device,
+        targets_gpu=words.targets_gpu,
         host_readers=host_readers(texts, definitions) if words.moves_to_device else {},
         gpu_only_helpers=gpu_only_helpers(texts, definitions),
         pinned_loader_factories=pinned_loader_factories(texts, definitions) if loaders else {},
@@ -65,6 +66,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         seeded=words.seeded,
         seeds_everything=words.seeds_everything,
         host_checkpoints=any("torch.load(" in text for _, text in texts) and host_checkpoints(texts),
+        no_grad_functions=frozenset(words.no_grad_functions),
     )
 
 

@@ -6,17 +6,8 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context, argument
-from torchwise.lint.semantics.hostreads import is_host_data
-
-
-def saves_on_host(ctx: Context) -> bool | None:
-    """True when every ``torch.save`` of the file saves host data, False when one does not,
-    None when the file saves nothing."""
-    saves = ctx.calls_to("torch.save")
-    if not saves:
-        return None
-    return all(is_host_data(ctx, argument(call, "obj", 0), call) for call in saves)
+from torchwise.lint.engine import Context
+from torchwise.lint.semantics.hostreads import saves_on_host
 
 
 def host_checkpoints(texts: list[tuple[str, str]]) -> bool:

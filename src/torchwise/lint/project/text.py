@@ -13,6 +13,7 @@ GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers
 _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
+_CUDA = re.compile(r"\.cuda\(|[\"']cuda[\"':]|\btorch\.cuda\.")
 _MOVES = re.compile(r"\.cuda\(|[\"']cuda[\"':]|\.to\(\s*(?:self\.|args\.)?device\b")
 # seeding calls as written (aliases of numpy as np included): family -> pattern
 SEEDS = {
@@ -26,14 +27,19 @@ _SEED_ALL = re.compile(r"\b(?:seed_everything|set_seed|set_random_seed|fix_seed|
                        r"^[ \t]*def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)  # or a seeding helper of the project's own
 
 
+_NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
 @dataclass
 class TextFacts:
     gpu_files: list[str] = field(default_factory=list)
     checks: int = 0
     nccl: int = 0
     moves_to_device: bool = False
+    targets_gpu: bool = False
     seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
     seeds_everything: bool = False
+    no_grad_functions: set[str] = field(default_factory=set)
 
 
 def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
@@ -48,8 +54,12 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.nccl += 1
         if not out.moves_to_device and ("cuda" in text or "device" in text) and _MOVES.search(text):
             out.moves_to_device = True
+        if not out.targets_gpu and "cuda" in text and _CUDA.search(text):
+            out.targets_gpu = True
         if "seed" in text:
             _seeds(path, text, out)
+        if "no_grad()" in text or "inference_mode()" in text:
+            out.no_grad_functions.update(_NO_GRAD_DEF.findall(text))
     return out
 
 

@@ -10,13 +10,15 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import is_module_instance
-from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
+from torchwise.lint.semantics.models import runs_forward
+from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
 
 def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
-    """``model.eval()`` calls (no arguments) on something that evidently is a module."""
+    """``model.eval()`` calls (no arguments) on something that evidently is a module, or an
+    instance of an imported class (``netG = Generator(); netG.eval()``)."""
     out = []
     for node in nodes:
         if node.__class__ is ast.Call and not node.args and not node.keywords:
@@ -24,10 +26,19 @@ def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
             if (
                 func.__class__ is ast.Attribute and func.attr == "eval"
                 and func.value.__class__ in (ast.Name, ast.Attribute)
-                and is_module_instance(ctx, func.value, node)
+                and (is_module_instance(ctx, func.value, node) or _class_instance(ctx, func.value, node))
             ):
                 out.append(node)
     return out
+
+
+def _class_instance(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """Built by calling a class of the project (a CamelCase name imported from elsewhere)."""
+    built = ctx.constructed_from(expr, use)
+    if built is None or built.startswith("local:") or "." not in built:
+        return False
+    root, last = built.split(".", 1)[0], built.rsplit(".", 1)[-1]
+    return last[:1].isupper() and root not in ("torch", "numpy", "pandas", "sympy", "sklearn", "cv2")
 
 
 def _plain_callee(func: ast.AST) -> bool:
@@ -66,6 +77,7 @@ class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
     triggers = ("eval", "valid", "test", "predict", "infer")
+    skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
   A model called inside code that is evidently evaluation - a function that calls
@@ -132,21 +144,13 @@ Fix
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
             return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
-        first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
-        # anything that needs gradients makes this not (only) evaluation
-        everything = body if is_module else list(ast.walk(scope))
-        for node in everything:
-            if node.__class__ is ast.Call:
-                n = last_name(node.func)
-                if n in _GRAD_WORDS or n == "train":
-                    return None
-            elif node.__class__ is ast.keyword and node.arg == "requires_grad":
-                return None
-            elif node.__class__ in (ast.With, ast.AsyncWith):
-                for item in node.items:
-                    if last_name(item.context_expr) in ("set_grad_enabled", "enable_grad"):
-                        return None
-        if is_module and (backward_calls(ctx) or optimizer_steps(ctx)):
+        events = _grad_events(ctx, body if is_module else list(ast.walk(scope)))
+        if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
+            # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
+            for start, end in _eval_regions(evals, events):
+                found = self._first_forward(ctx, scope, body, receivers, start, end)
+                if found is not None:
+                    return found
             return None
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
@@ -154,18 +158,25 @@ Fix
             return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
+        # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
+        start = None if named else min((c.lineno, c.col_offset) for c in evals)
+        return self._first_forward(ctx, scope, body, receivers, start, None)
+
+    def _first_forward(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
+                       start: tuple[int, int] | None, end: tuple[int, int] | None) -> Finding | None:
+        """The first forward pass in ``body`` between ``start`` and ``end`` run with autograd on."""
+        is_module = scope.__class__ is ast.Module
         for node in body:
             if node.__class__ is not ast.Call or not (node.args or node.keywords):
+                continue
+            pos = (node.lineno, node.col_offset)
+            if (start is not None and pos < start) or (end is not None and pos >= end):
                 continue
             func = node.func
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
-            if ctx.text(func) not in receivers:
-                if not _plain_callee(func) or not is_module_instance(ctx, func, node):
-                    continue
-            if not named:
-                # evidence is model.eval(): only calls after it count
-                if first_eval is None or (node.lineno, node.col_offset) < first_eval:
+            if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
+                if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)):
                     continue
             if is_module and not ctx.enclosing_loops(node):
                 continue  # module-level script: only evaluation loops
@@ -232,6 +243,38 @@ Fix
         if not calls:
             return False
         return any(under_no_grad(ctx, c) for c in calls)
+
+
+def _grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int], str]]:
+    """Where the code needs gradients or goes back to training: ``(position, "train"|"grad")``."""
+    out = []
+    for node in nodes:
+        if node.__class__ is ast.Call:
+            n = last_name(node.func)
+            if n == "train" and not (node.args and node.args[0].__class__ is ast.Constant and node.args[0].value is False):
+                out.append(((node.lineno, node.col_offset), "train"))
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
+                out.append(((node.lineno, node.col_offset), "grad"))
+        elif node.__class__ is ast.keyword and node.arg == "requires_grad":
+            out.append(((node.value.lineno, node.value.col_offset), "grad"))
+        elif node.__class__ in (ast.With, ast.AsyncWith):
+            if any(last_name(item.context_expr) in ("set_grad_enabled", "enable_grad") for item in node.items):
+                out.append(((node.lineno, node.col_offset), "grad"))
+    out.sort()
+    return out
+
+
+def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]]) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
+    """The stretches of a training function that evaluate: from each ``model.eval()`` to the next
+    ``train()`` (or the end), when no backward, optimizer step or gradient use comes first (an
+    ``eval()`` followed by a backward freezes BatchNorm for training; it does not evaluate)."""
+    out = []
+    for call in sorted(evals, key=lambda c: (c.lineno, c.col_offset)):
+        pos = (call.lineno, call.col_offset)
+        nxt = next((e for e in events if e[0] > pos), None)
+        if nxt is None or nxt[1] == "train":
+            out.append((pos, nxt[0] if nxt is not None else None))
+    return out
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

@@ -9,7 +9,8 @@ from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.devices import gpu_evident_for
+from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for
+from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -23,6 +24,41 @@ def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool
     if built is None:
         return False
     return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
+
+
+def _returned(ctx: Context, call: ast.Call) -> bool:
+    """The loader is what its function returns (``return DataLoader(...)``, or a name bound to
+    it, alone or in a tuple): a helper that builds loaders for its callers."""
+    func = ctx.function_of(call)
+    if func is None:
+        return False
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.Return:
+        return True
+    names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Return and node.value is not None:
+            parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
+            if any(p is call or (p.__class__ is ast.Name and p.id in names) for p in parts):
+                return True
+    return False
+
+
+def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
+    """The code that builds the loader evidently trains on a GPU (see :func:`gpu_evident_for`); for
+    a loader a helper builds and returns, its callers in this file do, or - none here - the file
+    or the project does."""
+    if gpu_evident_for(ctx, call):
+        return True
+    if not _returned(ctx, call):
+        return False
+    func = ctx.function_of(call)
+    callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    if callers:
+        return any(gpu_evident_for(ctx, c) for c in callers)
+    if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
+        return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
+    return gpu_evident(ctx) or ctx.project.targets_gpu
 
 
 class LoaderWithoutPinMemory(Rule):
@@ -63,7 +99,7 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER)
         for call in calls:
-            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not gpu_evident_for(ctx, call):
+            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not _feeds_gpu(ctx, call):
                 continue
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):

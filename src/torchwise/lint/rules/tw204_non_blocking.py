@@ -14,24 +14,45 @@ DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
 
 
-def pinned_loader_names(ctx: Context) -> set[str]:
-    """Names (last identifiers) bound to ``DataLoader(..., pin_memory=True)`` in this file."""
-    names: set[str] = set()
+def _pinned(call: ast.Call) -> bool | None:
+    """True/False for ``DataLoader(..., pin_memory=True/False or absent)``; None for ``**kwargs``."""
+    pin = argument(call, "pin_memory", 7)
+    if pin is None:
+        return None if any(k.arg is None for k in call.keywords) else False
+    return pin.__class__ is ast.Constant and pin.value is True
+
+
+def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
+    """Names (last identifiers) bound to DataLoaders in this file -> whether each is pinned."""
+    names: dict[str, set[bool | None]] = {}
     for call in ctx.calls_to(DATALOADER):
-        pin = argument(call, "pin_memory", 7)
-        if not (pin is not None and pin.__class__ is ast.Constant and pin.value is True):
-            continue
         parent = ctx.parent(call)
-        if parent.__class__ is ast.Assign:
-            for t in parent.targets:
-                n = last_name(t)
-                if n:
-                    names.add(n)
-        elif parent.__class__ is ast.AnnAssign:
-            n = last_name(parent.target)
+        targets = parent.targets if parent.__class__ is ast.Assign else [parent.target] if parent.__class__ is ast.AnnAssign else []
+        for t in targets:
+            n = last_name(t)
             if n:
-                names.add(n)
+                names.setdefault(n, set()).add(_pinned(call))
     return names
+
+
+def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, set[bool | None]]) -> bool:
+    """Does the loop iterate over a pinned loader? The DataLoader bound to that name where the
+    loop runs; else every loader of that name in the file; else one a project function builds
+    pinned (``train_loader, _ = get_loaders(...)``), or a ``*loader`` parameter in a project
+    whose loaders are all pinned."""
+    if src.__class__ is ast.Name:
+        b = ctx.binding_at(src.id, loop)
+        if b is not None and b.kind in ("assign", "unpack") and b.value.__class__ is ast.Call:
+            value = b.value
+            if ctx.qualname(value.func) == DATALOADER:
+                return _pinned(value) is True
+            factory = last_name(value.func)
+            if factory in ctx.project.pinned_loader_factories:
+                return True
+        if b is not None and b.kind == "param" and "loader" in src.id.lower() and ctx.project.all_loaders_pinned:
+            return True
+    found = names.get(last_name(src) or "")
+    return bool(found) and found == {True}
 
 
 def _loop_source(it: ast.AST) -> ast.AST:
@@ -59,7 +80,7 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 3) -> bo
 class BlockingCopyFromPinned(Rule):
     code = "TW204"
     name = "blocking-copy-from-pinned"
-    triggers = ("pin_memory",)
+    triggers = ("pin_memory", "loader", "Loader")
     fixable = True
     doc = """\
 What it flags
@@ -83,13 +104,14 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        names = pinned_loader_names(ctx)
-        if not names:
+        names = _loader_names(ctx)
+        if not any(True in v for v in names.values()) and not (
+            ctx.project.pinned_loader_factories or ctx.project.all_loaders_pinned
+        ):
             return
         loops = []
         for loop in [*ctx.nodes.get(ast.For, ()), *ctx.nodes.get(ast.AsyncFor, ())]:
-            src = _loop_source(loop.iter)
-            if last_name(src) in names:
+            if _pinned_source(ctx, _loop_source(loop.iter), loop, names):
                 loops.append(loop)
         if not loops:
             return

@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name, s
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_evident
+from torchwise.lint.semantics.hostreads import saves_on_host
 
 
 def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:
@@ -39,7 +40,9 @@ class LoadWithoutMapLocation(Rule):
 What it flags
   `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
-  checkpoints it reads are likely to hold CUDA tensors.
+  checkpoints it reads are likely to hold CUDA tensors. Left alone: files that cannot hold GPU
+  tensors because the file, or the project linted with it, writes every checkpoint from host
+  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics).
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -62,8 +65,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            if _own_cpu_cache(ctx, call):
-                continue  # reads back what this file saved from CPU tensors
+            if _own_cpu_cache(ctx, call) or saves_on_host(ctx) or ctx.project.host_checkpoints:
+                continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             yield ctx.finding(
                 self.code, call,
                 "torch.load without map_location restores tensors onto the GPU they were saved from",

@@ -33,7 +33,9 @@ What it flags
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
   unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
-  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU.
+  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU;
+  and a script that calls a set-up function of its project that is GPU-only (it initialises
+  NCCL, or exits or asserts when no GPU is there), even when other scripts fall back to the CPU.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
 
 Why it matters
@@ -53,6 +55,9 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only:
             return  # the project as a whole is GPU-only by design (torchwise.lint.project)
+        helpers = ctx.project.gpu_only_helpers
+        if helpers and any(name in helpers for name in ctx.calls_by_name):
+            return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return

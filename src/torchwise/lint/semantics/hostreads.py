@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.engine import AST, Context, argument, last_name, root_name
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.steps import is_eval_name, is_optimizer_step, names_feeding_backward
@@ -216,3 +216,12 @@ def _plain_number(ctx: Context, expr: AST, use: AST) -> bool:
         b = ctx.binding_at(expr.id, use)
         return b is None or b.kind in ("param", "for") or b.kind == "assign" and b.value.__class__ in (ast.Constant, ast.BinOp)
     return False
+
+
+def saves_on_host(ctx: Context) -> bool | None:
+    """True when every ``torch.save`` of the file saves host data, False when one does not,
+    None when the file saves nothing."""
+    saves = ctx.calls_to("torch.save")
+    if not saves:
+        return None
+    return all(is_host_data(ctx, argument(call, "obj", 0), call) for call in saves)

@@ -100,3 +100,71 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
                 return False  # a function or class named like a model, not an instance
         return is_model_name(last_name(expr))
     return False
+
+
+# methods of a module that do not run its forward pass
+_NOT_FORWARD = frozenset({
+    "eval", "train", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "state_dict", "load_state_dict",
+    "parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers",
+    "named_buffers", "apply", "zero_grad", "requires_grad_", "share_memory", "extra_repr", "type", "register_buffer",
+    "add_module", "get_submodule", "get_parameter", "compile", "reset_parameters", "init_weights", "tie_weights",
+})
+_NOT_FORWARD_PREFIXES = ("save", "load", "register", "print", "set_", "get_num", "num_", "named_", "init", "reset", "_")
+# methods named for running the model (the class is not in view: imported)
+_FORWARD_VERBS = frozenset({
+    "generate", "sample", "predict", "act", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
+    "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "reconstruct",
+    "denoise", "translate", "detect", "segment", "classify",
+})
+# libraries whose models' generate()/predict() turn autograd off themselves
+_LIBRARY_MODELS = ("transformers.", "diffusers.", "timm.", "torchvision.", "open_clip.", "sentence_transformers.",
+                   "ultralytics.", "peft.")
+
+
+def _local_method(ctx: Context, class_name: str, name: str, depth: int = 4) -> ast.FunctionDef | None:
+    klass = ctx.local_classes.get(class_name)
+    if klass is None or depth <= 0:
+        return None
+    for item in klass.body:
+        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and item.name == name:
+            return item
+    for base in klass.bases:
+        if base.__class__ is ast.Name:
+            found = _local_method(ctx, base.id, name, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _calls_submodule(klass: ast.ClassDef | None, method: ast.AST) -> bool:
+    """``self(x)``, ``self.forward(x)``, ``self.actor(x)`` (an attribute, not a method, of the class)."""
+    methods = {i.name for i in klass.body if i.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)} if klass else set()
+    for node in ast.walk(method):
+        if node.__class__ is not ast.Call:
+            continue
+        func = node.func
+        if func.__class__ is ast.Name and func.id == "self":
+            return True
+        if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self":
+            if func.attr == "forward" or func.attr not in methods:
+                return True
+    return False
+
+
+def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
+    """Does the method call ``func(...)`` (``agent.get_action_and_value(x)``, ``model.generate(ids)``)
+    run the module's forward pass with autograd as the caller left it? For a class of this file,
+    read the method (a ``no_grad`` decorator says no); for an imported one, go by its name, unless
+    the project decorates a method of that name with ``no_grad`` or a library's model is known to."""
+    name = func.attr
+    if name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES):
+        return False
+    built = ctx.constructed_from(func.value, call)
+    if built is not None and built.startswith("local:"):
+        method = _local_method(ctx, built[6:], name)
+        if method is None or any(last_name(d) in ("no_grad", "inference_mode") for d in method.decorator_list):
+            return False
+        return _calls_submodule(ctx.parent(method) if ctx.parent(method).__class__ is ast.ClassDef else None, method)
+    if built is not None and built.startswith(_LIBRARY_MODELS):
+        return False
+    return name in _FORWARD_VERBS and name not in ctx.project.no_grad_functions
