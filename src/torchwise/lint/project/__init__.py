@@ -31,9 +31,7 @@ from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.datasets import dataset_facts
-from torchwise.lint.project.functions import (
-    definition_counts, gpu_only_helpers, host_readers, pinned_loader_factories,
-)
+from torchwise.lint.project.functions import definition_counts, gpu_only_helpers, host_readers, pinned_loader_factories
 from torchwise.lint.project.saves import host_checkpoints
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path

@@ -14,7 +14,6 @@ from typing import Callable, Iterator
 from torchwise.lint.engine import last_name
 from torchwise.lint.semantics.hostreads import host_read_of_arguments
 
-_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.M)
 _HOST_NEEDLES = (".item()", ".tolist()", ".numpy()")
 _GPU_NEEDLES = ("nccl", "is_available")
 _EXITS = frozenset({"exit", "_exit", "quit", "abort"})
@@ -24,39 +23,76 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def function_blocks(text: str, needles: tuple[str, ...]) -> Iterator[tuple[str, int, ast.FunctionDef]]:
-    """``(name, line of the def, parsed function)`` for every function (at any depth) whose text
-    contains one of ``needles``; functions that cannot be cut out cleanly are skipped."""
-    defs = list(_DEF.finditer(text))
-    for i, m in enumerate(defs):
-        indent = len(m.group(1).expandtabs())
-        end = next((d.start() for d in defs[i + 1:] if len(d.group(1).expandtabs()) <= indent), len(text))
-        span = text[m.start():end]
-        if not any(n in span for n in needles):
-            continue
-        lines = span.split("\n")
+def _enclosing_defs(text: str, pos: int) -> Iterator[tuple[int, int]]:
+    """``(start, indent)`` of each ``def`` line enclosing the text at ``pos``, innermost first
+    (found by looking back for less indented ``def`` lines; no regex over the whole file)."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    limit = _indent(text[line_start:pos].expandtabs())
+    cursor = line_start
+    while limit > 0:
+        at = text.rfind("def ", 0, cursor)
+        if at < 0:
+            return
+        start = text.rfind("\n", 0, at) + 1
+        head = text[start:at].expandtabs()
+        cursor = start
+        if head.strip(" ") not in ("", "async "):
+            continue  # "def " inside some other line
+        indent = len(head) - len(head.lstrip(" "))
+        if indent < limit:
+            yield start, indent
+            limit = indent
+
+
+# helpers that read their arguments, set up the GPU or build loaders are short; long functions
+# (a whole training loop, a library routine) are not parsed for these facts
+MAX_LINES = 80
+
+
+def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LINES) -> Iterator[tuple[str, int, ast.FunctionDef]]:
+    """``(name, line of the def, parsed function)`` for every function (at any depth, at most
+    ``max_lines`` long) whose text contains one of ``needles``; functions that cannot be cut
+    out cleanly are skipped."""
+    starts: dict[int, int] = {}
+    for needle in needles:
+        pos = text.find(needle)
+        while pos >= 0:
+            for start, indent in _enclosing_defs(text, pos):
+                starts.setdefault(start, indent)
+            pos = text.find(needle, pos + 1)
+    for start, indent in sorted(starts.items()):
+        lines = text[start:].split("\n", max_lines + 1)
         keep = 1
         for line in lines[1:]:  # the body ends at the first code line indented no deeper than the def
             stripped = line.strip()
             if stripped and not stripped.startswith("#") and _indent(line.expandtabs()) <= indent and stripped[0] not in ")]}":
                 break
             keep += 1
-        block = textwrap.dedent("\n".join(lines[:keep]))
+        if keep > max_lines:
+            continue
         try:
-            tree = ast.parse(block)
+            tree = ast.parse(textwrap.dedent("\n".join(lines[:keep])))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         if tree.body and tree.body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
-            yield m.group(2), text.count("\n", 0, m.start()) + 1, tree.body[0]
+            yield tree.body[0].name, text.count("\n", 0, start) + 1, tree.body[0]
 
 
-def _only_kind(found: dict[str, str], definitions: Counter[str], kinds: Counter[str]) -> dict[str, str]:
-    """Keep a name only when every definition of it in the project is of the kind found."""
-    return {name: where for name, where in found.items() if kinds[name] == definitions[name]}
+_DEF_NAME = re.compile(r"def ([A-Za-z_]\w*)\(")
+
+
+def definition_counts(texts: list[tuple[str, str]]) -> Counter[str]:
+    """How many times the project defines a function or method of each name."""
+    counts: Counter[str] = Counter()
+    for _, text in texts:
+        counts.update(_DEF_NAME.findall(text))
+    return counts
 
 
 def _collect(texts: list[tuple[str, str]], needles: tuple[str, ...], test: Callable[[ast.AST], int | None],
              definitions: Counter[str]) -> dict[str, str]:
+    """Functions ``test`` accepts, by name -> ``path:line``; a name is kept only when every
+    definition of it in the project is accepted (several classes may define ``update``)."""
     found: dict[str, str] = {}
     kinds: Counter[str] = Counter()
     for path, text in texts:
@@ -67,14 +103,7 @@ def _collect(texts: list[tuple[str, str]], needles: tuple[str, ...], test: Calla
             if offset is not None:
                 kinds[name] += 1
                 found.setdefault(name, f"{path}:{line + offset - 1}")
-    return _only_kind(found, definitions, kinds)
-
-
-def definition_counts(texts: list[tuple[str, str]]) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for _, text in texts:
-        counts.update(m.group(2) for m in _DEF.finditer(text))
-    return counts
+    return {name: where for name, where in found.items() if kinds[name] == definitions[name]}
 
 
 def _host_read_line(func: ast.AST) -> int | None:

@@ -13,18 +13,18 @@ GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers
 _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
-_CUDA = re.compile(r"\.cuda\(|[\"']cuda[\"':]|\btorch\.cuda\.")
-_MOVES = re.compile(r"\.cuda\(|[\"']cuda[\"':]|\.to\(\s*(?:self\.|args\.)?device\b")
-# seeding calls as written (aliases of numpy as np included): family -> pattern
+# substrings (faster than a regex over every file): naming CUDA, and moving data to a device
+_CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
+_MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
+# seeding calls as written (aliases of numpy as np included): family -> (substring, pattern)
 SEEDS = {
-    "random": re.compile(r"(?<![\w.])random\.seed\("),
-    "numpy": re.compile(r"\b(?:np|numpy)\.random\.seed\("),
-    "torch": re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\("),
+    "random": ("random.seed(", re.compile(r"(?<![\w.])random\.seed\(")),
+    "numpy": ("random.seed(", re.compile(r"\b(?:np|numpy)\.random\.seed\(")),
+    "torch": ("manual_seed", re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\(")),
 }
 # helpers that seed every generator (frameworks' and the usual hand-written ones)
-_SEED_ALL = re.compile(r"\b(?:seed_everything|set_seed|set_random_seed|fix_seed|setup_seed|seed_all|set_seeds|"
-                       r"init_seeds|fix_seeds|seed_torch|set_global_seed|random_seed|init_seed)\s*\(|"
-                       r"^[ \t]*def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)  # or a seeding helper of the project's own
+_SEED_ALL = ("seed_everything(", "set_seed(", "set_random_seed(", "fix_seed(", "setup_seed(", "seed_all(", "set_seeds(",
+             "init_seeds(", "fix_seeds(", "seed_torch(", "set_global_seed(", "random_seed(", "init_seed(")
 
 
 _NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
@@ -48,13 +48,13 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     for path, text in texts:
         if any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
             out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
-        if "cuda." in text and _GPU_CHECK.search(text):
+        if ("is_available(" in text or "device_count(" in text) and _GPU_CHECK.search(text):
             out.checks += 1
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
-        if not out.moves_to_device and ("cuda" in text or "device" in text) and _MOVES.search(text):
+        if not out.moves_to_device and any(m in text for m in _MOVES):
             out.moves_to_device = True
-        if not out.targets_gpu and "cuda" in text and _CUDA.search(text):
+        if not out.targets_gpu and "cuda" in text and any(m in text for m in _CUDA):
             out.targets_gpu = True
         if "seed" in text:
             _seeds(path, text, out)
@@ -63,11 +63,22 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     return out
 
 
+def _defines_seed_helper(text: str) -> bool:
+    """A ``def ...seed...(`` line: a seeding helper of the project's own."""
+    pos = text.find("seed")
+    while pos >= 0:
+        line = text[text.rfind("\n", 0, pos) + 1:pos].lstrip()
+        if line.startswith(("def ", "async def ")) and "(" not in line:
+            return True
+        pos = text.find("seed", pos + 4)
+    return False
+
+
 def _seeds(path: str, text: str, out: TextFacts) -> None:
-    if _SEED_ALL.search(text):
+    if any(h in text for h in _SEED_ALL) or _defines_seed_helper(text):
         out.seeds_everything = True
-    for family, pattern in SEEDS.items():
-        if family not in out.seeded:
+    for family, (needle, pattern) in SEEDS.items():
+        if family not in out.seeded and needle in text:
             m = pattern.search(text)
             if m is not None:
                 out.seeded[family] = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"

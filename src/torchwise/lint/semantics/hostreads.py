@@ -24,20 +24,21 @@ def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     or looped over from them (``for name, value in loss_dict.items()``)."""
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
     derived = {p for p in params if p not in ("self", "cls")}
+    flows = []  # (names read, names bound) of each binding statement
+    for node in ast.walk(func):
+        cls = node.__class__
+        if cls in (ast.Assign, ast.For, ast.comprehension, ast.AugAssign):
+            source = node.iter if cls in (ast.For, ast.comprehension) else node.value
+            targets = node.targets if cls is ast.Assign else [node.target]
+            reads = {n.id for n in ast.walk(source) if n.__class__ is ast.Name}
+            binds = {n.id for t in targets for n in ast.walk(t) if n.__class__ is ast.Name}
+            flows.append((reads, binds))
     for _ in range(3):  # a few passes reach names bound from names bound from parameters
-        grown = False
-        for node in ast.walk(func):
-            if node.__class__ in (ast.Assign, ast.For, ast.comprehension, ast.AugAssign):
-                source = node.iter if node.__class__ in (ast.For, ast.comprehension) else node.value
-                if not any(n.__class__ is ast.Name and n.id in derived for n in ast.walk(source)):
-                    continue
-                targets = node.targets if node.__class__ is ast.Assign else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if n.__class__ is ast.Name and n.id not in derived:
-                            derived.add(n.id)
-                            grown = True
-        if not grown:
+        before = len(derived)
+        for reads, binds in flows:
+            if reads & derived:
+                derived |= binds
+        if len(derived) == before:
             break
     return derived
 
