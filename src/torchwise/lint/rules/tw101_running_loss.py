@@ -102,6 +102,13 @@ Fix
   Accumulate `loss.detach()` (no host sync, convert once per log interval) or `loss.item()`.
   `torchwise lint --fix` rewrites `+= loss` to `+= loss.detach()` when `loss` is evidently a
   tensor (a torch loss, or `backward()` was called on it).
+
+Lint and the doctor
+  Lint finds the shapes it can read in one file: a total or list in a loop that takes the loss
+  tensor itself (`+=`, `total = total + loss`, `.append(loss)`), reset per epoch or never.
+  The doctor (run time) watches what real steps keep: memory that grows step after step
+  because loss tensors and their graphs are held, wherever the code holds them (a logger of
+  another module, a metrics object).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

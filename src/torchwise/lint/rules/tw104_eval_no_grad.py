@@ -80,23 +80,31 @@ class EvalWithoutNoGrad(Rule):
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
-  A model called inside code that is evidently evaluation - a function that calls
-  `model.eval()` or is named like `evaluate`/`validate`/`predict`/`inference`, or module-level
-  code after `model.eval()` - when nothing there needs gradients (no `backward()`, no
-  optimizer step, no `torch.autograd.grad`, no `requires_grad_`, no adversarial attack's
-  `perturb()`) and the call is not inside `with torch.no_grad()`/`torch.inference_mode()`,
-  under such a decorator, after `torch.set_grad_enabled(False)`, in a function that this file
-  only calls under no_grad, or in one whose result this file backpropagates
-  (`loss = F.cross_entropy(self.predict(x), y); loss.backward()`: a `predict()` the update
-  step trains through).
+  A model run inside code that is evidently evaluation, with autograd on. Evaluation is a
+  function that calls `model.eval()` or is named like `evaluate`/`validate`/`predict`/
+  `inference`, module-level code after `model.eval()`, and - in a function or script that
+  also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
+  no backward, optimizer step or gradient use comes first (an evaluation pass inside the
+  training function). A model run is a call of the module (`model(x)`) or of a method that runs
+  its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
+  (for a class of this file, a method that calls the module or its submodules; for an imported
+  class, a method named for running it, unless the project decorates a method of that name
+  with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
+  transformers). Nothing in an evaluation function may need gradients (no `backward()`,
+  optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the
+  run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
+  decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
+  no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
+  self.predict(x), y); loss.backward()`).
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
-  (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
-  (`test*` functions and `_test*` helpers), framework hooks (`validation_step`), methods of
-  `nn.Module` classes and of `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to other
-  code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file
-  whose `forward` runs under no_grad itself, and `stack.enter_context(torch.no_grad())` are
-  left alone.
+  (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
+  files and unit tests (`test*` functions and `_test*` helpers), framework hooks
+  (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
+  of some forward pass), functions that are only handed to other code
+  (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
+  `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
+  followed by a backward pass (BatchNorm frozen for training) are left alone.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -113,6 +121,14 @@ Example
 Fix
   Decorate the function with `@torch.inference_mode()` (or `@torch.no_grad()` when outputs
   are later used with autograd), or wrap the loop in `with torch.inference_mode():`.
+
+Lint and the doctor
+  Lint reads evaluation code: functions named for evaluation, code after `model.eval()`, the
+  evaluation stretch of a training function, forward passes through methods such as
+  `agent.get_action_and_value(x)`. The doctor runs the evaluation it is given (`evaluate=`,
+  or in script mode the passes of a model in eval mode that no backward goes through) and
+  records whether each forward pass built an autograd graph - code lint cannot read (another
+  module, a framework's loop) included.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

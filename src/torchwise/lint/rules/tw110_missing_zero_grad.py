@@ -83,6 +83,11 @@ Example
 Fix
   Call `optimizer.zero_grad()` once per optimizer step, before `backward()` or right after
   `step()` (with accumulation: after every N-th step).
+
+Lint and the doctor
+  Lint reads training loops (and the local functions they call) that run `backward()` and an
+  optimizer step with no gradient clearing. The doctor (run time) observes gradients carried
+  over from one optimizer step into the next, however the loop is written.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -154,6 +154,11 @@ Example
 Fix
   Pass `num_workers=N` (start near the number of cores per GPU), usually with
   `persistent_workers=True`; `torchwise tune` measures the best count for your data.
+
+Lint and the doctor
+  Lint flags loaders without workers over data that evidently costs CPU time per item. The
+  doctor measures the share of step time spent waiting for the loader and reports it when it
+  is large, for any loader, workers or not.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -70,8 +70,11 @@ What it flags
   `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
-  `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A CPU-only function in a file that
-  also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
+  `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
+  returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
+  the file; a loader-building function nobody calls here (a data module) by the file or the
+  project linted with it. A CPU-only function in a file that also has GPU code is left alone,
+  and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back

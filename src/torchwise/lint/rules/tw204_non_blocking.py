@@ -84,8 +84,13 @@ class BlockingCopyFromPinned(Rule):
     fixable = True
     doc = """\
 What it flags
-  In a loop over a DataLoader created in this file with `pin_memory=True`, copies of the
-  batch to a device (`x.to(device)`, `x.cuda()`) that do not pass `non_blocking=True`.
+  In a loop over a pinned DataLoader, copies of the batch to a device (`x.to(device)`,
+  `x.cuda()`) that do not pass `non_blocking=True`. The loader is pinned when the
+  `DataLoader(..., pin_memory=True)` bound to the loop's name where the loop runs says so (a
+  same-named unpinned loader elsewhere in the file does not count), or - across the files
+  linted together - when it comes from a function of the project that builds only pinned
+  loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
+  project whose every DataLoader is pinned.
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the

@@ -89,16 +89,25 @@ class HostSyncInLoop(Rule):
     triggers = ("backward", "step")
     doc = """\
 What it flags
-  Inside the loop that runs `backward()` or an optimizer `step()` every pass (the innermost
-  such loop, or a loop nested in it): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-  `.nonzero()`/`torch.nonzero`, `print(t)`, and `if`/`while` tests that compare a tensor, when
-  the value evidently lives on the accelerator - a loss, a model output, something moved with
-  `.to(device)`/`.cuda()`, or arithmetic on those - in a function (or script) that moves data
-  to a device. Values already on the CPU, code that never moves anything to a device, and
-  syncs under a periodic test such as `if step % 100 == 0:` (or a helper of the file that
-  returns such a modulo test, `if divisible_by(step, 100):`) are not flagged, nor reads after
+  Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
+  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
+  compare a tensor; a call of a helper that does such a read on what it is given (a function
+  of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
+  `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
+  reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  (the innermost such loop, or one nested in it), or anywhere in a function that runs one
+  training step per call (backward and step with no loop of its own: `train_step(batch)`, a
+  model class's `optimize_parameters()`). The value must evidently live on the accelerator -
+  a loss or a term summed into the backward pass, a model output, something moved with
+  `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
+  the code must target one: its function moves data to a device, or it only receives its data
+  (an `update(self, rollouts)` method) in a file or project that does.
+  Not flagged: values already on the CPU; reads under a periodic test such as
+  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
-  waits there, usually to time it; the read adds no stall).
+  waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
+  the host); a loop counter compared with a number (`if i == start:`); evaluation helpers
+  (`test()`, `evaluate()`) called from a step.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -116,6 +125,12 @@ Fix
   Keep running values on the device (`total += loss.detach()`) and read them once per log
   interval (`if step % 100 == 0: print(total.item() / 100)`); the torchwise Trainer syncs once
   per interval.
+
+Lint and the doctor
+  Lint reads the shapes of this rule's list: reads in the training loop or a step function,
+  behind a helper of the file or project, through logging calls. The doctor counts the
+  synchronisations of real CUDA steps (`torch.cuda.set_sync_debug_mode`), including those
+  lint cannot see: inside the model's forward, boolean-mask indexing, library code.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -41,6 +41,11 @@ Example
 Fix
   Leave `cudnn.benchmark` off for variable shapes, or bucket/pad sequences to a few fixed
   lengths so only a handful of shapes ever occur. `torchwise tune` measures whether it helps.
+
+Lint and the doctor
+  Lint sees `cudnn.benchmark = True` in a file that pads or packs variable-length batches. The
+  doctor compares the shapes of the batches of real steps (and a few dataset samples) with
+  benchmark mode on.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -65,6 +65,10 @@ Fix
   Keep the weights in fp32 and run the forward pass under
   `torch.autocast("cuda", dtype=torch.float16)` with a `torch.amp.GradScaler("cuda")` (or use
   bf16 autocast without a scaler where supported).
+
+Lint and the doctor
+  Lint sees a whole model converted to fp16 in code that trains it. The doctor finds BatchNorm
+  parameters and statistics stored in half precision at run time, however they got there.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
