@@ -909,3 +909,37 @@ PROJECTS += [
                      "demo.py": "import torch\nmodel = Net().cuda()\n",
                  }, (("demo.py", 2),)),
 ]
+PROJECTS += [
+    ProjectShape("TW402", "FID scripts: one script saves NumPy statistics under named keys, another loads them on a GPU "
+                 "machine (the project also saves GPU training states elsewhere)", {
+                     "stats.py": d("""
+                         import numpy as np
+                         import torch
+                         def main(feats):
+                             mean = np.mean(feats, 0)
+                             cov = np.cov(feats, rowvar=False)
+                             torch.save(dict(name="ffhq", mean=mean, cov=cov), "ffhq_stats.pth")
+                     """),
+                     "train.py": "import torch\ntorch.save({'net': model.state_dict(), 'iter': it}, 'state.pth')\n",
+                     "fid.py": d("""
+                         import torch
+                         inception = load_inception().cuda()
+                         stats = torch.load(args.fid_stats)
+                         real_mean, real_cov = stats["mean"], stats["cov"]
+                     """),
+                 }),
+    ProjectShape("TW402", "a load that reads a key the project saves with device tensors", {
+        "train.py": "import torch\ntorch.save({'net': model.state_dict(), 'iter': it}, 'state.pth')\n",
+        "test.py": "import torch\nmodel = Net().cuda()\nsd = torch.load(args.ckpt)['net']\n",
+    }, (("test.py", 3),)),
+]
+FIND += [
+    Shape("TW204", "DeiT/BLIP-style loops: the pinned loader wrapped in a logging iterator", d("""
+        from torch.utils.data import DataLoader
+        def train(model, data_loader, metric_logger, device):
+            for i, (image, caption) in enumerate(metric_logger.log_every(data_loader, 50, "train")):
+                image = image.to(device)
+        loader = DataLoader(ds, batch_size=32, num_workers=4, pin_memory=True)
+        train(model, loader, logger, "cuda")
+    """), 4),
+]

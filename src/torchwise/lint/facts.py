@@ -54,6 +54,8 @@ class ProjectFacts:
     seeded: dict[str, str] = field(default_factory=dict)
     seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
     host_checkpoints: bool = False  # the project saves checkpoints, all of host data (.cpu(), NumPy)
+    host_saved_keys: frozenset[str] = frozenset()  # keys of saved dicts whose values are host data
+    device_saved_keys: frozenset[str] = frozenset()  # keys of saved dicts that may hold device tensors
     # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
     no_grad_functions: frozenset[str] = frozenset()
 

@@ -51,6 +51,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     datasets = dataset_facts(every) if loaders else {}
     words = text_facts(texts)
     definitions = definition_counts(texts)
+    checkpoints = host_checkpoints(texts) if any("torch.load(" in text for _, text in texts) else (False, frozenset(), frozenset())
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
         words.nccl > 0 and words.checks == 0)
     return ProjectFacts(
@@ -63,7 +64,9 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         all_loaders_pinned=loaders and _all_pinned(texts),
         seeded=words.seeded,
         seeds_everything=words.seeds_everything,
-        host_checkpoints=any("torch.load(" in text for _, text in texts) and host_checkpoints(texts),
+        host_checkpoints=checkpoints[0],
+        host_saved_keys=checkpoints[1],
+        device_saved_keys=checkpoints[2],
         no_grad_functions=frozenset(words.no_grad_functions),
     )
 

@@ -7,12 +7,15 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context
-from torchwise.lint.semantics.hostreads import saves_on_host
+from torchwise.lint.semantics.hostreads import saved_keys, saves_on_host
 
 
-def host_checkpoints(texts: list[tuple[str, str]]) -> bool:
-    """Does the project save checkpoints, all of them host data?"""
-    seen = False
+def host_checkpoints(texts: list[tuple[str, str]]) -> tuple[bool, frozenset[str], frozenset[str]]:
+    """Does the project save checkpoints, all of them host data? And the keys of the dicts it
+    saves: those holding host data, those that may hold device tensors."""
+    every, seen = True, False
+    host: set[str] = set()
+    device: set[str] = set()
     for path, text in texts:
         if "torch.save(" not in text:
             continue
@@ -21,7 +24,9 @@ def host_checkpoints(texts: list[tuple[str, str]]) -> bool:
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             continue
         verdict = saves_on_host(ctx)
-        if verdict is False:
-            return False
+        every = every and verdict is not False
         seen = seen or verdict is True
-    return seen
+        h, d = saved_keys(ctx)
+        host |= h
+        device |= d
+    return every and seen, frozenset(host), frozenset(device)

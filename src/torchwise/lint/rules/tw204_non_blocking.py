@@ -49,15 +49,23 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
             factory = last_name(value.func)
             if factory in ctx.project.pinned_loader_factories:
                 return True
-        if b is not None and b.kind == "param" and "loader" in src.id.lower() and ctx.project.all_loaders_pinned:
-            return True
+        if b is not None and b.kind == "param" and "loader" in src.id.lower():
+            every = set().union(*names.values()) if names else set()
+            if ctx.project.all_loaders_pinned or every == {True}:
+                return True  # a loader handed in, where every loader of the project (or file) is pinned
     found = names.get(last_name(src) or "")
     return bool(found) and found == {True}
 
 
 def _loop_source(it: ast.AST) -> ast.AST:
-    while it.__class__ is ast.Call and last_name(it.func) in _WRAPPERS and it.args:
-        it = it.args[0]
+    """What a loop iterates over, through wrappers: ``enumerate(tqdm(loader))``, and logging
+    iterators handed the loader first (``metric_logger.log_every(data_loader, 50)``)."""
+    while it.__class__ is ast.Call and it.args:
+        first = it.args[0]
+        if last_name(it.func) in _WRAPPERS or "loader" in (last_name(first) or "").lower():
+            it = first
+            continue
+        break
     return it
 
 
@@ -90,7 +98,8 @@ What it flags
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
   loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
-  project whose every DataLoader is pinned.
+  file or project whose every DataLoader is pinned. Loops over `enumerate(...)`, `tqdm(...)`
+  or a logging iterator given the loader (`metric_logger.log_every(data_loader, 50)`) count.
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the

@@ -30,7 +30,7 @@ def _bound_names(ctx: Context, call: ast.Call) -> set[str]:
 
 # what a loader passes through on its way into the loop: nothing here calls set_epoch
 _ITERATION = frozenset({"enumerate", "iter", "next", "len", "zip", "list", "tqdm", "trange", "print", "islice", "cycle",
-                        "chain", "isinstance", "range", "sorted", "tuple", "repeat"})
+                        "chain", "isinstance", "range", "sorted", "tuple", "repeat", "log_every"})
 
 
 def _handed_on(ctx: Context, sampler: ast.Call) -> bool:

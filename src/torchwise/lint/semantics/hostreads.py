@@ -226,3 +226,55 @@ def saves_on_host(ctx: Context) -> bool | None:
     if not saves:
         return None
     return all(is_host_data(ctx, argument(call, "obj", 0), call) for call in saves)
+
+
+def _dict_items(ctx: Context, expr: AST | None, use: AST) -> list[tuple[str, AST]] | None:
+    """``(key, value)`` of a dict with constant string keys: a literal, ``dict(k=v)``, or a name
+    bound to one."""
+    if expr is None:
+        return None
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        if b is None or b.kind != "assign":
+            return None
+        expr, use = b.value, b.node
+    if expr.__class__ is ast.Dict:
+        if not all(k.__class__ is ast.Constant and isinstance(k.value, str) for k in expr.keys):
+            return None
+        return [(k.value, v) for k, v in zip(expr.keys, expr.values)]
+    if expr.__class__ is ast.Call and last_name(expr.func) == "dict" and not expr.args:
+        return [(k.arg, k.value) for k in expr.keywords if k.arg is not None]
+    return None
+
+
+def saved_keys(ctx: Context) -> tuple[set[str], set[str]]:
+    """The keys of the dicts this file saves with ``torch.save``: those whose value is host data
+    (or a plain number, string, name), and those that may hold device tensors."""
+    host: set[str] = set()
+    device: set[str] = set()
+    for call in ctx.calls_to("torch.save"):
+        items = _dict_items(ctx, argument(call, "obj", 0), call)
+        for key, value in items or ():
+            plain = value.__class__ is ast.Constant or _plain_number(ctx, value, call)
+            (host if plain or is_host_data(ctx, value, call) else device).add(key)
+    return host, device
+
+
+def loaded_keys(ctx: Context, load: ast.Call) -> set[str]:
+    """The constant keys read from what ``load`` returns: ``torch.load(p)["mean"]``, or
+    ``stats = torch.load(p); stats["mean"]``."""
+    parent = ctx.parent(load)
+    if parent.__class__ is ast.Subscript and parent.value is load:
+        s = parent.slice
+        return {s.value} if s.__class__ is ast.Constant and isinstance(s.value, str) else set()
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return set()
+    name = parent.targets[0].id
+    keys = set()
+    for node in ctx.walk_body(getattr(ctx.scope_of(load), "body", [])):
+        if node.__class__ is ast.Subscript and node.value.__class__ is ast.Name and node.value.id == name:
+            s = node.slice
+            if not (s.__class__ is ast.Constant and isinstance(s.value, str)):
+                return set()  # some key we cannot read
+            keys.add(s.value)
+    return keys
