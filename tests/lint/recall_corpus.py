@@ -943,3 +943,52 @@ FIND += [
         train(model, loader, logger, "cuda")
     """), 4),
 ]
+_QNET = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class QNetwork(nn.Module):
+        def forward(self, x):
+            return self.network(x)
+    q_network = QNetwork().to("cuda")
+""")
+FIND += [
+    Shape("TW104", "DQN scripts: the greedy action computed with autograd on in the training loop", _QNET + d("""
+        for global_step in range(100000):
+            q_values = q_network(torch.Tensor(obs).to("cuda"))
+            actions = torch.argmax(q_values, dim=1).cpu().numpy()
+            next_obs, rewards, terminations, truncations, infos = envs.step(actions)
+            rb.add(obs, next_obs, actions, rewards)
+            data = rb.sample(32)
+            loss = F.mse_loss(q_network(data.observations).max(1)[0], data.returns)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """), 9),
+]
+QUIET += [
+    Shape("TW104", "REINFORCE: the log-probability of the sampled action is kept for the loss", _QNET + d("""
+        for episode in range(1000):
+            log_probs = []
+            for t in range(200):
+                probs = q_network(torch.Tensor(obs).to("cuda"))
+                dist = torch.distributions.Categorical(logits=probs)
+                action = dist.sample()
+                log_probs.append(dist.log_prob(action))
+                obs, reward, done, info = env.step(action.item())
+            loss = -torch.stack(log_probs).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """)),
+    Shape("TW104", "the same action computed under no_grad", _QNET + d("""
+        for global_step in range(100000):
+            with torch.no_grad():
+                q_values = q_network(torch.Tensor(obs).to("cuda"))
+            actions = torch.argmax(q_values, dim=1).cpu().numpy()
+            envs.step(actions)
+            loss = F.mse_loss(q_network(x), y)
+            loss.backward()
+            optimizer.step()
+    """)),
+]

@@ -11,7 +11,8 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
-from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
+from torchwise.lint.semantics.hostreads import only_acts
+from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
@@ -76,7 +77,7 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "valid", "test", "predict", "infer")
+    triggers = ("eval", "valid", "test", "predict", "infer", "step(")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -105,6 +106,10 @@ What it flags
   (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
   followed by a backward pass (BatchNorm frozen for training) are left alone.
+  Also in a training loop: the model call that picks the action an environment steps with
+  (`q_values = q_network(obs)`, then `actions = q_values.argmax(1).cpu().numpy()` and
+  `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
+  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -147,7 +152,28 @@ Lint and the doctor
             finding = self._check_scope(ctx, scope)
             if finding is not None:
                 yield finding
+        yield from self._acting(ctx)
 
+    def _acting(self, ctx: Context) -> Iterator[Finding]:
+        """RL training loops: the model picks the action the environment steps with, outside
+        no_grad, and its output goes nowhere else (no loss, no stored log-probability)."""
+        if "step(" not in ctx.source:
+            return
+        for loop in hot_loops(ctx).values():
+            for node in ctx.walk_body(loop.body):
+                if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
+                    continue
+                func = node.func
+                plain = _plain_callee(func) and is_module_instance(ctx, func, node)
+                method = func.__class__ is ast.Attribute and is_module_instance(ctx, func.value, node) and runs_forward(ctx, func, node)
+                if not (plain or method) or under_no_grad(ctx, node):
+                    continue
+                if only_acts(ctx, ctx.parent(node), loop):
+                    yield ctx.finding(
+                        self.code, node,
+                        f"{ctx.text(func)} picks the action with autograd recording; the environment only needs its value",
+                        suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())",
+                    )
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))

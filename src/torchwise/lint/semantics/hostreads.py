@@ -278,3 +278,44 @@ def loaded_keys(ctx: Context, load: ast.Call) -> set[str]:
                 return set()  # some key we cannot read
             keys.add(s.value)
     return keys
+
+
+def _leaves_graph(expr: AST) -> bool:
+    """``q.argmax(1).cpu().numpy()``, ``a.detach()``, ``a.item()``: the value no longer carries a graph."""
+    return any(n.__class__ is ast.Call and last_name(n.func) in ("cpu", "numpy", "item", "tolist", "detach")
+               for n in ast.walk(expr))
+
+
+def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
+    """Does what ``stmt`` binds only become an action for an environment in ``loop``: it reaches
+    an environment's ``step()`` (through ``argmax``, ``.cpu().numpy()``...) and is not collected
+    (``.append``, ``+=``), returned, or summed into a backward pass while it still carries its
+    graph? Then the model call that made it needed no autograd graph."""
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name and n.id != "_"}
+    if not names or names & names_feeding_backward(ctx, ctx.scope_of(stmt)):
+        return False
+    end = stmt.end_lineno or stmt.lineno
+    stepped = False
+    released: set[str] = set()  # host data made from it (.cpu().numpy()): used anywhere, it needs no graph
+    for node in ctx.walk_body(loop.body):
+        if not isinstance(node, ast.stmt) or node.lineno <= end or node.__class__ in (ast.For, ast.While, ast.If, ast.With):
+            continue  # compound statements: their inner statements are looked at one by one
+        reads = {n.id for n in ast.walk(node) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+        if not reads & (names | released):
+            continue
+        value = node.value if node.__class__ in (ast.Assign, ast.Expr) else None
+        if value is not None and any(c.__class__ is ast.Call and _environment_step(ctx, c) for c in ast.walk(value)):
+            stepped = True  # the environment takes it; what it returns is new data
+        elif not reads & names:
+            continue
+        elif node.__class__ is ast.Assign and _leaves_graph(node.value):
+            bound = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+            released |= bound
+            names -= bound  # actions = actions.detach().cpu().numpy(): the name now holds host data
+        elif node.__class__ is ast.Assign:
+            names |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+        else:
+            return False  # collected, returned, logged as a tensor...: it may need its graph
+    return stepped
