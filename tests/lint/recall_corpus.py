@@ -992,3 +992,35 @@ QUIET += [
             optimizer.step()
     """)),
 ]
+FIND += [
+    Shape("TW204", "segmentation scripts: the loaders' arguments, pin_memory=True included, passed as **loader_args", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, train_set, device):
+            loader_args = dict(batch_size=8, num_workers=4, pin_memory=True)
+            train_loader = DataLoader(train_set, shuffle=True, **loader_args)
+            for batch in train_loader:
+                images = batch["image"].to(device=device, dtype=torch.float32)
+    """), 7),
+]
+QUIET += [
+    Shape("TW204", "the same without pin_memory in the arguments dict", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, train_set, device):
+            loader_args = dict(batch_size=8, num_workers=4)
+            train_loader = DataLoader(train_set, shuffle=True, **loader_args)
+            for batch in train_loader:
+                images = batch["image"].to(device=device, dtype=torch.float32)
+    """)),
+]
+FIND += [
+    Shape("TW204", "the batch unpacked from a dict first (images, masks = batch['image'], batch['mask'])", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(ds, batch_size=8, num_workers=4, pin_memory=True)
+        for batch in loader:
+            images, masks = batch["image"], batch["mask"]
+            images = images.to(device=device, dtype=torch.float32)
+    """), 6),
+]

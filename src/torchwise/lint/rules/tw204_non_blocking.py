@@ -14,12 +14,27 @@ DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
 
 
-def _pinned(call: ast.Call) -> bool | None:
-    """True/False for ``DataLoader(..., pin_memory=True/False or absent)``; None for ``**kwargs``."""
+def _pinned(ctx: Context, call: ast.Call) -> bool | None:
+    """True/False for ``DataLoader(..., pin_memory=True/False or absent)``, also through a
+    ``**loader_args`` dict written in the file (``dict(..., pin_memory=True)``); None for other
+    ``**kwargs``."""
     pin = argument(call, "pin_memory", 7)
-    if pin is None:
-        return None if any(k.arg is None for k in call.keywords) else False
-    return pin.__class__ is ast.Constant and pin.value is True
+    if pin is not None:
+        return pin.__class__ is ast.Constant and pin.value is True
+    for k in call.keywords:
+        if k.arg is None:
+            value = ctx.resolve(k.value, call)
+            if value is not None and value.__class__ is ast.Call and last_name(value.func) == "dict":
+                pin = keyword(value, "pin_memory")
+            elif value is not None and value.__class__ is ast.Dict:
+                pin = next((v for key, v in zip(value.keys, value.values)
+                            if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory"), None)
+            else:
+                return None
+            if pin is not None:
+                node = pin.value if isinstance(pin, ast.keyword) else pin
+                return node.__class__ is ast.Constant and node.value is True
+    return False
 
 
 def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
@@ -31,7 +46,7 @@ def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
         for t in targets:
             n = last_name(t)
             if n:
-                names.setdefault(n, set()).add(_pinned(call))
+                names.setdefault(n, set()).add(_pinned(ctx, call))
     return names
 
 
@@ -45,7 +60,7 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
         if b is not None and b.kind in ("assign", "unpack") and b.value.__class__ is ast.Call:
             value = b.value
             if ctx.qualname(value.func) == DATALOADER:
-                return _pinned(value) is True
+                return _pinned(ctx, value) is True
             factory = last_name(value.func)
             if factory in ctx.project.pinned_loader_factories:
                 return True
@@ -80,8 +95,11 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 3) -> bo
         return False
     if b.kind == "for":
         return b.node is loop
-    if b.kind in ("assign", "unpack") and b.value is not None:
-        return _from_loop(ctx, b.value, loop, depth - 1)
+    value = b.value
+    if b.kind == "unpack" and value is not None and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
+        value = value.elts[b.index]  # images, masks = batch["image"], batch["mask"]
+    if b.kind in ("assign", "unpack") and value is not None:
+        return _from_loop(ctx, value, loop, depth - 1)
     return False
 
 
