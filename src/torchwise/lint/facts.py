@@ -29,6 +29,16 @@ class DatasetFacts:
     decodes: bool = False
 
 
+@dataclass(frozen=True)
+class FunctionBlock:
+    """The source of one function of the project (dedented), where it is, and its name; read
+    (parsed) only when a rule asks about that name."""
+
+    path: str
+    line: int
+    text: str
+
+
 @dataclass
 class ProjectFacts:
     """The facts of one project (see the module doc). Plain data: cheap to send to workers."""
@@ -42,22 +52,22 @@ class ProjectFacts:
     # some file moves data or models to an accelerator (.cuda(), "cuda", .to(device))
     moves_to_device: bool = False
     targets_gpu: bool = False  # some file names CUDA: .cuda(), a "cuda" device, torch.cuda
-    # functions (by name) that read what they are given on the host (.item()...) -> "path:line"
-    host_readers: dict[str, str] = field(default_factory=dict)
-    # functions that make the program GPU-only (NCCL set-up, exit without a GPU) -> "path:line"
-    gpu_only_helpers: dict[str, str] = field(default_factory=dict)
-    # functions that return DataLoaders, all built with pin_memory=True -> "path:line"
-    pinned_loader_factories: dict[str, str] = field(default_factory=dict)
+    # short functions whose text mentions a host read (.item()...), a GPU set-up (NCCL, a GPU check)
+    # or pin_memory, by name; each is read only when a rule asks (semantics.projectcode)
+    host_read_blocks: dict[str, tuple[FunctionBlock, ...]] = field(default_factory=dict)
+    gpu_setup_blocks: dict[str, tuple[FunctionBlock, ...]] = field(default_factory=dict)
+    loader_blocks: dict[str, tuple[FunctionBlock, ...]] = field(default_factory=dict)
+    definitions: dict[str, int] = field(default_factory=dict)  # how often each of those names is defined
     # every DataLoader of the project is built with pin_memory=True (and there is one)
     all_loaders_pinned: bool = False
     # random generators the project seeds: "random", "numpy", "torch" -> "path:line" of the first seed
     seeded: dict[str, str] = field(default_factory=dict)
     seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
-    host_checkpoints: bool = False  # the project saves checkpoints, all of host data (.cpu(), NumPy)
-    host_saved_keys: frozenset[str] = frozenset()  # keys of saved dicts whose values are host data
-    device_saved_keys: frozenset[str] = frozenset()  # keys of saved dicts that may hold device tensors
+    save_files: tuple[tuple[str, str], ...] = ()  # (path, text) of the files that call torch.save
     # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
     no_grad_functions: frozenset[str] = frozenset()
+    # answers worked out on demand from the blocks and files above (one process's cache)
+    answers: dict = field(default_factory=dict, repr=False, compare=False)
 
     def dataset(self, name: str | None) -> DatasetFacts | None:
         """The facts of the project's dataset class ``name`` (None if not defined in the project,
@@ -68,4 +78,4 @@ class ProjectFacts:
 NO_FACTS = ProjectFacts()
 
 
-__all__ = ["NO_FACTS", "DatasetFacts", "ProjectFacts"]
+__all__ = ["NO_FACTS", "DatasetFacts", "FunctionBlock", "ProjectFacts"]

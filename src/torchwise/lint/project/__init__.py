@@ -12,8 +12,9 @@ answers them with one light pass over the files being linted, before the rules r
 
 - text tests first: GPU-only imports are import lines at column 0 (module level, not under
   ``try``/``if``); only the module-level imports and the top-level classes that look like
-  datasets, the functions that mention what is looked for, and the files that call
-  ``torch.save`` are parsed, so the pass costs a fraction of a lint;
+  datasets are parsed; the short functions that mention what rules may ask about, and the files
+  that call ``torch.save``, are kept as text and read only when a rule asks, so the pass costs
+  a fraction of a lint;
 - nothing is imported or executed, neither torch nor the linted code;
 - the result, :class:`ProjectFacts`, is small plain data: the runner builds it once in the parent
   process and hands it to every worker, and each file's :class:`~torchwise.lint.engine.Context`
@@ -31,8 +32,7 @@ from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.datasets import dataset_facts
-from torchwise.lint.project.functions import definition_counts, gpu_only_helpers, host_readers, pinned_loader_factories
-from torchwise.lint.project.saves import host_checkpoints
+from torchwise.lint.project.functions import GPU_NEEDLES, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path
 
@@ -50,23 +50,24 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     # dataset facts serve DataLoader rules only: no loader in the project, no parsing
     datasets = dataset_facts(every) if loaders else {}
     words = text_facts(texts)
-    definitions = definition_counts(texts)
-    checkpoints = host_checkpoints(texts) if any("torch.load(" in text for _, text in texts) else (False, frozenset(), frozenset())
+    hosts = candidate_blocks(texts, HOST_NEEDLES) if words.moves_to_device else {}
+    setups = candidate_blocks(texts, GPU_NEEDLES)
+    builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
+    saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
         words.nccl > 0 and words.checks == 0)
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,
-        host_readers=host_readers(texts, definitions) if words.moves_to_device else {},
-        gpu_only_helpers=gpu_only_helpers(texts, definitions),
-        pinned_loader_factories=pinned_loader_factories(texts, definitions) if loaders else {},
+        host_read_blocks=hosts,
+        gpu_setup_blocks=setups,
+        loader_blocks=builders,
+        definitions=definition_counts(texts, set(hosts) | set(setups) | set(builders)),
         all_loaders_pinned=loaders and _all_pinned(texts),
         seeded=words.seeded,
         seeds_everything=words.seeds_everything,
-        host_checkpoints=checkpoints[0],
-        host_saved_keys=checkpoints[1],
-        device_saved_keys=checkpoints[2],
+        save_files=saves,
         no_grad_functions=frozenset(words.no_grad_functions),
     )
 

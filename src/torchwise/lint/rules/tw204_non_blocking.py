@@ -8,7 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, keyword, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.data import pinned_loaders_line
 from torchwise.lint.semantics.devices import device_move_target
+from torchwise.lint.semantics.projectcode import function_verdict
 
 DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
@@ -61,9 +63,8 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
             value = b.value
             if ctx.qualname(value.func) == DATALOADER:
                 return _pinned(ctx, value) is True
-            factory = last_name(value.func)
-            if factory in ctx.project.pinned_loader_factories:
-                return True
+            if function_verdict(ctx.project, "loader_blocks", last_name(value.func), pinned_loaders_line):
+                return True  # train_loader, val_loader = get_loaders(...), a project function that pins them
         if b is not None and b.kind == "param" and "loader" in src.id.lower():
             every = set().union(*names.values()) if names else set()
             if ctx.project.all_loaders_pinned or every == {True}:
@@ -138,7 +139,7 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         names = _loader_names(ctx)
         if not any(True in v for v in names.values()) and not (
-            ctx.project.pinned_loader_factories or ctx.project.all_loaders_pinned
+            ctx.project.loader_blocks or ctx.project.all_loaders_pinned
         ):
             return
         loops = []

@@ -180,7 +180,7 @@ Lint and the doctor
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host: a helper of this file or of the
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
-        names = set(LOGGING_READERS) | set(ctx.project.host_readers)
+        names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
         local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
         for name, calls in ctx.calls_by_name.items():
             if name not in names and name not in local:

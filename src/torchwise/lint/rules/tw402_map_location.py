@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name, s
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_evident
-from torchwise.lint.semantics.hostreads import loaded_keys, saved_keys, saves_on_host
+from torchwise.lint.semantics.hostreads import checkpoint_facts, loaded_keys, saved_keys, saves_on_host
 
 
 def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:
@@ -39,8 +39,9 @@ def _host_keys(ctx: Context, load: ast.Call) -> bool:
     if not keys:
         return False
     host, device = saved_keys(ctx)
-    host |= ctx.project.host_saved_keys
-    device |= ctx.project.device_saved_keys
+    _, project_host, project_device = checkpoint_facts(ctx.project)
+    host |= project_host
+    device |= project_device
     return keys <= host and not keys & device
 
 
@@ -78,7 +79,7 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            if _own_cpu_cache(ctx, call) or saves_on_host(ctx) or ctx.project.host_checkpoints or _host_keys(ctx, call):
+            if _own_cpu_cache(ctx, call) or saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             yield ctx.finding(
                 self.code, call,

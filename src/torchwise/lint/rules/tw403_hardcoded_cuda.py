@@ -9,6 +9,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.projectcode import function_verdict
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
 _FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
@@ -55,8 +57,9 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only:
             return  # the project as a whole is GPU-only by design (torchwise.lint.project)
-        helpers = ctx.project.gpu_only_helpers
-        if helpers and any(name in helpers for name in ctx.calls_by_name):
+        setups = ctx.project.gpu_setup_blocks
+        if setups and any(function_verdict(ctx.project, "gpu_setup_blocks", name, gpu_setup_line)
+                          for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):

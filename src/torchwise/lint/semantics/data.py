@@ -212,3 +212,16 @@ def project_dataset(ctx: Context, expr: AST | None, use: AST):
     if call is None:
         return None
     return ctx.project.dataset(imported_class_name(ctx, call.func))
+
+
+def pinned_loaders_line(func: AST) -> int | None:
+    """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
+    the line of its first loader; else None."""
+    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
+    if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return None
+    for call in loaders:
+        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
+        if not (pin is not None and pin.__class__ is ast.Constant and pin.value is True):
+            return None
+    return loaders[0].lineno

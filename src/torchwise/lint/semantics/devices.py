@@ -266,3 +266,31 @@ def _is_model_call(ctx: Context, call: ast.Call) -> bool:
     if func.__class__ is ast.Attribute and func.attr == "forward":
         return is_module_instance(ctx, func.value, call)
     return is_module_instance(ctx, func, call)
+
+
+_EXITS = frozenset({"exit", "_exit", "quit", "abort"})
+
+
+def gpu_setup_line(func: AST) -> int | None:
+    """The line where a function makes the program GPU-only: ``init_process_group("nccl")``,
+    ``assert torch.cuda.is_available()``, or an exit/raise when no GPU is there; else None."""
+    for node in ast.walk(func):
+        if node.__class__ is ast.Call and last_name(node.func) == "init_process_group":
+            if any(n.__class__ is ast.Constant and n.value == "nccl" for n in ast.walk(node)):
+                return node.lineno
+        if node.__class__ is ast.Assert and _checks_gpu(node.test):
+            return node.lineno
+        if node.__class__ is ast.If and _checks_gpu(node.test) and node.test.__class__ is ast.UnaryOp:
+            if any(_exits(stmt) for stmt in node.body):
+                return node.lineno
+    return None
+
+
+def _checks_gpu(test: AST) -> bool:
+    return any(n.__class__ is ast.Attribute and n.attr in ("is_available", "device_count") for n in ast.walk(test))
+
+
+def _exits(stmt: ast.stmt) -> bool:
+    if stmt.__class__ is ast.Raise:
+        return True
+    return stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and last_name(stmt.value.func) in _EXITS

@@ -10,6 +10,7 @@ import ast
 from torchwise.lint.engine import AST, Context, argument, last_name, root_name
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import is_eval_name, is_optimizer_step, names_feeding_backward
 from torchwise.lint.semantics.values import local_function
 
@@ -75,8 +76,13 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     if target is not None:
         read = _cached_host_read(ctx, target)
         return f"it calls .{read.func.attr}() on line {read.lineno}" if read is not None else None
-    where = ctx.project.host_readers.get(name) if func.__class__ in (ast.Name, ast.Attribute) else None
+    where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line)
     return f"it reads its arguments with .item() or the like at {where}" if where else None
+
+
+def _host_read_line(func: AST) -> int | None:
+    read = host_read_of_arguments(func)
+    return read.lineno if read is not None else None
 
 
 def _cached_host_read(ctx: Context, func: AST) -> ast.Call | None:
@@ -319,3 +325,28 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
         else:
             return False  # collected, returned, logged as a tensor...: it may need its graph
     return stepped
+
+
+def checkpoint_facts(facts) -> tuple[bool, frozenset[str], frozenset[str]]:
+    """What the project's ``torch.save`` calls write (read on demand from ``facts.save_files``,
+    once per process): whether there is one and every one saves host data; the keys of saved
+    dicts whose values are host data; the keys that may hold device tensors."""
+    found = facts.answers.get("checkpoints")
+    if found is None:
+        every, seen = True, False
+        host: set[str] = set()
+        device: set[str] = set()
+        for path, text in facts.save_files:
+            try:
+                ctx = Context(text, path, ast.parse(text, filename=path))
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                continue
+            verdict = saves_on_host(ctx)
+            every = every and verdict is not False
+            seen = seen or verdict is True
+            h, d = saved_keys(ctx)
+            host |= h
+            device |= d
+        found = (every and seen, frozenset(host), frozenset(device))
+        facts.answers["checkpoints"] = found
+    return found
