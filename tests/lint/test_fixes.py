@@ -184,6 +184,7 @@ TW513_EXACT = [
 ]
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("expr", TW513_EXACT)
 def test_tw513_fix_makes_exactly_the_same_tensor(expr):
     import warnings
