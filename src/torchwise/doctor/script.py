@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
 from torchwise.doctor.script_hooks import Attached, StopScript
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 _Attached = Attached  # the name the tests and the watch helper know
 
@@ -189,7 +189,7 @@ def _check(subject: str, attached: _Attached, failure: str | None, args: argpars
     not_observable = [code for c in available_checks() if not getattr(c, "SCRIPT", False) for code in c.CODES]
     findings, skipped = run_checks(ctx, checks)
     if not_observable:
-        skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see the README's doctor section)"))
+        skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see docs/doctor.md)"))
     measured: dict[str, Any] = {
         "mode": "script", "steps_run": result.steps, "steps_requested": None if args.full else args.steps,
         "stopped_by_doctor": attached.stopped or attached.draining, "seconds": round(time.perf_counter() - attached.started, 3),

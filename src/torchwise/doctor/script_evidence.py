@@ -33,7 +33,7 @@ from torchwise.doctor.clock import both
 from torchwise.doctor.record import LogCall, StepRecorder
 from torchwise.doctor.script_nonfinite import NonFiniteEvidence
 from torchwise.doctor.watch import Watch, user_frame
-from torchwise.nonfinite import tensors_in
+from torchwise.utils.nonfinite import tensors_in
 
 MAX_MODELS = 8
 

@@ -46,7 +46,7 @@ class NonFiniteEvidence:
     def _replay(self) -> Any:
         """The step's forward passes replayed in order on the same inputs: the first module whose
         output went non-finite (or the first pass's non-finite input: bad data)."""
-        from torchwise.nonfinite import NonFiniteReport, find_nonfinite
+        from torchwise.utils.nonfinite import NonFiniteReport, find_nonfinite
 
         if not self.step_passes:
             return None

@@ -41,9 +41,9 @@ from torchwise.doctor.retained import Retained
 from torchwise.doctor.updates import UpdateSampler
 from torchwise.doctor.watch_labels import LabelWatch, WatchMode
 from torchwise.doctor.watch_result import WatchResult
+from torchwise.utils.nonfinite import tensors_in
 
 _WatchMode = WatchMode  # the name torchwise.watch (issue 20) imports
-from torchwise.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records
 MIN_DYNAMICS_STEPS = 20  # fewer optimizer steps than this: the dynamics checks are skipped
@@ -280,6 +280,12 @@ class Watch(LabelWatch):
             self._params += new
             self._latest += [None] * len(new)
         position = {id(p): i for i, p in enumerate(self._params)}
+        if optimizers:  # parameters tracked before their optimizer first stepped (script mode): their groups now
+            group = {id(p): gi for opt in optimizers for gi, g in enumerate(opt.param_groups) for p in g["params"]}
+            for p in params:
+                i = position.get(id(p))
+                if i is not None and self.result.group_of[i] is None:
+                    self.result.group_of[i] = group.get(id(p))
         return [position[id(p)] for p in params if id(p) in position]
 
     def after_backward(self, loss: torch.Tensor | None) -> None:

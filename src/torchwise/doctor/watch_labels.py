@@ -46,7 +46,7 @@ class LabelWatch:
     order: Any
 
     def _labels(self, func: str, inp: Any, target: Any, ignore: int | None) -> None:
-        from torchwise.labels import is_class_target
+        from torchwise.utils.labels import is_class_target
 
         if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor) or not is_class_target(inp, target):
             return

@@ -34,12 +34,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
-from torchwise.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
-from torchwise.device import select_device, to_device
-from torchwise.errors import CheckpointError, DataError, UsageError
-from torchwise.labels import check_batch_labels, is_class_target, label_problem
-from torchwise.seed import get_rng_state, seed_everything, set_rng_state
-from torchwise.task import RunPlan, build_optimizer, build_scheduler, wants
+from torchwise.utils.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
+from torchwise.utils.device import select_device, to_device
+from torchwise.core.errors import CheckpointError, DataError, UsageError
+from torchwise.utils.labels import check_batch_labels, is_class_target, label_problem
+from torchwise.utils.seed import get_rng_state, seed_everything, set_rng_state
+from torchwise.core.task import RunPlan, build_optimizer, build_scheduler, wants
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.auto import AutoSettings
 from torchwise.train import interrupt
@@ -102,7 +102,8 @@ class Trainer:
     metric followed by ReduceLROnPlateau, ``early_stopping`` and the best checkpoint (``keep_best``).
     ``ema``: a decay such as 0.999 to evaluate and checkpoint a moving average of the weights.
     ``tuned`` (a tune.json path or TunedConfig) supplies settings the caller left at their defaults.
-    A callback may set ``trainer.should_stop = True`` to end the run cleanly.
+    A callback may set ``trainer.should_stop = True`` to end the run cleanly. ``watch``: True (or
+    watch options) watches the fit with the doctor's checks sampled (``trainer.watch_report``).
     """
 
     def __init__(
@@ -142,6 +143,7 @@ class Trainer:
         oom_recovery: bool = True,
         strategy: Any = "auto",
         activation_checkpointing: bool = False,
+        watch: Any = False,
     ) -> None:
         check_options(locals())  # every option checked up front: one line naming it and what is expected
         precision, channels_last, cudnn_benchmark, compile = self._apply_tuned(tuned, precision, channels_last, cudnn_benchmark, compile)
@@ -173,6 +175,11 @@ class Trainer:
         self.log_every = log_every
         self.progress = progress
         self.callbacks = list(callbacks)
+        self.watch_report: Any = None
+        if watch is not False and watch is not None:  # watched like any loop: torchwise.watch.callback
+            from torchwise.watch.callback import WatchCallback
+
+            self.callbacks.append(WatchCallback(watch))
         self.check_labels = check_labels
         self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type,
                                  deterministic=deterministic, relayout_parameters=self.strategy.relayout_parameters)
@@ -228,7 +235,7 @@ class Trainer:
         ``metrics``, ``step_fn``, ``batch_size``, ``epochs``, ``scheduler``...) overrides the task's
         value; the others go to the Trainer. ``fit()`` then uses the task's loaders and epochs.
         """
-        from torchwise.task import Task, load_task
+        from torchwise.core.task import Task, load_task
 
         task = load_task(task)
         changes = {k: overrides.pop(k) for k in list(overrides) if k in Task.field_names()}
@@ -248,7 +255,7 @@ class Trainer:
         self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
         given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
         if tuned is not None:
-            from torchwise.tune.config import TunedConfig
+            from torchwise.core.tuned import TunedConfig
 
             self.tuned = TunedConfig.load(tuned)
             for key, value in self.tuned.trainer_overrides().items():

@@ -19,12 +19,12 @@ def needs_steps(ctx: Any, codes: tuple[str, ...], minimum: int = MIN_DYNAMICS_ST
     asked = getattr(ctx, "steps_requested", 0) or 0
     if done >= minimum or (asked >= minimum and done >= MIN_STEPS_BEFORE_FAILURE):
         return None
-    if getattr(ctx, "script", False) or asked >= minimum:
-        ended = "the script failed" if getattr(ctx, "failure", None) else "the script ended"
-        return Skipped(codes, f"watches training over >= {minimum} optimizer steps; only {done} ran before {ended}"
-                       if getattr(ctx, "script", False) else f"watches training over >= {minimum} optimizer steps; only {done} of {asked} ran")
-    return Skipped(codes, f"watches training over >= {minimum} optimizer steps; {done} ran "
-                   "(--steps 200 on the command line, steps=200 from Python)")
+    script = getattr(ctx, "script", False)
+    if asked >= minimum or (script and not asked):  # the run ended before the steps asked for
+        ended = ("the script failed" if getattr(ctx, "failure", None) else "the script ended") if script else "the steps stopped"
+        return Skipped(codes, f"watches training over >= {minimum} optimizer steps; only {done} ran before {ended}")
+    how = "--steps 200" if script else "--steps 200 on the command line, steps=200 from Python"
+    return Skipped(codes, f"watches training over >= {minimum} optimizer steps; {done} ran ({how})")
 
 
 def window(values: list[float], start: float, stop: float) -> list[float]:
@@ -71,7 +71,7 @@ def task_kind(ctx: Any) -> tuple[str, int | None]:
     for mse/l1/huber, ("other", None) when no such loss call was seen."""
     import torch
 
-    from torchwise.labels import is_class_target
+    from torchwise.utils.labels import is_class_target
 
     for call in getattr(ctx, "loss_calls", None) or []:
         if call.func in ("cross_entropy", "nll_loss") and isinstance(call.target, torch.Tensor) \

@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from torchwise.doctor.report import Finding, Skipped
-from torchwise.labels import is_class_target, label_problem
+from torchwise.utils.labels import is_class_target, label_problem
 
 CODES = ("TW106",)
 SCRIPT = True
@@ -68,7 +68,7 @@ def check(ctx) -> list[Finding] | Skipped:
 def _dataset_scan(ctx, calls: list) -> list[Finding]:
     """Every label of the training dataset, when they are cheap to read and feed the loss as they are."""
     from torchwise.doctor.dataset_targets import cheap_targets
-    from torchwise.labels import out_of_range
+    from torchwise.utils.labels import out_of_range
 
     call = next((c for c in calls if isinstance(c.target, torch.Tensor) and c.target.dim() == 1
                  and is_class_target(c.input, c.target)), None)

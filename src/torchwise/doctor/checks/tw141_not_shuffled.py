@@ -50,10 +50,15 @@ FIX = "shuffle the training data: DataLoader(..., shuffle=True) (DistributedSamp
 
 
 def check(ctx) -> list[Finding] | Skipped:
+    from torch.utils.data import SequentialSampler
+
     found = _from_loader(ctx)
     if found:
         return [found]
     order = getattr(getattr(ctx, "watch", None), "batch_order", None)
+    sampler = getattr(getattr(ctx, "loader", None), "sampler", None)
+    if not getattr(ctx, "script", False) and sampler is not None and not isinstance(sampler, SequentialSampler):
+        return []  # the loader draws its samples in random order
     if order is None or not order.batches:
         return Skipped(CODES, "no batch of class or regression targets was seen" if getattr(ctx, "script", False)
                        else "the loader's order and labels cannot be read without loading samples")
