@@ -368,8 +368,9 @@ _add("TW139", "Evaluation with the model in training mode", (), "R", "",
      "def test(model, loader):\n    model.eval()\n    with torch.inference_mode():\n        for x, y in loader:\n            correct += (model(x).argmax(1) == y).sum()")
 
 _add("TW140", "Learning rate far too high", (), "R", "",
-     """A healthy step changes each weight matrix by a small fraction of its norm, about 0.1-2%.
-     When one step moves the weights by 10% or more, the loss cannot settle: it swings or
+     """Healthy steps change each weight matrix by a small fraction of its size, so a few
+     hundred of them move it by less than about 1.5 times its initial norm. A rate far too high
+     throws the weights several times their own size within a few dozen steps: the loss swings or
      diverges, ReLU units die, and a classifier often collapses to predicting the class prior,
      its loss pinned at ln C. Lowering the rate fixes what no other change will.""",
      """Lower the learning rate 10-100x (Adam-family: 1e-4 to 3e-3, SGD: 1e-3 to 1e-1), add a
