@@ -30,6 +30,8 @@ def score_buggy(findings: list[dict[str, Any]], expected: list[str], also_ok: li
         status = "hint-only"
     elif other:
         status = "wrong-cause"
+    elif alarms:
+        status = "symptom-only"  # only the pair's also_ok codes: true, but not the cause
     else:
         status = "missed"
     return {"status": status, "first": first, "other": other, "alarms": sorted({f["code"] for f in alarms})}
@@ -103,8 +105,8 @@ def _overall(per_pair: dict[str, dict[str, Any]], clean: dict[str, dict[str, Any
 
 def render(result: dict[str, Any], header: str, notes: list[str]) -> str:
     lines = [header, ""]
-    lines.append(f"{'class':22} {'pairs':>5} {'found':>5} {'first':>5} {'hint':>4} {'wrong':>5} {'missed':>6} {'error':>5}"
-                 "  fixed FA  codes on buggy twins")
+    lines.append(f"{'class':22} {'pairs':>5} {'found':>5} {'first':>5} {'hint':>4} {'sympt':>5} {'wrong':>5} {'missed':>6}"
+                 f" {'error':>5}  fixed FA  codes on buggy twins")
     unmapped = []
     for cls, row in result["classes"].items():
         st = row["status"]
@@ -112,11 +114,12 @@ def render(result: dict[str, Any], header: str, notes: list[str]) -> str:
             unmapped.append(f"{cls} ({_codes(row['buggy_codes'])})")
         found = "-" if st.get("unmapped") else str(st.get("found-first", 0) + st.get("found", 0))
         lines.append(f"{cls:22} {row['pairs']:>5} {found:>5} {st.get('found-first', 0):>5} {st.get('hint-only', 0):>4} "
-                     f"{st.get('wrong-cause', 0):>5} {st.get('missed', 0):>6} {st.get('run-error', 0):>5}  "
+                     f"{st.get('symptom-only', 0):>5} {st.get('wrong-cause', 0):>5} {st.get('missed', 0):>6} {st.get('run-error', 0):>5}  "
                      f"{row['fixed_alarms']:>2}/{row['fixed_runs']:<5} {_codes(row['buggy_codes'])}")
     o = result["overall"]
     lines += ["", f"root cause found: {o['found']}/{o['mapped']} mapped buggy twins ({o['found_first']} as the first finding); "
-              f"{o['status'].get('hint-only', 0)} only as a hint, {o['status'].get('wrong-cause', 0)} wrong cause, "
+              f"{o['status'].get('hint-only', 0)} only as a hint, {o['status'].get('symptom-only', 0)} only a symptom, "
+              f"{o['status'].get('wrong-cause', 0)} wrong cause, "
               f"{o['status'].get('missed', 0)} missed, {o['status'].get('run-error', 0)} run errors"]
     lines.append(f"false alarms: fixed twins {o['fixed_false_alarms']}/{o['fixed_runs']}, clean public scripts "
                  f"{o['clean_false_alarms']}/{o['clean_runs']}; codes: {_codes(o['false_alarm_codes'])}")

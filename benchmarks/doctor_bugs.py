@@ -13,12 +13,13 @@ each with ``--threads`` torch threads (default: cores // jobs) and a time limit.
 
 - a buggy twin: ``found-first`` (an expected code at warning/error severity, and it is the report's
   first finding), ``found``, ``hint-only`` (the expected code, but only as a hint), ``wrong-cause``
-  (other warnings/errors instead), ``missed`` (no warning/error), ``unmapped`` (the class has no
-  catalog code yet: pass ``--map CLASS=CODE``), ``run-error`` (no report: timeout or crash);
+  (other warnings/errors instead), ``symptom-only`` (only the pair's ``also_ok`` codes), ``missed``
+  (no warning/error), ``unmapped`` (the class has no catalog code yet: pass ``--map CLASS=CODE``),
+  ``run-error`` (no report: timeout, memory limit or crash);
 - a fixed twin or clean script: a false alarm is any warning/error finding.
 
-A pair's ``also_ok`` codes are true secondary findings (e.g. dead ReLUs after a huge learning rate):
-they do not make a buggy twin's result a wrong cause.
+A pair's ``also_ok`` codes are true secondary findings, symptoms of its bug (e.g. a diverging loss or
+dead ReLUs after a huge learning rate): they do not make a buggy twin's result a wrong cause.
 """
 
 from __future__ import annotations
@@ -251,6 +252,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--slow", action="store_true", help="also run public scripts marked slow")
     ap.add_argument("--no-corpus", action="store_true", help="only the public scripts")
     ap.add_argument("--json", type=Path, default=None, help="write every run and the scores here")
+    ap.add_argument("--rescore", type=Path, default=None, metavar="JSON",
+                    help="score the runs saved by an earlier --json again (e.g. with other --map codes); runs nothing")
     args = ap.parse_args(argv)
     if args.threads is None:
         args.threads = max(1, (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1) // args.jobs)
@@ -271,6 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     manifest = json.loads((HERE / "manifest.json").read_text(encoding="utf-8"))
     mapping = parse_map(args.map, manifest["classes"])
+    if args.rescore:
+        saved = json.loads(args.rescore.read_text(encoding="utf-8"))
+        runs = [Run(**r) for r in saved["runs"]]
+        note = f"rescored from {args.rescore}" + (f" with --map {mapping}" if mapping else "")
+        print(render(score(runs, manifest, mapping), saved["header"] + f"\n{note}", saved.get("notes", [])))
+        return 0
     only = set(args.only.split(",")) if args.only else None
     jobs = [] if args.no_corpus else corpus_jobs(manifest, only, args.timeout)
     notes = ["public scripts: skipped (no --public DIR given; see benchmarks/doctor_bugs/README.md)"]
