@@ -9,7 +9,6 @@ commit, path, arguments) and how its data is replaced:
   nothing may be downloaded.
 - ``files``: a generator writes the data files the script reads (e.g. a small synthetic
   wikitext-2 folder).
-- ``setup``: commands of the repo itself that make its data (e.g. generate_sine_wave.py).
 - ``substitutions``: exact textual replacements, each of which must match (none are needed today).
 
 A checkout is found at ``PUBLIC/<owner>+<name>``; ``unpack`` extracts the recorded commit there from
@@ -83,7 +82,7 @@ def missing_reason(entry: dict[str, Any], public: Path) -> str | None:
     return None
 
 
-def prepare(entry: dict[str, Any], public: Path, work: Path, python: str) -> Path:
+def prepare(entry: dict[str, Any], public: Path, work: Path) -> Path:
     """Copy the script's folder into ``work`` at its path in the repo (so that relative paths such as
     ``../../data`` stay inside ``work``), apply the data rule; return the script's path there."""
     source = repo_dir(public, entry["repo"]) / entry["path"]
@@ -98,9 +97,6 @@ def prepare(entry: dict[str, Any], public: Path, work: Path, python: str) -> Pat
         target.write_text(text.replace(rule["find"], rule["replace"]), encoding="utf-8")
     for generator in entry.get("files", []):
         FILES[generator](work)
-    for command in entry.get("setup", []):
-        argv = [python if part == "python" else part for part in command]
-        subprocess.run(argv, cwd=work, check=True, capture_output=True, timeout=300)
     return work / source.name
 
 

@@ -56,7 +56,8 @@ def score(runs: list[Any], manifest: dict[str, Any], mapping: dict[str, list[str
     clean: dict[str, dict[str, Any]] = {}
     for run in runs:
         if run.kind == "clean":
-            clean[run.id] = {"error": run.error, **score_quiet(run.findings)}
+            ran = {"steps": getattr(run, "measured", {}).get("steps_run"), "failure": getattr(run, "failure", None)}
+            clean[run.id] = {"error": run.error, **score_quiet(run.findings), **ran}
             continue
         pair = pairs[run.id]
         result = per_pair.setdefault(run.id, {"class": pair["class"], "tags": pair.get("tags", [])})
@@ -66,7 +67,7 @@ def score(runs: list[Any], manifest: dict[str, Any], mapping: dict[str, list[str
                 verdict["status"] = "run-error"
             result["buggy"] = {**verdict, "error": run.error}
         else:
-            result["fixed"] = {"error": run.error, **score_quiet(run.findings)}
+            result["fixed"] = {"error": run.error, "failure": getattr(run, "failure", None), **score_quiet(run.findings)}
     return {"pairs": per_pair, "clean": clean, "classes": _by_class(per_pair, manifest), "overall": _overall(per_pair, clean)}
 
 
@@ -99,6 +100,8 @@ def _overall(per_pair: dict[str, dict[str, Any]], clean: dict[str, dict[str, Any
         "fixed_run_errors": sum(bool(r["error"]) for r in fixed),
         "clean_runs": len(clean), "clean_false_alarms": sum(not r["quiet"] for r in clean.values()),
         "clean_run_errors": sum(bool(r["error"]) for r in clean.values()),
+        "stopped": sorted([pid for pid, r in per_pair.items() if r.get("fixed", {}).get("failure")]
+                          + [sid for sid, r in clean.items() if r.get("failure")]),
         "false_alarm_codes": dict(alarm_codes.most_common()),
     }
 
@@ -123,6 +126,8 @@ def render(result: dict[str, Any], header: str, notes: list[str]) -> str:
               f"{o['status'].get('missed', 0)} missed, {o['status'].get('run-error', 0)} run errors"]
     lines.append(f"false alarms: fixed twins {o['fixed_false_alarms']}/{o['fixed_runs']}, clean public scripts "
                  f"{o['clean_false_alarms']}/{o['clean_runs']}; codes: {_codes(o['false_alarm_codes'])}")
+    if o["stopped"]:
+        lines.append("correct scripts that stopped with an error under the doctor: " + ", ".join(o["stopped"]))
     if unmapped:
         lines.append("unmapped classes (no catalog code given; --map CLASS=CODE scores them): " + "; ".join(unmapped))
     lines += ["", "per pair (buggy: status [codes] | fixed: codes):"]
@@ -133,7 +138,8 @@ def render(result: dict[str, Any], header: str, notes: list[str]) -> str:
     if result["clean"]:
         lines += ["", "clean public scripts:"]
         for sid, r in result["clean"].items():
-            lines.append(f"  {sid:32} {' '.join(r['alarms']) or 'quiet'}{' ' + r['error'] if r['error'] else ''}")
+            ran = f" ({r.get('steps')} optimizer steps seen" + (f"; the script stopped: {r['failure'][:80]}" if r.get("failure") else "") + ")"
+            lines.append(f"  {sid:32} {' '.join(r['alarms']) or 'quiet'}{' ' + r['error'] if r['error'] else ran}")
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

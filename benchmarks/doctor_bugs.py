@@ -89,7 +89,7 @@ def run_job(job: Job, args: argparse.Namespace) -> Run:
     t0 = time.perf_counter()
     try:
         if job.entry is not None:
-            script = public.prepare(job.entry, args.public, work, args.python)
+            script = public.prepare(job.entry, args.public, work)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(public.FAKEVISION), env.get("PYTHONPATH")]))
             extra = list(job.entry.get("doctor_args", []))
         else:

@@ -93,11 +93,11 @@ def test_public_substitutions_must_match(tmp_path):
     (repo / "train.py").write_text("data = load('mnist')\n")
     entry = {"id": "demo", "repo": "someone/demo", "commit": "0" * 40, "path": "ex/train.py",
              "substitutions": [{"find": "load('mnist')", "replace": "load('fake')"}]}
-    script = public.prepare(entry, tmp_path / "pub", tmp_path / "work", sys.executable)
+    script = public.prepare(entry, tmp_path / "pub", tmp_path / "work")
     assert script.read_text() == "data = load('fake')\n" and script.parent == tmp_path / "work" / "repo" / "ex"
     entry["substitutions"][0]["find"] = "load('cifar')"
     with pytest.raises(ValueError, match="substitution text not found"):
-        public.prepare(entry, tmp_path / "pub", tmp_path / "work2", sys.executable)
+        public.prepare(entry, tmp_path / "pub", tmp_path / "work2")
 
 
 def test_fake_torchvision_serves_shaped_shuffled_learnable_data(monkeypatch):
@@ -162,6 +162,7 @@ def test_score_aggregates_a_made_up_result_set():
         run("buggy", "p3", [f("TW135")]), run("fixed", "p3", []),
         run("buggy", "p4", [f("TW106")], error="timeout after 300 s"), run("fixed", "p4", [], error="no report (exit 2)"),
         run("clean", "s1", [f("TW130")]), run("clean", "s2", [f("TW202", "hint")]),
+        SimpleNamespace(kind="clean", id="s3", cls=None, findings=[], error=None, measured={"steps_run": 3}, failure="ValueError: x"),
     ]
     result = scoring.score(runs, manifest, mapping={})
     assert result["classes"]["a"]["status"] == {"found-first": 1, "wrong-cause": 1}
@@ -170,11 +171,13 @@ def test_score_aggregates_a_made_up_result_set():
     o = result["overall"]
     assert (o["found"], o["found_first"], o["mapped"]) == (1, 1, 3)
     assert (o["fixed_false_alarms"], o["fixed_run_errors"], o["clean_false_alarms"]) == (1, 1, 1)
-    assert o["false_alarm_codes"] == {"TW134": 1, "TW130": 1}
+    assert o["false_alarm_codes"] == {"TW134": 1, "TW130": 1} and o["stopped"] == ["s3"]
+    assert result["clean"]["s3"] == {"error": None, "quiet": True, "alarms": [], "steps": 3, "failure": "ValueError: x"}
     mapped = scoring.score(runs, manifest, mapping={"b": ["TW135"]})
     assert mapped["pairs"]["p3"]["buggy"]["status"] == "found-first"
     text = scoring.render(result, "header", ["a note"])
     assert "root cause found: 1/3" in text and "unmapped classes" in text and "a note" in text
+    assert "stopped with an error under the doctor: s3" in text
 
 
 def test_map_option_checks_class_names():

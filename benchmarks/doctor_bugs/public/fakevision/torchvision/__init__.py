@@ -4,7 +4,8 @@ torchvision is not installed here and nothing may be downloaded, so the public e
 import this package instead (it is put on PYTHONPATH for those runs only). ``datasets`` serves
 synthetic, learnable data with the shapes, class counts and attributes of the real datasets;
 ``transforms`` applies the usual transforms to tensors; ``utils.save_image`` writes nothing.
-Dataset sizes: TORCHWISE_FAKE_TRAIN / TORCHWISE_FAKE_TEST samples (default 2560 / 512).
+Dataset sizes: a tenth of the real ones (MNIST 6000/1000, CIFAR-10 5000/1000), or
+TORCHWISE_FAKE_TRAIN / TORCHWISE_FAKE_TEST samples.
 """
 
 from . import datasets, transforms, utils  # noqa: F401

@@ -10,9 +10,8 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset
 
 
-def _count(train: bool) -> int:
-    name = "TORCHWISE_FAKE_TRAIN" if train else "TORCHWISE_FAKE_TEST"
-    return int(os.environ.get(name, "2560" if train else "512"))
+def _count(train: bool, default: int) -> int:
+    return int(os.environ.get("TORCHWISE_FAKE_TRAIN" if train else "TORCHWISE_FAKE_TEST", default))
 
 
 class _Synthetic(Dataset):
@@ -20,12 +19,13 @@ class _Synthetic(Dataset):
 
     shape = (1, 28, 28)
     num_classes = 10
+    sizes = (6000, 1000)  # a tenth of MNIST's 60000/10000: batch sizes that divide the real set divide this one
     sparse = True  # dark background with bright strokes (MNIST-like); False: coloured, smooth
 
     def __init__(self, root=None, train=True, transform=None, target_transform=None, download=False, size=None, **kwargs):
         self.root, self.train = root, train
         self.transform, self.target_transform = transform, target_transform
-        n = size if size is not None else _count(train)
+        n = size if size is not None else _count(train, self.sizes[0] if train else self.sizes[1])
         seed = zlib.crc32(type(self).__name__.encode())
         templates = self._templates(torch.Generator().manual_seed(seed))  # (classes, modes, C, H, W)
         g = torch.Generator().manual_seed(seed + (1 if train else 2))
@@ -87,6 +87,7 @@ class EMNIST(MNIST):
 class CIFAR10(_Synthetic):
     shape = (3, 32, 32)
     sparse = False
+    sizes = (5000, 1000)  # a tenth of CIFAR-10's 50000/10000
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -105,6 +106,7 @@ class SVHN(CIFAR10):
 class ImageFolder(_Synthetic):
     shape = (3, 64, 64)
     sparse = False
+    sizes = (5000, 1000)
 
     def __init__(self, root=None, transform=None, target_transform=None, **kwargs):
         super().__init__(root, train=True, transform=transform, target_transform=target_transform)

@@ -87,6 +87,14 @@ class RandomCrop(CenterCrop):
         return x[..., top:top + self.size[0], left:left + self.size[1]]
 
 
+class Pad:
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding) * (4 // len(padding))
+
+    def __call__(self, x):
+        return F.pad(x, self.padding)
+
+
 class RandomResizedCrop(Resize):
     def __init__(self, size, *args, **kwargs):
         super().__init__((size, size) if isinstance(size, int) else size)
