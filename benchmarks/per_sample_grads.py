@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from torchwise.per_sample import per_sample_grads
+from torchwise.utils.per_sample import per_sample_grads
 
 
 def mlp() -> nn.Module:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 from _tune_common import configs, confirm, settings_text  # noqa: E402
 
-from torchwise.task import Task, accuracy  # noqa: E402
+from torchwise.core.task import Task, accuracy  # noqa: E402
 from torchwise.tune import tune  # noqa: E402
 
 

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _tune_common import configs, confirm, settings_text  # noqa: E402
 
-from torchwise.batch import split_batch  # noqa: E402
-from torchwise.task import Task, accuracy  # noqa: E402
+from torchwise.utils.batch import split_batch  # noqa: E402
+from torchwise.core.task import Task, accuracy  # noqa: E402
 from torchwise.tune import tune  # noqa: E402
 
 # dense tensor-core peaks in TFLOP/s: (16-bit, TF32, plain fp32); first matching name fragment wins

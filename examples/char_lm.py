@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 
-from torchwise.task import Task
+from torchwise.core.task import Task
 
 if TYPE_CHECKING:
     from torchwise import RunPlan

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from torchwise.task import Task
+from torchwise.core.task import Task
 
 
 def ring(n: int, modes: int = 8, radius: float = 2.0, std: float = 0.05, seed: int = 0) -> torch.Tensor:

@@ -19,8 +19,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 from torch.utils.data import Dataset
 
-from torchwise.collate import pad_collate
-from torchwise.task import Task, accuracy
+from torchwise.utils.collate import pad_collate
+from torchwise.core.task import Task, accuracy
 
 PAD, MARK_A, MARK_B = 0, 1, 2
 

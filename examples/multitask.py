@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import Dataset
 
-from torchwise.task import Task, accuracy
+from torchwise.core.task import Task, accuracy
 
 WAVES = ("sine", "square", "sawtooth")
 

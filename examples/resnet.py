@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from torchwise.task import Task, accuracy
+from torchwise.core.task import Task, accuracy
 
 if TYPE_CHECKING:
     from torchwise import RunPlan

@@ -5,7 +5,8 @@ and ``torchwise rule`` read. It is plain data and imports nothing of the project
 heavy, so it costs almost nothing to import.
 
 Codes: ``TW1xx`` correctness, ``TW2xx`` performance, ``TW3xx`` reproducibility, ``TW4xx``
-devices / distribution / checkpoints / security. The flags say which engine can act on a
+devices / distribution / checkpoints / security, ``TW5xx`` api (removed, deprecated or
+error-prone PyTorch APIs); ``CATEGORY_NOTES`` says what each covers. The flags say which engine can act on a
 practice: ``static`` (lint), ``runtime`` (doctor), ``tuned`` (tune); ``default`` says what the
 Trainer does about it by default ("" when nothing).
 """
@@ -22,6 +23,15 @@ CATEGORIES: dict[str, str] = {
     "3": "reproducibility",
     "4": "devices",
     "5": "api",
+}
+
+# what each category covers, as `torchwise rules` and `torchwise rule` explain it
+CATEGORY_NOTES: dict[str, str] = {
+    "correctness": "bugs that make training silently wrong (gradients, modes, losses, labels)",
+    "performance": "settings and habits that waste time or memory",
+    "reproducibility": "seeds and determinism, so that a run can be repeated",
+    "devices": "devices, distributed training and checkpoints (loading, saving, security)",
+    "api": "PyTorch APIs that were removed, are deprecated or are easy to misuse, with their replacements",
 }
 
 
@@ -140,7 +150,7 @@ _add("TW106", "Class labels outside [0, C)", (3,), "R", "checked before the firs
      is unusable afterwards. Labels numbered 1..C, or a -1 padding value without `ignore_index`,
      are the usual causes.""",
      """Check one batch before training: `0 <= target.min()` and `target.max() < output.shape[1]`
-     (`torchwise.labels.label_problem` does this); remap labels to 0..C-1 or set `ignore_index`
+     (`torchwise.utils.labels.label_problem` does this); remap labels to 0..C-1 or set `ignore_index`
      for padding.""",
      "# 10 classes, labels numbered 1..10\nloss = F.cross_entropy(logits, labels)",
      "loss = F.cross_entropy(logits, labels - 1)   # labels now in [0, 10)")
@@ -203,7 +213,7 @@ _add("TW112", "NaN/Inf in the loss or gradients", (3,), "R", "non-finite guard",
      a failure, is cheap.""",
      """Check the loss with `torch.isfinite` and skip the step when it is not finite; locate the
      first module with non-finite outputs (`torchwise doctor`,
-     `torchwise.nonfinite.find_nonfinite`); then fix the cause: lower learning rate, gradient
+     `torchwise.utils.nonfinite.find_nonfinite`); then fix the cause: lower learning rate, gradient
      clipping, `log_softmax`, epsilons, bf16 or a GradScaler.""",
      "loss.backward()\nopt.step()   # even when loss is nan",
      "if not torch.isfinite(loss):\n    raise RuntimeError(str(find_nonfinite(model, run_forward)))\nloss.backward()\nopt.step()")

@@ -13,7 +13,7 @@ from torch import nn
 
 import torchwise
 from torchwise.doctor import DoctorReport, Finding, available_checks, doctor
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 from doctor_models import class_batch, mlp
 
@@ -170,7 +170,7 @@ def test_step_failure_is_reported_not_raised():
 def test_optimizer_factories_of_user_and_task_are_used():
     from torch.utils.data import TensorDataset
 
-    from torchwise.task import Task
+    from torchwise.core.task import Task
 
     head_only = lambda params: torch.optim.SGD(list(params)[-2:], lr=0.1)  # noqa: E731
     [f] = doctor(mlp(), batch=class_batch(), loss_fn=nn.CrossEntropyLoss(), optimizer=head_only).by_code("TW115")
@@ -194,7 +194,7 @@ def test_library_select_and_skip_refuse_unknown_codes_before_any_work():
     from torch import nn
 
     from torchwise.doctor import check_codes, doctor
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
 
     with pytest.raises(UsageError, match="unknown select code 'TW999'"):
         doctor(nn.Linear(2, 2), select=["TW999"])

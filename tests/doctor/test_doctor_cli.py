@@ -15,7 +15,7 @@ SOFTMAX_TASK = textwrap.dedent(
     import torch
     from torch import nn
     from torch.utils.data import TensorDataset
-    from torchwise.task import Task
+    from torchwise.core.task import Task
 
     def task():
         g = torch.Generator().manual_seed(0)

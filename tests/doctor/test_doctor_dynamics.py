@@ -351,7 +351,7 @@ def test_tw221_thread_timing_is_measured_in_a_dynamics_run():
 
 def test_task_step_fn_is_used_when_the_task_has_one():
     """Tasks of issue 8 may carry step_fn(model, batch) -> loss | {"loss": ...}: the doctor steps with it."""
-    from torchwise.task import Task
+    from torchwise.core.task import Task
 
     case = R.lm_case(shift=False)
     task = Task(model=case["task_or_model"], train_data=case["loader"].dataset, loss_fn=None, batch_size=32)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from torchwise.doctor import doctor_script
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 DIGITS = str(SCRIPTS / "train_digits.py")

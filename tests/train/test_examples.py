@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import default_collate
 
-from torchwise.checkpoint import load_checkpoint
+from torchwise.utils.checkpoint import load_checkpoint
 from torchwise.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -16,8 +16,8 @@ from torch.utils.data import DataLoader
 
 import train_fsdp_script as workload
 from fsdp_launch import COMMON, assert_equal, env, fsdp_reference, ok, torchrun, weights  # noqa: F401  (fixture)
-from torchwise.checkpoint import load_checkpoint, load_state_dict
-from torchwise.errors import CheckpointError, UsageError
+from torchwise.utils.checkpoint import load_checkpoint, load_state_dict
+from torchwise.core.errors import CheckpointError, UsageError
 from torchwise.train import Trainer
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.dcp import ids_to_names, names_to_ids, read_full
@@ -376,7 +376,7 @@ def test_fsdp_in_one_process_recovers_from_out_of_memory_inside_the_step():
 
 
 def test_with_several_processes_out_of_memory_stops_the_rank_and_leaves_the_split_for_the_restart(tmp_path, monkeypatch):
-    from torchwise.errors import TrainingError
+    from torchwise.core.errors import TrainingError
     from torchwise.train.oom import OOMRecovery
 
     batch = (torch.zeros(16, 5), torch.zeros(16))
@@ -531,7 +531,7 @@ def test_a_tuned_configuration_applies_under_fsdp(tmp_path):
     import json
 
     import train_fsdp_compose_script as compose
-    from torchwise.tune.config import describe_model
+    from torchwise.core.tuned import describe_model
 
     path = tmp_path / "tune.json"
     made_for = describe_model(compose.cnn(), torch.zeros(1, 3, 8, 8))

@@ -50,7 +50,7 @@ def test_a_dead_peer_ends_the_survivors_with_one_line_naming_it(tmp_path):
 def test_launcher_options_go_to_torchrun_and_training_options_to_the_workers(monkeypatch):
     import argparse
 
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
     from torchwise.train.cli import add_arguments, launch_command, run, worker_argv
 
     parser = argparse.ArgumentParser()
@@ -69,7 +69,7 @@ def test_launcher_options_go_to_torchrun_and_training_options_to_the_workers(mon
 
 
 def test_peer_timeout_comes_from_the_option_or_the_environment(monkeypatch):
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
     from torchwise.train.strategy import DEFAULT_PEER_TIMEOUT, peer_timeout_s
 
     monkeypatch.delenv("TORCHWISE_PEER_TIMEOUT", raising=False)

@@ -11,9 +11,9 @@ from torch.utils.data import DataLoader
 from train_helpers import data, loader, mlp, quiet, weights
 
 from torchwise import pad_collate
-from torchwise.batch import forward_names, model_call
-from torchwise.errors import DataError
-from torchwise.labels import check_batch_labels
+from torchwise.utils.batch import forward_names, model_call
+from torchwise.core.errors import DataError
+from torchwise.utils.labels import check_batch_labels
 from torchwise.train import Trainer
 from torchwise.train import trainer as trainer_module
 

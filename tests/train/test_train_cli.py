@@ -11,7 +11,7 @@ from torch import nn
 
 from train_helpers import loader, mlp, quiet
 
-from torchwise.checkpoint import load_checkpoint
+from torchwise.utils.checkpoint import load_checkpoint
 from torchwise.cli import main
 from torchwise.train import Trainer
 
@@ -46,7 +46,7 @@ def test_errors_are_one_line_with_exit_2(run_cli, tmp_path, capsys):
 
 
 def test_tuned_settings_fill_only_what_was_left_at_default(tmp_path):
-    from torchwise.tune.config import TunedConfig
+    from torchwise.core.tuned import TunedConfig
 
     path = TunedConfig(precision="bf16-mixed", channels_last=False, threads=1, batch_size=32).save(tmp_path / "tune.json")
     model = mlp()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train_ddp_script
-from torchwise.checkpoint import load_checkpoint
+from torchwise.utils.checkpoint import load_checkpoint
 from torchwise.train.cli import launch_command, worker_argv
 
 SCRIPT = Path(__file__).with_name("train_ddp_script.py")
@@ -83,7 +83,7 @@ def test_launch_command_forwards_training_options_only():
     cmd = launch_command(multi, worker_argv(multi))
     assert "--standalone" not in cmd and cmd[cmd.index("--rdzv-endpoint") + 1] == "head:29400" and cmd[cmd.index("--node-rank") + 1] == "1"
     no_endpoint = parser.parse_args(["t.py:task", "--nnodes", "2"])
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
 
     with pytest.raises(UsageError, match="rdzv-endpoint"):
         launch_command(no_endpoint, worker_argv(no_endpoint))

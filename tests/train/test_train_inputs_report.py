@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from train_helpers import loader, make_trainer, mlp, quiet
 
-from torchwise.errors import CheckpointError, DataError, UsageError
+from torchwise.core.errors import CheckpointError, DataError, UsageError
 from torchwise.train import Trainer
 from torchwise.train.report import RunLog
 

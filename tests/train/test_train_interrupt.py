@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 from torchwise.train.interrupt import InterruptCatcher, Interrupted
 from torchwise.train.lock import LOCK_NAME, lock_folders

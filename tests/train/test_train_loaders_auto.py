@@ -9,7 +9,7 @@ from torch.utils.data import DataLoader, IterableDataset, WeightedRandomSampler
 
 from train_helpers import data, loader, make_trainer
 
-from torchwise.errors import DataError
+from torchwise.core.errors import DataError
 from torchwise.train.auto import AutoSettings, decide
 from torchwise.train.loaders import EpochSampler, ShardSampler, prepare_loader
 

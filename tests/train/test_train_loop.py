@@ -178,7 +178,7 @@ def test_fit_continues_epochs_and_max_steps():
 
 
 def test_from_task_uses_the_task_parts():
-    from torchwise.task import Task, accuracy
+    from torchwise.core.task import Task, accuracy
 
     ds = data()
     task = Task(model=mlp(), train_data=ds, val_data=ds, loss_fn=nn.CrossEntropyLoss(), metrics={"accuracy": accuracy}, batch_size=16, epochs=2,

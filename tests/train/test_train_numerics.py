@@ -132,7 +132,7 @@ def test_sparse_gradients_train_under_the_guard_and_a_nan_in_them_is_caught():
 
 
 def test_clipping_sparse_gradients_is_refused_in_one_line():
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
 
     model = _Bag()
     with pytest.raises(UsageError, match=r"clip_grad_norm cannot clip sparse gradients \(Embedding 'emb'"):

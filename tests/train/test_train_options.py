@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from torchwise.cli import main
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 
 TINY = str(Path(__file__).with_name("train_tiny_task.py")) + ":task"
@@ -85,9 +85,9 @@ def test_train_checkpoint_every_0_is_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("option, value", [("--select", "TW999"), ("--skip", "NOPE"), ("--select", "TW212,TW9")])
 def test_doctor_refuses_unknown_codes_before_loading_the_task(capsys, option, value, monkeypatch):
-    import torchwise.task
+    import torchwise.core.task
 
-    monkeypatch.setattr(torchwise.task, "load_task", lambda *a, **k: pytest.fail("the task was loaded"))
+    monkeypatch.setattr(torchwise.core.task, "load_task", lambda *a, **k: pytest.fail("the task was loaded"))
     assert main(["doctor", TINY, option, value]) == 2
     line = _one_line(capsys)
     bad = value.split(",")[-1]

@@ -12,8 +12,8 @@ from torch.nn import functional as F
 
 from train_helpers import data, loader, mlp, quiet
 
-from torchwise.checkpoint import load_checkpoint
-from torchwise.errors import UsageError
+from torchwise.utils.checkpoint import load_checkpoint
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 
 

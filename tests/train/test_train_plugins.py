@@ -11,8 +11,8 @@ from torch import nn
 from train_helpers import data, loader, mlp, quiet
 
 from torchwise import EarlyStopping
-from torchwise.checkpoint import load_checkpoint
-from torchwise.errors import UsageError
+from torchwise.utils.checkpoint import load_checkpoint
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 from torchwise.train.checkpoints import list_checkpoints
 

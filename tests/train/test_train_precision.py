@@ -8,7 +8,7 @@ from torch import nn
 
 from train_helpers import data, loader, mlp, quiet
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 from torchwise.train.precision import FP16Mixed, Precision, make_precision, normalize, resolve
 

@@ -9,7 +9,7 @@ from torch.utils.data import TensorDataset
 
 from train_helpers import clone, data, loader, make_trainer, mlp, weights
 
-from torchwise.errors import DataError, TrainingError
+from torchwise.core.errors import DataError, TrainingError
 from torchwise.train.oom import OOMRecovery, _split
 
 

@@ -13,8 +13,8 @@ import torch
 
 from train_helpers import loader, make_trainer, mlp, weights
 
-from torchwise.checkpoint import load_checkpoint
-from torchwise.errors import StateDictError
+from torchwise.utils.checkpoint import load_checkpoint
+from torchwise.core.errors import StateDictError
 from torchwise.train.checkpoints import list_checkpoints
 
 SCRIPT = Path(__file__).with_name("train_resume_script.py")

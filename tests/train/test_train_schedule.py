@@ -14,7 +14,7 @@ from train_helpers import data, loader, mlp, quiet
 
 from torchwise import RunPlan, Task
 from torchwise.cli import main
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 from torchwise.train.schedule import first_epoch_decay, resolve_interval
 

@@ -13,7 +13,7 @@ from train_helpers import data, loader, mlp, quiet
 
 from torchwise import Task
 from torchwise.cli import main
-from torchwise.errors import TaskError
+from torchwise.core.errors import TaskError
 from torchwise.train import Trainer
 
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from torchwise.task import Task
+from torchwise.core.task import Task
 from torchwise.train import Trainer
 
 

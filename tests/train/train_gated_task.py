@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from torchwise.task import Task, accuracy
+from torchwise.core.task import Task, accuracy
 
 
 class GatedData(Dataset):

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from torchwise.task import Task, accuracy
+from torchwise.core.task import Task, accuracy
 
 
 def task(n: int = 64, epochs: int = 2, lr: float = 0.2) -> Task:

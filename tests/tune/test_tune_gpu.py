@@ -9,7 +9,7 @@ from torch import nn
 from torch.utils.data import TensorDataset
 from tune_fakes import tiny_cnn_task
 
-from torchwise.task import Task
+from torchwise.core.task import Task
 from torchwise.tune import TunedConfig, tune
 from torchwise.tune.context import Context
 from torchwise.tune.measure import OutOfMemory, TaskMeasurer, TrialSpec

@@ -12,10 +12,10 @@ import torch
 from tune_fakes import FakeClock, FakeMeasurer, cpu_ctx, tiny_cnn_task, tiny_mlp_task
 
 from torchwise.cli import main
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train import Trainer
 from torchwise.tune import TunedConfig, tune
-from torchwise.tune.config import describe_model
+from torchwise.core.tuned import describe_model
 
 TINY = str(Path(__file__).resolve().parents[1] / "train" / "train_tiny_task.py") + ":task"
 
@@ -109,8 +109,8 @@ def test_tune_checks_its_outputs_before_measuring(tmp_path, option):
 
 
 def test_tune_cli_out_folder_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
-    import torchwise.task
+    import torchwise.core.task
 
-    monkeypatch.setattr(torchwise.task, "load_task", lambda *a, **k: pytest.fail("the task was loaded"))
+    monkeypatch.setattr(torchwise.core.task, "load_task", lambda *a, **k: pytest.fail("the task was loaded"))
     assert main(["tune", TINY, "--budget", "5", "--out", str(tmp_path), "--quiet"]) == 2
     assert capsys.readouterr().err.strip() == f"torchwise tune: error: out {tmp_path} is a folder; give a file path such as {tmp_path / 'tune.json'}"

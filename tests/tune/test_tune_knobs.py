@@ -10,7 +10,7 @@ from tune_fakes import cpu_ctx, cuda_ctx
 
 import torchwise.tune.knobs as knobs_pkg
 from torchwise.catalog import PRACTICES
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.tune.knobs import KNOB_NAMES, batch_size, load_knob, loader, select_knobs, threads
 
 KNOB_DIR = Path(knobs_pkg.__file__).parent

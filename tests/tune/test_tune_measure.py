@@ -9,8 +9,8 @@ from torch import nn
 from torch.utils.data import TensorDataset
 from tune_fakes import tiny_cnn_task, tiny_mlp_task
 
-from torchwise.errors import TaskError
-from torchwise.task import Task
+from torchwise.core.errors import TaskError
+from torchwise.core.task import Task
 from torchwise.tune.measure import Measurement, OutOfMemory, TaskMeasurer, TrialSpec, median_iqr
 from torchwise.tune.search import default_config
 from torchwise.tune.context import Context

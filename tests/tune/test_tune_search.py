@@ -8,7 +8,7 @@ import re
 import pytest
 from tune_fakes import FakeClock, FakeMeasurer, cpu_ctx, cuda_ctx
 
-from torchwise.errors import TaskError, TrainingError, UsageError
+from torchwise.core.errors import TaskError, TrainingError, UsageError
 from torchwise.tune.search import (
     BASELINE,
     FAILED,

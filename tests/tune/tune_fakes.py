@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from torchwise.task import Task
+from torchwise.core.task import Task
 from torchwise.tune.context import Context
 from torchwise.tune.measure import Measurement, OutOfMemory, TrialSpec
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Callable, Iterable
 
-from torchwise._callable_module import make_callable
+from torchwise.core.callable_module import make_callable
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
 
 __all__ = ["doctor", "doctor_script", "DoctorReport", "Finding", "Skipped", "available_checks"]
@@ -42,7 +42,7 @@ def check_codes(values: Iterable[str] | None, option: str = "select") -> list[st
     """The codes or prefixes given (comma-separated or repeated), each matching some doctor check."""
     if values is None:
         return None
-    from torchwise.errors import UsageError
+    from torchwise.core.errors import UsageError
 
     if isinstance(values, str):  # select="TW1,TW2" as well as select=["TW1", "TW2"]
         values = [values]
@@ -106,7 +106,7 @@ def doctor(
     import torch
 
     from torchwise.doctor.probe import build_context, run_evaluate, run_steps
-    from torchwise.task import Task, load_task
+    from torchwise.core.task import Task, load_task
 
     subject = type(task_or_model).__name__
     if callable(optimizer) and not isinstance(optimizer, torch.optim.Optimizer):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from torchwise.task_args import add_task_arg, task_kwargs
+from torchwise.core.task_args import add_task_arg, task_kwargs
 
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
@@ -37,11 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchwise._output import emit
+    from torchwise.core.output import emit
     from torchwise.doctor import check_codes, doctor
     from torchwise.doctor.script import doctor_script, is_script_command
-    from torchwise.errors import UsageError
-    from torchwise.task import load_task
+    from torchwise.core.errors import UsageError
+    from torchwise.core.task import load_task
 
     select, skip = check_codes(args.select, "--select"), check_codes(args.skip, "--skip")  # before anything runs
     if is_script_command(args.task):

@@ -24,11 +24,11 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.data import DataLoader
 
-from torchwise.batch import batch_size_of, split_batch
-from torchwise.device import select_device, to_device
-from torchwise.errors import DataError, TorchwiseError, UsageError
+from torchwise.utils.batch import batch_size_of, split_batch
+from torchwise.utils.device import select_device, to_device
+from torchwise.core.errors import DataError, TorchwiseError, UsageError
 from torchwise.doctor.record import LOG_FUNCTIONS, LogCall, LossCall, ModuleCall, StepRecorder, loss_call
-from torchwise.nonfinite import no_side_effects, tensors_in
+from torchwise.utils.nonfinite import no_side_effects, tensors_in
 from torchwise.train.precision import resolve as resolve_precision
 
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -75,7 +75,7 @@ class Context:
     params_with_grad: set[str] = field(default_factory=set)
     tensors_with_grad: set[int] = field(default_factory=set)  # script mode: ids of the tensors that got a gradient
     bn_stats_before: dict[str, tuple[torch.Tensor, torch.Tensor]] = field(default_factory=dict)
-    nonfinite: Any = None  # torchwise.nonfinite.NonFiniteReport
+    nonfinite: Any = None  # torchwise.utils.nonfinite.NonFiniteReport
     nonfinite_step: int | None = None
     log_calls: list[LogCall] = field(default_factory=list)
     eval_calls: list[tuple[bool, bool]] = field(default_factory=list)  # (grad enabled, output requires grad)
@@ -358,7 +358,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
 
     step_fn = ctx.step_fn
     try:  # the Trainer's batch -> model mapping (dict batches, keyword inputs), where this version has it
-        from torchwise.batch import forward_names, model_call
+        from torchwise.utils.batch import forward_names, model_call
     except ImportError:
         model_call = None
     names = forward_names(model) if model_call is not None else frozenset()
@@ -526,7 +526,7 @@ class _HostLabels:
 
     def learn(self, ctx: Context, targets: Any) -> None:
         """After step 0: the width of the loss that got these targets unchanged, if any."""
-        from torchwise.labels import is_class_target
+        from torchwise.utils.labels import is_class_target
 
         for call in ctx.loss_calls:
             t = call.target
@@ -538,7 +538,7 @@ class _HostLabels:
                 break
 
     def _check(self, step: int, targets: torch.Tensor) -> None:
-        from torchwise.labels import out_of_range
+        from torchwise.utils.labels import out_of_range
 
         t = targets.reshape(-1)
         bad = out_of_range(t, self.width, self.ignore)  # type: ignore[arg-type]
@@ -567,7 +567,7 @@ def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> Non
 
 
 def _locate_nonfinite(ctx: Context, run_forward: Callable[[], Any]) -> None:
-    from torchwise.nonfinite import find_nonfinite
+    from torchwise.utils.nonfinite import find_nonfinite
 
     model = ctx.model
     try:

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torchwise.nonfinite import tensors_in
+from torchwise.utils.nonfinite import tensors_in
 
 LOSS_FUNCTIONS: dict[Callable, str] = {
     F.cross_entropy: "cross_entropy",

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 __all__ = ["doctor_script", "is_script_command", "StopScript"]
 

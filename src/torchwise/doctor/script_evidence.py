@@ -29,7 +29,7 @@ from torch import nn
 
 from torchwise.doctor.record import LogCall, StepRecorder
 from torchwise.doctor.watch import Watch, user_frame
-from torchwise.nonfinite import tensors_in
+from torchwise.utils.nonfinite import tensors_in
 
 MAX_MODELS = 8
 
@@ -223,7 +223,7 @@ class ScriptEvidence:
     def _replay(self) -> Any:
         """The step's forward passes replayed in order on the same inputs: the first module whose
         output went non-finite (or the first pass's non-finite input: bad data)."""
-        from torchwise.nonfinite import NonFiniteReport, find_nonfinite
+        from torchwise.utils.nonfinite import NonFiniteReport, find_nonfinite
 
         if not self.step_passes:
             return None

@@ -31,7 +31,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from torchwise.doctor.record import LOG_FUNCTIONS, LOSS_FUNCTIONS, StepRecorder, loss_call
-from torchwise.nonfinite import tensors_in
+from torchwise.utils.nonfinite import tensors_in
 
 READ_EVERY = 25  # steps between two host reads of the on-device records
 MIN_DYNAMICS_STEPS = 20  # fewer optimizer steps than this: the dynamics checks are skipped
@@ -368,7 +368,7 @@ class Watch:
 
     # -- labels --------------------------------------------------------------------------------
     def _labels(self, func: str, inp: Any, target: Any, ignore: int | None) -> None:
-        from torchwise.labels import is_class_target
+        from torchwise.utils.labels import is_class_target
 
         if not isinstance(inp, torch.Tensor) or not isinstance(target, torch.Tensor) or not is_class_target(inp, target):
             return

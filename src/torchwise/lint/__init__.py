@@ -56,7 +56,7 @@ def lint_paths(
     """Findings for files and folders (recursing, skipping .git, virtual environments, build
     folders and config excludes), honouring ``[tool.torchwise.lint]`` in pyproject.toml.
 
-    Raises :class:`torchwise.errors.UsageError` for a path that does not exist or an unknown code.
+    Raises :class:`torchwise.core.errors.UsageError` for a path that does not exist or an unknown code.
     """
     from torchwise.lint.runner import Selection, discover, run_jobs
 

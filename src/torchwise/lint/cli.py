@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.lint.output import FORMATS, render, summary
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 _KEYS = {"select", "ignore", "exclude", "per-file-ignores", "per_file_ignores", "extend-ignore", "extend-select"}
 

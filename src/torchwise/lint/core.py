@@ -8,7 +8,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Iterable
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import SYNTAX_CODE, Edit, Finding, Fix
 from torchwise.lint.project import ProjectFacts

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.lint.config import LintConfig, find_config
 from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
 from torchwise.lint.findings import Finding

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from torchwise.errors import CheckpointError
+from torchwise.core.errors import CheckpointError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,8 +1,8 @@
 """Training checkpoints: what is saved, where, and how "last" is found.
 
 Files are ``<dir>/step-<8 digits>.pt`` (sharded checkpoints: folders ``step-<8 digits>.dcp``, see
-:mod:`torchwise.train.dcp`), written atomically by :func:`torchwise.checkpoint.save_checkpoint`
-(TW407) and read with ``weights_only=True`` (TW401) by :func:`torchwise.checkpoint.load_checkpoint`.
+:mod:`torchwise.train.dcp`), written atomically by :func:`torchwise.utils.checkpoint.save_checkpoint`
+(TW407) and read with ``weights_only=True`` (TW401) by :func:`torchwise.utils.checkpoint.load_checkpoint`.
 Only plain values and tensors go in, so the safe loader reads everything, RNG states included.
 The newest ``keep`` files are kept.
 """
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from torchwise.errors import CheckpointError
+from torchwise.core.errors import CheckpointError
 
 FORMAT = 1
 _NAME = re.compile(r"^step-(\d+)\.(?:pt|dcp)$")

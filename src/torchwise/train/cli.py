@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from torchwise.errors import UsageError
-from torchwise.task_args import add_task_arg, task_kwargs
+from torchwise.core.errors import UsageError
+from torchwise.core.task_args import add_task_arg, task_kwargs
 
 _PRECISIONS = ("auto", "32", "bf16-mixed", "16-mixed")
 # options handled by the launcher, not forwarded to the workers
@@ -125,8 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from torchwise.seed import seed_everything
-    from torchwise.task import load_task
+    from torchwise.utils.seed import seed_everything
+    from torchwise.core.task import load_task
     from torchwise.train.early_stopping import EarlyStopping
     from torchwise.train.trainer import Trainer
 

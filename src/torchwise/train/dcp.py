@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchwise.checkpoint import _fsync_dir, load_checkpoint, save_checkpoint
-from torchwise.errors import CheckpointError
+from torchwise.utils.checkpoint import _fsync_dir, load_checkpoint, save_checkpoint
+from torchwise.core.errors import CheckpointError
 from torchwise.train import checkpoints as ckpt
 
 TRAINER_FILE = "trainer.pt"
@@ -137,7 +137,7 @@ def load_full(path: Path, state: dict[str, Any], model: nn.Module, optimizers: d
     """
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-    from torchwise.checkpoint import fix_prefixes
+    from torchwise.utils.checkpoint import fix_prefixes
 
     names = [n for n, _ in model.named_parameters()] + [n for n, _ in model.named_buffers()]
     mapping, _ = fix_prefixes(list(state["model"]), names)

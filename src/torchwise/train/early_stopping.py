@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train.monitor import Monitor
 
 

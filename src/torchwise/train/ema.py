@@ -18,7 +18,7 @@ from typing import Any, Iterator, Mapping
 import torch
 from torch import nn
 
-from torchwise.errors import CheckpointError, UsageError
+from torchwise.core.errors import CheckpointError, UsageError
 
 
 class EMA:

@@ -40,7 +40,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train.strategy import _NULL, DDPStrategy, is_model_parallel
 
 _KNOWN_BLOCKS: tuple[type[nn.Module], ...] = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)

@@ -2,7 +2,7 @@
 
 Once per optimizer step the guard reads one number (the step's loss, plus the gradient norm when
 it is computed) on the host. A bad step is skipped (gradients dropped); the batch is re-run with
-:func:`torchwise.nonfinite.find_nonfinite` to name the first module whose output went bad, and the
+:func:`torchwise.utils.nonfinite.find_nonfinite` to name the first module whose output went bad, and the
 run stops with that message after ``patience`` consecutive bad steps.
 """
 
@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from torch import nn
 
-from torchwise.errors import TrainingError
-from torchwise.nonfinite import NonFiniteReport, find_nonfinite
+from torchwise.core.errors import TrainingError
+from torchwise.utils.nonfinite import NonFiniteReport, find_nonfinite
 
 
 class NonFiniteGuard:

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 import torch
 from torch.utils.data import BatchSampler, DataLoader, DistributedSampler, IterableDataset, RandomSampler, Sampler, SequentialSampler
 
-from torchwise.errors import DataError
+from torchwise.core.errors import DataError
 
 DEFAULT_GPU_WORKERS = 4
 
@@ -212,7 +212,7 @@ def _worker_settings(kwargs: dict[str, Any], loader: DataLoader, device: torch.d
     if kwargs["pin_memory"] and device.type != "cuda":
         kwargs["pin_memory"] = False  # pinning only helps copies to a GPU
     if kwargs["worker_init_fn"] is None and kwargs["num_workers"] > 0:
-        from torchwise.seed import seed_worker
+        from torchwise.utils.seed import seed_worker
 
         kwargs["worker_init_fn"] = seed_worker
 

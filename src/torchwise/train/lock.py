@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import IO, Iterable
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 LOCK_NAME = ".torchwise.lock"
 

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Mapping
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 # words found anywhere in the name ("celoss", "val_error") and short tags matched as whole words
 # ("top1_err", "nll", "wer"), so "power" or "lower_bound" are not taken for an error rate

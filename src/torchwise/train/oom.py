@@ -4,7 +4,7 @@ On a CUDA out-of-memory error the Trainer doubles :attr:`OOMRecovery.splits`: ev
 is then cut into that many chunks along dimension 0, each chunk's (mean) loss weighted by its
 share of the batch, so the gradient of the step is the same as before (only BatchNorm-style
 layers, which see smaller batches, differ). When a chunk would hold less than one sample,
-training cannot go on and a :class:`~torchwise.errors.TrainingError` says so.
+training cannot go on and a :class:`~torchwise.core.errors.TrainingError` says so.
 
 With several processes (DDP, FSDP) a rank cannot retry inside the step: the out-of-memory error
 can strike between two collectives (FSDP all-gathers each block's parameters in the forward and
@@ -28,8 +28,8 @@ from typing import Any
 
 import torch
 
-from torchwise.batch import batch_size_of
-from torchwise.errors import TrainingError
+from torchwise.utils.batch import batch_size_of
+from torchwise.core.errors import TrainingError
 
 OOM_ERRORS: tuple[type[BaseException], ...] = tuple(
     {getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)} - {None}  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 
 def check_switch(name: str, value: Any, auto: bool = True) -> None:

@@ -15,7 +15,7 @@ import os
 import time
 from pathlib import Path
 
-from torchwise.errors import TrainingError
+from torchwise.core.errors import TrainingError
 
 _MARKERS = ("gloo", "nccl", "connection reset", "connection closed", "connection refused", "broken pipe")
 ROLL_CALL_S = 5.0

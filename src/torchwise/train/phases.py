@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 from torch import nn
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 from torchwise.train.precision import Precision
 
 _NULL = nullcontext()

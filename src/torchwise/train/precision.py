@@ -13,7 +13,7 @@ from typing import Any, ContextManager
 
 import torch
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 _NULL = nullcontext()  # reusable: no allocation per step
 

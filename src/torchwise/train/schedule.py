@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.optim import lr_scheduler as S
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 EPOCH_STYLE = (S.StepLR, S.MultiStepLR, S.ExponentialLR, S.MultiplicativeLR, S.ReduceLROnPlateau)
 DECAY_LIMIT = 1000.0

@@ -20,8 +20,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from torchwise.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
-from torchwise.errors import UsageError
+from torchwise.utils.checkpoint import load_checkpoint, load_state_dict, save_checkpoint
+from torchwise.core.errors import UsageError
 from torchwise.train import checkpoints as ckpt
 
 

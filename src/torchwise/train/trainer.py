@@ -34,12 +34,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import torch
 from torch import nn
 
-from torchwise.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
-from torchwise.device import select_device, to_device
-from torchwise.errors import CheckpointError, DataError, UsageError
-from torchwise.labels import check_batch_labels, is_class_target, label_problem
-from torchwise.seed import get_rng_state, seed_everything, set_rng_state
-from torchwise.task import RunPlan, build_optimizer, build_scheduler, wants
+from torchwise.utils.batch import TARGET_KEYS, batch_size_of, describe, forward_names, model_call
+from torchwise.utils.device import select_device, to_device
+from torchwise.core.errors import CheckpointError, DataError, UsageError
+from torchwise.utils.labels import check_batch_labels, is_class_target, label_problem
+from torchwise.utils.seed import get_rng_state, seed_everything, set_rng_state
+from torchwise.core.task import RunPlan, build_optimizer, build_scheduler, wants
 from torchwise.train import checkpoints as ckpt
 from torchwise.train.auto import AutoSettings
 from torchwise.train import interrupt
@@ -228,7 +228,7 @@ class Trainer:
         ``metrics``, ``step_fn``, ``batch_size``, ``epochs``, ``scheduler``...) overrides the task's
         value; the others go to the Trainer. ``fit()`` then uses the task's loaders and epochs.
         """
-        from torchwise.task import Task, load_task
+        from torchwise.core.task import Task, load_task
 
         task = load_task(task)
         changes = {k: overrides.pop(k) for k in list(overrides) if k in Task.field_names()}
@@ -248,7 +248,7 @@ class Trainer:
         self.tuned_applied: dict[str, Any] = {}  # what the tuned configuration actually set
         given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
         if tuned is not None:
-            from torchwise.tune.config import TunedConfig
+            from torchwise.core.tuned import TunedConfig
 
             self.tuned = TunedConfig.load(tuned)
             for key, value in self.tuned.trainer_overrides().items():

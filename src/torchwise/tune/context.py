@@ -18,8 +18,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, IterableDataset
 
-from torchwise.batch import forward_names, model_call
-from torchwise.errors import DataError, UsageError
+from torchwise.utils.batch import forward_names, model_call
+from torchwise.core.errors import DataError, UsageError
 
 MAX_BATCH_FACTOR = 32  # the batch-size search stops at this many times the task's batch
 

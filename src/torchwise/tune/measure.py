@@ -34,9 +34,9 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader
 
-from torchwise.batch import batch_size_of, forward_names, model_call
+from torchwise.utils.batch import batch_size_of, forward_names, model_call
 from torchwise.train.phases import SeveralOptimizers, task_step
-from torchwise.errors import TaskError
+from torchwise.core.errors import TaskError
 
 PRECISIONS = ("32", "bf16-mixed", "16-mixed")
 MODES = ("step", "loader")

@@ -1,7 +1,7 @@
 """The first module and output that went NaN/Inf (and a log of zeros behind it).
 
 What: when a step's loss or gradients are not finite, the step is replayed with hooks on every
-module (``torchwise.nonfinite.find_nonfinite``) to name the first module whose output (or the
+module (``torchwise.utils.nonfinite.find_nonfinite``) to name the first module whose output (or the
 loss, or a gradient) went bad, and once more watching ``log`` calls: a log taken of exact zeros
 or negatives (``log(softmax(x))``, ``log(p)`` without epsilon) is reported as TW105, anything else
 as TW112.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from torchwise.doctor.report import Finding, Skipped
-from torchwise.labels import is_class_target, label_problem
+from torchwise.utils.labels import is_class_target, label_problem
 
 CODES = ("TW106",)
 SCRIPT = True

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from torchwise.errors import UsageError
+from torchwise.core.errors import UsageError
 
 # search order: process-wide threads first (they scale everything on CPU), then precision and the
 # layouts that pay off with it, kernel selection, compilation (expensive, estimated), the batch
