@@ -138,10 +138,34 @@ def render(result: dict[str, Any], header: str, notes: list[str]) -> str:
     if result["clean"]:
         lines += ["", "clean public scripts:"]
         for sid, r in result["clean"].items():
-            ran = f" ({r.get('steps')} optimizer steps seen" + (f"; the script stopped: {r['failure'][:80]}" if r.get("failure") else "") + ")"
+            stopped = f"; the script stopped: {r['failure'][:80]}" if r.get("failure") else ""
+            ran = f" ({r.get('steps')} optimizer steps seen{stopped})"
             lines.append(f"  {sid:32} {' '.join(r['alarms']) or 'quiet'}{' ' + r['error'] if r['error'] else ran}")
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
 def _codes(counts: dict[str, int]) -> str:
     return ", ".join(f"{c}" + (f" x{n}" if n > 1 else "") for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
+
+
+def render_plain(runs: list[Any], header: str) -> str:
+    """``--plain``: each pair's twins side by side (exit status and final line), then the public scripts."""
+    by = {(r.kind, r.id): r for r in runs}
+    lines = [header, "", f"{'pair':32} {'buggy':44} fixed"]
+
+    def cell(run: Any) -> str:
+        if run is None:
+            return "-"
+        if run.error:
+            return run.error
+        if run.exit_code:
+            tail = run.output_tail.strip().splitlines()
+            return f"exit {run.exit_code} ({tail[-1][:60] if tail else ''})"
+        return run.measured.get("final", "") or "exit 0"
+
+    for pid in dict.fromkeys(r.id for r in runs if r.kind != "clean"):
+        lines.append(f"{pid:32} {cell(by.get(('buggy', pid))):44} {cell(by.get(('fixed', pid)))}")
+    for r in runs:
+        if r.kind == "clean":
+            lines.append(f"{r.id:32} {cell(r)}")
+    return "\n".join(lines)

@@ -41,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _doctor_bugs_public as public  # noqa: E402
-from _doctor_bugs_score import render, score  # noqa: E402
+from _doctor_bugs_score import render, render_plain, score  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "doctor_bugs"
 
@@ -95,7 +95,8 @@ def run_job(job: Job, args: argparse.Namespace) -> Run:
         else:
             script = job.script
         cwd = script.parent if job.entry is not None else work  # corpus scripts write nothing; run them aside
-        return _execute(job, doctor_command(args, script, job.args, extra), cwd, env, t0, args.max_rss_gb * 2**30)
+        command = [args.python, str(script), *job.args] if args.plain else doctor_command(args, script, job.args, extra)
+        return _execute(job, command, cwd, env, t0, args.max_rss_gb * 2**30, args.plain)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         return Run(job.kind, job.id, job.cls, time.perf_counter() - t0, None, [], None, {}, f"setup failed: {exc}", "")
     finally:
@@ -105,7 +106,7 @@ def run_job(job: Job, args: argparse.Namespace) -> Run:
 LIVE: set[int] = set()  # process groups of the doctor runs under way (killed on Ctrl-C)
 
 
-def _execute(job: Job, command: list[str], cwd: Path, env: dict[str, str], t0: float, max_rss: float) -> Run:
+def _execute(job: Job, command: list[str], cwd: Path, env: dict[str, str], t0: float, max_rss: float, plain: bool = False) -> Run:
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     LIVE.add(proc.pid)
@@ -127,6 +128,10 @@ def _execute(job: Job, command: list[str], cwd: Path, env: dict[str, str], t0: f
                     break
     finally:
         LIVE.discard(proc.pid)
+    if plain:  # the script alone: its exit status and its last "final: ..." line
+        finals = [line for line in out.splitlines() if line.startswith("final:")]
+        measured = {"exit_status": proc.returncode, "final": finals[-1][6:].strip() if finals else ""}
+        return Run(job.kind, job.id, job.cls, time.perf_counter() - t0, proc.returncode, [], None, measured, error, (err or "")[-1500:])
     report = _parse_report(out)
     if report is None and error is None:
         error = f"no report (exit {proc.returncode})"
@@ -251,6 +256,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--mirror", type=Path, default=None, help="with --public: unpack missing repos from these bare mirrors")
     ap.add_argument("--slow", action="store_true", help="also run public scripts marked slow")
     ap.add_argument("--no-corpus", action="store_true", help="only the public scripts")
+    ap.add_argument("--plain", action="store_true", help="run the scripts without the doctor: what each bug costs (final lines)")
     ap.add_argument("--json", type=Path, default=None, help="write every run and the scores here")
     ap.add_argument("--rescore", type=Path, default=None, metavar="JSON",
                     help="score the runs saved by an earlier --json again (e.g. with other --map codes); runs nothing")
@@ -286,13 +292,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.public:
         more, notes = public_jobs(args, only)
         jobs += more
-    header = f"{describe_doctor(args)}; {len(jobs)} runs, {args.jobs} at a time, {args.threads or 'default'} torch thread(s) each"
+    who = f"scripts alone ({args.python})" if args.plain else describe_doctor(args)
+    header = f"{who}; {len(jobs)} runs, {args.jobs} at a time, {args.threads or 'default'} torch thread(s) each"
     print(header, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     runs = run_all(jobs, args)
-    result = score(runs, manifest, mapping)
     header += f"; {time.perf_counter() - t0:.0f} s in all"
-    print(render(result, header, notes))
+    if args.plain:
+        print(render_plain(runs, header))
+        result: dict[str, Any] = {}
+    else:
+        result = score(runs, manifest, mapping)
+        print(render(result, header, notes))
     if args.json:
         args.json.write_text(json.dumps({"header": header, "mapping": mapping, "notes": notes, "result": result,
                                          "runs": [asdict(r) for r in runs]}, indent=1, default=str) + "\n")

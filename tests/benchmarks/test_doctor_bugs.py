@@ -193,7 +193,7 @@ def stub_args(tmp_path: Path, body: str) -> Namespace:
     stub = tmp_path / "fake_torchwise"
     stub.write_text(f"#!{sys.executable}\nimport json, sys, time\n{body}\n")
     stub.chmod(0o755)
-    return Namespace(torchwise=str(stub), python=sys.executable, doctor_arg=[], threads=1, public=None, max_rss_gb=4.0)
+    return Namespace(torchwise=str(stub), python=sys.executable, doctor_arg=[], threads=1, public=None, max_rss_gb=4.0, plain=False)
 
 
 def test_runner_parses_the_report_and_passes_the_script(tmp_path):
@@ -212,3 +212,15 @@ def test_runner_reports_a_timeout_and_a_missing_report(tmp_path):
     silent = doctor_bugs.run_job(doctor_bugs.Job("fixed", "p", "a", script=tmp_path / "t.py", timeout=60),
                                  stub_args(tmp_path, "print('Traceback: boom', file=sys.stderr); sys.exit(2)"))
     assert silent.error == "no report (exit 2)" and "boom" in silent.output_tail
+
+
+def test_plain_mode_runs_the_script_alone_and_keeps_its_final_line(tmp_path):
+    good, bad = tmp_path / "fixed.py", tmp_path / "buggy.py"
+    good.write_text("print('epoch 1')\nprint('final: test_acc=0.9')\n")
+    bad.write_text("raise IndexError('Target 10 is out of bounds.')\n")
+    args = Namespace(python=sys.executable, threads=1, public=None, max_rss_gb=4.0, plain=True)
+    runs = [doctor_bugs.run_job(doctor_bugs.Job(kind, "p", "a", script=path, timeout=60), args)
+            for kind, path in (("buggy", bad), ("fixed", good))]
+    assert runs[1].measured == {"exit_status": 0, "final": "test_acc=0.9"} and runs[0].exit_code == 1
+    row = scoring.render_plain(runs, "header").splitlines()[-1]
+    assert row.split()[:2] == ["p", "exit"] and "IndexError: Target 10 is out of bounds." in row and row.endswith("test_acc=0.9")
