@@ -8,7 +8,7 @@ PIP    := $(PY) -m pip install -q -c constraints.txt
 JOBS   ?= 2
 BASE   ?= .venv-base
 
-.PHONY: demo test test-base bench clean
+.PHONY: demo test test-base docs bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,16 @@ test-base:
 	@if $(BASE)/bin/python -c "import torch" 2>/dev/null; then echo "the base install pulled torch"; exit 1; fi
 	$(BASE)/bin/python -m pytest -q -p no:cacheprovider $(BASE_TESTS)
 
+# the documentation site into site/ (docs/about-these-docs.md); --strict: any warning fails
+$(VENV)/.docs-installed: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP) -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/mkdocs build --strict
+
 bench: $(VENV)/.bench-installed
 	@echo "Benchmarks are run one by one: see BENCHMARKS.md, e.g. $(PY) benchmarks/overhead.py"
 
 clean:
-	rm -rf $(VENV) $(BASE) build dist src/*.egg-info .pytest_cache runs
+	rm -rf $(VENV) $(BASE) build dist src/*.egg-info .pytest_cache runs site

@@ -726,6 +726,50 @@ _add("TW408", "Model split across devices moved wholesale", (4,), "R", "trainer 
      "model = TwoStageModel()\nx = x.to(next(model.stage1.parameters()).device)")
 
 
+_add("TW409", "Ranks' weights drift apart under data parallelism", (4,), "R", "",
+     """Data-parallel training keeps one replica of the model per rank and relies on every rank
+     applying the same averaged gradient, so the replicas stay identical. A rank that skips a
+     gradient sync or an optimizer step on a local condition, or parameters moved to another
+     dtype or device after DistributedDataParallel wrapped them (its hooks then sync the old
+     tensors), let the replicas drift apart silently: the loss looks fine on every rank while each
+     trains a different model, and the checkpoint saved from rank 0 is only one of them.""",
+     """Move the model to its device and dtype before wrapping it; take every skip decision (a
+     non-finite loss, a bad batch) from a value all ranks share, so that all skip together; never
+     call no_sync() or all_reduce on some ranks only. `torchwise watch -- torchrun ...` compares
+     the ranks' weights every few steps and names the first step they differed.""",
+     "model = DDP(model)\nmodel.to(torch.float64)   # after wrapping: gradients no longer averaged",
+     "model = model.to(torch.float64)\nmodel = DDP(model)")
+
+_add("TW410", "Model wrapped for DDP again (nested or per-epoch wrappers)", (4,), "R", "",
+     """Every DistributedDataParallel wrap broadcasts rank 0's weights and builds a new gradient
+     reducer. Wrapping again inside the epoch or run loop nests wrappers (DDP around DDP), so each
+     gradient is synchronized once per level, memory grows with every reducer, and the state dict
+     gains `module.module.` prefixes that no loader expects.""",
+     """Wrap once, before training, and reuse the wrapper; keep the bare module (`ddp.module`) for
+     saving, evaluation or building a wrapper around a genuinely new model.""",
+     "for epoch in range(epochs):\n    model = DDP(model)\n    train(model)",
+     "model = DDP(model)\nfor epoch in range(epochs):\n    train(model)")
+
+_add("TW411", "Every rank trains on the same batches", (4,), "R", "",
+     """Without a DistributedSampler each rank's DataLoader walks the whole dataset in the same
+     order, so every rank computes the same gradient on the same batch. The run costs N processes
+     and learns like one, with an effective batch N times smaller than intended.""",
+     """Give the training DataLoader `sampler=DistributedSampler(dataset)` (shuffle in the sampler,
+     not the loader) and call `sampler.set_epoch(epoch)` every epoch.""",
+     "loader = DataLoader(dataset, batch_size=64, shuffle=True)",
+     "sampler = DistributedSampler(dataset)\nloader = DataLoader(dataset, batch_size=64, sampler=sampler)")
+
+_add("TW412", "A straggler or stalled rank", (4,), "R", "",
+     """Synchronous data parallelism runs at the pace of its slowest rank: the others wait for it
+     in every gradient sync. One slow rank (a slower GPU, a starved data loader, another job on its
+     device) slows the whole job, and a rank stuck in a collective the others never entered hangs
+     it until the timeout.""",
+     """Find what is slower on that rank (its data loading, its device, uneven batches) and give
+     every rank the same work; for a hang, look at the line where the stalled rank waits and make
+     every rank enter the same collectives in the same order.""",
+     "if rank == 0:\n    dist.all_reduce(metric)   # the other ranks never enter it",
+     "dist.all_reduce(metric)   # every rank, same order")
+
 # ---------------------------------------------------------------------------------------------
 # TW5xx: api (removed, deprecated and non-public APIs; numerically fragile spellings)
 # ---------------------------------------------------------------------------------------------
@@ -876,7 +920,7 @@ def _near(text: str) -> list[str]:
 def _unknown(what: str, text: str) -> UnknownPractice:
     near = _near(text)
     hint = f"near matches: {', '.join(near)}" if near else (
-        "codes are TW101-TW117, TW201-TW222, TW301-TW305, TW401-TW408 (see 'torchwise rules')")
+        "codes are TW101-TW117, TW201-TW222, TW301-TW305, TW401-TW412 (see 'torchwise rules')")
     return UnknownPractice(f"unknown {what} {text!r}; {hint}", near)
 
 

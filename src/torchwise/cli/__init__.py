@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("torchwise.lint.cli", "statically check Python files for training pitfalls"),
     "train": ("torchwise.train.cli", "train a Task with every practice applied"),
     "doctor": ("torchwise.doctor.cli", "run a few real steps and report run-time problems"),
+    "watch": ("torchwise.watch.cli", "watch a whole training run (script or torchrun) with the doctor's checks sampled"),
     "tune": ("torchwise.tune.cli", "measure which speed settings help this model here"),
     "checkpoint": ("torchwise.train.checkpoint_cli", "consolidate a sharded (FSDP) checkpoint into one file"),
     "demo": ("torchwise.cli.demo", "train, lint, doctor and tune the built-in digits example, step by step"),

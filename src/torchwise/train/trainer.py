@@ -102,7 +102,8 @@ class Trainer:
     metric followed by ReduceLROnPlateau, ``early_stopping`` and the best checkpoint (``keep_best``).
     ``ema``: a decay such as 0.999 to evaluate and checkpoint a moving average of the weights.
     ``tuned`` (a tune.json path or TunedConfig) supplies settings the caller left at their defaults.
-    A callback may set ``trainer.should_stop = True`` to end the run cleanly.
+    A callback may set ``trainer.should_stop = True`` to end the run cleanly. ``watch``: True (or
+    watch options) watches the fit with the doctor's checks sampled (``trainer.watch_report``).
     """
 
     def __init__(
@@ -142,6 +143,7 @@ class Trainer:
         oom_recovery: bool = True,
         strategy: Any = "auto",
         activation_checkpointing: bool = False,
+        watch: Any = False,
     ) -> None:
         check_options(locals())  # every option checked up front: one line naming it and what is expected
         precision, channels_last, cudnn_benchmark, compile = self._apply_tuned(tuned, precision, channels_last, cudnn_benchmark, compile)
@@ -173,6 +175,11 @@ class Trainer:
         self.log_every = log_every
         self.progress = progress
         self.callbacks = list(callbacks)
+        self.watch_report: Any = None
+        if watch is not False and watch is not None:  # watched like any loop: torchwise.watch.callback
+            from torchwise.watch.callback import WatchCallback
+
+            self.callbacks.append(WatchCallback(watch))
         self.check_labels = check_labels
         self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type,
                                  deterministic=deterministic, relayout_parameters=self.strategy.relayout_parameters)

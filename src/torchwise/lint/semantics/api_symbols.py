@@ -10,7 +10,7 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, canonical
-from torchwise.lint.semantics import in_compat_fallback
+from torchwise.lint.semantics.files import in_compat_fallback
 
 # removed from torch: calling them raises (name -> replacement advice)
 REMOVED: dict[str, str] = {
