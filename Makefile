@@ -1,12 +1,14 @@
 # `make demo` and `make test` work on a fresh machine: each creates .venv if missing and installs
 # what it needs, with torch pinned through constraints.txt (never a multi-GB CUDA build).
+# `make test-base` checks the base install (`pip install torchwise`: no torch) in .venv-base.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install -q -c constraints.txt
 JOBS   ?= 2
+BASE   ?= .venv-base
 
-.PHONY: demo test bench lint-self clean
+.PHONY: demo test test-base docs bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,18 +21,34 @@ $(VENV)/.bench-installed: $(VENV)/.dev-installed
 	$(PIP) -e '.[dev,bench]'
 	touch $@
 
+# train, lint, doctor and a short tune of the digits example that ships in the package
 demo: $(VENV)/.dev-installed
-	$(VENV)/bin/torchwise env
-	$(VENV)/bin/torchwise summary examples/digits.py:task
-	rm -rf runs/demo
-	$(VENV)/bin/torchwise train examples/digits.py:task --seed 0 --epochs 8 --log-dir runs/demo
-	$(VENV)/bin/torchwise train examples/digits.py:task --seed 0 --epochs 12 --log-dir runs/demo --resume last
+	$(VENV)/bin/torchwise demo --dir runs/demo
 
 test: $(VENV)/.dev-installed
 	$(PY) -m pytest -n $(JOBS) -q
+
+# The base install only (what `pip install torchwise` brings: no torch, no numpy), installed from
+# the source tree as a user would (not editable), then the tests that need no torch, the flake8
+# plugin through real flake8 among them. Test files that import torch are not collected there.
+BASE_TESTS := tests/lint tests/cli tests/test_catalog.py tests/test_base_install.py
+test-base:
+	rm -rf $(BASE) build  # a stale build/ from an older tree would leak old modules into the wheel
+	$(PYTHON) -m venv $(BASE)
+	$(BASE)/bin/python -m pip install -q -c constraints.txt . pytest pytest-timeout flake8
+	@if $(BASE)/bin/python -c "import torch" 2>/dev/null; then echo "the base install pulled torch"; exit 1; fi
+	$(BASE)/bin/python -m pytest -q -p no:cacheprovider $(BASE_TESTS)
+
+# the documentation site into site/ (docs/about-these-docs.md); --strict: any warning fails
+$(VENV)/.docs-installed: pyproject.toml constraints.txt | $(VENV)/bin/python
+	$(PIP) -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	$(VENV)/bin/mkdocs build --strict
 
 bench: $(VENV)/.bench-installed
 	@echo "Benchmarks are run one by one: see BENCHMARKS.md, e.g. $(PY) benchmarks/overhead.py"
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache runs
+	rm -rf $(VENV) $(BASE) build dist src/*.egg-info .pytest_cache runs site

@@ -5,6 +5,14 @@ Both tools run as commands (start-up included) on the same folders, side by side
     python benchmarks/lint_speed.py                       # torchfix from PATH
     python benchmarks/lint_speed.py --torchfix /tmp/tfvenv/bin/torchfix
     TORCHFIX=/tmp/tfvenv/bin/torchfix python benchmarks/lint_speed.py --jobs-compare
+    python benchmarks/lint_speed.py --against /tmp/old/src --pairs 7    # this checkout vs another
+
+``--against SRC`` compares this checkout's lint with the torchwise found under another source
+folder (e.g. ``git archive`` of an older commit): serial runs (``--jobs 1``) of the two,
+interleaved in pairs so that both see the same machine load, each timed by the CPU time
+(user + system) of its process; it prints every pair and the median of the per-pair ratios.
+With ``--instructions`` both run once under Valgrind's callgrind instead and the ratio of
+machine instructions is printed (a count that machine load does not move; a few minutes).
 
 It prints files, lines, wall seconds and lines/s for each tool and the ratio, then the findings
 of both tools per TorchFix rule and the torchwise code that covers it (``SHARED``).
@@ -125,6 +133,67 @@ def run_torchfix(root: Path, exe: str) -> tuple[float, list[dict]]:
     return wall, found
 
 
+def cpu_seconds_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """CPU time (user + system) of one command, from the resource usage of its process."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[:500]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def compare_against(root: Path, other_src: Path, pairs: int) -> None:
+    """Interleaved serial runs of this checkout's lint and another source tree's; median ratio."""
+    import statistics
+
+    here = Path(__file__).resolve().parents[1] / "src"
+    cmd = [sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--jobs", "1",
+           "--format", "json", *(f"torch/{f}" for f in FOLDERS)]
+    ratios = []
+    print(f"CPU seconds, --jobs 1, this checkout ({here}) vs {other_src}:")
+    for i in range(max(1, pairs)):
+        times = {}
+        order = (("this", here), ("other", other_src)) if i % 2 == 0 else (("other", other_src), ("this", here))
+        for label, src in order:
+            env = dict(os.environ, PYTHONPATH=str(src))
+            times[label] = cpu_seconds_of(cmd, root.parent, env)
+        ratios.append(times["this"] / times["other"])
+        print(f"  pair {i + 1}: this {times['this']:.2f} s, other {times['other']:.2f} s, ratio {ratios[-1]:.3f}")
+    print(f"median ratio this/other: {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
+
+
+def instructions_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """Machine instructions one command executes (callgrind's "Collected" count)."""
+    import re as _re
+
+    proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+                          cwd=cwd, env=env, capture_output=True, text=True)
+    found = _re.search(r"Collected\s*:\s*(\d+)", proc.stderr)
+    if found is None:
+        sys.exit(f"callgrind gave no count ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return int(found.group(1))
+
+
+def compare_instructions(root: Path, other_src: Path) -> None:
+    """This checkout's lint vs another source tree's, in instructions (both runs in parallel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if shutil.which("valgrind") is None:
+        sys.exit("--instructions needs valgrind on the PATH")
+    here = Path(__file__).resolve().parents[1] / "src"
+    cmd = [sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--jobs", "1",
+           "--format", "json", *(f"torch/{f}" for f in FOLDERS)]
+    with ThreadPoolExecutor(2) as pool:
+        jobs = {label: pool.submit(instructions_of, cmd, root.parent, dict(os.environ, PYTHONPATH=str(src)))
+                for label, src in (("this", here), ("other", other_src))}
+        counts = {label: job.result() for label, job in jobs.items()}
+    print(f"instructions, --jobs 1: this checkout {counts['this']:,}, {other_src} {counts['other']:,}; "
+          f"ratio this/other {counts['this'] / counts['other']:.3f}")
+
+
 def compare_cases(exe: str) -> None:
     import tempfile
 
@@ -152,7 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs-compare", action="store_true", help="also time torchwise with --jobs 1 (serial)")
     parser.add_argument("--skip-torchfix", action="store_true", help="time torchwise only")
     parser.add_argument("--cases-only", action="store_true", help="only compare the tools on the small shared-rule cases")
+    parser.add_argument("--against", type=Path, default=None, metavar="SRC",
+                        help="compare with the torchwise under this source folder instead (CPU time, interleaved)")
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs for --against (default 5)")
+    parser.add_argument("--instructions", action="store_true", help="with --against: count instructions (callgrind)")
     args = parser.parse_args(argv)
+    if args.against is not None:
+        if args.instructions:
+            compare_instructions(torch_root(), args.against)
+        else:
+            compare_against(torch_root(), args.against, args.pairs)
+        return 0
 
     exe = None
     if not args.skip_torchfix:

@@ -1,63 +1,16 @@
 """A small CNN on scikit-learn's handwritten digits (8x8 images, 10 classes; ships with
 scikit-learn, nothing is downloaded).
 
+The task lives in the package, ``src/torchwise/examples/digits.py``, so that it also runs from an
+installed wheel (``torchwise demo``, or ``torchwise train torchwise.examples.digits:task``); this
+file keeps the short path of a clone:
+
     torchwise summary examples/digits.py:task
     torchwise train examples/digits.py:task
 """
 
 from __future__ import annotations
 
-import torch
-from torch import nn
-from torch.utils.data import TensorDataset
+from torchwise.examples.digits import DigitsCNN, load_digits_tensors, task
 
-from torchwise.core.task import Task, accuracy
-
-
-class DigitsCNN(nn.Module):
-    """Two conv blocks (bias-free convs feeding BatchNorm) and a linear classifier."""
-
-    def __init__(self, classes: int = 10) -> None:
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1, bias=False),
-            nn.BatchNorm2d(32),
-            nn.ReLU(),
-            nn.Conv2d(32, 64, 3, padding=1, bias=False),
-            nn.BatchNorm2d(64),
-            nn.ReLU(),
-            nn.MaxPool2d(2),
-        )
-        self.classifier = nn.Sequential(nn.Flatten(), nn.Dropout(0.2), nn.Linear(64 * 4 * 4, classes))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(x))
-
-
-def load_digits_tensors(seed: int = 0, val_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
-    """The digits as (N, 1, 8, 8) float tensors in [0, 1], split with a fixed permutation."""
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    x = torch.from_numpy(data.images).float().div_(16.0).unsqueeze(1)
-    y = torch.from_numpy(data.target).long()
-    perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
-    n_val = int(len(y) * val_fraction)
-    val, train = perm[:n_val], perm[n_val:]
-    return TensorDataset(x[train], y[train]), TensorDataset(x[val], y[val])
-
-
-def task(batch_size: int = 64, epochs: int = 12, lr: float = 3e-3) -> Task:
-    """The digits Task: about 1,440 training and 360 validation images."""
-    train, val = load_digits_tensors()
-    return Task(
-        model=DigitsCNN(),
-        train_data=train,
-        val_data=val,
-        loss_fn=nn.CrossEntropyLoss(),
-        optimizer=lambda params: torch.optim.AdamW(params, lr=lr, weight_decay=1e-4),
-        metrics={"accuracy": accuracy},
-        batch_size=batch_size,
-        epochs=epochs,
-        name="digits",
-    )
+__all__ = ["DigitsCNN", "load_digits_tensors", "task"]

@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "Trainer": "torchwise.train",
     "EarlyStopping": "torchwise.train",
     "doctor": "torchwise.doctor",
+    "watching": "torchwise.integrations",
     "tune": "torchwise.tune",
     "lint_paths": "torchwise.lint",
     "lint_source": "torchwise.lint",
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from torchwise.utils.env import collect_env
     from torchwise.core.errors import TorchwiseError
     from torchwise.utils.hooks import autograd_graph, capture, layer_grad
+    from torchwise.integrations import watching
     from torchwise.utils.layers import freeze_batchnorm, init_weights, unfreeze_batchnorm
     from torchwise.lint import lint_paths, lint_source
     from torchwise.utils.memory import free_memory, memory_report, track_memory

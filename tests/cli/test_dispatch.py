@@ -160,3 +160,29 @@ def test_other_warning_categories_go_to_the_usual_hook(monkeypatch, capsys):
     assert [w.category for w in caught] == [DeprecationWarning]
     assert caught[0].filename.endswith("test_dispatch.py")  # the location is kept
     assert capsys.readouterr().err == ""
+
+
+# a missing optional dependency inside a command: the extra that brings it
+
+
+def test_a_task_needing_scikit_learn_names_the_examples_extra(monkeypatch, capsys):
+    from torchwise.core.errors import TaskError
+
+    try:
+        try:
+            raise ModuleNotFoundError("No module named 'sklearn'", name="sklearn")
+        except ModuleNotFoundError as cause:
+            raise TaskError("building task 'digits.py:task' failed: ModuleNotFoundError: No module named 'sklearn'") from cause
+    except TaskError as exc:
+        error = exc
+    _fake_command(monkeypatch, error)
+    assert cli.main(["fake"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.strip().endswith("No module named 'sklearn' (scikit-learn is not installed: pip install 'torchwise[examples]')")
+
+
+def test_a_missing_module_that_is_not_ours_keeps_its_traceback(monkeypatch):
+    _fake_command(monkeypatch, ModuleNotFoundError("No module named 'torchwise.nope'", name="torchwise.nope"))
+    with pytest.raises(ModuleNotFoundError):
+        cli.main(["fake"])

@@ -12,7 +12,7 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from torchwise import rules_cli
-from torchwise.catalog import PRACTICES
+from torchwise.catalog import CATEGORY_NOTES, PRACTICES
 from torchwise.core.errors import UsageError
 
 
@@ -179,8 +179,9 @@ def test_rich_output_on_a_terminal(monkeypatch, capsys, fake_engines):
 def test_cli_rules_plain(run_cli):
     res = run_cli("rules")
     assert res.returncode == 0, res.stderr
-    lines = res.stdout.strip().splitlines()
-    assert [line.split()[0] for line in lines] == list(PRACTICES)
+    rows, legend = res.stdout.split("\n\n", 1)
+    assert [line.split()[0] for line in rows.splitlines()] == list(PRACTICES)
+    assert legend.startswith(f"{len(PRACTICES)} practices. Categories:")
     assert PRACTICES["TW201"].title in res.stdout
 
 
@@ -198,7 +199,8 @@ def test_cli_rule_explains(run_cli):
     p = PRACTICES["TW201"]
     out = res.stdout
     assert out.startswith(f"TW201  {p.title}")
-    assert "seed articles: 001, 002, 004" in out
+    assert "seed articles" not in out and "001" not in out  # the catalog's internal source numbers are not shown
+    assert out.splitlines()[1] == f"category: performance ({CATEGORY_NOTES['performance']})"
     assert p.example_bad in out and "DDP(" in out
     for section in ("Why", "Bad", "Good", "Fix", "Engines"):
         assert f"\n{section}\n" in out
@@ -220,3 +222,13 @@ def test_cli_unknown_code(run_cli):
     err = res.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "unknown practice code 'TW999'" in err and "near matches:" in err
+
+
+def test_rules_text_explains_every_category_it_lists():
+    rows = rules_cli.list_rules()
+    text = rules_cli._rules_text(rows)
+    assert f"{len(rows)} practices. Categories:" in text
+    assert "  api (TW5xx): PyTorch APIs that were removed" in text  # the category a newcomer asked about
+    assert all(f"  {name} (TW" in text for name in {r["category"] for r in rows})
+    only = rules_cli._rules_text(rules_cli.list_rules(category="devices"))
+    assert "devices (TW4xx)" in only and "api (TW5xx)" not in only

@@ -1238,7 +1238,7 @@ NEGATIVE["TW204"] = [
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
     # starred sizes cannot hold a device
-    ("import torch\nz = torch.zeros(b, ch, *size).to(device)\n", 2),
+    ("import torch\nfor step in range(n):\n    z = torch.zeros(b, ch, *size).to(device)\n", 3),
     # reshaping methods between the factory and the move, inside forward
     (d("""
         import torch
@@ -1248,10 +1248,11 @@ POSITIVE["TW205"] = [
                 pos = torch.arange(x.shape[1]).unsqueeze(0).repeat(x.shape[0], 1).to(self.device)
                 return x + pos
     """), 5),
-    ("import torch\nmask = torch.ones(4, 4).cuda()\n", 2),
-    ("import torch\nnoise = torch.randn(8, 3).to(device)\n", 2),
-    ('import torch\nidx = torch.arange(10).to("cuda:0")\n', 2),
-    ("import torch\nt = torch.tensor([1, 2, 3]).to(x.device)\n", 2),
+    ("import torch\nfor x, y in loader:\n    mask = torch.ones(4, 4).cuda()\n", 3),
+    ("import torch\ndef sample_noise(b):\n    return torch.randn(b, 3).to(device)\n", 3),  # a helper: may run per step
+    ('import torch\nwhile True:\n    idx = torch.arange(10).to("cuda:0")\n', 3),
+    ("import torch\ndef forward(self, x):\n    t = torch.tensor([1, 2, 3]).to(x.device)\n", 3),
+    ("import torch\nouts = [torch.zeros(3).cuda() for _ in range(8)]\n", 2),  # a comprehension repeats it
 ]
 NEGATIVE["TW205"] = [
     "import torch\nt = torch.tensor([rank + 1]).to(\"cpu\")\n",  # made on the CPU already
@@ -1270,6 +1271,22 @@ NEGATIVE["TW205"] = [
     "import torch\nt = torch.as_tensor(batch).to(device)\nu = torch.tensor(x).cuda()\n",
     # .to() on something else
     "import numpy as np\nz = np.zeros(3).to(device)\n",
+    # one-time set-up: module level, __init__, main(), before the loop of a function that loops
+    "import torch\nmask = torch.ones(4, 4).cuda()\nnoise = torch.randn(8, 3).to(device)\n",
+    d("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("pos", torch.arange(64).to(device))
+        def main():
+            table = torch.zeros(10).cuda()
+        def train(model, loader):
+            total = torch.zeros(1).to(device)
+            for x, y in loader:
+                model(x)
+    """),
 ]
 
 # ----------------------------------------------------------------------------------- TW206

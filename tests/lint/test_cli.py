@@ -233,6 +233,23 @@ def test_fix_writes_and_diff_does_not(tmp_path, capsys):
     assert code == 0 and out == ""
 
 
+def test_summary_says_what_it_counts_after_fixes(tmp_path, capsys):
+    # two safe fixes, one finding without a fix: the lines must not read "2 fixes ... Found 1 finding"
+    src = BAD + "import torch.nn as nn\nm = nn.DataParallel(net)\n"
+    f = write(tmp_path, "a.py", src)
+    code, out, err = lint(capsys, "--isolated", "--diff", str(f))
+    assert err.strip() == "2 fixes would be applied to 1 file; 1 finding in 1 file would be left after them."
+    assert "Found" not in err
+    code, out, err = lint(capsys, "--isolated", "--fix", str(f))
+    assert "Fixed 2 findings in 1 file." in err
+    assert out.strip().splitlines()[-1] == "1 finding in 1 file left after the fixes."
+    code, out, err = lint(capsys, "--isolated", str(f))
+    assert out.strip().splitlines()[-1] == "Found 1 finding in 1 file."
+    f.write_text(BAD)
+    code, out, err = lint(capsys, "--isolated", "--diff", str(f))
+    assert err.strip() == "2 fixes would be applied to 1 file; no findings would be left after them."
+
+
 def test_fix_keeps_unfixable_findings_and_exit_1(tmp_path, capsys):
     f = write(tmp_path, "a.py", "import torch.nn as nn\nm = nn.DataParallel(net)\nimport torch\nnet.load_state_dict(torch.load(p))\n")
     code, out, _ = lint(capsys, "--isolated", "--fix", str(f))

@@ -30,9 +30,9 @@ ROUND_TRIPS = [
     ("TW107", "import torch\ny = x.permute(0, 2, 1) .view (n, -1)\n", "import torch\ny = x.permute(0, 2, 1) .reshape (n, -1)\n"),
     ("TW108", "h = layer.register_backward_hook(fn)\n", "h = layer.register_full_backward_hook(fn)\n"),
     ("TW303", "import torch\ntorch.cuda.manual_seed(0)  # seed\n", "import torch\ntorch.cuda.manual_seed_all(0)  # seed\n"),
-    ("TW205", "import torch\nm = torch.ones(4, 4).cuda()\n", 'import torch\nm = torch.ones(4, 4, device="cuda")\n'),
-    ("TW205", "import torch\nidx = torch.arange(n).to(device)\n", "import torch\nidx = torch.arange(n, device=device)\n"),
-    ("TW205", "import torch\ne = torch.empty(()).to(x.device)\n", "import torch\ne = torch.empty((), device=x.device)\n"),
+    ("TW205", "import torch\nfor x in xs:\n    m = torch.ones(4, 4).cuda()\n", 'import torch\nfor x in xs:\n    m = torch.ones(4, 4, device="cuda")\n'),
+    ("TW205", "import torch\nwhile go:\n    idx = torch.arange(n).to(device)\n", "import torch\nwhile go:\n    idx = torch.arange(n, device=device)\n"),
+    ("TW205", "import torch\ndef forward(x):\n    e = torch.empty(()).to(x.device)\n", "import torch\ndef forward(x):\n    e = torch.empty((), device=x.device)\n"),
     ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
      "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
     ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
@@ -42,6 +42,12 @@ ROUND_TRIPS = [
     ("TW509", "import torchvision\nm = torchvision.models.resnet18(pretrained=False, num_classes=10)\n",
      "import torchvision\nm = torchvision.models.resnet18(weights=None, num_classes=10)\n"),
     ("TW511", "import torchvision.models as models\nm = models.resnet18()\n", "from torchvision import models\nm = models.resnet18()\n"),
+    ("TW513", "import torch\nw = torch.FloatTensor(n_out, n_in)  # weights\n",
+     'import torch\nw = torch.empty(n_out, n_in, dtype=torch.float32, device="cpu")  # weights\n'),
+    ("TW513", "import torch\nids = torch.LongTensor([[1, 2], [3, -4]])\n",
+     'import torch\nids = torch.tensor([[1, 2], [3, -4]], dtype=torch.int64, device="cpu")\n'),
+    ("TW513", "import torch\nz = torch.cuda.HalfTensor(x.size()).zero_()\n",
+     'import torch\nz = torch.empty(x.size(), dtype=torch.float16, device="cuda").zero_()\n'),
     ("TW101", "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss\n",
      "import torch.nn.functional as F\nfor x, y in ld:\n    loss = F.mse_loss(m(x), y)\n    loss.backward()\n    total += loss.detach()\n"),
 ]
@@ -67,8 +73,10 @@ def test_unsafe_cases_get_no_fix_but_a_suggestion():
     cases = [
         ("TW401", "import torch\nsd = torch.load(p, weights_only=False)\n"),  # an explicit choice
         ("TW401", "import dill, torch\nsd = torch.load(p, pickle_module=dill)\n"),  # incompatible with the safe mode
-        ("TW205", "import torch\nr = torch.randn(3).cuda()\n"),  # different generator on the device
-        ("TW205", "import torch\nr = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
+        ("TW205", "import torch\nfor _ in xs:\n    r = torch.randn(3).cuda()\n"),  # different generator on the device
+        ("TW205", "import torch\nfor _ in xs:\n    r = torch.zeros(3, requires_grad=True).cuda()\n"),  # leaf vs non-leaf
+        ("TW205", "import torch\ndef forward(x):\n    return torch.arange(3).to(x)\n"),  # also casts to x's dtype
+        ("TW205", "import torch\nfor _ in xs:\n    m = torch.ones(3)\n    m = m.cuda()\n"),  # two statements
         ("TW219", "import torch\ntorch.set_default_tensor_type(torch.cuda.FloatTensor)\n"),
         ("TW220", "import torch\nwith torch.cuda.amp.autocast(True):\n    pass\n"),  # positional order differs
         ("TW220", "from torch.cuda.amp import autocast, GradScaler\nwith autocast():\n    pass\n"),
@@ -126,6 +134,8 @@ UNSAFE_ROUND_TRIPS = [
     ("TW503", "for p in ps:\n    p.require_grad = False\n", "for p in ps:\n    p.requires_grad = False\n"),
     ("TW504", "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x)\n",
      "from torch.utils.checkpoint import checkpoint\nh = checkpoint(f, x, use_reentrant=False)\n"),
+    # torch.empty follows torch.set_default_device; torch.Tensor(sizes) did not
+    ("TW513", "import torch\nw = torch.Tensor(3, 4)\n", "import torch\nw = torch.empty(3, 4)\n"),
     # DEFAULT may be a newer checkpoint than the one pretrained=True loaded
     ("TW509", "import torchvision\nm = torchvision.models.resnet50(pretrained=True)\n",
      "import torchvision\nm = torchvision.models.resnet50(weights=\"DEFAULT\")\n"),
@@ -163,3 +173,37 @@ def test_cli_unsafe_fixes_flag(tmp_path):
     assert "weights_only" not in target.read_text()  # --fix leaves the unsafe one alone
     main([str(target), "--fix", "--unsafe-fixes", "--select", "TW401"])
     assert "weights_only=True" in target.read_text()
+
+
+# Legacy constructor calls whose fix must make exactly the same tensor (run with torch).
+TW513_EXACT = [
+    "torch.FloatTensor(2, 3)", "torch.LongTensor(4)", "torch.ByteTensor((1, 255, 0))", "torch.FloatTensor([True, 2.5, -1])",
+    "torch.LongTensor([1.7, -2.7])", "torch.DoubleTensor([[1, 2], [3, 4]])", "torch.HalfTensor([1e5, 0.1])",
+    "torch.BoolTensor([0, 2, 1])", "torch.IntTensor(torch.ones(2, 5).shape)", "torch.ShortTensor([])",
+    "torch.FloatTensor(torch.ones(3, 1).size())", "torch.CharTensor([-128, 127])", "torch.BFloat16Tensor([0.1, 3])",
+]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("expr", TW513_EXACT)
+def test_tw513_fix_makes_exactly_the_same_tensor(expr):
+    import warnings
+
+    import torch
+
+    source = f"import torch\nt = {expr}\n"
+    fixed, remaining = fix_source(source, select=["TW513"])
+    assert fixed != source and not remaining, fixed
+    new_expr = fixed.splitlines()[1].split(" = ", 1)[1]
+    sizes = new_expr.startswith("torch.empty(")
+    for default_device in (None, "meta"):  # the legacy constructors ignore a default device
+        torch.set_default_device(default_device)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                old, new = eval(expr, {"torch": torch}), eval(new_expr, {"torch": torch})
+        finally:
+            torch.set_default_device(None)
+        assert (old.dtype, old.shape, old.device, old.requires_grad) == (new.dtype, new.shape, new.device, new.requires_grad)
+        if not sizes:  # data: the same values (sizes give uninitialised memory either way)
+            assert torch.equal(old, new)

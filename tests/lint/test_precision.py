@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from torchwise.lint import lint_source
-from torchwise.lint.semantics import is_test_path
+from torchwise.lint.semantics.files import is_test_path
 
 DATAPARALLEL = "import torch\nm = torch.nn.DataParallel(model)\n"
 LOADER = "from torch.utils.data import DataLoader\nfrom torchvision import datasets\nld = DataLoader(datasets.MNIST('.'), batch_size=2)\n"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from torchwise.lint import check_source
 
 
@@ -54,6 +56,7 @@ VIEWS = """
 """
 
 
+@pytest.mark.needs_torch  # runs the quiet case in torch too
 def test_tw107_same_rank_and_splitting_views_are_quiet_merging_ones_flagged():
     assert codes(VIEWS, "TW107") == [7, 8]
     b = torch_result("x.transpose(1, 2).view(2, 4, 3)")

@@ -81,7 +81,7 @@ def test_plot_writes_a_png(tmp_path):
 def test_plot_without_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
     res = tune(tiny_cnn_task(), budget_s=500, **scripted())
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(UsageError, match=r"needs matplotlib: pip install 'torchwise\[plot\]'"):
+    with pytest.raises(UsageError, match=r"needs matplotlib: pip install 'torchwise\[viz\]'"):
         res.plot(tmp_path / "x.png")
 
 

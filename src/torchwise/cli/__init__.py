@@ -3,6 +3,11 @@
 Start-up time is part of the product: this module imports nothing heavy. It looks at the first
 argument, imports only the module that implements that command, and lets it parse the rest.
 Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+
+Whatever a command raises ends as one line on stderr, never a traceback, unless it is a bug:
+a :class:`TorchwiseError` or an OSError about the user's files (exit 2), a missing optional
+dependency with the pip line that installs it (exit 2), an interrupt (128 + the signal), and a
+reader that closed the pipe early (``torchwise rules | head -1``: quiet, the command's status).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 import warnings
 from typing import Any, Callable, Sequence
@@ -25,8 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("torchwise.lint.cli", "statically check Python files for training pitfalls"),
     "train": ("torchwise.train.cli", "train a Task with every practice applied"),
     "doctor": ("torchwise.doctor.cli", "run a few real steps and report run-time problems"),
+    "watch": ("torchwise.watch.cli", "watch a whole training run (script or torchrun) with the doctor's checks sampled"),
     "tune": ("torchwise.tune.cli", "measure which speed settings help this model here"),
     "checkpoint": ("torchwise.train.checkpoint_cli", "consolidate a sharded (FSDP) checkpoint into one file"),
+    "demo": ("torchwise.cli.demo", "train, lint, doctor and tune the built-in digits example, step by step"),
 }
 
 
@@ -49,7 +57,8 @@ def _top_help() -> str:
         "commands:",
     ]
     lines += [f"  {name.ljust(width)}  {desc}" for name, (_, desc) in COMMANDS.items()]
-    lines += ["", "Run 'torchwise COMMAND --help' for a command's options."]
+    lines += ["", "Run 'torchwise COMMAND --help' (or 'torchwise help COMMAND') for a command's options.",
+              "Start with 'torchwise demo' (needs: pip install 'torchwise[torch,examples]')."]
     return "\n".join(lines)
 
 
@@ -75,7 +84,21 @@ def environment_error(exc: OSError) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``torchwise`` console script; returns the exit status."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    status: int | None = None
+    try:
+        try:
+            status = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        finally:  # also after argparse's SystemExit (--help): a reader that left shows up here,
+            _flush()  # not as "Exception ignored ... BrokenPipeError" at interpreter exit
+        return status
+    except BrokenPipeError:  # `torchwise rules | head -1`: the reader left; not an error of ours
+        _silence_output()
+        return 0 if status is None else status
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["help"] and len(argv) > 1:
+        argv = [argv[1], "--help", *argv[2:]]
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_top_help())
         return 0 if argv else 2
@@ -99,31 +122,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         module.add_arguments(parser)
     args = parser.parse_args(rest)
     args.command = name
+    return _run(name, module, args)
+
+
+def _run(name: str, module: Any, args: argparse.Namespace) -> int:
+    """Run one command; its errors become one line on stderr and an exit status."""
+    from torchwise.core.extras import install_hint, missing_module
+
     previous_showwarning = warnings.showwarning
     warnings.showwarning = _one_line_warnings(name, previous_showwarning)
     try:
         return int(module.run(args) or 0)
     except TorchwiseError as exc:
-        print(f"torchwise {name}: error: {exc}", file=sys.stderr)
+        missing = missing_module(exc)
+        hint = f" ({install_hint(missing)})" if missing else ""
+        print(f"torchwise {name}: error: {exc}{hint}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        missing = missing_module(exc)
+        if missing is None:  # not an optional dependency of ours: a bug, keep the traceback
+            raise
+        print(f"torchwise {name}: error: {install_hint(missing)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM turned into an interrupt by the Trainer
         signum = int(getattr(exc, "signum", 0) or 2)
         print(f"torchwise {name}: {str(exc) or 'interrupted'}", file=sys.stderr)
         return 128 + signum
+    except BrokenPipeError:
+        raise  # main() ends quietly
     except OSError as exc:
         line = environment_error(exc)
         if line is None:  # not about the user's files or machine: a bug, keep the traceback
             raise
         print(f"torchwise {name}: error: {line}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `torchwise env | head`: the reader left; not an error of ours
-        import os
-
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
     finally:
         warnings.showwarning = previous_showwarning
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
+def _silence_output() -> None:
+    """Point stdout and stderr at /dev/null, so that nothing is written (and nothing fails) when
+    Python flushes them at exit after the reader of the pipe has gone."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+            pass
+    os.close(devnull)
 
 
 def _one_line_warnings(name: str, fallback: Callable[..., None]) -> Callable[..., None]:

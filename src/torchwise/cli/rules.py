@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from torchwise.catalog import CATEGORIES, PRACTICES, Practice, UnknownPractice, get_practice
+from torchwise.catalog import CATEGORIES, CATEGORY_NOTES, PRACTICES, Practice, UnknownPractice, get_practice
 from torchwise.core.errors import UsageError
 
 ENGINES: tuple[str, ...] = ("lint", "doctor", "tune", "trainer")
@@ -152,6 +152,13 @@ def list_rules(category: str | None = None, engine: str | None = None, **where: 
     return rows
 
 
+def category_legend(rows: list[dict]) -> list[str]:
+    """One line per category present in ``rows``: ``api (TW5xx): what it covers``."""
+    prefix = {name: f"TW{digit}xx" for digit, name in CATEGORIES.items()}
+    present = [c for c in CATEGORIES.values() if any(r["category"] == c for r in rows)]
+    return [f"{c} ({prefix[c]}): {CATEGORY_NOTES[c]}" for c in present]
+
+
 def _rules_text(rows: list[dict]) -> str:
     if not rows:
         return "no practices match"
@@ -159,6 +166,8 @@ def _rules_text(rows: list[dict]) -> str:
     for r in rows:
         engines = ",".join(r["engines"]) or "-"
         lines.append(f"{r['code']}  {r['category']:<15}  {engines:<24}  {r['title']}")
+    lines += ["", f"{len(rows)} practices. Categories:", *(f"  {line}" for line in category_legend(rows)),
+              "Engines: which of lint, doctor, tune and the Trainer act on it. 'torchwise rule CODE' explains one."]
     return "\n".join(lines)
 
 
@@ -173,7 +182,10 @@ def _rules_rich(rows: list[dict]) -> None:
     table.add_column("practice")
     for r in rows:
         table.add_row(r["code"], r["category"], " ".join(r["engines"]) or "-", r["title"])
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    console.print("Categories:\n" + "\n".join(f"  {line}" for line in category_legend(rows)), highlight=False, markup=False)
+    console.print("'torchwise rule CODE' explains one.", highlight=False, markup=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -235,15 +247,14 @@ def _engine_lines(data: dict) -> list[str]:
     return lines
 
 
-def _seeds(seeds: list[int]) -> str:
-    return ", ".join(f"{s:03d}" for s in seeds) if seeds else "none (added by torchwise)"
+def _category_line(data: dict) -> str:
+    return f"category: {data['category']} ({CATEGORY_NOTES.get(data['category'], '')})"
 
 
 def _rule_text(data: dict) -> str:
-    flags = ", ".join(data["planned"]) or "-"
     lines = [
         f"{data['code']}  {data['title']}",
-        f"category: {data['category']}   seed articles: {_seeds(data['seeds'])}   catalog engines: {flags}",
+        _category_line(data),
         "",
         "Why",
         _wrap(data["rationale"]),
@@ -269,8 +280,7 @@ def _rule_rich(data: dict) -> None:
 
     console = Console()
     console.print(Text(f"{data['code']}  {data['title']}", style="bold cyan"))
-    console.print(f"category: {data['category']}   seed articles: {_seeds(data['seeds'])}   "
-                  f"catalog engines: {', '.join(data['planned']) or '-'}", highlight=False, markup=False)
+    console.print(_category_line(data), highlight=False, markup=False)
     console.print("\n[bold]Why[/bold]")
     console.print(Text(_wrap(data["rationale"])))
     console.print("\n[bold red]Bad[/bold red]")

@@ -3,6 +3,14 @@
 Every rule checks one practice of the catalog (``torchwise rules``); only the standard library
 (``ast``, ``tokenize``) is used, so linting never imports torch.
 
+The package is layered one way, each layer importing only those below it (checked by
+``tests/lint/test_lint_layers.py``): data (``findings``, ``facts``); the engine core
+(``engine/``: parsing, the index, def-use, positions, ``# noqa``, applying fixes); the semantic
+helpers (``semantics/``, one module per theme: steps, losses, models, autograd, devices, data...);
+the project scan (``project``); the rules (``rule``, ``rules/``, one module per code); and the
+drivers (``core``, ``runner``, ``cli``, ``output``, ``config``, ``flake8_plugin``). A new rule
+goes in ``rules/`` and uses the helpers; knowledge two rules share goes into a helper module.
+
 >>> from torchwise.lint import lint_source
 >>> [f.code for f in lint_source("import torch\\nsd = torch.load('m.pt')\\n")]
 ['TW401']

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchwise.core.errors import UsageError
-from torchwise.lint.output import FORMATS, render, summary
+from torchwise.lint.output import FORMATS, format_text, render, summary
 
 if TYPE_CHECKING:
     from torchwise.lint.runner import FileJob, FileResult, Selection
@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
             stdin = next((r for r in results if r.path == "-"), None)
             if stdin is not None:  # ruff convention: the fixed source goes to stdout, the report to stderr
                 return _fixed_stdin(stdin, findings, args)
-        report, trailer, status = render(findings, args.format), "", 1 if findings else 0
+        text = args.format == "text"
+        report = format_text(findings, after_fixes="applied" if args.fix else None) if text else render(findings, args.format)
+        trailer, status = "", 1 if findings else 0
     _emit(report, args.output_file, trailer)
     if unwritten:  # after the report, so that the findings are not lost
         raise UsageError(f"could not write the fixes to {_plural(len(unwritten), 'file')}: {', '.join(unwritten)}; "
@@ -134,7 +136,7 @@ def _diff_report(results: list["FileResult"], findings: list) -> tuple[str, str,
         text += "\n"
     n_fixes = sum(r.applied for r in results)
     n_files = sum(1 for r in results if r.fixed is not None)
-    trailer = f"{_plural(n_fixes, 'fix', 'es')} would be applied to {_plural(n_files, 'file')}; {summary(findings)}"
+    trailer = f"{_plural(n_fixes, 'fix', 'es')} would be applied to {_plural(n_files, 'file')}; {summary(findings, 'shown')}"
     return text, trailer, 1 if text else 0
 
 

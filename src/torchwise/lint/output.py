@@ -21,7 +21,7 @@ def _version() -> str:
         return "0+unknown"
 
 
-def format_text(findings: Sequence[Finding], show_suggestions: bool = True) -> str:
+def format_text(findings: Sequence[Finding], show_suggestions: bool = True, after_fixes: str | None = None) -> str:
     """``path:line:col: CODE message`` per finding (``help:`` lines below), then a summary."""
     lines = []
     for f in findings:
@@ -31,22 +31,31 @@ def format_text(findings: Sequence[Finding], show_suggestions: bool = True) -> s
             lines.append(f"    help: {f.suggestion}")
         if f.unsafe_fixable and f.fix is not None:
             lines.append(f"    unsafe fix ({f.fix.description}; apply with --unsafe-fixes): {f.fix.why_unsafe}")
-    lines.append(summary(findings))
+    lines.append(summary(findings, after_fixes))
     return "\n".join(lines) + "\n"
 
 
-def summary(findings: Sequence[Finding]) -> str:
+def summary(findings: Sequence[Finding], after_fixes: str | None = None) -> str:
+    """One line counting ``findings``. ``after_fixes``: ``"applied"`` when they are what is left
+    after ``--fix``, ``"shown"`` when they are what would be left after the fixes ``--diff``
+    shows; the line then says so, so that it cannot be read as a count of the fixes."""
     n = len(findings)
-    if not n:
-        return "No findings."
-    fixable = sum(1 for f in findings if f.fixable)
     files = len({f.path for f in findings})
-    text = f"Found {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    counted = f"{n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    if after_fixes == "applied":
+        text = f"{counted} left after the fixes" if n else "No findings left after the fixes"
+    elif after_fixes == "shown":
+        text = f"{counted} would be left after them" if n else "no findings would be left after them"
+    elif not n:
+        return "No findings."
+    else:
+        text = f"Found {counted}"
+    fixable = sum(1 for f in findings if f.fixable)
     unsafe = sum(1 for f in findings if f.unsafe_fixable)
     if fixable:
         text += f" ({fixable} fixable with --fix; marked [*])"
     if unsafe:
-        text += f" ({unsafe} more with --unsafe-fixes, which may change behaviour)"
+        text += f" ({unsafe} {'more ' if fixable else ''}with --unsafe-fixes, which may change behaviour)"
     return text + "."
 
 

@@ -13,7 +13,8 @@ from torchwise.core.errors import UsageError
 from torchwise.lint.config import LintConfig, find_config
 from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
 from torchwise.lint.findings import Finding
-from torchwise.lint.project import ProjectFacts, scan
+from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.project import scan
 
 # Folders never entered while recursing (explicitly named files are still checked).
 SKIP_DIRS = frozenset({
@@ -210,7 +211,7 @@ def default_workers() -> int:
 # in pool workers by their initializer).
 _PROJECTS: dict[str, ProjectFacts] = {}
 # The rules that consult project facts: when none of them is selected the first pass is skipped.
-PROJECT_CODES = frozenset({"TW202", "TW203", "TW403"})
+PROJECT_CODES = frozenset({"TW104", "TW202", "TW203", "TW204", "TW207", "TW301", "TW402", "TW403"})
 
 
 def _set_projects(projects: dict[str, ProjectFacts]) -> None:

@@ -80,7 +80,8 @@ class Trainer:
     ``tuned`` (a tune.json path or TunedConfig) supplies settings the caller left at their defaults.
     ``log_dir`` None: a new ``runs/NAME/version_N`` per run (see :mod:`torchwise.train.runs`).
     ``callbacks``: objects with hooks (:mod:`torchwise.train.callbacks`); a callback may set
-    ``trainer.should_stop = True`` to end the run cleanly.
+    ``trainer.should_stop = True`` to end the run cleanly. ``watch``: True (or watch options)
+    watches the fit with the doctor's checks sampled (``trainer.watch_report``), a callback too.
     """
 
     def __init__(
@@ -120,6 +121,7 @@ class Trainer:
         oom_recovery: bool = True,
         strategy: Any = "auto",
         activation_checkpointing: bool = False,
+        watch: Any = False,
     ) -> None:
         check_options(locals())  # every option checked up front: one line naming it and what is expected
         precision, channels_last, cudnn_benchmark, compile = apply_tuned(self, tuned, precision, channels_last, cudnn_benchmark, compile)
@@ -131,21 +133,25 @@ class Trainer:
         self.clip_grad_norm = float(clip_grad_norm) if clip_grad_norm is not None else None
         self.scheduler_interval, self.monitor = scheduler_interval, Monitor(monitor, monitor_mode)
         self.checkpoint_dir = Path(checkpoint_dir) if checkpoint_dir else None
-        self.checkpoint_every, self.keep_checkpoints = checkpoint_every, keep_checkpoints
+        self.checkpoint_every, self.keep_checkpoints, self.activation_checkpointing = checkpoint_every, keep_checkpoints, bool(activation_checkpointing)
         self.log_dir = Path("runs") / "trainer" / runs.VERSION if log_dir is None else (Path(log_dir) if log_dir else None)
         self.log_every, self.progress, self.callbacks, self.check_labels = log_every, progress, list(callbacks), check_labels
-        self.activation_checkpointing = bool(activation_checkpointing)
         self.auto = AutoSettings(self.strategy.configure_channels_last(channels_last), cudnn_benchmark, device_type=self.strategy.device.type,
                                  deterministic=deterministic, relayout_parameters=self.strategy.relayout_parameters)
         self.guard = NonFiniteGuard(patience=nonfinite_patience, enabled=nonfinite_patience > 0)
         self.oom = OOMRecovery(enabled=oom_recovery, rank=self.strategy.rank, world_size=self.strategy.world_size, folder=checkpoint_dir or None)
         self.precision: Precision = plan.new_precision(self)
-        self._plugins(ema, keep_best, early_stopping)
+        self._plugins(ema, keep_best, early_stopping, watch)
         self._optimizers(optimizer, scheduler, step_fn)
         self._start_state(check_labels)
 
-    def _plugins(self, ema: float | None, keep_best: bool, early_stopping: EarlyStopping | None) -> None:
-        """The Trainer's own checkpointed plug-ins: EMA, early stopping, the best checkpoint."""
+    def _plugins(self, ema: float | None, keep_best: bool, early_stopping: EarlyStopping | None, watch: Any) -> None:
+        """The Trainer's own checkpointed plug-ins (EMA, early stopping, the best checkpoint) and the watcher."""
+        self.watch_report: Any = None
+        if watch is not False and watch is not None:  # a callback like any other (after the user's)
+            from torchwise.watch.callback import WatchCallback
+
+            self.callbacks.append(WatchCallback(watch))
         self.ema = EMA(ema) if ema is not None else None
         self.best_checkpoint = BestCheckpoint(self.monitor) if keep_best else None
         if early_stopping is not None:

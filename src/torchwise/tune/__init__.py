@@ -16,12 +16,25 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from typing import TYPE_CHECKING
+
 from torchwise.core.callable_module import make_callable
 from torchwise.core.errors import TorchwiseError, UsageError
 from torchwise.core.tuned import TunedConfig, check_output_path, describe_model
-from torchwise.tune.report import TuneResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torchwise.tune.report import TuneResult
 
 __all__ = ["tune", "TuneResult", "TunedConfig"]
+
+
+def __getattr__(name: str) -> Any:
+    # TuneResult's module needs torch: imported on first use, so `torchwise tune --help` stays light
+    if name == "TuneResult":
+        from torchwise.tune.report import TuneResult
+
+        return TuneResult
+    raise AttributeError(f"module 'torchwise.tune' has no attribute {name!r}")
 
 
 def tune(
@@ -57,7 +70,7 @@ def tune(
     from torchwise.core.task import load_task
     from torchwise.tune.context import Context, resolve_device
     from torchwise.tune.measure import TaskMeasurer
-    from torchwise.tune.report import make_meta, tuned_config
+    from torchwise.tune.report import TuneResult, make_meta, tuned_config
     from torchwise.tune.search import Search
 
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:

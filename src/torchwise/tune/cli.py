@@ -14,7 +14,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_task_arg(parser)
     parser.add_argument("--budget", type=float, default=120.0, metavar="SECONDS", help="time budget of the whole search (default 120)")
     parser.add_argument("--out", default="tune.json", metavar="PATH", help="where to write the chosen configuration (default tune.json); '-' writes none")
-    parser.add_argument("--plot", default=None, metavar="PNG", help="also draw a bar chart of the speed-ups (needs matplotlib: the 'plot' extra)")
+    parser.add_argument("--plot", default=None, metavar="PNG", help="also draw a bar chart of the speed-ups (needs matplotlib: the 'viz' extra)")
     parser.add_argument("--json", action="store_true", help="print the full result as JSON instead of tables")
     parser.add_argument("--device", default="auto", help="auto (default), cpu, cuda, cuda:N")
     parser.add_argument("--knobs", default=None, metavar="A,B", help="measure only these knobs (default all): threads, precision, channels_last, cudnn_benchmark, tf32, compile, batch_size, loader")
@@ -48,13 +48,21 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
         return 0
-    from rich.console import Console
+    from torchwise.core.output import rich_wanted
 
-    console = Console() if sys.stdout.isatty() else Console(width=120)
-    result.print(console)
+    lines = []
     if result.out is not None:
         task_args = "".join(f" --task-arg {a}" for a in args.task_arg)
-        console.print(f"wrote {result.out}  (apply it: torchwise train {args.task}{task_args} --tuned {result.out})", highlight=False, soft_wrap=True)
+        lines.append(f"wrote {result.out}  (apply it: torchwise train {args.task}{task_args} --tuned {result.out})")
     if result.plot_path is not None:
-        console.print(f"wrote {result.plot_path}", highlight=False)
+        lines.append(f"wrote {result.plot_path}")
+    if rich_wanted():
+        from rich.console import Console
+
+        console = Console()
+        result.print(console)
+        for line in lines:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+    else:  # piped or redirected: plain aligned text, no box drawing
+        print("\n".join([result.text(), *lines]))
     return 0

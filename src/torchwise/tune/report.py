@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import datetime as _dt
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from torchwise.core.errors import UsageError
 from torchwise.core.tuned import TunedConfig
-from torchwise.tune.search import BASELINE, FASTER, FITS, REJECTED, SearchResult, Skip, Trial
+from torchwise.tune.search import BASELINE, FASTER, FITS, NOT_FASTER, REJECTED, SearchResult, Skip, Trial
 
 _TUNED_FIELDS = (
     "precision",
@@ -147,110 +146,118 @@ class TuneResult:
         self.out = self.config.save(path)
         return self.out
 
-    def table(self) -> Any:
-        """The ranked trials as a ``rich`` Table."""
-        from rich.table import Table
-
-        t = Table(title=f"torchwise tune {self.task} on {self.device}", title_justify="left")
-        t.add_column("#", justify="right")
-        t.add_column("setting")
-        t.add_column("measured")
-        t.add_column("samples/s", justify="right")
-        t.add_column("speed-up", justify="right")
-        t.add_column("noise", justify="right")
-        t.add_column("verdict")
-        for i, tr in enumerate(self.ranked(), 1):
+    def rows(self) -> list[dict[str, str]]:
+        """The table's rows as plain strings, the training step's trials first, then those timed
+        through the DataLoader (their speed-ups have different references), each fastest first."""
+        order = {"step": 0, "loader": 1}
+        measured = sorted(self.ranked(), key=lambda t: order.get(t.mode, 2))
+        out = []
+        for i, tr in enumerate(measured, 1):
             m = tr.measurement
-            verdict = "[bold green]chosen[/]" if tr.chosen else _status_text(tr)
-            t.add_row(
-                str(i),
-                tr.label,
-                tr.mode,
-                f"{tr.samples_per_s:,.1f}",
-                f"{tr.speedup:.2f}x",
-                f"±{100 * m.noise / 2:.0f}%",
-                verdict,
-            )
+            out.append({"#": str(i), "setting": tr.label, "measured": tr.mode, "samples/s": f"{tr.samples_per_s:,.1f}",
+                        "speed-up": f"{tr.speedup:.2f}x", "noise": f"±{100 * m.noise / 2:.0f}%",
+                        "verdict": verdict(tr, self.in_final(tr))})
         for tr in self.trials:
             if tr.measurement is None:
-                t.add_row("-", tr.label, tr.mode, "-", "-", "-", f"[red]{tr.status}[/]: {_escape(tr.detail)}")
+                out.append({"#": "-", "setting": tr.label, "measured": tr.mode, "samples/s": "-", "speed-up": "-",
+                            "noise": "-", "verdict": f"{tr.status}: {tr.detail}"})
+        return out
+
+    def in_final(self, t: Trial) -> bool:
+        """Whether the settings ``t`` changed from the default are all in a chosen configuration
+        (a step setting kept at its stage can still be left out of the final choice)."""
+        base = next((r for r in self.trials if r.status == BASELINE and r.mode == "step"), None)
+        changed = {k: v for k, v in t.config.items() if base is None or base.config.get(k) != v}
+        return any(all(c.config.get(k) == v for k, v in changed.items()) for c in self.trials if c.chosen)
+
+    def table(self) -> Any:
+        """The trials as a ``rich`` Table (see :meth:`rows`)."""
+        from rich.table import Table
+        from rich.text import Text
+
+        t = Table(title=f"torchwise tune {self.task} on {self.device}", title_justify="left")
+        for name in _COLUMNS:
+            t.add_column(name, justify="right" if name in _RIGHT else "left")
+        for row in self.rows():
+            style = "bold green" if row["verdict"] == CHOSEN else "red" if row["verdict"].startswith(("rejected", "failed", "out of")) else ""
+            t.add_row(*(Text(row[c], style=style) if c == "verdict" else Text(row[c]) for c in _COLUMNS))
         return t
 
     def skipped_table(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
         t = Table(title="not measured", title_justify="left")
         t.add_column("knob")
         t.add_column("setting")
         t.add_column("why")
         for s in self.skipped:
-            t.add_row(s.knob, s.setting, _escape(s.reason))
+            t.add_row(Text(s.knob), Text(s.setting), Text(s.reason))
         return t
 
     def print(self, console: Any = None) -> None:
-        """Print the ranked table, what was skipped and the summary line."""
+        """Print the trials, what was skipped and the summary line as rich tables."""
         from rich.console import Console
 
         console = console or Console()
         console.print(self.table())
         if self.skipped:
             console.print(self.skipped_table())
-        console.print(_escape(self.summary()))
+        console.print(_LEGEND, highlight=False, markup=False)
+        console.print(self.summary(), highlight=False, markup=False)
+
+    def text(self) -> str:
+        """The same report as plain text (for a pipe, a log file or a terminal without rich)."""
+        lines = [f"torchwise tune {self.task} on {self.device}", *_plain_table(self.rows(), _COLUMNS)]
+        if self.skipped:
+            skipped = [{"knob": s.knob, "setting": s.setting, "why": s.reason} for s in self.skipped]
+            lines += ["", "not measured", *_plain_table(skipped, ("knob", "setting", "why"))]
+        return "\n".join([*lines, "", _LEGEND, self.summary()])
 
     def __str__(self) -> str:
-        lines = [self.summary()]
-        for i, tr in enumerate(self.ranked(), 1):
-            mark = "chosen" if tr.chosen else tr.status
-            lines.append(f"{i:>3}. {tr.label:<45} {tr.mode:<6} {tr.samples_per_s:>12,.1f}/s {tr.speedup:>6.2f}x  {mark}")
-        return "\n".join(lines)
+        return self.text()
 
     def plot(self, path: str | Path) -> Path:
-        """Bar chart of the speed-ups (PNG); needs matplotlib (``pip install 'torchwise[plot]'``)."""
-        try:
-            import matplotlib
+        """Bar chart of the speed-ups (PNG), one panel per way of measuring; needs matplotlib
+        (``pip install 'torchwise[viz]'``)."""
+        from torchwise.tune.plot import draw
 
-            matplotlib.use("Agg", force=False)
-            import matplotlib.pyplot as plt
-        except ImportError:
-            raise UsageError("the speed-up chart needs matplotlib: pip install 'torchwise[plot]'") from None
-        rows = list(reversed(self.ranked()))
-        if not rows:
-            raise UsageError("nothing was measured: no speed-ups to plot")
-        colors = {"chosen": "#2a9d55", FASTER: "#4a7fc1", BASELINE: "#888888", REJECTED: "#c0392b", FITS: "#9aa9c8"}
-        labels = [f"{t.label} [{t.mode}]" for t in rows]
-        values = [t.speedup for t in rows]
-        color = [colors["chosen"] if t.chosen else colors.get(t.status, "#bbbbbb") for t in rows]
-        height = max(2.5, 0.35 * len(rows) + 1.2)
-        fig, ax = plt.subplots(figsize=(9, height))
-        try:
-            ax.barh(range(len(rows)), values, color=color)
-            ax.set_yticks(range(len(rows)))
-            ax.set_yticklabels(labels, fontsize=8)
-            ax.axvline(1.0, color="black", linewidth=0.8)
-            ax.set_xlabel("speed-up against the default configuration (samples/s)")
-            ax.set_title(f"torchwise tune {self.task} on {self.device}: {self.speedup:.2f}x", fontsize=10)
-            for y, v in enumerate(values):
-                if v is not None and math.isfinite(v):
-                    ax.text(v, y, f" {v:.2f}x", va="center", fontsize=7)
-            fig.tight_layout()
-            path = Path(path)
-            fig.savefig(path, dpi=120)
-        finally:
-            plt.close(fig)
-        self.plot_path = path
-        return path
+        self.plot_path = draw(self, Path(path))
+        return self.plot_path
 
 
-def _status_text(t: Trial) -> str:
+CHOSEN = "chosen"
+_COLUMNS = ("#", "setting", "measured", "samples/s", "speed-up", "noise", "verdict")
+_RIGHT = {"#", "samples/s", "speed-up", "noise"}
+_LEGEND = ("measured: 'step' = the training step alone on batches in memory; 'loader' = end to end through the "
+           "DataLoader. speed-up: against the default of the same row kind. A setting is kept only when it beats "
+           "the best so far by more than the noise and the minimum gain, with the loss within tolerance of fp32.")
+
+
+def verdict(t: Trial, in_final: bool = True) -> str:
+    """What became of a measured trial, with the reason when it was not kept."""
+    if t.chosen:
+        return CHOSEN
+    if t.status == FASTER and not in_final:
+        return "faster at its stage, but not in the final settings (the summary says what was chosen)"
+    if t.status == FASTER:
+        return "faster: kept, later settings build on it"
+    if t.status == NOT_FASTER:
+        return f"not kept: {t.detail}" if t.detail else "not kept: not faster than the best so far"
     if t.status == REJECTED:
-        return f"[red]{t.status}[/]: {_escape(t.detail)}"
+        return f"rejected: {t.detail}"
+    if t.status == FITS:
+        return "fits in memory (batch-size probe)"
+    if t.status == BASELINE:
+        return "reference (default)"
     return t.status
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+def _plain_table(rows: list[dict[str, str]], columns: tuple[str, ...]) -> list[str]:
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) if rows else len(c) for c in columns}
+    def line(cells: dict[str, str]) -> str:
+        return "  ".join(cells[c].rjust(widths[c]) if c in _RIGHT else cells[c].ljust(widths[c]) for c in columns).rstrip()
+    return [line({c: c for c in columns}), *(line(r) for r in rows)]
 
 
 def make_meta(search: SearchResult, *, device: str, task: str) -> dict[str, Any]:

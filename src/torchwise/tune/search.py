@@ -250,6 +250,18 @@ class Search:
         noise = math.sqrt(cand.rel_se**2 + best.rel_se**2)
         return gain > max(self.min_gain, 2.0 * noise)
 
+    def _why_not(self, cand: Measurement, best: Trial) -> str:
+        """Why ``cand`` did not replace ``best``, in words the report shows beside its speed-up."""
+        b = best.measurement
+        gain = cand.samples_per_s / b.samples_per_s - 1.0 if b is not None and b.samples_per_s > 0 else 0.0
+        against = f"{gain:+.0%} against {best.label}, the best so far"
+        if gain <= 0:
+            return f"{against}: not faster"
+        noise = 2.0 * math.sqrt(cand.rel_se**2 + (b.rel_se if b is not None else 0.0) ** 2)
+        if noise >= self.min_gain:
+            return f"{against}: within the measurement noise (±{noise:.0%})"
+        return f"{against}: under the {self.min_gain:.0%} minimum gain"
+
     def _judge(self, trial: Trial, mode: str, numerics: bool) -> bool:
         """Set the trial's verdict; True when it becomes the best of its mode."""
         if trial.measurement is None:
@@ -269,7 +281,7 @@ class Search:
                 ratio, pairs = self._duel(best, trial, mode)
                 if pairs > 1 and not ratio > 1.0 + self.min_gain:
                     trial.status = NOT_FASTER
-                    trial.detail = f"{first:.2f}x at first, {ratio:.2f}x over {pairs} alternated pairs"
+                    trial.detail = f"{first:.2f}x {best.label}, the best so far, at first; {ratio:.2f}x over {pairs} alternated pairs"
                     self.progress(f"{trial.label}: not faster when measured alternately ({trial.detail})")
                     return False
                 if pairs > 1:
@@ -279,6 +291,8 @@ class Search:
             self.progress(f"{trial.label}: {trial.samples_per_s:.1f} samples/s, faster")
             return True
         trial.status = NOT_FASTER
+        if best is not trial:
+            trial.detail = self._why_not(trial.measurement, best)
         self.progress(f"{trial.label}: {trial.measurement.samples_per_s:.1f} samples/s, not faster")
         return False
 
@@ -463,21 +477,25 @@ class Search:
         tuned_step = self.best["step"].config
         if tuned_step != default:
             setting = "tuned step settings, default loader"
-            if self._affordable(knob.NAME, setting, tuned_step, "loader"):
-                trial = self._run_trial("tuned", setting, tuned_step, "loader", numerics=False)
-                if trial.measurement is not None:
-                    # the step settings were chosen on the step alone: keep them unless the default
-                    # is clearly faster end to end (on alternated pairs too, when there is time)
-                    default_wins = self._faster(ref.measurement, trial.measurement)
-                    if default_wins and self.recheck:
-                        ratio, pairs = self._duel(trial, ref, "loader")
-                        default_wins = pairs == 1 or ratio > 1.0 + self.min_gain
-                    if default_wins:
-                        trial.status = NOT_FASTER
-                        self.progress(f"{setting}: slower than the default end to end; loader search starts from the default")
-                    else:
-                        trial.status = FASTER
-                        self.best["loader"] = trial
+            if not self._affordable(knob.NAME, setting, tuned_step, "loader"):
+                # no time to compare them end to end: the step settings stand as measured on the
+                # step alone, rather than being dropped for a loader search on the defaults
+                self._skip_loader_rest(knob, "not enough time left to measure the tuned step settings through the loader")
+                return "step"
+            trial = self._run_trial("tuned", setting, tuned_step, "loader", numerics=False)
+            if trial.measurement is not None:
+                # the step settings were chosen on the step alone: keep them unless the default
+                # is clearly faster end to end (on alternated pairs too, when there is time)
+                default_wins = self._faster(ref.measurement, trial.measurement)
+                if default_wins and self.recheck:
+                    ratio, pairs = self._duel(trial, ref, "loader")
+                    default_wins = pairs == 1 or ratio > 1.0 + self.min_gain
+                if default_wins:
+                    trial.status, trial.detail = NOT_FASTER, "slower end to end than the default settings"
+                    self.progress(f"{setting}: slower than the default end to end; loader search starts from the default")
+                else:
+                    trial.status = FASTER
+                    self.best["loader"] = trial
         for plan_fn in knob.PLANS:
             self._stage(knob, plan_fn(self.ctx, self.best["loader"].config), "loader")
         return "loader"

@@ -264,8 +264,19 @@ def _env_vars() -> dict[str, str | None]:
     return out
 
 
+def _no_torch_section() -> tuple[dict, dict, dict, dict]:
+    """The torch sections when torch is not installed: every value None, the version says so."""
+    info = dict.fromkeys(("cuda_runtime", "hip", "cudnn", "nccl", "cuda_available", "cuda_device_count",
+                          "mps_built", "mps_available", "distributed_available"))
+    info["version"] = None
+    return info, {"intra_op": None, "inter_op": None}, {}, {}
+
+
 def _torch_section() -> tuple[dict, dict, dict, dict]:
-    import torch
+    try:
+        import torch
+    except ImportError:  # the base install (lint, rules): report what is there
+        return _no_torch_section()
 
     def nccl() -> str | None:
         if not torch.distributed.is_available() or not torch.distributed.is_nccl_available():
@@ -416,9 +427,28 @@ def process_rows(gpus: list[dict]) -> list[list[str]]:
     return rows
 
 
-def _sections(env: dict) -> list[tuple[str, list[tuple[str, str]]]]:
-    t, c = env["torch"], env["cpu"]
+def _torch_rows(env: dict) -> list[tuple[str, str]]:
+    from torchwise.core.extras import install_line
+
+    t = env["torch"]
+    driver = [("NVIDIA driver", _fmt(env["nvml"]["driver_version"])),
+              ("driver CUDA version", _fmt(env["nvml"]["cuda_driver_version"]))]
+    if t["version"] is None:
+        return [("torch", f"not installed: {install_line('torch')}"), *driver]
     return [
+        ("torch", t["version"]),
+        ("CUDA runtime", _fmt(t["cuda_runtime"]) if t["cuda_runtime"] else "none (CPU build)"),
+        ("cuDNN", _fmt(t["cudnn"])),
+        ("NCCL", _fmt(t["nccl"])),
+        ("CUDA available", f"{_fmt(t['cuda_available'])} ({_fmt(t['cuda_device_count'])} device(s))"),
+        ("MPS available", f"{_fmt(t['mps_available'])} (built: {_fmt(t['mps_built'])})"),
+        *driver,
+    ]
+
+
+def _sections(env: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    c = env["cpu"]
+    sections = [
         ("System", [
             ("torchwise", env["torchwise"]["version"]),
             ("Python", f"{env['python']['version']} ({env['python']['implementation']})"),
@@ -426,24 +456,16 @@ def _sections(env: dict) -> list[tuple[str, list[tuple[str, str]]]]:
             ("platform", env["platform"]["platform"]),
             ("CPU", c["model"]),
             ("logical cores", f"{_fmt(c['logical_cores'])} (usable: {_fmt(c['usable_cores'])})"),
-            ("torch threads", f"intra-op {c['torch_intra_op_threads']}, inter-op {c['torch_inter_op_threads']}"),
+            ("torch threads", f"intra-op {_fmt(c['torch_intra_op_threads'])}, inter-op {_fmt(c['torch_inter_op_threads'])}"),
         ]),
-        ("PyTorch", [
-            ("torch", t["version"]),
-            ("CUDA runtime", _fmt(t["cuda_runtime"]) if t["cuda_runtime"] else "none (CPU build)"),
-            ("cuDNN", _fmt(t["cudnn"])),
-            ("NCCL", _fmt(t["nccl"])),
-            ("CUDA available", f"{_fmt(t['cuda_available'])} ({t['cuda_device_count']} device(s))"),
-            ("MPS available", f"{_fmt(t['mps_available'])} (built: {_fmt(t['mps_built'])})"),
-            ("NVIDIA driver", _fmt(env["nvml"]["driver_version"])),
-            ("driver CUDA version", _fmt(env["nvml"]["cuda_driver_version"])),
-        ]),
+        ("PyTorch", _torch_rows(env)),
         ("Determinism and TF32", [
             *[(k, _fmt(v)) for k, v in env["determinism"].items()],
             *[(k, _fmt(v)) for k, v in env["tf32"].items()],
         ]),
         ("Environment variables", [(k, "unset" if v is None else v) for k, v in env["env_vars"].items()]),
     ]
+    return [(title, items) for title, items in sections if items]  # no torch: no determinism section
 
 
 def render_text(env: dict) -> str:

@@ -15,12 +15,13 @@ import argparse
 import json
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from torchwise.core.errors import UsageError
+
+if TYPE_CHECKING:  # torch is imported where it is used, so `torchwise summary --help` starts fast
+    import torch
+    from torch import nn
 
 __all__ = [
     "LayerRow",
@@ -86,6 +87,8 @@ def count_parameters(model: nn.Module, trainable_only: bool = False) -> int:
 
     With ``trainable_only=True`` only parameters with ``requires_grad`` are counted.
     """
+    from torch import nn
+
     if not isinstance(model, nn.Module):
         raise UsageError(f"count_parameters expects a torch.nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in _unique_parameters(model) if p.requires_grad or not trainable_only)
@@ -181,6 +184,8 @@ class ModelSummary:
 
 
 def _jsonable(obj: Any) -> Any:
+    import torch
+
     if isinstance(obj, torch.Size):
         return list(obj)
     return str(obj)
@@ -188,6 +193,8 @@ def _jsonable(obj: Any) -> Any:
 
 def _shape_of(obj: Any) -> Any:
     """Shapes of the tensors in an output: a tuple for a tensor, lists/dicts for containers."""
+    import torch
+
     if isinstance(obj, torch.Tensor):
         return tuple(obj.shape)
     if isinstance(obj, dict):
@@ -209,11 +216,16 @@ def _shape_text(shape: Any) -> str:
     return str(shape)
 
 
-_TRAINING_PATH = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
-                  nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
+def _training_path() -> tuple[type, ...]:
+    from torch import nn
+
+    return (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+            nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)
 
 
 def _detached(obj: Any) -> Any:
+    import torch
+
     if isinstance(obj, torch.Tensor):
         return obj.detach()
     if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
@@ -245,6 +257,8 @@ def _tracker_names(model: nn.Module) -> dict[int, str]:
 
 
 def _move(obj: Any, device: torch.device) -> Any:
+    import torch
+
     if isinstance(obj, torch.Tensor):
         return obj.to(device)
     if isinstance(obj, dict):
@@ -260,6 +274,8 @@ def _model_device(model: nn.Module) -> torch.device:
         return t.device
     for t in model.buffers():
         return t.device
+    import torch
+
     return torch.device("cpu")
 
 
@@ -278,6 +294,8 @@ def summary(
     the model). Inputs go to ``device`` (default: where the model's parameters are); a model on
     another device is moved there for the run and moved back. The model is left unchanged.
     """
+    import torch
+    from torch import nn
     from torch.utils.flop_counter import FlopCounterMode
 
     if not isinstance(model, nn.Module):
@@ -310,8 +328,9 @@ def summary(
     devices = [target.index or 0] if target.type == "cuda" else []
     try:
         model.eval()
+        training_path = _training_path()
         for m in model.modules():
-            if isinstance(m, _TRAINING_PATH):
+            if isinstance(m, training_path):
                 m.train()  # the path training takes (the eval fast path skips work)
         counter = FlopCounterMode(display=False)
         with torch.random.fork_rng(devices=devices), torch.enable_grad(), counter:

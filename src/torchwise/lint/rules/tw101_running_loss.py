@@ -8,31 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import backward_calls, is_loss_value, under_no_grad, was_backwarded
-
-
-def _names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
-    """Names whose value reaches a backward pass in ``scope`` (one or two assignments back)."""
-    key = ("tw101:feeding", id(scope))
-    cached = ctx._cache.get(key)
-    if cached is not None:
-        return cached
-    out: set[str] = set()
-    ctx._cache[key] = out
-    todo: list[tuple[ast.AST, ast.AST, int]] = []
-    for call in backward_calls(ctx):
-        if ctx.scope_of(call) is scope:
-            todo.append((call, call, 3))
-    while todo:
-        expr, use, depth = todo.pop()
-        for sub in ast.walk(expr):
-            if sub.__class__ is ast.Name and sub.id not in out:
-                out.add(sub.id)
-                if depth > 0:
-                    for b in ctx.bindings(scope).get(sub.id, ()):
-                        if b.value is not None and b.kind in ("assign", "aug", "walrus"):
-                            todo.append((b.value, b.node, depth - 1))
-    return out
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.steps import names_feeding_backward, was_backwarded
 
 
 def _returned_names(ctx: Context, scope: ast.AST) -> set[str]:
@@ -81,8 +59,10 @@ def _fresh_each_iteration(ctx: Context, name: str, node: ast.AST) -> bool:
 
 
 def _reset_in_loop(ctx: Context, name: str, node: ast.AST) -> bool:
-    """Is ``name`` re-bound to a fresh value (``running_loss = 0``) inside a loop around ``node``?"""
-    for loop in ctx.enclosing_loops(node):
+    """Is ``name`` re-bound to a fresh value (``running_loss = 0``) inside the innermost loop
+    around ``node`` (every step or every few: gradient accumulation)? A reset in an outer loop
+    (once per epoch) still lets a whole epoch of graphs pile up."""
+    for loop in ctx.enclosing_loops(node)[:1]:
         for sub in ctx.walk_body(loop.body):
             if sub.__class__ is ast.Assign and sub is not node and any(
                 t.__class__ is ast.Name and t.id == name for t in sub.targets
@@ -122,6 +102,13 @@ Fix
   Accumulate `loss.detach()` (no host sync, convert once per log interval) or `loss.item()`.
   `torchwise lint --fix` rewrites `+= loss` to `+= loss.detach()` when `loss` is evidently a
   tensor (a torch loss, or `backward()` was called on it).
+
+Lint and the doctor
+  Lint finds the shapes it can read in one file: a total or list in a loop that takes the loss
+  tensor itself (`+=`, `total = total + loss`, `.append(loss)`), reset per epoch or never.
+  The doctor (run time) watches what real steps keep: memory that grows step after step
+  because loss tensors and their graphs are held, wherever the code holds them (a logger of
+  another module, a metrics object).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -157,7 +144,7 @@ Fix
         scope = ctx.scope_of(node)
         if _fresh_each_iteration(ctx, acc.id, node):
             return  # loss = a + b: the parts of one step's loss, rebound every iteration, not a running total
-        if acc.id in _names_feeding_backward(ctx, scope):
+        if acc.id in names_feeding_backward(ctx, scope):
             return  # the graphs are kept on purpose: a later backward pass runs through them
         if was_backwarded(ctx, value, node) and _reset_in_loop(ctx, acc.id, node):
             return  # backward freed the buffers and the total restarts every step: nothing piles up

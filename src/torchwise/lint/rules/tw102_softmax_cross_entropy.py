@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import producing_call
+from torchwise.lint.semantics.values import producing_call
 
 _SOFTMAX = {"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"}
 _LOG_SOFTMAX = {"torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"}
@@ -132,6 +132,12 @@ Example
 Fix
   Pass the logits: `F.cross_entropy(logits, target)`. To keep log-probabilities around, use
   `F.log_softmax` with `F.nll_loss`.
+
+Lint and the doctor
+  Lint sees a softmax or sigmoid written in front of a cross-entropy/NLL loss in the same file
+  (the call, or a name bound to it). The doctor checks the tensor the loss really receives: rows
+  that are non-negative and sum to 1 for cross-entropy, inputs that are not log-probabilities
+  for NLL - wherever the softmax happened (inside the model's forward, in another module).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_module_instance
+from torchwise.lint.semantics.models import is_module_instance
 
 
 class ForwardCalledDirectly(Rule):

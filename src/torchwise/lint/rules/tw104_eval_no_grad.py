@@ -8,39 +8,18 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    backward_calls,
-    is_module_class,
-    is_module_instance,
-    optimizer_steps,
-    under_no_grad,
-)
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.models import runs_forward
+from torchwise.lint.semantics.hostreads import only_acts
+from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 
-_EVAL_WORDS = frozenset({
-    "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",
-    "predict", "prediction",
-})
-_TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
 
-def is_eval_name(name: str) -> bool:
-    """``evaluate``, ``validate_epoch``, ``run_inference``... but not pytest tests or framework hooks."""
-    low = name.lower().strip("_")
-    if low in _TEST_NAMES:
-        return True
-    words = low.split("_")
-    if not _EVAL_WORDS.intersection(words):
-        return False
-    if "step" in words or "train" in words or "training" in words:
-        return False  # Lightning-style *_step hooks run under no_grad already; train+eval mixes
-    if "test" in words:
-        return False  # test_inference(), _test_eval_mode(): tests, whatever they evaluate
-    return True
-
-
 def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
-    """``model.eval()`` calls (no arguments) on something that evidently is a module."""
+    """``model.eval()`` calls (no arguments) on something that evidently is a module, or an
+    instance of an imported class (``netG = Generator(); netG.eval()``)."""
     out = []
     for node in nodes:
         if node.__class__ is ast.Call and not node.args and not node.keywords:
@@ -48,10 +27,19 @@ def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
             if (
                 func.__class__ is ast.Attribute and func.attr == "eval"
                 and func.value.__class__ in (ast.Name, ast.Attribute)
-                and is_module_instance(ctx, func.value, node)
+                and (is_module_instance(ctx, func.value, node) or _class_instance(ctx, func.value, node))
             ):
                 out.append(node)
     return out
+
+
+def _class_instance(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """Built by calling a class of the project (a CamelCase name imported from elsewhere)."""
+    built = ctx.constructed_from(expr, use)
+    if built is None or built.startswith("local:") or "." not in built:
+        return False
+    root, last = built.split(".", 1)[0], built.rsplit(".", 1)[-1]
+    return last[:1].isupper() and root not in ("torch", "numpy", "pandas", "sympy", "sklearn", "cv2")
 
 
 def _plain_callee(func: ast.AST) -> bool:
@@ -89,26 +77,39 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "valid", "test", "predict", "infer")
+    triggers = ("eval", "valid", "test", "predict", "infer", "step(")
+    skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
-  A model called inside code that is evidently evaluation - a function that calls
-  `model.eval()` or is named like `evaluate`/`validate`/`predict`/`inference`, or module-level
-  code after `model.eval()` - when nothing there needs gradients (no `backward()`, no
-  optimizer step, no `torch.autograd.grad`, no `requires_grad_`, no adversarial attack's
-  `perturb()`) and the call is not inside `with torch.no_grad()`/`torch.inference_mode()`,
-  under such a decorator, after `torch.set_grad_enabled(False)`, in a function that this file
-  only calls under no_grad, or in one whose result this file backpropagates
-  (`loss = F.cross_entropy(self.predict(x), y); loss.backward()`: a `predict()` the update
-  step trains through).
+  A model run inside code that is evidently evaluation, with autograd on. Evaluation is a
+  function that calls `model.eval()` or is named like `evaluate`/`validate`/`predict`/
+  `inference`, module-level code after `model.eval()`, and - in a function or script that
+  also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
+  no backward, optimizer step or gradient use comes first (an evaluation pass inside the
+  training function). A model run is a call of the module (`model(x)`) or of a method that runs
+  its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
+  (for a class of this file, a method that calls the module or its submodules; for an imported
+  class, a method named for running it, unless the project decorates a method of that name
+  with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
+  transformers). Nothing in an evaluation function may need gradients (no `backward()`,
+  optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the
+  run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
+  decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
+  no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
+  self.predict(x), y); loss.backward()`).
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
-  (`create_model(...)`, names bound to functions or classes) are not forward passes. Unit tests
-  (`test*` functions and `_test*` helpers), framework hooks (`validation_step`), methods of
-  `nn.Module` classes and of `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to other
-  code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file
-  whose `forward` runs under no_grad itself, and `stack.enter_context(torch.no_grad())` are
-  left alone.
+  (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
+  files and unit tests (`test*` functions and `_test*` helpers), framework hooks
+  (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
+  of some forward pass), functions that are only handed to other code
+  (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
+  `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
+  followed by a backward pass (BatchNorm frozen for training) are left alone.
+  Also in a training loop: the model call that picks the action an environment steps with
+  (`q_values = q_network(obs)`, then `actions = q_values.argmax(1).cpu().numpy()` and
+  `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
+  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -125,6 +126,14 @@ Example
 Fix
   Decorate the function with `@torch.inference_mode()` (or `@torch.no_grad()` when outputs
   are later used with autograd), or wrap the loop in `with torch.inference_mode():`.
+
+Lint and the doctor
+  Lint reads evaluation code: functions named for evaluation, code after `model.eval()`, the
+  evaluation stretch of a training function, forward passes through methods such as
+  `agent.get_action_and_value(x)`. The doctor runs the evaluation it is given (`evaluate=`,
+  or in script mode the passes of a model in eval mode that no backward goes through) and
+  records whether each forward pass built an autograd graph - code lint cannot read (another
+  module, a framework's loop) included.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -143,7 +152,28 @@ Fix
             finding = self._check_scope(ctx, scope)
             if finding is not None:
                 yield finding
+        yield from self._acting(ctx)
 
+    def _acting(self, ctx: Context) -> Iterator[Finding]:
+        """RL training loops: the model picks the action the environment steps with, outside
+        no_grad, and its output goes nowhere else (no loss, no stored log-probability)."""
+        if "step(" not in ctx.source:
+            return
+        for loop in hot_loops(ctx).values():
+            for node in ctx.walk_body(loop.body):
+                if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
+                    continue
+                func = node.func
+                plain = _plain_callee(func) and is_module_instance(ctx, func, node)
+                method = func.__class__ is ast.Attribute and is_module_instance(ctx, func.value, node) and runs_forward(ctx, func, node)
+                if not (plain or method) or under_no_grad(ctx, node):
+                    continue
+                if only_acts(ctx, ctx.parent(node), loop):
+                    yield ctx.finding(
+                        self.code, node,
+                        f"{ctx.text(func)} picks the action with autograd recording; the environment only needs its value",
+                        suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())",
+                    )
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
@@ -156,21 +186,13 @@ Fix
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
             return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
-        first_eval = min(((c.lineno, c.col_offset) for c in evals), default=None)
-        # anything that needs gradients makes this not (only) evaluation
-        everything = body if is_module else list(ast.walk(scope))
-        for node in everything:
-            if node.__class__ is ast.Call:
-                n = last_name(node.func)
-                if n in _GRAD_WORDS or n == "train":
-                    return None
-            elif node.__class__ is ast.keyword and node.arg == "requires_grad":
-                return None
-            elif node.__class__ in (ast.With, ast.AsyncWith):
-                for item in node.items:
-                    if last_name(item.context_expr) in ("set_grad_enabled", "enable_grad"):
-                        return None
-        if is_module and (backward_calls(ctx) or optimizer_steps(ctx)):
+        events = _grad_events(ctx, body if is_module else list(ast.walk(scope)))
+        if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
+            # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
+            for start, end in _eval_regions(evals, events):
+                found = self._first_forward(ctx, scope, body, receivers, start, end)
+                if found is not None:
+                    return found
             return None
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
@@ -178,18 +200,25 @@ Fix
             return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
+        # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
+        start = None if named else min((c.lineno, c.col_offset) for c in evals)
+        return self._first_forward(ctx, scope, body, receivers, start, None)
+
+    def _first_forward(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
+                       start: tuple[int, int] | None, end: tuple[int, int] | None) -> Finding | None:
+        """The first forward pass in ``body`` between ``start`` and ``end`` run with autograd on."""
+        is_module = scope.__class__ is ast.Module
         for node in body:
             if node.__class__ is not ast.Call or not (node.args or node.keywords):
+                continue
+            pos = (node.lineno, node.col_offset)
+            if (start is not None and pos < start) or (end is not None and pos >= end):
                 continue
             func = node.func
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
-            if ctx.text(func) not in receivers:
-                if not _plain_callee(func) or not is_module_instance(ctx, func, node):
-                    continue
-            if not named:
-                # evidence is model.eval(): only calls after it count
-                if first_eval is None or (node.lineno, node.col_offset) < first_eval:
+            if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
+                if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)):
                     continue
             if is_module and not ctx.enclosing_loops(node):
                 continue  # module-level script: only evaluation loops
@@ -256,6 +285,38 @@ Fix
         if not calls:
             return False
         return any(under_no_grad(ctx, c) for c in calls)
+
+
+def _grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int], str]]:
+    """Where the code needs gradients or goes back to training: ``(position, "train"|"grad")``."""
+    out = []
+    for node in nodes:
+        if node.__class__ is ast.Call:
+            n = last_name(node.func)
+            if n == "train" and not (node.args and node.args[0].__class__ is ast.Constant and node.args[0].value is False):
+                out.append(((node.lineno, node.col_offset), "train"))
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
+                out.append(((node.lineno, node.col_offset), "grad"))
+        elif node.__class__ is ast.keyword and node.arg == "requires_grad":
+            out.append(((node.value.lineno, node.value.col_offset), "grad"))
+        elif node.__class__ in (ast.With, ast.AsyncWith):
+            if any(last_name(item.context_expr) in ("set_grad_enabled", "enable_grad") for item in node.items):
+                out.append(((node.lineno, node.col_offset), "grad"))
+    out.sort()
+    return out
+
+
+def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]]) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
+    """The stretches of a training function that evaluate: from each ``model.eval()`` to the next
+    ``train()`` (or the end), when no backward, optimizer step or gradient use comes first (an
+    ``eval()`` followed by a backward freezes BatchNorm for training; it does not evaluate)."""
+    out = []
+    for call in sorted(evals, key=lambda c: (c.lineno, c.col_offset)):
+        pos = (call.lineno, call.col_offset)
+        nxt = next((e for e in events if e[0] > pos), None)
+        if nxt is None or nxt[1] == "train":
+            out.append((pos, nxt[0] if nxt is not None else None))
+    return out
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import producing_call
+from torchwise.lint.semantics.values import producing_call
 
 _PROB_FUNCS = {
     "torch.softmax": "softmax", "torch.nn.functional.softmax": "softmax", "torch.special.softmax": "softmax",
@@ -61,6 +61,11 @@ Example
 Fix
   `F.log_softmax(logits, dim=-1)`, or `F.logsigmoid(x)` for a sigmoid; for other probabilities
   clamp first: `torch.log(p.clamp_min(1e-12))`.
+
+Lint and the doctor
+  Lint finds `log(softmax(x))` and `log(sigmoid(x))` written out. The doctor, when a step's
+  loss or gradients stop being finite, replays the step to name the first module whose output
+  went bad and any `log` taken of zeros, whatever computed them.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

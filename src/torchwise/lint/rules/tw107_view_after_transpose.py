@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_dtype_expr
+from torchwise.lint.semantics.devices import is_dtype_expr
 
 _REORDERING_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
 _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})

@@ -81,6 +81,11 @@ Example
 Fix
   Re-freeze after every `model.train()`, override `train()` in the model to re-apply eval
   to BatchNorm layers, or use `torchwise.freeze_batchnorm(model)`, which survives `train()`.
+
+Lint and the doctor
+  Lint finds BatchNorm layers put in eval mode (frozen) in a file whose training loop calls
+  `model.train()` afterwards. The doctor sees the effect in real steps: running statistics
+  that move although the layer looks frozen, or a model left in eval mode when training starts.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

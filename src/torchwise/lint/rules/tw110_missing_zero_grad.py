@@ -8,15 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name, root_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    body_nodes,
-    hot_loops,
-    is_backward_call,
-    is_module_instance,
-    is_optimizer_step,
-    is_zero_grad_like,
-    local_function,
-)
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.steps import hot_loops, is_backward_call, is_optimizer_step, is_zero_grad_like
+from torchwise.lint.semantics.values import body_nodes, local_function
 
 _STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
 
@@ -89,6 +83,11 @@ Example
 Fix
   Call `optimizer.zero_grad()` once per optimizer step, before `backward()` or right after
   `step()` (with accumulation: after every N-th step).
+
+Lint and the doctor
+  Lint reads training loops (and the local functions they call) that run `backward()` and an
+  optimizer step with no gradient clearing. The doctor (run time) observes gradients carried
+  over from one optimizer step into the next, however the loop is written.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

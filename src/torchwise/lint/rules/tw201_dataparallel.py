@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
@@ -33,6 +33,68 @@ def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
     )
 
 
+def _names_of(ctx: Context, call: ast.Call) -> set[str]:
+    """The wrapped module and what the wrapper is stored under, as written (``net``, ``self.inception``)."""
+    names = set()
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
+    node: ast.AST = call
+    while ctx.parent(node).__class__ is ast.Attribute and ctx.parent(ctx.parent(node)).__class__ is ast.Call:
+        node = ctx.parent(ctx.parent(node))  # DataParallel(net).eval().cuda()
+    parent = ctx.parent(node)
+    targets = parent.targets if parent.__class__ is ast.Assign else [parent.target] if parent.__class__ is ast.AnnAssign else []
+    for t in [*targets, first]:
+        inner = t
+        while inner is not None and inner.__class__ is ast.Call and inner.func.__class__ is ast.Attribute:
+            inner = inner.func.value  # DataParallel(net.eval()): the module is net
+        if inner is not None and inner.__class__ in (ast.Name, ast.Attribute):
+            names.add(ctx.text(inner))
+    return names
+
+
+def _is_false(node: ast.AST) -> bool:
+    return node.__class__ is ast.Constant and node.value is False
+
+
+def _mode_call(c: ast.Call) -> str | None:
+    """``"frozen"`` for ``eval()``, ``train(False)``, ``requires_grad_(False)``; ``"trains"`` for
+    ``train()``, ``requires_grad_()``; else None."""
+    attr = c.func.attr if c.func.__class__ is ast.Attribute else None
+    if attr == "eval":
+        return "frozen"
+    if attr in ("train", "requires_grad_"):
+        return "frozen" if c.args and _is_false(c.args[0]) else "trains"
+    return None
+
+
+def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
+    """The wrapped network only runs inference: it is put in eval mode or its parameters stop
+    requiring grad, it is never put back into training mode, and no optimizer gets its
+    parameters (a metric's feature extractor, a frozen teacher)."""
+    names = _names_of(ctx, call)
+    if not names:
+        return False
+    modes = [_mode_call(a) for a in ctx.ancestors(call) if a.__class__ is ast.Call and ctx.contains(a.func, call)]
+    for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
+        if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
+            continue
+        if c.func.attr == "parameters":
+            if any(a.__class__ is ast.Call and "optim" in (ctx.qualname(a.func) or last_name(a.func) or "").lower()
+                   for a in ctx.ancestors(c)):
+                return False  # optimizer = SGD(net.parameters()): it trains
+            continue
+        modes.append(_mode_call(c))
+    for a in ctx.nodes.get(ast.Assign, ()):
+        t = a.targets[0]
+        if t.__class__ is ast.Attribute and t.attr == "requires_grad" and _is_false(a.value):
+            loops = ctx.enclosing_loops(a)
+            if loops and loops[0].__class__ is not ast.While and any(
+                n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and ctx.text(n.func.value) in names
+                for n in ast.walk(loops[0].iter)
+            ):
+                modes.append("frozen")  # for p in net.parameters(): p.requires_grad = False
+    return "frozen" in modes and "trains" not in modes
+
+
 class DataParallelUsed(Rule):
     code = "TW201"
     name = "data-parallel"
@@ -41,7 +103,10 @@ class DataParallelUsed(Rule):
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
   `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
-  `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged.
+  `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged, nor a network that
+  only runs inference - put in eval mode or with its parameters frozen, never back in training
+  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher):
+  DistributedDataParallel only speeds up training.
 
 Why it matters
   DataParallel runs one Python process that drives every GPU from threads: the GIL
@@ -63,6 +128,8 @@ Fix
         for call in ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"):
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
+            if _frozen_inference_only(ctx, call):
+                continue  # no gradients to synchronise: DDP has nothing to offer
             yield ctx.finding(
                 self.code, call,
                 "nn.DataParallel drives all GPUs from one process; DistributedDataParallel is faster and scales",

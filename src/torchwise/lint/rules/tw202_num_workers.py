@@ -8,14 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    getitem_of,
-    getitem_slices_only,
-    is_index_collection,
-    loader_yields_device_batches,
-    moves_to_device,
-    project_dataset,
-)
+from torchwise.lint.semantics.data import getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -161,6 +154,11 @@ Example
 Fix
   Pass `num_workers=N` (start near the number of cores per GPU), usually with
   `persistent_workers=True`; `torchwise tune` measures the best count for your data.
+
+Lint and the doctor
+  Lint flags loaders without workers over data that evidently costs CPU time per item. The
+  doctor measures the share of step time spent waiting for the loader and reports it when it
+  is large, for any loader, workers or not.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

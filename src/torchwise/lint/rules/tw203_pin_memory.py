@@ -8,14 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    getitem_reads_nothing,
-    gpu_evident_for,
-    is_index_collection,
-    loader_yields_device_batches,
-    local_dataset_class,
-    project_dataset,
-)
+from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for
+from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -31,6 +26,41 @@ def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool
     return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
 
 
+def _returned(ctx: Context, call: ast.Call) -> bool:
+    """The loader is what its function returns (``return DataLoader(...)``, or a name bound to
+    it, alone or in a tuple): a helper that builds loaders for its callers."""
+    func = ctx.function_of(call)
+    if func is None:
+        return False
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.Return:
+        return True
+    names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Return and node.value is not None:
+            parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
+            if any(p is call or (p.__class__ is ast.Name and p.id in names) for p in parts):
+                return True
+    return False
+
+
+def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
+    """The code that builds the loader evidently trains on a GPU (see :func:`gpu_evident_for`); for
+    a loader a helper builds and returns, its callers in this file do, or - none here - the file
+    or the project does."""
+    if gpu_evident_for(ctx, call):
+        return True
+    if not _returned(ctx, call):
+        return False
+    func = ctx.function_of(call)
+    callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    if callers:
+        return any(gpu_evident_for(ctx, c) for c in callers)
+    if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
+        return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
+    return gpu_evident(ctx) or ctx.project.targets_gpu
+
+
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -40,8 +70,11 @@ What it flags
   `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
-  `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A CPU-only function in a file that
-  also has GPU code is left alone. An explicit `pin_memory=False` is taken as a decision and
+  `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
+  returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
+  the file; a loader-building function nobody calls here (a data module) by the file or the
+  project linted with it. A CPU-only function in a file that also has GPU code is left alone,
+  and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
@@ -69,7 +102,7 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER)
         for call in calls:
-            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not gpu_evident_for(ctx, call):
+            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not _feeds_gpu(ctx, call):
                 continue
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):

@@ -6,9 +6,10 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword
-from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import device_move_target
+from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
+from torchwise.lint.semantics.steps import runs_once
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -51,78 +52,71 @@ def _traced(ctx: Context, node: ast.AST) -> bool:
 class CreateThenMove(Rule):
     code = "TW205"
     name = "create-then-move"
-    triggers = ("cuda", "to")
+    triggers = ("cuda", "to", "type_as")
     fixable = True
     doc = """\
 What it flags
   A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
-  of Python data such as a list, and the random `rand/randn/randint/randperm/normal`) called
-  without `device=` (nor a `generator=`, whose device decides) and immediately moved
-  with `.cuda()` or `.to(device)` - only when the argument of `.to` evidently is a device (a
-  device string, `torch.device(...)`, `x.device`, or a name such as `device`), not a dtype or
-  another tensor.
+  of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
+  `device=` (nor a `generator=`, whose device decides) and then moved with `.cuda()`,
+  `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
+  of the name it was stored under (`m = torch.ones(n); m = m.cuda()`) - where the code runs
+  repeatedly: inside a loop, in `forward()` and other per-call functions (a training step,
+  a helper without a loop of its own).
+  One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
+  `build`/`main`-like functions, and allocations before the loop of a function that loops.
+  There the copy happens once and costs microseconds, so the advice would gain nothing. (A
+  lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
+  a finding that is right but worthless teaches people to ignore the rule.)
 
 Why it matters
   The tensor is first allocated and filled in host memory, then copied across the bus and
   the host copy is thrown away: two allocations, a transfer and a synchronisation point for
-  a tensor that could have been made where it is used.
+  a tensor that could have been made where it is used - every step, when it is in the loop.
 
 Example
-  mask = torch.ones(n, n).cuda()                    # TW205
-  noise = torch.randn(b, d).to(device)              # TW205 (no automatic fix)
+  for x, y in loader:
+      mask = torch.ones(n, n).cuda()                # TW205
+      noise = torch.randn(b, d).to(device)          # TW205 (no automatic fix)
 
 Fix
   Create it in place: `torch.ones(n, n, device="cuda")`,
-  `torch.randn(b, d, device=device)`. `torchwise lint --fix` rewrites the deterministic
-  factories; random ones are left to you because the device generator draws different
-  numbers than the CPU one.
+  `torch.randn(b, d, device=device)`, `torch.arange(n, device=x.device, dtype=x.dtype)`.
+  `torchwise lint --fix` rewrites the deterministic factories moved to a device in the same
+  expression; random ones are left to you because the device generator draws different
+  numbers than the CPU one, and so are moves to another tensor (they also cast the dtype).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_named("cuda", "to"):
-            target = device_move_target(ctx, call)
+        for call in ctx.calls_named("cuda", "to", "type_as"):
+            target = _move_target(ctx, call)
             if target is None:
                 continue
-            if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
-                continue  # .to("cpu") of a new tensor: it is made there already
-            inner = call.func.value
-            if inner.__class__ is not ast.Call:
+            recv = call.func.value
+            made = _factory(ctx, recv)
+            separate = made is None and _stored_factory(ctx, recv, call)
+            if separate:
+                made = _factory(ctx, ctx.resolve(recv, call))
+            if made is None:
                 continue
-            chained = False
-            while (
-                inner.func.__class__ is ast.Attribute and inner.func.attr in _SHAPE_METHODS
-                and inner.func.value.__class__ is ast.Call and ctx.qualname(inner.func) is None
-            ):
-                inner, chained = inner.func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
-            q = ctx.qualname(inner.func)
-            if q is None or not q.startswith("torch.") or q.count(".") != 1:
-                continue
-            if _traced(ctx, call):
-                continue  # inside torch.jit.trace(...): the .to() node is what is being recorded
-            factory = q.split(".", 1)[1]
-            if factory not in DETERMINISTIC and factory not in RANDOM:
-                continue
-            if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
-                continue  # a generator fixes the device the numbers are drawn on
-            if any(k.arg is None for k in inner.keywords):
-                continue  # **kwargs may hold a device; *sizes cannot
-            if factory in ("tensor", "as_tensor") and any(a.__class__ is ast.Starred for a in inner.args):
-                continue
-            if factory in ("tensor", "as_tensor") and (len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner)):
-                continue  # data that may already be a tensor on the device, or positional extras
+            inner, chained, factory = made
+            if runs_once(ctx, inner) or _traced(ctx, call):
+                continue  # one-time set-up; or inside torch.jit.trace(...), where the move is recorded
             fix = None
-            if factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
+            if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
                 fix = self._fix(ctx, call, inner, target)
-            dev = '"cuda"' if target is True else ctx.text(target)
+            where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
             yield ctx.finding(
                 self.code, call,
-                f"torch.{factory}(...) is built on the CPU and then copied to the device",
-                suggestion=f"create it there: torch.{factory}(..., device={dev})",
+                f"torch.{factory}(...) is built on the CPU and then copied to {where}",
+                suggestion=f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})",
                 fix=fix,
             )
 
     @staticmethod
     def _fix(ctx: Context, call: ast.Call, inner: ast.Call, target: ast.AST | bool) -> Fix | None:
+        if _tensor_target(ctx, call):
+            return None  # .to(other) also casts to its dtype
         if target is True:
             if call.args or call.keywords:
                 return None  # .cuda(1), .cuda(non_blocking=True)...
@@ -138,9 +132,115 @@ Fix
         start, end = ctx.span(call)
         # new text: the factory call with device=..., and nothing of the .to/.cuda call
         text = ctx.source[inner_start:add.start] + add.text + ctx.source[add.end:inner_end]
-        from torchwise.lint.findings import Edit
-
         return Fix(f"create the tensor with device={device}", (Edit(start, end, text),))
+
+
+def _tensor_target(ctx: Context, call: ast.Call) -> bool:
+    """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
+    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None)
+
+
+def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
+    """Where ``call`` moves its receiver: True for ``.cuda()``, the device or tensor expression
+    of ``.to(...)``/``.type_as(...)``; None when it is not a move (``.to(torch.float16)``,
+    ``.to("cpu")``)."""
+    if call.func.__class__ is not ast.Attribute:
+        return None
+    target = device_move_target(ctx, call)
+    if target is not None:
+        if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
+            return None  # .to("cpu") of a new tensor: it is made there already
+        return target
+    if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
+        return None
+    other = call.args[0]
+    if other.__class__ not in (ast.Name, ast.Attribute, ast.Subscript) or is_dtype_expr(ctx, other):
+        return None
+    if is_dtype_expr(ctx, ctx.resolve(other, call)) or any(k.arg == "dtype" for k in call.keywords):
+        return None  # precision = torch.half; x.to(precision)
+    return other if _tensor_like(ctx, other, call) else None
+
+
+_TENSOR_ATTRS = frozenset({"weight", "bias", "data", "grad"})
+
+
+def _tensor_like(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """Evidently a tensor (not a device or dtype held in a name): a tensor on the accelerator,
+    a parameter of the function (``forward(self, x)``), an element of a batch, ``.weight``..."""
+    if is_device_tensor(ctx, expr, use):
+        return True
+    if expr.__class__ is ast.Subscript:
+        return True  # batch[0], x[:, 0]
+    if expr.__class__ is ast.Attribute:
+        return expr.attr in _TENSOR_ATTRS
+    b = ctx.binding_at(expr.id, use) if expr.__class__ is ast.Name else None
+    if b is None:
+        return False
+    if b.kind == "param":
+        return expr.id not in ("self", "cls") and "device" not in expr.id.lower()
+    return b.kind in ("for", "unpack") or b.kind == "assign" and b.value.__class__ is ast.Subscript
+
+
+def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
+    if target is True:
+        return 'device="cuda"'
+    text = ctx.text(target)
+    if _tensor_target(ctx, call):
+        return f"device={text}.device, dtype={text}.dtype"
+    return f"device={text}"
+
+
+def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] | None:
+    """The torch factory call that makes ``expr`` on the CPU (through reshaping/retyping
+    methods), whether methods were chained after it, and the factory's name."""
+    if expr is None or expr.__class__ is not ast.Call:
+        return None
+    inner, chained = expr, False
+    while (
+        inner.func.__class__ is ast.Attribute and inner.func.attr in _SHAPE_METHODS
+        and inner.func.value.__class__ is ast.Call and ctx.qualname(inner.func) is None
+    ):
+        inner, chained = inner.func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
+    q = ctx.qualname(inner.func)
+    if q is None or not q.startswith("torch.") or q.count(".") != 1:
+        return None
+    factory = q.split(".", 1)[1]
+    if factory not in DETERMINISTIC and factory not in RANDOM:
+        return None
+    if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
+        return None  # a generator fixes the device the numbers are drawn on
+    if any(k.arg is None for k in inner.keywords):
+        return None  # **kwargs may hold a device; *sizes cannot
+    if factory in ("tensor", "as_tensor"):
+        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner):
+            return None  # data that may already be a tensor on the device, or positional extras
+    return inner, chained, factory
+
+
+def _stored_factory(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """``m = torch.ones(n)`` then ``m = m.cuda()``, in the same function with no use of ``m``
+    in between: the move is the next thing done with the new tensor."""
+    if recv.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(recv.id, call)
+    if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(call):
+        return False
+    start, here = b.pos, (recv.lineno, recv.col_offset)
+    for pos in _name_positions(ctx).get(recv.id, ()):
+        if start <= pos < here:
+            return False  # used in between: needed on the CPU first
+    return ctx.enclosing_loops(b.node)[:1] == ctx.enclosing_loops(call)[:1]
+
+
+def _name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
+    found = ctx._cache.get("tw205:names")
+    if found is None:
+        found = {}
+        for name in ctx.nodes.get(ast.Name, ()):
+            if name.ctx.__class__ is ast.Load:
+                found.setdefault(name.id, []).append((name.lineno, name.col_offset))
+        ctx._cache["tw205:names"] = found
+    return found
 
 
 RULE = CreateThenMove()

@@ -8,14 +8,12 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import (
-    SYNC_METHODS,
-    hot_loop_of,
-    hot_loops,
-    is_device_tensor,
-    runs_periodically,
-    scope_moves_to_device,
+from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.hostreads import (
+    LOGGING_READERS, feeds_environment, holds_device_values, host_reader, is_loop_counter, read_arguments,
 )
+from torchwise.lint.semantics.steps import hot_loops, hot_region_of, runs_periodically, step_functions
+from torchwise.lint.semantics.values import local_function
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
 _PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
@@ -51,6 +49,8 @@ def _tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
             return None
         if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
             return None
+        if any(is_loop_counter(ctx, c) for c in [test.left, *test.comparators]):
+            return None  # `if i == start:`: a pass counter compared with a number read once
         for side in [test.left, *test.comparators]:
             if _plain_tensor(ctx, side, use):
                 return test
@@ -89,16 +89,25 @@ class HostSyncInLoop(Rule):
     triggers = ("backward", "step")
     doc = """\
 What it flags
-  Inside the loop that runs `backward()` or an optimizer `step()` every pass (the innermost
-  such loop, or a loop nested in it): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`,
-  `.nonzero()`/`torch.nonzero`, `print(t)`, and `if`/`while` tests that compare a tensor, when
-  the value evidently lives on the accelerator - a loss, a model output, something moved with
-  `.to(device)`/`.cuda()`, or arithmetic on those - in a function (or script) that moves data
-  to a device. Values already on the CPU, code that never moves anything to a device, and
-  syncs under a periodic test such as `if step % 100 == 0:` (or a helper of the file that
-  returns such a modulo test, `if divisible_by(step, 100):`) are not flagged, nor reads after
+  Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
+  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
+  compare a tensor; a call of a helper that does such a read on what it is given (a function
+  of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
+  `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
+  reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  (the innermost such loop, or one nested in it), or anywhere in a function that runs one
+  training step per call (backward and step with no loop of its own: `train_step(batch)`, a
+  model class's `optimize_parameters()`). The value must evidently live on the accelerator -
+  a loss or a term summed into the backward pass, a model output, something moved with
+  `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
+  the code must target one: its function moves data to a device, or it only receives its data
+  (an `update(self, rollouts)` method) in a file or project that does.
+  Not flagged: values already on the CPU; reads under a periodic test such as
+  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
-  waits there, usually to time it; the read adds no stall).
+  waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
+  the host); a loop counter compared with a number (`if i == start:`); evaluation helpers
+  (`test()`, `evaluate()`) called from a step.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -116,47 +125,28 @@ Fix
   Keep running values on the device (`total += loss.detach()`) and read them once per log
   interval (`if step % 100 == 0: print(total.item() / 100)`); the torchwise Trainer syncs once
   per interval.
+
+Lint and the doctor
+  Lint reads the shapes of this rule's list: reads in the training loop or a step function,
+  behind a helper of the file or project, through logging calls. The doctor counts the
+  synchronisations of real CUDA steps (`torch.cuda.set_sync_debug_mode`), including those
+  lint cannot see: inside the model's forward, boolean-mask indexing, library code.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not hot_loops(ctx):
+        if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
         for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print"):
-            func = call.func
-            name = last_name(func)
-            if name == "print":
-                if func.__class__ is not ast.Name:
-                    continue
-                subject = self._printed_tensor(ctx, call)
-                if subject is None:
-                    continue
-                what = "print() of a tensor"
-            elif name == "nonzero":
-                q = ctx.qualname(func)
-                if q is not None:
-                    if q != "torch.nonzero" or not call.args:
-                        continue
-                    subject = call.args[0]
-                elif func.__class__ is ast.Attribute:
-                    subject = func.value
-                else:
-                    continue
-                what = "nonzero()"
-            else:
-                if func.__class__ is not ast.Attribute or call.args and name != "cpu":
-                    continue
-                subject = func.value
-                if _inner_sync(subject):
-                    continue
-                parent = ctx.parent(call)
-                if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
-                    continue  # m.cpu().parameters(): a module moved, not a value read
-                what = f".{name}()"
+            found = self._sync_call(ctx, call)
+            if found is None:
+                continue
+            subject, what = found
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
                 yield finding
+        yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
             part = _tensor_test(ctx, node.test, node.test)
             if part is None:
@@ -164,6 +154,48 @@ Fix
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+
+    def _sync_call(self, ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
+        """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
+        func = call.func
+        name = last_name(func)
+        if name == "print":
+            subject = self._printed_tensor(ctx, call) if func.__class__ is ast.Name else None
+            return (subject, "print() of a tensor") if subject is not None else None
+        if name == "nonzero":
+            q = ctx.qualname(func)
+            if q is not None:
+                return (call.args[0], "nonzero()") if q == "torch.nonzero" and call.args else None
+            return (func.value, "nonzero()") if func.__class__ is ast.Attribute else None
+        if func.__class__ is not ast.Attribute or call.args and name != "cpu":
+            return None
+        subject = func.value
+        if _inner_sync(subject):
+            return None
+        parent = ctx.parent(call)
+        if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
+            return None  # m.cpu().parameters(): a module moved, not a value read
+        return subject, f".{name}()"
+
+    def _host_readers(self, ctx: Context) -> Iterator[Finding]:
+        """Calls that read their tensor arguments on the host: a helper of this file or of the
+        project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
+        names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
+        local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
+        for name, calls in ctx.calls_by_name.items():
+            if name not in names and name not in local:
+                continue
+            for call in calls:
+                if name not in names and local_function(ctx, call) is None:
+                    continue
+                where = host_reader(ctx, call)
+                if where is None:
+                    continue
+                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call)]
+                if args:
+                    finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
+                    if finding is not None:
+                        yield finding
 
     @staticmethod
     def _printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
@@ -178,20 +210,41 @@ Fix
         return None
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True) -> Finding | None:
-        loop = hot_loop_of(ctx, node)
-        if loop is None or runs_periodically(ctx, node):
+        region = hot_region_of(ctx, node)
+        if region is None or runs_periodically(ctx, node):
             return None
-        if _synchronized_before(ctx, loop, node):
+        looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
+        if looping and _synchronized_before(ctx, region, node):
             return None  # the step already waits for the GPU; this read adds no stall
-        if not scope_moves_to_device(ctx, ctx.scope_of(node)):
+        if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not is_device_tensor(ctx, subject, node):
             return None
+        if looping and feeds_environment(ctx, node, region):
+            return None  # the environment steps on the host with this value: the read is needed
+        where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         return ctx.finding(
             self.code, node,
-            f"{what} in the training loop (line {loop.lineno}) waits for the GPU to finish every step",
+            f"{what} in {where} waits for the GPU to finish every step",
             suggestion="keep the value on the device (e.g. .detach()) and read it once per log interval",
         )
+
+
+def _on_device(ctx: Context, node: ast.AST) -> bool:
+    """Is the code around ``node`` evidently on an accelerator? Its function (or script) moves
+    data to a device; or it only receives its data (a method such as ``update(self, rollouts)``)
+    in a file or project that moves data to a device."""
+    scope = ctx.scope_of(node)
+    if scope_moves_to_device(ctx, scope):
+        return True
+    if scope.__class__ is ast.Module or _names_cpu(ctx, scope):
+        return False
+    return gpu_evident(ctx) or ctx.project.moves_to_device
+
+
+def _names_cpu(ctx: Context, scope: ast.AST) -> bool:
+    """A ``"cpu"`` device named in the function: it runs on the CPU on purpose."""
+    return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(scope.body))
 
 
 def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:

@@ -65,6 +65,11 @@ Example
 Fix
   `nn.Conv2d(64, 128, 3, padding=1, bias=False)`. Not applied automatically: it changes the
   state dict, so old checkpoints would need `strict=False` or a key filter.
+
+Lint and the doctor
+  Lint sees a biased convolution followed by BatchNorm where both are written next to each
+  other. The doctor follows the recorded forward pass: a BatchNorm that receives exactly the
+  output of a biased convolution, however the model is built.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.backends import cudnn_flag_assignments
 
 _VARYING = (
     "torch.nn.utils.rnn.pad_sequence",
@@ -15,20 +15,6 @@ _VARYING = (
     "torch.nn.utils.rnn.pack_sequence",
 )
 
-
-def cudnn_flag_assignments(ctx: Context, flag: str) -> list[ast.Assign]:
-    """``torch.backends.cudnn.<flag> = True`` statements (any import alias of cudnn)."""
-    out = []
-    for node in ctx.nodes.get(ast.Assign, ()):
-        if node.value.__class__ is not ast.Constant or node.value.value is not True:
-            continue
-        for t in node.targets:
-            if t.__class__ is ast.Attribute and t.attr == flag:
-                q = ctx.qualname(t)
-                if q == f"torch.backends.cudnn.{flag}":
-                    out.append(node)
-    out.sort(key=lambda n: (n.lineno, n.col_offset))
-    return out
 
 
 class BenchmarkWithVaryingShapes(Rule):
@@ -55,6 +41,11 @@ Example
 Fix
   Leave `cudnn.benchmark` off for variable shapes, or bucket/pad sequences to a few fixed
   lengths so only a handful of shapes ever occur. `torchwise tune` measures whether it helps.
+
+Lint and the doctor
+  Lint sees `cudnn.benchmark = True` in a file that pads or packs variable-length batches. The
+  doctor compares the shapes of the batches of real steps (and a few dataset samples) with
+  benchmark mode on.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

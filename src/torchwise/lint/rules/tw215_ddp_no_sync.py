@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import backward_calls, is_optimizer_step
+from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 

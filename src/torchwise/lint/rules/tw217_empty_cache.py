@@ -7,7 +7,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import hot_loop_of, in_except_handler, runs_periodically
+from torchwise.lint.semantics.steps import hot_loop_of, in_except_handler, runs_periodically
 
 
 class EmptyCacheInLoop(Rule):

@@ -9,7 +9,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_model_name, is_module_instance, training_calls
+from torchwise.lint.semantics.models import is_model_name, is_module_instance
+from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.values import local_function
 
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
@@ -41,7 +43,9 @@ class HalfModelTraining(Rule):
 What it flags
   `model.half()`, `model.to(torch.float16)` or `model.to(dtype=torch.half)` on something that
   evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
-  a function (or script) that also trains: it calls `backward()` or an optimizer `step()`.
+  a function (or script) that also trains - it calls `backward()` or an optimizer `step()` -
+  or that calls a function of the same file that does (`net = Net().cuda().half()` in
+  `main()`, then `train(net, ...)`).
   Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
   and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
@@ -61,6 +65,10 @@ Fix
   Keep the weights in fp32 and run the forward pass under
   `torch.autocast("cuda", dtype=torch.float16)` with a `torch.amp.GradScaler("cuda")` (or use
   bf16 autocast without a scaler where supported).
+
+Lint and the doctor
+  Lint sees a whole model converted to fp16 in code that trains it. The doctor finds BatchNorm
+  parameters and statistics stored in half precision at run time, however they got there.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -87,7 +95,7 @@ Fix
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
-            if id(ctx.scope_of(call)) not in training_scopes:
+            if not self._trains_here(ctx, ctx.scope_of(call), training_scopes):
                 continue
             if not is_module_instance(ctx, recv, call) and not self._assigned_to_model(ctx, call):
                 continue
@@ -97,6 +105,20 @@ Fix
                 suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
             )
 
+
+    @staticmethod
+    def _trains_here(ctx: Context, scope: ast.AST, training_scopes: set[int]) -> bool:
+        """``scope`` trains, or calls a function of this file that does (``net = Net().half()``
+        in ``main()``, then ``train(net, loader, opt)``)."""
+        if id(scope) in training_scopes:
+            return True
+        body = scope.body if isinstance(scope.body, list) else [scope.body]
+        for node in ctx.walk_body(body):
+            if node.__class__ is ast.Call:
+                target = local_function(ctx, node)
+                if target is not None and id(target) in training_scopes:
+                    return True
+        return False
 
     @staticmethod
     def _assigned_to_model(ctx: Context, call: ast.Call) -> bool:

@@ -10,7 +10,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import in_compat_fallback
+from torchwise.lint.semantics.files import in_compat_fallback
 
 OLD = {
     "torch.cuda.amp.autocast": ("autocast", "cuda"),

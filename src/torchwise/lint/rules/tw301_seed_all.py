@@ -44,10 +44,23 @@ _RANDOM_LAYERS = (
 _LABELS = {"random": "Python's random", "numpy": "NumPy's global generator", "torch": "torch's generator"}
 
 
+def _under_test(ctx: Context, node: ast.AST) -> bool:
+    """In a test function (``test_*``, ``_test*``), a ``unittest.TestCase`` method, or under an
+    ``if`` that tests a test switch (``if args.test:``): code that runs only under test."""
+    for anc in ctx.ancestors(node):
+        if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and anc.name.lstrip("_").startswith("test"):
+            return True
+        if anc.__class__ is ast.ClassDef and any((last_name(b) or "").endswith("TestCase") for b in anc.bases):
+            return True
+        if anc.__class__ is ast.If and "test" in ctx.text(anc.test).lower():
+            return True
+    return False
+
+
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
-    triggers = ("seed",)
+    triggers = ("seed", "rand")
     doc = """\
 What it flags
   In a file that seeds at least one generator (`random.seed`, `np.random.seed`,
@@ -58,7 +71,12 @@ What it flags
   `random.Random()` created without a seed next to the seeding calls (same function or
   script, not under an `if`), which the global seeds do not reach. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
-  their own with "seed" in its name) are left alone.
+  their own with "seed" in its name) are left alone, and seeds that only run under test (in a
+  `test_*` function, a `TestCase`, under `if args.test:`) do not count.
+  Across the files linted together: in a module that seeds nothing itself, a draw from a
+  generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
+  project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
+  shuffles with Python's `random`); projects with a seed-everything helper are left alone.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -82,14 +100,15 @@ Fix
         for name in ("seed", "manual_seed", "manual_seed_all"):
             for call in ctx.calls_named(name):
                 family = _SEEDERS.get(ctx.qualname(call.func) or "")
-                if family is not None:
+                if family is not None and not _under_test(ctx, call):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
                         first_seed = call
-        if not seeded or first_seed is None:
-            return
         if any(ctx.calls_named(name) for name in _SEED_ALL) or self._unknown_seeder(ctx):
+            return
+        if not seeded or first_seed is None:
+            yield from self._unseeded_in_project(ctx)
             return
         uses = self._uses(ctx)
         for family in ("random", "numpy", "torch"):
@@ -117,6 +136,27 @@ Fix
                 suggestion=f"pass a seed: {last_name(call.func)}(seed)",
             )
 
+    def _unseeded_in_project(self, ctx: Context) -> Iterator[Finding]:
+        """A module that seeds nothing and draws from a generator the project never seeds, while
+        its entry point seeds others (``random.shuffle`` in ``data.py``; ``train.py`` seeds numpy
+        and torch). Only explicit draws count here: layers and initialisers are seeded by
+        whoever builds the model."""
+        project = ctx.project
+        if not project.seeded or project.seeds_everything:
+            return
+        uses = self._uses(ctx, draws_only=True)
+        for family in ("random", "numpy", "torch"):
+            if family in project.seeded or family not in uses:
+                continue
+            node = uses[family]
+            others = ", ".join(f"{f} ({w})" for f, w in sorted(project.seeded.items()))
+            yield ctx.finding(
+                self.code, node,
+                f"{_LABELS[family]} is used here but never seeded in this project, which seeds {others}",
+                suggestion="seed every generator in use where the others are seeded (or call torchwise.seed_everything)",
+                end_node=node.func if node.__class__ is ast.Call else node,
+            )
+
     @staticmethod
     def _unknown_seeder(ctx: Context) -> bool:
         """A call of some other ``*seed*`` function (``seed_torch(s)``, ``utils.fix_all_seeds()``)
@@ -137,10 +177,12 @@ Fix
         return ", ".join(names[s] for s in sorted(seeded))
 
     @staticmethod
-    def _uses(ctx: Context) -> dict[str, ast.AST]:
+    def _uses(ctx: Context, draws_only: bool = False) -> dict[str, ast.AST]:
         uses: dict[str, ast.AST] = {}
 
         def note(family: str, node: ast.AST) -> None:
+            if _under_test(ctx, node):
+                return  # a self-test of the module: not what a run does
             old = uses.get(family)
             if old is None or (node.lineno, node.col_offset) < (old.lineno, old.col_offset):
                 uses[family] = node
@@ -164,6 +206,8 @@ Fix
             shuffle = keyword(call, "shuffle")
             if shuffle is not None and shuffle.value.__class__ is ast.Constant and shuffle.value.value is True:
                 note("torch", call)
+        if draws_only:
+            return uses
         for name in _RANDOM_INITS:
             for call in ctx.calls_named(name):
                 if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.rules.tw213_cudnn_benchmark_varying import cudnn_flag_assignments
+from torchwise.lint.semantics.backends import cudnn_flag_assignments
 
 
 def exclusive(ctx: Context, a: ast.AST, b: ast.AST) -> bool:

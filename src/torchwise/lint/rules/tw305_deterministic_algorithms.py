@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.rules.tw213_cudnn_benchmark_varying import cudnn_flag_assignments
+from torchwise.lint.semantics.backends import cudnn_flag_assignments
 
 
 class PartialDeterminism(Rule):
@@ -16,8 +17,9 @@ class PartialDeterminism(Rule):
     triggers = ("deterministic",)
     doc = """\
 What it flags
-  `torch.backends.cudnn.deterministic = True` in a file that never calls
-  `torch.use_deterministic_algorithms(True)` (or with `warn_only=...`).
+  `torch.backends.cudnn.deterministic = True`, or set from an option
+  (`= args.torch_deterministic`, `= cfg.deterministic`: on whenever the option is, often by
+  default), in a file that never calls `torch.use_deterministic_algorithms(...)`.
 
 Why it matters
   The cuDNN flag covers cuDNN convolutions only. Many other CUDA kernels - scatter/index_add
@@ -37,13 +39,14 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        dets = cudnn_flag_assignments(ctx, "deterministic")
+        dets = cudnn_flag_assignments(ctx, "deterministic", literal_only=False)
         if not dets or ctx.calls_to("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"):
             return
         for node in dets:
+            when = "" if node.value.__class__ is ast.Constant else f" (when {ctx.text(node.value)} is on)"
             yield ctx.finding(
                 self.code, node,
-                "cudnn.deterministic covers cuDNN only; other CUDA kernels stay nondeterministic",
+                f"cudnn.deterministic covers cuDNN only; other CUDA kernels stay nondeterministic{when}",
                 suggestion='also call torch.use_deterministic_algorithms(True) and set CUBLAS_WORKSPACE_CONFIG=":4096:8"',
             )
 

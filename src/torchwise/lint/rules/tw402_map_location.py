@@ -8,7 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name, str_consts
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import gpu_evident
+from torchwise.lint.semantics.devices import gpu_evident
+from torchwise.lint.semantics.hostreads import checkpoint_facts, loaded_keys, saved_keys, saves_on_host
 
 
 def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:
@@ -31,6 +32,19 @@ def _own_cpu_cache(ctx: Context, load: ast.Call) -> bool:
     return False
 
 
+def _host_keys(ctx: Context, load: ast.Call) -> bool:
+    """Every key read from the loaded dict is saved (by this file or the project) with host data
+    only: ``stats["mean"]`` where ``torch.save(dict(mean=np.mean(f, 0), ...))`` wrote it."""
+    keys = loaded_keys(ctx, load)
+    if not keys:
+        return False
+    host, device = saved_keys(ctx)
+    _, project_host, project_device = checkpoint_facts(ctx.project)
+    host |= project_host
+    device |= project_device
+    return keys <= host and not keys & device
+
+
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
     name = "torch-load-no-map-location"
@@ -39,7 +53,10 @@ class LoadWithoutMapLocation(Rule):
 What it flags
   `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
-  checkpoints it reads are likely to hold CUDA tensors.
+  checkpoints it reads are likely to hold CUDA tensors. Left alone: files that cannot hold GPU
+  tensors because the file, or the project linted with it, writes every checkpoint from host
+  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), and
+  loads whose keys (`stats["mean"]`) are only ever saved with host data.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -62,8 +79,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            if _own_cpu_cache(ctx, call):
-                continue  # reads back what this file saved from CPU tensors
+            if _own_cpu_cache(ctx, call) or saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
+                continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             yield ctx.finding(
                 self.code, call,
                 "torch.load without map_location restores tensors onto the GPU they were saved from",

@@ -9,6 +9,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.projectcode import function_verdict
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
 _FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
@@ -33,7 +35,9 @@ What it flags
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
   unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
-  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU.
+  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU;
+  and a script that calls a set-up function of its project that is GPU-only (it initialises
+  NCCL, or exits or asserts when no GPU is there), even when other scripts fall back to the CPU.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
 
 Why it matters
@@ -53,6 +57,10 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only:
             return  # the project as a whole is GPU-only by design (torchwise.lint.project)
+        setups = ctx.project.gpu_setup_blocks
+        if setups and any(function_verdict(ctx.project, "gpu_setup_blocks", name, gpu_setup_line)
+                          for name in ctx.calls_by_name if name in setups):
+            return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         src = ctx.source
         if any(h in src for h in _FALLBACK_HINTS):
             return

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import local_function
+from torchwise.lint.semantics.values import local_function
 
 
 def _has_epoch_loop(ctx: Context) -> bool:
@@ -28,6 +28,11 @@ def _bound_names(ctx: Context, call: ast.Call) -> set[str]:
     return set()
 
 
+# what a loader passes through on its way into the loop: nothing here calls set_epoch
+_ITERATION = frozenset({"enumerate", "iter", "next", "len", "zip", "list", "tqdm", "trange", "print", "islice", "cycle",
+                        "chain", "isinstance", "range", "sorted", "tuple", "repeat", "log_every"})
+
+
 def _handed_on(ctx: Context, sampler: ast.Call) -> bool:
     """Is the sampler, or a DataLoader built with it, passed to a function not defined here?"""
     names = _bound_names(ctx, sampler)
@@ -42,8 +47,8 @@ def _handed_on(ctx: Context, sampler: ast.Call) -> bool:
     for call in ctx.nodes.get(ast.Call, ()):
         if ctx.qualname(call.func) in ("torch.utils.data.DataLoader", "torch.utils.data.DistributedSampler"):
             continue
-        if local_function(ctx, call) is not None:
-            continue
+        if local_function(ctx, call) is not None or last_name(call.func) in _ITERATION:
+            continue  # our own function (its set_epoch would be seen), or iteration: enumerate(loader), tqdm(loader)
         if any(v.__class__ in (ast.Name, ast.Attribute) and last_name(v) in names for v in [*call.args, *(k.value for k in call.keywords)]):
             return True
     return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from torchwise.lint.api_symbols import REMOVED, symbol_calls, symbol_imports
+from torchwise.lint.semantics.api_symbols import REMOVED, symbol_calls, symbol_imports
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule

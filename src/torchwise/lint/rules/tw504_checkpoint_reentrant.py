@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, has_star_args, keyword
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import in_compat_fallback
+from torchwise.lint.semantics.files import in_compat_fallback
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
 _NEW_API = re.compile(r"\buse_reentrant\b")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.api_symbols import NON_PUBLIC, symbol_imports
+from torchwise.lint.semantics.api_symbols import NON_PUBLIC, symbol_imports
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.files import in_compat_fallback
 
 _OLD_TO_NEW = {"pretrained": "weights", "pretrained_backbone": "weights_backbone"}
 
@@ -21,6 +22,8 @@ class TorchvisionPretrained(Rule):
 What it flags
   A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
   with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` as its first argument.
+  The old-torchvision branch of version-compatible code is left alone: the fallback in
+  `except TypeError:` after a call with `weights=`, or under a version test.
 
 Why it matters
   Since torchvision 0.13 the builders take `weights=`/`weights_backbone=` (an enum naming the
@@ -45,6 +48,8 @@ Fix
             q = ctx.qualname(call.func)
             if q is None or not q.startswith("torchvision.models."):
                 continue
+            if in_compat_fallback(ctx, call):
+                continue  # the branch for torchvision < 0.13, next to the weights= call
             first = call.args[0] if call.args else None
             if first is not None and first.__class__ is ast.Constant and type(first.value) is bool and q.rsplit(".", 1)[-1][:1].islower():
                 yield ctx.finding(self.code, first, "a positional pretrained flag is deprecated in torchvision; pass weights=",

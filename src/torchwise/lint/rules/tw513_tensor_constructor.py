@@ -1,43 +1,157 @@
-"""TW513: the legacy ``torch.Tensor(...)`` constructor."""
+"""TW513: the legacy tensor constructors, ``torch.Tensor(...)`` and the typed ones
+(``torch.FloatTensor(...)``, ``torch.cuda.LongTensor(...)``...)."""
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context
-from torchwise.lint.findings import Finding
+from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
+
+# typed legacy constructor -> the dtype it always makes
+TYPED: dict[str, str] = {
+    "FloatTensor": "torch.float32", "DoubleTensor": "torch.float64", "HalfTensor": "torch.float16",
+    "BFloat16Tensor": "torch.bfloat16", "LongTensor": "torch.int64", "IntTensor": "torch.int32",
+    "ShortTensor": "torch.int16", "CharTensor": "torch.int8", "ByteTensor": "torch.uint8", "BoolTensor": "torch.bool",
+}
+CONSTRUCTORS: dict[str, tuple[str | None, str]] = {"torch.Tensor": (None, "cpu")}
+for _name, _dtype in TYPED.items():
+    CONSTRUCTORS[f"torch.{_name}"] = (_dtype, "cpu")
+    CONSTRUCTORS[f"torch.cuda.{_name}"] = (_dtype, "cuda")
+
+
+def _numeric_literal(node: ast.AST) -> bool:
+    """A list/tuple (nested) of number or bool constants, possibly negated: data, surely."""
+    if node.__class__ in (ast.List, ast.Tuple):
+        return all(_numeric_literal(e) for e in node.elts)
+    if node.__class__ is ast.UnaryOp and node.op.__class__ in (ast.USub, ast.UAdd):
+        return _numeric_literal(node.operand)
+    return node.__class__ is ast.Constant and type(node.value) in (int, float, bool)
+
+
+def _is_size(node: ast.AST) -> bool:
+    """``3``, ``x.shape``, ``x.size()``: what the constructor reads as sizes when it is the only argument."""
+    if node.__class__ is ast.Constant:
+        return type(node.value) is int
+    if node.__class__ is ast.Attribute:
+        return node.attr == "shape"
+    return node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "size" and not node.args
+
+
+def _form(call: ast.Call) -> str | None:
+    """``"sizes"`` or ``"data"`` when the arguments say for sure how the constructor reads them."""
+    if call.keywords or any(a.__class__ is ast.Starred for a in call.args):
+        return None
+    if len(call.args) >= 2:
+        return "sizes"  # several arguments are always sizes
+    arg = call.args[0]
+    if _is_size(arg):
+        return "sizes"
+    return "data" if _numeric_literal(arg) else None
+
+
+def _alias_target(ctx: Context, call: ast.Call) -> str | None:
+    """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor; Tensor(n, 1)``: the
+    constructor a local name stands for (either branch of a conditional)."""
+    func = call.func
+    if func.__class__ is not ast.Name or func.id in ctx.imports:
+        return None
+    value = ctx.resolve(func, call)
+    if value is func or value is None:
+        return None
+    options = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    for option in options:
+        q = ctx.qualname(option)
+        if q in CONSTRUCTORS and q != "torch.Tensor":
+            return q
+    return None
 
 
 class TensorConstructor(Rule):
     code = "TW513"
     name = "legacy-tensor-constructor"
     triggers = ("Tensor(",)
+    fixable = True
     doc = """\
 What it flags
-  A call of `torch.Tensor(...)` with arguments (the class itself, in annotations, `isinstance`
-  or as a base class, is fine).
+  A call with arguments of a legacy constructor: `torch.Tensor(...)`, the typed
+  `torch.FloatTensor(...)`, `DoubleTensor`, `HalfTensor`, `BFloat16Tensor`, `LongTensor`,
+  `IntTensor`, `ShortTensor`, `CharTensor`, `ByteTensor`, `BoolTensor`, their `torch.cuda.*`
+  twins, and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
+  torch.FloatTensor`, then `Tensor(n, 1)`). The classes themselves, in annotations,
+  `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
 
 Why it matters
-  `torch.Tensor` guesses what its arguments mean: `torch.Tensor(3, 4)` is an uninitialised
-  3x4 tensor full of leftover memory, `torch.Tensor([3, 4])` a two-element vector, and either
-  way the dtype is the global default float type rather than that of the data. Uninitialised
-  values that slip into a computation give irreproducible results.
+  These constructors guess what their arguments mean: `torch.FloatTensor(3, 4)` is an
+  uninitialised 3x4 tensor full of leftover memory, `torch.FloatTensor([3, 4])` a two-element
+  vector, and `torch.LongTensor(n)` either, depending on whether `n` is a number or a list.
+  Uninitialised values that slip into a computation give irreproducible results.
+  `torch.Tensor` also takes the global default float type rather than the data's. They are
+  deprecated in favour of factories that say what they do.
 
 Example
   w = torch.Tensor(out_features, in_features)          # TW513
+  ids = torch.LongTensor([1, 2, 3])                    # TW513 (fixed automatically)
 
 Fix
-  `torch.empty(out, in)` (then initialise it), `torch.zeros(...)`, or `torch.tensor(data)` for
-  values (which infers the dtype from the data; pass `dtype=torch.float32` to keep floats).
+  `torch.empty(out, in)` (then initialise it), `torch.zeros(...)`, or `torch.tensor(data,
+  dtype=...)` for values. `torchwise lint --fix` rewrites the typed constructors where the
+  result is exactly the same: sizes (several arguments, an integer, `x.shape`, `x.size()`)
+  become `torch.empty(..., dtype=..., device=...)` and a literal list of numbers becomes
+  `torch.tensor([...], dtype=..., device=...)`. The fix keeps `device="cpu"` (or `"cuda"`)
+  because these constructors ignore `torch.set_default_device`; drop it where the tensor
+  should follow the default device. `torch.Tensor(sizes)` becomes `torch.empty(sizes)` only
+  with `--unsafe-fixes` (`torch.empty` follows a default device set elsewhere; the legacy
+  constructor does not). Other arguments (a name, an array) are left to you: the constructor
+  may read them as sizes or as data, and it aliases a tensor it is given.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to("torch.Tensor"):
+        for call in ctx.calls_named("Tensor", *TYPED):
             if not call.args and not call.keywords:
                 continue
-            yield ctx.finding(self.code, call, "torch.Tensor(...) is the legacy constructor: sizes give uninitialised memory, data the default dtype",
-                              suggestion="use torch.empty/zeros(sizes) or torch.tensor(data, dtype=...)", end_node=call.func)
+            q = ctx.qualname(call.func)
+            alias = None
+            if q not in CONSTRUCTORS:
+                alias = _alias_target(ctx, call)
+                if alias is None:
+                    continue
+            name = ctx.text(call.func) + "(...)" if alias is None else f"{call.func.id}(...) ({alias})"
+            if q == "torch.Tensor":
+                message = "torch.Tensor(...) is the legacy constructor: sizes give uninitialised memory, data the default dtype"
+            else:
+                message = f"{name} is a legacy typed constructor: sizes give uninitialised memory, one argument may be read as data"
+            yield ctx.finding(self.code, call, message, suggestion=self._suggestion(q or alias),
+                              fix=self._fix(ctx, call, q) if alias is None else None, end_node=call.func)
+
+    @staticmethod
+    def _suggestion(q: str) -> str:
+        dtype, device = CONSTRUCTORS[q]
+        extra = (f", dtype={dtype}" if dtype else "") + (', device="cuda"' if device == "cuda" else "")
+        return f"use torch.empty/zeros(sizes{extra}) or torch.tensor(data{extra or ', dtype=...'})"
+
+    @staticmethod
+    def _fix(ctx: Context, call: ast.Call, q: str) -> Fix | None:
+        form = _form(call)
+        if form is None:
+            return None
+        dtype, device = CONSTRUCTORS[q]
+        start, _ = ctx.span(call.func)
+        args_start, _ = ctx.span(call.args[0])
+        _, args_end = ctx.span(call.args[-1])
+        args = ctx.source[args_start:args_end]
+        factory = "torch.empty" if form == "sizes" else "torch.tensor"
+        if dtype is None:  # torch.Tensor: only sizes, and the default device may differ
+            if form != "sizes":
+                return None
+            edit = Edit(start, args_start, factory + "(")
+            return Fix("use torch.empty(sizes)", (edit,), safe=False,
+                       why_unsafe="torch.empty follows torch.set_default_device (set anywhere in the program); torch.Tensor always made CPU tensors")
+        _, end = ctx.span(call)
+        text = f'{factory}({args}, dtype={dtype}, device="{device}")'
+        return Fix(f"use {factory}(..., dtype={dtype})", (Edit(start, end, text),))
 
 
 RULE = TensorConstructor()

@@ -7,7 +7,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics import is_test_path
+from torchwise.lint.semantics.files import is_test_path
 
 
 class LibraryInTests(Rule):

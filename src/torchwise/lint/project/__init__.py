@@ -1,0 +1,82 @@
+"""Project-wide facts: what a per-file rule cannot see in the file it checks.
+
+Lint judges one file at a time, but a few questions are answered in *another* file of the same
+project: what a dataset class imported from another module yields per item (tensors already on
+the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded);
+whether the project as a whole is written for GPUs only (it imports GPU-only kernel libraries
+unconditionally more often than it checks for a GPU, or it hard-codes the NCCL backend and never
+checks for a GPU), or puts anything on a device at all; which of its functions read their
+arguments on the host, make the program GPU-only, or build pinned loaders; which random
+generators it seeds; whether the checkpoints it writes hold host data only. :func:`scan`
+answers them with one light pass over the files being linted, before the rules run:
+
+- text tests first: GPU-only imports are import lines at column 0 (module level, not under
+  ``try``/``if``); only the module-level imports and the top-level classes that look like
+  datasets are parsed; the short functions that mention what rules may ask about, and the files
+  that call ``torch.save``, are kept as text and read only when a rule asks, so the pass costs
+  a fraction of a lint;
+- nothing is imported or executed, neither torch nor the linted code;
+- the result, :class:`ProjectFacts`, is small plain data: the runner builds it once in the parent
+  process and hands it to every worker, and each file's :class:`~torchwise.lint.engine.Context`
+  carries the facts of its project as ``ctx.project``.
+
+A project is a folder given to lint: ``torchwise lint proj_a proj_b`` scans each on its own, so
+facts do not mix; a file named on its own is its own project (its own facts only). Code linted
+without the runner (``lint_source``, standard input, the flake8 plugin, which sees one file at
+a time) gets :data:`NO_FACTS`: file-only behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
+from torchwise.lint.project.datasets import dataset_facts
+from torchwise.lint.project.functions import GPU_NEEDLES, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
+from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
+from torchwise.lint.semantics.files import is_test_path
+
+# A project is GPU-only when at least this many of its (non-test) files import a GPU-only library
+# at module level, and more files do so than check whether a GPU is there; or when it hard-codes
+# the NCCL backend (``init_process_group("nccl")``) and no file of it ever checks for a GPU.
+GPU_ONLY_MIN_FILES = 3
+
+
+def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
+    """Facts from ``(path, source text)`` pairs of one project. Never raises for bad content."""
+    every = list(files)
+    texts = [(path, text) for path, text in every if not is_test_path(path)]
+    loaders = any("DataLoader" in text for _, text in every)
+    # dataset facts serve DataLoader rules only: no loader in the project, no parsing
+    datasets = dataset_facts(every) if loaders else {}
+    words = text_facts(texts)
+    hosts = candidate_blocks(texts, HOST_NEEDLES) if words.moves_to_device else {}
+    setups = candidate_blocks(texts, GPU_NEEDLES)
+    builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
+    saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
+    gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
+        words.nccl > 0 and words.checks == 0)
+    return ProjectFacts(
+        "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
+        moves_to_device=words.moves_to_device,
+        targets_gpu=words.targets_gpu,
+        host_read_blocks=hosts,
+        gpu_setup_blocks=setups,
+        loader_blocks=builders,
+        definitions=definition_counts(texts, set(hosts) | set(setups) | set(builders)),
+        all_loaders_pinned=loaders and _all_pinned(texts),
+        seeded=words.seeded,
+        seeds_everything=words.seeds_everything,
+        save_files=saves,
+        no_grad_functions=frozenset(words.no_grad_functions),
+    )
+
+
+def _all_pinned(texts: list[tuple[str, str]]) -> bool:
+    """Every ``DataLoader(`` call of the project's text passes ``pin_memory=True`` (a cheap count)."""
+    calls = sum(text.count("DataLoader(") for _, text in texts)
+    pinned = sum(text.count("pin_memory=True") for _, text in texts)
+    return calls > 0 and pinned >= calls
+
+
+__all__ = ["GPU_ONLY_LIBS", "GPU_ONLY_MIN_FILES", "NO_FACTS", "DatasetFacts", "ProjectFacts", "scan"]

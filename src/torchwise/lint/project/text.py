@@ -1,0 +1,84 @@
+"""Project facts read from the text of the files, without parsing: GPU-only libraries imported
+at module level, GPU checks, hard-coded NCCL, moves to a device, and which random generators the
+project seeds (and where)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
+GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
+                 "deepspeed", "mamba_ssm", "causal_conv1d")
+_GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
+_GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
+_NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
+# substrings (faster than a regex over every file): naming CUDA, and moving data to a device
+_CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
+_MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
+# seeding calls as written (aliases of numpy as np included): family -> (substring, pattern)
+SEEDS = {
+    "random": ("random.seed(", re.compile(r"(?<![\w.])random\.seed\(")),
+    "numpy": ("random.seed(", re.compile(r"\b(?:np|numpy)\.random\.seed\(")),
+    "torch": ("manual_seed", re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\(")),
+}
+# helpers that seed every generator (frameworks' and the usual hand-written ones)
+_SEED_ALL = ("seed_everything(", "set_seed(", "set_random_seed(", "fix_seed(", "setup_seed(", "seed_all(", "set_seeds(",
+             "init_seeds(", "fix_seeds(", "seed_torch(", "set_global_seed(", "random_seed(", "init_seed(")
+
+
+_NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
+
+
+@dataclass
+class TextFacts:
+    gpu_files: list[str] = field(default_factory=list)
+    checks: int = 0
+    nccl: int = 0
+    moves_to_device: bool = False
+    targets_gpu: bool = False
+    seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
+    seeds_everything: bool = False
+    no_grad_functions: set[str] = field(default_factory=set)
+
+
+def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
+    """The text facts of the (non-test) files ``(path, text)`` of one project."""
+    out = TextFacts()
+    for path, text in texts:
+        if any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
+            out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
+        if ("is_available(" in text or "device_count(" in text) and _GPU_CHECK.search(text):
+            out.checks += 1
+        if "nccl" in text and _NCCL_ONLY.search(text):
+            out.nccl += 1
+        if not out.moves_to_device and any(m in text for m in _MOVES):
+            out.moves_to_device = True
+        if not out.targets_gpu and "cuda" in text and any(m in text for m in _CUDA):
+            out.targets_gpu = True
+        if "seed" in text:
+            _seeds(path, text, out)
+        if "no_grad()" in text or "inference_mode()" in text:
+            out.no_grad_functions.update(_NO_GRAD_DEF.findall(text))
+    return out
+
+
+def _defines_seed_helper(text: str) -> bool:
+    """A ``def ...seed...(`` line: a seeding helper of the project's own."""
+    pos = text.find("seed")
+    while pos >= 0:
+        line = text[text.rfind("\n", 0, pos) + 1:pos].lstrip()
+        if line.startswith(("def ", "async def ")) and "(" not in line:
+            return True
+        pos = text.find("seed", pos + 4)
+    return False
+
+
+def _seeds(path: str, text: str, out: TextFacts) -> None:
+    if any(h in text for h in _SEED_ALL) or _defines_seed_helper(text):
+        out.seeds_everything = True
+    for family, (needle, pattern) in SEEDS.items():
+        if family not in out.seeded and needle in text:
+            m = pattern.search(text)
+            if m is not None:
+                out.seeded[family] = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"

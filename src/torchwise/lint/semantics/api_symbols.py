@@ -1,0 +1,84 @@
+"""Facts about PyTorch APIs that were removed, deprecated or are not public, for the TW5xx rules.
+
+Each entry maps a dotted name to what to use instead. The lists follow PyTorch's release notes and
+deprecation warnings (and cover the symbols TorchFix 0.7 checks); they are data, not code.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, canonical
+from torchwise.lint.semantics.files import in_compat_fallback
+
+# removed from torch: calling them raises (name -> replacement advice)
+REMOVED: dict[str, str] = {
+    "torch.solve": "torch.linalg.solve(A, B) (note the swapped argument order)",
+    "torch.symeig": "torch.linalg.eigh",
+    "torch.matrix_rank": "torch.linalg.matrix_rank",
+    "torch.lstsq": "torch.linalg.lstsq (note the swapped argument order)",
+    "torch.eig": "torch.linalg.eig",
+}
+
+# deprecated: still there, but warn and are slated for removal (name -> (replacement, exact alias?))
+DEPRECATED: dict[str, tuple[str, bool]] = {
+    "torch.qr": ("torch.linalg.qr", False),
+    "torch.chain_matmul": ("torch.linalg.multi_dot", False),
+    "torch.cholesky": ("torch.linalg.cholesky", False),
+    "torch.ger": ("torch.outer", True),
+    "torch.lu_solve": ("torch.linalg.lu_solve", False),
+    "torch.norm": ("torch.linalg.vector_norm / torch.linalg.matrix_norm", False),
+    "torch.range": ("torch.arange (which excludes the end point)", False),
+    "torch.svd": ("torch.linalg.svd (returns V^H, not V)", False),
+    "torch.triangular_solve": ("torch.linalg.solve_triangular", False),
+    "torch.lu": ("torch.linalg.lu_factor", False),
+    "torch.nn.UpsamplingNearest2d": ("torch.nn.Upsample(mode='nearest')", False),
+    "torch.nn.UpsamplingBilinear2d": ("torch.nn.Upsample(mode='bilinear', align_corners=True)", False),
+    "torch.testing.assert_allclose": ("torch.testing.assert_close", False),
+    "torch.nn.utils.weight_norm": ("torch.nn.utils.parametrizations.weight_norm", False),
+    "torch.utils._pytree._register_pytree_node": ("torch.utils._pytree.register_pytree_node", False),
+    "torch.backends.cuda.sdp_kernel": ("torch.nn.attention.sdpa_kernel", False),
+    "functorch.vmap": ("torch.func.vmap", True),
+    "functorch.grad": ("torch.func.grad", True),
+    "functorch.vjp": ("torch.func.vjp", True),
+    "functorch.jvp": ("torch.func.jvp", True),
+    "functorch.jacrev": ("torch.func.jacrev", True),
+    "functorch.jacfwd": ("torch.func.jacfwd", True),
+    "functorch.hessian": ("torch.func.hessian", True),
+    "functorch.functionalize": ("torch.func.functionalize", True),
+}
+
+# private paths of public functions (private name -> public name, the same object)
+NON_PUBLIC: dict[str, str] = {
+    "torch.utils.data._utils.collate.default_collate": "torch.utils.data.default_collate",
+    "torch.utils.data._utils.collate.default_convert": "torch.utils.data.default_convert",
+}
+
+
+# Both helpers skip the old-version branch of code written for several versions
+# (``try: from torch.func import vmap`` / ``except ImportError: from functorch import vmap``).
+
+
+def symbol_calls(ctx: Context, table: dict) -> Iterator[tuple[ast.Call, str]]:
+    """Calls of any name in ``table`` through a module (``torch.solve(...)``), with the name.
+
+    A bare name (``solve(...)`` after ``from torch import solve``) is left to the import line's
+    finding, where the fix belongs."""
+    for call in ctx.calls_to(*table):
+        if call.func.__class__ is ast.Name or in_compat_fallback(ctx, call):
+            continue
+        q = ctx.qualname(call.func)
+        if q in table:
+            yield call, q
+
+
+def symbol_imports(ctx: Context, table: dict) -> Iterator[tuple[ast.ImportFrom, ast.alias, str]]:
+    """``from M import N`` lines that import a name of ``table`` (``M.N`` in it)."""
+    for node in ctx.nodes.get(ast.ImportFrom, ()):
+        if node.level or not node.module:
+            continue
+        for alias in node.names:
+            q = canonical(f"{node.module}.{alias.name}")
+            if q in table and not in_compat_fallback(ctx, node):
+                yield node, alias, q

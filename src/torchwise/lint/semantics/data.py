@@ -1,0 +1,227 @@
+"""Datasets and loaders: what a loader's dataset is and yields (items on the device, slices of
+an in-memory tensor, stored constants, index collections), in this file or, through the project
+facts, in another module of the project."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
+from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
+
+
+def local_dataset_class(ctx: Context, expr: AST | None, use: AST) -> ast.ClassDef | None:
+    """The class of this file that ``expr`` (a loader's dataset) is an instance of, if evident."""
+    if expr is None:
+        return None
+    built = ctx.constructed_from(ctx.resolve(expr, use), use)
+    if built is None or not built.startswith("local:"):
+        return None
+    return ctx.local_classes.get(built[6:])
+
+
+def getitem_of(klass: ast.ClassDef | None) -> ast.FunctionDef | None:
+    if klass is None:
+        return None
+    for item in klass.body:
+        if item.__class__ is ast.FunctionDef and item.name == "__getitem__":
+            return item
+    return None
+
+
+def moves_to_device(ctx: Context, fn: AST, follow_calls: int = 1) -> bool:
+    """Does ``fn``'s body put tensors on a device (``.cuda()``, ``.to(device)``), itself or
+    through a helper of this file it calls?"""
+    for node in body_nodes(ctx, fn, follow_calls=follow_calls):
+        if node.__class__ is ast.Call and device_move_target(ctx, node) is not None:
+            return True
+    return False
+
+
+def _collate_function(ctx: Context, loader: ast.Call) -> AST | None:
+    """The function of this file a loader's ``collate_fn`` runs (through ``partial(fn, ...)``)."""
+    value = None
+    for k in loader.keywords:
+        if k.arg == "collate_fn":
+            value = k.value
+    if value is None:
+        return None
+    for _ in range(3):
+        if value.__class__ is ast.Name:
+            b = ctx.binding_at(value.id, loader)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                value = b.value
+                continue
+            break
+        if value.__class__ is ast.Call and last_name(value.func) == "partial" and value.args:
+            value = value.args[0]
+            continue
+        break
+    if value.__class__ is ast.Lambda:
+        return value
+    if value.__class__ in (ast.Name, ast.Attribute):
+        fake = ast.Call(func=value, args=[], keywords=[])
+        return local_function(ctx, fake)
+    return None
+
+
+def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | None) -> bool:
+    """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
+    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, or the
+    dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
+    collate = _collate_function(ctx, loader)
+    if collate is not None and moves_to_device(ctx, collate):
+        return True
+    getitem = getitem_of(local_dataset_class(ctx, dataset, loader))
+    if getitem is not None and moves_to_device(ctx, getitem):
+        return True
+    if dataset is not None:
+        made = producing_call(ctx, dataset, loader)
+        if made is not None and last_name(made.func) == "TensorDataset":
+            return any(is_device_tensor(ctx, a, made) for a in made.args)
+    return False
+
+
+_INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|perm)$", re.I)
+_INDEX_MAKERS = frozenset({"nonzero", "arange", "randperm", "argwhere"})
+
+
+def is_index_collection(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> bool:
+    """Does a loader iterate over positions rather than data: ``range(n)``, a tensor of indices
+    (``mask.nonzero().view(-1)``, ``torch.arange``/``randperm``), or a name such as ``train_idx``?
+    Its batches are small index tensors used to slice data held elsewhere."""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        func = expr.func
+        name = last_name(func)
+        if func.__class__ is ast.Name and name == "range":
+            return True
+        if name in _INDEX_MAKERS:
+            return True
+        if func.__class__ is ast.Attribute and name in ("view", "reshape", "flatten", "squeeze", "to", "long", "cpu", "split"):
+            return is_index_collection(ctx, func.value, use, depth - 1)
+        return False
+    if cls is ast.Subscript:
+        return is_index_collection(ctx, expr.value, use, depth - 1)
+    if cls is ast.Name:
+        if _INDEX_NAME.search(expr.id):
+            return True
+        b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "assign" and b.value is not None:
+            return is_index_collection(ctx, b.value, b.node, depth - 1)
+        return False
+    if cls is ast.Attribute:
+        return bool(_INDEX_NAME.search(expr.attr))
+    return False
+
+
+_TENSOR_METHODS = frozenset({"view", "reshape", "long", "float", "int", "clone", "unsqueeze", "squeeze", "contiguous",
+                             "flatten", "t", "item", "type", "to", "bool", "half", "size", "numel", "dim"})
+
+
+# Calls that only pick where to slice: a random offset, index arithmetic.
+_INDEX_DRAWS = frozenset({
+    "torch.randint", "random.randint", "random.randrange", "random.random", "numpy.random.randint",
+    "numpy.random.choice", "len", "min", "max", "int",
+})
+
+
+def getitem_slices_only(ctx: Context, klass: ast.ClassDef) -> bool:
+    """``__getitem__`` that only slices stored tensors (``return self.x[i], self.y[i]``, index
+    arithmetic or a random offset, ``.view``/``.long()``, a move to the device): no file
+    reading, decoding or transform calls."""
+    item = getitem_of(klass)
+    if item is None:
+        return False
+    if not any(n.__class__ is ast.Subscript for n in ast.walk(item)):
+        return False
+    for node in ast.walk(item):
+        if node.__class__ is ast.Call:
+            func = node.func
+            if func.__class__ is ast.Attribute and (func.attr in _TENSOR_METHODS or func.attr == "cuda"):
+                continue
+            q = ctx.qualname(func) or (func.id if func.__class__ is ast.Name else None)
+            if q in _INDEX_DRAWS:
+                continue
+            return False
+        elif node.__class__ in (ast.For, ast.While, ast.With, ast.Try):
+            return False
+    return True
+
+
+def getitem_reads_nothing(klass: ast.ClassDef | None) -> bool:
+    """A dataset whose ``__getitem__`` hands back stored constants and the index (a prompt
+    dataset for sampling): no call, no indexing into stored data, so no per-item tensor."""
+    getitem = getitem_of(klass)
+    if getitem is None:
+        return False
+    for node in ast.walk(getitem):
+        if node.__class__ is ast.Call:
+            return False
+        if node.__class__ is ast.Subscript and node.ctx.__class__ is ast.Load:
+            return False
+    return True
+
+
+_EXTERNAL_ROOTS = ("torch", "torchvision", "torchaudio", "torchtext", "datasets", "transformers")
+
+
+def imported_class_name(ctx: Context, func: AST) -> str | None:
+    """The name a called class was imported under in its own module (``from .data import
+    Shards as S`` -> ``Shards``; ``data.Shards``/``pkg.data.Shards`` -> ``Shards``), when it comes
+    from an import of this file that is not torch or another library listed here; else None."""
+    if func.__class__ is ast.Name:
+        if func.id in ctx.local_classes:
+            return None
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            for alias in node.names:
+                if (alias.asname or alias.name) == func.id:
+                    if not node.level and (node.module or "").split(".", 1)[0] in _EXTERNAL_ROOTS:
+                        return None
+                    return alias.name
+        return None
+    if func.__class__ is ast.Attribute:
+        root = root_name(func)
+        if root is None:
+            return None
+        q = ctx.qualname(func)
+        if q is not None:
+            return None if q.split(".", 1)[0] in _EXTERNAL_ROOTS else func.attr
+        # a module imported relatively (from . import data; data.Shards(...))
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.level and any((a.asname or a.name) == root.id for a in node.names):
+                return func.attr
+    return None
+
+
+def project_dataset(ctx: Context, expr: AST | None, use: AST):
+    """The project facts (:class:`~torchwise.lint.project.DatasetFacts`) of the dataset class,
+    defined in another module of the project, that ``expr`` is an instance of; None when the
+    class is not evident or not the project's."""
+    if expr is None or not ctx.project.datasets:
+        return None
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        expr = ctx.single_self_value(expr, use)
+        if expr is None:
+            return None
+    call = producing_call(ctx, expr, use)
+    if call is None:
+        return None
+    return ctx.project.dataset(imported_class_name(ctx, call.func))
+
+
+def pinned_loaders_line(func: AST) -> int | None:
+    """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
+    the line of its first loader; else None."""
+    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
+    if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return None
+    for call in loaders:
+        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
+        if not (pin is not None and pin.__class__ is ast.Constant and pin.value is True):
+            return None
+    return loaders[0].lineno

@@ -1,0 +1,296 @@
+"""Devices and tensors: device and dtype expressions, moves to a device, evidence that code
+targets a GPU, and values that evidently hold a tensor on the accelerator."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
+from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.values import local_function
+
+
+_DEVICE_STR = re.compile(r"^(cuda|cpu|mps|xpu|hpu|meta|npu|xla)(:\d+)?$")
+_DEVICE_NAMES = frozenset({"rank", "local_rank", "gpu", "gpu_id", "device_id", "devices", "dev"})
+DTYPES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16",
+    "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble",
+    "float8_e4m3fn", "float8_e5m2",
+})
+# Tensor methods that keep a value on the device it was on (used to follow a chain to its root).
+_DEVICE_KEEPING = frozenset({
+    "detach", "float", "double", "half", "mean", "sum", "max", "min", "abs", "argmax", "argmin",
+    "softmax", "log_softmax", "sigmoid", "eq", "ne", "gt", "lt", "ge", "le", "squeeze", "unsqueeze",
+    "view", "reshape", "flatten", "norm", "sqrt", "exp", "log", "clone", "contiguous", "long", "int",
+    "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
+    "sort", "to_dense", "type_as", "repeat", "expand", "std", "var", "gather", "index_select", "masked_fill",
+    "permute", "transpose", "t", "prod", "cumsum", "square", "neg", "tanh", "relu", "log1p", "expm1", "round",
+    "sign", "clamp_min", "clamp_max", "logsumexp", "amax", "amin",
+})
+# Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
+_GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
+_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "linspace"})
+_BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
+SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+
+
+def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 3) -> bool:
+    """Does ``expr`` evidently denote a device (not a dtype, not a tensor)?"""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Constant:
+        return isinstance(expr.value, str) and bool(_DEVICE_STR.match(expr.value))
+    if cls is ast.Call:
+        q = ctx.qualname(expr.func)
+        return q == "torch.device"
+    if cls is ast.Attribute:
+        return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES
+    if cls is ast.IfExp:
+        return is_device_expr(ctx, expr.body, use, depth - 1) and is_device_expr(ctx, expr.orelse, use, depth - 1)
+    if cls is ast.Name:
+        low = expr.id.lower()
+        if "device" in low or low in _DEVICE_NAMES:
+            return True
+        b = ctx.binding_at(expr.id, use or expr)
+        if b is not None and b.kind == "assign":
+            return is_device_expr(ctx, b.value, b.node, depth - 1)
+    return False
+
+
+def is_dtype_expr(ctx: Context, expr: AST | None) -> bool:
+    if expr is None:
+        return False
+    q = ctx.qualname(expr)
+    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in DTYPES:
+        return True
+    name = last_name(expr)
+    return bool(name and "dtype" in name.lower())
+
+
+def device_move_target(ctx: Context, call: ast.Call) -> AST | bool | None:
+    """For ``x.cuda(...)`` -> True; for ``x.to(device, ...)`` -> the device expression; else None."""
+    func = call.func
+    if func.__class__ is not ast.Attribute:
+        return None
+    if func.attr == "cuda":
+        if ctx.qualname(func) is not None:  # torch.cuda is a module, not a method call
+            return None
+        return True
+    if func.attr == "to":
+        kw = None
+        for k in call.keywords:
+            if k.arg == "device":
+                kw = k.value
+        if kw is not None:
+            return kw
+        if call.args and is_device_expr(ctx, call.args[0], call):
+            return call.args[0]
+    return None
+
+
+def _gpu_evidence(ctx: Context) -> list[AST]:
+    """The nodes that show the file targets a GPU: ``.cuda()``, a ``"cuda"`` string, ``torch.cuda``."""
+    found = ctx._cache.get("sem:gpu")
+    if found is None:
+        found = []
+        if "cuda" in ctx.source:
+            found += [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
+            found += [n for n in ctx.nodes.get(ast.Constant, ()) if isinstance(n.value, str) and n.value.startswith("cuda") and _DEVICE_STR.match(n.value)]
+            found += [n for n in ctx.nodes.get(ast.Attribute, ()) if n.attr == "cuda" and ctx.qualname(n) == "torch.cuda"]
+        ctx._cache["sem:gpu"] = found
+    return found
+
+
+def gpu_evident(ctx: Context) -> bool:
+    """Does the file evidently target a GPU (``.cuda()``, a ``"cuda"`` string, ``torch.cuda``)?"""
+    return bool(_gpu_evidence(ctx))
+
+
+def gpu_evident_for(ctx: Context, node: AST) -> bool:
+    """Is there GPU evidence that ``node`` sees: in its own function, an enclosing one, or at module
+    level? (A file may mix CPU-only functions with GPU ones, e.g. tests or benchmarks.)"""
+    evidence = _gpu_evidence(ctx)
+    if not evidence:
+        return False
+    scopes = {id(ctx.tree)} | {id(a) for a in ctx.ancestors(node) if isinstance(a, SCOPE_TYPES)}
+    return any(id(ctx.scope_of(e)) in scopes for e in evidence)
+
+
+_PLACERS = frozenset({"setup", "setup_module", "setup_dataloaders", "prepare", "prepare_model", "prepare_data_loader"})
+
+
+def scope_moves_to_device(ctx: Context, scope: AST, depth: int = 1) -> bool:
+    """Does this function (or module) put data on a device: ``.cuda()``/``.to(device)``, a
+    Fabric/Accelerate ``setup``/``prepare`` (which place model and batches), or a call of a
+    function of this file that moves what it returns (``x, y = get_batch()``)?"""
+    key = ("sem:moves", id(scope), depth)
+    found = ctx._cache.get(key)
+    if found is None:
+        found = False
+        for call in ctx.calls_named("cuda", "to"):
+            if device_move_target(ctx, call) is not None and ctx.scope_of(call) is scope:
+                found = True
+                break
+        if not found:
+            for call in ctx.calls_named(*_PLACERS):
+                func = call.func
+                if func.__class__ is ast.Attribute and ctx.scope_of(call) is scope and _is_placer(func.value):
+                    found = True
+                    break
+        if not found and depth > 0:
+            for call in ctx.nodes.get(ast.Call, ()):
+                if ctx.scope_of(call) is scope and returns_device_data(ctx, call, depth - 1):
+                    found = True
+                    break
+        ctx._cache[key] = found
+    return found
+
+
+def _is_placer(expr: AST) -> bool:
+    name = (last_name(expr) or "").lower()
+    return "fabric" in name or "accelerator" in name
+
+
+def returns_device_data(ctx: Context, call: ast.Call, depth: int = 0) -> bool:
+    """A call of a function of this file that moves data to a device and returns it."""
+    if call.func.__class__ is not ast.Name:
+        return False
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    if not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return False
+    return scope_moves_to_device(ctx, func, depth)
+
+
+def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 8) -> bool:
+    """Does ``expr`` evidently hold a tensor computed on the accelerator?
+
+    Yes for a loss, the output of a model call, the result of ``.cuda()``/``.to(device)``, and
+    arithmetic or device-keeping methods (``.detach()``, ``.sum()``, ``argmax``...) of those,
+    also through a helper that reduces or gathers it across processes (``reduce_tensor(loss)``).
+    No for anything that went through ``.cpu()``/``.item()``/``.numpy()``/``.tolist()``.
+    ``depth`` bounds the assignments followed back from a name; the parts of one expression
+    are all looked at.
+    """
+    if expr is None or depth <= 0:
+        return False
+    use = use or expr
+    cls = expr.__class__
+    if cls is ast.Name:
+        return _name_holds_device_tensor(ctx, expr, use, depth)
+    if cls is ast.Call:
+        return _call_gives_device_tensor(ctx, expr, use, depth)
+    if cls is ast.BinOp:
+        return is_device_tensor(ctx, expr.left, use, depth) or is_device_tensor(ctx, expr.right, use, depth)
+    if cls is ast.Compare:
+        return is_device_tensor(ctx, expr.left, use, depth) or any(
+            is_device_tensor(ctx, c, use, depth) for c in expr.comparators
+        )
+    if cls is ast.UnaryOp:
+        return is_device_tensor(ctx, expr.operand, use, depth)
+    if cls is ast.Subscript:
+        return is_device_tensor(ctx, expr.value, use, depth)
+    if cls is ast.Attribute and expr.attr == "data":
+        return is_device_tensor(ctx, expr.value, use, depth)  # loss.data
+    return False
+
+
+def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
+    if is_loss_value(ctx, expr, use):
+        return True
+    b = ctx.binding_at(expr.id, use)
+    if b is None:
+        return False
+    if b.kind in ("assign", "walrus", "aug"):
+        return is_device_tensor(ctx, b.value, b.node, depth - 1)
+    if b.kind == "unpack" and b.value is not None and b.value.__class__ is ast.Call:
+        return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
+    return False
+
+
+# libraries whose functions named like a reduction are not collectives over tensors
+_NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "torch.")
+
+
+def _collective_result(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bool:
+    """``accelerator.gather(x)``, ``reduce_tensor(loss, n)``, ``utils.all_reduce_mean(x)``: a
+    helper that reduces or gathers a device tensor across processes returns one."""
+    func = expr.func
+    name = (last_name(func) or "").lower()
+    q = ctx.qualname(func)
+    if func.__class__ is ast.Attribute and func.attr in _GATHERS and q is None:
+        return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
+    if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES):
+        return any(is_device_tensor(ctx, a, use, depth) for a in expr.args[:2])
+    return False
+
+
+def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bool:
+    func = expr.func
+    if device_move_target(ctx, expr) is not None:
+        return True
+    if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
+        return True
+    q = ctx.qualname(func)
+    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in _FACTORIES:
+        dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
+        # torch.randint(..., device=latents.device): made on the device (not a "cpu" literal)
+        return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)
+    if _collective_result(ctx, expr, use, depth):
+        return True
+    if func.__class__ is ast.Attribute:
+        if func.attr in SYNC_METHODS:
+            return False
+        if func.attr in ("stack", "cat", "concat") and expr.args and q in ("torch.stack", "torch.cat", "torch.concat"):
+            # torch.stack([x] * n), torch.cat((a, b)): on the device of the parts
+            parts = expr.args[0]
+            if parts.__class__ is ast.BinOp:
+                parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
+            elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
+            return any(is_device_tensor(ctx, e, use, depth) for e in elts)
+        if func.attr in _DEVICE_KEEPING:
+            if q is not None:  # torch.argmax(out, 1) and friends
+                return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
+            return is_device_tensor(ctx, func.value, use, depth)
+    return False
+
+
+def _is_model_call(ctx: Context, call: ast.Call) -> bool:
+    func = call.func
+    if func.__class__ not in (ast.Name, ast.Attribute):
+        return False
+    if func.__class__ is ast.Attribute and func.attr == "forward":
+        return is_module_instance(ctx, func.value, call)
+    return is_module_instance(ctx, func, call)
+
+
+_EXITS = frozenset({"exit", "_exit", "quit", "abort"})
+
+
+def gpu_setup_line(func: AST) -> int | None:
+    """The line where a function makes the program GPU-only: ``init_process_group("nccl")``,
+    ``assert torch.cuda.is_available()``, or an exit/raise when no GPU is there; else None."""
+    for node in ast.walk(func):
+        if node.__class__ is ast.Call and last_name(node.func) == "init_process_group":
+            if any(n.__class__ is ast.Constant and n.value == "nccl" for n in ast.walk(node)):
+                return node.lineno
+        if node.__class__ is ast.Assert and _checks_gpu(node.test):
+            return node.lineno
+        if node.__class__ is ast.If and _checks_gpu(node.test) and node.test.__class__ is ast.UnaryOp:
+            if any(_exits(stmt) for stmt in node.body):
+                return node.lineno
+    return None
+
+
+def _checks_gpu(test: AST) -> bool:
+    return any(n.__class__ is ast.Attribute and n.attr in ("is_available", "device_count") for n in ast.walk(test))
+
+
+def _exits(stmt: ast.stmt) -> bool:
+    if stmt.__class__ is ast.Raise:
+        return True
+    return stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call and last_name(stmt.value.func) in _EXITS

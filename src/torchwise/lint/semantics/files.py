@@ -1,0 +1,56 @@
+"""What kind of code a file or branch is: test files, and the old-API branch of code that
+supports several library versions."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, last_name
+
+
+_TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
+
+
+def is_test_path(path: str) -> bool:
+    """A test file: under a ``tests``/``test`` folder, or named ``test_*.py``, ``*_test.py``,
+    ``conftest.py``. Tests build tiny loaders and models on purpose and check that things *can*
+    be done (scripted, wrapped in DataParallel...); performance and device advice does not apply."""
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+        return True
+    return any(p in _TEST_DIRS for p in parts[:-1])
+
+
+_VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)
+_FALLBACK_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError", "NameError"})
+
+
+def in_compat_fallback(ctx: Context, node: AST, new_api: re.Pattern[str] | None = None) -> bool:
+    """Is ``node`` the old-API branch of code that supports several library versions?
+
+    Inside ``except AttributeError/ImportError/TypeError`` (the new API was missing), or in an
+    ``if``/conditional expression that tests a version (``_TORCH_GREATER_EQUAL_2_4``,
+    ``is_torch_version(...)``, ``hasattr(torch, "amp")``) or whose other branch uses the new API
+    (``new_api`` matched against its source text)."""
+    child = node
+    for anc in ctx.ancestors(node):
+        cls = anc.__class__
+        if cls is ast.ExceptHandler and getattr(child, "_tw_field", "") == "body":
+            names = [last_name(t) for t in ([anc.type] if anc.type is not None and anc.type.__class__ is not ast.Tuple
+                                                else getattr(anc.type, "elts", []))]
+            if anc.type is None or _FALLBACK_ERRORS.intersection(n for n in names if n):
+                return True
+        if cls in (ast.If, ast.IfExp):
+            field = getattr(child, "_tw_field", "")
+            if field in ("body", "orelse"):
+                if _VERSION_TEST.search(ctx.text(anc.test)):
+                    return True
+                if new_api is not None:
+                    other = anc.orelse if field == "body" else anc.body
+                    others = other if isinstance(other, list) else [other]
+                    if any(new_api.search(ctx.text(o)) for o in others):
+                        return True
+        child = anc
+    return False

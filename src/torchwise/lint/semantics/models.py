@@ -1,0 +1,170 @@
+"""Models: which classes are ``nn.Module`` subclasses and which expressions are evidently
+module instances (built from one here, used as one, or named ``model``/``net``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, last_name, root_name
+
+
+_MODEL_NAME = re.compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
+
+
+# first words that make ``create_model``/``unwrap_model`` a function returning a model, not one
+_FACTORY_VERBS = frozenset({
+    "create", "build", "get", "load", "make", "unwrap", "init", "initialize", "setup", "prepare", "wrap",
+    "convert", "export", "save", "freeze", "compile", "fuse", "copy", "to", "download", "restore", "select",
+    "construct", "instantiate", "resume", "apply", "replace", "print", "count", "check", "is", "has",
+})
+
+
+# top-level packages whose "models" and "nets" are not torch modules
+_OTHER_FRAMEWORKS = frozenset({
+    "cv2", "onnxruntime", "onnx", "tensorflow", "tf", "keras", "jax", "flax", "openvino", "tensorrt", "trt",
+    "coremltools", "ct", "paddle", "sklearn", "xgboost", "lightgbm", "tflite_runtime", "mxnet", "caffe",
+})
+
+
+_MODULE_ONLY_METHODS = frozenset({"parameters", "named_parameters", "named_modules", "modules", "children",
+                                  "load_state_dict", "register_forward_hook", "register_buffer"})
+
+
+def _used_as_module(ctx: Context) -> set[str]:
+    """Expressions (as written) on which the file calls methods only modules have."""
+    found = ctx._cache.get("sem:used_as_module")
+    if found is None:
+        found = set()
+        for call in ctx.calls_named(*_MODULE_ONLY_METHODS):
+            func = call.func
+            if func.__class__ is ast.Attribute and func.value.__class__ in (ast.Name, ast.Attribute) and ctx.qualname(func) is None:
+                found.add(ctx.text(func.value))
+        ctx._cache["sem:used_as_module"] = found
+    return found
+
+
+def _self_attr_from_locals(ctx: Context, expr: ast.Attribute, use: AST) -> str | None:
+    """``self.net`` never assigned as such, but a method binds a local ``net`` and then copies its
+    locals onto the instance (``self.__dict__.update(locals())``): what built that local."""
+    cls = ctx.class_of(use)
+    if cls is None or ctx.self_attr_values(cls, expr.attr):
+        return None
+    kinds = set()
+    for item in cls.body:
+        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for b in ctx.bindings(item).get(expr.attr, ()):
+                if b.kind == "assign" and b.value is not None:
+                    kinds.add(ctx.constructed_from(b.value, b.node, 0))
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def is_model_name(name: str | None) -> bool:
+    if not name or not _MODEL_NAME.match(name):
+        return False
+    return name.lstrip("_").split("_", 1)[0] not in _FACTORY_VERBS
+
+
+def is_module_class(ctx: Context, built: str | None) -> bool:
+    """Is this (canonical or ``local:``) class name an ``nn.Module`` subclass?"""
+    if built is None:
+        return False
+    if built.startswith("torch.nn."):
+        last = built.rsplit(".", 1)[1]
+        return built.count(".") == 2 and last[:1].isupper() and not last.endswith("Loss") and last != "Parameter"
+    if built.startswith(("torchvision.models.", "timm.create_model")):
+        return True
+    if built.startswith("local:"):
+        bases = ctx.local_class_bases(built[6:])
+        return any(b.startswith("torch.nn.") for b in bases)
+    return False
+
+
+def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, by_name: bool = True) -> bool:
+    """Is ``expr`` evidently an ``nn.Module`` (built from one here, or named ``model``/``net``)?"""
+    if expr is None:
+        return False
+    built = ctx.constructed_from(expr, use)
+    if is_module_class(ctx, built):
+        return True
+    if built is None and expr.__class__ in (ast.Name, ast.Attribute) and ctx.text(expr) in _used_as_module(ctx):
+        return True  # netD.parameters() handed to an optimizer, netD.train(): a module whatever its name
+    if built is None and expr.__class__ is ast.Attribute and root_name(expr) is not None and root_name(expr).id == "self":
+        built = _self_attr_from_locals(ctx, expr, use or expr)
+    if built is not None and built.split(".", 1)[0] in _OTHER_FRAMEWORKS:
+        return False  # an OpenCV/ONNX Runtime/TensorFlow... model named like a torch one
+    if by_name and expr.__class__ in (ast.Name, ast.Attribute):
+        if expr.__class__ is ast.Name:
+            b = ctx.binding_at(expr.id, use or expr)
+            if b is not None and b.kind in ("def", "class", "import"):
+                return False  # a function or class named like a model, not an instance
+        return is_model_name(last_name(expr))
+    return False
+
+
+# methods of a module that do not run its forward pass
+_NOT_FORWARD = frozenset({
+    "eval", "train", "to", "cuda", "cpu", "half", "float", "double", "bfloat16", "state_dict", "load_state_dict",
+    "parameters", "named_parameters", "modules", "named_modules", "children", "named_children", "buffers",
+    "named_buffers", "apply", "zero_grad", "requires_grad_", "share_memory", "extra_repr", "type", "register_buffer",
+    "add_module", "get_submodule", "get_parameter", "compile", "reset_parameters", "init_weights", "tie_weights",
+})
+_NOT_FORWARD_PREFIXES = ("save", "load", "register", "print", "set_", "get_num", "num_", "named_", "init", "reset", "_")
+# methods named for running the model (the class is not in view: imported)
+_FORWARD_VERBS = frozenset({
+    "generate", "sample", "predict", "act", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
+    "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "reconstruct",
+    "denoise", "translate", "detect", "segment", "classify",
+})
+# libraries whose models' generate()/predict() turn autograd off themselves
+_LIBRARY_MODELS = ("transformers.", "diffusers.", "timm.", "torchvision.", "open_clip.", "sentence_transformers.",
+                   "ultralytics.", "peft.")
+
+
+def _local_method(ctx: Context, class_name: str, name: str, depth: int = 4) -> ast.FunctionDef | None:
+    klass = ctx.local_classes.get(class_name)
+    if klass is None or depth <= 0:
+        return None
+    for item in klass.body:
+        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and item.name == name:
+            return item
+    for base in klass.bases:
+        if base.__class__ is ast.Name:
+            found = _local_method(ctx, base.id, name, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _calls_submodule(klass: ast.ClassDef | None, method: ast.AST) -> bool:
+    """``self(x)``, ``self.forward(x)``, ``self.actor(x)`` (an attribute, not a method, of the class)."""
+    methods = {i.name for i in klass.body if i.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)} if klass else set()
+    for node in ast.walk(method):
+        if node.__class__ is not ast.Call:
+            continue
+        func = node.func
+        if func.__class__ is ast.Name and func.id == "self":
+            return True
+        if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self":
+            if func.attr == "forward" or func.attr not in methods:
+                return True
+    return False
+
+
+def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
+    """Does the method call ``func(...)`` (``agent.get_action_and_value(x)``, ``model.generate(ids)``)
+    run the module's forward pass with autograd as the caller left it? For a class of this file,
+    read the method (a ``no_grad`` decorator says no); for an imported one, go by its name, unless
+    the project decorates a method of that name with ``no_grad`` or a library's model is known to."""
+    name = func.attr
+    if name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES):
+        return False
+    built = ctx.constructed_from(func.value, call)
+    if built is not None and built.startswith("local:"):
+        method = _local_method(ctx, built[6:], name)
+        if method is None or any(last_name(d) in ("no_grad", "inference_mode") for d in method.decorator_list):
+            return False
+        return _calls_submodule(ctx.parent(method) if ctx.parent(method).__class__ is ast.ClassDef else None, method)
+    if built is not None and built.startswith(_LIBRARY_MODELS):
+        return False
+    return name in _FORWARD_VERBS and name not in ctx.project.no_grad_functions

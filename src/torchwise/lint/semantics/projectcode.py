@@ -1,0 +1,43 @@
+"""Functions defined elsewhere in the project, read on demand: the project scan keeps the
+source of the short functions that mention what rules may ask about (a host read, a GPU set-up,
+``pin_memory``); a rule that meets a call of one of them has it parsed here, once per process."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from torchwise.lint.facts import FunctionBlock, ProjectFacts
+
+
+def parsed(facts: ProjectFacts, block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The parsed function of ``block`` (None when it does not parse)."""
+    key = ("parse", block.path, block.line)
+    if key not in facts.answers:
+        try:
+            body = ast.parse(block.text).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            body = []
+        ok = body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)
+        facts.answers[key] = body[0] if ok else None
+    return facts.answers[key]
+
+
+def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None]) -> str | None:
+    """``"path:line"`` where the project's function ``name`` does what ``test`` looks for (it
+    returns the line within the function), when every definition of that name in the project
+    does (several classes may define ``update``); else None. ``kind``: the facts' block table."""
+    blocks = getattr(facts, kind).get(name or "")
+    if not blocks:
+        return None
+    key = (kind, name)
+    if key not in facts.answers:
+        found = []
+        for block in blocks:
+            func = parsed(facts, block)
+            offset = test(func) if func is not None else None
+            if offset is not None:
+                found.append(f"{block.path}:{block.line + offset - 1}")
+        every = len(found) == facts.definitions.get(name or "", 0)
+        facts.answers[key] = found[0] if found and every else None
+    return facts.answers[key]

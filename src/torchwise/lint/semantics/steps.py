@@ -1,0 +1,348 @@
+"""Training steps and loops: backward passes, optimizer steps, the loops that run them,
+gradient clearing, and code that runs only once per interval or on a recovery path."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.semantics.values import local_function
+
+_BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
+
+
+def is_backward_call(ctx: Context, call: ast.Call) -> bool:
+    func = call.func
+    if func.__class__ is ast.Attribute:
+        return func.attr in ("backward", "manual_backward")
+    elif func.__class__ is ast.Name and func.id == "backward":
+        return ctx.qualname(func) == "torch.autograd.backward"
+    return False
+
+
+def backward_calls(ctx: Context) -> list[ast.Call]:
+    found = ctx._cache.get("sem:backward")
+    if found is None:
+        found = [c for c in ctx.calls_named("backward", "manual_backward") if is_backward_call(ctx, c)]
+        ctx._cache["sem:backward"] = found
+    return found
+
+
+def is_optimizer_step(ctx: Context, call: ast.Call) -> bool:
+    """``opt.step()``, ``self.optimizer.step()``, ``scaler.step(opt)``; never a scheduler or env."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.attr != "step":
+        return False
+    recv = func.value
+    built = ctx.constructed_from(recv, call)
+    if built is not None:
+        if built.startswith("torch.optim.lr_scheduler"):
+            return False
+        if built.startswith("torch.optim."):
+            return True
+        if built.endswith("GradScaler"):
+            return bool(call.args)
+    name = last_name(recv)
+    if name is None:
+        return False
+    low = name.lower()
+    if "sched" in low:
+        return False
+    if "scaler" in low:
+        return bool(call.args)
+    return "optim" in low or low in ("opt", "optimizer") or low.startswith("opt_") or low.endswith("_opt")
+
+
+def optimizer_steps(ctx: Context) -> list[ast.Call]:
+    found = ctx._cache.get("sem:steps")
+    if found is None:
+        found = [c for c in ctx.calls_named("step") if is_optimizer_step(ctx, c)]
+        ctx._cache["sem:steps"] = found
+    return found
+
+
+def training_calls(ctx: Context) -> list[ast.Call]:
+    return backward_calls(ctx) + optimizer_steps(ctx)
+
+
+def hot_loops(ctx: Context) -> dict[int, AST]:
+    """Loops that run a training step each pass: the innermost loop around a backward/step."""
+    found = ctx._cache.get("sem:hot")
+    if found is None:
+        found = {}
+        for call in training_calls(ctx):
+            loops = ctx.enclosing_loops(call)
+            if loops:
+                found[id(loops[0])] = loops[0]
+        ctx._cache["sem:hot"] = found
+    return found
+
+
+def training_loops(ctx: Context) -> dict[int, AST]:
+    """Every loop that contains a training step somewhere in its body (outer loops included)."""
+    found = ctx._cache.get("sem:train")
+    if found is None:
+        found = {}
+        for call in training_calls(ctx):
+            for loop in ctx.enclosing_loops(call):
+                found[id(loop)] = loop
+        ctx._cache["sem:train"] = found
+    return found
+
+
+def hot_loop_of(ctx: Context, node: AST) -> AST | None:
+    hot = hot_loops(ctx)
+    for loop in ctx.enclosing_loops(node):
+        if id(loop) in hot:
+            return loop
+    return None
+
+
+def step_functions(ctx: Context) -> dict[int, AST]:
+    """Functions that run one training step per call: a backward pass and an optimizer step in
+    their own body, neither inside a loop of theirs (``def train_step(batch)``, a model class's
+    ``optimize_parameters()``). Their caller's loop is elsewhere; every call is a step."""
+    found = ctx._cache.get("sem:stepfuncs")
+    if found is None:
+        found = {}
+        steps = [s for s in optimizer_steps(ctx) if not ctx.enclosing_loops(s)]
+        for call in backward_calls(ctx):
+            func = ctx.function_of(call)
+            if func is None or ctx.scope_of(call) is not func or ctx.enclosing_loops(call):
+                continue
+            if any(ctx.scope_of(s) is func for s in steps):
+                found[id(func)] = func
+        ctx._cache["sem:stepfuncs"] = found
+    return found
+
+
+def hot_region_of(ctx: Context, node: AST) -> AST | None:
+    """What runs ``node`` every training step: the hot loop around it (:func:`hot_loop_of`), or
+    the step function it is in (:func:`step_functions`); None otherwise."""
+    loop = hot_loop_of(ctx, node)
+    if loop is not None:
+        return loop
+    functions = step_functions(ctx)
+    if not functions:
+        return None
+    func = ctx.function_of(node)
+    return func if func is not None and id(func) in functions else None
+
+
+def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]]]:
+    """Names a backward pass was started from in ``scope`` -> positions of those calls.
+
+    Understands ``loss.backward()``, ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``,
+    ``self.manual_backward(loss)``, ``torch.autograd.backward(loss)``, a scaled loss
+    (``(loss / accum_steps).backward()``) and a weighted sum of loss terms
+    (``(value_loss * c + action_loss - entropy * c).backward()``: each term).
+    """
+    key = ("sem:bwnames", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = {}
+        for call in backward_calls(ctx):
+            if ctx.scope_of(call) is not scope:
+                continue
+            for name in _loss_terms(_backward_target(ctx, call)):
+                found.setdefault(name, []).append((call.lineno, call.col_offset))
+        for positions in found.values():
+            positions.sort()
+        ctx._cache[key] = found
+    return found
+
+
+def _backward_target(ctx: Context, call: ast.Call) -> AST | None:
+    """The expression a backward call starts from."""
+    func = call.func
+    if (
+        func.__class__ is ast.Attribute
+        and func.attr == "backward"
+        and ctx.qualname(func) is None
+        and (last_name(func.value) or "").lower() not in _BACKWARD_OWNERS
+    ):
+        target = func.value  # loss.backward(), scaler.scale(loss).backward()
+        if target.__class__ is ast.Call and last_name(target.func) == "scale" and target.args:
+            target = target.args[0]
+        return target
+    return call.args[0] if call.args else None  # torch.autograd.backward(loss), accelerator.backward(loss)
+
+
+def _loss_terms(expr: AST | None, depth: int = 6) -> list[str]:
+    """The names summed (and scaled) into ``expr``: ``a * 0.5 + b - c * w`` -> a, b, c."""
+    if expr is None or depth <= 0:
+        return []
+    cls = expr.__class__
+    if cls is ast.Name:
+        return [expr.id]
+    if cls is ast.UnaryOp and expr.op.__class__ is ast.USub:
+        return _loss_terms(expr.operand, depth - 1)
+    if cls is not ast.BinOp:
+        return []
+    op = expr.op.__class__
+    if op in (ast.Add, ast.Sub):
+        return _loss_terms(expr.left, depth - 1) + _loss_terms(expr.right, depth - 1)
+    if op in (ast.Div, ast.Mult):  # (loss / accum).backward(), 0.5 * loss: the scaled side only
+        if expr.left.__class__ in (ast.Name, ast.BinOp, ast.UnaryOp):
+            return _loss_terms(expr.left, depth - 1)
+        if expr.left.__class__ is ast.Constant:
+            return _loss_terms(expr.right, depth - 1)
+    return []
+
+
+def names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
+    """Names whose value reaches a backward pass in ``scope`` (one or two assignments back)."""
+    key = ("sem:feeding", id(scope))
+    cached = ctx._cache.get(key)
+    if cached is not None:
+        return cached
+    out: set[str] = set()
+    ctx._cache[key] = out
+    todo: list[tuple[ast.AST, ast.AST, int]] = []
+    for call in backward_calls(ctx):
+        if ctx.scope_of(call) is scope:
+            todo.append((call, call, 3))
+    while todo:
+        expr, use, depth = todo.pop()
+        for sub in ast.walk(expr):
+            if sub.__class__ is ast.Name and sub.id not in out:
+                out.add(sub.id)
+                if depth > 0:
+                    for b in ctx.bindings(scope).get(sub.id, ()):
+                        if b.value is not None and b.kind in ("assign", "aug", "walrus"):
+                            todo.append((b.value, b.node, depth - 1))
+    return out
+
+
+def was_backwarded(ctx: Context, expr: AST, use: AST) -> bool:
+    """Was a backward pass started from the name ``expr`` after its last binding before ``use``?"""
+    if expr.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(expr.id, use)
+    start = b.pos if b is not None else (0, 0)
+    positions = backwarded_names(ctx, ctx.scope_of(use)).get(expr.id)
+    return bool(positions) and positions[-1] >= start
+
+
+def is_zero_grad_like(ctx: Context, node: AST) -> bool:
+    """``*.zero_grad(...)``, ``p.grad = None``, ``p.grad.zero_()``, ``del p.grad`` and the like."""
+    cls = node.__class__
+    if cls is ast.Call:
+        name = last_name(node.func)
+        if name and "zero_grad" in name:
+            return True
+        func = node.func
+        if func.__class__ is ast.Attribute and func.attr in ("zero_", "fill_", "detach_", "requires_grad_"):
+            inner = func.value
+            while inner.__class__ is ast.Attribute or inner.__class__ is ast.Call:
+                if inner.__class__ is ast.Attribute and inner.attr == "grad":
+                    return True
+                inner = inner.value if inner.__class__ is ast.Attribute else inner.func
+        return False
+    if cls in (ast.Assign, ast.AnnAssign, ast.Delete):
+        targets = node.targets if cls is not ast.AnnAssign else [node.target]
+        for t in targets:
+            if t.__class__ is ast.Attribute and t.attr == "grad":
+                return True
+    return False
+
+
+def _is_modulo_test(ctx: Context, test: AST) -> bool:
+    """A test with a modulo (``step % 100 == 0``) or a call to a helper of this file that returns
+    one (``divisible_by(step, 100)``, ``def divisible_by(n, d): return n % d == 0``)."""
+    for n in ast.walk(test):
+        if n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod:
+            return True
+        if n.__class__ is ast.Call:
+            target = local_function(ctx, n)
+            if target is not None and target.__class__ is not ast.Lambda:
+                for r in ast.walk(target):
+                    if r.__class__ is ast.Return and r.value is not None and any(
+                        m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(r.value)
+                    ):
+                        return True
+    return False
+
+
+def runs_periodically(ctx: Context, node: AST) -> bool:
+    """Inside ``if step % N == 0`` (or a test calling a local modulo helper): once per interval."""
+    return any(_is_modulo_test(ctx, if_node.test) for if_node, _ in ctx.enclosing_ifs(node))
+
+
+def in_except_handler(ctx: Context, node: AST) -> bool:
+    """In the body of an ``except`` clause within its own function: a recovery path, not every step."""
+    child = node
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, DEF_TYPES):
+            return False
+        if anc.__class__ is ast.ExceptHandler and getattr(child, "_tw_field", "") == "body":
+            return True
+        child = anc
+    return False
+
+
+# functions that run once per program or per object: set-up
+_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "main", "_main", "reset_parameters", "_reset_parameters",
+                         "init_weights", "_init_weights", "reset", "setup", "_setup", "build", "_build"})
+_ONCE_PREFIXES = ("setup_", "_setup_", "build_", "_build_", "init_", "_init_", "initialize", "create_", "configure_",
+                  "prepare_", "make_", "load_", "register_")
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def is_per_call_function(ctx: Context, func: AST) -> bool:
+    """A function that runs for every batch or step: ``forward``/``__call__`` (also
+    ``forward_features``...), ``*_step``, a method of an ``nn.Module`` class (part of the
+    model's computation: ``generate``, ``encode``...), or one that runs a training step itself."""
+    if func.__class__ is ast.Lambda:
+        return True
+    name = func.name.lower()
+    if "forward" in name or name in ("__call__", "step") or name.endswith("_step"):
+        return True
+    klass = ctx.parent(func)
+    if klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+        return True
+    return any(ctx.scope_of(c) is func for c in training_calls(ctx))
+
+
+def runs_once(ctx: Context, node: AST) -> bool:
+    """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
+    loops, in ``__init__``/``setup``/``build``/``main``-like functions, and before or after the
+    loop of a function that loops; no inside a loop or comprehension, in per-call functions
+    (:func:`is_per_call_function`) and in other functions (helpers may be called per step)."""
+    if ctx.enclosing_loops(node):
+        return False
+    for anc in ctx.ancestors(node):
+        if anc.__class__ in _COMPREHENSIONS:
+            return False
+        if isinstance(anc, DEF_TYPES):
+            break
+    scope = ctx.scope_of(node)
+    if scope.__class__ is ast.Module:
+        return True
+    if scope.__class__ is not ast.Lambda and (scope.name in _ONCE_NAMES or scope.name.startswith(_ONCE_PREFIXES)):
+        return True
+    if is_per_call_function(ctx, scope):
+        return False
+    return any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body))
+
+
+_EVAL_WORDS = frozenset({
+    "evaluate", "evaluation", "eval", "validate", "validation", "val", "valid", "inference", "infer",
+    "predict", "prediction",
+})
+_TEST_NAMES = frozenset({"test", "test_epoch", "test_loop", "test_one_epoch", "run_test", "do_test", "run_testing"})
+
+
+def is_eval_name(name: str) -> bool:
+    """``evaluate``, ``validate_epoch``, ``run_inference``... but not pytest tests or framework hooks."""
+    low = name.lower().strip("_")
+    if low in _TEST_NAMES:
+        return True
+    words = low.split("_")
+    if not _EVAL_WORDS.intersection(words):
+        return False
+    if "step" in words or "train" in words or "training" in words:
+        return False  # Lightning-style *_step hooks run under no_grad already; train+eval mixes
+    if "test" in words:
+        return False  # test_inference(), _test_eval_mode(): tests, whatever they evaluate
+    return True
