@@ -133,6 +133,8 @@ def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
     first = median(losses[:3])  # one batch is noisy; three steps barely change an init
     if not losses or not math.isfinite(first) or first <= 0:
         return None, None, ""
+    if len(getattr(ctx, "loss_calls", None) or []) > 1:
+        return None, None, ""  # a sum of several loss terms (a GAN's, a multi-task loss): no one chance level applies
     kind, classes = task_kind(ctx)
     if kind in ("classes", "binary") and classes and classes >= 2:
         return first, math.log(classes), "the chance level ln C" if kind == "classes" else "the chance level ln 2"
