@@ -5,9 +5,10 @@ of its weight against kaiming's ``sqrt(2 / fan_in)`` and the RMS of its input an
 (init_scale.py); and the first loss (the median of the first three steps' when a layer's init is
 suspect, else the very first: a learning rate far too high can blow up steps 1 and 2) against
 what an untrained model should give: ln C for C classes (a uniform guess), the targets' mean
-square for a regression loss. For classification, the loss judged is no more than the
-classification loss recomputed from its own first call: a training loss that adds other terms (a
-GAN discriminator's two terms, a multi-task sum) starts above ln C with a healthy init. Reported when the first loss is at least ``HIGH_START`` times
+square for a regression loss. For classification, the loss judged is the
+classification loss's share of the total, recomputed from its own first call: a training loss that
+adds other terms (a GAN discriminator's two terms, a multi-task sum) starts above ln C with a
+healthy init. Reported when the first loss is at least ``HIGH_START`` times
 that, or when some layer is initialised at least ``VERY_WIDE`` times wider than kaiming and
 multiplies the scale of its input by at least ``HIGH_GAIN``. The cause named: the layers
 initialised at least ``WIDE`` times wider than kaiming (their init); else a bias of RMS
@@ -139,7 +140,8 @@ def _first_loss(ctx: Any, median_of_three: bool) -> tuple[float | None, float | 
     kind, classes = task_kind(ctx)
     if kind in ("classes", "binary") and classes and classes >= 2:
         own = _own_first_loss(ctx, kind)  # a total of several objectives (a GAN, a multi-task sum) is not ln C's to judge
-        first = min(first, own) if own is not None else first
+        if own is not None and losses[0] > 0 and own < 0.9 * losses[0]:
+            first *= own / losses[0]  # the classification loss's share of the first step's total
         return first, math.log(classes), "the chance level ln C" if kind == "classes" else "the chance level ln 2"
     if kind == "regression":
         call = next(c for c in ctx.loss_calls if c.func in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"))
