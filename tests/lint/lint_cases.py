@@ -1483,8 +1483,8 @@ NEGATIVE["TW207"] = [
     """),
     # once per log interval, or after the loop
     _LOOP + "        if step % 100 == 0:\n            print(loss.item())\n    print(loss.item())\n",
-    # values that are on the CPU already
-    _LOOP + "        n = y.cpu().tolist()\n        labels = batch_labels.tolist()\n",
+    # values that are on the CPU already (y itself was moved to the device: y.cpu() would wait)
+    _LOOP + "        n = lengths.cpu().tolist()\n        labels = batch_labels.tolist()\n",
     # nothing is moved to a device: everything runs on the CPU
     d("""
         def train(model, loader, opt):

@@ -11,7 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
-from torchwise.lint.semantics.hostreads import only_acts
+from torchwise.lint.semantics.actions import only_acts
 from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})

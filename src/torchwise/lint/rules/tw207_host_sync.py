@@ -9,8 +9,9 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, feeds_environment, holds_device_values, host_reader, is_loop_counter, read_arguments,
+    LOGGING_READERS, holds_device_values, host_reader, is_loop_counter, read_arguments,
 )
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, runs_periodically, step_functions
 from torchwise.lint.semantics.values import local_function
