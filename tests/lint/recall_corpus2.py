@@ -193,3 +193,333 @@ FIND += [
                 torch.save([model.state_dict()], args.log_path + "/ckpt.pth")
     """), 5),
 ]
+
+# ----------------------------------------------------------------------------------- TW207
+_VOCODER_LOOP = d("""
+    import torch
+    from audio import mel_spectrogram
+    from losses import discriminator_loss
+    def train(generator, mpd, loader, optim_d, device):
+        generator = generator.to(device)
+        mpd = torch.nn.parallel.DistributedDataParallel(mpd.to(device), device_ids=[0])
+        optim_g = torch.optim.AdamW(generator.parameters(), lr=2e-4)
+        for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            y_hat = generator(x)
+            y_hat_mel = mel_spectrogram(y_hat.squeeze(1), 1024)
+            optim_d.zero_grad()
+            real, fake = mpd(y, y_hat.detach())
+            loss_d, r_losses, g_losses = discriminator_loss(real, fake)
+            loss_d.backward()
+            optim_d.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "vocoder GAN: a feature helper of another module tests the generator's output in an if "
+                 "(if torch.min(y) < -1.), a loss helper calls .item() for every sub-discriminator", {
+        "audio.py": d("""
+            import torch
+            def mel_spectrogram(y, n_fft):
+                if torch.min(y) < -1.0:
+                    print("min value is", torch.min(y))
+                if y.abs().max() > 1.0:
+                    print("clipping")
+                return torch.stft(y, n_fft, return_complex=True).abs()
+        """),
+        "losses.py": d("""
+            import torch
+            def discriminator_loss(real_outputs, fake_outputs):
+                loss = 0
+                r_losses, g_losses = [], []
+                for dr, dg in zip(real_outputs, fake_outputs):
+                    r_loss = torch.mean((1 - dr) ** 2)
+                    g_loss = torch.mean(dg ** 2)
+                    loss += r_loss + g_loss
+                    r_losses.append(r_loss.item())
+                    g_losses.append(g_loss.item())
+                return loss, r_losses, g_losses
+        """),
+        "train.py": _VOCODER_LOOP,
+    }, (("train.py", 11), ("train.py", 14))),  # the lines of mel_spectrogram(...) and discriminator_loss(...)
+    ProjectShape("TW207", "look-alike: helpers that only look at shapes and settings of what they are given", {
+        "audio.py": d("""
+            import torch
+            def mel_spectrogram(y, n_fft):
+                if y.dim() == 3 or y.shape[-1] < n_fft:
+                    y = y.squeeze(1)
+                if n_fft not in CACHE:
+                    CACHE[n_fft] = torch.hann_window(n_fft)
+                return torch.stft(y, n_fft, return_complex=True).abs()
+        """),
+        "losses.py": d("""
+            import torch
+            def discriminator_loss(real_outputs, fake_outputs):
+                loss = 0
+                for dr, dg in zip(real_outputs, fake_outputs):
+                    loss += torch.mean((1 - dr) ** 2) + torch.mean(dg ** 2)
+                return loss, [], []
+        """),
+        "train.py": _VOCODER_LOOP,
+    }),
+    ProjectShape("TW207", "course notebooks: an accuracy helper imported from a helper module, torch.eq(...).sum().item()", {
+        "helper_functions.py": d("""
+            import torch
+            def accuracy_fn(y_true, y_pred):
+                correct = torch.eq(y_true, y_pred).sum().item()
+                return correct / len(y_pred) * 100
+        """),
+        "notebook.py": d("""
+            import torch
+            from helper_functions import accuracy_fn
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            def train_step(model, data_loader, loss_fn, optimizer, accuracy_fn):
+                train_acc = 0
+                for X, y in data_loader:
+                    X, y = X.to(device), y.to(device)
+                    y_pred = model(X)
+                    loss = loss_fn(y_pred, y)
+                    train_acc += accuracy_fn(y_true=y, y_pred=y_pred.argmax(dim=1))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """),
+    }, (("notebook.py", 10),)),
+    ProjectShape("TW207", "metric learning: metric objects called every step; the project's metric __call__ reads "
+                 "pred.eq(target).cpu().sum()", {
+        "metrics.py": d("""
+            class AccumulatedAccuracy:
+                def __init__(self):
+                    self.correct = 0
+                def __call__(self, outputs, target, loss):
+                    pred = outputs[0].data.max(1, keepdim=True)[1]
+                    self.correct += pred.eq(target[0].data.view_as(pred)).cpu().sum()
+                    return self.correct
+        """),
+        "trainer.py": d("""
+            def train_epoch(loader, model, loss_fn, optimizer, cuda, metrics):
+                for data, target in loader:
+                    if cuda:
+                        data, target = data.cuda(), target.cuda()
+                    outputs = model(data)
+                    loss = loss_fn(outputs, target)
+                    loss.backward()
+                    optimizer.step()
+                    for metric in metrics:
+                        metric((outputs,), (target,), loss)
+        """),
+    }, (("trainer.py", 10),)),
+]
+FIND += [
+    Shape("TW207", "TW207's doc example: an accuracy helper of the file, (out.argmax(1) == y).float().mean().item()", d("""
+        import torch
+        def calculate_accuracy(out, y):
+            return (out.argmax(1) == y).float().mean().item()
+        def train(model, loader, opt, device):
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                out = model(x)
+                loss = torch.nn.functional.cross_entropy(out, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                acc = calculate_accuracy(out, y)
+    """), 12),
+    Shape("TW207", "graph mini-batches: a test on a mask of the batch object moved to the device", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            for data in loader:
+                data = data.to(device)
+                if data.train_mask.sum() == 0:
+                    continue
+                out = model(data.x, data.edge_index)
+                loss = torch.nn.functional.nll_loss(out, data.y)
+                loss.backward()
+                optimizer.step()
+    """), 5),
+    Shape("TW207", "graph mini-batches: the last graph index of the moved batch tested every step", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            for batch in loader:
+                batch = batch.to(device)
+                if batch.x.shape[0] == 1 or batch.batch[-1] == 0:
+                    continue
+                loss = model(batch).mean()
+                loss.backward()
+                optimizer.step()
+    """), 5),
+    Shape("TW207", "graph mini-batches: the number of training nodes of the moved batch read every step", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            total = 0
+            for data in loader:
+                data = data.to(device)
+                loss = model(data).mean()
+                loss.backward()
+                optimizer.step()
+                total += data.train_mask.sum().item()
+    """), 9),
+    Shape("TW207", "knowledge-graph embeddings: a regularisation term added to the loss read in a branch of the step", d("""
+        import torch
+        def train_step(model, optimizer, iterator, args):
+            optimizer.zero_grad()
+            pos, neg = next(iterator)
+            pos, neg = pos.cuda(), neg.cuda()
+            loss = (model(pos).mean() + model(neg).mean()) / 2
+            if args.regularization != 0.0:
+                regularization = args.regularization * model.entity_embedding.norm(p=3) ** 3
+                loss = loss + regularization
+                log = {"regularization": regularization.item()}
+            loss.backward()
+            optimizer.step()
+            return loss
+    """), 10),
+    Shape("TW207", "masked losses: boolean-mask indexing with a comparison (outputs[mask == 0]) every step", d("""
+        import torch
+        def train(model, loader, criterion, optimizer, device):
+            for batch_x, _ in loader:
+                batch_x = batch_x.float().to(device)
+                mask = torch.rand(batch_x.shape, device=device)
+                outputs = model(batch_x * mask)
+                loss = criterion(outputs[mask == 0], batch_x[mask == 0])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 7),
+    Shape("TW207", "molecular property prediction: NaN labels masked with is_labeled = y == y", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            for batch in loader:
+                batch = batch.to(device)
+                pred = model(batch)
+                is_labeled = batch.y == batch.y
+                loss = torch.nn.functional.mse_loss(pred.to(torch.float32)[is_labeled], batch.y[is_labeled])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 7),
+    Shape("TW207", "node classification: the output selected with the batch's train mask", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            for data in loader:
+                data = data.to(device)
+                out = model(data.x, data.edge_index)[data.train_mask]
+                loss = torch.nn.functional.nll_loss(out, data.y[data.train_mask])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 5),
+    Shape("TW207", "knowledge-graph models: a fixed margin kept as an nn.Parameter and read with .item() in the score", d("""
+        import torch
+        import torch.nn as nn
+        class KGEModel(nn.Module):
+            def __init__(self, gamma):
+                super().__init__()
+                self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)
+            def TransE(self, head, relation, tail):
+                score = head + relation - tail
+                return self.gamma.item() - torch.norm(score, p=1, dim=2)
+            def forward(self, head, relation, tail):
+                return self.TransE(head, relation, tail)
+        model = KGEModel(12.0).cuda()
+    """), 9),
+    Shape("TW207", "full-batch training whose test runs only every few epochs: the step's read is the only sync", d("""
+        import torch
+        def train(model, data, train_idx, optimizer):
+            optimizer.zero_grad()
+            out = model(data.x)[train_idx]
+            loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        def main(model, data, train_idx, optimizer, args):
+            data = data.to("cuda")
+            for epoch in range(1, args.epochs + 1):
+                loss = train(model, data, train_idx, optimizer)
+                if epoch % args.eval_steps == 0:
+                    result = test(model, data)
+    """), 8),
+    Shape("TW207", "look-alike of the replay priorities below: the per-sample losses collected for logging", d("""
+        import torch
+        def learn(model, memory, optimizer, losses, device):
+            for step in range(1000):
+                idxs, states, weights = memory.sample(32)
+                loss = model(states.to(device)).sum(1)
+                optimizer.zero_grad()
+                (weights.to(device) * loss).mean().backward()
+                optimizer.step()
+                losses.append(loss.detach().cpu().numpy())
+    """), 9),
+]
+QUIET += [
+    Shape("TW207", "full-batch graph training: one step per epoch, and the same epoch runs test(), which reads on the host", d("""
+        import torch
+        def train(model, data, train_idx, optimizer):
+            optimizer.zero_grad()
+            out = model(data.x)[train_idx]
+            loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        def main(model, data, train_idx, optimizer, args):
+            data = data.to("cuda")
+            for epoch in range(1, args.epochs + 1):
+                loss = train(model, data, train_idx, optimizer)
+                result = test(model, data)
+                print(epoch, loss, result)
+    """)),
+    Shape("TW207", "course notebooks: full-batch epochs that evaluate every epoch (model.eval() and inference_mode)", d("""
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        X_train, y_train = X_train.to(device), y_train.to(device)
+        for epoch in range(epochs):
+            model.train()
+            y_logits = model(X_train).squeeze()
+            loss = loss_fn(y_logits, y_train)
+            acc = accuracy_fn(y_true=y_train, y_pred=torch.round(torch.sigmoid(y_logits)))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            model.eval()
+            with torch.inference_mode():
+                test_logits = model(X_test).squeeze()
+                test_acc = accuracy_fn(y_true=y_test, y_pred=torch.round(torch.sigmoid(test_logits)))
+        def accuracy_fn(y_true, y_pred):
+            return torch.eq(y_true, y_pred).sum().item() / len(y_pred)
+    """)),
+    Shape("TW207", "prioritised replay: the per-sample losses become the new priorities of a NumPy segment tree", d("""
+        import torch
+        def learn(model, memory, optimizer, device):
+            for step in range(1000):
+                idxs, states, weights = memory.sample(32)
+                loss = model(states.to(device)).sum(1)
+                optimizer.zero_grad()
+                (weights.to(device) * loss).mean().backward()
+                optimizer.step()
+                memory.update_priorities(idxs, loss.detach().cpu().numpy())
+    """)),
+    Shape("TW207", "look-alikes of masks and parameters: integer indices, a store through a mask, a host mask, "
+          "a parameter read in __init__, a plain attribute", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Scorer(nn.Module):
+            def __init__(self, gamma):
+                super().__init__()
+                self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)
+                self.margin = float(self.gamma.item())
+                self.scale = 2.0
+            def forward(self, x):
+                return self.margin - x.norm(dim=-1) * self.scale
+        def train(model, loader, optimizer, device, keep):
+            host_mask = torch.from_numpy(np.array(keep))
+            for x, idx in loader:
+                x = x.to(device)
+                out = model(x)
+                out[out < 0] = 0
+                picked = out[idx]
+                kept = idx[host_mask]
+                loss = picked.sum()
+                loss.backward()
+                optimizer.step()
+        model = Scorer(1.0).cuda()
+    """)),
+]

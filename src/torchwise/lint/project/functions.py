@@ -12,7 +12,7 @@ from typing import Iterator
 
 from torchwise.lint.facts import FunctionBlock
 
-HOST_NEEDLES = (".item()", ".tolist()", ".numpy()")
+HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", "if torch.")
 GPU_NEEDLES = ("nccl", "is_available")
 LOADER_NEEDLES = ("pin_memory",)
 

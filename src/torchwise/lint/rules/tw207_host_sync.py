@@ -11,9 +11,12 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, holds_device_values, host_reader, is_loop_counter, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, read_arguments,
 )
-from torchwise.lint.semantics.steps import hot_loops, hot_region_of, runs_periodically, step_functions
+from torchwise.lint.semantics.steps import (
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
+)
+from torchwise.lint.semantics.syncs import boolean_mask_index, parameter_read
 from torchwise.lint.semantics.values import local_function
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
@@ -87,7 +90,7 @@ def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step")
+    triggers = ("backward", "step", ".item()", ".tolist()")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
@@ -135,6 +138,7 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from self._parameter_reads(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
@@ -155,6 +159,30 @@ Lint and the doctor
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+        statements: set[int] = set()
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            stmt = ctx.statement_of(sub)
+            if id(stmt) in statements or not boolean_mask_index(ctx, sub):
+                continue
+            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False,
+                                   suggestion=_MASK_FIX)
+            if finding is not None:
+                statements.add(id(stmt))
+                yield finding
+
+    def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``self.gamma.item()`` in a method of an ``nn.Module`` of this file: every forward."""
+        if "self." not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
+            return
+        for call in ctx.calls_named("item", "tolist"):
+            param = parameter_read(ctx, call)
+            if param is not None:
+                yield ctx.finding(
+                    self.code, call,
+                    f"{param}.{call.func.attr}() reads a parameter of the module on the host in "
+                    f"{ctx.function_of(call).name}(), which runs with every forward pass and waits for the GPU each time",
+                    suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
+                )
 
     def _sync_call(self, ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
         """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
@@ -183,11 +211,13 @@ Lint and the doctor
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
         names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
         local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
+        metrics = "__call__" in ctx.project.host_read_blocks
         for name, calls in ctx.calls_by_name.items():
-            if name not in names and name not in local:
+            metric = metrics and "metric" in name.lower()
+            if name not in names and name not in local and not metric:
                 continue
             for call in calls:
-                if name not in names and local_function(ctx, call) is None:
+                if name not in names and not metric and local_function(ctx, call) is None:
                     continue
                 where = host_reader(ctx, call)
                 if where is None:
@@ -210,7 +240,8 @@ Lint and the doctor
                         return part.value
         return None
 
-    def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True) -> Finding | None:
+    def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
+                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
         region = hot_region_of(ctx, node)
         if region is None or runs_periodically(ctx, node):
             return None
@@ -219,16 +250,32 @@ Lint and the doctor
             return None  # the step already waits for the GPU; this read adds no stall
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not is_device_tensor(ctx, subject, node):
+        if check_subject and not _device_subject(ctx, subject, node):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed
+        if check_subject and consumed_on_host(ctx, node):
+            return None  # the algorithm works on it on the host (replay priorities): the read is needed
+        if evaluated_every_call(ctx, region) if not looping else full_batch_epochs(ctx, region):
+            return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         return ctx.finding(
             self.code, node,
             f"{what} in {where} waits for the GPU to finish every step",
-            suggestion="keep the value on the device (e.g. .detach()) and read it once per log interval",
+            suggestion=suggestion,
         )
+
+
+_MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
+             "masked_fill, instead of selecting with x[mask]")
+
+
+def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> bool:
+    """A device tensor, or a term summed into the backward pass of the function (``loss = loss +
+    regularization``; ``regularization.item()``)."""
+    if is_device_tensor(ctx, subject, node):
+        return True
+    return subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node))
 
 
 def _on_device(ctx: Context, node: ast.AST) -> bool:

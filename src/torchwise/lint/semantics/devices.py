@@ -290,6 +290,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
                 parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
             elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
             return any(is_device_tensor(ctx, e, use, depth) for e in elts)
+        if func.attr == "to" and q is None:
+            return is_device_tensor(ctx, func.value, use, depth)  # pred.to(torch.float32): a dtype change
         if func.attr in _DEVICE_KEEPING:
             if q is not None:  # torch.argmax(out, 1) and friends
                 return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)

@@ -16,7 +16,6 @@ from torchwise.lint.semantics.values import local_function
 # logging calls that read a tensor argument on the host: method name -> index of that argument
 LOGGING_READERS = {"add_scalar": 1, "add_scalars": 1, "add_histogram": 1}
 _WRITER_HINTS = ("writer", "summary", "tb", "logger", "board")
-_READS = SYNC_METHODS - {"cpu"}  # .cpu() alone may move a module; .item()/.tolist()/.numpy() read values
 
 
 def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -43,18 +42,59 @@ def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return derived
 
 
-def host_read_of_arguments(func: AST) -> ast.Call | None:
-    """The first ``.item()``/``.tolist()``/``.numpy()`` in ``func`` on a value that comes from
-    its arguments (not from ``self``): ``func`` reads what it is given on the host."""
+_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder")
+# reductions whose value an `if` test compares on the host (``if torch.min(y) < -1.``)
+_REDUCTIONS = frozenset({"min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "count_nonzero"})
+_TEST_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
+
+
+def host_read_of_arguments(func: AST) -> tuple[int, str] | None:
+    """``(line, what)`` of the first host read in ``func`` of a value made from its arguments
+    (not from ``self``): ``.item()``/``.tolist()``/``.numpy()`` on anything computed from them
+    (``torch.eq(y_true, y_pred).sum().item()``), ``.cpu()`` on a computed tensor
+    (``pred.eq(target).cpu()``), or an ``if`` that compares a reduction of one
+    (``if torch.min(y) < -1.:``). ``func`` then reads what it is given on the host."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
         return None
     derived = _derived(func)
     for node in ast.walk(func):
-        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _READS:
-            root = root_name(node.func.value)
-            if root is not None and root.id in derived:
-                return node
+        cls = node.__class__
+        if cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in SYNC_METHODS:
+            recv = node.func.value
+            if node.func.attr == "cpu" and (recv.__class__ is ast.Name or node.args or _names_model(recv)):
+                continue  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
+            if _mentions(recv, derived):
+                return node.lineno, f"calls .{node.func.attr}()"
+        elif cls in (ast.If, ast.While) and _reduction_test(node.test, derived):
+            return node.lineno, "tests a tensor in an if"
     return None
+
+
+def _mentions(expr: AST, names: set[str]) -> bool:
+    return any(n.__class__ is ast.Name and n.id in names for n in ast.walk(expr))
+
+
+def _names_model(expr: AST) -> bool:
+    name = (last_name(expr) or "").lower()
+    return any(w in name for w in _MODEL_WORDS)
+
+
+def _reduction_test(test: AST, derived: set[str]) -> bool:
+    """``torch.min(y) < -1.``, ``y.abs().max() > 1``: a comparison of a reduction of an argument."""
+    for node in ast.walk(test):
+        if node.__class__ is not ast.Compare or not all(op.__class__ in _TEST_OPS for op in node.ops):
+            continue
+        for side in [node.left, *node.comparators]:
+            func = side.func if side.__class__ is ast.Call else None
+            if func.__class__ is not ast.Attribute or func.attr not in _REDUCTIONS:
+                continue
+            if func.value.__class__ is ast.Name and func.value.id in ("torch", "th"):
+                subject = side.args[0] if side.args else None  # torch.min(y)
+            else:
+                subject = func.value  # y.max(), y.abs().max()
+            if subject is not None and _mentions(subject, derived):
+                return True
+    return False
 
 
 def host_reader(ctx: Context, call: ast.Call) -> str | None:
@@ -74,17 +114,28 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     target = local_function(ctx, call)
     if target is not None:
         read = _cached_host_read(ctx, target)
-        return f"it calls .{read.func.attr}() on line {read.lineno}" if read is not None else None
+        return f"it {read[1]} on line {read[0]}" if read is not None else None
     where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line)
-    return f"it reads its arguments with .item() or the like at {where}" if where else None
+    if where is None and _metric_object(ctx, func):
+        where = function_verdict(ctx.project, "host_read_blocks", "__call__", _host_read_line, every=False)
+    return f"it reads its arguments on the host at {where}" if where else None
+
+
+def _metric_object(ctx: Context, func: AST) -> bool:
+    """``metric(outputs, target)`` with ``for metric in metrics``: a metric object (not a
+    function of the project) whose ``__call__`` is one of the project's."""
+    if func.__class__ is not ast.Name or "metric" not in func.id.lower():
+        return False
+    b = ctx.binding_at(func.id, func)
+    return b is not None and b.kind in ("for", "param", "assign")
 
 
 def _host_read_line(func: AST) -> int | None:
     read = host_read_of_arguments(func)
-    return read.lineno if read is not None else None
+    return read[0] if read is not None else None
 
 
-def _cached_host_read(ctx: Context, func: AST) -> ast.Call | None:
+def _cached_host_read(ctx: Context, func: AST) -> tuple[int, str] | None:
     key = ("sem:hostread", id(func))
     if key not in ctx._cache:
         ctx._cache[key] = host_read_of_arguments(func)
@@ -144,3 +195,32 @@ def is_loop_counter(ctx: Context, expr: AST) -> bool:
         return False
     name = last_name(b.value.func)
     return (name in ("range", "trange") and b.index == -1) or (name == "enumerate" and b.index == 0)
+
+
+# methods that log or collect a value read on the host (a per-step read there is the pitfall)
+_SINKS = frozenset({"append", "extend", "add", "update", "insert", "put", "write", "print", "format", "info", "debug",
+                    "warning", "log", "set_postfix", "set_description", "record", "track", "push", "accumulate"})
+_SINK_PREFIXES = ("log", "add_", "print", "record", "write", "set_post", "set_desc", "track")
+
+
+def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
+    """Is the value read at ``read`` (a ``.cpu()``/``.numpy()``/``.tolist()`` chain) handed straight
+    to a method of an object that works on it on the host, rather than logged or collected:
+    ``memory.update_priorities(idxs, loss.detach().cpu().numpy())``? Then the algorithm needs it
+    there every step (a NumPy segment tree, hard-example mining), and the read is no waste."""
+    node: AST = read
+    while True:  # the whole chain: loss.detach().cpu().numpy()
+        parent = ctx.parent(node)
+        if parent.__class__ is ast.Attribute and ctx.parent(parent).__class__ is ast.Call and ctx.parent(parent).func is parent:
+            node = ctx.parent(parent)
+            continue
+        break
+    if getattr(read.func, "attr", "") == "item" or last_name(node.func) == "item":
+        return False  # a scalar: logged, not consumed
+    call = ctx.parent(node)
+    if call.__class__ is not ast.Call or node is call.func or call.func.__class__ is not ast.Attribute:
+        return False
+    name = call.func.attr
+    if name in _SINKS or name.startswith(_SINK_PREFIXES) or ctx.qualname(call.func) is not None:
+        return False  # logged, collected, or a library function (np.mean(...): a metric)
+    return not is_device_tensor(ctx, call.func.value, call)

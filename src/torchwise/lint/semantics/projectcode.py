@@ -23,14 +23,16 @@ def parsed(facts: ProjectFacts, block: FunctionBlock) -> ast.FunctionDef | ast.A
     return facts.answers[key]
 
 
-def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None]) -> str | None:
+def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None],
+                     every: bool = True) -> str | None:
     """``"path:line"`` where the project's function ``name`` does what ``test`` looks for (it
     returns the line within the function), when every definition of that name in the project
-    does (several classes may define ``update``); else None. ``kind``: the facts' block table."""
+    does (several classes may define ``update``), or with ``every=False`` when one does; else
+    None. ``kind``: the facts' block table."""
     blocks = getattr(facts, kind).get(name or "")
     if not blocks:
         return None
-    key = (kind, name)
+    key = (kind, name, every)
     if key not in facts.answers:
         found = []
         for block in blocks:
@@ -38,6 +40,6 @@ def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Cal
             offset = test(func) if func is not None else None
             if offset is not None:
                 found.append(f"{block.path}:{block.line + offset - 1}")
-        every = len(found) == facts.definitions.get(name or "", 0)
-        facts.answers[key] = found[0] if found and every else None
+        complete = len(found) == facts.definitions.get(name or "", 0)
+        facts.answers[key] = found[0] if found and (complete or not every) else None
     return facts.answers[key]

@@ -129,6 +129,44 @@ def hot_region_of(ctx: Context, node: AST) -> AST | None:
     return func if func is not None and id(func) in functions else None
 
 
+def evaluated_every_call(ctx: Context, func: AST) -> bool:
+    """Does every loop of this file that calls the step function ``func`` also run an evaluation
+    (``test(...)``, ``evaluate(...)``) on every pass, outside any condition? A full-batch script
+    that trains one step and tests once per epoch waits for the GPU in the test anyway."""
+    key = ("sem:evalcalls", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+        found = bool(callers)
+        for call in callers:
+            loops = ctx.enclosing_loops(call)
+            if not loops or not any(_evaluates(ctx, stmt) for stmt in getattr(loops[0], "body", ())):
+                found = False
+                break
+        ctx._cache[key] = found
+    return found
+
+
+def _evaluates(ctx: Context, stmt: AST) -> bool:
+    """A statement of a loop body that evaluates: it calls an evaluation function
+    (``result = test(...)``) or puts the model in evaluation mode (``model.eval()``)."""
+    value = stmt.value if stmt.__class__ in (ast.Assign, ast.Expr, ast.AugAssign) else None
+    if value is None or value.__class__ is not ast.Call:
+        return False
+    name = last_name(value.func) or ""
+    return is_eval_name(name) or (name == "eval" and value.func.__class__ is ast.Attribute and not value.args)
+
+
+def full_batch_epochs(ctx: Context, loop: AST) -> bool:
+    """A loop over epochs (``for epoch in range(n)``) that trains on the whole data set once per
+    pass and evaluates on every pass, outside any condition: the evaluation waits for the GPU
+    each pass anyway, so a read in the training part adds no wait of its own."""
+    it = getattr(loop, "iter", None)
+    if it is None or it.__class__ is not ast.Call or last_name(it.func) not in ("range", "trange") or len(it.args) > 2:
+        return False
+    return any(_evaluates(ctx, stmt) for stmt in loop.body)
+
+
 def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]]]:
     """Names a backward pass was started from in ``scope`` -> positions of those calls.
 
@@ -188,6 +226,26 @@ def _loss_terms(expr: AST | None, depth: int = 6) -> list[str]:
         if expr.left.__class__ is ast.Constant:
             return _loss_terms(expr.right, depth - 1)
     return []
+
+
+def summed_loss_terms(ctx: Context, scope: AST) -> set[str]:
+    """Names summed into the loss a backward pass starts from in ``scope``, through the
+    assignments that build it (``loss = (pos + neg) / 2; loss = loss + regularization``)."""
+    key = ("sem:terms", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = set(backwarded_names(ctx, scope))
+        todo = list(found)
+        while todo:
+            name = todo.pop()
+            for b in ctx.bindings(scope).get(name, ()):
+                if b.kind in ("assign", "aug") and b.value is not None:
+                    for term in _loss_terms(b.value):
+                        if term not in found:
+                            found.add(term)
+                            todo.append(term)
+        ctx._cache[key] = found
+    return found
 
 
 def names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
