@@ -523,3 +523,162 @@ QUIET += [
         model = Scorer(1.0).cuda()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW204
+_TRAINER = d("""
+    def fit(train_loader, val_loader, model, loss_fn, optimizer, n_epochs, cuda):
+        for epoch in range(n_epochs):
+            train_epoch(train_loader, model, loss_fn, optimizer, cuda)
+
+    def train_epoch(train_loader, model, loss_fn, optimizer, cuda):
+        for data, target in train_loader:
+            target = target if len(target) > 0 else None
+            if not type(data) in (tuple, list):
+                data = (data,)
+            if cuda:
+                data = tuple(d.cuda() for d in data)
+                if target is not None:
+                    target = target.cuda()
+            loss = loss_fn(*model(*data), target)
+            loss.backward()
+            optimizer.step()
+""")
+_ENGINE = d("""
+    import torch
+    def train_step(model, dataloader, loss_fn, optimizer, device):
+        for X, y in dataloader:
+            X, y = X.to(device), y.to(device)
+            loss = loss_fn(model(X), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    def train(model, train_dataloader, loss_fn, optimizer, epochs, device):
+        for epoch in range(epochs):
+            train_step(model=model, dataloader=train_dataloader, loss_fn=loss_fn, optimizer=optimizer, device=device)
+""")
+PROJECTS += [
+    ProjectShape("TW204", "metric-learning notebooks: loaders pinned through a kwargs dict chosen by `if cuda`, handed "
+                 "to fit() of a trainer module, which copies tuple(d.cuda() for d in data)", {
+        "trainer.py": _TRAINER,
+        "experiment.py": d("""
+            import torch
+            from trainer import fit
+            cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1, "pin_memory": True} if cuda else {}
+            train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=256, shuffle=True, **kwargs)
+            test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=256, shuffle=False, **kwargs)
+            fit(train_loader, test_loader, model, loss_fn, optimizer, 20, cuda)
+        """),
+    }, (("trainer.py", 11), ("trainer.py", 13))),
+    ProjectShape("TW204", "look-alike: the same trainer fed loaders that are not pinned", {
+        "trainer.py": _TRAINER,
+        "experiment.py": d("""
+            import torch
+            from trainer import fit
+            cuda = torch.cuda.is_available()
+            kwargs = {"num_workers": 1, "pin_memory": False} if cuda else {}
+            train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=256, shuffle=True, **kwargs)
+            fit(train_loader, None, model, loss_fn, optimizer, 20, cuda)
+        """),
+        "other.py": "from torch.utils.data import DataLoader\nloader = DataLoader(ds, pin_memory=True)\n",
+    }),
+    ProjectShape("TW204", "course modules: engine.train(...) called from train.py with loaders from "
+                 "data_setup.create_dataloaders (pinned); a notebook passes its own unpinned loader", {
+        "data_setup.py": d("""
+            from torch.utils.data import DataLoader
+            def create_dataloaders(train_data, test_data, batch_size, num_workers):
+                train_dataloader = DataLoader(train_data, batch_size=batch_size, shuffle=True,
+                                              num_workers=num_workers, pin_memory=True)
+                test_dataloader = DataLoader(test_data, batch_size=batch_size, num_workers=num_workers, pin_memory=True)
+                return train_dataloader, test_dataloader
+        """),
+        "engine.py": _ENGINE,
+        "train.py": d("""
+            import torch
+            import data_setup, engine
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            train_dataloader, test_dataloader = data_setup.create_dataloaders(train_data, test_data, 32, 4)
+            engine.train(model, train_dataloader, loss_fn, optimizer, 5, device)
+        """),
+        "notebook.py": d("""
+            from torch.utils.data import DataLoader
+            from going_modular import engine
+            simple_loader = DataLoader(train_data, batch_size=32)
+            engine.train(model=model, train_dataloader=simple_loader, loss_fn=loss_fn, optimizer=opt, epochs=5, device=device)
+        """),
+    }, (("engine.py", 4), ("engine.py", 4))),
+    ProjectShape("TW204", "look-alike: every caller of the engine passes an unpinned loader", {
+        "engine.py": _ENGINE,
+        "notebook.py": d("""
+            import torch
+            from torch.utils.data import DataLoader
+            import engine
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            simple_loader = DataLoader(train_data, batch_size=32)
+            engine.train(model, simple_loader, loss_fn, optimizer, 5, device)
+            pinned = DataLoader(other, pin_memory=True)
+        """),
+    }),
+    ProjectShape("TW204", "tabular library: a fit loop hands each batch to a _train_batch method; the loaders come "
+                 "from a builder of another module with pin_memory=self.pin_memory; validation loaders in a zip", {
+        "utils.py": d("""
+            from torch.utils.data import DataLoader
+            def create_dataloaders(X_train, y_train, eval_set, batch_size, pin_memory):
+                train_dataloader = DataLoader(TorchDataset(X_train, y_train), batch_size=batch_size, pin_memory=pin_memory)
+                valid_dataloaders = [DataLoader(TorchDataset(X, y), batch_size=batch_size, pin_memory=pin_memory)
+                                     for X, y in eval_set]
+                return train_dataloader, valid_dataloaders
+        """),
+        "model.py": d("""
+            import torch
+            from utils import create_dataloaders
+            class TabModel:
+                def __init__(self, device_name="auto", pin_memory=True):
+                    self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                    self.pin_memory = pin_memory and self.device.type != "cpu"
+                def fit(self, X_train, y_train, eval_set, names):
+                    train_dataloader, valid_dataloaders = self._construct_loaders(X_train, y_train, eval_set)
+                    for epoch in range(10):
+                        self._train_epoch(train_dataloader)
+                        for name, valid_dataloader in zip(names, valid_dataloaders):
+                            self._predict_epoch(name, valid_dataloader)
+                def _construct_loaders(self, X_train, y_train, eval_set):
+                    train_dataloader, valid_dataloaders = create_dataloaders(X_train, y_train, eval_set, 1024, self.pin_memory)
+                    return train_dataloader, valid_dataloaders
+                def _train_epoch(self, train_loader):
+                    for X, y in train_loader:
+                        self._train_batch(X, y)
+                def _train_batch(self, X, y):
+                    X = X.to(self.device).float()
+                    y = y.to(self.device).float()
+                    loss = self.loss_fn(self.network(X), y)
+                    loss.backward()
+                    self.optimizer.step()
+                def _predict_epoch(self, name, loader):
+                    for X, y in loader:
+                        scores = self.network(X.to(self.device).float())
+        """),
+    }, (("model.py", 20), ("model.py", 21), ("model.py", 27))),
+]
+FIND += [
+    Shape("TW204", "contrastive-learning scripts: a conversion before the copy (images.float().cuda())", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        val_loader = DataLoader(val_dataset, batch_size=256, shuffle=False, num_workers=8, pin_memory=True)
+        def validate(val_loader, model):
+            with torch.no_grad():
+                for images, labels in val_loader:
+                    images = images.float().cuda()
+                    labels = labels.cuda(non_blocking=True)
+                    output = model(images)
+        validate(val_loader, model)
+    """), 7),
+    Shape("TW204", "loaders pinned when a GPU is there (pin_memory=torch.cuda.is_available())", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        loader = DataLoader(ds, batch_size=64, num_workers=4, pin_memory=torch.cuda.is_available())
+        for x, y in loader:
+            x = x.to(device)
+    """), 6),
+]

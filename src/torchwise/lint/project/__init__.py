@@ -65,9 +65,11 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         loader_blocks=builders,
         definitions=definition_counts(texts, set(hosts) | set(setups) | set(builders)),
         all_loaders_pinned=loaders and _all_pinned(texts),
+        pins_memory=loaders and any("pin_memory" in text for _, text in texts),
         seeded=words.seeded,
         seeds_everything=words.seeds_everything,
         save_files=saves,
+        files=tuple(texts),
         no_grad_functions=frozenset(words.no_grad_functions),
     )
 

@@ -44,7 +44,7 @@ def _enclosing_defs(text: str, pos: int) -> Iterator[tuple[int, int]]:
 
 # helpers that read their arguments, set up the GPU or build loaders are short; long functions
 # (a whole training loop, a library routine) are not parsed for these facts
-MAX_LINES = 80
+MAX_LINES = 120
 
 
 def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LINES) -> Iterator[tuple[str, int, str]]:

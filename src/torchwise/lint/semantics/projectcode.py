@@ -5,6 +5,7 @@ source of the short functions that mention what rules may ask about (a host read
 from __future__ import annotations
 
 import ast
+import os
 from typing import Callable
 
 from torchwise.lint.facts import FunctionBlock, ProjectFacts
@@ -24,15 +25,19 @@ def parsed(facts: ProjectFacts, block: FunctionBlock) -> ast.FunctionDef | ast.A
 
 
 def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None],
-                     every: bool = True) -> str | None:
+                     every: bool = True, module: str | None = None) -> str | None:
     """``"path:line"`` where the project's function ``name`` does what ``test`` looks for (it
     returns the line within the function), when every definition of that name in the project
     does (several classes may define ``update``), or with ``every=False`` when one does; else
-    None. ``kind``: the facts' block table."""
+    None. With ``module`` (``data_setup.create_dataloaders(...)``), only the definitions in
+    files of that name count. ``kind``: the facts' block table."""
     blocks = getattr(facts, kind).get(name or "")
+    if module is not None:
+        blocks = tuple(b for b in blocks or () if os.path.splitext(os.path.basename(b.path))[0] == module)
+        every = False  # the definition of that module
     if not blocks:
         return None
-    key = (kind, name, every)
+    key = (kind, name, every, module)
     if key not in facts.answers:
         found = []
         for block in blocks:
