@@ -682,3 +682,93 @@ FIND += [
             x = x.to(device)
     """), 6),
 ]
+
+# ----------------------------------------------------------------------------------- TW203
+_TAB_MODEL = d("""
+    import torch
+    from torch.utils.data import DataLoader
+    from utils import define_device
+    class TabModel:
+        def __init__(self, device_name="auto"):
+            self.device = torch.device(define_device(device_name))
+        def predict(self, X):
+            self.network.eval()
+            dataloader = DataLoader(PredictDataset(X), batch_size=1024, shuffle=False)
+            results = []
+            for data in dataloader:
+                data = data.to(self.device).float()
+                results.append(self.network(data))
+            return results
+""")
+PROJECTS += [
+    ProjectShape("TW203", "tabular library: predict() builds a loader and moves its batches to self.device, which "
+                 "a helper of another module sets to cuda when one is there", {
+        "utils.py": d("""
+            import torch
+            def define_device(device_name):
+                if device_name == "auto":
+                    return "cuda" if torch.cuda.is_available() else "cpu"
+                return device_name
+        """),
+        "model.py": _TAB_MODEL,
+    }, (("model.py", 9),)),
+    ProjectShape("TW203", "look-alike: the same class in a project that never names CUDA", {
+        "utils.py": "def define_device(device_name):\n    return device_name\n",
+        "model.py": _TAB_MODEL,
+    }),
+]
+FIND += [
+    Shape("TW203", "NLP fine-tuning: self.device chosen in __init__, the loader built in train()", d("""
+        import torch
+        from torch.utils.data import DataLoader, RandomSampler
+        class Trainer:
+            def __init__(self, args, model, train_dataset):
+                self.train_dataset = train_dataset
+                self.device = "cuda" if torch.cuda.is_available() and not args.no_cuda else "cpu"
+                self.model = model.to(self.device)
+            def train(self):
+                sampler = RandomSampler(self.train_dataset)
+                loader = DataLoader(self.train_dataset, sampler=sampler, batch_size=32)
+                for batch in loader:
+                    batch = tuple(t.to(self.device) for t in batch)
+                    loss = self.model(*batch)[0]
+                    loss.backward()
+    """), 10),
+    Shape("TW203", "prediction scripts: the device from a helper of the file (device = get_device(cfg))", d("""
+        import torch
+        from torch.utils.data import DataLoader, SequentialSampler
+        def get_device(cfg):
+            return "cuda" if torch.cuda.is_available() and not cfg.no_cuda else "cpu"
+        def predict(cfg, model, dataset):
+            device = get_device(cfg)
+            model.to(device)
+            loader = DataLoader(dataset, sampler=SequentialSampler(dataset), batch_size=cfg.batch_size)
+            for batch in loader:
+                batch = tuple(t.to(device) for t in batch)
+                outputs = model(*batch)
+    """), 8),
+]
+QUIET += [
+    Shape("TW203", "course notebooks: loaders only used to show one batch (next(iter(...)), len, a bare name)", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        train_dataloader = DataLoader(dataset=train_data, batch_size=1, num_workers=1, shuffle=True)
+        test_dataloader = DataLoader(dataset=test_data, batch_size=1, num_workers=1, shuffle=False)
+        train_dataloader, test_dataloader
+        img, label = next(iter(train_dataloader))
+        print(len(train_dataloader), len(test_dataloader))
+        model = Net().to(device)
+    """)),
+]
+FIND += [
+    Shape("TW203", "look-alike of the above: the same demo loader later handed to train()", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        train_dataloader = DataLoader(dataset=train_data, batch_size=1, num_workers=1, shuffle=True)
+        img, label = next(iter(train_dataloader))
+        model = Net().to(device)
+        results = train(model=model, train_dataloader=train_dataloader, device=device)
+    """), 4),
+]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for
+from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -50,6 +50,9 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     or the project does."""
     if gpu_evident_for(ctx, call):
         return True
+    func = ctx.function_of(call)
+    if func is not None and moves_near(ctx, call) and (gpu_evident(ctx) or ctx.project.targets_gpu) and not _names_cpu(ctx, func):
+        return True  # the function (or its class) moves batches to a device chosen elsewhere: self.device, get_device(cfg)
     if not _returned(ctx, call):
         return False
     func = ctx.function_of(call)
@@ -59,6 +62,40 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
+
+
+def _names_cpu(ctx: Context, func: ast.AST) -> bool:
+    """A ``"cpu"`` device named in the function, and no other: it runs on the CPU on purpose."""
+    return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(func.body))
+
+
+def _demo_only(ctx: Context, call: ast.Call) -> bool:
+    """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
+    batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
+    to a function: no batch of it reaches the GPU."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    scope = ctx.scope_of(call)
+    uses = [n for n in ctx.walk_body(getattr(scope, "body", []), into_defs=True)
+            if n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load]
+    seen = False
+    for use in uses:
+        b = ctx.binding_at(name, use)
+        if b is None or b.node is not parent:
+            continue  # another binding of the name (or a parameter of the same name)
+        seen = True
+        holder = ctx.parent(use)
+        if holder.__class__ in (ast.Expr, ast.Tuple) and (holder.__class__ is ast.Expr or ctx.parent(holder).__class__ is ast.Expr):
+            continue  # shown in a notebook cell
+        if holder.__class__ is ast.Call and last_name(holder.func) in ("len", "print") and use in holder.args:
+            continue
+        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
+                and last_name(ctx.parent(holder).func) == "next":
+            continue  # img, label = next(iter(loader))
+        return False
+    return seen
 
 
 class LoaderWithoutPinMemory(Rule):
@@ -111,6 +148,8 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
+            if _demo_only(ctx, call):
+                continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):
                 continue  # its class, in another module, yields device tensors or stored constants
