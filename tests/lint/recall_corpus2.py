@@ -772,3 +772,151 @@ FIND += [
         results = train(model=model, train_dataloader=train_dataloader, device=device)
     """), 4),
 ]
+
+# ----------------------------------------------------------------------------------- TW205
+FIND += [
+    Shape("TW205", "diffusion samplers: a timestep vector made as ones times the step, then moved, every step", d("""
+        import torch
+        def generalized_steps(x, seq, model, b):
+            n = x.size(0)
+            xs = [x]
+            for i in reversed(seq):
+                t = (torch.ones(n) * i).to(x.device)
+                et = model(xs[-1], t)
+                xs.append(et)
+            return xs
+    """), 6),
+    Shape("TW205", "vocoders: an STFT window made on the CPU and moved, every call of the feature function", d("""
+        import torch
+        def mel_spectrogram(y, n_fft, win_size):
+            window = torch.hann_window(win_size).to(y.device)
+            return torch.stft(y, n_fft, window=window, return_complex=True).abs()
+    """), 3),
+    Shape("TW205", "attention masks: a helper class built in every forward (torch.triu(torch.ones(...)).to(device))", d("""
+        import torch
+        import torch.nn as nn
+        class TriangularCausalMask:
+            def __init__(self, B, L, device="cpu"):
+                with torch.no_grad():
+                    self._mask = torch.triu(torch.ones([B, 1, L, L], dtype=torch.bool), diagonal=1).to(device)
+        class FullAttention(nn.Module):
+            def forward(self, queries, keys, values):
+                B, L = queries.shape[:2]
+                mask = TriangularCausalMask(B, L, device=queries.device)
+                return (queries @ keys.transpose(-2, -1)).masked_fill(mask._mask, -1e9) @ values
+    """), 6),
+]
+PROJECTS += [
+    ProjectShape("TW205", "attention masks: the helper class lives in a utils module, the attention layer that "
+                 "builds it every forward in another", {
+        "masking.py": d("""
+            import torch
+            class ProbMask:
+                def __init__(self, B, H, L, index, scores, device="cpu"):
+                    _mask = torch.ones(L, scores.shape[-1], dtype=torch.bool).to(device).triu(1)
+                    self._mask = _mask[None, None, :].expand(B, H, L, scores.shape[-1])
+        """),
+        "attention.py": d("""
+            import torch.nn as nn
+            from masking import ProbMask
+            class ProbAttention(nn.Module):
+                def forward(self, scores, index):
+                    B, H, L = scores.shape[:3]
+                    mask = ProbMask(B, H, L, index, scores, device=scores.device)
+                    return scores.masked_fill(mask._mask, -1e9)
+        """),
+    }, (("masking.py", 4),)),
+]
+QUIET += [
+    Shape("TW205", "a dummy forward of a module, called only from its __init__ to size the layers", d("""
+        import torch
+        import torch.nn as nn
+        class Decomposition(nn.Module):
+            def __init__(self, length, device):
+                super().__init__()
+                self.device = device
+                self.out_dims = self._dummy_forward(length)
+            def _dummy_forward(self, length):
+                dummy_x = torch.ones((1, 1, length)).to(self.device)
+                return [t.shape[-1] for t in self.dwt(dummy_x)]
+    """)),
+    Shape("TW205", "a recovery path taken when a solve gives NaN (if torch.isnan(K).any():)", d("""
+        import torch
+        import torch.nn as nn
+        class KPLayer(nn.Module):
+            def forward(self, x, y):
+                K = torch.linalg.lstsq(x, y).solution
+                if torch.isnan(K).any():
+                    K = torch.eye(K.shape[1]).to(K.device).unsqueeze(0).repeat(x.shape[0], 1, 1)
+                return torch.bmm(x, K)
+    """)),
+    Shape("TW205", "an evaluator: one buffer per evaluation call, in a helper only eval() calls", d("""
+        import torch
+        class Evaluator:
+            def eval(self, input_dict):
+                correct, pred = input_dict["t_correct_index"], input_dict["t_pred_top10"]
+                return self._calculate_mrr(correct.to(pred.device), pred)
+            def _calculate_mrr(self, correct_index, pred_top10):
+                tmp = torch.nonzero(correct_index.view(-1, 1) == pred_top10, as_tuple=False)
+                rr = torch.zeros(len(correct_index)).to(tmp.device)
+                rr[tmp[:, 0]] = 1.0 / (tmp[:, 1].float() + 1.0)
+                return float(rr.mean().item())
+    """)),
+    Shape("TW205", "experiment tracking: one example input for writer.add_graph per experiment", d("""
+        import torch
+        def run_experiment(model, writer, device, epochs):
+            for epoch in range(epochs):
+                writer.add_graph(model=model, input_to_model=torch.randn(32, 3, 224, 224).to(device))
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW206, TW305
+QUIET += [
+    Shape("TW206", "an evaluator module's __main__ smoke test on random arrays", d("""
+        import numpy as np
+        import torch
+        class Evaluator:
+            def eval(self, input_dict):
+                return (input_dict["y_true"] == input_dict["y_pred"]).float().mean()
+        if __name__ == "__main__":
+            evaluator = Evaluator()
+            y_true = torch.tensor(np.random.randint(2, size=(100, 128)))
+            y_pred = torch.tensor(np.random.randn(100, 128))
+            print(evaluator.eval({"y_true": y_true, "y_pred": y_pred}))
+    """)),
+    Shape("TW305", "a backbone module's __main__ smoke test that prints an output shape", d("""
+        import torch
+        import torch.nn as nn
+        class HRNet(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            model = HRNet()
+            if torch.cuda.is_available():
+                torch.backends.cudnn.deterministic = True
+                device = torch.device("cuda")
+            else:
+                device = torch.device("cpu")
+            print(model.to(device)(torch.ones(1, 3, 64, 64, device=device)).shape)
+    """)),
+]
+FIND += [
+    Shape("TW206", "look-alike of the smoke test: a script whose __main__ block loads real data in a loop", d("""
+        import numpy as np
+        import torch
+        def load(path):
+            return np.load(path)
+        if __name__ == "__main__":
+            for path in ["a.npy", "b.npy"]:
+                x = torch.tensor(np.load(path))
+    """), 7),
+    Shape("TW305", "look-alike of the smoke test: a training script's __main__ block", d("""
+        import torch
+        def train(model, loader):
+            pass
+        if __name__ == "__main__":
+            torch.backends.cudnn.deterministic = True
+            for epoch in range(10):
+                train(model, loader)
+    """), 5),
+]

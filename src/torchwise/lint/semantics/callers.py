@@ -43,27 +43,36 @@ def _param_index(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int
     return index - 1 if params and params[0] in ("self", "cls") else index
 
 
+def project_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:
+    """``(caller's context, call)`` for every call of ``name`` - a function or class defined at
+    the top of this file - from another module of the project that imports it."""
+    facts = ctx.project
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    key = ("callers", ctx.path, name)
+    found = facts.answers.get(key)
+    if found is None:
+        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and _imports_module(t, stem)]
+        found = []
+        if len(files) <= MAX_CALLER_FILES:
+            for path, text in files:
+                other = parsed_file(facts, path, text)
+                if other is not None:
+                    found.extend((other, call) for call in _call_sites(other, stem, name))
+        facts.answers[key] = found
+    return iter(found)
+
+
 def project_arguments(ctx: Context, func: AST, param: str) -> Iterator[tuple[Context, AST, ast.Call]]:
     """``(caller's context, argument, call)`` for every call of the module-level function ``func``
     of this file made from another module of the project that imports it, passing ``param``.
     Yields nothing when the function is not reachable that way or has too many callers."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
         return
-    facts = ctx.project
-    stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    name = func.name
     index = _param_index(func, param)
-    files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and _imports_module(t, stem)]
-    if len(files) > MAX_CALLER_FILES:
-        return
-    for path, text in files:
-        other = parsed_file(facts, path, text)
-        if other is None:
-            continue
-        for call in _call_sites(other, stem, name):
-            value = argument(call, param, index)
-            if value is not None:
-                yield other, value, call
+    for other, call in project_calls(ctx, func.name):
+        value = argument(call, param, index)
+        if value is not None:
+            yield other, value, call
 
 
 def _call_sites(ctx: Context, stem: str, name: str) -> list[ast.Call]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.values import local_function
 
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
@@ -353,8 +354,7 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
     model's computation: ``generate``, ``encode``...), or one that runs a training step itself."""
     if func.__class__ is ast.Lambda:
         return True
-    name = func.name.lower()
-    if "forward" in name or name in ("__call__", "step") or name.endswith("_step"):
+    if _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
     if klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
@@ -362,11 +362,14 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
     return any(ctx.scope_of(c) is func for c in training_calls(ctx))
 
 
-def runs_once(ctx: Context, node: AST) -> bool:
+def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
-    loops, in ``__init__``/``setup``/``build``/``main``-like functions, and before or after the
-    loop of a function that loops; no inside a loop or comprehension, in per-call functions
-    (:func:`is_per_call_function`) and in other functions (helpers may be called per step)."""
+    loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
+    helper class built in a forward pass excepted), before or after the loop of a function that
+    loops, in a helper every caller of which (in this file) runs once or evaluates (an
+    evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
+    per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
+    called per step)."""
     if ctx.enclosing_loops(node):
         return False
     for anc in ctx.ancestors(node):
@@ -374,14 +377,68 @@ def runs_once(ctx: Context, node: AST) -> bool:
             return False
         if isinstance(anc, DEF_TYPES):
             break
+    if _recovery_path(ctx, node):
+        return True
     scope = ctx.scope_of(node)
     if scope.__class__ is ast.Module:
         return True
     if scope.__class__ is not ast.Lambda and (scope.name in _ONCE_NAMES or scope.name.startswith(_ONCE_PREFIXES)):
-        return True
+        return not (scope.name == "__init__" and _built_per_call(ctx, scope))
+    if scope.__class__ is not ast.Lambda and scope.name not in ("forward", "__call__") and depth > 0 and _called_at_setup(ctx, scope, depth):
+        return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
         return False
     return any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body))
+
+
+def _named_per_call(name: str) -> bool:
+    low = name.lower()
+    return "forward" in low or low in ("__call__", "step") or low.endswith("_step")
+
+
+def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
+    """Every call of this helper in the file is made at set-up (:func:`runs_once`) or by an
+    evaluation function outside its loops (``_dummy_forward`` from ``__init__``; an evaluator's
+    ``eval()`` calling ``_calculate_mrr``)."""
+    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    if not calls:
+        return False
+    for call in calls:
+        caller = ctx.function_of(call)
+        if caller is func:
+            return False
+        evaluating = caller is not None and is_eval_name(caller.name) and not ctx.enclosing_loops(call)
+        if not evaluating and not runs_once(ctx, call, depth - 1):
+            return False
+    return True
+
+
+_NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite"})
+
+
+def _recovery_path(ctx: Context, node: AST) -> bool:
+    """Under ``if torch.isnan(k).any():`` (or ``isinf``): a fallback taken on a rare failure."""
+    for if_node, in_body in ctx.enclosing_ifs(node):
+        if in_body and any(n.__class__ is ast.Call and last_name(n.func) in _NAN_CHECKS for n in ast.walk(if_node.test)):
+            return True
+    return False
+
+
+def _built_per_call(ctx: Context, init: AST) -> bool:
+    """``__init__`` of a plain helper class (not an ``nn.Module``) that the file builds inside a
+    per-call function (``ProbMask(B, H, ...)`` in an attention ``forward``), or that the modules
+    importing it do: it runs every forward."""
+    klass = ctx.parent(init)
+    if klass.__class__ is not ast.ClassDef or any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+        return False
+    sites = [(ctx, call) for call in ctx.calls_named(klass.name)]
+    if ctx.parent(klass) is ctx.tree:
+        sites += list(project_calls(ctx, klass.name))
+    for where, call in sites:
+        func = where.function_of(call)
+        if func is not None and func is not init and is_per_call_function(where, func):
+            return True
+    return False
 
 
 _EVAL_WORDS = frozenset({
