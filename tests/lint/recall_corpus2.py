@@ -920,3 +920,158 @@ FIND += [
                 train(model, loader)
     """), 5),
 ]
+
+# ----------------------------------------------------------------------------------- TW201
+QUIET += [
+    Shape("TW201", "diffusion runners: sample() wraps the model and puts it in eval mode; train() of the same "
+          "class trains its own wrapper", d("""
+        import torch
+        class Diffusion:
+            def train(self, model, loader, optimizer):
+                model = model.to(self.device)
+                model = torch.nn.DataParallel(model)  # noqa: TW201
+                model.train()
+                for x, y in loader:
+                    loss = model(x.to(self.device)).mean()
+                    loss.backward()
+                    optimizer.step()
+            def sample(self, model):
+                model = model.to(self.device)
+                model = torch.nn.DataParallel(model)
+                model.eval()
+                return self.sample_images(model)
+    """)),
+    Shape("TW201", "an EMA helper: the copy is loaded from the live model's state_dict and only evaluated", d("""
+        import torch.nn as nn
+        class EMAHelper:
+            def ema_copy(self, module):
+                inner = module.module
+                module_copy = type(inner)(inner.config).to(inner.config.device)
+                module_copy.load_state_dict(inner.state_dict())
+                module_copy = nn.DataParallel(module_copy)
+                self.ema(module_copy)
+                return module_copy
+    """)),
+    Shape("TW201", "a test-only experiment class (zero-shot forecasting): no training in the file", d("""
+        import torch
+        import torch.nn as nn
+        class ExpZeroShot(ExpBase):
+            def _build_model(self):
+                model = self.model_dict[self.args.model](self.args).float()
+                if self.args.use_multi_gpu and self.args.use_gpu:
+                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
+                return model
+            def test(self, setting):
+                self.model.eval()
+                with torch.no_grad():
+                    for x, y in self.test_loader:
+                        out = self.model(x.to(self.device))
+    """)),
+]
+FIND += [
+    Shape("TW201", "look-alike: the same experiment class with a train() method", d("""
+        import torch
+        import torch.nn as nn
+        class ExpForecast(ExpBase):
+            def _build_model(self):
+                model = self.model_dict[self.args.model](self.args).float()
+                if self.args.use_multi_gpu and self.args.use_gpu:
+                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
+                return model
+            def train(self, setting):
+                for x, y in self.train_loader:
+                    loss = self.criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+    """), 7),
+]
+
+# ----------------------------------------------------------------------------------- TW103
+PROJECTS += [
+    ProjectShape("TW103", "knowledge-graph toolkits: model.forward(...) of a plain class defined in another module", {
+        "models.py": d("""
+            class KEModel(object):
+                def __init__(self, args):
+                    self.args = args
+                def forward(self, pos_g, neg_g, gpu_id=-1):
+                    return self.score(pos_g) - self.score(neg_g), {}
+        """),
+        "train.py": d("""
+            from models import KEModel
+            def load_model(args):
+                model = KEModel(args)
+                return model
+            def train(args, model, sampler, optimizer):
+                for step in range(args.max_step):
+                    pos_g, neg_g = next(sampler)
+                    loss, log = model.forward(pos_g, neg_g, args.gpu)
+                    loss.backward()
+        """),
+    }),
+    ProjectShape("TW103", "look-alike: model.forward(...) of a torch module class of another module", {
+        "models.py": d("""
+            import torch.nn as nn
+            class KEModel(nn.Module):
+                def forward(self, pos_g, neg_g):
+                    return self.score(pos_g) - self.score(neg_g)
+        """),
+        "train.py": d("""
+            from models import KEModel
+            def load_model(args):
+                model = KEModel(args)
+                return model
+            def train(args, model, sampler, optimizer):
+                for step in range(args.max_step):
+                    pos_g, neg_g = next(sampler)
+                    loss = model.forward(pos_g, neg_g)
+                    loss.backward()
+        """),
+    }, (("train.py", 8),)),
+]
+
+# ----------------------------------------------------------------------------------- TW301
+QUIET += [
+    Shape("TW301", "course notebooks: random.sample only picks which test images to plot", d("""
+        import random
+        import torch
+        torch.manual_seed(42)
+        test_image_path_sample = random.sample(population=test_image_path_list, k=3)
+        for image_path in test_image_path_sample:
+            pred_and_plot_image(model=model, image_path=image_path)
+    """)),
+    Shape("TW301", "a dataset module that fixes NumPy's generator for a split and puts its state back", d("""
+        import numpy as np
+        import torch
+        def get_dataset(dataset):
+            indices = list(range(len(dataset)))
+            random_state = np.random.get_state()
+            np.random.seed(2019)
+            np.random.shuffle(indices)
+            np.random.set_state(random_state)
+            return indices
+        def data_transform(X):
+            return X + torch.rand_like(X) / 256.0
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW301", "a data module that seeds NumPy while the entry point seeds torch: both seeded", {
+        "main.py": "import torch\nimport numpy as np\ntorch.manual_seed(0)\nnp.random.seed(0)\n",
+        "data.py": d("""
+            import numpy as np
+            import torch
+            np.random.seed(1)
+            def jitter(x):
+                return x + torch.randn_like(x) * 0.01
+        """),
+    }),
+]
+FIND += [
+    Shape("TW301", "look-alike: the draw feeds training, not a plot", d("""
+        import random
+        import torch
+        torch.manual_seed(42)
+        batch_paths = random.sample(population=train_paths, k=32)
+        for path in batch_paths:
+            train_on(path)
+    """), 4),
+]

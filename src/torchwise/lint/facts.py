@@ -70,6 +70,8 @@ class ProjectFacts:
     files: tuple[tuple[str, str], ...] = ()
     # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
     no_grad_functions: frozenset[str] = frozenset()
+    # classes the project defines with no base (or only object): plain classes, not modules
+    plain_classes: frozenset[str] = frozenset()
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -71,6 +71,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         save_files=saves,
         files=tuple(texts),
         no_grad_functions=frozenset(words.no_grad_functions),
+        plain_classes=frozenset(words.plain_classes),
     )
 
 

@@ -57,6 +57,52 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
     return False
 
 
+def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
+    """``state = np.random.get_state(); np.random.seed(2019); ...; np.random.set_state(state)``:
+    a fixed seed for one split, with the global state put back - not the run's seeding."""
+    scope = ctx.scope_of(call)
+    restores = [c for c in ctx.calls_named("set_state", "setstate") if ctx.scope_of(c) is scope and c.lineno > call.lineno]
+    saves = [c for c in ctx.calls_named("get_state", "getstate") if ctx.scope_of(c) is scope and c.lineno < call.lineno]
+    return bool(restores and saves)
+
+
+_DISPLAY_WORDS = ("plot", "show", "display", "visuali", "draw")
+
+
+def _display_only(ctx: Context, node: ast.AST) -> bool:
+    """A draw whose result only picks what to show: every later use of the names it is bound to
+    feeds a plotting call, or a loop whose body plots (``for path in random.sample(paths, k=3):
+    pred_and_plot_image(...)``)."""
+    stmt = ctx.statement_of(node)
+    if stmt.__class__ is ast.For and ctx.contains(stmt.iter, node):
+        return _plots(stmt.body)
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    scope = ctx.scope_of(stmt)
+    uses = [n for n in ctx.walk_body(getattr(scope, "body", [])) if n.__class__ is ast.Name and n.id in names
+            and n.ctx.__class__ is ast.Load and n.lineno > (stmt.end_lineno or stmt.lineno)]
+    if not uses:
+        return False
+    for use in uses:
+        holder = ctx.statement_of(use)
+        if holder.__class__ is ast.For and ctx.contains(holder.iter, use):
+            if not _plots(holder.body):
+                return False
+        elif not _plots([holder]):
+            return False
+    return True
+
+
+def _plots(body: list[ast.stmt]) -> bool:
+    """Does this code call something that plots or shows (``plt.imshow``, ``pred_and_plot_image``)?"""
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if n.__class__ is ast.Call and any(w in (last_name(n.func) or "").lower() for w in _DISPLAY_WORDS):
+                return True
+    return False
+
+
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
@@ -100,7 +146,7 @@ Fix
         for name in ("seed", "manual_seed", "manual_seed_all"):
             for call in ctx.calls_named(name):
                 family = _SEEDERS.get(ctx.qualname(call.func) or "")
-                if family is not None and not _under_test(ctx, call):
+                if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
@@ -112,8 +158,8 @@ Fix
             return
         uses = self._uses(ctx)
         for family in ("random", "numpy", "torch"):
-            if family in seeded or family not in uses:
-                continue
+            if family in seeded or family not in uses or family in ctx.project.seeded:
+                continue  # seeded here, unused, or seeded by the project's entry point
             node = uses[family]
             yield ctx.finding(
                 self.code, node,
@@ -181,8 +227,8 @@ Fix
         uses: dict[str, ast.AST] = {}
 
         def note(family: str, node: ast.AST) -> None:
-            if _under_test(ctx, node):
-                return  # a self-test of the module: not what a run does
+            if _under_test(ctx, node) or _display_only(ctx, node):
+                return  # a self-test of the module, or a pick of what to plot: not what a run computes
             old = uses.get(family)
             if old is None or (node.lineno, node.col_offset) < (old.lineno, old.col_offset):
                 uses[family] = node
