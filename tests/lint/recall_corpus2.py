@@ -1075,3 +1075,98 @@ FIND += [
             train_on(path)
     """), 4),
 ]
+
+# ----------------------------------------------------------------------------------- TW104
+FIND += [
+    Shape("TW104", "experiment classes: test() scores the test set after a no_grad pass over the training set",
+          d("""
+        import torch
+        class ExpAnomaly(ExpBase):
+            def train(self, setting):
+                for x, y in self.train_loader:
+                    loss = self.criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+            def test(self, setting, test=0):
+                self.model.eval()
+                with torch.no_grad():
+                    for batch_x, _ in self.train_loader:
+                        energy = self.model(batch_x)
+                for batch_x, batch_y in self.test_loader:
+                    batch_x = batch_x.float().to(self.device)
+                    outputs = self.model(batch_x)
+                    score = torch.mean((batch_x - outputs) ** 2, dim=-1)
+    """), 15),
+    Shape("TW104", "tabular models: explain() runs a forward_* method of the imported network after eval()", d("""
+        import torch
+        class TabModel:
+            def explain(self, loader):
+                self.network.eval()
+                res = []
+                for data in loader:
+                    data = data.to(self.device).float()
+                    m_explain, masks = self.network.forward_masks(data)
+                    res.append(m_explain.cpu().detach().numpy())
+                return res
+    """), 8),
+]
+QUIET += [
+    Shape("TW104", "look-alike: test() of a unittest.TestCase checks behaviour, grad mode included", d("""
+        import unittest
+        import torch
+        class ModelTest(unittest.TestCase):
+            def test(self):
+                model = Net()
+                model.eval()
+                out = model(torch.ones(2, 3))
+                self.assertEqual(out.shape, (2, 1))
+    """)),
+    Shape("TW104", "look-alike: the same test() with both passes under no_grad", d("""
+        import torch
+        class ExpAnomaly(ExpBase):
+            def test(self, setting, test=0):
+                self.model.eval()
+                with torch.no_grad():
+                    for batch_x, _ in self.train_loader:
+                        energy = self.model(batch_x)
+                    for batch_x, batch_y in self.test_loader:
+                        outputs = self.model(batch_x.to(self.device))
+    """)),
+    Shape("TW104", "look-alike: a forward_* method whose caller turned autograd off", d("""
+        import torch
+        class TabModel:
+            @torch.no_grad()
+            def explain(self, loader):
+                self.network.eval()
+                return [self.network.forward_masks(data)[0] for data in loader]
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW403
+FIND += [
+    Shape("TW403", "diffusion samplers: xs[-1].to('cuda') in a file whose only 'cpu' moves results back", d("""
+        import torch
+        def generalized_steps(x, seq, model, b):
+            with torch.no_grad():
+                xs, x0_preds = [x], []
+                for i in reversed(seq):
+                    t = (torch.ones(x.size(0)) * i).to(x.device)
+                    xt = xs[-1].to('cuda')
+                    et = model(xt, t)
+                    x0_preds.append((xt - et).to('cpu'))
+                    xs.append(xt.to("cpu"))
+            return xs, x0_preds
+    """), 7),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the same sampler in a file that chooses the CPU as a device", d("""
+        import torch
+        device = torch.device("cpu") if args.cpu else torch.device("cuda")
+        def generalized_steps(x, seq, model, b):
+            xs = [x]
+            for i in reversed(seq):
+                xt = xs[-1].to('cuda')
+                xs.append(model(xt, i).to('cpu'))
+            return xs
+    """)),
+]

@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
 from torchwise.lint.semantics.actions import only_acts
@@ -177,7 +178,7 @@ Lint and the doctor
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        if not is_module and scope.name.lstrip("_").startswith("test"):
+        if not is_module and scope.name.lstrip("_").startswith("test") and not _evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = _eval_calls(ctx, body)
         named = not is_module and is_eval_name(scope.name)
@@ -317,6 +318,17 @@ def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str
         if nxt is None or nxt[1] == "train":
             out.append((pos, nxt[0] if nxt is not None else None))
     return out
+
+
+def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
+    """``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``) in a file that
+    is not a test file: it evaluates a trained model."""
+    klass = ctx.parent(func)
+    if klass.__class__ is not ast.ClassDef or is_test_path(ctx.path):
+        return False
+    if func.name.startswith("_") or "test" in klass.name.lower():
+        return False  # a test class (E2ETest), or a test helper of one
+    return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

@@ -175,4 +175,4 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
         return _calls_submodule(ctx.parent(method) if ctx.parent(method).__class__ is ast.ClassDef else None, method)
     if built is not None and built.startswith(_LIBRARY_MODELS):
         return False
-    return name in _FORWARD_VERBS and name not in ctx.project.no_grad_functions
+    return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions
