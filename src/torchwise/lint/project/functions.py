@@ -14,6 +14,10 @@ from torchwise.lint.facts import FunctionBlock
 
 HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", "if torch.")
 GPU_NEEDLES = ("nccl", "is_available")
+# what semantics.devices.gpu_setup_line can find in a block, as text: NCCL, or a GPU check asserted
+# or negated on one line (``if not torch.cuda.is_available():``); the many functions that only
+# choose a device (``"cuda" if torch.cuda.is_available() else "cpu"``) are not kept
+GPU_SETUP_TEXT = re.compile(r"nccl|(?:assert|if\s+not)\b[^\n]*(?:is_available|device_count)")
 LOADER_NEEDLES = ("pin_memory",)
 
 
@@ -73,13 +77,16 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
 _DEF_NAME = re.compile(r"def ([A-Za-z_]\w*)\(")
 
 
-def candidate_blocks(texts: list[tuple[str, str]], needles: tuple[str, ...]) -> dict[str, tuple[FunctionBlock, ...]]:
-    """Name -> the blocks of the short functions of that name that mention one of ``needles``."""
+def candidate_blocks(texts: list[tuple[str, str]], needles: tuple[str, ...],
+                     keep: re.Pattern[str] | None = None) -> dict[str, tuple[FunctionBlock, ...]]:
+    """Name -> the blocks of the short functions of that name that mention one of ``needles``
+    (and, with ``keep``, match it somewhere)."""
     found: dict[str, list[FunctionBlock]] = {}
     for path, text in texts:
         if any(n in text for n in needles):
             for name, line, block in function_blocks(text, needles):
-                found.setdefault(name, []).append(FunctionBlock(path, line, block))
+                if keep is None or keep.search(block):
+                    found.setdefault(name, []).append(FunctionBlock(path, line, block))
     return {name: tuple(blocks) for name, blocks in found.items()}
 
 

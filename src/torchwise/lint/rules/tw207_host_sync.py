@@ -219,6 +219,8 @@ Lint and the doctor
             for call in calls:
                 if name not in names and not metric and local_function(ctx, call) is None:
                     continue
+                if hot_region_of(ctx, call) is None:
+                    continue  # not run every step (_report asks first too): skip reading the callee
                 where = host_reader(ctx, call)
                 if where is None:
                     continue

@@ -252,12 +252,32 @@ def _save_contexts(facts: ProjectFacts) -> list[Context]:
     if found is None:
         found = []
         for path, text in facts.save_files:
-            try:
-                found.append(Context(text, path, ast.parse(text, filename=path)))
-            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-                continue
+            ctx = shared_context(facts, path, text)
+            if ctx is None:
+                try:
+                    ctx = Context(text, path, ast.parse(text, filename=path), facts)
+                except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                    continue
+                facts.answers[("context", path)] = ctx
+            found.append(ctx)
         facts.answers["save_contexts"] = found
     return found
+
+
+def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Context | None:
+    """The parsed file ``path`` when this process already built it with exactly ``source``: a
+    file that saves checkpoints is read for the project's facts and linted, parsed once."""
+    if facts is None or not facts.save_files:
+        return None
+    ctx = facts.answers.get(("context", path))
+    return ctx if ctx is not None and ctx.source == source else None
+
+
+def keep_context(facts: ProjectFacts | None, ctx: Context) -> None:
+    """Keep the linted file's parse for the project's checkpoint facts when it saves checkpoints."""
+    if facts is not None and facts.save_files and "save_contexts" not in facts.answers and "torch.save(" in ctx.source \
+            and any(path == ctx.path for path, _ in facts.save_files):
+        facts.answers.setdefault(("context", ctx.path), ctx)
 
 
 def checkpoint_facts(facts: ProjectFacts) -> tuple[bool, frozenset[str], frozenset[str]]:
