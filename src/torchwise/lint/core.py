@@ -13,7 +13,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.engine.fixes import apply_fixes
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.findings import SYNTAX_CODE, Finding
-from torchwise.lint.semantics.checkpoints import keep_context, shared_context
+from torchwise.lint.semantics.savefacts import note_linted, shared_context
 from torchwise.lint.semantics.files import is_test_path
 
 _RULES: list | None = None
@@ -134,7 +134,7 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
         if not isinstance(ctx_or_problems, Context):
             return ctx_or_problems, None
         ctx = ctx_or_problems
-        keep_context(project, ctx)
+        note_linted(project, ctx)
     out: list[Finding] = []
     in_tests = is_test_path(path)
     for rule in rules():

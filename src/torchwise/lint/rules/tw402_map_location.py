@@ -8,9 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.checkpoints import (
-    checkpoint_facts, file_names, loaded_keys, save_index, saved_keys, saved_on_host, saves_on_host,
-)
+from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.savefacts import checkpoint_facts, save_index
 from torchwise.lint.semantics.devices import gpu_evident_near
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function

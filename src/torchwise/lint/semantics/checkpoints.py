@@ -9,7 +9,6 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, argument, last_name
-from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.devices import is_device_tensor, scope_moves_to_device
 
 
@@ -230,72 +229,3 @@ def file_names(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> set[
             if b is not None and b.kind == "assign" and b.value is not None:
                 out |= file_names(ctx, b.value, b.node, depth - 1)
     return out
-
-
-def save_index(facts: ProjectFacts) -> dict[str, bool]:
-    """File name -> whether every ``torch.save`` of the project that writes a file of that name
-    writes host data (or no tensors). Read on demand from ``facts.save_files``, once per process."""
-    found = facts.answers.get("save_index")
-    if found is None:
-        found = {}
-        for ctx in _save_contexts(facts):
-            for save in ctx.calls_to("torch.save"):
-                host = saved_on_host(ctx, save)
-                for name in file_names(ctx, argument(save, "f", 1), save):
-                    found[name] = found.get(name, True) and host
-        facts.answers["save_index"] = found
-    return found
-
-
-def _save_contexts(facts: ProjectFacts) -> list[Context]:
-    found = facts.answers.get("save_contexts")
-    if found is None:
-        found = []
-        for path, text in facts.save_files:
-            ctx = shared_context(facts, path, text)
-            if ctx is None:
-                try:
-                    ctx = Context(text, path, ast.parse(text, filename=path), facts)
-                except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-                    continue
-                facts.answers[("context", path)] = ctx
-            found.append(ctx)
-        facts.answers["save_contexts"] = found
-    return found
-
-
-def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Context | None:
-    """The parsed file ``path`` when this process already built it with exactly ``source``: a
-    file that saves checkpoints is read for the project's facts and linted, parsed once."""
-    if facts is None or not facts.save_files:
-        return None
-    ctx = facts.answers.get(("context", path))
-    return ctx if ctx is not None and ctx.source == source else None
-
-
-def keep_context(facts: ProjectFacts | None, ctx: Context) -> None:
-    """Keep the linted file's parse for the project's checkpoint facts when it saves checkpoints."""
-    if facts is not None and facts.save_files and "save_contexts" not in facts.answers and "torch.save(" in ctx.source \
-            and any(path == ctx.path for path, _ in facts.save_files):
-        facts.answers.setdefault(("context", ctx.path), ctx)
-
-
-def checkpoint_facts(facts: ProjectFacts) -> tuple[bool, frozenset[str], frozenset[str]]:
-    """What the project's ``torch.save`` calls write: whether there is one and every one saves
-    host data; the keys of saved dicts whose values are host data; the keys that may hold
-    device tensors."""
-    found = facts.answers.get("checkpoints")
-    if found is None:
-        every, seen = True, False
-        host: set[str] = set()
-        device: set[str] = set()
-        for ctx in _save_contexts(facts):
-            verdict = saves_on_host(ctx)
-            every = every and verdict is not False
-            seen = seen or verdict is True
-            h, d = saved_keys(ctx)
-            host |= h
-            device |= d
-        found = (every and seen, frozenset(host), frozenset(device))
-        facts.answers["checkpoints"] = found
-    return found

@@ -1,6 +1,6 @@
 """Functions defined elsewhere in the project, read on demand: the project scan keeps the
 source of the short functions that mention what rules may ask about (a host read, a GPU set-up,
-``pin_memory``); a rule that meets a call of one of them has it parsed here, once per process."""
+``pin_memory``); a rule that meets a call of one of them has it parsed here and keeps the answer, once per process."""
 
 from __future__ import annotations
 
@@ -11,16 +11,21 @@ from typing import Callable
 from torchwise.lint.facts import FunctionBlock, ProjectFacts
 
 
-def parsed(facts: ProjectFacts, block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def parsed(block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The parsed function of ``block`` (None when it does not parse)."""
-    key = ("parse", block.path, block.line)
+    try:
+        body = ast.parse(block.text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return body[0] if body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else None
+
+
+def _offset(facts: ProjectFacts, block: FunctionBlock, test: Callable[[ast.AST], int | None]) -> int | None:
+    """``test`` on the parsed block, once per process (only the answer is kept, not the tree)."""
+    key = ("block", block.path, block.line, test)
     if key not in facts.answers:
-        try:
-            body = ast.parse(block.text).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            body = []
-        ok = body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)
-        facts.answers[key] = body[0] if ok else None
+        func = parsed(block)
+        facts.answers[key] = test(func) if func is not None else None
     return facts.answers[key]
 
 
@@ -41,8 +46,7 @@ def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Cal
     if key not in facts.answers:
         found = []
         for block in blocks:
-            func = parsed(facts, block)
-            offset = test(func) if func is not None else None
+            offset = _offset(facts, block, test)
             if offset is not None:
                 found.append(f"{block.path}:{block.line + offset - 1}")
         complete = len(found) == facts.definitions.get(name or "", 0)
