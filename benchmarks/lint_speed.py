@@ -148,6 +148,13 @@ def cpu_seconds_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _env(src: Path) -> dict[str, str]:
+    """The environment that runs the torchwise under ``src``, with bytecode caching on."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def _lint_cmd(select: str) -> list[str]:
     """The serial lint command both checkouts run (``select``: a --select value, or "default")."""
     chosen = [] if select == "default" else ["--select", select]
@@ -167,8 +174,7 @@ def compare_against(cwd: Path, other_src: Path, pairs: int, select: str = "ALL",
         times = {}
         order = (("this", here), ("other", other_src)) if i % 2 == 0 else (("other", other_src), ("this", here))
         for label, src in order:
-            env = dict(os.environ, PYTHONPATH=str(src))
-            times[label] = cpu_seconds_of(cmd, cwd, env)
+            times[label] = cpu_seconds_of(cmd, cwd, _env(src))
         ratios.append(times["this"] / times["other"])
         print(f"  pair {i + 1}: this {times['this']:.2f} s, other {times['other']:.2f} s, ratio {ratios[-1]:.3f}")
     print(f"median ratio this/other: {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
@@ -195,8 +201,10 @@ def compare_instructions(cwd: Path, other_src: Path, select: str = "ALL",
         sys.exit("--instructions needs valgrind on the PATH")
     here = Path(__file__).resolve().parents[1] / "src"
     cmd = [*_lint_cmd(select), *targets]
+    for src in (here, other_src):  # one plain run each first, so that both import cached bytecode, as installs do
+        subprocess.run(cmd, cwd=cwd, env=_env(src), capture_output=True)
     with ThreadPoolExecutor(2) as pool:
-        jobs = {label: pool.submit(instructions_of, cmd, cwd, dict(os.environ, PYTHONPATH=str(src)))
+        jobs = {label: pool.submit(instructions_of, cmd, cwd, _env(src))
                 for label, src in (("this", here), ("other", other_src))}
         counts = {label: job.result() for label, job in jobs.items()}
     print(f"instructions, --jobs 1: this checkout {counts['this']:,}, {other_src} {counts['other']:,}; "
