@@ -134,7 +134,8 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
         if not isinstance(ctx_or_problems, Context):
             return ctx_or_problems, None
         ctx = ctx_or_problems
-        note_linted(project, ctx)
+        if "TW402" in codes:
+            note_linted(project, ctx)  # what the file saves, for TW402's project facts
     out: list[Finding] = []
     in_tests = is_test_path(path)
     for rule in rules():

@@ -64,9 +64,17 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     return gpu_evident(ctx) or ctx.project.targets_gpu
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function, and no other: it runs on the CPU on purpose."""
-    return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(func.body))
+    for const in ctx.nodes.get(ast.Constant, ()):
+        if const.value == "cpu" and func.body[0].lineno <= const.lineno <= (func.end_lineno or func.lineno):
+            # in the function's own body: its nearest enclosing def/class/lambda is the function itself
+            if next((a for a in ctx.ancestors(const) if a.__class__ in _SCOPES), None) is func:
+                return True
+    return False
 
 
 def _demo_only(ctx: Context, call: ast.Call) -> bool:

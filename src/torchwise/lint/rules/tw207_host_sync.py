@@ -142,8 +142,9 @@ Lint and the doctor
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
+        # _report() first asks whether the node runs every step: ask that before the dearer questions
         for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print"):
-            found = self._sync_call(ctx, call)
+            found = self._sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -153,7 +154,7 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            part = _tensor_test(ctx, node.test, node.test)
+            part = _tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
@@ -162,7 +163,7 @@ Lint and the doctor
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or not boolean_mask_index(ctx, sub):
+            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
                 continue
             finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False,
                                    suggestion=_MASK_FIX)
