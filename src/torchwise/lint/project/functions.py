@@ -62,7 +62,13 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
                 starts.setdefault(start, indent)
             pos = text.find(needle, pos + 1)
     for start, indent in sorted(starts.items()):
-        lines = text[start:].split("\n", max_lines + 1)
+        end = start
+        for _ in range(max_lines + 2):  # no more than the lines a block may have (not the rest of the file)
+            end = text.find("\n", end) + 1
+            if end == 0:
+                end = len(text)
+                break
+        lines = text[start:end].split("\n")
         keep = 1
         for line in lines[1:]:  # the body ends at the first code line indented no deeper than the def
             stripped = line.strip()

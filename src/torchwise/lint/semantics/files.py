@@ -75,4 +75,9 @@ def in_demo_main(ctx: Context, node: AST) -> bool:
     block = _main_block(ctx, node)
     if block is None or not any(n.__class__ in (ast.ClassDef, ast.FunctionDef) for n in ctx.tree.body):
         return False
-    return not any(n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef) for n in ast.walk(block))
+    key = ("sem:demo-main", id(block))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = not any(
+            n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef) for n in ast.walk(block))
+    return found

@@ -56,16 +56,23 @@ def host_read_of_arguments(func: AST) -> tuple[int, str] | None:
     (``if torch.min(y) < -1.:``). ``func`` then reads what it is given on the host."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
         return None
-    derived = _derived(func)
+    candidates = []  # the reads and tests, first: most functions have none, and then need no data flow
     for node in ast.walk(func):
         cls = node.__class__
         if cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in SYNC_METHODS:
             recv = node.func.value
-            if node.func.attr == "cpu" and (recv.__class__ is ast.Name or node.args or _names_model(recv)):
-                continue  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
-            if _mentions(recv, derived):
+            if not (node.func.attr == "cpu" and (recv.__class__ is ast.Name or node.args or _names_model(recv))):
+                candidates.append(node)  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
+        elif cls in (ast.If, ast.While):
+            candidates.append(node)
+    if not candidates:
+        return None
+    derived = _derived(func)
+    for node in candidates:
+        if node.__class__ is ast.Call:
+            if _mentions(node.func.value, derived):
                 return node.lineno, f"calls .{node.func.attr}()"
-        elif cls in (ast.If, ast.While) and _reduction_test(node.test, derived):
+        elif _reduction_test(node.test, derived):
             return node.lineno, "tests a tensor in an if"
     return None
 
