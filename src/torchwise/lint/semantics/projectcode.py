@@ -44,11 +44,15 @@ def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Cal
         return None
     key = (kind, name, every, module)
     if key not in facts.answers:
-        found = []
-        for block in blocks:
-            offset = _offset(facts, block, test)
-            if offset is not None:
-                found.append(f"{block.path}:{block.line + offset - 1}")
+        found: list[str] = []
+        # with ``every``, one definition that does not mention the needles, or fails the test, settles it
+        if not every or len(blocks) >= facts.definitions.get(name or "", 0):
+            for block in blocks:
+                offset = _offset(facts, block, test)
+                if offset is not None:
+                    found.append(f"{block.path}:{block.line + offset - 1}")
+                elif every:
+                    break
         complete = len(found) == facts.definitions.get(name or "", 0)
         facts.answers[key] = found[0] if found and (complete or not every) else None
     return facts.answers[key]
