@@ -28,8 +28,9 @@ class FileSaves:
 def summarise(ctx: Context) -> FileSaves:
     names: dict[str, bool] = {}
     for save in ctx.calls_to("torch.save"):
-        host = saved_on_host(ctx, save)
-        for name in file_names(ctx, argument(save, "f", 1), save):
+        written = file_names(ctx, argument(save, "f", 1), save)
+        host = saved_on_host(ctx, save) if written else True  # the dearer question, only for a known name
+        for name in written:
             names[name] = names.get(name, True) and host
     host_keys, device_keys = saved_keys(ctx)
     return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names)
