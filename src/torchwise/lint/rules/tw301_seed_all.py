@@ -224,14 +224,10 @@ Fix
 
     @staticmethod
     def _uses(ctx: Context, draws_only: bool = False) -> dict[str, ast.AST]:
-        uses: dict[str, ast.AST] = {}
+        found: dict[str, list[ast.AST]] = {}
 
         def note(family: str, node: ast.AST) -> None:
-            if _under_test(ctx, node) or _display_only(ctx, node):
-                return  # a self-test of the module, or a pick of what to plot: not what a run computes
-            old = uses.get(family)
-            if old is None or (node.lineno, node.col_offset) < (old.lineno, old.col_offset):
-                uses[family] = node
+            found.setdefault(family, []).append(node)
 
         for name in _RANDOM_FUNCS | _NUMPY_FUNCS | _TORCH_FUNCS:
             for call in ctx.calls_named(name):
@@ -252,15 +248,20 @@ Fix
             shuffle = keyword(call, "shuffle")
             if shuffle is not None and shuffle.value.__class__ is ast.Constant and shuffle.value.value is True:
                 note("torch", call)
-        if draws_only:
-            return uses
-        for name in _RANDOM_INITS:
-            for call in ctx.calls_named(name):
-                if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):
-                    note("torch", call)
-        layers = ctx.calls_to(*(f"torch.nn.{n}" for n in _RANDOM_LAYERS))
-        if layers:
-            note("torch", layers[0])
+        if not draws_only:
+            for name in _RANDOM_INITS:
+                for call in ctx.calls_named(name):
+                    if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):
+                        note("torch", call)
+            layers = ctx.calls_to(*(f"torch.nn.{n}" for n in _RANDOM_LAYERS))
+            if layers:
+                note("torch", layers[0])
+        uses: dict[str, ast.AST] = {}
+        for family, nodes in found.items():  # the first use of each family that a run computes with
+            nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)), None)
+            if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
+                uses[family] = first
         return uses
 
 
