@@ -12,7 +12,7 @@ from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
-from torchwise.lint.semantics.actions import only_acts
+from torchwise.lint.semantics.actions import environment_step, only_acts
 from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
@@ -160,7 +160,10 @@ Lint and the doctor
         no_grad, and its output goes nowhere else (no loss, no stored log-probability)."""
         if "step(" not in ctx.source:
             return
+        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
         for loop in hot_loops(ctx).values():
+            if not any(ctx.contains(loop, c) for c in steps):
+                continue  # no environment steps in this loop: nothing it computes is only an action
             for node in ctx.walk_body(loop.body):
                 if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
                     continue

@@ -104,9 +104,11 @@ Fix
                 continue
             recv = call.func.value
             made = _factory(ctx, recv)
-            separate = made is None and _stored_factory(ctx, recv, call)
-            if separate:
-                made = _factory(ctx, ctx.resolve(recv, call))
+            separate = False
+            if made is None and recv.__class__ is ast.Name:
+                made = _factory(ctx, ctx.resolve(recv, call))  # m = torch.ones(n); m = m.cuda()
+                separate = made is not None and _stored_factory(ctx, recv, call)
+                made = made if separate else None
             if made is None:
                 continue
             inner, chained, factory = made
