@@ -90,7 +90,8 @@ What it flags
   training function). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
-  class, a method named for running it, unless the project decorates a method of that name
+  class, a method named for running it - `forward_masks(x)` and other `forward_*` methods
+  included - unless the project decorates a method of that name
   with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
   transformers). Nothing in an evaluation function may need gradients (no `backward()`,
   optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the
@@ -101,7 +102,9 @@ What it flags
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
-  files and unit tests (`test*` functions and `_test*` helpers), framework hooks
+  files and unit tests (`test*` functions and `_test*` helpers; a `test(self, setting)` method of
+  an experiment class that is no `TestCase`, in a file that is no test file, is evaluation),
+  framework hooks
   (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
   of some forward pass), functions that are only handed to other code
   (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose

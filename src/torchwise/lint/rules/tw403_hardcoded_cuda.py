@@ -36,7 +36,8 @@ class HardcodedCuda(Rule):
 What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
-  the device count, never names a `"cpu"` device (calling `.cpu()` on results does not count) and has no device parameter of its own.
+  the device count, never names a `"cpu"` device (moving results back with `.cpu()` or
+  `.to("cpu")` does not count) and has no device parameter of its own.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
