@@ -94,7 +94,7 @@ def _add(code: str, title: str, seeds: tuple[int, ...], flags: str, default: str
 # TW1xx: correctness
 # ---------------------------------------------------------------------------------------------
 
-_add("TW101", "Running loss accumulated as a tensor", (4,), "S", "trainer accumulates detached values",
+_add("TW101", "Running loss accumulated as a tensor", (4,), "SR", "trainer accumulates detached values",
      """Adding the loss tensor to a running total (`total += loss`) makes the total part of the
      autograd graph, so the graph of every step and the activations it references stay alive as
      long as the total does. Memory grows each iteration until the process runs out. Logging only
@@ -186,7 +186,7 @@ _add("TW109", "BatchNorm frozen only with .eval()", (3,), "SR", "",
      "for m in model.modules():\n    if isinstance(m, nn.BatchNorm2d):\n        m.eval()\nmodel.train()   # BN trains again",
      "torchwise.freeze_batchnorm(model)\nmodel.train()   # BN stays frozen")
 
-_add("TW110", "No zero_grad in the training loop", (3, 2), "S", "",
+_add("TW110", "No zero_grad in the training loop", (3, 2), "SR", "",
      """`backward()` adds into `.grad` instead of overwriting it. Without zeroing once per
      optimizer step, the gradients of all earlier steps pile up, the effective step grows without
      bound and training diverges or behaves erratically. Deliberate gradient accumulation zeroes
@@ -356,6 +356,47 @@ _add("TW138", "Reentrant checkpoint over inputs that need no grad", (), "R", "",
      takes the raw input.""",
      "h = checkpoint(self.block1, x, use_reentrant=True)   # x: the input batch",
      "h = checkpoint(self.block1, x, use_reentrant=False)")
+
+_add("TW139", "Evaluation with the model in training mode", (), "R", "",
+     """Without `model.eval()`, Dropout keeps dropping units at random and BatchNorm normalises
+     each evaluation batch by its own statistics while updating its running estimates with
+     evaluation data. The metrics come out noisy, biased and dependent on the batch size, and
+     they are not the model's: the same weights evaluated correctly score differently.""",
+     """Call `model.eval()` before evaluating and `model.train()` before training again; `eval()`
+     does not turn autograd off, so also evaluate under `torch.inference_mode()`.""",
+     "def test(model, loader):\n    with torch.no_grad():\n        for x, y in loader:\n            correct += (model(x).argmax(1) == y).sum()",
+     "def test(model, loader):\n    model.eval()\n    with torch.inference_mode():\n        for x, y in loader:\n            correct += (model(x).argmax(1) == y).sum()")
+
+_add("TW140", "Learning rate far too high", (), "R", "",
+     """Healthy steps change each weight matrix by a small fraction of its size, so a few
+     hundred of them move it by less than about 1.5 times its initial norm. A rate far too high
+     throws the weights several times their own size within a few dozen steps: the loss swings or
+     diverges, ReLU units die, and a classifier often collapses to predicting the class prior,
+     its loss pinned at ln C. Lowering the rate fixes what no other change will.""",
+     """Lower the learning rate 10-100x (Adam-family: 1e-4 to 3e-3, SGD: 1e-3 to 1e-1), add a
+     warm-up, or run a learning-rate range test (`torchwise tune`).""",
+     "torch.optim.Adam(model.parameters(), lr=0.1)",
+     "torch.optim.Adam(model.parameters(), lr=1e-3)")
+
+_add("TW141", "Training data not shuffled", (), "R", "",
+     """Data stored in order (sorted by label, grouped by source or time) and loaded without
+     shuffling feeds the model one class or one range of targets for many steps. It follows
+     whatever it sees last: the loss swings at each change, and it learns far less than from the
+     same data shuffled.""",
+     """Shuffle every epoch: `DataLoader(..., shuffle=True)`, or a `DistributedSampler(shuffle=True)`
+     with `set_epoch` under DDP; for batches sliced by hand, index with `torch.randperm`.""",
+     "DataLoader(TensorDataset(x, y_sorted_by_label), batch_size=64)",
+     "DataLoader(TensorDataset(x, y_sorted_by_label), batch_size=64, shuffle=True)")
+
+_add("TW142", "Output far off scale at the first step (bad init or unscaled inputs)", (), "R", "",
+     """An untrained classifier should start near the chance loss ln C, a regression model near
+     the targets' mean square. Weights initialised several times wider than the usual schemes,
+     or inputs in the hundreds, make the first outputs hundreds of times too large. The first
+     steps then only undo the init, units saturate and gradients explode.""",
+     """Use PyTorch's default init or `kaiming_normal_` for ReLU layers (`xavier_uniform_` for
+     tanh/sigmoid) without extra gain, and standardise the inputs.""",
+     "nn.init.normal_(layer.weight, std=1.0)   # 512-wide layers: outputs in the hundreds",
+     "nn.init.kaiming_normal_(layer.weight, nonlinearity='relu')")
 
 # ---------------------------------------------------------------------------------------------
 # TW2xx: performance
@@ -920,7 +961,7 @@ def _near(text: str) -> list[str]:
 def _unknown(what: str, text: str) -> UnknownPractice:
     near = _near(text)
     hint = f"near matches: {', '.join(near)}" if near else (
-        "codes are TW101-TW117, TW201-TW222, TW301-TW305, TW401-TW412 (see 'torchwise rules')")
+        "codes are TW101-TW117, TW130-TW142, TW201-TW222, TW301-TW305, TW401-TW412 (see 'torchwise rules')")
     return UnknownPractice(f"unknown {what} {text!r}; {hint}", near)
 
 

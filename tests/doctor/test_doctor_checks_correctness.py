@@ -222,7 +222,17 @@ def test_tw115_missing_frozen_and_foreign():
     opt = torch.optim.SGD(list(model[0].parameters()), lr=0.1)  # frozen layer in, trainable head out
     found = {f.severity: f for f in doctor(model, batch=class_batch(), loss_fn=CE, optimizer=opt).by_code("TW115")}
     assert found["warning"].evidence["missing"] == ["2.weight", "2.bias"]
-    assert found["hint"].evidence["frozen_in_optimizer"] == ["0.weight", "0.bias"]
+    # nothing it holds can train: an error naming the frozen tensors and the trainable ones left out
+    assert "can change no weight" in found["error"].message and found["error"].where == "0.weight, 0.bias"
+    assert found["error"].evidence["trainable_not_in_optimizer"] == ["2.weight", "2.bias"]
+
+    model = mlp()
+    model[0].requires_grad_(False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # the trainable head is in too: only a hint
+    hints = doctor(model, batch=class_batch(), loss_fn=CE, optimizer=opt).by_code("TW115")
+    assert {f.severity for f in hints} == {"hint"}
+    [inside] = [f for f in hints if "inside the optimizer" in f.message]
+    assert inside.evidence["frozen_in_optimizer"] == ["0.weight", "0.bias"]
 
     other = mlp()
     opt = torch.optim.SGD(other.parameters(), lr=0.1)  # built for another instance

@@ -58,7 +58,9 @@ def test_tw202_loader_wait_share_in_main_process():
 
 
 def test_tw222_workers_cannot_keep_up():
-    loader = DataLoader(Slow(0.01), batch_size=4, num_workers=1)
+    # 0.2 s a batch in the worker: slower than a step even when a busy machine slows the steps down
+    # tenfold (a worker progresses in wall time while the main process waits for a core)
+    loader = DataLoader(Slow(0.05), batch_size=4, num_workers=1)
     [f] = doctor(mlp(), loader=loader, loss_fn=CE, steps=4).by_code("TW222")
     assert f.evidence["num_workers"] == 1 and f.evidence["loader_wait_share"] >= 0.3
 

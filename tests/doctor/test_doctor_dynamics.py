@@ -66,8 +66,10 @@ def test_tw130_vanishing_gradients_in_a_deep_sigmoid_mlp():
 def test_tw130_exploding_gradients_with_a_learning_rate_far_too_high():
     case = dict(R.regression_case(), optimizer=lambda p: torch.optim.SGD(p, lr=0.2, momentum=0.9))
     report = doctor(**case, steps=60)
-    [f] = report.by_code("TW130")
-    assert "exploding" in f.message and f.evidence["growth"] > 1e3
+    assert not report.by_code("TW130")  # the symptom is folded into its cause, the learning rate
+    [f] = report.by_code("TW140")
+    assert f.severity == "error" and f.evidence["lrs"] == [0.2] and f.evidence["median_displacement"] > 3
+    assert any(e.startswith("TW130: exploding gradients: the gradient norm grew") for e in f.evidence["explains"])
 
 
 def _deep_relu(gain: float) -> dict:
@@ -82,11 +84,15 @@ def _deep_relu(gain: float) -> dict:
 
 
 def test_tw130_exploding_signal_in_a_deep_relu_mlp_initialised_3x_too_wide_under_adam():
-    report = doctor(**_deep_relu(3.0), steps=60)
+    report = doctor(**_deep_relu(3.0), steps=60, select=["TW130"])
     [f] = report.by_code("TW130")
     assert "exploding" in f.message and f.evidence["signal_ratio"] > 1e3
     assert f.evidence["signal_first_layer"] == "0" and f.evidence["signal_last_layer"] == "24"
     assert f.evidence["depth_ratio"] < 10  # the weight gradients alone do not show it
+    # with every check: the cause, the init of those layers, and the explosion folded into it
+    [init] = doctor(**_deep_relu(3.0), steps=60).by_code("TW142")
+    assert init.severity == "error" and init.where.startswith("0, 2, 4")
+    assert any(e.startswith("TW130: exploding gradients") for e in init.evidence["explains"])
 
 
 def test_tw130_quiet_for_the_same_deep_relu_mlp_with_kaiming_init():
@@ -195,7 +201,9 @@ def test_tw136_loss_collapsing_in_the_first_epoch():
     hint = torch.nn.functional.one_hot(y, 10).float() * 10.0  # the answer, scaled: no column equals y
     case = dict(R.mlp_case(inp=74, lr=3e-3), loader=R.loader(TensorDataset(torch.cat([x, hint], 1), y)))
     [f] = doctor(**case, steps=56).by_code("TW136")
-    assert "collapsed" in f.message and f.evidence["collapsed_at_step"] <= 56
+    assert "fell from" in f.message and f.evidence["collapsed_at_step"] <= 56
+    assert f.evidence["loss_start"] < 2 * f.evidence["chance_loss"]  # a normal start
+    assert "remove the label" in f.fix  # features, not tokens
 
 
 # --- TW137 ---------------------------------------------------------------------------------------
@@ -368,10 +376,17 @@ def test_task_step_fn_is_used_when_the_task_has_one():
     assert report.by_code("TW136")  # the unshifted targets, seen through the step function
 
 
-def _loss_ctx(losses):
+def _loss_ctx(*series, coupled=False):
     from types import SimpleNamespace
 
-    return SimpleNamespace(watch=SimpleNamespace(steps=len(losses), losses=losses, backward_line=""), steps_requested=len(losses))
+    from torchwise.doctor.objectives import Objective
+
+    objectives = [Objective(f"optimizer {i}", f"opt{i}", i, [], list(s), len(s)) for i, s in enumerate(series)]
+    if coupled:
+        for o in objectives:
+            o.coupled_with = [p.name for p in objectives if p is not o]
+    watch = SimpleNamespace(steps=sum(len(s) for s in series), losses=list(series[0]), backward_line="", objectives=objectives)
+    return SimpleNamespace(watch=watch, steps_requested=watch.steps, script=False, failure=None)
 
 
 def test_tw134_oscillation_branch_on_a_planted_loss_curve():

@@ -62,9 +62,11 @@ def test_learning_rate_far_too_small():
     assert report.by_code("TW133") and report.by_code("TW135")
 
 
-def test_diverging_loss():
-    report = run(DIGITS, "--fault", "diverge", steps=60)
-    assert set(report.codes) & {"TW134", "TW135", "TW130", "TW131"}, report.codes
+def test_diverging_loss_named_as_the_learning_rate():
+    report = run(DIGITS, "--fault", "diverge", steps=60)  # SGD at lr 5.0
+    [f] = report.by_code("TW140")
+    assert f.evidence["lrs"] == [5.0] and f.where == "optimizer lr"
+    assert not set(report.codes) & {"TW134", "TW135", "TW130", "TW131"}  # its symptoms, folded in
 
 
 def test_one_bad_label_in_a_full_epoch():
@@ -72,6 +74,8 @@ def test_one_bad_label_in_a_full_epoch():
     [f] = report.by_code("TW106")
     assert f.evidence["bad_values"] == [10] and f.evidence["output_width"] == 10
     assert report.failure and "IndexError" in report.failure and "train_digits.py" in report.failure
+    assert report.measured["script_exit"] == 1 == report.measured["exit_status"]  # as `python train_digits.py` exits
+    assert f.evidence["samples"] == [1234]  # read from the dataset's labels, not only the batch that failed
 
 
 def test_batchnorm_last_batch_of_one_explains_the_crash():
@@ -165,9 +169,11 @@ def test_ragged_samples_explain_the_collate_crash():
 
 
 def test_gan_script_two_models_two_optimizers_and_an_ema_copy():
-    clean = run(str(SCRIPTS / "train_gan.py"), steps=30)
+    clean = run(str(SCRIPTS / "train_gan.py"), steps=60)  # the steps of both optimizers: 30 each
     assert clean.findings == [], [str(f) for f in clean.findings]
     assert clean.measured["models"] == ["generator", "discriminator"]  # the EMA copy runs under no_grad: not trained
-    report = run(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=30)
+    assert [(o["name"], o["steps"], o["coupled_with"]) for o in clean.measured["objectives"]] == [
+        ("opt_d", 30, ["opt_g"]), ("opt_g", 30, ["opt_d"])]
+    report = run(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=60)
     [f] = report.by_code("TW112")
     assert f.where == "generator.3" and f.evidence["module_type"] == "Normalise"  # not the discriminator it fed

@@ -5,29 +5,15 @@ foreign, which forward passes are evaluation."""
 
 from __future__ import annotations
 
-import argparse
 import copy
 
 import pytest
 import torch
 from torch import nn
 
-from torchwise.doctor.script import StopScript, _Attached, _check
+from doctor_models import doctored
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def doctored(loop, steps: int = 6):
-    """Run ``loop()`` with the script-mode hooks attached; the report of the checks."""
-    attached = _Attached(steps, None, False)
-    attached.attach()
-    try:
-        loop()
-    except StopScript:
-        pass
-    finally:
-        attached.close()
-    return _check("inline", attached, None, argparse.Namespace(steps=steps, full=False)), attached
 
 
 def data(n: int = 64):

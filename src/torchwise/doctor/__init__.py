@@ -144,7 +144,8 @@ def doctor(
     if steps < MIN_DYNAMICS_STEPS and dynamics:  # one line for them all, not one per check
         checks = [c for c in checks if c not in dynamics]
         not_run = [Skipped(tuple(code for c in dynamics for code in c.CODES),
-                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; use --steps 200")]
+                           f"training dynamics are watched over >= {MIN_DYNAMICS_STEPS} steps; {steps} ran "
+                           "(--steps 200 on the command line, steps=200 from Python)")]
     else:
         not_run = []
     for c in checks:
@@ -160,18 +161,10 @@ def doctor(
                 run_evaluate(ctx, evaluate)
             except Exception as exc:
                 ctx.failure = f"evaluate() raised {type(exc).__name__}: {exc}"[:300]
-    findings: list[Finding] = []
-    skipped: list[Skipped] = list(not_run)
-    for c in checks:
-        try:
-            result = c.check(ctx)
-        except Exception as exc:  # a broken check must not hide the others
-            result = Skipped(tuple(c.CODES), f"the check itself failed: {type(exc).__name__}: {exc}")
-        if isinstance(result, Skipped):
-            skipped.append(result)
-        elif result:
-            findings.extend(result)
-    return DoctorReport(subject, findings, skipped, _measured(ctx), ctx.failure)
+    from torchwise.doctor.explain import run_checks
+
+    findings, skipped = run_checks(ctx, checks)
+    return DoctorReport(subject, findings, not_run + skipped, _measured(ctx), ctx.failure)
 
 
 def _factory_for_copy(factory: Callable[..., Any]) -> Callable[[Any], Any]:

@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader
 from torchwise.utils.batch import batch_size_of, split_batch
 from torchwise.utils.device import select_device, to_device
 from torchwise.core.errors import DataError, TorchwiseError, UsageError
+from torchwise.doctor.clock import both
 from torchwise.doctor.record import LOG_FUNCTIONS, LogCall, LossCall, ModuleCall, StepRecorder, loss_call
 from torchwise.utils.nonfinite import no_side_effects, tensors_in
 from torchwise.train.precision import resolve as resolve_precision
@@ -46,6 +47,8 @@ class StepRecord:
     syncs: int | None = None
     watched: bool = False  # activations were watched (slower): not used for timings
     threads: int | None = None  # set when this step ran with a different thread count (TW221 A/B)
+    free_wait_s: float | None = None  # the same two, less the time the thread sat in the run queue (clock.py)
+    free_step_s: float | None = None
 
 
 @dataclass
@@ -101,13 +104,15 @@ class Context:
         """(seconds waited for batches, seconds in steps, wait share) over the timed steps.
 
         Step 0 (recording hooks, worker start-up) is left out; None without a loader or with
-        fewer than two steps.
+        fewer than two steps. Timed with :func:`torchwise.doctor.clock.clock` where it can leave
+        out the time lost to other processes (Linux), so a busy machine does not inflate the share.
         """
         timed = self.timed_steps
         if self.batch_given or self.loader is None or not timed:
             return None
-        wait = sum(s.wait_s for s in timed)
-        busy = sum(s.step_s for s in timed)
+        free = all(s.free_wait_s is not None and s.free_step_s is not None for s in timed)
+        wait = sum((s.free_wait_s if free else s.wait_s) or 0.0 for s in timed)
+        busy = sum((s.free_step_s if free else s.step_s) or 0.0 for s in timed)
         return wait, busy, wait / max(1e-12, wait + busy)
 
     @property
@@ -309,14 +314,14 @@ def _batches(ctx: Context, batch: Any):
     """Yield (batch, seconds waited for it)."""
     if ctx.batch_given or ctx.loader is None:
         while True:
-            yield batch, 0.0
+            yield batch, (0.0, 0.0)
     generators = _loader_generators(ctx.loader)
     states = [g.get_state() for g in generators]
     it = iter(ctx.loader)
     served = 0
     try:
         while True:
-            t0 = time.perf_counter()
+            t0 = both()
             try:
                 b = next(it)
             except StopIteration:
@@ -325,7 +330,8 @@ def _batches(ctx: Context, batch: Any):
                 it = iter(ctx.loader)
                 continue
             served += 1
-            yield b, time.perf_counter() - t0
+            t1 = both()
+            yield b, (t1[0] - t0[0], t1[1] - t0[1])
     finally:
         shutdown = getattr(it, "_shutdown_workers", None)
         if shutdown is not None and not getattr(ctx.loader, "persistent_workers", False):
@@ -413,7 +419,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
             watch.reset_stack()
             if fewer:
                 torch.set_num_threads(1)
-            t0 = time.perf_counter()
+            t0 = both()
             handles = _module_hooks(ctx, model) if recording else []
             counter = _SyncCounter(count_syncs and not recording)
             watch.watching(watched)
@@ -434,7 +440,7 @@ def run_steps(ctx: Context, batch: Any) -> None:
                     h.remove()
                 watch.watching(False)
             _sync(device)
-            t1 = time.perf_counter()
+            t1 = both()
             if recording:
                 labels.learn(ctx, targets)
             ctx.backward_done += 1
@@ -444,15 +450,18 @@ def run_steps(ctx: Context, batch: Any) -> None:
             finite = torch.isfinite(loss_t.detach()).all()
             if grads and scaler is None:
                 finite = finite & torch.stack([torch.isfinite(g).all() for g in grads]).all()
-            record = StepRecord(i, wait, t1 - t0, tuple(_shapes(inputs)), batch_size_of(b), watched=watched,
-                                threads=1 if fewer else None)
+            record = StepRecord(i, wait[0], t1[0] - t0[0], tuple(_shapes(inputs)), batch_size_of(b), watched=watched,
+                                threads=1 if fewer else None, free_wait_s=wait[1], free_step_s=t1[1] - t0[1])
             ctx.steps.append(record)
             if not bool(finite):
                 ctx.nonfinite_step = i
                 _locate_nonfinite(ctx, lambda: forward_loss(inputs, targets))
                 break
             watch.track([p for _, p in params if p.requires_grad], [opt])
-            t2 = time.perf_counter()
+            sample = dynamics and watch.updates.sampled(i)
+            if sample:  # TW140: this step's update against the weights, outside the timed region
+                watch.updates.before(watch._params, list(range(len(watch._params))))
+            t2 = both()
             if scaler is not None:  # its inf check reads one flag back: inherent, not counted
                 scaler.step(opt)
                 scaler.update()
@@ -460,8 +469,12 @@ def run_steps(ctx: Context, batch: Any) -> None:
                 with counter:
                     opt.step()
             _sync(device)
-            record.step_s += time.perf_counter() - t2
+            t3 = both()
+            record.step_s += t3[0] - t2[0]
+            record.free_step_s = (record.free_step_s or 0.0) + t3[1] - t2[1]
             record.syncs = counter.count if counter.enabled else None
+            if sample:
+                watch.updates.after()
             if fewer:
                 torch.set_num_threads(threads)
             watch.after_step()
@@ -555,9 +568,13 @@ def run_evaluate(ctx: Context, evaluate: Callable[[nn.Module, Any], Any]) -> Non
     if ctx.last_batch is None:
         return
 
+    from torchwise.doctor.checks.tw109_eval_mode import mode_dependent
+
     def hook(module: nn.Module, args: tuple, output: Any) -> None:
         outs = list(tensors_in(output, floating_only=False))
         ctx.eval_calls.append((torch.is_grad_enabled(), any(t.requires_grad for t in outs)))
+        if "evaluate_training_layers" not in ctx.scratch:  # TW139: the modes of the first evaluation forward
+            ctx.scratch["evaluate_training_layers"] = [n for n, m in module.named_modules() if mode_dependent(m) and m.training]
 
     handle = ctx.model.register_forward_hook(hook)
     try:

@@ -29,6 +29,8 @@ LOSS_FUNCTIONS: dict[Callable, str] = {
     F.l1_loss: "l1_loss",
     F.smooth_l1_loss: "smooth_l1_loss",
     F.huber_loss: "huber_loss",
+    F.binary_cross_entropy: "binary_cross_entropy",
+    F.binary_cross_entropy_with_logits: "binary_cross_entropy_with_logits",
 }
 LOG_FUNCTIONS: dict[Callable, str] = {
     torch.log: "torch.log",
@@ -105,13 +107,15 @@ class StepRecorder:
 
     def __init__(self, module_calls: list[ModuleCall], conv_bn_pairs: list[tuple[str, str]], limit: int = 5000) -> None:
         self.module_calls, self.conv_bn_pairs, self.limit = module_calls, conv_bn_pairs, limit
-        self._conv_outputs: dict[int, tuple[str, torch.Tensor]] = {}
+        self.pair_modules: list[tuple[nn.Module, nn.Module]] = []  # the modules of each pair (names are per model)
+        self._conv_outputs: dict[int, tuple[str, torch.Tensor, nn.Module]] = {}
 
     def pre(self, module: nn.Module, args: tuple, name: str) -> None:
         if isinstance(module, nn.modules.batchnorm._BatchNorm) and args and isinstance(args[0], torch.Tensor):
             hit = self._conv_outputs.get(id(args[0]))
-            if hit is not None and hit[1] is args[0] and (hit[0], name) not in self.conv_bn_pairs:
+            if hit is not None and hit[1] is args[0] and all(c is not hit[2] or b is not module for c, b in self.pair_modules):
                 self.conv_bn_pairs.append((hit[0], name))
+                self.pair_modules.append((hit[2], module))
 
     def post(self, module: nn.Module, args: tuple, output: Any, name: str) -> None:
         if len(self.module_calls) >= self.limit:
@@ -124,7 +128,7 @@ class StepRecorder:
             [tuple(t.shape) for t in outs], [t.dtype for t in outs], channels_last(four_d),
         ))
         if isinstance(module, nn.modules.conv._ConvNd) and module.bias is not None and isinstance(output, torch.Tensor):
-            self._conv_outputs[id(output)] = (name, output)
+            self._conv_outputs[id(output)] = (name, output, module)
 
     def clear(self) -> None:
         """Drop the references to conv outputs (the recording is over)."""

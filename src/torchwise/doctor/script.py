@@ -33,13 +33,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from torchwise.doctor.report import DoctorReport, Finding, Skipped
+from torchwise.doctor.script_hooks import Attached, StopScript
 from torchwise.core.errors import UsageError
 
+_Attached = Attached  # the name the tests and the watch helper know
+
 __all__ = ["doctor_script", "is_script_command", "StopScript"]
-
-
-class StopScript(BaseException):
-    """Raised from the optimizer step hook to end the script after the steps asked for."""
 
 
 def is_script_command(first: str) -> bool:
@@ -108,148 +107,6 @@ def _report_from(data: dict[str, Any]) -> DoctorReport:
 # ----------------------------------------------------------------------------- the child
 
 
-class _Attached:
-    """The hooks of the child process around the user's script."""
-
-    def __init__(self, steps: int, budget: float | None, full: bool) -> None:
-        from torchwise.doctor.watch import Watch
-
-        self.steps, self.budget, self.full = steps, budget, full
-        from torchwise.doctor.script_evidence import ScriptEvidence
-
-        self.watch = Watch(labels=True)
-        self.evidence = ScriptEvidence(self.watch)
-        self.names = self.evidence.names  # id(model) -> the script's variable holding it
-        self.optimizers: list[Any] = []
-        self.backward_line = ""
-        self.started = time.perf_counter()
-        self.stopped = False
-        self._in_backward = False
-
-    def attach(self) -> None:
-        import torch
-        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
-
-        self.watch.attach()
-        self.watch.activations_on = True
-        self._handles = [register_optimizer_step_pre_hook(self._pre_step), register_optimizer_step_post_hook(self._post_step)]
-        self._backward = torch.Tensor.backward
-        attached = self
-
-        def backward(tensor, *args, **kwargs):
-            if attached._in_backward:  # torch re-dispatches Tensor.backward through the watch's mode
-                return attached._backward(tensor, *args, **kwargs)
-            attached._in_backward = True
-            try:
-                result = attached._backward(tensor, *args, **kwargs)
-            finally:
-                attached._in_backward = False
-            attached._after_backward(tensor)
-            return result
-
-        torch.Tensor.backward = backward  # type: ignore[method-assign]
-        self._grad = torch.autograd.grad
-        autograd_grad = self._grad
-
-        def grad(*args, **kwargs):  # an attack or a gradient penalty: that pass was not evaluation
-            attached.evidence.gradients_taken()
-            return autograd_grad(*args, **kwargs)
-
-        torch.autograd.grad = grad
-        loader_iter = torch.utils.data.DataLoader.__iter__
-        self._loader_iter = loader_iter
-
-        def iterate(loader):  # the first loader iterated for training: its length is one epoch
-            if attached.watch.result.distinct_batches is None and attached.watch.step_index == 0:
-                try:
-                    attached.watch.result.distinct_batches = len(loader)
-                except TypeError:
-                    pass
-            iterator = loader_iter(loader)
-            attached.evidence.loader_iter(loader, iterator)
-            return iterator
-
-        torch.utils.data.DataLoader.__iter__ = iterate  # type: ignore[method-assign]
-        from torch.utils.data.dataloader import _BaseDataLoaderIter
-
-        self._loader_next = _BaseDataLoaderIter.__next__
-        loader_next = self._loader_next
-
-        def next_batch(iterator):  # the time the step waits for its batch
-            t0 = time.perf_counter()
-            try:
-                return loader_next(iterator)
-            finally:
-                attached.evidence.loader_next(iterator, time.perf_counter() - t0)
-
-        _BaseDataLoaderIter.__next__ = next_batch  # type: ignore[method-assign]
-
-    def close(self) -> None:
-        import torch
-
-        torch.Tensor.backward = self._backward  # type: ignore[method-assign]
-        torch.autograd.grad = self._grad
-        torch.utils.data.DataLoader.__iter__ = self._loader_iter  # type: ignore[method-assign]
-        from torch.utils.data.dataloader import _BaseDataLoaderIter
-
-        _BaseDataLoaderIter.__next__ = self._loader_next  # type: ignore[method-assign]
-        for h in self._handles:
-            h.remove()
-        self.watch.close()
-
-    def _after_backward(self, loss: Any) -> None:
-        from torchwise.doctor.watch import user_frame
-
-        if not self.backward_line:
-            self.backward_line = user_frame()
-        if loss.numel() == 1 and len(self.watch._pending_losses) < 10_000:
-            self.watch._pending_losses.append(loss.detach().float().reshape(()))
-        self.watch.reset_stack()
-        self.evidence.after_backward(loss)
-
-    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if all(o is not optimizer for o in self.optimizers):
-            self.optimizers.append(optimizer)
-        if self.watch._params is None:
-            params = [p for g in optimizer.param_groups for p in g["params"] if p.requires_grad]
-            self.watch.track(params, [optimizer])
-        first = optimizer is self.optimizers[0]
-        if first:
-            self.watch.after_backward(None)
-        if self.watch.step_index < 3:
-            self._name_models()
-        self.evidence.before_step(optimizer, first)
-
-    def _name_models(self) -> None:
-        """The script's variables that hold the models (``generator``, ``model``...), for the names."""
-        from torchwise.doctor.watch import _OWN_DIR, _SKIP_DIRS
-
-        wanted = {id(r) for r in self.evidence.grad_roots.values()} - set(self.names)
-        frame = sys._getframe(1)
-        while frame is not None and wanted:
-            path = frame.f_code.co_filename
-            if not path.startswith(_SKIP_DIRS + (_OWN_DIR,)):
-                for scope in (frame.f_locals, frame.f_globals):
-                    for name, value in list(scope.items()):
-                        if id(value) in wanted and not name.startswith("_"):
-                            self.names[id(value)] = name
-                            wanted.discard(id(value))
-            frame = frame.f_back
-
-    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if optimizer is not self.optimizers[0]:
-            return
-        self.evidence.after_step(self.watch.activations_on)
-        self.watch.after_step()
-        self.watch.activations_on = self.watch.step_index % 2 == 0
-        if self.full or self.stopped:
-            return
-        over_budget = self.budget is not None and time.perf_counter() - self.started > self.budget
-        if self.watch.step_index >= self.steps or over_budget:
-            self.stopped = True
-            raise StopScript()
-
-
 def _child(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m torchwise.doctor.script")
     parser.add_argument("--steps", type=int, default=200)
@@ -268,12 +125,11 @@ def _child(argv: Sequence[str]) -> int:
         script_dir = str(Path(subject).resolve().parent)
         run_argv = list(args.script)
     attached = _Attached(args.steps, args.budget, args.full)
-    failure: str | None = None
-    exit_status: int | str | None = 0
     sys.argv = run_argv
     if not args.module:
         sys.path.insert(0, script_dir)
     attached.attach()
+    failure, exit_status = None, 0
     try:
         if args.module:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
@@ -282,50 +138,68 @@ def _child(argv: Sequence[str]) -> int:
     except StopScript:
         pass
     except SystemExit as exc:
-        exit_status = exc.code
+        exit_status = _exit_code(exc.code)
+        if exit_status:
+            failure = f"the script exited with status {exit_status}" + (f": {exc.code}" if isinstance(exc.code, str) else "")
     except BaseException as exc:  # the script's own error: reported, after the findings that explain it
-        from torchwise.doctor.watch import user_frame_of
-
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        at = user_frame_of(exc.__traceback__)
-        failure = f"{type(exc).__name__}: {first}"[:300] + (f" (at {at})" if at else "")
+        if not (attached.draining and _ended_by_drain(exc)):
+            failure, exit_status = _describe_failure(exc), 1
     finally:
         attached.close()
     report = _check(subject, attached, failure, args)
     report.measured["script_exit"] = exit_status
     Path(args.out).write_text(report.to_json(), encoding="utf-8")
-    return 0
+    return exit_status
+
+
+def _exit_code(code: Any) -> int:
+    """What Python's own exit status would be for ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _ended_by_drain(exc: BaseException) -> bool:
+    """The StopIteration the doctor raised to end the epoch, escaping a script's ``next(it)``."""
+    return isinstance(exc, StopIteration) or (isinstance(exc, RuntimeError) and isinstance(exc.__cause__, StopIteration))
+
+
+def _describe_failure(exc: BaseException) -> str:
+    """``KeyError: 'x' (at train.py:41)``, in plain text (torch colours some messages)."""
+    from torchwise.doctor.frames import plain, user_frame_of
+
+    text = plain(str(exc)).strip()
+    first = text.splitlines()[0] if text else ""
+    at = user_frame_of(exc.__traceback__)
+    return f"{type(exc).__name__}: {first}"[:300] + (f" (at {at})" if at else "")
 
 
 def _check(subject: str, attached: _Attached, failure: str | None, args: argparse.Namespace) -> DoctorReport:
     from torchwise.doctor import available_checks
+    from torchwise.doctor.explain import run_checks
 
+    hand = attached.hand and not attached.optimizers
+    attached.watch.result.not_cleared = attached.watch.cleared.never_cleared(hand=hand)
     result = attached.watch.finish()
     result.backward_line = attached.backward_line
     attached.evidence.finish()
-    ctx = attached.evidence.context(subject, attached.optimizers, args.steps, failure, attached.names)
-    findings: list[Finding] = []
-    skipped: list[Skipped] = []
-    not_observable: list[str] = []
-    for c in available_checks():
-        if not getattr(c, "SCRIPT", False):
-            not_observable += list(c.CODES)
-            continue
-        try:
-            out = c.check(ctx)
-        except Exception as exc:
-            out = Skipped(tuple(c.CODES), f"the check itself failed: {type(exc).__name__}: {exc}")
-        if isinstance(out, Skipped):
-            skipped.append(out)
-        elif out:
-            findings.extend(out)
+    ctx = attached.evidence.context(subject, attached.optimizers, args.steps, failure, attached.names, attached.opt_names)
+    attached.evidence.name_objectives(result, attached.optimizers)
+    checks = [c for c in available_checks() if getattr(c, "SCRIPT", False)]
+    not_observable = [code for c in available_checks() if not getattr(c, "SCRIPT", False) for code in c.CODES]
+    findings, skipped = run_checks(ctx, checks)
     if not_observable:
-        skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see the README's doctor section)"))
-    measured = {
+        skipped.append(Skipped(tuple(not_observable), "not observable in script mode (see docs/doctor.md)"))
+    measured: dict[str, Any] = {
         "mode": "script", "steps_run": result.steps, "steps_requested": None if args.full else args.steps,
-        "stopped_by_doctor": attached.stopped, "seconds": round(time.perf_counter() - attached.started, 3),
-        "optimizers": len(attached.optimizers), "backward_at": attached.backward_line,
+        "stopped_by_doctor": attached.stopped or attached.draining, "seconds": round(time.perf_counter() - attached.started, 3),
+        "optimizers": len(attached.optimizers), "weights_updated_by": "hand" if hand else "optimizer" if attached.optimizers else "none",
+        "backward_at": attached.backward_line,
     }
+    if len(result.objectives) > 1:
+        measured["objectives"] = [o.to_dict() for o in result.objectives]
+    if attached.draining:
+        measured["evaluation_passes_after_steps"] = attached.evidence.evaluated_after_steps
     measured["models"] = [attached.names.get(id(m)) or type(m).__name__ for m in attached.evidence.models()]
     waited = ctx.loader_wait()
     if waited is not None:

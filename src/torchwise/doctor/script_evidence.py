@@ -19,7 +19,8 @@ fills, so every check reads one kind of evidence whichever way the steps ran:
 
 from __future__ import annotations
 
-import time
+import dataclasses
+import weakref
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from torchwise.doctor.checks.tw109_eval_mode import mode_dependent
+from torchwise.doctor.clock import both
 from torchwise.doctor.record import LogCall, StepRecorder
+from torchwise.doctor.script_nonfinite import NonFiniteEvidence
 from torchwise.doctor.watch import Watch, user_frame
 from torchwise.utils.nonfinite import tensors_in
 
@@ -46,16 +50,21 @@ class _Pass:
     step: int = 0
     output_graph: bool = False  # its output requires grad (an autograd graph was built)
     backpropagated: bool = False
+    loader: int | None = None  # id of the DataLoader whose batch it was fed (None: not a loader batch)
+    modes: list[str] | None = None  # an evaluation candidate's Dropout/BatchNorm layers in training mode
 
 
 class _OptimizerView:
     """The parameter groups of every optimizer that stepped, as one optimizer (TW115)."""
 
-    def __init__(self, optimizers: list[torch.optim.Optimizer]) -> None:
+    def __init__(self, optimizers: list[torch.optim.Optimizer], names: dict[int, str] | None = None) -> None:
         self.param_groups = [g for opt in optimizers for g in opt.param_groups]
+        names = names or {}
+        keys = _unique([names.get(id(o)) or f"{i + 1} ({type(o).__name__})" for i, o in enumerate(optimizers)])
+        self.optimizers = dict(zip(keys, optimizers)) if len(optimizers) > 1 else {}
 
 
-class ScriptEvidence:
+class ScriptEvidence(NonFiniteEvidence):
     """Gathers, through the :class:`Watch`'s listeners, what the script's steps show."""
 
     def __init__(self, watch: Watch) -> None:
@@ -67,9 +76,7 @@ class ScriptEvidence:
         self.first_modes: dict[int, dict[str, bool]] = {}  # root -> module training flags at its first backward
         self.bn_before: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.trained_in_eval: _Pass | None = None
-        self.eval_passes: list[tuple[bool, bool]] = []  # (grad enabled, output requires grad), not trained
-        self.eval_line = ""  # where the first evaluation pass that built a graph (else the first) ran
-        self._eval_graph_seen = False
+        self.unbacked: list[_Pass] = []  # forward passes no backward went through (evaluation candidates)
         self.grad_ids: set[int] = set()  # trainable tensors that got a gradient at some step
         self.backward_done = 0
         self.module_calls: list[Any] = []
@@ -84,7 +91,17 @@ class ScriptEvidence:
         self._iter_loader: dict[int, Any] = {}
         self._wait = 0.0
         self._served: Any = None
-        self._since = time.perf_counter()
+        self._served_shapes: set[tuple[int, ...]] = set()  # shapes of the last batch a loader served
+        self._served_loader: int | None = None
+        self._last_iter: Any = None  # weakref to the iterator that served the last batch
+        self._train_iter: Any = None  # ... the last batch before an optimizer step
+        self._drain_counts: Counter = Counter()
+        self.draining = False
+        self._drain_step = 1 << 60  # the step count when the steps were done
+        self.evaluated_after_steps = 0  # evaluation passes after the steps (see evaluation())
+        self.clock = both  # (wall time, wall time less the time the thread waited for a core): clock.py
+        self._since = self.clock()
+        self._free_wait = 0.0
         self._counts: Counter = Counter()
         self.steps: list[Any] = []
         # non-finite
@@ -94,6 +111,9 @@ class ScriptEvidence:
         self._last_loss: torch.Tensor | None = None
         watch.on_root_pass = self.root_pass
         watch.on_root_done = self.root_done
+        watch.on_loss_input = self.loss_input
+        self._output: tuple[int | None, set[int]] = (None, set())  # the last model output: (id(model), its data pointers)
+        self.supervised: set[int] = set()  # models whose output went straight into a loss function (TW139)
         watch.recorder = self.recorder
         watch.loss_calls = self.loss_calls
         watch.log_flags = []
@@ -103,6 +123,12 @@ class ScriptEvidence:
         self._close_pass()
         grad = torch.is_grad_enabled()
         self.last = _Pass(root, args, grad, root.training, user_frame(), self.watch.step_index)
+        if self._served_shapes and any(tuple(t.shape) in self._served_shapes for t in tensors_in(args)):
+            self.last.loader = self._served_loader
+        training_batch = grad and self.last.loader is not None and self.last.loader == self._train_loader_id()
+        if (not grad or self.last.loader is not None) and not training_batch:
+            # an evaluation candidate: its Dropout/BatchNorm modes now (TW139), not when it is judged
+            self.last.modes = [n for n, m in root.named_modules() if mode_dependent(m) and m.training][:20]
         if grad and len(self.step_passes) < 16:
             self.step_passes.append(self.last)
         if grad and id(root) not in self.grad_roots and len(self.grad_roots) < MAX_MODELS:
@@ -119,18 +145,58 @@ class ScriptEvidence:
                 self.precision = "bf16-mixed" if dtype == torch.bfloat16 else "16-mixed" if dtype == torch.float16 else self.precision
 
     def root_done(self, root: nn.Module, output: Any) -> None:
+        outs = list(tensors_in(output, floating_only=False))
         if self.last is not None and self.last.root is root:
-            self.last.output_graph = any(t.requires_grad for t in tensors_in(output, floating_only=False))
+            self.last.output_graph = any(t.requires_grad for t in outs)
+        self._output = (id(root), {t.data_ptr() for t in outs if t.numel()})
+        if self.watch.retained_on and torch.is_grad_enabled():
+            for t in outs[:8]:
+                self.watch.retained.made(t, self.watch.step_index)
+
+    def loss_input(self, x: torch.Tensor) -> None:
+        """A loss function got ``x``: if it is (a view of) the last model output, that model is supervised."""
+        root, ptrs = self._output
+        if root is not None and root not in self.supervised and x.numel() and x.data_ptr() in ptrs:
+            self.supervised.add(root)
 
     def _close_pass(self) -> None:
-        """An evaluation pass (eval mode, nothing backpropagated through it) ends with the next."""
+        """A pass nothing was backpropagated through ends with the next: kept, judged at the end
+        (which loader fed training is known only then)."""
         p = self.last
-        if p is not None and not p.training and not p.backpropagated and len(self.eval_passes) < 10_000:
-            self.eval_passes.append((p.grad, p.output_graph))
-            if p.grad and p.output_graph and not self._eval_graph_seen:
-                self.eval_line, self._eval_graph_seen = p.line, True
-            elif not self.eval_line:
-                self.eval_line = p.line
+        if p is None or p.backpropagated or len(self.unbacked) >= 10_000:
+            return
+        self.unbacked.append(p)
+
+    def evaluation(self) -> tuple[list[tuple[bool, bool]], str, list[dict[str, Any]]]:
+        """Evaluation passes (eval mode, or fed by another loader than training's) as (grad enabled,
+        graph built); where the first that built a graph (else the first) ran; and the
+        loader-fed ones run with Dropout/BatchNorm training (TW139)."""
+        train = self._train_loader_id()
+        calls, line, graph_line, in_train_mode = [], "", "", []
+        self.evaluated_after_steps = 0
+        for p in self.unbacked:
+            other = p.loader is not None and p.loader != train
+            if not p.training or other:
+                self.evaluated_after_steps += p.step >= self._drain_step
+                calls.append((p.grad, p.output_graph))
+                line = line or p.line
+                if p.grad and p.output_graph:
+                    graph_line = graph_line or p.line
+            modes = p.modes
+            data = p.loader is not None or id(p.root) in self.supervised  # fed data, not noise (a GAN's samples)
+            if data and (other or not p.grad) and modes and len(in_train_mode) < 200:
+                in_train_mode.append({"root": p.root, "line": p.line, "step": p.step, "grad": p.grad, "other_loader": other,
+                                      "modules": modes, "draining": p.step >= self._drain_step})
+        return calls, graph_line or line, in_train_mode
+
+    def _train_loader_id(self) -> int | None:
+        if self._counts:
+            return self._counts.most_common(1)[0][0]
+        return None
+
+    def pass_roots(self) -> set[int]:
+        """Ids of the models run forward with autograd on since the last optimizer step."""
+        return {id(p.root) for p in self.step_passes}
 
     # -- backward and steps ----------------------------------------------------------------------
     def after_backward(self, loss: torch.Tensor) -> None:
@@ -149,9 +215,10 @@ class ScriptEvidence:
         if self.last is not None:
             self.last.backpropagated = True
 
-    def before_step(self, optimizer: torch.optim.Optimizer, first: bool) -> None:
-        """At each optimizer step (before it): gradients seen, and (first optimizer) finiteness."""
-        for g in optimizer.param_groups:
+    def before_step(self, optimizer: torch.optim.Optimizer | None, first: bool) -> None:
+        """At each optimizer step (before it; None: weights updated by hand): gradients seen, and
+        (first optimizer) finiteness."""
+        for g in optimizer.param_groups if optimizer is not None else ():
             for t in g["params"]:
                 if t.grad is not None:
                     self.grad_ids.add(id(t))
@@ -162,26 +229,44 @@ class ScriptEvidence:
         if first:
             self._check_finite()
 
+    def step_done(self) -> None:
+        """Any optimizer step (or hand-updated backward) is done."""
+        self.step_passes = []
+        self.watch.log_flags = [] if self.nonfinite_step is None else None
+        if self._last_iter is not None:
+            self._train_iter = self._last_iter
+
+    def start_evaluation(self, step: int) -> None:
+        """The steps are done; what runs now until the next training step is the script's evaluation."""
+        self.draining, self._drain_step = True, step
+
+    def train_iterator(self) -> Any:
+        """The DataLoader iterator that served the last training batch (None: not a DataLoader)."""
+        return self._train_iter() if self._train_iter is not None else None
+
+    def served_count(self, iterator: Any) -> int:
+        """Batches ``iterator`` served since the steps were done (during the evaluation)."""
+        return self._drain_counts[id(iterator)]
+
     def after_step(self, watched: bool) -> None:
         """The first optimizer's step is done: one StepRecord (loader wait, the rest of the step)."""
         from torchwise.doctor.probe import StepRecord
 
-        now = time.perf_counter()
+        now, free_now = self.clock()
         shapes = tuple(tuple(t.shape) for t in tensors_in(self.last.args)) if self.last is not None else ()
         index = len(self.steps)
         batch = shapes[0][0] if shapes and shapes[0] else 0
-        self.steps.append(StepRecord(index, self._wait, max(0.0, now - self._since - self._wait), shapes, batch, watched=watched))
+        self.steps.append(StepRecord(index, self._wait, max(0.0, now - self._since[0] - self._wait), shapes, batch, watched=watched,
+                                     free_wait_s=self._free_wait, free_step_s=max(0.0, free_now - self._since[1] - self._free_wait)))
         if self._served is not None:
             self.loaders.setdefault(id(self._served), self._served)
             self._counts[id(self._served)] += 1
-        self._wait, self._served, self._since = 0.0, None, now
-        self.step_passes = []
+        self._wait, self._free_wait, self._served, self._since = 0.0, 0.0, None, (now, free_now)
         if index == 0:
             self.watch.recorder = None
             self.watch.loss_calls = None
             self.recorder.clear()
             self.cudnn_benchmark = bool(torch.backends.cudnn.benchmark)
-        self.watch.log_flags = [] if self.nonfinite_step is None else None
 
     # -- loader ----------------------------------------------------------------------------------
     def loader_iter(self, loader: Any, iterator: Any) -> None:
@@ -190,65 +275,30 @@ class ScriptEvidence:
         if len(self._iter_loader) > 1000:
             self._iter_loader.pop(next(iter(self._iter_loader)))
 
-    def loader_next(self, iterator: Any, seconds: float) -> None:
+    def loader_next(self, iterator: Any, seconds: tuple[float, float] | float, batch: Any = None) -> None:
+        """A batch served by ``iterator`` after ``seconds`` of waiting: (wall, load-free), or one
+        wall-clock figure for both."""
+        if not isinstance(seconds, tuple):
+            seconds = (seconds, seconds)
         loader = self._iter_loader.get(id(iterator))
         if loader is not None:
-            self._wait += seconds
+            self._wait += seconds[0]
+            self._free_wait += seconds[1]
             self._served = loader
+            self._served_loader = id(loader)
+            try:
+                self._last_iter = weakref.ref(iterator)
+            except TypeError:
+                self._last_iter = None
+            if self.draining:
+                self._drain_counts[id(iterator)] += 1
+        if batch is not None:
+            self._served_shapes = {tuple(t.shape) for t in tensors_in(batch, floating_only=False) if t.dim() >= 1}
 
     def training_loader(self) -> Any:
         if self._counts:
             return self.loaders[self._counts.most_common(1)[0][0]]
         return self.current_loader
-
-    # -- non-finite ------------------------------------------------------------------------------
-    def _check_finite(self) -> None:
-        if self.nonfinite_step is not None or self._last_loss is None:
-            return
-        finite = torch.isfinite(self._last_loss.detach()).all()
-        norms = self.watch._pending_norms[-1] if self.watch._pending_norms else None
-        if norms is not None:
-            finite = finite & torch.isfinite(norms).all()
-        if bool(finite):  # one host read a step (the loss is on the host in most loops anyway)
-            self.watch.log_flags = []
-            return
-        self.nonfinite_step = self.watch.step_index
-        flags, self.watch.log_flags = self.watch.log_flags or [], None
-        for func, module, zeros, negatives, total, line in flags:
-            z, n = int(zeros), int(negatives)
-            if z or n:
-                self.log_calls.append(LogCall(func, module, z, n, total, line))
-        self.nonfinite = self._replay()
-
-    def _replay(self) -> Any:
-        """The step's forward passes replayed in order on the same inputs: the first module whose
-        output went non-finite (or the first pass's non-finite input: bad data)."""
-        from torchwise.utils.nonfinite import NonFiniteReport, find_nonfinite
-
-        if not self.step_passes:
-            return None
-        several = len({id(p.root) for p in self.step_passes}) > 1 or len(self.grad_roots) > 1
-        self.watch.paused = True
-        try:
-            for i, p in enumerate(self.step_passes):
-                try:
-                    with torch.no_grad():
-                        report = find_nonfinite(p.root, lambda p=p: p.root(*p.args), check_grads=False)
-                except Exception:
-                    continue
-                if report is None or (report.kind == "input" and i > 0):
-                    continue  # finite, or fed by an earlier pass that went bad
-                name = self.names.get(id(p.root), "")
-                if several and name:
-                    report = NonFiniteReport(f"{name}.{report.module}" if report.module else name,
-                                             report.module_type, report.kind, report.detail)
-                return report
-        finally:
-            self.watch.paused = False
-        where = f" at {self.watch.result.backward_line}" if self.watch.result.backward_line else ""
-        root = self.step_passes[-1].root
-        return NonFiniteReport("", type(root).__name__, "loss",
-                               f"the model's outputs were finite; the loss computed from them (or its gradients) was not{where}")
 
     # -- the Context -----------------------------------------------------------------------------
     def models(self) -> list[nn.Module]:
@@ -256,7 +306,7 @@ class ScriptEvidence:
         return [r for r in self.grad_roots.values() if any(id(p) in self.grad_ids for p in r.parameters() if p.requires_grad)]
 
     def context(self, subject: str, optimizers: list[torch.optim.Optimizer], steps_requested: int, failure: str | None,
-                names: dict[int, str]) -> Any:
+                names: dict[int, str], opt_names: dict[int, str] | None = None) -> Any:
         """A :class:`~torchwise.doctor.probe.Context` over the trained model(s) (an empty module when
         none was trained: the script failed first, e.g. in its loader)."""
         from torchwise.doctor.probe import Context, resolve_device
@@ -280,7 +330,7 @@ class ScriptEvidence:
         device, placed, spread = resolve_device(model, "auto")
         loader = self.training_loader()
         ctx = Context(
-            subject=subject, model=model, optimizer=_OptimizerView(optimizers),  # type: ignore[arg-type]
+            subject=subject, model=model, optimizer=_OptimizerView(optimizers, opt_names),  # type: ignore[arg-type]
             optimizer_given=bool(optimizers), loss_fn=None, device=device, target_device_type=device.type,
             precision=self.precision, cudnn_benchmark=self.cudnn_benchmark, steps_requested=steps_requested,
             param_devices=placed, spread_over_devices=spread, initial_training=training,
@@ -289,8 +339,9 @@ class ScriptEvidence:
         ctx.script = True
         ctx.failure = failure
         ctx.watch = self.watch.result
-        ctx.module_calls = [c for c in self.module_calls if any(c.module is m for r in roots for m in r.modules())]
-        ctx.conv_bn_pairs = list(self.conv_bn_pairs)
+        full = {id(m): _join(prefix[id(r)], n) for r in roots for n, m in r.named_modules()}
+        ctx.module_calls = [dataclasses.replace(c, name=full[id(c.module)]) for c in self.module_calls if id(c.module) in full]
+        ctx.conv_bn_pairs = [(full[id(c)], full[id(b)]) for c, b in self.recorder.pair_modules if id(c) in full and id(b) in full]
         ctx.loss_calls = list(self.loss_calls)
         ctx.steps = list(self.steps)
         ctx.backward_done = self.backward_done
@@ -301,21 +352,39 @@ class ScriptEvidence:
             for n, stats in self.bn_before.get(id(r), {}).items():
                 ctx.bn_stats_before[_join(prefix[id(r)], n)] = stats
         ctx.nonfinite_step, ctx.nonfinite, ctx.log_calls = self.nonfinite_step, self.nonfinite, list(self.log_calls)
-        ctx.eval_calls = list(self.eval_passes)
-        ctx.evaluate_given = bool(self.eval_passes)
-        ctx.scratch["eval_line"] = self.eval_line
+        ctx.eval_calls, ctx.scratch["eval_line"], evals = self.evaluation()
+        ctx.evaluate_given = bool(ctx.eval_calls)
         if self.trained_in_eval is not None:
             ctx.scratch["trained_in_eval"] = (self.trained_in_eval.line, self.trained_in_eval.step)
+        ctx.scratch["train_mode_evals"] = [
+            {**{k: v for k, v in e.items() if k != "root"}, "modules": [full[id(m)] for n, m in e["root"].named_modules() if n in e["modules"]]}
+            for e in evals if id(e["root"]) in prefix
+        ]
+        ctx.scratch["model_names_by_index"] = {k: names.get(id(r)) or type(r).__name__ for k, r in enumerate(self.watch._roots)}
         return ctx
+
+    def name_objectives(self, result: Any, optimizers: list[torch.optim.Optimizer]) -> None:
+        """Each objective's models (the script's names) and whether it is coupled to another's."""
+        roots = list(self.grad_roots.values())
+        owner: dict[int, str] = {}
+        for obj in result.objectives:
+            if obj.optimizer is None or obj.optimizer >= len(optimizers):
+                continue
+            held = {id(p) for g in optimizers[obj.optimizer].param_groups for p in g["params"]}
+            for r in roots:
+                if any(id(p) in held for p in r.parameters()):
+                    owner.setdefault(id(r), obj.key)
+                    name = self.names.get(id(r)) or type(r).__name__
+                    if name not in obj.models:
+                        obj.models.append(name)
+        self.watch.objectives.couple(owner)
 
     def finish(self) -> None:
         self._close_pass()
 
 
 def _mode_dependent(root: nn.Module) -> bool:
-    from torchwise.doctor.checks.tw109_eval_mode import MODE_DEPENDENT
-
-    return any(isinstance(m, MODE_DEPENDENT) for m in root.modules())
+    return any(mode_dependent(m) for m in root.modules())
 
 
 def _join(prefix: str, name: str) -> str:

@@ -17,3 +17,10 @@ def listing(names: Iterable[str], limit: int = 5) -> str:
     names = list(names)
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def for_device_hint(ctx, check_for: str = "one") -> str:
+    """Why a GPU check did not run, and how to ask for it (the CLI flag and the Python argument)."""
+    if getattr(ctx, "script", False):
+        return f"(the script trains on {ctx.device.type})"
+    return f"(to check for {check_for}: --for-device cuda on the command line, for_device='cuda' from Python)"

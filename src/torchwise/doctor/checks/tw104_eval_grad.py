@@ -5,8 +5,10 @@ the model copy after the training steps, with a hook on the model noting whether
 pass ran with gradients enabled and returned outputs that require grad (an autograd graph was
 built). Without ``evaluate=`` the check is skipped: the doctor cannot see evaluation code it is
 not given (``torchwise lint`` checks evaluation loops statically; the Trainer evaluates under
-``inference_mode``). In script mode the evaluation passes are those of a model in eval mode
-that no backward goes through (a validation loop after ``model.eval()``).
+``inference_mode``). In script mode the evaluation passes are the forwards no backward goes
+through of a model in eval mode, or fed another DataLoader's batches than training's (a
+validation loop); when the steps are done the doctor ends the training epoch early so that the
+script's own evaluation runs and is seen.
 Why: the graph keeps every intermediate activation alive until the outputs are dropped, so
 evaluation needs several times the memory of a no-grad pass (large validation batches run out
 of memory) and is slower; nothing uses those gradients.
@@ -27,7 +29,8 @@ def check(ctx) -> list[Finding] | Skipped:
     script = getattr(ctx, "script", False)
     if not ctx.evaluate_given:
         if script:
-            return Skipped(CODES, "no evaluation pass (model in eval mode) ran during the steps watched")
+            return Skipped(CODES, "no evaluation pass ran (a forward in eval mode, or on another loader's batches, "
+                           "that no backward went through)")
         return Skipped(CODES, "no evaluate= function given: the doctor runs training steps only")
     if not ctx.eval_calls:
         return Skipped(CODES, "evaluate() did not call the model")

@@ -28,6 +28,13 @@ SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm, nn.modules.instancenorm._InstanceNorm)
 
 
+def mode_dependent(m: nn.Module) -> bool:
+    """Dropout, BatchNorm, or InstanceNorm with running statistics: behaves differently in eval()."""
+    if isinstance(m, nn.modules.instancenorm._InstanceNorm):
+        return bool(m.track_running_stats)
+    return isinstance(m, MODE_DEPENDENT)
+
+
 def check(ctx) -> list[Finding]:
     if ctx.initial_training.get("", True):
         return []

@@ -18,6 +18,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW113",)
 SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
+EXPLAINS = ("TW135",)  # pulled towards the mean of all targets, the loss stalls
 REGRESSION = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 
 

@@ -10,30 +10,51 @@ as soon as they are unfrozen, and they blur which parameters are meant to train.
 Example: ``opt = AdamW(model.backbone.parameters())`` with a trainable ``model.head``.
 Fix: build the optimizer after the model is final, over
 ``[p for p in model.parameters() if p.requires_grad]`` (or explicit groups covering all of them).
+An optimizer that can change no weight at all — every tensor it holds frozen, or none of them
+receiving a gradient in any step — is an error: nothing trains (a real forum report: the
+optimizer built over a backbone frozen a line earlier, the new head left out). When most of the
+model's values are frozen and the optimizer holds the rest (fine-tuning a head), the report says
+so plainly as a hint, with the share.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from torchwise.doctor.checks import listing
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW115",)
 SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
+EXPLAINS = ("TW133", "TW135")  # weights that do not move, a loss that does not fall
+MOSTLY_FROZEN = 0.5  # share of the model's values frozen above which the hint says so
+
+
+def each_optimizer(ctx: Any) -> list[tuple[str, Any]]:
+    """(name, optimizer) for every optimizer (several in a GAN script or a multi-optimizer Task)."""
+    many = getattr(ctx.optimizer, "optimizers", None)
+    if isinstance(many, dict) and many:
+        return list(many.items())
+    return [("the optimizer", ctx.optimizer)]
 
 
 def check(ctx) -> list[Finding] | Skipped:
     if not ctx.optimizer_given:
-        return Skipped(CODES, "no optimizer given")
-    held = {id(p) for g in ctx.optimizer.param_groups for p in g["params"]}
+        if not getattr(ctx, "script", False):
+            return Skipped(CODES, "no optimizer given")
+        hand = getattr(getattr(ctx, "watch", None), "hand_updated", False)
+        return Skipped(CODES, "the weights are updated by hand (no torch.optim optimizer stepped)" if hand
+                       else "no optimizer stepped during the run")
     named = list(ctx.model.named_parameters())
+    held = {id(p) for g in ctx.optimizer.param_groups for p in g["params"]}
+    findings = [f for name, opt in each_optimizer(ctx) for f in _useless(ctx, name, opt, named)]
     own = {id(p) for _, p in named}
     missing = [n for n, p in named if p.requires_grad and id(p) not in held]
     frozen = [n for n, p in named if not p.requires_grad and id(p) in held]
     # script mode: a tensor outside the model that receives gradients (a learnable temperature
     # used in the loss) is trained on purpose; one that never gets a gradient is not trained at all
     foreign = len(held - own - ctx.tensors_with_grad)
-    findings = []
-    if foreign:
+    if foreign and not findings:
         findings.append(Finding(
             "TW115", "error",
             f"the optimizer holds {foreign} tensor(s) that are not parameters of this model (built for another model instance?)",
@@ -49,7 +70,7 @@ def check(ctx) -> list[Finding] | Skipped:
             {"missing": missing[:50], "count": len(missing), "values": sum(p.numel() for n, p in named if n in missing)},
             "build the optimizer over [p for p in model.parameters() if p.requires_grad], after the model is final",
         ))
-    if frozen:
+    if frozen and not any(f.severity == "error" for f in findings):
         findings.append(Finding(
             "TW115", "hint",
             f"{len(frozen)} frozen parameter tensor(s) (requires_grad=False) are inside the optimizer",
@@ -57,4 +78,56 @@ def check(ctx) -> list[Finding] | Skipped:
             {"frozen_in_optimizer": frozen[:50], "count": len(frozen)},
             "pass only trainable parameters: optimizer(p for p in model.parameters() if p.requires_grad)",
         ))
-    return findings
+    return findings + _mostly_frozen(named, findings)
+
+
+def _useless(ctx: Any, name: str, opt: Any, named: list) -> list[Finding]:
+    """An error when ``opt`` can change no weight: all it holds frozen, or none got a gradient."""
+    tensors = [p for g in opt.param_groups for p in g["params"]]
+    if not tensors:
+        return []
+    trainable = [p for p in tensors if p.requires_grad]
+    names = {id(p): n for n, p in named}
+    label = "the optimizer" if name == "the optimizer" else f"optimizer {name}"
+    left_out = [n for n, p in named if p.requires_grad and all(p is not t for t in tensors)]
+    if not trainable:
+        return [Finding(
+            "TW115", "error",
+            f"{label} can change no weight: all {len(tensors)} tensor(s) it holds are frozen (requires_grad=False)"
+            + (f"; the {len(left_out)} trainable one(s) are not in it" if left_out else ""),
+            listing([names.get(id(p), "?") for p in tensors]),
+            {"optimizer_tensors": len(tensors), "frozen": len(tensors), "trainable_not_in_optimizer": left_out[:50]},
+            "build the optimizer over the parameters that train: optimizer([p for p in model.parameters() if p.requires_grad]), "
+            "after freezing and after adding new layers",
+        )]
+    got = ctx.tensors_with_grad if getattr(ctx, "script", False) else {id(p) for n, p in named if n in ctx.params_with_grad}
+    if not any(id(p) in names for p in trainable):
+        return []  # none is this model's: the foreign-tensors finding says it better
+    if ctx.backward_done and not any(id(p) in got for p in trainable):
+        return [Finding(
+            "TW115", "error",
+            f"{label} can change no weight: none of the {len(trainable)} trainable tensor(s) it holds received a gradient "
+            f"in {ctx.backward_done} backward pass(es) (the loss does not depend on them)",
+            listing([names.get(id(p), "?") for p in trainable]),
+            {"optimizer_tensors": len(tensors), "with_gradient": 0, "backward_passes": ctx.backward_done},
+            "build the optimizer over the model whose output the loss uses (not an earlier instance or a copy), "
+            "and check that the output is not detached before the loss",
+        )]
+    return []
+
+
+def _mostly_frozen(named: list, findings: list[Finding]) -> list[Finding]:
+    total = sum(p.numel() for _, p in named)
+    frozen = sum(p.numel() for _, p in named if not p.requires_grad)
+    trainable = [n for n, p in named if p.requires_grad]
+    if not total or frozen / total <= MOSTLY_FROZEN or not trainable or any(f.severity != "hint" for f in findings):
+        return []
+    return [Finding(
+        "TW115", "hint",
+        f"only {1 - frozen / total:.1%} of the model's {total:,} values train ({len(trainable)} tensor(s)); "
+        f"{frozen / total:.1%} are frozen (requires_grad=False)",
+        listing(trainable),
+        {"values": total, "frozen_values": frozen, "trainable_tensors": trainable[:50]},
+        "nothing to do if only these layers are meant to train (fine-tuning a head); otherwise unfreeze with requires_grad_(True) "
+        "and rebuild the optimizer",
+    )]

@@ -38,7 +38,8 @@ def varying_fields(ctx) -> dict[str, dict[tuple, list[int]]]:
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.loader is None:
-        return Skipped(CODES, "no loader or dataset (only a batch was given)")
+        return Skipped(CODES, "no DataLoader fed the steps (the script makes its own batches)" if getattr(ctx, "script", False)
+                       else "no loader or dataset (only a batch was given)")
     if not ctx.sample_fields():
         return Skipped(CODES, "the dataset cannot be indexed (iterable or unsized)")
     if not uses_default_collate(ctx.loader) or (getattr(ctx.loader, "batch_size", None) or 1) <= 1:

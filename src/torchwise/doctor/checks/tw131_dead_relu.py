@@ -9,6 +9,8 @@ its width. The usual causes are a too-large learning rate that knocks the pre-ac
 negative, a large negative bias, or an init that is far too wide.
 Example: ``Adam(model.parameters(), lr=0.5)`` on an MLP: most hidden units die within a few
 dozen steps.
+A ReLU on the model's *output* that is zero for every sample (however few its units: a count
+regressor's single output) is an error: no gradient reaches any weight.
 Fix: a smaller learning rate (or a warm-up), kaiming init, normalisation before the ReLU, or a
 leaky variant (``nn.LeakyReLU``, ``nn.GELU``) that keeps a gradient below zero.
 
@@ -25,6 +27,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW131",)
 SCRIPT = True
+EXPLAINS = ("TW135",)  # the loss cannot fall through units that pass no gradient
 DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 DEAD_SHARE = 0.4
 MIN_WATCHED = 10
@@ -39,6 +42,9 @@ def check(ctx) -> list[Finding] | Skipped:
     if not acts:
         return Skipped(CODES, "no ReLU output was seen")
     bad = [a for a in acts if a.calls >= MIN_WATCHED and a.units >= MIN_UNITS and a.dead_units / a.units >= DEAD_SHARE]
+    shut = [a for a in acts if a.is_output and a.calls >= MIN_WATCHED and a.units and a.dead_units == a.units]
+    if shut:
+        return [_output_dead(ctx, shut[0])]
     if not bad:
         return []
     worst = max(bad, key=lambda a: a.dead_units / a.units)
@@ -53,6 +59,19 @@ def check(ctx) -> list[Finding] | Skipped:
          "steps": ctx.watch.steps},
         "lower the learning rate (or warm it up), use kaiming init and normalisation before the ReLU, or a leaky activation (LeakyReLU/GELU)",
     )]
+
+
+def _output_dead(ctx, a) -> Finding:
+    return Finding(
+        "TW131", "error",
+        f"the model's output goes through a ReLU that was zero for every sample over {a.calls} watched calls "
+        f"({a.units} output unit(s)): no gradient reaches the model, nothing trains",
+        _where(a),
+        {"layers": {_where(a): {"dead": a.dead_units, "units": a.units, "watched_calls": a.calls}}, "output": True,
+         "steps": ctx.watch.steps},
+        "drop the ReLU on the output (for a non-negative target use softplus or exp, or clamp only when predicting), "
+        "and do not start its input's bias below zero",
+    )
 
 
 def _where(a) -> str:

@@ -8,6 +8,9 @@ trainable parameters is below ``TINY_UPDATE`` (learning rate far too small).
 Why: such weights keep their initial values however long training runs; a frozen group is
 easy to miss when groups are built by name (e.g. a 0 in a per-group lr table).
 Example: ``SGD([{"params": body, "lr": 0.0}, {"params": head}], lr=0.01)``, or ``lr=1e-9``.
+Also, in a script run (each group's lr is read before every step): a group whose lr falls below
+``COLLAPSED`` times its first value within the first 80% of the run and stays there (a schedule
+stepped per batch instead of per epoch, a decay that compounds): its weights stop moving.
 Fix: give every group a sensible lr (check the scheduler and per-group overrides), or freeze on
 purpose with ``requires_grad_(False)`` so the intent is explicit.
 
@@ -29,6 +32,7 @@ CODES = ("TW133",)
 SCRIPT = True
 DYNAMICS = True  # needs a run of >= MIN_DYNAMICS_STEPS steps
 TINY_UPDATE = 1e-6
+COLLAPSED = 1e-6  # a group's lr below this share of its first value: fallen to nothing
 
 
 def measure(w) -> dict | None:
@@ -70,6 +74,9 @@ def check(ctx) -> list[Finding] | Skipped:
             {"parameters": names[:50], "count": len(names), "param_groups": groups, "lrs": lrs, "steps": w.steps},
             "give every param group a non-zero lr (check per-group settings and the scheduler), or freeze on purpose with requires_grad_(False)",
         ))
+    collapsed = _lr_collapse(w)
+    if collapsed:
+        findings.append(collapsed)
     rel = m["median_relative_update"]
     if math.isfinite(rel) and rel < TINY_UPDATE and len(m["still"]) < m["watched"]:
         lrs = sorted({v for v in w.lrs if v is not None})
@@ -80,3 +87,35 @@ def check(ctx) -> list[Finding] | Skipped:
             "raise the learning rate (Adam-family: ~1e-4..3e-3; SGD: ~1e-2..1e-1) or check the scheduler's start factor",
         ))
     return findings
+
+
+def _lr_collapse(w) -> Finding | None:
+    """A param group whose lr fell to nothing early in the run (script mode reads each group's lr at every step)."""
+    history = getattr(w, "lr_history", None) or []
+    if not history:
+        return None
+    last_step = history[-1][1]
+    start: dict[tuple[int, int], float] = {}
+    fell: dict[tuple[int, int], int] = {}
+    end: dict[tuple[int, int], float] = {}
+    for k, step, lrs in history:
+        for g, lr in enumerate(lrs):
+            key = (k, g)
+            start.setdefault(key, lr)
+            end[key] = lr
+            if start[key] > 0 and lr <= COLLAPSED * start[key] and key not in fell:
+                fell[key] = step
+    gone = sorted(key for key, step in fell.items() if step <= 0.8 * last_step and end[key] <= COLLAPSED * start[key])
+    if not gone:
+        return None
+    first = gone[0]
+    return Finding(
+        "TW133", "warning",
+        f"the learning rate of {len(gone)} param group(s) fell to nothing during the run: group {first[1]} of optimizer {first[0] + 1} "
+        f"went from {start[first]:.3g} to {end[first]:.3g} by step {fell[first]} of {last_step}; their weights stop moving",
+        "optimizer lr",
+        {"groups": [list(k) for k in gone[:20]], "lr_start": [start[k] for k in gone[:20]], "lr_end": [end[k] for k in gone[:20]],
+         "fell_at_step": [fell[k] for k in gone[:20]], "steps": last_step},
+        "check the scheduler or the code that changes group['lr']: is it stepped once per epoch (not per batch), "
+        "and does a per-step decay multiply the base lr rather than the current one?",
+    )

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from torchwise.doctor.checks._dynamics import loss_levels, median, needs_steps, window, loss_where
+from torchwise.doctor.checks._dynamics import judged, loss_levels, loss_where, median, needs_steps, window
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW134",)
@@ -48,21 +48,28 @@ def check(ctx) -> list[Finding] | Skipped:
     skip = needs_steps(ctx, CODES)
     if skip:
         return skip
-    losses = ctx.watch.losses
+    objectives, coupled = judged(ctx, CODES)
+    findings = [f for o in objectives for f in _judge(ctx, o)]
+    return findings or coupled or ([] if any(len(o.losses) >= 10 for o in objectives) else Skipped(CODES, "the loss values were not seen"))
+
+
+def _judge(ctx, objective) -> list[Finding]:
+    losses = objective.losses
     if len(losses) < 10:
-        return Skipped(CODES, "the loss values were not seen")
+        return []
     m = measure(losses)
     if not (m["loss_start"] > 0 and math.isfinite(m["rise"]) and math.isfinite(m["ratio"])):
         return []
     evidence = {k: float(f"{v:.4g}") for k, v in m.items()}
     evidence["steps"] = len(losses)
     fix = "lower the learning rate (3-10x), add a warm-up, clip gradients (clip_grad_norm_)"
+    what = "training loss" if len(ctx.watch.objectives) < 2 else f"loss of {objective.name}"
     if m["rise"] > RISE:
         return [Finding("TW134", "warning",
-                        f"the training loss is diverging: {m['loss_start']:.4g} at the start, {m['loss_late']:.4g} at the end of {len(losses)} steps",
-                        loss_where(ctx), evidence, fix)]
+                        f"the {what} is diverging: {m['loss_start']:.4g} at the start, {m['loss_late']:.4g} at the end of {len(losses)} steps",
+                        loss_where(ctx, objective), evidence, fix)]
     if m["ratio"] > STALL_DROP and m["swing"] > SWING:
         return [Finding("TW134", "warning",
-                        f"the training loss oscillates: step-to-step jumps of {m['swing']:.0%} of its level, no progress in {len(losses)} steps",
-                        loss_where(ctx), evidence, fix)]
+                        f"the {what} oscillates: step-to-step jumps of {m['swing']:.0%} of its level, no progress in {len(losses)} steps",
+                        loss_where(ctx, objective), evidence, fix)]
     return []

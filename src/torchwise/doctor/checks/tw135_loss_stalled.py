@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from torchwise.doctor.checks._dynamics import loss_levels, loss_where, median, needs_steps, window
+from torchwise.doctor.checks._dynamics import judged, loss_levels, loss_where, median, needs_steps, window
 from torchwise.doctor.checks.tw134_loss_diverging import RISE, STALL_DROP, SWING, measure
 from torchwise.doctor.report import Finding, Skipped
 
@@ -38,9 +38,15 @@ def check(ctx) -> list[Finding] | Skipped:
     skip = needs_steps(ctx, CODES, MIN_STEPS)
     if skip:
         return skip
-    losses = ctx.watch.losses
+    objectives, coupled = judged(ctx, CODES)
+    findings = [f for o in objectives for f in _judge(ctx, o)]
+    return findings or coupled or ([] if any(len(o.losses) >= MIN_STEPS for o in objectives) else Skipped(CODES, "the loss values were not seen"))
+
+
+def _judge(ctx, objective) -> list[Finding]:
+    losses = objective.losses
     if len(losses) < MIN_STEPS:
-        return Skipped(CODES, "the loss values were not seen")
+        return []
     m = measure(losses)
     early, late = loss_levels(losses)
     if not (early > 0 and math.isfinite(late)):
@@ -53,11 +59,13 @@ def check(ctx) -> list[Finding] | Skipped:
     spread = median([abs(v - late) for v in tail])
     if early - late > NOISE * spread:
         return []  # slow, but a steady descent
+    what = "training loss" if len(ctx.watch.objectives) < 2 else f"loss of {objective.name}"
     return [Finding(
         "TW135", "warning",
-        f"the training loss is not decreasing: {early:.4g} over the first steps, {late:.4g} over the last of {len(losses)} steps",
-        loss_where(ctx),
+        f"the {what} is not decreasing: {early:.4g} over the first steps, {late:.4g} over the last of {len(losses)} steps",
+        loss_where(ctx, objective),
         {"loss_early": float(f"{early:.4g}"), "loss_late": float(f"{late:.4g}"), "ratio": round(late / early, 4),
          "late_spread": float(f"{spread:.3g}"), "steps": len(losses)},
-        "check the learning rate (too small or far too large), that optimizer.step() updates the model's parameters, and that one batch can be overfitted",
+        "check the learning rate (too small or far too large), that optimizer.step() updates the model's parameters, "
+        "that the targets can be learned from the inputs, and that one batch can be overfitted",
     )]

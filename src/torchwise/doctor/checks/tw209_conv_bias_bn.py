@@ -21,7 +21,8 @@ SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 def check(ctx) -> list[Finding] | Skipped:
     if not ctx.module_calls:
-        return Skipped(CODES, "the recording step did not run")
+        return Skipped(CODES, "no layer of an nn.Module ran at the first step" if getattr(ctx, "script", False)
+                       else "the recording step did not run")
     pairs = list(dict.fromkeys(ctx.conv_bn_pairs))
     if not pairs:
         return []

@@ -18,6 +18,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchwise.doctor.checks import listing
+from torchwise.doctor.checks import for_device_hint
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW210",)
@@ -46,7 +47,7 @@ def odd_sizes(ctx) -> list[tuple[str, str, int]]:
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.target_device_type != "cuda":
-        hint = f"(the script trains on {ctx.device.type})" if getattr(ctx, "script", False) else "(pass for_device='cuda' to check for one)"
+        hint = for_device_hint(ctx, "one")
         return Skipped(CODES, "tensor-core shapes matter on CUDA GPUs " + hint)
     if not ctx.half_precision:
         return Skipped(CODES, f"training runs in fp32 (precision {ctx.precision}); tensor cores need fp16/bf16")

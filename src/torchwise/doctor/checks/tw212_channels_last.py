@@ -16,6 +16,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchwise.doctor.checks import listing
+from torchwise.doctor.checks import for_device_hint
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW212",)
@@ -24,7 +25,7 @@ SCRIPT = True  # runs in script mode too (see torchwise.doctor.script_evidence)
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.target_device_type != "cuda":
-        hint = f"(the script trains on {ctx.device.type})" if getattr(ctx, "script", False) else "(pass for_device='cuda' to check for one)"
+        hint = for_device_hint(ctx, "one")
         return Skipped(CODES, "channels_last pays off on CUDA GPUs " + hint)
     convs = [c for c in ctx.module_calls if isinstance(c.module, nn.Conv2d) and c.in_channels_last is not None]
     if not convs:

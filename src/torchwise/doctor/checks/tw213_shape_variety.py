@@ -18,6 +18,7 @@ from __future__ import annotations
 from torch import nn
 
 from torchwise.doctor.checks.tw117_variable_length import varying_fields
+from torchwise.doctor.checks import for_device_hint
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW213",)
@@ -27,7 +28,7 @@ TUNED = (nn.modules.conv._ConvNd, nn.RNNBase)
 
 def check(ctx) -> list[Finding] | Skipped:
     if ctx.target_device_type != "cuda":
-        hint = f"(the script trains on {ctx.device.type})" if getattr(ctx, "script", False) else "(pass for_device='cuda' to check for a GPU run)"
+        hint = for_device_hint(ctx, "a GPU run")
         return Skipped(CODES, "cudnn.benchmark acts on CUDA only " + hint)
     if not ctx.cudnn_benchmark:
         return []
