@@ -6,6 +6,8 @@ to its lists; the entries of one rule sit together.
 
 from __future__ import annotations
 
+import textwrap
+
 from recall_shapes import ProjectShape, Shape, d
 
 FIND: list[Shape] = []
@@ -195,6 +197,18 @@ FIND += [
 ]
 
 # ----------------------------------------------------------------------------------- TW207
+# a full-batch step (one optimizer step per call, its loss read on the host); the shapes below differ
+# only in how often the caller evaluates
+_FULL_BATCH_STEP = d("""
+        import torch
+        def train(model, data, train_idx, optimizer):
+            optimizer.zero_grad()
+            out = model(data.x)[train_idx]
+            loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+""")
 _VOCODER_LOOP = d("""
     import torch
     from audio import mel_spectrogram
@@ -421,15 +435,8 @@ FIND += [
                 return self.TransE(head, relation, tail)
         model = KGEModel(12.0).cuda()
     """), 9),
-    Shape("TW207", "full-batch training whose test runs only every few epochs: the step's read is the only sync", d("""
-        import torch
-        def train(model, data, train_idx, optimizer):
-            optimizer.zero_grad()
-            out = model(data.x)[train_idx]
-            loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
-            loss.backward()
-            optimizer.step()
-            return loss.item()
+    Shape("TW207", "full-batch training whose test runs only every few epochs: the step's read is the only sync",
+          _FULL_BATCH_STEP + d("""
         def main(model, data, train_idx, optimizer, args):
             data = data.to("cuda")
             for epoch in range(1, args.epochs + 1):
@@ -450,15 +457,8 @@ FIND += [
     """), 9),
 ]
 QUIET += [
-    Shape("TW207", "full-batch graph training: one step per epoch, and the same epoch runs test(), which reads on the host", d("""
-        import torch
-        def train(model, data, train_idx, optimizer):
-            optimizer.zero_grad()
-            out = model(data.x)[train_idx]
-            loss = torch.nn.functional.nll_loss(out, data.y[train_idx])
-            loss.backward()
-            optimizer.step()
-            return loss.item()
+    Shape("TW207", "full-batch graph training: one step per epoch, and the same epoch runs test(), which reads on the host",
+          _FULL_BATCH_STEP + d("""
         def main(model, data, train_idx, optimizer, args):
             data = data.to("cuda")
             for epoch in range(1, args.epochs + 1):
@@ -922,6 +922,22 @@ FIND += [
 ]
 
 # ----------------------------------------------------------------------------------- TW201
+def _methods(src: str) -> str:
+    """More methods of the class above (indented one level)."""
+    return textwrap.indent(d(src), "    ")
+
+
+# an experiment class that wraps its model in DataParallel when asked for several GPUs
+_EXP_WITH_DP = d("""
+        import torch
+        import torch.nn as nn
+        class {cls}(ExpBase):
+            def _build_model(self):
+                model = self.model_dict[self.args.model](self.args).float()
+                if self.args.use_multi_gpu and self.args.use_gpu:
+                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
+                return model
+""")
 QUIET += [
     Shape("TW201", "diffusion runners: sample() wraps the model and puts it in eval mode; train() of the same "
           "class trains its own wrapper", d("""
@@ -952,15 +968,8 @@ QUIET += [
                 self.ema(module_copy)
                 return module_copy
     """)),
-    Shape("TW201", "a test-only experiment class (zero-shot forecasting): no training in the file", d("""
-        import torch
-        import torch.nn as nn
-        class ExpZeroShot(ExpBase):
-            def _build_model(self):
-                model = self.model_dict[self.args.model](self.args).float()
-                if self.args.use_multi_gpu and self.args.use_gpu:
-                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
-                return model
+    Shape("TW201", "a test-only experiment class (zero-shot forecasting): no training in the file",
+          _EXP_WITH_DP.format(cls="ExpZeroShot") + _methods("""
             def test(self, setting):
                 self.model.eval()
                 with torch.no_grad():
@@ -969,15 +978,8 @@ QUIET += [
     """)),
 ]
 FIND += [
-    Shape("TW201", "look-alike: the same experiment class with a train() method", d("""
-        import torch
-        import torch.nn as nn
-        class ExpForecast(ExpBase):
-            def _build_model(self):
-                model = self.model_dict[self.args.model](self.args).float()
-                if self.args.use_multi_gpu and self.args.use_gpu:
-                    model = nn.DataParallel(model, device_ids=self.args.device_ids)
-                return model
+    Shape("TW201", "look-alike: the same experiment class with a train() method",
+          _EXP_WITH_DP.format(cls="ExpForecast") + _methods("""
             def train(self, setting):
                 for x, y in self.train_loader:
                     loss = self.criterion(self.model(x), y)
