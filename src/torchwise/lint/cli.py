@@ -47,10 +47,10 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchwise.lint.runner import run_jobs
+    from torchwise.lint.runner import collect_per_file, run_jobs
 
     _check_options(args)
-    _fewer_collections()
+    collect_per_file()
     selection = _selection(args)
     jobs = _jobs(args, selection)
     results = run_jobs(jobs, args.jobs or None)
@@ -71,16 +71,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"could not write the fixes to {_plural(len(unwritten), 'file')}: {', '.join(unwritten)}; "
                          "those files are unchanged (is the folder writable?)")
     return 0 if args.exit_zero else status
-
-
-def _fewer_collections() -> None:
-    """Lint's own process frees its syntax trees by reference counting; the cyclic collector,
-    which would otherwise walk every live tree after each few hundred allocations, runs less
-    often, and what was imported before the run is moved out of its reach (measured in
-    BENCHMARKS.md, lint section)."""
-    import gc
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 50)  # Python's default: (700, 10, 10)
 
 
 def _check_options(args: argparse.Namespace) -> None:
