@@ -13,7 +13,8 @@ from torchwise.lint.engine import Context
 from torchwise.lint.engine.fixes import apply_fixes
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.findings import SYNTAX_CODE, Finding
-from torchwise.lint.semantics.savefacts import note_linted, shared_context
+from torchwise.lint.semantics.projectcode import shared_context
+from torchwise.lint.semantics.savefacts import note_linted
 from torchwise.lint.semantics.files import is_test_path
 
 _RULES: list | None = None

@@ -80,8 +80,9 @@ def _display_only(ctx: Context, node: ast.AST) -> bool:
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
     scope = ctx.scope_of(stmt)
-    uses = [n for n in ctx.walk_body(getattr(scope, "body", [])) if n.__class__ is ast.Name and n.id in names
-            and n.ctx.__class__ is ast.Load and n.lineno > (stmt.end_lineno or stmt.lineno)]
+    end = stmt.end_lineno or stmt.lineno
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
+            and _own_scope(ctx, n) is scope]
     if not uses:
         return False
     for use in uses:
@@ -92,6 +93,14 @@ def _display_only(ctx: Context, node: ast.AST) -> bool:
         elif not _plots([holder]):
             return False
     return True
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _own_scope(ctx: Context, node: ast.AST) -> ast.AST | None:
+    """The nearest def, class, lambda or module around ``node`` (what ``walk_body`` stops at)."""
+    return next((a for a in ctx.ancestors(node) if a.__class__ in _SCOPES), None)
 
 
 def _plots(body: list[ast.stmt]) -> bool:

@@ -11,6 +11,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, argument
 from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.projectcode import share_context
 
 # a function called from more files than this is a library entry point: its callers tell little
 MAX_CALLER_FILES = 8
@@ -24,6 +25,8 @@ def parsed_file(facts: ProjectFacts, path: str, text: str) -> Context | None:
             facts.answers[key] = Context(text, path, ast.parse(text, filename=path), facts)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             facts.answers[key] = None
+        else:
+            share_context(facts, facts.answers[key])  # parsed once: its own lint, if still to come, reuses it
     return facts.answers[key]
 
 

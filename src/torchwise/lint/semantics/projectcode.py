@@ -8,6 +8,7 @@ import ast
 import os
 from typing import Callable
 
+from torchwise.lint.engine import Context
 from torchwise.lint.facts import FunctionBlock, ProjectFacts
 
 
@@ -56,3 +57,18 @@ def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Cal
         complete = len(found) == facts.definitions.get(name or "", 0)
         facts.answers[key] = found[0] if found and (complete or not every) else None
     return facts.answers[key]
+
+
+def share_context(facts: ProjectFacts, ctx: Context) -> None:
+    """Offer a file a rule parsed for the project's facts (a caller, a file that saves checkpoints)
+    to the lint of that file, if it is still to come in this process."""
+    facts.answers[("context", ctx.path)] = ctx
+
+
+def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Context | None:
+    """The parsed file ``path`` when this process parsed it (with exactly ``source``) for the
+    project's facts before linting it; handed over once."""
+    if facts is None:
+        return None
+    ctx = facts.answers.pop(("context", path), None)
+    return ctx if ctx is not None and ctx.source == source else None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from torchwise.lint.engine import Context, argument
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.checkpoints import file_names, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.projectcode import share_context
 
 
 @dataclass(frozen=True)
@@ -52,19 +53,10 @@ def _summaries(facts: ProjectFacts) -> list[FileSaves]:
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
                 continue
             known[path] = summarise(ctx)
-            facts.answers[("context", path)] = ctx  # its lint, still to come in this process, reuses it
+            share_context(facts, ctx)  # its lint, still to come in this process, reuses it
         found = [known[path] for path, _ in facts.save_files if path in known]
         facts.answers["save_summaries_all"] = found
     return found
-
-
-def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Context | None:
-    """The parsed file ``path`` when this process parsed it (with exactly ``source``) for the
-    project's checkpoint facts before linting it; handed over once."""
-    if facts is None or not facts.save_files:
-        return None
-    ctx = facts.answers.pop(("context", path), None)
-    return ctx if ctx is not None and ctx.source == source else None
 
 
 def note_linted(facts: ProjectFacts | None, ctx: Context) -> None:
