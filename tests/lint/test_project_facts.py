@@ -258,3 +258,28 @@ def test_a_file_that_saves_checkpoints_is_parsed_once_per_run(tmp_path: Path, mo
     # the GPU checkpoint's load is flagged; the file the project writes from host data is not
     assert sorted(Path(f.path).name for f in findings) == ["eval.py"]
     assert sum(Path(p).name == "train.py" for p in parsed) == 1, parsed
+
+
+def test_a_module_and_its_callers_are_parsed_once_and_reported_in_path_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    # the caller comes first by name; the module it imports is linted first, and parses it
+    (tmp_path / "a_main.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\nimport engine\n"
+        "loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)\n"
+        "engine.train(model, loader, 'cuda')\nx = torch.ones(3).cuda()\n")
+    (tmp_path / "engine.py").write_text(
+        "def train(model, loader, device):\n    for x, y in loader:\n        x = x.to(device)\n"
+        "        loss = model(x).sum()\n        loss.backward()\n")
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source, filename="<unknown>", *args, **kwargs):
+        parsed.append(Path(str(filename)).name)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    findings = lint_paths([str(tmp_path)], select="TW204,TW403", use_config=False, jobs=1)
+    assert [(Path(f.path).name, f.code) for f in findings] == [("a_main.py", "TW403"), ("engine.py", "TW204")]
+    assert parsed.count("a_main.py") == 1 and parsed.count("engine.py") == 1, parsed

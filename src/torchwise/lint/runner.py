@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass, field
@@ -273,6 +274,42 @@ def _texts(jobs: list[FileJob]) -> Iterable[tuple[str, str]]:
             yield job.display, text
 
 
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
+
+
+def _imported_names(texts: Iterable[tuple[str, str]]) -> set[str]:
+    """The last parts of every module or name the texts import (``engine`` for ``from pkg import engine``)."""
+    out: set[str] = set()
+    for _, text in texts:
+        for m in _IMPORT_LINE.finditer(text):
+            if m.group(1):
+                out.add(m.group(1).rsplit(".", 1)[-1])
+                out.update(n.strip(" \t()") for n in m.group(2).split(","))
+            else:
+                out.update(part.split(" as ")[0].strip().rsplit(".", 1)[-1] for part in m.group(3).split(","))
+    return out
+
+
+def _imported_first(jobs: list[FileJob]) -> list[int]:
+    """The order one process lints the jobs in: the project's modules that other files import
+    first. Rules that follow a function to its callers (TW204) or read the checkpoints other files
+    write (TW402) parse those files, and a file parsed that way before its own turn is not parsed
+    twice. Results keep the jobs' order."""
+    imported: dict[str, set[str]] = {}
+
+    def rank(i: int) -> int:
+        job = jobs[i]
+        facts = _PROJECTS.get(job.project) if job.project is not None else None
+        if facts is None or not job.codes & {"TW204", "TW402"}:
+            return 1
+        names = imported.get(job.project)  # type: ignore[arg-type]
+        if names is None:
+            names = imported[job.project] = _imported_names(facts.files)  # type: ignore[index]
+        return 0 if os.path.splitext(os.path.basename(job.display))[0] in names else 1
+
+    return sorted(range(len(jobs)), key=rank)
+
+
 def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult]:
     """Results in job order; a process pool on all cores when there are enough files. A first
     pass collects the project facts the rules consult (:func:`project_facts`)."""
@@ -281,7 +318,10 @@ def run_jobs(jobs: list[FileJob], workers: int | None = None) -> list[FileResult
     if not workers:
         workers = default_workers() if len(jobs) >= PARALLEL_MIN_FILES else 1
     if workers <= 1 or len(jobs) < PARALLEL_MIN_FILES:
-        return [lint_job(j) for j in jobs]
+        results: list[FileResult | None] = [None] * len(jobs)
+        for i in _imported_first(jobs):
+            results[i] = lint_job(jobs[i])
+        return results  # type: ignore[return-value]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
