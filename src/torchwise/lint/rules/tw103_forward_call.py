@@ -42,7 +42,9 @@ What it flags
   `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a
   torch.nn class or a module class defined in the file (also `self.encoder` assigned so in
   `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`).
-  `super().forward(...)` and `self.forward(...)` are left alone.
+  `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
+  instance of a plain class (no base, or `object`: `class KEModel(object)`), here or in
+  another module of the project: it has no hooks to bypass.
 
 Why it matters
   Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward

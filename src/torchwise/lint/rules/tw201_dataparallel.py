@@ -155,7 +155,9 @@ What it flags
   `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
   `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged, nor a network that
   only runs inference - put in eval mode or with its parameters frozen, never back in training
-  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher):
+  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher), a
+  wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
+  live model, or an experiment class with no training in its file (a test-only experiment):
   DistributedDataParallel only speeds up training.
 
 Why it matters

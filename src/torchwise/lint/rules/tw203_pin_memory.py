@@ -119,14 +119,17 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
   the file; a loader-building function nobody calls here (a data module) by the file or the
-  project linted with it. A CPU-only function in a file that also has GPU code is left alone,
+  project linted with it. A function or class that moves its batches to a device chosen
+  elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
+  file or project that names CUDA. A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
-  whose small index batches only slice data held elsewhere: none has a tensor worth pinning.
+  whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`).
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.

@@ -110,8 +110,14 @@ What it flags
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
   loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
-  file or project whose every DataLoader is pinned. Loops over `enumerate(...)`, `tqdm(...)`
-  or a logging iterator given the loader (`metric_logger.log_every(data_loader, 50)`) count.
+  file or project whose every DataLoader is pinned, or is a parameter whose callers - in the
+  file, or in the modules that import it (`engine.train(model, train_loader, ...)`) - all hand
+  in pinned loaders. Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
+  `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`). Loops over
+  `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders or a logging iterator given the loader
+  (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
+  calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
+  batch (`tuple(d.cuda() for d in data)`).
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the

@@ -68,13 +68,18 @@ class CreateThenMove(Rule):
 What it flags
   A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
   of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
-  `device=` (nor a `generator=`, whose device decides) and then moved with `.cuda()`,
+  `device=` (nor a `generator=`, whose device decides) - also a window function
+  (`torch.hann_window`...), or a factory scaled or wrapped before the move
+  (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`) - where the code runs
   repeatedly: inside a loop, in `forward()` and other per-call functions (a training step,
-  a helper without a loop of its own).
+  a helper without a loop of its own, the `__init__` of a helper class that a forward pass
+  builds every call, here or in another module of the project).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
-  `build`/`main`-like functions, and allocations before the loop of a function that loops.
+  `build`/`main`-like functions, allocations before the loop of a function that loops,
+  helpers only `__init__` or an evaluation calls, NaN-recovery branches
+  (`if torch.isnan(k).any():`) and example inputs for `add_graph`.
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)

@@ -95,7 +95,10 @@ class HostSyncInLoop(Rule):
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
-  compare a tensor; a call of a helper that does such a read on what it is given (a function
+  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
+  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
+  size has to reach the host); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
@@ -110,8 +113,11 @@ What it flags
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
   waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
-  the host); a loop counter compared with a number (`if i == start:`); evaluation helpers
-  (`test()`, `evaluate()`) called from a step.
+  the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
+  loss.detach().cpu().numpy())` for a NumPy replay tree); a loop counter compared with a number
+  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
+  of a full-batch step function (one step per call) whose calling loop also evaluates on every
+  pass, which waits for the GPU anyway.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -134,7 +140,7 @@ Lint and the doctor
   Lint reads the shapes of this rule's list: reads in the training loop or a step function,
   behind a helper of the file or project, through logging calls. The doctor counts the
   synchronisations of real CUDA steps (`torch.cuda.set_sync_debug_mode`), including those
-  lint cannot see: inside the model's forward, boolean-mask indexing, library code.
+  lint cannot see: inside the model's forward, library code.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:

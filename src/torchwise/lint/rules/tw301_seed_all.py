@@ -127,11 +127,15 @@ What it flags
   script, not under an `if`), which the global seeds do not reach. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
-  `test_*` function, a `TestCase`, under `if args.test:`) do not count.
+  `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
+  that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
+  np.random.set_state(state)`). A draw that only picks what to plot (`random.sample(paths, k=3)`
+  looped over by a plotting call) is not a use.
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
-  shuffles with Python's `random`); projects with a seed-everything helper are left alone.
+  shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
+  a generator the project's entry point seeds counts as seeded for every module.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so

@@ -97,8 +97,11 @@ What it flags
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
   checkpoints it reads are likely to hold CUDA tensors. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
-  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), and
-  loads whose keys (`stats["mean"]`) are only ever saved with host data.
+  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
+  of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
+  only ever writes with host data, tensors built from NumPy in code that touches no device or
+  pickled arguments, reloads of the checkpoint the same run wrote a few lines before, and loads
+  whose keys (`stats["mean"]`) are only ever saved with host data.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
