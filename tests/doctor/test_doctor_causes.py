@@ -450,6 +450,30 @@ def test_tw142_constant_hidden_weights_and_a_confident_output_bias(digits):
     assert f.where == "2" and "bias" in f.message and f.evidence["compared_with"] == "the chance level ln 2"
 
 
+def test_tw142_quiet_when_the_training_loss_adds_terms_to_a_healthy_classifier(digits):
+    """A discriminator's loss on real and fake (two BCE terms) and a multi-task sum start well above ln 2 /
+    ln C with PyTorch's default init: the classification loss itself is near chance, so no init is blamed."""
+    x, y = digits
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    odd = (y % 2).float().unsqueeze(1)
+
+    def loop():
+        for i in range(20):
+            xs, ys = x[i * 32:(i + 1) * 32], odd[i * 32:(i + 1) * 32]
+            fake = torch.randn_like(xs) * 3
+            loss = F.binary_cross_entropy_with_logits(model(xs), ys) + F.binary_cross_entropy_with_logits(model(fake), torch.zeros_like(ys))
+            loss = loss + 0.5 * model(xs).pow(2).mean() + 1.0  # a penalty and a constant: the total starts ~3x ln 2
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    report, attached = doctored(loop, steps=5)
+    losses = attached.watch.result.losses
+    assert losses[0] > 2.5 * 0.693 and not report.by_code("TW142"), (losses[:3], report.by_code("TW142"))
+
+
 def test_tw131_output_relu_shut_and_tw133_lr_decayed_to_nothing(digits):
     x, y = digits
     target = y.float().unsqueeze(1)

@@ -5,7 +5,10 @@ of its weight against kaiming's ``sqrt(2 / fan_in)`` and the RMS of its input an
 (init_scale.py); and the first loss (the median of the first three steps' when a layer's init is
 suspect, else the very first: a learning rate far too high can blow up steps 1 and 2) against
 what an untrained model should give: ln C for C classes (a uniform guess), the targets' mean
-square for a regression loss. Reported when the first loss is at least ``HIGH_START`` times
+square for a regression loss. For classification, the loss judged is the
+classification loss's share of the total, recomputed from its own first call: a training loss that
+adds other terms (a GAN discriminator's two terms, a multi-task sum) starts above ln C with a
+healthy init. Reported when the first loss is at least ``HIGH_START`` times
 that, or when some layer is initialised at least ``VERY_WIDE`` times wider than kaiming and
 multiplies the scale of its input by at least ``HIGH_GAIN``. The cause named: the layers
 initialised at least ``WIDE`` times wider than kaiming (their init); else a bias of RMS
@@ -58,10 +61,9 @@ def check(ctx) -> list[Finding] | Skipped:
     constant = [l for l in layers[:-1] if l["weight_std"] <= 1e-12]  # the output layer may start at zero on purpose
     if constant:
         return [_constant(constant)]
-    start, expected, what = _first_loss(ctx)
     wide = [l for l in layers if l["std_over_kaiming"] >= WIDE]
-    if not wide and not any(l.get("bias_rms", 0.0) >= BIG_BIAS for l in layers):
-        start = ctx.watch.losses[0] if start is not None and ctx.watch.losses else start  # no init to blame: the very first loss
+    suspect = bool(wide) or any(l.get("bias_rms", 0.0) >= BIG_BIAS for l in layers)
+    start, expected, what = _first_loss(ctx, median_of_three=suspect)  # no init to blame: the very first loss
     high_start = start is not None and expected and start >= HIGH_START * expected
     blowing = [l for l in layers if l["std_over_kaiming"] >= VERY_WIDE and _gain(l) >= HIGH_GAIN]
     if not high_start and not blowing:
@@ -126,15 +128,20 @@ def _constant(layers: list[dict]) -> Finding:
     )
 
 
-def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
+def _first_loss(ctx: Any, median_of_three: bool) -> tuple[float | None, float | None, str]:
     """(first loss, what an untrained model should give, how that was found)."""
     w = ctx.watch
     losses = w.losses or next((o.losses for o in getattr(w, "objectives", None) or [] if o.losses), [])
-    first = median(losses[:3])  # one batch is noisy; three steps barely change an init
-    if not losses or not math.isfinite(first) or first <= 0:
+    if not losses:
+        return None, None, ""
+    first = median(losses[:3]) if median_of_three else losses[0]  # one batch is noisy; three steps barely change an init
+    if not math.isfinite(first) or first <= 0:
         return None, None, ""
     kind, classes = task_kind(ctx)
     if kind in ("classes", "binary") and classes and classes >= 2:
+        own = _own_first_loss(ctx, kind)  # a total of several objectives (a GAN, a multi-task sum) is not ln C's to judge
+        if own is not None and losses[0] > 0 and own < 0.9 * losses[0]:
+            first *= own / losses[0]  # the classification loss's share of the first step's total
         return first, math.log(classes), "the chance level ln C" if kind == "classes" else "the chance level ln 2"
     if kind == "regression":
         call = next(c for c in ctx.loss_calls if c.func in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"))
@@ -145,6 +152,28 @@ def _first_loss(ctx: Any) -> tuple[float | None, float | None, str]:
             if scale > 0:
                 return first, scale, "the targets' mean square" if call.func == "mse_loss" else "the targets' RMS"
     return None, None, ""
+
+
+def _own_first_loss(ctx: Any, kind: str) -> float | None:
+    """The classification loss itself at the first step, recomputed from its recorded call (the
+    training loss may add other terms: a GAN's two discriminator terms, a multi-task sum)."""
+    import torch.nn.functional as F
+
+    for call in getattr(ctx, "loss_calls", None) or []:
+        try:
+            if kind == "classes" and call.func in ("cross_entropy", "nll_loss"):
+                fn = F.cross_entropy if call.func == "cross_entropy" else F.nll_loss
+                value = fn(call.input.float(), call.target, ignore_index=call.kwargs.get("ignore_index", -100))
+            elif kind == "binary" and call.func.startswith("binary_cross_entropy"):
+                fn = F.binary_cross_entropy_with_logits if call.func.endswith("logits") else F.binary_cross_entropy
+                value = fn(call.input.float(), call.target.float())
+            else:
+                continue
+        except (RuntimeError, ValueError, TypeError):
+            continue
+        v = float(value)
+        return v if math.isfinite(v) else None
+    return None
 
 
 def _gain(layer: dict) -> float:
