@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.steps import runs_once
+from torchwise.lint.semantics.once import runs_once
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
