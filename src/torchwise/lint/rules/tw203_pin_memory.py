@@ -86,11 +86,9 @@ def _demo_only(ctx: Context, call: ast.Call) -> bool:
         return False
     name = parent.targets[0].id
     scope = ctx.scope_of(call)
-    if scope.__class__ is ast.Module:  # a notebook's top level: the file's name index, not a walk of it all
-        candidates = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name]
-    else:
-        candidates = [n for n in ctx.walk_body(getattr(scope, "body", []), into_defs=True) if n.__class__ is ast.Name and n.id == name]
-    uses = [n for n in candidates if n.ctx.__class__ is ast.Load]
+    first, last = (scope.body[0].lineno, scope.end_lineno or scope.lineno) if scope.__class__ is not ast.Module else (1, 1 << 30)
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
+            and first <= n.lineno <= last and (scope.__class__ is ast.Module or ctx.contains(scope, n))]
     seen = False
     for use in uses:
         b = ctx.binding_at(name, use)

@@ -81,11 +81,8 @@ def _display_only(ctx: Context, node: ast.AST) -> bool:
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
     scope = ctx.scope_of(stmt)
     end = stmt.end_lineno or stmt.lineno
-    if scope.__class__ is ast.Module:  # a notebook's top level: the file's name index, not a walk of it all
-        candidates = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and _own_scope(ctx, n) is scope]
-    else:
-        candidates = [n for n in ctx.walk_body(scope.body) if n.__class__ is ast.Name and n.id in names]
-    uses = [n for n in candidates if n.ctx.__class__ is ast.Load and n.lineno > end]
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
+            and _own_scope(ctx, n) is scope]
     if not uses:
         return False
     for use in uses:
