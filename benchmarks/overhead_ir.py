@@ -47,15 +47,20 @@ def child(case: str, variant: str, steps: int) -> None:
     build(copy.deepcopy(initial), ob.make_loader(shape, batch, steps), 1)()
 
 
-def instructions(case: str, variant: str, steps: int, folder: str) -> int:
+def instructions(case: str, variant: str, steps: int, folder: str, tries: int = 3) -> int:
+    """Instructions of one child run; a run that dies (on a shared machine, the kernel's OOM killer
+    may pick it) is run again, up to ``tries`` times: the count of a completed run does not depend on load."""
     out = os.path.join(folder, f"cg.{VARIANTS.index(variant)}.{steps}")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, __file__, "--child", case, variant, str(steps)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    found = re.search(r"Collected : (\d+)", proc.stderr)
-    if proc.returncode != 0 or not found:
-        raise SystemExit(f"callgrind run failed for {variant} ({steps} steps): {proc.stderr.strip().splitlines()[-1:]}")
-    return int(found.group(1))
+    for attempt in range(tries):
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        found = re.search(r"Collected : (\d+)", proc.stderr)
+        if proc.returncode == 0 and found:
+            return int(found.group(1))
+        print(f"callgrind run {attempt + 1} of {tries} failed for {variant} ({steps} steps, exit {proc.returncode}): "
+              f"{proc.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+    raise SystemExit(f"callgrind run failed {tries} times for {variant} ({steps} steps)")
 
 
 def main() -> None:

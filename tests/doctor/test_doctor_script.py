@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from torchwise.doctor import doctor_script
 from torchwise.core.errors import UsageError
@@ -25,10 +26,35 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # the children share a small machine
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # and the scripts run in this process (inline) alike
+    yield
+    torch.set_num_threads(before)
 
 
 def run(*args: str, steps: int = 40, **kw):
+    """The script in a child process under ``torchwise doctor``, as a user runs it."""
     return doctor_script(["python", *args], steps=steps, stdout=subprocess.DEVNULL, **kw)
+
+
+def inline(script: str, *args: str, steps: int = 40, full: bool = False):
+    """The same hooks and checks with the script run in this process (runpy): for what the checks
+    find. A child process costs a torch import and more per run; what is about the child process
+    itself (stopping it, its exit status, its crash, the file left unchanged) is tested with ``run``."""
+    import contextlib
+    import io
+    import runpy
+
+    from doctor_models import doctored
+
+    argv = sys.argv
+    sys.argv = [script, *args]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            report, _ = doctored(lambda: runpy.run_path(script, run_name="__main__"), steps=steps, full=full)
+    finally:
+        sys.argv = argv
+    return report
 
 
 def test_clean_mlp_script_is_quiet_and_stopped_after_the_steps():
@@ -41,29 +67,29 @@ def test_clean_mlp_script_is_quiet_and_stopped_after_the_steps():
 
 
 def test_clean_cnn_script_is_quiet():
-    report = run(DIGITS, "--model", "cnn", "--epochs", "5")
+    report = inline(DIGITS, "--model", "cnn", "--epochs", "5")
     assert report.findings == [], [str(f) for f in report.findings]
 
 
 def test_dead_relu_points_at_the_users_line():
-    report = run(DIGITS, "--fault", "dead")
+    report = inline(DIGITS, "--fault", "dead")
     [f] = report.by_code("TW131")
     assert "train_digits.py:46" in f.where  # x = F.relu(self.fc1(x))
     assert report.measured["backward_at"].endswith("train_digits.py:95")
 
 
 def test_param_group_with_lr_zero():
-    [f] = [f for f in run(DIGITS, "--fault", "lr0").by_code("TW133") if "did not change" in f.message]
+    [f] = [f for f in inline(DIGITS, "--fault", "lr0").by_code("TW133") if "did not change" in f.message]
     assert set(f.evidence["parameters"]) == {"fc1.weight", "fc1.bias"} and f.evidence["lrs"] == [0.0]
 
 
 def test_learning_rate_far_too_small():
-    report = run(DIGITS, "--fault", "tiny-lr", steps=60)
+    report = inline(DIGITS, "--fault", "tiny-lr", steps=60)
     assert report.by_code("TW133") and report.by_code("TW135")
 
 
 def test_diverging_loss_named_as_the_learning_rate():
-    report = run(DIGITS, "--fault", "diverge", steps=60)  # SGD at lr 5.0
+    report = inline(DIGITS, "--fault", "diverge", steps=60)  # SGD at lr 5.0
     [f] = report.by_code("TW140")
     assert f.evidence["lrs"] == [5.0] and f.where == "optimizer lr"
     assert not set(report.codes) & {"TW134", "TW135", "TW130", "TW131"}  # its symptoms, folded in
@@ -87,16 +113,16 @@ def test_batchnorm_last_batch_of_one_explains_the_crash():
 
 
 def test_reentrant_checkpoint_in_a_script():
-    report = run(DIGITS, "--model", "cnn", "--fault", "checkpoint", steps=3)
+    report = inline(DIGITS, "--model", "cnn", "--fault", "checkpoint", steps=3)
     [f] = report.by_code("TW138")
     assert "train_digits.py:" in f.where
 
 
 def test_language_model_with_unshifted_targets():
-    report = run(LM, "--unshifted", steps=25)
+    report = inline(LM, "--unshifted", steps=25)
     [f] = report.by_code("TW136")
     assert f.evidence["equal_share"] == 1.0
-    clean = run(LM, steps=25)
+    clean = inline(LM, steps=25)
     assert not clean.by_code("TW136") and clean.failure is None
 
 
@@ -121,7 +147,7 @@ FAULTS = str(SCRIPTS / "train_faults.py")
 
 
 def test_several_correctness_faults_in_one_script_each_found_at_its_line():
-    report = run(FAULTS, "--fault", "softmax,unused,conv-bias,eval,slow-loader", steps=25)
+    report = inline(FAULTS, "--fault", "softmax,unused,conv-bias,eval,slow-loader", steps=25)
     assert report.failure is None and report.measured["models"] == ["model"]
     [ce] = report.by_code("TW102")
     assert "train_faults.py:104" in ce.where  # criterion(F.softmax(outputs, dim=1), y)
@@ -138,27 +164,27 @@ def test_several_correctness_faults_in_one_script_each_found_at_its_line():
 
 
 def test_clean_script_with_validation_loop_is_quiet():
-    report = run(FAULTS, steps=25)
+    report = inline(FAULTS, steps=25)
     assert report.findings == [], [str(f) for f in report.findings]
     assert report.measured["steps_run"] == 25 and report.measured["models"] == ["model"]
     assert "TW207" in {c for s in report.skipped for c in s.codes}  # listed as not observable
 
 
 def test_log_of_zero_in_the_loss_is_the_origin_of_the_non_finite_step():
-    report = run(FAULTS, "--fault", "log-zero", steps=3)
+    report = inline(FAULTS, "--fault", "log-zero", steps=3)
     [f] = report.by_code("TW105")
     assert f.evidence["log_call"] == "torch.log" and f.evidence["zeros"] > 0
     assert "train_faults.py:107" in f.where and f.evidence["step"] == 0
 
 
 def test_regression_broadcast_and_a_layer_added_after_the_optimizer():
-    report = run(FAULTS, "--task", "regression", "--fault", "broadcast,late-head", steps=3)
+    report = inline(FAULTS, "--task", "regression", "--fault", "broadcast,late-head", steps=3)
     [f] = report.by_code("TW113")
     assert f.evidence["prediction_shape"] == [32, 1] and f.evidence["target_shape"] == [32]
     assert "train_faults.py:102" in f.where
     [missing] = [f for f in report.by_code("TW115") if "not in the optimizer" in f.message]
     assert set(missing.evidence["missing"]) == {"extra.weight", "extra.bias"}
-    clean = run(FAULTS, "--task", "regression", steps=3)
+    clean = inline(FAULTS, "--task", "regression", steps=3)
     assert clean.findings == [], [str(f) for f in clean.findings]
 
 
@@ -169,11 +195,11 @@ def test_ragged_samples_explain_the_collate_crash():
 
 
 def test_gan_script_two_models_two_optimizers_and_an_ema_copy():
-    clean = run(str(SCRIPTS / "train_gan.py"), steps=60)  # the steps of both optimizers: 30 each
+    clean = inline(str(SCRIPTS / "train_gan.py"), steps=60)  # the steps of both optimizers: 30 each
     assert clean.findings == [], [str(f) for f in clean.findings]
     assert clean.measured["models"] == ["generator", "discriminator"]  # the EMA copy runs under no_grad: not trained
     assert [(o["name"], o["steps"], o["coupled_with"]) for o in clean.measured["objectives"]] == [
         ("opt_d", 30, ["opt_g"]), ("opt_g", 30, ["opt_d"])]
-    report = run(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=60)
+    report = inline(str(SCRIPTS / "train_gan.py"), "--fault", "nan-layer", steps=60)
     [f] = report.by_code("TW112")
     assert f.where == "generator.3" and f.evidence["module_type"] == "Normalise"  # not the discriminator it fed

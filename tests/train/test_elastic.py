@@ -24,6 +24,7 @@ def test_after_a_restart_the_trainer_resumes_last_unless_told_not_to(tmp_path, m
     from torch.utils.data import DataLoader
 
     import train_fsdp_script as workload
+    from torchwise.core.errors import UsageError
     from torchwise.train import Trainer
 
     def trainer(folder):
@@ -31,16 +32,18 @@ def test_after_a_restart_the_trainer_resumes_last_unless_told_not_to(tmp_path, m
         return Trainer(model, workload.optimizer(model.parameters()), nn.CrossEntropyLoss(), device="cpu", seed=0, log_dir=False, progress=False, checkpoint_dir=folder)
 
     data = DataLoader(workload.parts()[1], batch_size=16)
-    trainer(tmp_path).fit(data, max_steps=3)
+    trainer(tmp_path / "other").fit(data, max_steps=3)
+    with pytest.raises(UsageError, match="already holds another run"):  # a first attempt never resumes (nor mixes with a run there)
+        trainer(tmp_path / "other").fit(data, max_steps=4)
     fresh = trainer(tmp_path)
-    fresh.fit(data, max_steps=4)  # first attempt: resume=None starts over
-    assert not any("resuming" in e for e in fresh.events)
+    fresh.fit(data, max_steps=4)  # first attempt: resume=None starts at step 0
+    assert fresh.step == 4 and not any("resuming" in e for e in fresh.events)
     monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")  # as in a worker that torchrun restarted
     restarted = trainer(tmp_path)
     restarted.fit(data, max_steps=6)
     assert any("resuming from" in e and "step-00000004.pt" in e for e in restarted.events)
     told = trainer(tmp_path)
-    told.fit(data, max_steps=2, resume=False)
+    told.fit(data, max_steps=2, resume=False)  # (a restarted attempt's folder holds this job's run: not refused)
     assert told.step == 2 and not any("resuming" in e for e in told.events)
 
 

@@ -296,6 +296,20 @@ def test_gan_two_optimizers_train_like_a_plain_loop(tmp_path):
             torch.testing.assert_close(saved[k]["exp_avg_sq"], ours[k]["exp_avg_sq"], rtol=1e-4, atol=1e-7)
 
 
+def test_gan_says_it_follows_train_loss_for_want_of_validation_data(tmp_path, capsys):
+    """No val_data: best.pt and the run's words name train/loss (the sum of both losses), never val/loss."""
+    _, task = build("gan", epochs=1)
+    from torchwise.train import Trainer
+
+    result = Trainer.from_task(task, device="cpu", seed=SEED, checkpoint_dir=tmp_path, log_dir=False).fit()
+    out = capsys.readouterr().out
+    assert "monitoring train/loss (the sum of the d and g losses; no validation data, so it stands in for val/loss): lower is better" in out
+    best = next(line for line in out.splitlines() if line.strip().startswith("best checkpoint"))
+    assert f"(train/loss {result.train_loss:.4g}, epoch 1)" in best and "(val/" not in out and "monitoring val/" not in out
+    assert "  8 steps (1 epoch)\n" in out and "1 epochs" not in out  # (one epoch, singular)
+    assert load_checkpoint(result.best_checkpoint)["plugins"]["best_checkpoint"]["followed"] == "train/loss"
+
+
 # ------------------------------------------------------------------------------ exact resume
 
 @pytest.mark.slow

@@ -518,7 +518,7 @@ def test_fsdp_with_compile_runs_the_compiled_graph_and_trains_like_eager(monkeyp
     try:
         trainer.fit(_loader(), epochs=2)
         compiled = {k: v.clone() for k, v in trainer.strategy.full_state_dict(trainer.model).items()}
-        assert trainer._train_model.verified  # the compiled call succeeded (no eager fallback)
+        assert trainer.steps.model.verified  # the compiled call succeeded (no eager fallback)
     finally:
         trainer.close()
     assert not any("torch.compile failed" in e for e in trainer.events)

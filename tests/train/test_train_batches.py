@@ -15,7 +15,8 @@ from torchwise.utils.batch import forward_names, model_call
 from torchwise.core.errors import DataError
 from torchwise.utils.labels import check_batch_labels
 from torchwise.train import Trainer
-from torchwise.train import trainer as trainer_module
+from torchwise.train import labelcheck as labelcheck_module
+from torchwise.train import stepper as stepper_module
 
 
 class TwoInputs(nn.Module):
@@ -111,8 +112,8 @@ def _picked_log_prob_loss(out, y):
 
 def test_a_loss_without_its_own_range_check_gets_the_host_check_on_every_cpu_batch(monkeypatch):
     calls = []
-    real = trainer_module.check_batch_labels
-    monkeypatch.setattr(trainer_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
+    real = labelcheck_module.check_batch_labels
+    monkeypatch.setattr(labelcheck_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
     ds = data(n=64)
     ds.tensors[1][20] = -1  # would train silently on class 2 of 3 without the check
     model = mlp()
@@ -125,8 +126,8 @@ def test_a_loss_without_its_own_range_check_gets_the_host_check_on_every_cpu_bat
 @pytest.mark.parametrize("loss_fn", [nn.CrossEntropyLoss(), nn.functional.cross_entropy])
 def test_on_the_cpu_cross_entropy_checks_its_own_labels_and_the_trainer_names_the_batch(monkeypatch, loss_fn):
     calls = []
-    real = trainer_module.check_batch_labels
-    monkeypatch.setattr(trainer_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
+    real = labelcheck_module.check_batch_labels
+    monkeypatch.setattr(labelcheck_module, "check_batch_labels", lambda t, n: calls.append(n) or real(t, n))
     model = mlp()
     Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1), loss_fn, **quiet()).fit(loader(), epochs=1)
     assert calls == []  # no second pass per step: torch's own check stands guard on the CPU
@@ -159,14 +160,14 @@ def test_an_index_error_that_is_not_about_labels_stays_itself():
 
 def test_labels_are_checked_on_the_host_before_the_device_copy(monkeypatch):
     order = []
-    monkeypatch.setattr(trainer_module, "to_device", lambda b, device, non_blocking=False: order.append(("copy", id(b))) or b)
-    real = trainer_module.check_batch_labels
-    monkeypatch.setattr(trainer_module, "check_batch_labels", lambda t, n: order.append(("check", t.device.type)) or real(t, n))
+    monkeypatch.setattr(stepper_module, "to_device", lambda b, device, non_blocking=False: order.append(("copy", id(b))) or b)
+    real = labelcheck_module.check_batch_labels
+    monkeypatch.setattr(labelcheck_module, "check_batch_labels", lambda t, n: order.append(("check", t.device.type)) or real(t, n))
 
     class Pretend(Trainer):  # a CPU run that copies as a GPU run would
         def _place(self):
             super()._place()
-            self._to_device = True
+            self.steps.copy = True
 
     model = mlp()
     Pretend(model, torch.optim.SGD(model.parameters(), lr=0.1), nn.CrossEntropyLoss(), **quiet()).fit(loader(), max_steps=4)

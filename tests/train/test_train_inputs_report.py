@@ -67,6 +67,7 @@ def test_resume_without_a_checkpoint(tmp_path, capsys):
 def test_plain_lines_csv_tensorboard_and_summary(tmp_path):
     stream = io.StringIO()
     log = RunLog(tmp_path, progress=True, stream=stream)
+    log.run_id = "20261124-120000-ab12"
     log.start(10)
     log.log(5, 1, {"train/loss": 0.5, "train/steps_per_s": 2.5, "train/loader_wait": 0.25})
     log.log(10, 1, {"val/accuracy": 0.75})
@@ -76,7 +77,7 @@ def test_plain_lines_csv_tensorboard_and_summary(tmp_path):
     assert "epoch 1  step 5/10  loss 0.5  steps/s 2.5  loader_wait 25%  eta 0:00:02" in text
     assert "val/accuracy 0.75" in text and "best val/accuracy  0.75 (epoch 1)" in text and "ck/step-00000010.pt" in text
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
-    assert rows[0] == "time,step,epoch,name,value" and any(r.endswith(",10,1,val/accuracy,0.75") for r in rows)
+    assert rows[0] == "time,step,epoch,name,value,run" and any(r.endswith(",10,1,val/accuracy,0.75,20261124-120000-ab12") for r in rows)
     pytest.importorskip("tensorboard")
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
 

@@ -70,7 +70,7 @@ def test_clipping_logs_the_pre_clip_norm_and_limits_the_update(tmp_path):
     after = torch.cat([p.detach().flatten() for p in model.parameters()])
     assert (after - before).norm().item() <= 1e-3 * 1.0001  # SGD lr=1: update = clipped gradient
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
-    logged = [float(r.split(",")[-1]) for r in rows if ",train/grad_norm," in r]
+    logged = [float(r.split(",")[4]) for r in rows if ",train/grad_norm," in r]
     assert logged and abs(logged[0] - expected) < 1e-4 * expected
 
 
@@ -201,7 +201,7 @@ def test_model_split_across_devices_is_left_where_it_is():
 
 def test_batches_are_copied_non_blocking_to_an_accelerator(monkeypatch):
     """On a non-CPU device every batch goes through to_device(..., non_blocking=True) (TW204)."""
-    import torchwise.train.trainer as trainer_module
+    import torchwise.train.stepper as stepper_module
 
     calls = []
 
@@ -209,10 +209,10 @@ def test_batches_are_copied_non_blocking_to_an_accelerator(monkeypatch):
         calls.append(non_blocking)
         return obj
 
-    monkeypatch.setattr(trainer_module, "to_device", fake_to_device)
+    monkeypatch.setattr(stepper_module, "to_device", fake_to_device)
     t = make_trainer()
     t._place()
-    t._to_device = True  # as for a CUDA device (the fake copy keeps tensors on the CPU)
+    t.steps.copy = True  # as for a CUDA device (the fake copy keeps tensors on the CPU)
     t.fit(loader(), max_steps=3)
     assert calls == [True, True, True]
 

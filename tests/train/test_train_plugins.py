@@ -174,3 +174,23 @@ def test_a_new_fit_after_a_stop_trains_again():
     assert t.fit(loader(), epochs=1).steps == 3
     r = t.fit(loader(), epochs=2)  # the stop asked for in the first run does not end this one
     assert r.steps == 3 + 8 + 5 and not r.stopped_early
+
+
+def test_a_validation_metric_no_validation_data_produces_is_refused_and_an_unlogged_one_said_once():
+    t = _trainer(early_stopping=EarlyStopping(patience=2, monitor="val/accuracy"))
+    with pytest.raises(UsageError, match="monitor 'val/accuracy' is a validation metric, but this fit has no validation data"):
+        t.fit(loader(), epochs=1)
+    assert t.step == 0  # refused before any step
+    t = _trainer(early_stopping=EarlyStopping(patience=2, monitor="val/acc"))  # a typo of val/accuracy
+    t.evaluate = lambda loader, metrics=None: {"accuracy": 0.5, "loss": 1.0}
+    r = t.fit(loader(), loader(), epochs=2)
+    said = [e for e in r.events if "was not logged" in e]
+    assert len(said) == 1 and "'val/acc'" in said[0] and "val/accuracy" in said[0] and not r.stopped_early
+
+
+def test_without_validation_data_the_run_says_it_follows_train_loss(tmp_path, capsys):
+    t = _trainer(tmp_path, progress=True)
+    r = t.fit(loader(), epochs=1)
+    out = capsys.readouterr().out
+    assert "monitoring train/loss (no validation data, so it stands in for val/loss): lower is better" in out
+    assert f"best.pt (train/loss {r.train_loss:.4g}, epoch 1)" in out and "monitoring val/loss" not in out

@@ -10,16 +10,21 @@
 With ``--nproc-per-node N`` (or ``--nnodes M``) the command re-launches itself through
 ``python -m torch.distributed.run`` (torchrun: elastic, multi-node; TW405), which sets RANK,
 WORLD_SIZE and the rendezvous for each worker; each worker's Trainer then detects the
-environment and trains with DDP. ``--batch-size`` is per process.
+environment and trains with DDP. ``--batch-size`` is per process. The launcher ends with one
+line naming the first failure and that worker's exit code (:mod:`torchwise.train.launch`).
+
+Each run gets its own folder, ``runs/TASK_NAME/version_N`` (``--resume last`` continues the
+newest); an explicit ``--log-dir`` that holds another run is refused unless resuming
+(:mod:`torchwise.train.runs`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from torchwise.core.errors import UsageError
 from torchwise.core.task_args import add_task_arg, task_kwargs
@@ -54,11 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("checkpoints and logs")
     g.add_argument("--checkpoint-dir", help="where checkpoints go (default: LOG_DIR/checkpoints)")
     g.add_argument("--checkpoint-every", type=int, help="also checkpoint every N optimizer steps (default: at each epoch end)")
-    g.add_argument("--resume", metavar="last|PATH", help="resume from the newest checkpoint ('last'; fresh start when none) or a file")
-    g.add_argument("--log-dir", help="CSV/TensorBoard folder (default: runs/TASK_NAME)")
+    g.add_argument("--resume", metavar="last|PATH", help="resume from the newest checkpoint of this run's folder ('last'; fresh start when none) or a file")
+    g.add_argument("--log-dir", help="the run's folder: CSV, TensorBoard, checkpoints (default: runs/TASK_NAME/version_N, a new one per run; "
+                                     "with --resume last the newest); one that holds another run is refused unless resuming")
     g.add_argument("--log-every", type=int, default=50, help="log every N optimizer steps (default 50)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar or periodic lines (the summary is still printed)")
-    g = parser.add_argument_group("distributed (launched through torchrun)")
+    g = parser.add_argument_group("distributed (launched through torchrun)", "a failed worker ends the command with one line naming the first "
+                                  "failure and that worker's exit code (2: an error torchwise names, a dead or silent peer included; "
+                                  "1: an unexpected exception; 128+N: killed by signal N)")
     g.add_argument("--nproc-per-node", type=int, default=1, help="processes on this node (one per GPU; on CPU, gloo)")
     g.add_argument("--nnodes", type=int, default=1, help="number of nodes")
     g.add_argument("--node-rank", type=int, default=0, help="rank of this node (multi-node)")
@@ -118,10 +126,20 @@ def run(args: argparse.Namespace) -> int:
 
         os.environ["TORCHWISE_PEER_TIMEOUT"] = str(peer_timeout_s(args.peer_timeout))  # read by every worker's strategy
     if (args.nproc_per_node > 1 or args.nnodes > 1) and not launched_by_torchrun():
+        from torchwise.train.launch import launch
+
         cmd = launch_command(args, worker_argv(args))
         print("launching: " + " ".join(cmd[1:]), flush=True)
-        return subprocess.call(cmd)
-    return _train(args)
+        return launch(cmd[3:])  # (torchrun's own arguments: what follows "python -m torch.distributed.run")
+    if not launched_by_torchrun():
+        return _train(args)
+    try:
+        return _train(args)
+    except BaseException as exc:  # a worker: leave the cause where the launcher reads it
+        from torchwise.train.launch import record_failure
+
+        record_failure(exc)
+        raise
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -138,7 +156,7 @@ def _train(args: argparse.Namespace) -> int:
         if args.batch_size < 1:
             raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
         task.batch_size = args.batch_size
-    log_dir = Path(args.log_dir) if args.log_dir else Path("runs") / task.name
+    log_dir = Path(args.log_dir) if args.log_dir else Path("runs") / task.name / "{version}"  # (a new version_N per run)
     checkpoint_dir = Path(args.checkpoint_dir) if args.checkpoint_dir else log_dir / "checkpoints"
     overrides = {k: getattr(args, k) for k in ("scheduler_interval", "monitor", "monitor_mode") if getattr(args, k) is not None}
     trainer = Trainer.from_task(
@@ -165,8 +183,18 @@ def _train(args: argparse.Namespace) -> int:
     try:
         result = trainer.fit(epochs=args.epochs, max_steps=args.max_steps, resume=args.resume)
         if args.no_progress and trainer.strategy.is_main:
-            best = ", ".join(f"best {k} {v:.4g}" for k, (v, _) in result.best.items())
-            print(f"trained {result.steps} steps in {result.seconds:.1f} s{'; ' + best if best else ''}; checkpoint {result.checkpoint}")
+            print(_one_line(result))
     finally:
         trainer.close()
     return 0
+
+
+def _one_line(result: Any) -> str:
+    """The --no-progress summary: what this run did (and the total after a resume), best values, the checkpoint."""
+    from torchwise.train.result import plural
+
+    done = f"trained {plural(result.steps_run, 'step')} in {result.seconds:.1f} s"
+    if result.steps_run != result.steps:
+        done += f" ({result.steps} in all)"
+    best = ", ".join(f"best {k} {v:.4g}" for k, (v, _) in result.best.items())
+    return f"{done}{'; ' + best if best else ''}; checkpoint {result.checkpoint}"

@@ -30,7 +30,8 @@ class Interrupted(KeyboardInterrupt):
 
 
 class InterruptCatcher:
-    """Turns the first SIGINT/SIGTERM into a request the step loop acts on at its next step end."""
+    """Turns the first SIGINT/SIGTERM into a request the step loop acts on at its next step end
+    (a callback: its ``on_step_end`` saves and stops; see :mod:`.callbacks`)."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
@@ -40,6 +41,15 @@ class InterruptCatcher:
     @property
     def requested(self) -> bool:
         return self.signum is not None
+
+    @property
+    def installed(self) -> bool:
+        """Whether the handlers are in place (a step-end check is needed)."""
+        return bool(self._previous)
+
+    def on_step_end(self, trainer: Any) -> None:
+        if self.signum is not None:
+            stop(trainer, self.signum)
 
     def install(self) -> "InterruptCatcher":
         if not self.enabled or threading.current_thread() is not threading.main_thread():
@@ -68,9 +78,8 @@ class InterruptCatcher:
         os.write(2, f"\n{name}: saving a checkpoint after this step, then stopping (send it again to stop at once)\n".encode())
 
 
-def stop(trainer: Any) -> None:
+def stop(trainer: Any, signum: int) -> None:
     """Save a checkpoint (unless this step's is saved already) and raise :class:`Interrupted`."""
-    signum = trainer._interrupt.signum
     name = signal.Signals(signum).name
     path = trainer.last_checkpoint
     if trainer.checkpoint_dir is not None and trainer._saved_at != trainer.step:

@@ -1,7 +1,8 @@
 """The monitored metric: which value ReduceLROnPlateau, early stopping and the best checkpoint follow.
 
 ``monitor`` names a logged value (default ``"val/loss"``; without validation data it falls back
-to ``"train/loss"``). ``mode`` "min" or "max"; None decides from the name: names holding loss,
+to ``"train/loss"``, and the run says so). Another validation metric (``"val/accuracy"``) with no
+validation data is refused at the start of ``fit``: nothing would produce it. ``mode`` "min" or "max"; None decides from the name: names holding loss,
 error, perplexity, divergence, distance, or the word err, mae, mse, rmse, ppl, nll, kl, wer, cer,
 fid, bpd, bpc are better when lower, everything else (accuracy, f1, auc...) when higher.
 """
@@ -64,3 +65,23 @@ class Monitor:
         if best is None:
             return True
         return new < best - min_delta if self.mode == "min" else new > best + min_delta
+
+
+def describe_followed(monitor: Monitor, has_val: bool, phases: list[str]) -> str:
+    """The line that says what is really followed (without validation data, ``val/loss`` is train/loss)."""
+    direction = f"{'lower' if monitor.mode == 'min' else 'higher'} is better" + (" (from its name; monitor_mode= sets it)" if monitor.from_name else "")
+    if monitor.name != "val/loss" or has_val:
+        return f"monitoring {monitor.name}: {direction}"
+    named = [n for n in phases if n]
+    total = f"the sum of the {', '.join(named[:-1])} and {named[-1]} losses; " if len(named) > 1 else ""
+    return f"monitoring train/loss ({total}no validation data, so it stands in for val/loss): {direction}"
+
+
+def refuse_unproducible(monitor: Monitor, has_val: bool) -> None:
+    """One line when a validation metric other than val/loss is monitored and no validation data produces it."""
+    if has_val or not monitor.name.startswith("val/") or monitor.name == "val/loss":
+        return
+    raise UsageError(
+        f"monitor {monitor.name!r} is a validation metric, but this fit has no validation data to produce it (it drives "
+        "early stopping, best.pt or ReduceLROnPlateau): pass a val_loader (a Task's val_data), or monitor a training value such as 'train/loss'"
+    )

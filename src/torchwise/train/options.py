@@ -3,7 +3,8 @@
 Switches take ``True``, ``False`` and, where there is an automatic choice, ``"auto"``; anything
 else ("maybe", "yes", 1) is refused instead of quietly acting as "on". Counts are positive
 integers (``bool`` is not a count). Folders must not be existing files. One entry point,
-:func:`check_options`, called with the Trainer's keywords.
+:func:`check_options`, called with the Trainer's keywords; then :func:`apply_tuned` fills the
+options a tune.json decides that the caller left at their defaults.
 """
 
 from __future__ import annotations
@@ -102,3 +103,25 @@ def _check_structure(options: dict[str, Any]) -> None:
         names = list(optimizer) if isinstance(optimizer, Mapping) else None
         if names != list(step_fn):
             raise UsageError(f"step_fn is a dict with phases {list(step_fn)}: optimizer must be a dict with the same names in the same order, got {names or type(optimizer).__name__}")
+
+
+_TUNABLE_DEFAULTS = {"precision": "auto", "channels_last": "auto", "cudnn_benchmark": "auto", "compile": False}
+
+
+def apply_tuned(trainer: Any, tuned: Any, precision: Any, channels_last: Any, cudnn_benchmark: Any, compile: Any) -> tuple[Any, Any, Any, Any]:
+    """Settings from a tune.json for the options the caller left at their defaults (sets ``trainer.tuned``
+    and ``trainer.tuned_applied``: what the tuned configuration actually set)."""
+    trainer.tuned = None
+    trainer.tuned_applied = {}
+    given = {"precision": precision, "channels_last": channels_last, "cudnn_benchmark": cudnn_benchmark, "compile": compile}
+    if tuned is not None:
+        from torchwise.core.tuned import TunedConfig
+
+        trainer.tuned = config = TunedConfig.load(tuned)
+        for key, value in config.trainer_overrides().items():
+            if given[key] == _TUNABLE_DEFAULTS[key]:  # the caller left it at its default
+                given[key] = trainer.tuned_applied[key] = value
+        trainer.tuned_applied.update(config.loader_overrides())
+        trainer.tuned_applied.update({k: getattr(config, k) for k in ("threads", "matmul_precision") if getattr(config, k)})
+        config.apply_process_settings()
+    return given["precision"], given["channels_last"], given["cudnn_benchmark"], given["compile"]

@@ -45,12 +45,15 @@ class Phase:
     interval: str = "step"
     params: list[nn.Parameter] = field(default_factory=list)
     others: list[nn.Parameter] = field(default_factory=list)  # parameters only other phases step
-    window_loss: torch.Tensor | float | None = None
+    window_loss: torch.Tensor | float | None = None  # the loss summed over the current accumulation window
+    last_loss: torch.Tensor | float | None = None  # the last optimizer step's (window's) loss, as kept: what callbacks read
     losses: list[torch.Tensor | float] = field(default_factory=list)  # window losses of the log interval (floats on the CPU, else detached)
     extras: dict[str, list[torch.Tensor]] = field(default_factory=dict)  # other 0-d outputs of step_fn
     count: int = 0  # micro-batches behind ``losses``
     grad_norm: torch.Tensor | None = None  # the last pre-clip gradient norm
     plain: bool = False  # nothing to enter around its forward/backward (set once the model is wrapped)
+    guarded: bool = False  # the non-finite guard judges its steps (set with ``plain``)
+    stepped: bool = False  # whether its last optimizer step was taken (not skipped by the guard or the scaler)
 
     def clear_grads(self) -> None:
         """``optimizer.zero_grad(set_to_none=True)`` [TW208]. Where the optimizer keeps the base

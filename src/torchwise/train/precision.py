@@ -3,7 +3,9 @@
 Each plug-in has the same five methods, so the step loop never branches on precision:
 ``autocast()`` (context for forward + loss), ``backward(loss)``, ``unscale(optimizer)`` (before
 clipping), ``step(optimizer) -> bool`` (False when the step was skipped) and
-``state_dict``/``load_state_dict`` (the GradScaler's state for checkpoints).
+``state_dict``/``load_state_dict`` (the GradScaler's state for checkpoints); and two facts:
+``plain`` (nothing to do around the forward and backward) and ``handles_nonfinite`` (it skips
+steps with inf/NaN gradients itself, so the Trainer's non-finite guard stands aside).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Precision:
     """Full float32: plain backward and step."""
 
     name = "32"
+    handles_nonfinite = False  # True: steps with inf/NaN gradients are skipped here (the guard stands aside)
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -95,6 +98,7 @@ class FP16Mixed(Precision):
     """Autocast to float16 with a GradScaler; a step with inf/NaN gradients is skipped and counted."""
 
     name = "16-mixed"
+    handles_nonfinite = True  # the GradScaler skips (and counts) steps with inf/NaN gradients
 
     def __init__(self, device: torch.device, scaler: Any = None) -> None:
         super().__init__(device)

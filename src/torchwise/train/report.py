@@ -2,7 +2,8 @@
 
 Only rank 0 reports. The Trainer calls :meth:`RunLog.log` once per log interval with host
 floats (already synced), :meth:`RunLog.tick` cheaply per step to move the bar, and
-:meth:`RunLog.summary` at the end.
+:meth:`RunLog.summary` at the end. ``metrics.csv`` has the columns ``time, step, epoch, name,
+value, run``: the last one is the run id (see :mod:`.runs`), on every row.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def _duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}"
 
 
+HEADER = ["time", "step", "epoch", "name", "value", "run"]
+
+
 class RunLog:
     """Progress, CSV and TensorBoard output of one ``fit``."""
 
@@ -46,20 +50,29 @@ class RunLog:
         self.total_steps: int | None = None
         self._start_time = time.perf_counter()
         self._start_step = 0
+        self.run_id = ""  # written on every CSV row (set once the run's id is known)
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            path = self.log_dir / "metrics.csv"
-            new = not path.exists() or path.stat().st_size == 0
-            self._csv_file = open(path, "a", newline="")
-            self._csv = csv.writer(self._csv_file)
-            if new:
-                self._csv.writerow(["time", "step", "epoch", "name", "value"])
+            self._open_csv(self.log_dir / "metrics.csv")
             try:
                 from torch.utils.tensorboard import SummaryWriter
 
                 self._tb = SummaryWriter(str(self.log_dir / "tensorboard"))
             except Exception:  # tensorboard not installed (or broken): CSV only
                 self._tb = None
+
+    def _open_csv(self, path: Path) -> None:
+        """Append to ``metrics.csv``; one written before run ids existed is kept aside, not mixed."""
+        if path.exists() and path.stat().st_size > 0:
+            with open(path, newline="") as fh:
+                header = next(csv.reader(fh), [])
+            if header != HEADER:
+                path.rename(path.with_name("metrics.before-run-ids.csv"))
+        new = not path.exists() or path.stat().st_size == 0
+        self._csv_file = open(path, "a", newline="")
+        self._csv = csv.writer(self._csv_file)
+        if new:
+            self._csv.writerow(HEADER)
 
     @property
     def csv_path(self) -> Path | None:
@@ -104,7 +117,7 @@ class RunLog:
         now = time.time()
         if self._csv is not None:
             for name, value in values.items():
-                self._csv.writerow([f"{now:.3f}", step, epoch, name, repr(float(value))])
+                self._csv.writerow([f"{now:.3f}", step, epoch, name, repr(float(value)), self.run_id])
             self._csv_file.flush()
         if self._tb is not None:
             for name, value in values.items():

@@ -8,6 +8,11 @@ only of those); every other scheduler (``OneCycleLR``, ``CosineAnnealingLR``, ``
 length in optimizer steps (``plan.total_steps``). ``ReduceLROnPlateau`` always steps per epoch, on
 the monitored metric.
 
+The schedulers are plug-ins of the loop (:mod:`.callbacks`): :class:`StepSchedulers` steps the
+per-step ones after every optimizer step their optimizer took (not after one skipped by the
+non-finite guard or the fp16 scaler), :class:`EpochSchedulers` the per-epoch ones at each epoch's
+end, ``ReduceLROnPlateau`` on the monitored value.
+
 A scheduler that takes the learning rate below 1/1000 of its peak within the first epoch is
 almost always an epoch-style schedule stepped per batch: :func:`first_epoch_decay` finds it by
 stepping a copy of the optimizer and scheduler (never the real ones).
@@ -17,12 +22,13 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 from torch.optim import lr_scheduler as S
 
 from torchwise.core.errors import UsageError
+from torchwise.train.callbacks import Callback
 
 EPOCH_STYLE = (S.StepLR, S.MultiStepLR, S.ExponentialLR, S.MultiplicativeLR, S.ReduceLROnPlateau)
 DECAY_LIMIT = 1000.0
@@ -88,3 +94,49 @@ def decay_warning(name: str, scheduler: Any, interval: str, ratio: float, steps:
         if interval == "step" else "check its step_size/gamma"
     )
     return f"warning: the learning-rate scheduler {type(scheduler).__name__}{where} lowers the learning rate {fall} within the first epoch ({steps} optimizer steps); {hint}"
+
+
+class StepSchedulers(Callback):
+    """Step the per-step schedulers of the phases whose optimizer just stepped."""
+
+    def __init__(self, phases: list[Any]) -> None:
+        self.phases = phases
+
+    def on_step_end(self, trainer: Any) -> None:
+        for phase in self.phases:
+            if phase.stepped:
+                phase.scheduler.step()
+
+
+class EpochSchedulers(Callback):
+    """Step the per-epoch schedulers at each epoch's end (ReduceLROnPlateau on the monitored value)."""
+
+    def __init__(self, phases: list[Any], monitor: Any) -> None:
+        self.phases, self.monitor = phases, monitor
+
+    def on_epoch_end(self, trainer: Any, values: Mapping[str, float]) -> None:
+        for phase in self.phases:
+            if not is_plateau(phase.scheduler):
+                phase.scheduler.step()
+                continue
+            value = self.monitor.value(values)
+            if value is None:
+                trainer._warn_once("plateau", f"warning: ReduceLROnPlateau did not step: the monitored metric {self.monitor.name!r} was not logged "
+                                              f"(logged: {', '.join(sorted(values)) or 'nothing'}); set monitor= to one of them")
+                continue
+            if getattr(phase.scheduler, "mode", self.monitor.mode) != self.monitor.mode:
+                trainer._warn_once("plateau-mode", f"warning: ReduceLROnPlateau has mode={phase.scheduler.mode!r} but the monitored "
+                                                   f"{self.monitor.key(values)!r} is better when {'lower' if self.monitor.mode == 'min' else 'higher'}")
+            phase.scheduler.step(value)
+
+
+def step_schedulers(phases: list[Any]) -> StepSchedulers | None:
+    """The per-step schedulers' plug-in, or None when no phase has one."""
+    found = [p for p in phases if p.scheduler is not None and p.interval == "step"]
+    return StepSchedulers(found) if found else None
+
+
+def epoch_schedulers(phases: list[Any], monitor: Any) -> EpochSchedulers | None:
+    """The per-epoch schedulers' plug-in, or None when no phase has one."""
+    found = [p for p in phases if p.scheduler is not None and p.interval == "epoch"]
+    return EpochSchedulers(found, monitor) if found else None
