@@ -13,6 +13,9 @@ interleaved in pairs so that both see the same machine load, each timed by the C
 (user + system) of its process; it prints every pair and the median of the per-pair ratios.
 With ``--instructions`` both run once under Valgrind's callgrind instead and the ratio of
 machine instructions is printed (a count that machine load does not move; a few minutes).
+``--project DIR`` (repeatable) points either comparison at a project's folder instead of torch's
+library (training scripts exercise the project-wide analyses more), e.g.
+``--against /tmp/old/src --instructions --project /path/to/ogb --select default``.
 
 It prints files, lines, wall seconds and lines/s for each tool and the ratio, then the findings
 of both tools per TorchFix rule and the torchwise code that covers it (``SHARED``).
@@ -145,21 +148,33 @@ def cpu_seconds_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def compare_against(root: Path, other_src: Path, pairs: int) -> None:
+def _env(src: Path) -> dict[str, str]:
+    """The environment that runs the torchwise under ``src``, with bytecode caching on."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def _lint_cmd(select: str) -> list[str]:
+    """The serial lint command both checkouts run (``select``: a --select value, or "default")."""
+    chosen = [] if select == "default" else ["--select", select]
+    return [sys.executable, "-m", "torchwise", "lint", "--isolated", *chosen, "--jobs", "1", "--format", "json"]
+
+
+def compare_against(cwd: Path, other_src: Path, pairs: int, select: str = "ALL",
+                    targets: tuple[str, ...] = tuple(f"torch/{f}" for f in FOLDERS)) -> None:
     """Interleaved serial runs of this checkout's lint and another source tree's; median ratio."""
     import statistics
 
     here = Path(__file__).resolve().parents[1] / "src"
-    cmd = [sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--jobs", "1",
-           "--format", "json", *(f"torch/{f}" for f in FOLDERS)]
+    cmd = [*_lint_cmd(select), *targets]
     ratios = []
     print(f"CPU seconds, --jobs 1, this checkout ({here}) vs {other_src}:")
     for i in range(max(1, pairs)):
         times = {}
         order = (("this", here), ("other", other_src)) if i % 2 == 0 else (("other", other_src), ("this", here))
         for label, src in order:
-            env = dict(os.environ, PYTHONPATH=str(src))
-            times[label] = cpu_seconds_of(cmd, root.parent, env)
+            times[label] = cpu_seconds_of(cmd, cwd, _env(src))
         ratios.append(times["this"] / times["other"])
         print(f"  pair {i + 1}: this {times['this']:.2f} s, other {times['other']:.2f} s, ratio {ratios[-1]:.3f}")
     print(f"median ratio this/other: {statistics.median(ratios):.3f} (min {min(ratios):.3f}, max {max(ratios):.3f})")
@@ -177,17 +192,19 @@ def instructions_of(cmd: list[str], cwd: Path, env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
-def compare_instructions(root: Path, other_src: Path) -> None:
+def compare_instructions(cwd: Path, other_src: Path, select: str = "ALL",
+                         targets: tuple[str, ...] = tuple(f"torch/{f}" for f in FOLDERS)) -> None:
     """This checkout's lint vs another source tree's, in instructions (both runs in parallel)."""
     from concurrent.futures import ThreadPoolExecutor
 
     if shutil.which("valgrind") is None:
         sys.exit("--instructions needs valgrind on the PATH")
     here = Path(__file__).resolve().parents[1] / "src"
-    cmd = [sys.executable, "-m", "torchwise", "lint", "--isolated", "--select", "ALL", "--jobs", "1",
-           "--format", "json", *(f"torch/{f}" for f in FOLDERS)]
+    cmd = [*_lint_cmd(select), *targets]
+    for src in (here, other_src):  # one plain run each first, so that both import cached bytecode, as installs do
+        subprocess.run(cmd, cwd=cwd, env=_env(src), capture_output=True)
     with ThreadPoolExecutor(2) as pool:
-        jobs = {label: pool.submit(instructions_of, cmd, root.parent, dict(os.environ, PYTHONPATH=str(src)))
+        jobs = {label: pool.submit(instructions_of, cmd, cwd, _env(src))
                 for label, src in (("this", here), ("other", other_src))}
         counts = {label: job.result() for label, job in jobs.items()}
     print(f"instructions, --jobs 1: this checkout {counts['this']:,}, {other_src} {counts['other']:,}; "
@@ -225,12 +242,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare with the torchwise under this source folder instead (CPU time, interleaved)")
     parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs for --against (default 5)")
     parser.add_argument("--instructions", action="store_true", help="with --against: count instructions (callgrind)")
+    parser.add_argument("--project", type=Path, action="append", default=[], metavar="DIR",
+                        help="with --against: lint this folder instead of torch's nn/optim/utils.data (repeatable: "
+                             "one comparison per folder)")
+    parser.add_argument("--select", default="ALL", help='with --against: the rules (default ALL; "default": lint\'s defaults)')
     args = parser.parse_args(argv)
     if args.against is not None:
-        if args.instructions:
-            compare_instructions(torch_root(), args.against)
-        else:
-            compare_against(torch_root(), args.against, args.pairs)
+        compare = compare_instructions if args.instructions else compare_against
+        extra = () if args.instructions else (args.pairs,)
+        if not args.project:
+            compare(torch_root().parent, args.against.resolve(), *extra, select=args.select)
+        for folder in args.project:
+            if not folder.is_dir():
+                sys.exit(f"--project {folder}: not a folder")
+            print(f"{folder.resolve()}:")
+            compare(folder.resolve(), args.against.resolve(), *extra, select=args.select, targets=(".",))  # run inside it
         return 0
 
     exe = None

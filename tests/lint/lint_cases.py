@@ -1483,8 +1483,8 @@ NEGATIVE["TW207"] = [
     """),
     # once per log interval, or after the loop
     _LOOP + "        if step % 100 == 0:\n            print(loss.item())\n    print(loss.item())\n",
-    # values that are on the CPU already
-    _LOOP + "        n = y.cpu().tolist()\n        labels = batch_labels.tolist()\n",
+    # values that are on the CPU already (y itself was moved to the device: y.cpu() would wait)
+    _LOOP + "        n = lengths.cpu().tolist()\n        labels = batch_labels.tolist()\n",
     # nothing is moved to a device: everything runs on the CPU
     d("""
         def train(model, loader, opt):
@@ -2066,6 +2066,8 @@ POSITIVE["TW502"] = [
     ("from functorch import vmap\nf = vmap(g)\n", 1),
     ("import torch.nn as nn\nconv = nn.utils.weight_norm(nn.Conv1d(4, 4, 3))\n", 2),
     ("import torch\nr = torch.range(0, 10)\n", 2),
+    # the method form, in a noisy layer: Tensor.ger
+    ("import torch\ndef reset_noise(self):\n    self.weight_epsilon.copy_(eps_out.ger(eps_in))\n", 3),
 ]
 NEGATIVE["TW502"] = [
     # the old-torch branch of version-dependent imports
@@ -2074,6 +2076,8 @@ NEGATIVE["TW502"] = [
     "from torch.func import vmap\nf = vmap(g)\n",
     "import numpy as np\nn = np.linalg.norm(x)\nr = range(10)\n",
     "import torch.nn as nn\nconv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 4, 3))\n",
+    # BLAS's ger of a module (alpha, x, y): not Tensor.ger
+    "import torch\nfrom scipy.linalg import blas\na = blas.ger(1.0, x, y)\n",
 ]
 
 # ----------------------------------------------------------------------------------- TW503

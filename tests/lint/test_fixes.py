@@ -36,6 +36,7 @@ ROUND_TRIPS = [
     ("TW204", "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev)\n    y = y.cuda()\n",
      "from torch.utils.data import DataLoader\nld = DataLoader(ds, num_workers=2, pin_memory=True)\nfor x, y in ld:\n    x = x.to(dev, non_blocking=True)\n    y = y.cuda(non_blocking=True)\n"),
     ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
+    ("TW502", "import torch\nw = eps_out.ger(eps_in)\n", "import torch\nw = eps_out.outer(eps_in)\n"),
     ("TW502", "from functorch import vmap as vm\nf = vm(g)\n", "from torch.func import vmap as vm\nf = vm(g)\n"),
     ("TW505", "from torch.utils.data._utils.collate import default_collate\nb = default_collate(x)\n",
      "from torch.utils.data import default_collate\nb = default_collate(x)\n"),

@@ -227,3 +227,59 @@ def test_pool_workers_get_the_project_facts(tmp_path: Path) -> None:
     for i in range(18):  # now more files check for a GPU than import GPU-only libraries
         (proj / f"kernel_{i}.py").write_text("import torch\nok = torch.cuda.device_count()\n")
     assert [Path(f.path).name for f in lint_paths([str(proj)], select="TW403", use_config=False, jobs=2)] == ["generate.py"]
+
+
+def test_gpu_setup_blocks_keep_only_functions_that_can_make_the_program_gpu_only() -> None:
+    chooses = "import torch\ndef main():\n    device = 'cuda' if torch.cuda.is_available() else 'cpu'\n    return device\n"
+    exits = "import sys, torch\ndef setup():\n    if not torch.cuda.is_available():\n        sys.exit('needs a GPU')\n"
+    asserts = "import torch\ndef check():\n    assert torch.cuda.is_available(), 'needs a GPU'\n"
+    nccl = "import torch.distributed as dist\ndef init():\n    dist.init_process_group('nccl')\n"
+    facts = scan([("a.py", chooses), ("b.py", exits), ("c.py", asserts), ("d.py", nccl)])
+    assert sorted(facts.gpu_setup_blocks) == ["check", "init", "setup"]
+
+
+def test_a_file_that_saves_checkpoints_is_parsed_once_per_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    (tmp_path / "train.py").write_text(
+        "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\ntorch.save(model.state_dict(), 'model.pt')\n")
+    (tmp_path / "eval.py").write_text("import torch\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load('model.pt'))\n")
+    (tmp_path / "host.py").write_text("import torch\ntorch.save({'mean': x.cpu()}, 'stats.pt')\n")
+    (tmp_path / "stats.py").write_text("import torch\nmodel = Net().cuda()\nsd = torch.load('stats.pt')\n")
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source, filename="<unknown>", *args, **kwargs):
+        parsed.append(str(filename))
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    findings = lint_paths([str(tmp_path)], select="TW402", use_config=False, jobs=1)
+    # the GPU checkpoint's load is flagged; the file the project writes from host data is not
+    assert sorted(Path(f.path).name for f in findings) == ["eval.py"]
+    assert sum(Path(p).name == "train.py" for p in parsed) == 1, parsed
+
+
+def test_a_module_and_its_callers_are_parsed_once_and_reported_in_path_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    # the caller comes first by name; the module it imports is linted first, and parses it
+    (tmp_path / "a_main.py").write_text(
+        "import torch\nfrom torch.utils.data import DataLoader\nimport engine\n"
+        "loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)\n"
+        "engine.train(model, loader, 'cuda')\nx = torch.ones(3).cuda()\n")
+    (tmp_path / "engine.py").write_text(
+        "def train(model, loader, device):\n    for x, y in loader:\n        x = x.to(device)\n"
+        "        loss = model(x).sum()\n        loss.backward()\n")
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source, filename="<unknown>", *args, **kwargs):
+        parsed.append(Path(str(filename)).name)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    findings = lint_paths([str(tmp_path)], select="TW204,TW403", use_config=False, jobs=1)
+    assert [(Path(f.path).name, f.code) for f in findings] == [("a_main.py", "TW403"), ("engine.py", "TW204")]
+    assert parsed.count("a_main.py") == 1 and parsed.count("engine.py") == 1, parsed

@@ -47,9 +47,10 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchwise.lint.runner import run_jobs
+    from torchwise.lint.runner import collect_per_file, run_jobs
 
     _check_options(args)
+    collect_per_file()
     selection = _selection(args)
     jobs = _jobs(args, selection)
     results = run_jobs(jobs, args.jobs or None)

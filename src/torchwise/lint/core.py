@@ -13,6 +13,8 @@ from torchwise.lint.engine import Context
 from torchwise.lint.engine.fixes import apply_fixes
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.findings import SYNTAX_CODE, Finding
+from torchwise.lint.semantics.projectcode import shared_context
+from torchwise.lint.semantics.savefacts import note_linted
 from torchwise.lint.semantics.files import is_test_path
 
 _RULES: list | None = None
@@ -127,23 +129,14 @@ def check_source(source: str | bytes, path: str = "<stdin>", codes: frozenset[st
 
 
 def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts | None = None) -> tuple[list[Finding], Context | None]:
-    try:
-        tree = ast.parse(source, filename=path)
-    except SyntaxError as exc:
-        if SYNTAX_CODE not in codes:
-            return [], None
-        kind = "indentation error" if isinstance(exc, IndentationError) else "syntax error"
-        msg = exc.msg if getattr(exc, "msg", None) else _one_line(exc)
-        return [_problem(path, f"{kind}: {msg}; the file was not checked", exc.lineno or 1, exc.offset or 1)], None
-    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
-        if SYNTAX_CODE not in codes:
-            return [], None
-        return [_problem(path, f"cannot parse the file: {_one_line(exc)}; it was not checked")], None
-    try:
-        ctx = Context(source, path, tree, project)
-    except RecursionError:
-        return ([_problem(path, "cannot analyse the file: nesting too deep; it was not checked")]
-                if SYNTAX_CODE in codes else []), None
+    ctx = shared_context(project, path, source)
+    if ctx is None:
+        ctx_or_problems = _parse(source, path, codes, project)
+        if not isinstance(ctx_or_problems, Context):
+            return ctx_or_problems, None
+        ctx = ctx_or_problems
+        if "TW402" in codes:
+            note_linted(project, ctx)  # what the file saves, for TW402's project facts
     out: list[Finding] = []
     in_tests = is_test_path(path)
     for rule in rules():
@@ -164,6 +157,26 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
     out = _dedupe(out)
     out.sort(key=Finding.sort_key)
     return out, ctx
+
+
+def _parse(source: str, path: str, codes: frozenset[str], project: ProjectFacts | None) -> Context | list[Finding]:
+    """The file's Context, or the findings that say why it could not be checked."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        if SYNTAX_CODE not in codes:
+            return []
+        kind = "indentation error" if isinstance(exc, IndentationError) else "syntax error"
+        msg = exc.msg if getattr(exc, "msg", None) else _one_line(exc)
+        return [_problem(path, f"{kind}: {msg}; the file was not checked", exc.lineno or 1, exc.offset or 1)]
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        if SYNTAX_CODE not in codes:
+            return []
+        return [_problem(path, f"cannot parse the file: {_one_line(exc)}; it was not checked")]
+    try:
+        return Context(source, path, tree, project)
+    except RecursionError:
+        return [_problem(path, "cannot analyse the file: nesting too deep; it was not checked")] if SYNTAX_CODE in codes else []
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -60,12 +60,18 @@ class ProjectFacts:
     definitions: dict[str, int] = field(default_factory=dict)  # how often each of those names is defined
     # every DataLoader of the project is built with pin_memory=True (and there is one)
     all_loaders_pinned: bool = False
+    pins_memory: bool = False  # some file of the project mentions pin_memory
     # random generators the project seeds: "random", "numpy", "torch" -> "path:line" of the first seed
     seeded: dict[str, str] = field(default_factory=dict)
     seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
     save_files: tuple[tuple[str, str], ...] = ()  # (path, text) of the files that call torch.save
+    # (path, text) of every non-test file: read (parsed) only when a rule follows a value into
+    # another module (the callers of a function: semantics.callers)
+    files: tuple[tuple[str, str], ...] = ()
     # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
     no_grad_functions: frozenset[str] = frozenset()
+    # classes the project defines with no base (or only object): plain classes, not modules
+    plain_classes: frozenset[str] = frozenset()
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

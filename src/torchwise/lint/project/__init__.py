@@ -32,7 +32,7 @@ from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.datasets import dataset_facts
-from torchwise.lint.project.functions import GPU_NEEDLES, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
+from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path
 
@@ -51,7 +51,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     datasets = dataset_facts(every) if loaders else {}
     words = text_facts(texts)
     hosts = candidate_blocks(texts, HOST_NEEDLES) if words.moves_to_device else {}
-    setups = candidate_blocks(texts, GPU_NEEDLES)
+    setups = candidate_blocks(texts, GPU_NEEDLES, GPU_SETUP_TEXT)
     builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
@@ -65,10 +65,13 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         loader_blocks=builders,
         definitions=definition_counts(texts, set(hosts) | set(setups) | set(builders)),
         all_loaders_pinned=loaders and _all_pinned(texts),
+        pins_memory=loaders and any("pin_memory" in text for _, text in texts),
         seeded=words.seeded,
         seeds_everything=words.seeds_everything,
         save_files=saves,
+        files=tuple(texts),
         no_grad_functions=frozenset(words.no_grad_functions),
+        plain_classes=frozenset(words.plain_classes),
     )
 
 

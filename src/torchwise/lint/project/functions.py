@@ -12,8 +12,12 @@ from typing import Iterator
 
 from torchwise.lint.facts import FunctionBlock
 
-HOST_NEEDLES = (".item()", ".tolist()", ".numpy()")
+HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", "if torch.")
 GPU_NEEDLES = ("nccl", "is_available")
+# what semantics.devices.gpu_setup_line can find in a block, as text: NCCL, or a GPU check asserted
+# or negated on one line (``if not torch.cuda.is_available():``); the many functions that only
+# choose a device (``"cuda" if torch.cuda.is_available() else "cpu"``) are not kept
+GPU_SETUP_TEXT = re.compile(r"nccl|(?:assert|if\s+not)\b[^\n]*(?:is_available|device_count)")
 LOADER_NEEDLES = ("pin_memory",)
 
 
@@ -44,7 +48,7 @@ def _enclosing_defs(text: str, pos: int) -> Iterator[tuple[int, int]]:
 
 # helpers that read their arguments, set up the GPU or build loaders are short; long functions
 # (a whole training loop, a library routine) are not parsed for these facts
-MAX_LINES = 80
+MAX_LINES = 120
 
 
 def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LINES) -> Iterator[tuple[str, int, str]]:
@@ -58,7 +62,13 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
                 starts.setdefault(start, indent)
             pos = text.find(needle, pos + 1)
     for start, indent in sorted(starts.items()):
-        lines = text[start:].split("\n", max_lines + 1)
+        end = start
+        for _ in range(max_lines + 2):  # no more than the lines a block may have (not the rest of the file)
+            end = text.find("\n", end) + 1
+            if end == 0:
+                end = len(text)
+                break
+        lines = text[start:end].split("\n")
         keep = 1
         for line in lines[1:]:  # the body ends at the first code line indented no deeper than the def
             stripped = line.strip()
@@ -73,13 +83,16 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
 _DEF_NAME = re.compile(r"def ([A-Za-z_]\w*)\(")
 
 
-def candidate_blocks(texts: list[tuple[str, str]], needles: tuple[str, ...]) -> dict[str, tuple[FunctionBlock, ...]]:
-    """Name -> the blocks of the short functions of that name that mention one of ``needles``."""
+def candidate_blocks(texts: list[tuple[str, str]], needles: tuple[str, ...],
+                     keep: re.Pattern[str] | None = None) -> dict[str, tuple[FunctionBlock, ...]]:
+    """Name -> the blocks of the short functions of that name that mention one of ``needles``
+    (and, with ``keep``, match it somewhere)."""
     found: dict[str, list[FunctionBlock]] = {}
     for path, text in texts:
         if any(n in text for n in needles):
             for name, line, block in function_blocks(text, needles):
-                found.setdefault(name, []).append(FunctionBlock(path, line, block))
+                if keep is None or keep.search(block):
+                    found.setdefault(name, []).append(FunctionBlock(path, line, block))
     return {name: tuple(blocks) for name, blocks in found.items()}
 
 

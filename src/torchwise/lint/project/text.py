@@ -27,6 +27,8 @@ _SEED_ALL = ("seed_everything(", "set_seed(", "set_random_seed(", "fix_seed(", "
              "init_seeds(", "fix_seeds(", "seed_torch(", "set_global_seed(", "random_seed(", "init_seed(")
 
 
+# classes with no base or only ``object``: plain Python classes, never modules
+_PLAIN_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\([ \t]*(?:object)?[ \t]*\))?[ \t]*:", re.M)
 _NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
@@ -40,6 +42,7 @@ class TextFacts:
     seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
     seeds_everything: bool = False
     no_grad_functions: set[str] = field(default_factory=set)
+    plain_classes: set[str] = field(default_factory=set)
 
 
 def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
@@ -60,6 +63,8 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             _seeds(path, text, out)
         if "no_grad()" in text or "inference_mode()" in text:
             out.no_grad_functions.update(_NO_GRAD_DEF.findall(text))
+        if "class " in text:
+            out.plain_classes.update(_PLAIN_CLASS.findall(text))
     return out
 
 

@@ -5,10 +5,31 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.models import is_module_instance
+
+
+def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
+    """The name (``model``) is bound in this file to an instance of a plain class - one defined
+    here or in the project with no base but ``object`` (``model = KEModel(args)``): its
+    ``forward`` is an ordinary method, there are no hooks to skip."""
+    name = last_name(recv)
+    if name is None:
+        return False
+    for node in ctx.nodes.get(ast.Assign, ()):
+        value = node.value
+        if value.__class__ is not ast.Call or not any(last_name(t) == name for t in node.targets):
+            continue
+        cls = last_name(value.func) or ""
+        klass = ctx.local_classes.get(cls)
+        if klass is not None:
+            if not klass.bases or all(last_name(b) == "object" for b in klass.bases):
+                return True
+        elif cls in ctx.project.plain_classes:
+            return True
+    return False
 
 
 class ForwardCalledDirectly(Rule):
@@ -21,7 +42,9 @@ What it flags
   `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a
   torch.nn class or a module class defined in the file (also `self.encoder` assigned so in
   `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`).
-  `super().forward(...)` and `self.forward(...)` are left alone.
+  `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
+  instance of a plain class (no base, or `object`: `class KEModel(object)`), here or in
+  another module of the project: it has no hooks to bypass.
 
 Why it matters
   Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward
@@ -47,7 +70,7 @@ Fix
                 continue
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
-            if not is_module_instance(ctx, recv, call):
+            if not is_module_instance(ctx, recv, call) or _plain_class_instance(ctx, recv):
                 continue
             shown = ctx.text(recv)
             yield ctx.finding(

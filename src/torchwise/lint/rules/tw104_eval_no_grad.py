@@ -9,9 +9,10 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
-from torchwise.lint.semantics.hostreads import only_acts
+from torchwise.lint.semantics.actions import environment_step, only_acts
 from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
@@ -89,7 +90,8 @@ What it flags
   training function). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
-  class, a method named for running it, unless the project decorates a method of that name
+  class, a method named for running it - `forward_masks(x)` and other `forward_*` methods
+  included - unless the project decorates a method of that name
   with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
   transformers). Nothing in an evaluation function may need gradients (no `backward()`,
   optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the
@@ -100,7 +102,9 @@ What it flags
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
-  files and unit tests (`test*` functions and `_test*` helpers), framework hooks
+  files and unit tests (`test*` functions and `_test*` helpers; a `test(self, setting)` method of
+  an experiment class that is no `TestCase`, in a file that is no test file, is evaluation),
+  framework hooks
   (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
   of some forward pass), functions that are only handed to other code
   (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
@@ -159,7 +163,10 @@ Lint and the doctor
         no_grad, and its output goes nowhere else (no loss, no stored log-probability)."""
         if "step(" not in ctx.source:
             return
+        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
         for loop in hot_loops(ctx).values():
+            if not any(ctx.contains(loop, c) for c in steps):
+                continue  # no environment steps in this loop: nothing it computes is only an action
             for node in ctx.walk_body(loop.body):
                 if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
                     continue
@@ -177,7 +184,7 @@ Lint and the doctor
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        if not is_module and scope.name.lstrip("_").startswith("test"):
+        if not is_module and scope.name.lstrip("_").startswith("test") and not _evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = _eval_calls(ctx, body)
         named = not is_module and is_eval_name(scope.name)
@@ -317,6 +324,17 @@ def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str
         if nxt is None or nxt[1] == "train":
             out.append((pos, nxt[0] if nxt is not None else None))
     return out
+
+
+def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
+    """``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``) in a file that
+    is not a test file: it evaluates a trained model."""
+    klass = ctx.parent(func)
+    if klass.__class__ is not ast.ClassDef or is_test_path(ctx.path):
+        return False
+    if func.name.startswith("_") or "test" in klass.name.lower():
+        return False  # a test class (E2ETest), or a test helper of one
+    return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

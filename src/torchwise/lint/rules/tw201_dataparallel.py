@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.steps import training_calls
 
 
 def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
@@ -95,6 +96,55 @@ def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
     return "frozen" in modes and "trains" not in modes
 
 
+def _function_only_evaluates(ctx: Context, call: ast.Call) -> bool:
+    """The function that wraps a local module puts it in eval mode and never trains (a sampling
+    method beside a ``train()`` method of the same class): the wrapper runs inference only."""
+    func = ctx.function_of(call)
+    names = {n for n in _names_of(ctx, call) if "." not in n}
+    if func is None or not names or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return False
+    modes = [_mode_call(c) for c in ctx.calls_named("eval", "train", "requires_grad_")
+             if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(c.func.value) in names]
+    return "frozen" in modes and "trains" not in modes
+
+
+def _shadow_copy(ctx: Context, call: ast.Call) -> bool:
+    """An EMA or shadow copy: the wrapped module is loaded from another module's ``state_dict()``
+    (or made with ``copy.deepcopy``) in a file that never trains: copies like that are evaluated."""
+    if training_calls(ctx):
+        return False
+    first = call.args[0] if call.args else None
+    if first is None or first.__class__ is not ast.Name:
+        return False
+    func = ctx.function_of(call)
+    for c in ctx.calls_named("load_state_dict", "deepcopy"):
+        if ctx.function_of(c) is not func:
+            continue
+        if last_name(c.func) == "deepcopy":
+            parent = ctx.parent(c)
+            if parent.__class__ is ast.Assign and any(t.__class__ is ast.Name and t.id == first.id for t in parent.targets):
+                return True
+        elif c.func.__class__ is ast.Attribute and ctx.text(c.func.value) == first.id and c.args and \
+                last_name(c.args[0]) == "state_dict":
+            return True
+    return False
+
+
+_INFERENCE_METHODS = ("test", "evaluate", "predict", "sample", "inference", "infer")
+
+
+def _inference_class(ctx: Context, call: ast.Call) -> bool:
+    """A method of a class that evaluates (``test()``, ``predict()``) and has no training method,
+    in a file that runs no training step: a test-only experiment."""
+    klass = ctx.class_of(call)
+    if klass is None or training_calls(ctx):
+        return False
+    methods = [m.name.lower().lstrip("_") for m in klass.body if m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)]
+    if any(m.startswith(("train", "fit")) for m in methods):
+        return False
+    return any(m.startswith(_INFERENCE_METHODS) for m in methods)
+
+
 class DataParallelUsed(Rule):
     code = "TW201"
     name = "data-parallel"
@@ -105,7 +155,9 @@ What it flags
   `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
   `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged, nor a network that
   only runs inference - put in eval mode or with its parameters frozen, never back in training
-  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher):
+  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher), a
+  wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
+  live model, or an experiment class with no training in its file (a test-only experiment):
   DistributedDataParallel only speeds up training.
 
 Why it matters
@@ -128,7 +180,8 @@ Fix
         for call in ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"):
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
-            if _frozen_inference_only(ctx, call):
+            if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
+                    _inference_class(ctx, call)):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             yield ctx.finding(
                 self.code, call,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for
+from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -50,6 +50,9 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     or the project does."""
     if gpu_evident_for(ctx, call):
         return True
+    func = ctx.function_of(call)
+    if func is not None and moves_near(ctx, call) and (gpu_evident(ctx) or ctx.project.targets_gpu) and not _names_cpu(ctx, func):
+        return True  # the function (or its class) moves batches to a device chosen elsewhere: self.device, get_device(cfg)
     if not _returned(ctx, call):
         return False
     func = ctx.function_of(call)
@@ -59,6 +62,49 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _names_cpu(ctx: Context, func: ast.AST) -> bool:
+    """A ``"cpu"`` device named in the function, and no other: it runs on the CPU on purpose."""
+    for const in ctx.nodes.get(ast.Constant, ()):
+        if const.value == "cpu" and func.body[0].lineno <= const.lineno <= (func.end_lineno or func.lineno):
+            # in the function's own body: its nearest enclosing def/class/lambda is the function itself
+            if next((a for a in ctx.ancestors(const) if a.__class__ in _SCOPES), None) is func:
+                return True
+    return False
+
+
+def _demo_only(ctx: Context, call: ast.Call) -> bool:
+    """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
+    batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
+    to a function: no batch of it reaches the GPU."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    scope = ctx.scope_of(call)
+    first, last = (scope.body[0].lineno, scope.end_lineno or scope.lineno) if scope.__class__ is not ast.Module else (1, 1 << 30)
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
+            and first <= n.lineno <= last and (scope.__class__ is ast.Module or ctx.contains(scope, n))]
+    seen = False
+    for use in uses:
+        b = ctx.binding_at(name, use)
+        if b is None or b.node is not parent:
+            continue  # another binding of the name (or a parameter of the same name)
+        seen = True
+        holder = ctx.parent(use)
+        if holder.__class__ in (ast.Expr, ast.Tuple) and (holder.__class__ is ast.Expr or ctx.parent(holder).__class__ is ast.Expr):
+            continue  # shown in a notebook cell
+        if holder.__class__ is ast.Call and last_name(holder.func) in ("len", "print") and use in holder.args:
+            continue
+        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
+                and last_name(ctx.parent(holder).func) == "next":
+            continue  # img, label = next(iter(loader))
+        return False
+    return seen
 
 
 class LoaderWithoutPinMemory(Rule):
@@ -73,14 +119,17 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
   the file; a loader-building function nobody calls here (a data module) by the file or the
-  project linted with it. A CPU-only function in a file that also has GPU code is left alone,
+  project linted with it. A function or class that moves its batches to a device chosen
+  elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
+  file or project that names CUDA. A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
-  whose small index batches only slice data held elsewhere: none has a tensor worth pinning.
+  whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`).
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -111,6 +160,8 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
+            if _demo_only(ctx, call):
+                continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):
                 continue  # its class, in another module, yields device tensors or stored constants

@@ -5,38 +5,15 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, keyword, last_name
+from torchwise.lint.engine import Context, argument, keyword, last_name, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.data import pinned_loaders_line
 from torchwise.lint.semantics.devices import device_move_target
-from torchwise.lint.semantics.projectcode import function_verdict
+from torchwise.lint.semantics.pinning import loader_pinned, pin_value
+from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
-
-
-def _pinned(ctx: Context, call: ast.Call) -> bool | None:
-    """True/False for ``DataLoader(..., pin_memory=True/False or absent)``, also through a
-    ``**loader_args`` dict written in the file (``dict(..., pin_memory=True)``); None for other
-    ``**kwargs``."""
-    pin = argument(call, "pin_memory", 7)
-    if pin is not None:
-        return pin.__class__ is ast.Constant and pin.value is True
-    for k in call.keywords:
-        if k.arg is None:
-            value = ctx.resolve(k.value, call)
-            if value is not None and value.__class__ is ast.Call and last_name(value.func) == "dict":
-                pin = keyword(value, "pin_memory")
-            elif value is not None and value.__class__ is ast.Dict:
-                pin = next((v for key, v in zip(value.keys, value.values)
-                            if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory"), None)
-            else:
-                return None
-            if pin is not None:
-                node = pin.value if isinstance(pin, ast.keyword) else pin
-                return node.__class__ is ast.Constant and node.value is True
-    return False
 
 
 def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
@@ -48,23 +25,20 @@ def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
         for t in targets:
             n = last_name(t)
             if n:
-                names.setdefault(n, set()).add(_pinned(ctx, call))
+                names.setdefault(n, set()).add(pin_value(ctx, call))
     return names
 
 
 def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, set[bool | None]]) -> bool:
-    """Does the loop iterate over a pinned loader? The DataLoader bound to that name where the
-    loop runs; else every loader of that name in the file; else one a project function builds
-    pinned (``train_loader, _ = get_loaders(...)``), or a ``*loader`` parameter in a project
-    whose loaders are all pinned."""
+    """Does the loop iterate over a pinned loader? What :func:`loader_pinned` tells of the
+    loader where the loop runs (its DataLoader call, a function of the file or project that
+    builds it, the callers that hand it in); else every loader of that name in the file, or a
+    ``*loader`` parameter in a project (or file) whose loaders are all pinned."""
+    verdict = loader_pinned(ctx, src, loop)
+    if verdict is not None:
+        return verdict
     if src.__class__ is ast.Name:
         b = ctx.binding_at(src.id, loop)
-        if b is not None and b.kind in ("assign", "unpack") and b.value.__class__ is ast.Call:
-            value = b.value
-            if ctx.qualname(value.func) == DATALOADER:
-                return _pinned(ctx, value) is True
-            if function_verdict(ctx.project, "loader_blocks", last_name(value.func), pinned_loaders_line):
-                return True  # train_loader, val_loader = get_loaders(...), a project function that pins them
         if b is not None and b.kind == "param" and "loader" in src.id.lower():
             every = set().union(*names.values()) if names else set()
             if ctx.project.all_loaders_pinned or every == {True}:
@@ -85,17 +59,36 @@ def _loop_source(it: ast.AST) -> ast.AST:
     return it
 
 
-def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 3) -> bool:
-    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader?"""
-    while expr.__class__ is ast.Subscript:
-        expr = expr.value
+_CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "contiguous", "squeeze", "unsqueeze",
+                          "view", "reshape", "permute", "clone", "type"})
+
+
+def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
+    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
+    a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
+    tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
+    comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
+    while True:
+        if expr.__class__ is ast.Subscript:
+            expr = expr.value
+        elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
+            expr = expr.func.value
+        else:
+            break
+    if expr.__class__ is ast.IfExp:
+        return depth > 0 and (_from_loop(ctx, expr.body, loop, depth - 1) or _from_loop(ctx, expr.orelse, loop, depth - 1))
+    if expr.__class__ in (ast.Tuple, ast.List):  # data = (data,): the batch wrapped in a tuple
+        return depth > 0 and any(_from_loop(ctx, e, loop, depth - 1) for e in expr.elts)
     if expr.__class__ is not ast.Name or depth <= 0:
         return False
     b = ctx.binding_at(expr.id, expr)
     if b is None:
         return False
     if b.kind == "for":
-        return b.node is loop
+        if b.node is loop:
+            return True
+        # a comprehension over the batch: for d in data
+        return b.node.__class__ is ast.comprehension and _from_loop(ctx, b.value, loop, depth - 1)
     value = b.value
     if b.kind == "unpack" and value is not None and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
         value = value.elts[b.index]  # images, masks = batch["image"], batch["mask"]
@@ -117,8 +110,14 @@ What it flags
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
   loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
-  file or project whose every DataLoader is pinned. Loops over `enumerate(...)`, `tqdm(...)`
-  or a logging iterator given the loader (`metric_logger.log_every(data_loader, 50)`) count.
+  file or project whose every DataLoader is pinned, or is a parameter whose callers - in the
+  file, or in the modules that import it (`engine.train(model, train_loader, ...)`) - all hand
+  in pinned loaders. Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
+  `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`). Loops over
+  `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders or a logging iterator given the loader
+  (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
+  calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
+  batch (`tuple(d.cuda() for d in data)`).
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the
@@ -138,16 +137,16 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         names = _loader_names(ctx)
-        if not any(True in v for v in names.values()) and not (
-            ctx.project.loader_blocks or ctx.project.all_loaders_pinned
-        ):
+        if not any(True in v for v in names.values()) and not ctx.project.pins_memory:
             return
-        loops = []
-        for loop in [*ctx.nodes.get(ast.For, ()), *ctx.nodes.get(ast.AsyncFor, ())]:
-            if _pinned_source(ctx, _loop_source(loop.iter), loop, names):
-                loops.append(loop)
-        if not loops:
-            return
+        pinned: dict[int, bool] = {}
+
+        def pinned_loop(loop: ast.AST) -> bool:
+            if id(loop) not in pinned:
+                it = getattr(loop, "iter", None)
+                pinned[id(loop)] = it is not None and _pinned_source(ctx, _loop_source(it), loop, names)
+            return pinned[id(loop)]
+
         for call in ctx.calls_named("to", "cuda"):
             target = device_move_target(ctx, call)
             if target is None or keyword(call, "non_blocking") is not None:
@@ -155,8 +154,8 @@ Fix
             if call.func.attr == "to" and len(call.args) > 1:
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
             recv = call.func.value
-            loop = next((l for l in ctx.enclosing_loops(call) if l in loops), None)
-            if loop is None or not _from_loop(ctx, recv, loop):
+            if not any(pinned_loop(l) and _from_loop(ctx, recv, l) for l in ctx.enclosing_loops(call)) and not (
+                    _batch_parameter(ctx, recv, call, pinned_loop)):
                 continue
             edit = ctx.add_keyword(call, "non_blocking=True")
             yield ctx.finding(
@@ -165,6 +164,28 @@ Fix
                 suggestion="pass non_blocking=True",
                 fix=Fix("add non_blocking=True", (edit,)) if edit is not None else None,
             )
+
+
+def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop) -> bool:
+    """The copied value is a parameter of a function of this file (``def _train_batch(self, X,
+    y): X = X.to(self.device)``) that every caller passes a batch of a pinned loader's loop."""
+    root = root_name(recv)
+    func = ctx.function_of(call)
+    if root is None or func is None:
+        return False
+    b = ctx.binding_at(root.id, recv)
+    if b is None or b.kind != "param" or root.id in ("self", "cls"):
+        return False
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    method = ctx.parent(func).__class__ is ast.ClassDef and params[:1] in (["self"], ["cls"])
+    index = params.index(root.id) if root.id in params else None
+    callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    for caller in callers:
+        shift = 1 if method and caller.func.__class__ is ast.Attribute else 0
+        value = argument(caller, root.id, index - shift if index is not None and index >= shift else None)
+        if value is None or not any(pinned_loop(l) and _from_loop(ctx, value, l) for l in ctx.enclosing_loops(caller)):
+            return False
+    return bool(callers)
 
 
 RULE = BlockingCopyFromPinned()

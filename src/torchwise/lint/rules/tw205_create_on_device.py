@@ -5,18 +5,23 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, keyword
+from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.steps import runs_once
+from torchwise.lint.semantics.once import runs_once
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
 DETERMINISTIC = frozenset({
     "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
     "empty_strided", "tril_indices", "triu_indices",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
 })
+# torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
+_WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
+# calls whose argument is an example input, used once (to trace or draw the graph)
+_EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
 # (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
 RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
@@ -43,9 +48,14 @@ _SHAPE_METHODS = frozenset({
 
 
 def _traced(ctx: Context, node: ast.AST) -> bool:
+    """An example input: inside ``torch.jit.trace(...)``/``torch.onnx``/``torch.fx`` (where the
+    move is recorded), or an argument of ``writer.add_graph(...)``, ``summary(...)``: made once."""
     for anc in ctx.ancestors(node):
-        if anc.__class__ is ast.Call and (ctx.qualname(anc.func) or "").startswith(("torch.jit.", "torch.onnx.", "torch.fx.")):
-            return True
+        if anc.__class__ is ast.Call:
+            if (ctx.qualname(anc.func) or "").startswith(("torch.jit.", "torch.onnx.", "torch.fx.")):
+                return True
+            if last_name(anc.func) in _EXAMPLE_TAKERS:
+                return True
     return False
 
 
@@ -58,13 +68,18 @@ class CreateThenMove(Rule):
 What it flags
   A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
   of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
-  `device=` (nor a `generator=`, whose device decides) and then moved with `.cuda()`,
+  `device=` (nor a `generator=`, whose device decides) - also a window function
+  (`torch.hann_window`...), or a factory scaled or wrapped before the move
+  (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`) - where the code runs
   repeatedly: inside a loop, in `forward()` and other per-call functions (a training step,
-  a helper without a loop of its own).
+  a helper without a loop of its own, the `__init__` of a helper class that a forward pass
+  builds every call, here or in another module of the project).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
-  `build`/`main`-like functions, and allocations before the loop of a function that loops.
+  `build`/`main`-like functions, allocations before the loop of a function that loops,
+  helpers only `__init__` or an evaluation calls, NaN-recovery branches
+  (`if torch.isnan(k).any():`) and example inputs for `add_graph`.
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
@@ -94,9 +109,11 @@ Fix
                 continue
             recv = call.func.value
             made = _factory(ctx, recv)
-            separate = made is None and _stored_factory(ctx, recv, call)
-            if separate:
-                made = _factory(ctx, ctx.resolve(recv, call))
+            separate = False
+            if made is None and recv.__class__ is ast.Name:
+                made = _factory(ctx, ctx.resolve(recv, call))  # m = torch.ones(n); m = m.cuda()
+                separate = made is not None and _stored_factory(ctx, recv, call)
+                made = made if separate else None
             if made is None:
                 continue
             inner, chained, factory = made
@@ -193,14 +210,27 @@ def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
 def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] | None:
     """The torch factory call that makes ``expr`` on the CPU (through reshaping/retyping
     methods), whether methods were chained after it, and the factory's name."""
+    if expr is not None and expr.__class__ is ast.BinOp:
+        # (torch.ones(n) * i).to(x.device): the factory scaled by a number on the host
+        sides = [expr.left, expr.right]
+        made = [_factory(ctx, side) for side in sides]
+        others = [side for side, m in zip(sides, made) if m is None]
+        found = [m for m in made if m is not None]
+        if len(found) == 1 and all(o.__class__ in (ast.Constant, ast.Name) and not is_device_tensor(ctx, o, expr) for o in others):
+            return found[0][0], True, found[0][2]
+        return None
     if expr is None or expr.__class__ is not ast.Call:
         return None
     inner, chained = expr, False
-    while (
-        inner.func.__class__ is ast.Attribute and inner.func.attr in _SHAPE_METHODS
-        and inner.func.value.__class__ is ast.Call and ctx.qualname(inner.func) is None
-    ):
-        inner, chained = inner.func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
+    while True:
+        func = inner.func
+        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ is ast.Call \
+                and ctx.qualname(func) is None:
+            inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
+        elif ctx.qualname(func) in _WRAPPING and inner.args and inner.args[0].__class__ is ast.Call:
+            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev)
+        else:
+            break
     q = ctx.qualname(inner.func)
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None

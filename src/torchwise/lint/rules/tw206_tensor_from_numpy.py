@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.files import in_demo_main
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -71,6 +72,8 @@ Fix
                 continue
             if any(k.arg in ("dtype", "device") or k.arg is None for k in call.keywords):
                 continue  # a dtype change or a device copy copies anyway: nothing to share
+            if in_demo_main(ctx, call):
+                continue  # made-up inputs of a library module's smoke test: a copy of a few numbers
             yield ctx.finding(
                 self.code, call,
                 "torch.tensor() copies the NumPy array; from_numpy()/as_tensor() would share its memory",

@@ -9,10 +9,14 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, feeds_environment, holds_device_values, host_reader, is_loop_counter, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, read_arguments,
 )
-from torchwise.lint.semantics.steps import hot_loops, hot_region_of, runs_periodically, step_functions
+from torchwise.lint.semantics.steps import (
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
+)
+from torchwise.lint.semantics.syncs import boolean_mask_index, parameter_read
 from torchwise.lint.semantics.values import local_function
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
@@ -86,12 +90,15 @@ def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step")
+    triggers = ("backward", "step", ".item()", ".tolist()")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
-  compare a tensor; a call of a helper that does such a read on what it is given (a function
+  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
+  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
+  size has to reach the host); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
@@ -106,8 +113,11 @@ What it flags
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
   waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
-  the host); a loop counter compared with a number (`if i == start:`); evaluation helpers
-  (`test()`, `evaluate()`) called from a step.
+  the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
+  loss.detach().cpu().numpy())` for a NumPy replay tree); a loop counter compared with a number
+  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
+  of a full-batch step function (one step per call) whose calling loop also evaluates on every
+  pass, which waits for the GPU anyway.
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -130,15 +140,17 @@ Lint and the doctor
   Lint reads the shapes of this rule's list: reads in the training loop or a step function,
   behind a helper of the file or project, through logging calls. The doctor counts the
   synchronisations of real CUDA steps (`torch.cuda.set_sync_debug_mode`), including those
-  lint cannot see: inside the model's forward, boolean-mask indexing, library code.
+  lint cannot see: inside the model's forward, library code.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from self._parameter_reads(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
+        # _report() first asks whether the node runs every step: ask that before the dearer questions
         for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print"):
-            found = self._sync_call(ctx, call)
+            found = self._sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -148,12 +160,36 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            part = _tensor_test(ctx, node.test, node.test)
+            part = _tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+        statements: set[int] = set()
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            stmt = ctx.statement_of(sub)
+            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
+                continue
+            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False,
+                                   suggestion=_MASK_FIX)
+            if finding is not None:
+                statements.add(id(stmt))
+                yield finding
+
+    def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``self.gamma.item()`` in a method of an ``nn.Module`` of this file: every forward."""
+        if "self." not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
+            return
+        for call in ctx.calls_named("item", "tolist"):
+            param = parameter_read(ctx, call)
+            if param is not None:
+                yield ctx.finding(
+                    self.code, call,
+                    f"{param}.{call.func.attr}() reads a parameter of the module on the host in "
+                    f"{ctx.function_of(call).name}(), which runs with every forward pass and waits for the GPU each time",
+                    suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
+                )
 
     def _sync_call(self, ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
         """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
@@ -182,12 +218,16 @@ Lint and the doctor
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
         names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
         local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
+        metrics = "__call__" in ctx.project.host_read_blocks
         for name, calls in ctx.calls_by_name.items():
-            if name not in names and name not in local:
+            metric = metrics and "metric" in name.lower()
+            if name not in names and name not in local and not metric:
                 continue
             for call in calls:
-                if name not in names and local_function(ctx, call) is None:
+                if name not in names and not metric and local_function(ctx, call) is None:
                     continue
+                if hot_region_of(ctx, call) is None:
+                    continue  # not run every step (_report asks first too): skip reading the callee
                 where = host_reader(ctx, call)
                 if where is None:
                     continue
@@ -209,7 +249,8 @@ Lint and the doctor
                         return part.value
         return None
 
-    def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True) -> Finding | None:
+    def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
+                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
         region = hot_region_of(ctx, node)
         if region is None or runs_periodically(ctx, node):
             return None
@@ -218,16 +259,32 @@ Lint and the doctor
             return None  # the step already waits for the GPU; this read adds no stall
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not is_device_tensor(ctx, subject, node):
+        if check_subject and not _device_subject(ctx, subject, node):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed
+        if check_subject and consumed_on_host(ctx, node):
+            return None  # the algorithm works on it on the host (replay priorities): the read is needed
+        if evaluated_every_call(ctx, region) if not looping else full_batch_epochs(ctx, region):
+            return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         return ctx.finding(
             self.code, node,
             f"{what} in {where} waits for the GPU to finish every step",
-            suggestion="keep the value on the device (e.g. .detach()) and read it once per log interval",
+            suggestion=suggestion,
         )
+
+
+_MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
+             "masked_fill, instead of selecting with x[mask]")
+
+
+def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> bool:
+    """A device tensor, or a term summed into the backward pass of the function (``loss = loss +
+    regularization``; ``regularization.item()``)."""
+    if is_device_tensor(ctx, subject, node):
+        return True
+    return subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node))
 
 
 def _on_device(ctx: Context, node: ast.AST) -> bool:

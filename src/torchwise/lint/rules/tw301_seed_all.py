@@ -57,6 +57,61 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
     return False
 
 
+def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
+    """``state = np.random.get_state(); np.random.seed(2019); ...; np.random.set_state(state)``:
+    a fixed seed for one split, with the global state put back - not the run's seeding."""
+    scope = ctx.scope_of(call)
+    restores = [c for c in ctx.calls_named("set_state", "setstate") if ctx.scope_of(c) is scope and c.lineno > call.lineno]
+    saves = [c for c in ctx.calls_named("get_state", "getstate") if ctx.scope_of(c) is scope and c.lineno < call.lineno]
+    return bool(restores and saves)
+
+
+_DISPLAY_WORDS = ("plot", "show", "display", "visuali", "draw")
+
+
+def _display_only(ctx: Context, node: ast.AST) -> bool:
+    """A draw whose result only picks what to show: every later use of the names it is bound to
+    feeds a plotting call, or a loop whose body plots (``for path in random.sample(paths, k=3):
+    pred_and_plot_image(...)``)."""
+    stmt = ctx.statement_of(node)
+    if stmt.__class__ is ast.For and ctx.contains(stmt.iter, node):
+        return _plots(stmt.body)
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    scope = ctx.scope_of(stmt)
+    end = stmt.end_lineno or stmt.lineno
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
+            and _own_scope(ctx, n) is scope]
+    if not uses:
+        return False
+    for use in uses:
+        holder = ctx.statement_of(use)
+        if holder.__class__ is ast.For and ctx.contains(holder.iter, use):
+            if not _plots(holder.body):
+                return False
+        elif not _plots([holder]):
+            return False
+    return True
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
+
+
+def _own_scope(ctx: Context, node: ast.AST) -> ast.AST | None:
+    """The nearest def, class, lambda or module around ``node`` (what ``walk_body`` stops at)."""
+    return next((a for a in ctx.ancestors(node) if a.__class__ in _SCOPES), None)
+
+
+def _plots(body: list[ast.stmt]) -> bool:
+    """Does this code call something that plots or shows (``plt.imshow``, ``pred_and_plot_image``)?"""
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if n.__class__ is ast.Call and any(w in (last_name(n.func) or "").lower() for w in _DISPLAY_WORDS):
+                return True
+    return False
+
+
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
@@ -72,11 +127,15 @@ What it flags
   script, not under an `if`), which the global seeds do not reach. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
-  `test_*` function, a `TestCase`, under `if args.test:`) do not count.
+  `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
+  that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
+  np.random.set_state(state)`). A draw that only picks what to plot (`random.sample(paths, k=3)`
+  looped over by a plotting call) is not a use.
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
-  shuffles with Python's `random`); projects with a seed-everything helper are left alone.
+  shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
+  a generator the project's entry point seeds counts as seeded for every module.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -100,7 +159,7 @@ Fix
         for name in ("seed", "manual_seed", "manual_seed_all"):
             for call in ctx.calls_named(name):
                 family = _SEEDERS.get(ctx.qualname(call.func) or "")
-                if family is not None and not _under_test(ctx, call):
+                if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
@@ -112,8 +171,8 @@ Fix
             return
         uses = self._uses(ctx)
         for family in ("random", "numpy", "torch"):
-            if family in seeded or family not in uses:
-                continue
+            if family in seeded or family not in uses or family in ctx.project.seeded:
+                continue  # seeded here, unused, or seeded by the project's entry point
             node = uses[family]
             yield ctx.finding(
                 self.code, node,
@@ -178,14 +237,10 @@ Fix
 
     @staticmethod
     def _uses(ctx: Context, draws_only: bool = False) -> dict[str, ast.AST]:
-        uses: dict[str, ast.AST] = {}
+        found: dict[str, list[ast.AST]] = {}
 
         def note(family: str, node: ast.AST) -> None:
-            if _under_test(ctx, node):
-                return  # a self-test of the module: not what a run does
-            old = uses.get(family)
-            if old is None or (node.lineno, node.col_offset) < (old.lineno, old.col_offset):
-                uses[family] = node
+            found.setdefault(family, []).append(node)
 
         for name in _RANDOM_FUNCS | _NUMPY_FUNCS | _TORCH_FUNCS:
             for call in ctx.calls_named(name):
@@ -206,15 +261,20 @@ Fix
             shuffle = keyword(call, "shuffle")
             if shuffle is not None and shuffle.value.__class__ is ast.Constant and shuffle.value.value is True:
                 note("torch", call)
-        if draws_only:
-            return uses
-        for name in _RANDOM_INITS:
-            for call in ctx.calls_named(name):
-                if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):
-                    note("torch", call)
-        layers = ctx.calls_to(*(f"torch.nn.{n}" for n in _RANDOM_LAYERS))
-        if layers:
-            note("torch", layers[0])
+        if not draws_only:
+            for name in _RANDOM_INITS:
+                for call in ctx.calls_named(name):
+                    if (ctx.qualname(call.func) or "").startswith("torch.nn.init."):
+                        note("torch", call)
+            layers = ctx.calls_to(*(f"torch.nn.{n}" for n in _RANDOM_LAYERS))
+            if layers:
+                note("torch", layers[0])
+        uses: dict[str, ast.AST] = {}
+        for family, nodes in found.items():  # the first use of each family that a run computes with
+            nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)), None)
+            if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
+                uses[family] = first
         return uses
 
 

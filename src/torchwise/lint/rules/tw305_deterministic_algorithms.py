@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
+from torchwise.lint.semantics.files import in_demo_main
 
 
 class PartialDeterminism(Rule):
@@ -43,6 +44,8 @@ Fix
         if not dets or ctx.calls_to("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"):
             return
         for node in dets:
+            if in_demo_main(ctx, node):
+                continue  # a smoke test that prints a shape: nothing to reproduce
             when = "" if node.value.__class__ is ast.Constant else f" (when {ctx.text(node.value)} is on)"
             yield ctx.finding(
                 self.code, node,

@@ -5,31 +5,14 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args, last_name, str_consts
+from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import gpu_evident
-from torchwise.lint.semantics.hostreads import checkpoint_facts, loaded_keys, saved_keys, saves_on_host
-
-
-def _file_names(ctx: Context, expr: ast.AST | None) -> set[str]:
-    return {c for c in str_consts(expr) if "." in c} if expr is not None else set()
-
-
-def _own_cpu_cache(ctx: Context, load: ast.Call) -> bool:
-    """``torch.save(feats.cpu(), ".../feats.pth")`` elsewhere in the file, and this load reads a
-    file of the same name: the tensors in it are on the CPU already."""
-    names = _file_names(ctx, argument(load, "f", 0))
-    if not names:
-        return False
-    for save in ctx.calls_to("torch.save"):
-        if names & _file_names(ctx, argument(save, "f", 1)):
-            obj = argument(save, "obj", 0)
-            if obj is not None and any(
-                n.__class__ is ast.Call and last_name(n.func) == "cpu" for n in ast.walk(obj)
-            ):
-                return True
-    return False
+from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.savefacts import checkpoint_facts, save_index
+from torchwise.lint.semantics.devices import gpu_evident_near
+from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.values import local_function
 
 
 def _host_keys(ctx: Context, load: ast.Call) -> bool:
@@ -45,6 +28,65 @@ def _host_keys(ctx: Context, load: ast.Call) -> bool:
     return keys <= host and not keys & device
 
 
+def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
+    """The file names this load reads are written by the project (this file included) with host
+    data or no tensors only: ``torch.save(emb.weight.data.cpu(), "embedding.pt")`` in one
+    script, ``torch.load("embedding.pt")`` in another; a pickled ``args``."""
+    if not names:
+        return False
+    index = dict(save_index(ctx.project)) if ctx.project.save_files else {}
+    for save in ctx.calls_to("torch.save"):  # this file's own saves (also when linted alone)
+        host = saved_on_host(ctx, save)
+        for name in file_names(ctx, argument(save, "f", 1), save):
+            index[name] = index.get(name, True) and host
+    known = [index[n] for n in names if n in index]
+    return bool(known) and all(known)
+
+
+# project helpers that save a model under a name they are given
+_SAVE_HELPERS = ("save_model", "save_checkpoint", "save_state", "save_weights", "save_network")
+
+
+def _returned_by_saver(ctx: Context, load: ast.Call) -> bool | None:
+    """``path = preprocess(dataset)`` where ``preprocess`` (a function of this file) saves to the
+    path it returns: whether that save writes host data (None when the path does not come so)."""
+    path = ctx.resolve(argument(load, "f", 0), load)
+    if path is None or path.__class__ is not ast.Call:
+        return None
+    func = local_function(ctx, path)
+    if func is None or func.__class__ is ast.Lambda:
+        return None
+    returned = {ctx.text(n.value) for n in ast.walk(func) if n.__class__ is ast.Return and n.value is not None}
+    saves = [c for c in ctx.calls_to("torch.save") if ctx.function_of(c) is func and ctx.text(argument(c, "f", 1) or c) in returned]
+    return all(saved_on_host(ctx, c) for c in saves) if saves else None
+
+
+def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
+    """The load reads back what this same run wrote on the same device: a ``torch.save`` of the
+    same path (or file name) earlier in the same function or script, or - after the training
+    loop of its function - a file the project saves (the best checkpoint an early-stopping
+    helper wrote during training)."""
+    scope = ctx.scope_of(load)
+    path = argument(load, "f", 0)
+    text = ctx.text(path) if path is not None else None
+    for save in ctx.calls_named("save", *_SAVE_HELPERS):
+        if ctx.scope_of(save) is not scope or (save.lineno, save.col_offset) >= (load.lineno, load.col_offset):
+            continue
+        if ctx.qualname(save.func) == "torch.save":
+            target = argument(save, "f", 1)
+            if target is not None and (ctx.text(target) == text or names & file_names(ctx, target, save)):
+                return True
+        elif names and any(names & file_names(ctx, a, save) for a in [*save.args, *(k.value for k in save.keywords)]):
+            return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
+    if scope.__class__ is ast.Module or not names:
+        return False
+    trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
+    if not trained:
+        return False
+    saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
+    return bool(names & saved)
+
+
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
     name = "torch-load-no-map-location"
@@ -55,8 +97,11 @@ What it flags
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
   checkpoints it reads are likely to hold CUDA tensors. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
-  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), and
-  loads whose keys (`stats["mean"]`) are only ever saved with host data.
+  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
+  of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
+  only ever writes with host data, tensors built from NumPy in code that touches no device or
+  pickled arguments, reloads of the checkpoint the same run wrote a few lines before, and loads
+  whose keys (`stats["mean"]`) are only ever saved with host data.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -74,13 +119,16 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to("torch.load")
-        if not calls or not gpu_evident(ctx):
+        if not calls:
             return
         for call in calls:
-            if argument(call, "map_location", 1) is not None or has_star_args(call):
+            if argument(call, "map_location", 1) is not None or has_star_args(call) or not gpu_evident_near(ctx, call):
                 continue
-            if _own_cpu_cache(ctx, call) or saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
+            if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
+            names = file_names(ctx, argument(call, "f", 0), call)
+            if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names):
+                continue  # a file the project writes without GPU tensors; what this run just wrote
             yield ctx.finding(
                 self.code, call,
                 "torch.load without map_location restores tensors onto the GPU they were saved from",

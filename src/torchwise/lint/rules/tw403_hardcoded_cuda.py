@@ -22,6 +22,12 @@ _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", 
 _OPT_IN = re.compile(r"cuda|gpu", re.I)
 
 
+def _moves_back(ctx: Context, const: ast.Constant) -> bool:
+    """``x0.to("cpu")``: a result moved back to the host, not a choice of device."""
+    parent = ctx.parent(const)
+    return parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "to"
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -30,7 +36,8 @@ class HardcodedCuda(Rule):
 What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
-  the device count, never names a `"cpu"` device (calling `.cpu()` on results does not count) and has no device parameter of its own.
+  the device count, never names a `"cpu"` device (moving results back with `.cpu()` or
+  `.to("cpu")` does not count) and has no device parameter of its own.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -70,9 +77,9 @@ Fix
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
         if "cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
-            for n in ctx.nodes.get(ast.Constant, ())
+            and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ())
         ):
-            return  # a "cpu" device is named somewhere: there is a CPU path (moving results with .cpu() is not one)
+            return  # a "cpu" device is named somewhere: there is a CPU path (moving results back with .cpu() or .to("cpu") is not one)
         if any(a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs):
             return
         for call in ctx.calls_named("cuda"):

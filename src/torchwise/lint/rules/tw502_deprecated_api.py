@@ -20,7 +20,7 @@ class DeprecatedApi(Rule):
 What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
-  `torch.ger`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
+  `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
   `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
   and the `functorch` transforms that moved to `torch.func`. (`torch.cuda.amp.*` is TW220.)
 
@@ -35,7 +35,7 @@ Example
 
 Fix
   Use the replacement named in the finding. `torchwise lint --fix` rewrites the cases where the
-  new name is the very same function: `torch.ger` -> `torch.outer`, and
+  new name is the very same function: `torch.ger` -> `torch.outer`, `a.ger(b)` -> `a.outer(b)`, and
   `from functorch import vmap` -> `from torch.func import vmap` (likewise grad, vjp, jvp,
   jacrev, jacfwd, hessian, functionalize).
 """
@@ -51,6 +51,7 @@ Fix
                 fix = Fix(f"use {new}", (edit,)) if edit is not None and new.count(".") == 1 else None
             yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
                               fix=fix, end_node=call.func)
+        yield from self._method_forms(ctx)
         for node, alias, q in symbol_imports(ctx, DEPRECATED):
             new, same = DEPRECATED[q]
             fix = None
@@ -61,6 +62,20 @@ Fix
                     fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
             yield ctx.finding(self.code, node, f"import of {q}, which is deprecated; use {new}",
                               suggestion=f"use {new}", fix=fix)
+
+    def _method_forms(self, ctx: Context) -> Iterator[Finding]:
+        """``epsilon_out.ger(epsilon_in)``: Tensor.ger, the method of the deprecated torch.ger (a call on an
+        imported module's name is the function form, reported above or not torch's)."""
+        for call in ctx.calls_named("ger"):
+            func = call.func
+            if func.__class__ is not ast.Attribute or len(call.args) != 1 or call.keywords:
+                continue
+            if func.value.__class__ is ast.Name and func.value.id in ctx.imports:
+                continue
+            edit = ctx.replace_attr(func, "outer")
+            fix = Fix("use Tensor.outer", (edit,)) if edit is not None else None
+            yield ctx.finding(self.code, call, "Tensor.ger is deprecated; use Tensor.outer",
+                              suggestion="use Tensor.outer", fix=fix, end_node=call.func)
 
 
 RULE = DeprecatedApi()

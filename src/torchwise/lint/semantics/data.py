@@ -222,6 +222,6 @@ def pinned_loaders_line(func: AST) -> int | None:
         return None
     for call in loaders:
         pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
-        if not (pin is not None and pin.__class__ is ast.Constant and pin.value is True):
-            return None
+        if pin is None or (pin.__class__ is ast.Constant and not pin.value):
+            return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
     return loaders[0].lineno

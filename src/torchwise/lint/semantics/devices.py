@@ -109,6 +109,32 @@ def gpu_evident(ctx: Context) -> bool:
     return bool(_gpu_evidence(ctx))
 
 
+def file_moves_to_device(ctx: Context) -> bool:
+    """Does the file move something to a device (``.to(self.device)``, ``.cuda()``) anywhere?"""
+    found = ctx._cache.get("sem:filemoves")
+    if found is None:
+        found = any(device_move_target(ctx, c) is not None for c in ctx.calls_named("to", "cuda"))
+        ctx._cache["sem:filemoves"] = found
+    return found
+
+
+def moves_near(ctx: Context, node: AST) -> bool:
+    """Does the function around ``node``, or another method of its class, move data to a device?"""
+    func = ctx.function_of(node)
+    if func is None:
+        return False
+    klass = ctx.class_of(node)
+    scopes = [m for m in klass.body if m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)] if klass else [func]
+    return any(scope_moves_to_device(ctx, m, 0) for m in scopes)
+
+
+def gpu_evident_near(ctx: Context, node: AST) -> bool:
+    """The file targets a GPU (:func:`gpu_evident`), or the code around ``node`` (its function or
+    class) moves data to a device chosen elsewhere (``.to(self.device)``, the device set in a
+    base class or a helper of another module) in a project that names CUDA."""
+    return gpu_evident(ctx) or (ctx.project.targets_gpu and file_moves_to_device(ctx) and moves_near(ctx, node))
+
+
 def gpu_evident_for(ctx: Context, node: AST) -> bool:
     """Is there GPU evidence that ``node`` sees: in its own function, an enclosing one, or at module
     level? (A file may mix CPU-only functions with GPU ones, e.g. tests or benchmarks.)"""
@@ -194,9 +220,18 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
         return is_device_tensor(ctx, expr.operand, use, depth)
     if cls is ast.Subscript:
         return is_device_tensor(ctx, expr.value, use, depth)
-    if cls is ast.Attribute and expr.attr == "data":
-        return is_device_tensor(ctx, expr.value, use, depth)  # loss.data
+    if cls is ast.Attribute and expr.attr not in _METADATA and not expr.attr.startswith(("num_", "n_")):
+        # loss.data, out.logits, and the fields of a batch object moved whole (data = data.to(device);
+        # data.train_mask): parts of a device value; not its .shape, .device, .num_nodes
+        if expr.value.__class__ is ast.Name and expr.value.id in ("self", "cls"):
+            return False
+        return is_device_tensor(ctx, expr.value, use, depth - 1)
     return False
+
+
+# attributes of a tensor or batch object that are plain Python values, not device tensors
+_METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
+                       "is_leaf", "names", "batch_size", "size"})
 
 
 def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
@@ -207,8 +242,11 @@ def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int
         return False
     if b.kind in ("assign", "walrus", "aug"):
         return is_device_tensor(ctx, b.value, b.node, depth - 1)
-    if b.kind == "unpack" and b.value is not None and b.value.__class__ is ast.Call:
-        return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
+    if b.kind == "unpack" and b.value is not None:
+        if b.value.__class__ is ast.Call:
+            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
+        if b.value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(b.value.elts):
+            return is_device_tensor(ctx, b.value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d), y.to(d)
     return False
 
 
@@ -252,6 +290,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
                 parts = parts.left if parts.left.__class__ in (ast.List, ast.Tuple) else parts.right
             elts = parts.elts if parts.__class__ in (ast.List, ast.Tuple) else []
             return any(is_device_tensor(ctx, e, use, depth) for e in elts)
+        if func.attr == "to" and q is None:
+            return is_device_tensor(ctx, func.value, use, depth)  # pred.to(torch.float32): a dtype change
         if func.attr in _DEVICE_KEEPING:
             if q is not None:  # torch.argmax(out, 1) and friends
                 return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine import AST, Context, last_name, str_consts
 
 
 _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
@@ -54,3 +54,30 @@ def in_compat_fallback(ctx: Context, node: AST, new_api: re.Pattern[str] | None 
                         return True
         child = anc
     return False
+
+
+def _main_block(ctx: Context, node: AST) -> ast.If | None:
+    """The module-level ``if __name__ == "__main__":`` block around ``node``, if any."""
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.If and ctx.parent(anc) is ctx.tree:
+            test = anc.test
+            if test.__class__ is ast.Compare and any(
+                    n.__class__ is ast.Name and n.id == "__name__" for n in ast.walk(test)) and "__main__" in set(
+                    str_consts(test)):
+                return anc
+    return None
+
+
+def in_demo_main(ctx: Context, node: AST) -> bool:
+    """In the ``__main__`` block of a library module (it defines classes or functions) that only
+    exercises them - no loop, no function of its own: a smoke test that prints a shape or a
+    score on made-up inputs, where performance and reproducibility advice gains nothing."""
+    block = _main_block(ctx, node)
+    if block is None or not any(n.__class__ in (ast.ClassDef, ast.FunctionDef) for n in ctx.tree.body):
+        return False
+    key = ("sem:demo-main", id(block))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = not any(
+            n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef) for n in ast.walk(block))
+    return found

@@ -59,6 +59,11 @@ def _self_attr_from_locals(ctx: Context, expr: ast.Attribute, use: AST) -> str |
     return kinds.pop() if len(kinds) == 1 else None
 
 
+# wrappers that are modules themselves (their calls run the wrapped module's forward)
+_WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.DataParallel",
+                       "torch.distributed.fsdp.FullyShardedDataParallel"})
+
+
 def is_model_name(name: str | None) -> bool:
     if not name or not _MODEL_NAME.match(name):
         return False
@@ -69,6 +74,8 @@ def is_module_class(ctx: Context, built: str | None) -> bool:
     """Is this (canonical or ``local:``) class name an ``nn.Module`` subclass?"""
     if built is None:
         return False
+    if built in _WRAPPERS:
+        return True
     if built.startswith("torch.nn."):
         last = built.rsplit(".", 1)[1]
         return built.count(".") == 2 and last[:1].isupper() and not last.endswith("Loss") and last != "Parameter"
@@ -87,8 +94,9 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
     built = ctx.constructed_from(expr, use)
     if is_module_class(ctx, built):
         return True
-    if built is None and expr.__class__ in (ast.Name, ast.Attribute) and ctx.text(expr) in _used_as_module(ctx):
-        return True  # netD.parameters() handed to an optimizer, netD.train(): a module whatever its name
+    imported = built is not None and not built.startswith(("torch.", "local:")) and built.split(".", 1)[0] not in _OTHER_FRAMEWORKS
+    if (built is None or imported) and expr.__class__ in (ast.Name, ast.Attribute) and ctx.text(expr) in _used_as_module(ctx):
+        return True  # netD.parameters() handed to an optimizer, mpd.train(): a module whatever its name or class
     if built is None and expr.__class__ is ast.Attribute and root_name(expr) is not None and root_name(expr).id == "self":
         built = _self_attr_from_locals(ctx, expr, use or expr)
     if built is not None and built.split(".", 1)[0] in _OTHER_FRAMEWORKS:
@@ -167,4 +175,4 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
         return _calls_submodule(ctx.parent(method) if ctx.parent(method).__class__ is ast.ClassDef else None, method)
     if built is not None and built.startswith(_LIBRARY_MODELS):
         return False
-    return name in _FORWARD_VERBS and name not in ctx.project.no_grad_functions
+    return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions

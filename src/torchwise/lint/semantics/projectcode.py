@@ -1,43 +1,74 @@
 """Functions defined elsewhere in the project, read on demand: the project scan keeps the
 source of the short functions that mention what rules may ask about (a host read, a GPU set-up,
-``pin_memory``); a rule that meets a call of one of them has it parsed here, once per process."""
+``pin_memory``); a rule that meets a call of one of them has it parsed here and keeps the answer, once per process."""
 
 from __future__ import annotations
 
 import ast
+import os
 from typing import Callable
 
+from torchwise.lint.engine import Context
 from torchwise.lint.facts import FunctionBlock, ProjectFacts
 
 
-def parsed(facts: ProjectFacts, block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+def parsed(block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The parsed function of ``block`` (None when it does not parse)."""
-    key = ("parse", block.path, block.line)
+    try:
+        body = ast.parse(block.text).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return body[0] if body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else None
+
+
+def _offset(facts: ProjectFacts, block: FunctionBlock, test: Callable[[ast.AST], int | None]) -> int | None:
+    """``test`` on the parsed block, once per process (only the answer is kept, not the tree)."""
+    key = ("block", block.path, block.line, test)
     if key not in facts.answers:
-        try:
-            body = ast.parse(block.text).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            body = []
-        ok = body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)
-        facts.answers[key] = body[0] if ok else None
+        func = parsed(block)
+        facts.answers[key] = test(func) if func is not None else None
     return facts.answers[key]
 
 
-def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None]) -> str | None:
+def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None],
+                     every: bool = True, module: str | None = None) -> str | None:
     """``"path:line"`` where the project's function ``name`` does what ``test`` looks for (it
     returns the line within the function), when every definition of that name in the project
-    does (several classes may define ``update``); else None. ``kind``: the facts' block table."""
+    does (several classes may define ``update``), or with ``every=False`` when one does; else
+    None. With ``module`` (``data_setup.create_dataloaders(...)``), only the definitions in
+    files of that name count. ``kind``: the facts' block table."""
     blocks = getattr(facts, kind).get(name or "")
+    if module is not None:
+        blocks = tuple(b for b in blocks or () if os.path.splitext(os.path.basename(b.path))[0] == module)
+        every = False  # the definition of that module
     if not blocks:
         return None
-    key = (kind, name)
+    key = (kind, name, every, module)
     if key not in facts.answers:
-        found = []
-        for block in blocks:
-            func = parsed(facts, block)
-            offset = test(func) if func is not None else None
-            if offset is not None:
-                found.append(f"{block.path}:{block.line + offset - 1}")
-        every = len(found) == facts.definitions.get(name or "", 0)
-        facts.answers[key] = found[0] if found and every else None
+        found: list[str] = []
+        # with ``every``, one definition that does not mention the needles, or fails the test, settles it
+        if not every or len(blocks) >= facts.definitions.get(name or "", 0):
+            for block in blocks:
+                offset = _offset(facts, block, test)
+                if offset is not None:
+                    found.append(f"{block.path}:{block.line + offset - 1}")
+                elif every:
+                    break
+        complete = len(found) == facts.definitions.get(name or "", 0)
+        facts.answers[key] = found[0] if found and (complete or not every) else None
     return facts.answers[key]
+
+
+def share_context(facts: ProjectFacts, ctx: Context) -> None:
+    """Offer a file a rule parsed for the project's facts (a caller, a file that saves checkpoints)
+    to the lint of that file, if it is still to come in this process."""
+    facts.answers[("context", ctx.path)] = ctx
+
+
+def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Context | None:
+    """The parsed file ``path`` when this process parsed it (with exactly ``source``) for the
+    project's facts before linting it; handed over once."""
+    if facts is None:
+        return None
+    ctx = facts.answers.pop(("context", path), None)
+    return ctx if ctx is not None and ctx.source == source else None

@@ -1,5 +1,6 @@
 """Training steps and loops: backward passes, optimizer steps, the loops that run them,
-gradient clearing, and code that runs only once per interval or on a recovery path."""
+gradient clearing, and code that runs only once per interval (set-up code that runs once:
+:mod:`torchwise.lint.semantics.once`)."""
 
 from __future__ import annotations
 
@@ -129,6 +130,44 @@ def hot_region_of(ctx: Context, node: AST) -> AST | None:
     return func if func is not None and id(func) in functions else None
 
 
+def evaluated_every_call(ctx: Context, func: AST) -> bool:
+    """Does every loop of this file that calls the step function ``func`` also run an evaluation
+    (``test(...)``, ``evaluate(...)``) on every pass, outside any condition? A full-batch script
+    that trains one step and tests once per epoch waits for the GPU in the test anyway."""
+    key = ("sem:evalcalls", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+        found = bool(callers)
+        for call in callers:
+            loops = ctx.enclosing_loops(call)
+            if not loops or not any(_evaluates(ctx, stmt) for stmt in getattr(loops[0], "body", ())):
+                found = False
+                break
+        ctx._cache[key] = found
+    return found
+
+
+def _evaluates(ctx: Context, stmt: AST) -> bool:
+    """A statement of a loop body that evaluates: it calls an evaluation function
+    (``result = test(...)``) or puts the model in evaluation mode (``model.eval()``)."""
+    value = stmt.value if stmt.__class__ in (ast.Assign, ast.Expr, ast.AugAssign) else None
+    if value is None or value.__class__ is not ast.Call:
+        return False
+    name = last_name(value.func) or ""
+    return is_eval_name(name) or (name == "eval" and value.func.__class__ is ast.Attribute and not value.args)
+
+
+def full_batch_epochs(ctx: Context, loop: AST) -> bool:
+    """A loop over epochs (``for epoch in range(n)``) that trains on the whole data set once per
+    pass and evaluates on every pass, outside any condition: the evaluation waits for the GPU
+    each pass anyway, so a read in the training part adds no wait of its own."""
+    it = getattr(loop, "iter", None)
+    if it is None or it.__class__ is not ast.Call or last_name(it.func) not in ("range", "trange") or len(it.args) > 2:
+        return False
+    return any(_evaluates(ctx, stmt) for stmt in loop.body)
+
+
 def backwarded_names(ctx: Context, scope: AST) -> dict[str, list[tuple[int, int]]]:
     """Names a backward pass was started from in ``scope`` -> positions of those calls.
 
@@ -188,6 +227,26 @@ def _loss_terms(expr: AST | None, depth: int = 6) -> list[str]:
         if expr.left.__class__ is ast.Constant:
             return _loss_terms(expr.right, depth - 1)
     return []
+
+
+def summed_loss_terms(ctx: Context, scope: AST) -> set[str]:
+    """Names summed into the loss a backward pass starts from in ``scope``, through the
+    assignments that build it (``loss = (pos + neg) / 2; loss = loss + regularization``)."""
+    key = ("sem:terms", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = set(backwarded_names(ctx, scope))
+        todo = list(found)
+        while todo:
+            name = todo.pop()
+            for b in ctx.bindings(scope).get(name, ()):
+                if b.kind in ("assign", "aug") and b.value is not None:
+                    for term in _loss_terms(b.value):
+                        if term not in found:
+                            found.add(term)
+                            todo.append(term)
+        ctx._cache[key] = found
+    return found
 
 
 def names_feeding_backward(ctx: Context, scope: ast.AST) -> set[str]:
@@ -279,51 +338,6 @@ def in_except_handler(ctx: Context, node: AST) -> bool:
             return True
         child = anc
     return False
-
-
-# functions that run once per program or per object: set-up
-_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "main", "_main", "reset_parameters", "_reset_parameters",
-                         "init_weights", "_init_weights", "reset", "setup", "_setup", "build", "_build"})
-_ONCE_PREFIXES = ("setup_", "_setup_", "build_", "_build_", "init_", "_init_", "initialize", "create_", "configure_",
-                  "prepare_", "make_", "load_", "register_")
-_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def is_per_call_function(ctx: Context, func: AST) -> bool:
-    """A function that runs for every batch or step: ``forward``/``__call__`` (also
-    ``forward_features``...), ``*_step``, a method of an ``nn.Module`` class (part of the
-    model's computation: ``generate``, ``encode``...), or one that runs a training step itself."""
-    if func.__class__ is ast.Lambda:
-        return True
-    name = func.name.lower()
-    if "forward" in name or name in ("__call__", "step") or name.endswith("_step"):
-        return True
-    klass = ctx.parent(func)
-    if klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
-        return True
-    return any(ctx.scope_of(c) is func for c in training_calls(ctx))
-
-
-def runs_once(ctx: Context, node: AST) -> bool:
-    """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
-    loops, in ``__init__``/``setup``/``build``/``main``-like functions, and before or after the
-    loop of a function that loops; no inside a loop or comprehension, in per-call functions
-    (:func:`is_per_call_function`) and in other functions (helpers may be called per step)."""
-    if ctx.enclosing_loops(node):
-        return False
-    for anc in ctx.ancestors(node):
-        if anc.__class__ in _COMPREHENSIONS:
-            return False
-        if isinstance(anc, DEF_TYPES):
-            break
-    scope = ctx.scope_of(node)
-    if scope.__class__ is ast.Module:
-        return True
-    if scope.__class__ is not ast.Lambda and (scope.name in _ONCE_NAMES or scope.name.startswith(_ONCE_PREFIXES)):
-        return True
-    if is_per_call_function(ctx, scope):
-        return False
-    return any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body))
 
 
 _EVAL_WORDS = frozenset({

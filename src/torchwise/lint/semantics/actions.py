@@ -1,0 +1,86 @@
+"""Values an environment needs on the host: the action a reinforcement-learning loop steps its
+environment with (``env.step(action)``). Reading it on the host is required, and the model call
+that produced it needs no autograd graph when nothing else keeps it."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.steps import is_optimizer_step, names_feeding_backward
+
+
+def environment_step(ctx: Context, call: ast.Call) -> bool:
+    """``env.step(action)``, ``envs.step(...)``: a step that is not an optimizer's, scheduler's or scaler's."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.attr != "step" or not (call.args or call.keywords):
+        return False
+    owner = (last_name(func.value) or "").lower()
+    if any(w in owner for w in ("optim", "sched", "scaler", "opt")) or is_optimizer_step(ctx, call):
+        return False
+    return True
+
+
+def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
+    """Does the value read at ``node`` go to an environment's ``step()`` in this loop (directly,
+    or through names assigned from it)? The environment runs on the host: the read is needed."""
+    for anc in ctx.ancestors(node):
+        if anc.__class__ is ast.Call and environment_step(ctx, anc):
+            return True
+        if isinstance(anc, ast.stmt):
+            stmt = anc
+            break
+    else:
+        return False
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    later = [n for n in ctx.walk_body(loop.body) if getattr(n, "lineno", 0) > (stmt.end_lineno or stmt.lineno)]
+    for n in later:
+        if n.__class__ is ast.Assign and any(m.__class__ is ast.Name and m.id in names for m in ast.walk(n.value)):
+            names |= {m.id for t in n.targets for m in ast.walk(t) if m.__class__ is ast.Name}
+        elif n.__class__ is ast.Call and environment_step(ctx, n):
+            if any(m.__class__ is ast.Name and m.id in names for a in n.args for m in ast.walk(a)):
+                return True
+    return False
+
+
+def _leaves_graph(expr: AST) -> bool:
+    """``q.argmax(1).cpu().numpy()``, ``a.detach()``, ``a.item()``: the value no longer carries a graph."""
+    return any(n.__class__ is ast.Call and last_name(n.func) in ("cpu", "numpy", "item", "tolist", "detach")
+               for n in ast.walk(expr))
+
+
+def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
+    """Does what ``stmt`` binds only become an action for an environment in ``loop``: it reaches
+    an environment's ``step()`` (through ``argmax``, ``.cpu().numpy()``...) and is not collected
+    (``.append``, ``+=``), returned, or summed into a backward pass while it still carries its
+    graph? Then the model call that made it needed no autograd graph."""
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name and n.id != "_"}
+    if not names or names & names_feeding_backward(ctx, ctx.scope_of(stmt)):
+        return False
+    end = stmt.end_lineno or stmt.lineno
+    stepped = False
+    released: set[str] = set()  # host data made from it (.cpu().numpy()): used anywhere, it needs no graph
+    for node in ctx.walk_body(loop.body):
+        if not isinstance(node, ast.stmt) or node.lineno <= end or node.__class__ in (ast.For, ast.While, ast.If, ast.With):
+            continue  # compound statements: their inner statements are looked at one by one
+        reads = {n.id for n in ast.walk(node) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+        if not reads & (names | released):
+            continue
+        value = node.value if node.__class__ in (ast.Assign, ast.Expr) else None
+        if value is not None and any(c.__class__ is ast.Call and environment_step(ctx, c) for c in ast.walk(value)):
+            stepped = True  # the environment takes it; what it returns is new data
+        elif not reads & names:
+            continue
+        elif node.__class__ is ast.Assign and _leaves_graph(node.value):
+            bound = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+            released |= bound
+            names -= bound  # actions = actions.detach().cpu().numpy(): the name now holds host data
+        elif node.__class__ is ast.Assign:
+            names |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+        else:
+            return False  # collected, returned, logged as a tensor...: it may need its graph
+    return stepped

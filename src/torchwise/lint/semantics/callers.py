@@ -1,0 +1,106 @@
+"""Who calls a function, across the project: the call sites of a function defined in one
+module, in the other modules that import it (``engine.train(model, train_loader, ...)`` in
+``train.py`` for ``def train`` in ``engine.py``), with the argument each passes for a parameter.
+The callers' files are parsed only when a rule asks, once per process."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Iterator
+
+from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.projectcode import share_context
+
+# a function called from more files than this is a library entry point: its callers tell little
+MAX_CALLER_FILES = 8
+
+
+def parsed_file(facts: ProjectFacts, path: str, text: str) -> Context | None:
+    """The context of another file of the project (parsed once per process)."""
+    key = ("file", path)
+    if key not in facts.answers:
+        try:
+            facts.answers[key] = Context(text, path, ast.parse(text, filename=path), facts)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            facts.answers[key] = None
+        else:
+            share_context(facts, facts.answers[key])  # parsed once: its own lint, if still to come, reuses it
+    return facts.answers[key]
+
+
+def _imports_module(text: str, stem: str) -> bool:
+    """Does this text import the module ``stem`` (``import engine``, ``from pkg import engine``,
+    ``from engine import train``, ``from .engine import train``)? A text test, then confirmed
+    on the parsed imports by :func:`_call_sites`."""
+    return (f"import {stem}" in text or f" {stem} import" in text or f".{stem} import" in text
+            or f", {stem}" in text or f"import {stem}," in text)
+
+
+def _param_index(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int | None:
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if name not in params:
+        return None
+    index = params.index(name)
+    return index - 1 if params and params[0] in ("self", "cls") else index
+
+
+def project_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:
+    """``(caller's context, call)`` for every call of ``name`` - a function or class defined at
+    the top of this file - from another module of the project that imports it."""
+    facts = ctx.project
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    key = ("callers", ctx.path, name)
+    found = facts.answers.get(key)
+    if found is None:
+        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and _imports_module(t, stem)]
+        found = []
+        if len(files) <= MAX_CALLER_FILES:
+            for path, text in files:
+                other = parsed_file(facts, path, text)
+                if other is not None:
+                    found.extend((other, call) for call in _call_sites(other, stem, name))
+        facts.answers[key] = found
+    return iter(found)
+
+
+def project_arguments(ctx: Context, func: AST, param: str) -> Iterator[tuple[Context, AST, ast.Call]]:
+    """``(caller's context, argument, call)`` for every call of the module-level function ``func``
+    of this file made from another module of the project that imports it, passing ``param``.
+    Yields nothing when the function is not reachable that way or has too many callers."""
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
+        return
+    index = _param_index(func, param)
+    for other, call in project_calls(ctx, func.name):
+        value = argument(call, param, index)
+        if value is not None:
+            yield other, value, call
+
+
+def _call_sites(ctx: Context, stem: str, name: str) -> list[ast.Call]:
+    """Calls of ``stem.name(...)`` (``pkg.stem.name(...)``) or of ``name`` imported from the module ``stem``."""
+    out = []
+    for call in ctx.calls_named(name):
+        func = call.func
+        if func.__class__ is ast.Attribute:
+            owner = func.value
+            if owner.__class__ is ast.Name:
+                ok = owner.id == stem or (ctx.imports.get(owner.id) or "").rsplit(".", 1)[-1] == stem
+            else:
+                ok = owner.__class__ is ast.Attribute and owner.attr == stem
+        else:
+            parts = (ctx.imports.get(name) or "").split(".")
+            ok = (len(parts) >= 2 and parts[-2] == stem) or _relative_import(ctx, name, stem)
+        if ok:
+            out.append(call)
+    return out
+
+
+def _relative_import(ctx: Context, name: str, stem: str) -> bool:
+    """``from .engine import train`` (relative imports are not in ``ctx.imports``)."""
+    for node in ctx.nodes.get(ast.ImportFrom, ()):
+        if node.level and (node.module or "").rsplit(".", 1)[-1] == stem and any(
+                (a.asname or a.name) == name for a in node.names):
+            return True
+    return False

@@ -1,0 +1,231 @@
+"""What checkpoints hold: data evidently on the host (``.cpu()`` tensors, NumPy, tensors built
+from NumPy in code that never touches a device), objects that are no tensors at all (a pickled
+``args``), the keys of saved dicts, and the file names a ``torch.save`` writes and a
+``torch.load`` reads - in one file, or, through the project facts, across the project."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, argument, last_name
+from torchwise.lint.semantics.devices import is_device_tensor, scope_moves_to_device
+
+
+_CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
+
+
+def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bool:
+    """Data evidently on the host: built with ``.cpu()``/``.numpy()``/``.item()``/``.tolist()``
+    or NumPy, directly or through the names and containers it is made of
+    (``{k: v.cpu() for k, v in sd.items()}``, ``{"mu": np.mean(a, 0)}``); a dict whose tensor
+    values all are."""
+    if expr is None or depth <= 0:
+        return False
+    cls = expr.__class__
+    if cls is ast.Call:
+        node: AST = expr
+        while True:  # model.cpu().state_dict(): a .cpu() anywhere down the chain
+            if node.__class__ is ast.Call:
+                if last_name(node.func) in _CPU_MARKS or (ctx.qualname(node.func) or "").startswith("numpy."):
+                    return True
+                node = node.func
+            elif node.__class__ in (ast.Attribute, ast.Subscript):
+                node = node.value
+            else:
+                return False
+    if cls in (ast.DictComp, ast.ListComp):
+        return is_host_data(ctx, expr.value if cls is ast.DictComp else expr.elt, use, depth)
+    if cls is ast.Dict:
+        values = [v for v in expr.values if v is not None and v.__class__ is not ast.Constant]
+        return bool(values) and all(is_host_data(ctx, v, use, depth) or _plain_number(ctx, v, use) for v in values)
+    if cls is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        return b is not None and b.kind == "assign" and is_host_data(ctx, b.value, b.node, depth - 1)
+    return False
+
+
+def _plain_number(ctx: Context, expr: AST, use: AST) -> bool:
+    """``epoch``, ``args.lr``, ``best_acc``: metadata saved next to the tensors, not a tensor."""
+    if expr.__class__ is ast.Attribute:
+        return True
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        return b is None or b.kind in ("param", "for") or b.kind == "assign" and b.value.__class__ in (ast.Constant, ast.BinOp)
+    return False
+
+
+def saves_on_host(ctx: Context) -> bool | None:
+    """True when every ``torch.save`` of the file saves host data, False when one does not,
+    None when the file saves nothing."""
+    saves = ctx.calls_to("torch.save")
+    if not saves:
+        return None
+    return all(is_host_data(ctx, argument(call, "obj", 0), call) for call in saves)
+
+
+def _dict_items(ctx: Context, expr: AST | None, use: AST) -> list[tuple[str, AST]] | None:
+    """``(key, value)`` of a dict with constant string keys: a literal, ``dict(k=v)``, or a name
+    bound to one."""
+    if expr is None:
+        return None
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        if b is None or b.kind != "assign":
+            return None
+        expr, use = b.value, b.node
+    if expr.__class__ is ast.Dict:
+        if not all(k.__class__ is ast.Constant and isinstance(k.value, str) for k in expr.keys):
+            return None
+        return [(k.value, v) for k, v in zip(expr.keys, expr.values)]
+    if expr.__class__ is ast.Call and last_name(expr.func) == "dict" and not expr.args:
+        return [(k.arg, k.value) for k in expr.keywords if k.arg is not None]
+    return None
+
+
+def saved_keys(ctx: Context) -> tuple[set[str], set[str]]:
+    """The keys of the dicts this file saves with ``torch.save``: those whose value is host data
+    (or a plain number, string, name), and those that may hold device tensors."""
+    host: set[str] = set()
+    device: set[str] = set()
+    for call in ctx.calls_to("torch.save"):
+        items = _dict_items(ctx, argument(call, "obj", 0), call)
+        for key, value in items or ():
+            plain = value.__class__ is ast.Constant or _plain_number(ctx, value, call)
+            (host if plain or is_host_data(ctx, value, call) else device).add(key)
+    return host, device
+
+
+def loaded_keys(ctx: Context, load: ast.Call) -> set[str]:
+    """The constant keys read from what ``load`` returns: ``torch.load(p)["mean"]``, or
+    ``stats = torch.load(p); stats["mean"]``."""
+    parent = ctx.parent(load)
+    if parent.__class__ is ast.Subscript and parent.value is load:
+        s = parent.slice
+        return {s.value} if s.__class__ is ast.Constant and isinstance(s.value, str) else set()
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return set()
+    name = parent.targets[0].id
+    keys = set()
+    for node in ctx.walk_body(getattr(ctx.scope_of(load), "body", [])):
+        if node.__class__ is ast.Subscript and node.value.__class__ is ast.Name and node.value.id == name:
+            s = node.slice
+            if not (s.__class__ is ast.Constant and isinstance(s.value, str)):
+                return set()  # some key we cannot read
+            keys.add(s.value)
+    return keys
+
+
+# names of saved objects that hold settings, not tensors (``torch.save(self.args, ".../training_args.bin")``)
+_SETTINGS = frozenset({"args", "config", "cfg", "conf", "opt", "opts", "options", "hparams", "hyperparams",
+                       "settings", "training_args", "train_args", "arguments"})
+_HOST_MAKERS = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.tensor", "torch.Tensor", "torch.LongTensor",
+                          "torch.FloatTensor"})
+_MODULE_STATE = frozenset({"state_dict", "parameters", "named_parameters", "buffers"})
+
+
+def holds_no_tensors(expr: AST | None) -> bool:
+    """A settings object saved with ``torch.save`` (``args``, ``self.config``): no tensors in it."""
+    name = last_name(expr) if expr is not None and expr.__class__ in (ast.Name, ast.Attribute) else None
+    return name is not None and name in _SETTINGS
+
+
+def built_on_host(ctx: Context, expr: AST | None, use: AST, depth: int = 12) -> bool:
+    """Tensors made here from host data, in a function that puts nothing on a device: NumPy
+    arrays turned into tensors (``torch.from_numpy``), structures built from them
+    (``SparseTensor(row=edge_index[0], ...)``), dicts of them. Not a parameter, an attribute
+    of ``self``, a model's ``state_dict()``, a model output or anything moved to a device."""
+    if expr is None:
+        return False
+    scope = ctx.scope_of(use)
+    if scope_moves_to_device(ctx, scope, 0):
+        return False
+    return _host_value(ctx, expr, use, scope, depth, {})
+
+
+def _host_value(ctx: Context, expr: AST, use: AST, scope: AST, depth: int, seen: dict[int, bool]) -> bool:
+    cls = expr.__class__
+    if depth <= 0:
+        return False
+    if cls is ast.Constant or cls is ast.JoinedStr:
+        return True
+    if cls is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "import":
+            return expr.id.isupper()  # from root import ROOT: a constant by convention
+        if b is not None and b.kind == "assign" and ctx.scope_of(b.node) is ctx.tree and scope is not ctx.tree:
+            return b.value.__class__ in (ast.Constant, ast.JoinedStr)  # ROOT = "/data": a module-level setting
+        if b is None or b.kind not in ("assign", "unpack", "aug", "for") or b.value is None or ctx.scope_of(b.node) is not scope:
+            return False
+        key = id(b.node)
+        if key not in seen:
+            seen[key] = True  # a cycle through loop-carried names adds nothing: assume it holds
+            at = b.node if b.kind != "for" else b.value  # a comprehension's clause has no position
+            seen[key] = _host_value(ctx, b.value, at, scope, depth - 1, seen)
+        return seen[key]
+    parts: list[AST]
+    if cls in (ast.Tuple, ast.List):
+        parts = list(expr.elts)
+    elif cls is ast.Dict:
+        parts = [v for v in expr.values if v is not None]
+    elif cls is ast.Attribute and ctx.qualname(expr) is not None:
+        return True  # torch.int8, np.float32: a library constant
+    elif cls in (ast.Subscript, ast.Attribute):
+        root = expr.value
+        if root.__class__ is ast.Name and root.id in ("self", "cls"):
+            return cls is ast.Attribute and _setting(expr)
+        parts = [root]
+    elif cls is ast.BinOp:
+        parts = [expr.left, expr.right]
+    elif cls in (ast.ListComp, ast.GeneratorExp):
+        return _host_value(ctx, expr.elt, expr.elt, scope, depth, seen)  # its names are bound by its for clauses
+    elif cls is ast.Call:
+        if is_device_tensor(ctx, expr, use):
+            return False
+        if is_host_data(ctx, expr, use) or (ctx.qualname(expr.func) or "") in _HOST_MAKERS:
+            return True  # .cpu(), .numpy(), NumPy calls; tensors made from host data
+        func = expr.func
+        if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
+            if func.attr in _MODULE_STATE:
+                return False
+            parts = [func.value]
+        else:
+            parts = []
+        parts += [*expr.args, *(k.value for k in expr.keywords)]
+    else:
+        return False
+    return all(_host_value(ctx, p, use, scope, depth, seen) for p in parts)
+
+
+def _setting(expr: AST) -> bool:
+    """``self.n``, ``self.data_dir``: a size or a path (not a tensor of the model), by its name."""
+    name = last_name(expr) or ""
+    return name.startswith(("num_", "n_")) or name.endswith(("_dir", "_path", "_size", "_len")) or name in ("n", "dir", "root")
+
+
+def saved_on_host(ctx: Context, save: ast.Call) -> bool:
+    """Does this ``torch.save`` write host data or no tensors at all?"""
+    obj = argument(save, "obj", 0)
+    return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save)
+
+
+_FILE_NAME = re.compile(r"[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}$")
+
+
+def file_names(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> set[str]:
+    """The file names a path expression evidently ends with: ``"ckpt/best.pth"``,
+    ``os.path.join(d, "training_args.bin")``, ``f"{root}/adj_t.pt"``, ``path + "/" + "checkpoint.pth"``,
+    also through a name bound to one (``best_model_path = path + "/" + "checkpoint.pth"``)."""
+    out: set[str] = set()
+    if expr is None or depth <= 0:
+        return out
+    for node in ast.walk(expr):
+        if node.__class__ is ast.Constant and isinstance(node.value, str):
+            tail = node.value.replace("\\", "/").rsplit("/", 1)[-1]
+            if _FILE_NAME.fullmatch(tail) and not tail.startswith("."):
+                out.add(tail)
+        elif node.__class__ is ast.Name:
+            b = ctx.binding_at(node.id, use)
+            if b is not None and b.kind == "assign" and b.value is not None:
+                out |= file_names(ctx, b.value, b.node, depth - 1)
+    return out

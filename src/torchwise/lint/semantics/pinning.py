@@ -1,0 +1,147 @@
+"""Pinned loaders: whether the DataLoader a loop takes its batches from is built with
+``pin_memory`` on - by its own arguments (a literal, an expression such as
+``torch.cuda.is_available()``, a ``**kwargs`` dict, also one chosen by ``if cuda``), by a
+function of this file or of the project that builds it, or, for a loader handed in as a
+parameter, by what the callers pass (in this file, or in the modules that import it)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
+from torchwise.lint.semantics.callers import project_arguments
+from torchwise.lint.semantics.data import pinned_loaders_line
+from torchwise.lint.semantics.projectcode import function_verdict
+from torchwise.lint.semantics.values import local_function
+
+DATALOADER = "torch.utils.data.DataLoader"
+
+
+def _truthy(node: AST) -> bool:
+    """A ``pin_memory`` value: a constant as written; any expression (``torch.cuda.is_available()``,
+    ``args.pin_mem``, ``self.pin_memory``) pins where it matters, on a GPU."""
+    return bool(node.value) if node.__class__ is ast.Constant else True
+
+
+def _dict_pin(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> bool | None:
+    """``pin_memory`` in a ``**kwargs`` dict: a literal, ``dict(...)``, a name bound to one, or one
+    chosen by a condition (``{"pin_memory": True} if cuda else {}``: pinned when on a GPU).
+    None when the dict is not evident, False when it evidently has no ``pin_memory``."""
+    value = ctx.resolve(expr, use)
+    if value is None or depth <= 0:
+        return None
+    if value.__class__ is ast.IfExp:
+        sides = [_dict_pin(ctx, value.body, use, depth - 1), _dict_pin(ctx, value.orelse, use, depth - 1)]
+        return True if True in sides else (False if sides == [False, False] else None)
+    if value.__class__ is ast.Call and last_name(value.func) == "dict":
+        pin = keyword(value, "pin_memory")
+        return _truthy(pin.value) if pin is not None else False
+    if value.__class__ is ast.Dict:
+        for key, v in zip(value.keys, value.values):
+            if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory":
+                return _truthy(v)
+        return False if all(k is not None for k in value.keys) else None
+    return None
+
+
+def pin_value(ctx: Context, call: ast.Call) -> bool | None:
+    """True/False for ``DataLoader(..., pin_memory=...)`` (absent: False), also through
+    ``**loader_args`` dicts written in the file; None for ``**kwargs`` that are not evident."""
+    pin = argument(call, "pin_memory", 7)
+    if pin is not None:
+        return _truthy(pin)
+    for k in call.keywords:
+        if k.arg is None:
+            found = _dict_pin(ctx, k.value, call)
+            if found is not False:
+                return found
+    return False
+
+
+def _combine(verdicts: list[bool | None]) -> bool | None:
+    """One loader unpinned: False; every one pinned: True; else unknown."""
+    if False in verdicts:
+        return False
+    return True if verdicts and all(v is True for v in verdicts) else None
+
+
+def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> bool | None:
+    """Is the loader ``expr`` holds (at ``use``) pinned? None when it cannot be told."""
+    if expr is None or depth <= 0:
+        return None
+    cls = expr.__class__
+    if cls is ast.Call:
+        return _call_pinned(ctx, expr, -1, depth)
+    if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        value = ctx.single_self_value(expr, use)
+        return loader_pinned(ctx, value, value, depth - 1) if value is not None else None
+    if cls is not ast.Name:
+        return None
+    b = ctx.binding_at(expr.id, use)
+    if b is None:
+        return None
+    if b.kind in ("assign", "unpack") and b.value is not None:
+        if b.value.__class__ is ast.Call:
+            return _call_pinned(ctx, b.value, b.index if b.kind == "unpack" else -1, depth)
+        if b.kind == "assign":
+            return loader_pinned(ctx, b.value, b.node, depth - 1)
+    if b.kind == "param":
+        return _param_pinned(ctx, b, depth - 1)
+    if b.kind == "for" and b.value is not None:
+        # for name, loader in zip(names, loaders) / for loader in loaders: an element of a collection
+        it = b.value
+        if it.__class__ is ast.Call and last_name(it.func) == "zip" and 0 <= b.index < len(it.args):
+            it = it.args[b.index]
+        elif it.__class__ is ast.Call and last_name(it.func) == "enumerate" and b.index == 1 and it.args:
+            it = it.args[0]
+        elif b.index != -1:
+            return None
+        return loader_pinned(ctx, it, b.node if b.node.__class__ is not ast.comprehension else it, depth - 1)
+    return None
+
+
+def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int) -> bool | None:
+    """The loader a call returns (element ``index`` of a returned tuple; -1: the whole value)."""
+    if ctx.qualname(call.func) == DATALOADER:
+        return pin_value(ctx, call)
+    target = local_function(ctx, call)
+    if target is not None and target.__class__ is not ast.Lambda:
+        verdicts = []
+        for node in ctx.walk_body(target.body):
+            if node.__class__ is ast.Return and node.value is not None:
+                value = node.value
+                if index >= 0 and value.__class__ in (ast.Tuple, ast.List):
+                    value = value.elts[index] if index < len(value.elts) else None
+                verdicts.append(loader_pinned(ctx, value, node, depth - 1))
+        return _combine(verdicts)
+    func = call.func
+    module = func.value.id if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name else None
+    if module is not None and ctx.imports.get(module) is not None:
+        module = ctx.imports[module].rsplit(".", 1)[-1]  # from pkg import data_setup as ds
+    if function_verdict(ctx.project, "loader_blocks", last_name(func), pinned_loaders_line, module=module):
+        return True  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
+    return None
+
+
+def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
+    """A loader handed in as a parameter: what every caller passes (calls of this file, else the
+    modules of the project that import this one)."""
+    func = ctx.parent(ctx.parent(binding.node)) if ctx.parent(binding.node) is not None else None
+    if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return None
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    method = ctx.parent(func).__class__ is ast.ClassDef and params[:1] in (["self"], ["cls"])
+    index = params.index(binding.name) if binding.name in params else None
+    verdicts = []
+    for call in ctx.calls_named(func.name):
+        if local_function(ctx, call) is not func:
+            continue
+        shift = 1 if method and call.func.__class__ is ast.Attribute else 0
+        value = argument(call, binding.name, index - shift if index is not None and index >= shift else None)
+        verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
+    if not verdicts and depth > 0 and "loader" in binding.name.lower():
+        for other, value, call in project_arguments(ctx, func, binding.name):
+            verdicts.append(loader_pinned(other, value, call, depth))
+    # one caller that hands in a pinned loader is enough: non_blocking=True helps it and costs
+    # the others nothing (a copy from pageable memory is synchronous either way)
+    return True if True in verdicts else _combine(verdicts)

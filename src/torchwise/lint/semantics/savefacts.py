@@ -1,0 +1,103 @@
+"""What the project's ``torch.save`` calls write, across files (see :mod:`checkpoints` for one
+file): each file that saves is summed up once per process - when it is linted, or, for the files
+not linted yet when a rule first asks, from a parse that its lint then reuses - and only the
+small summaries are kept, not the parsed files."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from torchwise.lint.engine import Context, argument
+from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.checkpoints import file_names, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.projectcode import share_context
+
+
+@dataclass(frozen=True)
+class FileSaves:
+    """One file's saves: whether they all write host data (None: no tensors seen), the keys of
+    saved dicts holding host data and those that may hold device tensors, and file name ->
+    whether every save of that name writes host data."""
+
+    host_only: bool | None
+    host_keys: frozenset[str]
+    device_keys: frozenset[str]
+    names: dict[str, bool]
+
+
+def summarise(ctx: Context) -> FileSaves:
+    names: dict[str, bool] = {}
+    for save in ctx.calls_to("torch.save"):
+        written = file_names(ctx, argument(save, "f", 1), save)
+        host = saved_on_host(ctx, save) if written else True  # the dearer question, only for a known name
+        for name in written:
+            names[name] = names.get(name, True) and host
+    host_keys, device_keys = saved_keys(ctx)
+    return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names)
+
+
+def _known(facts: ProjectFacts) -> dict[str, FileSaves]:
+    return facts.answers.setdefault("save_summaries", {})
+
+
+def _summaries(facts: ProjectFacts) -> list[FileSaves]:
+    found = facts.answers.get("save_summaries_all")
+    if found is None:
+        known = _known(facts)
+        for path, text in facts.save_files:
+            if path in known:
+                continue
+            try:
+                ctx = Context(text, path, ast.parse(text, filename=path), facts)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                continue
+            known[path] = summarise(ctx)
+            share_context(facts, ctx)  # its lint, still to come in this process, reuses it
+        found = [known[path] for path, _ in facts.save_files if path in known]
+        facts.answers["save_summaries_all"] = found
+    return found
+
+
+def note_linted(facts: ProjectFacts | None, ctx: Context) -> None:
+    """Sum up the saves of a file being linted, while no rule has asked for the project's yet."""
+    if facts is None or not facts.save_files or "save_summaries_all" in facts.answers or "torch.save(" not in ctx.source:
+        return
+    paths = facts.answers.get("save_paths")
+    if paths is None:
+        paths = facts.answers["save_paths"] = frozenset(path for path, _ in facts.save_files)
+    known = _known(facts)
+    if ctx.path in paths and ctx.path not in known:
+        known[ctx.path] = summarise(ctx)
+
+
+def save_index(facts: ProjectFacts) -> dict[str, bool]:
+    """File name -> whether every ``torch.save`` of the project that writes a file of that name
+    writes host data (or no tensors). Read on demand from ``facts.save_files``, once per process."""
+    found = facts.answers.get("save_index")
+    if found is None:
+        found = {}
+        for summary in _summaries(facts):
+            for name, host in summary.names.items():
+                found[name] = found.get(name, True) and host
+        facts.answers["save_index"] = found
+    return found
+
+
+def checkpoint_facts(facts: ProjectFacts) -> tuple[bool, frozenset[str], frozenset[str]]:
+    """What the project's ``torch.save`` calls write: whether there is one and every one saves
+    host data; the keys of saved dicts whose values are host data; the keys that may hold
+    device tensors."""
+    found = facts.answers.get("checkpoints")
+    if found is None:
+        every, seen = True, False
+        host: set[str] = set()
+        device: set[str] = set()
+        for summary in _summaries(facts):
+            every = every and summary.host_only is not False
+            seen = seen or summary.host_only is True
+            host |= summary.host_keys
+            device |= summary.device_keys
+        found = (every and seen, frozenset(host), frozenset(device))
+        facts.answers["checkpoints"] = found
+    return found

@@ -1,0 +1,67 @@
+"""Host synchronisations that are not a value read: indexing with a boolean mask (the result's
+size depends on the data, so the host waits to learn it), and reads of a module's own
+parameters inside its methods (every forward)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import is_device_tensor
+
+_NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
+
+
+def _is_mask(ctx: Context, expr: AST, use: AST, depth: int = 2) -> bool:
+    """A boolean tensor on the device: a comparison of device tensors (``mask == 0``,
+    ``y == y``), its negation (``~mask``), a name bound to one, or a device tensor named
+    ``*mask`` (``data.train_mask`` of a batch moved to the device)."""
+    cls = expr.__class__
+    if cls is ast.Compare:
+        return len(expr.ops) == 1 and expr.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.Lt, ast.Gt, ast.LtE, ast.GtE) and (
+            is_device_tensor(ctx, expr.left, use) or is_device_tensor(ctx, expr.comparators[0], use))
+    if cls is ast.UnaryOp and expr.op.__class__ is ast.Invert:
+        return _is_mask(ctx, expr.operand, use, depth)
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "assign" and b.value is not None and b.value.__class__ in (ast.Compare, ast.UnaryOp):
+            return _is_mask(ctx, b.value, b.node, depth - 1)
+    if cls in (ast.Name, ast.Attribute):
+        return (last_name(expr) or "").lower().endswith("mask") and is_device_tensor(ctx, expr, use)
+    return False
+
+
+def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
+    """``out[mask]`` read with a boolean mask on the device (``pred[is_labeled]``,
+    ``outputs[mask == 0]``, ``out[data.train_mask]``) from a device tensor."""
+    if sub.ctx.__class__ is not ast.Load:
+        return False
+    index = sub.slice
+    if index.__class__ not in (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute):
+        return False
+    if index.__class__ is ast.Name and not (index.id.lower().endswith("mask") or index.id.startswith(("is_", "has_"))):
+        bound = ctx.binding_at(index.id, sub)
+        if bound is None or bound.kind != "assign" or bound.value.__class__ not in (ast.Compare, ast.UnaryOp):
+            return False
+    return _is_mask(ctx, index, sub) and is_device_tensor(ctx, sub.value, sub)
+
+
+def parameter_read(ctx: Context, call: ast.Call) -> str | None:
+    """``self.gamma.item()`` in a method of an ``nn.Module`` class of this file, where
+    ``self.gamma`` is an ``nn.Parameter`` (or a registered buffer): the method runs in the
+    forward pass, so the read waits for the GPU on every step. Returns ``self.gamma``."""
+    recv = call.func.value if call.func.__class__ is ast.Attribute else None
+    if recv is None or recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
+        return None
+    func = ctx.function_of(call)
+    klass = ctx.class_of(call)
+    if func is None or klass is None or func.name.lower().lstrip("_").startswith(_NOT_PER_CALL):
+        return None
+    if not any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+        return None
+    if any(last_name(v.func) == "Parameter" for v in ctx.self_attr_values(klass, recv.attr) if v.__class__ is ast.Call):
+        return f"self.{recv.attr}"
+    for c in ctx.calls_named("register_buffer"):
+        if ctx.class_of(c) is klass and c.args and c.args[0].__class__ is ast.Constant and c.args[0].value == recv.attr:
+            return f"self.{recv.attr}"
+    return None
