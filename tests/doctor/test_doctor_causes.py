@@ -335,6 +335,28 @@ def test_tw115_optimizer_over_frozen_parameters_only_is_an_error(digits):
 # --- TW140: the learning rate far too high -----------------------------------------------------
 
 
+def test_tw140_does_not_judge_lbfgs_steps():
+    """L-BFGS at lr 0.8 (pytorch/examples' time-sequence example uses it): each step runs several
+    iterations and moves the weights far by design, while the loss falls."""
+    torch.manual_seed(0)
+    t = torch.linspace(0, 20, 400, dtype=torch.float64)
+    x, y = torch.sin(t).view(-1, 1), torch.cos(t).view(-1, 1)
+    model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1)).double()
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.8)
+
+    def loop():
+        for _ in range(15):
+            def closure():
+                opt.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+            opt.step(closure)
+
+    report, _ = doctored(loop, steps=15)
+    assert not report.by_code("TW140") and "TW140" in {c for s in report.skipped for c in s.codes}
+
+
 def test_tw140_learning_rate_far_too_high_pins_the_loss_at_chance():
     from torchwise.doctor import doctor
 

@@ -62,6 +62,7 @@ class _OptimizerView:
         names = names or {}
         keys = _unique([names.get(id(o)) or f"{i + 1} ({type(o).__name__})" for i, o in enumerate(optimizers)])
         self.optimizers = dict(zip(keys, optimizers)) if len(optimizers) > 1 else {}
+        self.stepped = list(optimizers)  # every one, also when there is only one
 
 
 class ScriptEvidence(NonFiniteEvidence):
