@@ -335,6 +335,28 @@ def test_tw115_optimizer_over_frozen_parameters_only_is_an_error(digits):
 # --- TW140: the learning rate far too high -----------------------------------------------------
 
 
+def test_tw140_does_not_judge_lbfgs_steps():
+    """L-BFGS at lr 0.8 (pytorch/examples' time-sequence example uses it): each step runs several
+    iterations and moves the weights far by design, while the loss falls."""
+    torch.manual_seed(0)
+    t = torch.linspace(0, 20, 400, dtype=torch.float64)
+    x, y = torch.sin(t).view(-1, 1), torch.cos(t).view(-1, 1)
+    model = nn.Sequential(nn.Linear(1, 32), nn.Tanh(), nn.Linear(32, 1)).double()
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.8)
+
+    def loop():
+        for _ in range(15):
+            def closure():
+                opt.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+            opt.step(closure)
+
+    report, _ = doctored(loop, steps=15)
+    assert not report.by_code("TW140") and "TW140" in {c for s in report.skipped for c in s.codes}
+
+
 def test_tw140_learning_rate_far_too_high_pins_the_loss_at_chance():
     from torchwise.doctor import doctor
 
@@ -397,6 +419,50 @@ def test_tw141_binary_targets_sorted_by_class():
     [f] = doctor(model, loader=DataLoader(TensorDataset(x[order], y[order]), batch_size=10), **case).by_code("TW141")
     assert f.evidence["majority_classes"] == 2 and f.evidence["median_majority_share"] == 1.0
     assert not doctor(model, loader=DataLoader(TensorDataset(x[order], y[order]), batch_size=10, shuffle=True), **case).by_code("TW141")
+
+
+def test_tw115_layers_kept_in_a_plain_list_never_train(digits):
+    """LSTM cells kept in a Python list: not in model.parameters(), so not in the optimizer either; the
+    loss's graph still trains them. The same model with nn.ModuleList, an input that requires grad (an
+    attack) and a learnable temperature the optimizer holds stay quiet."""
+    x, y = digits
+
+    class Net(nn.Module):
+        def __init__(self, registered: bool) -> None:
+            super().__init__()
+            cells = [nn.LSTMCell(8, 16), nn.LSTMCell(16, 16)]
+            self.cells = nn.ModuleList(cells) if registered else cells
+            self.head = nn.Linear(16, 10)
+
+        def forward(self, seq):
+            h = [torch.zeros(seq.shape[0], 16) for _ in self.cells]
+            c = [torch.zeros(seq.shape[0], 16) for _ in self.cells]
+            for t in range(seq.shape[1]):
+                inp = seq[:, t]
+                for i, cell in enumerate(self.cells):
+                    h[i], c[i] = cell(inp, (h[i], c[i]))
+                    inp = h[i]
+            return self.head(inp)
+
+    def run(registered: bool):
+        torch.manual_seed(0)
+        model = Net(registered)
+        temperature = nn.Parameter(torch.ones(()))
+        opt = torch.optim.Adam([*model.parameters(), temperature], lr=1e-3)
+
+        def loop():
+            for i in range(6):
+                xs = x[i * 32:(i + 1) * 32].view(-1, 8, 8).clone().requires_grad_(True)
+                loss = F.cross_entropy(model(xs) / temperature, y[i * 32:(i + 1) * 32])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+
+        return doctored(loop, steps=5)[0]
+
+    [f] = [f for f in run(False).by_code("TW115") if "registered in no model" in f.message]
+    assert f.severity == "error" and f.evidence["count"] == 8 and "cells[0].weight_ih" in f.where and "plain Python list" in f.message
+    assert not [f for f in run(True).by_code("TW115") if f.severity != "hint"]
 
 
 # --- TW142: bad initialisation -------------------------------------------------------------------

@@ -62,6 +62,7 @@ class _OptimizerView:
         names = names or {}
         keys = _unique([names.get(id(o)) or f"{i + 1} ({type(o).__name__})" for i, o in enumerate(optimizers)])
         self.optimizers = dict(zip(keys, optimizers)) if len(optimizers) > 1 else {}
+        self.stepped = list(optimizers)  # every one, also when there is only one
 
 
 class ScriptEvidence(NonFiniteEvidence):
@@ -73,6 +74,7 @@ class ScriptEvidence(NonFiniteEvidence):
         self.step_passes: list[_Pass] = []  # the forward passes with autograd on since the last step
         self.names: dict[int, str] = {}  # id(model) -> the script's variable holding it
         self.grad_roots: dict[int, nn.Module] = {}  # roots run forward with autograd on
+        self.graph_params: dict[int, nn.Parameter] = {}  # parameters the first losses' graphs train (TW115)
         self.first_modes: dict[int, dict[str, bool]] = {}  # root -> module training flags at its first backward
         self.bn_before: dict[int, dict[str, tuple[torch.Tensor, torch.Tensor]]] = {}
         self.trained_in_eval: _Pass | None = None
@@ -348,6 +350,7 @@ class ScriptEvidence(NonFiniteEvidence):
         named = list(model.named_parameters())
         ctx.params_with_grad = {n for n, p in named if id(p) in self.grad_ids}
         ctx.tensors_with_grad = set(self.grad_ids)
+        ctx.scratch["graph_params"] = list(self.graph_params.values())
         for r in roots:
             for n, stats in self.bn_before.get(id(r), {}).items():
                 ctx.bn_stats_before[_join(prefix[id(r)], n)] = stats

@@ -14,7 +14,9 @@ An optimizer that can change no weight at all — every tensor it holds frozen, 
 receiving a gradient in any step — is an error: nothing trains (a real forum report: the
 optimizer built over a backbone frozen a line earlier, the new head left out). When most of the
 model's values are frozen and the optimizer holds the rest (fine-tuning a head), the report says
-so plainly as a hint, with the share.
+so plainly as a hint, with the share. In script mode, parameters that the loss's graph trains but
+that no model registers and no optimizer holds (layers kept in a plain Python list or dict instead
+of ``nn.ModuleList``/``nn.ModuleDict``) are an error: they get gradients and never change.
 """
 
 from __future__ import annotations
@@ -78,7 +80,61 @@ def check(ctx) -> list[Finding] | Skipped:
             {"frozen_in_optimizer": frozen[:50], "count": len(frozen)},
             "pass only trainable parameters: optimizer(p for p in model.parameters() if p.requires_grad)",
         ))
+    findings += _unregistered(ctx, own)
     return findings + _mostly_frozen(named, findings)
+
+
+def _unregistered(ctx: Any, own: set[int]) -> list[Finding]:
+    """Script mode: parameters the loss's graph trains that neither the model registers nor any
+    optimizer holds (layers kept in a plain list or dict instead of nn.ModuleList/ModuleDict):
+    they get gradients and are never updated."""
+    found = [t for t in ctx.scratch.get("graph_params", []) if t.requires_grad and id(t) not in own]
+    if not found:
+        return []
+    held = {id(p) for _, opt in each_optimizer(ctx) for g in opt.param_groups for p in g["params"]}
+    found = [t for t in found if id(t) not in held]
+    if found:
+        held |= _all_optimizers_params()  # an optimizer that has not stepped yet still holds its parameters
+        found = [t for t in found if id(t) not in held]
+    if not found:
+        return []
+    names = _container_names(ctx.model)
+    where = sorted(names.get(id(t), "x".join(map(str, t.shape)) + " tensor") for t in found)
+    return [Finding(
+        "TW115", "error",
+        f"{len(found)} parameter tensor(s) ({sum(t.numel() for t in found):,} values) receive gradients from the loss but are "
+        "registered in no model and held by no optimizer: they never train"
+        + (" (layers kept in a plain Python list or dict)" if names.keys() & {id(t) for t in found} else ""),
+        listing(where),
+        {"unregistered": where[:50], "count": len(found), "values": sum(t.numel() for t in found)},
+        "keep sub-layers in nn.ModuleList / nn.ModuleDict (or assign them as attributes) so that model.parameters() "
+        "and the optimizer include them",
+    )]
+
+
+def _container_names(model: Any) -> dict[int, str]:
+    """Ids of parameters of modules kept in plain lists, tuples or dicts of the model's modules."""
+    from torch import nn
+
+    names: dict[int, str] = {}
+    for prefix, module in model.named_modules() if isinstance(model, nn.Module) else ():
+        for attr, value in vars(module).items():
+            items = value.items() if isinstance(value, dict) and not attr.startswith("_") else \
+                enumerate(value) if isinstance(value, (list, tuple)) else ()
+            for key, item in items:
+                if isinstance(item, nn.Module):
+                    for n, p in item.named_parameters():
+                        names.setdefault(id(p), f"{prefix + '.' if prefix else ''}{attr}[{key!r}].{n}")
+    return names
+
+
+def _all_optimizers_params() -> set[int]:
+    import gc
+
+    import torch
+
+    return {id(p) for o in gc.get_objects() if isinstance(o, torch.optim.Optimizer)
+            for g in o.param_groups for p in g["params"]}
 
 
 def _useless(ctx: Any, name: str, opt: Any, named: list) -> list[Finding]:

@@ -30,6 +30,8 @@ ratio of single steps does not separate them (evidence only): healthy Adam's fir
 weights reach 0.2 (yunjey's LSTM, mnist's fc1), SGD with momentum at 50x the rate peaks at 0.2
 only after 25 steps. Adam 0.1 on the MLP (displacement 10) still learns (loss 0.58): no symptom,
 not reported.
+L-BFGS is not judged: each of its steps runs several iterations and moves the weights far by
+design (pytorch/examples' time-sequence example, lr 0.8, was called far too high).
 """
 
 from __future__ import annotations
@@ -37,9 +39,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import torch
+
 from torchwise.doctor.checks._dynamics import chance_loss, judged, loss_levels, loss_where, median, needs_steps
 from torchwise.doctor.checks.tw134_loss_diverging import RISE, STALL_DROP, SWING, measure
 from torchwise.doctor.checks.tw135_loss_stalled import STALL_RATIO
+from torchwise.doctor.checks.tw115_optimizer_params import each_optimizer
 from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW140",)
@@ -75,6 +80,11 @@ def check(ctx) -> list[Finding] | Skipped:
     skip = needs_steps(ctx, CODES)
     if skip:
         return skip
+    stepped = getattr(ctx.optimizer, "stepped", None) or [opt for _, opt in each_optimizer(ctx)]
+    quasi_newton = [opt for opt in stepped if isinstance(opt, torch.optim.LBFGS)]
+    if quasi_newton:
+        return Skipped(CODES, "L-BFGS runs several iterations per step and takes steps of a different size by design "
+                              "(lr about 1 is usual): its update size is not judged")
     w = ctx.watch
     moved = displacement(w)
     if not moved:

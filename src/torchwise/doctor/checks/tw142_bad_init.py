@@ -44,7 +44,7 @@ from torchwise.doctor.report import Finding, Skipped
 
 CODES = ("TW142",)
 SCRIPT = True
-EXPLAINS = ("TW130", "TW131", "TW132", "TW134", "TW135", "TW136")  # exploding signal, dead/saturated units, a loss undoing the init
+EXPLAINS = ("TW130", "TW131", "TW132", "TW134", "TW135", "TW136", "TW140")  # exploding signal, dead/saturated units, a loss undoing the init, weights pushed far from a bad start
 HIGH_START = 3.0
 WIDE = 2.0
 VERY_WIDE = 4.0
