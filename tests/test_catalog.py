@@ -137,3 +137,10 @@ def test_catalog_imports_nothing_heavy():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["['torchwise.catalog']", "[]"]
+
+
+def test_the_readme_counts_the_codes_there_are():
+    """The README's count of catalog codes went stale once (52 said, 75 listed): it is checked."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    said = [int(n) for n in re.findall(r"\((\d+) codes\)", readme)]
+    assert said == [len(PRACTICES)], (said, len(PRACTICES))
