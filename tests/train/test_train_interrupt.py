@@ -29,7 +29,22 @@ def start(run_dir: Path, *extra: str, gate: str = "") -> subprocess.Popen:
         args += ["--task-arg", f"gate={gate}"]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "torchwise", "train", *args, *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, preexec_fn=_terminal_signals)
+
+
+def _terminal_signals() -> None:
+    """The child gets SIGINT as a terminal gives it, also when the tests run in the background
+    (where the shell leaves SIGINT ignored, and a run that respects an ignored SIGINT keeps it so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def terminal_sigint():
+    """The same in this process: Python's own SIGINT handler, whatever the runner inherited."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
