@@ -25,8 +25,8 @@ __all__ = ["StopScript", "Attached", "EVAL_BATCHES", "EVAL_SECONDS"]
 
 EVAL_BATCHES = 10  # batches of each other loader after the steps (evaluation)
 EVAL_SECONDS = 30.0  # at most this long after the steps, then the script is stopped
-HAND_CHECKS = (2, 3, 5, 9, 17, 33, 65)
-GRAPH_PASSES = 3  # backwards whose graphs are walked for the parameters they train (TW115)  # backwards (no optimizer yet) at which the weights are compared with the start
+HAND_CHECKS = (2, 3, 5, 9, 17, 33, 65)  # backwards (no optimizer yet) at which the weights are compared with the start
+GRAPH_PASSES = 3  # backwards whose graphs are walked for the parameters they train (TW115)
 
 
 class StopScript(BaseException):
@@ -146,11 +146,11 @@ class Attached:
                 found = _script_names(params)
                 self.watch.result.param_names = [found.get(id(p), n) for p, n in zip(params, self.watch.result.param_names)]
         self.watch.cleared.before_backward(self.watch._params or [])
-        import torch
-
         if self.backwards < GRAPH_PASSES:  # TW115: parameters the loss trains that no model registers
+            from torch import nn
+
             for t in _leaves(loss):
-                if isinstance(t, torch.nn.Parameter):
+                if isinstance(t, nn.Parameter):
                     self.evidence.graph_params.setdefault(id(t), t)
 
     def _after_backward(self, loss: Any) -> None:

@@ -81,8 +81,7 @@ def check(ctx) -> list[Finding] | Skipped:
     if skip:
         return skip
     stepped = getattr(ctx.optimizer, "stepped", None) or [opt for _, opt in each_optimizer(ctx)]
-    quasi_newton = [opt for opt in stepped if isinstance(opt, torch.optim.LBFGS)]
-    if quasi_newton:
+    if any(isinstance(opt, torch.optim.LBFGS) for opt in stepped):
         return Skipped(CODES, "L-BFGS runs several iterations per step and takes steps of a different size by design "
                               "(lr about 1 is usual): its update size is not judged")
     w = ctx.watch
