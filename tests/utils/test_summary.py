@@ -147,6 +147,7 @@ def test_bad_input_gives_one_clear_error():
         summary(nn.Linear(3, 2), torch.randn(2, 3), depth=0)
 
 
+@pytest.mark.slow
 def test_cli_summary(run_cli):
     res = run_cli("summary", "examples/digits.py:task", "--depth", "1")
     assert res.returncode == 0, res.stderr
