@@ -28,8 +28,10 @@ $(VENV)/.bench-installed: $(VENV)/.dev-installed
 demo: $(VENV)/.dev-installed
 	$(VENV)/bin/torchwise demo --dir runs/demo
 
+# --maxschedchunk 4: pytest-xdist hands tests out a few at a time, in the order of collection (slow tests
+# first, see tests/conftest.py), instead of a quarter of the suite per worker up front
 test: $(VENV)/.dev-installed
-	$(PY) -m pytest -n $(JOBS) -q
+	$(PY) -m pytest -n $(JOBS) --maxschedchunk 4 -q
 
 # The base install only (what `pip install torchwise` brings: no torch, no numpy), installed from
 # the source tree as a user would (not editable), then the tests that need no torch, the flake8
