@@ -1004,3 +1004,10 @@ from recall_corpus2 import FIND as _FIND2, PROJECTS as _PROJECTS2, QUIET as _QUI
 FIND += _FIND2
 QUIET += _QUIET2
 PROJECTS += _PROJECTS2
+
+# the third round's shapes (the second held-out set, now a tuning set)
+from recall_corpus3 import FIND as _FIND3, PROJECTS as _PROJECTS3, QUIET as _QUIET3  # noqa: E402
+
+FIND += _FIND3
+QUIET += _QUIET3
+PROJECTS += _PROJECTS3

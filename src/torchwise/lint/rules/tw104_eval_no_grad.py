@@ -102,8 +102,10 @@ What it flags
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
-  files and unit tests (`test*` functions and `_test*` helpers; a `test(self, setting)` method of
-  an experiment class that is no `TestCase`, in a file that is no test file, is evaluation),
+  files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
+  `test(self, setting)` method of an experiment class that is no `TestCase`, and a module-level
+  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, are
+  evaluation), 
   framework hooks
   (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
   of some forward pass), functions that are only handed to other code
@@ -145,7 +147,8 @@ Lint and the doctor
         scopes: dict[int, ast.AST] = {}
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             for func in ctx.nodes.get(kind, ()):
-                if is_eval_name(func.name):
+                if is_eval_name(func.name) or (func.name.startswith("test") and ctx.parent(func) is ctx.tree
+                                               and _evaluation_method(ctx, func)):
                     scopes[id(func)] = func
         for call in ctx.calls_named("eval"):
             if not call.args and call.func.__class__ is ast.Attribute:
@@ -184,10 +187,11 @@ Lint and the doctor
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        if not is_module and scope.name.lstrip("_").startswith("test") and not _evaluation_method(ctx, scope):
+        tested = not is_module and scope.name.lstrip("_").startswith("test")
+        if tested and not _evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = _eval_calls(ctx, body)
-        named = not is_module and is_eval_name(scope.name)
+        named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
         if not evals and not named:
             return None
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
@@ -327,10 +331,18 @@ def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str
 
 
 def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
-    """``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``) in a file that
-    is not a test file: it evaluates a trained model."""
+    """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
+    ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
+    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
+    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
+    if is_test_path(ctx.path, ctx.source):
+        return False
     klass = ctx.parent(func)
-    if klass.__class__ is not ast.ClassDef or is_test_path(ctx.path):
+    if klass is ctx.tree:
+        return bool(func.args.args) and not any(
+            n.__class__ is ast.Assert or (n.__class__ is ast.Attribute and n.attr.startswith("assert"))
+            for n in ast.walk(func)) and any(n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+    if klass.__class__ is not ast.ClassDef:
         return False
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one

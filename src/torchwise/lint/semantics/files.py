@@ -12,15 +12,30 @@ from torchwise.lint.engine import AST, Context, last_name, str_consts
 _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
 
 
-def is_test_path(path: str) -> bool:
-    """A test file: under a ``tests``/``test`` folder, or named ``test_*.py``, ``*_test.py``,
-    ``conftest.py``. Tests build tiny loaders and models on purpose and check that things *can*
-    be done (scripted, wrapped in DataParallel...); performance and device advice does not apply."""
+_TEST_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:pytest|unittest|hypothesis|nose)\b", re.M)
+_TEST_FUNC = re.compile(r"^\s*def test\w*\(", re.M)
+_ASSERTS = re.compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|assert_allclose", re.M)
+
+
+def is_test_path(path: str, text: str | None = None) -> bool:
+    """A test file: under a ``tests``/``test`` folder or named ``conftest.py``; or named
+    ``test_*.py``/``*_test.py`` *and* written as tests (imports pytest/unittest, or has ``test*``
+    functions that assert). Tests build tiny loaders and models on purpose and check that things
+    *can* be done (scripted, wrapped in DataParallel...); performance and device advice does not
+    apply. An evaluation script named ``test_classification.py`` is no test file: it runs a
+    trained model and gets the advice every script gets. Without ``text`` the name decides."""
     parts = path.replace("\\", "/").split("/")
     name = parts[-1]
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+    if name == "conftest.py" or any(p in _TEST_DIRS for p in parts[:-1]):
         return True
-    return any(p in _TEST_DIRS for p in parts[:-1])
+    if not (name.startswith("test_") or name.endswith("_test.py")):
+        return False
+    return text is None or looks_like_tests(text)
+
+
+def looks_like_tests(text: str) -> bool:
+    """Source written as tests: a test framework imported, or ``test*`` functions and asserts."""
+    return bool(_TEST_IMPORT.search(text) or (_TEST_FUNC.search(text) and _ASSERTS.search(text)))
 
 
 _VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)

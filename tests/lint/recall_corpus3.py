@@ -1,0 +1,203 @@
+"""The recall corpus, third round: the classes a first look at twelve more fresh projects
+(issue 22, second held-out set) found missing or falsely reported - each written in our own words
+and reduced to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds these
+to its lists; the entries of one rule sit together.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- evaluation scripts named test_*.py
+_EVAL_SCRIPT = d("""
+    import argparse
+    import torch
+    from model import get_model
+    def test(model, loader):
+        correct = 0
+        for points, target in loader:
+            points, target = points.cuda(), target.cuda()
+            pred = model(points)
+            correct += (pred.argmax(1) == target).sum().item()
+        return correct
+    def main(args):
+        classifier = get_model().cuda()
+        checkpoint = torch.load("checkpoints/best_model.pth")
+        classifier.load_state_dict(checkpoint["model_state_dict"])
+        classifier.eval()
+        loader = torch.utils.data.DataLoader(dataset, batch_size=24, num_workers=4)
+        print(test(classifier, loader))
+""")
+FIND += [
+    Shape("TW401", "point-cloud zoos: the evaluation script is called test_classification.py; it is no unit test",
+          _EVAL_SCRIPT, 13, "test_classification.py"),
+    Shape("TW203", "point-cloud zoos: the test loader of an evaluation script named test_partseg.py",
+          _EVAL_SCRIPT, 16, "test_partseg.py"),
+]
+_UNIT_TEST = d("""
+    import torch
+    import pytest
+    from model import get_model
+    def test_forward_shape():
+        loader = torch.utils.data.DataLoader(dataset, batch_size=2)
+        state = torch.load("tiny.pth")
+        model = get_model()
+        out = model(next(iter(loader))[0])
+        assert out.shape == (2, 10)
+""")
+_UNIT_TEST_NO_IMPORT = d("""
+    import torch
+    from model import get_model
+    def test_checkpoint_round_trip(tmp_path):
+        model = get_model()
+        torch.save(model.state_dict(), tmp_path / "m.pt")
+        state = torch.load(tmp_path / "m.pt")
+        assert state.keys() == model.state_dict().keys()
+""")
+QUIET += [
+    Shape("TW203", "a real unit test file (imports pytest) keeps the test-file exemption", _UNIT_TEST,
+          path="test_model.py"),
+    Shape("TW401", "a unit test file without a framework import: test functions that assert", _UNIT_TEST_NO_IMPORT,
+          path="test_checkpoint.py"),
+    Shape("TW401", "files under tests/ are tests whatever they contain", d("""
+        import torch
+        state = torch.load("fixture.pth")
+    """), path="tests/make_fixture.py"),
+]
+
+# ----------------------------------------------------------------------------------- TW104
+FIND += [
+    Shape("TW104", "detection repos: test_net(net, dataset, ...) in eval.py runs the whole test set after net.eval() "
+          "in the caller, with autograd on", d("""
+        import torch
+        def test_net(save_folder, net, cuda, dataset, thresh):
+            boxes = []
+            for i in range(len(dataset)):
+                x = dataset.pull_item(i)
+                if cuda:
+                    x = x.cuda()
+                detections = net(x).data
+                boxes.append(detections)
+            return boxes
+        if __name__ == "__main__":
+            net = build_ssd("test")
+            net.load_state_dict(torch.load(args.trained_model))
+            net.eval()
+            test_net(args.save_folder, net, args.cuda, dataset, 0.05)
+    """), 8, "eval.py"),
+]
+QUIET += [
+    Shape("TW104", "model zoos: a parameterless smoke test() that prints an output shape", d("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+        def test():
+            net = Net()
+            net.eval()
+            for size in (32, 64):
+                y = net(torch.randn(1, 3, size, size))
+                print(y.size())
+    """), path="resnet.py"),
+    Shape("TW104", "a test_* helper with asserts in a library file is a unit test", d("""
+        import torch
+        def test_inference(model, batches):
+            model.eval()
+            for x in batches:
+                y = model(x)
+                assert torch.isfinite(y).all()
+    """), path="checks.py"),
+]
+
+# ----------------------------------------------------------------------------------- TW403
+_CPU_FLAG = d("""
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_cpu", action="store_true")
+    args = parser.parse_args()
+    classifier = get_model()
+    if not args.use_cpu:
+        classifier = classifier.cuda()
+    for points, target in loader:
+        if not args.use_cpu:
+            points, target = points.cuda(), target.cuda()
+        vote_pool = torch.zeros(target.size(0), 40).cuda()
+""")
+FIND += [
+    Shape("TW403", "point-cloud scripts: an unconditional .cuda() breaks the CPU path that --use_cpu offers",
+          _CPU_FLAG, 12),
+]
+QUIET += [
+    Shape("TW403", "point-cloud scripts: moves under `if not args.use_cpu:` are the user's choice",
+          _CPU_FLAG.replace("    vote_pool = torch.zeros(target.size(0), 40).cuda()\n", "")),
+    Shape("TW403", "moves under a `cpu` flag spelled as a plain name", d("""
+        import torch
+        cpu = False
+        model = Net()
+        if not cpu:
+            model.cuda()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW402
+_PINNED_DDP = d("""
+    import os
+    import torch
+    import torch.distributed as dist
+    os.environ["CUDA_VISIBLE_DEVICES"] = args.gpus
+    dist.init_process_group("nccl")
+    model = get_model().cuda()
+    state = torch.load("last.pth")
+""")
+FIND += [
+    Shape("TW402", "a distributed GPU-only script: every process would restore onto the saving GPU", _PINNED_DDP, 7),
+    Shape("TW402", "an evaluation script with a CPU flag loads the GPU-trained checkpoint without map_location", d("""
+        import torch
+        model = get_model()
+        if not args.use_cpu:
+            model = model.cuda()
+        checkpoint = torch.load("log/best_model.pth")
+        model.load_state_dict(checkpoint["model_state_dict"])
+    """), 5, "evaluate.py"),
+    Shape("TW402", "a GPU check whose CPU branch does not map either", d("""
+        import torch
+        if torch.cuda.is_available():
+            state = torch.load(path)
+        else:
+            state = torch.load(path)
+        model.cuda()
+    """), 3),
+]
+QUIET += [
+    Shape("TW402", "GAN checkpoints: the load in the CUDA branch of is_available() whose else maps to the CPU", d("""
+        import torch
+        class CheckpointIO:
+            def load(self, fname):
+                if torch.cuda.is_available():
+                    module_dict = torch.load(fname)
+                else:
+                    module_dict = torch.load(fname, map_location=torch.device("cpu"))
+                return module_dict
+        net = Net().cuda()
+    """)),
+    Shape("TW402", "point-cloud training: a GPU-only script that picks its one GPU resumes its own checkpoint", d("""
+        import os
+        import torch
+        os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu
+        classifier = get_model().cuda()
+        criterion = get_loss().cuda()
+        try:
+            checkpoint = torch.load(str(exp_dir) + "/checkpoints/best_model.pth")
+            classifier.load_state_dict(checkpoint["model_state_dict"])
+        except Exception:
+            start_epoch = 0
+        for points, target in loader:
+            points, target = points.float().cuda(), target.long().cuda()
+    """)),
+]
