@@ -201,3 +201,67 @@ QUIET += [
             points, target = points.float().cuda(), target.long().cuda()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW301
+PROJECTS += [
+    ProjectShape("TW301", "GAN repos: the entry point seeds torch and imports the data module, which shuffles with "
+                 "Python's random", {
+        "main.py": d("""
+            import torch
+            from core.data_loader import get_train_loader
+            torch.manual_seed(777)
+            loader = get_train_loader("data/train")
+        """),
+        "core/data_loader.py": d("""
+            import random
+            def get_train_loader(root):
+                fnames = sorted(list_files(root))
+                return random.sample(fnames, len(fnames))
+        """),
+    }, (("core/data_loader.py", 4),)),
+    ProjectShape("TW301", "course collections: a notebook that seeds nothing is not on another notebook's path", {
+        "sentiment/solution.py": d("""
+            import numpy as np
+            import torch
+            np.random.seed(1)
+            torch.manual_seed(1)
+            weights = np.random.normal(0.0, 1.0, (10, 2))
+        """),
+        "word2vec/skip_grams.py": d("""
+            import random
+            words = [w for w in words if random.random() < 0.5]
+        """),
+    }),
+    ProjectShape("TW301", "Kaggle solutions: a per-call seed option of an inference method is not the project's seed", {
+        "kernel_utils.py": d("""
+            import numpy as np
+            class VideoReader:
+                def read_frames(self, path, num_frames, jitter=0, seed=None):
+                    if jitter > 0:
+                        np.random.seed(seed)
+                        offsets = np.random.randint(-jitter, jitter, num_frames)
+                    return offsets
+        """),
+        "predict.py": d("""
+            import random
+            from kernel_utils import VideoReader
+            reader = VideoReader()
+            picked = random.choice(videos)
+        """),
+    }),
+]
+QUIET += [
+    Shape("TW301", "model zoos: the random input of a __main__ smoke test", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        np.random.seed(0)
+        class UNet(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            net = UNet().eval()
+            with torch.no_grad():
+                print(net(torch.rand(4, 3, 224, 224)).shape)
+    """), path="zoo/unet.py"),
+]

@@ -67,6 +67,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         all_loaders_pinned=loaders and _all_pinned(texts),
         pins_memory=loaders and any("pin_memory" in text for _, text in texts),
         seeded=words.seeded,
+        seed_files=tuple(words.seed_files),
         seeds_everything=words.seeds_everything,
         save_files=saves,
         files=tuple(texts),

@@ -8,6 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.files import in_demo_main
+from torchwise.lint.semantics.reach import reached_from
 
 _SEEDERS = {
     "random.seed": "random",
@@ -135,7 +137,12 @@ What it flags
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
   shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
-  a generator the project's entry point seeds counts as seeded for every module.
+  a generator the project's entry point seeds counts as seeded for every module. Only modules
+  a seeding file imports (directly or through others) are on the seeded run's path: a notebook
+  of a course collection is its own program, whatever another notebook seeds. A per-call seed
+  option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
+  the project's seeding, and draws in a `__main__` smoke test of a library module (a random
+  input whose output shape is printed) are not uses.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -203,6 +210,8 @@ Fix
         project = ctx.project
         if not project.seeded or project.seeds_everything:
             return
+        if project.files and ctx.path not in reached_from(project, project.seed_files):
+            return  # no seeding script imports this module: another program (a notebook of a course)
         uses = self._uses(ctx, draws_only=True)
         for family in ("random", "numpy", "torch"):
             if family in project.seeded or family not in uses:
@@ -272,7 +281,8 @@ Fix
         uses: dict[str, ast.AST] = {}
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)), None)
+            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)
+                          and not in_demo_main(ctx, n)), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses
