@@ -265,3 +265,68 @@ QUIET += [
                 print(net(torch.rand(4, 3, 224, 224)).shape)
     """), path="zoo/unet.py"),
 ]
+
+# ------------------------------------------------------------------------ TW202 / TW103 demo code
+FIND += [
+    Shape("TW202", "tutorials: a loader looked at with next(iter(...)) and then trained on", d("""
+        import torch
+        from torchvision import datasets, transforms
+        trainset = datasets.MNIST("data", download=True, transform=transforms.ToTensor())
+        trainloader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True)
+        dataiter = iter(trainloader)
+        images, labels = next(dataiter)
+        for images, labels in trainloader:
+            loss = model(images).sum()
+    """), 4),
+    Shape("TW103", "a model file's __main__ block that trains is no smoke test", d("""
+        import torch
+        import torch.nn as nn
+        class C3D(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            net = C3D()
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for step in range(10):
+                outputs = net.forward(torch.rand(1, 3, 16, 112, 112))
+                outputs.sum().backward()
+                opt.step()
+    """), 10),
+]
+QUIET += [
+    Shape("TW202", "tutorials: a loader only stepped with next() on an iterator to show a batch", d("""
+        import torch
+        from torchvision import datasets, transforms
+        trainset = datasets.MNIST("data", download=True, transform=transforms.ToTensor())
+        trainloader = torch.utils.data.DataLoader(trainset, batch_size=64, shuffle=True)
+        dataiter = iter(trainloader)
+        images, labels = next(dataiter)
+        print(images.shape)
+    """)),
+    Shape("TW202", "point-cloud datasets: the __main__ smoke test of a dataset module prints batch shapes", d("""
+        import numpy as np
+        from torch.utils.data import Dataset
+        class ModelNetDataLoader(Dataset):
+            def __getitem__(self, index):
+                return np.loadtxt(self.paths[index]), 0
+        if __name__ == "__main__":
+            import torch
+            data = ModelNetDataLoader("/data/modelnet40/", split="train")
+            loader = torch.utils.data.DataLoader(data, batch_size=12, shuffle=True)
+            for point, label in loader:
+                print(point.shape)
+                print(label.shape)
+    """), path="data_utils/ModelNetDataLoader.py"),
+    Shape("TW103", "video model zoos: the __main__ smoke test calls net.forward once to print a shape", d("""
+        import torch
+        import torch.nn as nn
+        class C3D(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            inputs = torch.rand(1, 3, 16, 112, 112)
+            net = C3D(num_classes=101)
+            outputs = net.forward(inputs)
+            print(outputs.size())
+    """), path="network/C3D_model.py"),
+]

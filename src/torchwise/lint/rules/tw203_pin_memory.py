@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.values import local_function
 
@@ -77,36 +77,6 @@ def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     return False
 
 
-def _demo_only(ctx: Context, call: ast.Call) -> bool:
-    """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
-    batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
-    to a function: no batch of it reaches the GPU."""
-    parent = ctx.parent(call)
-    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
-        return False
-    name = parent.targets[0].id
-    scope = ctx.scope_of(call)
-    first, last = (scope.body[0].lineno, scope.end_lineno or scope.lineno) if scope.__class__ is not ast.Module else (1, 1 << 30)
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
-            and first <= n.lineno <= last and (scope.__class__ is ast.Module or ctx.contains(scope, n))]
-    seen = False
-    for use in uses:
-        b = ctx.binding_at(name, use)
-        if b is None or b.node is not parent:
-            continue  # another binding of the name (or a parameter of the same name)
-        seen = True
-        holder = ctx.parent(use)
-        if holder.__class__ in (ast.Expr, ast.Tuple) and (holder.__class__ is ast.Expr or ctx.parent(holder).__class__ is ast.Expr):
-            continue  # shown in a notebook cell
-        if holder.__class__ is ast.Call and last_name(holder.func) in ("len", "print") and use in holder.args:
-            continue
-        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
-                and last_name(ctx.parent(holder).func) == "next":
-            continue  # img, label = next(iter(loader))
-        return False
-    return seen
-
-
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -129,7 +99,8 @@ What it flags
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
-  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`).
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
+  `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test.
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -160,7 +131,7 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
-            if _demo_only(ctx, call):
+            if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):

@@ -85,7 +85,7 @@ def _main_block(ctx: Context, node: AST) -> ast.If | None:
 
 def in_demo_main(ctx: Context, node: AST) -> bool:
     """In the ``__main__`` block of a library module (it defines classes or functions) that only
-    exercises them - no loop, no function of its own: a smoke test that prints a shape or a
+    exercises them - no function of its own, no loop but one that only prints: a smoke test that prints a shape or a
     score on made-up inputs, where performance and reproducibility advice gains nothing."""
     block = _main_block(ctx, node)
     if block is None or not any(n.__class__ in (ast.ClassDef, ast.FunctionDef) for n in ctx.tree.body):
@@ -93,6 +93,12 @@ def in_demo_main(ctx: Context, node: AST) -> bool:
     key = ("sem:demo-main", id(block))
     found = ctx._cache.get(key)
     if found is None:
-        found = ctx._cache[key] = not any(
-            n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef) for n in ast.walk(block))
+        found = ctx._cache[key] = not any(n.__class__ is ast.FunctionDef or (
+            n.__class__ in (ast.For, ast.While, ast.AsyncFor) and not _only_prints(n.body)) for n in ast.walk(block))
     return found
+
+
+def _only_prints(body: list[ast.stmt]) -> bool:
+    """A loop that only prints (``for x, y in loader: print(x.shape)``): a look at the data."""
+    return all(s.__class__ is ast.Expr and s.value.__class__ is ast.Call and last_name(s.value.func) == "print"
+               for s in body)
