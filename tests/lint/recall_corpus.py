@@ -362,6 +362,13 @@ PROJECTS += [
                                      log_dict[name] = value.mean().item()
                                  return log_dict
                      """),
+                     "models/__init__.py": d("""
+                         import importlib
+                         import os
+                         for name in os.listdir(os.path.dirname(__file__)):
+                             if name.endswith("_model.py"):
+                                 importlib.import_module(f"models.{name[:-3]}")
+                     """),
                      "models/sr_model.py": d("""
                          from collections import OrderedDict
                          from .base_model import BaseModel

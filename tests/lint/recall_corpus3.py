@@ -330,3 +330,36 @@ QUIET += [
             print(outputs.size())
     """), path="network/C3D_model.py"),
 ]
+
+# ----------------------------------------------------------------------------------- TW207
+_PPO_UPDATE = d("""
+    import torch
+    class PPO:
+        def update(self, rollouts):
+            for sample in rollouts.batches():
+                loss = self.actor_critic.evaluate(sample)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.total += loss.item()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "RL algorithms: the update() method's module is imported by the script that moves to the GPU", {
+        "algo/ppo.py": _PPO_UPDATE,
+        "main.py": d("""
+            import torch
+            from algo.ppo import PPO
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            agent = PPO(actor_critic.to(device))
+        """),
+    }, (("algo/ppo.py", 9),)),
+    ProjectShape("TW207", "courses: a CPU-only helper module that no GPU notebook imports", {
+        "intro/fc_model.py": _PPO_UPDATE,
+        "cnn/cifar_solution.py": d("""
+            import torch
+            model = Net().cuda()
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+        """),
+    }),
+]

@@ -17,6 +17,7 @@ from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
 from torchwise.lint.semantics.syncs import boolean_mask_index, parameter_read
+from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
 _COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
@@ -108,7 +109,9 @@ What it flags
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
-  (an `update(self, rollouts)` method) in a file or project that does.
+  (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
+  project moving data to a device imports (a CPU-only helper module of a course, imported by
+  nothing that uses a GPU, is left alone).
   Not flagged: values already on the CPU; reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
@@ -290,13 +293,14 @@ def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> boo
 def _on_device(ctx: Context, node: ast.AST) -> bool:
     """Is the code around ``node`` evidently on an accelerator? Its function (or script) moves
     data to a device; or it only receives its data (a method such as ``update(self, rollouts)``)
-    in a file or project that moves data to a device."""
+    in a file that targets a GPU, or in a module that a file moving data to a device imports
+    (a CPU-only helper of a course, imported by nothing that uses a GPU, is not)."""
     scope = ctx.scope_of(node)
     if scope_moves_to_device(ctx, scope):
         return True
     if scope.__class__ is ast.Module or _names_cpu(ctx, scope):
         return False
-    return gpu_evident(ctx) or ctx.project.moves_to_device
+    return gpu_evident(ctx) or (ctx.project.moves_to_device and on_a_mover_path(ctx.project, ctx.path))
 
 
 def _names_cpu(ctx: Context, scope: ast.AST) -> bool:

@@ -53,3 +53,22 @@ def reached_from(facts: ProjectFacts, starts: tuple[str, ...]) -> frozenset[str]
                         todo.append(other)
         found = facts.answers[key] = frozenset(seen)
     return found
+
+
+# text that moves data or a model to an accelerator
+_MOVES = (".cuda(", ".to(device", ".to(self.device", ".to(args.device", ".to(DEVICE", '"cuda', "'cuda")
+
+
+def on_a_mover_path(facts: ProjectFacts, path: str) -> bool:
+    """Is the module ``path`` imported (directly or not) by a file of the project that moves data
+    to an accelerator - or is it one? True when that cannot be known: the project's files are
+    unknown (linted alone), or some file imports modules by computed name (``importlib``, a
+    registry that scans a folder)."""
+    if not facts.files:
+        return True
+    key = ("movers",)
+    movers = facts.answers.get(key)
+    if movers is None:
+        movers = facts.answers[key] = tuple(p for p, text in facts.files if any(m in text for m in _MOVES))
+        facts.answers[("dynamic-imports",)] = any("importlib" in t or "__import__(" in t for _, t in facts.files)
+    return facts.answers[("dynamic-imports",)] or path in reached_from(facts, movers)
