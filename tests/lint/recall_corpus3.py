@@ -363,3 +363,106 @@ PROJECTS += [
         """),
     }),
 ]
+
+# --------------------------------------------------------------------------------------- singles
+FIND += [
+    Shape("TW406", "speech synthesis: the training sampler of the epoch loop never gets set_epoch", d("""
+        import torch
+        from torch.utils.data import DataLoader, DistributedSampler
+        def train(trainset, valset, epochs):
+            train_sampler = DistributedSampler(trainset)
+            loader = DataLoader(trainset, sampler=train_sampler, batch_size=8)
+            for epoch in range(epochs):
+                for batch in loader:
+                    step(batch)
+                validate(valset)
+        def validate(valset):
+            with torch.no_grad():
+                val_sampler = DistributedSampler(valset)
+                for batch in DataLoader(valset, sampler=val_sampler):
+                    evaluate(batch)
+    """), 4),
+    Shape("TW404", "the variable set after set_device in the same branch", d("""
+        import os
+        import torch
+        if args.distributed:
+            torch.cuda.set_device(args.local_rank)
+            os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu
+    """), 5),
+    Shape("TW101", "tutorials: the training total appended each epoch still holds graphs", d("""
+        import torch
+        for e in range(epochs):
+            running_loss = 0
+            for images, labels in trainloader:
+                loss = criterion(model(images), labels)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss
+            train_losses.append(running_loss / len(trainloader))
+    """), 8),
+    Shape("TW203", "a collate_fn that stacks tensors still needs pinning", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(dataset, batch_size=8, num_workers=4, collate_fn=lambda b: torch.stack(b))
+        for x in loader:
+            out = model(x.cuda())
+    """), 3),
+    Shape("TW201", "DataParallel around a network that is put in eval mode and then trained again", d("""
+        import torch
+        import torch.nn as nn
+        net = nn.DataParallel(Net().eval())
+        net.train()
+        opt = torch.optim.Adam(net.parameters())
+    """), 3),
+]
+QUIET += [
+    Shape("TW406", "speech synthesis: a validation DistributedSampler rebuilt on every validate() call", d("""
+        import torch
+        from torch.utils.data import DataLoader, DistributedSampler
+        def train(trainset, valset, epochs):
+            for epoch in range(epochs):
+                validate(valset)
+        def validate(valset):
+            with torch.no_grad():
+                val_sampler = DistributedSampler(valset)
+                for batch in DataLoader(valset, sampler=val_sampler):
+                    evaluate(batch)
+    """)),
+    Shape("TW404", "Kaggle training: set_device when distributed, CUDA_VISIBLE_DEVICES otherwise", d("""
+        import os
+        import torch
+        if args.distributed:
+            torch.cuda.set_device(args.local_rank)
+            torch.distributed.init_process_group(backend="nccl", init_method="env://")
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu
+    """)),
+    Shape("TW101", "tutorials: the test total summed under no_grad is appended each epoch", d("""
+        import torch
+        for e in range(epochs):
+            for images, labels in trainloader:
+                loss = criterion(model(images), labels)
+                loss.backward()
+                optimizer.step()
+            test_loss = 0
+            with torch.no_grad():
+                for images, labels in testloader:
+                    test_loss += criterion(model(images), labels)
+            test_losses.append(test_loss / len(testloader))
+    """)),
+    Shape("TW203", "face detection: a loader of PIL frames with an identity collate_fn", d("""
+        from torch.utils.data import DataLoader
+        detector = FaceDetector(device="cuda:0")
+        loader = DataLoader(VideoDataset(videos), batch_size=1, num_workers=4, collate_fn=lambda x: x)
+        for item in loader:
+            video, indices, frames = item[0]
+            boxes = detector.detect(frames)
+    """)),
+    Shape("TW201", "GANs: DataParallel around a landmark network put in eval mode before it is wrapped", d("""
+        import torch.nn as nn
+        def build_model(args):
+            fan = nn.DataParallel(FAN(fname_pretrained=args.wing_path).eval())
+            fan.get_heatmap = fan.module.get_heatmap
+            return fan
+    """)),
+]

@@ -75,6 +75,8 @@ def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
     if not names:
         return False
     modes = [_mode_call(a) for a in ctx.ancestors(call) if a.__class__ is ast.Call and ctx.contains(a.func, call)]
+    if call.args and call.args[0].__class__ is ast.Call:
+        modes.append(_mode_call(call.args[0]))  # DataParallel(FAN(...).eval()): frozen before it is wrapped
     for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
         if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
             continue

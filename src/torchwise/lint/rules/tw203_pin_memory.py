@@ -77,6 +77,15 @@ def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     return False
 
 
+def _identity_collate(call: ast.Call) -> bool:
+    """``collate_fn=lambda x: x`` (or ``lambda batch: batch``): batches are lists of raw items."""
+    for kw in call.keywords:
+        if kw.arg == "collate_fn" and kw.value.__class__ is ast.Lambda:
+            args, body = kw.value.args.args, kw.value.body
+            return len(args) == 1 and body.__class__ is ast.Name and body.id == args[0].arg
+    return False
+
+
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -94,7 +103,8 @@ What it flags
   file or project that names CUDA. A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
-  dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
+  dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
+  (lists of raw items - PIL images, paths - that the consumer converts itself), or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
@@ -131,6 +141,8 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
+            if _identity_collate(call):
+                continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
             if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             facts = project_dataset(ctx, dataset, call)
