@@ -63,6 +63,15 @@ QUIET += [
           path="test_model.py"),
     Shape("TW401", "a unit test file without a framework import: test functions that assert", _UNIT_TEST_NO_IMPORT,
           path="test_checkpoint.py"),
+    Shape("TW205", "course checkers: problem_unittests.py with test_* functions that assert", d("""
+        import numpy as np
+        import torch
+        def test_generator(Generator):
+            z = torch.from_numpy(np.random.uniform(-1, 1, size=(50, 25))).float()
+            if torch.cuda.is_available():
+                z = z.cuda()
+            assert Generator(25)(z).shape == (50, 3, 32, 32)
+    """), path="problem_unittests.py"),
     Shape("TW401", "files under tests/ are tests whatever they contain", d("""
         import torch
         state = torch.load("fixture.pth")
@@ -464,5 +473,102 @@ QUIET += [
             fan = nn.DataParallel(FAN(fname_pretrained=args.wing_path).eval())
             fan.get_heatmap = fan.module.get_heatmap
             return fan
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW205
+FIND += [
+    Shape("TW205", "GAN model zoos: a typed legacy constructor of a range moved to the input's device every forward", d("""
+        import torch
+        import torch.nn as nn
+        class MappingNetwork(nn.Module):
+            def forward(self, z, y):
+                out = self.shared(z)
+                idx = torch.LongTensor(range(y.size(0))).to(y.device)
+                return out[idx, y]
+    """), 6),
+    Shape("TW205", "speech models: a BoolTensor of the input's size filled and moved under `if x.is_cuda:`", d("""
+        import torch
+        import torch.nn as nn
+        class MaskConv(nn.Module):
+            def forward(self, x, lengths):
+                for module in self.seq_module:
+                    x = module(x)
+                    mask = torch.BoolTensor(x.size()).fill_(0)
+                    if x.is_cuda:
+                        mask = mask.cuda()
+                    x = x.masked_fill(mask, 0)
+                return x
+    """), 9),
+    Shape("TW205", "point-cloud STNs: an identity from NumPy, reshaped, moved in a separate statement every forward", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        from torch.autograd import Variable
+        class STN3d(nn.Module):
+            def forward(self, x):
+                batchsize = x.size()[0]
+                x = self.fc3(x)
+                iden = Variable(torch.from_numpy(np.array([1, 0, 0, 0, 1, 0, 0, 0, 1]).astype(np.float32))).view(1, 9).repeat(
+                    batchsize, 1)
+                if x.is_cuda:
+                    iden = iden.cuda()
+                return x + iden
+    """), 12),
+    Shape("TW205", "point-cloud losses: rows of an identity picked on the host, then moved", d("""
+        import torch
+        def to_categorical(y, num_classes):
+            new_y = torch.eye(num_classes)[y.cpu().data.numpy(),]
+            if y.is_cuda:
+                return new_y.cuda()
+            return new_y
+    """), 5),
+    Shape("TW205", "point-cloud sampling: factories before the loop of a helper that a forward pass calls", d("""
+        import torch
+        import torch.nn as nn
+        def farthest_point_sample(xyz, npoint):
+            device = xyz.device
+            B, N, C = xyz.shape
+            centroids = torch.zeros(B, npoint, dtype=torch.long).to(device)
+            for i in range(npoint):
+                centroids[:, i] = i
+            return centroids
+        class SetAbstraction(nn.Module):
+            def forward(self, xyz):
+                return farthest_point_sample(xyz, 512)
+    """), 6),
+    Shape("TW205", "DCGAN notebooks: latent noise drawn with NumPy every step, then moved", d("""
+        import numpy as np
+        import torch
+        for epoch in range(epochs):
+            for real_images, _ in train_loader:
+                z = np.random.uniform(-1, 1, size=(batch_size, z_size))
+                z = torch.from_numpy(z).float()
+                z = z.cuda()
+                fake_images = G(z)
+    """), 7),
+]
+QUIET += [
+    Shape("TW205", "vocoders: audio read from a file and converted with a legacy constructor has to cross anyway", d("""
+        import torch
+        with torch.no_grad():
+            for i, name in enumerate(filelist):
+                wav, sr = load_wav(name)
+                wav = torch.FloatTensor(wav).to(device)
+                audio = generator(wav)
+    """)),
+    Shape("TW205", "a helper that loops, called once per epoch by the training function, allocates once per call", d("""
+        import torch
+        def vali(model, loader, device, B, C):
+            dec_inp = torch.zeros((B, 96, C)).float().to(device)
+            for x in loader:
+                model(x, dec_inp)
+        def train(model, loader, opt, device):
+            for epoch in range(10):
+                for x, y in loader:
+                    loss = model(x).sum()
+                    loss.backward()
+                    opt.step()
+                vali(model, loader, device, 32, 7)
     """)),
 ]

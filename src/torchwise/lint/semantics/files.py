@@ -19,7 +19,7 @@ _ASSERTS = re.compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|a
 
 def is_test_path(path: str, text: str | None = None) -> bool:
     """A test file: under a ``tests``/``test`` folder or named ``conftest.py``; or named
-    ``test_*.py``/``*_test.py`` *and* written as tests (imports pytest/unittest, or has ``test*``
+    ``test_*.py``, ``*_test.py``, ``*_tests.py``, ``*unittests.py`` *and* written as tests (imports pytest/unittest, or has ``test*``
     functions that assert). Tests build tiny loaders and models on purpose and check that things
     *can* be done (scripted, wrapped in DataParallel...); performance and device advice does not
     apply. An evaluation script named ``test_classification.py`` is no test file: it runs a
@@ -28,7 +28,8 @@ def is_test_path(path: str, text: str | None = None) -> bool:
     name = parts[-1]
     if name == "conftest.py" or any(p in _TEST_DIRS for p in parts[:-1]):
         return True
-    if not (name.startswith("test_") or name.endswith("_test.py")):
+    stem = name[:-3] if name.endswith(".py") else name
+    if not (stem.startswith("test_") or stem.endswith(("_test", "_tests", "unittests")) or stem == "tests"):
         return False
     return text is None or looks_like_tests(text)
 
