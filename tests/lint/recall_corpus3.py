@@ -572,3 +572,117 @@ QUIET += [
                 vali(model, loader, device, 32, 7)
     """)),
 ]
+
+# ---------------------------------------------------------------------------- TW209 / TW502 / TW513
+PROJECTS += [
+    ProjectShape("TW209", "speech synthesis: the project's ConvNorm wrapper (a biased Conv1d) before BatchNorm1d", {
+        "layers.py": d("""
+            import torch
+            class ConvNorm(torch.nn.Module):
+                def __init__(self, in_channels, out_channels, kernel_size=1, bias=True, w_init_gain="linear"):
+                    super().__init__()
+                    self.conv = torch.nn.Conv1d(in_channels, out_channels, kernel_size=kernel_size, bias=bias)
+                def forward(self, signal):
+                    return self.conv(signal)
+        """),
+        "model.py": d("""
+            import torch.nn as nn
+            from layers import ConvNorm
+            class Postnet(nn.Module):
+                def __init__(self, n_mel, dim):
+                    super().__init__()
+                    self.convolutions = nn.ModuleList()
+                    self.convolutions.append(nn.Sequential(ConvNorm(n_mel, dim, kernel_size=5), nn.BatchNorm1d(dim)))
+                    self.convolutions.append(nn.Sequential(ConvNorm(dim, dim, kernel_size=5, bias=False), nn.BatchNorm1d(dim)))
+        """),
+    }, (("model.py", 7),)),
+]
+FIND += [
+    Shape("TW209", "point-cloud set abstraction: ModuleList pairs used as bn(conv(x))", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class SetAbstraction(nn.Module):
+            def __init__(self, in_channel, mlp):
+                super().__init__()
+                self.mlp_convs = nn.ModuleList()
+                self.mlp_bns = nn.ModuleList()
+                last = in_channel
+                for out_channel in mlp:
+                    self.mlp_convs.append(nn.Conv2d(last, out_channel, 1))
+                    self.mlp_bns.append(nn.BatchNorm2d(out_channel))
+                    last = out_channel
+            def forward(self, x):
+                for i, conv in enumerate(self.mlp_convs):
+                    bn = self.mlp_bns[i]
+                    x = F.relu(bn(conv(x)))
+                return x
+    """), 10),
+    Shape("TW209", "point-cloud set abstraction (multi-scale): local ModuleLists appended to self lists", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class SetAbstractionMsg(nn.Module):
+            def __init__(self, in_channel, mlp_list):
+                super().__init__()
+                self.conv_blocks = nn.ModuleList()
+                self.bn_blocks = nn.ModuleList()
+                for mlp in mlp_list:
+                    convs = nn.ModuleList()
+                    bns = nn.ModuleList()
+                    for out_channel in mlp:
+                        convs.append(nn.Conv2d(in_channel, out_channel, 1))
+                        bns.append(nn.BatchNorm2d(out_channel))
+                    self.conv_blocks.append(convs)
+                    self.bn_blocks.append(bns)
+            def forward(self, x, i):
+                for j in range(len(self.conv_blocks[i])):
+                    conv = self.conv_blocks[i][j]
+                    bn = self.bn_blocks[i][j]
+                    x = F.relu(bn(conv(x)))
+                return x
+    """), 12),
+    Shape("TW502", "segmentation solvers: F.sigmoid", d("""
+        import torch.nn.functional as F
+        SR_probs = F.sigmoid(SR)
+    """), 2),
+    Shape("TW502", "detection training: the non-underscore init function", d("""
+        import torch.nn.init as init
+        def xavier(param):
+            init.xavier_uniform(param)
+    """), 3),
+    Shape("TW502", "hand-made DDP: the dist.reduce_op alias", d("""
+        import torch.distributed as dist
+        def reduce_tensor(tensor, n_gpus):
+            rt = tensor.clone()
+            dist.all_reduce(rt, op=dist.reduce_op.SUM)
+            return rt / n_gpus
+    """), 4),
+    Shape("TW513", "graph recommenders: the typed sparse constructors", d("""
+        import torch
+        graph = torch.sparse.FloatTensor(index.t(), data, torch.Size([n, n]))
+    """), 2),
+]
+QUIET += [
+    Shape("TW209", "ModuleList pairs whose convolutions have no bias", d("""
+        import torch.nn as nn
+        class SetAbstraction(nn.Module):
+            def __init__(self, mlp):
+                super().__init__()
+                self.mlp_convs = nn.ModuleList()
+                self.mlp_bns = nn.ModuleList()
+                for c in mlp:
+                    self.mlp_convs.append(nn.Conv2d(c, c, 1, bias=False))
+                    self.mlp_bns.append(nn.BatchNorm2d(c))
+            def forward(self, x):
+                for i, conv in enumerate(self.mlp_convs):
+                    x = self.mlp_bns[i](conv(x))
+                return x
+    """)),
+    Shape("TW502", "the current names stay quiet", d("""
+        import torch
+        import torch.nn as nn
+        import torch.distributed as dist
+        y = torch.sigmoid(x)
+        nn.init.xavier_uniform_(w)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    """)),
+]
