@@ -686,3 +686,25 @@ QUIET += [
         dist.all_reduce(t, op=dist.ReduceOp.SUM)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW104 again
+FIND += [
+    Shape("TW104", "course notebooks: the final test loop after the per-epoch validation is its own evaluation", d("""
+        import torch
+        for epoch in range(1, n_epochs + 1):
+            model.train()
+            for data, target in train_loader:
+                optimizer.zero_grad()
+                loss = criterion(model(data), target)
+                loss.backward()
+                optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                for data, target in valid_loader:
+                    valid_loss = criterion(model(data), target)
+        model.eval()
+        for data, target in test_loader:
+            output = model(data)
+            loss = criterion(output, target)
+    """), 16),
+]

@@ -87,7 +87,8 @@ What it flags
   `inference`, module-level code after `model.eval()`, and - in a function or script that
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
-  training function). A model run is a call of the module (`model(x)`) or of a method that runs
+  training function; each stretch is reported, so a final test loop after the validation
+  passes gets its own finding). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods
@@ -156,9 +157,11 @@ Lint and the doctor
                 if scope.__class__ is not ast.Lambda:
                     scopes[id(scope)] = scope
         for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
-            finding = self._check_scope(ctx, scope)
-            if finding is not None:
-                yield finding
+            found = self._check_scope(ctx, scope)
+            if isinstance(found, list):
+                yield from found
+            elif found is not None:
+                yield found
         yield from self._acting(ctx)
 
     def _acting(self, ctx: Context) -> Iterator[Finding]:
@@ -184,7 +187,7 @@ Lint and the doctor
                         f"{ctx.text(func)} picks the action with autograd recording; the environment only needs its value",
                         suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())",
                     )
-    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
+    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
         tested = not is_module and scope.name.lstrip("_").startswith("test")
@@ -200,11 +203,9 @@ Lint and the doctor
         events = _grad_events(ctx, body if is_module else list(ast.walk(scope)))
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
-            for start, end in _eval_regions(evals, events):
-                found = self._first_forward(ctx, scope, body, receivers, start, end)
-                if found is not None:
-                    return found
-            return None
+            found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in _eval_regions(evals, events)]
+            out = {(f.line, f.col): f for f in found if f is not None}  # one per evaluation stretch (validation, final test)
+            return [out[k] for k in sorted(out)]
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
         if not is_module and self._called_for_training(ctx, scope):
