@@ -706,5 +706,5 @@ FIND += [
         for data, target in test_loader:
             output = model(data)
             loss = criterion(output, target)
-    """), 16),
+    """), 15),
 ]
