@@ -708,3 +708,30 @@ FIND += [
             loss = criterion(output, target)
     """), 15),
 ]
+
+# ----------------------------------------------------------------------------------- TW204
+FIND += [
+    Shape("TW204", "detection training: batches read with next(batch_iterator) from a pinned loader", d("""
+        import torch
+        data_loader = torch.utils.data.DataLoader(dataset, 32, num_workers=4, shuffle=True, pin_memory=True)
+        batch_iterator = iter(data_loader)
+        for iteration in range(max_iter):
+            try:
+                images, targets = next(batch_iterator)
+            except StopIteration:
+                batch_iterator = iter(data_loader)
+                images, targets = next(batch_iterator)
+            images = images.cuda()
+            targets = [ann.cuda() for ann in targets]
+    """), 10),
+]
+QUIET += [
+    Shape("TW204", "next(batch_iterator) of a loader that is not pinned", d("""
+        import torch
+        data_loader = torch.utils.data.DataLoader(dataset, 32, num_workers=4, shuffle=True)
+        batch_iterator = iter(data_loader)
+        for iteration in range(max_iter):
+            images, targets = next(batch_iterator)
+            images = images.cuda()
+    """)),
+]
