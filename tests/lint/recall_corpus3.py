@@ -735,3 +735,44 @@ QUIET += [
             images = images.cuda()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 again
+FIND += [
+    Shape("TW207", "old detection repos: loss.data[0], the pre-0.4 .item(), every step", d("""
+        import torch
+        net = net.cuda()
+        for iteration in range(max_iter):
+            images, targets = next(batch_iterator)
+            out = net(images.cuda())
+            loss_l, loss_c = criterion(out, targets)
+            loss = loss_l + loss_c
+            loss.backward()
+            optimizer.step()
+            loc_loss += loss_l.data[0]
+    """), 10),
+    Shape("TW207", "Kaggle pipelines: torch.cuda.synchronize() after every optimizer step", d("""
+        import torch
+        model = model.cuda()
+        for i, sample in enumerate(loader):
+            imgs = sample["image"].cuda()
+            loss = criterion(model(imgs), sample["labels"].cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+    """), 9),
+]
+QUIET += [
+    Shape("TW207", "a benchmark loop synchronizes to time each step", d("""
+        import time
+        import torch
+        model = model.cuda()
+        for x, y in loader:
+            start = time.perf_counter()
+            loss = criterion(model(x.cuda()), y.cuda())
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    """)),
+]

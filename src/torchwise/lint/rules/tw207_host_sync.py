@@ -102,7 +102,8 @@ What it flags
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  reads it); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
+  training loop that measures no time. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`). The value must evidently live on the accelerator -
@@ -169,6 +170,8 @@ Lint and the doctor
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+        yield from self._legacy_reads(ctx)
+        yield from self._explicit_syncs(ctx)
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
@@ -178,6 +181,36 @@ Lint and the doctor
                                    suggestion=_MASK_FIX)
             if finding is not None:
                 statements.add(id(stmt))
+                yield finding
+
+    def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``loss.data[0]``: the pre-0.4 spelling of ``.item()``, a host read all the same."""
+        if ".data[0]" not in ctx.source:
+            return
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            value, index = sub.value, sub.slice
+            if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
+                continue
+            if hot_region_of(ctx, sub) is None or not _device_subject(ctx, value.value, sub):
+                continue
+            finding = self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
+            if finding is not None:
+                yield finding
+
+    def _explicit_syncs(self, ctx: Context) -> Iterator[Finding]:
+        """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test,
+        where the loop measures no time (a benchmark waits on purpose)."""
+        if "synchronize" not in ctx.source:
+            return
+        for call in ctx.calls_named("synchronize"):
+            if ctx.qualname(call.func) not in _SYNCHRONIZE:
+                continue
+            loop = hot_region_of(ctx, call)
+            if loop is None or ctx.enclosing_ifs(call) or _times(ctx, loop):
+                continue
+            finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
+                                   suggestion="drop it: later kernels and reads wait for the GPU where they need to")
+            if finding is not None:
                 yield finding
 
     def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
@@ -306,6 +339,14 @@ def _on_device(ctx: Context, node: ast.AST) -> bool:
 def _names_cpu(ctx: Context, scope: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function: it runs on the CPU on purpose."""
     return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(scope.body))
+
+
+_TIMERS = frozenset({"time", "perf_counter", "monotonic", "elapsed_time", "record"})
+
+
+def _times(ctx: Context, region: ast.AST) -> bool:
+    """Does the loop (or step function) measure time: ``time.time()``, ``perf_counter()``, CUDA events?"""
+    return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
 
 
 def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
