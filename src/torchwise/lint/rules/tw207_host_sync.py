@@ -103,7 +103,7 @@ What it flags
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
-  training loop that measures no time. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`). The value must evidently live on the accelerator -
@@ -206,7 +206,7 @@ Lint and the doctor
             if ctx.qualname(call.func) not in _SYNCHRONIZE:
                 continue
             loop = hot_region_of(ctx, call)
-            if loop is None or ctx.enclosing_ifs(call) or _times(ctx, loop):
+            if loop is None or ctx.enclosing_ifs(call) or _times(ctx, loop) or _read_after(ctx, loop, call):
                 continue
             finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
                                    suggestion="drop it: later kernels and reads wait for the GPU where they need to")
@@ -347,6 +347,14 @@ _TIMERS = frozenset({"time", "perf_counter", "monotonic", "elapsed_time", "recor
 def _times(ctx: Context, region: ast.AST) -> bool:
     """Does the loop (or step function) measure time: ``time.time()``, ``perf_counter()``, CUDA events?"""
     return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
+
+
+def _read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
+    """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
+    explicit synchronize adds no stall of its own."""
+    pos = (call.lineno, call.col_offset)
+    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in SYNC_METHODS
+               and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
 
 
 def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
