@@ -776,3 +776,31 @@ QUIET += [
             times.append(time.perf_counter() - start)
     """)),
 ]
+FIND += [
+    Shape("TW207", "speech synthesis: the gradient norm formatted into the per-step print", d("""
+        import math
+        import time
+        import torch
+        model = model.cuda()
+        for i, batch in enumerate(train_loader):
+            loss = criterion(model(batch[0].cuda()), batch[1].cuda())
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            print("Train loss {:.6f} Grad Norm {:.6f}".format(loss_value, grad_norm))
+    """), 11),
+]
+QUIET += [
+    Shape("TW207", "a flag computed with math.isnan is a Python bool, not a tensor condition", d("""
+        import math
+        import torch
+        model = model.cuda()
+        for i, batch in enumerate(train_loader):
+            loss = criterion(model(batch[0].cuda()), batch[1].cuda())
+            loss.backward()
+            is_overflow = math.isnan(total)
+            optimizer.step()
+            if not is_overflow and rank == 0:
+                save(model)
+    """)),
+]

@@ -95,7 +95,8 @@ class HostSyncInLoop(Rule):
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
-  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
+  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
+  `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
   size has to reach the host); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
@@ -283,6 +284,10 @@ Lint and the doctor
                 for part in arg.values:
                     if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
                         return part.value
+            elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr == "format":
+                for part in arg.args:  # print("loss {:.4f}".format(loss)): formatting reads the value
+                    if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
+                        return part
         return None
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
