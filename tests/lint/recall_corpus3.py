@@ -788,7 +788,7 @@ FIND += [
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             print("Train loss {:.6f} Grad Norm {:.6f}".format(loss_value, grad_norm))
-    """), 11),
+    """), 10),
 ]
 QUIET += [
     Shape("TW207", "a flag computed with math.isnan is a Python bool, not a tensor condition", d("""
