@@ -804,3 +804,37 @@ QUIET += [
                 save(model)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW203
+PROJECTS += [
+    ProjectShape("TW203", "speech recognition: a DataLoader subclass of another module, built without pin_memory", {
+        "loader/data_loader.py": d("""
+            from torch.utils.data import DataLoader
+            class AudioDataLoader(DataLoader):
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, **kwargs)
+                    self.collate_fn = _collate_fn
+            class PinnedAudioLoader(DataLoader):
+                def __init__(self, *args, **kwargs):
+                    super().__init__(*args, pin_memory=True, **kwargs)
+        """),
+        "testing.py": d("""
+            import torch
+            from loader.data_loader import AudioDataLoader, PinnedAudioLoader
+            def evaluate(cfg, dataset, model):
+                device = torch.device("cuda" if cfg.cuda else "cpu")
+                test_loader = AudioDataLoader(dataset, batch_size=cfg.batch_size, num_workers=4)
+                other_loader = PinnedAudioLoader(dataset, batch_size=cfg.batch_size, num_workers=4)
+                for inputs, targets in test_loader:
+                    out = model(inputs.to(device))
+        """),
+    }, (("testing.py", 5),)),
+]
+FIND += [
+    Shape("TW205", "GAN sampling: a list comprehension of torch.tensor(int) moved to the device", d("""
+        import torch
+        def debug_image(nets, x_src, device, N):
+            y_trg_list = [torch.tensor(y).repeat(N).to(device) for y in range(5)]
+            return [nets.generator(x_src, y) for y in y_trg_list]
+    """), 3),
+]

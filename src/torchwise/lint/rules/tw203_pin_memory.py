@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.values import local_function
 
@@ -92,7 +92,8 @@ class LoaderWithoutPinMemory(Rule):
     triggers = ("DataLoader",)
     doc = """\
 What it flags
-  `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
+  `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
+  `class AudioDataLoader(DataLoader)`, here or in another module) that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
@@ -131,6 +132,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER)
+        if "Loader(" in ctx.source:
+            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader) of the project
         for call in calls:
             if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not _feeds_gpu(ctx, call):
                 continue

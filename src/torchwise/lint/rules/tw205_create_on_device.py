@@ -36,6 +36,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         return True
     if data.__class__ is ast.Name:
         b = ctx.binding_at(data.id, use)
+        if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
+            return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
         return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
     return False
 

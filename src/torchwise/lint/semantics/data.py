@@ -278,3 +278,46 @@ def _only_stepped(ctx: Context, assign: AST) -> bool:
             continue
         return False
     return True
+
+
+_LOADER_BASES = ("DataLoader",)
+
+
+def loader_subclass_calls(ctx: Context) -> list[ast.Call]:
+    """Calls of a ``DataLoader`` subclass that does not choose ``pin_memory`` itself
+    (``AudioDataLoader(dataset, batch_size=...)``): a class of this file whose base is
+    ``torch.utils.data.DataLoader``, or one another file of the project defines as
+    ``class AudioDataLoader(DataLoader):``."""
+    key = ("sem:loader-subclasses",)
+    found = ctx._cache.get(key)
+    if found is not None:
+        return found
+    found = []
+    for name, calls in ctx.calls_by_name.items():
+        if not name.endswith("Loader") or name == "DataLoader":
+            continue
+        if _loader_subclass(ctx, name):
+            found.extend(c for c in calls if c.func.__class__ is ast.Name or ctx.qualname(c.func) is None)
+    ctx._cache[key] = found
+    return found
+
+
+def _loader_subclass(ctx: Context, name: str) -> bool:
+    if name in ctx.local_classes:
+        klass = ctx.local_classes[name]
+        return "torch.utils.data.DataLoader" in ctx.local_class_bases(name) and "pin_memory" not in ctx.text(klass)
+    facts = ctx.project
+    if not facts.files:
+        return False
+    key = ("loader-subclass", name)
+    if key not in facts.answers:
+        pattern = re.compile(rf"^class[ \t]+{re.escape(name)}[ \t]*\((?:[\w.]*\.)?DataLoader\)[ \t]*:", re.M)
+        answer = False
+        for _, text in facts.files:
+            m = pattern.search(text) if f"class {name}" in text else None
+            if m is not None:
+                end = text.find("\nclass ", m.end())
+                answer = "pin_memory" not in text[m.end():end if end >= 0 else len(text)]
+                break
+        facts.answers[key] = answer
+    return facts.answers[key]
