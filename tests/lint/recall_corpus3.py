@@ -838,3 +838,40 @@ FIND += [
             return [nets.generator(x_src, y) for y in y_trg_list]
     """), 3),
 ]
+FIND += [
+    Shape("TW207", "GANs: a loss function of the file returns its terms .item()'d for logging, called every step", d("""
+        import torch
+        import torch.nn.functional as F
+        def compute_d_loss(nets, x_real, y_org):
+            out = nets.discriminator(x_real, y_org)
+            loss_real = F.binary_cross_entropy_with_logits(out, torch.ones_like(out))
+            loss = loss_real
+            return loss, {"real": loss_real.item()}
+        def train(nets, loader, opt, device):
+            for x_real, y_org in loader:
+                x_real, y_org = x_real.to(device), y_org.to(device)
+                d_loss, d_logs = compute_d_loss(nets, x_real, y_org)
+                opt.zero_grad()
+                d_loss.backward()
+                opt.step()
+    """), 7),
+]
+QUIET += [
+    Shape("TW207", "the same loss function called only under a periodic test", d("""
+        import torch
+        import torch.nn.functional as F
+        def compute_d_loss(nets, x_real, y_org):
+            out = nets.discriminator(x_real, y_org)
+            loss_real = F.binary_cross_entropy_with_logits(out, torch.ones_like(out))
+            return loss_real, {"real": loss_real.item()}
+        def train(nets, loader, opt, device):
+            for i, (x_real, y_org) in enumerate(loader):
+                x_real, y_org = x_real.to(device), y_org.to(device)
+                loss = nets.discriminator(x_real, y_org).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if i % 100 == 0:
+                    _, logs = compute_d_loss(nets, x_real, y_org)
+    """)),
+]

@@ -11,12 +11,12 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, own_loss_reads, read_arguments,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
-from torchwise.lint.semantics.syncs import boolean_mask_index, parameter_read
+from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, measures_time, parameter_read, read_after, synchronized_before
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -103,7 +103,8 @@ What it flags
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
+  reads it); `.item()` of its own losses in a loss function the step calls
+  (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
@@ -171,6 +172,7 @@ Lint and the doctor
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+        yield from self._loss_function_reads(ctx)
         yield from self._legacy_reads(ctx)
         yield from self._explicit_syncs(ctx)
         statements: set[int] = set()
@@ -183,6 +185,26 @@ Lint and the doctor
             if finding is not None:
                 statements.add(id(stmt))
                 yield finding
+
+    def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``.item()`` inside a loss function of this file that the training step calls every
+        step (``d_loss, logs = compute_d_loss(...)``): reported at the read."""
+        if ".item()" not in ctx.source:
+            return
+        seen: set[int] = set()
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for func in ctx.nodes.get(kind, ()):
+                reads = own_loss_reads(ctx, func) if "loss" in func.name.lower() else []
+                calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func] if reads else []
+                for call in calls:
+                    if hot_region_of(ctx, call) is None or self._report(ctx, call, None, "", check_subject=False) is None:
+                        continue
+                    for read in reads:
+                        if id(read) not in seen:
+                            seen.add(id(read))
+                            yield ctx.finding(self.code, read, f".item() in {func.name}(), which the training step calls every "
+                                              f"step (line {call.lineno}), waits for the GPU",
+                                              suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
         """``loss.data[0]``: the pre-0.4 spelling of ``.item()``, a host read all the same."""
@@ -204,10 +226,10 @@ Lint and the doctor
         if "synchronize" not in ctx.source:
             return
         for call in ctx.calls_named("synchronize"):
-            if ctx.qualname(call.func) not in _SYNCHRONIZE:
+            if ctx.qualname(call.func) not in SYNCHRONIZE:
                 continue
             loop = hot_region_of(ctx, call)
-            if loop is None or ctx.enclosing_ifs(call) or _times(ctx, loop) or _read_after(ctx, loop, call):
+            if loop is None or ctx.enclosing_ifs(call) or measures_time(ctx, loop) or read_after(ctx, loop, call):
                 continue
             finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
                                    suggestion="drop it: later kernels and reads wait for the GPU where they need to")
@@ -296,7 +318,7 @@ Lint and the doctor
         if region is None or runs_periodically(ctx, node):
             return None
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and _synchronized_before(ctx, region, node):
+        if looping and synchronized_before(ctx, region, node):
             return None  # the step already waits for the GPU; this read adds no stall
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
@@ -345,35 +367,5 @@ def _names_cpu(ctx: Context, scope: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function: it runs on the CPU on purpose."""
     return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(scope.body))
 
-
-_TIMERS = frozenset({"time", "perf_counter", "monotonic", "elapsed_time", "record"})
-
-
-def _times(ctx: Context, region: ast.AST) -> bool:
-    """Does the loop (or step function) measure time: ``time.time()``, ``perf_counter()``, CUDA events?"""
-    return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
-
-
-def _read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
-    """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
-    explicit synchronize adds no stall of its own."""
-    pos = (call.lineno, call.col_offset)
-    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in SYNC_METHODS
-               and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
-
-
-def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
-    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
-    line = getattr(node, "lineno", 0)
-    for stmt in getattr(loop, "body", ()):
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return False
-        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
-            if ctx.qualname(stmt.value.func) in _SYNCHRONIZE:
-                return True
-    return False
-
-
-_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
 
 RULE = HostSyncInLoop()

@@ -231,3 +231,26 @@ def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
     if name in _SINKS or name.startswith(_SINK_PREFIXES) or ctx.qualname(call.func) is not None:
         return False  # logged, collected, or a library function (np.mean(...): a metric)
     return not is_device_tensor(ctx, call.func.value, call)
+
+
+def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
+    """``.item()`` of the losses a loss function computes itself and hands back for logging
+    (``return loss, Munch(real=loss_real.item(), fake=loss_fake.item())``): outside any
+    ``if`` or loop of its own, on a name the function binds to a loss."""
+    key = ("sem:own-loss-reads", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = []
+        for node in ctx.walk_body(func.body):
+            if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item":
+                continue
+            recv = node.func.value
+            if recv.__class__ is not ast.Name or ctx.enclosing_ifs(node) or ctx.enclosing_loops(node):
+                continue
+            b = ctx.binding_at(recv.id, node)
+            if b is None or b.kind != "assign" or ctx.function_of(b.node) is not func:
+                continue
+            if is_loss_value(ctx, recv, node) or ("loss" in recv.id.lower() and b.value.__class__ in (ast.Call, ast.BinOp)):
+                found.append(node)  # loss_real = adv_loss(out, 1): a loss by its name and making
+        ctx._cache[key] = found
+    return found

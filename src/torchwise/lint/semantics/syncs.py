@@ -1,13 +1,14 @@
 """Host synchronisations that are not a value read: indexing with a boolean mask (the result's
-size depends on the data, so the host waits to learn it), and reads of a module's own
-parameters inside its methods (every forward)."""
+size depends on the data, so the host waits to learn it), reads of a module's own
+parameters inside its methods (every forward), and explicit ``torch.cuda.synchronize()`` calls
+(where a loop already waits, where it measures time, where a read follows)."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
@@ -65,3 +66,34 @@ def parameter_read(ctx: Context, call: ast.Call) -> str | None:
         if ctx.class_of(c) is klass and c.args and c.args[0].__class__ is ast.Constant and c.args[0].value == recv.attr:
             return f"self.{recv.attr}"
     return None
+
+
+_TIMERS = frozenset({"time", "perf_counter", "monotonic", "elapsed_time", "record"})
+
+
+def measures_time(ctx: Context, region: ast.AST) -> bool:
+    """Does the loop (or step function) measure time: ``time.time()``, ``perf_counter()``, CUDA events?"""
+    return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
+
+
+def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
+    """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
+    explicit synchronize adds no stall of its own."""
+    pos = (call.lineno, call.col_offset)
+    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in SYNC_METHODS
+               and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
+
+
+def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
+    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
+    line = getattr(node, "lineno", 0)
+    for stmt in getattr(loop, "body", ()):
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            return False
+        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
+            if ctx.qualname(stmt.value.func) in SYNCHRONIZE:
+                return True
+    return False
+
+
+SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
