@@ -875,3 +875,37 @@ QUIET += [
                     _, logs = compute_d_loss(nets, x_real, y_org)
     """)),
 ]
+FIND += [
+    Shape("TW207", "contrastive learning: boolean-mask selection in the loss method the step calls every step", d("""
+        import torch
+        class SimCLR:
+            def info_nce_loss(self, features):
+                labels = torch.cat([torch.arange(self.batch_size) for i in range(2)], dim=0)
+                labels = (labels.unsqueeze(0) == labels.unsqueeze(1)).float().to(self.device)
+                similarity = torch.matmul(features, features.T)
+                mask = torch.eye(labels.shape[0], dtype=torch.bool).to(self.device)
+                labels = labels[~mask].view(labels.shape[0], -1)
+                return similarity, labels
+            def train(self, loader):
+                for images, _ in loader:
+                    images = images.to(self.device)
+                    features = self.model(images)
+                    logits, labels = self.info_nce_loss(features)
+                    loss = self.criterion(logits, labels)
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+    """), 9),
+]
+QUIET += [
+    Shape("TW207", "a loss function with a mask that only an evaluation calls", d("""
+        import torch
+        def masked_loss(pred, gold, pad):
+            non_pad_mask = gold.ne(pad)
+            return pred.masked_select(non_pad_mask).sum()
+        def evaluate(model, loader, device):
+            with torch.no_grad():
+                for x, y in loader:
+                    total = masked_loss(model(x.to(device)), y.to(device), 0)
+    """)),
+]

@@ -11,12 +11,12 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, own_loss_reads, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, own_loss_reads, printed_tensor, read_arguments,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
-from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -99,7 +99,8 @@ What it flags
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
-  size has to reach the host); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  size has to reach the host), also in a loss function the step calls with device tensors
+  (`labels[~mask]` in `info_nce_loss(features)`, `loss.masked_select(non_pad_mask)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
@@ -178,13 +179,45 @@ Lint and the doctor
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
+            if id(stmt) in statements:
                 continue
-            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False,
-                                   suggestion=_MASK_FIX)
+            if hot_region_of(ctx, sub) is None:
+                finding = self._masked_in_loss(ctx, sub, sub.slice) if sub.ctx.__class__ is ast.Load else None
+            elif boolean_mask_index(ctx, sub):
+                finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
+            else:
+                finding = None
             if finding is not None:
                 statements.add(id(stmt))
                 yield finding
+        for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
+            if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
+                finding = self._masked_in_loss(ctx, call, call.args[0])
+                if finding is not None:
+                    yield finding
+
+    def _masked_in_loss(self, ctx: Context, node: ast.AST, index: ast.AST) -> Finding | None:
+        """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file
+        that the training step calls every step with device tensors (``info_nce_loss(features)``,
+        ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
+        func = ctx.function_of(node)
+        if func is None or "loss" not in func.name.lower() or not mask_like(ctx, index, node):
+            return None
+        call = self._every_step_call(ctx, func)
+        if call is None:
+            return None
+        return ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
+                           f"every step (line {call.lineno}), waits for the GPU", suggestion=_MASK_FIX)
+
+    def _every_step_call(self, ctx: Context, func: ast.AST) -> ast.Call | None:
+        """A call of this file's ``func`` that runs every training step, handing it device tensors."""
+        key = ("tw207:step-call", id(func))
+        if key not in ctx._cache:
+            ctx._cache[key] = next((c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func
+                                    and hot_region_of(ctx, c) is not None
+                                    and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
+                                    and self._report(ctx, c, None, "", check_subject=False) is not None), None)
+        return ctx._cache[key]
 
     def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
         """``.item()`` inside a loss function of this file that the training step calls every
@@ -255,7 +288,7 @@ Lint and the doctor
         func = call.func
         name = last_name(func)
         if name == "print":
-            subject = self._printed_tensor(ctx, call) if func.__class__ is ast.Name else None
+            subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
             return (subject, "print() of a tensor") if subject is not None else None
         if name == "nonzero":
             q = ctx.qualname(func)
@@ -295,22 +328,6 @@ Lint and the doctor
                     finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
                     if finding is not None:
                         yield finding
-
-    @staticmethod
-    def _printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
-        for arg in call.args:
-            if arg.__class__ is ast.Name:
-                if is_device_tensor(ctx, arg, call):
-                    return arg
-            elif arg.__class__ is ast.JoinedStr:
-                for part in arg.values:
-                    if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
-                        return part.value
-            elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr == "format":
-                for part in arg.args:  # print("loss {:.4f}".format(loss)): formatting reads the value
-                    if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
-                        return part
-        return None
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:

@@ -254,3 +254,20 @@ def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
                 found.append(node)  # loss_real = adv_loss(out, 1): a loss by its name and making
         ctx._cache[key] = found
     return found
+
+
+def printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
+    """The device tensor ``print(...)`` shows: an argument, an f-string field, a ``.format()`` argument."""
+    for arg in call.args:
+        if arg.__class__ is ast.Name:
+            if is_device_tensor(ctx, arg, call):
+                return arg
+        elif arg.__class__ is ast.JoinedStr:
+            for part in arg.values:
+                if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
+                    return part.value
+        elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr == "format":
+            for part in arg.args:  # print("loss {:.4f}".format(loss)): formatting reads the value
+                if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
+                    return part
+    return None

@@ -32,6 +32,24 @@ def _is_mask(ctx: Context, expr: AST, use: AST, depth: int = 2) -> bool:
     return False
 
 
+def mask_like(ctx: Context, index: AST, use: AST) -> bool:
+    """An index that is a boolean mask by its making or its name, device or not evident:
+    ``~mask``, ``x > 0``, ``non_pad_mask``, ``labels.bool()``, a name bound to a comparison."""
+    cls = index.__class__
+    if cls is ast.Compare or (cls is ast.UnaryOp and index.op.__class__ is ast.Invert):
+        return True
+    if cls is ast.Call and index.func.__class__ is ast.Attribute and index.func.attr == "bool" and not index.args:
+        return True
+    if cls in (ast.Name, ast.Attribute):
+        name = (last_name(index) or "").lower()
+        if name.endswith("mask"):
+            return True
+        if cls is ast.Name:
+            b = ctx.binding_at(index.id, use)
+            return b is not None and b.kind == "assign" and b.value is not None and b.value.__class__ in (ast.Compare, ast.UnaryOp)
+    return False
+
+
 def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
     """``out[mask]`` read with a boolean mask on the device (``pred[is_labeled]``,
     ``outputs[mask == 0]``, ``out[data.train_mask]``) from a device tensor."""
