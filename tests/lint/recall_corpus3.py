@@ -895,7 +895,7 @@ FIND += [
                     self.optimizer.zero_grad()
                     loss.backward()
                     self.optimizer.step()
-    """), 9),
+    """), 8),
 ]
 QUIET += [
     Shape("TW207", "a loss function with a mask that only an evaluation calls", d("""
