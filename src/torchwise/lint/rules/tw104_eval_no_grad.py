@@ -336,13 +336,17 @@ def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
     ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
     ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
     (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
-    if is_test_path(ctx.path, ctx.source):
-        return False
     klass = ctx.parent(func)
     if klass is ctx.tree:
-        return bool(func.args.args) and not any(
-            n.__class__ is ast.Assert or (n.__class__ is ast.Attribute and n.attr.startswith("assert"))
-            for n in ast.walk(func)) and any(n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+        if not func.args.args or "assert" in ctx.text(func):
+            return False  # a smoke test that takes nothing, or a unit test that asserts
+        key = ("tw104:evaluates", id(func))
+        if key not in ctx._cache:
+            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
+                n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+        return ctx._cache[key]
+    if is_test_path(ctx.path, ctx.source):
+        return False
     if klass.__class__ is not ast.ClassDef:
         return False
     if func.name.startswith("_") or "test" in klass.name.lower():

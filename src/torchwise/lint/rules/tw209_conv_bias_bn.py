@@ -146,7 +146,8 @@ Lint and the doctor
         """``self.mlp_convs.append(nn.Conv2d(...))`` and ``self.mlp_bns.append(nn.BatchNorm2d(...))``
         in ``__init__`` (also through a local ``nn.ModuleList`` appended to ``self.conv_blocks``),
         then ``bn(conv(x))`` in a method where ``conv`` comes from one list and ``bn`` from the other."""
-        if "append(" not in ctx.text(cls):
+        text = ctx.text(cls)
+        if "append(" not in text or "BatchNorm" not in text:
             return
         convs, bns = _appended_layers(ctx, cls)
         if not convs or not bns:
