@@ -155,6 +155,9 @@ Lint and the doctor
         for item in cls.body:
             if item.__class__ is not ast.FunctionDef or item.name == "__init__":
                 continue
+            text = ctx.text(item)
+            if not any(f"self.{b}" in text for b in bns):
+                continue
             for node in ctx.walk_body(item.body):
                 if node.__class__ is not ast.Call or len(node.args) != 1 or node.args[0].__class__ is not ast.Call:
                     continue
