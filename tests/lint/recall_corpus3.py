@@ -909,3 +909,28 @@ QUIET += [
                     total = masked_loss(model(x.to(device)), y.to(device), 0)
     """)),
 ]
+PROJECTS += [
+    ProjectShape("TW301", "speech synthesis: a random phase in a helper no file of the project calls (a notebook does)", {
+        "train.py": d("""
+            import torch
+            from audio_processing import dynamic_range_compression
+            torch.manual_seed(1234)
+            mel = dynamic_range_compression(spec)
+        """),
+        "audio_processing.py": d("""
+            import numpy as np
+            def dynamic_range_compression(x):
+                return np.log(np.clip(x, 1e-5, None))
+            def griffin_lim(magnitudes, n_iters=30):
+                angles = np.angle(np.exp(2j * np.pi * np.random.rand(*magnitudes.shape)))
+                return angles
+            def augment(x):
+                return x + np.random.rand(*x.shape)
+        """),
+        "data.py": d("""
+            from audio_processing import augment
+            def load(x):
+                return augment(x)
+        """),
+    }, (("audio_processing.py", 8),)),
+]

@@ -114,6 +114,16 @@ def _plots(body: list[ast.stmt]) -> bool:
     return False
 
 
+def _never_called(ctx: Context, node: ast.AST) -> bool:
+    """``node`` is in a function that no file of the project calls (its name followed by ``(``
+    appears nowhere but in its own ``def``): code for some other program, such as a notebook."""
+    func = ctx.function_of(node)
+    if func is None or not ctx.project.files:
+        return False
+    needle = f"{func.name}("
+    return sum(text.count(needle) for _, text in ctx.project.files) <= 1
+
+
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
@@ -139,7 +149,8 @@ What it flags
   shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
   a generator the project's entry point seeds counts as seeded for every module. Only modules
   a seeding file imports (directly or through others) are on the seeded run's path: a notebook
-  of a course collection is its own program, whatever another notebook seeds. A per-call seed
+  of a course collection is its own program, whatever another notebook seeds; nor is a function
+  no file of the project calls (an inference helper only a notebook uses). A per-call seed
   option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
   the project's seeding, and draws in a `__main__` smoke test of a library module (a random
   input whose output shape is printed) are not uses.
@@ -282,7 +293,7 @@ Fix
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)
-                          and not in_demo_main(ctx, n)), None)
+                          and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses
