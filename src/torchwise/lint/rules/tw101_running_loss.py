@@ -81,16 +81,6 @@ def _summed_without_grad(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
     return bool(sums) and all(under_no_grad(ctx, a) for a in sums)
 
 
-def _summed_without_grad(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
-    """``test_losses.append(test_loss / n)`` where every ``test_loss += ...`` of the function ran
-    under no_grad: a total of evaluation losses, with no graph behind it."""
-    names = {n.id for n in ast.walk(value) if n.__class__ is ast.Name}
-    scope = ctx.scope_of(node)
-    sums = [a for a in ctx.nodes.get(ast.AugAssign, ()) if a.target.__class__ is ast.Name and a.target.id in names
-            and ctx.scope_of(a) is scope]
-    return bool(sums) and all(under_no_grad(ctx, a) for a in sums)
-
-
 class RunningLossTensor(Rule):
     code = "TW101"
     name = "running-loss-tensor"

@@ -63,18 +63,23 @@ _CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "con
                           "view", "reshape", "permute", "clone", "type"})
 
 
-def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
-    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
-    a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
-    tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
-    comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
+def _unconverted(expr: ast.AST) -> ast.AST:
+    """``expr`` without an index or conversions applied before the copy (``images.float()``, ``batch[0]``)."""
     while True:
         if expr.__class__ is ast.Subscript:
             expr = expr.value
         elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
             expr = expr.func.value
         else:
-            break
+            return expr
+
+
+def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
+    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
+    a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
+    tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
+    comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
+    expr = _unconverted(expr)
     if expr.__class__ is ast.IfExp:
         return depth > 0 and (_from_loop(ctx, expr.body, loop, depth - 1) or _from_loop(ctx, expr.orelse, loop, depth - 1))
     if expr.__class__ in (ast.Tuple, ast.List):  # data = (data,): the batch wrapped in a tuple
@@ -171,13 +176,7 @@ def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> a
     """The loader that ``expr`` was taken from with ``next(...)``: ``images, targets =
     next(batch_iterator)`` where ``batch_iterator = iter(data_loader)``, also through a
     conversion or an element of the batch (``[ann.cuda() for ann in targets]``)."""
-    while True:
-        if expr.__class__ is ast.Subscript:
-            expr = expr.value
-        elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
-            expr = expr.func.value
-        else:
-            break
+    expr = _unconverted(expr)
     if expr.__class__ is ast.Call and last_name(expr.func) == "next" and len(expr.args) == 1:
         it = expr.args[0]
         if it.__class__ is ast.Call and last_name(it.func) == "iter" and it.args:
