@@ -934,3 +934,48 @@ PROJECTS += [
         """),
     }, (("audio_processing.py", 8),)),
 ]
+PROJECTS += [
+    ProjectShape("TW207", "point-cloud sampling: a boolean-mask assignment on a device tensor in a helper a forward "
+                 "pass calls (the training script moves to the GPU)", {
+        "models/utils.py": d("""
+            import torch
+            import torch.nn as nn
+            def farthest_point_sample(xyz, npoint):
+                device = xyz.device
+                B, N, C = xyz.shape
+                distance = torch.ones(B, N, device=device) * 1e10
+                for i in range(npoint):
+                    dist = torch.sum((xyz - xyz[:, :1]) ** 2, -1)
+                    mask = dist < distance
+                    distance[mask] = dist[mask]
+                return distance
+            class SetAbstraction(nn.Module):
+                def forward(self, xyz):
+                    return farthest_point_sample(xyz, 512)
+        """),
+        "train.py": d("""
+            import torch
+            from models.utils import SetAbstraction
+            model = SetAbstraction().cuda()
+            for points, target in loader:
+                loss = model(points.cuda()).sum()
+                loss.backward()
+                optimizer.step()
+        """),
+    }, (("models/utils.py", 10),)),
+]
+QUIET += [
+    Shape("TW207", "a mask used at set-up, in __init__, is no per-step sync", d("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                w = torch.ones(n, n, device="cuda")
+                mask = w > 0
+                w[mask] = 0
+                self.register_buffer("w", w)
+            def forward(self, x):
+                return x @ self.w
+    """)),
+]

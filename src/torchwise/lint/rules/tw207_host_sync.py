@@ -17,6 +17,7 @@ from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
 from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -91,7 +92,7 @@ def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
@@ -100,7 +101,8 @@ What it flags
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
   size has to reach the host), also in a loss function the step calls with device tensors
-  (`labels[~mask]` in `info_nce_loss(features)`, `loss.masked_select(non_pad_mask)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  (`labels[~mask]` in `info_nce_loss(features)`, `loss.masked_select(non_pad_mask)`) and on a
+  device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
@@ -152,6 +154,7 @@ Lint and the doctor
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         yield from self._parameter_reads(ctx)
+        yield from self._forward_masks(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
@@ -195,6 +198,23 @@ Lint and the doctor
                 finding = self._masked_in_loss(ctx, call, call.args[0])
                 if finding is not None:
                     yield finding
+
+    def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
+        """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
+        module's ``forward``, a helper it calls): the selection's size has to reach the host."""
+        if not (gpu_evident(ctx) or ctx.project.moves_to_device):
+            return
+        statements: set[int] = set()
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            if sub.slice.__class__ in (ast.Slice, ast.Tuple, ast.Constant) or id(ctx.statement_of(sub)) in statements:
+                continue
+            if hot_region_of(ctx, sub) is not None or not mask_like(ctx, sub.slice, sub) or not is_device_tensor(ctx, sub.value, sub):
+                continue
+            func = forward_path_function(ctx, sub)
+            if func is not None:
+                statements.add(id(ctx.statement_of(sub)))
+                yield ctx.finding(self.code, sub, f"boolean-mask indexing in {func.name}(), which runs on every forward "
+                                  "pass, waits for the GPU", suggestion=_MASK_FIX)
 
     def _masked_in_loss(self, ctx: Context, node: ast.AST, index: ast.AST) -> Finding | None:
         """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file

@@ -136,3 +136,17 @@ def _built_per_call(ctx: Context, init: AST) -> bool:
         if func is not None and func is not init and is_per_call_function(where, func):
             return True
     return False
+
+
+def forward_path_function(ctx: Context, node: AST) -> AST | None:
+    """The function around ``node`` when it runs on every forward pass: a per-call function
+    (:func:`is_per_call_function`, e.g. a module's ``forward``) or a helper a forward pass calls
+    (:func:`called_per_call`); None otherwise (set-up, evaluation, module level)."""
+    func = ctx.function_of(node)
+    if func is None or func.name in _ONCE_NAMES or func.name.startswith(_ONCE_PREFIXES):
+        return None
+    key = ("sem:forward-path", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = is_per_call_function(ctx, func) or called_per_call(ctx, func)
+    return func if found else None
