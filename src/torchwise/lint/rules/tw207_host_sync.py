@@ -206,12 +206,10 @@ Lint and the doctor
             return
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
-            if sub.slice.__class__ in (ast.Slice, ast.Tuple, ast.Constant) or id(ctx.statement_of(sub)) in statements:
+            if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub):
                 continue
-            if hot_region_of(ctx, sub) is not None or not mask_like(ctx, sub.slice, sub) or not is_device_tensor(ctx, sub.value, sub):
-                continue
-            func = forward_path_function(ctx, sub)
-            if func is not None:
+            func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
+            if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
                 statements.add(id(ctx.statement_of(sub)))
                 yield ctx.finding(self.code, sub, f"boolean-mask indexing in {func.name}(), which runs on every forward "
                                   "pass, waits for the GPU", suggestion=_MASK_FIX)
@@ -375,6 +373,7 @@ Lint and the doctor
         )
 
 
+_MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
 

@@ -44,10 +44,21 @@ def mask_like(ctx: Context, index: AST, use: AST) -> bool:
         name = (last_name(index) or "").lower()
         if name.endswith("mask"):
             return True
-        if cls is ast.Name:
+        if cls is ast.Name and index.id in _compared_names(ctx):
             b = ctx.binding_at(index.id, use)
             return b is not None and b.kind == "assign" and b.value is not None and b.value.__class__ in (ast.Compare, ast.UnaryOp)
     return False
+
+
+def _compared_names(ctx: Context) -> frozenset[str]:
+    """Names the file assigns a comparison or a negation to (``keep = dist < r``): the candidates
+    for a mask bound to a name (one pass over the assignments, cached)."""
+    found = ctx._cache.get("sem:compared-names")
+    if found is None:
+        found = ctx._cache["sem:compared-names"] = frozenset(
+            a.targets[0].id for a in ctx.nodes.get(ast.Assign, ())
+            if len(a.targets) == 1 and a.targets[0].__class__ is ast.Name and a.value.__class__ in (ast.Compare, ast.UnaryOp))
+    return found
 
 
 def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
