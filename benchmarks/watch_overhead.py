@@ -17,10 +17,14 @@ over repeats of watched/alone (CPU time: what the watch itself costs, robust whe
 share the machine; wall time too), the sampling interval the watch chose and its own estimate.
 
 ``--inprocess``: the same models (the scripts' MLP, CNN and transformer LM) trained in this
-process, in blocks of steps alternately alone and watched (a fresh watch for each watched
-block, its start and dense first window run before the block's clock starts), CPU time of
-each block, the median of the paired ratios over ``--repeats`` pairs: no process start-up, so
-the pairs are seconds apart and the ratio is far steadier on a busy machine.
+process, in rounds of three blocks of about ``--seconds`` CPU seconds each: alone, watched with
+sampling switched off (what the per-step hooks cost) and watched with the default sampling, the
+order rotating between rounds. Each watched block gets a fresh watch that has already run its
+start, its dense first window and 1.5 blocks' worth of steps (so the automatic interval has
+settled, as in the long runs the watch is for) before the block's clock starts. Reported: the
+ratio of the CPU time summed over all rounds (sampled steps are rare, so a block holds a few;
+the sum prices them at their real frequency) and the median and range of the per-round ratios.
+No process start-up, so the blocks are seconds apart and the ratio is far steadier on a busy machine.
 
 ``--callgrind``: each script alone and watched (with the interval the timing runs chose, fixed
 with ``--every`` so the count is deterministic) for a short and a long run under Valgrind's
@@ -185,43 +189,62 @@ def _inprocess_case(case: str):
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3), batch, lambda out, y: F.cross_entropy(out.reshape(-1, 30), y.reshape(-1))
 
 
-def inprocess(cases: list[str], repeats: int, block: int) -> None:
+def inprocess(cases: list[str], repeats: int, seconds: float) -> None:
+    """Rounds of three blocks in one process: alone, watched with sampling off (the per-step hooks
+    only) and watched by default, the order rotating between rounds; each watched block gets a
+    watch that has already run its start, its dense first window and enough steps for the
+    automatic interval to settle (the steady state of a long run)."""
     import torch
 
     from torchwise.watch.options import WatchOptions
     from torchwise.watch.session import Session
 
     torch.set_num_threads(1)
-    print(f"# in-process, interleaved blocks of {block} steps, {time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}")
-    print("| case | alone ms/step (CPU) | watched / alone (CPU, median of pairs) | pairs: min-max | every | samples per block |")
-    print("|---|---|---|---|---|---|")
+    print(f"# in-process, {repeats} rounds of 3 blocks of about {seconds:g} s each (order rotating), "
+          f"{time.strftime('%Y-%m-%d %H:%M')}, load {os.getloadavg()[0]:.1f}")
+    print("| case | alone ms/step (CPU) | hooks only / alone | watched / alone | watched, median of rounds (min-max) | every | samples per block |")
+    print("|---|---|---|---|---|---|---|")
     for case in cases:
         model, opt, batch, loss_fn = _inprocess_case(case)
 
         def steps(n: int) -> float:
-            t0 = time.process_time()
+            t0 = time.thread_time()
             for _ in range(n):
                 x, y = batch()
                 loss = loss_fn(model(x), y)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-            return (time.process_time() - t0) / n
+            return time.thread_time() - t0
 
-        steps(50)
-        ratios, alone, facts = [], [], (None, None)
-        for _ in range(repeats):
-            plain = steps(block)
-            session = Session(WatchOptions(alerts=False, stall=0), subject=case).attach()
-            steps(80)  # the watch's start and dense first window (a one-off cost), outside the clock
-            before = session.samples
-            watched = steps(block)
-            facts = (session.every, session.samples - before)
-            session.close()
-            ratios.append(watched / plain)
-            alone.append(plain)
-        print(f"| {case} | {statistics.median(alone) * 1e3:.3g} | {statistics.median(ratios):.3f}x | "
-              f"{min(ratios):.3f}-{max(ratios):.3f} | {facts[0]} | {facts[1]} |", flush=True)
+        per = steps(100) / 100
+        n = max(100, int(seconds / per))
+        settle = max(200, 3 * n // 2)
+        totals = {"alone": 0.0, "hooks": 0.0, "watched": 0.0}
+        ratios, facts = [], []
+        for r in range(repeats):
+            kinds = ["alone", "hooks", "watched"]
+            kinds = kinds[r % 3:] + kinds[:r % 3]
+            spent = {}
+            for kind in kinds:
+                session = None
+                if kind != "alone":
+                    every = 10**9 if kind == "hooks" else None
+                    session = Session(WatchOptions(alerts=False, stall=0, every=every), subject=case).attach()
+                    steps(settle)  # start, dense first window, the interval settling: outside the clock
+                    before = session.samples
+                spent[kind] = steps(n)
+                if session is not None:
+                    if kind == "watched":
+                        facts.append((session.every, session.samples - before))
+                    session.close()
+            for k, v in spent.items():
+                totals[k] += v
+            ratios.append(spent["watched"] / spent["alone"])
+        alone = totals["alone"] / (repeats * n)
+        print(f"| {case} | {alone * 1e3:.3g} | {totals['hooks'] / totals['alone']:.3f}x | {totals['watched'] / totals['alone']:.3f}x | "
+              f"{statistics.median(ratios):.3f}x ({min(ratios):.3f}-{max(ratios):.3f}) | {facts[-1][0]} | "
+              f"{statistics.median(f[1] for f in facts):g} |", flush=True)
 
 
 def main() -> None:
@@ -232,11 +255,11 @@ def main() -> None:
     parser.add_argument("--callgrind", action="store_true")
     parser.add_argument("--every", type=int, default=100, help="with --callgrind: the fixed sampling interval")
     parser.add_argument("--inprocess", action="store_true")
-    parser.add_argument("--block", type=int, default=1000, help="with --inprocess: steps per block")
+    parser.add_argument("--seconds", type=float, default=2.0, help="with --inprocess: CPU seconds per block")
     args = parser.parse_args()
     cases = args.case or list(CASES)
     if args.inprocess:
-        inprocess(cases, args.repeats, args.block)
+        inprocess(cases, args.repeats, args.seconds)
     elif args.callgrind:
         callgrind(cases, args.every)
     else:

@@ -43,6 +43,9 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # the slow tests (subprocesses, torchrun, real training) first: pytest-xdist hands tests out in
+    # this order, so the long ones start early and the run ends on many short ones, not on one long one
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if not HAS_TORCH:
         skip = pytest.mark.skip(reason="needs torch (base install)")
         for item in items:

@@ -88,6 +88,7 @@ def test_bad_references_name_what_was_not_found(task_file, tmp_path):
         load_task(f"{broken}:task")
 
 
+@pytest.mark.slow
 def test_cli_reports_bad_task_in_one_line(run_cli, tmp_path):
     res = run_cli("summary", f"{tmp_path / 'missing.py'}:task")
     assert res.returncode == 2

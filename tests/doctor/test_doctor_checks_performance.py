@@ -253,6 +253,7 @@ def test_tw221_quiet_with_one_thread():
     assert not doctor(mlp(), batch=class_batch(), loss_fn=CE, steps=1, select=["TW221"]).findings
 
 
+@pytest.mark.slow
 def test_tw221_measures_real_processes(monkeypatch):
     # busy_peers on this very process: the cores it reports match the CPU time we burnt
     monkeypatch.setattr(tw221_threads, "BUSY_CORES", 0.0)

@@ -44,14 +44,16 @@ def test_cli_error_finding_exit_1_plain_when_piped(run_cli, tmp_path):
     assert proc.stdout.splitlines()[0].startswith("doctor soft: 1 error")
 
 
-@pytest.mark.slow
-def test_cli_bad_task_one_line_exit_2(run_cli, tmp_path):
-    proc = run_cli("doctor", "no/such/file.py:task")
-    assert proc.returncode == 2
-    assert proc.stderr.strip().count("\n") == 0 and "not found" in proc.stderr and "Traceback" not in proc.stderr
+def test_cli_bad_task_one_line_exit_2(tmp_path, capsys):
+    from torchwise.cli import main  # in this process: the exit code as a process is test_cli_error_finding_exit_1_plain_when_piped's
+
+    assert main(["doctor", "no/such/file.py:task"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "not found" in err and "Traceback" not in err
     (tmp_path / "boom.py").write_text("def task():\n    raise ValueError('no data here')\n")
-    proc = run_cli("doctor", f"{tmp_path / 'boom.py'}:task")
-    assert proc.returncode == 2 and "no data here" in proc.stderr and "Traceback" not in proc.stderr
+    assert main(["doctor", f"{tmp_path / 'boom.py'}:task"]) == 2
+    err = capsys.readouterr().err
+    assert "no data here" in err and "Traceback" not in err and err.strip().count("\n") == 0
 
 
 def test_rich_table_on_a_terminal(monkeypatch, tmp_path, capsys):

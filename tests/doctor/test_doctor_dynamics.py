@@ -29,6 +29,7 @@ def non_timing(report) -> list:
 # --- clean models: quiet over the whole run ----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(R.CLEAN))
 def test_clean_realistic_models_stay_quiet(name):
     report = doctor(**R.CLEAN[name](seed=2), steps=STEPS)  # seed 2: not one the thresholds were measured on
@@ -38,6 +39,7 @@ def test_clean_realistic_models_stay_quiet(name):
     assert not any(s.codes[0] in DYNAMICS and "steps" in s.reason for s in report.skipped)
 
 
+@pytest.mark.slow
 def test_clean_digits_example_stays_quiet():
     from pathlib import Path
 

@@ -57,6 +57,7 @@ def inline(script: str, *args: str, steps: int = 40, full: bool = False):
     return report
 
 
+@pytest.mark.slow
 def test_clean_mlp_script_is_quiet_and_stopped_after_the_steps():
     before = hashlib.sha256(Path(DIGITS).read_bytes()).hexdigest()
     report = run(DIGITS, "--epochs", "5")
@@ -95,6 +96,7 @@ def test_diverging_loss_named_as_the_learning_rate():
     assert not set(report.codes) & {"TW134", "TW135", "TW130", "TW131"}  # its symptoms, folded in
 
 
+@pytest.mark.slow
 def test_one_bad_label_in_a_full_epoch():
     report = run(DIGITS, "--fault", "bad-label", "--epochs", "1", full=True)
     [f] = report.by_code("TW106")
@@ -104,6 +106,7 @@ def test_one_bad_label_in_a_full_epoch():
     assert f.evidence["samples"] == [1234]  # read from the dataset's labels, not only the batch that failed
 
 
+@pytest.mark.slow
 def test_batchnorm_last_batch_of_one_explains_the_crash():
     report = run(DIGITS, "--model", "cnn", "--fault", "bn-one", "--epochs", "1", full=True)
     [f] = report.by_code("TW137")
@@ -126,14 +129,30 @@ def test_language_model_with_unshifted_targets():
     assert not clean.by_code("TW136") and clean.failure is None
 
 
-def test_cli_script_mode_both_spellings(tmp_path):
+@pytest.mark.slow
+def test_cli_script_mode_runs_the_script_in_a_child_and_prints_json(tmp_path):
     env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-m", "torchwise", "doctor", "--steps", "25", "--json", "--", "python", DIGITS, "--fault", "lr0"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    data = json.loads(out.stdout)  # the script's own prints went to stderr
+    assert "TW133" in {f["code"] for f in data["findings"]}, out.stderr[-2000:]
+    assert data["measured"]["steps_run"] == 25 and "epoch" not in out.stdout
+
+
+def test_cli_script_mode_both_spellings_give_the_script_the_same_command(monkeypatch, capsys):
+    import torchwise.doctor.script as script
+    from torchwise.cli import main
+    from torchwise.doctor.report import DoctorReport
+
+    seen = []
+    monkeypatch.setattr(script, "doctor_script", lambda command, **kw: seen.append((list(command), kw)) or DoctorReport("s", [], [], {}))
     for argv in (["--", "python", DIGITS, "--fault", "lr0"], [DIGITS, "--", "--fault", "lr0"]):
-        out = subprocess.run([sys.executable, "-m", "torchwise", "doctor", "--steps", "25", "--json", *argv],
-                             env=env, capture_output=True, text=True, timeout=600)
-        data = json.loads(out.stdout)  # the script's own prints went to stderr
-        assert "TW133" in {f["code"] for f in data["findings"]}, out.stderr[-2000:]
-        assert data["measured"]["steps_run"] == 25 and "epoch" not in out.stdout
+        assert main(["doctor", "--steps", "25", "--json", *argv]) == 0
+    assert seen[0][1]["steps"] == seen[1][1]["steps"] == 25
+    assert seen[0][0] == ["python", DIGITS, "--fault", "lr0"] and seen[1][0] == [DIGITS, "--fault", "lr0"]
+    out = capsys.readouterr().out
+    first, end = json.JSONDecoder().raw_decode(out)
+    assert first["findings"] == [] and json.loads(out[end:])["findings"] == []  # one JSON report per run on stdout
 
 
 def test_missing_script_is_one_clear_error():
@@ -188,6 +207,7 @@ def test_regression_broadcast_and_a_layer_added_after_the_optimizer():
     assert clean.findings == [], [str(f) for f in clean.findings]
 
 
+@pytest.mark.slow
 def test_ragged_samples_explain_the_collate_crash():
     report = run(FAULTS, "--fault", "ragged", steps=3)
     [f] = report.by_code("TW117")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -73,7 +74,21 @@ def assert_equal(a: dict, b: dict) -> None:
 
 @pytest.fixture(scope="session")
 def fsdp_reference(tmp_path_factory) -> Path:
-    """An uninterrupted 2-process FSDP run: its final full weights (ref.pt) and checkpoints (ck/)."""
-    root = tmp_path_factory.mktemp("fsdp-reference")
-    ok(torchrun(["ref.pt", *COMMON, "--checkpoint-dir", "ck"], cwd=root))
+    """An uninterrupted 2-process FSDP run: its final full weights (ref.pt) and checkpoints (ck/).
+
+    Made once per test run, not once per pytest-xdist worker: the workers share the run's base
+    folder and a lock (the first to need it launches torchrun, the others wait and read it).
+    Tests only read it."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-N/: this run's folder, shared by its workers (each has pytest-N/popen-gwK/)
+    root = base / "fsdp-reference"
+    with FileLock(str(base / "fsdp-reference.lock")):
+        if not (root / "ready").exists():
+            shutil.rmtree(root, ignore_errors=True)  # (what a failed attempt of another worker left)
+            root.mkdir()
+            ok(torchrun(["ref.pt", *COMMON, "--checkpoint-dir", "ck"], cwd=root))
+            (root / "ready").touch()
     return root

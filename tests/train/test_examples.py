@@ -341,3 +341,16 @@ def test_example_is_doctor_clean(name, capsys):
     assert report["measured"].get("steps_run") == 3, report["failure"]  # "no findings" means nothing if no step ran
     bad = [f"{f['code']} {f['severity']}: {f['message']}" for f in report["findings"] if f["severity"] in ("error", "warning")]
     assert not bad, bad
+
+
+def test_the_digits_data_is_read_from_scikit_learns_file_without_importing_it(monkeypatch):
+    from sklearn.datasets import load_digits
+
+    from torchwise.examples.digits import digits_arrays
+
+    reference = load_digits()
+    for name in [m for m in sys.modules if m.startswith("sklearn.")]:
+        monkeypatch.setitem(sys.modules, name, None)  # any import from scikit-learn now fails (finding its folder still works)
+    images, target = digits_arrays()
+    assert images.shape == (1797, 8, 8) and (images == reference.images).all() and (target == reference.target).all()
+    assert target.dtype == reference.target.dtype and images.dtype == reference.images.dtype

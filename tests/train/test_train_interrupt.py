@@ -74,6 +74,7 @@ def reference(tmp_path_factory) -> dict:
     return final_state(run_dir)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_mid_run_saves_a_checkpoint_and_resume_is_bitwise_equal(tmp_path, reference, sig, status):
     run_dir, gate = tmp_path / "run", str(tmp_path / "gate")
@@ -99,6 +100,7 @@ def test_signal_mid_run_saves_a_checkpoint_and_resume_is_bitwise_equal(tmp_path,
         assert all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
 def test_second_run_on_the_same_folder_is_refused_and_a_killed_run_leaves_no_stuck_lock(tmp_path):
     run_dir, gate = tmp_path / "run", str(tmp_path / "gate")
     first = start(run_dir, gate=gate)

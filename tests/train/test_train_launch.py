@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 from torchwise.core.errors import UsageError
@@ -42,6 +43,7 @@ def test_the_first_failure_is_named_in_one_line_with_its_exit_code(tmp_path, mon
     assert launch.cause(0, silent) == "rank 0 exited with code 3 (its output above says why)"
 
 
+@pytest.mark.slow
 def test_the_command_ends_with_the_workers_cause_and_exit_code(run_cli, tmp_path):
     r = run_cli("train", TINY, "--nproc-per-node", "2", "--no-progress", "--log-dir", str(tmp_path), "--resume", str(tmp_path / "missing.pt"),
                 env={"OMP_NUM_THREADS": "1"}, timeout=180)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
+import sys
 
 import torch
 from torch import nn
@@ -68,6 +70,27 @@ def task() -> Task:
     return Task(model=model, train_data=ds, loss_fn=nn.CrossEntropyLoss(), optimizer=optimizer, batch_size=16, epochs=2, name="fsdp-test")
 
 
+# Sends SIGCONT to a stopped worker once no other child of its torchrun agent is alive (it runs in its
+# own session: torchrun's closing signal goes to the worker's process group): the test has
+# then seen what the survivors do about a frozen peer, and torchrun need not wait out its 30 s grace.
+WAKER = """
+import os, signal, sys, time
+me, agent = int(sys.argv[1]), int(sys.argv[2])
+def others():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            state, parent = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if int(pid) != me and int(parent) == agent and state != "Z":
+            yield pid
+deadline = time.monotonic() + 300
+while any(others()) and time.monotonic() < deadline:
+    time.sleep(0.2)
+os.kill(me, signal.SIGCONT)
+"""
+
+
 class KillAt:
     def __init__(self, step: int, rank: int) -> None:
         self.step, self.rank = step, rank
@@ -76,7 +99,10 @@ class KillAt:
         first_attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")) == 0
         chosen = trainer.strategy.rank == self.rank if self.rank >= 0 else os.environ.get("TW_KILL_HERE") == "1"
         if first_attempt and trainer.step == self.step and chosen:
-            os.kill(os.getpid(), getattr(signal, os.environ.get("TW_KILL_SIGNAL", "SIGKILL")))  # SIGSTOP: a frozen peer
+            how = getattr(signal, os.environ.get("TW_KILL_SIGNAL", "SIGKILL"))
+            if how == signal.SIGSTOP:  # a frozen peer; woken once its peers have ended (torchrun would wait 30 s for it)
+                subprocess.Popen([sys.executable, "-c", WAKER, str(os.getpid()), str(os.getppid())], start_new_session=True)
+            os.kill(os.getpid(), how)
 
 
 class OOMAt:

@@ -16,6 +16,7 @@ from torchwise.tune.search import BASELINE, NO_TIME, NOT_APPLICABLE
 BUDGET = 6.0
 
 
+@pytest.mark.slow
 def test_real_tuning_on_cpu_within_budget(tmp_path):
     task = tiny_cnn_task(n=256, batch_size=32)
     before = {k: v.clone() for k, v in task.model.state_dict().items()}
@@ -68,18 +69,20 @@ def test_cli_json_and_files(tmp_path, run_cli):
 
 
 @pytest.mark.slow
-def test_cli_table_and_bad_input(tmp_path, run_cli, capsys):
-    digits = Path(__file__).resolve().parents[2] / "examples" / "digits.py"
-    proc = run_cli("tune", f"{digits}:task", "--budget", "3", "--knobs", "channels_last", "--out", "-", "--quiet", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert "samples/s" in proc.stdout and "speed-up" in proc.stdout and "tuned:" in proc.stdout
-    assert not (tmp_path / "tune.json").exists() and proc.stderr == ""
-    from torchwise.cli import main  # bad input ends before any work: in this process (a child costs a torch import)
+def test_cli_table_and_bad_input(tmp_path, monkeypatch, capsys):
+    from torchwise.cli import main  # in this process: the child process is test_cli_json_and_files's (a child costs a torch import)
 
+    digits = Path(__file__).resolve().parents[2] / "examples" / "digits.py"
+    monkeypatch.chdir(tmp_path)
     capsys.readouterr()
-    assert main(["tune", "examples/digits.py:task", "--budget", "-1", "--out", "-"]) == 2
+    assert main(["tune", f"{digits}:task", "--budget", "2", "--knobs", "channels_last", "--out", "-", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert "samples/s" in out and "speed-up" in out and "tuned:" in out, out
+    assert not (tmp_path / "tune.json").exists() and err == ""
+    # bad input ends before any work
+    assert main(["tune", f"{digits}:task", "--budget", "-1", "--out", "-"]) == 2
     err = capsys.readouterr().err
     assert err.strip().count("\n") == 0 and "budget_s must be a positive number" in err
-    assert main(["tune", "examples/digits.py:task", "--knobs", "warp", "--out", "-"]) == 2
+    assert main(["tune", f"{digits}:task", "--knobs", "warp", "--out", "-"]) == 2
     err = capsys.readouterr().err
     assert "unknown tune knob 'warp'" in err and "Traceback" not in err and err.strip().count("\n") == 0

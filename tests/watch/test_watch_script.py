@@ -77,6 +77,7 @@ def test_nan_stops_a_script_without_a_handler_at_once(tmp_path):
     ("untrained", 4, "without a single optimizer step"),
     ("spawn", 6, "started 1 process(es)"),
 ])
+@pytest.mark.slow
 def test_scripts_that_do_not_train_to_their_end(tmp_path, fault, code, words):
     out, events, _ = watched(tmp_path, "--fault", fault, "--at", "25", "--steps", "300", every=10)
     assert out.code == code and words in out.line, out.line

@@ -10,6 +10,8 @@ It ships inside the package, so it runs from an installed wheel (``torchwise dem
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch.utils.data import TensorDataset
@@ -37,13 +39,34 @@ class DigitsCNN(nn.Module):
         return self.classifier(self.features(x))
 
 
+def digits_arrays() -> tuple[Any, Any]:
+    """scikit-learn's digits as NumPy arrays: images (1797, 8, 8) with values 0-16, targets (1797,).
+
+    Read straight from the file scikit-learn ships (``sklearn/datasets/data/digits.csv.gz``),
+    which is the same data as ``sklearn.datasets.load_digits()`` without importing scikit-learn
+    (about a second of every start-up); ``load_digits`` where the file is not found."""
+    import importlib.util
+    import os
+
+    import numpy as np
+
+    spec = importlib.util.find_spec("sklearn")
+    folder = next(iter(spec.submodule_search_locations or []), None) if spec is not None else None
+    path = os.path.join(folder, "datasets", "data", "digits.csv.gz") if folder else None
+    if path is None or not os.path.isfile(path):
+        from sklearn.datasets import load_digits  # (not installed: the CLI names the `examples` extra)
+
+        data = load_digits()
+        return data.images, data.target
+    table = np.loadtxt(path, delimiter=",")
+    return table[:, :-1].reshape(-1, 8, 8), table[:, -1].astype(int)
+
+
 def load_digits_tensors(seed: int = 0, val_fraction: float = 0.2) -> tuple[TensorDataset, TensorDataset]:
     """The digits as (N, 1, 8, 8) float tensors in [0, 1], split with a fixed permutation."""
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    x = torch.from_numpy(data.images).float().div_(16.0).unsqueeze(1)
-    y = torch.from_numpy(data.target).long()
+    images, target = digits_arrays()
+    x = torch.from_numpy(images).float().div_(16.0).unsqueeze(1)
+    y = torch.from_numpy(target).long()
     perm = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
     n_val = int(len(y) * val_fraction)
     val, train = perm[:n_val], perm[n_val:]

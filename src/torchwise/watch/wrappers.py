@@ -3,7 +3,8 @@
 ``Tensor.backward`` (backward passes, their time, the last loss; on a sampled step the doctor's
 recorder sees the loss), ``torch.autograd.grad`` (a sampled pass that took gradients was not an
 evaluation pass), ``DataLoader.__iter__`` (which loader is iterated) and the loader iterators'
-``__next__`` (batches, and the time spent waiting for them). Each does a few counter updates
+``__next__`` (batches, and the time spent waiting for them; after the first window a sampled
+step fetches its batch with the recorder paused). Each does a few counter updates
 when the step is not sampled.
 """
 
@@ -78,6 +79,8 @@ def wrap_next(session: Any, original: Callable) -> Callable:
     def next_batch(iterator):
         t0 = time.perf_counter()
         try:
+            if session.sampling and session.window.index > 0:
+                return _unrecorded(session.window.watch, original, iterator)
             return original(iterator)
         finally:
             dt = time.perf_counter() - t0
@@ -87,6 +90,19 @@ def wrap_next(session: Any, original: Callable) -> Callable:
                 session.window.evidence.loader_next(iterator, dt)
 
     return next_batch
+
+
+def _unrecorded(watch: Any, original: Callable, iterator: Any) -> Any:
+    """A batch fetched with the recorder paused: an in-process dataset's indexing and collation are
+    many small ops that are not the training step (and that a loader with workers never shows).
+    The dense first window records them as the doctor does."""
+    if watch.paused:
+        return original(iterator)
+    watch.paused = True
+    try:
+        return original(iterator)
+    finally:
+        watch.paused = False
 
 
 __all__ = ["wrap_backward", "wrap_grad", "wrap_iter", "wrap_next", "quiet", "torch_optimizer"]
