@@ -11,7 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, own_loss_reads, printed_tensor, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, printed_tensor, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
@@ -20,10 +20,6 @@ from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
-
-_COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
-_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
-
 
 def _inner_sync(expr: ast.AST) -> bool:
     """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
@@ -37,56 +33,6 @@ def _inner_sync(expr: ast.AST) -> bool:
             expr = expr.value
         else:
             return False
-
-
-def _tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
-    """The part of an ``if``/``while`` test that needs a device value on the host, if any."""
-    cls = test.__class__
-    if cls is ast.BoolOp:
-        for v in test.values:
-            found = _tensor_test(ctx, v, use)
-            if found is not None:
-                return found
-        return None
-    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
-        return _tensor_test(ctx, test.operand, use)
-    if cls is ast.Compare:
-        if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
-            return None
-        if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
-            return None
-        if any(is_loop_counter(ctx, c) for c in [test.left, *test.comparators]):
-            return None  # `if i == start:`: a pass counter compared with a number read once
-        for side in [test.left, *test.comparators]:
-            if _plain_tensor(ctx, side, use):
-                return test
-        return None
-    if cls is ast.Call:
-        name = last_name(test.func)
-        if name in _PREDICATES:
-            q = ctx.qualname(test.func)
-            if q is not None:
-                if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
-                    return test
-            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
-                return test
-        return None
-    if cls is ast.Name and _plain_tensor(ctx, test, use):
-        return test
-    return None
-
-
-def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """A device tensor used as is (not via .item(), .shape, len(), ...)."""
-    if expr.__class__ is ast.Attribute:
-        return False  # .shape, .device, .requires_grad, self.x ...
-    if expr.__class__ is ast.Call:
-        func = expr.func
-        if func.__class__ is ast.Name:
-            return False  # len(x), float(x) (float() is reported as its own .item-like sync? no)
-        if func.__class__ is ast.Attribute and func.attr in ("size", "dim", "numel", "item", "tolist", "cpu", "numpy"):
-            return False
-    return is_device_tensor(ctx, expr, use)
 
 
 class HostSyncInLoop(Rule):
@@ -170,7 +116,7 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            part = _tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
+            part = tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)

@@ -271,3 +271,57 @@ def printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
                 if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
                     return part
     return None
+
+
+_COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
+_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
+
+
+def tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
+    """The part of an ``if``/``while`` test that needs a device value on the host, if any."""
+    cls = test.__class__
+    if cls is ast.BoolOp:
+        for v in test.values:
+            found = tensor_test(ctx, v, use)
+            if found is not None:
+                return found
+        return None
+    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
+        return tensor_test(ctx, test.operand, use)
+    if cls is ast.Compare:
+        if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
+            return None
+        if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
+            return None
+        if any(is_loop_counter(ctx, c) for c in [test.left, *test.comparators]):
+            return None  # `if i == start:`: a pass counter compared with a number read once
+        for side in [test.left, *test.comparators]:
+            if _plain_tensor(ctx, side, use):
+                return test
+        return None
+    if cls is ast.Call:
+        name = last_name(test.func)
+        if name in _PREDICATES:
+            q = ctx.qualname(test.func)
+            if q is not None:
+                if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
+                    return test
+            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
+                return test
+        return None
+    if cls is ast.Name and _plain_tensor(ctx, test, use):
+        return test
+    return None
+
+
+def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """A device tensor used as is (not via .item(), .shape, len(), ...)."""
+    if expr.__class__ is ast.Attribute:
+        return False  # .shape, .device, .requires_grad, self.x ...
+    if expr.__class__ is ast.Call:
+        func = expr.func
+        if func.__class__ is ast.Name:
+            return False  # len(x), float(x) (float() is reported as its own .item-like sync? no)
+        if func.__class__ is ast.Attribute and func.attr in ("size", "dim", "numel", "item", "tolist", "cpu", "numpy"):
+            return False
+    return is_device_tensor(ctx, expr, use)
