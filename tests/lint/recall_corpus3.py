@@ -979,3 +979,22 @@ QUIET += [
                 return x @ self.w
     """)),
 ]
+FIND += [
+    Shape("TW201", "Kaggle pipelines: main() wraps the model, puts it in eval mode after each epoch and trains it "
+          "through the file's train_epoch()", d("""
+        import torch
+        from torch.nn import DataParallel
+        def train_epoch(model, loader, optimizer):
+            model.train()
+            for x, y in loader:
+                loss = model(x.cuda()).sum()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        def main(model, loader, optimizer, epochs):
+            model = DataParallel(model).cuda()
+            for epoch in range(epochs):
+                train_epoch(model, loader, optimizer)
+                model = model.eval()
+    """), 11),
+]
