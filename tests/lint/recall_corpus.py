@@ -362,6 +362,13 @@ PROJECTS += [
                                      log_dict[name] = value.mean().item()
                                  return log_dict
                      """),
+                     "models/__init__.py": d("""
+                         import importlib
+                         import os
+                         for name in os.listdir(os.path.dirname(__file__)):
+                             if name.endswith("_model.py"):
+                                 importlib.import_module(f"models.{name[:-3]}")
+                     """),
                      "models/sr_model.py": d("""
                          from collections import OrderedDict
                          from .base_model import BaseModel
@@ -1004,3 +1011,10 @@ from recall_corpus2 import FIND as _FIND2, PROJECTS as _PROJECTS2, QUIET as _QUI
 FIND += _FIND2
 QUIET += _QUIET2
 PROJECTS += _PROJECTS2
+
+# the third round's shapes (the second held-out set, now a tuning set)
+from recall_corpus3 import FIND as _FIND3, PROJECTS as _PROJECTS3, QUIET as _QUIET3  # noqa: E402
+
+FIND += _FIND3
+QUIET += _QUIET3
+PROJECTS += _PROJECTS3

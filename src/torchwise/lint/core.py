@@ -138,7 +138,7 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
         if "TW402" in codes:
             note_linted(project, ctx)  # what the file saves, for TW402's project facts
     out: list[Finding] = []
-    in_tests = is_test_path(path)
+    in_tests = is_test_path(path, source)
     for rule in rules():
         if rule.code not in codes or not rule.applies_to(source):
             continue

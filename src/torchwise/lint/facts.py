@@ -63,6 +63,7 @@ class ProjectFacts:
     pins_memory: bool = False  # some file of the project mentions pin_memory
     # random generators the project seeds: "random", "numpy", "torch" -> "path:line" of the first seed
     seeded: dict[str, str] = field(default_factory=dict)
+    seed_files: tuple[str, ...] = ()  # every file that seeds a generator (per-call seeds of a method left out)
     seeds_everything: bool = False  # a seed-everything helper (framework's or its own) is called or defined
     save_files: tuple[tuple[str, str], ...] = ()  # (path, text) of the files that call torch.save
     # (path, text) of every non-test file: read (parsed) only when a rule follows a value into

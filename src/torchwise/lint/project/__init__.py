@@ -45,7 +45,7 @@ GPU_ONLY_MIN_FILES = 3
 def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts from ``(path, source text)`` pairs of one project. Never raises for bad content."""
     every = list(files)
-    texts = [(path, text) for path, text in every if not is_test_path(path)]
+    texts = [(path, text) for path, text in every if not is_test_path(path, text)]
     loaders = any("DataLoader" in text for _, text in every)
     # dataset facts serve DataLoader rules only: no loader in the project, no parsing
     datasets = dataset_facts(every) if loaders else {}
@@ -67,6 +67,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         all_loaders_pinned=loaders and _all_pinned(texts),
         pins_memory=loaders and any("pin_memory" in text for _, text in texts),
         seeded=words.seeded,
+        seed_files=tuple(words.seed_files),
         seeds_everything=words.seeds_everything,
         save_files=saves,
         files=tuple(texts),

@@ -40,6 +40,7 @@ class TextFacts:
     moves_to_device: bool = False
     targets_gpu: bool = False
     seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
+    seed_files: list[str] = field(default_factory=list)  # every file that seeds a generator
     seeds_everything: bool = False
     no_grad_functions: set[str] = field(default_factory=set)
     plain_classes: set[str] = field(default_factory=set)
@@ -79,11 +80,50 @@ def _defines_seed_helper(text: str) -> bool:
     return False
 
 
+_DEF_HEAD = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+
+
+def _per_call_seed(text: str, start: int, end: int) -> bool:
+    """``np.random.seed(seed)`` in a method that takes ``seed`` as a parameter
+    (``def read_frames(self, path, jitter=0, seed=None)``): an option of one call, not the
+    run's seeding (a method named for seeding, or ``__init__``, still is)."""
+    close = text.find(")", end)
+    arg = text[end:close].strip() if close >= 0 else ""
+    if not arg.isidentifier():
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
+    pos = line_start
+    while pos > 0:
+        prev = text.rfind("\n", 0, pos - 1) + 1
+        line = text[prev:pos - 1]
+        stripped = line.lstrip()
+        if stripped and len(line) - len(stripped) < indent:
+            if not stripped.startswith(("def ", "async def ")):
+                if stripped.startswith("class ") or len(line) - len(stripped) == 0:
+                    return False
+                indent = len(line) - len(stripped)
+                pos = prev
+                continue
+            m = _DEF_HEAD.match(text, prev)
+            if m is None or "seed" in m.group(1).lower() or m.group(1) == "__init__":
+                return False
+            params = [p.split("=")[0].split(":")[0].strip() for p in m.group(2).split(",")]
+            return bool(params) and params[0] == "self" and arg in params
+        pos = prev
+    return False
+
+
 def _seeds(path: str, text: str, out: TextFacts) -> None:
     if any(h in text for h in _SEED_ALL) or _defines_seed_helper(text):
         out.seeds_everything = True
     for family, (needle, pattern) in SEEDS.items():
-        if family not in out.seeded and needle in text:
-            m = pattern.search(text)
-            if m is not None:
-                out.seeded[family] = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"
+        if needle not in text:
+            continue
+        for m in pattern.finditer(text):
+            if _per_call_seed(text, m.start(), m.end()):
+                continue
+            out.seeded.setdefault(family, f"{path}:{text.count(chr(10), 0, m.start()) + 1}")
+            if path not in out.seed_files:
+                out.seed_files.append(path)
+            break

@@ -71,6 +71,16 @@ def _reset_in_loop(ctx: Context, name: str, node: ast.AST) -> bool:
     return False
 
 
+def _summed_without_grad(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
+    """``test_losses.append(test_loss / n)`` where every ``test_loss += ...`` of the function ran
+    under no_grad: a total of evaluation losses, with no graph behind it."""
+    names = {n.id for n in ast.walk(value) if n.__class__ is ast.Name}
+    scope = ctx.scope_of(node)
+    sums = [a for a in ctx.nodes.get(ast.AugAssign, ()) if a.target.__class__ is ast.Name and a.target.id in names
+            and ctx.scope_of(a) is scope]
+    return bool(sums) and all(under_no_grad(ctx, a) for a in sums)
+
+
 class RunningLossTensor(Rule):
     code = "TW101"
     name = "running-loss-tensor"
@@ -83,7 +93,9 @@ What it flags
   tensor itself: `total += loss`, `total = total + loss`, `losses.append(loss)`, where `loss`
   evidently is a loss - `backward()` was called on it, or it comes from a loss function or
   criterion and the total is not itself used for a backward pass or returned (summing losses
-  for one backward pass is legitimate).
+  for one backward pass is legitimate). A list that collects a total summed under no_grad
+  (`test_losses.append(test_loss / n)` after `with torch.no_grad(): test_loss += ...`) holds no
+  graph and is left alone.
 
 Why it matters
   A loss tensor carries its autograd graph, and the graph holds on to the activations of the
@@ -136,7 +148,7 @@ Lint and the doctor
             return
         if not is_loss_value(ctx, value, node):
             return
-        if under_no_grad(ctx, node):
+        if under_no_grad(ctx, node) or _summed_without_grad(ctx, value, node):
             return
         acc = root_name(target)
         if acc is None:

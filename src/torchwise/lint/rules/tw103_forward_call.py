@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_instance
 
 
@@ -44,7 +45,9 @@ What it flags
   `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`), here or in
-  another module of the project: it has no hooks to bypass.
+  another module of the project: it has no hooks to bypass. The `__main__` smoke test of a
+  model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
+  left alone too.
 
 Why it matters
   Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward
@@ -72,6 +75,8 @@ Fix
                 continue
             if not is_module_instance(ctx, recv, call) or _plain_class_instance(ctx, recv):
                 continue
+            if in_demo_main(ctx, call):
+                continue  # the __main__ smoke test of a model file: no hooks, one forward to print a shape
             shown = ctx.text(recv)
             yield ctx.finding(
                 self.code, call,

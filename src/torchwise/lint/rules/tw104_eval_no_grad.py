@@ -87,7 +87,8 @@ What it flags
   `inference`, module-level code after `model.eval()`, and - in a function or script that
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
-  training function). A model run is a call of the module (`model(x)`) or of a method that runs
+  training function; each stretch is reported, so a final test loop after the validation
+  passes gets its own finding). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods
@@ -102,8 +103,10 @@ What it flags
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
-  files and unit tests (`test*` functions and `_test*` helpers; a `test(self, setting)` method of
-  an experiment class that is no `TestCase`, in a file that is no test file, is evaluation),
+  files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
+  `test(self, setting)` method of an experiment class that is no `TestCase`, and a module-level
+  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, are
+  evaluation), 
   framework hooks
   (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
   of some forward pass), functions that are only handed to other code
@@ -145,7 +148,8 @@ Lint and the doctor
         scopes: dict[int, ast.AST] = {}
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             for func in ctx.nodes.get(kind, ()):
-                if is_eval_name(func.name):
+                if is_eval_name(func.name) or (func.name.startswith("test") and ctx.parent(func) is ctx.tree
+                                               and _evaluation_method(ctx, func)):
                     scopes[id(func)] = func
         for call in ctx.calls_named("eval"):
             if not call.args and call.func.__class__ is ast.Attribute:
@@ -153,9 +157,11 @@ Lint and the doctor
                 if scope.__class__ is not ast.Lambda:
                     scopes[id(scope)] = scope
         for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
-            finding = self._check_scope(ctx, scope)
-            if finding is not None:
-                yield finding
+            found = self._check_scope(ctx, scope)
+            if isinstance(found, list):
+                yield from found
+            elif found is not None:
+                yield found
         yield from self._acting(ctx)
 
     def _acting(self, ctx: Context) -> Iterator[Finding]:
@@ -181,13 +187,14 @@ Lint and the doctor
                         f"{ctx.text(func)} picks the action with autograd recording; the environment only needs its value",
                         suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())",
                     )
-    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | None:
+    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
-        if not is_module and scope.name.lstrip("_").startswith("test") and not _evaluation_method(ctx, scope):
+        tested = not is_module and scope.name.lstrip("_").startswith("test")
+        if tested and not _evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = _eval_calls(ctx, body)
-        named = not is_module and is_eval_name(scope.name)
+        named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
         if not evals and not named:
             return None
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
@@ -196,11 +203,9 @@ Lint and the doctor
         events = _grad_events(ctx, body if is_module else list(ast.walk(scope)))
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
-            for start, end in _eval_regions(evals, events):
-                found = self._first_forward(ctx, scope, body, receivers, start, end)
-                if found is not None:
-                    return found
-            return None
+            found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in _eval_regions(evals, events)]
+            out = {(f.line, f.col): f for f in found if f is not None}  # one per evaluation stretch (validation, final test)
+            return [out[k] for k in sorted(out)]
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
         if not is_module and self._called_for_training(ctx, scope):
@@ -327,10 +332,22 @@ def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str
 
 
 def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
-    """``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``) in a file that
-    is not a test file: it evaluates a trained model."""
+    """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
+    ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
+    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
+    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
     klass = ctx.parent(func)
-    if klass.__class__ is not ast.ClassDef or is_test_path(ctx.path):
+    if klass is ctx.tree:
+        if not func.args.args or "assert" in ctx.text(func):
+            return False  # a smoke test that takes nothing, or a unit test that asserts
+        key = ("tw104:evaluates", id(func))
+        if key not in ctx._cache:
+            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
+                n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+        return ctx._cache[key]
+    if is_test_path(ctx.path, ctx.source):
+        return False
+    if klass.__class__ is not ast.ClassDef:
         return False
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.steps import training_calls
 
 
@@ -75,6 +76,8 @@ def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
     if not names:
         return False
     modes = [_mode_call(a) for a in ctx.ancestors(call) if a.__class__ is ast.Call and ctx.contains(a.func, call)]
+    if call.args and call.args[0].__class__ is ast.Call:
+        modes.append(_mode_call(call.args[0]))  # DataParallel(FAN(...).eval()): frozen before it is wrapped
     for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
         if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
             continue
@@ -101,8 +104,11 @@ def _function_only_evaluates(ctx: Context, call: ast.Call) -> bool:
     method beside a ``train()`` method of the same class): the wrapper runs inference only."""
     func = ctx.function_of(call)
     names = {n for n in _names_of(ctx, call) if "." not in n}
-    if func is None or not names or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+    trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
+    if func is None or not names or id(func) in trainers:
         return False
+    if any(id(local_function(ctx, c)) in trainers for c in ctx.walk_body(func.body) if c.__class__ is ast.Call):
+        return False  # it calls the file's training function (train_epoch(model, ...)): the wrapper trains
     modes = [_mode_call(c) for c in ctx.calls_named("eval", "train", "requires_grad_")
              if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(c.func.value) in names]
     return "frozen" in modes and "trains" not in modes

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.data import getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -139,6 +139,9 @@ What it flags
   read in a first pass over the project (`torchwise.lint.project`): iterable, slicing in-memory
   tensors or making items on the device: left alone; reading, decoding or transforming each
   item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
+  Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
+  `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
+  smoke test of a dataset module that only prints what it yields.
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -180,6 +183,8 @@ Lint and the doctor
                 continue
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices: nothing to load per item
+            if demo_loader(ctx, call):
+                continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them
             yield ctx.finding(

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.data import getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.values import local_function
 
@@ -77,34 +77,13 @@ def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     return False
 
 
-def _demo_only(ctx: Context, call: ast.Call) -> bool:
-    """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
-    batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
-    to a function: no batch of it reaches the GPU."""
-    parent = ctx.parent(call)
-    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
-        return False
-    name = parent.targets[0].id
-    scope = ctx.scope_of(call)
-    first, last = (scope.body[0].lineno, scope.end_lineno or scope.lineno) if scope.__class__ is not ast.Module else (1, 1 << 30)
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
-            and first <= n.lineno <= last and (scope.__class__ is ast.Module or ctx.contains(scope, n))]
-    seen = False
-    for use in uses:
-        b = ctx.binding_at(name, use)
-        if b is None or b.node is not parent:
-            continue  # another binding of the name (or a parameter of the same name)
-        seen = True
-        holder = ctx.parent(use)
-        if holder.__class__ in (ast.Expr, ast.Tuple) and (holder.__class__ is ast.Expr or ctx.parent(holder).__class__ is ast.Expr):
-            continue  # shown in a notebook cell
-        if holder.__class__ is ast.Call and last_name(holder.func) in ("len", "print") and use in holder.args:
-            continue
-        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
-                and last_name(ctx.parent(holder).func) == "next":
-            continue  # img, label = next(iter(loader))
-        return False
-    return seen
+def _identity_collate(call: ast.Call) -> bool:
+    """``collate_fn=lambda x: x`` (or ``lambda batch: batch``): batches are lists of raw items."""
+    for kw in call.keywords:
+        if kw.arg == "collate_fn" and kw.value.__class__ is ast.Lambda:
+            args, body = kw.value.args.args, kw.value.body
+            return len(args) == 1 and body.__class__ is ast.Name and body.id == args[0].arg
+    return False
 
 
 class LoaderWithoutPinMemory(Rule):
@@ -113,7 +92,8 @@ class LoaderWithoutPinMemory(Rule):
     triggers = ("DataLoader",)
     doc = """\
 What it flags
-  `DataLoader(...)` calls that do not mention `pin_memory` at all (neither by keyword nor as
+  `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
+  `class AudioDataLoader(DataLoader)`, here or in another module) that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
@@ -124,12 +104,14 @@ What it flags
   file or project that names CUDA. A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
-  dataset's `__getitem__` or the `collate_fn` moves them, or a `TensorDataset` of device
+  dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
+  (lists of raw items - PIL images, paths - that the consumer converts itself), or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
-  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`).
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
+  `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test.
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -150,6 +132,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER)
+        if "Loader(" in ctx.source:
+            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader) of the project
         for call in calls:
             if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not _feeds_gpu(ctx, call):
                 continue
@@ -160,7 +144,9 @@ Fix
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
-            if _demo_only(ctx, call):
+            if _identity_collate(call):
+                continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
+            if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):

@@ -63,18 +63,23 @@ _CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "con
                           "view", "reshape", "permute", "clone", "type"})
 
 
-def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
-    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
-    a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
-    tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
-    comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
+def _unconverted(expr: ast.AST) -> ast.AST:
+    """``expr`` without an index or conversions applied before the copy (``images.float()``, ``batch[0]``)."""
     while True:
         if expr.__class__ is ast.Subscript:
             expr = expr.value
         elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
             expr = expr.func.value
         else:
-            break
+            return expr
+
+
+def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
+    """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
+    a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
+    tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
+    comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
+    expr = _unconverted(expr)
     if expr.__class__ is ast.IfExp:
         return depth > 0 and (_from_loop(ctx, expr.body, loop, depth - 1) or _from_loop(ctx, expr.orelse, loop, depth - 1))
     if expr.__class__ in (ast.Tuple, ast.List):  # data = (data,): the batch wrapped in a tuple
@@ -117,7 +122,8 @@ What it flags
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
   calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
-  batch (`tuple(d.cuda() for d in data)`).
+  batch (`tuple(d.cuda() for d in data)`); in iteration-based training, the batch read inside
+  the loop with `next(batch_iterator)` where `batch_iterator = iter(loader)`.
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the
@@ -155,7 +161,7 @@ Fix
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
             recv = call.func.value
             if not any(pinned_loop(l) and _from_loop(ctx, recv, l) for l in ctx.enclosing_loops(call)) and not (
-                    _batch_parameter(ctx, recv, call, pinned_loop)):
+                    _batch_parameter(ctx, recv, call, pinned_loop)) and not _from_next(ctx, recv, call, names):
                 continue
             edit = ctx.add_keyword(call, "non_blocking=True")
             yield ctx.finding(
@@ -164,6 +170,48 @@ Fix
                 suggestion="pass non_blocking=True",
                 fix=Fix("add non_blocking=True", (edit,)) if edit is not None else None,
             )
+
+
+def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> ast.AST | None:
+    """The loader that ``expr`` was taken from with ``next(...)``: ``images, targets =
+    next(batch_iterator)`` where ``batch_iterator = iter(data_loader)``, also through a
+    conversion or an element of the batch (``[ann.cuda() for ann in targets]``)."""
+    expr = _unconverted(expr)
+    if expr.__class__ is ast.Call and last_name(expr.func) == "next" and len(expr.args) == 1:
+        it = expr.args[0]
+        if it.__class__ is ast.Call and last_name(it.func) == "iter" and it.args:
+            return it.args[0]
+        if it.__class__ is ast.Name:
+            b = ctx.binding_at(it.id, use)
+            values = [b.value] if b is not None and b.kind == "assign" else [
+                n.value for n in ctx.nodes.get(ast.Assign, ()) if b is None and len(n.targets) == 1
+                and n.targets[0].__class__ is ast.Name and n.targets[0].id == it.id
+                and ctx.function_of(n) is ctx.function_of(use)]  # bound later in the loop: `except StopIteration: it = iter(...)`
+            for value in values:
+                if value is not None and value.__class__ is ast.Call and last_name(value.func) == "iter" and value.args:
+                    return value.args[0]
+        return None
+    if expr.__class__ is not ast.Name or depth <= 0:
+        return None
+    b = ctx.binding_at(expr.id, use)
+    if b is None or b.value is None:
+        return None
+    value = b.value
+    if b.kind == "unpack" and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
+        value = value.elts[b.index]
+    if b.kind == "for" and b.node.__class__ is ast.comprehension:
+        return _next_source(ctx, b.value, b.node.iter, depth - 1)
+    return _next_source(ctx, value, b.node, depth - 1) if b.kind in ("assign", "unpack") else None
+
+
+def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set[bool | None]]) -> bool:
+    """A batch read with ``next(batch_iterator)`` inside a loop (iteration-based training) from
+    a pinned loader."""
+    loops = ctx.enclosing_loops(call)
+    if not loops or "next(" not in ctx.source:
+        return False
+    src = _next_source(ctx, recv, call)
+    return src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names)
 
 
 def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop) -> bool:

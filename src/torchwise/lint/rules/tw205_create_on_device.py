@@ -36,6 +36,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         return True
     if data.__class__ is ast.Name:
         b = ctx.binding_at(data.id, use)
+        if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
+            return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
         return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
     return False
 
@@ -44,7 +46,62 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
 _SHAPE_METHODS = frozenset({
     "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
+    "fill_", "zero_", "type",
 })
+# the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
+LEGACY = frozenset({
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+})
+_NUMPY = ("np.", "numpy.")
+
+
+_SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
+
+
+def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) -> bool:
+    """A legacy constructor's argument that makes a new tensor rather than converting data read
+    from somewhere: sizes (``10000``, ``x.size()``, ``n`` bound to ``loc.size(0)``), Python
+    literals and ranges (``[0.5]``, ``range(n)``). Data arrays (``torch.FloatTensor(wav)``) are
+    left alone: they have to cross to the device anyway."""
+    cls = arg.__class__
+    if cls in (ast.Constant, ast.List, ast.Tuple):
+        return True
+    if cls is ast.Attribute:
+        return arg.attr == "shape"
+    if cls is ast.Subscript:
+        return _sizes_or_literal(ctx, arg.value, use, depth)
+    if cls is ast.BinOp:
+        return _sizes_or_literal(ctx, arg.left, use, depth) and _sizes_or_literal(ctx, arg.right, use, depth)
+    if cls is ast.Call:
+        return last_name(arg.func) in _SIZE_CALLS
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(arg.id, use)
+        return b is not None and b.kind == "assign" and b.value is not None and _sizes_or_literal(ctx, b.value, use, depth - 1)
+    return False
+
+
+def _numpy_made(ctx: Context, data: ast.AST, use: ast.AST | None = None) -> bool:
+    """Data NumPy makes right there (``np.random.uniform(...)``, ``np.eye(k).flatten()``,
+    ``np.array([1, 0, 0])``, or a name bound so just before): ``torch.from_numpy`` of it is a
+    tensor built on the host."""
+    if data.__class__ is ast.Name and use is not None:
+        b = ctx.binding_at(data.id, use)
+        return b is not None and b.kind == "assign" and b.value is not None and _numpy_made(ctx, b.value)
+    while True:
+        if data.__class__ is ast.Call:
+            func = data.func
+            q = ctx.qualname(func) or ""
+            if q.startswith("numpy."):
+                return True
+            if func.__class__ is ast.Attribute:
+                data = func.value  # np.array(...).astype(np.float32)
+                continue
+            return False
+        if data.__class__ in (ast.Attribute, ast.Subscript):
+            data = data.value
+            continue
+        return False
 
 
 def _traced(ctx: Context, node: ast.AST) -> bool:
@@ -70,12 +127,17 @@ What it flags
   of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
   `device=` (nor a `generator=`, whose device decides) - also a window function
   (`torch.hann_window`...), or a factory scaled or wrapped before the move
-  (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`) - and then moved with `.cuda()`,
+  (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
+  on the host `torch.eye(n)[labels]`), a typed legacy constructor of sizes or Python literals
+  (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`; not of data read from
+  somewhere, which has to cross anyway) and `torch.from_numpy` of an array NumPy makes right
+  there (`np.random.uniform(...)`, `np.eye(k)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
-  of the name it was stored under (`m = torch.ones(n); m = m.cuda()`) - where the code runs
-  repeatedly: inside a loop, in `forward()` and other per-call functions (a training step,
-  a helper without a loop of its own, the `__init__` of a helper class that a forward pass
-  builds every call, here or in another module of the project).
+  of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
+  `if x.is_cuda:`) - where the code runs repeatedly: inside a loop, in `forward()` and other
+  per-call functions (a training step, a helper without a loop of its own, a helper with a
+  loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
+  that a forward pass builds every call, here or in another module of the project).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions, allocations before the loop of a function that loops,
   helpers only `__init__` or an evaluation calls, NaN-recovery branches
@@ -123,10 +185,16 @@ Fix
             if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
                 fix = self._fix(ctx, call, inner, target)
             where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
+            if factory in LEGACY or factory == "from_numpy":
+                suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
+                              if factory in LEGACY else
+                              f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {_device_args(ctx, call, target)})")
+            else:
+                suggestion = f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})"
             yield ctx.finding(
                 self.code, call,
                 f"torch.{factory}(...) is built on the CPU and then copied to {where}",
-                suggestion=f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})",
+                suggestion=suggestion,
                 fix=fix,
             )
 
@@ -219,22 +287,32 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         if len(found) == 1 and all(o.__class__ in (ast.Constant, ast.Name) and not is_device_tensor(ctx, o, expr) for o in others):
             return found[0][0], True, found[0][2]
         return None
+    if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
+        made = _factory(ctx, expr.value)  # torch.eye(n)[labels]: rows picked on the host
+        return (made[0], True, made[2]) if made is not None else None
     if expr is None or expr.__class__ is not ast.Call:
         return None
     inner, chained = expr, False
     while True:
         func = inner.func
-        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ is ast.Call \
+        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript) \
                 and ctx.qualname(func) is None:
+            if func.value.__class__ is ast.Subscript:
+                made = _factory(ctx, func.value)
+                return (made[0], True, made[2]) if made is not None else None
             inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
-        elif ctx.qualname(func) in _WRAPPING and inner.args and inner.args[0].__class__ is ast.Call:
-            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev)
+        elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
+            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
         else:
             break
     q = ctx.qualname(inner.func)
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
     factory = q.split(".", 1)[1]
+    if factory in LEGACY:
+        return (inner, True, factory) if inner.args and all(_sizes_or_literal(ctx, a, inner) for a in inner.args) else None
+    if factory == "from_numpy":
+        return (inner, True, factory) if len(inner.args) == 1 and _numpy_made(ctx, inner.args[0], inner) else None
     if factory not in DETERMINISTIC and factory not in RANDOM:
         return None
     if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:

@@ -11,17 +11,15 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, is_loop_counter, read_arguments,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, printed_tensor, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
-from torchwise.lint.semantics.syncs import boolean_mask_index, parameter_read
+from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
-
-_COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
-_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
-
 
 def _inner_sync(expr: ast.AST) -> bool:
     """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
@@ -37,78 +35,35 @@ def _inner_sync(expr: ast.AST) -> bool:
             return False
 
 
-def _tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
-    """The part of an ``if``/``while`` test that needs a device value on the host, if any."""
-    cls = test.__class__
-    if cls is ast.BoolOp:
-        for v in test.values:
-            found = _tensor_test(ctx, v, use)
-            if found is not None:
-                return found
-        return None
-    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
-        return _tensor_test(ctx, test.operand, use)
-    if cls is ast.Compare:
-        if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
-            return None
-        if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
-            return None
-        if any(is_loop_counter(ctx, c) for c in [test.left, *test.comparators]):
-            return None  # `if i == start:`: a pass counter compared with a number read once
-        for side in [test.left, *test.comparators]:
-            if _plain_tensor(ctx, side, use):
-                return test
-        return None
-    if cls is ast.Call:
-        name = last_name(test.func)
-        if name in _PREDICATES:
-            q = ctx.qualname(test.func)
-            if q is not None:
-                if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
-                    return test
-            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
-                return test
-        return None
-    if cls is ast.Name and _plain_tensor(ctx, test, use):
-        return test
-    return None
-
-
-def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """A device tensor used as is (not via .item(), .shape, len(), ...)."""
-    if expr.__class__ is ast.Attribute:
-        return False  # .shape, .device, .requires_grad, self.x ...
-    if expr.__class__ is ast.Call:
-        func = expr.func
-        if func.__class__ is ast.Name:
-            return False  # len(x), float(x) (float() is reported as its own .item-like sync? no)
-        if func.__class__ is ast.Attribute and func.attr in ("size", "dim", "numel", "item", "tolist", "cpu", "numpy"):
-            return False
-    return is_device_tensor(ctx, expr, use)
-
-
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
-  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)`, `if`/`while` tests that
+  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
+  `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
-  size has to reach the host); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  size has to reach the host), also in a loss function the step calls with device tensors
+  (`labels[~mask]` in `info_nce_loss(features)`, `loss.masked_select(non_pad_mask)`) and on a
+  device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it). "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  reads it); `.item()` of its own losses in a loss function the step calls
+  (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
+  training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
-  (an `update(self, rollouts)` method) in a file or project that does.
+  (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
+  project moving data to a device imports (a CPU-only helper module of a course, imported by
+  nothing that uses a GPU, is left alone).
   Not flagged: values already on the CPU; reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
@@ -145,6 +100,7 @@ Lint and the doctor
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         yield from self._parameter_reads(ctx)
+        yield from self._forward_masks(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
@@ -160,21 +116,121 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            part = _tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
+            part = tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
+        yield from self._loss_function_reads(ctx)
+        yield from self._legacy_reads(ctx)
+        yield from self._explicit_syncs(ctx)
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
+            if id(stmt) in statements:
                 continue
-            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False,
-                                   suggestion=_MASK_FIX)
+            if hot_region_of(ctx, sub) is None:
+                finding = self._masked_in_loss(ctx, sub, sub.slice) if sub.ctx.__class__ is ast.Load else None
+            elif boolean_mask_index(ctx, sub):
+                finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
+            else:
+                finding = None
             if finding is not None:
                 statements.add(id(stmt))
+                yield finding
+        for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
+            if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
+                finding = self._masked_in_loss(ctx, call, call.args[0])
+                if finding is not None:
+                    yield finding
+
+    def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
+        """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
+        module's ``forward``, a helper it calls): the selection's size has to reach the host."""
+        if not (gpu_evident(ctx) or ctx.project.moves_to_device):
+            return
+        statements: set[int] = set()
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub):
+                continue
+            func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
+            if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
+                statements.add(id(ctx.statement_of(sub)))
+                yield ctx.finding(self.code, sub, f"boolean-mask indexing in {func.name}(), which runs on every forward "
+                                  "pass, waits for the GPU", suggestion=_MASK_FIX)
+
+    def _masked_in_loss(self, ctx: Context, node: ast.AST, index: ast.AST) -> Finding | None:
+        """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file
+        that the training step calls every step with device tensors (``info_nce_loss(features)``,
+        ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
+        func = ctx.function_of(node)
+        if func is None or "loss" not in func.name.lower() or not mask_like(ctx, index, node):
+            return None
+        call = self._every_step_call(ctx, func)
+        if call is None:
+            return None
+        return ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
+                           f"every step (line {call.lineno}), waits for the GPU", suggestion=_MASK_FIX)
+
+    def _every_step_call(self, ctx: Context, func: ast.AST) -> ast.Call | None:
+        """A call of this file's ``func`` that runs every training step, handing it device tensors."""
+        key = ("tw207:step-call", id(func))
+        if key not in ctx._cache:
+            ctx._cache[key] = next((c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func
+                                    and hot_region_of(ctx, c) is not None
+                                    and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
+                                    and self._report(ctx, c, None, "", check_subject=False) is not None), None)
+        return ctx._cache[key]
+
+    def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``.item()`` inside a loss function of this file that the training step calls every
+        step (``d_loss, logs = compute_d_loss(...)``): reported at the read."""
+        if ".item()" not in ctx.source:
+            return
+        seen: set[int] = set()
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for func in ctx.nodes.get(kind, ()):
+                reads = own_loss_reads(ctx, func) if "loss" in func.name.lower() else []
+                calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func] if reads else []
+                for call in calls:
+                    if hot_region_of(ctx, call) is None or self._report(ctx, call, None, "", check_subject=False) is None:
+                        continue
+                    for read in reads:
+                        if id(read) not in seen:
+                            seen.add(id(read))
+                            yield ctx.finding(self.code, read, f".item() in {func.name}(), which the training step calls every "
+                                              f"step (line {call.lineno}), waits for the GPU",
+                                              suggestion="return the detached tensors and read them once per log interval")
+
+    def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
+        """``loss.data[0]``: the pre-0.4 spelling of ``.item()``, a host read all the same."""
+        if ".data[0]" not in ctx.source:
+            return
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            value, index = sub.value, sub.slice
+            if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
+                continue
+            if hot_region_of(ctx, sub) is None or not _device_subject(ctx, value.value, sub):
+                continue
+            finding = self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
+            if finding is not None:
+                yield finding
+
+    def _explicit_syncs(self, ctx: Context) -> Iterator[Finding]:
+        """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test,
+        where the loop measures no time (a benchmark waits on purpose)."""
+        if "synchronize" not in ctx.source:
+            return
+        for call in ctx.calls_named("synchronize"):
+            if ctx.qualname(call.func) not in SYNCHRONIZE:
+                continue
+            loop = hot_region_of(ctx, call)
+            if loop is None or ctx.enclosing_ifs(call) or measures_time(ctx, loop) or read_after(ctx, loop, call):
+                continue
+            finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
+                                   suggestion="drop it: later kernels and reads wait for the GPU where they need to")
+            if finding is not None:
                 yield finding
 
     def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
@@ -196,7 +252,7 @@ Lint and the doctor
         func = call.func
         name = last_name(func)
         if name == "print":
-            subject = self._printed_tensor(ctx, call) if func.__class__ is ast.Name else None
+            subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
             return (subject, "print() of a tensor") if subject is not None else None
         if name == "nonzero":
             q = ctx.qualname(func)
@@ -237,25 +293,13 @@ Lint and the doctor
                     if finding is not None:
                         yield finding
 
-    @staticmethod
-    def _printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
-        for arg in call.args:
-            if arg.__class__ is ast.Name:
-                if is_device_tensor(ctx, arg, call):
-                    return arg
-            elif arg.__class__ is ast.JoinedStr:
-                for part in arg.values:
-                    if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
-                        return part.value
-        return None
-
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
         region = hot_region_of(ctx, node)
         if region is None or runs_periodically(ctx, node):
             return None
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and _synchronized_before(ctx, region, node):
+        if looping and synchronized_before(ctx, region, node):
             return None  # the step already waits for the GPU; this read adds no stall
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
@@ -275,6 +319,7 @@ Lint and the doctor
         )
 
 
+_MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
 
@@ -290,32 +335,19 @@ def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> boo
 def _on_device(ctx: Context, node: ast.AST) -> bool:
     """Is the code around ``node`` evidently on an accelerator? Its function (or script) moves
     data to a device; or it only receives its data (a method such as ``update(self, rollouts)``)
-    in a file or project that moves data to a device."""
+    in a file that targets a GPU, or in a module that a file moving data to a device imports
+    (a CPU-only helper of a course, imported by nothing that uses a GPU, is not)."""
     scope = ctx.scope_of(node)
     if scope_moves_to_device(ctx, scope):
         return True
     if scope.__class__ is ast.Module or _names_cpu(ctx, scope):
         return False
-    return gpu_evident(ctx) or ctx.project.moves_to_device
+    return gpu_evident(ctx) or (ctx.project.moves_to_device and on_a_mover_path(ctx.project, ctx.path))
 
 
 def _names_cpu(ctx: Context, scope: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function: it runs on the CPU on purpose."""
     return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(scope.body))
 
-
-def _synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
-    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
-    line = getattr(node, "lineno", 0)
-    for stmt in getattr(loop, "body", ()):
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return False
-        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
-            if ctx.qualname(stmt.value.func) in _SYNCHRONIZE:
-                return True
-    return False
-
-
-_SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
 
 RULE = HostSyncInLoop()

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import parsed_file
 
 _CONV_DIMS = {
     "torch.nn.Conv1d": 1, "torch.nn.Conv2d": 2, "torch.nn.Conv3d": 3,
@@ -51,7 +52,10 @@ What it flags
   An `nn.ConvNd`/`nn.ConvTransposeNd` that keeps its bias (no `bias=False`) immediately
   followed by a BatchNorm of the same dimensionality: adjacent in an `nn.Sequential(...)`, or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
-  builds them.
+  builds them, or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
+  (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`). The
+  convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
+  module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`).
 
 Why it matters
   BatchNorm subtracts the per-channel mean right after the convolution, which removes any
@@ -78,6 +82,8 @@ Lint and the doctor
             items = seq.args
             for first, second in zip(items, items[1:]):
                 d = conv_with_bias(ctx, first)
+                if d is None and first.__class__ is ast.Call and bn_dims(ctx, second) is not None:
+                    d = wrapped_conv_with_bias(ctx, first)
                 b = bn_dims(ctx, second)
                 if d is not None and b is not None and _matches(d, b) and id(first) not in reported:
                     reported.add(id(first))
@@ -110,6 +116,7 @@ Lint and the doctor
                 b = bn_dims(ctx, node.value)
                 if b is not None:
                     bns[t.attr] = b
+        yield from self._module_list_pairs(ctx, cls, reported)
         if not convs or not bns:
             return
         for item in cls.body:
@@ -133,6 +140,140 @@ Lint and the doctor
                 if _matches(d, bns[bn]) and id(conv_call) not in reported:
                     reported.add(id(conv_call))
                     yield self._finding(ctx, conv_call)
+
+
+    def _module_list_pairs(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:
+        """``self.mlp_convs.append(nn.Conv2d(...))`` and ``self.mlp_bns.append(nn.BatchNorm2d(...))``
+        in ``__init__`` (also through a local ``nn.ModuleList`` appended to ``self.conv_blocks``),
+        then ``bn(conv(x))`` in a method where ``conv`` comes from one list and ``bn`` from the other."""
+        text = ctx.text(cls)
+        if "append(" not in text or "BatchNorm" not in text:
+            return
+        convs, bns = _appended_layers(ctx, cls)
+        if not convs or not bns:
+            return
+        for item in cls.body:
+            if item.__class__ is not ast.FunctionDef or item.name == "__init__":
+                continue
+            text = ctx.text(item)
+            if not any(f"self.{b}" in text for b in bns):
+                continue
+            for node in ctx.walk_body(item.body):
+                if node.__class__ is not ast.Call or len(node.args) != 1 or node.args[0].__class__ is not ast.Call:
+                    continue
+                inner = node.args[0]
+                bn = _list_of(ctx, node.func, node, bns)
+                conv = _list_of(ctx, inner.func, inner, convs) if bn is not None else None
+                if conv is None:
+                    continue
+                d, conv_call = convs[conv]
+                if _matches(d, bns[bn]) and id(conv_call) not in reported:
+                    reported.add(id(conv_call))
+                    yield self._finding(ctx, conv_call)
+
+
+def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[int, ast.AST]], dict[str, int]]:
+    """The ``self.`` lists of ``__init__`` that biased convolutions / BatchNorms are appended to."""
+    convs: dict[str, tuple[int, ast.AST]] = {}
+    bns: dict[str, int] = {}
+    local: dict[str, tuple[str, tuple[int, ast.AST] | int]] = {}
+    init = next((i for i in cls.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
+    if init is None:
+        return convs, bns
+    appends = [n for n in ast.walk(init) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+               and n.func.attr == "append" and len(n.args) == 1]
+    for call in sorted(appends, key=lambda c: (c.lineno, c.col_offset)):
+        owner, arg = call.func.value, call.args[0]
+        d, b = conv_with_bias(ctx, arg), bn_dims(ctx, arg)
+        if owner.__class__ is ast.Name:
+            if d is not None:
+                local[owner.id] = ("conv", (d, arg))
+            elif b is not None:
+                local[owner.id] = ("bn", b)
+            continue
+        if owner.__class__ is not ast.Attribute or owner.value.__class__ is not ast.Name or owner.value.id != "self":
+            continue
+        if arg.__class__ is ast.Name and arg.id in local:
+            kind, value = local[arg.id]
+            d, b = (value, None) if kind == "conv" else (None, value)  # type: ignore[assignment]
+            d = d[0] if d is not None else None  # type: ignore[index]
+            arg = local[arg.id][1][1] if kind == "conv" else arg  # type: ignore[index]
+        if d is not None:
+            convs[owner.attr] = (d, arg)
+        elif b is not None:
+            bns[owner.attr] = b
+    return convs, bns
+
+
+def _list_of(ctx: Context, func: ast.AST, use: ast.AST, lists: dict) -> str | None:
+    """Which ``self.`` list of ``lists`` the called layer comes from: ``conv`` bound by
+    ``for conv in self.mlp_convs`` / ``enumerate(...)``, ``bn = self.mlp_bns[i]``, or
+    ``self.mlp_bns[i](...)`` itself."""
+    expr = func
+    if func.__class__ is ast.Name:
+        b = ctx.binding_at(func.id, use)
+        if b is None or b.node is None:
+            return None
+        expr = b.node.iter if b.kind == "for" and b.node.__class__ is ast.For else b.value
+        if expr is None:
+            return None
+    for n in ast.walk(expr):
+        if n.__class__ is ast.Attribute and n.value.__class__ is ast.Name and n.value.id == "self" and n.attr in lists:
+            return n.attr
+    return None
+
+
+def wrapped_conv_with_bias(ctx: Context, call: ast.Call) -> int | None:
+    """Dimensionality of a call of the project's own convolution wrapper (``ConvNorm(...)``: a
+    module whose ``__init__`` builds one biased ``nn.ConvNd`` - the bias a parameter that
+    defaults to True - and whose ``forward`` returns its output), defined in this file or in
+    another module of the project; None otherwise or when the call passes ``bias=False``."""
+    bias = next((k.value for k in call.keywords if k.arg == "bias"), None)
+    if bias is not None and not (bias.__class__ is ast.Constant and bias.value is True):
+        return None
+    name = call.func.id if call.func.__class__ is ast.Name else (call.func.attr if call.func.__class__ is ast.Attribute else None)
+    if name is None or name[:1].islower():
+        return None
+    key = ("tw209:wrapper", name)
+    facts = ctx.project
+    cache = facts.answers if facts.files else ctx._cache
+    if key not in cache:
+        cache[key] = _wrapper_dims(ctx, name)
+    return cache[key]
+
+
+def _wrapper_dims(ctx: Context, name: str) -> int | None:
+    klass = ctx.local_classes.get(name)
+    where = ctx
+    if klass is None:
+        needle = f"class {name}("
+        for path, text in ctx.project.files:
+            if needle in text and path != ctx.path:
+                other = parsed_file(ctx.project, path, text)
+                klass = other.local_classes.get(name) if other is not None else None
+                where = other  # type: ignore[assignment]
+                if klass is not None:
+                    break
+    if klass is None:
+        return None
+    init = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
+    forward = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "forward"), None)
+    if init is None or forward is None:
+        return None
+    defaults = {a.arg: d for a, d in zip(init.args.args[::-1], init.args.defaults[::-1])}
+    convs = [n for n in ast.walk(init) if n.__class__ is ast.Call and where.qualname(n.func) in _CONV_DIMS]
+    if len(convs) != 1 or has_star_args(convs[0]):
+        return None
+    conv = convs[0]
+    bias = argument(conv, "bias", 7)
+    if bias is not None and bias.__class__ is ast.Name:
+        default = defaults.get(bias.id)
+        bias = default if default is not None else bias
+    if bias is not None and not (bias.__class__ is ast.Constant and bias.value is True):
+        return None
+    if any(n.__class__ is ast.Call and where.qualname(n.func) in _BN_DIMS for n in ast.walk(klass)):
+        return None  # the wrapper normalises itself
+    return _CONV_DIMS[where.qualname(conv.func)]
 
 
 def _self_attr_call(call: ast.Call) -> str | None:

@@ -8,6 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.files import in_demo_main
+from torchwise.lint.semantics.reach import reached_from
 
 _SEEDERS = {
     "random.seed": "random",
@@ -112,6 +114,16 @@ def _plots(body: list[ast.stmt]) -> bool:
     return False
 
 
+def _never_called(ctx: Context, node: ast.AST) -> bool:
+    """``node`` is in a function that no file of the project calls (its name followed by ``(``
+    appears nowhere but in its own ``def``): code for some other program, such as a notebook."""
+    func = ctx.function_of(node)
+    if func is None or not ctx.project.files:
+        return False
+    needle = f"{func.name}("
+    return sum(text.count(needle) for _, text in ctx.project.files) <= 1
+
+
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
@@ -135,7 +147,13 @@ What it flags
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
   shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
-  a generator the project's entry point seeds counts as seeded for every module.
+  a generator the project's entry point seeds counts as seeded for every module. Only modules
+  a seeding file imports (directly or through others) are on the seeded run's path: a notebook
+  of a course collection is its own program, whatever another notebook seeds; nor is a function
+  no file of the project calls (an inference helper only a notebook uses). A per-call seed
+  option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
+  the project's seeding, and draws in a `__main__` smoke test of a library module (a random
+  input whose output shape is printed) are not uses.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -203,6 +221,8 @@ Fix
         project = ctx.project
         if not project.seeded or project.seeds_everything:
             return
+        if project.files and ctx.path not in reached_from(project, project.seed_files):
+            return  # no seeding script imports this module: another program (a notebook of a course)
         uses = self._uses(ctx, draws_only=True)
         for family in ("random", "numpy", "torch"):
             if family in project.seeded or family not in uses:
@@ -272,7 +292,8 @@ Fix
         uses: dict[str, ast.AST] = {}
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)), None)
+            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)
+                          and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses

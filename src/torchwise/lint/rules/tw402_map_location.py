@@ -11,6 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.savefacts import checkpoint_facts, save_index
 from torchwise.lint.semantics.devices import gpu_evident_near
+from torchwise.lint.semantics.fallback import pinned_gpu_script
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -87,6 +88,19 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     return bool(names & saved)
 
 
+def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
+    """``if torch.cuda.is_available(): torch.load(f)`` whose ``else`` loads with ``map_location``:
+    the CPU case is handled, the GPU branch restores where a GPU is."""
+    for if_node, in_body in ctx.enclosing_ifs(load):
+        other = if_node.orelse if in_body else if_node.body
+        for stmt in other if isinstance(other, list) else [other]:
+            for node in ast.walk(stmt):
+                if node.__class__ is ast.Call and ctx.qualname(node.func) == "torch.load" and (
+                        argument(node, "map_location", 1) is not None):
+                    return True
+    return False
+
+
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
     name = "torch-load-no-map-location"
@@ -100,8 +114,14 @@ What it flags
   data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
   only ever writes with host data, tensors built from NumPy in code that touches no device or
-  pickled arguments, reloads of the checkpoint the same run wrote a few lines before, and loads
-  whose keys (`stats["mean"]`) are only ever saved with host data.
+  pickled arguments, reloads of the checkpoint the same run wrote a few lines before, loads
+  whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
+  `if torch.cuda.is_available():` whose other branch passes `map_location`, and single-process
+  scripts that pick their one GPU themselves (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`)
+  and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
+  anywhere): what they save comes from `cuda:0` of one visible device and resuming or
+  evaluating restores it there; TW403 asks for the CPU fallback first, and once there is one
+  this rule speaks.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -109,7 +129,8 @@ Why it matters
   CUDA device"), and on a multi-GPU machine every process loads onto GPU 0, crowding it.
 
 Example
-  model = Net().cuda()
+  device = "cuda" if torch.cuda.is_available() else "cpu"
+  model = Net().to(device)
   model.load_state_dict(torch.load("ckpt.pt"))            # TW402
 
 Fix
@@ -124,6 +145,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call) or not gpu_evident_near(ctx, call):
                 continue
+            if pinned_gpu_script(ctx) or _other_branch_maps(ctx, call):
+                continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)

@@ -10,22 +10,11 @@ from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.fallback import has_cpu_fallback, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
-_FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
-
-
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
-
-
-_OPT_IN = re.compile(r"cuda|gpu", re.I)
-
-
-def _moves_back(ctx: Context, const: ast.Constant) -> bool:
-    """``x0.to("cpu")``: a result moved back to the host, not a choice of device."""
-    parent = ctx.parent(const)
-    return parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "to"
 
 
 class HardcodedCuda(Rule):
@@ -46,6 +35,9 @@ What it flags
   and a script that calls a set-up function of its project that is GPU-only (it initialises
   NCCL, or exits or asserts when no GPU is there), even when other scripts fall back to the CPU.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
+  Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
+  `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
+  the same script is still reported, since it breaks the CPU path the flag offers.
 
 Why it matters
   Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
@@ -68,20 +60,13 @@ Fix
         if setups and any(function_verdict(ctx.project, "gpu_setup_blocks", name, gpu_setup_line)
                           for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
-        src = ctx.source
-        if any(h in src for h in _FALLBACK_HINTS):
-            return
+        if has_cpu_fallback(ctx):
+            return  # it checks for a GPU, names a "cpu" device or takes a device parameter
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
-        if "cpu" in src and any(
-            n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
-            and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ())
-        ):
-            return  # a "cpu" device is named somewhere: there is a CPU path (moving results back with .cpu() or .to("cpu") is not one)
-        if any(a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs):
-            return
+        src = ctx.source
         for call in ctx.calls_named("cuda"):
             func = call.func
             if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
@@ -110,8 +95,8 @@ Fix
             yield finding
 
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
-        if any(_OPT_IN.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(node)):
-            return None  # under `if args.cuda:` / `if use_gpu:`: the user chose the GPU
+        if under_device_flag(ctx, node, moves_too=True):
+            return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         return ctx.finding(
             self.code, at or node, message,
             suggestion='pick the device once (device = "cuda" if torch.cuda.is_available() else "cpu") and use .to(device)',

@@ -58,6 +58,14 @@ def cuda_init(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _other_branch(ctx: Context, init: ast.AST, node: ast.AST) -> bool:
+    """``init`` and ``node`` sit in different branches of one ``if`` (``if args.distributed:
+    torch.cuda.set_device(...) else: os.environ["CUDA_VISIBLE_DEVICES"] = ...``): one run never
+    does both."""
+    branches = {id(i): body for i, body in ctx.enclosing_ifs(init)}
+    return any(id(i) in branches and branches[id(i)] != body for i, body in ctx.enclosing_ifs(node))
+
+
 class LateCudaVisibleDevices(Rule):
     code = "TW404"
     name = "late-cuda-visible-devices"
@@ -66,7 +74,9 @@ class LateCudaVisibleDevices(Rule):
 What it flags
   `os.environ["CUDA_VISIBLE_DEVICES"] = ...` (also `setdefault`, `update`, `os.putenv`) placed
   after code in the same function or script that initialises CUDA: `torch.cuda.is_available()`,
-  `device_count()`, `set_device(...)`, `.cuda()`, `.to("cuda")`...
+  `device_count()`, `set_device(...)`, `.cuda()`, `.to("cuda")`... An initialisation in the
+  other branch of the same `if` (`set_device` when distributed, the variable set otherwise)
+  does not count: one run never does both.
 
 Why it matters
   The CUDA driver reads `CUDA_VISIBLE_DEVICES` once, when it initialises. Changing it later
@@ -91,7 +101,8 @@ Fix
         for node in sets:
             scope = ctx.scope_of(node)
             pos = (node.lineno, node.col_offset)
-            earlier = [c for c in inits if ctx.scope_of(c) is scope and (c.lineno, c.col_offset) < pos]
+            earlier = [c for c in inits if ctx.scope_of(c) is scope and (c.lineno, c.col_offset) < pos
+                       and not _other_branch(ctx, c, node)]
             if not earlier:
                 continue
             first = min(earlier, key=lambda c: (c.lineno, c.col_offset))

@@ -8,7 +8,24 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.steps import is_eval_name
 from torchwise.lint.semantics.values import local_function
+
+_EVAL_DATA = ("val", "test", "eval")
+
+
+def _for_evaluation(ctx: Context, call: ast.Call) -> bool:
+    """A sampler of evaluation data: built in an evaluation function (``validate()``), under
+    no_grad, or over a dataset named for validation (``valset``, ``test_dataset``). The order of
+    evaluation batches changes nothing."""
+    func = ctx.function_of(call)
+    if func is not None and is_eval_name(func.name):
+        return True
+    dataset = argument(call, "dataset", 0)
+    if dataset is not None and any(w in ctx.text(dataset).lower() for w in _EVAL_DATA):
+        return True
+    return under_no_grad(ctx, call)
 
 
 def _has_epoch_loop(ctx: Context) -> bool:
@@ -61,7 +78,9 @@ class SamplerWithoutSetEpoch(Rule):
     doc = """\
 What it flags
   `DistributedSampler(...)` that shuffles (the default) in a file that loops over epochs but
-  never calls `.set_epoch(...)` on anything.
+  never calls `.set_epoch(...)` on anything. Samplers of evaluation data are left alone: built
+  in an evaluation function (`validate()`), under no_grad, or over a dataset named for
+  validation or test (`valset`): the order of evaluation batches changes nothing.
 
 Why it matters
   The sampler shuffles with a generator seeded from `seed + epoch`. Without `set_epoch` the
@@ -87,6 +106,8 @@ Fix
             shuffle = argument(call, "shuffle", 3)
             if shuffle is not None and not (shuffle.__class__ is ast.Constant and shuffle.value is True):
                 continue
+            if _for_evaluation(ctx, call):
+                continue  # validation data: the order of its batches does not matter
             if _handed_on(ctx, call):
                 continue  # the sampler (or its loader) goes to a function of another module, which may call set_epoch
             yield ctx.finding(

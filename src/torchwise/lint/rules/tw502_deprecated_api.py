@@ -22,7 +22,10 @@ What it flags
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
   `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
-  and the `functorch` transforms that moved to `torch.func`. (`torch.cuda.amp.*` is TW220.)
+  `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`), the `nn.init` functions without the
+  trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`), the
+  `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
+  to `torch.func`. (`torch.cuda.amp.*` is TW220.)
 
 Why it matters
   Deprecated functions warn on every call and are removed in a later release; several of
@@ -52,6 +55,11 @@ Fix
             yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
+        if "reduce_op" in ctx.source:
+            for node in ctx.nodes.get(ast.Attribute, ()):
+                if node.attr == "reduce_op" and ctx.qualname(node) == "torch.distributed.reduce_op":
+                    yield ctx.finding(self.code, node, "torch.distributed.reduce_op is deprecated; use torch.distributed.ReduceOp",
+                                      suggestion="use torch.distributed.ReduceOp")
         for node, alias, q in symbol_imports(ctx, DEPRECATED):
             new, same = DEPRECATED[q]
             fix = None

@@ -20,6 +20,8 @@ CONSTRUCTORS: dict[str, tuple[str | None, str]] = {"torch.Tensor": (None, "cpu")
 for _name, _dtype in TYPED.items():
     CONSTRUCTORS[f"torch.{_name}"] = (_dtype, "cpu")
     CONSTRUCTORS[f"torch.cuda.{_name}"] = (_dtype, "cuda")
+# the typed sparse constructors: torch.sparse.FloatTensor(indices, values, size)
+SPARSE: dict[str, str] = {f"torch.sparse.{n}": d for n, d in TYPED.items() if n not in ("BoolTensor", "BFloat16Tensor")}
 
 
 def _numeric_literal(node: ast.AST) -> bool:
@@ -79,7 +81,8 @@ What it flags
   A call with arguments of a legacy constructor: `torch.Tensor(...)`, the typed
   `torch.FloatTensor(...)`, `DoubleTensor`, `HalfTensor`, `BFloat16Tensor`, `LongTensor`,
   `IntTensor`, `ShortTensor`, `CharTensor`, `ByteTensor`, `BoolTensor`, their `torch.cuda.*`
-  twins, and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
+  twins, the sparse ones (`torch.sparse.FloatTensor(indices, values, size)`: use
+  `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
   torch.FloatTensor`, then `Tensor(n, 1)`). The classes themselves, in annotations,
   `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
 
@@ -114,6 +117,11 @@ Fix
                 continue
             q = ctx.qualname(call.func)
             alias = None
+            if q in SPARSE:
+                yield ctx.finding(
+                    self.code, call, f"{ctx.text(call.func)}(...) is a legacy typed sparse constructor",
+                    suggestion=f"use torch.sparse_coo_tensor(indices, values, size, dtype={SPARSE[q]})", end_node=call.func)
+                continue
             if q not in CONSTRUCTORS:
                 alias = _alias_target(ctx, call)
                 if alias is None:

@@ -34,7 +34,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not is_test_path(ctx.path):
+        if not is_test_path(ctx.path, ctx.source):
             return
         for call in ctx.calls_to("torch.library.Library"):
             yield ctx.finding(self.code, call, "torch.library.Library in a test keeps its registrations after the test ends",

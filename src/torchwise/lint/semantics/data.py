@@ -8,6 +8,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
 from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
 
@@ -225,3 +226,98 @@ def pinned_loaders_line(func: AST) -> int | None:
         if pin is None or (pin.__class__ is ast.Constant and not pin.value):
             return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
     return loaders[0].lineno
+
+
+def demo_loader(ctx: Context, call: ast.Call) -> bool:
+    """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
+    batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
+    to a function: no batch of it reaches the GPU; or one built in the ``__main__`` smoke test
+    of a library module (:func:`~torchwise.lint.semantics.files.in_demo_main`)."""
+    if in_demo_main(ctx, call):
+        return True
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    scope = ctx.scope_of(call)
+    first, last = (scope.body[0].lineno, scope.end_lineno or scope.lineno) if scope.__class__ is not ast.Module else (1, 1 << 30)
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
+            and first <= n.lineno <= last and (scope.__class__ is ast.Module or ctx.contains(scope, n))]
+    seen = False
+    for use in uses:
+        b = ctx.binding_at(name, use)
+        if b is None or b.node is not parent:
+            continue  # another binding of the name (or a parameter of the same name)
+        seen = True
+        holder = ctx.parent(use)
+        if holder.__class__ in (ast.Expr, ast.Tuple) and (holder.__class__ is ast.Expr or ctx.parent(holder).__class__ is ast.Expr):
+            continue  # shown in a notebook cell
+        if holder.__class__ is ast.Call and last_name(holder.func) in ("len", "print") and use in holder.args:
+            continue
+        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
+                and last_name(ctx.parent(holder).func) == "next":
+            continue  # img, label = next(iter(loader))
+        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and _only_stepped(ctx, ctx.parent(holder)):
+            continue  # dataiter = iter(loader); images, labels = next(dataiter)
+        return False
+    return seen
+
+
+def _only_stepped(ctx: Context, assign: AST) -> bool:
+    """``it = iter(loader)`` whose name is only ever passed to ``next(it)`` (or ``it.next()``):
+    a batch or two taken to look at."""
+    if assign.__class__ is not ast.Assign or len(assign.targets) != 1 or assign.targets[0].__class__ is not ast.Name:
+        return False
+    name = assign.targets[0].id
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load]
+    for use in uses:
+        holder = ctx.parent(use)
+        if holder.__class__ is ast.Call and last_name(holder.func) == "next" and use in holder.args:
+            continue
+        if holder.__class__ is ast.Attribute and holder.attr == "next":
+            continue
+        return False
+    return True
+
+
+_LOADER_BASES = ("DataLoader",)
+
+
+def loader_subclass_calls(ctx: Context) -> list[ast.Call]:
+    """Calls of a ``DataLoader`` subclass that does not choose ``pin_memory`` itself
+    (``AudioDataLoader(dataset, batch_size=...)``): a class of this file whose base is
+    ``torch.utils.data.DataLoader``, or one another file of the project defines as
+    ``class AudioDataLoader(DataLoader):``."""
+    key = ("sem:loader-subclasses",)
+    found = ctx._cache.get(key)
+    if found is not None:
+        return found
+    found = []
+    for name, calls in ctx.calls_by_name.items():
+        if not name.endswith("Loader") or name == "DataLoader":
+            continue
+        if _loader_subclass(ctx, name):
+            found.extend(c for c in calls if c.func.__class__ is ast.Name or ctx.qualname(c.func) is None)
+    ctx._cache[key] = found
+    return found
+
+
+def _loader_subclass(ctx: Context, name: str) -> bool:
+    if name in ctx.local_classes:
+        klass = ctx.local_classes[name]
+        return "torch.utils.data.DataLoader" in ctx.local_class_bases(name) and "pin_memory" not in ctx.text(klass)
+    facts = ctx.project
+    if not facts.files:
+        return False
+    key = ("loader-subclass", name)
+    if key not in facts.answers:
+        pattern = re.compile(rf"^class[ \t]+{re.escape(name)}[ \t]*\((?:[\w.]*\.)?DataLoader\)[ \t]*:", re.M)
+        answer = False
+        for _, text in facts.files:
+            m = pattern.search(text) if f"class {name}" in text else None
+            if m is not None:
+                end = text.find("\nclass ", m.end())
+                answer = "pin_memory" not in text[m.end():end if end >= 0 else len(text)]
+                break
+        facts.answers[key] = answer
+    return facts.answers[key]

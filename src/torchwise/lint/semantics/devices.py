@@ -34,6 +34,7 @@ _GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
 _FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "linspace"})
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
+_GRAD_NORMS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_"})
 
 
 def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 3) -> bool:
@@ -280,6 +281,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
         return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)
     if _collective_result(ctx, expr, use, depth):
         return True
+    if q in _GRAD_NORMS:
+        return gpu_evident(ctx)  # the total norm, a tensor on the parameters' device
     if func.__class__ is ast.Attribute:
         if func.attr in SYNC_METHODS:
             return False
@@ -293,8 +296,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
         if func.attr == "to" and q is None:
             return is_device_tensor(ctx, func.value, use, depth)  # pred.to(torch.float32): a dtype change
         if func.attr in _DEVICE_KEEPING:
-            if q is not None:  # torch.argmax(out, 1) and friends
-                return bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
+            if q is not None:  # torch.argmax(out, 1) and friends (math.isnan(x) is a Python bool)
+                return q.startswith("torch.") and bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
             return is_device_tensor(ctx, func.value, use, depth)
     return False
 

@@ -12,15 +12,31 @@ from torchwise.lint.engine import AST, Context, last_name, str_consts
 _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
 
 
-def is_test_path(path: str) -> bool:
-    """A test file: under a ``tests``/``test`` folder, or named ``test_*.py``, ``*_test.py``,
-    ``conftest.py``. Tests build tiny loaders and models on purpose and check that things *can*
-    be done (scripted, wrapped in DataParallel...); performance and device advice does not apply."""
+_TEST_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:pytest|unittest|hypothesis|nose)\b", re.M)
+_TEST_FUNC = re.compile(r"^\s*def test\w*\(", re.M)
+_ASSERTS = re.compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|assert_allclose", re.M)
+
+
+def is_test_path(path: str, text: str | None = None) -> bool:
+    """A test file: under a ``tests``/``test`` folder or named ``conftest.py``; or named
+    ``test_*.py``, ``*_test.py``, ``*_tests.py``, ``*unittests.py`` *and* written as tests (imports pytest/unittest, or has ``test*``
+    functions that assert). Tests build tiny loaders and models on purpose and check that things
+    *can* be done (scripted, wrapped in DataParallel...); performance and device advice does not
+    apply. An evaluation script named ``test_classification.py`` is no test file: it runs a
+    trained model and gets the advice every script gets. Without ``text`` the name decides."""
     parts = path.replace("\\", "/").split("/")
     name = parts[-1]
-    if name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py":
+    if name == "conftest.py" or any(p in _TEST_DIRS for p in parts[:-1]):
         return True
-    return any(p in _TEST_DIRS for p in parts[:-1])
+    stem = name[:-3] if name.endswith(".py") else name
+    if not (stem.startswith("test_") or stem.endswith(("_test", "_tests", "unittests")) or stem == "tests"):
+        return False
+    return text is None or looks_like_tests(text)
+
+
+def looks_like_tests(text: str) -> bool:
+    """Source written as tests: a test framework imported, or ``test*`` functions and asserts."""
+    return bool(_TEST_IMPORT.search(text) or (_TEST_FUNC.search(text) and _ASSERTS.search(text)))
 
 
 _VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)
@@ -70,7 +86,7 @@ def _main_block(ctx: Context, node: AST) -> ast.If | None:
 
 def in_demo_main(ctx: Context, node: AST) -> bool:
     """In the ``__main__`` block of a library module (it defines classes or functions) that only
-    exercises them - no loop, no function of its own: a smoke test that prints a shape or a
+    exercises them - no function of its own, no loop but one that only prints: a smoke test that prints a shape or a
     score on made-up inputs, where performance and reproducibility advice gains nothing."""
     block = _main_block(ctx, node)
     if block is None or not any(n.__class__ in (ast.ClassDef, ast.FunctionDef) for n in ctx.tree.body):
@@ -78,6 +94,12 @@ def in_demo_main(ctx: Context, node: AST) -> bool:
     key = ("sem:demo-main", id(block))
     found = ctx._cache.get(key)
     if found is None:
-        found = ctx._cache[key] = not any(
-            n.__class__ in (ast.For, ast.While, ast.AsyncFor, ast.FunctionDef) for n in ast.walk(block))
+        found = ctx._cache[key] = not any(n.__class__ is ast.FunctionDef or (
+            n.__class__ in (ast.For, ast.While, ast.AsyncFor) and not _only_prints(n.body)) for n in ast.walk(block))
     return found
+
+
+def _only_prints(body: list[ast.stmt]) -> bool:
+    """A loop that only prints (``for x, y in loader: print(x.shape)``): a look at the data."""
+    return all(s.__class__ is ast.Expr and s.value.__class__ is ast.Call and last_name(s.value.func) == "print"
+               for s in body)

@@ -231,3 +231,97 @@ def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
     if name in _SINKS or name.startswith(_SINK_PREFIXES) or ctx.qualname(call.func) is not None:
         return False  # logged, collected, or a library function (np.mean(...): a metric)
     return not is_device_tensor(ctx, call.func.value, call)
+
+
+def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
+    """``.item()`` of the losses a loss function computes itself and hands back for logging
+    (``return loss, Munch(real=loss_real.item(), fake=loss_fake.item())``): outside any
+    ``if`` or loop of its own, on a name the function binds to a loss."""
+    key = ("sem:own-loss-reads", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = []
+        for node in ctx.walk_body(func.body):
+            if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item":
+                continue
+            recv = node.func.value
+            if recv.__class__ is not ast.Name or ctx.enclosing_ifs(node) or ctx.enclosing_loops(node):
+                continue
+            b = ctx.binding_at(recv.id, node)
+            if b is None or b.kind != "assign" or ctx.function_of(b.node) is not func:
+                continue
+            if is_loss_value(ctx, recv, node) or ("loss" in recv.id.lower() and b.value.__class__ in (ast.Call, ast.BinOp)):
+                found.append(node)  # loss_real = adv_loss(out, 1): a loss by its name and making
+        ctx._cache[key] = found
+    return found
+
+
+def printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
+    """The device tensor ``print(...)`` shows: an argument, an f-string field, a ``.format()`` argument."""
+    for arg in call.args:
+        if arg.__class__ is ast.Name:
+            if is_device_tensor(ctx, arg, call):
+                return arg
+        elif arg.__class__ is ast.JoinedStr:
+            for part in arg.values:
+                if part.__class__ is ast.FormattedValue and part.value.__class__ is ast.Name and is_device_tensor(ctx, part.value, call):
+                    return part.value
+        elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr == "format":
+            for part in arg.args:  # print("loss {:.4f}".format(loss)): formatting reads the value
+                if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
+                    return part
+    return None
+
+
+_COMPARE_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
+_PREDICATES = frozenset({"isnan", "isinf", "isfinite", "any", "all", "equal", "allclose"})
+
+
+def tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
+    """The part of an ``if``/``while`` test that needs a device value on the host, if any."""
+    cls = test.__class__
+    if cls is ast.BoolOp:
+        for v in test.values:
+            found = tensor_test(ctx, v, use)
+            if found is not None:
+                return found
+        return None
+    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
+        return tensor_test(ctx, test.operand, use)
+    if cls is ast.Compare:
+        if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
+            return None
+        if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):
+            return None
+        if any(is_loop_counter(ctx, c) for c in [test.left, *test.comparators]):
+            return None  # `if i == start:`: a pass counter compared with a number read once
+        for side in [test.left, *test.comparators]:
+            if _plain_tensor(ctx, side, use):
+                return test
+        return None
+    if cls is ast.Call:
+        name = last_name(test.func)
+        if name in _PREDICATES:
+            q = ctx.qualname(test.func)
+            if q is not None:
+                if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
+                    return test
+            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
+                return test
+        return None
+    if cls is ast.Name and _plain_tensor(ctx, test, use):
+        return test
+    return None
+
+
+def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """A device tensor used as is (not via .item(), .shape, len(), ...)."""
+    if expr.__class__ is ast.Attribute:
+        return False  # .shape, .device, .requires_grad, self.x ...
+    if expr.__class__ is ast.Call:
+        func = expr.func
+        if func.__class__ is ast.Name:
+            return False  # len(x), float(x) (float() is reported as its own .item-like sync? no)
+        if func.__class__ is ast.Attribute and func.attr in ("size", "dim", "numel", "item", "tolist", "cpu", "numpy"):
+            return False
+    return is_device_tensor(ctx, expr, use)

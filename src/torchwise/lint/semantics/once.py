@@ -37,7 +37,7 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
     loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
     helper class built in a forward pass excepted), before or after the loop of a function that
-    loops, in a helper every caller of which (in this file) runs once or evaluates (an
+    loops (unless a forward pass calls it: :func:`called_per_call`), in a helper every caller of which (in this file) runs once or evaluates (an
     evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
@@ -59,7 +59,33 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
         return False
-    return any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body))
+    if not any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body)):
+        return False
+    return not (scope.__class__ is not ast.Lambda and called_per_call(ctx, scope))
+
+
+def called_per_call(ctx: Context, func: AST, depth: int = 2) -> bool:
+    """A function of this file that a per-call function (a ``forward``) calls, directly or
+    through ``depth`` helpers: its loop is part of the computation (``farthest_point_sample``'s
+    loop over the points to pick), so what it allocates before the loop is made every call."""
+    for call in ctx.calls_named(func.name):
+        if local_function(ctx, call) is not func:
+            continue
+        caller = ctx.function_of(call)
+        if caller is None or caller is func:
+            continue
+        if _forward_like(ctx, caller) or (depth > 0 and called_per_call(ctx, caller, depth - 1)):
+            return True
+    return False
+
+
+def _forward_like(ctx: Context, func: AST) -> bool:
+    """Part of a model's computation: ``forward``-like by name, or a method of an ``nn.Module``
+    class (a training function that calls a helper once per epoch is not)."""
+    if func.__class__ is ast.Lambda or _named_per_call(func.name):
+        return True
+    klass = ctx.parent(func)
+    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
 
 
 def _named_per_call(name: str) -> bool:
@@ -110,3 +136,17 @@ def _built_per_call(ctx: Context, init: AST) -> bool:
         if func is not None and func is not init and is_per_call_function(where, func):
             return True
     return False
+
+
+def forward_path_function(ctx: Context, node: AST) -> AST | None:
+    """The function around ``node`` when it runs on every forward pass: a per-call function
+    (:func:`is_per_call_function`, e.g. a module's ``forward``) or a helper a forward pass calls
+    (:func:`called_per_call`); None otherwise (set-up, evaluation, module level)."""
+    func = ctx.function_of(node)
+    if func is None or func.name in _ONCE_NAMES or func.name.startswith(_ONCE_PREFIXES):
+        return None
+    key = ("sem:forward-path", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = is_per_call_function(ctx, func) or called_per_call(ctx, func)
+    return func if found else None

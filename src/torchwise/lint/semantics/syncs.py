@@ -1,13 +1,14 @@
 """Host synchronisations that are not a value read: indexing with a boolean mask (the result's
-size depends on the data, so the host waits to learn it), and reads of a module's own
-parameters inside its methods (every forward)."""
+size depends on the data, so the host waits to learn it), reads of a module's own
+parameters inside its methods (every forward), and explicit ``torch.cuda.synchronize()`` calls
+(where a loop already waits, where it measures time, where a read follows)."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
@@ -29,6 +30,35 @@ def _is_mask(ctx: Context, expr: AST, use: AST, depth: int = 2) -> bool:
     if cls in (ast.Name, ast.Attribute):
         return (last_name(expr) or "").lower().endswith("mask") and is_device_tensor(ctx, expr, use)
     return False
+
+
+def mask_like(ctx: Context, index: AST, use: AST) -> bool:
+    """An index that is a boolean mask by its making or its name, device or not evident:
+    ``~mask``, ``x > 0``, ``non_pad_mask``, ``labels.bool()``, a name bound to a comparison."""
+    cls = index.__class__
+    if cls is ast.Compare or (cls is ast.UnaryOp and index.op.__class__ is ast.Invert):
+        return True
+    if cls is ast.Call and index.func.__class__ is ast.Attribute and index.func.attr == "bool" and not index.args:
+        return True
+    if cls in (ast.Name, ast.Attribute):
+        name = (last_name(index) or "").lower()
+        if name.endswith("mask"):
+            return True
+        if cls is ast.Name and index.id in _compared_names(ctx):
+            b = ctx.binding_at(index.id, use)
+            return b is not None and b.kind == "assign" and b.value is not None and b.value.__class__ in (ast.Compare, ast.UnaryOp)
+    return False
+
+
+def _compared_names(ctx: Context) -> frozenset[str]:
+    """Names the file assigns a comparison or a negation to (``keep = dist < r``): the candidates
+    for a mask bound to a name (one pass over the assignments, cached)."""
+    found = ctx._cache.get("sem:compared-names")
+    if found is None:
+        found = ctx._cache["sem:compared-names"] = frozenset(
+            a.targets[0].id for a in ctx.nodes.get(ast.Assign, ())
+            if len(a.targets) == 1 and a.targets[0].__class__ is ast.Name and a.value.__class__ in (ast.Compare, ast.UnaryOp))
+    return found
 
 
 def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
@@ -65,3 +95,34 @@ def parameter_read(ctx: Context, call: ast.Call) -> str | None:
         if ctx.class_of(c) is klass and c.args and c.args[0].__class__ is ast.Constant and c.args[0].value == recv.attr:
             return f"self.{recv.attr}"
     return None
+
+
+_TIMERS = frozenset({"time", "perf_counter", "monotonic", "elapsed_time", "record"})
+
+
+def measures_time(ctx: Context, region: ast.AST) -> bool:
+    """Does the loop (or step function) measure time: ``time.time()``, ``perf_counter()``, CUDA events?"""
+    return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
+
+
+def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
+    """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
+    explicit synchronize adds no stall of its own."""
+    pos = (call.lineno, call.col_offset)
+    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in SYNC_METHODS
+               and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
+
+
+def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
+    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
+    line = getattr(node, "lineno", 0)
+    for stmt in getattr(loop, "body", ()):
+        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            return False
+        if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
+            if ctx.qualname(stmt.value.func) in SYNCHRONIZE:
+                return True
+    return False
+
+
+SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})

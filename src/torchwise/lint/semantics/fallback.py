@@ -1,0 +1,65 @@
+"""Whether code can run without a CUDA GPU: a CPU fallback in the file, moves the user opted
+into with a device flag, and scripts that only ever run on a GPU."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context
+
+_FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
+# an `if` test that chooses the device: `if args.cuda:`, `if use_gpu:`, `if not args.use_cpu:`
+# (`if x.is_cuda:` follows where the data already is: it chooses nothing)
+_DISTRIBUTED = ("DistributedDataParallel", "init_process_group", "local_rank", "set_device")
+_DEVICE_FLAG = re.compile(r"(?<!is_)cuda|gpu|cpu", re.I)
+
+
+def _moves_back(ctx: Context, const: ast.Constant) -> bool:
+    """``x0.to("cpu")``: a result moved back to the host, not a choice of device."""
+    parent = ctx.parent(const)
+    return parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "to"
+
+
+def has_cpu_fallback(ctx: Context) -> bool:
+    """The file can choose the CPU: it checks for a GPU (``torch.cuda.is_available()``, the device
+    count, an accelerator helper), names a ``"cpu"`` device (moving results back with
+    ``.to("cpu")`` does not count) or has a function taking a ``device`` parameter."""
+    key = ("sem:cpu-fallback",)
+    found = ctx._cache.get(key)
+    if found is None:
+        src = ctx.source
+        found = ctx._cache[key] = any(h in src for h in _FALLBACK_HINTS) or ("cpu" in src and any(
+            n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
+            and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ()))) or any(
+            a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs)
+    return found
+
+
+def under_device_flag(ctx: Context, node: AST, moves_too: bool = False) -> bool:
+    """``node`` sits under an ``if`` whose test chooses the device (``if args.cuda:``,
+    ``if not args.use_cpu:``); with ``moves_too``, also under ``if x.is_cuda:``."""
+    for if_node, _ in ctx.enclosing_ifs(node):
+        text = ctx.text(if_node.test)
+        if _DEVICE_FLAG.search(text) or (moves_too and "is_cuda" in text):
+            return True
+    return False
+
+
+def pinned_gpu_script(ctx: Context) -> bool:
+    """A single-process script that only ever runs on one CUDA GPU it picks itself: it sets
+    ``os.environ["CUDA_VISIBLE_DEVICES"]`` to one choice, moves to the GPU with ``.cuda()`` and
+    has no CPU fallback at all - no GPU check, no ``"cpu"`` device, no device flag around any
+    move. What it saves comes from ``cuda:0`` of one visible device and loads back there.
+    (A distributed script is not: each of its processes has its own GPU.)"""
+    key = ("sem:pinned-gpu",)
+    found = ctx._cache.get(key)
+    if found is None:
+        src = ctx.source
+        if "CUDA_VISIBLE_DEVICES" not in src or any(w in src for w in _DISTRIBUTED):
+            ctx._cache[key] = False
+            return False
+        moves = [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute]
+        found = ctx._cache[key] = bool(moves) and not has_cpu_fallback(ctx) and not any(
+            under_device_flag(ctx, c) for c in moves)
+    return found

@@ -1,0 +1,74 @@
+"""Which modules of a project a set of files reaches through their imports (a text-level import
+graph over the project's files, matched by module name: ``from core.data_loader import x`` and
+``from . import data_loader`` both reach ``core/data_loader.py``). Loose on purpose: a module
+name shared by two files reaches both, so a question "is this module on that script's path?"
+errs towards yes."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from torchwise.lint.facts import ProjectFacts
+
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w, \t()\\*]+)|import[ \t]+([\w., \t]+))", re.M)
+
+
+def _stem(path: str) -> str:
+    base, _ = os.path.splitext(os.path.basename(path.replace("\\", "/")))
+    return os.path.basename(os.path.dirname(path.replace("\\", "/"))) if base == "__init__" else base
+
+
+def _imported(text: str) -> set[str]:
+    """Every part of every module or name the text imports (``core``, ``data_loader``, ``get_loader``)."""
+    out: set[str] = set()
+    for m in _IMPORT.finditer(text):
+        if m.group(3) is not None:
+            for part in m.group(3).split(","):
+                out.update(part.split(" as ")[0].strip().split("."))
+        else:
+            out.update(p for p in m.group(1).split(".") if p)
+            out.update(n.split(" as ")[0].strip(" \t()\\") for n in m.group(2).split(","))
+    return out
+
+
+def reached_from(facts: ProjectFacts, starts: tuple[str, ...]) -> frozenset[str]:
+    """The paths of the project's files that ``starts`` (paths) import, directly or not, with
+    ``starts`` themselves (worked out once per project and process)."""
+    key = ("reach", starts)
+    found = facts.answers.get(key)
+    if found is None:
+        by_stem: dict[str, list[str]] = {}
+        texts = dict(facts.files)
+        for path in texts:
+            by_stem.setdefault(_stem(path), []).append(path)
+        seen = set(starts)
+        todo = [p for p in starts if p in texts]
+        while todo:
+            path = todo.pop()
+            for name in _imported(texts[path]):
+                for other in by_stem.get(name, ()):
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+        found = facts.answers[key] = frozenset(seen)
+    return found
+
+
+# text that moves data or a model to an accelerator
+_MOVES = (".cuda(", ".to(device", ".to(self.device", ".to(args.device", ".to(DEVICE", '"cuda', "'cuda")
+
+
+def on_a_mover_path(facts: ProjectFacts, path: str) -> bool:
+    """Is the module ``path`` imported (directly or not) by a file of the project that moves data
+    to an accelerator - or is it one? True when that cannot be known: the project's files are
+    unknown (linted alone), or some file imports modules by computed name (``importlib``, a
+    registry that scans a folder)."""
+    if not facts.files:
+        return True
+    key = ("movers",)
+    movers = facts.answers.get(key)
+    if movers is None:
+        movers = facts.answers[key] = tuple(p for p, text in facts.files if any(m in text for m in _MOVES))
+        facts.answers[("dynamic-imports",)] = any("importlib" in t or "__import__(" in t for _, t in facts.files)
+    return facts.answers[("dynamic-imports",)] or path in reached_from(facts, movers)
