@@ -1018,3 +1018,10 @@ from recall_corpus3 import FIND as _FIND3, PROJECTS as _PROJECTS3, QUIET as _QUI
 FIND += _FIND3
 QUIET += _QUIET3
 PROJECTS += _PROJECTS3
+
+# the fourth round's shapes (the third held-out set, now a tuning set)
+from recall_corpus4 import FIND as _FIND4, PROJECTS as _PROJECTS4, QUIET as _QUIET4  # noqa: E402
+
+FIND += _FIND4
+QUIET += _QUIET4
+PROJECTS += _PROJECTS4

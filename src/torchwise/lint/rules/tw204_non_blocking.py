@@ -123,7 +123,8 @@ What it flags
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
   calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
   batch (`tuple(d.cuda() for d in data)`); in iteration-based training, the batch read inside
-  the loop with `next(batch_iterator)` where `batch_iterator = iter(loader)`.
+  the loop with `next(batch_iterator)` where `batch_iterator = iter(loader)`. A loop whose body
+  ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone.
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the
@@ -153,6 +154,9 @@ Fix
                 pinned[id(loop)] = it is not None and _pinned_source(ctx, _loop_source(it), loop, names)
             return pinned[id(loop)]
 
+        def batch_loop(loop: ast.AST) -> bool:
+            return pinned_loop(loop) and not _runs_once(loop)
+
         for call in ctx.calls_named("to", "cuda"):
             target = device_move_target(ctx, call)
             if target is None or keyword(call, "non_blocking") is not None:
@@ -160,8 +164,8 @@ Fix
             if call.func.attr == "to" and len(call.args) > 1:
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
             recv = call.func.value
-            if not any(pinned_loop(l) and _from_loop(ctx, recv, l) for l in ctx.enclosing_loops(call)) and not (
-                    _batch_parameter(ctx, recv, call, pinned_loop)) and not _from_next(ctx, recv, call, names):
+            if not any(batch_loop(l) and _from_loop(ctx, recv, l) for l in ctx.enclosing_loops(call)) and not (
+                    _batch_parameter(ctx, recv, call, batch_loop)) and not _from_next(ctx, recv, call, names):
                 continue
             edit = ctx.add_keyword(call, "non_blocking=True")
             yield ctx.finding(
@@ -170,6 +174,13 @@ Fix
                 suggestion="pass non_blocking=True",
                 fix=Fix("add non_blocking=True", (edit,)) if edit is not None else None,
             )
+
+
+def _runs_once(loop: ast.AST) -> bool:
+    """A loop whose body ends every pass with ``break`` (or ``return``) at its own level takes one
+    batch: an evaluation that copies a single sample batch for a figure. One blocking copy is no
+    pipeline to overlap."""
+    return any(s.__class__ in (ast.Break, ast.Return) for s in getattr(loop, "body", ()))
 
 
 def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> ast.AST | None:
