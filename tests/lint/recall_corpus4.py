@@ -38,3 +38,39 @@ FIND += [
                 break
     """), 4),
 ]
+
+# ----------------------------------------------------------------------------------- TW502
+FIND += [
+    Shape("TW502", "time-series nets: the output function chosen as a reference to F.sigmoid", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Model(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.output = None
+                if args.output_fun == 'sigmoid':
+                    self.output = F.sigmoid
+    """), 8),
+    Shape("TW502", "the same with F.tanh in a table of activations", d("""
+        import torch.nn.functional as F
+        ACTIVATIONS = {"relu": F.relu, "tanh": F.tanh}
+    """), 2),
+    Shape("TW502", "segmentation losses: the nn.NLLLoss2d class", d("""
+        from torch import nn
+        class LossMulti:
+            def __init__(self, nll_weight=None):
+                self.nll_loss = nn.NLLLoss2d(weight=nll_weight)
+    """), 4),
+]
+QUIET += [
+    Shape("TW502", "references to the current functions and classes, and a tensor's own tanh method", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": F.relu}
+        loss = nn.NLLLoss(weight=None)
+        def f(x):
+            g = x.tanh
+            return g() + x.sigmoid()
+    """)),
+]

@@ -6,9 +6,12 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
+from torchwise.lint.semantics.files import in_compat_fallback
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+
+_LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in DEPRECATED)
 
 
 class DeprecatedApi(Rule):
@@ -22,7 +25,8 @@ What it flags
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
   `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
-  `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`), the `nn.init` functions without the
+  `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
+  `self.output = F.sigmoid`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
   to `torch.func`. (`torch.cuda.amp.*` is TW220.)
@@ -55,6 +59,7 @@ Fix
             yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
+        yield from self._references(ctx)
         if "reduce_op" in ctx.source:
             for node in ctx.nodes.get(ast.Attribute, ()):
                 if node.attr == "reduce_op" and ctx.qualname(node) == "torch.distributed.reduce_op":
@@ -70,6 +75,20 @@ Fix
                     fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
             yield ctx.finding(self.code, node, f"import of {q}, which is deprecated; use {new}",
                               suggestion=f"use {new}", fix=fix)
+
+    def _references(self, ctx: Context) -> Iterator[Finding]:
+        """A deprecated function named without a call: ``self.output = F.sigmoid``, a dict of
+        activations, ``map(F.tanh, xs)`` - each call through the reference warns as well."""
+        for node in ctx.nodes.get(ast.Attribute, ()):
+            if node.attr not in _LAST_NAMES:
+                continue
+            parent = ctx.parent(node)
+            if parent.__class__ is ast.Call and parent.func is node or parent.__class__ is ast.Attribute:
+                continue
+            q = ctx.qualname(node)
+            if q in DEPRECATED and not in_compat_fallback(ctx, node):
+                new = DEPRECATED[q][0]
+                yield ctx.finding(self.code, node, f"{q} is deprecated; use {new}", suggestion=f"use {new}")
 
     def _method_forms(self, ctx: Context) -> Iterator[Finding]:
         """``epsilon_out.ger(epsilon_in)``: Tensor.ger, the method of the deprecated torch.ger (a call on an

@@ -39,6 +39,7 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.nn.utils.weight_norm": ("torch.nn.utils.parametrizations.weight_norm", False),
     "torch.utils._pytree._register_pytree_node": ("torch.utils._pytree.register_pytree_node", False),
     "torch.backends.cuda.sdp_kernel": ("torch.nn.attention.sdpa_kernel", False),
+    "torch.nn.NLLLoss2d": ("torch.nn.NLLLoss (it takes (N, C, H, W) inputs)", False),
     "torch.nn.functional.sigmoid": ("torch.sigmoid", True),
     "torch.nn.functional.tanh": ("torch.tanh", True),
     "torch.nn.init.xavier_uniform": ("torch.nn.init.xavier_uniform_", True),
