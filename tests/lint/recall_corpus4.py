@@ -74,3 +74,113 @@ QUIET += [
             return g() + x.sigmoid()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205
+_VAE_MODEL = d("""
+    import torch
+    from torch import nn
+    class VanillaVAE(nn.Module):
+        def __init__(self, latent_dim):
+            super().__init__()
+            self.latent_dim = latent_dim
+            self.decoder = nn.Linear(latent_dim, 784)
+        def forward(self, x):
+            return self.decoder(x)
+        def sample(self, num_samples, current_device):
+            z = torch.randn(num_samples, self.latent_dim)
+            z = z.to(current_device)
+            return self.decoder(z)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "VAE zoos: sample() draws latents on the CPU, but only the validation hook asks for samples", {
+        "models/vanilla_vae.py": _VAE_MODEL,
+        "experiment.py": d("""
+            import pytorch_lightning as pl
+            class VAEXperiment(pl.LightningModule):
+                def training_step(self, batch, batch_idx):
+                    real_img, labels = batch
+                    return self.model.loss_function(self.model(real_img))
+                def on_validation_end(self):
+                    samples = self.model.sample(144, self.curr_device)
+                    save_image(samples, "samples.png")
+        """),
+    }),
+    ProjectShape("TW205", "GANs: the generator's sample() is called by every training step", {
+        "models/vanilla_vae.py": _VAE_MODEL,
+        "train.py": d("""
+            import torch
+            from models.vanilla_vae import VanillaVAE
+            model = VanillaVAE(16).cuda()
+            for real in loader:
+                fake = model.sample(64, "cuda")
+                loss = critic(fake).mean() - critic(real.cuda()).mean()
+                loss.backward()
+                opt.step()
+        """),
+    }, (("models/vanilla_vae.py", 12),)),
+]
+QUIET += [
+    Shape("TW205", "speech synthesis: a window cached per size and device in a module dict", d("""
+        import torch
+        hann_window = {}
+        def spectrogram_torch(y, n_fft, hop_size, win_size):
+            key = str(win_size) + "_" + str(y.dtype) + "_" + str(y.device)
+            if key not in hann_window:
+                hann_window[key] = torch.hann_window(win_size).to(dtype=y.dtype, device=y.device)
+            return torch.stft(y, n_fft, hop_length=hop_size, window=hann_window[key], return_complex=True)
+    """)),
+    Shape("TW205", "custom optimizers: the state made lazily at the first step", d("""
+        import torch
+        class AdamW(torch.optim.Optimizer):
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state[p]
+                        if not state:
+                            state["step"] = 0
+                            state["exp_avg_sq"] = torch.zeros([]).to(p.device)
+                        if len(state) == 0:
+                            state["max_sq"] = torch.zeros([]).to(p.device)
+    """)),
+    Shape("TW205", "metric scripts: images read and stacked with NumPy are input data", d("""
+        import numpy as np
+        import torch
+        def get_features(images, model, device, batch_size=50):
+            for start in range(0, len(images), batch_size):
+                batch_images = []
+                for img in images[start:start + batch_size]:
+                    batch_images.append(img)
+                batch_images = np.stack(batch_images, axis=0)
+                batch_images = torch.from_numpy(batch_images).type(torch.FloatTensor)
+                batch_images = batch_images.to(device)
+                yield model(batch_images)
+    """)),
+    Shape("TW205", "speech synthesis: an array a host routine fills, then moved back", d("""
+        import numpy as np
+        import torch
+        def maximum_path(neg_cent, mask):
+            device = neg_cent.device
+            path = np.zeros(neg_cent.shape, dtype=np.int32)
+            maximum_path_c(path, neg_cent.cpu().numpy())
+            return torch.from_numpy(path).to(device=device)
+    """)),
+]
+FIND += [
+    Shape("TW205", "the same window without the cache test is made every call", d("""
+        import torch
+        hann_window = {}
+        def spectrogram_torch(y, n_fft, hop_size, win_size):
+            key = str(win_size)
+            hann_window[key] = torch.hann_window(win_size).to(dtype=y.dtype, device=y.device)
+            return torch.stft(y, n_fft, hop_length=hop_size, window=hann_window[key], return_complex=True)
+    """), 5),
+    Shape("TW205", "NumPy noise reshaped, then moved in the training loop", d("""
+        import numpy as np
+        import torch
+        for x, y in loader:
+            noise = np.expand_dims(np.random.normal(0, 1, (64, 16)), 0)
+            z = torch.from_numpy(noise).cuda()
+            loss = model(x.cuda(), z).mean()
+            loss.backward()
+    """), 5),
+]

@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.once import runs_once
+from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -81,19 +81,39 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
     return False
 
 
-def _numpy_made(ctx: Context, data: ast.AST, use: ast.AST | None = None) -> bool:
+_NUMPY_MAKERS = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace", "logspace",
+                           "meshgrid", "tri", "diag"})
+
+
+def _numpy_made(ctx: Context, data: ast.AST, use: ast.AST | None = None, depth: int = 4) -> bool:
     """Data NumPy makes right there (``np.random.uniform(...)``, ``np.eye(k).flatten()``,
-    ``np.array([1, 0, 0])``, or a name bound so just before): ``torch.from_numpy`` of it is a
-    tensor built on the host."""
+    ``np.array([1, 0, 0])``, a reshaping of such an array, or a name bound so just before and not
+    handed to anything since): ``torch.from_numpy`` of it is a tensor built on the host. Arrays
+    stacked from read data (``np.stack(batch_images)``) or filled by a host routine
+    (``maximum_path_c(path, ...)``) are input data: they have to cross anyway."""
+    if depth <= 0:
+        return False
     if data.__class__ is ast.Name and use is not None:
         b = ctx.binding_at(data.id, use)
-        return b is not None and b.kind == "assign" and b.value is not None and _numpy_made(ctx, b.value)
+        if b is None or b.kind != "assign" or b.value is None:
+            return False
+        here = (use.lineno, use.col_offset)
+        if any(b.pos <= pos < here for pos in _name_positions(ctx).get(data.id, ())):
+            return False  # used in between: filled or changed on the host
+        return _numpy_made(ctx, b.value, b.node, depth - 1)
     while True:
         if data.__class__ is ast.Call:
             func = data.func
             q = ctx.qualname(func) or ""
-            if q.startswith("numpy."):
+            if q.startswith("numpy.random."):
                 return True
+            if q.startswith("numpy."):
+                name = q[6:]
+                if name in _NUMPY_MAKERS:
+                    return True
+                if name in ("array", "asarray"):
+                    return bool(data.args) and data.args[0].__class__ in _LITERALS
+                return bool(data.args) and _numpy_made(ctx, data.args[0], data, depth - 1)  # np.expand_dims(a, 0)
             if func.__class__ is ast.Attribute:
                 data = func.value  # np.array(...).astype(np.float32)
                 continue
@@ -140,7 +160,10 @@ What it flags
   that a forward pass builds every call, here or in another module of the project).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions, allocations before the loop of a function that loops,
-  helpers only `__init__` or an evaluation calls, NaN-recovery branches
+  helpers only `__init__` or an evaluation calls, a model's `sample()`/`generate()` method
+  outside its loops when no training step of the project calls it, values stored in a cache
+  the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
+  `if not state:` set-up), NaN-recovery branches
   (`if torch.isnan(k).any():`) and example inputs for `add_graph`.
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
@@ -179,7 +202,7 @@ Fix
             if made is None:
                 continue
             inner, chained, factory = made
-            if runs_once(ctx, inner) or _traced(ctx, call):
+            if runs_once(ctx, inner) or _traced(ctx, call) or _made_once_per_request(ctx, call) or memoized(ctx, call):
                 continue  # one-time set-up; or inside torch.jit.trace(...), where the move is recorded
             fix = None
             if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
@@ -218,6 +241,13 @@ Fix
         # new text: the factory call with device=..., and nothing of the .to/.cuda call
         text = ctx.source[inner_start:add.start] + add.text + ctx.source[add.end:inner_end]
         return Fix(f"create the tensor with device={device}", (Edit(start, end, text),))
+
+
+def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
+    """Outside the loops of a model's ``sample()``/``generate()`` method that no training step
+    calls (:func:`sampler_off_step`): one allocation per request for samples."""
+    func = ctx.function_of(call)
+    return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)
 
 
 def _tensor_target(ctx: Context, call: ast.Call) -> bool:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
-from torchwise.lint.semantics.callers import project_calls
-from torchwise.lint.semantics.steps import is_eval_name, training_calls
+from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
 # functions that run once per program or per object: set-up
@@ -150,3 +150,72 @@ def forward_path_function(ctx: Context, node: AST) -> AST | None:
     if found is None:
         found = ctx._cache[key] = is_per_call_function(ctx, func) or called_per_call(ctx, func)
     return func if found else None
+
+
+# a model's generation methods: called to draw samples for a figure or a demo, not in the step
+_SAMPLER_NAMES = frozenset({"sample", "generate", "infer", "inference", "synthesize", "synthesise"})
+
+
+def sampler_off_step(ctx: Context, func: AST) -> bool:
+    """A model's ``sample()``/``generate()``-like method (not ``forward``) that no training step
+    of the project calls - no call of it sits in a training loop, a step function, a forward pass
+    or a ``*_step`` method -: it runs when someone asks for samples (once per validation epoch),
+    so what it allocates is made once per request, not per batch."""
+    if func.__class__ is ast.Lambda or ctx.parent(func).__class__ is not ast.ClassDef:
+        return False
+    name = func.name.lstrip("_")
+    if not (name in _SAMPLER_NAMES or name.startswith(("sample_", "generate_"))) or _named_per_call(name):
+        return False
+    key = ("sem:sampler-off-step", name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        texts = [(p, t) for p, t in ctx.project.files if f".{func.name}(" in t] or [(ctx.path, ctx.source)]
+        found = len(texts) <= MAX_CALLER_FILES and not any(
+            _calls_in_step(ctx if p == ctx.path else parsed_file(ctx.project, p, t), func.name) for p, t in texts)
+        ctx.project.answers[key] = found
+    return found
+
+
+def _calls_in_step(where: Context | None, name: str) -> bool:
+    if where is None:
+        return True  # unreadable: assume the worst
+    for call in where.calls_named(name):
+        if hot_region_of(where, call) is not None:
+            return True
+        caller = where.function_of(call)
+        if caller is not None and (_forward_like(where, caller) or any(where.scope_of(c) is caller for c in training_calls(where))):
+            return True
+    return False
+
+
+def memoized(ctx: Context, call: ast.Call) -> bool:
+    """Stored into a cache the first time only: ``if key not in hann_window: hann_window[key] =
+    torch.hann_window(n).to(...)``, or an optimizer's lazy state (``if not state:`` / ``if len(state)
+    == 0: state["v"] = torch.zeros([]).to(p.device)``). Made once per key, not per step."""
+    stmt = ctx.parent(call)
+    if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Subscript:
+        return False
+    store = ast.dump(stmt.targets[0].value)
+    for if_node, in_body in ctx.enclosing_ifs(stmt):
+        if in_body and if_node.__class__ is ast.If and _tests_missing(if_node.test, store):
+            return True
+    return False
+
+
+def _tests_missing(test: ast.AST, store: str) -> bool:
+    """``k not in C``, ``not C``, ``len(C) == 0`` or ``C.get(k) is None`` for the container ``C``."""
+    for node in ast.walk(test):
+        if node.__class__ is ast.Compare and len(node.ops) == 1:
+            op, right = node.ops[0], node.comparators[0]
+            if op.__class__ is ast.NotIn and ast.dump(right) == store:
+                return True
+            left = node.left
+            if left.__class__ is ast.Call and left.args and ast.dump(left.args[0]) == store and last_name(left.func) == "len" \
+                    and op.__class__ is ast.Eq and right.__class__ is ast.Constant and right.value == 0:
+                return True
+            if op.__class__ is ast.Is and right.__class__ is ast.Constant and right.value is None and left.__class__ is ast.Call \
+                    and left.func.__class__ is ast.Attribute and left.func.attr == "get" and ast.dump(left.func.value) == store:
+                return True
+        if node.__class__ is ast.UnaryOp and node.op.__class__ is ast.Not and ast.dump(node.operand) == store:
+            return True
+    return False
