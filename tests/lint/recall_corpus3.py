@@ -174,14 +174,14 @@ FIND += [
         checkpoint = torch.load("log/best_model.pth")
         model.load_state_dict(checkpoint["model_state_dict"])
     """), 5, "evaluate.py"),
-    Shape("TW402", "a GPU check whose CPU branch does not map either", d("""
+    Shape("TW402", "a GPU check whose CPU branch does not map either (round 4: reported in the CPU branch, where it fails)", d("""
         import torch
         if torch.cuda.is_available():
             state = torch.load(path)
         else:
             state = torch.load(path)
         model.cuda()
-    """), 3),
+    """), 5),
 ]
 QUIET += [
     Shape("TW402", "GAN checkpoints: the load in the CUDA branch of is_available() whose else maps to the CPU", d("""

@@ -184,3 +184,88 @@ FIND += [
             loss.backward()
     """), 5),
 ]
+
+# ----------------------------------------------------------------------------------- TW403 / TW402
+_GPU_MAIN = d("""
+    import torch
+    from score.fid import get_fid
+    device = torch.device('cuda:0')
+    def train():
+        net = UNet().to(device)
+        for x in loader:
+            loss = net(x.to(device)).mean()
+            loss.backward()
+    def evaluate():
+        net = UNet().to(device)
+        net.load_state_dict(torch.load('ckpt.pt')['net'])
+""")
+_GPU_SCORE = d("""
+    import torch
+    device = torch.device('cuda:0')
+    def get_fid(images):
+        model = InceptionV3().to(device)
+        return model(images.to(device))
+""")
+PROJECTS += [
+    ProjectShape("TW403", "diffusion repos: every file hard-codes cuda:0 and none can run without a GPU (GPU-only by design)", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE}),
+    ProjectShape("TW402", "the same GPU-only project resumes its own checkpoint", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE}),
+    ProjectShape("TW403", "the same project with a CPU fallback in one script: the hard-coded files break it", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,
+        "sample.py": "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"},
+        (("main.py", 3), ("score/fid.py", 2))),
+    ProjectShape("TW402", "the same project with a CPU fallback: the resume load needs map_location", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,
+        "sample.py": "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"},
+        (("main.py", 11),)),
+    ProjectShape("TW403", "a multi-GPU check (device_count() > 1) is no CPU path", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,
+        "predict.py": "import torch\nmodel = Net().cuda()\nif torch.cuda.device_count() > 1:\n    model = torch.nn.DataParallel(model)\n"},
+        ()),
+]
+QUIET += [
+    Shape("TW403", "graph networks: a module-level demo draws the autograd graph of random inputs", d("""
+        import torch
+        import models
+        def make_dot(var, params):
+            return render(var.grad_fn, params)
+        inputs = torch.randn(100, 50).cuda()
+        adj = torch.randn(100, 100).cuda()
+        model = models.SpGAT(50, 8, 7, 0.5, 0.01, 3)
+        model = model.cuda()
+        y = model(inputs, adj)
+        make_dot(y, model.state_dict()).view()
+    """), path="visualize_graph.py"),
+    Shape("TW402", "graph networks: the best epoch's checkpoint, written by this run, reloaded by name pattern", d("""
+        import torch
+        model = GAT().cuda()
+        for epoch in range(args.epochs):
+            loss_values.append(train(epoch))
+            torch.save(model.state_dict(), '{}.pkl'.format(epoch))
+        model.load_state_dict(torch.load('{}.pkl'.format(best_epoch)))
+    """)),
+    Shape("TW402", "detection evaluation: the load in the GPU branch of is_available()", d("""
+        import torch
+        model = RetinaNet()
+        if torch.cuda.is_available():
+            model.load_state_dict(torch.load(parser.model_path))
+            model = model.cuda()
+    """)),
+]
+FIND += [
+    Shape("TW403", "the same random inputs in a script that trains on them", d("""
+        import torch
+        inputs = torch.randn(100, 50).cuda()
+        model = Net().cuda()
+        loss = model(inputs).sum()
+        loss.backward()
+    """), 2),
+    Shape("TW402", "a load of another name pattern than the run saved (a resume argument)", d("""
+        import torch
+        model = GAT().cuda()
+        model.load_state_dict(torch.load('{}.pth'.format(args.resume)))
+        for epoch in range(args.epochs):
+            torch.save(model.state_dict(), '{}.pkl'.format(epoch))
+    """), 3),
+]

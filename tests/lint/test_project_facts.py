@@ -245,6 +245,7 @@ def test_a_file_that_saves_checkpoints_is_parsed_once_per_run(tmp_path: Path, mo
         "import torch\nmodel = torch.nn.Linear(2, 2).cuda()\ntorch.save(model.state_dict(), 'model.pt')\n")
     (tmp_path / "eval.py").write_text("import torch\nmodel = Net().cuda()\nmodel.load_state_dict(torch.load('model.pt'))\n")
     (tmp_path / "host.py").write_text("import torch\ntorch.save({'mean': x.cpu()}, 'stats.pt')\n")
+    (tmp_path / "device.py").write_text("import torch\nDEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'\n")  # a CPU path: not GPU-only
     (tmp_path / "stats.py").write_text("import torch\nmodel = Net().cuda()\nsd = torch.load('stats.pt')\n")
     parsed: list[str] = []
     real = ast.parse

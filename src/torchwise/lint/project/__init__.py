@@ -5,7 +5,7 @@ project: what a dataset class imported from another module yields per item (tens
 the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded);
 whether the project as a whole is written for GPUs only (it imports GPU-only kernel libraries
 unconditionally more often than it checks for a GPU, or it hard-codes the NCCL backend and never
-checks for a GPU), or puts anything on a device at all; which of its functions read their
+checks for a GPU, or several files hard-code CUDA and none has any CPU path), or puts anything on a device at all; which of its functions read their
 arguments on the host, make the program GPU-only, or build pinned loaders; which random
 generators it seeds; whether the checkpoints it writes hold host data only. :func:`scan`
 answers them with one light pass over the files being linted, before the rules run:
@@ -40,6 +40,9 @@ from torchwise.lint.semantics.files import is_test_path
 # at module level, and more files do so than check whether a GPU is there; or when it hard-codes
 # the NCCL backend (``init_process_group("nccl")``) and no file of it ever checks for a GPU.
 GPU_ONLY_MIN_FILES = 3
+# ... or when at least this many files hard-code CUDA and no file has any way to run without a GPU
+# (no GPU check, no "cpu" device chosen, no device flag): written for a GPU machine throughout.
+CUDA_ONLY_MIN_FILES = 2
 
 
 def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
@@ -55,7 +58,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
-        words.nccl > 0 and words.checks == 0)
+        words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and words.cpu_paths == 0)
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         moves_to_device=words.moves_to_device,

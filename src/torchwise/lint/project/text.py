@@ -13,6 +13,10 @@ GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers
 _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
+# a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a "cpu" device chosen (not a map_location or a move
+# back), a device flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator
+_CPU_PATH = re.compile(r"is_available\(|\bmps\b|select_device|accelerator|no_cuda|no-cuda|use_cpu|use-cpu"
+                       r"|--cpu|use_gpu|use_cuda|args\.cuda\b|(?<!map_location=)(?<!\.to\()[\"']cpu(?::\d)?[\"']")
 # substrings (faster than a regex over every file): naming CUDA, and moving data to a device
 _CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
 _MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
@@ -36,6 +40,8 @@ _NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(
 class TextFacts:
     gpu_files: list[str] = field(default_factory=list)
     checks: int = 0
+    cuda_files: int = 0  # files that hard-code CUDA (`.cuda(`, a "cuda" string)
+    cpu_paths: int = 0  # files with a way to run without a GPU (_CPU_PATH)
     nccl: int = 0
     moves_to_device: bool = False
     targets_gpu: bool = False
@@ -54,6 +60,10 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
         if ("is_available(" in text or "device_count(" in text) and _GPU_CHECK.search(text):
             out.checks += 1
+        if ".cuda(" in text or '"cuda' in text or "'cuda" in text:
+            out.cuda_files += 1
+        if _CPU_PATH.search(text) is not None:
+            out.cpu_paths += 1
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
         if not out.moves_to_device and any(m in text for m in _MOVES):

@@ -75,7 +75,8 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
             continue
         if ctx.qualname(save.func) == "torch.save":
             target = argument(save, "f", 1)
-            if target is not None and (ctx.text(target) == text or names & file_names(ctx, target, save)):
+            if target is not None and (ctx.text(target) == text or names & file_names(ctx, target, save)
+                                       or _same_template(target, path)):
                 return True
         elif names and any(names & file_names(ctx, a, save) for a in [*save.args, *(k.value for k in save.keywords)]):
             return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
@@ -88,10 +89,23 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     return bool(names & saved)
 
 
+def _same_template(saved: ast.AST, loaded: ast.AST | None) -> bool:
+    """``torch.save(m, '{}.pkl'.format(epoch))`` and later ``torch.load('{}.pkl'.format(best_epoch))``:
+    the same file-name pattern filled in with the epoch to keep."""
+    if loaded is None or saved.__class__ is not ast.Call or loaded.__class__ is not ast.Call:
+        return False
+    a, b = saved.func, loaded.func
+    return a.__class__ is ast.Attribute and b.__class__ is ast.Attribute and a.attr == b.attr == "format" \
+        and a.value.__class__ is ast.Constant and b.value.__class__ is ast.Constant and a.value.value == b.value.value
+
+
 def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
-    """``if torch.cuda.is_available(): torch.load(f)`` whose ``else`` loads with ``map_location``:
-    the CPU case is handled, the GPU branch restores where a GPU is."""
+    """``if torch.cuda.is_available(): torch.load(f)``: the GPU branch restores where a GPU is
+    (the ``else`` branch is the one that needs ``map_location``), also when its ``else`` loads
+    with ``map_location``."""
     for if_node, in_body in ctx.enclosing_ifs(load):
+        if in_body and ctx.qualname(getattr(if_node.test, "func", None) or if_node.test) == "torch.cuda.is_available":
+            return True
         other = if_node.orelse if in_body else if_node.body
         for stmt in other if isinstance(other, list) else [other]:
             for node in ast.walk(stmt):
@@ -116,7 +130,8 @@ What it flags
   only ever writes with host data, tensors built from NumPy in code that touches no device or
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before, loads
   whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
-  `if torch.cuda.is_available():` whose other branch passes `map_location`, and single-process
+  `if torch.cuda.is_available():` (its `else` branch is the one reported), projects that are
+  GPU-only by design (see TW403: no file of them can run without a GPU), and single-process
   scripts that pick their one GPU themselves (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`)
   and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
   anywhere): what they save comes from `cuda:0` of one visible device and resuming or
@@ -145,7 +160,7 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call) or not gpu_evident_near(ctx, call):
                 continue
-            if pinned_gpu_script(ctx) or _other_branch_maps(ctx, call):
+            if ctx.project.gpu_only or pinned_gpu_script(ctx) or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy

@@ -12,9 +12,21 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.fallback import has_cpu_fallback, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
+from torchwise.lint.semantics.steps import training_calls
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
+
+
+def _demo_script(ctx: Context) -> bool:
+    """A demo: a file that runs a model on random inputs (``torch.randn(...).cuda()``) and neither
+    trains (no backward, no optimizer step), reads data (no DataLoader) nor loads a checkpoint -
+    drawing the autograd graph, timing a forward. Its module-level code shows the model on the GPU
+    it was written for; it is no program a CPU user runs."""
+    src = ctx.source
+    if "randn(" not in src and "rand(" not in src or "DataLoader" in src or "load(" in src:
+        return False
+    return not training_calls(ctx)
 
 
 class HardcodedCuda(Rule):
@@ -37,7 +49,11 @@ What it flags
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
   `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
-  the same script is still reported, since it breaks the CPU path the flag offers.
+  the same script is still reported, since it breaks the CPU path the flag offers. A project is
+  also GPU-only by design when two or more of its files hard-code CUDA and none has any way to
+  run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag). Module-level code
+  of a demo - a file that runs the model on random inputs and neither trains, reads data nor
+  loads a checkpoint (drawing the autograd graph, timing a forward) - is left alone too.
 
 Why it matters
   Such code runs only on a machine with a CUDA GPU. On a laptop, a CPU-only CI runner or an
@@ -97,6 +113,8 @@ Fix
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
         if under_device_flag(ctx, node, moves_too=True):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
+        if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
+            return None  # module-level demo on random inputs (draw the graph, time a forward)
         return ctx.finding(
             self.code, at or node, message,
             suggestion='pick the device once (device = "cuda" if torch.cuda.is_available() else "cpu") and use .to(device)',
