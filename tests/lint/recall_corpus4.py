@@ -269,3 +269,57 @@ FIND += [
             torch.save(model.state_dict(), '{}.pkl'.format(epoch))
     """), 3),
 ]
+
+# ----------------------------------------------------------------------------------- TW201
+_DIFFUSION = d("""
+    import torch
+    def evaluate(sampler, model):
+        model.eval()
+        with torch.no_grad():
+            images = sampler(x_T)
+        model.train()
+        return score(images)
+    def train():
+        trainer = DiffusionTrainer(net_model).to(device)
+        net_sampler = DiffusionSampler(net_model).to(device)
+        ema_sampler = DiffusionSampler(ema_model).to(device)
+        if FLAGS.parallel:
+            trainer = torch.nn.DataParallel(trainer)
+            net_sampler = torch.nn.DataParallel(net_sampler)
+            ema_sampler = torch.nn.DataParallel(ema_sampler)
+        for step in range(FLAGS.total_steps):
+            loss = trainer(next(datalooper)).mean()
+            loss.backward()
+            optim.step()
+            if step % FLAGS.sample_step == 0:
+                with torch.no_grad():
+                    x_0 = ema_sampler(x_T)
+            if step % FLAGS.eval_step == 0:
+                net_IS = evaluate(net_sampler, net_model)
+""")
+PROJECTS += [
+    ProjectShape("TW201", "diffusion repos: the trainer wrapper runs the training loss; the samplers beside it, only "
+                 "called under no_grad, are quiet", {"main.py": _DIFFUSION}, (("main.py", 13),)),
+]
+FIND += [
+    Shape("TW201", "a wrapper called outside no_grad in the function it is handed to still trains", d("""
+        import torch
+        def fit(net, loader):
+            for x, y in loader:
+                loss = net(x).mean()
+                loss.backward()
+        model = torch.nn.DataParallel(model)
+        fit(model, loader)
+    """), 6),
+]
+QUIET += [
+    Shape("TW201", "detection training: DataParallel in the branch without CUDA", d("""
+        import torch
+        if torch.cuda.is_available():
+            retinanet = retinanet.cuda()
+        else:
+            retinanet = torch.nn.DataParallel(retinanet)
+        if not torch.cuda.is_available():
+            model = torch.nn.DataParallel(model)
+    """)),
+]

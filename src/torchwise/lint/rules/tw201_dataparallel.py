@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.steps import training_calls
 
@@ -136,6 +137,50 @@ def _shadow_copy(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _runs_under_no_grad(ctx: Context, call: ast.Call) -> bool:
+    """Every use of the wrapper is a call under ``torch.no_grad()`` - directly (``x_0 =
+    ema_sampler(x_T)`` in a ``with torch.no_grad():`` of the training loop) or inside a function
+    of the file it is handed to (``evaluate(net_sampler, net_model)``): a diffusion sampler, a
+    generator drawn from for figures. No gradient flows through it, so DDP has nothing to offer."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    return _name_calls_no_grad(ctx, parent.targets[0].id, ctx.scope_of(call), (parent.end_lineno, parent.end_col_offset), 1)
+
+
+def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[int, int], depth: int) -> bool:
+    uses = [n for n in ctx.walk_body(scope.body) if n.__class__ is ast.Name and n.id == name
+            and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > after]
+    for use in uses:
+        parent = ctx.parent(use)
+        if parent.__class__ is not ast.Call:
+            return False  # net.parameters(), net.module...: used otherwise
+        if parent.func is use:
+            if not under_no_grad(ctx, use):
+                return False
+            continue
+        callee = local_function(ctx, parent)
+        if depth <= 0 or callee is None or use not in parent.args:
+            return False
+        params = [a.arg for a in [*callee.args.posonlyargs, *callee.args.args]]
+        index = parent.args.index(use) + (1 if params[:1] == ["self"] else 0)
+        if index >= len(params) or not _name_calls_no_grad(ctx, params[index], callee, (0, 0), depth - 1):
+            return False
+    return bool(uses)
+
+
+def _without_cuda(ctx: Context, call: ast.Call) -> bool:
+    """In the branch taken when there is no GPU (``else`` of ``if torch.cuda.is_available():``):
+    there DataParallel wraps nothing and DDP would not run either."""
+    for if_node, in_body in ctx.enclosing_ifs(call):
+        test = if_node.test
+        negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+        inner = test.operand if negated else test
+        if inner.__class__ is ast.Call and ctx.qualname(inner.func) == "torch.cuda.is_available" and in_body == negated:
+            return True
+    return False
+
+
 _INFERENCE_METHODS = ("test", "evaluate", "predict", "sample", "inference", "infer")
 
 
@@ -163,8 +208,10 @@ What it flags
   only runs inference - put in eval mode or with its parameters frozen, never back in training
   mode and never given to an optimizer (a metric's feature extractor, a frozen teacher), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
-  live model, or an experiment class with no training in its file (a test-only experiment):
-  DistributedDataParallel only speeds up training.
+  live model, an experiment class with no training in its file (a test-only experiment), a
+  wrapper only ever called under `torch.no_grad()` (here or in the function of the file it is
+  handed to: a diffusion sampler) or one made in the branch without a GPU (`else` of
+  `if torch.cuda.is_available():`): DistributedDataParallel only speeds up training.
 
 Why it matters
   DataParallel runs one Python process that drives every GPU from threads: the GIL
@@ -187,7 +234,7 @@ Fix
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
             if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
-                    _inference_class(ctx, call)):
+                    _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             yield ctx.finding(
                 self.code, call,
