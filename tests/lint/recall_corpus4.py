@@ -323,3 +323,55 @@ QUIET += [
             model = torch.nn.DataParallel(model)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW203 / TW104
+QUIET += [
+    Shape("TW203", "Kaggle pipelines: the TPU script hands its loaders to torch_xla's ParallelLoader", d("""
+        import torch
+        import torch_xla.core.xla_model as xm
+        import torch_xla.distributed.parallel_loader as pl
+        from torch.utils.data import DataLoader
+        def train_fn(loader, model, device):
+            for x, y in loader:
+                loss = model(x.to(device)).mean()
+                loss.backward()
+        def main():
+            train_dataloader = DataLoader(train_dataset, batch_size=32, num_workers=1)
+            device = xm.xla_device()
+            model = Net().to(device)
+            para_loader = pl.ParallelLoader(train_dataloader, [device])
+            train_fn(para_loader.per_device_loader(device), model, device)
+            model.cuda()
+    """)),
+    Shape("TW104", "a TensorFlow file of a mixed project: its test_predict builds a TF graph", d("""
+        import numpy as np
+        import tensorflow as tf
+        from tqdm import tqdm
+        def test_predict(model_class, folder, file_names, load_path, nclasses, TTA):
+            tf.reset_default_graph()
+            img_batch = tf.placeholder(dtype=tf.float32, shape=[len(TTA), 512, 512, 3])
+            prediction = model_class(img_batch, tf.estimator.ModeKeys.PREDICT, nclasses)
+            saver = tf.train.Saver()
+            soft_predictions = []
+            with tf.Session() as sess:
+                saver.restore(sess, load_path)
+                for name in tqdm(file_names):
+                    images = np.stack([t(read(folder + name)) for t in TTA.values()])
+                    soft_predictions.append(sess.run(prediction, feed_dict={img_batch: images}))
+            return np.stack(soft_predictions)
+    """), path="tools/tf_utils.py"),
+]
+PROJECTS += [
+    ProjectShape("TW203", "detection training: the training loader is reported, not the validation loader that nothing "
+                 "iterates (evaluation indexes the dataset)", {"train.py": d("""
+        import torch
+        from torch.utils.data import DataLoader
+        dataloader_train = DataLoader(dataset_train, num_workers=3, collate_fn=collater, batch_sampler=sampler)
+        dataloader_val = DataLoader(dataset_val, num_workers=3, collate_fn=collater, batch_sampler=sampler_val)
+        model = RetinaNet().cuda()
+        for data in dataloader_train:
+            loss = model(data['img'].cuda().float()).mean()
+            loss.backward()
+        evaluate(dataset_val, model)
+    """)}, (("train.py", 3),)),
+]

@@ -75,6 +75,9 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+_OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
+
+
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
@@ -144,6 +147,8 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
+            return  # a TensorFlow/JAX file of a mixed project: no autograd of torch to turn off
         # candidates: functions named like evaluation, and scopes that call X.eval()
         scopes: dict[int, ast.AST] = {}
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):

@@ -86,6 +86,27 @@ def _identity_collate(call: ast.Call) -> bool:
     return False
 
 
+def _unused_or_xla(ctx: Context, call: ast.Call) -> bool:
+    """The loader is stored under a name that nothing in the file reads, beside other loaders that
+    it does (evaluation indexes the dataset instead), or that is handed to torch_xla (``pl.ParallelLoader(train_loader, [device])``,
+    ``MpDeviceLoader``): its batches go to an XLA device, where pinned host memory does not apply."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load]
+    if not uses:
+        return len(ctx.calls_to(DATALOADER)) > 1  # beside the loaders the file does iterate
+
+    if "torch_xla" not in ctx.source:
+        return False
+    for use in uses:
+        user = ctx.parent(use)
+        if user.__class__ is ast.Call and use in user.args and (ctx.qualname(user.func) or "").startswith("torch_xla."):
+            return True
+    return False
+
+
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -111,7 +132,9 @@ What it flags
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
-  `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test.
+  `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test, a
+  loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
+  (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply.
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -148,6 +171,8 @@ Fix
                 continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
             if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+            if _unused_or_xla(ctx, call):
+                continue  # never iterated; or handed to torch_xla's ParallelLoader: it feeds a TPU
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):
                 continue  # its class, in another module, yields device tensors or stored constants
