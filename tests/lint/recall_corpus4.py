@@ -375,3 +375,109 @@ PROJECTS += [
         evaluate(dataset_val, model)
     """)}, (("train.py", 3),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207
+FIND += [
+    Shape("TW207", "detection training: if bool(loss == 0) and float(loss) every step", d("""
+        import torch
+        for data in dataloader_train:
+            optimizer.zero_grad()
+            loss = model(data['img'].cuda().float()).mean()
+            if bool(loss == 0):
+                continue
+            loss.backward()
+            optimizer.step()
+            epoch_loss.append(float(loss))
+    """), 5),
+    Shape("TW207", "the same: float() of the loss for the running list", d("""
+        import torch
+        for data in dataloader_train:
+            loss = model(data['img'].cuda().float()).mean()
+            loss.backward()
+            optimizer.step()
+            epoch_loss.append(float(loss))
+    """), 6),
+]
+QUIET += [
+    Shape("TW207", "float() and int() of Python numbers and of a periodic log in the loop", d("""
+        import torch
+        for step, (x, y) in enumerate(loader):
+            loss = model(x.cuda()).mean()
+            loss.backward()
+            optimizer.step()
+            lr = float(args.lr) * int(step / 100)
+            if step % 100 == 0:
+                print(float(loss))
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW207", "speech synthesis: a hand-written clip_grad_value_ reads every parameter's norm; train.py calls "
+                 "it every step", {
+        "commons.py": d("""
+            import torch
+            def clip_grad_value_(parameters, clip_value, norm_type=2):
+                parameters = list(filter(lambda p: p.grad is not None, parameters))
+                total_norm = 0
+                for p in parameters:
+                    param_norm = p.grad.data.norm(norm_type)
+                    total_norm += param_norm.item() ** norm_type
+                return total_norm ** (1. / norm_type)
+        """),
+        "train.py": d("""
+            import torch
+            import commons
+            for x, y in loader:
+                loss = net(x.cuda(), y.cuda())
+                loss.backward()
+                grad_norm = commons.clip_grad_value_(net.parameters(), None)
+                optim.step()
+        """),
+    }, (("commons.py", 7),)),
+    ProjectShape("TW207", "time series: a wrapper optimizer's step() sums math.pow of each gradient norm", {
+        "Optim.py": d("""
+            import math
+            import torch
+            class Optim(object):
+                def __init__(self, params, lr, max_grad_norm):
+                    self.params = list(params)
+                    self.optimizer = torch.optim.Adam(self.params, lr=lr)
+                def step(self):
+                    grad_norm = 0
+                    for param in self.params:
+                        grad_norm += math.pow(param.grad.data.norm(), 2)
+                    self.optimizer.step()
+                    return math.sqrt(grad_norm)
+        """),
+        "main.py": d("""
+            import torch
+            import Optim
+            model = Net().cuda()
+            optim = Optim.Optim(model.parameters(), 0.001, 10.)
+            for X, Y in loader:
+                loss = criterion(model(X.cuda()), Y.cuda())
+                loss.backward()
+                optim.step()
+        """),
+    }, (("Optim.py", 10),)),
+    ProjectShape("TW207", "the same helper called only by a periodic diagnostic stays quiet", {
+        "commons.py": d("""
+            import torch
+            def grad_norms(parameters):
+                return [p.grad.norm().item() for p in parameters]
+            def total_grad_norm(parameters):
+                total = 0
+                for p in parameters:
+                    total += p.grad.norm().item() ** 2
+                return total ** 0.5
+        """),
+        "train.py": d("""
+            import torch
+            import commons
+            for step, (x, y) in enumerate(loader):
+                loss = net(x.cuda(), y.cuda())
+                loss.backward()
+                optim.step()
+            print(commons.total_grad_norm(net.parameters()))
+        """),
+    }),
+]

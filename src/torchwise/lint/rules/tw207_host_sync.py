@@ -17,6 +17,7 @@ from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
 from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
@@ -42,7 +43,7 @@ class HostSyncInLoop(Rule):
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
-  `.numpy()`, `.tolist()`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
+  `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
@@ -52,7 +53,9 @@ What it flags
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it); `.item()` of its own losses in a loss function the step calls
+  reads it); a hand-written gradient-norm helper that reads each parameter's norm on the host
+  (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters) that
+  the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
@@ -101,11 +104,12 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         yield from self._parameter_reads(ctx)
         yield from self._forward_masks(ctx)
+        yield from self._grad_norm_helpers(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
-        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print"):
+        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *_CASTS):
             found = self._sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
             if found is None:
                 continue
@@ -144,6 +148,21 @@ Lint and the doctor
                 finding = self._masked_in_loss(ctx, call, call.args[0])
                 if finding is not None:
                     yield finding
+
+    def _grad_norm_helpers(self, ctx: Context) -> Iterator[Finding]:
+        """A hand-written gradient-norm helper that reads each parameter's norm on the host, called
+        by the training step every step (``clip_grad_value_``, a wrapper optimizer's ``step()``)."""
+        if ".grad" not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
+            return
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+            for func in ctx.nodes.get(kind, ()):
+                reads = per_parameter_reads(ctx, func)
+                where = step_call_of(ctx, func) if reads else None
+                for read in reads if where is not None else ():
+                    yield ctx.finding(self.code, read, f"a host read of every parameter's gradient norm in {func.name}(), "
+                                      f"which runs every training step ({where}), waits for the GPU once per parameter",
+                                      suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
+                                      "torch.linalg.vector_norm) and read the total once, if at all")
 
     def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
         """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
@@ -254,6 +273,12 @@ Lint and the doctor
         if name == "print":
             subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
             return (subject, "print() of a tensor") if subject is not None else None
+        if name in _CASTS:  # float(loss), bool(loss == 0): the Python value of a tensor
+            if func.__class__ is not ast.Name or len(call.args) != 1 or call.keywords:
+                return None
+            arg = call.args[0]
+            subject = arg.left if arg.__class__ is ast.Compare and len(arg.ops) == 1 else arg
+            return subject, f"{name}() of a tensor"
         if name == "nonzero":
             q = ctx.qualname(func)
             if q is not None:
@@ -319,6 +344,7 @@ Lint and the doctor
         )
 
 
+_CASTS = ("float", "int", "bool")
 _MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")

@@ -1,0 +1,65 @@
+"""Hand-written gradient-norm helpers that read every parameter's gradient norm on the host
+(``math.pow(p.grad.data.norm(), 2)``, ``p.grad.norm().item()`` in a loop over the parameters),
+and whether a training step calls them: one host read per parameter per step (TW207)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.values import local_function
+
+_READ_FUNCS = frozenset({"float", "int"})
+
+
+def per_parameter_reads(ctx: Context, func: AST) -> list[ast.Call]:
+    """The host reads of a parameter's gradient inside ``func``'s loops over parameters:
+    ``x.item()`` / ``float(x)`` / ``math.pow(x, 2)`` where ``x`` involves ``p.grad`` of the loop's
+    ``p`` (directly, or through a name bound from it in the loop)."""
+    out: list[ast.Call] = []
+    for loop in ctx.walk_body(func.body):
+        if loop.__class__ is not ast.For or loop.target.__class__ is not ast.Name:
+            continue
+        var = loop.target.id
+        derived: set[str] = set()
+        for node in ast.walk(loop):
+            if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
+                    and _mentions_grad(node.value, var, derived):
+                derived.add(node.targets[0].id)  # param_norm = p.grad.data.norm(2)
+        for node in ast.walk(loop):
+            if node.__class__ is not ast.Call:
+                continue
+            f = node.func
+            if f.__class__ is ast.Attribute and f.attr == "item" and not node.args and _mentions_grad(f.value, var, derived):
+                out.append(node)
+            elif node.args and _mentions_grad(node.args[0], var, derived) and (
+                    f.__class__ is ast.Name and f.id in _READ_FUNCS or (ctx.qualname(f) or "").startswith("math.")):
+                out.append(node)
+    return out
+
+
+def _mentions_grad(expr: ast.AST, var: str, derived: set[str]) -> bool:
+    for node in ast.walk(expr):
+        if node.__class__ is ast.Name and node.id in derived:
+            return True
+        if node.__class__ is ast.Attribute and node.attr == "grad" and node.value.__class__ is ast.Name and node.value.id == var:
+            return True
+    return False
+
+
+def step_call_of(ctx: Context, func: AST) -> str | None:
+    """Where a training step calls ``func`` every step: ``"every optimizer step"`` for a ``step()``
+    method (a wrapper optimizer), else ``"file:line"`` of a call in a training loop of this file
+    or of a module of the project that imports it; None when no step calls it."""
+    if ctx.parent(func).__class__ is ast.ClassDef:
+        return "every optimizer step" if func.name == "step" else None
+    for call in ctx.calls_named(func.name):
+        if local_function(ctx, call) is func and hot_region_of(ctx, call) is not None:
+            return f"line {call.lineno}"
+    if ctx.parent(func) is ctx.tree:
+        for other, call in project_calls(ctx, func.name):
+            if last_name(call.func) == func.name and hot_region_of(other, call) is not None:
+                return f"{other.path}:{call.lineno}"
+    return None
