@@ -481,3 +481,31 @@ PROJECTS += [
         """),
     }),
 ]
+_FULL_BATCH = d("""
+    import torch
+    import torch.nn.functional as F
+    model = GAT(nfeat=features.shape[1]).cuda()
+    features, adj, labels = features.cuda(), adj.cuda(), labels.cuda()
+    def train(epoch):
+        model.train()
+        optimizer.zero_grad()
+        output = model(features, adj)
+        loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+        loss_train.backward()
+        optimizer.step()
+        if not args.fastmode:
+            model.eval()
+            output = model(features, adj)
+        loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+        print('loss_train: {:.4f}'.format(loss_train.data.item()))
+        return loss_val.data.item()
+    for epoch in range(args.epochs):
+        loss_values.append(train(epoch))
+""")
+QUIET += [
+    Shape("TW207", "graph networks: full-batch training whose step function evaluates itself each epoch", _FULL_BATCH),
+]
+FIND += [
+    Shape("TW207", "the same full-batch step without its own evaluation reads the loss every step",
+          _FULL_BATCH.replace("    if not args.fastmode:\n        model.eval()\n        output = model(features, adj)\n", ""), 14),
+]

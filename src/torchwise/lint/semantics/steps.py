@@ -132,20 +132,33 @@ def hot_region_of(ctx: Context, node: AST) -> AST | None:
 
 def evaluated_every_call(ctx: Context, func: AST) -> bool:
     """Does every loop of this file that calls the step function ``func`` also run an evaluation
-    (``test(...)``, ``evaluate(...)``) on every pass, outside any condition? A full-batch script
+    (``test(...)``, ``evaluate(...)``) on every pass, outside any condition - or does ``func``
+    evaluate itself after its step? A full-batch script
     that trains one step and tests once per epoch waits for the GPU in the test anyway."""
     key = ("sem:evalcalls", id(func))
     found = ctx._cache.get(key)
     if found is None:
         callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
         found = bool(callers)
+        itself = _evaluates_after_step(ctx, func)
         for call in callers:
             loops = ctx.enclosing_loops(call)
-            if not loops or not any(_evaluates(ctx, stmt) for stmt in getattr(loops[0], "body", ())):
+            if not loops or not (itself or any(_evaluates(ctx, stmt) for stmt in getattr(loops[0], "body", ()))):
                 found = False
                 break
         ctx._cache[key] = found
     return found
+
+
+def _evaluates_after_step(ctx: Context, func: AST) -> bool:
+    """The step function evaluates itself after its step, at its own level or under an ``if``
+    (``if not args.fastmode: model.eval(); output = model(features, adj)``): pyGAT's ``train(epoch)``
+    of a full-batch graph network, whose validation loss drives early stopping."""
+    body = list(func.body)
+    for stmt in func.body:
+        if stmt.__class__ is ast.If:
+            body += [*stmt.body, *stmt.orelse]
+    return any(_evaluates(ctx, stmt) for stmt in body)
 
 
 def _evaluates(ctx: Context, stmt: AST) -> bool:
