@@ -509,3 +509,48 @@ FIND += [
     Shape("TW207", "the same full-batch step without its own evaluation reads the loss every step",
           _FULL_BATCH.replace("    if not args.fastmode:\n        model.eval()\n        output = model(features, adj)\n", ""), 14),
 ]
+
+# ----------------------------------------------------------------------------------- TW103
+FIND += [
+    Shape("TW103", "BERT re-implementations: forward() on the loop variable over a ModuleList of blocks", d("""
+        import torch.nn as nn
+        class BERT(nn.Module):
+            def __init__(self, hidden, n_layers):
+                super().__init__()
+                self.transformer_blocks = nn.ModuleList([TransformerBlock(hidden) for _ in range(n_layers)])
+            def forward(self, x, mask):
+                for transformer in self.transformer_blocks:
+                    x = transformer.forward(x, mask)
+                return x
+    """), 8),
+    Shape("TW103", "the same: a submodule's forward() inside a lambda handed to a sublayer", d("""
+        import torch.nn as nn
+        from .attention import MultiHeadedAttention
+        class TransformerBlock(nn.Module):
+            def __init__(self, hidden, attn_heads):
+                super().__init__()
+                self.attention = MultiHeadedAttention(h=attn_heads, d_model=hidden)
+                self.input_sublayer = SublayerConnection(size=hidden)
+            def forward(self, x, mask):
+                return self.input_sublayer(x, lambda _x: self.attention.forward(_x, _x, _x, mask=mask))
+    """), 9),
+]
+QUIET += [
+    Shape("TW103", "a loop over a list of plain helpers and a helper object's forward in a plain class", d("""
+        import torch.nn as nn
+        class Pipeline:
+            def __init__(self):
+                self.stage = Stage()
+            def run(self, x):
+                return self.stage.forward(x)
+        class Net(nn.Module):
+            def __init__(self, hooks):
+                super().__init__()
+                self.steps = [h for h in hooks]
+                self.scale = 2.0
+            def forward(self, x):
+                for step in self.steps:
+                    x = step.forward(x)
+                return x
+    """)),
+]

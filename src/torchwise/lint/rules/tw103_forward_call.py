@@ -33,6 +33,30 @@ def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
     return False
 
 
+def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """In a method of an ``nn.Module`` class of this file: ``self.attention.forward(...)`` (also in
+    a lambda) where ``__init__`` built ``self.attention`` from a class, or ``block.forward(...)`` on
+    the loop variable of ``for block in self.transformer_blocks:`` (a ModuleList): submodules."""
+    func = next((a for a in ctx.ancestors(call) if a.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)), None)
+    klass = ctx.parent(func) if func is not None else None
+    if klass is None or klass.__class__ is not ast.ClassDef or not any(
+            b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+        return False
+    if recv.__class__ is ast.Name:
+        b = ctx.binding_at(recv.id, call)
+        if b is None or b.kind != "for" or b.value is None:
+            return False
+        recv = b.value  # for block in self.blocks
+    if recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
+        return False
+    for node in ast.walk(klass):
+        if node.__class__ is ast.Assign and node.value.__class__ is ast.Call and any(
+                t.__class__ is ast.Attribute and ctx.text(t) == ctx.text(recv) for t in node.targets):
+            name = last_name(node.value.func) or ""
+            return name[:1].isupper()  # built from a class: MultiHeadedAttention(...), nn.ModuleList([...])
+    return False
+
+
 class ForwardCalledDirectly(Rule):
     code = "TW103"
     name = "forward-called-directly"
@@ -42,7 +66,10 @@ class ForwardCalledDirectly(Rule):
 What it flags
   `something.forward(...)` where `something` evidently is an `nn.Module`: it was built from a
   torch.nn class or a module class defined in the file (also `self.encoder` assigned so in
-  `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`).
+  `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`); in a method of
+  an `nn.Module` class, also a submodule built from any class in `__init__`
+  (`self.attention.forward(...)`, inside a lambda too) and the loop variable over one
+  (`for block in self.transformer_blocks: x = block.forward(x, mask)`).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`), here or in
   another module of the project: it has no hooks to bypass. The `__main__` smoke test of a
@@ -73,7 +100,7 @@ Fix
                 continue
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
-            if not is_module_instance(ctx, recv, call) or _plain_class_instance(ctx, recv):
+            if not (is_module_instance(ctx, recv, call) or _submodule_in_module(ctx, recv, call)) or _plain_class_instance(ctx, recv):
                 continue
             if in_demo_main(ctx, call):
                 continue  # the __main__ smoke test of a model file: no hooks, one forward to print a shape
