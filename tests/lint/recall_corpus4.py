@@ -554,3 +554,67 @@ QUIET += [
                 return x
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 in forward passes
+FIND += [
+    Shape("TW207", "sparse graph attention: nonzero() of the adjacency in every forward", d("""
+        import torch
+        import torch.nn as nn
+        class SpGraphAttentionLayer(nn.Module):
+            def forward(self, input, adj):
+                N = input.size()[0]
+                edge = adj.nonzero().t()
+                h = torch.mm(input, self.W)
+                assert not torch.isnan(h).any()
+                return h
+        model = SpGAT().cuda()
+    """), 6),
+    Shape("TW207", "the same: an assert that no value is NaN, every forward", d("""
+        import torch
+        import torch.nn as nn
+        class SpGraphAttentionLayer(nn.Module):
+            def forward(self, input, adj):
+                h = torch.mm(input, self.W)
+                assert not torch.isnan(h).any()
+                return h
+        model = SpGAT().cuda()
+    """), 6),
+    Shape("TW207", "detection losses: if positive_indices.sum() > 0 per image in the loss module's forward", d("""
+        import torch
+        import torch.nn as nn
+        class FocalLoss(nn.Module):
+            def forward(self, classifications, regressions, anchors, annotations):
+                losses = []
+                for j in range(classifications.shape[0]):
+                    IoU = calc_iou(anchors[0, :, :], annotations[j, :, :4])
+                    IoU_max, IoU_argmax = torch.max(IoU, dim=1)
+                    positive_indices = torch.ge(IoU_max, 0.5)
+                    if positive_indices.sum() > 0:
+                        losses.append(regressions[j].abs().mean())
+                return torch.stack(losses).mean()
+        model = RetinaNet().cuda()
+    """), 10),
+]
+QUIET += [
+    Shape("TW207", "shape questions in a forward and a NumPy transform's __call__ are no host reads", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x, mask):
+                if x.size(0) > 0 and x.dim() == 3:
+                    x = x.flatten(1)
+                assert x.shape[-1] == self.width
+                return self.fc(x)
+        class RandomCrop:
+            def __call__(self, image, boxes):
+                overlap = jaccard_numpy(boxes, rect)
+                if overlap.min() < 0.1:
+                    return image
+                mask = (boxes[:, 0] < 10)
+                if not mask.any():
+                    return image
+                return image[mask]
+        model = Net().cuda()
+    """)),
+]

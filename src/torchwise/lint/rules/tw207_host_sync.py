@@ -19,6 +19,7 @@ from torchwise.lint.semantics.steps import (
 from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.forwardreads import forward_reads
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -39,7 +40,7 @@ def _inner_sync(expr: ast.AST) -> bool:
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
@@ -166,9 +167,14 @@ Lint and the doctor
 
     def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
         """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
-        module's ``forward``, a helper it calls): the selection's size has to reach the host."""
+        module's ``forward``, a helper it calls): the selection's size has to reach the host. Also
+        ``if``/``assert`` tests of a tensor there, and ``nonzero()`` (``forward_reads``)."""
         if not (gpu_evident(ctx) or ctx.project.moves_to_device):
             return
+        for node, func, what in forward_reads(ctx):
+            yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
+                              suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
+                              "it once outside the training path")
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub):

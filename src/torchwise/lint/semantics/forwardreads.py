@@ -1,0 +1,88 @@
+"""Host reads in what every forward pass runs (a module's ``forward``, a loss module's
+``forward``, a helper they call): ``if``/``while``/``assert`` tests of a device tensor
+(``if positive_indices.sum() > 0:``, ``assert not torch.isnan(h).any()``) and ``nonzero()``
+(``edge = adj.nonzero().t()``), whose result size has to reach the host (TW207)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.hostreads import tensor_test
+from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.steps import hot_region_of
+
+
+def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
+    """``(node, function, description)`` of each such read outside the training loop itself
+    (reads there are the rule's own loop checks)."""
+    key = ("sem:forward-reads",)
+    found = ctx._cache.get(key)
+    if found is not None:
+        return found
+    found = []
+    for kind in (ast.If, ast.While, ast.Assert):
+        for node in ctx.nodes.get(kind, ()):
+            func = forward_path_function(ctx, node)
+            if func is None or hot_region_of(ctx, node) is not None:
+                continue
+            if tensor_test(ctx, node.test, node.test) is not None or (_module_forward(ctx, func) and _reduced_test(ctx, node.test, func)):
+                found.append((node.test, func, "an assert of a tensor condition" if kind is ast.Assert else "a tensor condition"))
+    if "nonzero" in ctx.source:
+        for call in ctx.calls_named("nonzero"):
+            func = ctx.function_of(call)
+            subject = call.func.value if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None else (
+                call.args[0] if call.args and ctx.qualname(call.func) == "torch.nonzero" else None)
+            if subject is None or func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None:
+                continue
+            if is_device_tensor(ctx, subject, call) or (_module_forward(ctx, func) and from_inputs(ctx, subject, func)):
+                found.append((call, func, "nonzero()"))
+    ctx._cache[key] = found
+    return found
+
+
+def _module_forward(ctx: Context, func: AST) -> bool:
+    """``forward`` of an ``nn.Module`` class of this file: its parameters are the tensors of the
+    batch (a NumPy transform's ``__call__`` is not)."""
+    klass = ctx.parent(func)
+    return func.name == "forward" and klass.__class__ is ast.ClassDef and any(
+        b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+
+
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm", "item", "equal", "allclose"})
+
+
+def _reduced_test(ctx: Context, test: AST, func: AST) -> bool:
+    """A test that reduces a tensor computed from the forward's inputs to a Python bool:
+    ``positive_indices.sum() > 0``, ``not torch.isnan(h).any()``, ``torch.all(mask)`` (shape
+    questions - ``x.size(0) > 0``, ``x.dim()`` - are no reads)."""
+    for node in ast.walk(test):
+        if node.__class__ is not ast.Call:
+            continue
+        f = node.func
+        if f.__class__ is not ast.Attribute or f.attr not in _REDUCTIONS:
+            continue
+        q = ctx.qualname(f)
+        subject = node.args[0] if q is not None and q.startswith("torch.") and node.args else (f.value if q is None else None)
+        if subject is not None and from_inputs(ctx, subject, func):
+            return True
+    return False
+
+
+def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 6) -> bool:
+    """Is ``expr`` computed from the tensors the forward pass was given (its parameters other than
+    ``self``), directly or through names bound in it (``h = torch.mm(input, self.W)``)?"""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} - {"self", "cls"}
+    for node in ast.walk(expr):
+        if node.__class__ is not ast.Name:
+            continue
+        b = ctx.binding_at(node.id, expr)
+        if b is None:
+            continue
+        if b.kind == "param" and node.id in params:
+            return True
+        if depth > 0 and b.kind in ("assign", "unpack") and b.value is not None and ctx.function_of(b.node) is func \
+                and b.value is not expr and from_inputs(ctx, b.value, func, depth - 1):
+            return True
+    return False
