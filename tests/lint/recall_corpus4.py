@@ -618,3 +618,28 @@ QUIET += [
         model = Net().cuda()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 observations
+FIND += [
+    Shape("TW205", "PPO agents: torch.FloatTensor(state).to(device) in select_action, every environment step", d("""
+        import torch
+        device = torch.device('cuda:0')
+        class PPO:
+            def select_action(self, state):
+                with torch.no_grad():
+                    state = torch.FloatTensor(state).to(device)
+                    action, logprob = self.policy_old.act(state)
+                return action.item()
+    """), 6),
+]
+QUIET += [
+    Shape("TW205", "a typed constructor of a data array read in a data set's __getitem__ stays quiet", d("""
+        import torch
+        class Wavs:
+            def __getitem__(self, i):
+                wav = load(self.paths[i])
+                return torch.FloatTensor(wav).cuda()
+            def action_names(self, labels):
+                return labels
+    """)),
+]

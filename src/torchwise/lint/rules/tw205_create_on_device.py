@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
+from torchwise.lint.semantics.actions import observation_copy
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 
 # Factories whose values do not depend on the random generator: moving the device into the
@@ -150,7 +151,9 @@ What it flags
   (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
   on the host `torch.eye(n)[labels]`), a typed legacy constructor of sizes or Python literals
   (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`; not of data read from
-  somewhere, which has to cross anyway) and `torch.from_numpy` of an array NumPy makes right
+  somewhere, which has to cross anyway - except an agent's observation in its action-selection
+  method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)`, copied twice
+  every environment step) and `torch.from_numpy` of an array NumPy makes right
   there (`np.random.uniform(...)`, `np.eye(k)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
@@ -340,7 +343,8 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
-        return (inner, True, factory) if inner.args and all(_sizes_or_literal(ctx, a, inner) for a in inner.args) else None
+        made = inner.args and (all(_sizes_or_literal(ctx, a, inner) for a in inner.args) or observation_copy(ctx, inner))
+        return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and _numpy_made(ctx, inner.args[0], inner) else None
     if factory not in DETERMINISTIC and factory not in RANDOM:

@@ -84,3 +84,17 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
         else:
             return False  # collected, returned, logged as a tensor...: it may need its graph
     return stepped
+
+
+def observation_copy(ctx: Context, call: ast.Call) -> bool:
+    """``torch.FloatTensor(state)`` in an agent's action-selection method (``select_action(self,
+    state)``, ``act``): the environment's observation, copied into a new CPU tensor and then again
+    to the device on every environment step; ``torch.as_tensor(state, dtype=..., device=...)``
+    makes one copy."""
+    func = ctx.function_of(call)
+    if func is None or len(call.args) != 1 or call.args[0].__class__ is not ast.Name:
+        return False
+    name = func.name.lower()
+    if name != "act" and "action" not in name:
+        return False
+    return call.args[0].id in {a.arg for a in func.args.args}
