@@ -643,3 +643,22 @@ QUIET += [
                 return labels
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- torch through a star import
+FIND += [
+    Shape("TW305", "Kaggle pipelines: torch comes only through `from alaska2 import *` (the file imports from torch too)", d("""
+        from torch import nn
+        from torch.utils.data import DataLoader
+        from alaska2 import *
+        def main():
+            torch.backends.cudnn.deterministic = True
+            torch.backends.cudnn.benchmark = False
+    """), 5, "oof_predictions.py"),
+]
+QUIET += [
+    Shape("TW305", "a star import in a file that never imports from torch: `torch` may be anything", d("""
+        from mylib import *
+        def main():
+            torch.backends.cudnn.deterministic = True
+    """), path="oof_predictions.py"),
+]

@@ -217,6 +217,9 @@ class SyntaxTree:
                 if alias.name == "*":
                     continue
                 names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        if "torch" not in names and any(a.name == "*" for n in self.nodes.get(ast.ImportFrom, ()) for a in n.names) \
+                and any(q.startswith("torch.") for q in names.values()):
+            names["torch"] = "torch"  # `from pkg import *` handing on its own `import torch` (the file imports from torch too)
         return names
 
     @property
