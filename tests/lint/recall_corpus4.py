@@ -662,3 +662,40 @@ QUIET += [
             torch.backends.cudnn.deterministic = True
     """), path="oof_predictions.py"),
 ]
+
+# ----------------------------------------------------------------------------------- TW203 across modules
+_BERT_TRAINER = d("""
+    import torch
+    class BERTTrainer:
+        def __init__(self, bert, train_dataloader, test_dataloader=None, with_cuda=True):
+            cuda_condition = torch.cuda.is_available() and with_cuda
+            self.device = torch.device("cuda:0" if cuda_condition else "cpu")
+            self.model = bert.to(self.device)
+            self.train_data = train_dataloader
+        def iteration(self, epoch, data_loader, train=True):
+            for i, data in enumerate(data_loader):
+                data = {key: value.to(self.device) for key, value in data.items()}
+""")
+PROJECTS += [
+    ProjectShape("TW203", "BERT pre-training: the loaders built in __main__.py go to a trainer class of another module", {
+        "bert_pytorch/trainer/pretrain.py": _BERT_TRAINER,
+        "bert_pytorch/__main__.py": d("""
+            from torch.utils.data import DataLoader
+            from .trainer import BERTTrainer
+            def train():
+                train_data_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=args.num_workers)
+                test_data_loader = DataLoader(test_dataset, batch_size=args.batch_size) if test_dataset is not None else None
+                trainer = BERTTrainer(bert, train_dataloader=train_data_loader, test_dataloader=test_data_loader)
+        """),
+    }, (("bert_pytorch/__main__.py", 4), ("bert_pytorch/__main__.py", 5))),
+    ProjectShape("TW203", "the same loaders handed to a framework's Trainer stay quiet", {
+        "bert_pytorch/trainer/pretrain.py": _BERT_TRAINER,
+        "bert_pytorch/__main__.py": d("""
+            from torch.utils.data import DataLoader
+            from transformers import Trainer
+            def train():
+                train_data_loader = DataLoader(train_dataset, batch_size=args.batch_size, num_workers=args.num_workers)
+                trainer = Trainer(model, train_dataloader=train_data_loader)
+        """),
+    }),
+]

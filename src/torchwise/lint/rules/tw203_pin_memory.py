@@ -53,6 +53,8 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     func = ctx.function_of(call)
     if func is not None and moves_near(ctx, call) and (gpu_evident(ctx) or ctx.project.targets_gpu) and not _names_cpu(ctx, func):
         return True  # the function (or its class) moves batches to a device chosen elsewhere: self.device, get_device(cfg)
+    if _handed_to_trainer(ctx, call):
+        return True
     if not _returned(ctx, call):
         return False
     func = ctx.function_of(call)
@@ -62,6 +64,32 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
+
+
+_FRAMEWORKS = ("pytorch_lightning", "lightning", "transformers", "accelerate", "catalyst", "ignite", "fastai", "keras")
+
+
+def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
+    """The loader is handed to a trainer class of the project (``BERTTrainer(bert, ...,
+    train_dataloader=train_data_loader)``, defined in another module) in a project that targets a
+    GPU: the trainer moves its batches to the device. (A framework's trainer is left alone.)"""
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.IfExp:
+        parent = ctx.parent(parent)  # loader = DataLoader(...) if test_dataset is not None else None
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name \
+            or not ctx.project.targets_gpu:
+        return False
+    name = parent.targets[0].id
+    for use in ctx.nodes.get(ast.Name, ()):
+        if use.id != name or use.ctx.__class__ is not ast.Load:
+            continue
+        user = ctx.parent(use)
+        if user.__class__ is ast.keyword:
+            user = ctx.parent(user)
+        callee = last_name(user.func) if user.__class__ is ast.Call else None
+        if callee and callee.endswith("Trainer") and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
+            return True
+    return False
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -122,7 +150,9 @@ What it flags
   the file; a loader-building function nobody calls here (a data module) by the file or the
   project linted with it. A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
-  file or project that names CUDA. A CPU-only function in a file that also has GPU code is left alone,
+  file or project that names CUDA; so does a loader handed to a trainer class of the project
+  (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
+  project that names CUDA (a framework's trainer is not). A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
