@@ -699,3 +699,30 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW104 shared loop
+_SHARED_LOOP = d("""
+    import torch
+    class BERTTrainer:
+        def train(self, epoch):
+            self.iteration(epoch, self.train_data)
+        def test(self, epoch):
+            self.iteration(epoch, self.test_data, train=False)
+        def iteration(self, epoch, data_loader, train=True):
+            for i, data in enumerate(data_loader):
+                data = {key: value.to(self.device) for key, value in data.items()}
+                next_sent_output, mask_lm_output = self.model.forward(data["bert_input"], data["segment_label"])
+                loss = self.criterion(next_sent_output, data["is_next"])
+                if train:
+                    self.optim.zero_grad()
+                    loss.backward()
+                    self.optim.step()
+""")
+FIND += [
+    Shape("TW104", "BERT trainers: test() reuses the training loop with train=False and no no_grad", _SHARED_LOOP, 10),
+]
+QUIET += [
+    Shape("TW104", "the same loop switching autograd with the flag", _SHARED_LOOP.replace(
+        "            for i, data in enumerate(data_loader):\n",
+        "            torch.set_grad_enabled(train)\n            for i, data in enumerate(data_loader):\n")),
+]

@@ -14,6 +14,7 @@ from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.models import runs_forward
 from torchwise.lint.semantics.actions import environment_step, only_acts
 from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
+from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
@@ -75,6 +76,8 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+_TRAIN_FLAGS = ("train", "training", "is_train", "is_training")
+_GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -120,6 +123,9 @@ What it flags
   (`q_values = q_network(obs)`, then `actions = q_values.argmax(1).cpu().numpy()` and
   `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
   returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
+  And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
+  self.test_data, train=False)`) when that loop never switches autograd off itself (no
+  `no_grad`, `set_grad_enabled`, `inference_mode`): reported at the loop's forward pass.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -168,6 +174,31 @@ Lint and the doctor
             elif found is not None:
                 yield found
         yield from self._acting(ctx)
+        yield from self._shared_loop(ctx, scopes)
+
+    def _shared_loop(self, ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[Finding]:
+        """A test pass that reuses the training loop: ``def test(self, epoch): self.iteration(epoch,
+        self.test_data, train=False)`` where ``iteration`` runs the model with no ``no_grad`` of its
+        own (the backward sits under ``if train:``). Reported at the loop's forward pass."""
+        for scope in scopes.values():
+            if scope.__class__ is ast.Module or not is_eval_name(scope.name):
+                continue
+            for call in ctx.walk_body(scope.body):
+                if call.__class__ is not ast.Call or not any(
+                        k.arg in _TRAIN_FLAGS and k.value.__class__ is ast.Constant and k.value.value is False for k in call.keywords):
+                    continue
+                callee = local_function(ctx, call)
+                if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
+                    continue
+                for node in ctx.walk_body(callee.body):
+                    if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
+                            and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
+                            _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
+                        yield ctx.finding(self.code, node, f"{scope.name}() runs {callee.name}(..., train=False), whose "
+                                          f"{ctx.text(node.func)} records autograd; evaluation needs no graph",
+                                          suggestion=f"run it under `with torch.no_grad():` in {scope.name}() (and call "
+                                          "model.eval()), or torch.set_grad_enabled(train) in the loop")
+                        break
 
     def _acting(self, ctx: Context) -> Iterator[Finding]:
         """RL training loops: the model picks the action the environment steps with, outside
