@@ -723,6 +723,6 @@ FIND += [
 ]
 QUIET += [
     Shape("TW104", "the same loop switching autograd with the flag", _SHARED_LOOP.replace(
-        "            for i, data in enumerate(data_loader):\n",
-        "            torch.set_grad_enabled(train)\n            for i, data in enumerate(data_loader):\n")),
+        "        for i, data in enumerate(data_loader):\n",
+        "        torch.set_grad_enabled(train)\n        for i, data in enumerate(data_loader):\n")),
 ]
