@@ -13,10 +13,26 @@ GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers
 _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
-# a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a "cpu" device chosen (not a map_location or a move
-# back), a device flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator
-_CPU_PATH = re.compile(r"is_available\(|\bmps\b|select_device|accelerator|no_cuda|no-cuda|use_cpu|use-cpu"
-                       r"|--cpu|use_gpu|use_cuda|args\.cuda\b|(?<!map_location=)(?<!\.to\()[\"']cpu(?::\d)?[\"']")
+# a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a device
+# flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator (substrings), or a "cpu" device
+# chosen (not a map_location or a move back: _cpu_chosen)
+_CPU_PATH = ("is_available(", "mps", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
+             "--cpu", "use_gpu", "use_cuda", "args.cuda")
+_CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
+
+
+def _cpu_path(text: str) -> bool:
+    if any(w in text for w in _CPU_PATH):
+        return True
+    if "cpu" not in text:
+        return False
+    for m in _CPU_STRING.finditer(text):
+        before = text[max(0, m.start() - 13):m.start()]
+        if not before.endswith(("map_location=", ".to(")):
+            return True
+    return False
+
+
 # substrings (faster than a regex over every file): naming CUDA, and moving data to a device
 _CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
 _MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
@@ -62,7 +78,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.checks += 1
         if ".cuda(" in text or '"cuda' in text or "'cuda" in text:
             out.cuda_files += 1
-        if _CPU_PATH.search(text) is not None:
+        if _cpu_path(text):
             out.cpu_paths += 1
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1

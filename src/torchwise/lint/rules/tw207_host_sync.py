@@ -155,15 +155,13 @@ Lint and the doctor
         by the training step every step (``clip_grad_value_``, a wrapper optimizer's ``step()``)."""
         if ".grad" not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
             return
-        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-            for func in ctx.nodes.get(kind, ()):
-                reads = per_parameter_reads(ctx, func)
-                where = step_call_of(ctx, func) if reads else None
-                for read in reads if where is not None else ():
-                    yield ctx.finding(self.code, read, f"a host read of every parameter's gradient norm in {func.name}(), "
-                                      f"which runs every training step ({where}), waits for the GPU once per parameter",
-                                      suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
-                                      "torch.linalg.vector_norm) and read the total once, if at all")
+        for func, reads in per_parameter_reads(ctx).values():
+            where = step_call_of(ctx, func)
+            for read in reads if where is not None else ():
+                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient norm in {func.name}(), "
+                                  f"which runs every training step ({where}), waits for the GPU once per parameter",
+                                  suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
+                                  "torch.linalg.vector_norm) and read the total once, if at all")
 
     def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
         """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a

@@ -14,13 +14,17 @@ from torchwise.lint.semantics.values import local_function
 _READ_FUNCS = frozenset({"float", "int"})
 
 
-def per_parameter_reads(ctx: Context, func: AST) -> list[ast.Call]:
-    """The host reads of a parameter's gradient inside ``func``'s loops over parameters:
+def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
+    """The host reads of a parameter's gradient in the file's loops over parameters, by function:
     ``x.item()`` / ``float(x)`` / ``math.pow(x, 2)`` where ``x`` involves ``p.grad`` of the loop's
     ``p`` (directly, or through a name bound from it in the loop)."""
-    out: list[ast.Call] = []
-    for loop in ctx.walk_body(func.body):
-        if loop.__class__ is not ast.For or loop.target.__class__ is not ast.Name:
+    lines = [i for i, line in enumerate(ctx.source.splitlines(), 1) if ".grad" in line]
+    out: dict[int, tuple[AST, list[ast.Call]]] = {}
+    for loop in ctx.nodes.get(ast.For, ()):
+        if loop.target.__class__ is not ast.Name or not any(loop.lineno <= n <= (loop.end_lineno or 0) for n in lines):
+            continue
+        func = ctx.function_of(loop)
+        if func is None or func.__class__ is ast.Lambda:
             continue
         var = loop.target.id
         derived: set[str] = set()
@@ -32,11 +36,10 @@ def per_parameter_reads(ctx: Context, func: AST) -> list[ast.Call]:
             if node.__class__ is not ast.Call:
                 continue
             f = node.func
-            if f.__class__ is ast.Attribute and f.attr == "item" and not node.args and _mentions_grad(f.value, var, derived):
-                out.append(node)
-            elif node.args and _mentions_grad(node.args[0], var, derived) and (
-                    f.__class__ is ast.Name and f.id in _READ_FUNCS or (ctx.qualname(f) or "").startswith("math.")):
-                out.append(node)
+            if f.__class__ is ast.Attribute and f.attr == "item" and not node.args and _mentions_grad(f.value, var, derived) \
+                    or node.args and _mentions_grad(node.args[0], var, derived) and (
+                        f.__class__ is ast.Name and f.id in _READ_FUNCS or (ctx.qualname(f) or "").startswith("math.")):
+                out.setdefault(id(func), (func, []))[1].append(node)
     return out
 
 
