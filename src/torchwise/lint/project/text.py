@@ -15,14 +15,15 @@ _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
 # a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a device
 # flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator (substrings), or a "cpu" device
-# chosen (not a map_location or a move back: _cpu_chosen)
-_CPU_PATH = ("is_available(", "mps", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
+# chosen (not a map_location or a move back)
+_CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
              "--cpu", "use_gpu", "use_cuda", "args.cuda")
 _CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
+_MPS = re.compile(r"\bmps\b")
 
 
 def _cpu_path(text: str) -> bool:
-    if any(w in text for w in _CPU_PATH):
+    if any(w in text for w in _CPU_PATH) or ("mps" in text and _MPS.search(text) is not None):
         return True
     if "cpu" not in text:
         return False
