@@ -726,3 +726,7 @@ QUIET += [
         "        for i, data in enumerate(data_loader):\n",
         "        torch.set_grad_enabled(train)\n        for i, data in enumerate(data_loader):\n")),
 ]
+PROJECTS += [
+    ProjectShape("TW403", "the GPU-only project with a logging module (json.dumps is no 'mps' device)", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE, "log.py": "import json\nprint(json.dumps({'timestamps': []}))\n"}),
+]
