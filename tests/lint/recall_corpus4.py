@@ -730,3 +730,23 @@ PROJECTS += [
     ProjectShape("TW403", "the GPU-only project with a logging module (json.dumps is no 'mps' device)", {
         "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE, "log.py": "import json\nprint(json.dumps({'timestamps': []}))\n"}),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 Lightning
+_LIGHTNING = d("""
+    import pytorch_lightning as pl
+    class VAEXperiment(pl.LightningModule):
+        def training_step(self, batch, batch_idx):
+            real_img, labels = batch
+            self.curr_device = real_img.device
+            train_loss = self.model.loss_function(*self.forward(real_img))
+            self.log_dict({key: val.item() for key, val in train_loss.items()}, sync_dist=True)
+            return train_loss['loss']
+""")
+FIND += [
+    Shape("TW207", "VAE zoos on Lightning: training_step logs {k: v.item()} every step", _LIGHTNING, 7),
+]
+QUIET += [
+    Shape("TW207", "the same logging the tensors themselves", _LIGHTNING.replace("val.item()", "val.detach()")),
+    Shape("TW207", "a plain class's training_step is not Lightning's", _LIGHTNING.replace(
+        "import pytorch_lightning as pl\nclass VAEXperiment(pl.LightningModule):", "class VAEXperiment:")),
+]

@@ -19,7 +19,7 @@ from torchwise.lint.semantics.steps import (
 from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.once import forward_path_function
-from torchwise.lint.semantics.forwardreads import forward_reads
+from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -54,7 +54,8 @@ What it flags
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it); a hand-written gradient-norm helper that reads each parameter's norm on the host
+  reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
+  a hand-written gradient-norm helper that reads each parameter's norm on the host
   (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
@@ -106,6 +107,9 @@ Lint and the doctor
         yield from self._parameter_reads(ctx)
         yield from self._forward_masks(ctx)
         yield from self._grad_norm_helpers(ctx)
+        for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
+            yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
+                              "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()

@@ -11,7 +11,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
 
 
 def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
@@ -86,3 +86,23 @@ def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 6) -> bool:
                 and b.value is not expr and from_inputs(ctx, b.value, func, depth - 1):
             return True
     return False
+
+
+def lightning_step_reads(ctx: Context) -> list[tuple[ast.Call, AST]]:
+    """``.item()``/``.tolist()`` in a LightningModule's ``training_step`` (``self.log_dict({k:
+    v.item() for k, v in losses.items()})``): Lightning runs it every step, so each read waits for
+    the GPU every step (``self.log`` takes the tensors themselves). Reads under a periodic test
+    are left alone."""
+    if "training_step" not in ctx.source or "ightning" not in ctx.source:
+        return []
+    found = []
+    for func in ctx.nodes.get(ast.FunctionDef, ()):
+        klass = ctx.parent(func)
+        if func.name != "training_step" or klass.__class__ is not ast.ClassDef or not any(
+                "lightning" in b.lower() and b.endswith("LightningModule") for b in ctx.local_class_bases(klass.name)):
+            continue
+        for node in ast.walk(func):
+            if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in ("item", "tolist") \
+                    and not node.args and not runs_periodically(ctx, node):
+                found.append((node, func))
+    return found
