@@ -86,6 +86,8 @@ class Session:
 
         self.longrun = LongRun()
         self.extras: list[Any] = []  # per-process add-ons: DDP instrumentation, cross-rank checks, stall watchdog
+        self._pre_extras: list[Any] = []
+        self._post_extras: list[Any] = []
 
     # -- installing --------------------------------------------------------------------------------
     def attach(self) -> "Session":
@@ -108,6 +110,11 @@ class Session:
         from torchwise.watch.addons import install_extras
 
         self.extras = install_extras(self)
+        from torchwise.watch.addons import AddOn
+
+        # only the add-ons that do something on every step are called on every step
+        self._pre_extras = [e for e in self.extras if type(e).pre_step is not AddOn.pre_step]
+        self._post_extras = [e for e in self.extras if type(e).post_step is not AddOn.post_step]
         self.active = True
         self._open_window(0)
         self._begin_sample()
@@ -147,13 +154,16 @@ class Session:
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if not self.active:
             return None
-        if self.first is None:
-            self.first = optimizer
-            if self.resume is not None:
-                from torchwise.watch.resume import resolve_base
+        if optimizer is not self.first:
+            if self.first is None:
+                self.first = optimizer
+                if self.resume is not None:
+                    from torchwise.watch.resume import resolve_base
 
-                resolve_base(self, optimizer)
-        if all(o is not optimizer for o in self.optimizers):
+                    resolve_base(self, optimizer)
+            if all(o is not optimizer for o in self.optimizers):
+                self.optimizers.append(optimizer)
+        elif not self.optimizers:
             self.optimizers.append(optimizer)
         closure = kwargs.get("closure") if kwargs else None
         if closure is None and args and callable(args[0]):
@@ -182,7 +192,7 @@ class Session:
                 self.window.pre_step(optimizer)
                 if optimizer is self.first:
                     self._update.before(list(self.window.watch._params or []))
-        for extra in self.extras:
+        for extra in self._pre_extras:
             extra.pre_step(optimizer, optimizer is self.first)
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -201,13 +211,13 @@ class Session:
             with quiet():
                 self._update.after()
                 self._end_sample(duration)
+            w = self.window  # (a window fills, or sees its first non-finite value, only on a sampled step)
+            if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
+                self._close_window()
         else:
             self._plain.append(duration)
-        for extra in self.extras:
+        for extra in self._post_extras:
             extra.post_step()
-        w = self.window
-        if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
-            self._close_window()
         if self.step >= self._next_sample:
             self._begin_sample()
         self._mark = time.perf_counter()
