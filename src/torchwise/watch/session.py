@@ -70,6 +70,8 @@ class Session:
         self._mark = time.perf_counter()
         self._plain: deque[float] = deque(maxlen=256)
         self._sampled: deque[float] = deque(maxlen=64)
+        self._after: deque[float] = deque(maxlen=4 * AFTER)  # the plain steps just after a sample (caches refilling)
+        self._after_left = 0
         self._loaders: deque[tuple[Any, Any]] = deque(maxlen=4)
         self._handles: list[Any] = []
         self._patches: list[tuple[Any, str, Any]] = []
@@ -214,6 +216,9 @@ class Session:
             w = self.window  # (a window fills, or sees its first non-finite value, only on a sampled step)
             if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
                 self._close_window()
+        elif self._after_left:
+            self._after_left -= 1
+            self._after.append(duration)
         else:
             self._plain.append(duration)
         for extra in self._post_extras:
@@ -260,6 +265,7 @@ class Session:
         self.samples += 1
         if self.step > 1:  # the first step (lazy initialisation, warm-up) costs the same watched or not
             self._sampled.append(duration)
+        self._after_left = AFTER
         if self.world_size > 1:  # every rank samples the same steps (a sampled step on one rank would stall the others)
             self.every = self.options.every or DIST_EVERY
             self._next_sample = self.step if w.index == 0 else (self.step // self.every + 1) * self.every - 1
@@ -273,10 +279,19 @@ class Session:
         if not self._plain:
             return MIN_EVERY
         plain = median(self._plain)
-        extra = median(self._sampled) - plain + self.overhead_s / max(1, self.samples)
+        extra = self._sample_cost(plain) + self.overhead_s / max(1, self.samples)
         if not (plain > 0 and math.isfinite(extra)) or extra <= 0:
             return MIN_EVERY
         return int(min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (self.options.budget * plain)))))
+
+    def _sample_cost(self, plain: float) -> float:
+        """What one sampled step adds to the run besides the watch's own bookkeeping: its extra time
+        (the mean: a few samples cost far more than the others) and the slower plain steps just
+        after it (caches and allocator refilling after the recorder ran; on millisecond steps
+        about a fifth of the sample's cost)."""
+        sampled = sum(self._sampled) / len(self._sampled) if self._sampled else plain
+        after = AFTER * (sum(self._after) / len(self._after) - plain) if self._after else 0.0
+        return sampled - plain + max(0.0, after)
 
     # -- windows -------------------------------------------------------------------------------------
     def _open_window(self, index: int) -> None:
@@ -330,9 +345,10 @@ class Session:
     def overhead_share(self) -> float:
         """The estimated share of this run's time that the watch added (sampled steps, checks, hooks)."""
         wall = time.perf_counter() - self.started
-        plain = median(self._plain) if self._plain else math.nan
-        sampled_extra = sum(max(0.0, d - plain) for d in self._sampled) if math.isfinite(plain) else 0.0
-        return (sampled_extra * max(1, self.samples) / max(1, len(self._sampled)) + self.overhead_s) / max(1e-9, wall)
+        if not self._plain:
+            return self.overhead_s / max(1e-9, wall)
+        per_sample = max(0.0, self._sample_cost(median(self._plain)))
+        return (per_sample * max(0, self.samples - 1) + self.overhead_s) / max(1e-9, wall)
 
     def finish(self, failure: str | None = None) -> Any:
         """Judge the last window and return the run's report (the doctor's form, whole run)."""
@@ -362,6 +378,7 @@ class Session:
         return DoctorReport(self.subject, self.findings.as_findings(), skipped, measured, failure)
 
 
+AFTER = 4  # plain steps after a sample whose extra time is counted as the sample's
 EARLY_ONLY = ("TW134", "TW135", "TW136")  # the doctor's loss-curve checks: calibrated on the first steps of training
 
 
