@@ -258,3 +258,48 @@ def test_commands_planned_or_refused(tmp_path):
                        (["torchrun", "--no-python", "ls"], "not Python"), (["ls", "-l"], "not a Python script")):
         with pytest.raises(UsageError, match=match):
             plan(bad, WatchOptions(), log)
+
+
+def test_the_sampling_interval_prices_a_sample_by_its_mean_cost_and_the_slow_steps_after_it():
+    import math
+
+    from torchwise.watch.options import MAX_EVERY, MIN_EVERY, WatchOptions
+    from torchwise.watch.session import AFTER, Session
+
+    s = Session(WatchOptions(alerts=False, stall=0))
+    assert s._auto_every() == MIN_EVERY  # nothing measured yet: sample often
+    s._plain.extend([1e-3] * 100)
+    s._sampled.extend([2e-3] * 9 + [20e-3])  # median 2 ms, but one sample in ten costs 20 ms: mean 3.8 ms
+    s.samples = 10
+    assert s._auto_every() == math.ceil((3.8e-3 - 1e-3) / (0.01 * 1e-3))  # 280, not the median's 100
+    s._after.extend([1.5e-3] * (2 * AFTER))  # the steps after a sample run 0.5 ms slower
+    assert s._auto_every() == math.ceil((3.8e-3 - 1e-3 + AFTER * 0.5e-3) / (0.01 * 1e-3))
+    s.overhead_s = 10 * 5e-3  # the watch's own bookkeeping, 5 ms per sample
+    expected = math.ceil((3.8e-3 - 1e-3 + AFTER * 0.5e-3 + 5e-3) / (0.01 * 1e-3))
+    assert s._auto_every() == expected < MAX_EVERY
+    s._sampled.clear()
+    s._sampled.extend([500e-3] * 10)  # very costly samples: the interval is capped
+    assert s._auto_every() == MAX_EVERY
+
+
+def test_the_steps_just_after_a_sample_are_kept_apart_from_the_plain_steps():
+    import torch
+    from torch import nn
+
+    from torchwise.watch.options import WatchOptions
+    from torchwise.watch.session import AFTER, Session
+
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    s = Session(WatchOptions(alerts=False, stall=0, every=10, dense=2, window=2), model=model, optimizers=[opt]).attach()
+    try:
+        for _ in range(40):
+            loss = model(torch.randn(8, 4)).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    finally:
+        s.close()
+    assert s.samples >= 4 and len(s._after) >= AFTER * 2
+    assert len(s._plain) + len(s._after) + s.samples == 40  # every step is in exactly one of the three

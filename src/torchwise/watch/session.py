@@ -70,6 +70,8 @@ class Session:
         self._mark = time.perf_counter()
         self._plain: deque[float] = deque(maxlen=256)
         self._sampled: deque[float] = deque(maxlen=64)
+        self._after: deque[float] = deque(maxlen=4 * AFTER)  # the plain steps just after a sample (caches refilling)
+        self._after_left = 0
         self._loaders: deque[tuple[Any, Any]] = deque(maxlen=4)
         self._handles: list[Any] = []
         self._patches: list[tuple[Any, str, Any]] = []
@@ -86,6 +88,8 @@ class Session:
 
         self.longrun = LongRun()
         self.extras: list[Any] = []  # per-process add-ons: DDP instrumentation, cross-rank checks, stall watchdog
+        self._pre_extras: list[Any] = []
+        self._post_extras: list[Any] = []
 
     # -- installing --------------------------------------------------------------------------------
     def attach(self) -> "Session":
@@ -108,6 +112,11 @@ class Session:
         from torchwise.watch.addons import install_extras
 
         self.extras = install_extras(self)
+        from torchwise.watch.addons import AddOn
+
+        # only the add-ons that do something on every step are called on every step
+        self._pre_extras = [e for e in self.extras if type(e).pre_step is not AddOn.pre_step]
+        self._post_extras = [e for e in self.extras if type(e).post_step is not AddOn.post_step]
         self.active = True
         self._open_window(0)
         self._begin_sample()
@@ -147,13 +156,16 @@ class Session:
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> Any:
         if not self.active:
             return None
-        if self.first is None:
-            self.first = optimizer
-            if self.resume is not None:
-                from torchwise.watch.resume import resolve_base
+        if optimizer is not self.first:
+            if self.first is None:
+                self.first = optimizer
+                if self.resume is not None:
+                    from torchwise.watch.resume import resolve_base
 
-                resolve_base(self, optimizer)
-        if all(o is not optimizer for o in self.optimizers):
+                    resolve_base(self, optimizer)
+            if all(o is not optimizer for o in self.optimizers):
+                self.optimizers.append(optimizer)
+        elif not self.optimizers:
             self.optimizers.append(optimizer)
         closure = kwargs.get("closure") if kwargs else None
         if closure is None and args and callable(args[0]):
@@ -182,7 +194,7 @@ class Session:
                 self.window.pre_step(optimizer)
                 if optimizer is self.first:
                     self._update.before(list(self.window.watch._params or []))
-        for extra in self.extras:
+        for extra in self._pre_extras:
             extra.pre_step(optimizer, optimizer is self.first)
 
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
@@ -201,13 +213,16 @@ class Session:
             with quiet():
                 self._update.after()
                 self._end_sample(duration)
+            w = self.window  # (a window fills, or sees its first non-finite value, only on a sampled step)
+            if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
+                self._close_window()
+        elif self._after_left:
+            self._after_left -= 1
+            self._after.append(duration)
         else:
             self._plain.append(duration)
-        for extra in self.extras:
+        for extra in self._post_extras:
             extra.post_step()
-        w = self.window
-        if w.samples >= (self.options.dense if w.index == 0 else self.options.window) or (w.went_nonfinite and not self._nonfinite_seen):
-            self._close_window()
         if self.step >= self._next_sample:
             self._begin_sample()
         self._mark = time.perf_counter()
@@ -250,6 +265,7 @@ class Session:
         self.samples += 1
         if self.step > 1:  # the first step (lazy initialisation, warm-up) costs the same watched or not
             self._sampled.append(duration)
+        self._after_left = AFTER
         if self.world_size > 1:  # every rank samples the same steps (a sampled step on one rank would stall the others)
             self.every = self.options.every or DIST_EVERY
             self._next_sample = self.step if w.index == 0 else (self.step // self.every + 1) * self.every - 1
@@ -263,10 +279,19 @@ class Session:
         if not self._plain:
             return MIN_EVERY
         plain = median(self._plain)
-        extra = median(self._sampled) - plain + self.overhead_s / max(1, self.samples)
+        extra = self._sample_cost(plain) + self.overhead_s / max(1, self.samples)
         if not (plain > 0 and math.isfinite(extra)) or extra <= 0:
             return MIN_EVERY
         return int(min(MAX_EVERY, max(MIN_EVERY, math.ceil(extra / (self.options.budget * plain)))))
+
+    def _sample_cost(self, plain: float) -> float:
+        """What one sampled step adds to the run besides the watch's own bookkeeping: its extra time
+        (the mean: a few samples cost far more than the others) and the slower plain steps just
+        after it (caches and allocator refilling after the recorder ran; on millisecond steps
+        about a fifth of the sample's cost)."""
+        sampled = sum(self._sampled) / len(self._sampled) if self._sampled else plain
+        after = AFTER * (sum(self._after) / len(self._after) - plain) if self._after else 0.0
+        return sampled - plain + max(0.0, after)
 
     # -- windows -------------------------------------------------------------------------------------
     def _open_window(self, index: int) -> None:
@@ -320,9 +345,10 @@ class Session:
     def overhead_share(self) -> float:
         """The estimated share of this run's time that the watch added (sampled steps, checks, hooks)."""
         wall = time.perf_counter() - self.started
-        plain = median(self._plain) if self._plain else math.nan
-        sampled_extra = sum(max(0.0, d - plain) for d in self._sampled) if math.isfinite(plain) else 0.0
-        return (sampled_extra * max(1, self.samples) / max(1, len(self._sampled)) + self.overhead_s) / max(1e-9, wall)
+        if not self._plain:
+            return self.overhead_s / max(1e-9, wall)
+        per_sample = max(0.0, self._sample_cost(median(self._plain)))
+        return (per_sample * max(0, self.samples - 1) + self.overhead_s) / max(1e-9, wall)
 
     def finish(self, failure: str | None = None) -> Any:
         """Judge the last window and return the run's report (the doctor's form, whole run)."""
@@ -352,6 +378,7 @@ class Session:
         return DoctorReport(self.subject, self.findings.as_findings(), skipped, measured, failure)
 
 
+AFTER = 4  # plain steps after a sample whose extra time is counted as the sample's
 EARLY_ONLY = ("TW134", "TW135", "TW136")  # the doctor's loss-curve checks: calibrated on the first steps of training
 
 

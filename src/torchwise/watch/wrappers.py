@@ -32,18 +32,21 @@ def torch_optimizer(opt: Any) -> Any:
 
 
 def wrap_backward(session: Any, original: Callable) -> Callable:
+    timed = session.world_size > 1  # the time and the last loss are for the cross-rank checks only
+
     def backward(tensor, *args, **kwargs):
         if session._in_backward or not session.active:  # re-dispatched through the recorder's mode
             return original(tensor, *args, **kwargs)
         session._in_backward = True
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if timed else 0.0
         try:
             return original(tensor, *args, **kwargs)
         finally:
             session._in_backward = False
-            session.backward_s += time.perf_counter() - t0
             session.backwards += 1
-            session._last_loss = tensor
+            if timed:
+                session.backward_s += time.perf_counter() - t0
+                session._last_loss = tensor
             if session.sampling:
                 with quiet():
                     session._sampled_backward(tensor)
