@@ -556,29 +556,21 @@ QUIET += [
 ]
 
 # ----------------------------------------------------------------------------------- TW207 in forward passes
+_SPGAT = d("""
+    import torch
+    import torch.nn as nn
+    class SpGraphAttentionLayer(nn.Module):
+        def forward(self, input, adj):
+            N = input.size()[0]
+            edge = adj.nonzero().t()
+            h = torch.mm(input, self.W)
+            assert not torch.isnan(h).any()
+            return h
+    model = SpGAT().cuda()
+""")
 FIND += [
-    Shape("TW207", "sparse graph attention: nonzero() of the adjacency in every forward", d("""
-        import torch
-        import torch.nn as nn
-        class SpGraphAttentionLayer(nn.Module):
-            def forward(self, input, adj):
-                N = input.size()[0]
-                edge = adj.nonzero().t()
-                h = torch.mm(input, self.W)
-                assert not torch.isnan(h).any()
-                return h
-        model = SpGAT().cuda()
-    """), 6),
-    Shape("TW207", "the same: an assert that no value is NaN, every forward", d("""
-        import torch
-        import torch.nn as nn
-        class SpGraphAttentionLayer(nn.Module):
-            def forward(self, input, adj):
-                h = torch.mm(input, self.W)
-                assert not torch.isnan(h).any()
-                return h
-        model = SpGAT().cuda()
-    """), 6),
+    Shape("TW207", "sparse graph attention: nonzero() of the adjacency in every forward", _SPGAT, 6),
+    Shape("TW207", "the same: an assert that no value is NaN, every forward", _SPGAT, 8),
     Shape("TW207", "detection losses: if positive_indices.sum() > 0 per image in the loss module's forward", d("""
         import torch
         import torch.nn as nn
