@@ -742,3 +742,16 @@ QUIET += [
     Shape("TW207", "a plain class's training_step is not Lightning's", _LIGHTNING.replace(
         "import pytorch_lightning as pl\nclass VAEXperiment(pl.LightningModule):", "class VAEXperiment:")),
 ]
+FIND += [
+    Shape("TW205", "detection losses: torch.ones(shape) * -1, then moved under a GPU check, per image every step", d("""
+        import torch
+        import torch.nn as nn
+        class FocalLoss(nn.Module):
+            def forward(self, classifications, annotations):
+                for j in range(classifications.shape[0]):
+                    classification = classifications[j, :, :]
+                    targets = torch.ones(classification.shape) * -1
+                    if torch.cuda.is_available():
+                        targets = targets.cuda()
+    """), 9),
+]

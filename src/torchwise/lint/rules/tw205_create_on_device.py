@@ -317,7 +317,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         made = [_factory(ctx, side) for side in sides]
         others = [side for side, m in zip(sides, made) if m is None]
         found = [m for m in made if m is not None]
-        if len(found) == 1 and all(o.__class__ in (ast.Constant, ast.Name) and not is_device_tensor(ctx, o, expr) for o in others):
+        if len(found) == 1 and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
             return found[0][0], True, found[0][2]
         return None
     if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
@@ -357,6 +357,13 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+def _number_like(node: ast.AST) -> bool:
+    """A number or a name (``i``, ``-1``, ``-alpha``) scaling a factory on the host."""
+    if node.__class__ is ast.UnaryOp:
+        node = node.operand
+    return node.__class__ in (ast.Constant, ast.Name)
 
 
 def _stored_factory(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
