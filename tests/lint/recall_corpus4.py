@@ -755,3 +755,24 @@ FIND += [
                         targets = targets.cuda()
     """), 9),
 ]
+
+# ----------------------------------------------------------------------------------- TW402 best reload
+_BEST_RELOAD = d("""
+    import glob
+    import os
+    import torch
+    import train
+    cnn = model.CNN_Text(args).cuda()
+    best_acc = train.train(train_iter, dev_iter, cnn, args)
+    best_files = glob.glob(os.path.join(args.save_dir, 'best_steps_*.pt'))
+    best_path = max(best_files, key=os.path.getmtime)
+    cnn.load_state_dict(torch.load(best_path, weights_only=True))
+""")
+QUIET += [
+    Shape("TW402", "text classifiers: the best snapshot reloaded right after the training call", _BEST_RELOAD),
+]
+FIND += [
+    Shape("TW402", "the same script loading a snapshot given on the command line", _BEST_RELOAD.replace(
+        "best_acc = train.train(train_iter, dev_iter, cnn, args)\n",
+        "cnn.load_state_dict(torch.load(args.snapshot, weights_only=True))\n"), 6),
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
@@ -80,6 +80,8 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
                 return True
         elif names and any(names & file_names(ctx, a, save) for a in [*save.args, *(k.value for k in save.keywords)]):
             return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
+    if _best_after_training_call(ctx, load, scope, path):
+        return True
     if scope.__class__ is ast.Module or not names:
         return False
     trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
@@ -87,6 +89,25 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
         return False
     saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
     return bool(names & saved)
+
+
+_TRAINING_FUNCTIONS = frozenset({"train", "fit", "train_model", "train_and_evaluate", "run_training"})
+
+
+def _best_after_training_call(ctx: Context, load: ast.Call, scope: ast.AST, path: ast.AST | None) -> bool:
+    """``best_acc = train.train(train_iter, dev_iter, cnn, args)`` and then, in the same function,
+    ``torch.load(best_path)`` where the path names the best checkpoint: the run reloads what its
+    training just wrote, in the same process and on the same device."""
+    if path is None:
+        return False
+    text = ctx.text(path)
+    if path.__class__ is ast.Name:
+        b = ctx.binding_at(path.id, load)
+        text += " " + (ctx.text(b.value) if b is not None and b.value is not None else "")
+    if "best" not in text.lower():
+        return False
+    return any(last_name(c.func) in _TRAINING_FUNCTIONS and ctx.scope_of(c) is scope and c.lineno < load.lineno
+               for c in ctx.nodes.get(ast.Call, ()))
 
 
 def _same_template(saved: ast.AST, loaded: ast.AST | None) -> bool:
@@ -130,7 +151,9 @@ What it flags
   only ever writes with host data, tensors built from NumPy in code that touches no device or
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before, loads
   whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
-  `if torch.cuda.is_available():` (its `else` branch is the one reported), projects that are
+  `if torch.cuda.is_available():` (its `else` branch is the one reported), the best checkpoint
+  reloaded after a training call in the same function or script (`train.train(...)`, then
+  `torch.load(best_path)`: the same process and device), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU), and single-process
   scripts that pick their one GPU themselves (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`)
   and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
