@@ -109,11 +109,9 @@ class Session:
         self._patch(torch.autograd, "grad", wrap_grad(self, torch.autograd.grad))
         self._patch(DataLoader, "__iter__", wrap_iter(self, DataLoader.__iter__))
         self._patch(_BaseDataLoaderIter, "__next__", wrap_next(self, _BaseDataLoaderIter.__next__))
-        from torchwise.watch.addons import install_extras
+        from torchwise.watch.addons import AddOn, install_extras
 
         self.extras = install_extras(self)
-        from torchwise.watch.addons import AddOn
-
         # only the add-ons that do something on every step are called on every step
         self._pre_extras = [e for e in self.extras if type(e).pre_step is not AddOn.pre_step]
         self._post_extras = [e for e in self.extras if type(e).post_step is not AddOn.post_step]
@@ -165,8 +163,6 @@ class Session:
                     resolve_base(self, optimizer)
             if all(o is not optimizer for o in self.optimizers):
                 self.optimizers.append(optimizer)
-        elif not self.optimizers:
-            self.optimizers.append(optimizer)
         closure = kwargs.get("closure") if kwargs else None
         if closure is None and args and callable(args[0]):
             closure = args[0]
