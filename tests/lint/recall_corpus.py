@@ -1025,3 +1025,10 @@ from recall_corpus4 import FIND as _FIND4, PROJECTS as _PROJECTS4, QUIET as _QUI
 FIND += _FIND4
 QUIET += _QUIET4
 PROJECTS += _PROJECTS4
+
+# the fifth round's shapes (the fourth held-out set, now a tuning set)
+from recall_corpus5 import FIND as _FIND5, PROJECTS as _PROJECTS5, QUIET as _QUIET5  # noqa: E402
+
+FIND += _FIND5
+QUIET += _QUIET5
+PROJECTS += _PROJECTS5

@@ -12,6 +12,7 @@ from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 
 _LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in DEPRECATED)
+_INIT_NAMES = frozenset(q.rsplit(".", 1)[1] for q in DEPRECATED if q.startswith("torch.nn.init."))
 
 
 class DeprecatedApi(Rule):
@@ -26,8 +27,10 @@ What it flags
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
   `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
   `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
-  `self.output = F.sigmoid`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
-  trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`), the
+  `self.output = F.sigmoid`), `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest`
+  (`F.interpolate`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
+  trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
+  that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
   to `torch.func`. (`torch.cuda.amp.*` is TW220.)
 
@@ -60,6 +63,7 @@ Fix
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
         yield from self._references(ctx)
+        yield from self._unbound_init(ctx)
         if "reduce_op" in ctx.source:
             for node in ctx.nodes.get(ast.Attribute, ()):
                 if node.attr == "reduce_op" and ctx.qualname(node) == "torch.distributed.reduce_op":
@@ -90,6 +94,21 @@ Fix
                 new = DEPRECATED[q][0]
                 yield ctx.finding(self.code, node, f"{q} is deprecated; use {new}", suggestion=f"use {new}")
 
+    def _unbound_init(self, ctx: Context) -> Iterator[Finding]:
+        """``init.xavier_uniform(w)`` in a torch file that never binds ``init`` (no import, assignment,
+        parameter or star import): code copied from a module that did ``from torch.nn import init``."""
+        if "init." not in ctx.source or not any(q.split(".", 1)[0] == "torch" for q in ctx.imports.values()):
+            return
+        uses = [call for call in ctx.calls_named(*_INIT_NAMES) if call.func.__class__ is ast.Attribute
+                and call.func.value.__class__ is ast.Name and call.func.value.id == "init"]
+        if not uses or _binds(ctx, "init"):
+            return
+        for call in uses:
+            q = f"torch.nn.init.{call.func.attr}"
+            new = DEPRECATED[q][0]
+            yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
+                              end_node=call.func)
+
     def _method_forms(self, ctx: Context) -> Iterator[Finding]:
         """``epsilon_out.ger(epsilon_in)``: Tensor.ger, the method of the deprecated torch.ger (a call on an
         imported module's name is the function form, reported above or not torch's)."""
@@ -103,6 +122,28 @@ Fix
             fix = Fix("use Tensor.outer", (edit,)) if edit is not None else None
             yield ctx.finding(self.code, call, "Tensor.ger is deprecated; use Tensor.outer",
                               suggestion="use Tensor.outer", fix=fix, end_node=call.func)
+
+
+def _binds(ctx: Context, name: str) -> bool:
+    """Whether the file could bind ``name`` anywhere (an import, a star import, an assignment, a
+    parameter, a def or class)."""
+    for node in ctx.nodes.get(ast.ImportFrom, ()):
+        if any(a.name == "*" for a in node.names):
+            return True
+    for cls in (ast.Import, ast.ImportFrom):
+        for node in ctx.nodes.get(cls, ()):
+            if any((a.asname or a.name.split(".", 1)[0]) == name for a in node.names):
+                return True
+    for node in ctx.nodes.get(ast.Name, ()):
+        if node.id == name and node.ctx.__class__ is not ast.Load:
+            return True
+    for cls in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        if any(node.name == name for node in ctx.nodes.get(cls, ())):
+            return True
+    for node in ctx.nodes.get(ast.arg, ()):
+        if node.arg == name:
+            return True
+    return False
 
 
 RULE = DeprecatedApi()
