@@ -199,6 +199,10 @@ _GPU_MAIN = d("""
         net = UNet().to(device)
         net.load_state_dict(torch.load('ckpt.pt')['net'])
 """)
+# a training script that falls back to the CPU (round 5: a fallback only in files that train nothing,
+# such as an inference module, leaves the training files GPU-only by design - recall_corpus5)
+_CPU_TRAINER = ("import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+                "loss = model(x.to(device)).sum()\nloss.backward()\n")
 _GPU_SCORE = d("""
     import torch
     device = torch.device('cuda:0')
@@ -211,13 +215,11 @@ PROJECTS += [
         "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE}),
     ProjectShape("TW402", "the same GPU-only project resumes its own checkpoint", {
         "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE}),
-    ProjectShape("TW403", "the same project with a CPU fallback in one script: the hard-coded files break it", {
-        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,
-        "sample.py": "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"},
+    ProjectShape("TW403", "the same project with a CPU fallback in one training script: the hard-coded files break it", {
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE, "finetune.py": _CPU_TRAINER},
         (("main.py", 3), ("score/fid.py", 2))),
     ProjectShape("TW402", "the same project with a CPU fallback: the resume load needs map_location", {
-        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,
-        "sample.py": "import torch\ndevice = 'cuda' if torch.cuda.is_available() else 'cpu'\n"},
+        "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE, "finetune.py": _CPU_TRAINER},
         (("main.py", 11),)),
     ProjectShape("TW403", "a multi-GPU check (device_count() > 1) is no CPU path", {
         "main.py": _GPU_MAIN, "score/fid.py": _GPU_SCORE,

@@ -82,3 +82,56 @@ QUIET += [
             return self.upsample(x) + self.decoder.upsample_bilinear(x)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW403/TW402
+# A vocoder: the training script moves everything with .cuda() and resumes its own checkpoints;
+# only the inference module (which trains nothing) picks "cuda" or "cpu".
+_VOC_TRAIN = d("""
+    import torch
+    from vocoder.modules import Generator
+    def main(args):
+        netG = Generator().cuda()
+        optG = torch.optim.Adam(netG.parameters())
+        if args.load_path:
+            netG.load_state_dict(torch.load(args.load_path + "/netG.pt"))
+        for x in loader:
+            x = x.cuda()
+            loss = netG(x).mean()
+            optG.zero_grad()
+            loss.backward()
+            optG.step()
+""")
+_VOC_INFER = d("""
+    import torch
+    from vocoder.modules import Generator
+    def default_device():
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    def load_model(path, device=default_device()):
+        net = Generator().to(device)
+        net.load_state_dict(torch.load(path, map_location=device))
+        return net
+""")
+_VOC_MODULES = "import torch.nn as nn\nclass Generator(nn.Module):\n    pass\n"
+_VOC = {"scripts/train.py": _VOC_TRAIN, "vocoder/interface.py": _VOC_INFER, "vocoder/modules.py": _VOC_MODULES}
+_VOC_FINETUNE = d("""
+    import torch
+    from vocoder.modules import Generator
+    def main(args):
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        netG = Generator().to(dev)
+        netG.load_state_dict(torch.load(args.load_path + "/netG.pt", map_location=dev))
+        optG = torch.optim.Adam(netG.parameters())
+        for x in loader:
+            loss = netG(x.to(dev)).mean()
+            loss.backward()
+""")
+_VOC_BOTH = {**_VOC, "scripts/finetune.py": _VOC_FINETUNE}
+PROJECTS += [
+    ProjectShape("TW403", "vocoder: the CPU fallback is in the inference module only; the training script is GPU-only",
+                 _VOC),
+    ProjectShape("TW402", "the same vocoder resuming its own checkpoints in the GPU-only training script", _VOC),
+    ProjectShape("TW403", "the same vocoder whose second training script falls back: the hard-coded one breaks it",
+                 _VOC_BOTH, (("scripts/train.py", 4), ("scripts/train.py", 9))),
+    ProjectShape("TW402", "the same: the resume load in the hard-coded script needs map_location", _VOC_BOTH,
+                 (("scripts/train.py", 7),)),
+]

@@ -41,7 +41,9 @@ from torchwise.lint.semantics.files import is_test_path
 # the NCCL backend (``init_process_group("nccl")``) and no file of it ever checks for a GPU.
 GPU_ONLY_MIN_FILES = 3
 # ... or when at least this many files hard-code CUDA and no file has any way to run without a GPU
-# (no GPU check, no "cpu" device chosen, no device flag): written for a GPU machine throughout.
+# (no GPU check, no "cpu" device chosen, no device flag): written for a GPU machine throughout -
+# or the only ways are in files that train nothing while the training files hard-code CUDA (a
+# vocoder whose inference module falls back to the CPU and whose training script is GPU-only).
 CUDA_ONLY_MIN_FILES = 2
 
 
@@ -58,7 +60,8 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
-        words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and words.cpu_paths == 0)
+        words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
+            words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         moves_to_device=words.moves_to_device,

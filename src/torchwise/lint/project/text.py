@@ -59,6 +59,8 @@ class TextFacts:
     checks: int = 0
     cuda_files: int = 0  # files that hard-code CUDA (`.cuda(`, a "cuda" string)
     cpu_paths: int = 0  # files with a way to run without a GPU (_CPU_PATH)
+    cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
+    cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
     nccl: int = 0
     moves_to_device: bool = False
     targets_gpu: bool = False
@@ -77,10 +79,13 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
         if ("is_available(" in text or "device_count(" in text) and _GPU_CHECK.search(text):
             out.checks += 1
-        if ".cuda(" in text or '"cuda' in text or "'cuda" in text:
-            out.cuda_files += 1
-        if _cpu_path(text):
-            out.cpu_paths += 1
+        cuda = ".cuda(" in text or '"cuda' in text or "'cuda" in text
+        cpu = _cpu_path(text)
+        out.cuda_files += cuda
+        out.cpu_paths += cpu
+        if ".backward(" in text:
+            out.cuda_trainers += cuda
+            out.cpu_trainers += cpu
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
         if not out.moves_to_device and any(m in text for m in _MOVES):

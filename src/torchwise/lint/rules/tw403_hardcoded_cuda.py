@@ -51,7 +51,10 @@ What it flags
   `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
   the same script is still reported, since it breaks the CPU path the flag offers. A project is
   also GPU-only by design when two or more of its files hard-code CUDA and none has any way to
-  run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag). Module-level code
+  run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag), or when the only
+  such ways are in files that train nothing (an inference module's `"cuda" if
+  torch.cuda.is_available() else "cpu"`) while its training files (`.backward(`) hard-code CUDA:
+  the training entry point cannot run on a CPU by design. Module-level code
   of a demo - a file that runs the model on random inputs and neither trains, reads data nor
   loads a checkpoint (drawing the autograd graph, timing a forward) - is left alone too.
 
