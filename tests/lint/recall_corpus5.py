@@ -135,3 +135,63 @@ PROJECTS += [
     ProjectShape("TW402", "the same: the resume load in the hard-coded script needs map_location", _VOC_BOTH,
                  (("scripts/train.py", 7),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205
+_BUFFER = d("""
+    import numpy as np
+    import torch
+    class ReplayBuffer(object):
+        def __init__(self, state_dim, device, max_size=100000):
+            self.device = device
+            self.state = np.zeros((max_size, state_dim))
+            self.reward = np.zeros((max_size, 1))
+            self.size = 0
+        def sample(self, batch_size):
+            ind = np.random.randint(0, self.size, size=batch_size)
+            return (
+                torch.FloatTensor(self.state[ind]).to(self.device),
+                torch.FloatTensor(self.reward[ind]).to(self.device),
+            )
+""")
+_AGENT = d("""
+    import torch
+    class Agent(object):
+        def __init__(self, actor, device):
+            self.actor, self.device = actor, device
+        def select_action(self, state):
+            state = torch.FloatTensor(state.reshape(1, -1)).to(self.device)
+            return self.actor(state).cpu().data.numpy().flatten()
+        def train(self, replay_buffer, iterations, batch_size=100):
+            for it in range(iterations):
+                state, reward = replay_buffer.sample(batch_size)
+                loss = (self.actor(state) - reward).pow(2).mean()
+                self.actor_optimizer.zero_grad()
+                loss.backward()
+                self.actor_optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW205", "offline RL: the replay buffer's sample() builds each minibatch with FloatTensor(self.x[ind]).to(device)"
+                 " and the agent's select_action converts state.reshape(1, -1) every environment step",
+                 {"utils.py": _BUFFER, "agent.py": _AGENT},
+                 (("agent.py", 6), ("utils.py", 12), ("utils.py", 13))),
+    ProjectShape("TW205", "the same buffer whose sample() only a one-off script calls (no training step)", {
+        "utils.py": _BUFFER,
+        "inspect_buffer.py": "import utils\nbuf = utils.ReplayBuffer(3, 'cuda')\nprint(buf.sample(4))\n"}),
+]
+QUIET += [
+    Shape("TW205", "a dataset's __getitem__ converts one stored row (no move), and a free function named sample", d("""
+        import torch
+        class Rows(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return torch.FloatTensor(self.x[i])
+        def sample(self, ind):
+            return torch.FloatTensor(self.x[ind]).to(self.device)
+    """)),
+    Shape("TW205", "an agent converting what it stored, not the observation it was given", d("""
+        import torch
+        class Agent(object):
+            def select_action(self, state):
+                last = torch.FloatTensor(self.last_state.reshape(1, -1)).to(self.device)
+                return self.actor(last)
+    """)),
+]

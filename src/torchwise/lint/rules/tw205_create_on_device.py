@@ -152,8 +152,10 @@ What it flags
   on the host `torch.eye(n)[labels]`), a typed legacy constructor of sizes or Python literals
   (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`; not of data read from
   somewhere, which has to cross anyway - except an agent's observation in its action-selection
-  method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)`, copied twice
-  every environment step) and `torch.from_numpy` of an array NumPy makes right
+  method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
+  `state.reshape(1, -1)`), copied twice every environment step, and a replay buffer's
+  `sample()` method building each minibatch from the arrays it stores,
+  `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it) and `torch.from_numpy` of an array NumPy makes right
   there (`np.random.uniform(...)`, `np.eye(k)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under

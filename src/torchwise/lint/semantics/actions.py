@@ -88,13 +88,31 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
 
 def observation_copy(ctx: Context, call: ast.Call) -> bool:
     """``torch.FloatTensor(state)`` in an agent's action-selection method (``select_action(self,
-    state)``, ``act``): the environment's observation, copied into a new CPU tensor and then again
-    to the device on every environment step; ``torch.as_tensor(state, dtype=..., device=...)``
-    makes one copy."""
+    state)``, ``act``; also of ``state.reshape(1, -1)``): the environment's observation, copied into
+    a new CPU tensor and then again to the device on every environment step;
+    ``torch.as_tensor(state, dtype=..., device=...)`` makes one copy. Likewise a replay buffer's
+    ``sample()`` building each minibatch from its stored arrays (``torch.FloatTensor(self.state[ind])``),
+    called every training step."""
     func = ctx.function_of(call)
-    if func is None or len(call.args) != 1 or call.args[0].__class__ is not ast.Name:
+    if func is None or len(call.args) != 1:
         return False
     name = func.name.lower()
+    arg = call.args[0]
+    if name.startswith("sample") and ctx.parent(func).__class__ is ast.ClassDef:
+        return _buffer_rows(arg)
     if name != "act" and "action" not in name:
         return False
-    return call.args[0].id in {a.arg for a in func.args.args}
+    while arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _RESHAPES:
+        arg = arg.func.value  # state.reshape(1, -1)
+    return arg.__class__ is ast.Name and arg.id in {a.arg for a in func.args.args}
+
+
+_RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "astype", "copy", "ravel"})
+
+
+def _buffer_rows(arg: AST) -> bool:
+    """``self.state[ind]``: rows of an array the object stores, picked by an index array."""
+    if arg.__class__ is not ast.Subscript or arg.slice.__class__ is not ast.Name:
+        return False
+    value = arg.value
+    return value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and value.value.id == "self"
