@@ -195,3 +195,40 @@ QUIET += [
                 return self.actor(last)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW209
+_CONV_HELPER = d("""
+    import torch.nn as nn
+    import torch.nn.functional as F
+    def conv3x3(in_planes, out_planes, stride=1):
+        return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=True)
+    class BasicBlock(nn.Module):
+        def __init__(self, in_planes, planes, stride=1):
+            super().__init__()
+            self.conv1 = conv3x3(in_planes, planes, stride)
+            self.bn1 = nn.BatchNorm2d(planes)
+        def forward(self, x):
+            return F.relu(self.bn1(self.conv1(x)))
+""")
+FIND += [
+    Shape("TW209", "wide ResNets: a conv3x3 helper returning a biased convolution, followed by BatchNorm in forward",
+          _CONV_HELPER, 8),
+    Shape("TW209", "a helper whose bias parameter defaults to True, in a Sequential before BatchNorm", d("""
+        import torch.nn as nn
+        def conv(cin, cout, bias=True):
+            return nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+        stem = nn.Sequential(conv(3, 16), nn.BatchNorm2d(16), nn.ReLU())
+    """), 4),
+]
+QUIET += [
+    Shape("TW209", "the helper without a bias", _CONV_HELPER.replace("bias=True", "bias=False")),
+    Shape("TW209", "a helper called with bias=False, and a helper that does more than return the convolution", d("""
+        import torch.nn as nn
+        def conv(cin, cout, bias=True):
+            return nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+        def conv_bn(cin, cout):
+            layer = nn.Conv2d(cin, cout, 3)
+            return nn.Sequential(layer, nn.BatchNorm2d(cout))
+        stem = nn.Sequential(conv(3, 16, bias=False), nn.BatchNorm2d(16), conv_bn(16, 32), nn.BatchNorm2d(32))
+    """)),
+]

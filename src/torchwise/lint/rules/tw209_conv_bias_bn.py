@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.values import local_function
 
 _CONV_DIMS = {
     "torch.nn.Conv1d": 1, "torch.nn.Conv2d": 2, "torch.nn.Conv3d": 3,
@@ -33,6 +34,33 @@ def conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
     return None
 
 
+def helper_conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
+    """Dimensionality of a call of a module-level helper of this file that only returns a biased
+    ``nn.ConvNd`` (``conv3x3(in_planes, out_planes, stride)`` returning ``nn.Conv2d(..., bias=True)``
+    - or a ``bias`` parameter that is True here or by default), else None."""
+    if call.__class__ is not ast.Call or call.func.__class__ is not ast.Name or has_star_args(call):
+        return None
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is not ast.FunctionDef or ctx.parent(func).__class__ is not ast.Module:
+        return None
+    body = [b for b in func.body if not (b.__class__ is ast.Expr and b.value.__class__ is ast.Constant)]
+    if len(body) != 1 or body[0].__class__ is not ast.Return or body[0].value is None:
+        return None
+    conv = body[0].value
+    dims = _CONV_DIMS.get(ctx.qualname(conv.func) or "") if conv.__class__ is ast.Call else None
+    if dims is None or has_star_args(conv):
+        return None
+    bias = argument(conv, "bias", 7)
+    if bias is not None and bias.__class__ is ast.Name:
+        params = [a.arg for a in func.args.args]
+        if bias.id not in params:
+            return None
+        defaults = {a.arg: d for a, d in zip(func.args.args[::-1], func.args.defaults[::-1])}
+        i = params.index(bias.id)
+        bias = argument(call, bias.id, i) or defaults.get(bias.id)
+    return dims if bias is None or bias.__class__ is ast.Constant and bias.value is True else None
+
+
 def bn_dims(ctx: Context, call: ast.AST) -> int | None:
     if call.__class__ is not ast.Call:
         return None
@@ -55,7 +83,9 @@ What it flags
   builds them, or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
-  module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`).
+  module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
+  or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
+  returning `nn.Conv2d(..., bias=True)`).
 
 Why it matters
   BatchNorm subtracts the per-channel mean right after the convolution, which removes any
@@ -83,7 +113,7 @@ Lint and the doctor
             for first, second in zip(items, items[1:]):
                 d = conv_with_bias(ctx, first)
                 if d is None and first.__class__ is ast.Call and bn_dims(ctx, second) is not None:
-                    d = wrapped_conv_with_bias(ctx, first)
+                    d = wrapped_conv_with_bias(ctx, first) or helper_conv_with_bias(ctx, first)
                 b = bn_dims(ctx, second)
                 if d is not None and b is not None and _matches(d, b) and id(first) not in reported:
                     reported.add(id(first))
@@ -111,6 +141,8 @@ Lint and the doctor
                 if t.__class__ is not ast.Attribute or t.value.__class__ is not ast.Name or t.value.id != "self":
                     continue
                 d = conv_with_bias(ctx, node.value)
+                if d is None:
+                    d = helper_conv_with_bias(ctx, node.value)
                 if d is not None:
                     convs[t.attr] = (d, node.value)
                 b = bn_dims(ctx, node.value)
