@@ -232,3 +232,31 @@ QUIET += [
         stem = nn.Sequential(conv(3, 16, bias=False), nn.BatchNorm2d(16), conv_bn(16, 32), nn.BatchNorm2d(32))
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW110
+_LAYER_BENCH = d("""
+    import time
+    import torch
+    def test_attention_layer(args, n):
+        layer = Attention(args).to(args.device)
+        optimizer = torch.optim.Adam(layer.parameters(), 1e-4)
+        x = torch.ones(4, n, args.d_model, device=args.device)
+        start = time.time()
+        for i in range(1000):
+            loss = layer(x).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+        print('average time: {} s'.format((time.time() - start) / 1000))
+""")
+QUIET += [
+    Shape("TW110", "long-sequence forecasting: a layer's speed benchmark repeats one step on the same input between two timer reads",
+          _LAYER_BENCH),
+]
+FIND += [
+    Shape("TW110", "the same loop where the iteration picks the data: a training loop that is also timed",
+          _LAYER_BENCH.replace("loss = layer(x)", "loss = layer(x[i % 4])"), 8),
+    Shape("TW110", "the same loop in a training function (not a benchmark)",
+          _LAYER_BENCH.replace("def test_attention_layer", "def train_layer"), 8),
+    Shape("TW110", "the same benchmark without a timer read after the loop",
+          _LAYER_BENCH.replace("print('average time: {} s'.format((time.time() - start) / 1000))", "print(loss)"), 8),
+]

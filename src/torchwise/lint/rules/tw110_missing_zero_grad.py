@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.steps import hot_loops, is_backward_call, is_optimizer_step, is_zero_grad_like
+from torchwise.lint.semantics.syncs import timing_benchmark
 from torchwise.lint.semantics.values import body_nodes, local_function
 
 _STEP_HELPERS = frozenset({"step", "scale", "unscale_", "update", "clip_grad_norm_", "clip_grad_value_"})
@@ -66,7 +67,9 @@ What it flags
   optimizer, the model or its parameters to a function of another module (it may clear the
   gradients), and distributed-autograd loops (`dist_autograd.backward(context_id, ...)`), whose
   gradients live in a fresh context each step, and loops that build a new optimizer every
-  pass (a test that trains a fresh module for one step per case).
+  pass (a test that trains a fresh module for one step per case), and timing benchmarks - a
+  function named `test_*`/`benchmark*`/`time_*`... that reads a timer before and after a
+  `for i in range(n):` loop repeating one step on the same inputs (the loop variable unused).
 
 Why it matters
   `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer
@@ -104,6 +107,8 @@ Lint and the doctor
                 continue
             if all(_built_in_loop(ctx, s, loop) for s in steps):
                 continue  # a fresh optimizer (and model) per pass: one step each, no accumulation
+            if timing_benchmark(ctx, loop):
+                continue  # a speed/memory benchmark repeating one step: its training result is thrown away
             optimizers = set()
             for s in steps:
                 recv = s.func.value

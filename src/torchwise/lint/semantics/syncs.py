@@ -105,6 +105,31 @@ def measures_time(ctx: Context, region: ast.AST) -> bool:
     return any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ast.walk(region))
 
 
+_BENCH_PREFIXES = ("test", "bench", "time_", "timing", "profile", "measure", "speed")
+
+
+def timing_benchmark(ctx: Context, loop: ast.AST) -> bool:
+    """``for i in range(1000):`` repeating one step on the same inputs (the loop variable unused)
+    in a benchmark function (``test_NSA``, ``benchmark_layer``...) that reads a timer before the
+    loop and again after it: the loop measures speed or memory, and what it trains is thrown away."""
+    if loop.__class__ is not ast.For or loop.target.__class__ is not ast.Name or loop.iter.__class__ is not ast.Call \
+            or last_name(loop.iter.func) != "range":
+        return False
+    func = ctx.function_of(loop)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    name = func.name.lower().lstrip("_")
+    if not (name.startswith(_BENCH_PREFIXES) or "benchmark" in name):
+        return False
+    var = loop.target.id
+    if any(n.__class__ is ast.Name and n.id == var for b in loop.body for n in ast.walk(b)):
+        return False  # the step depends on the iteration: it may read new data each time
+    start, end = loop.lineno, loop.end_lineno or loop.lineno
+    timers = [n.lineno for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) in _TIMERS
+              and not start <= n.lineno <= end]
+    return any(t < start for t in timers) and any(t > end for t in timers)
+
+
 def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
     """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
     explicit synchronize adds no stall of its own."""
