@@ -260,3 +260,48 @@ FIND += [
     Shape("TW110", "the same benchmark without a timer read after the loop",
           _LAYER_BENCH.replace("print('average time: {} s'.format((time.time() - start) / 1000))", "print(loss)"), 8),
 ]
+
+# ----------------------------------------------------------------------------------- TW202/TW203
+_DUMP = d("""
+    import torch
+    from torch.utils.data import DataLoader
+    class Clips(torch.utils.data.Dataset):
+        def __getitem__(self, i):
+            return torch.load(self.files[i])
+    def main(args):
+        train_loader = DataLoader(Clips(), batch_size=16, num_workers=4, pin_memory=True)
+        test_loader = DataLoader(Clips(), batch_size=1)
+        references = []
+        for i, x_t in enumerate(test_loader):
+            x_t = x_t.cuda()
+            references.append(fft(x_t).detach())
+            if i == args.n_test_samples - 1:
+                break
+        for epoch in range(args.epochs):
+            for x in train_loader:
+                loss = net(x.cuda()).mean()
+                loss.backward()
+""")
+_DUMP_IN_EPOCHS = _DUMP.replace("""    for i, x_t in enumerate(test_loader):
+        x_t = x_t.cuda()
+        references.append(fft(x_t).detach())
+        if i == args.n_test_samples - 1:
+            break
+    for epoch in range(args.epochs):
+""", """    for epoch in range(args.epochs):
+        for i, x_t in enumerate(test_loader):
+            x_t = x_t.cuda()
+            references.append(fft(x_t).detach())
+            if i == args.n_test_samples - 1:
+                break
+""")
+QUIET += [
+    Shape("TW202", "vocoder: the test loader feeds the first n reference clips once, before training", _DUMP),
+    Shape("TW203", "the same loader: nothing to pin for a few clips taken once", _DUMP),
+]
+FIND += [
+    Shape("TW202", "the same first-n loop run every epoch", _DUMP_IN_EPOCHS, 8),
+    Shape("TW203", "the same first-n loop run every epoch feeds the GPU every epoch", _DUMP_IN_EPOCHS, 8),
+    Shape("TW202", "a loop over the loader that trains until a step budget", _DUMP.replace(
+        "references.append(fft(x_t).detach())", "net(x_t).mean().backward()"), 8),
+]

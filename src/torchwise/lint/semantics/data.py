@@ -259,8 +259,35 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
             continue  # img, label = next(iter(loader))
         if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and _only_stepped(ctx, ctx.parent(holder)):
             continue  # dataiter = iter(loader); images, labels = next(dataiter)
+        if _takes_first_samples(ctx, use):
+            continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
     return seen
+
+
+def _takes_first_samples(ctx: Context, use: AST) -> bool:
+    """``for i, x in enumerate(loader):`` outside any other loop, training nothing (no backward),
+    that stops at ``if i == n - 1: break`` (or ``i >= n``): the first few samples taken once,
+    to dump reference outputs before training."""
+    holder = ctx.parent(use)
+    if holder.__class__ is not ast.Call or last_name(holder.func) != "enumerate" or holder.args[:1] != [use]:
+        return False
+    loop = ctx.parent(holder)
+    if loop.__class__ is not ast.For or loop.iter is not holder or ctx.enclosing_loops(loop):
+        return False
+    target = loop.target
+    if target.__class__ is not ast.Tuple or not target.elts or target.elts[0].__class__ is not ast.Name:
+        return False
+    index = target.elts[0].id
+    stops = False
+    for node in ctx.walk_body(loop.body):
+        if node.__class__ is ast.Call and last_name(node.func) == "backward":
+            return False
+        if node.__class__ is ast.If and node.body and node.body[0].__class__ is ast.Break \
+                and node.test.__class__ is ast.Compare and node.test.left.__class__ is ast.Name \
+                and node.test.left.id == index and node.test.ops[0].__class__ in (ast.Eq, ast.GtE, ast.Gt):
+            stops = True
+    return stops
 
 
 def _only_stepped(ctx: Context, assign: AST) -> bool:
