@@ -305,3 +305,38 @@ FIND += [
     Shape("TW202", "a loop over the loader that trains until a step budget", _DUMP.replace(
         "references.append(fft(x_t).detach())", "net(x_t).mean().backward()"), 8),
 ]
+
+# ----------------------------------------------------------------------------------- TW201
+_TEST_ONLY = d("""
+    import sys
+    import torch
+    if args.testOnly:
+        net = torch.load('./checkpoint/best.t7')['net']
+        if use_cuda:
+            net.cuda()
+            net = torch.nn.DataParallel(net, device_ids=range(torch.cuda.device_count()))
+        net.eval()
+        with torch.no_grad():
+            for inputs, targets in testloader:
+                correct += net(inputs.cuda()).argmax(1).eq(targets.cuda()).sum().item()
+        sys.exit(0)
+    net = Net().cuda()
+    def train(epoch):
+        net.train()
+        for inputs, targets in trainloader:
+            outputs = net(inputs.cuda())
+            loss = criterion(outputs, targets.cuda())
+            loss.backward()
+            optimizer.step()
+    for epoch in range(epochs):
+        train(epoch)
+""")
+QUIET += [
+    Shape("TW201", "wide ResNets: DataParallel in the --testOnly branch, which evaluates and exits", _TEST_ONLY),
+]
+FIND += [
+    Shape("TW201", "the same branch when it does not end the program (training follows with this wrapper)",
+          _TEST_ONLY.replace("    sys.exit(0)\n", ""), 7),
+    Shape("TW201", "the same branch when it fine-tunes before exiting", _TEST_ONLY.replace(
+        "    net.eval()\n", "    criterion(net(x), y).backward()\n    net.eval()\n"), 7),
+]

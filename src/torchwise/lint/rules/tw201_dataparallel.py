@@ -181,6 +181,27 @@ def _without_cuda(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+_EXITS = frozenset({"exit", "quit", "_exit"})
+
+
+def _evaluating_branch_that_exits(ctx: Context, call: ast.Call) -> bool:
+    """In the body of an ``if`` that ends the program (``if args.testOnly: ...; sys.exit(0)``),
+    puts a model in eval mode and trains nothing (no backward, no step, no call of the file's
+    training function): an evaluation-only path of a training script."""
+    trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
+    for if_node, in_body in ctx.enclosing_ifs(call):
+        if not in_body or not if_node.body:
+            continue
+        last = if_node.body[-1]
+        if not (last.__class__ is ast.Expr and last.value.__class__ is ast.Call and last_name(last.value.func) in _EXITS):
+            continue
+        calls = [n for n in ctx.walk_body(if_node.body) if n.__class__ is ast.Call]
+        if any(last_name(c.func) in ("backward", "step", "train") or id(local_function(ctx, c)) in trainers for c in calls):
+            return False
+        return any(last_name(c.func) == "eval" and not c.args for c in calls)
+    return False
+
+
 _INFERENCE_METHODS = ("test", "evaluate", "predict", "sample", "inference", "infer")
 
 
@@ -210,8 +231,10 @@ What it flags
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
   live model, an experiment class with no training in its file (a test-only experiment), a
   wrapper only ever called under `torch.no_grad()` (here or in the function of the file it is
-  handed to: a diffusion sampler) or one made in the branch without a GPU (`else` of
-  `if torch.cuda.is_available():`): DistributedDataParallel only speeds up training.
+  handed to: a diffusion sampler), one made in the branch without a GPU (`else` of
+  `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
+  (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing): DistributedDataParallel
+  only speeds up training.
 
 Why it matters
   DataParallel runs one Python process that drives every GPU from threads: the GIL
@@ -234,7 +257,8 @@ Fix
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
             if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
-                    _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call):
+                    _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
+                    _evaluating_branch_that_exits(ctx, call)):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             yield ctx.finding(
                 self.code, call,
