@@ -76,6 +76,8 @@ def task() -> Task:
 WAKER = """
 import os, signal, sys, time
 me, agent = int(sys.argv[1]), int(sys.argv[2])
+if not os.path.isdir("/proc"):
+    sys.exit(0)  # (no /proc to watch the peers in: torchrun's grace period ends the stopped worker)
 def others():
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
