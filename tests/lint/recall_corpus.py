@@ -1032,3 +1032,10 @@ from recall_corpus5 import FIND as _FIND5, PROJECTS as _PROJECTS5, QUIET as _QUI
 FIND += _FIND5
 QUIET += _QUIET5
 PROJECTS += _PROJECTS5
+
+# the sixth round's shapes (the fifth held-out set, now a tuning set)
+from recall_corpus6 import FIND as _FIND6, PROJECTS as _PROJECTS6, QUIET as _QUIET6  # noqa: E402
+
+FIND += _FIND6
+QUIET += _QUIET6
+PROJECTS += _PROJECTS6

@@ -10,8 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.files import is_test_path
-from torchwise.lint.semantics.models import is_module_instance
-from torchwise.lint.semantics.models import runs_forward
+from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.actions import environment_step, only_acts
 from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
 from torchwise.lint.semantics.values import local_function
@@ -112,11 +111,9 @@ What it flags
   files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
   `test(self, setting)` method of an experiment class that is no `TestCase`, and a module-level
   `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, are
-  evaluation), 
-  framework hooks
-  (`validation_step`), methods of `nn.Module` classes and of `PreTrainedModel` subclasses (part
-  of some forward pass), functions that are only handed to other code
-  (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
+  evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
+  other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
   followed by a backward pass (BatchNorm frozen for training) are left alone.
   Also in a training loop: the model call that picks the action an environment steps with
@@ -126,6 +123,10 @@ What it flags
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`) when that loop never switches autograd off itself (no
   `no_grad`, `set_grad_enabled`, `inference_mode`): reported at the loop's forward pass.
+  And after `self.model.eval()`, a helper method of the same class that runs `self.model`
+  (`pred, true = self._process_one_batch(x, y)`, shared with the training loop) and switches
+  autograd neither off nor on itself: reported at the call (a helper named for evaluation,
+  `_predict_batch`, is reported once at its own forward pass instead).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -266,7 +267,8 @@ Lint and the doctor
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
-                if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)):
+                if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)
+                        or helper_runs(ctx, scope, node, receivers)):
                     continue
             if is_module and not ctx.enclosing_loops(node):
                 continue  # module-level script: only evaluation loops

@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.steps import is_eval_name
 
 
 _MODEL_NAME = re.compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
@@ -176,3 +177,26 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
     if built is not None and built.startswith(_LIBRARY_MODELS):
         return False
     return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions
+
+
+def helper_runs(ctx: Context, scope: AST, call: ast.Call, receivers: set[str]) -> bool:
+    """``self._process_one_batch(...)`` called after ``self.model.eval()``: a method of the same
+    class (not a module class) that calls one of ``receivers`` and switches autograd neither off
+    nor on itself (no ``no_grad``/``set_grad_enabled``/``inference_mode``/``backward``) and is not
+    an evaluation scope of its own (then its forward pass is reported there, once)."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.value.__class__ is not ast.Name or func.value.id != "self":
+        return False
+    klass = ctx.parent(scope)
+    if klass.__class__ is not ast.ClassDef:
+        return False
+    method = next((m for m in klass.body if m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)
+                   and m.name == func.attr and m is not scope), None)
+    if method is None or is_eval_name(method.name):
+        return False  # a helper named for evaluation (_predict_batch) is checked, and reported, itself
+    text = ctx.text(method)
+    if ".eval()" in text:
+        return False  # so is one that switches to eval mode itself
+    if any(w in text for w in ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward")):
+        return False
+    return any(n.__class__ is ast.Call and ctx.text(n.func) in receivers for n in ast.walk(method))
