@@ -104,3 +104,33 @@ PROJECTS += [
                 return scores
     """)}, (("model.py", 6),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 scaled and retyped
+FIND += [
+    Shape("TW205", "attention maps returned for display: (torch.ones(...) / L).type_as(attn).to(attn.device) every forward", d("""
+        import torch
+        import torch.nn as nn
+        class ProbAttention(nn.Module):
+            def forward(self, q, k, v):
+                B, H, L, _ = q.shape
+                attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+                attns = (torch.ones([B, H, L, L]) / L).type_as(attn).to(attn.device)
+                return attn @ v, attns
+    """), 7),
+]
+QUIET += [
+    Shape("TW205", "the same map built where it is used, or scaled by a device tensor, or in __init__ once", d("""
+        import torch
+        import torch.nn as nn
+        class ProbAttention(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.register_buffer("prior", (torch.ones([n, n]) / n).type_as(torch.zeros(1)))
+            def forward(self, q, k, v):
+                B, H, L, _ = q.shape
+                attn = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+                attns = torch.full([B, H, L, L], 1.0 / L, dtype=attn.dtype, device=attn.device)
+                scale = (torch.ones_like(attn) / attn.sum()).type_as(attn)
+                return attn @ v * scale, attns
+    """)),
+]

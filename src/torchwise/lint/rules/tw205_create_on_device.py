@@ -47,7 +47,7 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
 _SHAPE_METHODS = frozenset({
     "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
-    "fill_", "zero_", "type",
+    "fill_", "zero_", "type", "type_as",
 })
 # the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
 LEGACY = frozenset({
@@ -330,9 +330,9 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
     inner, chained = expr, False
     while True:
         func = inner.func
-        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript) \
+        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
                 and ctx.qualname(func) is None:
-            if func.value.__class__ is ast.Subscript:
+            if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
                 made = _factory(ctx, func.value)
                 return (made[0], True, made[2]) if made is not None else None
             inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
