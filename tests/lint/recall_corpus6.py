@@ -134,3 +134,35 @@ QUIET += [
                 return attn @ v * scale, attns
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 joined, then moved
+_DECODER_INPUT = d("""
+    import torch
+    def run(model, loader, device, label_len, pred_len):
+        for x, y in loader:
+            x = x.float().to(device)
+            dec_inp = torch.zeros([y.shape[0], pred_len, y.shape[-1]]).float()
+            dec_inp = torch.cat([y[:, :label_len, :], dec_inp], dim=1).float().to(device)
+            out = model(x, dec_inp)
+""")
+FIND += [
+    Shape("TW205", "forecasting decoders: a zero placeholder joined with the CPU batch by torch.cat and moved in the next "
+          "statement, every batch", _DECODER_INPUT, 6),
+]
+QUIET += [
+    Shape("TW205", "the placeholder made on the device, and the batch moved before the join", _DECODER_INPUT.replace(
+        "torch.zeros([y.shape[0], pred_len, y.shape[-1]]).float()",
+        "torch.zeros([y.shape[0], pred_len, y.shape[-1]], device=device)").replace(
+        "torch.cat([y[:, :label_len, :], dec_inp], dim=1).float().to(device)",
+        "torch.cat([y[:, :label_len, :].float().to(device), dec_inp], dim=1)")),
+    Shape("TW205", "the placeholder made once before the loop, and one filled on the host before the join", d("""
+        import torch
+        def run(model, loader, device, n):
+            pad = torch.zeros([1, n])
+            for x, y in loader:
+                out = model(torch.cat([x, pad], dim=1).to(device))
+                mask = torch.zeros([x.shape[0], n])
+                mask[:, 0] = y
+                out = model(torch.cat([x, mask], dim=1).to(device))
+    """)),
+]

@@ -11,6 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
 from torchwise.lint.semantics.actions import observation_copy
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.stored import joined_names, name_positions, stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -99,7 +100,7 @@ def _numpy_made(ctx: Context, data: ast.AST, use: ast.AST | None = None, depth: 
         if b is None or b.kind != "assign" or b.value is None:
             return False
         here = (use.lineno, use.col_offset)
-        if any(b.pos <= pos < here for pos in _name_positions(ctx).get(data.id, ())):
+        if any(b.pos <= pos < here for pos in name_positions(ctx).get(data.id, ())):
             return False  # used in between: filled or changed on the host
         return _numpy_made(ctx, b.value, b.node, depth - 1)
     while True:
@@ -159,7 +160,9 @@ What it flags
   there (`np.random.uniform(...)`, `np.eye(k)`) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
-  `if x.is_cuda:`) - where the code runs repeatedly: inside a loop, in `forward()` and other
+  `if x.is_cuda:`, or joined and moved: `torch.cat([y, m], 1).float().to(device)`; every part
+  of a join is on one device), also after host arithmetic and a retype
+  (`(torch.ones(s) / n).type_as(x).to(x.device)`) - where the code runs repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
   that a forward pass builds every call, here or in another module of the project).
@@ -202,8 +205,14 @@ Fix
             separate = False
             if made is None and recv.__class__ is ast.Name:
                 made = _factory(ctx, ctx.resolve(recv, call))  # m = torch.ones(n); m = m.cuda()
-                separate = made is not None and _stored_factory(ctx, recv, call)
+                separate = made is not None and stored_then_moved(ctx, recv, call)
                 made = made if separate else None
+            for part in joined_names(ctx, recv, _SHAPE_METHODS) if made is None else ():
+                made = _factory(ctx, ctx.resolve(part, call))  # m = torch.zeros(s); torch.cat([y, m]).to(dev)
+                separate = made is not None and stored_then_moved(ctx, part, call)
+                made = made if separate else None
+                if made is not None:
+                    break
             if made is None:
                 continue
             inner, chained, factory = made
@@ -366,32 +375,6 @@ def _number_like(node: ast.AST) -> bool:
     if node.__class__ is ast.UnaryOp:
         node = node.operand
     return node.__class__ in (ast.Constant, ast.Name)
-
-
-def _stored_factory(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
-    """``m = torch.ones(n)`` then ``m = m.cuda()``, in the same function with no use of ``m``
-    in between: the move is the next thing done with the new tensor."""
-    if recv.__class__ is not ast.Name:
-        return False
-    b = ctx.binding_at(recv.id, call)
-    if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(call):
-        return False
-    start, here = b.pos, (recv.lineno, recv.col_offset)
-    for pos in _name_positions(ctx).get(recv.id, ()):
-        if start <= pos < here:
-            return False  # used in between: needed on the CPU first
-    return ctx.enclosing_loops(b.node)[:1] == ctx.enclosing_loops(call)[:1]
-
-
-def _name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
-    found = ctx._cache.get("tw205:names")
-    if found is None:
-        found = {}
-        for name in ctx.nodes.get(ast.Name, ()):
-            if name.ctx.__class__ is ast.Load:
-                found.setdefault(name.id, []).append((name.lineno, name.col_offset))
-        ctx._cache["tw205:names"] = found
-    return found
 
 
 RULE = CreateThenMove()

@@ -1,0 +1,48 @@
+"""Tensors stored in a name and moved later: ``m = torch.ones(n)`` then ``m = m.cuda()``, or
+joined with ``torch.cat([x, m])`` and moved in the next statement (TW205)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context
+
+_JOINS = ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack")
+
+
+def stored_then_moved(ctx: Context, recv: ast.Name, call: ast.Call) -> bool:
+    """``recv`` was assigned in the same function (and loop) as ``call`` with no use of it in
+    between: the move (or the join that is moved) is the next thing done with the new tensor."""
+    b = ctx.binding_at(recv.id, call)
+    if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(call):
+        return False
+    start, here = b.pos, (recv.lineno, recv.col_offset)
+    for pos in name_positions(ctx).get(recv.id, ()):
+        if start <= pos < here:
+            return False  # used in between: needed on the CPU first
+    return ctx.enclosing_loops(b.node)[:1] == ctx.enclosing_loops(call)[:1]
+
+
+def joined_names(ctx: Context, expr: AST, methods: frozenset[str]) -> list[ast.Name]:
+    """The names joined by ``torch.cat([a, m], dim).float()`` (through retyping/reshaping
+    ``methods``). Every part of a join is on one device, so a fresh CPU part means a CPU join."""
+    while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in methods \
+            and ctx.qualname(expr.func) is None:
+        expr = expr.func.value
+    if expr.__class__ is not ast.Call or ctx.qualname(expr.func) not in _JOINS or not expr.args:
+        return []
+    parts = expr.args[0]
+    if parts.__class__ not in (ast.List, ast.Tuple):
+        return []
+    return [p for p in parts.elts if p.__class__ is ast.Name]
+
+
+def name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
+    found = ctx._cache.get("tw205:names")
+    if found is None:
+        found = {}
+        for name in ctx.nodes.get(ast.Name, ()):
+            if name.ctx.__class__ is ast.Load:
+                found.setdefault(name.id, []).append((name.lineno, name.col_offset))
+        ctx._cache["tw205:names"] = found
+    return found
