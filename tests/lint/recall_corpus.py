@@ -12,6 +12,8 @@ seeding in ``train.py``, a GPU-only helper).
 
 from __future__ import annotations
 
+import importlib
+
 from recall_shapes import ProjectShape, Shape, d
 
 
@@ -1005,37 +1007,10 @@ FIND += [
     """), 6),
 ]
 
-# the second round's shapes (classes found missing or falsely reported on the tuning set)
-from recall_corpus2 import FIND as _FIND2, PROJECTS as _PROJECTS2, QUIET as _QUIET2  # noqa: E402
-
-FIND += _FIND2
-QUIET += _QUIET2
-PROJECTS += _PROJECTS2
-
-# the third round's shapes (the second held-out set, now a tuning set)
-from recall_corpus3 import FIND as _FIND3, PROJECTS as _PROJECTS3, QUIET as _QUIET3  # noqa: E402
-
-FIND += _FIND3
-QUIET += _QUIET3
-PROJECTS += _PROJECTS3
-
-# the fourth round's shapes (the third held-out set, now a tuning set)
-from recall_corpus4 import FIND as _FIND4, PROJECTS as _PROJECTS4, QUIET as _QUIET4  # noqa: E402
-
-FIND += _FIND4
-QUIET += _QUIET4
-PROJECTS += _PROJECTS4
-
-# the fifth round's shapes (the fourth held-out set, now a tuning set)
-from recall_corpus5 import FIND as _FIND5, PROJECTS as _PROJECTS5, QUIET as _QUIET5  # noqa: E402
-
-FIND += _FIND5
-QUIET += _QUIET5
-PROJECTS += _PROJECTS5
-
-# the sixth round's shapes (the fifth held-out set, now a tuning set)
-from recall_corpus6 import FIND as _FIND6, PROJECTS as _PROJECTS6, QUIET as _QUIET6  # noqa: E402
-
-FIND += _FIND6
-QUIET += _QUIET6
-PROJECTS += _PROJECTS6
+# the later rounds' shapes, one module each: round 2 (classes found missing or falsely reported on
+# the tuning set), then rounds 3-6 (each from a held-out set measured first, then tuned on)
+for _round in ("recall_corpus2", "recall_corpus3", "recall_corpus4", "recall_corpus5", "recall_corpus6"):
+    _module = importlib.import_module(_round)
+    FIND += _module.FIND
+    QUIET += _module.QUIET
+    PROJECTS += _module.PROJECTS
