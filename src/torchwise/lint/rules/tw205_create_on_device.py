@@ -11,7 +11,8 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
 from torchwise.lint.semantics.actions import observation_copy
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
-from torchwise.lint.semantics.stored import joined_names, name_positions, stored_then_moved
+from torchwise.lint.semantics.hostarrays import numpy_made
+from torchwise.lint.semantics.stored import joined_names, stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -55,7 +56,6 @@ LEGACY = frozenset({
     "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
     "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
 })
-_NUMPY = ("np.", "numpy.")
 
 
 _SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
@@ -81,49 +81,6 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
         b = ctx.binding_at(arg.id, use)
         return b is not None and b.kind == "assign" and b.value is not None and _sizes_or_literal(ctx, b.value, use, depth - 1)
     return False
-
-
-_NUMPY_MAKERS = frozenset({"zeros", "ones", "empty", "full", "eye", "identity", "arange", "linspace", "logspace",
-                           "meshgrid", "tri", "diag"})
-
-
-def _numpy_made(ctx: Context, data: ast.AST, use: ast.AST | None = None, depth: int = 4) -> bool:
-    """Data NumPy makes right there (``np.random.uniform(...)``, ``np.eye(k).flatten()``,
-    ``np.array([1, 0, 0])``, a reshaping of such an array, or a name bound so just before and not
-    handed to anything since): ``torch.from_numpy`` of it is a tensor built on the host. Arrays
-    stacked from read data (``np.stack(batch_images)``) or filled by a host routine
-    (``maximum_path_c(path, ...)``) are input data: they have to cross anyway."""
-    if depth <= 0:
-        return False
-    if data.__class__ is ast.Name and use is not None:
-        b = ctx.binding_at(data.id, use)
-        if b is None or b.kind != "assign" or b.value is None:
-            return False
-        here = (use.lineno, use.col_offset)
-        if any(b.pos <= pos < here for pos in name_positions(ctx).get(data.id, ())):
-            return False  # used in between: filled or changed on the host
-        return _numpy_made(ctx, b.value, b.node, depth - 1)
-    while True:
-        if data.__class__ is ast.Call:
-            func = data.func
-            q = ctx.qualname(func) or ""
-            if q.startswith("numpy.random."):
-                return True
-            if q.startswith("numpy."):
-                name = q[6:]
-                if name in _NUMPY_MAKERS:
-                    return True
-                if name in ("array", "asarray"):
-                    return bool(data.args) and data.args[0].__class__ in _LITERALS
-                return bool(data.args) and _numpy_made(ctx, data.args[0], data, depth - 1)  # np.expand_dims(a, 0)
-            if func.__class__ is ast.Attribute:
-                data = func.value  # np.array(...).astype(np.float32)
-                continue
-            return False
-        if data.__class__ in (ast.Attribute, ast.Subscript):
-            data = data.value
-            continue
-        return False
 
 
 def _traced(ctx: Context, node: ast.AST) -> bool:
@@ -157,7 +114,11 @@ What it flags
   `state.reshape(1, -1)`), copied twice every environment step, and a replay buffer's
   `sample()` method building each minibatch from the arrays it stores,
   `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it) and `torch.from_numpy` of an array NumPy makes right
-  there (`np.random.uniform(...)`, `np.eye(k)`) - and then moved with `.cuda()`,
+  there (`np.random.uniform(...)`, `np.eye(k)`; also `torch.tensor(arr)`) or builds from sizes and settings: detection anchors
+  or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
+  of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
+  and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
+  function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
   `if x.is_cuda:`, or joined and moved: `torch.cat([y, m], 1).float().to(device)`; every part
@@ -357,7 +318,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         made = inner.args and (all(_sizes_or_literal(ctx, a, inner) for a in inner.args) or observation_copy(ctx, inner))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
-        return (inner, True, factory) if len(inner.args) == 1 and _numpy_made(ctx, inner.args[0], inner) else None
+        return (inner, True, factory) if len(inner.args) == 1 and numpy_made(ctx, inner.args[0], inner) else None
     if factory not in DETERMINISTIC and factory not in RANDOM:
         return None
     if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
@@ -365,7 +326,8 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
     if any(k.arg is None for k in inner.keywords):
         return None  # **kwargs may hold a device; *sizes cannot
     if factory in ("tensor", "as_tensor"):
-        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not _host_data(ctx, inner.args[0], inner):
+        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
+                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
 
