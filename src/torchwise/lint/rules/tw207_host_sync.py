@@ -53,7 +53,10 @@ What it flags
   device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
-  `calculate_accuracy(out, y)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
+  `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
+  or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
+  the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
+  another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
   a hand-written gradient-norm helper that reads each parameter's norm on the host
   (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters) that

@@ -30,7 +30,7 @@ def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
             source = node.iter if cls in (ast.For, ast.comprehension) else node.value
             targets = node.targets if cls is ast.Assign else [node.target]
             reads = {n.id for n in ast.walk(source) if n.__class__ is ast.Name}
-            binds = {n.id for t in targets for n in ast.walk(t) if n.__class__ is ast.Name}
+            binds = {n for t in targets for n in _bound_names(t)}
             flows.append((reads, binds))
     for _ in range(3):  # a few passes reach names bound from names bound from parameters
         before = len(derived)
@@ -40,6 +40,18 @@ def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
         if len(derived) == before:
             break
     return derived
+
+
+def _bound_names(target: AST) -> list[str]:
+    """Names an assignment target binds (``a``, ``a, (b, c)``), not those it only reads
+    (``self.totals[name] = ...`` binds neither ``self`` nor ``name``)."""
+    if target.__class__ is ast.Name:
+        return [target.id]
+    if target.__class__ in (ast.Tuple, ast.List):
+        return [n for e in target.elts for n in _bound_names(e)]
+    if target.__class__ is ast.Starred:
+        return _bound_names(target.value)
+    return []
 
 
 _MODEL_WORDS = ("model", "net", "module", "encoder", "decoder")
@@ -65,6 +77,8 @@ def host_read_of_arguments(func: AST) -> tuple[int, str] | None:
                 candidates.append(node)  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
         elif cls in (ast.If, ast.While):
             candidates.append(node)
+        elif cls is ast.Subscript and _legacy_read(node):
+            candidates.append(node)  # losses[name].data[0]: the pre-0.4 .item()
     if not candidates:
         return None
     derived = _derived(func)
@@ -72,9 +86,18 @@ def host_read_of_arguments(func: AST) -> tuple[int, str] | None:
         if node.__class__ is ast.Call:
             if _mentions(node.func.value, derived):
                 return node.lineno, f"calls .{node.func.attr}()"
+        elif node.__class__ is ast.Subscript:
+            if _mentions(node.value, derived):
+                return node.lineno, "reads .data[0]"
         elif _reduction_test(node.test, derived):
             return node.lineno, "tests a tensor in an if"
     return None
+
+
+def _legacy_read(node: ast.Subscript) -> bool:
+    """``x.data[0]``: the pre-0.4 spelling of ``x.item()``."""
+    value, index = node.value, node.slice
+    return value.__class__ is ast.Attribute and value.attr == "data" and index.__class__ is ast.Constant and index.value == 0
 
 
 def _mentions(expr: AST, names: set[str]) -> bool:
@@ -122,10 +145,48 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     if target is not None:
         read = _cached_host_read(ctx, target)
         return f"it {read[1]} on line {read[0]}" if read is not None else None
-    where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line)
+    owner = _owner_module(ctx, func, call)
+    if owner is False:
+        return None  # a library's function or object (torch.log, np.log, a wandb run)
+    where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line, module=owner if isinstance(owner, str) else None)
     if where is None and _metric_object(ctx, func):
         where = function_verdict(ctx.project, "host_read_blocks", "__call__", _host_read_line, every=False)
     return f"it reads its arguments on the host at {where}" if where else None
+
+
+def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
+    """Where the project's imports say ``func`` is defined: a module's name (``log()`` of
+    ``logger = Logger(...)`` with ``from utils import Logger``: ``"utils"``), ``True`` when it
+    is the project's but its file is not known (a package, this file), ``False`` when the name
+    resolves to a library (``torch.log``)."""
+    if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
+        return True  # a method of the class or of a base class elsewhere in the project
+    dotted = ctx.qualname(func)
+    if dotted is None and func.__class__ is ast.Attribute:
+        dotted = ctx.constructed_from(func.value, call)
+    if dotted is None or dotted.startswith("local:"):
+        return True
+    parts = dotted.lstrip(".").split(".")[:-1]
+    if not parts:
+        return True
+    files, folders = _project_modules(ctx)
+    if parts[-1] in files:
+        return parts[-1]
+    return parts[-1] in folders or parts[0] in folders
+
+
+def _project_modules(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the project's files and the names of its folders."""
+    key = ("sem:project-modules",)
+    found = ctx.project.answers.get(key) if ctx.project.files else None
+    if found is None:
+        paths = [p.replace("\\", "/") for p, _ in ctx.project.files] or [ctx.path.replace("\\", "/")]
+        files = frozenset(p.rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in paths)
+        folders = frozenset(part for p in paths for part in p.split("/")[:-1] if part)
+        found = (files, folders)
+        if ctx.project.files:
+            ctx.project.answers[key] = found
+    return found
 
 
 def _metric_object(ctx: Context, func: AST) -> bool:
