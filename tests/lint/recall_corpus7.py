@@ -1,0 +1,217 @@
+"""The recall corpus, round 7a: two classes the fifth set (a tuning set since round 6) still
+missed - each written in our own words and reduced to its shape, with look-alikes that must stay
+quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ----------------------------------------------------------------------------------- TW205 NumPy-built grids
+# Detection anchors / position tables computed in NumPy from sizes and settings (a pure-NumPy
+# helper joined in a loop with np.append / np.concatenate), converted and moved every forward.
+_GRID_HELPERS = """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    def cell_offsets(size, step):
+        centres = (np.arange(0, size) + 0.5) * step
+        cx, cy = np.meshgrid(centres, centres)
+        return np.vstack((cx.ravel(), cy.ravel(), cx.ravel(), cy.ravel())).transpose()
+    def base_boxes(side, ratios):
+        boxes = np.zeros((len(ratios), 4))
+        boxes[:, 2] = side * np.sqrt(ratios)
+        boxes[:, 3] = side / np.sqrt(ratios)
+        return boxes
+"""
+_PRIORS = d(_GRID_HELPERS + """
+    class PriorBoxes(nn.Module):
+        def __init__(self, levels=(3, 4, 5)):
+            super().__init__()
+            self.levels = list(levels)
+            self.ratios = np.array([0.5, 1.0, 2.0])
+        def forward(self, images):
+            side = images.shape[-1]
+            grid = np.zeros((0, 4)).astype(np.float32)
+            for level in self.levels:
+                step = 2 ** level
+                shifted = cell_offsets(side // step, step)[:, None, :] + base_boxes(4 * step, self.ratios)[None]
+                grid = np.append(grid, shifted.reshape(-1, 4), axis=0)
+            grid = np.expand_dims(grid, axis=0)
+            if torch.cuda.is_available():
+                return torch.from_numpy(grid.astype(np.float32)).cuda()
+            return torch.from_numpy(grid.astype(np.float32))
+""")
+FIND += [
+    Shape("TW205", "detector anchors: a NumPy grid joined with np.append in a loop, torch.from_numpy(...).cuda() every forward",
+          _PRIORS, 28),
+    Shape("TW205", "a sinusoid position table from a pure-NumPy helper, torch.tensor(table).to(x.device) every forward", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        def sinusoid_table(length, dim):
+            pos = np.arange(length)[:, None]
+            freq = np.exp(-np.arange(0, dim, 2) * (np.log(10000.0) / dim))
+            return np.concatenate([np.sin(pos * freq), np.cos(pos * freq)], axis=1)
+        class Encoder(nn.Module):
+            def __init__(self, vocab, dim):
+                super().__init__()
+                self.dim = dim
+                self.embed = nn.Embedding(vocab, dim)
+            def forward(self, tokens):
+                length = tokens.size(1)
+                table = sinusoid_table(length, self.dim)
+                pe = torch.tensor(table, dtype=torch.float32).to(tokens.device)
+                return self.embed(tokens) + pe
+    """), 16),
+    Shape("TW205", "a grid of two scales concatenated every training step and moved with .to(device)", d(_GRID_HELPERS + """
+        def train(model, loader, opt, device):
+            for images, targets in loader:
+                images = images.to(device)
+                side = images.shape[-1]
+                grid = np.concatenate([cell_offsets(side // 8, 8), cell_offsets(side // 16, 16)], axis=0)
+                anchors = torch.from_numpy(grid).float().to(device)
+                loss = model(images, anchors, targets.to(device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 19),
+]
+QUIET += [
+    Shape("TW205", "anchors built in NumPy once in __init__ and moved there", d(_GRID_HELPERS + """
+        class PriorBoxes(nn.Module):
+            def __init__(self, side):
+                super().__init__()
+                grid = np.concatenate([cell_offsets(side // 8, 8), cell_offsets(side // 16, 16)], axis=0)
+                self.anchors = torch.from_numpy(grid).float().cuda()
+            def forward(self, features):
+                return features + self.anchors
+    """)),
+    Shape("TW205", "rows joined from the function's input data (the annotations it is given), then moved", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Targets(nn.Module):
+            def forward(self, images, annotations):
+                rows = np.zeros((0, 5))
+                for ann in annotations:
+                    rows = np.append(rows, np.asarray(ann), axis=0)
+                return torch.from_numpy(rows).float().cuda()
+    """)),
+    Shape("TW205", "a helper of pure NumPy given the input's values (not its shape): the data has to cross", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        def jitter(values):
+            noise = np.zeros(values.shape)
+            return values + noise
+        class Augment(nn.Module):
+            def forward(self, batch_np):
+                grid = np.zeros((0, 4))
+                grid = np.append(grid, jitter(batch_np), axis=0)
+                return torch.from_numpy(grid).cuda()
+    """)),
+    Shape("TW205", "a table read from a file by the helper (np.load), joined and moved", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        def stored_table(name):
+            extra = np.zeros((1, 4))
+            return np.concatenate([np.load(name), extra], axis=0)
+        class Lookup(nn.Module):
+            def forward(self, x):
+                table = np.concatenate([stored_table("a.npy"), stored_table("b.npy")], axis=0)
+                return x + torch.from_numpy(table).to(x.device)
+    """)),
+    Shape("TW205", "a replay buffer's method that stacks its own stored arrays (reads self), moved once per call", d("""
+        import numpy as np
+        import torch
+        class Buffer:
+            def __init__(self, n):
+                self.states = np.zeros((n, 4))
+            def _rows(self, idx):
+                return np.concatenate([self.states[idx], np.zeros((len(idx), 1))], axis=1)
+            def latest(self, idx):
+                grid = np.concatenate([self._rows(idx), self._rows(idx)], axis=0)
+                return torch.from_numpy(grid).cuda()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW207 logger in another module
+# A per-step progress logger defined in another module of the project and reached through the
+# project's imports: its method reads every tensor it is handed on the host.
+_TRACKER = d("""
+    import sys
+    class Tracker:
+        def __init__(self, steps):
+            self.steps = steps
+            self.totals = {}
+        def log(self, losses=None, images=None):
+            for name in losses:
+                if name not in self.totals:
+                    self.totals[name] = losses[name].data[0]
+                else:
+                    self.totals[name] += losses[name].data[0]
+            for name, image in (images or {}).items():
+                self.show(name, image)
+            sys.stdout.write(str(self.totals))
+        def show(self, name, image):
+            pass
+""")
+_STEP = """
+    import torch
+    from tracking import Tracker
+    tracker = Tracker(100)
+    model = model.cuda()
+    for epoch in range(10):
+        for real, target in loader:
+            real, target = real.cuda(), target.cuda()
+            opt.zero_grad()
+            fake = model(real)
+            loss_g = ((fake - target) ** 2).mean()
+            loss_g.backward()
+            opt.step()
+{call}
+"""
+_PLOTTER = d("""
+    class Plotter:
+        def log(self, message):
+            print(message)
+""")
+PROJECTS += [
+    ProjectShape("TW207", "a GAN's progress logger in utils: logger.log({'loss_G': loss_G}) reads loss.data[0] every step", {
+        "tracking.py": _TRACKER,
+        "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g}, images={'fake': fake})")),
+    }, (("train.py", 13),)),
+    ProjectShape("TW207", "the logger's .cpu() of the images it is given, resolved through the import while another module's log() only prints", {
+        "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].detach()").replace(
+            "self.show(name, image)", "self.show(name, image[0].cpu().float().numpy())"),
+        "plotting.py": _PLOTTER,
+        "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g.detach()}, images={'fake': fake})")),
+    }, (("train.py", 13),)),
+    ProjectShape("TW207", "the logger's .item() read when another module of the project defines a log() that only prints", {
+        "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].item()"),
+        "plotting.py": _PLOTTER,
+        "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
+    }, (("train.py", 13),)),
+    ProjectShape("TW207", "look-alike: the logger only called every 100 steps", {
+        "tracking.py": _TRACKER,
+        "train.py": d(_STEP.format(call="            if epoch % 100 == 0:\n                tracker.log({'loss_g': loss_g})")),
+    }),
+    ProjectShape("TW207", "look-alike: torch.log / np.log of the loss in a project whose logger has a reading log()", {
+        "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].item()"),
+        "train.py": d(_STEP.format(call="            import numpy as np\n            score = torch.log(loss_g.detach())\n            other = np.log(loss_g.detach())")),
+    }),
+    ProjectShape("TW207", "look-alike: the logger keeps the tensors on the device (no read of what it is given)", {
+        "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].detach()"),
+        "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
+    }),
+    ProjectShape("TW207", "look-alike: the logger reads only its own state (self.scale.data[0]), not the tensors it is given", {
+        "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].detach() * self.scale.data[0]"),
+        "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
+    }),
+]
