@@ -62,6 +62,15 @@ What it flags
   when a `model.train()` in the same function or script runs after that and no freeze
   follows it. A `train()` override that re-applies the freeze is the correct pattern and
   silences the rule for the file.
+  Not flagged: the freeze re-applied after `model.train()` in the epoch loop
+  (`model.train(); model.freeze_bn()`, a detector's `freeze_bn()` that only calls `.eval()` on
+  its BatchNorm layers). The running statistics then stay frozen, which is the point; the
+  affine weight and bias still train, and that is a deliberate recipe, not a pitfall: with
+  the few images per GPU of detection and segmentation, batch statistics are too noisy to
+  update, while the per-channel scale and shift are cheap to adapt (mmdetection's standard
+  detector configs do exactly this: `norm_eval=True` with `requires_grad=True`). Freezing
+  the affine parameters too (`requires_grad_(False)`, `FrozenBatchNorm2d`,
+  `torchwise.freeze_batchnorm`) is a choice of the recipe that lint cannot judge.
 
 Why it matters
   `model.train()` sets every submodule back to training mode, the frozen BatchNorm layers
