@@ -38,6 +38,8 @@ ROUND_TRIPS = [
     ("TW502", "import torch\nouter = torch.ger(a, b)  # keep\n", "import torch\nouter = torch.outer(a, b)  # keep\n"),
     ("TW502", "import torch\nw = eps_out.ger(eps_in)\n", "import torch\nw = eps_out.outer(eps_in)\n"),
     ("TW502", "from functorch import vmap as vm\nf = vm(g)\n", "from torch.func import vmap as vm\nf = vm(g)\n"),
+    ("TW502", "import torch\nx = x.cuda(async=True)\ny = y.to(dev, async = True)\n",
+     "import torch\nx = x.cuda(non_blocking=True)\ny = y.to(dev, non_blocking = True)\n"),
     ("TW505", "from torch.utils.data._utils.collate import default_collate\nb = default_collate(x)\n",
      "from torch.utils.data import default_collate\nb = default_collate(x)\n"),
     ("TW509", "import torchvision\nm = torchvision.models.resnet18(pretrained=False, num_classes=10)\n",

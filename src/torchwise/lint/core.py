@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import io
 import tokenize
 from dataclasses import dataclass
 from typing import Iterable
 
 from torchwise.core.errors import UsageError
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, legacy
 from torchwise.lint.engine.fixes import apply_fixes
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.findings import SYNTAX_CODE, Finding
@@ -162,7 +161,7 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
 def _parse(source: str, path: str, codes: frozenset[str], project: ProjectFacts | None) -> Context | list[Finding]:
     """The file's Context, or the findings that say why it could not be checked."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = legacy.parse(source, path)
     except SyntaxError as exc:
         if SYNTAX_CODE not in codes:
             return []

@@ -3,6 +3,7 @@
 Layers, lowest first (each module imports only those before it):
 
 * :mod:`~torchwise.lint.engine.nodes` -- node kinds and pure node utilities (``last_name``, ``argument``...);
+* :mod:`~torchwise.lint.engine.legacy` -- parsing pre-0.4 files (``x.cuda(async=True)``);
 * :mod:`~torchwise.lint.engine.bindings` -- every binding of every name in a scope;
 * :mod:`~torchwise.lint.engine.tree` -- one traversal: parents, enclosures, calls by name, imports;
 * :mod:`~torchwise.lint.engine.dataflow` -- def-use: ``binding_at``, ``resolve``, ``constructed_from``;

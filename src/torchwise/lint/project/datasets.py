@@ -7,7 +7,7 @@ import ast
 import re
 from bisect import bisect_right
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context, last_name, legacy
 from torchwise.lint.facts import DatasetFacts
 from torchwise.lint.semantics.data import getitem_of, getitem_reads_nothing, getitem_slices_only, moves_to_device
 from torchwise.lint.semantics.values import body_nodes
@@ -35,7 +35,7 @@ def dataset_facts(texts: list[tuple[str, str]]) -> dict[str, DatasetFacts]:
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             try:  # the excerpt was cut badly (a multi-line string at column 0): read the whole file
                 excerpt = text
-                tree = ast.parse(text, filename=path)
+                tree = legacy.parse(text, path)
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
                 continue
         try:

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
 from torchwise.lint.semantics.files import in_compat_fallback
 from torchwise.lint.engine import Context
-from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 
 _LAST_NAMES = frozenset(q.rsplit(".", 1)[1] for q in DEPRECATED)
@@ -32,7 +32,10 @@ What it flags
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
   that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
-  to `torch.func`. (`torch.cuda.amp.*` is TW220.)
+  to `torch.func`. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
+  `.cuda()`/`.to()`/`.copy_()` (now `non_blocking=True`): since Python 3.7 `async` is a
+  reserved word, so such a file does not even parse; lint reads the rest of the file as if the
+  argument were renamed, and reports each one.
 
 Why it matters
   Deprecated functions warn on every call and are removed in a later release; several of
@@ -47,7 +50,8 @@ Fix
   Use the replacement named in the finding. `torchwise lint --fix` rewrites the cases where the
   new name is the very same function: `torch.ger` -> `torch.outer`, `a.ger(b)` -> `a.outer(b)`, and
   `from functorch import vmap` -> `from torch.func import vmap` (likewise grad, vjp, jvp,
-  jacrev, jacfwd, hessian, functionalize).
+  jacrev, jacfwd, hessian, functionalize), and `x.cuda(async=True)` -> `x.cuda(non_blocking=True)`
+  (every such argument of the file in one edit, so that the file parses again).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -62,6 +66,7 @@ Fix
             yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
+        yield from _async_arguments(ctx)
         yield from self._references(ctx)
         yield from self._unbound_init(ctx)
         if "reduce_op" in ctx.source:
@@ -122,6 +127,26 @@ Fix
             fix = Fix("use Tensor.outer", (edit,)) if edit is not None else None
             yield ctx.finding(self.code, call, "Tensor.ger is deprecated; use Tensor.outer",
                               suggestion="use Tensor.outer", fix=fix, end_node=call.func)
+
+
+def _async_arguments(ctx: Context) -> Iterator[Finding]:
+    """``x.cuda(async=True)``: the parser read ``async=`` as ``non_blocking=`` (engine.legacy); the
+    text still says ``async``. One fix renames them all: the file parses only when none is left."""
+    if "async" not in ctx.source:
+        return
+    olds = []
+    for node in ctx.nodes.get(ast.keyword, ()):
+        if node.arg == "non_blocking":
+            start = ctx.offset(node.lineno, node.col_offset)
+            if ctx.source.startswith("async", start):
+                olds.append((node, start))
+    if not olds:
+        return
+    fix = Fix("rename async= to non_blocking=", tuple(Edit(start, start + 5, "non_blocking") for _, start in olds))
+    for node, _ in olds:
+        yield ctx.finding("TW502", node, "the async= argument was renamed non_blocking= in PyTorch 0.4, and async is "
+                          "a reserved word since Python 3.7: this file does not parse", suggestion="use non_blocking=True",
+                          fix=fix)
 
 
 def _binds(ctx: Context, name: str) -> bool:

@@ -9,7 +9,7 @@ import ast
 import os
 from typing import Iterator
 
-from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.engine import AST, Context, argument, legacy
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.projectcode import share_context
 
@@ -22,7 +22,7 @@ def parsed_file(facts: ProjectFacts, path: str, text: str) -> Context | None:
     key = ("file", path)
     if key not in facts.answers:
         try:
-            facts.answers[key] = Context(text, path, ast.parse(text, filename=path), facts)
+            facts.answers[key] = Context(text, path, legacy.parse(text, path), facts)
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             facts.answers[key] = None
         else:

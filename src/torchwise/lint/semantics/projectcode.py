@@ -8,14 +8,14 @@ import ast
 import os
 from typing import Callable
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, legacy
 from torchwise.lint.facts import FunctionBlock, ProjectFacts
 
 
 def parsed(block: FunctionBlock) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The parsed function of ``block`` (None when it does not parse)."""
     try:
-        body = ast.parse(block.text).body
+        body = legacy.parse(block.text).body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     return body[0] if body and body[0].__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else None

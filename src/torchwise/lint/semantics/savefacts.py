@@ -5,10 +5,9 @@ small summaries are kept, not the parsed files."""
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
-from torchwise.lint.engine import Context, argument
+from torchwise.lint.engine import Context, argument, legacy
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.checkpoints import file_names, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.projectcode import share_context
@@ -49,7 +48,7 @@ def _summaries(facts: ProjectFacts) -> list[FileSaves]:
             if path in known:
                 continue
             try:
-                ctx = Context(text, path, ast.parse(text, filename=path), facts)
+                ctx = Context(text, path, legacy.parse(text, path), facts)
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
                 continue
             known[path] = summarise(ctx)
