@@ -101,3 +101,124 @@ QUIET += [
           d(_SPLITS.format(pin=", pin_memory=True").replace("images.cuda()", "images.cuda(non_blocking=True)").replace(
               "labels.cuda()", "labels.cuda(non_blocking=True)"))),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 per-batch legacy and one-hot
+# Replay minibatches copied into a typed legacy tensor and then to the device every update; legacy
+# constructors of sizes zeroed and moved per batch or per loss call (also in a make_* helper a
+# loss's forward calls); a one-hot filled in on the host and moved in the next statement.
+_AGENT = """
+    import torch
+    import torch.nn.functional as F
+    class Agent:
+        def __init__(self, critic, device):
+            self.critic = critic.to(device)
+            self.device = device
+        def update(self, memory, batch_size):
+            states, actions, rewards = {draw}
+            states = torch.FloatTensor(states).to(self.device)
+            actions = torch.FloatTensor(actions).to(self.device)
+            rewards = torch.FloatTensor(rewards).to(self.device).unsqueeze(1)
+            loss = F.mse_loss(self.critic(states, actions), rewards)
+            loss.backward()
+"""
+FIND += [
+    Shape("TW205", "soft actor-critic: the replay minibatch from memory.sample() copied with FloatTensor(...).to(device) every update",
+          d(_AGENT.format(draw="memory.sample(batch_size=batch_size)")), 9),
+    Shape("TW205", "a DQN's transitions (batch = replay_buffer.sample(n); FloatTensor(np.array(batch.state)).to(device))", d("""
+        import numpy as np
+        import torch
+        def optimize(policy, replay_buffer, opt, device):
+            for step in range(100):
+                batch = replay_buffer.sample(64)
+                state = torch.FloatTensor(np.array(batch.state)).to(device)
+                q = policy(state).max(1)[0].mean()
+                q.backward()
+                opt.step()
+    """), 6),
+    Shape("TW205", "re-identification features: torch.FloatTensor(n, opt.dim).zero_().cuda() for every test batch", d("""
+        import torch
+        def extract(model, loader, opt):
+            feats = []
+            for img, label in loader:
+                n, c, h, w = img.size()
+                ff = torch.FloatTensor(n, opt.dim).zero_().cuda()
+                ff += model(img.cuda())
+                feats.append(ff)
+            return feats
+    """), 6),
+    Shape("TW205", "a segmentation loss's make_one_hot: FloatTensor(sizes...).zero_().to(labels.device), called by forward", d("""
+        import torch
+        import torch.nn as nn
+        def make_one_hot(labels, classes):
+            one_hot = torch.FloatTensor(labels.size()[0], classes, labels.size()[2], labels.size()[3]).zero_().to(labels.device)
+            return one_hot.scatter_(1, labels.data, 1)
+        class DiceLoss(nn.Module):
+            def forward(self, output, target):
+                target = make_one_hot(target.unsqueeze(dim=1), classes=output.size()[1])
+                return 1 - (output.softmax(1) * target).sum() / target.sum()
+    """), 4),
+    Shape("TW205", "label smoothing: torch.zeros(size).scatter_(...) on the host, then targets = targets.cuda() in the next statement", d("""
+        import torch
+        import torch.nn as nn
+        class SmoothCE(nn.Module):
+            def __init__(self, epsilon=0.1, use_gpu=True):
+                super().__init__()
+                self.epsilon = epsilon
+                self.use_gpu = use_gpu
+            def forward(self, inputs, targets):
+                log_probs = inputs.log_softmax(1)
+                targets = torch.zeros(log_probs.size()).scatter_(1, targets.unsqueeze(1).data.cpu(), 1)
+                if self.use_gpu: targets = targets.cuda()
+                return (-targets * log_probs).mean(0).sum()
+    """), 11),
+]
+QUIET += [
+    Shape("TW205", "the environment's random action (env.action_space.sample()) is not a replay minibatch",
+          d(_AGENT.format(draw="env.action_space.sample(), 0, 0"))),
+    Shape("TW205", "the replay minibatch converted with torch.as_tensor(..., device=...) (one copy)",
+          d(_AGENT.format(draw="memory.sample(batch_size=batch_size)").replace(
+              "torch.FloatTensor(states).to(self.device)", "torch.as_tensor(states, dtype=torch.float32, device=self.device)").replace(
+              "torch.FloatTensor(actions).to(self.device)", "torch.as_tensor(actions, dtype=torch.float32, device=self.device)").replace(
+              "torch.FloatTensor(rewards).to(self.device)", "torch.as_tensor(rewards, dtype=torch.float32, device=self.device)"))),
+    Shape("TW205", "a legacy constructor of data read from a file (one argument, not filled), moved per batch", d("""
+        import numpy as np
+        import torch
+        def run(model, names):
+            for name in names:
+                wav = np.load(name)
+                x = torch.FloatTensor(wav).cuda()
+                model(x)
+    """)),
+    Shape("TW205", "a make_* helper that only set-up code calls (the model's __init__)", d("""
+        import torch
+        import torch.nn as nn
+        def make_table(n, dim):
+            return torch.FloatTensor(n, dim).zero_().cuda()
+        class Lookup(nn.Module):
+            def __init__(self, n, dim):
+                super().__init__()
+                self.table = make_table(n, dim)
+            def forward(self, idx):
+                return self.table[idx]
+    """)),
+    Shape("TW205", "an init_hidden() that only a generate() method calls, outside its loop (once per request)", d("""
+        import torch
+        import torch.nn as nn
+        class Vocoder(nn.Module):
+            def __init__(self, hidden_size):
+                super().__init__()
+                self.hidden_size = hidden_size
+                self.cell = nn.GRUCell(1, hidden_size)
+            def forward(self, x, h):
+                return self.cell(x, h)
+            def generate(self, steps):
+                with torch.no_grad():
+                    hidden = self.init_hidden()
+                    x = torch.zeros(1, 1, device=hidden.device)
+                    for _ in range(steps):
+                        hidden = self.cell(x, hidden)
+                return hidden
+            def init_hidden(self, batch_size=1):
+                return torch.zeros(batch_size, self.hidden_size).cuda()
+    """)),
+]
