@@ -222,3 +222,118 @@ QUIET += [
                 return torch.zeros(batch_size, self.hidden_size).cuda()
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW109 freeze without requires_grad
+# Lead's decision (round 7): a model's freeze_bn() that only calls .eval() on its BatchNorm layers
+# is half a freeze even when re-applied after model.train(): the affine weight and bias keep
+# requires_grad and reach the optimizer.
+_SEG_MODEL = d("""
+    import torch.nn as nn
+    from torchvision import models
+    class PSPNet(nn.Module):
+        def __init__(self, num_classes, freeze_bn=False):
+            super().__init__()
+            self.backbone = models.resnet50(weights=None)
+            self.head = nn.Conv2d(2048, num_classes, 1)
+            if freeze_bn:
+                self.freeze_bn()
+        def forward(self, x):
+            return self.head(self.backbone(x))
+        def freeze_bn(self):
+            for module in self.modules():
+                if isinstance(module, nn.BatchNorm2d): module.eval()
+""")
+_SEG_TRAINER = d("""
+    import torch
+    class Trainer:
+        def __init__(self, model, config, loader):
+            self.model = model
+            self.config = config
+            self.loader = loader
+            params = filter(lambda p: p.requires_grad, self.model.parameters())
+            self.optimizer = torch.optim.SGD(params, lr=0.01)
+        def _train_epoch(self, epoch):
+            self.model.train()
+            if self.config["freeze_bn"]:
+                self.model.freeze_bn()
+            for data, target in self.loader:
+                loss = torch.nn.functional.cross_entropy(self.model(data), target)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+""")
+
+
+def _unused(text: str, call: str) -> str:
+    assert call in text
+    return text.replace(call, "")
+
+
+PROJECTS += [
+    ProjectShape("TW109", "a segmentation model's freeze_bn() (eval only), re-applied by the trainer of another module after model.train()", {
+        "models/pspnet.py": _SEG_MODEL,
+        "trainer.py": _SEG_TRAINER,
+    }, (("models/pspnet.py", 14),)),
+    ProjectShape("TW109", "look-alike: the model's freeze_bn() also turns requires_grad off", {
+        "models/pspnet.py": _SEG_MODEL.replace(
+            "if isinstance(module, nn.BatchNorm2d): module.eval()",
+            "if isinstance(module, nn.BatchNorm2d):\n                module.eval()\n                module.requires_grad_(False)"),
+        "trainer.py": _SEG_TRAINER,
+    }),
+    ProjectShape("TW109", "look-alike: an FCN on VGG16 (no BatchNorm anywhere) that offers the same freeze_bn()", {
+        "models/pspnet.py": _SEG_MODEL.replace("models.resnet50(weights=None)", "models.vgg16(weights=None).features"),
+        "trainer.py": _SEG_TRAINER,
+    }),
+    ProjectShape("TW109", "look-alike: a freeze_bn() that nothing in the project calls", {
+        "models/pspnet.py": _unused(_SEG_MODEL, "        if freeze_bn:\n            self.freeze_bn()\n"),
+        "trainer.py": _unused(_SEG_TRAINER, '        if self.config["freeze_bn"]:\n            self.model.freeze_bn()\n'),
+    }),
+]
+FIND += [
+    Shape("TW109", "a detector's freeze_bn() called after model.train() in the same script every epoch", d("""
+        import torch
+        import torch.nn as nn
+        class Detector(nn.Module):
+            def freeze_bn(self):
+                for layer in self.modules():
+                    if isinstance(layer, nn.BatchNorm2d):
+                        layer.eval()
+        model = Detector()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-5)
+        for epoch in range(10):
+            model.train()
+            model.freeze_bn()
+            train_one_epoch(model, optimizer)
+    """), 7),
+]
+QUIET += [
+    Shape("TW109", "the same detector with FrozenBatchNorm2d layers (nothing put in eval)", d("""
+        import torch
+        import torch.nn as nn
+        from torchvision.ops import FrozenBatchNorm2d
+        class Detector(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = FrozenBatchNorm2d(64)
+        model = Detector()
+        for epoch in range(10):
+            model.train()
+            train_one_epoch(model)
+    """)),
+    Shape("TW109", "the detector's freeze_bn() also freezes weight and bias", d("""
+        import torch
+        import torch.nn as nn
+        class Detector(nn.Module):
+            def freeze_bn(self):
+                for layer in self.modules():
+                    if isinstance(layer, nn.BatchNorm2d):
+                        layer.eval()
+                        for p in layer.parameters():
+                            p.requires_grad = False
+        model = Detector()
+        for epoch in range(10):
+            model.train()
+            model.freeze_bn()
+            train_one_epoch(model)
+    """)),
+]
