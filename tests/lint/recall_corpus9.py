@@ -337,3 +337,53 @@ QUIET += [
             train_one_epoch(model)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW509 builders chosen by name
+# A backbone option picks the torchvision builder with getattr; the old flag passed by keyword or
+# positionally (also a plain builder given the flag's variable).
+FIND += [
+    Shape("TW509", "a GCN's backbone: getattr(torchvision.models, backbone)(pretrained=False)", d("""
+        import torch.nn as nn
+        import torchvision
+        class Encoder(nn.Module):
+            def __init__(self, backbone="resnet50"):
+                super().__init__()
+                net = getattr(torchvision.models, backbone)(pretrained=False)
+                self.stem = nn.Sequential(net.conv1, net.bn1, net.relu)
+    """), 6),
+    Shape("TW509", "a PSPNet's backbone: getattr(models, backbone)(pretrained) with the flag positional", d("""
+        import torch.nn as nn
+        from torchvision import models
+        class Encoder(nn.Module):
+            def __init__(self, backbone="densenet201", pretrained=True):
+                super().__init__()
+                net = getattr(models, backbone)(pretrained)
+                self.features = net.features
+    """), 6),
+    Shape("TW509", "an FCN on VGG: models.vgg16(pretrained) given the constructor's flag", d("""
+        import torch.nn as nn
+        from torchvision import models
+        class FCN(nn.Module):
+            def __init__(self, pretrained=True):
+                super().__init__()
+                self.features = models.vgg16(pretrained).features
+    """), 6),
+]
+QUIET += [
+    Shape("TW509", "the builder chosen by name with weights=", d("""
+        import torchvision
+        def encoder(backbone, weights=None):
+            return getattr(torchvision.models, backbone)(weights=weights)
+    """)),
+    Shape("TW509", "getattr on the project's own models module with a pretrained flag", d("""
+        import my_models
+        def encoder(backbone, pretrained=True):
+            return getattr(my_models, backbone)(pretrained)
+    """)),
+    Shape("TW509", "positional arguments that are not the flag (get_model's name, a builder of the project's layers)", d("""
+        from torchvision import models
+        def encoder(name, cfg):
+            features = models.vgg.make_layers(cfg)
+            return models.get_model(name, weights=None), getattr(models, name)(num_classes=10), features
+    """)),
+]
