@@ -387,3 +387,70 @@ QUIET += [
             return models.get_model(name, weights=None), getattr(models, name)(num_classes=10), features
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW201 DataParallel by hand
+# replicate/scatter/parallel_apply/gather written out in a helper (here or in another module),
+# called in the training step when several GPUs are visible.
+_HAND_DP = d("""
+    import torch
+    def spread_forward(model, *inputs):
+        devices = list(range(torch.cuda.device_count()))
+        replicas = torch.nn.parallel.replicate(model, devices)
+        chunks = torch.nn.parallel.scatter(inputs, devices)
+        outputs = torch.nn.parallel.parallel_apply(replicas[:len(chunks)], chunks)
+        return torch.nn.parallel.gather(outputs, devices[0])
+""")
+_VOCODER_STEP = d("""
+    import torch
+    import torch.nn.functional as F
+    from utils import spread_forward
+    def train_loop(model, optimizer, loader, device):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            if device.type == "cuda" and torch.cuda.device_count() > 1:
+                y_hat = spread_forward(model, x)
+            else:
+                y_hat = model(x)
+            loss = F.cross_entropy(y_hat, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW201", "a vocoder's workaround helper in utils (replicate/scatter/parallel_apply/gather) called in the training step", {
+        "utils/__init__.py": _HAND_DP,
+        "train.py": _VOCODER_STEP,
+    }, (("train.py", 8),)),
+    ProjectShape("TW201", "look-alike: the helper only used to generate, under no_grad", {
+        "utils/__init__.py": _HAND_DP,
+        "generate.py": d("""
+            import torch
+            from utils import spread_forward
+            def generate(model, batches):
+                outs = []
+                with torch.no_grad():
+                    for x in batches:
+                        outs.append(spread_forward(model, x.cuda()))
+                return outs
+        """),
+    }),
+    ProjectShape("TW201", "look-alike: a helper that only gathers outputs (no replicas, no parallel_apply)", {
+        "utils/__init__.py": d("""
+            import torch
+            def spread_forward(model, *inputs):
+                return torch.nn.parallel.gather([model(*inputs)], 0)
+        """),
+        "train.py": _VOCODER_STEP,
+    }),
+]
+FIND += [
+    Shape("TW201", "the hand-written DataParallel defined and used in the same training script", _HAND_DP + d("""
+        def train(model, loader, opt):
+            for x, y in loader:
+                out = spread_forward(model, x.cuda())
+                loss = torch.nn.functional.mse_loss(out, y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 10),
+]
