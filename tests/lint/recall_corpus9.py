@@ -454,3 +454,90 @@ FIND += [
                 opt.step()
     """), 10),
 ]
+
+# ----------------------------------------------------------------------------------- TW104 helpers elsewhere, acting
+# After model.eval(), a function of another module runs the model it is handed with autograd on;
+# an agent's select_action() runs its policy every environment step and returns host data.
+_METRICS = d("""
+    import numpy as np
+    import torch
+    def metrics(model, test_loader, top_k):
+        hits = []
+        for user, item, label in test_loader:
+            predictions = model(user.cuda(), item.cuda())
+            _, indices = torch.topk(predictions, top_k)
+            hits.append(int(item[0].item() in item[indices].tolist()))
+        return np.mean(hits)
+""")
+_NCF_MAIN = d("""
+    import torch
+    import evaluate
+    from model import NCF
+    model = NCF(100, 50).cuda()
+    opt = torch.optim.Adam(model.parameters())
+    for epoch in range(20):
+        model.train()
+        for user, item, label in train_loader:
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(user, item), label)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        hr = evaluate.metrics(model, test_loader, 10)
+""")
+PROJECTS += [
+    ProjectShape("TW104", "recommendation: model.eval() then evaluate.metrics(model, ...) of another module runs it without no_grad", {
+        "evaluate.py": _METRICS,
+        "main.py": _NCF_MAIN,
+    }, (("main.py", 14),)),
+    ProjectShape("TW104", "look-alike: the other module's helper runs the model under no_grad", {
+        "evaluate.py": _METRICS.replace("def metrics(", "@torch.no_grad()\ndef metrics("),
+        "main.py": _NCF_MAIN,
+    }),
+    ProjectShape("TW104", "look-alike: the helper only reads the model's parameters (no forward pass)", {
+        "evaluate.py": d("""
+            def metrics(model, test_loader, top_k):
+                return sum(p.numel() for p in model.parameters())
+        """),
+        "main.py": _NCF_MAIN,
+    }),
+]
+_AGENT_ACT = """
+    import torch
+    from model import GaussianPolicy
+    class SAC:
+        def __init__(self, num_inputs, num_actions, device):
+            self.policy = GaussianPolicy(num_inputs, num_actions).to(device)
+            self.policy_optim = torch.optim.Adam(self.policy.parameters(), lr=3e-4)
+            self.device = device
+        def select_action(self, state, evaluate=False):
+            state = torch.as_tensor(state, dtype=torch.float32, device=self.device).unsqueeze(0)
+            if evaluate is False:
+                action, _, _ = self.policy.sample(state)
+            else:
+                _, _, action = self.policy.sample(state)
+            return {ret}
+"""
+FIND += [
+    Shape("TW104", "soft actor-critic: select_action() runs self.policy.sample(state) with autograd on, returns numpy",
+          d(_AGENT_ACT.format(ret="action.detach().cpu().numpy()[0]")), 11),
+    Shape("TW104", "a DDPG agent's act(): self.actor(state) then .cpu().data.numpy()", d("""
+        import torch
+        from networks import Actor
+        class Agent:
+            def __init__(self, state_size, action_size, device):
+                self.actor = Actor(state_size, action_size).to(device)
+                self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=1e-4)
+            def act(self, state):
+                state = torch.from_numpy(state).float().unsqueeze(0)
+                action = self.actor(state)
+                return action.cpu().data.numpy()
+    """), 9),
+]
+QUIET += [
+    Shape("TW104", "select_action() that keeps the graph (returns the tensor and its log-probability for REINFORCE)",
+          d(_AGENT_ACT.format(ret="action"))),
+    Shape("TW104", "select_action() under torch.no_grad()",
+          d(_AGENT_ACT.format(ret="action.detach().cpu().numpy()[0]").replace(
+              "def select_action(", "@torch.no_grad()\n        def select_action("))),
+]
