@@ -541,3 +541,41 @@ QUIET += [
           d(_AGENT_ACT.format(ret="action.detach().cpu().numpy()[0]").replace(
               "def select_action(", "@torch.no_grad()\n        def select_action("))),
 ]
+
+# ----------------------------------------------------------------------------------- TW405 f-string rendezvous
+FIND += [
+    Shape("TW405", "linear evaluation: args.dist_url = f'tcp://localhost:{random port}', mp.spawn, init_method=args.dist_url", d("""
+        import random
+        import torch
+        def main(args):
+            args.rank = 0
+            args.dist_url = f"tcp://localhost:{random.randrange(49152, 65535)}"
+            args.world_size = torch.cuda.device_count()
+            torch.multiprocessing.spawn(main_worker, (args,), args.world_size)
+        def main_worker(gpu, args):
+            torch.distributed.init_process_group(backend="nccl", init_method=args.dist_url,
+                                                 world_size=args.world_size, rank=args.rank + gpu)
+    """), 7),
+]
+QUIET += [
+    Shape("TW405", "the address comes from a --dist-url option (its default is configuration), no address made in code", d("""
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--dist-url", default="tcp://localhost:10001")
+        def main():
+            args = parser.parse_args()
+            torch.multiprocessing.spawn(main_worker, (args,), torch.cuda.device_count())
+        def main_worker(gpu, args):
+            torch.distributed.init_process_group(backend="nccl", init_method=args.dist_url, world_size=2, rank=gpu)
+    """)),
+    Shape("TW405", "an f-string tcp address logged, with workers that rendezvous through torchrun's environment", d("""
+        import torch
+        def main(args):
+            url = f"tcp://{args.host}:{args.port}"
+            print("serving metrics at", url)
+            torch.multiprocessing.spawn(worker, (args,), 2)
+        def worker(rank, args):
+            run(rank, args)
+    """)),
+]
