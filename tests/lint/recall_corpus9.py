@@ -579,3 +579,33 @@ QUIET += [
             run(rank, args)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW209 through a Sequential
+_BOTTLENECK = """
+    import torch.nn as nn
+    class Bottleneck(nn.Module):
+        def __init__(self, c, asymmetric=False):
+            super().__init__()
+            if asymmetric:
+                self.conv2 = nn.Sequential(
+                    nn.Conv2d(c, c, kernel_size=(1, 5), padding=(0, 2), bias=False),
+                    nn.BatchNorm2d(c),
+                    nn.PReLU(),
+                    nn.Conv2d(c, c, kernel_size=(5, 1), padding=(2, 0){bias}),
+                )
+            else:
+                self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+        def forward(self, x):
+            x = self.conv2(x)
+            return self.bn2(x)
+"""
+FIND += [
+    Shape("TW209", "ENet's asymmetric bottleneck: a Sequential ending with a biased Conv2d, then self.bn2 in forward",
+          d(_BOTTLENECK.format(bias="")), 10),
+]
+QUIET += [
+    Shape("TW209", "the Sequential's last convolution has bias=False", d(_BOTTLENECK.format(bias=", bias=False"))),
+    Shape("TW209", "a Sequential that ends with an activation after the biased convolution",
+          d(_BOTTLENECK.format(bias="").replace("(2, 0)),\n", "(2, 0)),\n            nn.ReLU(),\n"))),
+]
