@@ -609,3 +609,38 @@ QUIET += [
     Shape("TW209", "a Sequential that ends with an activation after the biased convolution",
           d(_BOTTLENECK.format(bias="").replace("(2, 0)),\n", "(2, 0)),\n            nn.ReLU(),\n"))),
 ]
+
+# ----------------------------------------------------------------------------------- TW402 optimizer state in a helper
+_RESTORE = d("""
+    import torch
+    def restore_checkpoint(model, optimizer, paths):
+        model.load(paths["w"])
+        optimizer.load_state_dict(torch.load(paths["o"]{extra}))
+""")
+_TTS_TRAIN = d("""
+    import argparse
+    import torch
+    from utils.checkpoints import restore_checkpoint
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--force_cpu", action="store_true")
+        args = parser.parse_args()
+        device = torch.device("cuda") if not args.force_cpu and torch.cuda.is_available() else torch.device("cpu")
+        model = Vocoder().to(device)
+        optimizer = torch.optim.Adam(model.parameters())
+        restore_checkpoint(model, optimizer, {"w": "w.pyt", "o": "o.pyt"})
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a vocoder's checkpoint helper: optimizer.load_state_dict(torch.load(path)) in a module naming no device", {
+        "utils/checkpoints.py": _RESTORE.format(extra=""),
+        "train.py": _TTS_TRAIN,
+    }, (("utils/checkpoints.py", 4),)),
+    ProjectShape("TW402", "look-alike: the helper loads the optimizer state with map_location", {
+        "utils/checkpoints.py": _RESTORE.format(extra=", map_location='cpu'"),
+        "train.py": _TTS_TRAIN,
+    }),
+    ProjectShape("TW402", "look-alike: a project that never names CUDA (CPU training)", {
+        "utils/checkpoints.py": _RESTORE.format(extra=""),
+        "train.py": _TTS_TRAIN.replace('torch.device("cuda") if not args.force_cpu and torch.cuda.is_available() else ', ""),
+    }),
+]
