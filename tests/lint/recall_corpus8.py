@@ -124,3 +124,143 @@ PROJECTS += [
         "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
     }, (("test.py", 12),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 reads that rarely or never run
+# (a) the pre-0.4 arm of a torch version test: dead on any PyTorch since 0.4, so it is no second
+# read of the step (the live arm's .item() is the pitfall); (b) a log written when some seconds
+# have passed; (c) the branch for the one batch that holds a chosen item (an attention plot).
+_VERSION_ARMS = d("""
+    import torch
+    version = torch.__version__
+    def train(model, loader, optimizer, criterion):
+        running = 0.0
+        for inputs, labels in loader:
+            inputs, labels = inputs.cuda(), labels.cuda()
+            loss = criterion(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if int(version[0]) > 0 or int(version[2]) > 3:  # 0.4 and later
+                running += loss.item() * inputs.size(0)
+            else:  # 0.3
+                running += loss.data[0] * inputs.size(0)
+                shown = f"{loss.data[0]:.4f}"
+        return running
+""")
+_TIME_GATED = d("""
+    import json
+    import time
+    import torch
+    def train(args, model, loader, optimizer, gpu):
+        last_logging = time.time()
+        for step, (x, y) in enumerate(loader):
+            x, y = x.cuda(gpu, non_blocking=True), y.cuda(gpu, non_blocking=True)
+            loss = model(x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            current_time = time.time()
+            if args.rank == 0 and current_time - last_logging > args.log_freq_time:
+                print(json.dumps(dict(step=step, loss=loss.item())))
+                last_logging = current_time
+""")
+_ONE_ITEM = d("""
+    import numpy as np
+    import torch
+    def to_numpy(t):
+        return t.detach().cpu().numpy()
+    def train_loop(model, optimizer, loader, plot_id):
+        for i, (text, mels, ids) in enumerate(loader, 1):
+            text, mels = text.cuda(), mels.cuda()
+            out, attention = model(text, mels)
+            loss = torch.nn.functional.l1_loss(out, mels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if plot_id in ids:
+                idx = ids.index(plot_id)
+                np.save("attention.npy", to_numpy(attention[idx]))
+""")
+_DECODER = d("""
+    import torch
+    import torch.nn as nn
+    class Decoder(nn.Module):
+        def __init__(self, n_mels=80):
+            super().__init__()
+            self.cell = nn.GRUCell(n_mels, n_mels)
+            self.stop_threshold = -3.4
+        def forward(self, frames):
+            h = torch.zeros_like(frames[:, 0])
+            outs = []
+            for t in range(frames.size(1)):
+                h = self.cell(frames[:, t], h)
+                outs.append(h)
+            return torch.stack(outs, 1)
+        def generate(self, first, steps=1000):
+            self.eval()
+            h, frame, outs = torch.zeros_like(first), first, []
+            for t in range(steps):
+                h = self.cell(frame, h)
+                frame = h
+                outs.append(frame)
+                if (frame < self.stop_threshold).all() and t > 10:
+                    break
+            return torch.stack(outs, 1)
+""")
+_DECODER_TRAIN = d("""
+    import torch
+    from decoder import Decoder
+    model = Decoder().cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    for mels in loader:
+        mels = mels.cuda()
+        loss = (model(mels) - mels).abs().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""")
+_DECODER_SYNTH = d("""
+    import torch
+    from decoder import Decoder
+    model = Decoder().cuda()
+    frames = model.generate(torch.zeros(1, 80).cuda())
+""")
+PROJECTS += [
+    ProjectShape("TW207", "reID: running loss read with .item() under a torch version test; the pre-0.4 arm's .data[0] "
+                 "never runs and is no second read", {"train.py": _VERSION_ARMS}, (("train.py", 12),)),
+    ProjectShape("TW207", "the version test written with LooseVersion and as a conditional expression", {
+        "train.py": _VERSION_ARMS.replace("int(version[0]) > 0 or int(version[2]) > 3",
+                                          "LooseVersion(torch.__version__) >= LooseVersion('0.4.0')").replace(
+            "import torch\n", "import torch\nfrom distutils.version import LooseVersion\n", 1).replace(
+            '            shown = f"{loss.data[0]:.4f}"\n',
+            '        value = loss.item() if torch.__version__ >= "0.4" else loss.data[0]\n'),
+    }, (("train.py", 13), ("train.py", 16))),
+    ProjectShape("TW207", "look-alike: .data[0] in a loop with no version test is reported",
+                 {"train.py": _VERSION_ARMS.replace("int(version[0]) > 0 or int(version[2]) > 3", "inputs.size(0) > 0")},
+                 (("train.py", 12), ("train.py", 14), ("train.py", 15))),
+    ProjectShape("TW207", "self-supervised pretraining: loss.item() logged on rank 0 when log_freq_time seconds have passed",
+                 {"train.py": _TIME_GATED}),
+    ProjectShape("TW207", "the time gate written with perf_counter and an elapsed name", {
+        "train.py": _TIME_GATED.replace("time.time()", "time.perf_counter()").replace(
+            "            if args.rank == 0 and current_time - last_logging > args.log_freq_time:\n",
+            "            elapsed = current_time - last_logging\n            if elapsed >= 30:\n"),
+    }),
+    ProjectShape("TW207", "look-alike: a rank test alone (every step on rank 0) is reported", {
+        "train.py": _TIME_GATED.replace("args.rank == 0 and current_time - last_logging > args.log_freq_time", "args.rank == 0"),
+    }, (("train.py", 14),)),
+    ProjectShape("TW207", "TTS: the attention of one chosen utterance saved when its id is in the batch (about once per epoch)",
+                 {"train.py": _ONE_ITEM}),
+    ProjectShape("TW207", "look-alike: a key looked up in the outputs (true every step) is reported", {
+        "train.py": _ONE_ITEM.replace("if plot_id in ids:", "if 'attn' in ids:"),
+    }, (("train.py", 15),)),
+    ProjectShape("TW207", "look-alike: the tested item is the loop's own value (every step)", {
+        "train.py": _ONE_ITEM.replace("if plot_id in ids:", "plot_id = ids[0]\n        if plot_id in ids:"),
+    }, (("train.py", 16),)),
+    ProjectShape("TW207", "Tacotron: the stop test of generate(), which only the synthesis script calls", {
+        "decoder.py": _DECODER, "train.py": _DECODER_TRAIN, "synthesize.py": _DECODER_SYNTH,
+    }),
+    ProjectShape("TW207", "look-alike: generate() called by the training loop every step is reported", {
+        "decoder.py": _DECODER,
+        "train.py": _DECODER_TRAIN.replace("    optimizer.step()\n", "    optimizer.step()\n    sample = model.generate(mels[:, 0])\n"),
+    }, (("decoder.py", 22),)),
+]
