@@ -264,3 +264,55 @@ PROJECTS += [
         "train.py": _DECODER_TRAIN.replace("    optimizer.step()\n", "    optimizer.step()\n    sample = model.generate(mels[:, 0])\n"),
     }, (("decoder.py", 22),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 dead helpers
+# A helper left in a training script that nothing calls (its test script keeps its own copy that
+# it does call): what it allocates is never allocated.
+_FLIP_SCRIPT = d("""
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=10)
+    opt = parser.parse_args()
+    def fliplr(img):
+        inv_idx = torch.arange(img.size(3) - 1, -1, -1).long().cuda()
+        return img.index_select(3, inv_idx)
+    def train_model(model, loader, optimizer, criterion):
+        for inputs, labels in loader:
+            inputs, labels = inputs.cuda(), labels.cuda()
+            loss = criterion(model(inputs), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    train_model(model, loader, optimizer, criterion)
+""")
+_FLIP_TEST = d("""
+    import torch
+    def fliplr(img):
+        inv_idx = torch.arange(img.size(3) - 1, -1, -1).long().cuda()
+        return img.index_select(3, inv_idx)
+    def extract(model, loader):
+        for img in loader:
+            for flip in range(2):
+                if flip == 1:
+                    img = fliplr(img)
+                out = model(img.cuda())
+    if __name__ == "__main__":
+        extract(model, loader)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "reID: fliplr() defined in the training script and never called; the test script calls its own "
+                 "copy (reported there)", {"train.py": _FLIP_SCRIPT, "test.py": _FLIP_TEST}, (("test.py", 3),)),
+    ProjectShape("TW205", "look-alike: the same helper called by the training loop is reported", {
+        "train.py": _FLIP_SCRIPT.replace("inputs, labels = inputs.cuda(), labels.cuda()",
+                                         "inputs, labels = fliplr(inputs.cuda()), labels.cuda()"),
+    }, (("train.py", 7),)),
+    ProjectShape("TW205", "look-alike: the script's helper imported by another module of the project is reported", {
+        "train.py": _FLIP_SCRIPT,
+        "augment.py": "from train import fliplr\n\ndef both(img):\n    return [img, fliplr(img)]\n",
+    }, (("train.py", 7),)),
+    ProjectShape("TW205", "look-alike: a helper of a library module (no __main__, no parse_args) is reported even when "
+                 "no file calls it", {
+                     "utils.py": _FLIP_TEST.split("def extract")[0],
+                 }, (("utils.py", 3),)),
+]
