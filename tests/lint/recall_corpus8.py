@@ -316,3 +316,33 @@ PROJECTS += [
                      "utils.py": _FLIP_TEST.split("def extract")[0],
                  }, (("utils.py", 3),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW203 CPU statistics
+# A script that computes the mean and std of the training images: it checks for a GPU (copied
+# from the training script) but nothing in it goes to a device.
+_STATS = d("""
+    import torch
+    from torchvision import datasets, transforms
+    image_datasets = {x: datasets.ImageFolder(x, transforms.ToTensor()) for x in ["train", "val"]}
+    dataloaders = {x: torch.utils.data.DataLoader(image_datasets[x], batch_size=32, shuffle=True, num_workers=8)
+                   for x in ["train", "val"]}
+    use_gpu = torch.cuda.is_available()
+    def statistics():
+        mean, std = torch.zeros(3), torch.zeros(3)
+        for inputs, _ in dataloaders["train"]:
+            n, c, h, w = inputs.shape
+            mean += inputs.mean(dim=(2, 3)).sum(0)
+            std += inputs.view(n, c, h * w).std(dim=2).sum(0)
+        return mean, std
+    print(statistics())
+""")
+QUIET += [
+    Shape("TW203", "reID prepare_static: a loader that feeds only CPU statistics in a file that checks for a GPU", _STATS),
+]
+FIND += [
+    Shape("TW203", "look-alike: the same statistics computed on the GPU (the batches are moved)",
+          _STATS.replace("n, c, h, w = inputs.shape", "inputs = inputs.cuda()\n            n, c, h, w = inputs.shape"), 4),
+    Shape("TW203", "look-alike: a file that checks for a GPU and trains what the loader yields",
+          _STATS.replace("print(statistics())", "model = Net()\nfor x, y in dataloaders['train']:\n    loss = model(x).sum()\n"
+                         "    loss.backward()\n"), 4),
+]

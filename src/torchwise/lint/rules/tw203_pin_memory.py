@@ -93,6 +93,16 @@ def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# what a file that feeds a device somewhere has: a move, a backward pass, a restored or evaluated model, a device
+_DEVICE_WORK = (".cuda(", ".to(", ".backward(", "load_state_dict(", ".eval()", "device")
+
+
+def _host_statistics(ctx: Context, call: ast.Call) -> bool:
+    """A file whose only GPU evidence is a check (``use_gpu = torch.cuda.is_available()``) and
+    that never moves anything, trains, restores or evaluates a model or names a device, iterating
+    a loader it keeps (not returned to a caller): it computes statistics of the data on the CPU
+    (a dataset's mean and std), and no batch reaches a GPU."""
+    return not any(w in ctx.source for w in _DEVICE_WORK) and not _returned(ctx, call) and not _handed_to_trainer(ctx, call)
 
 
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
@@ -164,7 +174,11 @@ What it flags
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test, a
   loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
-  (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply.
+  (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
+  a loader a file iterates itself (not returned to a caller) when its only GPU evidence is a
+  check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or
+  evaluates no model and names no device: it computes statistics of the data (mean and std of
+  the images) on the CPU.
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -201,6 +215,8 @@ Fix
                 continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
             if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+            if _host_statistics(ctx, call):
+                continue  # a statistics script: it checks for a GPU but no batch goes to a device
             if _unused_or_xla(ctx, call):
                 continue  # never iterated; or handed to torch_xla's ParallelLoader: it feeds a TPU
             facts = project_dataset(ctx, dataset, call)
