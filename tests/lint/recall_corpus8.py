@@ -346,3 +346,50 @@ FIND += [
           _STATS.replace("print(statistics())", "model = Net()\nfor x, y in dataloaders['train']:\n    loss = model(x).sum()\n"
                          "    loss.backward()\n"), 4),
 ]
+
+# ----------------------------------------------------------------------------------- TW301 split seeds
+# A literal seed that fixes the train/test split of the data (shuffle, then cut): the project
+# makes no attempt at a reproducible run that an unseeded torch generator would break.
+_SPLIT = d("""
+    import random
+    from torch.utils.data import DataLoader
+    def get_datasets(path, dataset, batch_size, n_test):
+        ids = [x[0] for x in dataset]
+        random.seed(1234)
+        random.shuffle(ids)
+        test_ids = ids[-n_test:]
+        train_ids = ids[:-n_test]
+        train_set = DataLoader(ItemDataset(path, train_ids), batch_size=batch_size, shuffle=True)
+        return train_set, ItemDataset(path, test_ids)
+""")
+QUIET += [
+    Shape("TW301", "TTS datasets: random.seed(1234) before the shuffle that splits the ids into train and test", _SPLIT),
+    Shape("TW301", "the split drawn as a NumPy permutation", d("""
+        import numpy as np
+        import torch
+        def split(n, k):
+            np.random.seed(0)
+            perm = np.random.permutation(n)
+            train_idx, val_idx = perm[:k], perm[k:]
+            noise = torch.randn(n)
+            return train_idx, val_idx, noise
+    """)),
+]
+FIND += [
+    Shape("TW301", "look-alike: the seed handed in (a per-epoch order, the run's seeding) is reported",
+          _SPLIT.replace("def get_datasets(path, dataset, batch_size, n_test):", "def get_datasets(path, dataset, batch_size, n_test, seed):")
+          .replace("random.seed(1234)", "random.seed(seed)"), 9),
+    Shape("TW301", "look-alike: a literal seed before a shuffle that is not cut into parts is reported",
+          _SPLIT.replace("test_ids = ids[-n_test:]", "test_ids = ids").replace("train_ids = ids[:-n_test]", "train_ids = ids"), 9),
+]
+PROJECTS += [
+    ProjectShape("TW301", "a project whose only seed is the split seed of its data module: the training script's "
+                 "torch draws are not reported", {
+                     "data.py": _SPLIT,
+                     "train.py": "import torch\nfrom data import get_datasets\nnoise = torch.randn(4)\n",
+                 }),
+    ProjectShape("TW301", "look-alike: the training script seeds numpy too, so the data module's torch draw is reported", {
+        "data.py": _SPLIT,
+        "train.py": "import numpy as np\nimport torch\nfrom data import get_datasets\nnp.random.seed(0)\nnoise = torch.randn(4)\n",
+    }, (("train.py", 5),)),
+]
