@@ -341,7 +341,7 @@ QUIET += [
 ]
 FIND += [
     Shape("TW203", "look-alike: the same statistics computed on the GPU (the batches are moved)",
-          _STATS.replace("n, c, h, w = inputs.shape", "inputs = inputs.cuda()\n            n, c, h, w = inputs.shape"), 4),
+          _STATS.replace("n, c, h, w = inputs.shape", "inputs = inputs.cuda()\n        n, c, h, w = inputs.shape"), 4),
     Shape("TW203", "look-alike: a file that checks for a GPU and trains what the loader yields",
           _STATS.replace("print(statistics())", "model = Net()\nfor x, y in dataloaders['train']:\n    loss = model(x).sum()\n"
                          "    loss.backward()\n"), 4),
@@ -392,4 +392,34 @@ PROJECTS += [
         "data.py": _SPLIT,
         "train.py": "import numpy as np\nimport torch\nfrom data import get_datasets\nnp.random.seed(0)\nnoise = torch.randn(4)\n",
     }, (("train.py", 5),)),
+]
+
+# ----------------------------------------------------------------------------------- TW508 stable log-sum-exp
+QUIET += [
+    Shape("TW508", "vocoder mixture loss: the stable log-sum-exp written out (the maximum subtracted first)", d("""
+        import torch
+        def log_sum_exp(x):
+            axis = len(x.size()) - 1
+            m, _ = torch.max(x, dim=axis)
+            m2, _ = torch.max(x, dim=axis, keepdim=True)
+            return m + torch.log(torch.sum(torch.exp(x - m2), dim=axis))
+    """)),
+    Shape("TW508", "the maximum as a method, indexed, inline", d("""
+        import torch
+        def lse(logits):
+            return logits.max(1)[0] + torch.log(torch.sum(torch.exp(logits - logits.max(1, keepdim=True)[0]), dim=1))
+    """)),
+]
+FIND += [
+    Shape("TW508", "look-alike: a shift by the maximum of another tensor is reported", d("""
+        import torch
+        def lse(x, y):
+            m, _ = torch.max(y, dim=1, keepdim=True)
+            return torch.log(torch.sum(torch.exp(x - m), dim=1))
+    """), 4),
+    Shape("TW508", "look-alike: a shift by the mean is reported", d("""
+        import torch
+        def lse(x):
+            return torch.log(torch.sum(torch.exp(x - x.mean(1, keepdim=True)), dim=1))
+    """), 3),
 ]
