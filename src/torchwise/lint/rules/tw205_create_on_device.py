@@ -134,7 +134,10 @@ What it flags
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
   `if not state:` set-up), NaN-recovery branches
-  (`if torch.isnan(k).any():`) and example inputs for `add_graph`.
+  (`if torch.isnan(k).any():`) and example inputs for `add_graph`. Nor is a module-level
+  helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
+  name occurs nowhere else in the file and no module of the project imports the script (a
+  `fliplr()` left in a training script while the test script calls its own copy).
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
