@@ -215,3 +215,54 @@ PROJECTS += [
         "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW502 pre-0.4 files
+# Training utilities written for PyTorch < 0.4 pass `async=True`; since Python 3.7 the file does not
+# parse. The old argument is reported, and the rest of the file is still checked.
+FIND += [
+    Shape("TW502", "a pre-0.4 cuda() helper: x.cuda(async=True), a syntax error since Python 3.7", d("""
+        import torch
+        def cuda(x):
+            return x.cuda(async=True) if torch.cuda.is_available() else x
+    """), 3),
+    Shape("TW207", "a per-step .item() in a pre-0.4 file that does not parse (x.cuda(async=True) elsewhere in it)", d("""
+        import torch
+        def cuda(x):
+            return x.cuda(async=True) if torch.cuda.is_available() else x
+        def train(model, loader, optimizer, criterion):
+            losses = []
+            for inputs, targets in loader:
+                loss = criterion(model(cuda(inputs)), cuda(targets))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+    """), 11),
+]
+
+# ----------------------------------------------------------------------------------- TW220 the import line
+# `from torch.cuda.amp import autocast, GradScaler`: the import itself is reported once (a
+# measurement that marks the deprecated import, not each use, finds it); a version fallback is not.
+FIND += [
+    Shape("TW220", "from torch.cuda.amp import autocast, GradScaler at the top of a GAN/TTS training script", d("""
+        import torch
+        from torch.cuda.amp import autocast, GradScaler
+        def train(model, loader, optimizer, fp16):
+            scaler = GradScaler(enabled=fp16)
+            for x in loader:
+                with autocast(enabled=fp16):
+                    loss = model(x.cuda())
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+    """), 2),
+]
+QUIET += [
+    Shape("TW220", "look-alike: the old import only as the fallback of the new one (except ImportError)", d("""
+        try:
+            from torch.amp import autocast, GradScaler
+        except ImportError:
+            from torch.cuda.amp import autocast, GradScaler
+    """)),
+]
