@@ -266,3 +266,77 @@ QUIET += [
             from torch.cuda.amp import autocast, GradScaler
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW404 across modules
+# Time-series experiment frameworks: the entry script asks torch.cuda.is_available() to set
+# args.use_gpu, then builds the experiment, whose base class sets CUDA_VISIBLE_DEVICES in the
+# _acquire_device() its constructor calls - too late, in another module.
+_EXP_BASIC = d("""
+    import os
+    import torch
+    class ExpBasic:
+        def __init__(self, args):
+            self.args = args
+            self.device = self._acquire_device()
+            self.model = self._build_model().to(self.device)
+        def _build_model(self):
+            raise NotImplementedError
+        def _acquire_device(self):
+            if self.args.use_gpu:
+                os.environ["CUDA_VISIBLE_DEVICES"] = str(self.args.gpu)
+                return torch.device(f"cuda:{self.args.gpu}")
+            return torch.device("cpu")
+""")
+_EXP_MAIN = d("""
+    from exp.exp_basic import ExpBasic
+    from models import Forecaster
+    class ExpMain(ExpBasic):
+        def _build_model(self):
+            return Forecaster(self.args)
+        def train(self, setting):
+            pass
+""")
+_RUN = d("""
+    import argparse
+    import torch
+    from exp.exp_main import ExpMain
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_gpu", type=bool, default=True)
+    parser.add_argument("--gpu", type=int, default=0)
+    args = parser.parse_args()
+    args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False
+    Exp = ExpMain
+    for ii in range(3):
+        exp = Exp(args)
+        exp.train(f"run{ii}")
+""")
+PROJECTS += [
+    ProjectShape("TW404", "an experiment base class sets CUDA_VISIBLE_DEVICES in _acquire_device(); run.py asked is_available() before building a subclass through an alias", {
+        "exp/exp_basic.py": _EXP_BASIC, "exp/exp_main.py": _EXP_MAIN, "run.py": _RUN,
+    }, (("exp/exp_basic.py", 12),)),
+    ProjectShape("TW404", "a trainer sets CUDA_VISIBLE_DEVICES in __init__; main() counted the GPUs before building it", {
+        "trainer.py": d("""
+            import os
+            class Trainer:
+                def __init__(self, cfg):
+                    os.environ["CUDA_VISIBLE_DEVICES"] = cfg.gpus
+                    self.cfg = cfg
+        """),
+        "main.py": d("""
+            import torch
+            from trainer import Trainer
+            def main(cfg):
+                print(torch.cuda.device_count(), "GPUs")
+                Trainer(cfg).fit()
+        """),
+    }, (("trainer.py", 4),)),
+    ProjectShape("TW404", "look-alike: the experiment is built before anything touches CUDA (the setting is in time)", {
+        "exp/exp_basic.py": _EXP_BASIC, "exp/exp_main.py": _EXP_MAIN,
+        "run.py": _RUN.replace("args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n", "")
+                      .replace('        exp.train(f"run{ii}")\n', '        exp.train(f"run{ii}")\n        torch.cuda.empty_cache()\n'),
+    }),
+    ProjectShape("TW404", "look-alike: the setting is in a method the constructor does not call", {
+        "exp/exp_basic.py": _EXP_BASIC.replace("self.device = self._acquire_device()", "self.device = None"),
+        "exp/exp_main.py": _EXP_MAIN, "run.py": _RUN,
+    }),
+]
