@@ -340,3 +340,25 @@ PROJECTS += [
         "exp/exp_main.py": _EXP_MAIN, "run.py": _RUN,
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW513 through map
+# A collate function or a batch builder of the NLP tutorials applies a typed constructor to every
+# column: map(torch.LongTensor, zip(*batch)).
+FIND += [
+    Shape("TW513", "map(torch.LongTensor, zip(*batch)) in a BERT pre-training batch builder", d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        def make_loader(batch):
+            input_ids, segment_ids, masked_tokens = map(torch.LongTensor, zip(*batch))
+            return DataLoader(TensorDataset(input_ids, segment_ids, masked_tokens), batch_size=8)
+    """), 4),
+]
+QUIET += [
+    Shape("TW513", "look-alike: map of the modern factory, and the class named in isinstance", d("""
+        import torch
+        def collate(batch):
+            columns = list(map(torch.tensor, zip(*batch)))
+            assert all(isinstance(c, torch.LongTensor) for c in columns)
+            return columns
+    """)),
+]
