@@ -342,6 +342,8 @@ QUIET += [
 FIND += [
     Shape("TW203", "look-alike: the same statistics computed on the GPU (the batches are moved)",
           _STATS.replace("n, c, h, w = inputs.shape", "inputs = inputs.cuda()\n        n, c, h, w = inputs.shape"), 4),
+    Shape("TW203", "look-alike: the loader handed to a training function of another module (which may move the batches)",
+          _STATS.replace("print(statistics())", "from engine import fit\nfit(Net(), dataloaders['train'], use_gpu)"), 4),
     Shape("TW203", "look-alike: a file that checks for a GPU and trains what the loader yields",
           _STATS.replace("print(statistics())", "model = Net()\nfor x, y in dataloaders['train']:\n    loss = model(x).sum()\n"
                          "    loss.backward()\n"), 4),

@@ -99,10 +99,42 @@ _DEVICE_WORK = (".cuda(", ".to(", ".backward(", "load_state_dict(", ".eval()", "
 
 def _host_statistics(ctx: Context, call: ast.Call) -> bool:
     """A file whose only GPU evidence is a check (``use_gpu = torch.cuda.is_available()``) and
-    that never moves anything, trains, restores or evaluates a model or names a device, iterating
-    a loader it keeps (not returned to a caller): it computes statistics of the data on the CPU
-    (a dataset's mean and std), and no batch reaches a GPU."""
-    return not any(w in ctx.source for w in _DEVICE_WORK) and not _returned(ctx, call) and not _handed_to_trainer(ctx, call)
+    that never moves anything, trains, restores or evaluates a model or names a device, looping
+    over a loader it keeps (not returned, not handed on): it computes statistics of the data on
+    the CPU (a dataset's mean and std), and no batch reaches a GPU."""
+    if any(w in ctx.source for w in _DEVICE_WORK) or _returned(ctx, call):
+        return False
+    return _only_iterated(ctx, call)
+
+
+_WRAPPERS = frozenset({"enumerate", "iter", "next", "len", "tqdm", "zip"})
+
+
+def _only_iterated(ctx: Context, call: ast.Call) -> bool:
+    """The name the loader is stored under (``loader = DataLoader(...)``, ``loaders = {x:
+    DataLoader(...) for x in splits}``) is only looped over here (``for data in
+    loaders[phase]``, through ``enumerate``/``tqdm``/``iter``/``len``), never handed to anything
+    else - a function of another module could move its batches."""
+    stmt = ctx.statement_of(call)
+    names = {t.id for t in getattr(stmt, "targets", ()) if t.__class__ is ast.Name}
+    if len(names) != 1 or ctx.parent(call) is not stmt and ctx.parent(ctx.parent(call)) is not stmt:
+        return False
+    name = names.pop()
+    looped = False
+    for use in ctx.nodes.get(ast.Name, ()):
+        if use.id != name or use.ctx.__class__ is not ast.Load:
+            continue
+        node = use
+        while ctx.parent(node).__class__ is ast.Subscript and ctx.parent(node).value is node:
+            node = ctx.parent(node)
+        parent = ctx.parent(node)
+        while parent.__class__ is ast.Call and node in parent.args and last_name(parent.func) in _WRAPPERS:
+            node, parent = parent, ctx.parent(parent)
+        if parent.__class__ in (ast.For, ast.AsyncFor) and parent.iter is node:
+            looped = True
+        elif node is use or parent.__class__ is ast.Call:  # len(loader), next(iter(loader)) are no hand-off
+            return False
+    return looped
 
 
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
@@ -175,7 +207,7 @@ What it flags
   `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test, a
   loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
-  a loader a file iterates itself (not returned to a caller) when its only GPU evidence is a
+  a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
   check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or
   evaluates no model and names no device: it computes statistics of the data (mean and std of
   the images) on the CPU.

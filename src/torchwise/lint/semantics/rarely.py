@@ -13,8 +13,9 @@ from torchwise.lint.engine import AST, Context
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer",
                      "datetime.datetime.now", "datetime.datetime.utcnow"})
 _ORDER = (ast.Gt, ast.GtE, ast.Lt, ast.LtE)
-# what a per-batch collection of item identities is called (``ids``, ``names``, ``sample_idx``)
-_ID_WORDS = ("id", "name", "idx", "indices", "index", "path", "file", "key")
+# what a per-batch collection of item identities is called (``ids``, ``names``, ``sample_idx``), word by word
+_ID_WORDS = frozenset({"id", "ids", "name", "names", "idx", "indices", "index", "path", "paths", "file", "files",
+                       "fname", "fnames", "filenames", "keys", "uids", "utt", "utts"})
 
 
 def runs_rarely(ctx: Context, node: AST) -> bool:
@@ -91,7 +92,7 @@ def _one_item_test(ctx: Context, test: AST) -> bool:
     if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.ops[0].__class__ is not ast.In:
         return False
     item, pool = test.left, test.comparators[0]
-    if item.__class__ is not ast.Name or pool.__class__ is not ast.Name or not any(w in pool.id.lower() for w in _ID_WORDS):
+    if item.__class__ is not ast.Name or pool.__class__ is not ast.Name or _ID_WORDS.isdisjoint(pool.id.lower().split("_")):
         return False
     loops = ctx.enclosing_loops(test)
     if not loops:
