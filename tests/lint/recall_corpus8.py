@@ -129,18 +129,20 @@ PROJECTS += [
 # (a) the pre-0.4 arm of a torch version test: dead on any PyTorch since 0.4, so it is no second
 # read of the step (the live arm's .item() is the pitfall); (b) a log written when some seconds
 # have passed; (c) the branch for the one batch that holds a chosen item (an attention plot).
-_VERSION_ARMS = d("""
-    import torch
-    version = torch.__version__
-    def train(model, loader, optimizer, criterion):
-        running = 0.0
+# one training step per batch, in a function (model, loader, optimizer, criterion)
+_STEPS = """
         for inputs, labels in loader:
             inputs, labels = inputs.cuda(), labels.cuda()
             loss = criterion(model(inputs), labels)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            if int(version[0]) > 0 or int(version[2]) > 3:  # 0.4 and later
+"""
+_VERSION_ARMS = d("""
+    import torch
+    version = torch.__version__
+    def train(model, loader, optimizer, criterion):
+        running = 0.0""" + _STEPS + """            if int(version[0]) > 0 or int(version[2]) > 3:  # 0.4 and later
                 running += loss.item() * inputs.size(0)
             else:  # 0.3
                 running += loss.data[0] * inputs.size(0)
@@ -277,14 +279,7 @@ _FLIP_SCRIPT = d("""
     def fliplr(img):
         inv_idx = torch.arange(img.size(3) - 1, -1, -1).long().cuda()
         return img.index_select(3, inv_idx)
-    def train_model(model, loader, optimizer, criterion):
-        for inputs, labels in loader:
-            inputs, labels = inputs.cuda(), labels.cuda()
-            loss = criterion(model(inputs), labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    train_model(model, loader, optimizer, criterion)
+    def train_model(model, loader, optimizer, criterion):""" + _STEPS + """    train_model(model, loader, optimizer, criterion)
 """)
 _FLIP_TEST = d("""
     import torch
