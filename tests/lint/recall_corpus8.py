@@ -99,7 +99,17 @@ PROJECTS += [
                      "train.py": _TRAIN_MODULE_LEVEL, "attack.py": _ATTACK, "test.py": _TEST,
                      "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
                  }),
+    ProjectShape("TW403", "the model moved with .to('cuda') in main()'s body", {
+        "train.py": _TRAIN_IN_MAIN.replace("net = Embedder(args.dim).cuda()", "net = Embedder(args.dim).to('cuda')"),
+        "demo.py": _EVAL_GPU,
+        "model.py": "import torch.nn as nn\nclass Embedder(nn.Module):\n    pass\n",
+    }),
     # look-alikes: a real CPU path in the training script keeps the findings
+    ProjectShape("TW403", "look-alike: the model's move guarded on the same line (if use_gpu: model = model.cuda())", {
+        "train.py": _TRAIN_MODULE_LEVEL.replace("model = model.cuda()", "if use_gpu: model = model.cuda()"),
+        "evaluate_gpu.py": _EVAL_GPU,
+        "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
+    }, (("evaluate_gpu.py", 4), ("evaluate_gpu.py", 5))),
     ProjectShape("TW403", "look-alike: the training script guards the model's move too (if use_gpu: model = model.cuda())", {
         "train.py": _TRAIN_MODULE_LEVEL.replace("model = model.cuda()", "if use_gpu:\n    model = model.cuda()"),
         "attack.py": _ATTACK, "evaluate_gpu.py": _EVAL_GPU,

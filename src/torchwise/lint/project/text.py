@@ -103,12 +103,13 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     return out
 
 
-_MODEL_MOVE = re.compile(r"[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.cuda\([^()\n]*\)[ \t]*(?:#[^\n]*)?$", re.M)
+_MODEL_MOVE = re.compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"
+                         r"[ \t]*(?:#[^\n]*)?$", re.M)
 
 
 def unguarded_model_move(text: str) -> int | None:
     """The line of a statement that moves the model this file trains to CUDA unconditionally
-    (``model = model.cuda()``, ``net = Net().cuda()``, ``model.cuda()``: a name whose
+    (``model = model.cuda()``, ``net = Net().to("cuda")``, ``model.cuda()``: a name whose
     ``.parameters()`` the file reads) at module level or directly in a function's body, under no
     ``if``; None when there is none. A training script whose GPU check guards only the batches
     while the model itself always goes to CUDA cannot train without a GPU."""
