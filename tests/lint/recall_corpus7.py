@@ -215,3 +215,150 @@ PROJECTS += [
         "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW502 pre-0.4 files
+# Training utilities written for PyTorch < 0.4 pass `async=True`; since Python 3.7 the file does not
+# parse. The old argument is reported, and the rest of the file is still checked.
+FIND += [
+    Shape("TW502", "a pre-0.4 cuda() helper: x.cuda(async=True), a syntax error since Python 3.7", d("""
+        import torch
+        def cuda(x):
+            return x.cuda(async=True) if torch.cuda.is_available() else x
+    """), 3),
+    Shape("TW207", "a per-step .item() in a pre-0.4 file that does not parse (x.cuda(async=True) elsewhere in it)", d("""
+        import torch
+        def cuda(x):
+            return x.cuda(async=True) if torch.cuda.is_available() else x
+        def train(model, loader, optimizer, criterion):
+            losses = []
+            for inputs, targets in loader:
+                loss = criterion(model(cuda(inputs)), cuda(targets))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+    """), 11),
+]
+
+# ----------------------------------------------------------------------------------- TW220 the import line
+# `from torch.cuda.amp import autocast, GradScaler`: the import itself is reported once (a
+# measurement that marks the deprecated import, not each use, finds it); a version fallback is not.
+FIND += [
+    Shape("TW220", "from torch.cuda.amp import autocast, GradScaler at the top of a GAN/TTS training script", d("""
+        import torch
+        from torch.cuda.amp import autocast, GradScaler
+        def train(model, loader, optimizer, fp16):
+            scaler = GradScaler(enabled=fp16)
+            for x in loader:
+                with autocast(enabled=fp16):
+                    loss = model(x.cuda())
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+    """), 2),
+]
+QUIET += [
+    Shape("TW220", "look-alike: the old import only as the fallback of the new one (except ImportError)", d("""
+        try:
+            from torch.amp import autocast, GradScaler
+        except ImportError:
+            from torch.cuda.amp import autocast, GradScaler
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW404 across modules
+# Time-series experiment frameworks: the entry script asks torch.cuda.is_available() to set
+# args.use_gpu, then builds the experiment, whose base class sets CUDA_VISIBLE_DEVICES in the
+# _acquire_device() its constructor calls - too late, in another module.
+_EXP_BASIC = d("""
+    import os
+    import torch
+    class ExpBasic:
+        def __init__(self, args):
+            self.args = args
+            self.device = self._acquire_device()
+            self.model = self._build_model().to(self.device)
+        def _build_model(self):
+            raise NotImplementedError
+        def _acquire_device(self):
+            if self.args.use_gpu:
+                os.environ["CUDA_VISIBLE_DEVICES"] = str(self.args.gpu)
+                return torch.device(f"cuda:{self.args.gpu}")
+            return torch.device("cpu")
+""")
+_EXP_MAIN = d("""
+    from exp.exp_basic import ExpBasic
+    from models import Forecaster
+    class ExpMain(ExpBasic):
+        def _build_model(self):
+            return Forecaster(self.args)
+        def train(self, setting):
+            pass
+""")
+_RUN = d("""
+    import argparse
+    import torch
+    from exp.exp_main import ExpMain
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_gpu", type=bool, default=True)
+    parser.add_argument("--gpu", type=int, default=0)
+    args = parser.parse_args()
+    args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False
+    Exp = ExpMain
+    for ii in range(3):
+        exp = Exp(args)
+        exp.train(f"run{ii}")
+""")
+PROJECTS += [
+    ProjectShape("TW404", "an experiment base class sets CUDA_VISIBLE_DEVICES in _acquire_device(); run.py asked is_available() before building a subclass through an alias", {
+        "exp/exp_basic.py": _EXP_BASIC, "exp/exp_main.py": _EXP_MAIN, "run.py": _RUN,
+    }, (("exp/exp_basic.py", 12),)),
+    ProjectShape("TW404", "a trainer sets CUDA_VISIBLE_DEVICES in __init__; main() counted the GPUs before building it", {
+        "trainer.py": d("""
+            import os
+            class Trainer:
+                def __init__(self, cfg):
+                    os.environ["CUDA_VISIBLE_DEVICES"] = cfg.gpus
+                    self.cfg = cfg
+        """),
+        "main.py": d("""
+            import torch
+            from trainer import Trainer
+            def main(cfg):
+                print(torch.cuda.device_count(), "GPUs")
+                Trainer(cfg).fit()
+        """),
+    }, (("trainer.py", 4),)),
+    ProjectShape("TW404", "look-alike: the experiment is built before anything touches CUDA (the setting is in time)", {
+        "exp/exp_basic.py": _EXP_BASIC, "exp/exp_main.py": _EXP_MAIN,
+        "run.py": _RUN.replace("args.use_gpu = True if torch.cuda.is_available() and args.use_gpu else False\n", "")
+                      .replace('        exp.train(f"run{ii}")\n', '        exp.train(f"run{ii}")\n        torch.cuda.empty_cache()\n'),
+    }),
+    ProjectShape("TW404", "look-alike: the setting is in a method the constructor does not call", {
+        "exp/exp_basic.py": _EXP_BASIC.replace("self.device = self._acquire_device()", "self.device = None"),
+        "exp/exp_main.py": _EXP_MAIN, "run.py": _RUN,
+    }),
+]
+
+# ----------------------------------------------------------------------------------- TW513 through map
+# A collate function or a batch builder of the NLP tutorials applies a typed constructor to every
+# column: map(torch.LongTensor, zip(*batch)).
+FIND += [
+    Shape("TW513", "map(torch.LongTensor, zip(*batch)) in a BERT pre-training batch builder", d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        def make_loader(batch):
+            input_ids, segment_ids, masked_tokens = map(torch.LongTensor, zip(*batch))
+            return DataLoader(TensorDataset(input_ids, segment_ids, masked_tokens), batch_size=8)
+    """), 4),
+]
+QUIET += [
+    Shape("TW513", "look-alike: map of the modern factory, and the class named in isinstance", d("""
+        import torch
+        def collate(batch):
+            columns = list(map(torch.tensor, zip(*batch)))
+            assert all(isinstance(c, torch.LongTensor) for c in columns)
+            return columns
+    """)),
+]

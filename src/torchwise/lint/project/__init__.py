@@ -44,6 +44,8 @@ GPU_ONLY_MIN_FILES = 3
 # (no GPU check, no "cpu" device chosen, no device flag): written for a GPU machine throughout -
 # or the only ways are in files that train nothing while the training files hard-code CUDA (a
 # vocoder whose inference module falls back to the CPU and whose training script is GPU-only).
+# A training file whose GPU check never guards the move of the model it trains has no CPU path
+# (project.text.unguarded_model_move).
 CUDA_ONLY_MIN_FILES = 2
 
 

@@ -84,6 +84,8 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         out.cuda_files += cuda
         out.cpu_paths += cpu
         if ".backward(" in text:
+            # a GPU check that never guards the trained model's move is no CPU path of the training
+            cpu = cpu and not (cuda and unguarded_model_move(text) is not None)
             out.cuda_trainers += cuda
             out.cpu_trainers += cpu
         if "nccl" in text and _NCCL_ONLY.search(text):
@@ -99,6 +101,42 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         if "class " in text:
             out.plain_classes.update(_PLAIN_CLASS.findall(text))
     return out
+
+
+_MODEL_MOVE = re.compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"
+                         r"[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+def unguarded_model_move(text: str) -> int | None:
+    """The line of a statement that moves the model this file trains to CUDA unconditionally
+    (``model = model.cuda()``, ``net = Net().to("cuda")``, ``model.cuda()``: a name whose
+    ``.parameters()`` the file reads) at module level or directly in a function's body, under no
+    ``if``; None when there is none. A training script whose GPU check guards only the batches
+    while the model itself always goes to CUDA cannot train without a GPU."""
+    for m in _MODEL_MOVE.finditer(text):
+        name = m.group(1)
+        if f"{name}.parameters(" not in text and f"{name}.named_parameters(" not in text:
+            continue
+        indent = m.end(1) - len(name) - m.start()
+        if indent == 0 or _def_body(text, m.start(), indent):
+            return text.count("\n", 0, m.start()) + 1
+    return None
+
+
+def _def_body(text: str, start: int, indent: int) -> bool:
+    """The line starting at ``start`` (indented ``indent``) lies directly in a function's body:
+    the nearest less-indented code line above it is the ``def``."""
+    pos = start
+    while pos > 0:
+        prev = text.rfind("\n", 0, pos - 1) + 1
+        line = text[prev:pos - 1]
+        stripped = line.lstrip()
+        pos = prev
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(line) - len(stripped) < indent:
+            return stripped.startswith(("def ", "async def "))
+    return False
 
 
 def _defines_seed_helper(text: str) -> bool:

@@ -93,6 +93,48 @@ def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# what a file that feeds a device somewhere has: a move, a backward pass, a restored or evaluated model, a device
+_DEVICE_WORK = (".cuda(", ".to(", ".backward(", "load_state_dict(", ".eval()", "device")
+
+
+def _host_statistics(ctx: Context, call: ast.Call) -> bool:
+    """A file whose only GPU evidence is a check (``use_gpu = torch.cuda.is_available()``) and
+    that never moves anything, trains, restores or evaluates a model or names a device, looping
+    over a loader it keeps (not returned, not handed on): it computes statistics of the data on
+    the CPU (a dataset's mean and std), and no batch reaches a GPU."""
+    if any(w in ctx.source for w in _DEVICE_WORK) or _returned(ctx, call):
+        return False
+    return _only_iterated(ctx, call)
+
+
+_WRAPPERS = frozenset({"enumerate", "iter", "next", "len", "tqdm", "zip"})
+
+
+def _only_iterated(ctx: Context, call: ast.Call) -> bool:
+    """The name the loader is stored under (``loader = DataLoader(...)``, ``loaders = {x:
+    DataLoader(...) for x in splits}``) is only looped over here (``for data in
+    loaders[phase]``, through ``enumerate``/``tqdm``/``iter``/``len``), never handed to anything
+    else - a function of another module could move its batches."""
+    stmt = ctx.statement_of(call)
+    names = {t.id for t in getattr(stmt, "targets", ()) if t.__class__ is ast.Name}
+    if len(names) != 1 or ctx.parent(call) is not stmt and ctx.parent(ctx.parent(call)) is not stmt:
+        return False
+    name = names.pop()
+    looped = False
+    for use in ctx.nodes.get(ast.Name, ()):
+        if use.id != name or use.ctx.__class__ is not ast.Load:
+            continue
+        node = use
+        while ctx.parent(node).__class__ is ast.Subscript and ctx.parent(node).value is node:
+            node = ctx.parent(node)
+        parent = ctx.parent(node)
+        while parent.__class__ is ast.Call and node in parent.args and last_name(parent.func) in _WRAPPERS:
+            node, parent = parent, ctx.parent(parent)
+        if parent.__class__ in (ast.For, ast.AsyncFor) and parent.iter is node:
+            looped = True
+        elif node is use or parent.__class__ is ast.Call:  # len(loader), next(iter(loader)) are no hand-off
+            return False
+    return looped
 
 
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
@@ -164,7 +206,11 @@ What it flags
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test, a
   loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
-  (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply.
+  (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
+  a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
+  check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or
+  evaluates no model and names no device: it computes statistics of the data (mean and std of
+  the images) on the CPU.
   The same holds for a dataset class defined in another module of the linted project
   (`from .data import PromptSet`): its `__getitem__` is read in a first pass over the project
   (`torchwise.lint.project`); the flake8 plugin, which sees one file, cannot do this.
@@ -201,6 +247,8 @@ Fix
                 continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
             if demo_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+            if _host_statistics(ctx, call):
+                continue  # a statistics script: it checks for a GPU but no batch goes to a device
             if _unused_or_xla(ctx, call):
                 continue  # never iterated; or handed to torch_xla's ParallelLoader: it feeds a TPU
             facts = project_dataset(ctx, dataset, call)

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
 from torchwise.lint.semantics.actions import observation_copy
+from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.stored import joined_names, stored_then_moved
@@ -151,7 +152,10 @@ What it flags
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
   `if not state:` set-up), NaN-recovery branches
-  (`if torch.isnan(k).any():`) and example inputs for `add_graph`.
+  (`if torch.isnan(k).any():`) and example inputs for `add_graph`. Nor is a module-level
+  helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
+  name occurs nowhere else in the file and no module of the project imports the script (a
+  `fliplr()` left in a training script while the test script calls its own copy).
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
@@ -195,8 +199,9 @@ Fix
             if made is None:
                 continue
             inner, chained, factory = made
-            if runs_once(ctx, inner) or _traced(ctx, call) or _made_once_per_request(ctx, call) or memoized(ctx, call):
-                continue  # one-time set-up; or inside torch.jit.trace(...), where the move is recorded
+            if runs_once(ctx, inner) or _traced(ctx, call) or _made_once_per_request(ctx, call) or memoized(ctx, call) \
+                    or never_called(ctx, ctx.function_of(inner)):
+                continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
             fix = None
             if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
                 fix = self._fix(ctx, call, inner, target)

@@ -20,6 +20,7 @@ from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
+from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -73,7 +74,15 @@ What it flags
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
   Not flagged: values already on the CPU; reads under a periodic test such as
-  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test); reads after
+  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test), under a test
+  of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
+  `time.time()`/`perf_counter()`), or in the branch for the one batch that holds an item fixed
+  before the loop (`if plot_id in ids:` with `ids` unpacked from the batch: about once per
+  epoch); the pre-0.4 arm of a torch version test (`if torch.__version__ ...:` / a name bound
+  from it, the arm that reads with `.data[0]`: it never runs on PyTorch 0.4 or later, and the
+  other arm's `.item()` is the read reported); tests and `nonzero()` in a model's
+  `generate()`/`sample()`-like method that no training step calls (an autoregressive stop test
+  that only the synthesis script runs); reads after
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
   waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
   the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
@@ -332,8 +341,8 @@ Lint and the doctor
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
         region = hot_region_of(ctx, node)
-        if region is None or runs_periodically(ctx, node):
-            return None
+        if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
+            return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
         if looping and synchronized_before(ctx, region, node):
             return None  # the step already waits for the GPU; this read adds no stall

@@ -34,7 +34,8 @@ class LegacyAmp(Rule):
     doc = """\
 What it flags
   Uses of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast`
-  (and `custom_fwd`/`custom_bwd`), however imported, and of NVIDIA apex's `amp`
+  (and `custom_fwd`/`custom_bwd`), however imported, the `from torch.cuda.amp import ...` line
+  itself (once), and of NVIDIA apex's `amp`
   (`from apex import amp`, `amp.initialize(...)`). The old-torch branch of version-dependent
   code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
   expression that tests a version or whose other branch uses `torch.amp`.
@@ -84,6 +85,7 @@ Fix
                     fix=fix,
                     end_node=func,
                 )
+        yield from self._old_imports(ctx)
         for node in ctx.nodes.get(ast.ImportFrom, ()):
             if node.module == "apex" and any(a.name == "amp" for a in node.names):
                 yield ctx.finding(
@@ -98,6 +100,24 @@ Fix
                     "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
                     suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
                 )
+
+    def _old_imports(self, ctx: Context) -> Iterator[Finding]:
+        """``from torch.cuda.amp import autocast, GradScaler``: the import line itself, once (the
+        uses are reported above; a fix of the uses rewrites this line too)."""
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.module not in _OLD_MODULES or node.level or in_compat_fallback(ctx, node, _NEW_API):
+                continue
+            names = [a.name for a in node.names if f"{node.module}.{a.name}" in OLD]
+            if names:
+                fix = None
+                if len(node.names) == 1 and OLD[f"{node.module}.{names[0]}"][0] in ("autocast", "GradScaler"):
+                    new, device = OLD[f"{node.module}.{names[0]}"]
+                    alias = node.names[0]
+                    fix = self._import_fix(ctx, alias.asname or alias.name, {alias.asname or alias.name: (node, alias)}, new, device)
+                listed = ", ".join(names)
+                yield ctx.finding(self.code, node, f"{listed} imported from the deprecated {node.module}; "
+                                  f"import {listed} from torch.amp and pass the device",
+                                  suggestion=f"from torch.amp import {listed}", fix=fix)
 
     @staticmethod
     def _device_edit(ctx: Context, call: ast.Call, device: str) -> Edit | None:

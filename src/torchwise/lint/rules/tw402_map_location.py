@@ -166,7 +166,8 @@ What it flags
   `if torch.cuda.is_available():` (its `else` branch is the one reported), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), projects that are
-  GPU-only by design (see TW403: no file of them can run without a GPU), and single-process
+  GPU-only by design (see TW403: no file of them can run without a GPU, or their training
+  scripts always move the model they train to CUDA), and single-process
   scripts that pick their one GPU themselves (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`)
   and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
   anywhere): what they save comes from `cuda:0` of one visible device and resuming or

@@ -54,7 +54,14 @@ What it flags
   run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag), or when the only
   such ways are in files that train nothing (an inference module's `"cuda" if
   torch.cuda.is_available() else "cpu"`) while its training files (`.backward(`) hard-code CUDA:
-  the training entry point cannot run on a CPU by design. Module-level code
+  the training entry point cannot run on a CPU by design. A training file's GPU check does not
+  count as its CPU path when the model it trains (a name whose `.parameters()` it reads) still
+  goes to CUDA unconditionally - `model = model.cuda()` at module level or directly in a
+  function's body, under no `if` - while the check only guards the batches: such a script
+  cannot train without a GPU (re-identification baselines whose helpers, `*_gpu.py` evaluation
+  and demo then hard-code CUDA by design). A model moved under the check (`if use_gpu: model =
+  model.cuda()`) or an unconditional move of something else (a class-weight tensor) keeps the
+  CPU path, and the other files' findings. Module-level code
   of a demo - a file that runs the model on random inputs and neither trains, reads data nor
   loads a checkpoint (drawing the autograd graph, timing a forward) - is left alone too.
 

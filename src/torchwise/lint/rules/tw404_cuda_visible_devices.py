@@ -9,6 +9,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.late_env import built_after_init, constructor_runs
 
 VAR = "CUDA_VISIBLE_DEVICES"
 # torch.cuda functions that initialise the driver (and so fix the set of visible devices)
@@ -76,7 +77,10 @@ What it flags
   after code in the same function or script that initialises CUDA: `torch.cuda.is_available()`,
   `device_count()`, `set_device(...)`, `.cuda()`, `.to("cuda")`... An initialisation in the
   other branch of the same `if` (`set_device` when distributed, the variable set otherwise)
-  does not count: one run never does both.
+  does not count: one run never does both. Across modules: a setting in a class's constructor
+  (or a method the constructor calls, as experiment classes' `_acquire_device()` do) when
+  another file of the project initialises CUDA and then, in the same scope, builds that class,
+  a subclass of it, or an alias of either (`Exp = Exp_Main; exp = Exp(args)`).
 
 Why it matters
   The CUDA driver reads `CUDA_VISIBLE_DEVICES` once, when it initialises. Changing it later
@@ -104,11 +108,28 @@ Fix
             earlier = [c for c in inits if ctx.scope_of(c) is scope and (c.lineno, c.col_offset) < pos
                        and not _other_branch(ctx, c, node)]
             if not earlier:
+                yield from self._built_late(ctx, node)
                 continue
             first = min(earlier, key=lambda c: (c.lineno, c.col_offset))
             yield ctx.finding(
                 self.code, node,
                 f"CUDA_VISIBLE_DEVICES is set after CUDA was initialised (line {first.lineno}); it has no effect any more",
+                suggestion="set it before anything touches CUDA, or in the environment of the launch command",
+            )
+
+    def _built_late(self, ctx: Context, node: ast.AST) -> Iterator[Finding]:
+        """The setting runs when a class is built, and another module builds it after it
+        initialised CUDA (an experiment class's ``_acquire_device``)."""
+        if not ctx.project.files:
+            return
+        cls = constructor_runs(ctx, node)
+        late = built_after_init(ctx, cls, cuda_init, _other_branch) if cls else None
+        if late is not None:
+            path, init_line, built_line = late
+            yield ctx.finding(
+                self.code, node,
+                f"CUDA_VISIBLE_DEVICES is set while {cls} is built, but {path} initialised CUDA (line {init_line}) "
+                f"before building it (line {built_line}); the setting has no effect",
                 suggestion="set it before anything touches CUDA, or in the environment of the launch command",
             )
 

@@ -10,6 +10,36 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 
+_MAXIMA = frozenset({"max", "amax"})
+
+
+def _shifted_by_max(ctx: Context, exp: ast.Call) -> bool:
+    """``torch.exp(x - m)`` where ``m`` is the maximum of ``x`` (``torch.max(x, dim)``,
+    ``x.max(dim, keepdim=True)[0]``, ``x.amax(...)``, ``.values``, directly or through a name
+    bound from it, ``m, _ = torch.max(x, dim=1)``): the written-out stable log-sum-exp."""
+    arg = exp.args[0] if exp.args else None
+    if arg is None or arg.__class__ is not ast.BinOp or arg.op.__class__ is not ast.Sub:
+        return False
+    shift, base = arg.right, ctx.text(arg.left)
+    for _ in range(3):
+        if shift.__class__ is ast.Name:
+            b = ctx.binding_at(shift.id, shift)
+            if b is None or b.kind not in ("assign", "unpack") or b.value is None or b.index > 0:
+                return False
+            shift = b.value
+        elif shift.__class__ is ast.Subscript or shift.__class__ is ast.Attribute and shift.attr in ("values", "detach", "data"):
+            shift = shift.value
+        elif shift.__class__ is ast.Call and shift.func.__class__ is ast.Attribute and shift.func.attr == "detach":
+            shift = shift.func.value
+        else:
+            break
+    if shift.__class__ is not ast.Call or shift.func.__class__ is not ast.Attribute or shift.func.attr not in _MAXIMA:
+        return False
+    q = ctx.qualname(shift.func)
+    of = shift.args[0] if q is not None and shift.args else (shift.func.value if q is None else None)
+    return of is not None and ctx.text(of) == base
+
+
 class LogSumExp(Rule):
     code = "TW508"
     name = "log-sum-exp"
@@ -17,6 +47,9 @@ class LogSumExp(Rule):
     doc = """\
 What it flags
   `torch.log(torch.sum(torch.exp(x), dim))` written out, with a `dim` (logsumexp needs one).
+  Not flagged: the stable form written out, where the exponent already subtracts the maximum
+  of the same tensor (`m + torch.log(torch.sum(torch.exp(x - m), dim))` with `m` from
+  `torch.max(x, dim, keepdim=True)`, `x.max(dim)[0]`, `x.amax(...)`): nothing overflows there.
 
 Why it matters
   `exp` overflows to inf for inputs above about 88 in float32 (about 11 in float16) and
@@ -39,6 +72,8 @@ Fix
                 continue
             if ctx.qualname(inner.args[0].func) != "torch.exp":
                 continue
+            if _shifted_by_max(ctx, inner.args[0]):
+                continue  # exp(x - max(x)): the stable form written out, nothing overflows
             dim = argument(inner, "dim", 1)
             if dim is None or (dim.__class__ is ast.Constant and dim.value is None):
                 continue

@@ -74,7 +74,7 @@ def _alias_target(ctx: Context, call: ast.Call) -> str | None:
 class TensorConstructor(Rule):
     code = "TW513"
     name = "legacy-tensor-constructor"
-    triggers = ("Tensor(",)
+    triggers = ("Tensor(", "Tensor,")
     fixable = True
     doc = """\
 What it flags
@@ -83,7 +83,8 @@ What it flags
   `IntTensor`, `ShortTensor`, `CharTensor`, `ByteTensor`, `BoolTensor`, their `torch.cuda.*`
   twins, the sparse ones (`torch.sparse.FloatTensor(indices, values, size)`: use
   `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
-  torch.FloatTensor`, then `Tensor(n, 1)`). The classes themselves, in annotations,
+  torch.FloatTensor`, then `Tensor(n, 1)`), and one applied to every item with
+  `map(torch.LongTensor, zip(*batch))`. The classes themselves, in annotations,
   `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
 
 Why it matters
@@ -133,6 +134,20 @@ Fix
                 message = f"{name} is a legacy typed constructor: sizes give uninitialised memory, one argument may be read as data"
             yield ctx.finding(self.code, call, message, suggestion=self._suggestion(q or alias),
                               fix=self._fix(ctx, call, q) if alias is None else None, end_node=call.func)
+        yield from self._mapped(ctx)
+
+    def _mapped(self, ctx: Context) -> Iterator[Finding]:
+        """``map(torch.LongTensor, zip(*batch))``: the constructor applied to every item (a collate
+        function's columns), each item read as data or as sizes depending on what it is."""
+        for call in ctx.calls_named("map"):
+            if call.func.__class__ is not ast.Name or len(call.args) < 2 or call.args[0].__class__ is not ast.Attribute:
+                continue
+            q = ctx.qualname(call.args[0])
+            if q in CONSTRUCTORS:
+                yield ctx.finding(
+                    self.code, call.args[0],
+                    f"map({ctx.text(call.args[0])}, ...) applies a legacy typed constructor to every item: a number is read as a size",
+                    suggestion=f"map(lambda v: torch.tensor(v{', dtype=' + CONSTRUCTORS[q][0] if CONSTRUCTORS[q][0] else ''}), ...)")
 
     @staticmethod
     def _suggestion(q: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, argument, legacy
@@ -104,3 +105,21 @@ def _relative_import(ctx: Context, name: str, stem: str) -> bool:
                 (a.asname or a.name) == name for a in node.names):
             return True
     return False
+
+
+def never_called(ctx: Context, func: AST | None) -> bool:
+    """``func`` is a module-level helper of a script (``if __name__ == "__main__":`` or
+    ``parse_args()``) that nothing runs: its name occurs nowhere else in the file (no call, no
+    reference, not even in a comment) and no other module of the project imports the script -
+    a helper left behind (``def fliplr(img)`` kept in a training script whose test script has its
+    own copy). What it allocates is never allocated."""
+    if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or func.decorator_list \
+            or ctx.parent(func) is not ctx.tree:
+        return False
+    src = ctx.source
+    if src.count(func.name) != 1 or ("__main__" not in src and "parse_args(" not in src):
+        return False
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+                         r"[^\n]*\b" + re.escape(stem) + r"\b)", re.M)
+    return not any(p != ctx.path and stem in t and imports.search(t) is not None for p, t in ctx.project.files)

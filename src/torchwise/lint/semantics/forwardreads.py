@@ -10,7 +10,7 @@ import ast
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.hostreads import tensor_test
-from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
 
 
@@ -25,8 +25,8 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
     for kind in (ast.If, ast.While, ast.Assert):
         for node in ctx.nodes.get(kind, ()):
             func = forward_path_function(ctx, node)
-            if func is None or hot_region_of(ctx, node) is not None:
-                continue
+            if func is None or hot_region_of(ctx, node) is not None or sampler_off_step(ctx, func):
+                continue  # (a generate()/sample() method that only inference calls: no forward pass of a step)
             if tensor_test(ctx, node.test, node.test) is not None or (_module_forward(ctx, func) and _reduced_test(ctx, node.test, func)):
                 found.append((node.test, func, "an assert of a tensor condition" if kind is ast.Assert else "a tensor condition"))
     if "nonzero" in ctx.source:
@@ -34,7 +34,8 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
             func = ctx.function_of(call)
             subject = call.func.value if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None else (
                 call.args[0] if call.args and ctx.qualname(call.func) == "torch.nonzero" else None)
-            if subject is None or func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None:
+            if subject is None or func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None \
+                    or sampler_off_step(ctx, func):
                 continue
             if is_device_tensor(ctx, subject, call) or (_module_forward(ctx, func) and from_inputs(ctx, subject, func)):
                 found.append((call, func, "nonzero()"))
