@@ -670,6 +670,17 @@ NEGATIVE["TW108"] = [
 ]
 
 # ----------------------------------------------------------------------------------- TW109
+_BN_OVERRIDE = d("""
+    import torch.nn as nn
+    class Net(nn.Module):
+        def train(self, mode=True):
+            super().train(mode)
+            for m in self.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval(){extra}
+            return self
+    model.train()
+""")
 POSITIVE["TW109"] = [
     (d("""
         import torch.nn as nn
@@ -711,17 +722,7 @@ POSITIVE["TW109"] = [
             train_one_epoch(model)
     """), 5),
     # the train() override that re-applies eval only (a look-alike until round 7)
-    (d("""
-        import torch.nn as nn
-        class Net(nn.Module):
-            def train(self, mode=True):
-                super().train(mode)
-                for m in self.modules():
-                    if isinstance(m, nn.BatchNorm2d):
-                        m.eval()
-                return self
-        model.train()
-    """), 7),
+    (_BN_OVERRIDE.format(extra=""), 7),
     # frozen with eval and never unfrozen, affine parameters still trainable (a look-alike until round 7)
     (d("""
         import torch.nn as nn
@@ -747,18 +748,7 @@ NEGATIVE["TW109"] = [
             train_one_epoch(model)
     """),
     # the train() override pattern, with requires_grad_(False)
-    d("""
-        import torch.nn as nn
-        class Net(nn.Module):
-            def train(self, mode=True):
-                super().train(mode)
-                for m in self.modules():
-                    if isinstance(m, nn.BatchNorm2d):
-                        m.eval()
-                        m.requires_grad_(False)
-                return self
-        model.train()
-    """),
+    _BN_OVERRIDE.format(extra="\n                m.requires_grad_(False)"),
     # eval of the whole model (evaluation), not a BatchNorm freeze
     d("""
         import torch.nn as nn

@@ -303,20 +303,14 @@ Fix
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
                     _evaluating_branch_that_exits(ctx, call)):
                 continue  # no gradients to synchronise: DDP has nothing to offer
-            yield ctx.finding(
-                self.code, call,
-                "nn.DataParallel drives all GPUs from one process; DistributedDataParallel is faster and scales",
-                suggestion="use DistributedDataParallel with one process per GPU (torchrun)",
-                end_node=call.func,
-            )
+            yield self._finding(ctx, call, "nn.DataParallel drives all GPUs from one process")
         for call in _hand_dp_steps(ctx):
-            yield ctx.finding(
-                self.code, call,
-                f"{ctx.text(call.func)}() is DataParallel written by hand (replicate/scatter/parallel_apply/gather): "
-                "one process drives all GPUs every step; DistributedDataParallel is faster and scales",
-                suggestion="use DistributedDataParallel with one process per GPU (torchrun)",
-                end_node=call.func,
-            )
+            yield self._finding(ctx, call, f"{ctx.text(call.func)}() is DataParallel written by hand (replicate/scatter/"
+                                "parallel_apply/gather): one process drives all GPUs every step")
+
+    def _finding(self, ctx: Context, call: ast.Call, what: str) -> Finding:
+        return ctx.finding(self.code, call, f"{what}; DistributedDataParallel is faster and scales",
+                           suggestion="use DistributedDataParallel with one process per GPU (torchrun)", end_node=call.func)
 
 
 RULE = DataParallelUsed()
