@@ -644,3 +644,16 @@ PROJECTS += [
         "train.py": _TTS_TRAIN.replace('torch.device("cuda") if not args.force_cpu and torch.cuda.is_available() else ', ""),
     }),
 ]
+QUIET += [
+    Shape("TW205", "a make_* helper that a module's build_* method calls (set-up, not a forward pass)", d("""
+        import torch
+        import torch.nn as nn
+        def make_mask(n):
+            return torch.ones(n, n).tril().cuda()
+        class Decoder(nn.Module):
+            def build_masks(self, sizes):
+                self.masks = [make_mask(n) for n in sizes]
+            def forward(self, x):
+                return x * self.masks[0]
+    """)),
+]

@@ -70,8 +70,8 @@ def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool
     """A function of this file that a per-call function (a ``forward``) calls, directly or
     through ``depth`` helpers: its loop is part of the computation (``farthest_point_sample``'s
     loop over the points to pick), so what it allocates before the loop is made every call.
-    ``skip_samplers``: calls from ``__init__``-like set-up, and outside the loops of a
-    ``generate()`` no step calls, do not count."""
+    ``skip_samplers``: calls from ``__init__``-like set-up (``build_*``, ``make_*``...), and
+    outside the loops of a ``generate()`` no step calls, do not count."""
     for call in ctx.calls_named(func.name):
         if local_function(ctx, call) is not func:
             continue
@@ -79,7 +79,8 @@ def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool
         if caller is None or caller is func:
             continue
         if skip_samplers and caller.__class__ is not ast.Lambda and (
-                caller.name in _ONCE_NAMES or not ctx.enclosing_loops(call) and sampler_off_step(ctx, caller)):
+                caller.name in _ONCE_NAMES or caller.name.startswith(_ONCE_PREFIXES)
+                or not ctx.enclosing_loops(call) and sampler_off_step(ctx, caller)):
             continue  # self.table = make_table(...) in __init__; hidden = self.init_hidden() once per generate()
         if _forward_like(ctx, caller) or (depth > 0 and called_per_call(ctx, caller, depth - 1)):
             return True
