@@ -10,37 +10,13 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.files import is_test_path
+from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
-
-
-def _eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
-    """``model.eval()`` calls (no arguments) on something that evidently is a module, or an
-    instance of an imported class (``netG = Generator(); netG.eval()``)."""
-    out = []
-    for node in nodes:
-        if node.__class__ is ast.Call and not node.args and not node.keywords:
-            func = node.func
-            if (
-                func.__class__ is ast.Attribute and func.attr == "eval"
-                and func.value.__class__ in (ast.Name, ast.Attribute)
-                and (is_module_instance(ctx, func.value, node) or _class_instance(ctx, func.value, node))
-            ):
-                out.append(node)
-    return out
-
-
-def _class_instance(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """Built by calling a class of the project (a CamelCase name imported from elsewhere)."""
-    built = ctx.constructed_from(expr, use)
-    if built is None or built.startswith("local:") or "." not in built:
-        return False
-    root, last = built.split(".", 1)[0], built.rsplit(".", 1)[-1]
-    return last[:1].isupper() and root not in ("torch", "numpy", "pandas", "sympy", "sklearn", "cv2")
 
 
 def _plain_callee(func: ast.AST) -> bool:
@@ -83,7 +59,7 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "valid", "test", "predict", "infer", "step(", "_action(", "def act(")
+    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -133,6 +109,16 @@ What it flags
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
   returns host data (`.detach().cpu().numpy()`, `.item()`): it runs every environment step and
   its graph is never used.
+  And a frozen network in a training step: after `teacher.eval()` (or `encoder.eval()` in the
+  training function it is handed to), a network that is never put back in training mode, whose
+  `.parameters()` no optimizer of the file holds and whose `requires_grad` is left on, run on the
+  batch (not on another network's output) in the loop that backpropagates beside the network being
+  trained: reported at its forward pass. `model.train(False)`/`model.train(mode=False)` count as
+  `.eval()`; a function of this file (nested or handed the model: `describe(encoder, decoder,
+  path)` after `.eval()` in `__main__`) that runs the model is reported at its forward pass. Quiet:
+  a model whose parameters the function turns off first (`for p in net.parameters():
+  p.requires_grad = False`), a frozen network fed a generator's output (perceptual loss), a
+  function that chooses grad mode itself (`enable_grad() if training else no_grad()`).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -169,17 +155,20 @@ Lint and the doctor
                 if is_eval_name(func.name) or (func.name.startswith("test") and ctx.parent(func) is ctx.tree
                                                and _evaluation_method(ctx, func)):
                     scopes[id(func)] = func
-        for call in ctx.calls_named("eval"):
-            if not call.args and call.func.__class__ is ast.Attribute:
+        for call in ctx.calls_named("eval", "train"):
+            if call.func.__class__ is ast.Attribute and (not call.args and call.func.attr == "eval" or is_eval_switch(call)):
                 scope = ctx.scope_of(call)
                 if scope.__class__ is not ast.Lambda:
                     scopes[id(scope)] = scope
         for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
             found = self._check_scope(ctx, scope)
-            if isinstance(found, list):
-                yield from found
-            elif found is not None:
-                yield found
+            found = found if isinstance(found, list) else [found] if found is not None else []
+            if scope.__class__ is ast.Module or not scope.name.lstrip("_").startswith("test"):
+                found += [ctx.finding(self.code, node, f"{who} is frozen (eval mode, in no optimizer) but runs with autograd "
+                                      "recording in every training step; its output needs no gradient",
+                                      suggestion=f"run {who} under `with torch.no_grad():` (or call {who}.requires_grad_(False))")
+                          for node, who in frozen_forwards(ctx, scope)]
+            yield from {(f.line, f.col): f for f in found}.values()
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
@@ -215,7 +204,7 @@ Lint and the doctor
         tested = not is_module and scope.name.lstrip("_").startswith("test")
         if tested and not _evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
-        evals = _eval_calls(ctx, body)
+        evals = eval_calls(ctx, body)
         named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
         if not evals and not named:
             return None
@@ -254,15 +243,19 @@ Lint and the doctor
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)
                         or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
-                    continue
-            if is_module and not ctx.enclosing_loops(node):
-                continue  # module-level script: only evaluation loops
-            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node):
+                    inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
+                    if inner is None:
+                        continue
+            inner = local_helper_runs(ctx, node, receivers) if func.__class__ is ast.Name else None
+            if is_module and not ctx.enclosing_loops(node) and inner is None:
+                continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
+            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node):
                 continue
             where = "module-level evaluation" if is_module else f"{scope.name}()"
+            run = f"{ctx.text(inner.func)} (in {ctx.text(func)}())" if inner is not None else ctx.text(func)
             return ctx.finding(
-                self.code, node,
-                f"{where} runs {ctx.text(func)} with autograd recording; evaluation needs no graph",
+                self.code, inner or node,
+                f"{where} runs {run} with autograd recording; evaluation needs no graph",
                 suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
             )
         return None
@@ -328,7 +321,7 @@ def _grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, in
     for node in nodes:
         if node.__class__ is ast.Call:
             n = last_name(node.func)
-            if n == "train" and not (node.args and node.args[0].__class__ is ast.Constant and node.args[0].value is False):
+            if n == "train" and not is_eval_switch(node):
                 out.append(((node.lineno, node.col_offset), "train"))
             elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
                 out.append(((node.lineno, node.col_offset), "grad"))

@@ -1,0 +1,183 @@
+"""The recall corpus, round 8 part B: classes the seventh and eighth sets (tuning sets since round
+8) missed or falsely reported in TW104, TW203/TW202/TW204, TW402 and TW301 - each written in our own
+words and reduced to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds
+these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ----------------------------------------------------------------------------------- TW104 frozen networks
+# A pretrained network that only feeds the one being trained (a distillation teacher, a captioning
+# model's image encoder): put in eval mode, in no optimizer, requires_grad left on, and run on the
+# batch in every training step without no_grad - each step records its whole graph for nothing.
+_TEACHER = """
+    import torch
+    import torch.nn.functional as F
+    from nets import Big, Small
+    teacher = Big()
+    teacher.load_state_dict(torch.load("big.pt"))
+    student = Small()
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    def fit(epoch, loader, temperature):
+        student.train()
+        teacher.eval()
+        for images, labels in loader:
+            opt.zero_grad()
+            logits = student(images)
+            soft = teacher(images).detach()
+            loss = F.kl_div(F.log_softmax(logits / temperature, 1), F.softmax(soft / temperature, 1))
+            loss.backward()
+            opt.step()
+"""
+_CAPTIONER = """
+    import torch
+    from torch.autograd import Variable
+    def run_epoch(encoder, decoder, optimizer, criterion, loader):
+        encoder.eval()
+        decoder.train()
+        for step, (pics, words) in enumerate(loader):
+            pics, words = Variable(pics).cuda(), Variable(words).cuda()
+            feats = encoder(pics)
+            optimizer.zero_grad()
+            scores = decoder(feats, words)
+            loss = criterion(scores, words[:, 1:])
+            loss.backward()
+            optimizer.step()
+    def main(args):
+        encoder, decoder = Encoder(args.arch), Decoder(args.vocab)
+        optimizer = torch.optim.Adam({params}, lr=1e-4)
+        for epoch in range(args.epochs):
+            run_epoch(encoder, decoder, optimizer, torch.nn.CrossEntropyLoss(), args.loader)
+"""
+FIND += [
+    Shape("TW104", "a distillation teacher in eval mode run with autograd on in every student step",
+          d(_TEACHER), 14),
+    Shape("TW104", "a captioner's pretrained image encoder in eval mode, handed in, only the decoder optimized",
+          d(_CAPTIONER.format(params="decoder.parameters()")), 8),
+]
+QUIET += [
+    Shape("TW104", "the teacher run under no_grad", d(_TEACHER).replace(
+        "        soft = teacher(images).detach()", "        with torch.no_grad():\n            soft = teacher(images)")),
+    Shape("TW104", "the teacher's parameters frozen by hand", d(_TEACHER).replace(
+        "teacher.eval()", "teacher.eval()\n    teacher.requires_grad_(False)")),
+    Shape("TW104", "the encoder fine-tuned too (its parameters are in the optimizer)",
+          d(_CAPTIONER.format(params="list(encoder.parameters()) + list(decoder.parameters())"))),
+    Shape("TW104", "a perceptual loss: the frozen network sees the generator's output, whose gradient it must pass", d("""
+        import torch
+        import torch.nn.functional as F
+        def fit(gen, feats_net, opt, loader):
+            feats_net.eval()
+            gen.train()
+            for low, high in loader:
+                fake = gen(low)
+                loss = F.mse_loss(feats_net(fake), high)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """)),
+    Shape("TW104", "one train/test function that picks the mode and the grad switch from its optimizer argument", d("""
+        import torch
+        def run(net, loader, opt):
+            training = opt is not None
+            net.train() if training else net.eval()
+            with (torch.enable_grad() if training else torch.no_grad()):
+                for x, y in loader:
+                    out = net(x)
+                    loss = torch.nn.functional.cross_entropy(out, y)
+                    if training:
+                        opt.zero_grad()
+                        loss.backward()
+                        opt.step()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW104 other eval paths
+# model.train(False) / model.train(mode=False) as the switch to evaluation; a model run through a
+# nested function after .eval(); .eval() in __main__ with the forward in a helper the model is handed.
+FIND += [
+    Shape("TW104", "validate() switching with model.train(mode=False) and restoring the mode afterwards", d("""
+        from torch.autograd import Variable
+        def validate(model, loader, limit=256):
+            was = model.training
+            model.train(mode=False)
+            right = seen = 0
+            for x, y in loader:
+                if seen >= limit:
+                    break
+                out = model(Variable(x))
+                right += int((out.max(1)[1] == y).sum())
+                seen += len(x)
+            model.train(mode=was)
+            return right / seen
+    """), 9),
+    Shape("TW104", "net.train(False) before a scoring loop in a function not named for evaluation", d("""
+        def score_all(net, batches):
+            net.train(False)
+            return [net(b).softmax(1) for b in batches]
+    """), 3),
+    Shape("TW104", "a pretrained scorer run through a nested function per batch after .eval()", d("""
+        import numpy as np
+        import torch.nn.functional as F
+        from torchvision.models import inception_v3
+        def image_score(images, batch_size=32):
+            scorer = inception_v3(pretrained=True)
+            scorer.eval()
+            def probs(x):
+                return F.softmax(scorer(x), dim=1).cpu().numpy()
+            out = []
+            for i in range(0, len(images), batch_size):
+                out.append(probs(images[i:i + batch_size]))
+            return np.concatenate(out)
+    """), 8),
+    Shape("TW104", "eval() in __main__, the forward in a helper of the file handed the networks", d("""
+        import torch
+        from nets import Encoder, Decoder
+        def describe(encoder, decoder, image, beam=3):
+            feats = encoder(image.unsqueeze(0))
+            return decoder.caption(feats, beam)
+        if __name__ == "__main__":
+            encoder = Encoder()
+            decoder = Decoder()
+            decoder.load_state_dict(torch.load("dec.pt"))
+            encoder.eval()
+            decoder.eval()
+            print(describe(encoder, decoder, torch.rand(3, 224, 224)))
+    """), 4),
+]
+QUIET += [
+    Shape("TW104", "a val() that first turns requires_grad off on every parameter of the model it runs", d("""
+        def val(net, loader, criterion):
+            for p in net.parameters():
+                p.requires_grad = False
+            net.eval()
+            total = 0.0
+            for x, y in loader:
+                total += float(criterion(net(x), y))
+            return total
+    """)),
+    Shape("TW104", "the nested helper runs the model under no_grad itself", d("""
+        import torch
+        def image_score(images, scorer):
+            scorer.eval()
+            def probs(x):
+                with torch.no_grad():
+                    return scorer(x).softmax(1)
+            return [probs(b) for b in images]
+    """)),
+    Shape("TW104", "eval() in __main__, the helper handed the model only saves it", d("""
+        import torch
+        from nets import Encoder
+        def export(encoder, path):
+            torch.save(encoder.state_dict(), path)
+        if __name__ == "__main__":
+            encoder = Encoder()
+            encoder.eval()
+            export(encoder, "enc.pt")
+    """)),
+]
