@@ -181,3 +181,52 @@ QUIET += [
             export(encoder, "enc.pt")
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW203 per-epoch iterators
+# An iterator over the loader made again every epoch (``it = iter(loader)`` in the epoch loop) and
+# stepped once per training step by a function of the script (``it.next()``), or stepped in the
+# loop of a validation function: every batch is read, and copied into a preallocated CUDA tensor.
+FIND += [
+    Shape("TW203", "a module-level loader whose iterator is made every epoch and stepped by the step function", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        import helpers
+        loader = DataLoader(lines, batch_size=64, shuffle=True, num_workers=4)
+        images = torch.FloatTensor(64, 1, 32, 100).cuda()
+        net = Recognizer().cuda()
+        def one_step(net, opt):
+            cpu_images, labels = it.next()
+            helpers.copy_into(images, cpu_images)
+            cost = criterion(net(images), labels)
+            net.zero_grad()
+            cost.backward()
+            opt.step()
+        for epoch in range(25):
+            it = iter(loader)
+            for _ in range(len(loader)):
+                one_step(net, opt)
+    """), 4),
+    Shape("TW203", "a validation function that builds its loader and steps its iterator in a loop", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        images = torch.FloatTensor(64, 1, 32, 100).cuda()
+        def val(net, data, steps=100):
+            loader = DataLoader(data, batch_size=64, num_workers=2)
+            it = iter(loader)
+            for i in range(min(steps, len(loader))):
+                cpu_images, labels = it.next()
+                images.resize_(cpu_images.size()).copy_(cpu_images)
+                net(images)
+    """), 5),
+]
+QUIET += [
+    Shape("TW203", "look-alike: one batch taken from an iterator made once, to look at", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        net = Recognizer().cuda()
+        loader = DataLoader(lines, batch_size=8)
+        it = iter(loader)
+        sample_images, sample_labels = it.next()
+        print(sample_images.shape, sample_labels)
+    """)),
+]

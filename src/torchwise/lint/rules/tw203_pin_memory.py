@@ -204,7 +204,8 @@ What it flags
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
-  `dataiter = iter(loader); next(dataiter)`) or built in a module's `__main__` smoke test, a
+  `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
+  stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test, a
   loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
   a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a

@@ -292,12 +292,16 @@ def _takes_first_samples(ctx: Context, use: AST) -> bool:
 
 def _only_stepped(ctx: Context, assign: AST) -> bool:
     """``it = iter(loader)`` whose name is only ever passed to ``next(it)`` (or ``it.next()``):
-    a batch or two taken to look at."""
-    if assign.__class__ is not ast.Assign or len(assign.targets) != 1 or assign.targets[0].__class__ is not ast.Name:
+    a batch or two taken to look at - not when the iterator is made again in a loop (every epoch)
+    or stepped in one: ``train_iter = iter(train_loader)`` per epoch, ``train_iter.next()`` per step."""
+    if assign.__class__ is not ast.Assign or len(assign.targets) != 1 or assign.targets[0].__class__ is not ast.Name \
+            or ctx.enclosing_loops(assign):
         return False
     name = assign.targets[0].id
     uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load]
     for use in uses:
+        if ctx.enclosing_loops(use):
+            return False
         holder = ctx.parent(use)
         if holder.__class__ is ast.Call and last_name(holder.func) == "next" and use in holder.args:
             continue
