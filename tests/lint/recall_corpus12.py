@@ -230,3 +230,56 @@ QUIET += [
         print(sample_images.shape, sample_labels)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW204 conditional pinning
+# A project helper that pins only when asked: ``**({'num_workers': 2, 'pin_memory': True} if cuda
+# else {})``. A caller that passes its flag gets pinned batches (copied with ``Variable(x).cuda()``
+# from a ``tqdm(enumerate(loader))`` stream); one that leaves ``cuda`` at its False default does not.
+_HELPERS = d("""
+    from torch.utils.data import DataLoader
+    def make_loader(dataset, batch_size, cuda=False):
+        return DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                          **({'num_workers': 2, 'pin_memory': True} if cuda else {}))
+""")
+_STEPS = d("""
+    from torch.autograd import Variable
+    from tqdm import tqdm
+    import helpers
+    def fit(model, opt, dataset, cuda):
+        stream = tqdm(enumerate(helpers.make_loader(dataset, 64{flag}), 1))
+        for i, (x, y) in stream:
+            x = x.view(len(x), -1)
+            x = Variable(x).cuda() if cuda else Variable(x)
+            loss = model.loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW204", "a helper pinning through a conditional ** dict, called with its flag; Variable(x).cuda() from a tqdm stream", {
+        "helpers.py": _HELPERS,
+        "train.py": _STEPS.format(flag=", cuda=cuda"),
+    }, (("train.py", 8),)),
+    ProjectShape("TW204", "look-alike: the same helper called with its flag left at the False default", {
+        "helpers.py": _HELPERS,
+        "train.py": _STEPS.format(flag=""),
+    }),
+]
+FIND += [
+    Shape("TW204", "the conditional helper in the same file, called with cuda=cuda", _HELPERS + d("""
+        from torch.autograd import Variable
+        def validate(model, dataset, cuda=False):
+            for x, y in make_loader(dataset, 32, cuda=cuda):
+                x = Variable(x).cuda() if cuda else Variable(x)
+                model(x)
+    """), 8),
+]
+QUIET += [
+    Shape("TW204", "look-alike: the same-file helper called without its flag", _HELPERS + d("""
+        from torch.autograd import Variable
+        def validate(model, dataset, cuda=False):
+            for x, y in make_loader(dataset, 32):
+                x = Variable(x).cuda() if cuda else Variable(x)
+                model(x)
+    """)),
+]

@@ -59,6 +59,14 @@ def _loop_source(it: ast.AST) -> ast.AST:
     return it
 
 
+def _wrapped_source(ctx: Context, src: ast.AST, loop: ast.AST) -> ast.AST:
+    """A name bound to a wrapped loader: ``data_stream = tqdm(enumerate(data_loader, 1))``."""
+    b = ctx.binding_at(src.id, loop) if src.__class__ is ast.Name else None
+    if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and last_name(b.value.func) in _WRAPPERS:
+        return _loop_source(b.value)
+    return src
+
+
 _CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "contiguous", "squeeze", "unsqueeze",
                           "view", "reshape", "permute", "clone", "type"})
 
@@ -70,6 +78,8 @@ def _unconverted(expr: ast.AST) -> ast.AST:
             expr = expr.value
         elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
             expr = expr.func.value
+        elif expr.__class__ is ast.Call and last_name(expr.func) == "Variable" and len(expr.args) == 1:
+            expr = expr.args[0]  # the pre-0.4 autograd wrapper: Variable(x).cuda()
         else:
             return expr
 
@@ -122,10 +132,13 @@ What it flags
   dict comprehension (`{split: DataLoader(..., pin_memory=True) for split in splits}`) and
   iterated as `loaders[phase]`, or stored as an item (`loaders["aux"] = DataLoader(...)`; with a
   constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
-  `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`). Loops over
-  `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders or a logging iterator given the loader
+  `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`), also in a
+  helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
+  a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
+  `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
+  `stream = tqdm(enumerate(loader))`) or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
-  calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
+  calls with the batch, after a conversion (`images.float().cuda()`, `Variable(x).cuda()`), or of every part of the
   batch (`tuple(d.cuda() for d in data)`); in iteration-based training, the batch read inside
   the loop with `next(batch_iterator)` or `batch_iterator.__next__()` where `batch_iterator =
   iter(loader)` or `enumerate(loader)`. A loop whose body
@@ -156,7 +169,7 @@ Fix
         def pinned_loop(loop: ast.AST) -> bool:
             if id(loop) not in pinned:
                 it = getattr(loop, "iter", None)
-                pinned[id(loop)] = it is not None and _pinned_source(ctx, _loop_source(it), loop, names)
+                pinned[id(loop)] = it is not None and _pinned_source(ctx, _wrapped_source(ctx, _loop_source(it), loop), loop, names)
             return pinned[id(loop)]
 
         def batch_loop(loop: ast.AST) -> bool:

@@ -223,9 +223,24 @@ def pinned_loaders_line(func: AST) -> int | None:
         return None
     for call in loaders:
         pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
+        if pin is None:
+            pin = next((p for k in call.keywords if k.arg is None for p in [_star_pin(k.value)] if p is not None), None)
         if pin is None or (pin.__class__ is ast.Constant and not pin.value):
             return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
     return loaders[0].lineno
+
+
+def _star_pin(value: AST) -> AST | None:
+    """``pin_memory`` in a ``**`` dict written in place: ``**{'pin_memory': True}``, or one
+    chosen by a flag, ``**({'num_workers': 2, 'pin_memory': True} if cuda else {})`` (pinned
+    when on a GPU)."""
+    sides = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    for side in sides:
+        if side.__class__ is ast.Dict:
+            for key, v in zip(side.keys, side.values):
+                if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory":
+                    return v
+    return None
 
 
 def demo_loader(ctx: Context, call: ast.Call) -> bool:

@@ -146,14 +146,48 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int) -> bool |
                 if index >= 0 and value.__class__ in (ast.Tuple, ast.List):
                     value = value.elts[index] if index < len(value.elts) else None
                 verdicts.append(loader_pinned(ctx, value, node, depth - 1))
+        if target.__class__ is ast.FunctionDef and flag_unset(target, call):
+            return False  # get_data_loader(ds, 32) of def get_data_loader(ds, bs, cuda=False): pinned only with cuda=True
         return _combine(verdicts)
     func = call.func
     module = func.value.id if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name else None
     if module is not None and ctx.imports.get(module) is not None:
         module = ctx.imports[module].rsplit(".", 1)[-1]  # from pkg import data_setup as ds
-    if function_verdict(ctx.project, "loader_blocks", last_name(func), pinned_loaders_line, module=module):
-        return True  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
+    where = function_verdict(ctx.project, "loader_blocks", last_name(func), pinned_loaders_line, module=module)
+    if where:  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
+        return not _flag_left_off(ctx, call, where, last_name(func) or "")
     return None
+
+
+def _flag_left_off(ctx: Context, call: ast.Call, where: str, name: str) -> bool:
+    """The project function pins only when a flag parameter is set (``**({'pin_memory': True} if
+    cuda else {})`` with ``cuda=False`` by default) and ``call`` leaves it at its false default."""
+    path = where.rsplit(":", 1)[0]
+    for block in ctx.project.loader_blocks.get(name, ()):
+        if block.path != path:
+            continue
+        try:
+            func = ast.parse(block.text).body[0]
+        except (SyntaxError, IndexError):
+            return False
+        return func.__class__ is ast.FunctionDef and flag_unset(func, call)
+    return False
+
+
+def flag_unset(func: ast.FunctionDef, call: ast.Call) -> bool:
+    """``func`` pins only when a flag parameter with a false default is set, and ``call`` leaves it off."""
+    flags = {n.test.id for n in ast.walk(func) if n.__class__ is ast.IfExp and n.test.__class__ is ast.Name
+             and n.body.__class__ is ast.Dict and any(k.__class__ is ast.Constant and k.value == "pin_memory" for k in n.body.keys)}
+    params = [a.arg for a in func.args.args]
+    defaults = dict(zip(params[len(params) - len(func.args.defaults):], func.args.defaults))
+    for flag in flags:
+        default = defaults.get(flag)
+        if flag not in params or default is None or default.__class__ is not ast.Constant or default.value:
+            continue
+        given = argument(call, flag, params.index(flag) - (1 if params[:1] == ["self"] else 0))
+        if given is None or given.__class__ is ast.Constant and not given.value:
+            return True
+    return False
 
 
 def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
