@@ -283,3 +283,120 @@ QUIET += [
                 model(x)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW402 host scripts, fresh names
+# A script with no device code at all restores a model from a checkpoint another script of the
+# project writes from a CUDA model: it runs on the CPU and reads CUDA tensors. And a GPU script
+# that reloads, in the same run, a checkpoint it wrote under a name made fresh for the run (uuid).
+_GPU_TRAIN = d("""
+    import torch
+    from nets import Decoder
+    def main(args):
+        decoder = Decoder(args.vocab).cuda()
+        opt = torch.optim.Adam(decoder.parameters())
+        for epoch in range(args.epochs):
+            fit(decoder, opt)
+            torch.save(decoder.{state}, "model/decoder_%d.pth" % epoch)
+""")
+_HOST_SCRIPT = d("""
+    import argparse
+    import torch
+    from nets import Decoder
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--model")
+        args = parser.parse_args()
+        decoder = Decoder(1000)
+        decoder.load_state_dict(torch.load(args.model))
+        # decoder.cuda()
+        decoder.eval()
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a CPU-only captioning script restoring the decoder that the training script saves from the GPU", {
+        "train.py": _GPU_TRAIN.format(state="state_dict()"),
+        "caption.py": _HOST_SCRIPT,
+    }, (("caption.py", 9),)),
+    ProjectShape("TW402", "look-alike: the training script saves the state moved to the host", {
+        "train.py": _GPU_TRAIN.format(state="cpu().state_dict()"),
+        "caption.py": _HOST_SCRIPT,
+    }),
+    ProjectShape("TW402", "look-alike: a model module (no script) restoring a backbone's pretrained weights", {
+        "train.py": _GPU_TRAIN.format(state="state_dict()"),
+        "backbone.py": d("""
+            import torch
+            import torchvision
+            def resnet_trunk(path):
+                net = torchvision.models.resnet50()
+                net.load_state_dict(torch.load(path))
+                return net
+        """),
+    }),
+]
+QUIET += [
+    Shape("TW402", "a GPU script reloading, in the same run, the best checkpoint it saved under a fresh uuid name", d("""
+        import uuid
+        import torch
+        device = torch.device("cuda:0")
+        ckpt = "pretrained/" + uuid.uuid4().hex + ".pt"
+        model = Net().to(device)
+        def test():
+            model.load_state_dict(torch.load(ckpt))
+            return evaluate(model)
+        best = 1e9
+        for epoch in range(100):
+            loss = train_epoch(model)
+            if loss < best:
+                best = loss
+                torch.save(model.state_dict(), ckpt)
+        test()
+    """)),
+]
+
+# A project whose every .cuda() is chosen by a cuda flag (`Variable(x).cuda() if cuda else
+# Variable(x)`, a --no-gpus option in the entry script) has a CPU path: its checkpoint helper
+# restores without map_location what the GPU runs saved.
+_FLAG_MAIN = d("""
+    import argparse
+    import torch
+    import train, utils
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-gpus", action="store_false", dest="gpus")
+    args = parser.parse_args()
+    on_gpu = torch.cuda.is_available() and args.gpus
+    net = Net()
+    if on_gpu:
+        net.cuda()
+    train.fit(net, data, on_gpu)
+""")
+_FLAG_TRAIN = d("""
+    import torch
+    from torch.autograd import Variable
+    import utils
+    def fit(net, loader, cuda=False):
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in loader:
+            x = Variable(x).cuda() if cuda else Variable(x)
+            loss = net.loss(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        utils.save_checkpoint(net, "ckpt")
+""")
+_FLAG_UTILS = d("""
+    import torch
+    from torch.autograd import Variable
+    def save_checkpoint(model, path):
+        torch.save({"state": model.state_dict()}, path)
+    def load_checkpoint(model, path):
+        checkpoint = torch.load(path)
+        model.load_state_dict(checkpoint["state"])
+    def score(model, x, cuda=False):
+        return model(Variable(x).cuda() if cuda else Variable(x))
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a checkpoint helper in a project whose GPU use is a flag (--no-gpus) chosen in every .cuda() call", {
+        "main.py": _FLAG_MAIN,
+        "train.py": _FLAG_TRAIN,
+        "utils.py": _FLAG_UTILS,
+    }, (("utils.py", 6),)),
+]

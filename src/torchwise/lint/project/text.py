@@ -17,7 +17,7 @@ _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"
 # flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator (substrings), or a "cpu" device
 # chosen (not a map_location or a move back)
 _CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
-             "--cpu", "use_gpu", "use_cuda", "args.cuda")
+             "--cpu", "use_gpu", "use_cuda", "args.cuda", "if cuda else", "if cuda:")
 _CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
 _MPS = re.compile(r"\bmps\b")
 

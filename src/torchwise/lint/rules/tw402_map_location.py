@@ -9,8 +9,8 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
-from torchwise.lint.semantics.savefacts import checkpoint_facts, save_index
-from torchwise.lint.semantics.devices import gpu_evident_near
+from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, save_index
+from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.fallback import pinned_gpu_script
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
@@ -91,6 +91,20 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     return bool(names & saved)
 
 
+def _fresh_name(ctx: Context, load: ast.Call) -> bool:
+    """The load reads a path named afresh for this run (``checkpt_file = 'pretrained/' +
+    uuid.uuid4().hex + '.pt'``) that this file saves to: no other run or machine wrote it, so
+    it restores onto the device this run saved it from."""
+    path = argument(load, "f", 0)
+    if path is None or path.__class__ is not ast.Name:
+        return False
+    value = ctx.resolve(path, load)
+    if value is None or not any(n.__class__ is ast.Call and (ctx.qualname(n.func) or "").startswith("uuid.")
+                                for n in ast.walk(value)):
+        return False
+    return any(ctx.text(argument(save, "f", 1) or save) == path.id for save in ctx.calls_to("torch.save"))
+
+
 _TRAINING_FUNCTIONS = frozenset({"train", "fit", "train_model", "train_and_evaluate", "run_training"})
 
 
@@ -136,6 +150,21 @@ def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
     return False
 
 
+def _host_script_restores_gpu_save(ctx: Context, load: ast.Call) -> bool:
+    """A script (a ``__main__`` block, or ``parse_args()``) with no device code at all (``generate_caption.py``, whose ``.cuda()`` lines are
+    commented out) restores a model (``decoder.load_state_dict(torch.load(args.model))``) in a
+    project where another file saves model state from a CUDA model: it runs on the CPU and reads
+    CUDA tensors."""
+    parent = ctx.parent(load)
+    if parent.__class__ is not ast.Call or last_name(parent.func) != "load_state_dict" or gpu_evident(ctx) \
+            or not ctx.project.targets_gpu or not ctx.project.save_files or "device" in ctx.source \
+            or not ("__main__" in ctx.source or "parse_args(" in ctx.source):
+        return False  # (a model module restoring a backbone's pretrained weights is no script that runs)
+    savers = set(device_savers(ctx.project))
+    return any(path != ctx.path and path in savers and (".cuda(" in text or "'cuda" in text or '"cuda' in text)
+               for path, text in ctx.project.save_files)
+
+
 def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
     """``optimizer.load_state_dict(torch.load(path))`` in a project that trains on a GPU (a
     checkpoint helper of a module that names no device itself): an optimizer's state (Adam's
@@ -156,12 +185,18 @@ What it flags
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
   checkpoints it reads are likely to hold CUDA tensors - or an optimizer's state,
   `optimizer.load_state_dict(torch.load(path))`, in a checkpoint helper of a project that trains
-  on a GPU (the moments live where the parameters trained). Left alone: files that cannot hold GPU
+  on a GPU (the moments live where the parameters trained) - or a model restored
+  (`decoder.load_state_dict(torch.load(args.model))`) by a script (a `__main__` block or
+  `parse_args()`) with no device code at all, in a project where another file saves model state
+  from a CUDA model: that script runs on the CPU, also in a project otherwise GPU-only. A project
+  whose every `.cuda()` is chosen by a flag (`Variable(x).cuda() if cuda else Variable(x)`, a
+  `--no-gpus` option) has a CPU path. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
   data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
   only ever writes with host data, tensors built from NumPy in code that touches no device or
-  pickled arguments, reloads of the checkpoint the same run wrote a few lines before, loads
+  pickled arguments, reloads of the checkpoint the same run wrote a few lines before or under a
+  name made fresh for the run (`ckpt = 'pretrained/' + uuid.uuid4().hex + '.pt'`), loads
   whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
   `if torch.cuda.is_available():` (its `else` branch is the one reported), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
@@ -194,15 +229,18 @@ Fix
         if not calls:
             return
         for call in calls:
-            if argument(call, "map_location", 1) is not None or has_star_args(call) or not (
-                    gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
+            if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            if ctx.project.gpu_only or pinned_gpu_script(ctx) or _other_branch_maps(ctx, call):
+            on_host = _host_script_restores_gpu_save(ctx, call)
+            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
+                continue
+            if not on_host and (ctx.project.gpu_only or pinned_gpu_script(ctx)) or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
-            if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names):
+            if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
+                    or _fresh_name(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote
             yield ctx.finding(
                 self.code, call,

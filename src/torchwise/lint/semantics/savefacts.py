@@ -70,6 +70,14 @@ def note_linted(facts: ProjectFacts | None, ctx: Context) -> None:
         known[ctx.path] = summarise(ctx)
 
 
+def device_savers(facts: ProjectFacts) -> list[str]:
+    """The files of the project whose saves may write device tensors (``torch.save(model.state_dict(), f)``
+    of a model that is not moved to the host first)."""
+    _summaries(facts)
+    known = _known(facts)
+    return [path for path, _ in facts.save_files if path in known and known[path].host_only is False]
+
+
 def save_index(facts: ProjectFacts) -> dict[str, bool]:
     """File name -> whether every ``torch.save`` of the project that writes a file of that name
     writes host data (or no tensors). Read on demand from ``facts.save_files``, once per process."""
