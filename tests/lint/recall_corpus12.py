@@ -400,3 +400,57 @@ PROJECTS += [
         "utils.py": _FLAG_UTILS,
     }, (("utils.py", 6),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW301 seeds and draws
+# The entry script seeds torch (also every CUDA device: manual_seed_all, no seed-everything
+# helper) and NumPy, while the dataset module it imports shuffles with Python's random.
+PROJECTS += [
+    ProjectShape("TW301", "Python's random in the dataset module; the entry script seeds torch, CUDA and NumPy", {
+        "train.py": d("""
+            import numpy as np
+            import torch
+            from episodes import Episodes
+            if __name__ == "__main__":
+                torch.manual_seed(222)
+                torch.cuda.manual_seed_all(222)
+                np.random.seed(222)
+                data = Episodes("train", n_way=5)
+        """),
+        "episodes.py": d("""
+            import random
+            from torch.utils.data import Dataset
+            class Episodes(Dataset):
+                def __init__(self, split, n_way):
+                    self.classes = list(range(64))
+                    self.n_way = n_way
+                def __getitem__(self, i):
+                    picked = list(self.classes)
+                    random.shuffle(picked)
+                    return picked[:self.n_way]
+        """),
+    }, (("episodes.py", 9),)),
+]
+# Look-alikes: a DataLoader worker's init function that reseeds NumPy per worker is no seeding of
+# the run; a draw from an explicitly seeded torch.Generator uses no global generator.
+QUIET += [
+    Shape("TW301", "a worker_init_fn that reseeds NumPy per worker, beside Python's random", d("""
+        import random
+        import numpy
+        def worker_init_fn(worker_id):
+            numpy.random.seed(numpy.random.get_state()[1][0] + worker_id)
+        def crop(audio, frames):
+            start = int(random.random() * (len(audio) - frames))
+            return audio[start:start + frames]
+    """)),
+    Shape("TW301", "torch.randperm with a generator seeded on the line before, in a file that seeds NumPy", d("""
+        import numpy as np
+        import torch
+        np.random.seed(0)
+        class EpochSampler:
+            def __iter__(self):
+                g = torch.Generator()
+                g.manual_seed(self.seed + self.epoch)
+                order = torch.randperm(len(self.labels), generator=g).tolist()
+                return iter(order)
+    """)),
+]

@@ -184,14 +184,35 @@ def _per_call_seed(text: str, start: int, end: int) -> bool:
     return False
 
 
+def _calls_seed_helper(text: str) -> bool:
+    """A call of a seed-everything helper, as a whole name (``manual_seed_all(`` is no ``seed_all(``)."""
+    for helper in _SEED_ALL:
+        pos = text.find(helper)
+        while pos >= 0:
+            if pos == 0 or not (text[pos - 1].isalnum() or text[pos - 1] == "_"):
+                return True
+            pos = text.find(helper, pos + 1)
+    return False
+
+
+def _worker_seed(text: str, start: int) -> bool:
+    """A seed in a DataLoader worker's init function (``def worker_init_fn(worker_id):
+    numpy.random.seed(... + worker_id)``): each worker's stream made distinct, not the run's seeding."""
+    line_end = text.find("\n", start)
+    if "worker" in text[start:line_end if line_end >= 0 else len(text)]:
+        return True
+    head = text.rfind("def ", 0, start)
+    return head >= 0 and "worker" in text[head:text.find("\n", head)]
+
+
 def _seeds(path: str, text: str, out: TextFacts) -> None:
-    if any(h in text for h in _SEED_ALL) or _defines_seed_helper(text):
+    if _calls_seed_helper(text) or _defines_seed_helper(text):
         out.seeds_everything = True
     for family, (needle, pattern) in SEEDS.items():
         if needle not in text:
             continue
         for m in pattern.finditer(text):
-            if _per_call_seed(text, m.start(), m.end()):
+            if _per_call_seed(text, m.start(), m.end()) or _worker_seed(text, m.start()):
                 continue
             out.seeded.setdefault(family, f"{path}:{text.count(chr(10), 0, m.start()) + 1}")
             if path not in out.seed_files:

@@ -60,6 +60,16 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
     return False
 
 
+def _worker_reseed(ctx: Context, call: ast.Call) -> bool:
+    """``def worker_init_fn(worker_id): numpy.random.seed(numpy.random.get_state()[1][0] +
+    worker_id)``: each DataLoader worker's stream made distinct, not the run's seeding."""
+    func = ctx.function_of(call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    return "worker" in func.name.lower() or any(a.arg == "worker_id" for a in func.args.args) or any(
+        k.arg == "worker_init_fn" and ctx.text(k.value) == func.name for k in ctx.nodes.get(ast.keyword, ()))
+
+
 def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
     """``state = np.random.get_state(); np.random.seed(2019); ...; np.random.set_state(state)``:
     a fixed seed for one split, with the global state put back - not the run's seeding."""
@@ -119,8 +129,8 @@ def _never_called(ctx: Context, node: ast.AST) -> bool:
     """``node`` is in a function that no file of the project calls (its name followed by ``(``
     appears nowhere but in its own ``def``): code for some other program, such as a notebook."""
     func = ctx.function_of(node)
-    if func is None or not ctx.project.files:
-        return False
+    if func is None or not ctx.project.files or func.name.startswith("__"):
+        return False  # (__getitem__, __iter__: called by the DataLoader, never by name)
     needle = f"{func.name}("
     return sum(text.count(needle) for _, text in ctx.project.files) <= 1
 
@@ -200,11 +210,13 @@ What it flags
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
   `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
   that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
-  np.random.set_state(state)`), nor a literal seed that fixes a train/test split
+  np.random.set_state(state)`), nor a DataLoader worker's reseeding (`def worker_init_fn(worker_id):
+  numpy.random.seed(... + worker_id)`), nor a literal seed that fixes a train/test split
   (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
   reproducible run for an unseeded torch generator to break. A draw that only picks what to plot (`random.sample(paths, k=3)`
-  looped over by a plotting call) is not a use.
+  looped over by a plotting call) is not a use, nor is a draw from a generator of its own
+  (`torch.randperm(n, generator=g)`).
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
@@ -212,7 +224,8 @@ What it flags
   a generator the project's entry point seeds counts as seeded for every module. Only modules
   a seeding file imports (directly or through others) are on the seeded run's path: a notebook
   of a course collection is its own program, whatever another notebook seeds; nor is a function
-  no file of the project calls (an inference helper only a notebook uses). A per-call seed
+  no file of the project calls (an inference helper only a notebook uses; `__getitem__` and other
+  special methods are called for the user). A per-call seed
   option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
   the project's seeding, and draws in a `__main__` smoke test of a library module (a random
   input whose output shape is printed) are not uses.
@@ -240,7 +253,7 @@ Fix
             for call in ctx.calls_named(name):
                 family = _SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call) \
-                        and not _split_seed(ctx, call, family):
+                        and not _split_seed(ctx, call, family) and not _worker_reseed(ctx, call):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
@@ -328,8 +341,8 @@ Fix
         for name in _RANDOM_FUNCS | _NUMPY_FUNCS | _TORCH_FUNCS:
             for call in ctx.calls_named(name):
                 q = ctx.qualname(call.func)
-                if q is None:
-                    continue
+                if q is None or keyword(call, "generator") is not None:
+                    continue  # (randperm(n, generator=g) draws from its own generator, not the global one)
                 if q == f"random.{name}" and name in _RANDOM_FUNCS:
                     note("random", call)
                 elif q == f"numpy.random.{name}" and name in _NUMPY_FUNCS:
