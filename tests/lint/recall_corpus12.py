@@ -454,3 +454,49 @@ QUIET += [
                 return iter(order)
     """)),
 ]
+
+# Only NumPy seeded by the entry script, while the modules it imports draw from torch's generator
+# without naming a random function: layers that initialise their weights, dropout, a shuffling
+# loader. Reported at the seed.
+_NP_ONLY_MAIN = d("""
+    import numpy as np
+    import torch
+    from model import MLP
+    if __name__ == "__main__":
+        np.random.seed(0){torch_seed}
+        orders = [np.random.permutation(784) for _ in range(5)]
+        net = MLP(784, 10)
+""")
+PROJECTS += [
+    ProjectShape("TW301", "only NumPy seeded while the imported model's layers and dropout draw from torch's generator", {
+        "main.py": _NP_ONLY_MAIN.format(torch_seed=""),
+        "model.py": d("""
+            import torch.nn as nn
+            class MLP(nn.Module):
+                def __init__(self, n_in, n_out):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Linear(n_in, 400), nn.ReLU(), nn.Dropout(0.5), nn.Linear(400, n_out))
+                def forward(self, x):
+                    return self.body(x)
+        """),
+    }, (("main.py", 5),)),
+    ProjectShape("TW301", "look-alike: the entry script seeds torch as well", {
+        "main.py": _NP_ONLY_MAIN.format(torch_seed="\n    torch.manual_seed(0)"),
+        "model.py": d("""
+            import torch.nn as nn
+            class MLP(nn.Module):
+                def __init__(self, n_in, n_out):
+                    super().__init__()
+                    self.body = nn.Sequential(nn.Linear(n_in, 400), nn.Dropout(0.5), nn.Linear(400, n_out))
+        """),
+    }),
+    ProjectShape("TW301", "look-alike: the imported module draws nothing from torch", {
+        "main.py": _NP_ONLY_MAIN.format(torch_seed=""),
+        "model.py": d("""
+            import numpy as np
+            class MLP:
+                def __init__(self, n_in, n_out):
+                    self.w = np.zeros((n_in, n_out))
+        """),
+    }),
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
@@ -10,7 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.files import in_demo_main
-from torchwise.lint.semantics.reach import reached_from
+from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from
 
 _SEEDERS = {
     "random.seed": "random",
@@ -228,7 +229,11 @@ What it flags
   special methods are called for the user). A per-call seed
   option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
   the project's seeding, and draws in a `__main__` smoke test of a library module (a random
-  input whose output shape is printed) are not uses.
+  input whose output shape is printed) are not uses. And a script that seeds NumPy or `random`
+  but not torch, while a module it imports draws from torch's generator every step without
+  naming a random function (`nn.Dropout(`, a `shuffle=True` loader, `random_split(`), in a
+  project that seeds torch nowhere: reported at the seed (a layer's initial weights alone are
+  not counted across files).
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -274,6 +279,12 @@ Fix
                 suggestion="seed every generator in use (or call torchwise.seed_everything)",
                 end_node=node.func if node.__class__ is ast.Call else node,
             )
+        if "torch" not in seeded and "torch" not in uses and "torch" not in ctx.project.seeded and ctx.project.files:
+            other = implicit_torch_draws(ctx.project, ctx.path)  # only NumPy/random seeded by the run's entry point
+            if other is not None:
+                yield ctx.finding(self.code, first_seed, f"this file seeds {self._list(seeded)} only, while torch's generator, "
+                                  f"which {os.path.basename(other)} draws from every step (dropout, shuffling), "
+                                  "is seeded nowhere", suggestion="also call torch.manual_seed(seed) (or torchwise.seed_everything)")
         seeding_scopes = {id(ctx.scope_of(c)) for c in seeders}
         for call in ctx.calls_named("default_rng", "Random", "RandomState"):
             q = ctx.qualname(call.func)

@@ -72,3 +72,20 @@ def on_a_mover_path(facts: ProjectFacts, path: str) -> bool:
         movers = facts.answers[key] = tuple(p for p, text in facts.files if any(m in text for m in _MOVES))
         facts.answers[("dynamic-imports",)] = any("importlib" in t or "__import__(" in t for _, t in facts.files)
     return facts.answers[("dynamic-imports",)] or path in reached_from(facts, movers)
+
+
+# text of torch randomness a run draws at every step without naming a random function: dropout
+# masks, shuffling loaders, random splits (a layer's initial weights alone are not counted across
+# files: drawn once, by whoever builds the model)
+_IMPLICIT_TORCH = ("Dropout(", "F.dropout(", "shuffle=True", "random_split(")
+
+
+def implicit_torch_draws(facts: ProjectFacts, path: str) -> str | None:
+    """The first module that ``path`` imports (directly or not) whose text draws from torch's
+    generator every step without naming a random function (``nn.Dropout(``, a ``shuffle=True``
+    loader); None when none does."""
+    texts = dict(facts.files)
+    for other in sorted(reached_from(facts, (path,))):
+        if other != path and other in texts and any(w in texts[other] for w in _IMPLICIT_TORCH):
+            return other
+    return None
