@@ -500,3 +500,57 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW202/TW203 unread loaders
+# A data module's helper returns (train, test) loaders; the script hands the test loader only to
+# the GAN's evaluate(test_loader, d_path, g_path), whose every definition samples noise and never
+# reads that argument: no batch of it is ever loaded. The train loader (trained on) is reported.
+_GAN_LOADERS = d("""
+    import torch.utils.data as data_utils
+    import torchvision.datasets as dset
+    def get_loaders(args, tf):
+        train_set = dset.ImageFolder(args.root + "/train", transform=tf)
+        test_set = dset.ImageFolder(args.root + "/test", transform=tf)
+        train_dl = data_utils.DataLoader(train_set, batch_size=args.batch_size, shuffle=True)
+        test_dl = data_utils.DataLoader(test_set, batch_size=args.batch_size, shuffle=True)
+        return train_dl, test_dl
+""")
+_GAN_MAIN = d("""
+    from loaders import get_loaders
+    from gan import GAN
+    def main(args):
+        model = GAN(args)
+        train_dl, test_dl = get_loaders(args, args.transform)
+        if args.train:
+            model.train(train_dl)
+        else:
+            model.evaluate(test_dl, args.d_path, args.g_path)
+""")
+_GAN_MODEL = d("""
+    import torch
+    class GAN:
+        def __init__(self, args):
+            self.G = Generator().cuda()
+        def train(self, loader):
+            for images, _ in loader:
+                images = images.cuda()
+                step(self.G, images)
+        def evaluate(self, test_loader, d_path, g_path):
+            z = torch.randn(64, 100, 1, 1).cuda()
+            return self.G({use})
+""")
+PROJECTS += [
+    ProjectShape(code, f"a returned test loader only handed to evaluate() that ignores it ({code})", {
+        "loaders.py": _GAN_LOADERS,
+        "main.py": _GAN_MAIN,
+        "gan.py": _GAN_MODEL.format(use="z"),
+    }, (("loaders.py", 6),))
+    for code in ("TW202", "TW203")
+] + [
+    ProjectShape(code, f"look-alike: evaluate() reads the test loader ({code})", {
+        "loaders.py": _GAN_LOADERS,
+        "main.py": _GAN_MAIN,
+        "gan.py": _GAN_MODEL.format(use="next(iter(test_loader))[0].cuda()"),
+    }, (("loaders.py", 6), ("loaders.py", 7)))
+    for code in ("TW202", "TW203")
+]

@@ -10,6 +10,8 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import demo_loader, getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
+from torchwise.lint.semantics.unread import never_read_loader
+
 DATALOADER = "torch.utils.data.DataLoader"
 
 
@@ -141,7 +143,9 @@ What it flags
   item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
-  smoke test of a dataset module that only prints what it yields.
+  smoke test of a dataset module that only prints what it yields; and a loader a helper
+  returns whose every caller in the project only hands it to methods that never read that
+  argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise instead).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -183,7 +187,7 @@ Lint and the doctor
                 continue
             if is_index_collection(ctx, dataset, call):
                 continue  # batches of indices: nothing to load per item
-            if demo_loader(ctx, call):
+            if demo_loader(ctx, call) or never_read_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
+from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -206,7 +207,8 @@ What it flags
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test, a
-  loader stored under a name nothing in the file reads (beside loaders it uses), and loaders handed to torch_xla
+  loader stored under a name nothing in the file reads (beside loaders it uses), or one a helper
+  returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
   a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
   check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or
@@ -250,8 +252,8 @@ Fix
                 continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
             if _host_statistics(ctx, call):
                 continue  # a statistics script: it checks for a GPU but no batch goes to a device
-            if _unused_or_xla(ctx, call):
-                continue  # never iterated; or handed to torch_xla's ParallelLoader: it feeds a TPU
+            if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
+                continue  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):
                 continue  # its class, in another module, yields device tensors or stored constants
