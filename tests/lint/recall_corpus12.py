@@ -554,3 +554,16 @@ PROJECTS += [
     }, (("loaders.py", 6), ("loaders.py", 7)))
     for code in ("TW202", "TW203")
 ]
+
+# TW203 for the same helper: a call that leaves its cuda flag at the False default builds an
+# unpinned loader whose batches still go to the GPU; passing the flag pins it.
+PROJECTS += [
+    ProjectShape("TW203", "a conditionally pinning helper called without its flag, batches moved with .cuda()", {
+        "helpers.py": _HELPERS,
+        "train.py": _STEPS.format(flag=""),
+    }, (("train.py", 5),)),
+    ProjectShape("TW203", "look-alike: the same helper called with cuda=cuda", {
+        "helpers.py": _HELPERS,
+        "train.py": _STEPS.format(flag=", cuda=cuda"),
+    }),
+]

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
+from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -181,7 +182,7 @@ def _unused_or_xla(ctx: Context, call: ast.Call) -> bool:
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
-    triggers = ("DataLoader",)
+    triggers = ("DataLoader", "loader(")  # (a project helper that builds loaders: get_data_loader(...))
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
@@ -195,7 +196,10 @@ What it flags
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
-  project that names CUDA (a framework's trainer is not). A CPU-only function in a file that also has GPU code is left alone,
+  project that names CUDA (a framework's trainer is not). Also a call of a loader-building
+  helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
+  if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
+  the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
   not flagged. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
@@ -263,6 +267,13 @@ Fix
                 suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())",
                 end_node=call.func,
             )
+        if "pin_memory" in ctx.source or ctx.project.loader_blocks:
+            for call in unpinned_helper_calls(ctx):
+                if gpu_evident_for(ctx, call) and not demo_loader(ctx, call):
+                    yield ctx.finding(
+                        self.code, call,
+                        f"{last_name(call.func)}() pins its loader only when asked, and this call leaves the flag off "
+                        "while the batches go to the GPU", suggestion="pass the flag (cuda=True when on a GPU)", end_node=call.func)
 
 
 RULE = LoaderWithoutPinMemory()

@@ -212,3 +212,22 @@ def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
     # one caller that hands in a pinned loader is enough: non_blocking=True helps it and costs
     # the others nothing (a copy from pageable memory is synchronous either way)
     return True if True in verdicts else _combine(verdicts)
+
+
+def unpinned_helper_calls(ctx: Context) -> list[ast.Call]:
+    """Calls of a loader-building helper (of the file or the project) that pins only when a flag
+    parameter is set, which leave that flag at its false default: ``utils.get_data_loader(ds,
+    32)`` of ``def get_data_loader(ds, bs, cuda=False)`` building ``DataLoader(..., **({'pin_memory':
+    True} if cuda else {}))``."""
+    out = []
+    names = set(ctx.project.loader_blocks) | {f.name for f in ctx.nodes.get(ast.FunctionDef, ())
+                                               if "pin_memory" in ctx.text(f) and ctx.parent(f) is ctx.tree}
+    for name in sorted(names):
+        for call in ctx.calls_named(name):
+            target = local_function(ctx, call)
+            if target is not None:
+                if target.__class__ is ast.FunctionDef and flag_unset(target, call) and ctx.function_of(call) is not target:
+                    out.append(call)
+            elif _call_pinned(ctx, call, -1, 2) is False:
+                out.append(call)
+    return out
