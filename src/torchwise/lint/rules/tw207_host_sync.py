@@ -5,38 +5,26 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, printed_tensor, read_arguments, tensor_test,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
-from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.syncs import (
+    CASTS, SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, sync_call, synchronized_before,
+)
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
-
-def _inner_sync(expr: ast.AST) -> bool:
-    """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
-    while True:
-        if expr.__class__ is ast.Call:
-            func = expr.func
-            if func.__class__ is ast.Attribute and func.attr in SYNC_METHODS:
-                return True
-            expr = func.value if func.__class__ is ast.Attribute else func
-        elif expr.__class__ in (ast.Attribute, ast.Subscript):
-            expr = expr.value
-        else:
-            return False
-
 
 class HostSyncInLoop(Rule):
     code = "TW207"
@@ -126,8 +114,8 @@ Lint and the doctor
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
-        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *_CASTS):
-            found = self._sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
+        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *CASTS):
+            found = sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -286,34 +274,6 @@ Lint and the doctor
                     suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
                 )
 
-    def _sync_call(self, ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
-        """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
-        func = call.func
-        name = last_name(func)
-        if name == "print":
-            subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
-            return (subject, "print() of a tensor") if subject is not None else None
-        if name in _CASTS:  # float(loss), bool(loss == 0): the Python value of a tensor
-            if func.__class__ is not ast.Name or len(call.args) != 1 or call.keywords:
-                return None
-            arg = call.args[0]
-            subject = arg.left if arg.__class__ is ast.Compare and len(arg.ops) == 1 else arg
-            return subject, f"{name}() of a tensor"
-        if name == "nonzero":
-            q = ctx.qualname(func)
-            if q is not None:
-                return (call.args[0], "nonzero()") if q == "torch.nonzero" and call.args else None
-            return (func.value, "nonzero()") if func.__class__ is ast.Attribute else None
-        if func.__class__ is not ast.Attribute or call.args and name != "cpu":
-            return None
-        subject = func.value
-        if _inner_sync(subject):
-            return None
-        parent = ctx.parent(call)
-        if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
-            return None  # m.cpu().parameters(): a module moved, not a value read
-        return subject, f".{name}()"
-
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host: a helper of this file or of the
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
@@ -364,7 +324,6 @@ Lint and the doctor
         )
 
 
-_CASTS = ("float", "int", "bool")
 _MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
