@@ -168,3 +168,60 @@ QUIET += [
                     loss, _ = loss_and_accuracy(model(src.to(device)), gold.to(device), pad)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 random masks
+# Dropout by selection in a model's method on the forward path: the edges of a sparse graph (or the
+# tokens of a sequence) kept by a mask drawn at random each call; the kept count differs every time.
+_GRAPH_TRAIN = d("""
+    import torch
+    from model import GraphRecommender
+    def train(dataset, loader, optimizer, device):
+        model = GraphRecommender(dataset.graph().to(device)).to(device)
+        for users, items in loader:
+            loss = model(users.to(device), items.to(device)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "edge dropout of a sparse graph: values[(torch.rand(n) + keep).int().bool()] in a helper of forward", {
+        "model.py": d("""
+            import torch
+            import torch.nn as nn
+            class GraphRecommender(nn.Module):
+                def __init__(self, graph, keep=0.8):
+                    super().__init__()
+                    self.graph, self.keep = graph, keep
+                    self.table = nn.Embedding(1000, 64)
+                def _drop_edges(self, adj):
+                    kept = (torch.rand(len(adj.values())) + self.keep).int().bool()
+                    edges = adj.indices().t()[kept]
+                    return torch.sparse_coo_tensor(edges.t(), adj.values()[kept] / self.keep, adj.size())
+                def forward(self, users, items):
+                    adj = self._drop_edges(self.graph) if self.training else self.graph
+                    rows = torch.sparse.mm(adj, self.table.weight)
+                    return (rows[users] * rows[items]).sum(-1)
+        """),
+        "train.py": _GRAPH_TRAIN,
+    }, (("model.py", 10), ("model.py", 11))),
+    ProjectShape("TW207", "look-alike: points thinned with a NumPy random mask in a dataset's __getitem__", {
+        "model.py": d("""
+            import numpy as np
+            import torch
+            import torch.nn as nn
+            class PointSet(torch.utils.data.Dataset):
+                def __getitem__(self, i):
+                    points = self.clouds[i]
+                    return torch.from_numpy(points[np.random.rand(len(points)) < 0.9])
+            class GraphRecommender(nn.Module):
+                def __init__(self, graph):
+                    super().__init__()
+                    self.graph = graph
+                    self.table = nn.Embedding(1000, 64)
+                def forward(self, users, items):
+                    rows = torch.sparse.mm(self.graph, self.table.weight)
+                    return (rows[users] * rows[items]).sum(-1)
+        """),
+        "train.py": _GRAPH_TRAIN,
+    }),
+]

@@ -29,7 +29,7 @@ from torchwise.lint.semantics.values import local_function
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
@@ -43,8 +43,9 @@ What it flags
   `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
   per loss, naming the other lines), in a model's `forward` where the selection feeds its loss
-  (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), and on a device tensor in a forward
-  pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
+  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
+  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
@@ -68,7 +69,7 @@ What it flags
   nothing that uses a GPU, is left alone).
   Not flagged: values already on the CPU; a single value written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`: PyTorch fills it with `masked_fill_`, no sync);
-  masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`), masks in a data
+  masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test), under a test

@@ -103,7 +103,8 @@ _MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | None]]:
     """``(node, function, other lines)`` of the boolean-mask selections in what every forward pass
     runs: ``x[mask]`` / ``x[mask] = y`` on a device tensor in a module's ``forward`` or a helper it
-    calls (other lines None: one per statement), then those of a loss (:func:`loss_mask_selections`),
+    calls (other lines None: one per statement), a random mask's in a module's method on the forward
+    path (an edge dropout: ``values[(torch.rand(n) + keep).int().bool()]``), then those of a loss (:func:`loss_mask_selections`),
     one per function with the lines of the others."""
     if not gpu_evident(ctx) and not ctx.project.moves_to_device:
         return []
@@ -116,6 +117,14 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
+    for node, value, mask in _selections(ctx) if "rand" in ctx.source or "bernoulli" in ctx.source else ():
+        func = ctx.function_of(node)
+        if id(ctx.statement_of(node)) in statements or func is None or not _module_method(ctx, func):
+            continue
+        if _random_draw(ctx, mask, node) and forward_path_function(ctx, node) is not None and hot_region_of(ctx, node) is None \
+                and not on_host(ctx, value, func) and from_inputs(ctx, value, func):
+            statements.add(id(ctx.statement_of(node)))
+            found.append((node, func, None))
     by_function: dict[int, list[AST]] = {}
     for node, func in loss_mask_selections(ctx):
         if id(ctx.statement_of(node)) not in statements:
@@ -166,6 +175,27 @@ def _selections(ctx: Context) -> list[tuple[AST, AST, AST]]:
         if call.func.__class__ is ast.Attribute and call.args:
             found.append((call, call.func.value, call.args[0]))
     return found
+
+
+_RANDOM = frozenset({"torch.rand", "torch.rand_like", "torch.bernoulli", "torch.randn", "torch.randn_like", "torch.randint"})
+
+
+def _random_draw(ctx: Context, mask: AST, use: AST, depth: int = 3) -> bool:
+    """A mask drawn at random on each call (``(torch.rand(n) + keep).int().bool()``,
+    ``torch.rand(n) < p``, ``x.bernoulli()``): a dropout of edges or tokens by selection."""
+    for node in ast.walk(mask):
+        if node.__class__ is ast.Call and (ctx.qualname(node.func) in _RANDOM or last_name(node.func) in ("bernoulli", "bernoulli_")):
+            return True
+        if node.__class__ is ast.Name and depth > 0:
+            b = ctx.binding_at(node.id, use)
+            if b is not None and b.kind == "assign" and b.value is not None and _random_draw(ctx, b.value, b.node, depth - 1):
+                return True
+    return False
+
+
+def _module_method(ctx: Context, func: AST) -> bool:
+    klass = ctx.parent(func)
+    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
 
 
 def _in_loss_module(ctx: Context, func: AST) -> bool:
