@@ -9,6 +9,7 @@ handed to ``loss_fct``). NumPy arrays (anything that went through ``.numpy()``/`
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import gpu_evident, is_device_tensor
@@ -117,7 +118,8 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
-    for node, value, mask in _selections(ctx) if "rand" in ctx.source or "bernoulli" in ctx.source else ():
+    random = "rand" in ctx.source or "bernoulli" in ctx.source
+    for node, value, mask in _selections(ctx, lambda f: _module_method(ctx, f)) if random else ():
         func = ctx.function_of(node)
         if id(ctx.statement_of(node)) in statements or func is None or not _module_method(ctx, func):
             continue
@@ -147,7 +149,8 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
     if not gpu_evident(ctx) and not ctx.project.moves_to_device:
         return found
     statements: set[int] = set()
-    for node, value, mask in _selections(ctx):
+    for node, value, mask in _selections(ctx, lambda f: _in_loss_module(ctx, f) or (f.name == "forward" and bool(
+            _loss_arguments(ctx, f)[0]))):
         stmt = ctx.statement_of(node)
         func = ctx.function_of(node)
         if id(stmt) in statements or func is None or not (
@@ -164,15 +167,28 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
     return found
 
 
-def _selections(ctx: Context) -> list[tuple[AST, AST, AST]]:
-    """``(node, selected value, mask)`` for ``x[mask]`` (read or written) and ``x.masked_select(mask)``."""
+def _selections(ctx: Context, wanted: Callable[[AST], bool]) -> list[tuple[AST, AST, AST]]:
+    """``(node, selected value, mask)`` for ``x[mask]`` (read or written) and ``x.masked_select(mask)``
+    in the functions ``wanted`` accepts (asked once per function, before the mask)."""
+    verdicts: dict[int, bool] = {}
+
+    def in_wanted(node: AST) -> bool:
+        func = ctx.function_of(node)
+        if func is None:
+            return False
+        if id(func) not in verdicts:
+            verdicts[id(func)] = wanted(func)
+        return verdicts[id(func)]
+
     found = []
     for sub in ctx.nodes.get(ast.Subscript, ()):
-        mask = mask_of(ctx, sub) if sub.slice.__class__ is not ast.Constant and not scalar_store(ctx, sub) else None
+        if sub.slice.__class__ is ast.Constant or not in_wanted(sub) or scalar_store(ctx, sub):
+            continue
+        mask = mask_of(ctx, sub)
         if mask is not None:
             found.append((sub, sub.value, mask))
     for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
-        if call.func.__class__ is ast.Attribute and call.args:
+        if call.func.__class__ is ast.Attribute and call.args and in_wanted(call):
             found.append((call, call.func.value, call.args[0]))
     return found
 
