@@ -182,7 +182,7 @@ _add("TW109", "BatchNorm frozen only with .eval()", (3,), "SR", "",
      pre-trained statistics.""",
      """Use `torchwise.freeze_batchnorm(model)`, which keeps BatchNorm layers in eval mode across
      `model.train()` and freezes their affine parameters; or override `train()` to re-apply eval
-     to them.""",
+     to them and turn their `requires_grad` off.""",
      "for m in model.modules():\n    if isinstance(m, nn.BatchNorm2d):\n        m.eval()\nmodel.train()   # BN trains again",
      "torchwise.freeze_batchnorm(model)\nmodel.train()   # BN stays frozen")
 

@@ -670,6 +670,17 @@ NEGATIVE["TW108"] = [
 ]
 
 # ----------------------------------------------------------------------------------- TW109
+_BN_OVERRIDE = d("""
+    import torch.nn as nn
+    class Net(nn.Module):
+        def train(self, mode=True):
+            super().train(mode)
+            for m in self.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval(){extra}
+            return self
+    model.train()
+""")
 POSITIVE["TW109"] = [
     (d("""
         import torch.nn as nn
@@ -697,10 +708,9 @@ POSITIVE["TW109"] = [
         model.apply(set_bn_eval)
         model.train()
     """), 5),
-]
-NEGATIVE["TW109"] = [
-    # re-frozen after every train()
-    d("""
+    # round 7 (lead's decision): re-frozen after every train(), but the affine weight and bias
+    # keep requires_grad and train - the freeze is half done (a look-alike until round 7a)
+    (d("""
         import torch.nn as nn
         def freeze_bn(model):
             for m in model.modules():
@@ -710,19 +720,35 @@ NEGATIVE["TW109"] = [
             model.train()
             freeze_bn(model)
             train_one_epoch(model)
-    """),
-    # the train() override pattern
+    """), 5),
+    # the train() override that re-applies eval only (a look-alike until round 7)
+    (_BN_OVERRIDE.format(extra=""), 7),
+    # frozen with eval and never unfrozen, affine parameters still trainable (a look-alike until round 7)
+    (d("""
+        import torch.nn as nn
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.eval()
+        run(model)
+    """), 4),
+]
+NEGATIVE["TW109"] = [
+    # re-frozen after every train(), the affine parameters frozen too
     d("""
         import torch.nn as nn
-        class Net(nn.Module):
-            def train(self, mode=True):
-                super().train(mode)
-                for m in self.modules():
-                    if isinstance(m, nn.BatchNorm2d):
-                        m.eval()
-                return self
-        model.train()
+        def freeze_bn(model):
+            for m in model.modules():
+                if isinstance(m, nn.BatchNorm2d):
+                    m.eval()
+                    m.weight.requires_grad = False
+                    m.bias.requires_grad = False
+        for epoch in range(10):
+            model.train()
+            freeze_bn(model)
+            train_one_epoch(model)
     """),
+    # the train() override pattern, with requires_grad_(False)
+    _BN_OVERRIDE.format(extra="\n                m.requires_grad_(False)"),
     # eval of the whole model (evaluation), not a BatchNorm freeze
     d("""
         import torch.nn as nn
@@ -734,13 +760,18 @@ NEGATIVE["TW109"] = [
                 m.eval()
         model.train()
     """),
-    # frozen, never unfrozen
+    # frozen, never unfrozen, affine parameters turned off in the code that calls the freeze
     d("""
         import torch.nn as nn
-        for m in model.modules():
+        def set_bn_eval(m):
             if isinstance(m, nn.BatchNorm2d):
                 m.eval()
-        run(model)
+        def prepare(model):
+            model.apply(set_bn_eval)
+            for name, p in model.named_parameters():
+                if "bn" in name:
+                    p.requires_grad = False
+        prepare(model)
     """),
 ]
 

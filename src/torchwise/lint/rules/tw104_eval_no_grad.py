@@ -11,8 +11,8 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
-from torchwise.lint.semantics.actions import environment_step, only_acts
-from torchwise.lint.semantics.steps import backward_calls, hot_loops, is_eval_name, is_optimizer_step, optimizer_steps
+from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
+from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
@@ -83,7 +83,7 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "valid", "test", "predict", "infer", "step(")
+    triggers = ("eval", "valid", "test", "predict", "infer", "step(", "_action(", "def act(")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -126,7 +126,13 @@ What it flags
   And after `self.model.eval()`, a helper method of the same class that runs `self.model`
   (`pred, true = self._process_one_batch(x, y)`, shared with the training loop) and switches
   autograd neither off nor on itself: reported at the call (a helper named for evaluation,
-  `_predict_batch`, is reported once at its own forward pass instead).
+  `_predict_batch`, is reported once at its own forward pass instead). Likewise a function of
+  another module of the project handed the model after `model.eval()` (`evaluate.metrics(model,
+  test_loader, k)`, whose loop calls `model(user, item)`) with no grad switch or `.eval()` of
+  its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
+  runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
+  returns host data (`.detach().cpu().numpy()`, `.item()`): it runs every environment step and
+  its graph is never used.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -174,7 +180,9 @@ Lint and the doctor
                 yield from found
             elif found is not None:
                 yield found
-        yield from self._acting(ctx)
+        for node, message in acting_calls(ctx):
+            yield ctx.finding(self.code, node, message,
+                              suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
         yield from self._shared_loop(ctx, scopes)
 
     def _shared_loop(self, ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[Finding]:
@@ -201,29 +209,6 @@ Lint and the doctor
                                           "model.eval()), or torch.set_grad_enabled(train) in the loop")
                         break
 
-    def _acting(self, ctx: Context) -> Iterator[Finding]:
-        """RL training loops: the model picks the action the environment steps with, outside
-        no_grad, and its output goes nowhere else (no loss, no stored log-probability)."""
-        if "step(" not in ctx.source:
-            return
-        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
-        for loop in hot_loops(ctx).values():
-            if not any(ctx.contains(loop, c) for c in steps):
-                continue  # no environment steps in this loop: nothing it computes is only an action
-            for node in ctx.walk_body(loop.body):
-                if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
-                    continue
-                func = node.func
-                plain = _plain_callee(func) and is_module_instance(ctx, func, node)
-                method = func.__class__ is ast.Attribute and is_module_instance(ctx, func.value, node) and runs_forward(ctx, func, node)
-                if not (plain or method) or under_no_grad(ctx, node):
-                    continue
-                if only_acts(ctx, ctx.parent(node), loop):
-                    yield ctx.finding(
-                        self.code, node,
-                        f"{ctx.text(func)} picks the action with autograd recording; the environment only needs its value",
-                        suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())",
-                    )
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
@@ -268,7 +253,7 @@ Lint and the doctor
                 continue
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)
-                        or helper_runs(ctx, scope, node, receivers)):
+                        or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
                     continue
             if is_module and not ctx.enclosing_loops(node):
                 continue  # module-level script: only evaluation loops

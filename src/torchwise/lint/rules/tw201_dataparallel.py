@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.steps import training_calls
 
@@ -217,10 +218,48 @@ def _inference_class(ctx: Context, call: ast.Call) -> bool:
     return any(m.startswith(_INFERENCE_METHODS) for m in methods)
 
 
+def _hand_dp(where: Context, func: ast.AST) -> bool:
+    """A function that runs a module on several GPUs by hand: ``torch.nn.parallel.replicate``
+    and ``parallel_apply`` (with ``scatter``/``gather`` around them) - DataParallel written out."""
+    names = {where.qualname(n.func) for n in ast.walk(func) if n.__class__ is ast.Call}
+    return "torch.nn.parallel.replicate" in names and "torch.nn.parallel.parallel_apply" in names
+
+
+def _hand_dp_names(ctx: Context) -> set[str]:
+    """Names of the hand-written DataParallel functions of this file and of the project
+    (the project's files are searched for them once per process)."""
+    key = "tw201:hand-dp"
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = set()
+        for path, text in ctx.project.files:
+            other = parsed_file(ctx.project, path, text) if "parallel_apply(" in text and "replicate(" in text else None
+            if other is not None:
+                found |= {f.name for f in other.nodes.get(ast.FunctionDef, ()) if _hand_dp(other, f)}
+        ctx.project.answers[key] = found
+    if "parallel_apply(" in ctx.source:
+        return found | {f.name for f in ctx.nodes.get(ast.FunctionDef, ()) if _hand_dp(ctx, f)}
+    return found
+
+
+def _hand_dp_steps(ctx: Context) -> Iterator[ast.Call]:
+    """Calls of a hand-written DataParallel function in a function (or script) that trains -
+    it runs a backward pass or an optimizer step - outside ``no_grad`` and the no-GPU branch."""
+    names = _hand_dp_names(ctx)
+    if not names:
+        return
+    trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
+    for call in ctx.calls_named(*names):
+        func = ctx.function_of(call)
+        if id(func) in trainers and (func is None or func.name not in names) and not under_no_grad(ctx, call) and not (
+                _without_cuda(ctx, call)):
+            yield call
+
+
 class DataParallelUsed(Rule):
     code = "TW201"
     name = "data-parallel"
-    triggers = ("DataParallel", "data_parallel")
+    triggers = ("DataParallel", "data_parallel", "parallel_apply", "device_count")
     doc = """\
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
@@ -235,6 +274,10 @@ What it flags
   `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
   (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing): DistributedDataParallel
   only speeds up training.
+  Also DataParallel written by hand: a function of the file or of the project that calls
+  `torch.nn.parallel.replicate` and `parallel_apply` (with `scatter`/`gather`), called in a
+  function or script that trains (`y_hat = data_parallel_workaround(model, x, m)` when several
+  GPUs are visible); reported at the call.
 
 Why it matters
   DataParallel runs one Python process that drives every GPU from threads: the GIL
@@ -260,12 +303,14 @@ Fix
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
                     _evaluating_branch_that_exits(ctx, call)):
                 continue  # no gradients to synchronise: DDP has nothing to offer
-            yield ctx.finding(
-                self.code, call,
-                "nn.DataParallel drives all GPUs from one process; DistributedDataParallel is faster and scales",
-                suggestion="use DistributedDataParallel with one process per GPU (torchrun)",
-                end_node=call.func,
-            )
+            yield self._finding(ctx, call, "nn.DataParallel drives all GPUs from one process")
+        for call in _hand_dp_steps(ctx):
+            yield self._finding(ctx, call, f"{ctx.text(call.func)}() is DataParallel written by hand (replicate/scatter/"
+                                "parallel_apply/gather): one process drives all GPUs every step")
+
+    def _finding(self, ctx: Context, call: ast.Call, what: str) -> Finding:
+        return ctx.finding(self.code, call, f"{what}; DistributedDataParallel is faster and scales",
+                           suggestion="use DistributedDataParallel with one process per GPU (torchrun)", end_node=call.func)
 
 
 RULE = DataParallelUsed()

@@ -105,7 +105,7 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
 class BlockingCopyFromPinned(Rule):
     code = "TW204"
     name = "blocking-copy-from-pinned"
-    triggers = ("pin_memory", "loader", "Loader")
+    triggers = ("pin_memory", "loader", "Loader", ".to(", ".cuda(")
     fixable = True
     doc = """\
 What it flags
@@ -117,13 +117,18 @@ What it flags
   loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
   file or project whose every DataLoader is pinned, or is a parameter whose callers - in the
   file, or in the modules that import it (`engine.train(model, train_loader, ...)`) - all hand
-  in pinned loaders. Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
+  in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
+  loaders come from `get_sets(...)` of a data module). Loaders kept in a dict count: built in a
+  dict comprehension (`{split: DataLoader(..., pin_memory=True) for split in splits}`) and
+  iterated as `loaders[phase]`, or stored as an item (`loaders["aux"] = DataLoader(...)`; with a
+  constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
   `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`). Loops over
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
   calls with the batch, after a conversion (`images.float().cuda()`), or of every part of the
   batch (`tuple(d.cuda() for d in data)`); in iteration-based training, the batch read inside
-  the loop with `next(batch_iterator)` where `batch_iterator = iter(loader)`. A loop whose body
+  the loop with `next(batch_iterator)` or `batch_iterator.__next__()` where `batch_iterator =
+  iter(loader)` or `enumerate(loader)`. A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone.
 
 Why it matters
@@ -143,9 +148,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if not ctx.project.pins_memory and "pin_memory" not in ctx.source:
+            return  # (a loader pinned through a ``**kwargs`` dict names pin_memory too)
         names = _loader_names(ctx)
-        if not any(True in v for v in names.values()) and not ctx.project.pins_memory:
-            return
         pinned: dict[int, bool] = {}
 
         def pinned_loop(loop: ast.AST) -> bool:
@@ -183,14 +188,18 @@ def _runs_once(loop: ast.AST) -> bool:
     return any(s.__class__ in (ast.Break, ast.Return) for s in getattr(loop, "body", ()))
 
 
+_ITERATORS = frozenset({"iter", "enumerate"})
+
+
 def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> ast.AST | None:
     """The loader that ``expr`` was taken from with ``next(...)``: ``images, targets =
     next(batch_iterator)`` where ``batch_iterator = iter(data_loader)``, also through a
     conversion or an element of the batch (``[ann.cuda() for ann in targets]``)."""
     expr = _unconverted(expr)
-    if expr.__class__ is ast.Call and last_name(expr.func) == "next" and len(expr.args) == 1:
-        it = expr.args[0]
-        if it.__class__ is ast.Call and last_name(it.func) == "iter" and it.args:
+    if expr.__class__ is ast.Call and (last_name(expr.func) == "next" and len(expr.args) == 1 or (
+            not expr.args and expr.func.__class__ is ast.Attribute and expr.func.attr == "__next__")):
+        it = expr.args[0] if expr.args else expr.func.value  # next(it) / it.__next__()
+        if it.__class__ is ast.Call and last_name(it.func) in _ITERATORS and it.args:
             return it.args[0]
         if it.__class__ is ast.Name:
             b = ctx.binding_at(it.id, use)
@@ -198,8 +207,8 @@ def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> a
                 n.value for n in ctx.nodes.get(ast.Assign, ()) if b is None and len(n.targets) == 1
                 and n.targets[0].__class__ is ast.Name and n.targets[0].id == it.id
                 and ctx.function_of(n) is ctx.function_of(use)]  # bound later in the loop: `except StopIteration: it = iter(...)`
-            for value in values:
-                if value is not None and value.__class__ is ast.Call and last_name(value.func) == "iter" and value.args:
+            for value in values:  # it = iter(loader) / it = enumerate(loader)
+                if value is not None and value.__class__ is ast.Call and last_name(value.func) in _ITERATORS and value.args:
                     return value.args[0]
         return None
     if expr.__class__ is not ast.Name or depth <= 0:
@@ -219,7 +228,7 @@ def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set
     """A batch read with ``next(batch_iterator)`` inside a loop (iteration-based training) from
     a pinned loader."""
     loops = ctx.enclosing_loops(call)
-    if not loops or "next(" not in ctx.source:
+    if not loops or "next(" not in ctx.source and "__next__(" not in ctx.source:
         return False
     src = _next_source(ctx, recv, call)
     return src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names)

@@ -51,7 +51,10 @@ _SHAPE_METHODS = frozenset({
     "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
     "fill_", "zero_", "type", "type_as",
+    "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
 })
+# filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
+_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
 # the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
 LEGACY = frozenset({
     "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
@@ -84,6 +87,15 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
     return False
 
 
+def _legacy_sizes(ctx: Context, call: ast.Call, filled: bool) -> bool:
+    """A legacy constructor that allocates: given sizes or literals, two or more positional
+    arguments or ``*shape`` (only sizes take that form: ``torch.FloatTensor(n, dim)``), or
+    filled right away (``torch.FloatTensor(n).zero_()``: whatever it was given is overwritten)."""
+    args = call.args
+    return filled or len(args) >= 2 or any(a.__class__ is ast.Starred for a in args) or all(
+        _sizes_or_literal(ctx, a, call) for a in args)
+
+
 def _traced(ctx: Context, node: ast.AST) -> bool:
     """An example input: inside ``torch.jit.trace(...)``/``torch.onnx``/``torch.fx`` (where the
     move is recorded), or an argument of ``writer.add_graph(...)``, ``summary(...)``: made once."""
@@ -108,13 +120,17 @@ What it flags
   `device=` (nor a `generator=`, whose device decides) - also a window function
   (`torch.hann_window`...), or a factory scaled or wrapped before the move
   (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
-  on the host `torch.eye(n)[labels]`), a typed legacy constructor of sizes or Python literals
-  (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`; not of data read from
+  on the host `torch.eye(n)[labels]`, a one-hot filled in on the host
+  `torch.zeros(s).scatter_(1, idx, 1)`), a typed legacy constructor of sizes or Python literals
+  (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
+  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
   somewhere, which has to cross anyway - except an agent's observation in its action-selection
   method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
   `state.reshape(1, -1)`), copied twice every environment step, and a replay buffer's
   `sample()` method building each minibatch from the arrays it stores,
-  `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it) and `torch.from_numpy` of an array NumPy makes right
+  `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it, and the
+  minibatch such a memory returns, `states, actions = memory.sample(n)` then
+  `torch.FloatTensor(states).to(device)` in the update) and `torch.from_numpy` of an array NumPy makes right
   there (`np.random.uniform(...)`, `np.eye(k)`; also `torch.tensor(arr)`) or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
@@ -129,7 +145,9 @@ What it flags
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
   that a forward pass builds every call, here or in another module of the project).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
-  `build`/`main`-like functions, allocations before the loop of a function that loops,
+  `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
+  `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
+  `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops,
   helpers only `__init__` or an evaluation calls, a model's `sample()`/`generate()` method
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
@@ -302,7 +320,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         return (made[0], True, made[2]) if made is not None else None
     if expr is None or expr.__class__ is not ast.Call:
         return None
-    inner, chained = expr, False
+    inner, chained, filled = expr, False, False
     while True:
         func = inner.func
         if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
@@ -311,6 +329,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
                 made = _factory(ctx, func.value)
                 return (made[0], True, made[2]) if made is not None else None
             inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
+            filled = filled or func.attr in _FILLS
         elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
             inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
         else:
@@ -320,7 +339,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
-        made = inner.args and (all(_sizes_or_literal(ctx, a, inner) for a in inner.args) or observation_copy(ctx, inner))
+        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and numpy_made(ctx, inner.args[0], inner) else None

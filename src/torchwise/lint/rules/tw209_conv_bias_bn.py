@@ -80,7 +80,9 @@ What it flags
   An `nn.ConvNd`/`nn.ConvTransposeNd` that keeps its bias (no `bias=False`) immediately
   followed by a BatchNorm of the same dimensionality: adjacent in an `nn.Sequential(...)`, or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
-  builds them, or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
+  builds them (also when `self.conv` is an `nn.Sequential(...)` that ends with that
+  convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
+  nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
@@ -129,7 +131,7 @@ Lint and the doctor
         )
 
     def _check_class(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:
-        convs: dict[str, tuple[int, ast.AST]] = {}
+        convs: dict[str, list[tuple[int, ast.AST]]] = {}
         bns: dict[str, int] = {}
         for item in cls.body:
             if item.__class__ is not ast.FunctionDef or item.name != "__init__":
@@ -140,11 +142,14 @@ Lint and the doctor
                 t = node.targets[0]
                 if t.__class__ is not ast.Attribute or t.value.__class__ is not ast.Name or t.value.id != "self":
                     continue
-                d = conv_with_bias(ctx, node.value)
+                value = node.value
+                if ctx.qualname(getattr(value, "func", None)) == "torch.nn.Sequential" and value.args and not value.keywords:
+                    value = value.args[-1]  # nn.Sequential(..., nn.Conv2d(...)): its last layer meets what follows
+                d = conv_with_bias(ctx, value)
                 if d is None:
-                    d = helper_conv_with_bias(ctx, node.value)
+                    d = helper_conv_with_bias(ctx, value)
                 if d is not None:
-                    convs[t.attr] = (d, node.value)
+                    convs.setdefault(t.attr, []).append((d, value))  # one per branch (if asymmetric: ... else: ...)
                 b = bn_dims(ctx, node.value)
                 if b is not None:
                     bns[t.attr] = b
@@ -166,12 +171,10 @@ Lint and the doctor
                     b = ctx.binding_at(arg.id, node)
                     if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call:
                         conv = _self_attr_call(b.value)
-                if conv is None or conv not in convs:
-                    continue
-                d, conv_call = convs[conv]
-                if _matches(d, bns[bn]) and id(conv_call) not in reported:
-                    reported.add(id(conv_call))
-                    yield self._finding(ctx, conv_call)
+                for d, conv_call in convs.get(conv or "", ()):
+                    if _matches(d, bns[bn]) and id(conv_call) not in reported:
+                        reported.add(id(conv_call))
+                        yield self._finding(ctx, conv_call)
 
 
     def _module_list_pairs(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:

@@ -136,6 +136,16 @@ def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
     return False
 
 
+def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
+    """``optimizer.load_state_dict(torch.load(path))`` in a project that trains on a GPU (a
+    checkpoint helper of a module that names no device itself): an optimizer's state (Adam's
+    moments) lives where its parameters trained, so the file holds CUDA tensors."""
+    parent = ctx.parent(load)
+    if parent.__class__ is not ast.Call or parent.func.__class__ is not ast.Attribute or parent.func.attr != "load_state_dict":
+        return False
+    return "optim" in (last_name(parent.func.value) or "").lower() and ctx.project.targets_gpu
+
+
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
     name = "torch-load-no-map-location"
@@ -144,7 +154,9 @@ class LoadWithoutMapLocation(Rule):
 What it flags
   `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
-  checkpoints it reads are likely to hold CUDA tensors. Left alone: files that cannot hold GPU
+  checkpoints it reads are likely to hold CUDA tensors - or an optimizer's state,
+  `optimizer.load_state_dict(torch.load(path))`, in a checkpoint helper of a project that trains
+  on a GPU (the moments live where the parameters trained). Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
   data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
@@ -182,7 +194,8 @@ Fix
         if not calls:
             return
         for call in calls:
-            if argument(call, "map_location", 1) is not None or has_star_args(call) or not gpu_evident_near(ctx, call):
+            if argument(call, "map_location", 1) is not None or has_star_args(call) or not (
+                    gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
                 continue
             if ctx.project.gpu_only or pinned_gpu_script(ctx) or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps

@@ -12,9 +12,19 @@ from torchwise.lint.rule import Rule
 _VARS = ("MASTER_ADDR", "MASTER_PORT")
 
 
+def _tcp_address(value: ast.AST | None) -> bool:
+    """``"tcp://10.0.0.1:23456"`` or an f-string made on the spot, ``f"tcp://localhost:{port}"``."""
+    if value is not None and value.__class__ is ast.JoinedStr and value.values:
+        value = value.values[0]
+    return value is not None and value.__class__ is ast.Constant and isinstance(value.value, str) and value.value.startswith("tcp://")
+
+
 def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
     out: list[ast.AST] = []
     for node in ctx.nodes.get(ast.Assign, ()):
+        if node.value.__class__ is ast.JoinedStr and _tcp_address(node.value) and ctx.calls_to("torch.distributed.init_process_group"):
+            out.append(node)  # args.dist_url = f"tcp://localhost:{random.randrange(49152, 65535)}", handed to init_method=
+            continue
         if node.value.__class__ is not ast.Constant:
             continue
         for t in node.targets:
@@ -30,7 +40,7 @@ def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
                 out.append(call)
     for call in ctx.calls_to("torch.distributed.init_process_group"):
         kw = keyword(call, "init_method")
-        if kw is not None and kw.value.__class__ is ast.Constant and isinstance(kw.value.value, str) and kw.value.value.startswith("tcp://"):
+        if kw is not None and _tcp_address(kw.value):
             out.append(call)
     out.sort(key=lambda n: (n.lineno, n.col_offset))
     return out
@@ -44,7 +54,10 @@ class SpawnWithFixedRendezvous(Rule):
 What it flags
   A script that starts its workers itself with `torch.multiprocessing.spawn(...)` (`mp.spawn`)
   and hard-codes the rendezvous: `os.environ["MASTER_ADDR"] = "localhost"`,
-  `os.environ["MASTER_PORT"] = "12355"`, or `init_process_group(init_method="tcp://...")`.
+  `os.environ["MASTER_PORT"] = "12355"`, or `init_process_group(init_method="tcp://...")` -
+  also an address made on the spot for one machine, `args.dist_url =
+  f"tcp://localhost:{random.randrange(49152, 65535)}"`, handed to `init_process_group` by the
+  workers (a `--dist-url` option's default is configuration, not flagged).
 
 Why it matters
   A fixed address ties the job to one machine, and a fixed port collides as soon as two jobs
@@ -73,7 +86,8 @@ Fix
         for call in spawns:
             yield ctx.finding(
                 self.code, call,
-                f"mp.spawn with a hard-coded rendezvous (line {fixed[0].lineno}): one machine only, and the fixed port collides between jobs",
+                f"mp.spawn with a hand-made rendezvous (line {fixed[0].lineno}): one machine only, its port can collide "
+                "with another job's, and a failed worker is not restarted",
                 suggestion="launch with torchrun and call init_process_group() without an address",
                 end_node=call.func,
             )

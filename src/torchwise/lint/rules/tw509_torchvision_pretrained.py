@@ -21,7 +21,9 @@ class TorchvisionPretrained(Rule):
     doc = """\
 What it flags
   A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
-  with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` as its first argument.
+  with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` (or a value named for
+  the flag: `pretrained`, `args.pretrained`) as its first argument; also a builder chosen by
+  name, `getattr(torchvision.models, backbone)(pretrained=False)`.
   The old-torchvision branch of version-compatible code is left alone: the fallback in
   `except TypeError:` after a call with `weights=`, or under a version test.
 
@@ -45,13 +47,13 @@ Fix
         for call in ctx.nodes.get(ast.Call, ()):
             if not call.keywords and not call.args:
                 continue
-            q = ctx.qualname(call.func)
+            q = ctx.qualname(call.func) or _dynamic_builder(ctx, call.func)
             if q is None or not q.startswith("torchvision.models."):
                 continue
             if in_compat_fallback(ctx, call):
                 continue  # the branch for torchvision < 0.13, next to the weights= call
             first = call.args[0] if call.args else None
-            if first is not None and first.__class__ is ast.Constant and type(first.value) is bool and q.rsplit(".", 1)[-1][:1].islower():
+            if first is not None and _pretrained_flag(first) and q.rsplit(".", 1)[-1][:1].islower():
                 yield ctx.finding(self.code, first, "a positional pretrained flag is deprecated in torchvision; pass weights=",
                                   suggestion="pass weights=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)")
             for kw in call.keywords:
@@ -67,6 +69,23 @@ Fix
                               why_unsafe="DEFAULT may name a newer checkpoint than the one pretrained=True loaded")
                 yield ctx.finding(self.code, kw, f"{kw.arg}= is deprecated in torchvision; use {new}=",
                                   suggestion=f"pass {new}=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)", fix=fix)
+
+
+def _dynamic_builder(ctx: Context, func: ast.AST) -> str | None:
+    """``getattr(torchvision.models, name)``: a builder chosen by name (a backbone option)."""
+    if func.__class__ is not ast.Call or getattr(func.func, "id", None) != "getattr" or len(func.args) < 2:
+        return None
+    owner = ctx.qualname(func.args[0])
+    return f"{owner}.builder" if owner in ("torchvision.models", "torchvision.models.detection", "torchvision.models.segmentation") else None
+
+
+def _pretrained_flag(arg: ast.AST) -> bool:
+    """A positional first argument that is the old flag: ``True``/``False``, or a value named
+    for it (``pretrained``, ``args.pretrained``, ``self.use_pretrained``)."""
+    if arg.__class__ is ast.Constant:
+        return type(arg.value) is bool
+    name = arg.id if arg.__class__ is ast.Name else arg.attr if arg.__class__ is ast.Attribute else ""
+    return "pretrain" in name.lower()
 
 
 RULE = TorchvisionPretrained()

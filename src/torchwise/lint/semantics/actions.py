@@ -100,6 +100,8 @@ def observation_copy(ctx: Context, call: ast.Call) -> bool:
     arg = call.args[0]
     if name.startswith("sample") and ctx.parent(func).__class__ is ast.ClassDef:
         return _buffer_rows(arg)
+    if _replay_batch(ctx, arg, call):
+        return True
     if name != "act" and "action" not in name:
         return False
     while arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _RESHAPES:
@@ -108,6 +110,31 @@ def observation_copy(ctx: Context, call: ast.Call) -> bool:
 
 
 _RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "astype", "copy", "ravel"})
+
+
+# receivers of .sample(...) that are replay memories (not an action space, a distribution, a policy)
+_BUFFER_WORDS = ("memory", "buffer", "replay", "experience", "storage")
+_STACKS = frozenset({"array", "asarray", "stack", "vstack", "hstack", "concatenate"})
+
+
+def _replay_batch(ctx: Context, arg: AST, use: AST) -> bool:
+    """Part of a minibatch drawn from a replay memory (``state_batch, ... = memory.sample(n)``;
+    also ``batch.state``, ``np.array(batch.state)``): host arrays copied into a new CPU tensor,
+    then again to the device, every update."""
+    while True:
+        if arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.args and (
+                arg.func.attr in _STACKS or arg.func.attr in _RESHAPES):
+            arg = arg.args[0] if arg.func.attr in _STACKS else arg.func.value
+        elif arg.__class__ in (ast.Attribute, ast.Subscript):
+            arg = arg.value
+        else:
+            break
+    b = ctx.binding_at(arg.id, use) if arg.__class__ is ast.Name else None
+    value = b.value if b is not None and b.kind in ("assign", "unpack") else None
+    if value is None or value.__class__ is not ast.Call or value.func.__class__ is not ast.Attribute:
+        return False
+    owner = (last_name(value.func.value) or "").lower()
+    return value.func.attr.startswith("sample") and any(w in owner for w in _BUFFER_WORDS)
 
 
 def _buffer_rows(arg: AST) -> bool:

@@ -53,8 +53,10 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     scope = ctx.scope_of(node)
     if scope.__class__ is ast.Module:
         return True
-    if scope.__class__ is not ast.Lambda and (scope.name in _ONCE_NAMES or scope.name.startswith(_ONCE_PREFIXES)):
+    if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
+    if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
+        return not called_per_call(ctx, scope, skip_samplers=True)  # make_one_hot(...) in a loss's forward: every step
     if scope.__class__ is not ast.Lambda and scope.name not in ("forward", "__call__") and depth > 0 and _called_at_setup(ctx, scope, depth):
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
@@ -64,16 +66,22 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     return not (scope.__class__ is not ast.Lambda and called_per_call(ctx, scope))
 
 
-def called_per_call(ctx: Context, func: AST, depth: int = 2) -> bool:
+def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool = False) -> bool:
     """A function of this file that a per-call function (a ``forward``) calls, directly or
     through ``depth`` helpers: its loop is part of the computation (``farthest_point_sample``'s
-    loop over the points to pick), so what it allocates before the loop is made every call."""
+    loop over the points to pick), so what it allocates before the loop is made every call.
+    ``skip_samplers``: calls from ``__init__``-like set-up (``build_*``, ``make_*``...), and
+    outside the loops of a ``generate()`` no step calls, do not count."""
     for call in ctx.calls_named(func.name):
         if local_function(ctx, call) is not func:
             continue
         caller = ctx.function_of(call)
         if caller is None or caller is func:
             continue
+        if skip_samplers and caller.__class__ is not ast.Lambda and (
+                caller.name in _ONCE_NAMES or caller.name.startswith(_ONCE_PREFIXES)
+                or not ctx.enclosing_loops(call) and sampler_off_step(ctx, caller)):
+            continue  # self.table = make_table(...) in __init__; hidden = self.init_hidden() once per generate()
         if _forward_like(ctx, caller) or (depth > 0 and called_per_call(ctx, caller, depth - 1)):
             return True
     return False

@@ -72,6 +72,8 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
     cls = expr.__class__
     if cls is ast.Call:
         return _call_pinned(ctx, expr, -1, depth)
+    if cls is ast.Subscript:
+        return _item_pinned(ctx, expr, use, depth - 1)
     if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
         value = ctx.single_self_value(expr, use)
         return loader_pinned(ctx, value, value, depth - 1) if value is not None else None
@@ -98,6 +100,37 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
             return None
         return loader_pinned(ctx, it, b.node if b.node.__class__ is not ast.comprehension else it, depth - 1)
     return None
+
+
+def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> bool | None:
+    """A loader kept in a dict or list: ``dataloaders[phase]`` where ``dataloaders = {x:
+    DataLoader(...) for x in splits}`` (or a literal), and items stored into it later
+    (``dataloaders['DG'] = DataLoader(...)``). With a constant key, the item stored under that key
+    when there is one; else every loader the collection holds."""
+    base = expr.value
+    b = ctx.binding_at(base.id, use) if base.__class__ is ast.Name else None
+    if b is None or b.kind != "assign" or b.value is None or depth <= 0:
+        return None
+    items: list[tuple[AST | None, AST, AST]] = []  # (key, value, where)
+    held = b.value
+    if held.__class__ is ast.DictComp:
+        items.append((None, held.value, b.node))
+    elif held.__class__ in (ast.ListComp, ast.GeneratorExp):
+        items.append((None, held.elt, b.node))
+    elif held.__class__ is ast.Dict:
+        items += [(k, v, b.node) for k, v in zip(held.keys, held.values) if k is not None]
+    elif held.__class__ in (ast.List, ast.Tuple):
+        items += [(None, v, b.node) for v in held.elts]
+    for node in ctx.nodes.get(ast.Assign, ()):
+        target = node.targets[0]
+        if (len(node.targets) == 1 and target.__class__ is ast.Subscript and target.value.__class__ is ast.Name
+                and target.value.id == base.id and ctx.binding_at(base.id, node) is b):
+            items.append((target.slice, node.value, node))
+    key = expr.slice.value if expr.slice.__class__ is ast.Constant else None
+    if key is not None:
+        keyed = [i for i in items if i[0].__class__ is ast.Constant and i[0].value == key]
+        items = keyed or items
+    return _combine([loader_pinned(ctx, value, where, depth) for _, value, where in items])
 
 
 def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int) -> bool | None:

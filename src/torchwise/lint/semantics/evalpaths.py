@@ -1,0 +1,127 @@
+"""Forward passes with autograd on that no evaluation function of the file shows: the model
+run by an agent to pick an action (in a training loop, or in its ``select_action()`` method),
+and a helper of another module of the project that runs the model it is handed after
+``model.eval()``."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Iterator
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.actions import environment_step, only_acts
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.models import is_module_instance, runs_forward
+from torchwise.lint.semantics.steps import hot_loops, is_eval_name
+
+_GRAD_TEXT = ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward", ".eval()")
+
+
+def _plain_callee(func: AST) -> bool:
+    """``model``, ``self.model``: not an arbitrary attribute chain like ``solver.model``."""
+    if func.__class__ is ast.Name:
+        return True
+    return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
+
+
+def _runs_module(ctx: Context, node: ast.Call) -> bool:
+    func = node.func
+    return (_plain_callee(func) and is_module_instance(ctx, func, node)) or (
+        func.__class__ is ast.Attribute and is_module_instance(ctx, func.value, node) and runs_forward(ctx, func, node))
+
+
+def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """``(call, message)`` for model runs that only pick an environment's action with autograd on:
+    in an RL training loop, or in an agent's action-selection method that returns host data."""
+    if "step(" in ctx.source:
+        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
+        for loop in hot_loops(ctx).values():
+            if not any(ctx.contains(loop, c) for c in steps):
+                continue  # no environment steps in this loop: nothing it computes is only an action
+            for node in ctx.walk_body(loop.body):
+                if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
+                    continue
+                if _runs_module(ctx, node) and not under_no_grad(ctx, node) and only_acts(ctx, ctx.parent(node), loop):
+                    yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
+    yield from _action_methods(ctx)
+
+
+def _action_method(func: AST) -> bool:
+    name = func.name.lower().lstrip("_")
+    return name in ("act", "choose_action", "select_action", "get_action", "pick_action", "take_action") or (
+        name.startswith(("select_", "choose_")) and name.endswith("action"))
+
+
+def _host_value(expr: AST | None) -> bool:
+    """``action.detach().cpu().numpy()[0]``, ``a.item()``: data for the environment, no graph."""
+    while expr is not None and expr.__class__ is ast.Subscript:
+        expr = expr.value
+    return expr is not None and expr.__class__ is ast.Call and last_name(expr.func) in ("numpy", "item", "tolist", "detach")
+
+
+def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """An agent's ``select_action(self, state)`` that runs its policy network with autograd on and
+    returns the action as host data (``.detach().cpu().numpy()``): called every environment step,
+    it records a graph nobody backpropagates."""
+    if "action" not in ctx.source and "def act" not in ctx.source:
+        return
+    for func in ctx.nodes.get(ast.FunctionDef, ()):
+        if ctx.parent(func).__class__ is not ast.ClassDef or not _action_method(func):
+            continue
+        returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
+        if not returns or not all(_host_value(r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT):
+            continue
+        for node in ctx.walk_body(func.body):
+            if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
+                    and not under_no_grad(ctx, node):
+                yield node, (f"{func.name}() runs {ctx.text(node.func)} with autograd recording on every environment step, "
+                             "then returns host data; acting needs no graph")
+                break
+
+
+def _self_network(ctx: Context, call: ast.Call) -> bool:
+    """``self.policy(state)``, ``self.policy.sample(state)``, ``self.actor(state)``: a network the agent holds."""
+    func = call.func
+    owner = func if func.value.__class__ is ast.Name else func.value
+    if owner.__class__ is not ast.Attribute or owner.value.__class__ is not ast.Name or owner.value.id != "self":
+        return False
+    if owner is func:
+        return is_module_instance(ctx, func, call)
+    return is_module_instance(ctx, owner, call) and runs_forward(ctx, func, call)
+
+
+def project_helper_runs(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
+    """``evaluate.metrics(model, test_loader, k)`` after ``model.eval()``: a function of another
+    module of the project that calls the model it is handed (``model(user, item)``) and switches
+    autograd neither off nor on (nor calls ``.eval()``: then it is checked in its own file), and
+    is not named for evaluation (reported there)."""
+    q = ctx.qualname(call.func)
+    if q is None or "." not in q or q.startswith("torch.") or not ctx.project.files:
+        return False
+    index = next((i for i, a in enumerate(call.args) if ctx.text(a) in receivers), None)
+    if index is None:
+        return False
+    module, name = q.rsplit(".", 1)
+    stem = module.rsplit(".", 1)[-1]
+    key = ("tw104:helper-runs", q, index)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = any(_runs_param(ctx, path, text, name, index) for path, text in ctx.project.files
+                    if path != ctx.path and os.path.splitext(os.path.basename(path))[0] == stem and f"def {name}(" in text)
+        ctx.project.answers[key] = found
+    return found
+
+
+def _runs_param(ctx: Context, path: str, text: str, name: str, index: int) -> bool:
+    other = parsed_file(ctx.project, path, text)
+    if other is None or is_eval_name(name):
+        return False
+    func = next((f for f in other.tree.body if f.__class__ is ast.FunctionDef and f.name == name), None)
+    params = [a.arg for a in func.args.args] if func is not None else []
+    if func is None or index >= len(params) or any(w in other.text(func) for w in _GRAD_TEXT):
+        return False
+    param = params[index]
+    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == param and not under_no_grad(other, n)
+               for n in ast.walk(func))
