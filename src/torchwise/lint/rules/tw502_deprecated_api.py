@@ -25,7 +25,8 @@ What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
-  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `nn.utils.clip_grad_norm`
+  (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
   `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
   `self.output = F.sigmoid`), `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest`
   (`F.interpolate`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
