@@ -1,0 +1,212 @@
+"""The recall corpus, round 8 part A: classes the seventh and eighth sets (tuning sets since round 8)
+missed or reported falsely - each written in our own words and reduced to its shape, with
+look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ----------------------------------------------------------------------------------- TW205 batches from lists
+# A hand-written batch iterator turns lists of token ids into typed legacy tensors and moves them,
+# every batch (TW513 also applies to the constructor).
+_ITERATOR = d("""
+    import torch
+    class Batches:
+        def __init__(self, rows, size, device):
+            self.rows, self.size, self.device, self.at = rows, size, device, 0
+        def _tensors(self, rows):
+            tokens = torch.LongTensor([r[0] for r in rows]).to(self.device)
+            labels = torch.LongTensor([r[1] for r in rows]).to(self.device)
+            return tokens, labels
+        def __next__(self):
+            rows = self.rows[self.at:self.at + self.size]
+            self.at += self.size
+            return self._tensors(rows)
+""")
+FIND += [
+    Shape("TW205", "a text iterator: torch.LongTensor([r[0] for r in rows]).to(device) every batch",
+          _ITERATOR, 6),
+    Shape("TW205", "the same iterator, the second field", _ITERATOR, 7),
+]
+QUIET += [
+    Shape("TW205", "look-alike: a loader's label batch (data that has to cross anyway) retyped and moved", d("""
+        import torch
+        def train(model, loader, opt, device):
+            for data, data_label in loader:
+                label = torch.LongTensor(data_label).to(device)
+                loss = model(data.to(device), label)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW205 moves through helpers
+# The CPU tensor is made by one function and moved by another: a helper that returns a random
+# draw, moved by the training loop; a helper that moves whatever it is given, fed fresh noise.
+_SCHEDULE = """
+    import torch
+    class Noiser:
+        def __init__(self, steps, device):
+            self.steps = steps
+            self.betas = self.schedule().to(device)
+        def schedule(self):
+            return torch.linspace(1e-4, 0.02, self.steps)
+        def draw_steps(self, n):
+            return torch.randint(low=1, high=self.steps, size=(n,))
+    def train(model, loader, opt, device):
+        noiser = Noiser(1000, device)
+        for images, _ in loader:
+            images = images.to(device)
+            {line}
+            loss = model(images, t)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+FIND += [
+    Shape("TW205", "diffusion: t = noiser.draw_steps(n).to(device) where the helper returns torch.randint on the CPU",
+          d(_SCHEDULE.format(line="t = noiser.draw_steps(images.shape[0]).to(device)")), 14),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the schedule helper moved once in the __init__ of an object built before the loop",
+          d(_SCHEDULE.format(line="t = torch.randint(1, 1000, (images.shape[0],), device=device)"))),
+]
+_WRAPPER = """
+    import torch
+    from torch.autograd import Variable
+    class Trainer:
+        def as_var(self, arg):
+            if self.use_cuda:
+                return {moved}
+            return Variable(arg)
+        def train(self, loader):
+            for images in loader:
+                z = torch.randn((self.batch_size, 100, 1, 1))
+                images, z = self.as_var(images), self.as_var(z)
+                loss = self.D(images).mean() - self.D(self.G(z)).mean()
+                loss.backward()
+                z = self.as_var(torch.randn(self.batch_size, 100, 1, 1))
+                self.G(z).mean().backward()
+"""
+FIND += [
+    Shape("TW205", "GAN trainer: noise passed to a helper that does Variable(arg).cuda(i)",
+          d(_WRAPPER.format(moved="Variable(arg).cuda(self.gpu)")), 14),
+    Shape("TW205", "the same helper fed noise stored in the statement before",
+          d(_WRAPPER.format(moved="Variable(arg).cuda(self.gpu)")), 11),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the helper only wraps, on both branches (nothing is moved)",
+          d(_WRAPPER.format(moved="Variable(arg, requires_grad=False)"))),
+]
+
+# ----------------------------------------------------------------------------------- TW205 moved a few lines later
+_LATER = """
+    import torch
+    from torch.autograd import Variable
+    class GAN:
+        def train(self, loader):
+            for i, (images, _) in enumerate(loader):
+                z = torch.randn((self.batch_size, 100, 1, 1))
+                ones = torch.ones(self.batch_size)
+                {between}
+                if self.cuda:
+                    images, z = Variable(images).cuda(self.gpu), Variable(z).cuda(self.gpu)
+                    ones = Variable(ones).cuda(self.gpu)
+                loss = self.loss(self.D(self.G(z)), ones)
+                loss.backward()
+        def penalty(self, real, fake):
+            eta = torch.FloatTensor(self.batch_size, 1, 1, 1).uniform_(0, 1)
+            eta = eta.expand(self.batch_size, real.size(1), real.size(2), real.size(3))
+            if self.cuda:
+                eta = eta.cuda(self.gpu)
+            return eta * real + (1 - eta) * fake
+        def critic_step(self, loader):
+            for real, fake in loader:
+                self.penalty(real, fake).mean().backward()
+"""
+FIND += [
+    Shape("TW205", "GAN loop: z = torch.randn(...) then Variable(z).cuda(i) under if self.cuda", d(_LATER.format(between="pass")), 10),
+    Shape("TW205", "the labels of the same loop: Variable(ones).cuda(i) alone on its line", d(_LATER.format(between="pass")), 11),
+    Shape("TW205", "gradient penalty: eta drawn with FloatTensor(b, 1, 1, 1).uniform_, expanded, then eta.cuda() every critic step",
+          d(_LATER.format(between="pass")), 18),
+    Shape("TW205", "a chain of in-place ops before the move: torch.rand(*shape).sub_(0.5).mul_(2.0).cuda() in a noise helper", d("""
+        import torch
+        import torch.nn as nn
+        def get_noise(shape, kind):
+            if kind == "gaussian":
+                return torch.randn(*shape, device="cuda")
+            return torch.rand(*shape).sub_(0.5).mul_(2.0).cuda()
+        class Generator(nn.Module):
+            def forward(self, h):
+                return self.decode(h, get_noise((h.size(0), 8), self.kind))
+    """), 6),
+]
+QUIET += [
+    Shape("TW205", "look-alike: z is read on the CPU before it is wrapped and moved",
+          d(_LATER.format(between="print(z.mean(), ones.sum())")).replace(
+              "uniform_(0, 1)", "uniform_(0, 1)\n        print(eta.sum())")),
+]
+
+# ----------------------------------------------------------------------------------- TW205 host round trip
+_FLIP = """
+    import numpy as np
+    import torch
+    def validate(model, loader):
+        with torch.no_grad():
+            for x, y in loader:
+                out = model({inp})
+                flipped = np.flip(out.cpu().numpy(), 3).copy()
+                back = torch.from_numpy(flipped).cuda()
+                score = (out + back) / 2
+"""
+FIND += [
+    Shape("TW205", "pose validation: a model output pulled to NumPy, flipped, and sent back with torch.from_numpy(...).cuda()",
+          d(_FLIP.format(inp="x.cuda()")), 8),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the array flipped is the loader's input, never moved (it has to cross once anyway)", d("""
+        import numpy as np
+        import torch
+        def validate(model, loader):
+            with torch.no_grad():
+                for x, y in loader:
+                    flipped = np.flip(x.cpu().numpy(), 3).copy()
+                    back = torch.from_numpy(flipped).cuda()
+                    score = model(back)
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW205 rare allocations
+# Noise for a sample grid drawn under a periodic branch, or once in an evaluate(): one allocation
+# per interval or per evaluation, not per step (TW205's one-time rule).
+_PERIODIC = """
+    import torch
+    from torch.autograd import Variable
+    class GAN:
+        def train(self, loader):
+            for i, (images, _) in enumerate(loader):
+                self.step(images)
+                if {test}:
+                    z = Variable(torch.randn(64, 100, 1, 1)).cuda(self.gpu)
+                    self.save_grid(self.G(z))
+        def evaluate(self, path):
+            self.load(path)
+            self.G.eval()
+            z = Variable(torch.randn(self.batch_size, 100, 1, 1)).cuda(self.gpu)
+            self.save_grid(self.G(z))
+"""
+QUIET += [
+    Shape("TW205", "GAN: a sample grid drawn every 1000 iterations and once in evaluate()",
+          d(_PERIODIC.format(test="(i + 1) % 1000 == 0"))),
+    Shape("TW205", "the same every args.sample_every iterations", d(_PERIODIC.format(test="i % self.sample_every == 0"))),
+]
+FIND += [
+    Shape("TW205", "look-alike of the periodic branch: every other step (i % 2 == 0) is still per step",
+          d(_PERIODIC.format(test="i % 2 == 0")), 8),
+]
