@@ -125,7 +125,8 @@ What it flags
   on the host `torch.eye(n)[labels]`, a one-hot filled in on the host
   `torch.zeros(s).scatter_(1, idx, 1)`, drawn or rescaled in place `torch.rand(s).sub_(0.5).mul_(2.0)`),
   a typed legacy constructor of sizes or Python literals
-  (`torch.LongTensor(range(n))`, a list built in Python `torch.LongTensor([r[0] for r in rows])`, `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
+  (`torch.LongTensor(range(n))`, a list built in Python `torch.LongTensor([r[0] for r in rows])`,
+  `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
   `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
   somewhere, which has to cross anyway - except an agent's observation in its action-selection
   method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
@@ -149,7 +150,8 @@ What it flags
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
-  model's output: two crossings for work `torch.flip` does on the device) - where the code runs repeatedly: inside a loop, in `forward()` and other
+  model's output: two crossings for work `torch.flip` does on the device) - where the code runs
+  repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
   that a forward pass builds every call, here or in another module of the project).
