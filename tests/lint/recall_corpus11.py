@@ -210,3 +210,34 @@ FIND += [
     Shape("TW205", "look-alike of the periodic branch: every other step (i % 2 == 0) is still per step",
           d(_PERIODIC.format(test="i % 2 == 0")), 8),
 ]
+
+# ----------------------------------------------------------------------------------- TW205 constant attributes
+# A constant table made in __init__ as a plain attribute (not a buffer) and moved in every forward.
+_TABLE = """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    class Positional(nn.Module):
+        def __init__(self, dim, length, device):
+            super().__init__()
+            self.device = device
+            {init}
+            self.pe[:, 0::2] = np.sin(self.pe[:, 0::2])
+        def forward(self, x):
+            {use}
+            return x + pe
+"""
+_TABLE_INIT = "self.pe = torch.tensor([[p / 10000.0 ** (i / dim) for i in range(dim)] for p in range(length)])"
+FIND += [
+    Shape("TW205", "text transformer: a position table kept as a plain attribute, nn.Parameter(self.pe).to(device) every forward",
+          d(_TABLE.format(init=_TABLE_INIT, use="pe = nn.Parameter(self.pe, requires_grad=False).to(self.device)")), 11),
+    Shape("TW205", "the same table moved bare: self.pe.to(x.device)",
+          d(_TABLE.format(init=_TABLE_INIT, use="pe = self.pe.to(x.device)")), 11),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the table is moved once in __init__",
+          d(_TABLE.format(init=_TABLE_INIT.replace("range(length)])", "range(length)]).to(device)"),
+                          use="pe = self.pe.to(x.device)"))),
+    Shape("TW205", "look-alike: the table comes from a file (data), not a factory",
+          d(_TABLE.format(init="self.pe = torch.load('table.pt')", use="pe = self.pe.to(x.device)"))),
+]

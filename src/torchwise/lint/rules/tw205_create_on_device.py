@@ -148,7 +148,9 @@ What it flags
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
-  return Variable(x).cuda()`, reported at the call that passes it), and a device tensor pulled
+  return Variable(x).cuda()`, reported at the call that passes it), a constant table made in
+  `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
+  `forward`; a buffer moves with the model once), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
   model's output: two crossings for work `torch.flip` does on the device) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
@@ -222,6 +224,8 @@ Fix
                           f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {_device_args(ctx, call, target)})")
         else:
             suggestion = f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})"
+        if via.startswith(" every call"):  # a constant table kept as a plain attribute
+            suggestion = "make it once in __init__ with self.register_buffer(name, tensor) and use it as it is"
         return ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and then copied to {where}{via}",
                            suggestion=suggestion, fix=fix)
 

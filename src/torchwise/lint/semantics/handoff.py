@@ -192,10 +192,37 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
     if made is not None:
         yield call, made, True, f" (made in {last_name(recv.func)}())"
         return
+    kept = kept_attribute(ctx, recv, call, made_by)  # self.pe made in __init__, moved in forward
+    if kept is not None:
+        yield call, kept, True, f" every call ({ctx.text(_unwrap_attribute(recv))} is a plain attribute; a buffer moves with the model)"
+        return
     helper = moved_parameter(ctx, recv)  # def to_gpu(self, x): return Variable(x).cuda()
     if helper is not None:
         for site, made in passed_new(ctx, helper[0], helper[1], made_by):
             yield site, made, True, f" by {helper[0].name}()"
+
+
+_WRAPPERS = frozenset({"Variable", "Parameter"})
+
+
+def _unwrap_attribute(expr: AST) -> AST:
+    if expr.__class__ is ast.Call and last_name(expr.func) in _WRAPPERS and expr.args:
+        return expr.args[0]
+    return expr
+
+
+def kept_attribute(ctx: Context, recv: AST, use: AST, made_by: Made) -> T | None:
+    """``self.pe`` (also through ``nn.Parameter(self.pe, requires_grad=False)``/``Variable``)
+    assigned once, in ``__init__``, from a new CPU tensor and moved where it is used: a constant
+    table that is not a buffer, copied again on every call."""
+    attr = _unwrap_attribute(recv)
+    if attr.__class__ is not ast.Attribute or attr.value.__class__ is not ast.Name or attr.value.id != "self":
+        return None
+    value = ctx.single_self_value(attr, use)
+    func = ctx.function_of(value) if value is not None else None
+    if func is None or func.__class__ is ast.Lambda or func.name != "__init__":
+        return None
+    return made_by(value)
 
 
 def host_round_trip(ctx: Context, array: AST, use: AST, depth: int = 2) -> bool:
