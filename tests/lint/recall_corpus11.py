@@ -241,3 +241,25 @@ QUIET += [
     Shape("TW205", "look-alike: the table comes from a file (data), not a factory",
           d(_TABLE.format(init="self.pe = torch.load('table.pt')", use="pe = self.pe.to(x.device)"))),
 ]
+
+# ----------------------------------------------------------------------------------- TW502 several names
+# One import line bringing several deprecated nn.init functions: each name is reported (at its
+# own place on the line), not only the first.
+_INIT_IMPORT = d("""
+    import torch.nn as nn
+    from torch.nn.init import (
+        {first},
+        constant,
+    )
+    def init_head(fc, std):
+        normal(fc.weight, 0, std)
+        constant(fc.bias, 0)
+""")
+FIND += [
+    Shape("TW502", "video models: from torch.nn.init import normal, constant - the second name as well",
+          _INIT_IMPORT.format(first="normal"), 4),
+]
+QUIET += [
+    Shape("TW502", "look-alike: the current names (normal_, constant_) imported together",
+          _INIT_IMPORT.format(first="normal_").replace("constant", "constant_").replace("normal(", "normal_(")),
+]
