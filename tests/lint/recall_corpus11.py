@@ -263,3 +263,42 @@ QUIET += [
     Shape("TW502", "look-alike: the current names (normal_, constant_) imported together",
           _INIT_IMPORT.format(first="normal_").replace("constant", "constant_").replace("normal(", "normal_(")),
 ]
+
+# ----------------------------------------------------------------------------------- TW305 options
+# cudnn.deterministic set from an option: reported only when the option is on by default (a default
+# lint reads in the file's argparse or in the project's config module); quiet when it is off.
+_POSE_CONFIG = d("""
+    from easydict import EasyDict as edict
+    config = edict()
+    config.CUDNN = edict()
+    config.CUDNN.BENCHMARK = True
+    config.CUDNN.DETERMINISTIC = {default}
+""")
+_POSE_TRAIN = d("""
+    import torch
+    from torch.backends import cudnn
+    from core.config import config
+    def main():
+        cudnn.benchmark = config.CUDNN.BENCHMARK
+        torch.backends.cudnn.deterministic = config.CUDNN.DETERMINISTIC
+""")
+PROJECTS += [
+    ProjectShape("TW305", "pose estimation: cudnn.deterministic from a config flag that the config module turns on",
+                 {"lib/core/config.py": _POSE_CONFIG.format(default="True"), "train.py": _POSE_TRAIN}, (("train.py", 6),)),
+    ProjectShape("TW305", "look-alike: the same config flag is False by default (nothing asks for determinism)",
+                 {"lib/core/config.py": _POSE_CONFIG.format(default="False"), "train.py": _POSE_TRAIN}),
+]
+_ARGPARSE = d("""
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--torch-deterministic", {how})
+    args = parser.parse_args()
+    torch.backends.cudnn.deterministic = args.torch_deterministic
+""")
+FIND += [
+    Shape("TW305", "an argparse option that defaults to True", _ARGPARSE.format(how="type=bool, default=True"), 6),
+]
+QUIET += [
+    Shape("TW305", "look-alike: a store_true option (off unless asked for)", _ARGPARSE.format(how='action="store_true"')),
+]
