@@ -302,3 +302,28 @@ FIND += [
 QUIET += [
     Shape("TW305", "look-alike: a store_true option (off unless asked for)", _ARGPARSE.format(how='action="store_true"')),
 ]
+
+# ----------------------------------------------------------------------------------- TW201 evaluation scripts
+# A valid.py beside the training script: loads weights, wraps in DataParallel and validates.
+_VALID = d("""
+    import torch
+    from core.function import validate{extra_import}
+    def main(config, loader, criterion):
+        model = build_model(config)
+        model.load_state_dict(torch.load(config.MODEL_FILE))
+        model = torch.nn.DataParallel(model, device_ids=[0, 1]).cuda()
+        {extra}
+        validate(config, loader, model, criterion)
+    if __name__ == "__main__":
+        main(*setup())
+""")
+QUIET += [
+    Shape("TW201", "pose estimation: an evaluation-only script hands the DataParallel model to validate()",
+          _VALID.format(extra_import="", extra="pass")),
+]
+FIND += [
+    Shape("TW201", "look-alike: the same script also trains through an imported train() with an optimizer",
+          _VALID.format(extra_import=", train", extra="train(config, loader, model, criterion, torch.optim.Adam(model.parameters()))"), 6),
+    Shape("TW201", "look-alike: a training script that validates as well (an optimizer step in the file)",
+          _VALID.format(extra_import="", extra="for x, y in loader:\n        criterion(model(x), y).backward()\n        opt.step()"), 6),
+]
