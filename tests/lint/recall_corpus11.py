@@ -327,3 +327,43 @@ FIND += [
     Shape("TW201", "look-alike: a training script that validates as well (an optimizer step in the file)",
           _VALID.format(extra_import="", extra="for x, y in loader:\n        criterion(model(x), y).backward()\n        opt.step()"), 6),
 ]
+
+# ----------------------------------------------------------------------------------- TW209 add_module pairs
+# A CNN built by a nested helper that adds a conv and, when a flag is set, a BatchNorm to one
+# Sequential with add_module (an OCR recogniser).
+_ADDED = d("""
+    import torch.nn as nn
+    class Recogniser(nn.Module):
+        def __init__(self, nc, leaky=False):
+            super().__init__()
+            widths = [64, 128, 256]
+            cnn = nn.Sequential()
+            def conv_relu(i, batch_norm=False):
+                n_in = nc if i == 0 else widths[i - 1]
+                cnn.add_module("conv{0}".format(i), nn.Conv2d(n_in, widths[i], 3, 1, 1))
+                if batch_norm:
+                    cnn.add_module("batchnorm{0}".format(i), nn.BatchNorm2d(widths[i]))
+                cnn.add_module("relu{0}".format(i), nn.ReLU(True))
+            conv_relu(0)
+            conv_relu(1FLAG)
+            conv_relu(2)
+            self.cnn = cnn
+""")
+FIND += [
+    Shape("TW209", "OCR CNN: conv added with add_module, BatchNorm added next when the helper's flag is set",
+          _ADDED.replace("FLAG", ", True"), 9),
+    Shape("TW209", "conv and BatchNorm added to one container one after the other", d("""
+        import torch.nn as nn
+        def make_stem(c):
+            stem = nn.Sequential()
+            stem.add_module("conv", nn.Conv2d(3, c, 7, 2, 3))
+            stem.add_module("bn", nn.BatchNorm2d(c))
+            stem.add_module("relu", nn.ReLU(inplace=True))
+            return stem
+    """), 4),
+]
+QUIET += [
+    Shape("TW209", "look-alike: no call turns the BatchNorm flag on", _ADDED.replace("FLAG", "")),
+    Shape("TW209", "look-alike: the conv added with bias=False", _ADDED.replace("FLAG", ", True").replace(
+        "3, 1, 1))", "3, 1, 1, bias=False))")),
+]
