@@ -169,16 +169,21 @@ FIND += [
     Shape("TW205", "pose validation: a model output pulled to NumPy, flipped, and sent back with torch.from_numpy(...).cuda()",
           d(_FLIP.format(inp="x.cuda()")), 8),
 ]
+FIND += [
+    Shape("TW205", "the same validation: the batch is fed to the model and its NumPy flip is copied over again",
+          d(_FLIP.format(inp="x")).replace("np.flip(out.cpu()", "np.flip(x.cpu()"), 8),
+]
 QUIET += [
-    Shape("TW205", "look-alike: the array flipped is the loader's input, never moved (it has to cross once anyway)", d("""
+    Shape("TW205", "look-alike: only the converted array crosses (the batch itself never goes to the model)", d("""
         import numpy as np
         import torch
-        def validate(model, loader):
-            with torch.no_grad():
-                for x, y in loader:
-                    flipped = np.flip(x.cpu().numpy(), 3).copy()
-                    back = torch.from_numpy(flipped).cuda()
-                    score = model(back)
+        from scipy import ndimage
+        def predict(model, image, scales):
+            array = image.cpu().numpy()
+            for scale in scales:
+                scaled = ndimage.zoom(array, (1.0, 1.0, scale, scale), order=1)
+                scaled = torch.from_numpy(scaled).cuda()
+                yield model(scaled)
     """)),
 ]
 

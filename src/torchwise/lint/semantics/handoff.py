@@ -243,9 +243,23 @@ def host_round_trip(ctx: Context, array: AST, use: AST, depth: int = 2) -> bool:
 
 def _through_cpu(ctx: Context, expr: AST, use: AST) -> bool:
     """``out.cpu()`` (through ``.detach()``/``.data``) of a tensor computed on the device (a model's
-    output): data read from a loader and never moved crosses once anyway."""
+    output), or of a batch that the same function also feeds to the model (``model(x)``, then
+    ``np.flip(x.cpu().numpy(), 3)``: its flip crosses a second time). Data that only crosses in
+    its converted form (``ndimage.zoom`` of an image at each scale) is left alone."""
     while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute:
         if expr.func.attr == "cpu":
-            return is_device_tensor(ctx, expr.func.value, use)
+            inner = expr.func.value
+            return is_device_tensor(ctx, inner, use) or (inner.__class__ is ast.Name and _fed_to_model(ctx, inner, use))
         expr = expr.func.value
+    return False
+
+
+def _fed_to_model(ctx: Context, name: ast.Name, use: AST) -> bool:
+    func = ctx.function_of(use)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Call and any(a.__class__ is ast.Name and a.id == name.id for a in node.args) \
+                and is_device_tensor(ctx, node, node):
+            return True
     return False
