@@ -15,7 +15,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.steps import is_eval_name
 from torchwise.lint.semantics.stored import joined_names, stored_then_moved
-from torchwise.lint.semantics.values import local_function
+from torchwise.lint.semantics.values import functions_by_name, local_function
 
 T = TypeVar("T")
 Made = Callable[[AST | None], "T | None"]
@@ -29,23 +29,12 @@ def unwrap_variable(expr: AST) -> AST:
     return expr
 
 
-def _functions(ctx: Context) -> dict[str, list[AST]]:
-    table = ctx._cache.get("sem:funcs-all")
-    if table is None:
-        table = {}
-        for cls in (ast.FunctionDef, ast.AsyncFunctionDef):
-            for f in ctx.nodes.get(cls, ()):
-                table.setdefault(f.name, []).append(f)
-        ctx._cache["sem:funcs-all"] = table
-    return table
-
-
 def called_helper(ctx: Context, call: ast.Call) -> AST | None:
     """The one function of this file that ``call`` runs: by plain or ``self.`` name, or a method
     called on an object (``diffusion.sample_timesteps(n)``) whose name no other def shares."""
     found = local_function(ctx, call)
     if found is None and call.func.__class__ is ast.Attribute:
-        defs = _functions(ctx).get(call.func.attr)
+        defs = functions_by_name(ctx).get(call.func.attr)
         found = defs[0] if defs and len(defs) == 1 and ctx.parent(defs[0]).__class__ is ast.ClassDef else None
     return found
 
