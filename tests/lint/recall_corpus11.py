@@ -372,3 +372,14 @@ QUIET += [
     Shape("TW209", "look-alike: the conv added with bias=False", _ADDED.replace("FLAG", ", True").replace(
         "3, 1, 1))", "3, 1, 1, bias=False))")),
 ]
+FIND += [
+    Shape("TW205", "look-alike of evaluate(): an evaluation helper called for every batch of a loop", d("""
+        import torch
+        def evaluate_batch(model, x):
+            mask = torch.ones(x.size(0), x.size(1)).cuda()
+            return model(x, mask)
+        def test(model, loader):
+            for x in loader:
+                evaluate_batch(model, x.cuda())
+    """), 3),
+]

@@ -127,15 +127,18 @@ def _reshape_of_name(value: AST | None, methods: frozenset[str]) -> bool:
 
 def rarely_moved(ctx: Context, node: AST) -> bool:
     """Under ``if step % interval == 0:`` (an interval of 10 or more, or one held in a name: a
-    sample grid, a log) or in an evaluation function outside its loops (``evaluate()`` drawing
-    one grid of samples): made once per interval or per evaluation, not every step."""
+    sample grid, a log) or in an evaluation function outside its loops that no loop of the file
+    calls (``evaluate()`` drawing one grid of samples): made once per interval or per evaluation,
+    not every step."""
     for if_node, in_body in ctx.enclosing_ifs(node):
         if in_body and _interval_test(if_node.test):
             return True
     func = ctx.function_of(node)
-    if func is None or func.__class__ is ast.Lambda or not is_eval_name(func.name):
+    if func is None or func.__class__ is ast.Lambda or not is_eval_name(func.name) or ctx.enclosing_loops(node):
         return False
-    return not ctx.enclosing_loops(node) and forward_path_function(ctx, node) is None
+    if any(ctx.enclosing_loops(c) for c in ctx.calls_named(func.name)):
+        return False  # validate_batch(...) called for every batch of a loop here
+    return forward_path_function(ctx, node) is None
 
 
 def _interval_test(test: AST) -> bool:
