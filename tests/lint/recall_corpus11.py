@@ -383,3 +383,15 @@ FIND += [
                 evaluate_batch(model, x.cuda())
     """), 3),
 ]
+FIND += [
+    Shape("TW205", "look-alike of the periodic branch: the optimizer step of gradient accumulation", d("""
+        import torch
+        def train(model, loader, opt, accum):
+            for i, (x, y) in enumerate(loader):
+                model(x.cuda(), y.cuda()).backward()
+                if (i + 1) % accum == 0:
+                    scale = torch.ones(1).cuda()
+                    opt.step()
+                    opt.zero_grad()
+    """), 6),
+]

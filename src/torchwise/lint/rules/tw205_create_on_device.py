@@ -167,7 +167,8 @@ What it flags
   `if not state:` set-up), NaN-recovery branches
   (`if torch.isnan(k).any():`), example inputs for `add_graph`, allocations under a periodic
   branch (`if (i + 1) % 1000 == 0:` or `% args.log_every`, a sample grid for a figure; not
-  `% 2`, every other step) and in an `evaluate()`-like function outside its loops (one grid of
+  `% 2`, every other step, nor the optimizer step of gradient accumulation) and in an
+  `evaluate()`-like function outside its loops that no loop of the file calls (one grid of
   samples per evaluation). Nor is a module-level
   helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
   name occurs nowhere else in the file and no module of the project imports the script (a

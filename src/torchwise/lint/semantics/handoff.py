@@ -13,7 +13,7 @@ from typing import Callable, Iterator, TypeVar
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.once import forward_path_function
-from torchwise.lint.semantics.steps import is_eval_name
+from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.stored import joined_names, stored_then_moved
 from torchwise.lint.semantics.values import functions_by_name, local_function
 
@@ -131,8 +131,8 @@ def rarely_moved(ctx: Context, node: AST) -> bool:
     calls (``evaluate()`` drawing one grid of samples): made once per interval or per evaluation,
     not every step."""
     for if_node, in_body in ctx.enclosing_ifs(node):
-        if in_body and _interval_test(if_node.test):
-            return True
+        if in_body and _interval_test(if_node.test) and not any(ctx.contains(if_node, c) for c in training_calls(ctx)):
+            return True  # not a gradient-accumulation branch (if step % accum == 0: opt.step())
     func = ctx.function_of(node)
     if func is None or func.__class__ is ast.Lambda or not is_eval_name(func.name) or ctx.enclosing_loops(node):
         return False
