@@ -33,7 +33,8 @@ What it flags
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
   that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
-  to `torch.func`. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
+  to `torch.func`; an import of several of them (`from torch.nn.init import normal, constant`)
+  is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
   `.cuda()`/`.to()`/`.copy_()` (now `non_blocking=True`): since Python 3.7 `async` is a
   reserved word, so such a file does not even parse; lint reads the rest of the file as if the
   argument were renamed, and reports each one.
@@ -83,7 +84,8 @@ Fix
                 text = f"from {module} import {name}" + (f" as {alias.asname}" if alias.asname else "")
                 if alias.name == name:
                     fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
-            yield ctx.finding(self.code, node, f"import of {q}, which is deprecated; use {new}",
+            where = alias if len(node.names) > 1 and getattr(alias, "lineno", None) else node  # each name of the line
+            yield ctx.finding(self.code, where, f"import of {q}, which is deprecated; use {new}",
                               suggestion=f"use {new}", fix=fix)
 
     def _references(self, ctx: Context) -> Iterator[Finding]:
