@@ -362,3 +362,27 @@ QUIET += [
             return columns
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW502 clip_grad_norm
+# 0.3-era training loops clip with the old name (a FutureWarning every step since it was renamed).
+FIND += [
+    Shape("TW502", "torch.nn.utils.clip_grad_norm(model.parameters(), clip) every step of a video-recognition loop", d("""
+        import torch
+        def train(model, loader, criterion, optimizer, clip):
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                total_norm = torch.nn.utils.clip_grad_norm(model.parameters(), clip)
+                optimizer.step()
+    """), 7),
+]
+QUIET += [
+    Shape("TW502", "look-alike: the in-place clip_grad_norm_", d("""
+        import torch
+        def step(model, loss, optimizer):
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+    """)),
+]

@@ -11,7 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.values import local_function
-from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.steps import is_eval_name, training_calls
 
 
 def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
@@ -203,6 +203,31 @@ def _evaluating_branch_that_exits(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _evaluation_script(ctx: Context, call: ast.Call) -> bool:
+    """A script (``if __name__ == "__main__":``) that trains nothing - no backward, no optimizer
+    step, no optimizer built, no ``train(...)``/``fit(...)`` call - and hands the wrapped model to
+    an evaluation function (``validate(config, loader, model, ...)``): a ``valid.py`` beside the
+    training script."""
+    if "__main__" not in ctx.source or training_calls(ctx):
+        return False
+    parent = ctx.parent(call)
+    while parent.__class__ is ast.Attribute and ctx.parent(parent).__class__ is ast.Call:
+        parent = ctx.parent(ctx.parent(parent))  # DataParallel(model, ...).cuda()
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    handed = False
+    for c in ctx.nodes.get(ast.Call, ()):
+        callee = last_name(c.func) or ""
+        low = callee.lower()
+        if "optim" in low or (ctx.qualname(c.func) or "").startswith("torch.optim.") or (
+                low.startswith(("train", "fit")) and (c.args or c.keywords)):
+            return False  # it builds an optimizer or runs a training function
+        if is_eval_name(callee) and any(a.__class__ is ast.Name and a.id == name for a in c.args):
+            handed = True
+    return handed
+
+
 _INFERENCE_METHODS = ("test", "evaluate", "predict", "sample", "inference", "infer")
 
 
@@ -272,7 +297,9 @@ What it flags
   wrapper only ever called under `torch.no_grad()` (here or in the function of the file it is
   handed to: a diffusion sampler), one made in the branch without a GPU (`else` of
   `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
-  (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing): DistributedDataParallel
+  (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing), or in an evaluation
+  script (a `__main__` script with no backward, optimizer or `train(...)` call that hands the
+  wrapper to `validate(...)`/`evaluate(...)`): DistributedDataParallel
   only speeds up training.
   Also DataParallel written by hand: a function of the file or of the project that calls
   `torch.nn.parallel.replicate` and `parallel_apply` (with `scatter`/`gather`), called in a
@@ -301,7 +328,7 @@ Fix
                 continue  # a library helper that offers DataParallel to its caller, who chooses
             if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
-                    _evaluating_branch_that_exits(ctx, call)):
+                    _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             yield self._finding(ctx, call, "nn.DataParallel drives all GPUs from one process")
         for call in _hand_dp_steps(ctx):

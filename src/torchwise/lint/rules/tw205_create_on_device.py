@@ -13,7 +13,7 @@ from torchwise.lint.semantics.actions import observation_copy
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.stored import joined_names, stored_then_moved
+from torchwise.lint.semantics.handoff import host_round_trip, moved_sources, rarely_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -52,6 +52,8 @@ _SHAPE_METHODS = frozenset({
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
     "fill_", "zero_", "type", "type_as",
     "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
+    # drawn or rescaled in place on the host: torch.rand(s).sub_(0.5).mul_(2.0), FloatTensor(b, 1).uniform_(0, 1)
+    "normal_", "uniform_", "sub_", "mul_", "add_", "div_", "clamp_",
 })
 # filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
 _FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
@@ -71,8 +73,8 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
     literals and ranges (``[0.5]``, ``range(n)``). Data arrays (``torch.FloatTensor(wav)``) are
     left alone: they have to cross to the device anyway."""
     cls = arg.__class__
-    if cls in (ast.Constant, ast.List, ast.Tuple):
-        return True
+    if cls in (ast.Constant, ast.List, ast.Tuple, ast.ListComp):
+        return True  # also a list built in Python: torch.LongTensor([s[0] for s in batch])
     if cls is ast.Attribute:
         return arg.attr == "shape"
     if cls is ast.Subscript:
@@ -121,8 +123,10 @@ What it flags
   (`torch.hann_window`...), or a factory scaled or wrapped before the move
   (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
   on the host `torch.eye(n)[labels]`, a one-hot filled in on the host
-  `torch.zeros(s).scatter_(1, idx, 1)`), a typed legacy constructor of sizes or Python literals
-  (`torch.LongTensor(range(n))`, `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
+  `torch.zeros(s).scatter_(1, idx, 1)`, drawn or rescaled in place `torch.rand(s).sub_(0.5).mul_(2.0)`),
+  a typed legacy constructor of sizes or Python literals
+  (`torch.LongTensor(range(n))`, a list built in Python `torch.LongTensor([r[0] for r in rows])`,
+  `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
   `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
   somewhere, which has to cross anyway - except an agent's observation in its action-selection
   method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
@@ -138,9 +142,18 @@ What it flags
   function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
-  `if x.is_cuda:`, or joined and moved: `torch.cat([y, m], 1).float().to(device)`; every part
-  of a join is on one device), also after host arithmetic and a retype
-  (`(torch.ones(s) / n).type_as(x).to(x.device)`) - where the code runs repeatedly: inside a loop, in `forward()` and other
+  `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
+  same name `eta = eta.expand(...)`, or joined and moved: `torch.cat([y, m], 1).float().to(device)`;
+  every part of a join is on one device), also after host arithmetic and a retype
+  (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
+  it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
+  or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
+  return Variable(x).cuda()`, reported at the call that passes it), a constant table made in
+  `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
+  `forward`; a buffer moves with the model once), and a device tensor pulled
+  to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
+  model's output: two crossings for work `torch.flip` does on the device) - where the code runs
+  repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
   that a forward pass builds every call, here or in another module of the project).
@@ -152,7 +165,11 @@ What it flags
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
   `if not state:` set-up), NaN-recovery branches
-  (`if torch.isnan(k).any():`) and example inputs for `add_graph`. Nor is a module-level
+  (`if torch.isnan(k).any():`), example inputs for `add_graph`, allocations under a periodic
+  branch (`if (i + 1) % 1000 == 0:` or `% args.log_every`, a sample grid for a figure; not
+  `% 2`, every other step, nor the optimizer step of gradient accumulation) and in an
+  `evaluate()`-like function outside its loops that no loop of the file calls (one grid of
+  samples per evaluation). Nor is a module-level
   helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
   name occurs nowhere else in the file and no module of the project imports the script (a
   `fliplr()` left in a training script while the test script calls its own copy).
@@ -179,45 +196,39 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        seen: set[int] = set()
         for call in ctx.calls_named("cuda", "to", "type_as"):
             target = _move_target(ctx, call)
             if target is None:
                 continue
-            recv = call.func.value
-            made = _factory(ctx, recv)
-            separate = False
-            if made is None and recv.__class__ is ast.Name:
-                made = _factory(ctx, ctx.resolve(recv, call))  # m = torch.ones(n); m = m.cuda()
-                separate = made is not None and stored_then_moved(ctx, recv, call)
-                made = made if separate else None
-            for part in joined_names(ctx, recv, _SHAPE_METHODS) if made is None else ():
-                made = _factory(ctx, ctx.resolve(part, call))  # m = torch.zeros(s); torch.cat([y, m]).to(dev)
-                separate = made is not None and stored_then_moved(ctx, part, call)
-                made = made if separate else None
-                if made is not None:
-                    break
-            if made is None:
-                continue
-            inner, chained, factory = made
-            if runs_once(ctx, inner) or _traced(ctx, call) or _made_once_per_request(ctx, call) or memoized(ctx, call) \
-                    or never_called(ctx, ctx.function_of(inner)):
-                continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
-            fix = None
-            if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
-                fix = self._fix(ctx, call, inner, target)
-            where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
-            if factory in LEGACY or factory == "from_numpy":
-                suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
-                              if factory in LEGACY else
-                              f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {_device_args(ctx, call, target)})")
-            else:
-                suggestion = f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})"
-            yield ctx.finding(
-                self.code, call,
-                f"torch.{factory}(...) is built on the CPU and then copied to {where}",
-                suggestion=suggestion,
-                fix=fix,
-            )
+            for site, made, separate, via in moved_sources(ctx, call, lambda e: _factory(ctx, e), _SHAPE_METHODS):
+                if id(site) in seen:
+                    continue
+                seen.add(id(site))
+                inner, chained, factory = made
+                here = site if via else inner
+                if runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
+                        or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)):
+                    continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
+                yield self._finding(ctx, call, site, made, separate, via, target)
+
+    def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
+                 via: str, target: ast.AST | bool) -> Finding:
+        inner, chained, factory = made
+        fix = None
+        if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
+            fix = self._fix(ctx, call, inner, target)
+        where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
+        if factory in LEGACY or factory == "from_numpy":
+            suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
+                          if factory in LEGACY else
+                          f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {_device_args(ctx, call, target)})")
+        else:
+            suggestion = f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})"
+        if via.startswith(" every call"):  # a constant table kept as a plain attribute
+            suggestion = "make it once in __init__ with self.register_buffer(name, tensor) and use it as it is"
+        return ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and then copied to {where}{via}",
+                           suggestion=suggestion, fix=fix)
 
     @staticmethod
     def _fix(ctx: Context, call: ast.Call, inner: ast.Call, target: ast.AST | bool) -> Fix | None:
@@ -342,7 +353,8 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
-        return (inner, True, factory) if len(inner.args) == 1 and numpy_made(ctx, inner.args[0], inner) else None
+        return (inner, True, factory) if len(inner.args) == 1 and (
+            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)) else None
     if factory not in DETERMINISTIC and factory not in RANDOM:
         return None
     if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:

@@ -5,43 +5,31 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, printed_tensor, read_arguments, tensor_test,
+    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
 )
-from torchwise.lint.semantics.syncs import SYNCHRONIZE, boolean_mask_index, mask_like, measures_time, parameter_read, read_after, synchronized_before
+from torchwise.lint.semantics.syncs import (
+    CASTS, SYNCHRONIZE, boolean_mask_index, measures_time, parameter_read, read_after, sync_call, synchronized_before,
+)
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
-from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
-def _inner_sync(expr: ast.AST) -> bool:
-    """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
-    while True:
-        if expr.__class__ is ast.Call:
-            func = expr.func
-            if func.__class__ is ast.Attribute and func.attr in SYNC_METHODS:
-                return True
-            expr = func.value if func.__class__ is ast.Attribute else func
-        elif expr.__class__ in (ast.Attribute, ast.Subscript):
-            expr = expr.value
-        else:
-            return False
-
-
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
@@ -49,9 +37,15 @@ What it flags
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
-  size has to reach the host), also in a loss function the step calls with device tensors
-  (`labels[~mask]` in `info_nce_loss(features)`, `loss.masked_select(non_pad_mask)`) and on a
-  device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  size has to reach the host), also in a loss function the step calls with device tensors, directly
+  or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
+  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
+  `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
+  `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
+  per loss, naming the other lines), in a model's `forward` where the selection feeds its loss
+  (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
+  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
+  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
@@ -73,7 +67,11 @@ What it flags
   (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
-  Not flagged: values already on the CPU; reads under a periodic test such as
+  Not flagged: values already on the CPU; a single value written through a mask (`x[mask] = 0`,
+  `x[mask, :] = -1`, `x[mask] = float("-inf")`: PyTorch fills it with `masked_fill_`, no sync);
+  masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
+  transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
+  `boxes[scores > 0.5]`); reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), or in the branch for the one batch that holds an item fixed
@@ -106,7 +104,9 @@ Example
 Fix
   Keep running values on the device (`total += loss.detach()`) and read them once per log
   interval (`if step % 100 == 0: print(total.item() / 100)`); the torchwise Trainer syncs once
-  per interval.
+  per interval. For a boolean-mask selection keep shapes static: weight by the mask
+  (`(loss * mask).sum() / mask.sum()`), `torch.where(mask, x, 0)`, `x.masked_fill(~mask, 0)`, or
+  the loss's own `ignore_index`.
 
 Lint and the doctor
   Lint reads the shapes of this rule's list: reads in the training loop or a step function,
@@ -126,8 +126,8 @@ Lint and the doctor
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
-        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *_CASTS):
-            found = self._sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
+        for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *CASTS):
+            found = sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -189,22 +189,21 @@ Lint and the doctor
             yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
                               suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
                               "it once outside the training path")
-        statements: set[int] = set()
-        for sub in ctx.nodes.get(ast.Subscript, ()):
-            if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub):
-                continue
-            func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
-            if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
-                statements.add(id(ctx.statement_of(sub)))
-                yield ctx.finding(self.code, sub, f"boolean-mask indexing in {func.name}(), which runs on every forward "
+        for node, func, others in forward_mask_selections(ctx):
+            if others is None:
+                yield ctx.finding(self.code, node, f"boolean-mask indexing in {func.name}(), which runs on every forward "
                                   "pass, waits for the GPU", suggestion=_MASK_FIX)
+                continue
+            also = f" (also line{'s' if len(others) > 1 else ''} {', '.join(map(str, others))})" if others else ""
+            yield ctx.finding(self.code, node, f"boolean-mask selection in the loss computed by {func.name}() every training "
+                              f"step waits for the GPU: the result's size depends on the data{also}", suggestion=_MASK_FIX)
 
     def _masked_in_loss(self, ctx: Context, node: ast.AST, index: ast.AST) -> Finding | None:
         """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file
         that the training step calls every step with device tensors (``info_nce_loss(features)``,
         ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
         func = ctx.function_of(node)
-        if func is None or "loss" not in func.name.lower() or not mask_like(ctx, index, node):
+        if func is None or "loss" not in func.name.lower() or not made_as_mask(ctx, index, node):
             return None
         call = self._every_step_call(ctx, func)
         if call is None:
@@ -212,14 +211,20 @@ Lint and the doctor
         return ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
                            f"every step (line {call.lineno}), waits for the GPU", suggestion=_MASK_FIX)
 
-    def _every_step_call(self, ctx: Context, func: ast.AST) -> ast.Call | None:
+    def _every_step_call(self, ctx: Context, func: ast.AST, depth: int = 1) -> ast.Call | None:
         """A call of this file's ``func`` that runs every training step, handing it device tensors."""
         key = ("tw207:step-call", id(func))
         if key not in ctx._cache:
-            ctx._cache[key] = next((c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func
-                                    and hot_region_of(ctx, c) is not None
-                                    and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
-                                    and self._report(ctx, c, None, "", check_subject=False) is not None), None)
+            ctx._cache[key] = None  # (a recursive helper)
+            calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+            found = next((c for c in calls if hot_region_of(ctx, c) is not None
+                          and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
+                          and self._report(ctx, c, None, "", check_subject=False) is not None), None)
+            if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
+                callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
+                           and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
+                found = next((c for f in callers.values() if (c := self._every_step_call(ctx, f, depth - 1)) is not None), None)
+            ctx._cache[key] = found
         return ctx._cache[key]
 
     def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
@@ -286,34 +291,6 @@ Lint and the doctor
                     suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
                 )
 
-    def _sync_call(self, ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
-        """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
-        func = call.func
-        name = last_name(func)
-        if name == "print":
-            subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
-            return (subject, "print() of a tensor") if subject is not None else None
-        if name in _CASTS:  # float(loss), bool(loss == 0): the Python value of a tensor
-            if func.__class__ is not ast.Name or len(call.args) != 1 or call.keywords:
-                return None
-            arg = call.args[0]
-            subject = arg.left if arg.__class__ is ast.Compare and len(arg.ops) == 1 else arg
-            return subject, f"{name}() of a tensor"
-        if name == "nonzero":
-            q = ctx.qualname(func)
-            if q is not None:
-                return (call.args[0], "nonzero()") if q == "torch.nonzero" and call.args else None
-            return (func.value, "nonzero()") if func.__class__ is ast.Attribute else None
-        if func.__class__ is not ast.Attribute or call.args and name != "cpu":
-            return None
-        subject = func.value
-        if _inner_sync(subject):
-            return None
-        parent = ctx.parent(call)
-        if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
-            return None  # m.cpu().parameters(): a module moved, not a value read
-        return subject, f".{name}()"
-
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host: a helper of this file or of the
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
@@ -364,8 +341,6 @@ Lint and the doctor
         )
 
 
-_CASTS = ("float", "int", "bool")
-_MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
 
@@ -376,6 +351,12 @@ def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> boo
     if is_device_tensor(ctx, subject, node):
         return True
     return subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node))
+
+
+def _passes_parameters(call: ast.Call, func: ast.AST) -> bool:
+    """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
+    params = {a.arg for a in func.args.args}
+    return any(a.__class__ is ast.Name and a.id in params for a in call.args)
 
 
 def _on_device(ctx: Context, node: ast.AST) -> bool:

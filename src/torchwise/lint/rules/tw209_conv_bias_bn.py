@@ -83,7 +83,10 @@ What it flags
   builds them (also when `self.conv` is an `nn.Sequential(...)` that ends with that
   convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
-  (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`). The
+  (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`), or
+  added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
+  `cnn.add_module("bn1", nn.BatchNorm2d(...))` - also under `if batch_norm:`, a flag of the
+  building helper that some call turns on (`conv_relu(2, True)`; never turned on: quiet). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
@@ -122,6 +125,11 @@ Lint and the doctor
                     yield self._finding(ctx, first)
         for cls in ctx.nodes.get(ast.ClassDef, ()):
             yield from self._check_class(ctx, cls, reported)
+        if "add_module" in ctx.source:
+            for conv in _added_pairs(ctx):
+                if id(conv) not in reported:
+                    reported.add(id(conv))
+                    yield self._finding(ctx, conv)
 
     def _finding(self, ctx: Context, conv: ast.AST) -> Finding:
         return ctx.finding(
@@ -319,3 +327,56 @@ def _self_attr_call(call: ast.Call) -> str | None:
 
 
 RULE = ConvBiasBeforeBatchNorm()
+
+
+def _added(ctx: Context, stmt: ast.AST) -> tuple[str, ast.AST] | None:
+    """``container.add_module(name, layer)`` as a statement: (the container as written, the layer)."""
+    call = stmt.value if stmt.__class__ is ast.Expr else None
+    if call is None or call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute \
+            or call.func.attr != "add_module" or len(call.args) != 2:
+        return None
+    return ctx.text(call.func.value), call.args[1]
+
+
+def _added_pairs(ctx: Context) -> Iterator[ast.AST]:
+    """Biased convolutions added with ``cnn.add_module(...)`` and followed, on the same container,
+    by a BatchNorm added next - directly or under ``if batch_norm:``, a flag of the helper that
+    some call of it turns on (``convRelu(2, True)``)."""
+    for func in ctx.nodes.get(ast.FunctionDef, ()):
+        body = func.body
+        for stmt, nxt in zip(body, body[1:]):
+            first = _added(ctx, stmt)
+            if first is None:
+                continue
+            d = conv_with_bias(ctx, first[1])
+            if d is None:
+                continue
+            follow, flag = nxt, None
+            if nxt.__class__ is ast.If and nxt.body:
+                follow, flag = nxt.body[0], nxt.test
+            second = _added(ctx, follow)
+            b = bn_dims(ctx, second[1]) if second is not None and second[0] == first[0] else None
+            if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
+                yield first[1]
+
+
+def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
+    """``flag`` is a parameter of ``func`` that is on by default or that some call of ``func`` in
+    this file passes as a true constant; any other test may be on."""
+    if flag.__class__ is not ast.Name:
+        return True
+    params = [a.arg for a in func.args.args]
+    if flag.id not in params:
+        return True
+    index = params.index(flag.id)
+    defaults = dict(zip(params[::-1], func.args.defaults[::-1]))
+    default = defaults.get(flag.id)
+    if default is None or not (default.__class__ is ast.Constant and not default.value):
+        return True
+    if ctx.parent(func).__class__ is ast.ClassDef:
+        index -= 1  # self.conv_bn(..., True)
+    for call in ctx.calls_named(func.name):
+        value = argument(call, flag.id, index)
+        if value is not None and not (value.__class__ is ast.Constant and not value.value):
+            return True
+    return False

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
 from torchwise.lint.semantics.files import in_demo_main
+from torchwise.lint.semantics.optiondefaults import option_default
 
 
 class PartialDeterminism(Rule):
@@ -18,9 +19,14 @@ class PartialDeterminism(Rule):
     triggers = ("deterministic",)
     doc = """\
 What it flags
-  `torch.backends.cudnn.deterministic = True`, or set from an option
-  (`= args.torch_deterministic`, `= cfg.deterministic`: on whenever the option is, often by
-  default), in a file that never calls `torch.use_deterministic_algorithms(...)`.
+  `torch.backends.cudnn.deterministic = True`, or set from an option that is on by default
+  (`= args.torch_deterministic` with `add_argument("--torch-deterministic", default=True)` in
+  the file, `= config.CUDNN.DETERMINISTIC` where a module of the project assigns
+  `config.CUDNN.DETERMINISTIC = True`), in a file that never calls
+  `torch.use_deterministic_algorithms(...)`; also an option whose default lint cannot read (a
+  parameter `cfg`, a YAML file). Not flagged: an option off by default (`store_true`,
+  `config.CUDNN.DETERMINISTIC = False` in the config module): the project does not ask for
+  determinism unless a user turns it on.
 
 Why it matters
   The cuDNN flag covers cuDNN convolutions only. Many other CUDA kernels - scatter/index_add
@@ -46,6 +52,8 @@ Fix
         for node in dets:
             if in_demo_main(ctx, node):
                 continue  # a smoke test that prints a shape: nothing to reproduce
+            if node.value.__class__ is not ast.Constant and option_default(ctx, node.value) is False:
+                continue  # an option that is off by default: nothing asks for determinism
             when = "" if node.value.__class__ is ast.Constant else f" (when {ctx.text(node.value)} is on)"
             yield ctx.finding(
                 self.code, node,

@@ -25,14 +25,16 @@ What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
-  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `torch.backends.cuda.sdp_kernel`,
+  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `nn.utils.clip_grad_norm`
+  (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
   `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
   `self.output = F.sigmoid`), `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest`
   (`F.interpolate`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
   that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
-  to `torch.func`. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
+  to `torch.func`; an import of several of them (`from torch.nn.init import normal, constant`)
+  is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
   `.cuda()`/`.to()`/`.copy_()` (now `non_blocking=True`): since Python 3.7 `async` is a
   reserved word, so such a file does not even parse; lint reads the rest of the file as if the
   argument were renamed, and reports each one.
@@ -82,7 +84,8 @@ Fix
                 text = f"from {module} import {name}" + (f" as {alias.asname}" if alias.asname else "")
                 if alias.name == name:
                     fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
-            yield ctx.finding(self.code, node, f"import of {q}, which is deprecated; use {new}",
+            where = alias if len(node.names) > 1 and getattr(alias, "lineno", None) else node  # each name of the line
+            yield ctx.finding(self.code, where, f"import of {q}, which is deprecated; use {new}",
                               suggestion=f"use {new}", fix=fix)
 
     def _references(self, ctx: Context) -> Iterator[Finding]:

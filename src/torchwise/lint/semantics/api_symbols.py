@@ -54,6 +54,8 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.nn.init.constant": ("torch.nn.init.constant_", True),
     "torch.nn.init.orthogonal": ("torch.nn.init.orthogonal_", True),
     "torch.nn.init.sparse": ("torch.nn.init.sparse_", True),
+    "torch.nn.utils.clip_grad_norm": ("torch.nn.utils.clip_grad_norm_", True),
+    "torch.nn.utils.clip_grad.clip_grad_norm": ("torch.nn.utils.clip_grad_norm_", True),
     "functorch.vmap": ("torch.func.vmap", True),
     "functorch.grad": ("torch.func.grad", True),
     "functorch.vjp": ("torch.func.vjp", True),

@@ -141,8 +141,9 @@ def _built_per_call(ctx: Context, init: AST) -> bool:
         sites += list(project_calls(ctx, klass.name))
     for where, call in sites:
         func = where.function_of(call)
-        if func is not None and func is not init and is_per_call_function(where, func):
-            return True
+        if func is not None and func is not init and is_per_call_function(where, func) \
+                and (where.enclosing_loops(call) or _forward_like(where, func)):
+            return True  # not a training function building it once before its loop
     return False
 
 

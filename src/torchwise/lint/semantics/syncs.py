@@ -1,4 +1,5 @@
-"""Host synchronisations that are not a value read: indexing with a boolean mask (the result's
+"""Host synchronisations: the calls that read a value on the host (``.item()``, ``float(t)``,
+``print(t)``, ``nonzero()``: :func:`sync_call`), and those that are not a value read: indexing with a boolean mask (the result's
 size depends on the data, so the host waits to learn it), reads of a module's own
 parameters inside its methods (every forward), and explicit ``torch.cuda.synchronize()`` calls
 (where a loop already waits, where it measures time, where a read follows)."""
@@ -9,6 +10,7 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
+from torchwise.lint.semantics.hostreads import printed_tensor
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
@@ -151,3 +153,49 @@ def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
 
 
 SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
+
+
+CASTS = ("float", "int", "bool")
+
+
+def sync_call(ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
+    """``(value read, description)`` when ``call`` is a sync method, ``nonzero`` or ``print`` of a tensor."""
+    func = call.func
+    name = last_name(func)
+    if name == "print":
+        subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
+        return (subject, "print() of a tensor") if subject is not None else None
+    if name in CASTS:  # float(loss), bool(loss == 0): the Python value of a tensor
+        if func.__class__ is not ast.Name or len(call.args) != 1 or call.keywords:
+            return None
+        arg = call.args[0]
+        subject = arg.left if arg.__class__ is ast.Compare and len(arg.ops) == 1 else arg
+        return subject, f"{name}() of a tensor"
+    if name == "nonzero":
+        q = ctx.qualname(func)
+        if q is not None:
+            return (call.args[0], "nonzero()") if q == "torch.nonzero" and call.args else None
+        return (func.value, "nonzero()") if func.__class__ is ast.Attribute else None
+    if func.__class__ is not ast.Attribute or call.args and name != "cpu":
+        return None
+    subject = func.value
+    if _inner_sync(subject):
+        return None
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.Attribute and parent.attr in ("parameters", "state_dict", "named_parameters", "buffers"):
+        return None  # m.cpu().parameters(): a module moved, not a value read
+    return subject, f".{name}()"
+
+
+def _inner_sync(expr: ast.AST) -> bool:
+    """Does the receiver chain already contain a sync (``x.cpu().numpy()``: report ``.cpu()`` only)?"""
+    while True:
+        if expr.__class__ is ast.Call:
+            func = expr.func
+            if func.__class__ is ast.Attribute and func.attr in SYNC_METHODS:
+                return True
+            expr = func.value if func.__class__ is ast.Attribute else func
+        elif expr.__class__ in (ast.Attribute, ast.Subscript):
+            expr = expr.value
+        else:
+            return False

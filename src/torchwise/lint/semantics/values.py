@@ -38,6 +38,12 @@ def local_function(ctx: Context, call: ast.Call) -> AST | None:
         name = func.attr
     if name is None:
         return None
+    defs = functions_by_name(ctx).get(name)
+    return defs[0] if defs and len(defs) == 1 else None
+
+
+def functions_by_name(ctx: Context) -> dict[str, list[AST]]:
+    """Every function and method defined in this file, by name (built once per file)."""
     table = ctx._cache.get("sem:funcs")
     if table is None:
         table = {}
@@ -45,8 +51,7 @@ def local_function(ctx: Context, call: ast.Call) -> AST | None:
             for f in ctx.nodes.get(cls, ()):
                 table.setdefault(f.name, []).append(f)
         ctx._cache["sem:funcs"] = table
-    defs = table.get(name)
-    return defs[0] if defs and len(defs) == 1 else None
+    return table
 
 
 def body_nodes(ctx: Context, node: AST, follow_calls: int = 1) -> list[AST]:

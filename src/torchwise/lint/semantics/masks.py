@@ -1,0 +1,246 @@
+"""Boolean-mask selections of device tensors in the loss of every step (TW207): ``x[mask]``,
+``x[mask] = 0``, ``x[mask, :]`` and ``x.masked_select(mask)`` give a result whose size depends
+on the data, so the host waits for the GPU to learn it. Found in the ``forward`` of a loss module
+(``MultiBoxLoss``, ``FocalLoss``: ``loc_data[pos_idx]``, ``targets[positive_indices, :] = 0``)
+and in a model's ``forward`` where the selection feeds its loss (``logits.view(-1, n)[active_loss]``
+handed to ``loss_fct``). NumPy arrays (anything that went through ``.numpy()``/``.cpu()`` or
+``np.``) and code that computes no loss (inference, data transforms) are left alone."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import gpu_evident, is_device_tensor
+from torchwise.lint.semantics.forwardreads import from_inputs
+from torchwise.lint.semantics.losses import is_loss_call
+from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
+from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.syncs import mask_like
+
+# methods and torch functions whose result is a boolean tensor
+_TESTS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
+                    "bool", "isnan", "isinf", "isfinite", "logical_and", "logical_or", "logical_not", "logical_xor"})
+# methods that keep a mask a mask (its shape changes, its values stay booleans)
+_SHAPING = frozenset({"unsqueeze", "expand_as", "expand", "view", "reshape", "squeeze", "flatten", "contiguous", "t",
+                      "repeat", "to", "cuda", "detach", "view_as", "reshape_as", "transpose", "permute"})
+_HOST = frozenset({"numpy", "cpu", "tolist", "item"})
+
+
+def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
+    """A boolean tensor by its making: a comparison (``conf_t > 0``), a test method or function
+    (``gold.ne(pad)``, ``torch.ge(iou, 0.5)``, ``x.int().bool()``), its negation or combination
+    (``~m``, ``a & b``), a reshaped mask (``pos.unsqueeze(2).expand_as(x)``), a name bound to
+    one, or any name ``mask_like`` accepts (``non_pad_mask``)."""
+    cls = expr.__class__
+    if cls is ast.Compare:
+        return len(expr.ops) == 1 and expr.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.Lt, ast.Gt, ast.LtE, ast.GtE)
+    if cls is ast.UnaryOp:
+        return expr.op.__class__ is ast.Invert and made_as_mask(ctx, expr.operand, use, depth)
+    if cls is ast.BinOp and expr.op.__class__ in (ast.BitAnd, ast.BitOr, ast.BitXor):
+        return made_as_mask(ctx, expr.left, use, depth) or made_as_mask(ctx, expr.right, use, depth)
+    if cls is ast.Call:
+        func = expr.func
+        name = last_name(func)
+        q = ctx.qualname(func)
+        if name in _TESTS and (q is None or q.startswith("torch.")):
+            return True
+        return name in _SHAPING and q is None and func.__class__ is ast.Attribute and made_as_mask(ctx, func.value, use, depth)
+    if cls is ast.Name:
+        if mask_like(ctx, expr, use):
+            return True
+        b = ctx.binding_at(expr.id, use)
+        return depth > 0 and b is not None and b.kind == "assign" and b.value is not None \
+            and made_as_mask(ctx, b.value, b.node, depth - 1)
+    return mask_like(ctx, expr, use)
+
+
+def mask_of(ctx: Context, sub: ast.Subscript) -> AST | None:
+    """The boolean mask ``sub`` selects with (``x[m]``, ``x[m, :]``, ``x[m, 4]``), or None."""
+    index = sub.slice
+    parts = index.elts if index.__class__ is ast.Tuple else [index]
+    return next((p for p in parts if p.__class__ is not ast.Slice and made_as_mask(ctx, p, sub)), None)
+
+
+_SCALARS = frozenset({"min", "max", "mean", "sum", "item"})
+
+
+def scalar_store(ctx: Context, sub: ast.Subscript) -> bool:
+    """``x[mask] = 0`` (also ``x[mask, :] = -1``, ``x[mask] = float("-inf")``, ``x[mask] = x.min()``): PyTorch fills a single
+    value through ``masked_fill_``, which keeps the shape and needs no sync; a tensor of values
+    (``x[mask] = y[mask]``) needs the mask's count first."""
+    stmt = ctx.parent(sub)
+    if sub.ctx.__class__ is not ast.Store or stmt.__class__ is not ast.Assign:
+        return False
+    value = stmt.value.operand if stmt.value.__class__ is ast.UnaryOp else stmt.value
+    if value.__class__ is ast.Constant:
+        return True
+    if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id in ("float", "int") \
+            and all(a.__class__ is ast.Constant for a in value.args):
+        return True  # float("-inf")
+    return value.__class__ is ast.Call and not value.args and not value.keywords and last_name(value.func) in _SCALARS
+
+
+def on_host(ctx: Context, expr: AST, func: AST, depth: int = 4) -> bool:
+    """Does ``expr`` evidently hold a host array: made with NumPy (``np.``) or taken off the device
+    (``.numpy()``, ``.cpu()``, ``.tolist()``), directly or through names bound in ``func``?"""
+    for node in ast.walk(expr):
+        if node.__class__ is ast.Call:
+            q = ctx.qualname(node.func)
+            if (q or "").startswith("numpy.") or (node.func.__class__ is ast.Attribute and node.func.attr in _HOST):
+                return True
+        elif node.__class__ is ast.Name and depth > 0:
+            b = ctx.binding_at(node.id, expr)
+            if b is not None and b.kind in ("assign", "aug") and b.value is not None and b.value is not expr \
+                    and ctx.function_of(b.node) is func and on_host(ctx, b.value, func, depth - 1):
+                return True
+    return False
+
+
+_MASK_INDEXES = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Call)
+
+
+def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | None]]:
+    """``(node, function, other lines)`` of the boolean-mask selections in what every forward pass
+    runs: ``x[mask]`` / ``x[mask] = y`` on a device tensor in a module's ``forward`` or a helper it
+    calls (other lines None: one per statement), a random mask's in a module's method on the forward
+    path (an edge dropout: ``values[(torch.rand(n) + keep).int().bool()]``), then those of a loss (:func:`loss_mask_selections`),
+    one per function with the lines of the others."""
+    if not gpu_evident(ctx) and not ctx.project.moves_to_device:
+        return []
+    found: list[tuple[AST, AST, list[int] | None]] = []
+    statements: set[int] = set()
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub) or scalar_store(ctx, sub):
+            continue
+        func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
+        if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
+            statements.add(id(ctx.statement_of(sub)))
+            found.append((sub, func, None))
+    random = "rand" in ctx.source or "bernoulli" in ctx.source
+    for node, value, mask in _selections(ctx, lambda f: _module_method(ctx, f)) if random else ():
+        func = ctx.function_of(node)
+        if id(ctx.statement_of(node)) in statements or func is None or not _module_method(ctx, func):
+            continue
+        if _random_draw(ctx, mask, node) and forward_path_function(ctx, node) is not None and hot_region_of(ctx, node) is None \
+                and not on_host(ctx, value, func) and from_inputs(ctx, value, func):
+            statements.add(id(ctx.statement_of(node)))
+            found.append((node, func, None))
+    by_function: dict[int, list[AST]] = {}
+    for node, func in loss_mask_selections(ctx):
+        if id(ctx.statement_of(node)) not in statements:
+            by_function.setdefault(id(func), [func]).append(node)
+    for func, *nodes in by_function.values():  # one finding per loss: the fix rewrites them together
+        first, *more = sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
+        found.append((first, func, [n.lineno for n in more]))
+    return found
+
+
+def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
+    """``(node, function)`` of each boolean-mask selection of a device tensor in a loss module's
+    ``forward`` (or a method it calls), or in a model's ``forward`` whose loss takes the selection;
+    one per statement, outside the training loop itself (the rule's own loop checks see those)."""
+    key = ("sem:loss-mask-selections",)
+    found = ctx._cache.get(key)
+    if found is not None:
+        return found
+    found = ctx._cache[key] = []
+    if not gpu_evident(ctx) and not ctx.project.moves_to_device:
+        return found
+    statements: set[int] = set()
+    for node, value, mask in _selections(ctx, lambda f: _in_loss_module(ctx, f) or (f.name == "forward" and bool(
+            _loss_arguments(ctx, f)[0]))):
+        stmt = ctx.statement_of(node)
+        func = ctx.function_of(node)
+        if id(stmt) in statements or func is None or not (
+                _in_loss_module(ctx, func) or (func.name == "forward" and _feeds_loss(ctx, stmt, node, func))):
+            continue
+        if forward_path_function(ctx, node) is None or hot_region_of(ctx, node) is not None:
+            continue
+        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func):
+            continue
+        if is_device_tensor(ctx, value, node) or is_device_tensor(ctx, mask, node) or from_inputs(ctx, value, func) \
+                or from_inputs(ctx, mask, func):
+            statements.add(id(stmt))
+            found.append((node, func))
+    return found
+
+
+def _selections(ctx: Context, wanted: Callable[[AST], bool]) -> list[tuple[AST, AST, AST]]:
+    """``(node, selected value, mask)`` for ``x[mask]`` (read or written) and ``x.masked_select(mask)``
+    in the functions ``wanted`` accepts (asked once per function, before the mask)."""
+    verdicts: dict[int, bool] = {}
+
+    def in_wanted(node: AST) -> bool:
+        func = ctx.function_of(node)
+        if func is None:
+            return False
+        if id(func) not in verdicts:
+            verdicts[id(func)] = wanted(func)
+        return verdicts[id(func)]
+
+    found = []
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.slice.__class__ is ast.Constant or not in_wanted(sub) or scalar_store(ctx, sub):
+            continue
+        mask = mask_of(ctx, sub)
+        if mask is not None:
+            found.append((sub, sub.value, mask))
+    for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
+        if call.func.__class__ is ast.Attribute and call.args and in_wanted(call):
+            found.append((call, call.func.value, call.args[0]))
+    return found
+
+
+_RANDOM = frozenset({"torch.rand", "torch.rand_like", "torch.bernoulli", "torch.randn", "torch.randn_like", "torch.randint"})
+
+
+def _random_draw(ctx: Context, mask: AST, use: AST, depth: int = 3) -> bool:
+    """A mask drawn at random on each call (``(torch.rand(n) + keep).int().bool()``,
+    ``torch.rand(n) < p``, ``x.bernoulli()``): a dropout of edges or tokens by selection."""
+    for node in ast.walk(mask):
+        if node.__class__ is ast.Call and (ctx.qualname(node.func) in _RANDOM or last_name(node.func) in ("bernoulli", "bernoulli_")):
+            return True
+        if node.__class__ is ast.Name and depth > 0:
+            b = ctx.binding_at(node.id, use)
+            if b is not None and b.kind == "assign" and b.value is not None and _random_draw(ctx, b.value, b.node, depth - 1):
+                return True
+    return False
+
+
+def _module_method(ctx: Context, func: AST) -> bool:
+    klass = ctx.parent(func)
+    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+
+
+def _in_loss_module(ctx: Context, func: AST) -> bool:
+    """A method of an ``nn.Module`` class named as a loss (``FocalLoss``, ``MultiBoxLoss``,
+    ``LabelSmoothingCriterion``): its ``forward`` runs on every training step."""
+    klass = ctx.parent(func)
+    if klass.__class__ is not ast.ClassDef:
+        return False
+    name = klass.name.lower()
+    return ("loss" in name or "criterion" in name) and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+
+
+def _feeds_loss(ctx: Context, stmt: AST, node: AST, func: AST) -> bool:
+    """The selection is an argument of a loss call (``loss_fct(logits[active], ...)``) or is bound
+    to a name a loss call of the function takes (``active_logits = ...[active_loss]``)."""
+    inside, names = _loss_arguments(ctx, func)
+    if id(node) in inside:
+        return True
+    if stmt.__class__ is not ast.Assign or getattr(node, "ctx", None).__class__ is ast.Store:
+        return False
+    return any(t.__class__ is ast.Name and t.id in names for t in stmt.targets)
+
+
+def _loss_arguments(ctx: Context, func: AST) -> tuple[frozenset[int], frozenset[str]]:
+    """The nodes inside the arguments of ``func``'s loss calls, and the names those arguments read."""
+    key = ("sem:loss-arguments", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        nodes = [n for call in ast.walk(func) if call.__class__ is ast.Call and is_loss_call(ctx, call)
+                 for arg in [*call.args, *(k.value for k in call.keywords)] for n in ast.walk(arg)]
+        found = ctx._cache[key] = (frozenset(id(n) for n in nodes), frozenset(n.id for n in nodes if n.__class__ is ast.Name))
+    return found
