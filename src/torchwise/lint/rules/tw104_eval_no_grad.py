@@ -240,13 +240,13 @@ Lint and the doctor
             func = node.func
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
+            inner = None
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)
                         or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
                     inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
                     if inner is None:
                         continue
-            inner = local_helper_runs(ctx, node, receivers) if func.__class__ is ast.Name else None
             if is_module and not ctx.enclosing_loops(node) and inner is None:
                 continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
             if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node):

@@ -176,18 +176,19 @@ def _flag_left_off(ctx: Context, call: ast.Call, where: str, name: str) -> bool:
 
 def flag_unset(func: ast.FunctionDef, call: ast.Call) -> bool:
     """``func`` pins only when a flag parameter with a false default is set, and ``call`` leaves it off."""
-    flags = {n.test.id for n in ast.walk(func) if n.__class__ is ast.IfExp and n.test.__class__ is ast.Name
-             and n.body.__class__ is ast.Dict and any(k.__class__ is ast.Constant and k.value == "pin_memory" for k in n.body.keys)}
     params = [a.arg for a in func.args.args]
-    defaults = dict(zip(params[len(params) - len(func.args.defaults):], func.args.defaults))
-    for flag in flags:
-        default = defaults.get(flag)
-        if flag not in params or default is None or default.__class__ is not ast.Constant or default.value:
-            continue
-        given = argument(call, flag, params.index(flag) - (1 if params[:1] == ["self"] else 0))
-        if given is None or given.__class__ is ast.Constant and not given.value:
-            return True
-    return False
+    defaults = zip(params[len(params) - len(func.args.defaults):], func.args.defaults)
+    shift = 1 if params[:1] == ["self"] else 0
+    off = set()
+    for name, default in defaults:  # flags left off by this call: the cheap test first
+        if default.__class__ is ast.Constant and not default.value:
+            given = argument(call, name, params.index(name) - shift)
+            if given is None or given.__class__ is ast.Constant and not given.value:
+                off.add(name)
+    if not off:
+        return False
+    return any(n.__class__ is ast.IfExp and n.test.__class__ is ast.Name and n.test.id in off and n.body.__class__ is ast.Dict
+               and any(k.__class__ is ast.Constant and k.value == "pin_memory" for k in n.body.keys) for n in ast.walk(func))
 
 
 def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
@@ -220,8 +221,9 @@ def unpinned_helper_calls(ctx: Context) -> list[ast.Call]:
     32)`` of ``def get_data_loader(ds, bs, cuda=False)`` building ``DataLoader(..., **({'pin_memory':
     True} if cuda else {}))``."""
     out = []
-    names = set(ctx.project.loader_blocks) | {f.name for f in ctx.nodes.get(ast.FunctionDef, ())
-                                               if "pin_memory" in ctx.text(f) and ctx.parent(f) is ctx.tree}
+    names = set(ctx.project.loader_blocks)
+    if "pin_memory" in ctx.source:
+        names |= {f.name for f in ctx.tree.body if f.__class__ is ast.FunctionDef and "pin_memory" in ctx.text(f)}
     for name in sorted(names):
         for call in ctx.calls_named(name):
             target = local_function(ctx, call)
