@@ -9,13 +9,13 @@ from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.normlayers import BN_DIMS as _BN_DIMS, bn_dims, held_bn_dims
 from torchwise.lint.semantics.values import local_function
 
 _CONV_DIMS = {
     "torch.nn.Conv1d": 1, "torch.nn.Conv2d": 2, "torch.nn.Conv3d": 3,
     "torch.nn.ConvTranspose1d": 1, "torch.nn.ConvTranspose2d": 2, "torch.nn.ConvTranspose3d": 3,
 }
-_BN_DIMS = {"torch.nn.BatchNorm1d": 1, "torch.nn.BatchNorm2d": 2, "torch.nn.BatchNorm3d": 3, "torch.nn.SyncBatchNorm": 0}
 
 
 def conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
@@ -61,12 +61,6 @@ def helper_conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
     return dims if bias is None or bias.__class__ is ast.Constant and bias.value is True else None
 
 
-def bn_dims(ctx: Context, call: ast.AST) -> int | None:
-    if call.__class__ is not ast.Call:
-        return None
-    return _BN_DIMS.get(ctx.qualname(call.func) or "")
-
-
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
 
@@ -90,7 +84,11 @@ What it flags
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
-  returning `nn.Conv2d(..., bias=True)`).
+  returning `nn.Conv2d(..., bias=True)`). The BatchNorm may be the file's own subclass of one
+  (`class _BatchNorm2d(nn.BatchNorm2d)` with other defaults; one that defines its own `forward`
+  stays quiet), or a `self.norm3` put in the `nn.Sequential` by the method that assigns it a
+  BatchNorm in some branch (`elif norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)`; a
+  norm that is only ever GroupNorm, InstanceNorm or an identity stays quiet).
 
 Why it matters
   BatchNorm subtracts the per-channel mean right after the convolution, which removes any
@@ -117,9 +115,9 @@ Lint and the doctor
             items = seq.args
             for first, second in zip(items, items[1:]):
                 d = conv_with_bias(ctx, first)
-                if d is None and first.__class__ is ast.Call and bn_dims(ctx, second) is not None:
+                b = bn_dims(ctx, second) if second.__class__ is ast.Call else held_bn_dims(ctx, second)
+                if d is None and first.__class__ is ast.Call and b is not None:
                     d = wrapped_conv_with_bias(ctx, first) or helper_conv_with_bias(ctx, first)
-                b = bn_dims(ctx, second)
                 if d is not None and b is not None and _matches(d, b) and id(first) not in reported:
                     reported.add(id(first))
                     yield self._finding(ctx, first)

@@ -1,0 +1,55 @@
+"""BatchNorm layers as lint sees them: ``nn.BatchNorm2d(...)``, the file's own subclass of one,
+or a ``self.`` attribute that the building method assigns a BatchNorm."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import Context
+
+BN_DIMS = {"torch.nn.BatchNorm1d": 1, "torch.nn.BatchNorm2d": 2, "torch.nn.BatchNorm3d": 3, "torch.nn.SyncBatchNorm": 0}
+
+
+def bn_dims(ctx: Context, call: ast.AST) -> int | None:
+    """Dimensionality of a BatchNorm call - ``nn.BatchNorm2d(...)`` or the file's own subclass of
+    one (``class _BatchNorm2d(nn.BatchNorm2d)`` with other defaults) - else None."""
+    if call.__class__ is not ast.Call:
+        return None
+    dims = BN_DIMS.get(ctx.qualname(call.func) or "")
+    if dims is None and call.func.__class__ is ast.Name and call.func.id in ctx.local_classes:
+        return _bn_subclass_dims(ctx, ctx.local_classes[call.func.id], 3)
+    return dims
+
+
+def _bn_subclass_dims(ctx: Context, klass: ast.ClassDef, depth: int) -> int | None:
+    """A class of this file deriving from a BatchNorm (directly or through another such class)
+    that keeps BatchNorm's ``forward``; one with its own ``forward`` may compute anything."""
+    if depth == 0 or any(i.__class__ is ast.FunctionDef and i.name == "forward" for i in klass.body):
+        return None
+    for base in klass.bases:
+        dims = BN_DIMS.get(ctx.qualname(base) or "")
+        if dims is None and base.__class__ is ast.Name and base.id in ctx.local_classes and base.id != klass.name:
+            dims = _bn_subclass_dims(ctx, ctx.local_classes[base.id], depth - 1)
+        if dims is not None:
+            return dims
+    return None
+
+
+def held_bn_dims(ctx: Context, expr: ast.AST) -> int | None:
+    """``self.norm3`` as a layer of an ``nn.Sequential`` built in a method that assigns it a
+    BatchNorm (in any branch: ``if norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)``)."""
+    if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+        return None
+    func = ctx.parent(expr)
+    while func is not None and func.__class__ is not ast.FunctionDef:
+        func = ctx.parent(func)
+    if func is None:
+        return None
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Assign and len(node.targets) == 1:
+            t = node.targets[0]
+            if t.__class__ is ast.Attribute and t.attr == expr.attr and t.value.__class__ is ast.Name and t.value.id == "self":
+                dims = bn_dims(ctx, node.value)
+                if dims is not None:
+                    return dims
+    return None
