@@ -89,3 +89,52 @@ QUIET += [
                 self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1), self.norm_down)
     """)),
 ]
+
+# ------------------------------------------------------------------ TW205 typed copy of the model's input
+# A recommender whose forward/predict take NumPy index arrays and copy each into a new CPU tensor
+# with a typed constructor, then again to the device, every call.
+_RECOMMENDER = d("""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    class SeqRec(nn.Module):
+        def __init__(self, items, dim, dev):
+            super().__init__()
+            self.dev = dev
+            self.items = nn.Embedding(items + 1, dim)
+            self.pos = nn.Embedding(64, dim)
+        def encode(self, history):
+            h = self.items(torch.LongTensor(history).to(self.dev))
+            steps = np.tile(np.arange(history.shape[1]), [history.shape[0], 1])
+            steps *= history != 0
+            return h + self.pos(torch.LongTensor(steps).to(self.dev))
+        def score(self, history, candidates):
+            cand = self.items(torch.LongTensor(candidates).cuda())
+            return (self.encode(history)[:, -1:, :] * cand).sum(-1)
+""")
+FIND += [
+    Shape("TW205", "torch.LongTensor(array parameter).to(self.dev) in a model method called every forward", _RECOMMENDER, 11),
+    Shape("TW205", "torch.LongTensor(NumPy array made in the method, then masked in place).to(self.dev)", _RECOMMENDER, 14),
+    Shape("TW205", "torch.LongTensor(candidates).cuda() in the model's scoring method", _RECOMMENDER, 16),
+]
+QUIET += [
+    Shape("TW205", "look-alike: typed constructor of a batch read in a plain training function (has to cross anyway)", d("""
+        import torch
+        def train(model, batches, opt, device):
+            for rows, labels in batches:
+                x = torch.FloatTensor(rows).to(device)
+                loss = model(x).sum()
+                loss.backward()
+                opt.step()
+    """)),
+    Shape("TW205", "look-alike: the model's input kept on the host, and a typed copy made in __init__", d("""
+        import torch
+        import torch.nn as nn
+        class Table(nn.Module):
+            def __init__(self, ids, dev):
+                super().__init__()
+                self.ids = torch.LongTensor(ids).to(dev)
+            def forward(self, history):
+                return torch.LongTensor(history)
+    """)),
+]

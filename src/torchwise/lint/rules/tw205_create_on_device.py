@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.actions import observation_copy
+from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.hostarrays import numpy_made
@@ -134,7 +134,9 @@ What it flags
   `sample()` method building each minibatch from the arrays it stores,
   `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it, and the
   minibatch such a memory returns, `states, actions = memory.sample(n)` then
-  `torch.FloatTensor(states).to(device)` in the update) and `torch.from_numpy` of an array NumPy makes right
+  `torch.FloatTensor(states).to(device)` in the update, and a model's input copied in a method of
+  an `nn.Module`, `torch.LongTensor(log_seqs).to(self.dev)` in `forward`/`predict` or a helper
+  method - a parameter of the method or an array NumPy makes there, moved in the same expression) and `torch.from_numpy` of an array NumPy makes right
   there (`np.random.uniform(...)`, `np.eye(k)`; also `torch.tensor(arr)`) or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
@@ -350,7 +352,7 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
-        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner))
+        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and (

@@ -1,12 +1,14 @@
 """Values an environment needs on the host: the action a reinforcement-learning loop steps its
 environment with (``env.step(action)``). Reading it on the host is required, and the model call
-that produced it needs no autograd graph when nothing else keeps it."""
+that produced it needs no autograd graph when nothing else keeps it. Host data copied twice per
+step: an agent's observation, a replay minibatch, a model method's input array."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.steps import is_optimizer_step, names_feeding_backward
 
 
@@ -107,6 +109,30 @@ def observation_copy(ctx: Context, call: ast.Call) -> bool:
     while arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _RESHAPES:
         arg = arg.func.value  # state.reshape(1, -1)
     return arg.__class__ is ast.Name and arg.id in {a.arg for a in func.args.args}
+
+
+def model_input_copy(ctx: Context, call: ast.Call) -> bool:
+    """``torch.LongTensor(log_seqs).to(self.dev)`` in a method of an ``nn.Module`` other than
+    ``__init__`` (``forward``, ``predict``, a helper they call): host data given to the model -
+    a parameter of the method, or an array NumPy makes there - copied into a new CPU tensor and
+    then again to the device on every call (``torch.as_tensor(x, dtype=..., device=...)`` makes
+    one copy). Only a move in the same expression."""
+    parent = ctx.parent(call)
+    if len(call.args) != 1 or parent.__class__ is not ast.Attribute or parent.attr not in ("to", "cuda"):
+        return False
+    func = ctx.function_of(call)
+    owner = ctx.parent(func) if func is not None else None
+    if owner.__class__ is not ast.ClassDef or func.name == "__init__" \
+            or not any(ctx.qualname(b) == "torch.nn.Module" for b in owner.bases):
+        return False
+    arg = call.args[0]
+    if arg.__class__ is not ast.Name:
+        return False
+    if arg.id in {a.arg for a in func.args.args[1:]} or numpy_made(ctx, arg, call):
+        return True
+    made = [n.value for n in ast.walk(func) if n.__class__ is ast.Assign and any(
+        t.__class__ is ast.Name and t.id == arg.id for t in n.targets)]  # poss = np.tile(...); poss *= mask
+    return bool(made) and all(v.__class__ is ast.Call and (ctx.qualname(v.func) or "").startswith("numpy.") for v in made)
 
 
 _RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "astype", "copy", "ravel"})
