@@ -138,3 +138,59 @@ QUIET += [
                 return torch.LongTensor(history)
     """)),
 ]
+
+# ------------------------------------------------------------------ TW205 helper with its own loop, called per batch
+# Adversarial-example helpers: a random start drawn on the host (also through a typed constructor
+# and a chain) before the helper's own attack loop; the helper is called for every batch.
+_ATTACK = """
+    import torch
+    def pgd(model, x, y, eps, steps):
+        delta = torch.FloatTensor(*x.shape).uniform_(-eps, eps).to(x.device)
+        for _ in range(steps):
+            delta.requires_grad_(True)
+            loss = torch.nn.functional.cross_entropy(model(x + delta), y)
+            grad, = torch.autograd.grad(loss, delta)
+            delta = (delta + eps / 4 * grad.sign()).clamp(-eps, eps).detach()
+        return x + delta
+    def perturb(model, x):
+        adv = x.detach() + 0.001 * torch.randn(x.shape).cuda().detach()
+        for _ in range(10):
+            adv = adv.detach()
+        return adv
+"""
+FIND += [
+    Shape("TW205", "typed constructor chain .uniform_().to() before the attack's own loop, the attack run for every test batch", d(_ATTACK + """
+        def robust_accuracy(model, test_loader, eps):
+            hits = 0
+            for x, y in test_loader:
+                hits += (model(pgd(model, x, y, eps, 20)).argmax(1) == y).sum().item()
+            return hits
+    """), 3),
+    Shape("TW205", "torch.randn(shape).cuda() before the helper's own loop, the helper called in the training loop", d(_ATTACK + """
+        def train(model, loader, opt):
+            for i, (x, y) in enumerate(loader):
+                x_adv = perturb(model, x)
+                loss = torch.nn.functional.cross_entropy(model(x_adv), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 11),
+]
+QUIET += [
+    Shape("TW205", "look-alike: a helper with its own loop called once per epoch (for epoch in range(n))", d("""
+        import torch
+        def error_count(model, loader, device):
+            wrong = torch.zeros(1).to(device)
+            for x, y in loader:
+                wrong += (model(x.to(device)).argmax(1) != y.to(device)).sum()
+            return wrong
+        def fit(model, loader, opt, device, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = model(x.to(device)).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                print(epoch, error_count(model, loader, device).item())
+    """)),
+]

@@ -162,7 +162,10 @@ What it flags
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
   `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
-  `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops,
+  `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops (not when
+  it is called inside a loop over batches or items, `for x, y in test_loader: pgd(model, x, y)`, or
+  inside a training loop: its own loop - an attack's steps - is then per call; a call in
+  `for epoch in range(n):` stays set-up),
   helpers only `__init__` or an evaluation calls, a model's `sample()`/`generate()` method
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy

@@ -8,7 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
-from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, training_calls
+from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
 # functions that run once per program or per object: set-up
@@ -37,7 +37,8 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
     loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
     helper class built in a forward pass excepted), before or after the loop of a function that
-    loops (unless a forward pass calls it: :func:`called_per_call`), in a helper every caller of which (in this file) runs once or evaluates (an
+    loops (unless a forward pass calls it: :func:`called_per_call`, or a loop over batches or
+    items does: :func:`called_per_item`), in a helper every caller of which (in this file) runs once or evaluates (an
     evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
@@ -63,7 +64,37 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return False
     if not any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body)):
         return False
-    return not (scope.__class__ is not ast.Lambda and called_per_call(ctx, scope))
+    return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)))
+
+
+_EPOCH_ITERS = frozenset({"range", "trange"})
+_ITER_WRAPPERS = frozenset({"enumerate", "tqdm", "zip"})
+
+
+def called_per_item(ctx: Context, func: AST) -> bool:
+    """A function of this file called inside a loop over batches or items - a loop that runs a
+    training step, or iterates over something other than ``range(...)`` (``for x, y in
+    test_loader:``, ``for path in paths:``): its own inner loop (a PGD attack's steps) is per
+    call, and what it allocates before that loop is made for every batch. A call in an epoch
+    loop (``for epoch in range(n):``) does not count."""
+    hot = None
+    for call in ctx.calls_named(func.name):
+        loops = ctx.enclosing_loops(call)
+        if not loops or local_function(ctx, call) is not func or ctx.function_of(call) is func:
+            continue
+        loop = loops[0]
+        if hot is None:
+            hot = hot_loops(ctx)
+        if id(loop) in hot:
+            return True
+        if loop.__class__ is not ast.For:
+            continue
+        it = loop.iter
+        while it.__class__ is ast.Call and last_name(it.func) in _ITER_WRAPPERS and it.args:
+            it = it.args[0]
+        if not (it.__class__ is ast.Call and last_name(it.func) in _EPOCH_ITERS):
+            return True
+    return False
 
 
 def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool = False) -> bool:
