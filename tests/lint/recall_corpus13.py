@@ -194,3 +194,43 @@ QUIET += [
                 print(epoch, error_count(model, loader, device).item())
     """)),
 ]
+
+# ------------------------------------------------------------------ TW220 alias of the old autocast
+FIND += [
+    Shape("TW220", "autocast = torch.cuda.amp.autocast inside try:, a dummy class as the fallback, then used", d("""
+        import torch
+        try:
+            autocast = torch.cuda.amp.autocast
+        except Exception:
+            class autocast:
+                def __init__(self, enabled):
+                    pass
+                def __enter__(self):
+                    pass
+                def __exit__(self, *args):
+                    pass
+        def step(model, x, mixed):
+            with autocast(enabled=mixed):
+                return model(x)
+    """), 3),
+    Shape("TW220", "a module-level alias of the old GradScaler, called in the training function", d("""
+        import torch
+        Scaler = torch.cuda.amp.GradScaler
+        def train(model, opt):
+            scaler = Scaler(enabled=True)
+            return scaler
+    """), 2),
+]
+QUIET += [
+    Shape("TW220", "look-alike: the old alias only in the fallback of the new API, and an alias never called", d("""
+        import torch
+        try:
+            autocast = torch.amp.autocast
+        except AttributeError:
+            autocast = torch.cuda.amp.autocast
+        old_scaler = torch.cuda.amp.GradScaler
+        def step(model, x):
+            with autocast("cuda"):
+                return model(x)
+    """)),
+]

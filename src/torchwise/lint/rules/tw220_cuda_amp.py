@@ -35,7 +35,9 @@ class LegacyAmp(Rule):
 What it flags
   Uses of `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`, `torch.cpu.amp.autocast`
   (and `custom_fwd`/`custom_bwd`), however imported, the `from torch.cuda.amp import ...` line
-  itself (once), and of NVIDIA apex's `amp`
+  itself (once), a name bound to one of them and called in the file (`autocast =
+  torch.cuda.amp.autocast`, also inside `try:` with a dummy class as the fallback; reported at
+  the assignment), and of NVIDIA apex's `amp`
   (`from apex import amp`, `amp.initialize(...)`). The old-torch branch of version-dependent
   code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
   expression that tests a version or whose other branch uses `torch.amp`.
@@ -86,6 +88,7 @@ Fix
                     end_node=func,
                 )
         yield from self._old_imports(ctx)
+        yield from self._aliases(ctx)
         for node in ctx.nodes.get(ast.ImportFrom, ()):
             if node.module == "apex" and any(a.name == "amp" for a in node.names):
                 yield ctx.finding(
@@ -100,6 +103,25 @@ Fix
                     "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
                     suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
                 )
+
+    def _aliases(self, ctx: Context) -> Iterator[Finding]:
+        """``autocast = torch.cuda.amp.autocast`` (also inside ``try:`` with a dummy class as the
+        fallback), reported at the assignment when the name is called somewhere in the file."""
+        for node in ctx.nodes.get(ast.Assign, ()):
+            value = node.value
+            if len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name or value.__class__ is not ast.Attribute:
+                continue
+            q = ctx.qualname(value)
+            if q not in OLD or in_compat_fallback(ctx, node, _NEW_API):
+                continue
+            local = node.targets[0].id
+            if not any(c.func.__class__ is ast.Name and c.func.id == local for c in ctx.calls_named(local)):
+                continue
+            new, device = OLD[q]
+            yield ctx.finding(self.code, node, f"{local} is an alias of the deprecated {q}; use torch.amp.{new}(\"{device}\", ...)"
+                              if new in ("autocast", "GradScaler") else f"{local} is an alias of the deprecated {q}",
+                              suggestion=f'{local} = functools.partial(torch.amp.{new}, "{device}")' if new in ("autocast", "GradScaler")
+                              else f'torch.amp.{new}(device_type="{device}")')
 
     def _old_imports(self, ctx: Context) -> Iterator[Finding]:
         """``from torch.cuda.amp import autocast, GradScaler``: the import line itself, once (the
