@@ -234,3 +234,91 @@ QUIET += [
                 return model(x)
     """)),
 ]
+
+# ------------------------------------------------------------------ TW402 host checkpoints, DataParallel-only resume
+# A style-transfer project: the training script moves every entry of the decoder's state dict to
+# the CPU in a loop before saving; the encoder weights come from a conversion script that builds
+# its model on the CPU; the test script has a CPU path and restores both.
+_TRAIN_SAVE = d("""
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def train(net, loader, opt, steps, out):
+        net.to(device)
+        for i, batch in enumerate(loader):
+            loss = net(batch.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if (i + 1) % 1000 == 0:
+                sd = net.decoder.state_dict()
+                for k in sd.keys():
+                    sd[k] = sd[k].{where}
+                torch.save(sd, out / "decoder_{{}}.pth".format(i + 1))
+""")
+_CONVERT = d("""
+    import torch
+    import torch.nn as nn
+    def convert(layers, name):
+        n = nn.Sequential()
+        for layer in layers:
+            n.add_module(str(len(n)), layer)
+        torch.save(n.state_dict(), name + ".pth")
+""")
+_TEST = d("""
+    import argparse
+    import torch
+    from net import Decoder
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decoder")
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    decoder = Decoder()
+    decoder.load_state_dict(torch.load(args.decoder))
+    decoder.to(device)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: every checkpoint is written from the host (state-dict entries moved in a loop, a CPU conversion)", {
+        "train.py": _TRAIN_SAVE.format(where='to(torch.device("cpu"))'),
+        "convert.py": _CONVERT,
+        "test.py": _TEST,
+    }),
+    ProjectShape("TW402", "the same project, but the loop only halves the entries (still on the GPU): the test script's CPU path reads CUDA tensors", {
+        "train.py": _TRAIN_SAVE.format(where="half()"),
+        "test.py": _TEST,
+    }, (("test.py", 9),)),
+]
+_SOLVER = d("""
+    import torch
+    class Solver:
+        def __init__(self, model, optimizer, resume):
+            self.model, self.optimizer = model, optimizer
+            if resume:
+                package = torch.load(resume)
+                self.model.module.load_state_dict(package["state_dict"])
+                self.optimizer.load_state_dict(package["optim_dict"])
+        def step(self, batch, use_cuda):
+            if use_cuda:
+                batch = batch.cuda()
+            return self.model(batch)
+        def save(self, path):
+            torch.save({"state_dict": self.model.module.state_dict()}, path)
+""")
+_MAIN = d("""
+    import torch
+    from solver import Solver
+    def main(args, model, optimizer):
+        if args.use_cuda:
+            model = torch.nn.{wrap}(model)
+            model.cuda()
+        Solver(model, optimizer, args.resume)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: a resume that only works on the DataParallel-wrapped CUDA model (self.model.module), one process", {
+        "solver.py": _SOLVER,
+        "train.py": _MAIN.format(wrap="DataParallel"),
+    }),
+    ProjectShape("TW402", "the same resume in a DistributedDataParallel project: every rank restores rank 0's tensors onto cuda:0", {
+        "solver.py": _SOLVER,
+        "train.py": _MAIN.format(wrap="parallel.DistributedDataParallel"),
+    }, (("solver.py", 6),)),
+]

@@ -165,6 +165,24 @@ def _host_script_restores_gpu_save(ctx: Context, load: ast.Call) -> bool:
                for path, text in ctx.project.save_files)
 
 
+def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
+    """``package = torch.load(path)`` then ``self.model.module.load_state_dict(package[...])``
+    unguarded, in a project that wraps models only in ``nn.DataParallel`` (never
+    ``DistributedDataParallel``): the resume works only on the wrapped model, which exists only
+    on CUDA - one process restoring what ``cuda:0`` wrote, where it trains."""
+    func = ctx.function_of(load)
+    if func is None:
+        return False
+    text = ctx.text(func)
+    if ".module.load_state_dict(" not in text or "hasattr(" in text or "isinstance(" in text:
+        return False
+    key = "tw402:dp-only"
+    if key not in ctx.project.answers:
+        texts = [t for _, t in ctx.project.files] or [ctx.source]
+        ctx.project.answers[key] = any("DataParallel(" in t for t in texts) and not any("DistributedDataParallel" in t for t in texts)
+    return ctx.project.answers[key]
+
+
 def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
     """``optimizer.load_state_dict(torch.load(path))`` in a project that trains on a GPU (a
     checkpoint helper of a module that names no device itself): an optimizer's state (Adam's
@@ -192,7 +210,9 @@ What it flags
   whose every `.cuda()` is chosen by a flag (`Variable(x).cuda() if cuda else Variable(x)`, a
   `--no-gpus` option) has a CPU path. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
-  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, NumPy statistics), loads
+  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, every entry moved in a loop
+  `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
+  conversion script with no device code, NumPy statistics), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
   only ever writes with host data, tensors built from NumPy in code that touches no device or
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before or under a
@@ -202,7 +222,10 @@ What it flags
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
-  scripts always move the model they train to CUDA), and single-process
+  scripts always move the model they train to CUDA), a resume that only works on the wrapped
+  model (`self.model.module.load_state_dict(package[...])`, unguarded) in a project that wraps
+  only in `nn.DataParallel` (one process, on CUDA; with `DistributedDataParallel` every rank
+  would restore onto `cuda:0`: reported), and single-process
   scripts that pick their one GPU themselves (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`)
   and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
   anywhere): what they save comes from `cuda:0` of one visible device and resuming or
@@ -234,7 +257,8 @@ Fix
             on_host = _host_script_restores_gpu_save(ctx, call)
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
                 continue
-            if not on_host and (ctx.project.gpu_only or pinned_gpu_script(ctx)) or _other_branch_maps(ctx, call):
+            if not on_host and (ctx.project.gpu_only or pinned_gpu_script(ctx) or _data_parallel_resume(ctx, call)) \
+                    or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy

@@ -9,7 +9,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, argument, last_name
-from torchwise.lint.semantics.devices import is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
 
 
 _CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -41,7 +41,34 @@ def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bo
         return bool(values) and all(is_host_data(ctx, v, use, depth) or _plain_number(ctx, v, use) for v in values)
     if cls is ast.Name:
         b = ctx.binding_at(expr.id, use)
-        return b is not None and b.kind == "assign" and is_host_data(ctx, b.value, b.node, depth - 1)
+        return b is not None and b.kind == "assign" and (
+            is_host_data(ctx, b.value, b.node, depth - 1) or _moved_entrywise(ctx, expr.id, b.node, use))
+    return False
+
+
+def _to_cpu(expr: AST) -> bool:
+    """``t.cpu()``, ``t.to("cpu")``, ``t.to(torch.device("cpu"))``."""
+    if expr.__class__ is not ast.Call or expr.func.__class__ is not ast.Attribute:
+        return False
+    if expr.func.attr == "cpu":
+        return True
+    arg = expr.args[0] if expr.func.attr == "to" and len(expr.args) == 1 else None
+    if arg is not None and arg.__class__ is ast.Call and last_name(arg.func) == "device" and len(arg.args) == 1:
+        arg = arg.args[0]
+    return arg.__class__ is ast.Constant and arg.value == "cpu"
+
+
+def _moved_entrywise(ctx: Context, name: str, bound: AST, use: AST) -> bool:
+    """``for k in sd.keys(): sd[k] = sd[k].to(torch.device("cpu"))`` between the binding of
+    ``sd`` and its use: every entry of the dict is moved to the host."""
+    scope = ctx.scope_of(use)
+    for loop in ctx.walk_body(scope.body) if hasattr(scope, "body") else ():
+        if loop.__class__ is not ast.For or not bound.lineno < loop.lineno < use.lineno:
+            continue
+        for stmt in loop.body:
+            if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Subscript \
+                    and last_name(stmt.targets[0].value) == name and _to_cpu(stmt.value):
+                return True
     return False
 
 
@@ -61,7 +88,8 @@ def saves_on_host(ctx: Context) -> bool | None:
     saves = ctx.calls_to("torch.save")
     if not saves:
         return None
-    return all(is_host_data(ctx, argument(call, "obj", 0), call) for call in saves)
+    return all(is_host_data(ctx, argument(call, "obj", 0), call) or _fresh_model_state(ctx, argument(call, "obj", 0), call)
+               for call in saves)
 
 
 def _dict_items(ctx: Context, expr: AST | None, use: AST) -> list[tuple[str, AST]] | None:
@@ -206,7 +234,20 @@ def _setting(expr: AST) -> bool:
 def saved_on_host(ctx: Context, save: ast.Call) -> bool:
     """Does this ``torch.save`` write host data or no tensors at all?"""
     obj = argument(save, "obj", 0)
-    return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save)
+    return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save) \
+        or _fresh_model_state(ctx, obj, save)
+
+
+def _fresh_model_state(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
+    """``n = nn.Sequential(); ...; torch.save(n.state_dict(), ...)`` in a file with no device
+    code at all (a weight-conversion script): the model is built here, on the CPU."""
+    if obj is None or obj.__class__ is not ast.Call or obj.func.__class__ is not ast.Attribute \
+            or obj.func.attr != "state_dict" or obj.func.value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(obj.func.value.id, save)
+    if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call or ctx.scope_of(b.node) is not ctx.scope_of(save):
+        return False
+    return not gpu_evident(ctx) and not file_moves_to_device(ctx)
 
 
 _FILE_NAME = re.compile(r"[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}$")
