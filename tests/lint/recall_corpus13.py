@@ -322,3 +322,52 @@ PROJECTS += [
         "train.py": _MAIN.format(wrap="parallel.DistributedDataParallel"),
     }, (("solver.py", 6),)),
 ]
+
+# ------------------------------------------------------------------ TW205 x.new_tensor(host tensor)
+# An overlap-add helper in a utility module: frame indices built with torch.arange on the CPU and
+# copied to the signal's device with signal.new_tensor(...), called by a model's forward in
+# another module; the utility module calls it itself only in its __main__ smoke test.
+_OVERLAP = d("""
+    import torch
+    def overlap_add(signal, step):
+        frames, length = signal.size()[-2:]
+        total = step * (frames - 1) + length
+        index = torch.arange(0, total // step).unfold(0, length // step, 1)
+        index = signal.new_tensor(index).long()
+        out = signal.new_zeros(*signal.size()[:-2], total // step, step)
+        return out.index_add_(-2, index.view(-1), signal.view(*signal.size()[:-2], -1, step))
+    if __name__ == "__main__":
+        print(overlap_add(torch.randn(2, 4, 6), 3))
+""")
+PROJECTS += [
+    ProjectShape("TW205", "torch.arange(...).unfold(...) copied with signal.new_tensor(...) in a helper a forward of another module calls", {
+        "utils.py": _OVERLAP,
+        "model.py": d("""
+            import torch.nn as nn
+            from utils import overlap_add
+            class Decoder(nn.Module):
+                def forward(self, frames):
+                    return overlap_add(frames, 3)
+        """),
+    }, (("utils.py", 5),)),
+    ProjectShape("TW205", "look-alike: the same helper that nothing outside its __main__ block calls", {
+        "utils.py": _OVERLAP,
+        "model.py": d("""
+            import torch.nn as nn
+            class Decoder(nn.Module):
+                def forward(self, frames):
+                    return frames.sum(-1)
+        """),
+    }),
+]
+QUIET += [
+    Shape("TW205", "look-alike: new_tensor of data read from a file, and of a factory already on the device", d("""
+        import numpy as np
+        import torch
+        def forward_table(x, path, n):
+            table = np.load(path)
+            t = x.new_tensor(table)
+            idx = torch.arange(n, device=x.device)
+            return t[x.new_tensor(idx)]
+    """)),
+]

@@ -13,7 +13,7 @@ from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.handoff import host_round_trip, moved_sources, rarely_moved
+from torchwise.lint.semantics.handoff import copied_by_new_tensor, host_round_trip, moved_sources, rarely_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -48,7 +48,7 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
 
 # methods between the factory and the move that only reshape or retype (the data stays as made)
 _SHAPE_METHODS = frozenset({
-    "unsqueeze", "squeeze", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
+    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
     "fill_", "zero_", "type", "type_as",
     "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
@@ -142,7 +142,8 @@ What it flags
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
-  `.to(device)`, `.to(other_tensor)` or `.type_as(other_tensor)` - chained, or in the next use
+  `.to(device)`, `.to(other_tensor)`, `.type_as(other_tensor)` or `other.new_tensor(name)`
+  (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
   same name `eta = eta.expand(...)`, or joined and moved: `torch.cat([y, m], 1).float().to(device)`;
@@ -216,6 +217,12 @@ Fix
                         or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
+        for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: _factory(ctx, e)):
+            if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call))):
+                seen.add(id(inner))
+                yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to "
+                                  f"{ctx.text(owner)}'s device by .new_tensor()",
+                                  suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

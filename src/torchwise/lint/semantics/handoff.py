@@ -255,3 +255,21 @@ def _fed_to_model(ctx: Context, name: ast.Name, use: AST) -> bool:
                 and is_device_tensor(ctx, node, node):
             return True
     return False
+
+
+def copied_by_new_tensor(ctx: Context, made: Callable[[AST], T | None]) -> Iterator[tuple[ast.Call, AST, T]]:
+    """``frame = torch.arange(n).unfold(...); frame = signal.new_tensor(frame)``: a tensor built
+    on the host (``made`` says so of the bound value) copied to another tensor's device with
+    ``x.new_tensor(name)``. Yields the ``new_tensor`` call, its receiver and what ``made`` found."""
+    if "new_tensor(" not in ctx.source:
+        return
+    for call in ctx.calls_named("new_tensor"):
+        if call.func.__class__ is not ast.Attribute or len(call.args) != 1 or call.args[0].__class__ is not ast.Name:
+            continue
+        b = ctx.binding_at(call.args[0].id, call)
+        if b is None or b.kind != "assign" or b.value is None:
+            continue
+        found = made(b.value)
+        if found is not None:
+            yield call, call.func.value, found
+

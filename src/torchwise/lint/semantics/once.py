@@ -134,7 +134,7 @@ def _named_per_call(name: str) -> bool:
 
 def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
     """Every call of this helper in the file is made at set-up (:func:`runs_once`) or by an
-    evaluation function outside its loops (``_dummy_forward`` from ``__init__``; an evaluator's
+    evaluation function outside its loops, and no other module of the project calls it (``_dummy_forward`` from ``__init__``; an evaluator's
     ``eval()`` calling ``_calculate_mrr``)."""
     calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
     if not calls:
@@ -146,7 +146,9 @@ def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
         evaluating = caller is not None and is_eval_name(caller.name) and not ctx.enclosing_loops(call)
         if not evaluating and not runs_once(ctx, call, depth - 1):
             return False
-    return True
+    # a module-level helper that another module of the project calls (a forward pass importing
+    # it) is not set-up because this file only calls it in its own ``__main__`` smoke test
+    return not (ctx.parent(func) is ctx.tree and ctx.project.files and next(project_calls(ctx, func.name), None) is not None)
 
 
 _NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite"})
