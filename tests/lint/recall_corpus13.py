@@ -118,15 +118,6 @@ FIND += [
     Shape("TW205", "torch.LongTensor(candidates).cuda() in the model's scoring method", _RECOMMENDER, 16),
 ]
 QUIET += [
-    Shape("TW205", "look-alike: typed constructor of a batch read in a plain training function (has to cross anyway)", d("""
-        import torch
-        def train(model, batches, opt, device):
-            for rows, labels in batches:
-                x = torch.FloatTensor(rows).to(device)
-                loss = model(x).sum()
-                loss.backward()
-                opt.step()
-    """)),
     Shape("TW205", "look-alike: the model's input kept on the host, and a typed copy made in __init__", d("""
         import torch
         import torch.nn as nn
