@@ -362,3 +362,30 @@ QUIET += [
             return t[x.new_tensor(idx)]
     """)),
 ]
+
+# ------------------------------------------------------------------ TW403 a factory's .cuda() beside a device flag
+_FLAGGED_SCRIPT = d("""
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-cuda", action="store_true")
+    args = parser.parse_args()
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    def perturb(model, x):
+        adv = x.detach() + 0.001 * {noise}.detach()
+        for _ in range(10):
+            adv = adv.detach()
+        return adv
+""")
+FIND += [
+    Shape("TW403", "torch.randn(shape).cuda() in a helper of a script that chooses cuda/cpu by a --no-cuda flag",
+          _FLAGGED_SCRIPT.format(noise="torch.randn(x.shape).cuda()"), 9),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the same helper drawing on the chosen device, and a .cuda() under the flag", _FLAGGED_SCRIPT.format(
+        noise="torch.randn(x.shape, device=x.device)") + d("""
+        if use_cuda:
+            table = torch.zeros(4).cuda()
+    """)),
+]

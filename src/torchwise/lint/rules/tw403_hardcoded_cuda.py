@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Iterator
 
-from torchwise.lint.engine import Context, keyword
+from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_setup_line
@@ -29,6 +29,11 @@ def _demo_script(ctx: Context) -> bool:
     return not training_calls(ctx)
 
 
+_CHOSEN_DEVICE = re.compile(r"""device\(\s*["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']""")
+_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
+                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -38,7 +43,10 @@ What it flags
   `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
   the device count, never names a `"cpu"` device (moving results back with `.cpu()` or
-  `.to("cpu")` does not count) and has no device parameter of its own.
+  `.to("cpu")` does not count) and has no device parameter of its own. In a file that does
+  choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`), a
+  tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
+  not under a device flag): the CPU run the file offers fails on that line.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -87,6 +95,7 @@ Fix
                           for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         if has_cpu_fallback(ctx):
+            yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
@@ -114,6 +123,21 @@ Fix
             v = kw.value
             if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
                 yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
+
+    def _factories_beside_fallback(self, ctx: Context) -> Iterator[Finding]:
+        """A file that chooses its device by a flag (``device = torch.device("cuda" if use_cuda
+        else "cpu")``) yet makes a tensor with ``torch.randn(x.shape).cuda()``: the CPU run it
+        offers fails there (the one line that ignores the choice)."""
+        if "cuda(" not in ctx.source or not _CHOSEN_DEVICE.search(ctx.source):
+            return
+        for call in ctx.calls_named("cuda"):
+            func = call.func
+            if func.__class__ is not ast.Attribute or call.args or call.keywords or func.value.__class__ is not ast.Call:
+                continue
+            q = ctx.qualname(func.value.func) or ""
+            if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES:
+                yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
+                                                   "its CPU path fails here"))
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:
