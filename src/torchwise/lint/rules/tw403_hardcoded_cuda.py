@@ -128,7 +128,8 @@ Fix
         """A file that chooses its device by a flag (``device = torch.device("cuda" if use_cuda
         else "cpu")``) yet makes a tensor with ``torch.randn(x.shape).cuda()``: the CPU run it
         offers fails there (the one line that ignores the choice)."""
-        if "cuda(" not in ctx.source or not _CHOSEN_DEVICE.search(ctx.source):
+        src = ctx.source
+        if "cuda(" not in src or not ("else 'cpu'" in src or 'else "cpu"' in src) or not _CHOSEN_DEVICE.search(src):
             return
         for call in ctx.calls_named("cuda"):
             func = call.func
