@@ -1,0 +1,140 @@
+"""The recall corpus, round 9 part B: classes the ninth set (a tuning set since round 9) showed
+in TW207 - each written in our own words and reduced to its shape, with look-alikes that must
+stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ----------------------------------------------------------------------------------- TW207 losses nothing builds
+# A losses module offers several criteria; the trainer builds one of them. The selections in the
+# others never run, so they are not per step. A 0-dim device tensor stored through a mask
+# (`weight[pos] = weight.max()`, `1 / pos_num` with `pos_num = pos.sum()`) is not PyTorch's
+# masked_fill fast path (a number or a CPU scalar): index_put_ runs nonzero, a host sync.
+_LOSSES = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    __all__ = ["WeightedLoss", "HardNegativeLoss"]
+
+
+    class WeightedLoss(nn.Module):
+        def forward(self, logits, labels):
+            pos = labels > 0
+            weight = torch.zeros_like(labels)
+            weight[pos] = weight.max()
+            return F.binary_cross_entropy_with_logits(logits, labels, weight)
+
+
+    class HardNegativeLoss(nn.Module):
+        def __init__(self, ratio=3.0):
+            super(HardNegativeLoss, self).__init__()
+            self.ratio = ratio
+
+        def forward(self, logits, labels):
+            pos_logits = logits[labels > 0]
+            neg_logits = logits[labels == 0]
+            k = int(pos_logits.numel() * self.ratio)
+            neg_logits, _ = neg_logits.topk(k)
+            ones, zeros = torch.ones_like(pos_logits), torch.zeros_like(neg_logits)
+            return F.binary_cross_entropy_with_logits(torch.cat([pos_logits, neg_logits]), torch.cat([ones, zeros]))
+""")
+_TRAINER = d("""
+    import torch
+    from losses import {loss}
+
+
+    def main(model, loader, opt):
+        device = torch.device("cuda")
+        criterion = {loss}()
+        for x, y in loader:
+            loss = criterion(model(x.to(device)), y.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "the criterion the trainer builds stores a 0-dim device tensor through a mask; the other loss is unused", {
+        "losses.py": _LOSSES,
+        "train.py": _TRAINER.format(loss="WeightedLoss"),
+    }, (("losses.py", 12),)),
+    ProjectShape("TW207", "the hard-negative loss is the criterion: its selections are per step", {
+        "losses.py": _LOSSES.replace("weight.max()", "0.5"),
+        "train.py": _TRAINER.format(loss="HardNegativeLoss"),
+    }, (("losses.py", 22),)),
+]
+FIND += [
+    Shape("TW207", "a loss writing the mean score (a 0-dim device tensor) through a mask", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class BalancedBCELoss(nn.Module):
+            def forward(self, logits, target):
+                pos = target == 1
+                weight = torch.ones_like(target)
+                weight[pos] = logits.sigmoid().mean()
+                return F.binary_cross_entropy_with_logits(logits, target, weight)
+        def fit(model, loader, opt):
+            crit = BalancedBCELoss()
+            for x, y in loader:
+                loss = crit(model(x.cuda()), y.cuda())
+                opt.zero_grad(); loss.backward(); opt.step()
+    """), 8),
+]
+QUIET += [
+    Shape("TW207", "look-alike: Python numbers stored through a mask (.item(), a constant): masked_fill, no sync", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class BalancedBCELoss(nn.Module):
+            def forward(self, logits, target):
+                pos = target == 1
+                weight = torch.ones_like(target)
+                weight[pos] = pos.float().mean().item()
+                weight[~pos] = 0.25
+                return F.binary_cross_entropy_with_logits(logits, target, weight)
+        def fit(model, loader, opt):
+            crit = BalancedBCELoss()
+            for x, y in loader:
+                loss = crit(model(x.cuda()), y.cuda())
+                opt.zero_grad(); loss.backward(); opt.step()
+    """)),
+]
+
+# ----------------------------------------------------------------------------------- TW207 tests of a comparison
+# `if (norms == 0).any():` on a gradient norm of a perturbation kept in a pre-0.4 Variable, every
+# step of an inner optimisation loop (a PGD-like attack with its own optimizer).
+_PERTURB = d("""
+    import torch
+    import torch.optim as optim
+    from torch.autograd import Variable
+    def perturb(model, x, steps, eps):
+        delta = 0.001 * torch.randn(x.shape).cuda().detach()
+        delta = Variable(delta.data, requires_grad=True)
+        opt = optim.SGD([delta], lr=eps / steps)
+        for _ in range(steps):
+            opt.zero_grad()
+            loss = -model(x + delta).sum()
+            loss.backward()
+            norms = delta.grad.view(x.size(0), -1).norm(p=2, dim=1)
+            delta.grad.div_(norms.view(-1, 1, 1, 1))
+            if {test}:
+                delta.grad.zero_()
+            opt.step()
+        return x + delta
+""")
+FIND += [
+    Shape("TW207", "if (norms == 0).any(): on a gradient norm of a Variable-wrapped device perturbation, every inner step",
+          _PERTURB.format(test="(norms == 0).any()"), 14),
+    Shape("TW207", "the constant on the left: if (0 == norms).all()", _PERTURB.format(test="(0 == norms).all()"), 14),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the same test on a tensor of host numbers made on the CPU",
+          _PERTURB.format(test="(torch.tensor([steps, eps]) == 0).any()")),
+]
