@@ -1,5 +1,5 @@
 """The recall corpus, round 9 part B: classes the ninth set (a tuning set since round 9) showed
-in TW207 - each written in our own words and reduced to its shape, with look-alikes that must
+in TW207 and TW301 - each written in our own words and reduced to its shape, with look-alikes that must
 stay quiet. ``recall_corpus.py`` adds these to its lists.
 """
 
@@ -137,4 +137,56 @@ FIND += [
 QUIET += [
     Shape("TW207", "look-alike: the same test on a tensor of host numbers made on the CPU",
           _PERTURB.format(test="(torch.tensor([steps, eps]) == 0).any()")),
+]
+
+# ----------------------------------------------------------------------------------- TW301 per-worker reseeds
+# A sampler starts worker processes, each handed a seed drawn from the parent's unseeded generator
+# and reseeding NumPy with it (distinct streams per worker). That is no seed of the run: a file
+# using Python's random is not "beside a seeded numpy", and another module's NumPy is not seeded.
+_SAMPLER = d("""
+    import random
+    import numpy as np
+    from multiprocessing import Process, Queue
+
+
+    def draw_batches(users, batch_size, queue, seed):
+        def one(uid):
+            return uid, users[uid]
+        np.random.seed(seed)
+        while True:
+            queue.put([one(np.random.randint(len(users))) for _ in range(batch_size)])
+
+
+    class Sampler:
+        def __init__(self, users, batch_size=64, n_workers=2):
+            self.queue = Queue(maxsize=n_workers * 10)
+            self.workers = [Process(target=draw_batches, args=(users, batch_size, self.queue, np.random.randint(2e9)))
+                            for _ in range(n_workers)]
+            for w in self.workers:
+                w.start()
+
+
+    def evaluate(model, users):
+        picked = random.sample(range(len(users)), min(len(users), 1000))
+        return sum(model(users[u]) for u in picked)
+""")
+QUIET += [
+    Shape("TW301", "look-alike: a worker process reseeding NumPy with the seed it is handed; Python's random used beside it",
+          _SAMPLER, path="utils.py"),
+]
+FIND += [
+    Shape("TW301", "the same file seeding NumPy for the run at its top: Python's random is used unseeded",
+          _SAMPLER.replace("from multiprocessing import Process, Queue\n",
+                           "from multiprocessing import Process, Queue\nnp.random.seed(7)\n"), 25, path="utils.py"),
+]
+PROJECTS += [
+    ProjectShape("TW301", "another module seeds torch and draws from NumPy: the workers' reseed does not seed it", {
+        "utils.py": _SAMPLER,
+        "main.py": d("""
+            import numpy as np
+            import torch
+            torch.manual_seed(0)
+            order = np.random.permutation(100)
+        """),
+    }, (("main.py", 4),)),
 ]
