@@ -190,3 +190,43 @@ PROJECTS += [
         """),
     }, (("main.py", 4),)),
 ]
+
+# ----------------------------------------------------------------------------------- TW401 scripts named test_*
+# An evaluation script named like a test (`test_video.py`): argparse at the top, asserts on its
+# arguments, a `test_transform(size, crop)` helper that builds a transform. It is no test file, so
+# its torch.load gets the advice every script gets; a plain-assert test module stays a test.
+_EVAL_SCRIPT = d("""
+    import argparse
+    import torch
+    import torch.nn as nn
+
+    def test_transform(size, crop):
+        steps = [size] if size else []
+        if crop:
+            steps.append(crop)
+        return steps
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--decoder", default="decoder.pth")
+    parser.add_argument("--video", default="")
+    args = parser.parse_args()
+    assert args.video
+    decoder = nn.Linear(4, 4)
+    decoder.load_state_dict(torch.load(args.decoder))
+""")
+FIND += [
+    Shape("TW401", "an evaluation script named test_video.py (argparse, asserts on its arguments, a test_transform helper)",
+          _EVAL_SCRIPT, 17, path="test_video.py"),
+]
+QUIET += [
+    Shape("TW401", "look-alike: a plain-assert test module (no pytest import) loading a checkpoint it wrote", d("""
+        import torch
+        import torch.nn as nn
+
+        def test_round_trip(tmp_path):
+            net = nn.Linear(2, 2)
+            torch.save(net.state_dict(), tmp_path / "w.pt")
+            state = torch.load(tmp_path / "w.pt")
+            assert state.keys() == net.state_dict().keys()
+    """), path="test_checkpoint.py"),
+]
