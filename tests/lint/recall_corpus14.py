@@ -1,5 +1,5 @@
 """The recall corpus, round 9 part B: classes the ninth set (a tuning set since round 9) showed
-in TW207 and TW301 - each written in our own words and reduced to its shape, with look-alikes that must
+in TW207, TW301, TW401 and TW203 - each written in our own words and reduced to its shape, with look-alikes that must
 stay quiet. ``recall_corpus.py`` adds these to its lists.
 """
 
@@ -229,4 +229,68 @@ QUIET += [
             state = torch.load(tmp_path / "w.pt")
             assert state.keys() == net.state_dict().keys()
     """), path="test_checkpoint.py"),
+]
+
+# ----------------------------------------------------------------------------------- TW203 pin_memory=False written out
+# Lead's decision (round 9): an explicit pin_memory=False on a loader whose batches go to the GPU
+# is reported (the message says so); a comment naming pin_memory next to it is the author's reason.
+_FETCH = d("""
+    from torch.utils import data
+
+
+    def fetch_loader(args, dataset):
+        return data.DataLoader(dataset, batch_size=args.batch_size, shuffle=True,
+                               pin_memory=False, num_workers=4, drop_last=True)
+""")
+_RUN = d("""
+    import torch
+    from datasets import fetch_loader
+
+
+    def train(args, model, dataset, opt):
+        model.cuda()
+        for blob in fetch_loader(args, dataset):
+            image, flow = [x.cuda() for x in blob]
+            loss = (model(image) - flow).abs().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW203", "a loader helper of another module returning DataLoader(..., pin_memory=False); batches .cuda()'d", {
+        "datasets.py": _FETCH,
+        "train.py": _RUN,
+    }, (("datasets.py", 5),)),
+    ProjectShape("TW203", "look-alike: the same helper with a comment giving the reason for pin_memory=False", {
+        "datasets.py": _FETCH.replace("pin_memory=False,", "pin_memory=False,  # pin_memory off: items are CUDA IPC handles\n                              "),
+        "train.py": _RUN,
+    }),
+]
+FIND += [
+    Shape("TW203", "a speaker-model trainer: DataLoader(..., pin_memory=False, ...) in the script, batches moved with .cuda()", d("""
+        import torch
+        def main(args, model, train_dataset, sampler, opt):
+            model = model.cuda()
+            train_loader = torch.utils.data.DataLoader(
+                train_dataset,
+                batch_size=args.batch_size,
+                num_workers=args.workers,
+                sampler=sampler,
+                pin_memory=False,
+                drop_last=True,
+            )
+            for data, label in train_loader:
+                loss = model(data.cuda(), label.cuda())
+                opt.zero_grad(); loss.backward(); opt.step()
+    """), 4),
+]
+QUIET += [
+    Shape("TW203", "look-alike: pin_memory=False in a CPU-only script (nothing goes to a GPU)", d("""
+        import torch
+        def main(args, model, train_dataset, opt):
+            loader = torch.utils.data.DataLoader(train_dataset, batch_size=32, pin_memory=False)
+            for data, label in loader:
+                loss = model(data, label)
+                opt.zero_grad(); loss.backward(); opt.step()
+    """)),
 ]
