@@ -1,5 +1,5 @@
 """The recall corpus, round 9 part B: classes the ninth set (a tuning set since round 9) showed
-in TW207, TW301, TW401 and TW203 - each written in our own words and reduced to its shape, with look-alikes that must
+in TW207, TW301, TW401, TW203 and TW104 - each written in our own words and reduced to its shape, with look-alikes that must
 stay quiet. ``recall_corpus.py`` adds these to its lists.
 """
 
@@ -293,4 +293,75 @@ QUIET += [
                 loss = model(data, label)
                 opt.zero_grad(); loss.backward(); opt.step()
     """)),
+]
+
+# ----------------------------------------------------------------------------------- TW104 model methods, flagged loops
+# An evaluation function of a utilities module runs a method of the model it is handed
+# (`model.predict(...)`, every user) with autograd on; a solver validates through its training
+# loop with an evaluation flag (`cross_valid=True`) after `model.eval()`, and the loop only skips
+# backward() under the flag.
+_RANKING = d("""
+    import numpy as np
+
+    def evaluate(model, users, items, k=10):
+        hits = 0.0
+        for u in users:
+            candidates = np.random.randint(1, items, 100)
+            scores = -model.predict(np.array([u]), candidates)
+            hits += float((scores.argsort().argsort()[0] < k).item())
+        return hits / len(users)
+""")
+FIND += [
+    Shape("TW104", "evaluate(model, ...) of a utilities module runs model.predict(...) per user, no no_grad",
+          _RANKING, 7, path="utils.py"),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the same evaluation decorated with @torch.no_grad()",
+          "import torch\n" + _RANKING.replace("def evaluate(", "@torch.no_grad()\ndef evaluate("), path="utils.py"),
+    Shape("TW104", "look-alike: an evaluation that decodes with a tokenizer (no model run)", d("""
+        def evaluate(tokenizer, outputs):
+            texts = []
+            for ids in outputs:
+                texts.append(tokenizer.decode(ids, skip_special_tokens=True))
+            return texts
+    """), path="utils.py"),
+]
+_SOLVER = d("""
+    import torch
+
+
+    class Solver:
+        def __init__(self, model, tr_loader, cv_loader, optimizer, epochs):
+            self.model, self.optimizer, self.epochs = model, optimizer, epochs
+            self.tr_loader, self.cv_loader = tr_loader, cv_loader
+
+        def train(self):
+            for epoch in range(self.epochs):
+                self.model.train()
+                self._run_one_epoch(epoch)
+                self.model.eval()
+                val_loss = self._run_one_epoch(epoch, cross_valid=True)
+                print(epoch, val_loss)
+
+        def _run_one_epoch(self, epoch, cross_valid=False):
+            total = 0.0
+            loader = self.cv_loader if cross_valid else self.tr_loader
+            for mixture, sources in loader:
+                {grad}estimate = self.model(mixture.cuda())
+                loss = ((estimate - sources.cuda()) ** 2).mean()
+                if not cross_valid:
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                total += loss.item()
+            return total / len(loader)
+""")
+FIND += [
+    Shape("TW104", "self.model.eval() then self._run_one_epoch(epoch, cross_valid=True): the shared loop records autograd",
+          _SOLVER.format(grad=""), 21, path="solver.py"),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the shared loop switches autograd off under the flag itself",
+          _SOLVER.format(grad="with torch.set_grad_enabled(not cross_valid):\n                    ").replace(
+              "                loss = ((estimate", "                    loss = ((estimate"), path="solver.py"),
 ]
