@@ -318,6 +318,20 @@ FIND += [
 QUIET += [
     Shape("TW104", "look-alike: the same evaluation decorated with @torch.no_grad()",
           "import torch\n" + _RANKING.replace("def evaluate(", "@torch.no_grad()\ndef evaluate("), path="utils.py"),
+    Shape("TW104", "look-alike: a web handler predict() calling a wrapper object built at the top (not handed in)", d("""
+        from ner import Tagger
+        model = Tagger("out")
+        def predict(text):
+            return model.predict(text)
+    """), path="api.py"),
+    Shape("TW104", "look-alike: a scoring method of a plain class running self.net.embed(...) (also used in training)", d("""
+        import torch
+        class Scorer(object):
+            def __init__(self, dim):
+                self.net = torch.nn.Linear(dim, dim)
+            def predict_neg_score(self, heads, negatives):
+                return self.net.embed(heads) @ negatives.t()
+    """), path="models.py"),
     Shape("TW104", "look-alike: an evaluation that decodes with a tokenizer (no model run)", d("""
         def evaluate(tokenizer, outputs):
             texts = []

@@ -26,6 +26,12 @@ def _plain_callee(func: ast.AST) -> bool:
     return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
 
 
+def _handed_in(scope: ast.AST, value: ast.AST) -> bool:
+    """``model`` of ``def evaluate(model, dataset, args)``: a parameter of the (function) scope."""
+    return value.__class__ is ast.Name and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and any(
+        a.arg == value.id for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs])
+
+
 def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     cls = ctx.parent(func)
     if cls.__class__ is not ast.ClassDef:
@@ -260,7 +266,7 @@ Lint and the doctor
             inner = None
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
-                        _plain_callee(func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
+                        _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
                         or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
                     inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
                     if inner is None:
