@@ -69,42 +69,30 @@ PROJECTS += [
         "train.py": _TRAINER.format(loss="HardNegativeLoss"),
     }, (("losses.py", 22),)),
 ]
+_BALANCED = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class BalancedBCELoss(nn.Module):
+        def forward(self, logits, target):
+            pos = target == 1
+            weight = torch.ones_like(target)
+            weight[pos] = {value}
+            return F.binary_cross_entropy_with_logits(logits, target, weight)
+    def fit(model, loader, opt):
+        crit = BalancedBCELoss()
+        for x, y in loader:
+            loss = crit(model(x.cuda()), y.cuda())
+            opt.zero_grad(); loss.backward(); opt.step()
+""")
 FIND += [
-    Shape("TW207", "a loss writing the mean score (a 0-dim device tensor) through a mask", d("""
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        class BalancedBCELoss(nn.Module):
-            def forward(self, logits, target):
-                pos = target == 1
-                weight = torch.ones_like(target)
-                weight[pos] = logits.sigmoid().mean()
-                return F.binary_cross_entropy_with_logits(logits, target, weight)
-        def fit(model, loader, opt):
-            crit = BalancedBCELoss()
-            for x, y in loader:
-                loss = crit(model(x.cuda()), y.cuda())
-                opt.zero_grad(); loss.backward(); opt.step()
-    """), 8),
+    Shape("TW207", "a loss writing the mean score (a 0-dim device tensor) through a mask",
+          _BALANCED.format(value="logits.sigmoid().mean()"), 8),
 ]
 QUIET += [
-    Shape("TW207", "look-alike: Python numbers stored through a mask (.item(), a constant): masked_fill, no sync", d("""
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        class BalancedBCELoss(nn.Module):
-            def forward(self, logits, target):
-                pos = target == 1
-                weight = torch.ones_like(target)
-                weight[pos] = pos.float().mean().item()
-                weight[~pos] = 0.25
-                return F.binary_cross_entropy_with_logits(logits, target, weight)
-        def fit(model, loader, opt):
-            crit = BalancedBCELoss()
-            for x, y in loader:
-                loss = crit(model(x.cuda()), y.cuda())
-                opt.zero_grad(); loss.backward(); opt.step()
-    """)),
+    Shape("TW207", "look-alike: a Python number stored through a mask (.item()): masked_fill, no sync",
+          _BALANCED.format(value="pos.float().mean().item()")),
+    Shape("TW207", "look-alike: a constant stored through the negated mask", _BALANCED.format(value="0.25").replace("weight[pos]", "weight[~pos]")),
 ]
 
 # ----------------------------------------------------------------------------------- TW207 tests of a comparison
