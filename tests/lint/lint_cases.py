@@ -1219,8 +1219,9 @@ NEGATIVE["TW203"] = [
     """),
     # no GPU in sight
     "from torch.utils.data import DataLoader\nloader = DataLoader(ds, num_workers=4)\n",
-    # pinned, an explicit decision, or hidden in kwargs
-    'from torch.utils.data import DataLoader\nx = "cuda"\na = DataLoader(ds, pin_memory=True)\nb = DataLoader(ds, pin_memory=False)\nc = DataLoader(ds, **kw)\n',
+    # pinned, an explicit decision with its reason in a comment, or hidden in kwargs
+    'from torch.utils.data import DataLoader\nx = "cuda"\na = DataLoader(ds, pin_memory=True)\n'
+    'b = DataLoader(ds, pin_memory=False)  # pin_memory off: the collate returns shared-memory tensors\nc = DataLoader(ds, **kw)\n',
 ]
 
 # ----------------------------------------------------------------------------------- TW204

@@ -202,7 +202,28 @@ def _worker_seed(text: str, start: int) -> bool:
     if "worker" in text[start:line_end if line_end >= 0 else len(text)]:
         return True
     head = text.rfind("def ", 0, start)
-    return head >= 0 and "worker" in text[head:text.find("\n", head)]
+    if head >= 0 and "worker" in text[head:text.find("\n", head)]:
+        return True
+    return "target=" in text and _process_target_seed(text, start)
+
+
+def _process_target_seed(text: str, start: int) -> bool:
+    """``np.random.seed(SEED)`` in a function that a process runs (``Process(target=sample_function,
+    args=(..., np.random.randint(2e9)))``) with the seed it is handed: a worker's own stream."""
+    close = text.find(")", start)
+    arg = text[text.find("(", start) + 1:close].strip() if close >= 0 else ""
+    if not arg.isidentifier():
+        return False
+    line_start = text.rfind("\n", 0, start) + 1
+    indent = len(text[line_start:start]) - len(text[line_start:start].lstrip())
+    # the enclosing function: the last head above with a smaller indent
+    heads = [m for m in _DEF_HEAD.finditer(text[:line_start]) if m.start() == 0 or text[m.start() - 1] == "\n"]
+    outer = [m for m in heads if len(m.group(0)) - len(m.group(0).lstrip()) < indent]
+    if not outer:
+        return False
+    m = outer[-1]
+    params = [p.split("=")[0].split(":")[0].strip() for p in m.group(2).split(",")]
+    return arg in params and re.search(rf"\b(?:target|initializer)\s*=\s*{re.escape(m.group(1))}\b", text) is not None
 
 
 def _seeds(path: str, text: str, out: TextFacts) -> None:

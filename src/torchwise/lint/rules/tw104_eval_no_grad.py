@@ -26,6 +26,12 @@ def _plain_callee(func: ast.AST) -> bool:
     return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
 
 
+def _handed_in(scope: ast.AST, value: ast.AST) -> bool:
+    """``model`` of ``def evaluate(model, dataset, args)``: a parameter of the (function) scope."""
+    return value.__class__ is ast.Name and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and any(
+        a.arg == value.id for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs])
+
+
 def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     cls = ctx.parent(func)
     if cls.__class__ is not ast.ClassDef:
@@ -52,6 +58,16 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
 
 
 _TRAIN_FLAGS = ("train", "training", "is_train", "is_training")
+_EVAL_FLAGS = ("cross_valid", "validation", "validate", "valid", "is_valid", "eval", "is_eval", "evaluate", "val", "is_val")
+
+
+def _eval_flag(call: ast.Call) -> str | None:
+    """``train=False`` or ``cross_valid=True``: the keyword that runs a shared loop as evaluation."""
+    for k in call.keywords:
+        if k.value.__class__ is ast.Constant and (k.arg in _TRAIN_FLAGS and k.value.value is False
+                                                  or k.arg in _EVAL_FLAGS and k.value.value is True):
+            return f"{k.arg}={k.value.value}"
+    return None
 _GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
@@ -97,8 +113,11 @@ What it flags
   `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
   returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
-  self.test_data, train=False)`) when that loop never switches autograd off itself (no
-  `no_grad`, `set_grad_enabled`, `inference_mode`): reported at the loop's forward pass.
+  self.test_data, train=False)`, or after `self.model.eval()` in any method:
+  `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
+  itself (no `no_grad`, `set_grad_enabled`, `inference_mode`): reported at the loop's forward pass.
+  In an evaluation function, a method named for running the model it is handed counts as a run
+  (`evaluate(model, dataset)` calling `model.predict(...)` per user).
   And after `self.model.eval()`, a helper method of the same class that runs `self.model`
   (`pred, true = self._process_one_batch(x, y)`, shared with the training loop) and switches
   autograd neither off nor on itself: reported at the call (a helper named for evaluation,
@@ -179,12 +198,16 @@ Lint and the doctor
         self.test_data, train=False)`` where ``iteration`` runs the model with no ``no_grad`` of its
         own (the backward sits under ``if train:``). Reported at the loop's forward pass."""
         for scope in scopes.values():
-            if scope.__class__ is ast.Module or not is_eval_name(scope.name):
+            if scope.__class__ is ast.Module:
+                continue
+            named = is_eval_name(scope.name)
+            evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
+            if not named and not evals:
                 continue
             for call in ctx.walk_body(scope.body):
-                if call.__class__ is not ast.Call or not any(
-                        k.arg in _TRAIN_FLAGS and k.value.__class__ is ast.Constant and k.value.value is False for k in call.keywords):
-                    continue
+                flag = _eval_flag(call) if call.__class__ is ast.Call else None
+                if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals):
+                    continue  # (outside an evaluation function: only after model.eval())
                 callee = local_function(ctx, call)
                 if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
                     continue
@@ -192,7 +215,7 @@ Lint and the doctor
                     if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
                             and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
                             _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
-                        yield ctx.finding(self.code, node, f"{scope.name}() runs {callee.name}(..., train=False), whose "
+                        yield ctx.finding(self.code, node, f"{scope.name}() runs {callee.name}(..., {flag}), whose "
                                           f"{ctx.text(node.func)} records autograd; evaluation needs no graph",
                                           suggestion=f"run it under `with torch.no_grad():` in {scope.name}() (and call "
                                           "model.eval()), or torch.set_grad_enabled(train) in the loop")
@@ -242,7 +265,8 @@ Lint and the doctor
                 continue
             inner = None
             if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
-                if not (func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and runs_forward(ctx, func, node)
+                if not (func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
+                        _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
                         or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
                     inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
                     if inner is None:

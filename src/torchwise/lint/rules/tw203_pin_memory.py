@@ -200,8 +200,10 @@ What it flags
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
   the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code is left alone,
-  and so are methods that return loaders to a framework (`train_dataloader()`). An explicit `pin_memory=False` is taken as a decision and
-  not flagged. Also left alone: loaders whose batches are already on the device (the
+  and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
+  `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
+  is set to False), also in a loader helper of another module; it is left alone where a comment
+  naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
   (lists of raw items - PIL images, paths - that the consumer converts itself), or a `TensorDataset` of device
   tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
@@ -241,7 +243,9 @@ Fix
         if "Loader(" in ctx.source:
             calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader) of the project
         for call in calls:
-            if argument(call, "pin_memory", 7) is not None or has_star_args(call) or not _feeds_gpu(ctx, call):
+            pin = argument(call, "pin_memory", 7)
+            explicit = _explicit_false(ctx, pin)
+            if (pin is not None and not explicit) or has_star_args(call) or not _feeds_gpu(ctx, call):
                 continue
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):
@@ -261,12 +265,10 @@ Fix
             facts = project_dataset(ctx, dataset, call)
             if facts is not None and (facts.device or facts.constant):
                 continue  # its class, in another module, yields device tensors or stored constants
-            yield ctx.finding(
-                self.code, call,
-                "DataLoader feeding a GPU without pin_memory: host-to-device copies are slower and cannot overlap",
-                suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())",
-                end_node=call.func,
-            )
+            what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
+                    "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
+            yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
+                              suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
         if "pin_memory" in ctx.source or ctx.project.loader_blocks:
             for call in unpinned_helper_calls(ctx):
                 if gpu_evident_for(ctx, call) and not demo_loader(ctx, call):
@@ -274,6 +276,17 @@ Fix
                         self.code, call,
                         f"{last_name(call.func)}() pins its loader only when asked, and this call leaves the flag off "
                         "while the batches go to the GPU", suggestion="pass the flag (cuda=True when on a GPU)", end_node=call.func)
+
+
+def _explicit_false(ctx: Context, pin: ast.AST | None) -> bool:
+    """``pin_memory=False`` written out with no reason given next to it: a comment naming
+    pin_memory on its line or the line above (``# pin_memory=False: the batches stay on the CPU``)
+    is the author's reason, and the call is left alone."""
+    if pin is None or pin.__class__ is not ast.Constant or pin.value is not False:
+        return False
+    lines = ctx.source.splitlines()
+    near = lines[max(pin.lineno - 2, 0):pin.lineno]
+    return not any("#" in line and "pin" in line[line.index("#"):].lower() for line in near)
 
 
 RULE = LoaderWithoutPinMemory()

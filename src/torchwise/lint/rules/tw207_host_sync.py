@@ -67,8 +67,15 @@ What it flags
   (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
-  Not flagged: values already on the CPU; a single value written through a mask (`x[mask] = 0`,
-  `x[mask, :] = -1`, `x[mask] = float("-inf")`: PyTorch fills it with `masked_fill_`, no sync);
+  A 0-dim device tensor written through a mask (`weight[pos] = 1 / pos_num` with `pos_num =
+  pos.sum()`, `x[mask] = x.min()`) is flagged too: only a number or a CPU scalar takes the
+  `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
+  comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
+  `Variable(x.data, requires_grad=True)`, is a tensor condition.
+  Not flagged: values already on the CPU; a Python number written through a mask (`x[mask] = 0`,
+  `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
+  `masked_fill_`, no sync); selections in a loss class nothing in the project names (a losses
+  module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
   masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as

@@ -67,8 +67,13 @@ def _worker_reseed(ctx: Context, call: ast.Call) -> bool:
     func = ctx.function_of(call)
     if func is None or func.__class__ is ast.Lambda:
         return False
-    return "worker" in func.name.lower() or any(a.arg == "worker_id" for a in func.args.args) or any(
-        k.arg == "worker_init_fn" and ctx.text(k.value) == func.name for k in ctx.nodes.get(ast.keyword, ()))
+    if "worker" in func.name.lower() or any(a.arg == "worker_id" for a in func.args.args):
+        return True
+    # a process's target (Process(target=sample_function, args=(..., np.random.randint(2e9)))) seeded
+    # with a value it is handed: each worker's own stream
+    handed = bool(call.args) and call.args[0].__class__ is ast.Name and call.args[0].id in {a.arg for a in func.args.args}
+    return any((k.arg == "worker_init_fn" or handed and k.arg in ("target", "initializer")) and ctx.text(k.value) == func.name
+               for k in ctx.nodes.get(ast.keyword, ()))
 
 
 def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
@@ -212,7 +217,8 @@ What it flags
   `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
   that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
   np.random.set_state(state)`), nor a DataLoader worker's reseeding (`def worker_init_fn(worker_id):
-  numpy.random.seed(... + worker_id)`), nor a literal seed that fixes a train/test split
+  numpy.random.seed(... + worker_id)`) or a worker process's (`np.random.seed(SEED)` in the
+  function a `Process(target=...)` runs, with the seed it is handed), nor a literal seed that fixes a train/test split
   (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
   reproducible run for an unseeded torch generator to break. A draw that only picks what to plot (`random.sample(paths, k=3)`

@@ -230,6 +230,8 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
     return False
 
 
+# pre-0.4 wrappers that keep their tensor's device
+_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 # attributes of a tensor or batch object that are plain Python values, not device tensors
 _METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
                        "is_leaf", "names", "batch_size", "size"})
@@ -283,6 +285,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
         return True
     if q in _GRAD_NORMS:
         return gpu_evident(ctx)  # the total norm, a tensor on the parameters' device
+    if q in _WRAPPERS and expr.args:  # Variable(delta.data, requires_grad=True): the same storage, the same device
+        return is_device_tensor(ctx, expr.args[0], use, depth - 1)
     if func.__class__ is ast.Attribute:
         if func.attr in SYNC_METHODS:
             return False

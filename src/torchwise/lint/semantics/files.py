@@ -14,6 +14,7 @@ _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "
 
 _TEST_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:pytest|unittest|hypothesis|nose)\b", re.M)
 _TEST_FUNC = re.compile(r"^\s*def test\w*\(", re.M)
+_SCRIPT_ARGS = re.compile(r"^\S.*\bparse_args\(", re.M)  # a script's arguments parsed at its top level
 _ASSERTS = re.compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|assert_allclose", re.M)
 
 
@@ -35,8 +36,28 @@ def is_test_path(path: str, text: str | None = None) -> bool:
 
 
 def looks_like_tests(text: str) -> bool:
-    """Source written as tests: a test framework imported, or ``test*`` functions and asserts."""
-    return bool(_TEST_IMPORT.search(text) or (_TEST_FUNC.search(text) and _ASSERTS.search(text)))
+    """Source written as tests: a test framework imported, or a ``test*`` function that asserts in
+    its own body. A command-line script (``parse_args()``) whose helper is named ``test_transform``
+    and that asserts its arguments at the top level is no test file."""
+    if _TEST_IMPORT.search(text):
+        return True
+    if not _ASSERTS.search(text) or ("parse_args(" in text and _SCRIPT_ARGS.search(text)):
+        return False
+    return any(_ASSERTS.search(_body(text, m.start(), m.end())) for m in _TEST_FUNC.finditer(text))
+
+
+def _body(text: str, start: int, end: int) -> str:
+    """The indented block under the ``def`` line found at ``start:end``."""
+    head = text.find("def", start)
+    indent = head - (text.rfind("\n", 0, head) + 1)
+    lines = text[text.find("\n", end) + 1:].split("\n") if "\n" in text[end:] else []
+    block = []
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped and not stripped.startswith("#") and len(line) - len(stripped) <= indent:
+            break
+        block.append(line)
+    return "\n".join(block)
 
 
 _VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)

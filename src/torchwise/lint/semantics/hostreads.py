@@ -367,12 +367,20 @@ def tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
             if q is not None:
                 if q.startswith("torch.") and test.args and _plain_tensor(ctx, test.args[0], use):
                     return test
-            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, test.func.value, use):
+            elif test.func.__class__ is ast.Attribute and _plain_tensor(ctx, _compared(test.func.value), use):
                 return test
         return None
     if cls is ast.Name and _plain_tensor(ctx, test, use):
         return test
     return None
+
+
+def _compared(expr: ast.AST) -> ast.AST:
+    """The tensor a one-sided comparison tests (``grad_norms`` of ``(grad_norms == 0).any()``)."""
+    if expr.__class__ is ast.Compare and len(expr.comparators) == 1:
+        left, right = expr.left, expr.comparators[0]
+        return right if left.__class__ is ast.Constant else left
+    return expr
 
 
 def _plain_tensor(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:

@@ -63,13 +63,12 @@ def mask_of(ctx: Context, sub: ast.Subscript) -> AST | None:
     return next((p for p in parts if p.__class__ is not ast.Slice and made_as_mask(ctx, p, sub)), None)
 
 
-_SCALARS = frozenset({"min", "max", "mean", "sum", "item"})
-
-
 def scalar_store(ctx: Context, sub: ast.Subscript) -> bool:
-    """``x[mask] = 0`` (also ``x[mask, :] = -1``, ``x[mask] = float("-inf")``, ``x[mask] = x.min()``): PyTorch fills a single
-    value through ``masked_fill_``, which keeps the shape and needs no sync; a tensor of values
-    (``x[mask] = y[mask]``) needs the mask's count first."""
+    """``x[mask] = 0`` (also ``x[mask, :] = -1``, ``x[mask] = float("-inf")``, ``x[mask] = s.item()``): PyTorch
+    fills a Python number through ``masked_fill_``, which keeps the shape and needs no sync. A tensor
+    value needs the mask's count first (``index_put_`` runs ``nonzero``): ``x[mask] = y[mask]``, and
+    also a 0-dim device tensor such as ``x[mask] = x.min()`` or ``1 / pos_num`` with ``pos_num = mask.sum()``
+    (the fast path takes only a number or a CPU scalar)."""
     stmt = ctx.parent(sub)
     if sub.ctx.__class__ is not ast.Store or stmt.__class__ is not ast.Assign:
         return False
@@ -79,7 +78,7 @@ def scalar_store(ctx: Context, sub: ast.Subscript) -> bool:
     if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id in ("float", "int") \
             and all(a.__class__ is ast.Constant for a in value.args):
         return True  # float("-inf")
-    return value.__class__ is ast.Call and not value.args and not value.keywords and last_name(value.func) in _SCALARS
+    return value.__class__ is ast.Call and not value.args and not value.keywords and last_name(value.func) == "item"
 
 
 def on_host(ctx: Context, expr: AST, func: AST, depth: int = 4) -> bool:
@@ -115,7 +114,8 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub) or scalar_store(ctx, sub):
             continue
         func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
-        if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None:
+        if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None \
+                and not _unused_loss(ctx, func):
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
     random = "rand" in ctx.source or "bernoulli" in ctx.source
@@ -158,7 +158,7 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
             continue
         if forward_path_function(ctx, node) is None or hot_region_of(ctx, node) is not None:
             continue
-        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func):
+        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func) or _unused_loss(ctx, func):
             continue
         if is_device_tensor(ctx, value, node) or is_device_tensor(ctx, mask, node) or from_inputs(ctx, value, func) \
                 or from_inputs(ctx, mask, func):
@@ -221,7 +221,38 @@ def _in_loss_module(ctx: Context, func: AST) -> bool:
     if klass.__class__ is not ast.ClassDef:
         return False
     name = klass.name.lower()
-    return ("loss" in name or "criterion" in name) and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    return ("loss" in name or "criterion" in name) and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
+        and not _unused_class(ctx, klass)
+
+
+def _unused_loss(ctx: Context, func: AST) -> bool:
+    """``func`` is a method of a loss class nothing in the project builds (its steps never run)."""
+    klass = ctx.parent(func)
+    return klass.__class__ is ast.ClassDef and ("loss" in klass.name.lower() or "criterion" in klass.name.lower()) \
+        and _unused_class(ctx, klass)
+
+
+def _unused_class(ctx: Context, klass: ast.ClassDef) -> bool:
+    """A class nothing in the project names (``GHMCLoss`` beside the ``BalancedLoss`` the trainer
+    builds): no other module's text mentions it, and this module names it only in its own body
+    or in ``__all__``. Known only when the project's files were read (not for a lone file)."""
+    files = ctx.project.files
+    if not files or not any(p == ctx.path for p, _ in files):
+        return False
+    key = ("sem:unused-class", ctx.path, klass.name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        name = klass.name
+        found = not any(name in t for p, t in files if p != ctx.path) and not any(
+            n.__class__ is ast.Name and n.id == name and not _inside(ctx, n, klass) for n in ctx.nodes.get(ast.Name, ()))
+        ctx.project.answers[key] = found
+    return found
+
+
+def _inside(ctx: Context, node: AST, outer: AST) -> bool:
+    while node is not None and node is not outer:
+        node = ctx.parent(node)
+    return node is outer
 
 
 def _feeds_loss(ctx: Context, stmt: AST, node: AST, func: AST) -> bool:
