@@ -54,6 +54,31 @@ def _reads_grad(ctx: Context) -> bool:
     return False
 
 
+def _marked_requires_grad(ctx: Context, call: ast.Call) -> bool:
+    """``nx.grad.zero_()`` where the function itself turned on the gradient of ``nx``
+    (``nx.requires_grad_()``, ``nx.requires_grad = True``): the gradient of an input it perturbs
+    (an adversarial attack, a saliency map), read back each step - no parameters' gradients."""
+    base = call.func.value
+    base = base.value if base.attr == "data" else base  # type: ignore[attr-defined]
+    owner = base.value  # type: ignore[attr-defined]
+    if owner.__class__ is not ast.Name:
+        return False
+    scope = ctx.scope_of(call)
+    if scope.__class__ is ast.Module:
+        return False
+    for node in ast.walk(scope):
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "requires_grad_":
+            target = node.func.value
+        elif node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Attribute \
+                and node.targets[0].attr == "requires_grad":
+            target = node.targets[0].value
+        else:
+            continue
+        if target.__class__ is ast.Name and target.id == owner.id:
+            return True
+    return False
+
+
 class ZeroGradMemset(Rule):
     code = "TW208"
     name = "zero-grad-memset"
@@ -63,7 +88,10 @@ class ZeroGradMemset(Rule):
 What it flags
   `zero_grad(set_to_none=False)` (or `zero_grad(False)`) on an optimizer or module, and
   hand-written `p.grad.zero_()` / `p.grad.data.zero_()`, except inside a branch that tests
-  `set_to_none` itself (an implementation of both behaviours).
+  `set_to_none` itself (an implementation of both behaviours). Not flagged: the gradient of a
+  tensor the same function turned on itself (`x.requires_grad_()` or `x.requires_grad = True`,
+  then `loss.backward()`, `x.grad.zero_()`): an input perturbed by an adversarial attack or
+  read as a saliency map, not the model's parameters.
 
 Why it matters
   Zeroing writes every gradient tensor with zeros - a memory pass over as many bytes as the
@@ -105,7 +133,7 @@ Fix
             func = call.func
             if func.__class__ is not ast.Attribute or call.args or not _grad_chain(func.value):
                 continue
-            if self._implements_both(ctx, call):
+            if self._implements_both(ctx, call) or _marked_requires_grad(ctx, call):
                 continue
             yield ctx.finding(
                 self.code, call,
