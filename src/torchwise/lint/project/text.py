@@ -18,12 +18,25 @@ _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"
 # chosen (not a map_location or a move back)
 _CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
              "--cpu", "use_gpu", "use_cuda", "args.cuda", "if cuda else", "if cuda:")
+_AVAILABLE = re.compile(r"is_available\(")
 _CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
 _MPS = re.compile(r"\bmps\b")
 
 
+def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
+    """A GPU check that chooses (``if torch.cuda.is_available():``, ``"cuda" if ... else "cpu"``),
+    not one that only demands a GPU (``assert torch.cuda.is_available()``: no CPU path)."""
+    for m in pattern.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if not text[start:m.start()].lstrip().startswith("assert"):
+            return True
+    return False
+
+
 def _cpu_path(text: str) -> bool:
-    if any(w in text for w in _CPU_PATH) or ("mps" in text and _MPS.search(text) is not None):
+    if "is_available(" in text and gpu_check(text, _AVAILABLE):
+        return True
+    if any(w in text for w in _CPU_PATH[1:]) or ("mps" in text and _MPS.search(text) is not None):
         return True
     if "cpu" not in text:
         return False
@@ -77,7 +90,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     for path, text in texts:
         if any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
             out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
-        if ("is_available(" in text or "device_count(" in text) and _GPU_CHECK.search(text):
+        if ("is_available(" in text or "device_count(" in text) and gpu_check(text):
             out.checks += 1
         cuda = ".cuda(" in text or '"cuda' in text or "'cuda" in text
         cpu = _cpu_path(text)

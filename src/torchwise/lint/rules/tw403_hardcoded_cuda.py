@@ -51,7 +51,8 @@ What it flags
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
   unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
-  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU;
+  or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU
+  (`assert torch.cuda.is_available()` demands a GPU: it is no check and no CPU path);
   and a script that calls a set-up function of its project that is GPU-only (it initialises
   NCCL, or exits or asserts when no GPU is there), even when other scripts fall back to the CPU.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
