@@ -85,3 +85,51 @@ PROJECTS += [
                                                  'device = "cuda" if torch.cuda.is_available() else "cpu"'),
         "evals/score.py": _EVAL}, (("evals/score.py", 6), ("evals/score.py", 7), ("evals/score.py", 8))),
 ]
+
+# --------------------------------------------------------------------- TW403 files written for a GPU only
+# A script that sets an imported library's CUDA switch to a constant (the library moves the batches
+# itself), or that times its training with CUDA events / torch.cuda.synchronize() under no `if`.
+_LIB_CONFIGURED = """
+    import argparse
+    import torch
+    from kglib.config import Config
+    from kglib.batching import Batcher
+    def main(args):
+        {switch}
+        model = Scorer(args.dim)
+        model.cuda()
+        batcher = Batcher(args.data, Config.batch_size)
+        for e1, rel, e2 in batcher:
+            loss = model.loss(e1, rel, e2)
+            loss.backward()
+"""
+_TIMED = """
+    import torch
+    hyp = {{"device": "cuda", "lr": 0.2}}
+    def train_epoch(net, data):
+        order = torch.randperm(len(data), device=hyp["device"])
+        for idx in order.split(512):
+            net(data[idx]).sum().backward()
+    def main(net, data):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        {sync}
+        start.record()
+        shuffled = torch.randperm(len(data), device='cuda')
+        train_epoch(net, data[shuffled])
+        end.record()
+        return start.elapsed_time(end)
+"""
+QUIET += [
+    Shape("TW403", "knowledge-graph script: Config.cuda = True on the imported library's config, model.cuda()",
+          d(_LIB_CONFIGURED.format(switch="Config.cuda = True"))),
+    Shape("TW403", "speed-run script timed with CUDA events and an unguarded torch.cuda.synchronize()",
+          d(_TIMED.format(sync="torch.cuda.synchronize()"))),
+]
+FIND += [
+    Shape("TW403", "look-alike: a local class's cuda switch is no library configured for CUDA",
+          d(_LIB_CONFIGURED.format(switch="Config.cuda = True")).replace("from kglib.config import Config",
+                                                                          "class Config:\n    cuda = False\n    batch_size = 128"), 10),
+    Shape("TW403", "look-alike: the timing synchronises only when a GPU is there",
+          d(_TIMED.format(sync="if hyp['device'] == 'cuda':\n            torch.cuda.synchronize()"))
+          .replace("start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)", "start = end = None"), 12),
+]

@@ -29,6 +29,30 @@ def _demo_script(ctx: Context) -> bool:
     return not training_calls(ctx)
 
 
+_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "gpu"})
+_CUDA_TIMING = frozenset({"torch.cuda.Event", "torch.cuda.synchronize"})
+
+
+def _gpu_only_file(ctx: Context) -> bool:
+    """Evidence in the file that it is written for a GPU only: it configures an imported library
+    for CUDA with a constant (``Config.cuda = True``: the library moves the batches itself), or
+    it times itself with CUDA events / ``torch.cuda.synchronize()`` under no ``if`` (a speed-run
+    or benchmark script: its numbers mean nothing on a CPU)."""
+    for node in ctx.nodes.get(ast.Assign, ()):
+        v = node.value
+        if v.__class__ is ast.Constant and v.value is True and len(node.targets) == 1:
+            t = node.targets[0]
+            if t.__class__ is ast.Attribute and t.attr in _CUDA_FLAGS and t.value.__class__ is ast.Name \
+                    and ctx.qualname(t.value) not in (None, t.value.id):
+                return True
+    if "torch.cuda." not in ctx.source:
+        return False
+    for call in ctx.nodes.get(ast.Call, ()):
+        if ctx.qualname(call.func) in _CUDA_TIMING and not any(True for _ in ctx.enclosing_ifs(call)):
+            return True
+    return False
+
+
 _CHOSEN_DEVICE = re.compile(r"""device\(\s*["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
@@ -55,6 +79,10 @@ What it flags
   (`assert torch.cuda.is_available()` demands a GPU: it is no check and no CPU path);
   and a script that calls a set-up function of its project that is GPU-only (it initialises
   NCCL, or exits or asserts when no GPU is there), even when other scripts fall back to the CPU.
+  A file that is written for a GPU by its own evidence is left alone too: it sets an imported
+  library's CUDA switch to a constant (`Config.cuda = True`: the library moves the batches
+  itself), or it times itself with CUDA events or `torch.cuda.synchronize()` under no `if` (a
+  speed-run or benchmark script).
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
   `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
@@ -98,6 +126,8 @@ Fix
         if has_cpu_fallback(ctx):
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
+        if _gpu_only_file(ctx):
+            return  # configures a library for CUDA, or times itself with CUDA events: GPU-only by design
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
