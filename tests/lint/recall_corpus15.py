@@ -133,3 +133,61 @@ FIND += [
           d(_TIMED.format(sync="if hyp['device'] == 'cuda':\n            torch.cuda.synchronize()"))
           .replace("start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)", "start = end = None"), 12),
 ]
+
+# --------------------------------------------------------------------- TW402 an opt-in -gpu switch is a CPU default
+# Training and test scripts take `-gpu` (store_true, off by default); a helper moves the net under
+# `if args.gpu:`. The project looks GPU-only to the first pass (its trainers move batches with
+# .cuda() and name no "cpu"), yet the default run is on the CPU, and it restores weights written by
+# `-gpu` training without map_location.
+_NETS = d("""
+    import sys
+    def get_network(args):
+        if args.net == "vgg16":
+            from models.vgg import vgg16
+            net = vgg16()
+        else:
+            sys.exit()
+        if args.gpu:
+            net = net.cuda()
+        return net
+""")
+_SCRIPT = d("""
+    import argparse
+    import torch
+    from utils import get_network
+    def train(net, loader, optimizer, args):
+        for images, labels in loader:
+            if args.gpu:
+                images, labels = images.cuda(), labels.cuda()
+            optimizer.zero_grad()
+            net(images).sum().backward()
+            optimizer.step()
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("-net", type=str, required=True)
+        parser.add_argument("-gpu", action="{action}", default=False, help="use gpu or not")
+        parser.add_argument("-weights", type=str)
+        args = parser.parse_args()
+        net = get_network(args)
+        net.load_state_dict(torch.load(args.weights))
+        torch.save(net.state_dict(), "last.pth")
+""")
+_OTHER = d("""
+    import torch
+    def finetune(model, loader, opt):
+        model = model.cuda()
+        for x, y in loader:
+            loss = model(x.cuda()).sum()
+            loss.backward()
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a -gpu store_true switch: the default run is on the CPU, the weights come from -gpu training", {
+        "utils.py": _NETS, "train.py": _SCRIPT.format(action="store_true"), "finetune.py": _OTHER},
+        (("train.py", 18),)),
+    ProjectShape("TW402", "look-alike: a -gpu option that is on by default (store_false) leaves the project GPU-only", {
+        "utils.py": _NETS, "train.py": _SCRIPT.format(action="store_false"), "finetune.py": _OTHER}),
+]
+QUIET += [
+    Shape("TW402", "a restore in a file that configures its imported library for CUDA (Config.cuda = True)",
+          d(_LIB_CONFIGURED.format(switch="Config.cuda = True")) + "        model.load_state_dict(torch.load(args.path))\n"),
+]

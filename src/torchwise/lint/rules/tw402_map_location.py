@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
@@ -11,7 +12,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, save_index
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
-from torchwise.lint.semantics.fallback import pinned_gpu_script
+from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -183,6 +184,18 @@ def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
     return ctx.project.answers[key]
 
 
+# an option that turns the GPU on (`parser.add_argument('-gpu', action='store_true')`): off by
+# default, so the script's default run is on the CPU
+_GPU_SWITCH = re.compile(r"""add_argument\(\s*["']--?(?:gpu|cuda|use[-_]gpu|use[-_]cuda)["'][^)]*store_true""")
+
+
+def _gpu_switch(ctx: Context) -> bool:
+    """The script turns the GPU on by an opt-in flag (``-gpu``, ``action='store_true'``): its
+    default run is on the CPU, whatever the rest of the project looks like."""
+    src = ctx.source
+    return "store_true" in src and _GPU_SWITCH.search(src) is not None
+
+
 def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
     """``optimizer.load_state_dict(torch.load(path))`` in a project that trains on a GPU (a
     checkpoint helper of a module that names no device itself): an optimizer's state (Adam's
@@ -222,7 +235,9 @@ What it flags
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
-  scripts always move the model they train to CUDA), a resume that only works on the wrapped
+  scripts always move the model they train to CUDA) - except a script that turns the GPU on
+  by an opt-in flag (`parser.add_argument('-gpu', action='store_true')`, its default run is
+  on the CPU, the model moved in a helper under `if args.gpu:`), a resume that only works on the wrapped
   model (`self.model.module.load_state_dict(package[...])`, unguarded) in a project that wraps
   only in `nn.DataParallel` (one process, on CUDA; with `DistributedDataParallel` every rank
   would restore onto `cuda:0`: reported), and single-process
@@ -257,7 +272,8 @@ Fix
             on_host = _host_script_restores_gpu_save(ctx, call)
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
                 continue
-            if not on_host and (ctx.project.gpu_only or pinned_gpu_script(ctx) or _data_parallel_resume(ctx, call)) \
+            if not on_host and (ctx.project.gpu_only and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
+                                or _data_parallel_resume(ctx, call)) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):

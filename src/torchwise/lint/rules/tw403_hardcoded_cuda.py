@@ -10,7 +10,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_setup_line
-from torchwise.lint.semantics.fallback import has_cpu_fallback, under_device_flag
+from torchwise.lint.semantics.fallback import gpu_only_file, has_cpu_fallback, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -27,30 +27,6 @@ def _demo_script(ctx: Context) -> bool:
     if "randn(" not in src and "rand(" not in src or "DataLoader" in src or "load(" in src:
         return False
     return not training_calls(ctx)
-
-
-_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "gpu"})
-_CUDA_TIMING = frozenset({"torch.cuda.Event", "torch.cuda.synchronize"})
-
-
-def _gpu_only_file(ctx: Context) -> bool:
-    """Evidence in the file that it is written for a GPU only: it configures an imported library
-    for CUDA with a constant (``Config.cuda = True``: the library moves the batches itself), or
-    it times itself with CUDA events / ``torch.cuda.synchronize()`` under no ``if`` (a speed-run
-    or benchmark script: its numbers mean nothing on a CPU)."""
-    for node in ctx.nodes.get(ast.Assign, ()):
-        v = node.value
-        if v.__class__ is ast.Constant and v.value is True and len(node.targets) == 1:
-            t = node.targets[0]
-            if t.__class__ is ast.Attribute and t.attr in _CUDA_FLAGS and t.value.__class__ is ast.Name \
-                    and ctx.qualname(t.value) not in (None, t.value.id):
-                return True
-    if "torch.cuda." not in ctx.source:
-        return False
-    for call in ctx.nodes.get(ast.Call, ()):
-        if ctx.qualname(call.func) in _CUDA_TIMING and not any(True for _ in ctx.enclosing_ifs(call)):
-            return True
-    return False
 
 
 _CHOSEN_DEVICE = re.compile(r"""device\(\s*["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']""")
@@ -126,7 +102,7 @@ Fix
         if has_cpu_fallback(ctx):
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
-        if _gpu_only_file(ctx):
+        if gpu_only_file(ctx):
             return  # configures a library for CUDA, or times itself with CUDA events: GPU-only by design
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature

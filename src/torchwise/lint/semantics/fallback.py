@@ -63,3 +63,34 @@ def pinned_gpu_script(ctx: Context) -> bool:
         found = ctx._cache[key] = bool(moves) and not has_cpu_fallback(ctx) and not any(
             under_device_flag(ctx, c) for c in moves)
     return found
+
+
+_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "use_gpu", "gpu"})
+_CUDA_TIMING = frozenset({"torch.cuda.Event", "torch.cuda.synchronize"})
+
+
+def gpu_only_file(ctx: Context) -> bool:
+    """Evidence in the file that it is written for a GPU only: it configures an imported library
+    for CUDA with a constant (``Config.cuda = True``: the library moves the batches itself), or
+    it times itself with CUDA events / ``torch.cuda.synchronize()`` under no ``if`` (a speed-run
+    or benchmark script: its numbers mean nothing on a CPU)."""
+    found = ctx._cache.get("sem:gpu-only-file")
+    if found is None:
+        found = ctx._cache["sem:gpu-only-file"] = _gpu_only_file(ctx)
+    return found
+
+
+def _gpu_only_file(ctx: Context) -> bool:
+    for node in ctx.nodes.get(ast.Assign, ()):
+        v = node.value
+        if v.__class__ is ast.Constant and v.value is True and len(node.targets) == 1:
+            t = node.targets[0]
+            if t.__class__ is ast.Attribute and t.attr in _CUDA_FLAGS and t.value.__class__ is ast.Name \
+                    and ctx.qualname(t.value) not in (None, t.value.id):
+                return True
+    if "torch.cuda." not in ctx.source:
+        return False
+    for call in ctx.nodes.get(ast.Call, ()):
+        if ctx.qualname(call.func) in _CUDA_TIMING and not any(True for _ in ctx.enclosing_ifs(call)):
+            return True
+    return False
