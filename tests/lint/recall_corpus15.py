@@ -191,3 +191,33 @@ QUIET += [
     Shape("TW402", "a restore in a file that configures its imported library for CUDA (Config.cuda = True)",
           d(_LIB_CONFIGURED.format(switch="Config.cuda = True")) + "        model.load_state_dict(torch.load(args.path))\n"),
 ]
+
+# --------------------------------------------------------------------- TW205 .to(t.device) with t on the CPU
+# Stochastic depth draws its survival coin on the CPU and compares it with a constant moved to the
+# coin's device: nothing is copied to a GPU, there is no move to save.
+_COIN = """
+    import torch
+    import torch.nn as nn
+    class DropBlock(nn.Module):
+        def __init__(self, body, p=0.5):
+            super().__init__()
+            self.body = body
+            self.p = p
+        def survive(self, x):
+            {draw}
+            return torch.equal(coin, torch.tensor(1).float().to(coin.device))
+        def forward(self, x):
+            if self.training and not self.survive(x):
+                return x
+            return x + self.body(x)
+"""
+QUIET += [
+    Shape("TW205", "stochastic depth: coin = torch.bernoulli(torch.tensor(self.p).float()); torch.tensor(1).to(coin.device)",
+          d(_COIN.format(draw="coin = torch.bernoulli(torch.tensor(self.p).float())"))),
+    Shape("TW205", "the coin drawn with torch.rand(1) < self.p, compared on its own (CPU) device",
+          d(_COIN.format(draw="coin = (torch.rand(1) < self.p).float()"))),
+]
+FIND += [
+    Shape("TW205", "look-alike: the coin drawn on the input's device: the constant is copied there every step",
+          d(_COIN.format(draw="coin = torch.bernoulli(torch.full((1,), self.p, device=x.device))")), 10),
+]

@@ -179,6 +179,9 @@ What it flags
   helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
   name occurs nowhere else in the file and no module of the project imports the script (a
   `fliplr()` left in a training script while the test script calls its own copy).
+  Nor is a move to the device of a tensor made on the CPU in the same function
+  (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
+  nothing goes to a GPU there.
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
@@ -286,6 +289,9 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
     if target is not None:
         if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
             return None  # .to("cpu") of a new tensor: it is made there already
+        if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
+                and _host_built(ctx, ctx.resolve(target.value, call), call, 2):
+            return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
         return target
     if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
         return None
@@ -378,6 +384,35 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
                 _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+def _host_built(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int) -> bool:
+    """A tensor made on the CPU in this function: a factory with no device
+    (``torch.tensor(self.p).float()``), or a torch function with no device whose tensor
+    arguments are all so made (``torch.bernoulli(torch.tensor(p))``)."""
+    while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _SHAPE_METHODS \
+            and ctx.qualname(expr.func) is None and _factory(ctx, expr) is None:
+        expr = expr.func.value  # .float(), .view(...) keep the device
+    if expr.__class__ in (ast.Compare, ast.BinOp) and depth:  # torch.rand(1) < self.p
+        parts = [expr.left, expr.right] if expr.__class__ is ast.BinOp else [expr.left, *expr.comparators]
+        made = [_host_built(ctx, e, use, depth - 1) for e in parts]
+        return any(made) and all(m or _scalar(e) and not is_device_tensor(ctx, e, use) for m, e in zip(made, parts))
+    if expr is None or expr.__class__ is not ast.Call:
+        return False
+    if _factory(ctx, expr) is not None:
+        return True
+    q = ctx.qualname(expr.func) or ""
+    if depth == 0 or not q.startswith("torch.") or q.count(".") != 1 or keyword(expr, "device") is not None or not expr.args:
+        return False
+    if q in ("torch.tensor", "torch.as_tensor"):  # torch.tensor(self.p): a number held by the module
+        arg = expr.args[0]
+        return _scalar(arg) and not is_device_tensor(ctx, arg, use)
+    return all(a.__class__ is ast.Constant or _host_built(ctx, a, use, depth - 1) for a in expr.args)
+
+
+def _scalar(node: ast.AST) -> bool:
+    """A number, a name or a module's setting (``self.p``; not ``.weight``/``.data``)."""
+    return _number_like(node) or node.__class__ is ast.Attribute and node.attr not in _TENSOR_ATTRS
 
 
 def _number_like(node: ast.AST) -> bool:
