@@ -221,3 +221,43 @@ FIND += [
     Shape("TW205", "look-alike: the coin drawn on the input's device: the constant is copied there every step",
           d(_COIN.format(draw="coin = torch.bernoulli(torch.full((1,), self.p, device=x.device))")), 10),
 ]
+
+# --------------------------------------------------------------------- TW209 layers built in a list
+# A layer list grows statement by statement: the convolution, then the BatchNorm under the
+# helper's `batch_norm` flag that the `*_bn` constructors turn on; or appended one at a time.
+_LIST_BUILT = """
+    import torch.nn as nn
+    def make_layers(cfg, batch_norm=False):
+        layers = []
+        channels = 3
+        for width in cfg:
+            if width == "M":
+                layers += [nn.MaxPool2d(2)]
+                continue
+            {conv}
+            if batch_norm:
+                {bn}
+            layers += [nn.ReLU(inplace=True)]
+            channels = width
+        return nn.Sequential(*layers)
+    def vgg11_bn():
+        return make_layers([64, "M", 128], {flag})
+"""
+FIND += [
+    Shape("TW209", "vgg: layers += [nn.Conv2d(...)] then `if batch_norm: layers += [nn.BatchNorm2d(w)]`",
+          d(_LIST_BUILT.format(conv="layers += [nn.Conv2d(channels, width, 3, padding=1)]",
+                               bn="layers += [nn.BatchNorm2d(width)]", flag="batch_norm=True")), 9),
+    Shape("TW209", "the same with layers.append(...) one layer at a time",
+          d(_LIST_BUILT.format(conv="layers.append(nn.Conv2d(channels, width, 3, padding=1))",
+                               bn="layers.append(nn.BatchNorm2d(width))", flag="True")), 9),
+]
+QUIET += [
+    Shape("TW209", "look-alike: no caller turns batch_norm on", d(_LIST_BUILT.format(
+        conv="layers += [nn.Conv2d(channels, width, 3, padding=1)]", bn="layers += [nn.BatchNorm2d(width)]", flag="False"))),
+    Shape("TW209", "look-alike: the convolution has no bias", d(_LIST_BUILT.format(
+        conv="layers += [nn.Conv2d(channels, width, 3, padding=1, bias=False)]", bn="layers += [nn.BatchNorm2d(width)]",
+        flag="batch_norm=True"))),
+    Shape("TW209", "look-alike: the BatchNorm goes to another list", d(_LIST_BUILT.format(
+        conv="layers += [nn.Conv2d(channels, width, 3, padding=1)]", bn="norms += [nn.BatchNorm2d(width)]",
+        flag="batch_norm=True"))),
+]

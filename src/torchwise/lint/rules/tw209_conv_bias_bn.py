@@ -79,8 +79,10 @@ What it flags
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`), or
   added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
-  `cnn.add_module("bn1", nn.BatchNorm2d(...))` - also under `if batch_norm:`, a flag of the
-  building helper that some call turns on (`conv_relu(2, True)`; never turned on: quiet). The
+  `cnn.add_module("bn1", nn.BatchNorm2d(...))`, or appended to one list of layers
+  (`layers += [nn.Conv2d(...)]` or `layers.append(...)`, then the BatchNorm) - also under
+  `if batch_norm:`, a flag of the building helper that some call turns on (`conv_relu(2, True)`,
+  `make_layers(cfg, batch_norm=True)`; never turned on: quiet). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
@@ -123,7 +125,7 @@ Lint and the doctor
                     yield self._finding(ctx, first)
         for cls in ctx.nodes.get(ast.ClassDef, ()):
             yield from self._check_class(ctx, cls, reported)
-        if "add_module" in ctx.source:
+        if "add_module" in ctx.source or "BatchNorm" in ctx.source:
             for conv in _added_pairs(ctx):
                 if id(conv) not in reported:
                     reported.add(id(conv))
@@ -327,35 +329,48 @@ def _self_attr_call(call: ast.Call) -> str | None:
 RULE = ConvBiasBeforeBatchNorm()
 
 
-def _added(ctx: Context, stmt: ast.AST) -> tuple[str, ast.AST] | None:
-    """``container.add_module(name, layer)`` as a statement: (the container as written, the layer)."""
-    call = stmt.value if stmt.__class__ is ast.Expr else None
-    if call is None or call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute \
-            or call.func.attr != "add_module" or len(call.args) != 2:
+def _added(ctx: Context, stmt: ast.AST) -> tuple[str, list[ast.AST]] | None:
+    """Layers added to a container by one statement: ``container.add_module(name, layer)``,
+    ``layers.append(layer)`` or ``layers += [conv, bn, ...]`` - (the container as written, the layers)."""
+    if stmt.__class__ is ast.AugAssign:
+        if stmt.op.__class__ is ast.Add and stmt.value.__class__ in (ast.List, ast.Tuple) and stmt.value.elts:
+            return ctx.text(stmt.target), list(stmt.value.elts)
         return None
-    return ctx.text(call.func.value), call.args[1]
+    call = stmt.value if stmt.__class__ is ast.Expr else None
+    if call is None or call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute:
+        return None
+    if call.func.attr == "add_module" and len(call.args) == 2:
+        return ctx.text(call.func.value), [call.args[1]]
+    if call.func.attr == "append" and len(call.args) == 1 and call.func.value.__class__ is ast.Name:
+        return ctx.text(call.func.value), [call.args[0]]
+    return None
 
 
 def _added_pairs(ctx: Context) -> Iterator[ast.AST]:
-    """Biased convolutions added with ``cnn.add_module(...)`` and followed, on the same container,
-    by a BatchNorm added next - directly or under ``if batch_norm:``, a flag of the helper that
-    some call of it turns on (``convRelu(2, True)``)."""
+    """Biased convolutions added with ``cnn.add_module(...)`` (or appended to a list of layers,
+    ``layers += [nn.Conv2d(...)]``) and followed, on the same container, by a BatchNorm added next
+    - directly or under ``if batch_norm:``, a flag of the helper that some call of it turns on
+    (``convRelu(2, True)``, ``make_layers(cfg, batch_norm=True)``)."""
     for func in ctx.nodes.get(ast.FunctionDef, ()):
-        body = func.body
-        for stmt, nxt in zip(body, body[1:]):
-            first = _added(ctx, stmt)
-            if first is None:
+        for block in ast.walk(func):
+            body = getattr(block, "body", None)
+            if block.__class__ is ast.FunctionDef and block is not func or not isinstance(body, list):
                 continue
-            d = conv_with_bias(ctx, first[1])
-            if d is None:
-                continue
-            follow, flag = nxt, None
-            if nxt.__class__ is ast.If and nxt.body:
-                follow, flag = nxt.body[0], nxt.test
-            second = _added(ctx, follow)
-            b = bn_dims(ctx, second[1]) if second is not None and second[0] == first[0] else None
-            if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
-                yield first[1]
+            for stmt, nxt in zip(body, body[1:]):
+                first = _added(ctx, stmt)
+                if first is None:
+                    continue
+                d = conv_with_bias(ctx, first[1][-1])
+                if d is None:
+                    continue
+                follow, flag = nxt, None
+                if nxt.__class__ is ast.If and nxt.body:
+                    follow, flag = nxt.body[0], nxt.test
+                second = _added(ctx, follow)
+                b = bn_dims(ctx, second[1][0]) if second is not None and second[0] == first[0] \
+                    and second[1][0].__class__ is ast.Call else None
+                if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
+                    yield first[1][-1]
 
 
 def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
