@@ -261,3 +261,30 @@ QUIET += [
         conv="layers += [nn.Conv2d(channels, width, 3, padding=1)]", bn="norms += [nn.BatchNorm2d(width)]",
         flag="batch_norm=True"))),
 ]
+
+# --------------------------------------------------------------------- TW205 creation, reshape-as, then the move
+# The gradient penalty's mixing weights: drawn on the CPU, expanded to the batch's shape with
+# expand_as, moved under the trainer's use_cuda flag - every discriminator step.
+_PENALTY = """
+    import torch
+    class Trainer:
+        def penalty(self, critic, real, fake):
+            alpha = torch.rand(real.size(0), 1, 1, 1)
+            alpha = alpha.{shape}(real)
+            if self.use_cuda:
+                alpha = alpha.cuda()
+            mixed = alpha * real + (1 - alpha) * fake
+            return critic(mixed).mean()
+        def step(self, loader):
+            for real, fake in loader:
+                self.penalty(self.critic, real, fake).backward()
+"""
+FIND += [
+    Shape("TW205", "WGAN-GP: alpha = torch.rand(b, 1, 1, 1); alpha = alpha.expand_as(real); if use_cuda: alpha = alpha.cuda()",
+          d(_PENALTY.format(shape="expand_as")), 7),
+    Shape("TW205", "the same reshaped with view_as", d(_PENALTY.format(shape="view_as").replace("1, 1, 1)", "*real.shape[1:])")), 7),
+]
+QUIET += [
+    Shape("TW205", "look-alike: alpha drawn like the batch (torch.rand_like(real)): nothing to move",
+          d(_PENALTY.format(shape="expand_as").replace("torch.rand(real.size(0), 1, 1, 1)", "torch.rand_like(real[:, :1, :1, :1])"))),
+]

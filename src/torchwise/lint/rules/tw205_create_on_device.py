@@ -48,7 +48,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
 
 # methods between the factory and the move that only reshape or retype (the data stays as made)
 _SHAPE_METHODS = frozenset({
-    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "view", "reshape", "flatten", "t", "transpose", "permute",
+    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "flatten",
+    "t", "transpose", "permute",
     "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
     "fill_", "zero_", "type", "type_as",
     "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
