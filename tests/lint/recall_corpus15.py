@@ -288,3 +288,39 @@ QUIET += [
     Shape("TW205", "look-alike: alpha drawn like the batch (torch.rand_like(real)): nothing to move",
           d(_PENALTY.format(shape="expand_as").replace("torch.rand(real.size(0), 1, 1, 1)", "torch.rand_like(real[:, :1, :1, :1])"))),
 ]
+
+# --------------------------------------------------------------------- TW205 made under nested ifs, moved after a None test
+# A batch-to-inputs helper makes optional zeros under nested `if` blocks (they stay None when the
+# option is off) and moves each one after `if x is not None:` - a test, not a use on the CPU.
+_INPUTS = """
+    import torch
+    def inputs_from_batch(batch, use_cuda, cfg):
+        n = len(batch.lengths)
+        extra = None
+        if cfg.pointer_gen:
+            if batch.max_oovs > 0:
+                extra = torch.zeros((n, batch.max_oovs))
+        coverage = None
+        if cfg.is_coverage:
+            coverage = torch.zeros(batch.shape)
+        if use_cuda:
+            if extra is not None:
+                {extra_move}
+            if coverage is not None:
+                coverage = coverage.cuda()
+        return extra, coverage
+    def train(loader, model, cfg):
+        for batch in loader:
+            model(*inputs_from_batch(batch, True, cfg)).backward()
+"""
+FIND += [
+    Shape("TW205", "zeros made two `if`s deep, moved after `if extra is not None:`",
+          d(_INPUTS.format(extra_move="extra = extra.cuda()")), 13),
+    Shape("TW205", "zeros made under one `if`, moved after `if coverage is not None:`",
+          d(_INPUTS.format(extra_move="extra = extra.cuda()")), 15),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the optional zeros are filled on the CPU before the move (a real use in between)",
+          d(_INPUTS.format(extra_move="extra[:, 0] = 1\n                extra = extra.cuda()").replace(
+              "            if coverage is not None:\n                coverage = coverage.cuda()\n", ""))),
+]

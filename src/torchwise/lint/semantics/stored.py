@@ -42,7 +42,16 @@ def name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
     if found is None:
         found = {}
         for name in ctx.nodes.get(ast.Name, ()):
-            if name.ctx.__class__ is ast.Load:
+            if name.ctx.__class__ is ast.Load and not _none_test(ctx, name):
                 found.setdefault(name.id, []).append((name.lineno, name.col_offset))
         ctx._cache["tw205:names"] = found
     return found
+
+
+def _none_test(ctx: Context, name: ast.Name) -> bool:
+    """``x is not None`` / ``x is None``: a test of whether the tensor was made, not a use of it
+    (``if coverage is not None: coverage = coverage.cuda()``)."""
+    parent = ctx.parent(name)
+    return parent.__class__ is ast.Compare and parent.left is name and len(parent.ops) == 1 \
+        and parent.ops[0].__class__ in (ast.Is, ast.IsNot) and parent.comparators[0].__class__ is ast.Constant \
+        and parent.comparators[0].value is None
