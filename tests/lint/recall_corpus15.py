@@ -324,3 +324,32 @@ QUIET += [
           d(_INPUTS.format(extra_move="extra[:, 0] = 1\n                extra = extra.cuda()").replace(
               "            if coverage is not None:\n                coverage = coverage.cuda()\n", ""))),
 ]
+
+# --------------------------------------------------------------------- TW205 a join stored, then moved
+# Coordinate grids from torch.arange, expanded, joined with torch.cat under a name, and that
+# name moved under the module's use_cuda flag - every forward.
+_GRID = """
+    import torch
+    import torch.nn as nn
+    class Attention(nn.Module):
+        def __init__(self, use_cuda=True):
+            super().__init__()
+            self.use_cuda = use_cuda
+        def forward(self, offsets):
+            b, _, h, w = offsets.shape
+            rows = torch.arange(h).view(1, 1, h, 1).expand(b, -1, -1, w)
+            cols = torch.arange(w).view(1, 1, 1, w).expand(b, -1, h, -1)
+            {join}
+            if self.use_cuda:
+                grid = grid.cuda()
+            return offsets - grid
+"""
+FIND += [
+    Shape("TW205", "arange grids joined with torch.cat into a name, then `if self.use_cuda: grid = grid.cuda()`",
+          d(_GRID.format(join="grid = torch.cat([rows, cols], dim=1)")), 13),
+    Shape("TW205", "the same joined with torch.stack", d(_GRID.format(join="grid = torch.stack([rows, cols], dim=1)")), 13),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the joined grid is used on the CPU before the move",
+          d(_GRID.format(join="grid = torch.cat([rows, cols], dim=1)\n            grid = grid * 2 if grid.sum() > 0 else grid"))),
+]

@@ -148,7 +148,8 @@ What it flags
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
   same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s
-  and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`;
+  and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`, also a join stored first,
+  `grid = torch.cat([rows, cols], 1)` then `if self.use_cuda: grid = grid.cuda()`;
   every part of a join is on one device), also after host arithmetic and a retype
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)

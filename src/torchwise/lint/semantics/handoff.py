@@ -175,9 +175,9 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
         if made is not None:
             yield call, made, True, ""
             return
-    for part in joined_names(ctx, recv, methods):
-        made = made_by(ctx.resolve(part, call))  # m = torch.zeros(s); torch.cat([y, m]).to(dev)
-        if made is not None and stored_then_moved(ctx, part, call):
+    for part, use in _join_parts(ctx, recv, call, methods):
+        made = made_by(ctx.resolve(part, use))  # m = torch.zeros(s); torch.cat([y, m]).to(dev)
+        if made is not None and stored_then_moved(ctx, part, use):
             yield call, made, True, ""
             return
     made = returned_new(ctx, recv, made_by)  # t = diffusion.sample_timesteps(n).to(device)
@@ -192,6 +192,17 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
     if helper is not None:
         for site, made in passed_new(ctx, helper[0], helper[1], made_by):
             yield site, made, True, f" by {helper[0].name}()"
+
+
+def _join_parts(ctx: Context, recv: AST, call: ast.Call, methods: frozenset[str]) -> list[tuple[ast.Name, AST]]:
+    """The names joined in the moved expression (``torch.cat([y, m]).to(dev)``), or in the join
+    stored under the moved name just before (``grid = torch.cat([h, w], 1)``, then
+    ``if use_cuda: grid = grid.cuda()``), each with the join that uses it."""
+    parts = joined_names(ctx, recv, methods)
+    if parts or recv.__class__ is not ast.Name or not stored_then_moved(ctx, recv, call):
+        return [(p, call) for p in parts]
+    b = ctx.binding_at(recv.id, call)
+    return [(p, b.value) for p in joined_names(ctx, b.value, methods)]
 
 
 _WRAPPERS = frozenset({"Variable", "Parameter"})
