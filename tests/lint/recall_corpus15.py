@@ -353,3 +353,29 @@ QUIET += [
     Shape("TW205", "look-alike: the joined grid is used on the CPU before the move",
           d(_GRID.format(join="grid = torch.cat([rows, cols], dim=1)\n            grid = grid * 2 if grid.sum() > 0 else grid"))),
 ]
+
+# --------------------------------------------------------------------- TW403 a bare .cuda() beside the function's own device choice
+# A test script's main() picks `device` from a config key (cuda:N or cpu), loads the weights onto
+# it, then moves the inputs with a bare .cuda(): the CPU branch it offers fails there.
+_CHOOSER = """
+    import torch
+    def main(config, path, image):
+        if config["cuda"]:
+            device = torch.device("cuda:{{}}".format(config["gpu_ids"][0]))
+        else:
+            device = {cpu}
+        net = build(config).to(device)
+        net.load_state_dict(torch.load(path, map_location=device))
+        x = torch.as_tensor(image).permute(2, 0, 1).unsqueeze(0){move}
+        with torch.no_grad():
+            return net(x)
+"""
+FIND += [
+    Shape("TW403", "device chosen from config['cuda'] (cpu in the else), the input moved with a bare .cuda()",
+          d(_CHOOSER.format(cpu='torch.device("cpu")', move=".cuda()")), 9),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the input follows the chosen device", d(_CHOOSER.format(cpu='torch.device("cpu")', move=".to(device)"))),
+    Shape("TW403", "look-alike: the bare .cuda() is under the same config test", d(_CHOOSER.format(
+        cpu='torch.device("cpu")', move="\n        if config['cuda']:\n            x = x.cuda()"))),
+]

@@ -46,7 +46,10 @@ What it flags
   `.to("cpu")` does not count) and has no device parameter of its own. In a file that does
   choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`), a
   tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
-  not under a device flag): the CPU run the file offers fails on that line.
+  not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
+  `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
+  device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves
+  its inputs with `.cuda()` instead of `.to(device)`.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -136,7 +139,10 @@ Fix
         else "cpu")``) yet makes a tensor with ``torch.randn(x.shape).cuda()``: the CPU run it
         offers fails there (the one line that ignores the choice)."""
         src = ctx.source
-        if "cuda(" not in src or not ("else 'cpu'" in src or 'else "cpu"' in src) or not _CHOSEN_DEVICE.search(src):
+        if "cuda(" not in src:
+            return
+        yield from self._cuda_beside_choice(ctx)
+        if not ("else 'cpu'" in src or 'else "cpu"' in src) or not _CHOSEN_DEVICE.search(src):
             return
         for call in ctx.calls_named("cuda"):
             func = call.func
@@ -146,6 +152,25 @@ Fix
             if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
                                                    "its CPU path fails here"))
+
+    def _cuda_beside_choice(self, ctx: Context) -> Iterator[Finding]:
+        """A function that chooses its device by a setting (``if config['cuda']: device =
+        torch.device("cuda:0") else: device = torch.device("cpu")``) and then moves inputs with a
+        bare ``.cuda()``: the CPU branch it offers fails on that line."""
+        for func in {id(f): f for f in map(ctx.function_of, self._cpu_choices(ctx)) if f is not None}.values():
+            for call in ctx.calls_named("cuda"):
+                if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None and ctx.function_of(call) is func:
+                    yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() ignores the device this "
+                                                       "function chooses; its CPU path fails here"))
+
+    @staticmethod
+    def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
+        """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
+        for call in ctx.calls_named("device"):
+            if ctx.qualname(call.func) == "torch.device" and call.args and call.args[0].__class__ is ast.Constant \
+                    and call.args[0].value == "cpu" and ctx.parent(call).__class__ is ast.Assign \
+                    and any(True for _ in ctx.enclosing_ifs(call)):
+                yield call
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:
