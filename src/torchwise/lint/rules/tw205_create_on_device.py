@@ -12,6 +12,7 @@ from torchwise.lint.semantics.devices import device_move_target, is_device_tenso
 from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.stored import host_built
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, host_round_trip, moved_sources, rarely_moved
 
@@ -293,7 +294,8 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
         if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
             return None  # .to("cpu") of a new tensor: it is made there already
         if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
-                and _host_built(ctx, ctx.resolve(target.value, call), call, 2):
+                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: _factory(ctx, e) is not None,
+                               _SHAPE_METHODS):
             return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
         return target
     if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
@@ -387,35 +389,6 @@ def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] |
                 _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
-
-
-def _host_built(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int) -> bool:
-    """A tensor made on the CPU in this function: a factory with no device
-    (``torch.tensor(self.p).float()``), or a torch function with no device whose tensor
-    arguments are all so made (``torch.bernoulli(torch.tensor(p))``)."""
-    while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _SHAPE_METHODS \
-            and ctx.qualname(expr.func) is None and _factory(ctx, expr) is None:
-        expr = expr.func.value  # .float(), .view(...) keep the device
-    if expr.__class__ in (ast.Compare, ast.BinOp) and depth:  # torch.rand(1) < self.p
-        parts = [expr.left, expr.right] if expr.__class__ is ast.BinOp else [expr.left, *expr.comparators]
-        made = [_host_built(ctx, e, use, depth - 1) for e in parts]
-        return any(made) and all(m or _scalar(e) and not is_device_tensor(ctx, e, use) for m, e in zip(made, parts))
-    if expr is None or expr.__class__ is not ast.Call:
-        return False
-    if _factory(ctx, expr) is not None:
-        return True
-    q = ctx.qualname(expr.func) or ""
-    if depth == 0 or not q.startswith("torch.") or q.count(".") != 1 or keyword(expr, "device") is not None or not expr.args:
-        return False
-    if q in ("torch.tensor", "torch.as_tensor"):  # torch.tensor(self.p): a number held by the module
-        arg = expr.args[0]
-        return _scalar(arg) and not is_device_tensor(ctx, arg, use)
-    return all(a.__class__ is ast.Constant or _host_built(ctx, a, use, depth - 1) for a in expr.args)
-
-
-def _scalar(node: ast.AST) -> bool:
-    """A number, a name or a module's setting (``self.p``; not ``.weight``/``.data``)."""
-    return _number_like(node) or node.__class__ is ast.Attribute and node.attr not in _TENSOR_ATTRS
 
 
 def _number_like(node: ast.AST) -> bool:

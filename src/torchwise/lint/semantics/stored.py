@@ -4,8 +4,10 @@ joined with ``torch.cat([x, m])`` and moved in the next statement (TW205)."""
 from __future__ import annotations
 
 import ast
+from typing import Callable
 
-from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine import AST, Context, keyword
+from torchwise.lint.semantics.devices import is_device_tensor
 
 _JOINS = ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack")
 
@@ -55,3 +57,42 @@ def _none_test(ctx: Context, name: ast.Name) -> bool:
     return parent.__class__ is ast.Compare and parent.left is name and len(parent.ops) == 1 \
         and parent.ops[0].__class__ in (ast.Is, ast.IsNot) and parent.comparators[0].__class__ is ast.Constant \
         and parent.comparators[0].value is None
+
+
+def host_built(ctx: Context, expr: AST | None, use: AST, made: Callable[[AST], bool], methods: frozenset[str],
+               depth: int = 2) -> bool:
+    """A tensor made on the CPU in this function: a factory with no device
+    (``torch.tensor(self.p).float()``), or a torch function with no device whose tensor
+    arguments are all so made (``torch.bernoulli(torch.tensor(p))``)."""
+    while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in methods \
+            and ctx.qualname(expr.func) is None and not made(expr):
+        expr = expr.func.value  # .float(), .view(...) keep the device
+    if expr.__class__ in (ast.Compare, ast.BinOp) and depth:  # torch.rand(1) < self.p
+        parts = [expr.left, expr.right] if expr.__class__ is ast.BinOp else [expr.left, *expr.comparators]
+        sides = [host_built(ctx, e, use, made, methods, depth - 1) for e in parts]
+        return any(sides) and all(m or _scalar(e) and not is_device_tensor(ctx, e, use) for m, e in zip(sides, parts))
+    if expr is None or expr.__class__ is not ast.Call:
+        return False
+    if made(expr):
+        return True
+    q = ctx.qualname(expr.func) or ""
+    if depth == 0 or not q.startswith("torch.") or q.count(".") != 1 or keyword(expr, "device") is not None or not expr.args:
+        return False
+    if q in ("torch.tensor", "torch.as_tensor"):  # torch.tensor(self.p): a number held by the module
+        arg = expr.args[0]
+        return _scalar(arg) and not is_device_tensor(ctx, arg, use)
+    return all(a.__class__ is ast.Constant or host_built(ctx, a, use, made, methods, depth - 1) for a in expr.args)
+
+
+def _scalar(node: ast.AST) -> bool:
+    """A number, a name or a module's setting (``self.p``; not ``.weight``/``.data``)."""
+    return _number_like(node) or node.__class__ is ast.Attribute and node.attr not in _TENSOR_ATTRS
+
+
+_TENSOR_ATTRS = frozenset({"weight", "bias", "data", "grad"})
+
+
+def _number_like(node: AST) -> bool:
+    if node.__class__ is ast.UnaryOp:
+        node = node.operand
+    return node.__class__ in (ast.Constant, ast.Name)
