@@ -379,3 +379,59 @@ QUIET += [
     Shape("TW403", "look-alike: the bare .cuda() is under the same config test", d(_CHOOSER.format(
         cpu='torch.device("cpu")', move="\n        if config['cuda']:\n            x = x.cuda()"))),
 ]
+
+# --------------------------------------------------------------------- TW403 attack strategies train nothing
+# Active-learning query strategies backpropagate to their INPUT (an adversarial distance) and
+# move the classifier back with a bare .cuda(); the entry point falls back to the CPU. A file
+# with `.backward(` but no optimizer `.step(` is no training file: it does not make the project
+# GPU-only by design.
+_DEMO = d("""
+    import torch
+    from nets import Net
+    from strategies import AttackQuery
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    net = Net(device)
+    strategy = AttackQuery(net)
+    picked = strategy.query(10)
+""")
+_NET = d("""
+    import torch
+    class Net:
+        def __init__(self, device):
+            self.device = device
+            self.clf = build().to(device)
+        def train(self, loader, opt):
+            for x, y in loader:
+                x, y = x.to(self.device), y.to(self.device)
+                opt.zero_grad()
+                self.clf(x).sum().backward()
+                opt.step()
+""")
+_QUERY = d("""
+    import torch
+    import torch.nn.functional as F
+    class AttackQuery:
+        def __init__(self, net):
+            self.net = net
+        def distance(self, x):
+            x = x.unsqueeze(0)
+            x.requires_grad_()
+            out = self.net.clf(x)
+            F.cross_entropy(out, out.argmax(1)).backward()
+            return x.grad.abs().sum()
+        def query(self, n, pool):
+            self.net.clf.cpu()
+            scores = [self.distance(x) for x in pool]
+            self.net.clf.cuda()
+            return scores[:n]
+""")
+PROJECTS += [
+    ProjectShape("TW403", "attack query strategies (backward to the input, no optimizer) move the classifier back with .cuda()", {
+        "demo.py": _DEMO, "nets.py": _NET, "strategies.py": _QUERY, "strategies2.py": _QUERY},
+        (("strategies.py", 15), ("strategies2.py", 15))),
+    ProjectShape("TW403", "look-alike: the same files as training scripts (an optimizer step) hard-coding CUDA: GPU-only by design", {
+        "demo.py": _DEMO, "nets.py": _NET,
+        "strategies.py": _QUERY.replace("return x.grad.abs().sum()", "self.opt.step()\n        return x.grad.abs().sum()"),
+        "strategies2.py": _QUERY.replace("return x.grad.abs().sum()", "self.opt.step()\n        return x.grad.abs().sum()")}),
+]

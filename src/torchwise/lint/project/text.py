@@ -96,7 +96,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         cpu = _cpu_path(text)
         out.cuda_files += cuda
         out.cpu_paths += cpu
-        if ".backward(" in text:
+        if ".backward(" in text and (".step(" in text or "optim" in text):  # trains (an attack's backward to its input does not)
             # a GPU check that never guards the trained model's move is no CPU path of the training
             cpu = cpu and not (cuda and unguarded_model_move(text) is not None)
             out.cuda_trainers += cuda

@@ -69,7 +69,8 @@ What it flags
   also GPU-only by design when two or more of its files hard-code CUDA and none has any way to
   run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag), or when the only
   such ways are in files that train nothing (an inference module's `"cuda" if
-  torch.cuda.is_available() else "cpu"`) while its training files (`.backward(`) hard-code CUDA:
+  torch.cuda.is_available() else "cpu"`) while its training files (`.backward(` with an
+  optimizer: not an attack that backpropagates to its input) hard-code CUDA:
   the training entry point cannot run on a CPU by design. A training file's GPU check does not
   count as its CPU path when the model it trains (a name whose `.parameters()` it reads) still
   goes to CUDA unconditionally - `model = model.cuda()` at module level or directly in a
