@@ -1,0 +1,114 @@
+"""The recall corpus, round 10 part B: classes the tenth set (a tuning set since round 10) showed
+in TW203, TW105, TW104, TW207, TW202, TW206, TW218, TW502 and TW301 - each written in our own words
+and reduced to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds these
+to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ----------------------------------------------------------------------------------- TW203 loader settings splatted
+# A learner class builds its loaders in each method from a settings dict of the experiment
+# (`DataLoader(data, **self.cfg['loader'])`), and moves the batches to `self.device`, chosen in
+# the entry script. The dicts are written out elsewhere and nothing in the project names
+# pin_memory, so the splat cannot be pinning.
+_LEARNER = d("""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+    class Learner:
+        def __init__(self, build, cfg, device):
+            self.build, self.cfg, self.device = build, cfg, device
+        def fit(self, data):
+            self.model = self.build().to(self.device)
+            opt = torch.optim.SGD(self.model.parameters(), **self.cfg['opt'])
+            loader = DataLoader(data, shuffle=True, **self.cfg['fit_loader'])
+            for x, y in loader:
+                x, y = x.to(self.device), y.to(self.device)
+                opt.zero_grad()
+                F.cross_entropy(self.model(x), y).backward()
+                opt.step()
+        def scores(self, data):
+            out = []
+            loader = DataLoader(data, shuffle=False, **self.cfg['eval_loader'])
+            with torch.no_grad():
+                for x, y in loader:
+                    out.append(self.model(x.to(self.device)).softmax(1).cpu())
+            return torch.cat(out)
+""")
+_SETTINGS = d("""
+    SETTINGS = {'fit_loader': {'batch_size': 64, 'num_workers': 2},
+                'eval_loader': {'batch_size': 500, 'num_workers': 2},
+                'opt': {'lr': 0.01}}
+""")
+_ENTRY = d("""
+    import torch
+    from learner import Learner
+    from settings import SETTINGS
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    learner = Learner(make_net, SETTINGS, device)
+""")
+PROJECTS += [
+    ProjectShape("TW203", "an active learner's methods: DataLoader(data, **self.cfg['...']), batches to self.device", {
+        "learner.py": _LEARNER, "settings.py": _SETTINGS, "main.py": _ENTRY,
+    }, (("learner.py", 10), ("learner.py", 18))),
+    ProjectShape("TW203", "look-alike: the settings dicts pin (the project names pin_memory)", {
+        "learner.py": _LEARNER,
+        "settings.py": _SETTINGS.replace("'num_workers': 2}", "'num_workers': 2, 'pin_memory': True}"),
+        "main.py": _ENTRY,
+    }),
+]
+FIND += [
+    Shape("TW203", "a local dict of loader settings without pin_memory, splatted; batches .cuda()'d", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, train_set):
+            settings = {'batch_size': 32, 'num_workers': 4}
+            loader = DataLoader(train_set, shuffle=True, **settings)
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+    """), 5),
+    Shape("TW203", "settings as dict(...) in a method, batches to self.device set from cuda", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Runner:
+            def __init__(self, model):
+                self.device = torch.device("cuda")
+                self.model = model.to(self.device)
+            def run(self, data):
+                kw = dict(batch_size=16, num_workers=2)
+                for x in DataLoader(data, **kw):
+                    self.model(x.to(self.device))
+    """), 9),
+]
+QUIET += [
+    Shape("TW203", "a helper forwarding its own **kwargs: the callers may pass pin_memory", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def run(model, data, **kwargs):
+            for x in DataLoader(data, **kwargs):
+                model(x.cuda())
+    """)),
+    Shape("TW203", "a local settings dict that gets pin_memory later", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, train_set):
+            settings = {'batch_size': 32}
+            settings.update(pin_memory=torch.cuda.is_available())
+            for x, y in DataLoader(train_set, **settings):
+                model(x.cuda())
+    """)),
+    Shape("TW203", "a local dict that pins, splatted", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, train_set):
+            settings = {'batch_size': 32, 'pin_memory': True}
+            for x, y in DataLoader(train_set, **settings):
+                model(x.cuda())
+    """)),
+]
