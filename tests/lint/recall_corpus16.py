@@ -112,3 +112,62 @@ QUIET += [
                 model(x.cuda())
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW105 probabilities from elsewhere
+# The probabilities come back from another function or method (the model's softmax is inside a
+# predict method, or inside a decoder that mixes two distributions with zero-padded slots), and
+# the log is taken without a floor: an entropy score p * log(p) is NaN where p underflowed to 0.
+_STRATEGY = d("""
+    import torch
+    from .base import Query
+    class MaxEntropy(Query):
+        def pick(self, n):
+            idxs, pool = self.unlabeled()
+            probs = self.class_probabilities(pool)
+            logs = torch.log(probs)
+            return idxs[(probs * logs).sum(1).argsort()[:n]]
+""")
+FIND += [
+    Shape("TW105", "an entropy acquisition score: probs from a predict method, torch.log(probs)", _STRATEGY, 7,
+          path="strategies/entropy.py"),
+    Shape("TW105", "mutual information over dropout draws: the mean of returned probabilities, then its log", d("""
+        import torch
+        def disagreement(model, pool, draws):
+            probs = model.mc_probs(pool, draws)
+            mean = probs.mean(0)
+            h_mean = (-mean * torch.log(mean)).sum(1)
+            h_each = (-probs * probs.log()).sum(2).mean(0)
+            return h_mean - h_each
+    """), 5),
+    Shape("TW105", "beam search: a decoder returns a mixed distribution, stored as log_probs = torch.log(dist)", d("""
+        import torch
+        def step(decoder, y, state, memory, beam):
+            dist, state, attn = decoder(y, state, memory)
+            log_probs = torch.log(dist)
+            return torch.topk(log_probs, beam * 2), state
+    """), 4),
+]
+QUIET += [
+    Shape("TW105", "the same entropy with a floor before the log", _STRATEGY.replace("torch.log(probs)", "torch.log(probs.clamp_min(1e-12))")),
+    Shape("TW105", "floored where the probabilities are bound", _STRATEGY.replace(
+        "self.class_probabilities(pool)", "self.class_probabilities(pool).clamp(min=1e-12)")),
+    Shape("TW105", "the top-k probabilities of a beam (the largest values), then their log", d("""
+        import torch
+        def expand(out, beam):
+            best_probs, best_idx = out[:, -1, :].topk(beam)
+            scores = torch.log(best_probs)
+            return scores, best_idx
+    """)),
+    Shape("TW105", "the log of a returned value that is no probability (a distance, a count)", d("""
+        import torch
+        def score(model, x):
+            dist = model.distance(x)
+            return torch.log(dist)
+    """)),
+    Shape("TW105", "a keep probability from the config", d("""
+        import torch
+        def rate(cfg):
+            keep_prob = cfg.get("keep_prob")
+            return torch.log(keep_prob)
+    """)),
+]
