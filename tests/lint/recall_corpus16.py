@@ -171,3 +171,84 @@ QUIET += [
             return torch.log(keep_prob)
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW104 eval mode set elsewhere
+# Evaluation mode is chosen where the model is built (`Model(path, is_eval=True)`, whose
+# constructor calls `.eval()` on its parts) and an evaluator/decoder class runs it per batch; or
+# a resume path calls `model.eval()` and hands the model to an evaluation helper of another
+# module that calls `model.forward(...)`. Neither switches autograd off.
+_EVALUATOR = d("""
+    import torch
+    from model import Seq2Seq
+    class Scorer:
+        def __init__(self, path):
+            self.model = Seq2Seq(path, is_eval=True)
+        def score_batch(self, batch):
+            memory, hidden = self.model.encoder(batch.src, batch.lens)
+            out = self.model.decoder(batch.tgt, hidden, memory)
+            return out.mean().item()
+        def run(self, batches):
+            return sum(self.score_batch(b) for b in batches)
+""")
+_RANKING = d("""
+    import torch
+    def rank_all(model, batches, name):
+        hits = []
+        for e1, rel, e2 in batches:
+            scores = model.forward(e1, rel)
+            hits.append((scores.argsort(1, descending=True)[:, :10] == e2).any(1).float().mean())
+        print(name, sum(hits) / len(hits))
+""")
+_RESUME = d("""
+    import torch
+    from ranking import rank_all
+    from nets import Embedder
+    def main(args, test_batches):
+        model = Embedder()
+        if args.resume:
+            model.load_state_dict(torch.load(args.path))
+            model.eval()
+            rank_all(model, test_batches, 'test')
+""")
+FIND += [
+    Shape("TW104", "an evaluator class: self.model = Model(path, is_eval=True), its method runs encoder/decoder per batch",
+          _EVALUATOR, 7),
+    Shape("TW104", "a beam decoder built with training=False, run through self.net(...)", d("""
+        import torch
+        from nets import Translator
+        class BeamDecoder:
+            def __init__(self, ckpt):
+                self.net = Translator(ckpt, training=False)
+            def decode(self, batch):
+                out = self.net(batch.src)
+                return out.argmax(-1).tolist()
+    """), 7),
+]
+QUIET += [
+    Shape("TW104", "the same evaluator with the method under no_grad", _EVALUATOR.replace(
+        "    def score_batch", "    @torch.no_grad()\n    def score_batch")),
+    Shape("TW104", "the same evaluator, called only under no_grad", _EVALUATOR.replace(
+        "return sum(self.score_batch(b) for b in batches)",
+        "with torch.no_grad():\n            return sum(self.score_batch(b) for b in batches)")),
+    Shape("TW104", "a trainer built with is_eval=False that backpropagates", d("""
+        import torch
+        from model import Seq2Seq
+        class Trainer:
+            def __init__(self, path):
+                self.model = Seq2Seq(path, is_eval=False)
+                self.opt = torch.optim.Adam(self.model.parameters())
+            def step(self, batch):
+                loss = self.model(batch.src, batch.tgt)
+                loss.backward()
+                self.opt.step()
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW104", "resume path: model.eval(), then a ranking helper of another module calling model.forward", {
+        "ranking.py": _RANKING, "main.py": _RESUME,
+    }, (("main.py", 9),)),
+    ProjectShape("TW104", "look-alike: the ranking helper runs under no_grad itself", {
+        "ranking.py": _RANKING.replace("    hits = []\n", "    hits = []\n    torch.set_grad_enabled(False)\n"),
+        "main.py": _RESUME,
+    }),
+]
