@@ -252,3 +252,45 @@ PROJECTS += [
         "main.py": _RESUME,
     }),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 loop over optimizers
+# A speed-run script trains at module level: gradient accumulation in an inner loop, then each of
+# several optimizers stepped in `for opt, sched in zip(optimizers, schedulers):`. The step loop
+# is the outer one; the loss it prints every step (in an f-string) is a host read per step.
+_SPEEDRUN = d("""
+    import torch
+    model = build().cuda()
+    optimizers = [torch.optim.AdamW(model.head.parameters()), torch.optim.SGD(model.body.parameters(), lr=0.1)]
+    schedulers = [torch.optim.lr_scheduler.LambdaLR(o, warmup) for o in optimizers]
+    for step in range(steps + 1):
+        for micro in range(accum):
+            loss = model(x, y)
+            train_loss = loss.detach()
+            x, y = loader.next_batch()
+            loss.backward()
+        for opt, sched in zip(optimizers, schedulers):
+            opt.step()
+            sched.step()
+        model.zero_grad(set_to_none=True)
+        if rank == 0:
+            print(f"step {step} loss {train_loss.item():.4f}")
+""")
+FIND += [
+    Shape("TW207", "a module-level speed-run loop: optimizers stepped in an inner zip loop, loss.item() in an f-string per step",
+          _SPEEDRUN, 16),
+    Shape("TW207", "the same with `for opt in optimizers:` and a print helper", _SPEEDRUN.replace(
+        "for opt, sched in zip(optimizers, schedulers):", "for opt in optimizers:").replace(
+        "    if rank == 0:\n        print(", "    log0("), 15),
+]
+QUIET += [
+    Shape("TW207", "the same loop reading the loss every 100 steps", _SPEEDRUN.replace("if rank == 0:", "if step % 100 == 0:")),
+    Shape("TW207", "a loop over optimizers only (no outer step loop): nothing per step", d("""
+        import torch
+        model = build().cuda()
+        loss = model(x, y)
+        loss.backward()
+        for opt in optimizers:
+            opt.step()
+        print(f"loss {loss.item():.4f}")
+    """)),
+]

@@ -32,7 +32,10 @@ class HostSyncInLoop(Rule):
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
     doc = """\
 What it flags
-  Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
+  Reads of a device value on the host that happen every training step (in the loop around the
+  backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
+  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one -
+  a module-level torchrun loop included): `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
