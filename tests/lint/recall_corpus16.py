@@ -294,3 +294,37 @@ QUIET += [
         print(f"loss {loss.item():.4f}")
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW502 scheduler.step(epoch)
+# The epoch argument of an lr_scheduler's step() is deprecated; ReduceLROnPlateau's argument is
+# the metric it watches, and step() alone is the current form.
+_SCHEDULED = d("""
+    import torch.optim as optim
+    def fit(net, loader, epochs, warm):
+        opt = optim.SGD(net.parameters(), lr=0.1)
+        sched = optim.lr_scheduler.MultiStepLR(opt, milestones=[60, 120], gamma=0.2)
+        for epoch in range(1, epochs + 1):
+            if epoch > warm:
+                sched.step(epoch)
+            train_one_epoch(net, loader, opt)
+""")
+FIND += [
+    Shape("TW502", "a multi-step schedule stepped with the epoch number after warm-up", _SCHEDULED, 7),
+    Shape("TW502", "an exponential schedule on self, stepped with epoch=epoch", d("""
+        from torch.optim.lr_scheduler import ExponentialLR
+        class Tracker:
+            def __init__(self, opt, gamma):
+                self.sched = ExponentialLR(opt, gamma)
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    self.sched.step(epoch=epoch)
+                    self.one_epoch()
+    """), 7),
+]
+QUIET += [
+    Shape("TW502", "the same schedule stepped without an argument", _SCHEDULED.replace("sched.step(epoch)", "sched.step()")),
+    Shape("TW502", "ReduceLROnPlateau stepped with the validation loss", _SCHEDULED.replace(
+        "MultiStepLR(opt, milestones=[60, 120], gamma=0.2)", "ReduceLROnPlateau(opt)").replace("sched.step(epoch)", "sched.step(val_loss)")),
+    Shape("TW502", "a project's own scheduler class with step(epoch)", _SCHEDULED.replace(
+        "optim.lr_scheduler.MultiStepLR(opt, milestones=[60, 120], gamma=0.2)", "WarmupCosine(opt, warm)")),
+]
