@@ -328,3 +328,22 @@ QUIET += [
     Shape("TW502", "a project's own scheduler class with step(epoch)", _SCHEDULED.replace(
         "optim.lr_scheduler.MultiStepLR(opt, milestones=[60, 120], gamma=0.2)", "WarmupCosine(opt, warm)")),
 ]
+
+# ----------------------------------------------------------------------------------- TW301 drawing the seed
+# When no seed is given, Python's random draws one, which then seeds NumPy: random itself is used
+# for nothing else, so it needs no seed. A later real draw from it still counts.
+_DRAWN_SEED = d("""
+    import random
+    import numpy as np
+    if args.manual_seed is None:
+        args.manual_seed = random.randint(1, 10000)
+    np.random.seed(args.manual_seed)
+    order = np.random.permutation(n)
+""")
+QUIET += [
+    Shape("TW301", "random draws only the seed that then seeds NumPy", _DRAWN_SEED),
+    Shape("TW301", "a seed drawn into a plain name", _DRAWN_SEED.replace("args.manual_seed", "seed")),
+]
+FIND += [
+    Shape("TW301", "the same, with a later shuffle from the unseeded random", _DRAWN_SEED + "random.shuffle(files)\n", 7),
+]
