@@ -347,3 +347,29 @@ QUIET += [
 FIND += [
     Shape("TW301", "the same, with a later shuffle from the unseeded random", _DRAWN_SEED + "random.shuffle(files)\n", 7),
 ]
+
+# ----------------------------------------------------------------------------------- TW218 half() in a builder
+# A builder function converts the network to fp16 and returns it; the caller trains it.
+_BUILDER = d("""
+    import torch
+    import torch.nn as nn
+    def make_net(width):
+        net = nn.Sequential(nn.Conv2d(3, width, 3), nn.BatchNorm2d(width), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))
+        net = net.to("cuda")
+        net.half()
+        return net
+    def main():
+        net = make_net(64)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in batches():
+            loss = nn.functional.cross_entropy(net(x.half()), y)
+            loss.backward()
+            opt.step()
+""")
+FIND += [Shape("TW218", "a speed-run builder: net.half() inside make_net(), which main() trains", _BUILDER, 6)]
+QUIET += [
+    Shape("TW218", "the same builder used only for inference", _BUILDER.replace(
+        "        loss.backward()\n        opt.step()\n", "        print(loss)\n")),
+    Shape("TW218", "a builder that converts a copy it does not return", _BUILDER.replace(
+        "    net.half()\n", "    export = make_copy(net)\n    export.half()\n")),
+]
