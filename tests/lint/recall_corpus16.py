@@ -373,3 +373,40 @@ QUIET += [
     Shape("TW218", "a builder that converts a copy it does not return", _BUILDER.replace(
         "    net.half()\n", "    export = make_copy(net)\n    export.half()\n")),
 ]
+
+# ----------------------------------------------------------------------------------- TW206 astype, then torch.tensor
+# A token loader slices its shard, casts with astype (a copy), and hands that to torch.tensor (a
+# second copy, with another dtype change) for every batch.
+_TOKENS = d("""
+    import numpy as np
+    import torch
+    class ShardLoader:
+        def __init__(self, path, B, T):
+            self.tokens, self.B, self.T, self.pos = np.memmap(path, dtype=np.uint16, mode="r"), B, T, 0
+        def next_batch(self):
+            buf = self.tokens[self.pos:self.pos + self.B * self.T + 1]
+            buf = torch.tensor(buf.astype(np.int32), dtype=torch.long)
+            self.pos += self.B * self.T
+            return buf[:-1].view(self.B, self.T), buf[1:].view(self.B, self.T)
+""")
+FIND += [
+    Shape("TW206", "a token loader's next_batch(): torch.tensor(buf.astype(np.int32), dtype=torch.long)", _TOKENS, 8),
+    Shape("TW206", "per item in a loop, astype by dtype name", d("""
+        import numpy as np
+        import torch
+        for frame in frames:
+            x = torch.tensor(frame.astype("float32"))
+            model(x)
+    """), 4),
+]
+QUIET += [
+    Shape("TW206", "one copy: torch.from_numpy(buf.astype(np.int64))", _TOKENS.replace(
+        "torch.tensor(buf.astype(np.int32), dtype=torch.long)", "torch.from_numpy(buf.astype(np.int64))")),
+    Shape("TW206", "pretrained embeddings loaded once in a config's constructor", d("""
+        import numpy as np
+        import torch
+        class Config:
+            def __init__(self, path):
+                self.embedding = torch.tensor(np.load(path)["embeddings"].astype("float32"))
+    """)),
+]
