@@ -410,3 +410,52 @@ QUIET += [
                 self.embedding = torch.tensor(np.load(path)["embeddings"].astype("float32"))
     """)),
 ]
+
+# ----------------------------------------------------------------------------------- TW207 host copy in forward
+# A module's forward copies a device tensor to the host with .cpu() ... .numpy() (to draw a flow
+# image, or to score pairs for a metric) on every forward pass of the training step. A tensor
+# handed to forward as it is (labels, lengths) may already be on the host: left alone.
+_FLOW = d("""
+    import torch
+    import torch.nn as nn
+    from vis import flow_to_image
+    class Attend(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Conv2d(8, 8, 3, padding=1)
+        def forward(self, x):
+            y = self.proj(x)
+            offsets = y.argmax(1, keepdim=True)
+            flow = torch.from_numpy(flow_to_image(offsets.permute(0, 2, 3, 1).cpu().data.numpy()))
+            return y, flow.to(x.device)
+    model = Attend().cuda()
+    opt = torch.optim.Adam(model.parameters())
+    for x in loader:
+        y, flow = model(x.cuda())
+        y.mean().backward()
+        opt.step()
+""")
+FIND += [Shape("TW207", "a module's forward draws a flow image from .cpu().data.numpy() every pass", _FLOW, 11)]
+QUIET += [
+    Shape("TW207", "the same copy only when a flag asks for the image", _FLOW.replace(
+        "        flow = torch.from_numpy(", "        if self.visualize:\n            flow = torch.from_numpy(").replace(
+        "        return y, flow.to(x.device)", "            return y, flow\n        return y, None")),
+    Shape("TW207", "lengths handed to forward, copied for pack_padded_sequence (they may be on the host already)", d("""
+        import torch
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(8, 8, batch_first=True)
+            def forward(self, x, lengths):
+                lengths = lengths.cpu().numpy()
+                packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+                return self.rnn(packed)[0]
+        model = Encoder().cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for x, n in loader:
+            out, _ = nn.utils.rnn.pad_packed_sequence(model(x.cuda(), n.cuda()), batch_first=True)
+            out.mean().backward()
+            opt.step()
+    """)),
+]

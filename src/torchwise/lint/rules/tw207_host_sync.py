@@ -49,7 +49,10 @@ What it flags
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
-  in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
+  in its methods (every forward pass); a copy to the host (`offsets.cpu().data.numpy()`,
+  `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
+  outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
+  already and is left alone); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
