@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from torchwise.lint import fix_source, lint_source
+from torchwise.lint import apply_fixes, fix_source, lint_source
 from torchwise.lint.engine import legacy
 
 OLD_UTILS = textwrap.dedent("""\
@@ -70,3 +70,10 @@ def test_valid_files_are_parsed_as_they_are():
     tree = legacy.parse("async def f():\n    await g(Async=1)\n")
     [kw] = [n for n in ast.walk(tree) if isinstance(n, ast.keyword)]
     assert kw.arg == "Async"  # only a file that failed to parse is repaired
+
+
+def test_each_finding_that_shares_the_rename_counts_as_fixed():
+    found = lint_source(OLD_UTILS, select=["TW502"])
+    fixed_text, count = apply_fixes(OLD_UTILS, [f.fix for f in found])
+    assert len(found) == 2 and count == 2  # one fix object, two findings fixed
+    ast.parse(fixed_text)

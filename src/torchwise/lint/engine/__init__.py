@@ -18,7 +18,7 @@ no semantic helper, no rule, no project scan (``tests/lint/test_layers.py`` chec
 
 from __future__ import annotations
 
-from torchwise.lint.engine.bindings import Binding
+from torchwise.lint.engine.bindings import Binding, target_names
 from torchwise.lint.engine.context import Context, build_context, parse
 from torchwise.lint.engine.nodes import (
     AST, DEF_TYPES, FUNCTION_TYPES, LOOP_TYPES, SCOPE_TYPES, argument, canonical, children, has_star_args, keyword,
@@ -28,5 +28,5 @@ from torchwise.lint.engine.nodes import (
 __all__ = [
     "AST", "Binding", "Context", "DEF_TYPES", "FUNCTION_TYPES", "LOOP_TYPES", "SCOPE_TYPES", "argument",
     "build_context", "canonical", "children", "has_star_args", "keyword", "last_name", "parse", "root_name",
-    "str_consts",
+    "str_consts", "target_names",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import legacy
+from torchwise.lint.engine.legacy import parse as legacy_parse
 from torchwise.lint.engine.dataflow import DataFlow
 from torchwise.lint.engine.nodes import AST
 from torchwise.lint.engine.source import SourceText
@@ -89,7 +89,7 @@ class Context(DataFlow, SourceText):
 
 
 def parse(source: str, path: str) -> ast.Module:
-    return legacy.parse(source, path)
+    return legacy_parse(source, path)
 
 
 def build_context(source: str, path: str, tree: ast.Module | None = None) -> Context:

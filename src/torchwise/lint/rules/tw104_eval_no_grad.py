@@ -128,7 +128,7 @@ What it flags
   test_loader, k)`, whose loop calls `model(user, item)` or `model.forward(e1, rel)`) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
-  returns host data (`.detach().cpu().numpy()`, `.item()`): it runs every environment step and
+  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and
   its graph is never used.
   And a frozen network in a training step: after `teacher.eval()` (or `encoder.eval()` in the
   training function it is handed to), a network that is never put back in training mode, whose

@@ -34,7 +34,7 @@ def _runs_module(ctx: Context, node: ast.Call) -> bool:
 
 def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)`` for model runs that only pick an environment's action with autograd on:
-    in an RL training loop, or in an agent's action-selection method that returns host data."""
+    in an RL training loop, or in an agent's action-selection method that returns a detached action."""
     if "step(" in ctx.source:
         steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
         for loop in hot_loops(ctx).values():
@@ -63,7 +63,7 @@ def _host_value(expr: AST | None) -> bool:
 
 def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """An agent's ``select_action(self, state)`` that runs its policy network with autograd on and
-    returns the action as host data (``.detach().cpu().numpy()``): called every environment step,
+    returns the action detached from the graph (``.detach()``, ``.cpu().numpy()``, ``.item()``): called every environment step,
     it records a graph nobody backpropagates."""
     if "action" not in ctx.source and "def act" not in ctx.source:
         return
@@ -77,7 +77,7 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
                     and not under_no_grad(ctx, node):
                 yield node, (f"{func.name}() runs {ctx.text(node.func)} with autograd recording on every environment step, "
-                             "then returns host data; acting needs no graph")
+                             "then returns the action detached from it; acting needs no graph")
                 break
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine import AST, Context, last_name, target_names
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import is_module_instance, runs_forward
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
@@ -169,7 +169,7 @@ def _batch_inputs(ctx: Context, body: list[AST], call: ast.Call, trained: set[st
         for node in body:
             if node.__class__ is not ast.Assign or (node.lineno, node.col_offset) >= (call.lineno, call.col_offset):
                 continue
-            targets = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+            targets = {n.id for t in node.targets for n, _ in target_names(t)}
             if not targets & fresh:
                 continue
             for inner in ast.walk(node.value):

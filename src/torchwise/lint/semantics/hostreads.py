@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, argument, last_name, root_name
+from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import function_verdict
-from torchwise.lint.semantics.steps import is_eval_name, is_optimizer_step, names_feeding_backward
+from torchwise.lint.semantics.steps import is_eval_name, names_feeding_backward
 from torchwise.lint.semantics.values import local_function
 
 # logging calls that read a tensor argument on the host: method name -> index of that argument

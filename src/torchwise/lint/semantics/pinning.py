@@ -11,7 +11,7 @@ import ast
 from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
 from torchwise.lint.semantics.callers import project_arguments
 from torchwise.lint.semantics.data import pinned_loaders_line
-from torchwise.lint.semantics.projectcode import function_verdict
+from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -166,11 +166,8 @@ def _flag_left_off(ctx: Context, call: ast.Call, where: str, name: str) -> bool:
     for block in ctx.project.loader_blocks.get(name, ()):
         if block.path != path:
             continue
-        try:
-            func = ast.parse(block.text).body[0]
-        except (SyntaxError, IndexError):
-            return False
-        return func.__class__ is ast.FunctionDef and flag_unset(func, call)
+        func = parsed(block)
+        return func is not None and func.__class__ is ast.FunctionDef and flag_unset(func, call)
     return False
 
 
