@@ -12,6 +12,7 @@ from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
+from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
 from torchwise.lint.semantics.values import local_function
@@ -75,7 +76,8 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(")
+    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(",
+                "training=False")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -123,7 +125,7 @@ What it flags
   autograd neither off nor on itself: reported at the call (a helper named for evaluation,
   `_predict_batch`, is reported once at its own forward pass instead). Likewise a function of
   another module of the project handed the model after `model.eval()` (`evaluate.metrics(model,
-  test_loader, k)`, whose loop calls `model(user, item)`) with no grad switch or `.eval()` of
+  test_loader, k)`, whose loop calls `model(user, item)` or `model.forward(e1, rel)`) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
   returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and
@@ -138,6 +140,11 @@ What it flags
   a model whose parameters the function turns off first (`for p in net.parameters():
   p.requires_grad = False`), a frozen network fed a generator's output (perceptual loss), a
   function that chooses grad mode itself (`enable_grad() if training else no_grad()`).
+  And a class whose model is built in evaluation mode (`self.model = Model(path, is_eval=True)`,
+  `Net(ckpt, training=False)`: the model's constructor calls `.eval()`) and whose other methods
+  run it (`self.model.encoder(x)`, `self.model(x)`) outside no_grad: reported once per method at
+  its first forward pass - unless the class backpropagates, steps an optimizer or switches grad
+  mode itself, or the file calls that method only under no_grad.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -188,6 +195,8 @@ Lint and the doctor
                                       suggestion=f"run {who} under `with torch.no_grad():` (or call {who}.requires_grad_(False))")
                           for node, who in frozen_forwards(ctx, scope)]
             yield from {(f.line, f.col): f for f in found}.values()
+        for node, message in eval_built_runs(ctx) if "=True" in ctx.source or "=False" in ctx.source else ():
+            yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")

@@ -39,6 +39,42 @@ def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = Non
     return None
 
 
+# what makes a bound value safe to take the log of: a floor, an exp (of log-probabilities), the top-k (largest) values
+_GUARDS = frozenset({"clamp", "clamp_min", "clip", "clamp_", "clamp_min_", "max", "maximum", "exp", "add", "add_", "softplus",
+                     "log_softmax", "float", "int", "tensor", "full", "ones", "rand", "uniform_", "topk"})
+_REDUCE = frozenset({"mean", "sum", "squeeze", "unsqueeze", "view", "reshape", "cpu", "detach", "float", "double", "to"})
+
+
+def returned_probabilities(ctx: Context, arg: ast.AST, call: ast.AST) -> str | None:
+    """The name of the probabilities ``arg`` holds when they come back from another function or
+    method (``probs = self.predict_prob(data)``, ``pb = probs.mean(0)``, ``dist, h = decoder(...)``
+    with the log stored as ``log_probs``) with no floor on the way: their zeros give -inf."""
+    names = []
+    for _ in range(3):
+        if arg.__class__ is not ast.Name:
+            return None
+        names.append(arg.id)
+        b = ctx.binding_at(arg.id, call)
+        if b is None or b.kind not in ("assign", "unpack") or b.value.__class__ is not ast.Call:
+            return None
+        func = b.value.func
+        callee = func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")
+        if callee in _GUARDS or "softmax" in callee or "sigmoid" in callee:
+            return None  # floored, or a softmax/sigmoid the plain check judges
+        if b.kind == "assign" and callee in _REDUCE and func.__class__ is ast.Attribute:
+            arg, call = func.value, b.node  # pb = probs.mean(0): follow the receiver
+            continue
+        stored = ctx.parent(call)
+        while stored.__class__ in (ast.UnaryOp, ast.BinOp):
+            stored = ctx.parent(stored)
+        target = " ".join(t.id for t in getattr(stored, "targets", ()) if t.__class__ is ast.Name).lower()
+        said = any("prob" in n.lower() and not any(w in n.lower() for w in ("drop", "keep")) for n in names)
+        if said or "log_prob" in target or "logprob" in target:
+            return f"{names[0]}, from {callee}()"
+        return None
+    return None
+
+
 class LogOfProbabilities(Rule):
     code = "TW105"
     name = "log-of-probabilities"
@@ -47,7 +83,14 @@ class LogOfProbabilities(Rule):
 What it flags
   `torch.log(...)` or `.log()` applied directly to a softmax or sigmoid output
   (`torch.log(F.softmax(x, 1))`, `probs.log()` where `probs = x.softmax(1)`), with no epsilon or
-  clamp in between.
+  clamp in between. Also the log of probabilities that come back from another function or
+  method, unfloored: a name holding `prob` bound to a call (`probs = self.predict_prob(data)`,
+  `pb = probs.mean(0)`), or a call's result whose log is stored as `log_probs`
+  (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and
+  BALD scores, beam search. Not flagged: a value floored where it is bound (`.clamp(...)`,
+  `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), an `exp(...)`, the top-k
+  values (`probs.topk(k)`: the largest), names without `prob` (`dist = model.distance(x)`) and
+  `keep_prob`/`drop_prob` settings.
 
 Why it matters
   Softmax and sigmoid underflow to exactly 0 for strongly negative inputs. The log of 0 is
@@ -82,6 +125,12 @@ Lint and the doctor
                 continue
             kind = probability_of(ctx, arg, call)
             if kind is None:
+                source = returned_probabilities(ctx, arg, call)
+                if source is not None:
+                    yield ctx.finding(
+                        self.code, call, f"log of probabilities ({source}) without a floor gives -inf, and NaN in p * log(p), "
+                        "wherever a probability is 0", suggestion="take log_softmax of the logits, or clamp first: "
+                        "torch.log(p.clamp_min(1e-12))")
                 continue
             better = "F.log_softmax(x, dim=...)" if kind == "softmax" else "F.logsigmoid(x)"
             yield ctx.finding(

@@ -187,7 +187,7 @@ class LoaderWithoutPinMemory(Rule):
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
   `class AudioDataLoader(DataLoader)`, here or in another module) that do not mention `pin_memory` at all (neither by keyword nor as
-  the eighth positional argument, and no `**kwargs`) where the code evidently trains on a GPU:
+  the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
@@ -196,7 +196,12 @@ What it flags
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
-  project that names CUDA (a framework's trainer is not). Also a call of a loader-building
+  project that names CUDA (a framework's trainer is not). A `**` splat of settings counts as not
+  pinning when it cannot hold the key: a config entry (`DataLoader(data,
+  **self.params['train_args'])`, `**cfg.loader`) in a project whose text never names
+  pin_memory, or a local dict written out without it (`kw = dict(batch_size=64)`) in a file
+  that never names pin_memory; a function's own `**kwargs` (its callers may pass pin_memory) is
+  left alone. Also a call of a loader-building
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
   the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code is left alone,
@@ -245,7 +250,8 @@ Fix
         for call in calls:
             pin = argument(call, "pin_memory", 7)
             explicit = _explicit_false(ctx, pin)
-            if (pin is not None and not explicit) or has_star_args(call) or not _feeds_gpu(ctx, call):
+            if (pin is not None and not explicit) or has_star_args(call) and not _splat_without_pin(ctx, call) \
+                    or not _feeds_gpu(ctx, call):
                 continue
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):
@@ -276,6 +282,38 @@ Fix
                         self.code, call,
                         f"{last_name(call.func)}() pins its loader only when asked, and this call leaves the flag off "
                         "while the batches go to the GPU", suggestion="pass the flag (cuda=True when on a GPU)", end_node=call.func)
+
+
+def _splat_without_pin(ctx: Context, call: ast.Call) -> bool:
+    """Every ``**`` splat of the call is a settings lookup that cannot hold ``pin_memory``: a
+    config entry (``**self.params['train_args']``, ``**cfg.loader``) in a project whose text never
+    names pin_memory, or a local dict written out without that key (``args = dict(batch_size=64)``).
+    A function's own ``**kwargs`` (its callers may pass pin_memory) and ``*args`` stay unknown."""
+    if any(a.__class__ is ast.Starred for a in call.args) or "pin_memory" in ctx.source:
+        return False  # (a dict of this file could get the key later: args.update(pin_memory=True))
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        value = kw.value
+        if value.__class__ in (ast.Subscript, ast.Attribute):
+            if ctx.project.pins_memory:
+                return False
+        elif value.__class__ is ast.Name:
+            bound = ctx.resolve(value, call)
+            if bound is value or not _dict_without_pin(bound):
+                return False
+        else:
+            return False
+    return True
+
+
+def _dict_without_pin(node: ast.AST | None) -> bool:
+    """``{'batch_size': 64}`` or ``dict(batch_size=64)``: every key written out, none pin_memory."""
+    if node.__class__ is ast.Dict:
+        return all(k is not None and k.__class__ is ast.Constant and k.value != "pin_memory" for k in node.keys)
+    if node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "dict" and not node.args:
+        return all(kw.arg is not None and kw.arg != "pin_memory" for kw in node.keywords)
+    return False
 
 
 def _explicit_false(ctx: Context, pin: ast.AST | None) -> bool:

@@ -40,6 +40,26 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
     return func.__class__ is ast.Attribute and func.attr == "numpy" and not expr.args and last_name(func.value) != "np"
 
 
+_BATCH_WORDS = ("batch", "getitem", "next", "collate", "sample")
+
+
+def _per_batch(ctx: Context, call: ast.Call) -> bool:
+    """In a loop, or in a function named for producing a batch or an item (``next_batch``,
+    ``__getitem__``, ``collate_fn``): paid again for every batch, not once at set-up."""
+    if ctx.enclosing_loops(call):
+        return True
+    func = ctx.function_of(call)
+    return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in _BATCH_WORDS)
+
+
+def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
+    """``buf.astype(np.int32)`` (a NumPy dtype, or its name as a string): a fresh array."""
+    if expr.__class__ is not ast.Call or expr.func.__class__ is not ast.Attribute or expr.func.attr != "astype" or not expr.args:
+        return False
+    dtype = expr.args[0]
+    return (ctx.qualname(dtype) or "").startswith("numpy.") or dtype.__class__ is ast.Constant and isinstance(dtype.value, str)
+
+
 class TensorCopiesNdarray(Rule):
     code = "TW206"
     name = "tensor-copies-ndarray"
@@ -48,7 +68,13 @@ class TensorCopiesNdarray(Rule):
 What it flags
   `torch.tensor(a)` where `a` evidently is a NumPy array: the result of a NumPy array
   function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of `.numpy()`, or a
-  name bound to one of these.
+  name bound to one of these. Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
+  NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
+  and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
+  function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
+  load at set-up is left alone). Not
+  flagged: `torch.tensor(a, dtype=...)` or `device=...` on a plain array (the conversion or the
+  device copy copies anyway).
 
 Why it matters
   `torch.tensor` always copies its input. For a large array that is a full extra allocation
@@ -68,6 +94,12 @@ Fix
         if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source:
             return
         for call in ctx.calls_to("torch.tensor"):
+            if call.args and _numpy_astype(ctx, call.args[0]) and not any(k.arg is None for k in call.keywords) \
+                    and _per_batch(ctx, call):
+                yield ctx.finding(self.code, call, "torch.tensor() copies the array that .astype() just copied: two copies "
+                                  "per call where one would do", suggestion="cast once: torch.from_numpy(a.astype(np.int64)), "
+                                  "or torch.from_numpy(a).to(torch.long)", end_node=call.func)
+                continue
             if not call.args or not is_ndarray(ctx, call.args[0], call):
                 continue
             if any(k.arg in ("dtype", "device") or k.arg is None for k in call.keywords):

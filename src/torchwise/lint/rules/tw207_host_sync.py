@@ -32,7 +32,10 @@ class HostSyncInLoop(Rule):
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
     doc = """\
 What it flags
-  Reads of a device value on the host that happen every training step: `.item()`, `.cpu()`,
+  Reads of a device value on the host that happen every training step (in the loop around the
+  backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
+  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one -
+  a module-level torchrun loop included): `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
@@ -46,7 +49,10 @@ What it flags
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
-  in its methods (every forward pass); a call of a helper that does such a read on what it is given (a function
+  in its methods (every forward pass); a copy to the host (`offsets.cpu().data.numpy()`,
+  `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
+  outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
+  already and is left alone); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through

@@ -45,7 +45,9 @@ What it flags
   evidently is a model (built from an `nn.Module` class, or named `model`/`net`/`*_model`), in
   a function (or script) that also trains - it calls `backward()` or an optimizer `step()` -
   or that calls a function of the same file that does (`net = Net().cuda().half()` in
-  `main()`, then `train(net, ...)`).
+  `main()`, then `train(net, ...)`), or in a builder that returns the converted model to a
+  caller of the file that trains it (`def make_net(): ...; net.half(); return net`, then
+  `net = make_net()` in a training `main()`).
   Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
   and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
@@ -95,7 +97,8 @@ Lint and the doctor
             # model.cuda().half(): look through device moves to the model itself
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
-            if not self._trains_here(ctx, ctx.scope_of(call), training_scopes):
+            scope = ctx.scope_of(call)
+            if not self._trains_here(ctx, scope, training_scopes) and not self._built_for_training(ctx, scope, recv, training_scopes):
                 continue
             if not is_module_instance(ctx, recv, call) and not self._assigned_to_model(ctx, call):
                 continue
@@ -119,6 +122,18 @@ Lint and the doctor
                 if target is not None and id(target) in training_scopes:
                     return True
         return False
+
+    @classmethod
+    def _built_for_training(cls, ctx: Context, scope: ast.AST, recv: ast.AST, training_scopes: set[int]) -> bool:
+        """A builder (``def make_net(): ...; net.half(); return net``) that returns the converted
+        model to a caller of this file that trains it (``net = make_net()`` in ``main()``)."""
+        if scope.__class__ is not ast.FunctionDef or recv.__class__ is not ast.Name:
+            return False
+        if not any(n.__class__ is ast.Return and n.value.__class__ is ast.Name and n.value.id == recv.id
+                   for n in ctx.walk_body(scope.body)):
+            return False
+        callers = [c for c in ctx.calls_named(scope.name) if local_function(ctx, c) is scope]
+        return any(cls._trains_here(ctx, ctx.scope_of(c), training_scopes) for c in callers if ctx.scope_of(c) is not scope)
 
     @staticmethod
     def _assigned_to_model(ctx: Context, call: ast.Call) -> bool:

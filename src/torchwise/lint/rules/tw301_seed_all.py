@@ -211,7 +211,9 @@ What it flags
   seeded, torch randomness (`torch.randn`, `randperm`, `nn.init.*`, `random_split`, shuffling
   DataLoaders, dropout) with only NumPy seeded... Also `np.random.default_rng()` and
   `random.Random()` created without a seed next to the seeding calls (same function or
-  script, not under an `if`), which the global seeds do not reach. Files
+  script, not under an `if`), which the global seeds do not reach. A draw that only picks the
+  seed (`args.manualSeed = random.randint(1, 10000)` when none is given) is no use of its
+  generator. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
   `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
@@ -385,11 +387,18 @@ Fix
         uses: dict[str, ast.AST] = {}
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n)
+            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n) and not _draws_seed(ctx, n)
                           and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses
+
+
+def _draws_seed(ctx: Context, node: ast.AST) -> bool:
+    """``args.manualSeed = random.randint(1, 10000)``: the draw picks the seed itself (stored under a
+    name holding "seed"), which then seeds the generators in use; nothing else draws from it."""
+    stmt = ctx.parent(node)
+    return stmt.__class__ is ast.Assign and any("seed" in ctx.text(t).lower() for t in stmt.targets)
 
 
 RULE = PartialSeeding()

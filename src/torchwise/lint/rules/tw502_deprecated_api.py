@@ -33,7 +33,8 @@ What it flags
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
   that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
-  to `torch.func`; an import of several of them (`from torch.nn.init import normal, constant`)
+  to `torch.func`; `scheduler.step(epoch)` on a scheduler of `torch.optim.lr_scheduler` (not
+  `ReduceLROnPlateau.step(metric)`, not `step(None)`); an import of several of them (`from torch.nn.init import normal, constant`)
   is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
   `.cuda()`/`.to()`/`.copy_()` (now `non_blocking=True`): since Python 3.7 `async` is a
   reserved word, so such a file does not even parse; lint reads the rest of the file as if the
@@ -69,6 +70,7 @@ Fix
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
         yield from _async_arguments(ctx)
+        yield from _scheduler_epochs(ctx) if "lr_scheduler" in ctx.source else ()
         yield from self._references(ctx)
         yield from self._unbound_init(ctx)
         if "reduce_op" in ctx.source:
@@ -150,6 +152,23 @@ def _async_arguments(ctx: Context) -> Iterator[Finding]:
         yield ctx.finding("TW502", node, "the async= argument was renamed non_blocking= in PyTorch 0.4, and async is "
                           "a reserved word since Python 3.7: this file does not parse", suggestion="use non_blocking=True",
                           fix=fix)
+
+
+def _scheduler_epochs(ctx: Context) -> Iterator[Finding]:
+    """``scheduler.step(epoch)`` on a scheduler of torch.optim.lr_scheduler (not
+    ReduceLROnPlateau, whose argument is the metric): the epoch argument is deprecated, and with
+    it the chainable schedulers fall back to a closed form that ignores any earlier changes."""
+    for call in ctx.calls_named("step"):
+        func = call.func
+        epoch = call.args[0] if len(call.args) == 1 and not call.keywords else next(
+            (k.value for k in call.keywords if k.arg == "epoch"), None) if not call.args else None
+        if epoch is None or func.__class__ is not ast.Attribute or (epoch.__class__ is ast.Constant and epoch.value is None):
+            continue
+        built = ctx.constructed_from(func.value, call) or ""
+        if built.startswith("torch.optim.lr_scheduler.") and not built.endswith("ReduceLROnPlateau"):
+            yield ctx.finding("TW502", call, f"{built.rsplit('.', 1)[1]}.step(epoch) is deprecated: the epoch argument "
+                              "switches to a closed form that ignores other changes to the rate",
+                              suggestion="call scheduler.step() once per epoch, after optimizer.step()", end_node=func)
 
 
 def _binds(ctx: Context, name: str) -> bool:

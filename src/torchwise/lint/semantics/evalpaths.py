@@ -94,7 +94,7 @@ def _self_network(ctx: Context, call: ast.Call) -> bool:
 
 def project_helper_runs(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
     """``evaluate.metrics(model, test_loader, k)`` after ``model.eval()``: a function of another
-    module of the project that calls the model it is handed (``model(user, item)``) and switches
+    module of the project that calls the model it is handed (``model(user, item)``, ``model.forward(e1, rel)``) and switches
     autograd neither off nor on (nor calls ``.eval()``: then it is checked in its own file), and
     is not named for evaluation (reported there)."""
     q = ctx.qualname(call.func)
@@ -123,5 +123,11 @@ def _runs_param(ctx: Context, path: str, text: str, name: str, index: int) -> bo
     if func is None or index >= len(params) or any(w in other.text(func) for w in _GRAD_TEXT):
         return False
     param = params[index]
-    return any(n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id == param and not under_no_grad(other, n)
-               for n in ast.walk(func))
+    return any(n.__class__ is ast.Call and _calls_param(n.func, param) and not under_no_grad(other, n) for n in ast.walk(func))
+
+
+def _calls_param(func: ast.AST, param: str) -> bool:
+    """``model(x)`` or ``model.forward(x)`` for the parameter ``model``."""
+    if func.__class__ is ast.Attribute and func.attr == "forward":
+        func = func.value
+    return func.__class__ is ast.Name and func.id == param

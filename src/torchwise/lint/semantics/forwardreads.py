@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
@@ -39,8 +39,42 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
                 continue
             if is_device_tensor(ctx, subject, call) or (_module_forward(ctx, func) and from_inputs(ctx, subject, func)):
                 found.append((call, func, "nonzero()"))
+    if ".numpy()" in ctx.source:
+        found += _host_copies(ctx)
     ctx._cache[key] = found
     return found
+
+
+def _host_copies(ctx: Context) -> list[tuple[AST, AST, str]]:
+    """``offsets.cpu().data.numpy()`` (also ``.cpu().detach().numpy()``) in an ``nn.Module``'s
+    ``forward`` on the training path, outside any ``if``: a copy to the host every forward pass."""
+    out = []
+    for call in ctx.calls_named("numpy"):
+        node = call.func.value if call.func.__class__ is ast.Attribute else None
+        while node is not None and node.__class__ is ast.Attribute and node.attr == "data" or (
+                node.__class__ is ast.Call and last_name(node.func) == "detach"):
+            node = node.value if node.__class__ is ast.Attribute else node.func.value
+        if node.__class__ is not ast.Call or last_name(node.func) != "cpu" or ctx.enclosing_ifs(call) or _handed_in(ctx, node):
+            continue
+        func = ctx.function_of(call)
+        if func is None or not _module_forward(ctx, func) or forward_path_function(ctx, call) is None \
+                or hot_region_of(ctx, call) is not None:
+            continue
+        out.append((call, func, "a copy to the host (.cpu() ... .numpy())"))
+    return out
+
+
+def _handed_in(ctx: Context, cpu: ast.Call) -> bool:
+    """``labels.cpu()`` on a parameter of the forward as it was handed in (labels may well be on
+    the host already): only a tensor the forward computed is evidently on the device."""
+    base = cpu.func.value if cpu.func.__class__ is ast.Attribute else None
+    while base is not None and base.__class__ in (ast.Call, ast.Attribute):
+        base = base.func.value if base.__class__ is ast.Call and base.func.__class__ is ast.Attribute else (
+            base.value if base.__class__ is ast.Attribute else None)
+    if base is None or base.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(base.id, cpu)
+    return b is not None and b.kind == "param"
 
 
 def _module_forward(ctx: Context, func: AST) -> bool:

@@ -75,8 +75,16 @@ def hot_loops(ctx: Context) -> dict[int, AST]:
             loops = ctx.enclosing_loops(call)
             if loops:
                 found[id(loops[0])] = loops[0]
+            if len(loops) > 1 and _over_optimizers(ctx, loops[0]):
+                found[id(loops[1])] = loops[1]  # for opt, sched in zip(optimizers, schedulers): opt.step() - per step
         ctx._cache["sem:hot"] = found
     return found
+
+
+def _over_optimizers(ctx: Context, loop: AST) -> bool:
+    """``for opt in optimizers:``, ``for opt, sched in zip(optimizers, schedulers):``: a loop that
+    steps each of several optimizers; the loop around it runs the training steps."""
+    return loop.__class__ is ast.For and "optim" in ctx.text(loop.iter).lower()
 
 
 def training_loops(ctx: Context) -> dict[int, AST]:
