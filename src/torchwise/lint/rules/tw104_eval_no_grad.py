@@ -5,19 +5,18 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
-from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
+from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
-from torchwise.lint.semantics.steps import backward_calls, is_eval_name, is_optimizer_step, optimizer_steps
+from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
-_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
 
 def _plain_callee(func: ast.AST) -> bool:
@@ -58,17 +57,6 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
-_TRAIN_FLAGS = ("train", "training", "is_train", "is_training")
-_EVAL_FLAGS = ("cross_valid", "validation", "validate", "valid", "is_valid", "eval", "is_eval", "evaluate", "val", "is_val")
-
-
-def _eval_flag(call: ast.Call) -> str | None:
-    """``train=False`` or ``cross_valid=True``: the keyword that runs a shared loop as evaluation."""
-    for k in call.keywords:
-        if k.value.__class__ is ast.Constant and (k.arg in _TRAIN_FLAGS and k.value.value is False
-                                                  or k.arg in _EVAL_FLAGS and k.value.value is True):
-            return f"{k.arg}={k.value.value}"
-    return None
 _GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
@@ -179,7 +167,7 @@ Lint and the doctor
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             for func in ctx.nodes.get(kind, ()):
                 if is_eval_name(func.name) or (func.name.startswith("test") and ctx.parent(func) is ctx.tree
-                                               and _evaluation_method(ctx, func)):
+                                               and evaluation_method(ctx, func)):
                     scopes[id(func)] = func
         for call in ctx.calls_named("eval", "train"):
             if call.func.__class__ is ast.Attribute and (not call.args and call.func.attr == "eval" or is_eval_switch(call)):
@@ -214,7 +202,7 @@ Lint and the doctor
             if not named and not evals:
                 continue
             for call in ctx.walk_body(scope.body):
-                flag = _eval_flag(call) if call.__class__ is ast.Call else None
+                flag = eval_flag(call) if call.__class__ is ast.Call else None
                 if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals):
                     continue  # (outside an evaluation function: only after model.eval())
                 callee = local_function(ctx, call)
@@ -234,7 +222,7 @@ Lint and the doctor
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
         tested = not is_module and scope.name.lstrip("_").startswith("test")
-        if tested and not _evaluation_method(ctx, scope):
+        if tested and not evaluation_method(ctx, scope):
             return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = eval_calls(ctx, body)
         named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
@@ -243,10 +231,10 @@ Lint and the doctor
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
             return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = {ctx.text(c.func.value) for c in evals}
-        events = _grad_events(ctx, body if is_module else list(ast.walk(scope)))
+        events = grad_events(ctx, body if is_module else list(ast.walk(scope)))
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
-            found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in _eval_regions(evals, events)]
+            found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in eval_regions(evals, events)]
             out = {(f.line, f.col): f for f in found if f is not None}  # one per evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
         if not is_module and self._only_called_without_grad(ctx, scope):
@@ -348,59 +336,6 @@ Lint and the doctor
         return any(under_no_grad(ctx, c) for c in calls)
 
 
-def _grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int], str]]:
-    """Where the code needs gradients or goes back to training: ``(position, "train"|"grad")``."""
-    out = []
-    for node in nodes:
-        if node.__class__ is ast.Call:
-            n = last_name(node.func)
-            if n == "train" and not is_eval_switch(node):
-                out.append(((node.lineno, node.col_offset), "train"))
-            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
-                out.append(((node.lineno, node.col_offset), "grad"))
-        elif node.__class__ is ast.keyword and node.arg == "requires_grad":
-            out.append(((node.value.lineno, node.value.col_offset), "grad"))
-        elif node.__class__ in (ast.With, ast.AsyncWith):
-            if any(last_name(item.context_expr) in ("set_grad_enabled", "enable_grad") for item in node.items):
-                out.append(((node.lineno, node.col_offset), "grad"))
-    out.sort()
-    return out
-
-
-def _eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]]) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
-    """The stretches of a training function that evaluate: from each ``model.eval()`` to the next
-    ``train()`` (or the end), when no backward, optimizer step or gradient use comes first (an
-    ``eval()`` followed by a backward freezes BatchNorm for training; it does not evaluate)."""
-    out = []
-    for call in sorted(evals, key=lambda c: (c.lineno, c.col_offset)):
-        pos = (call.lineno, call.col_offset)
-        nxt = next((e for e in events if e[0] > pos), None)
-        if nxt is None or nxt[1] == "train":
-            out.append((pos, nxt[0] if nxt is not None else None))
-    return out
-
-
-def _evaluation_method(ctx: Context, func: ast.AST) -> bool:
-    """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
-    ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
-    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
-    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
-    klass = ctx.parent(func)
-    if klass is ctx.tree:
-        if not func.args.args or "assert" in ctx.text(func):
-            return False  # a smoke test that takes nothing, or a unit test that asserts
-        key = ("tw104:evaluates", id(func))
-        if key not in ctx._cache:
-            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
-                n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
-        return ctx._cache[key]
-    if is_test_path(ctx.path, ctx.source):
-        return False
-    if klass.__class__ is not ast.ClassDef:
-        return False
-    if func.name.startswith("_") or "test" in klass.name.lower():
-        return False  # a test class (E2ETest), or a test helper of one
-    return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

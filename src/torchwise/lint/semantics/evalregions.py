@@ -1,0 +1,81 @@
+"""Where a training function evaluates (TW104): the stretches from ``model.eval()`` to the next
+``train()`` with no gradient use between, the keyword that runs a shared loop as evaluation, and the
+``test*`` functions that evaluate a trained model rather than test code."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.semantics.files import is_test_path
+from torchwise.lint.semantics.frozen import is_eval_switch
+from torchwise.lint.semantics.steps import is_optimizer_step
+
+_GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
+
+_TRAIN_FLAGS = ("train", "training", "is_train", "is_training")
+_EVAL_FLAGS = ("cross_valid", "validation", "validate", "valid", "is_valid", "eval", "is_eval", "evaluate", "val", "is_val")
+
+
+def eval_flag(call: ast.Call) -> str | None:
+    """``train=False`` or ``cross_valid=True``: the keyword that runs a shared loop as evaluation."""
+    for k in call.keywords:
+        if k.value.__class__ is ast.Constant and (k.arg in _TRAIN_FLAGS and k.value.value is False
+                                                  or k.arg in _EVAL_FLAGS and k.value.value is True):
+            return f"{k.arg}={k.value.value}"
+    return None
+
+
+def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int], str]]:
+    """Where the code needs gradients or goes back to training: ``(position, "train"|"grad")``."""
+    out = []
+    for node in nodes:
+        if node.__class__ is ast.Call:
+            n = last_name(node.func)
+            if n == "train" and not is_eval_switch(node):
+                out.append(((node.lineno, node.col_offset), "train"))
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
+                out.append(((node.lineno, node.col_offset), "grad"))
+        elif node.__class__ is ast.keyword and node.arg == "requires_grad":
+            out.append(((node.value.lineno, node.value.col_offset), "grad"))
+        elif node.__class__ in (ast.With, ast.AsyncWith):
+            if any(last_name(item.context_expr) in ("set_grad_enabled", "enable_grad") for item in node.items):
+                out.append(((node.lineno, node.col_offset), "grad"))
+    out.sort()
+    return out
+
+
+def eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]]) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
+    """The stretches of a training function that evaluate: from each ``model.eval()`` to the next
+    ``train()`` (or the end), when no backward, optimizer step or gradient use comes first (an
+    ``eval()`` followed by a backward freezes BatchNorm for training; it does not evaluate)."""
+    out = []
+    for call in sorted(evals, key=lambda c: (c.lineno, c.col_offset)):
+        pos = (call.lineno, call.col_offset)
+        nxt = next((e for e in events if e[0] > pos), None)
+        if nxt is None or nxt[1] == "train":
+            out.append((pos, nxt[0] if nxt is not None else None))
+    return out
+
+
+def evaluation_method(ctx: Context, func: ast.AST) -> bool:
+    """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
+    ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
+    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
+    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
+    klass = ctx.parent(func)
+    if klass is ctx.tree:
+        if not func.args.args or "assert" in ctx.text(func):
+            return False  # a smoke test that takes nothing, or a unit test that asserts
+        key = ("tw104:evaluates", id(func))
+        if key not in ctx._cache:
+            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
+                n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+        return ctx._cache[key]
+    if is_test_path(ctx.path, ctx.source):
+        return False
+    if klass.__class__ is not ast.ClassDef:
+        return False
+    if func.name.startswith("_") or "test" in klass.name.lower():
+        return False  # a test class (E2ETest), or a test helper of one
+    return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
