@@ -23,7 +23,10 @@ What it flags
   A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
   with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` (or a value named for
   the flag: `pretrained`, `args.pretrained`) as its first argument; also a builder chosen by
-  name, `getattr(torchvision.models, backbone)(pretrained=False)`.
+  name, `getattr(torchvision.models, backbone)(pretrained=False)`, or looked up in the module's
+  namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`.
+  Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
+  `BUILDERS[arch](pretrained=True)`): their builders may still take `pretrained=`.
   The old-torchvision branch of version-compatible code is left alone: the fallback in
   `except TypeError:` after a call with `weights=`, or under a version test.
 
@@ -71,12 +74,26 @@ Fix
                                   suggestion=f"pass {new}=<Model>_Weights.<NAME> (or \"DEFAULT\", or None)", fix=fix)
 
 
+_BUILDER_MODULES = ("torchvision.models", "torchvision.models.detection", "torchvision.models.segmentation",
+                    "torchvision.models.video", "torchvision.models.quantization")
+
+
 def _dynamic_builder(ctx: Context, func: ast.AST) -> str | None:
-    """``getattr(torchvision.models, name)``: a builder chosen by name (a backbone option)."""
-    if func.__class__ is not ast.Call or getattr(func.func, "id", None) != "getattr" or len(func.args) < 2:
+    """A builder chosen by name (an architecture option): ``getattr(torchvision.models, name)``,
+    ``models.__dict__[name]`` or ``vars(models)[name]``."""
+    if func.__class__ is ast.Subscript:
+        space = func.value
+        if space.__class__ is ast.Attribute and space.attr == "__dict__":
+            owner = ctx.qualname(space.value)
+        elif space.__class__ is ast.Call and getattr(space.func, "id", None) == "vars" and len(space.args) == 1:
+            owner = ctx.qualname(space.args[0])
+        else:
+            return None
+    elif func.__class__ is ast.Call and getattr(func.func, "id", None) == "getattr" and len(func.args) >= 2:
+        owner = ctx.qualname(func.args[0])
+    else:
         return None
-    owner = ctx.qualname(func.args[0])
-    return f"{owner}.builder" if owner in ("torchvision.models", "torchvision.models.detection", "torchvision.models.segmentation") else None
+    return f"{owner}.builder" if owner in _BUILDER_MODULES else None
 
 
 def _pretrained_flag(arg: ast.AST) -> bool:
