@@ -40,6 +40,35 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
     return func.__class__ is ast.Attribute and func.attr == "numpy" and not expr.args and last_name(func.value) != "np"
 
 
+# OpenCV functions that return a new image array
+_CV2_IMAGE_FUNCS = frozenset({
+    "imread", "imdecode", "cvtColor", "resize", "warpAffine", "warpPerspective", "flip", "rotate", "copyMakeBorder",
+    "GaussianBlur", "blur", "medianBlur", "merge", "remap", "normalize",
+})
+
+
+def is_decoded_image(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3) -> bool:
+    """Does ``expr`` hold an image array decoded or transformed per item: the result of an OpenCV
+    image function (``cv2.imread``, ``cv2.cvtColor``, ``cv2.resize``...), or the ``["image"]`` of
+    an albumentations pipeline called with ``image=`` in a file that converts with no ``ToTensor``
+    (without one the pipeline returns a NumPy array)?"""
+    if expr is None or depth <= 0:
+        return False
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use or expr)
+        if b is None or b.kind != "assign":
+            return False
+        return is_decoded_image(ctx, b.value, b.node, depth - 1)
+    if expr.__class__ is ast.Call:
+        q = ctx.qualname(expr.func) or ""
+        return q.startswith("cv2.") and q.count(".") == 1 and q[4:] in _CV2_IMAGE_FUNCS
+    if expr.__class__ is ast.Subscript and expr.slice.__class__ is ast.Constant and expr.slice.value == "image":
+        call = expr.value
+        return (call.__class__ is ast.Call and any(k.arg == "image" for k in call.keywords)
+                and ctx.imports_module("albumentations") and "ToTensor" not in ctx.source)
+    return False
+
+
 _BATCH_WORDS = ("batch", "getitem", "next", "collate", "sample")
 
 
@@ -63,7 +92,7 @@ def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
 class TensorCopiesNdarray(Rule):
     code = "TW206"
     name = "tensor-copies-ndarray"
-    triggers = ("numpy",)
+    triggers = ("numpy", "cv2", "albumentations")
     doc = """\
 What it flags
   `torch.tensor(a)` where `a` evidently is a NumPy array: the result of a NumPy array
@@ -72,7 +101,12 @@ What it flags
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
-  load at set-up is left alone). Not
+  load at set-up is left alone). Also an image decoded or transformed per item and copied
+  there: `torch.tensor(image)` in `__getitem__` (or a loop) where `image` comes from an OpenCV
+  image function (`cv2.imread`, `cv2.cvtColor`, `cv2.resize`...) or is the `["image"]` of an
+  albumentations pipeline called with `image=` in a file without `ToTensor` (such a pipeline
+  returns a NumPy array). Not flagged: such an image converted once at set-up, or a file whose
+  pipeline ends in `ToTensorV2` (the value is a tensor). Not
   flagged: `torch.tensor(a, dtype=...)` or `device=...` on a plain array (the conversion or the
   device copy copies anyway).
 
@@ -91,7 +125,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source:
+        images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
+        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images:
             return
         for call in ctx.calls_to("torch.tensor"):
             if call.args and _numpy_astype(ctx, call.args[0]) and not any(k.arg is None for k in call.keywords) \
@@ -100,7 +135,8 @@ Fix
                                   "per call where one would do", suggestion="cast once: torch.from_numpy(a.astype(np.int64)), "
                                   "or torch.from_numpy(a).to(torch.long)", end_node=call.func)
                 continue
-            if not call.args or not is_ndarray(ctx, call.args[0], call):
+            if not call.args or not (is_ndarray(ctx, call.args[0], call) or images and _per_batch(ctx, call)
+                                     and is_decoded_image(ctx, call.args[0], call)):
                 continue
             if any(k.arg in ("dtype", "device") or k.arg is None for k in call.keywords):
                 continue  # a dtype change or a device copy copies anyway: nothing to share

@@ -1,0 +1,108 @@
+"""The recall corpus, round 11 part B: classes the eleventh set (the tuning set of round 11) still
+missed - each written in our own words and reduced to its shape, with look-alikes that must stay
+quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW509 a builder looked up in the module namespace
+# An ImageNet script that picks the architecture by name from torchvision's module dictionary.
+FIND += [
+    Shape("TW509", "architecture picked from torchvision.models.__dict__ by a command-line name", d("""
+        import torchvision.models as models
+        def build(args):
+            if args.pretrained:
+                return models.__dict__[args.arch](pretrained=True)
+            return models.__dict__[args.arch]()
+    """), 4),
+    Shape("TW509", "vars() of the torchvision detection module, indexed by a config name", d("""
+        import torchvision
+        def detector(cfg):
+            return vars(torchvision.models.detection)[cfg["name"]](pretrained_backbone=False)
+    """), 3),
+]
+QUIET += [
+    Shape("TW509", "look-alike: the namespace of a package of the project's own models", d("""
+        import torchvision
+        import nets.cifar as cifar_models
+        def build(args):
+            return cifar_models.__dict__[args.arch](pretrained=True)
+    """)),
+    Shape("TW509", "look-alike: a registry dict of the project's own builders", d("""
+        import torchvision
+        from nets import small_resnet, tiny_vgg
+        REGISTRY = {"resnet": small_resnet, "vgg": tiny_vgg}
+        def build(name):
+            return REGISTRY[name](pretrained=True)
+    """)),
+    Shape("TW509", "look-alike: torchvision's namespace called with weights=", d("""
+        import torchvision.models as models
+        def build(args):
+            return models.__dict__[args.arch](weights="DEFAULT")
+    """)),
+]
+
+# ------------------------------------------------------------- TW206 an image decoded per item and copied
+# A Dataset that reads each image with OpenCV (and maybe an albumentations pipeline without
+# ToTensorV2) and turns it into a tensor with torch.tensor: a second copy of every sample.
+FIND += [
+    Shape("TW206", "albumentations pipeline result copied with torch.tensor in __getitem__", d("""
+        import cv2
+        import torch
+        import albumentations as A
+        class Pairs(torch.utils.data.Dataset):
+            def __init__(self, paths):
+                self.paths = paths
+                self.aug = A.Compose([A.Resize(224, 224), A.Normalize()])
+            def __getitem__(self, i):
+                img = cv2.imread(self.paths[i])
+                img = self.aug(image=img)["image"]
+                return torch.tensor(img).permute(2, 0, 1).float()
+    """), 11),
+    Shape("TW206", "OpenCV colour conversion copied with torch.tensor per item", d("""
+        import cv2
+        import torch
+        class Frames:
+            def __init__(self, files):
+                self.files = files
+            def __getitem__(self, k):
+                frame = cv2.cvtColor(cv2.imread(self.files[k]), cv2.COLOR_BGR2RGB)
+                return torch.tensor(frame)
+    """), 8),
+]
+QUIET += [
+    Shape("TW206", "look-alike: the pipeline ends in ToTensorV2 (the value is already a tensor)", d("""
+        import cv2
+        import torch
+        import albumentations as A
+        from albumentations.pytorch import ToTensorV2
+        class Pairs:
+            def __init__(self, paths):
+                self.paths = paths
+                self.aug = A.Compose([A.Normalize(), ToTensorV2()])
+            def __getitem__(self, i):
+                img = self.aug(image=cv2.imread(self.paths[i]))["image"]
+                return torch.tensor(img)
+    """)),
+    Shape("TW206", "look-alike: one image read once at set-up for a preview", d("""
+        import cv2
+        import torch
+        def preview(path, model):
+            picture = cv2.imread(path)
+            return model(torch.tensor(picture).unsqueeze(0))
+    """)),
+    Shape("TW206", "look-alike: a decoded image converted with a dtype change (that copies anyway)", d("""
+        import cv2
+        import torch
+        class Frames:
+            def __getitem__(self, k):
+                frame = cv2.imread(self.files[k])
+                return torch.tensor(frame, dtype=torch.float32)
+    """)),
+]
