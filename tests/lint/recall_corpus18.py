@@ -106,3 +106,47 @@ QUIET += [
                 return torch.tensor(frame, dtype=torch.float32)
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 .to(x) where x is the input, reshaped first
+# A quantile / noise head that makes its sampling grid with a legacy constructor and moves it with
+# .to(x), x being the forward's input after scaling, layers and a reshape.
+FIND += [
+    Shape("TW205", "legacy constructor moved .to(x) after x went through layers and a view", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class QuantileHead(nn.Module):
+            def forward(self, x, n_taus):
+                x = x / 255.0
+                x = F.relu(self.conv1(x))
+                x = F.relu(self.conv2(x))
+                x = x.view(x.size(0), -1)
+                taus = torch.FloatTensor(x.size(0) * n_taus, 1).to(x)
+                return self.head(x, taus)
+    """), 10),
+    Shape("TW205", "a list of indices made into a tensor and moved .to(h), h = torch.tanh(...) of the input", d("""
+        import torch
+        import torch.nn as nn
+        class Embed(nn.Module):
+            def forward(self, inp):
+                h = torch.tanh(self.proj(inp))
+                k = torch.FloatTensor([i for i in range(1, 65)]).to(h)
+                return h * k
+    """), 6),
+]
+QUIET += [
+    Shape("TW205", "look-alike: .to(dtype) where the dtype name is derived from a string", d("""
+        import torch
+        import torch.nn as nn
+        class Head(nn.Module):
+            def forward(self, x, precision):
+                kind = getattr(torch, precision)
+                return torch.FloatTensor(x.size(0), 1).to(kind)
+    """)),
+    Shape("TW205", "look-alike: .to(x) where x was built on the CPU from a list itself", d("""
+        import torch
+        def grid(n):
+            x = torch.arange(n) / 2
+            return torch.FloatTensor([1.0, 2.0]).to(x)
+    """)),
+]

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.stored import host_built
+from torchwise.lint.semantics.tensorlike import tensor_like
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, host_round_trip, moved_sources, rarely_moved
 
@@ -144,7 +145,8 @@ What it flags
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
-  `.to(device)`, `.to(other_tensor)`, `.type_as(other_tensor)` or `other.new_tensor(name)`
+  `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
+  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)` or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
@@ -305,27 +307,7 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
         return None
     if is_dtype_expr(ctx, ctx.resolve(other, call)) or any(k.arg == "dtype" for k in call.keywords):
         return None  # precision = torch.half; x.to(precision)
-    return other if _tensor_like(ctx, other, call) else None
-
-
-_TENSOR_ATTRS = frozenset({"weight", "bias", "data", "grad"})
-
-
-def _tensor_like(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """Evidently a tensor (not a device or dtype held in a name): a tensor on the accelerator,
-    a parameter of the function (``forward(self, x)``), an element of a batch, ``.weight``..."""
-    if is_device_tensor(ctx, expr, use):
-        return True
-    if expr.__class__ is ast.Subscript:
-        return True  # batch[0], x[:, 0]
-    if expr.__class__ is ast.Attribute:
-        return expr.attr in _TENSOR_ATTRS
-    b = ctx.binding_at(expr.id, use) if expr.__class__ is ast.Name else None
-    if b is None:
-        return False
-    if b.kind == "param":
-        return expr.id not in ("self", "cls") and "device" not in expr.id.lower()
-    return b.kind in ("for", "unpack") or b.kind == "assign" and b.value.__class__ is ast.Subscript
+    return other if tensor_like(ctx, other, call) else None
 
 
 def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
