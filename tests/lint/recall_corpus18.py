@@ -150,3 +150,58 @@ QUIET += [
             return torch.FloatTensor([1.0, 2.0]).to(x)
     """)),
 ]
+
+# ------------------------------------------------------------- TW104 a scoring method run after .eval()
+# A language model (imported from the project's package) scored with its log-probability method in
+# the evaluation function, autograd on.
+FIND += [
+    Shape("TW104", "imported language model's log_prob() in an evaluate() after .eval()", d("""
+        import torch
+        from lm.model import WordLM
+        def evaluate(data, word_model):
+            word_model.eval()
+            total = 0.0
+            for words, targets in data:
+                scores = word_model.log_prob(words)
+                total += torch.nn.functional.nll_loss(scores, targets).item()
+            return total
+    """), 7),
+    Shape("TW104", "a classifier's predict_proba() in a module-level evaluation loop after .eval()", d("""
+        import torch
+        from nets import Tagger
+        net = Tagger()
+        net.load_state_dict(torch.load("tagger.pt"))
+        net.eval()
+        for batch in torch.load("val.pt"):
+            probs = net.predict_proba(batch)
+            print(probs.argmax(1))
+    """), 7),
+]
+QUIET += [
+    Shape("TW104", "look-alike: log_prob of a local class that runs under no_grad itself", d("""
+        import torch
+        import torch.nn as nn
+        class WordLM(nn.Module):
+            def forward(self, x):
+                return self.out(x)
+            @torch.no_grad()
+            def log_prob(self, x):
+                return self(x).log_softmax(-1)
+        def evaluate(data, lm):
+            lm = WordLM()
+            lm.eval()
+            for words in data:
+                print(lm.log_prob(words).sum())
+    """)),
+    Shape("TW104", "look-alike: an action distribution's log_prob in the update, after a policy's .eval() then .train()", d("""
+        import torch
+        from agents import Policy
+        def update(policy, states, actions, optimizer):
+            policy.eval()
+            policy.train()
+            dist = policy.distribution(states)
+            loss = -dist.log_prob(actions).mean()
+            loss.backward()
+            optimizer.step()
+    """)),
+]

@@ -78,8 +78,8 @@ What it flags
   passes gets its own finding). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
-  class, a method named for running it - `forward_masks(x)` and other `forward_*` methods
-  included - unless the project decorates a method of that name
+  class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
+  scoring methods such as `lm_model.log_prob(words)` or `net.predict_proba(x)`, included - unless the project decorates a method of that name
   with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
   transformers). Nothing in an evaluation function may need gradients (no `backward()`,
   optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the

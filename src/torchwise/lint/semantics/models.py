@@ -124,6 +124,8 @@ _FORWARD_VERBS = frozenset({
     "generate", "sample", "predict", "act", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
     "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "reconstruct",
     "denoise", "translate", "detect", "segment", "classify",
+    # scoring methods: the network's (log-)likelihood of the input
+    "log_prob", "log_probs", "log_likelihood", "nll", "logits", "predict_proba", "perplexity",
 })
 # libraries whose models' generate()/predict() turn autograd off themselves
 _LIBRARY_MODELS = ("transformers.", "diffusers.", "timm.", "torchvision.", "open_clip.", "sentence_transformers.",
