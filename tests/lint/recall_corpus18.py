@@ -205,3 +205,38 @@ QUIET += [
             optimizer.step()
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 stored, reshaped, then reshaped again as it moves
+# A distributional-RL projection that builds its index offsets with linspace, stores and
+# unsqueezes them, and moves them with `.expand(...).to(other)` in one more statement.
+FIND += [
+    Shape("TW205", "linspace stored, unsqueezed, then expanded and moved .to(actions) in the next statement", d("""
+        import torch
+        def project(actions, rewards, batch, atoms):
+            offset = torch.linspace(0, (batch - 1) * atoms, batch)
+            offset = offset.unsqueeze(dim=1)
+            offset = offset.expand(batch, atoms).to(actions)
+            return rewards.view(-1) + offset.view(-1)
+    """), 5),
+    Shape("TW205", "zeros stored, then repeated and moved with .cuda() in a step", d("""
+        import torch
+        def step(model, x):
+            pad = torch.zeros(1, 16)
+            out = model(torch.cat([x, pad.repeat(x.size(0), 1).cuda()], 1))
+            return out
+    """), 4),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the stored tensor is used on the CPU before it is reshaped and moved", d("""
+        import torch
+        def project(actions, batch, atoms):
+            offset = torch.linspace(0, (batch - 1) * atoms, batch)
+            print(offset.sum())
+            return offset.expand(batch, atoms).to(actions)
+    """)),
+    Shape("TW205", "look-alike: a parameter reshaped and moved (it may be on the device already)", d("""
+        import torch
+        def project(offset, actions, batch, atoms):
+            return offset.expand(batch, atoms).to(actions)
+    """)),
+]

@@ -148,7 +148,8 @@ What it flags
   `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
   `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)` or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
-  of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, also under
+  of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, or reshaped as it moves:
+  `m.expand(b, k).to(x)`; also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
   same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s
   and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`, also a join stored first,

@@ -166,6 +166,9 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
         yield call, made, False, ""
         return
     name = unwrap_variable(recv)  # Variable(z).cuda(i): the wrapper copies nothing
+    while name.__class__ is ast.Call and name.func.__class__ is ast.Attribute and name.func.attr in methods \
+            and ctx.qualname(name.func) is None:
+        name = name.func.value  # m = torch.linspace(...); m.expand(b, k).to(x): reshaped as it is moved
     if name.__class__ is ast.Name:
         made = made_by(ctx.resolve(name, call))  # m = torch.ones(n); m = m.cuda()
         if made is None:
