@@ -20,15 +20,19 @@ _NP_ARRAY_FUNCS = frozenset({
 _NP_RANDOM = frozenset({"rand", "randn", "randint", "random", "uniform", "normal", "choice", "permutation"})
 
 
+def _assigned(ctx: Context, name: ast.Name, use: ast.AST | None) -> tuple[ast.AST, ast.AST] | None:
+    """The value ``name`` was last assigned before ``use``, and the statement that did it."""
+    b = ctx.binding_at(name.id, use or name)
+    return (b.value, b.node) if b is not None and b.kind == "assign" else None
+
+
 def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3) -> bool:
     """Does ``expr`` evidently hold a NumPy array?"""
     if expr is None or depth <= 0:
         return False
     if expr.__class__ is ast.Name:
-        b = ctx.binding_at(expr.id, use or expr)
-        if b is None or b.kind != "assign":
-            return False
-        return is_ndarray(ctx, b.value, b.node, depth - 1)
+        bound = _assigned(ctx, expr, use)
+        return bound is not None and is_ndarray(ctx, *bound, depth - 1)
     if expr.__class__ is not ast.Call:
         return False
     q = ctx.qualname(expr.func)
@@ -55,10 +59,8 @@ def is_decoded_image(ctx: Context, expr: ast.AST | None, use: ast.AST | None = N
     if expr is None or depth <= 0:
         return False
     if expr.__class__ is ast.Name:
-        b = ctx.binding_at(expr.id, use or expr)
-        if b is None or b.kind != "assign":
-            return False
-        return is_decoded_image(ctx, b.value, b.node, depth - 1)
+        bound = _assigned(ctx, expr, use)
+        return bound is not None and is_decoded_image(ctx, *bound, depth - 1)
     if expr.__class__ is ast.Call:
         q = ctx.qualname(expr.func) or ""
         return q.startswith("cv2.") and q.count(".") == 1 and q[4:] in _CV2_IMAGE_FUNCS
