@@ -240,3 +240,46 @@ QUIET += [
             return offset.expand(batch, atoms).to(actions)
     """)),
 ]
+
+# ------------------------------------------------------------- TW104 a helper module star-imported, two calls deep
+# A face-verification training script that star-imports its test module and, after model.eval(),
+# calls its verification function, which hands the model to a feature-extraction function.
+_VERIFY = d("""
+    import numpy as np
+    import torch
+    def embed_all(net, images, batch_size=16):
+        feats = []
+        for start in range(0, len(images), batch_size):
+            batch = torch.from_numpy(np.stack(images[start:start + batch_size]))
+            feats.append(net(batch).numpy())
+        return np.concatenate(feats)
+    def verify_pairs(net, images, pairs, batch_size):
+        feats = embed_all(net, images, batch_size=batch_size)
+        return float(np.mean([feats[a] @ feats[b] > 0.5 for a, b in pairs]))
+""")
+_TRAIN_STAR = d("""
+    import torch
+    from verify import *
+    model = torch.nn.Linear(8, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        model.train()
+        for x, y in torch.load("batches.pt"):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+        model.eval()
+        acc = verify_pairs(model, torch.load("faces.pt"), [(0, 1)], 16)
+""")
+PROJECTS += [
+    ProjectShape("TW104", "model.eval(), then a star-imported helper that hands the model to a feature extractor", {
+        "verify.py": _VERIFY, "train.py": _TRAIN_STAR,
+    }, (("train.py", 12),)),
+    ProjectShape("TW104", "look-alike: the feature extractor runs under no_grad", {
+        "verify.py": _VERIFY.replace("def embed_all(", "@torch.no_grad()\ndef embed_all("), "train.py": _TRAIN_STAR,
+    }),
+    ProjectShape("TW104", "look-alike: a local function of the same name shadows the star import", {
+        "verify.py": _VERIFY,
+        "train.py": _TRAIN_STAR.replace("from verify import *\n", "from verify import *\ndef verify_pairs(net, images, pairs, n):\n    return 1.0\n"),
+    }),
+]

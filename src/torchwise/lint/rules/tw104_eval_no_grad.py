@@ -113,7 +113,9 @@ What it flags
   autograd neither off nor on itself: reported at the call (a helper named for evaluation,
   `_predict_batch`, is reported once at its own forward pass instead). Likewise a function of
   another module of the project handed the model after `model.eval()` (`evaluate.metrics(model,
-  test_loader, k)`, whose loop calls `model(user, item)` or `model.forward(e1, rel)`) with no grad switch or `.eval()` of
+  test_loader, k)`, whose loop calls `model(user, item)` or `model.forward(e1, rel)`, also a
+  star-imported one, `from test import *` then `lfw_test(model, ...)`, and one that hands the model
+  on to another function of its file that runs it) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
   returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and

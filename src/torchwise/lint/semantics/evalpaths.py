@@ -97,12 +97,27 @@ def project_helper_runs(ctx: Context, call: ast.Call, receivers: set[str]) -> bo
     module of the project that calls the model it is handed (``model(user, item)``, ``model.forward(e1, rel)``) and switches
     autograd neither off nor on (nor calls ``.eval()``: then it is checked in its own file), and
     is not named for evaluation (reported there)."""
-    q = ctx.qualname(call.func)
-    if q is None or "." not in q or q.startswith("torch.") or not ctx.project.files:
+    if not ctx.project.files:
         return False
     index = next((i for i, a in enumerate(call.args) if ctx.text(a) in receivers), None)
     if index is None:
         return False
+    return any(_module_runs(ctx, q, index) for q in _helper_names(ctx, call.func))
+
+
+def _helper_names(ctx: Context, func: AST) -> list[str]:
+    """``evaluate.metrics`` for an imported helper; for a plain name that no import of the file names,
+    each ``module.name`` of the file's star imports (``from test import *``)."""
+    q = ctx.qualname(func)
+    if q is not None:
+        return [] if "." not in q or q.startswith("torch.") else [q]
+    if func.__class__ is not ast.Name or ctx.binding_at(func.id, func) is not None:
+        return []
+    return [f"{n.module}.{func.id}" for n in ctx.tree.body
+            if n.__class__ is ast.ImportFrom and n.module and not n.level and n.names[0].name == "*"]
+
+
+def _module_runs(ctx: Context, q: str, index: int) -> bool:
     module, name = q.rsplit(".", 1)
     stem = module.rsplit(".", 1)[-1]
     key = ("tw104:helper-runs", q, index)
@@ -114,16 +129,28 @@ def project_helper_runs(ctx: Context, call: ast.Call, receivers: set[str]) -> bo
     return found
 
 
-def _runs_param(ctx: Context, path: str, text: str, name: str, index: int) -> bool:
+def _runs_param(ctx: Context, path: str, text: str, name: str, index: int, depth: int = 2) -> bool:
+    """The function ``name`` of that file calls its parameter number ``index`` (the model), itself
+    or through another function of its file it hands the model to (``lfw_test(model, ...)`` calling
+    ``get_features(model, ...)``)."""
     other = parsed_file(ctx.project, path, text)
-    if other is None or is_eval_name(name):
+    if other is None or is_eval_name(name) or depth <= 0:
         return False
     func = next((f for f in other.tree.body if f.__class__ is ast.FunctionDef and f.name == name), None)
     params = [a.arg for a in func.args.args] if func is not None else []
     if func is None or index >= len(params) or any(w in other.text(func) for w in _GRAD_TEXT):
         return False
     param = params[index]
-    return any(n.__class__ is ast.Call and _calls_param(n.func, param) and not under_no_grad(other, n) for n in ast.walk(func))
+    for n in ast.walk(func):
+        if n.__class__ is not ast.Call or under_no_grad(other, n):
+            continue
+        if _calls_param(n.func, param):
+            return True
+        handed = next((i for i, a in enumerate(n.args) if a.__class__ is ast.Name and a.id == param), None)
+        if handed is not None and n.func.__class__ is ast.Name and n.func.id != name \
+                and _runs_param(ctx, path, text, n.func.id, handed, depth - 1):
+            return True
+    return False
 
 
 def _calls_param(func: ast.AST, param: str) -> bool:
