@@ -75,6 +75,8 @@ class TextFacts:
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
     nccl: int = 0
+    # folder of a file -> [files hard-coding CUDA, files with a CPU path, training files hard-coding CUDA]
+    folders: dict[str, list[int]] = field(default_factory=dict)
     moves_to_device: bool = False
     targets_gpu: bool = False
     seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
@@ -96,11 +98,15 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         cpu = _cpu_path(text)
         out.cuda_files += cuda
         out.cpu_paths += cpu
+        counts = out.folders.setdefault(path.replace("\\", "/").rpartition("/")[0], [0, 0, 0])
+        counts[0] += cuda
+        counts[1] += cpu
         if ".backward(" in text and (".step(" in text or "optim" in text):  # trains (an attack's backward to its input does not)
             # a GPU check that never guards the trained model's move is no CPU path of the training
             cpu = cpu and not (cuda and unguarded_model_move(text) is not None)
             out.cuda_trainers += cuda
             out.cpu_trainers += cpu
+            counts[2] += cuda
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
         if not out.moves_to_device and any(m in text for m in _MOVES):

@@ -1,0 +1,185 @@
+"""The recall corpus, round 11 part A: classes the eleventh set (a tuning set since round 11)
+showed in TW403 - each written in our own words and reduced to its shape, with look-alikes that
+must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------ TW403 a GPU-only sub-project of a collection
+# A repository that gathers several experiments side by side (a language model, an image
+# classifier, a translation model), each in its own folder. The image classifier chooses its
+# device; the language model is GPU-only throughout: its training script, its batch iterator and
+# its softmax layer move everything with `.cuda()` and nothing in its folder can run without a
+# GPU. The classifier's fallback is no CPU path of the language model.
+_LM_TRAIN = d("""
+    import torch
+    from lm.batches import Batches
+    from lm.model import WordModel
+    model = WordModel(800000, 512)
+    model.cuda()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for words, targets in Batches("train.bin", 64):
+        optimizer.zero_grad()
+        model.log_prob(words, targets).neg().mean().backward()
+        optimizer.step()
+""")
+_LM_BATCHES = d("""
+    import torch
+    class Batches:
+        def __init__(self, path, size):
+            self.data, self.size, self.at = torch.load(path), size, 0
+        def __iter__(self):
+            while self.at + self.size < len(self.data):
+                chunk = self.data[self.at:self.at + self.size + 1]
+                self.at += self.size
+                yield chunk[:-1].cuda(), chunk[1:].cuda()
+""")
+_LM_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    class WordModel(nn.Module):
+        def __init__(self, vocab, dim):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.rnn = nn.LSTM(dim, dim)
+            self.out = nn.Linear(dim, vocab)
+            self.norm = nn.LogSoftmax(dim=1).cuda()
+        def log_prob(self, words, targets):
+            h, _ = self.rnn(self.embed(words))
+            return self.norm(self.out(h)).gather(1, targets.unsqueeze(1))
+""")
+_CLS_TRAIN = d("""
+    import torch
+    import torch.nn.functional as F
+    use_cuda = torch.cuda.is_available()
+    model = build_net()
+    if use_cuda:
+        model = model.cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for inputs, targets in loader:
+        if use_cuda:
+            inputs, targets = inputs.cuda(), targets.cuda()
+        optimizer.zero_grad()
+        F.cross_entropy(model(inputs), targets).backward()
+        optimizer.step()
+""")
+_COLLECTION = {"lm/train.py": _LM_TRAIN, "lm/batches.py": _LM_BATCHES, "lm/model.py": _LM_MODEL,
+               "classify/train.py": _CLS_TRAIN}
+PROJECTS += [
+    ProjectShape("TW403", "a GPU-only language model beside an image classifier that chooses its device", _COLLECTION),
+    ProjectShape("TW403", "the same collection under one more folder (experiments/lm, experiments/classify)",
+                 {f"experiments/{p}": t for p, t in _COLLECTION.items()}),
+    ProjectShape("TW403", "look-alike: the language model's own folder checks for a GPU - its scripts keep their findings", {
+        **_COLLECTION, "lm/devices.py": 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'},
+        (("lm/train.py", 5), ("lm/batches.py", 9), ("lm/batches.py", 9), ("lm/model.py", 9))),
+    ProjectShape("TW403", "look-alike: a folder of tools that hard-code CUDA but train nothing is no sub-project", {
+        "tools/export.py": "import torch\nnet = torch.load('net.pt').cuda()\n",
+        "tools/bench.py": "import torch\nx = torch.ones(8, device='cuda')\n",
+        "classify/train.py": _CLS_TRAIN}, (("tools/export.py", 2), ("tools/bench.py", 2))),
+]
+
+# ------------------------------------------------------------ TW403 a script that picks its one GPU
+# A training script whose required command-line argument is the GPU to use, pinned with
+# CUDA_VISIBLE_DEVICES; then the model, the loss and every image go `.cuda()`. Choosing the GPU
+# is the script's statement that it runs on one: there is no CPU path to break.
+_PINNED = """
+    import argparse
+    import os
+    import torch
+    import torch.nn as nn
+    parser = argparse.ArgumentParser()
+    parser.add_argument("gpu", type=str)
+    def main():
+        args = parser.parse_args()
+        {pin}
+        model = CountNet().cuda()
+        criterion = nn.MSELoss(reduction="sum").cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-7)
+        for img, target in loader:
+            img, target = img.cuda(), target.float().cuda()
+            optimizer.zero_grad()
+            criterion(model(img), target).backward()
+            optimizer.step()
+"""
+_PINNED_SCRIPT = d(_PINNED.format(pin='os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu'))
+_DENSITY = d("""
+    import random
+    import numpy as np
+    def load_pair(path):
+        img = np.load(path)
+        return img, np.load(path.replace(".npy", "_density.npy"))
+""")
+PROJECTS += [
+    ProjectShape("TW403", "crowd-counting project: its one script pins the GPU from its gpu argument, then .cuda()", {
+        "train.py": _PINNED_SCRIPT, "image.py": _DENSITY}),
+    ProjectShape("TW403", "look-alike: the same script without pinning a GPU keeps its findings", {
+        "train.py": d(_PINNED.format(pin="print(args.gpu)")), "image.py": _DENSITY},
+        (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
+    ProjectShape("TW403", "look-alike: a sibling script offers --use_cpu - the pinned script keeps its findings", {
+        "train.py": _PINNED_SCRIPT, "train_cls.py": d("""
+            import argparse
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--use_cpu", action="store_true")
+            args = parser.parse_args()
+            model = build()
+            if not args.use_cpu:
+                model = model.cuda()
+            optimizer = torch.optim.Adam(model.parameters())
+            for points, label in loader:
+                if not args.use_cpu:
+                    points, label = points.cuda(), label.cuda()
+                optimizer.zero_grad()
+                model.loss(points, label).backward()
+                optimizer.step()
+        """)}, (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
+]
+
+# ------------------------------------------------------------ TW403 the model moved unguarded beside guarded batches
+# An image-classification script checks for a GPU (`use_cuda = torch.cuda.is_available()`) and
+# moves every batch under that flag, yet wraps and moves the model with
+# `torch.nn.DataParallel(model).cuda()` (and the loss with `.cuda()`) under no `if`: the CPU path
+# the batches offer fails at the model. A file that also uses "cuda" unguarded elsewhere (autocast
+# on "cuda", a tensor made on "cuda:0") is written for a GPU: the model move there is no slip.
+_GUARDED_BATCHES = """
+    import torch
+    import torch.nn as nn
+    import torch.optim as optim
+    use_cuda = torch.cuda.is_available()
+    model = build_resnet()
+    {move}
+    criterion = nn.CrossEntropyLoss(){loss_move}
+    optimizer = optim.SGD(model.parameters(), lr=0.1)
+    def train(loader, model, criterion, optimizer, use_cuda):
+        for inputs, targets in loader:
+            if use_cuda:
+                inputs, targets = inputs.cuda(), targets.cuda(non_blocking=True)
+            {extra}
+            optimizer.zero_grad()
+            criterion(model(inputs), targets).backward()
+            optimizer.step()
+"""
+FIND += [
+    Shape("TW403", "cifar script: model = torch.nn.DataParallel(model).cuda() while every batch move checks use_cuda",
+          d(_GUARDED_BATCHES.format(move="model = torch.nn.DataParallel(model).cuda()", loss_move="", extra="pass")), 6),
+    Shape("TW403", "imagenet script: the model moved in each branch of an architecture choice, and the loss, beside guarded batches",
+          d(_GUARDED_BATCHES.format(move="if arch == 'vgg':\n        model.cuda()\n    else:\n        model = torch.nn.DataParallel(model).cuda()",
+                                    loss_move=".cuda()", extra="pass")), 10),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the model moved under the flag too",
+          d(_GUARDED_BATCHES.format(move="if use_cuda:\n        model = torch.nn.DataParallel(model).cuda()", loss_move="",
+                                    extra="pass"))),
+    Shape("TW403", "look-alike: the file also autocasts on \"cuda\" unguarded - written for a GPU",
+          d(_GUARDED_BATCHES.format(move="model = model.cuda()", loss_move="",
+                                    extra="ctx = torch.autocast(device_type='cuda')"))),
+    Shape("TW403", "look-alike: the unguarded .cuda() moves a tensor inside an expression, not a named model",
+          d(_GUARDED_BATCHES.format(move="weights = build_weights()", loss_move="",
+                                    extra="loss_w = criterion.weight_for(targets.cuda())"))),
+]
