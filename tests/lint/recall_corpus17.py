@@ -183,3 +183,47 @@ QUIET += [
           d(_GUARDED_BATCHES.format(move="weights = build_weights()", loss_move="",
                                     extra="loss_w = criterion.weight_for(targets.cuda())"))),
 ]
+
+# ------------------------------------------------------------ TW301/TW303 the clock as the only seed
+# A training script sets `args.seed = time.time()` and calls `torch.cuda.manual_seed(args.seed)`,
+# or seeds with `random.seed(time.time())`: a different seed on every run, so no reproducibility is
+# intended - "seed the other generators too" (TW301) or "seed every GPU" (TW303) gains nothing.
+# A fixed seed (`args.seed = 1`, `random.seed(1234)`) keeps both findings.
+_CLOCK_TRAIN = """
+    import argparse
+    import time
+    import torch
+    from dataset import Crowd
+    def main():
+        args = argparse.Namespace()
+        args.seed = {seed}
+        torch.cuda.manual_seed(args.seed)
+        model = build()
+        for img, target in Crowd(args.lines):
+            loss = model(img).sub(target).pow(2).sum()
+            loss.backward()
+"""
+_SHUFFLING_DATASET = d("""
+    import random
+    from torch.utils.data import Dataset
+    class Crowd(Dataset):
+        def __init__(self, root, shuffle=True):
+            if shuffle:
+                random.shuffle(root)
+            self.lines = root
+""")
+PROJECTS += [
+    ProjectShape("TW301", "args.seed = time.time() seeds CUDA; the dataset shuffles with Python's random", {
+        "train.py": d(_CLOCK_TRAIN.format(seed="time.time()")), "dataset.py": _SHUFFLING_DATASET}),
+    ProjectShape("TW301", "look-alike: a fixed args.seed keeps the unseeded Python random reported", {
+        "train.py": d(_CLOCK_TRAIN.format(seed="1")), "dataset.py": _SHUFFLING_DATASET},
+        (("dataset.py", 6),)),
+]
+QUIET += [
+    Shape("TW303", "torch.cuda.manual_seed(args.seed) where args.seed = time.time()", d(_CLOCK_TRAIN.format(seed="time.time()"))),
+    Shape("TW303", "torch.cuda.manual_seed(int(time.time() * 1000))",
+          d(_CLOCK_TRAIN.format(seed="0")).replace("manual_seed(args.seed)", "manual_seed(int(time.time() * 1000))")),
+]
+FIND += [
+    Shape("TW303", "look-alike: a fixed args.seed keeps the single-GPU seed reported", d(_CLOCK_TRAIN.format(seed="1")), 8),
+]

@@ -8,6 +8,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
+from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from
@@ -160,7 +161,9 @@ What it flags
   function a `Process(target=...)` runs, with the seed it is handed), nor a literal seed that fixes a train/test split
   (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
-  reproducible run for an unseeded torch generator to break. A draw that only picks what to plot (`random.sample(paths, k=3)`
+  reproducible run for an unseeded torch generator to break. Nor does a seed that is the clock
+  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):
+  it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`).
   Across the files linted together: in a module that seeds nothing itself, a draw from a
@@ -203,7 +206,8 @@ Fix
             for call in ctx.calls_named(name):
                 family = SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call) \
-                        and not split_seed(ctx, call, family) and not _worker_reseed(ctx, call):
+                        and not split_seed(ctx, call, family) and not _worker_reseed(ctx, call) \
+                        and not (call.args and clock_seed(ctx.source, ctx.text(call.args[0]))):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
