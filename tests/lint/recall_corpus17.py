@@ -227,3 +227,37 @@ QUIET += [
 FIND += [
     Shape("TW303", "look-alike: a fixed args.seed keeps the single-GPU seed reported", d(_CLOCK_TRAIN.format(seed="1")), 8),
 ]
+
+# ------------------------------------------------------------ TW207 replay priorities read by name
+# A prioritized-replay DQN's training step reads the new priorities off the GPU into a name
+# (`loss_PER = loss.detach().abs().cpu().numpy()`, or a TD error through `abs(...)`) and hands them
+# to the replay memory's host sum tree a few lines later: the algorithm needs them on the host
+# every step. The same read only printed, or collected into a list, is still a wasted sync.
+_PER_STEP = """
+    import torch
+    def optimize_model(policy, target, memory, optimizer, device, history):
+        batch, idx, weights = memory.sample(32)
+        q = policy(batch.state.to(device)).gather(1, batch.action.to(device)).squeeze(1)
+        expected = target(batch.next_state.to(device)).max(1)[0].detach()
+        loss = (q - expected).pow(2)
+        {read}
+        loss = (loss * weights.to(device)).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        {use}
+"""
+QUIET += [
+    Shape("TW207", "prioritized replay: loss_PER = loss.detach().abs().cpu().numpy(), then memory.update_priority_on_tree(idx, loss_PER)",
+          d(_PER_STEP.format(read="loss_PER = loss.detach().abs().cpu().numpy()",
+                             use="memory.update_priority_on_tree(idx, loss_PER)"))),
+    Shape("TW207", "prioritized replay: the squared TD error read, then abs() of it handed to the memory",
+          d(_PER_STEP.format(read="td = loss.detach().cpu().numpy().squeeze()\n        abs_td = abs(td)",
+                             use="memory.update_priorities(idx, abs_td)"))),
+]
+FIND += [
+    Shape("TW207", "look-alike: the same read only printed", d(_PER_STEP.format(
+        read="loss_PER = loss.detach().abs().cpu().numpy()", use="print(loss_PER)")), 7),
+    Shape("TW207", "look-alike: the same read collected into a history list", d(_PER_STEP.format(
+        read="loss_PER = loss.detach().abs().cpu().numpy()", use="history.append(loss_PER)")), 7),
+]
