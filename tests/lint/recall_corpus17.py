@@ -260,4 +260,7 @@ FIND += [
         read="loss_PER = loss.detach().abs().cpu().numpy()", use="print(loss_PER)")), 7),
     Shape("TW207", "look-alike: the same read collected into a history list", d(_PER_STEP.format(
         read="loss_PER = loss.detach().abs().cpu().numpy()", use="history.append(loss_PER)")), 7),
+    Shape("TW207", "look-alike: a segmentation loss read by name, shown on a visualiser and summed for a running mean",
+          d(_PER_STEP.format(read="np_loss = loss.detach().cpu().numpy()",
+                             use="history.total += np_loss\n    vis.vis_scalar('Loss', 1, np_loss)")), 7),
 ]
