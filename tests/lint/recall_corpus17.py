@@ -264,3 +264,45 @@ FIND += [
           d(_PER_STEP.format(read="np_loss = loss.detach().cpu().numpy()",
                              use="history.total += np_loss\n    vis.vis_scalar('Loss', 1, np_loss)")), 7),
 ]
+
+# ------------------------------------------------------------ TW402 shipped weights the training saves from the host
+# A style-transfer project: train.py writes checkpoints from the GPU inside its loop, then moves
+# the network to the host in place (`net.cpu()`) and saves the final weights; stylize.py, which
+# trains nothing, loads shipped weights (`transforms/mosaic.pth`, a name no save writes) with
+# `net.load_state_dict(torch.load(path))` on a device it chooses. What the project ships comes
+# from that final save: host tensors. Final weights saved from the GPU keep the finding.
+_STYLE_TRAIN = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    net = TransformerNet().to(device)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    for step, (images, _) in enumerate(loader):
+        optimizer.zero_grad()
+        style_loss(net(images.to(device))).backward()
+        optimizer.step()
+        if step % 500 == 0:
+            torch.save(net.state_dict(), "checkpoints/ckpt_" + str(step) + ".pth")
+    net.eval()
+    {final}
+    torch.save(net.state_dict(), "models/final_weights.pth")
+"""
+_STYLIZE = d("""
+    import torch
+    def stylize(path="transforms/mosaic.pth"):
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        net = TransformerNet()
+        net.load_state_dict(torch.load(path))
+        net = net.to(device)
+        with torch.no_grad():
+            return net(load_image("in.jpg").to(device))
+""")
+PROJECTS += [
+    ProjectShape("TW402", "style transfer: train.py saves the final weights after net.cpu(); stylize.py loads shipped weights", {
+        "train.py": d(_STYLE_TRAIN.format(final="net.cpu()")), "stylize.py": _STYLIZE}),
+    ProjectShape("TW402", "the same with net = net.to('cpu') before the final save", {
+        "train.py": d(_STYLE_TRAIN.format(final="net = net.to('cpu')")), "stylize.py": _STYLIZE}),
+    ProjectShape("TW402", "look-alike: the final weights saved from the GPU keep the finding", {
+        "train.py": d(_STYLE_TRAIN.format(final="pass")), "stylize.py": _STYLIZE}, (("stylize.py", 5),)),
+    ProjectShape("TW402", "look-alike: moved back to the GPU after .cpu() before the save", {
+        "train.py": d(_STYLE_TRAIN.format(final="net.cpu()\n    net.to(device)")), "stylize.py": _STYLIZE}, (("stylize.py", 5),)),
+]
