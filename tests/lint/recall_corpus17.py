@@ -306,3 +306,31 @@ PROJECTS += [
     ProjectShape("TW402", "look-alike: moved back to the GPU after .cpu() before the save", {
         "train.py": d(_STYLE_TRAIN.format(final="net.cpu()\n    net.to(device)")), "stylize.py": _STYLIZE}, (("stylize.py", 5),)),
 ]
+
+# ------------------------------------------------------------ TW301 a draw in dead code
+# An augmentation helper keeps a disabled flip under `if False:` (`if random.randint(0, 9) <= -1:`
+# inside it): the draw never runs, so Python's random is not used although the project seeds
+# torch only. The same draw under a real switch (`if flip:`) is a use.
+_AUGMENT = """
+    import random
+    def augment(img, target, flip=True):
+        if {switch}:
+            if random.randint(0, 9) <= 4:
+                img = img[:, ::-1]
+        return img, target
+"""
+_SEEDED_TRAIN = d("""
+    import torch
+    from augment import augment
+    torch.manual_seed(1)
+    for img, target in data:
+        img, target = augment(img, target)
+        loss = model(img).sub(target).abs().mean()
+        loss.backward()
+""")
+PROJECTS += [
+    ProjectShape("TW301", "crowd counting: the flip draw sits under `if False:` in the augmentation helper", {
+        "train.py": _SEEDED_TRAIN, "augment.py": d(_AUGMENT.format(switch="False"))}),
+    ProjectShape("TW301", "look-alike: the same draw under a real switch (if flip:) is reported", {
+        "train.py": _SEEDED_TRAIN, "augment.py": d(_AUGMENT.format(switch="flip"))}, (("augment.py", 4),)),
+]

@@ -44,7 +44,8 @@ _LABELS = {"random": "Python's random", "numpy": "NumPy's global generator", "to
 
 def _under_test(ctx: Context, node: ast.AST) -> bool:
     """In a test function (``test_*``, ``_test*``), a ``unittest.TestCase`` method, or under an
-    ``if`` that tests a test switch (``if args.test:``): code that runs only under test."""
+    ``if`` that tests a test switch (``if args.test:``): code that runs only under test; or in
+    the body of ``if False:`` / ``if 0:``, code that never runs."""
     for anc in ctx.ancestors(node):
         if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and anc.name.lstrip("_").startswith("test"):
             return True
@@ -52,6 +53,9 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
             return True
         if anc.__class__ is ast.If and "test" in ctx.text(anc.test).lower():
             return True
+        if anc.__class__ is ast.If and anc.test.__class__ is ast.Constant and not anc.test.value \
+                and any(ctx.contains(stmt, node) for stmt in anc.body):
+            return True  # dead code (`if False:`): it never runs
     return False
 
 
@@ -154,7 +158,8 @@ What it flags
   generator. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
-  `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
+  `test_*` function, a `TestCase`, under `if args.test:`) do not count, nor do seeds and draws
+  in dead code (the body of `if False:`); nor does a scoped seed
   that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
   np.random.set_state(state)`), nor a DataLoader worker's reseeding (`def worker_init_fn(worker_id):
   numpy.random.seed(... + worker_id)`) or a worker process's (`np.random.seed(SEED)` in the
