@@ -121,23 +121,24 @@ PROJECTS += [
     ProjectShape("TW403", "look-alike: the same script without pinning a GPU keeps its findings", {
         "train.py": d(_PINNED.format(pin="print(args.gpu)")), "image.py": _DENSITY},
         (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
-    ProjectShape("TW403", "look-alike: a sibling script offers --use_cpu - the pinned script keeps its findings", {
+    ProjectShape("TW403", "look-alike: a sibling script offers --cpu - the pinned script keeps its findings", {
         "train.py": _PINNED_SCRIPT, "train_cls.py": d("""
             import argparse
             import torch
-            parser = argparse.ArgumentParser()
-            parser.add_argument("--use_cpu", action="store_true")
-            args = parser.parse_args()
-            model = build()
-            if not args.use_cpu:
-                model = model.cuda()
-            optimizer = torch.optim.Adam(model.parameters())
-            for points, label in loader:
-                if not args.use_cpu:
-                    points, label = points.cuda(), label.cuda()
-                optimizer.zero_grad()
-                model.loss(points, label).backward()
-                optimizer.step()
+            def main(argv=None):
+                opts = argparse.ArgumentParser(description="point classifier")
+                opts.add_argument("--cpu", action="store_true", help="train without a GPU")
+                args = opts.parse_args(argv)
+                model, optimizer = build(), None
+                if not args.cpu:
+                    model = model.cuda()
+                optimizer = torch.optim.Adam(model.parameters())
+                for points, label in loader:
+                    if not args.cpu:
+                        points, label = points.cuda(), label.cuda()
+                    optimizer.zero_grad()
+                    model.loss(points, label).backward()
+                    optimizer.step()
         """)}, (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
 ]
 
