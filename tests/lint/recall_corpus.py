@@ -1011,10 +1011,10 @@ FIND += [
 # the tuning set), then rounds 3-7 (each from a held-out set measured first, then tuned on; round 7
 # in three parts: recall_corpus8 for part A, recall_corpus9 for part B, recall_corpus10 for part C; round 8
 # part A: recall_corpus11, part B: recall_corpus12; round 9 part A: recall_corpus13, part B: recall_corpus14; round 10 part A: recall_corpus15, part B: recall_corpus16;
-# round 11 part B: recall_corpus18)
+# round 11 part A: recall_corpus17, part B: recall_corpus18)
 for _round in ("recall_corpus2", "recall_corpus3", "recall_corpus4", "recall_corpus5", "recall_corpus6", "recall_corpus7", "recall_corpus8",
                "recall_corpus9", "recall_corpus10", "recall_corpus11", "recall_corpus12", "recall_corpus13", "recall_corpus14",
-               "recall_corpus15", "recall_corpus16", "recall_corpus18"):
+               "recall_corpus15", "recall_corpus16", "recall_corpus17", "recall_corpus18"):
     _module = importlib.import_module(_round)
     FIND += _module.FIND
     QUIET += _module.QUIET

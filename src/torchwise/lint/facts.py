@@ -73,6 +73,9 @@ class ProjectFacts:
     no_grad_functions: frozenset[str] = frozenset()
     # classes the project defines with no base (or only object): plain classes, not modules
     plain_classes: frozenset[str] = frozenset()
+    # top-level folders ("lm/") that are GPU-only sub-projects of a collection (project.gpu_only_folders)
+    gpu_only_dirs: tuple[str, ...] = ()
+    cpu_path_files: int = 0  # files with any way to run without a GPU (a GPU check, a device flag, "cpu")
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

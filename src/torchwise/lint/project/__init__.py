@@ -28,6 +28,8 @@ a time) gets :data:`NO_FACTS`: file-only behaviour.
 
 from __future__ import annotations
 
+import os
+
 from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
@@ -66,6 +68,8 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
             words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
+        gpu_only_dirs=() if gpu_only else gpu_only_folders(words.folders),
+        cpu_path_files=words.cpu_paths,
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,
         host_read_blocks=hosts,
@@ -84,6 +88,28 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     )
 
 
+def gpu_only_folders(folders: dict[str, list[int]]) -> tuple[str, ...]:
+    """The top-level folders of a collection of sub-projects (a language model, an image
+    classifier, a translation model side by side) that are GPU-only by themselves: at least
+    CUDA_ONLY_MIN_FILES of their files hard-code CUDA, one of them trains, and none of their
+    files has a way to run without a GPU. Each is returned as a path prefix ending in "/"."""
+    if len(folders) < 2:
+        return ()
+    base = os.path.commonpath(list(folders)) if all(folders) else ""
+    tops: dict[str, list[int]] = {}
+    for folder, counts in folders.items():
+        rest = folder[len(base):].lstrip("/")
+        if not rest:
+            continue  # a file at the top of the project belongs to no sub-project
+        top = tops.setdefault(f"{base}/{rest.split('/')[0]}/" if base else f"{rest.split('/')[0]}/", [0, 0, 0])
+        for i, n in enumerate(counts):
+            top[i] += n
+    if len(tops) < 2:
+        return ()  # one folder holds the whole project: the project-level test decides
+    return tuple(top for top, (cuda, cpu, trainers) in tops.items()
+                 if cuda >= CUDA_ONLY_MIN_FILES and trainers > 0 and cpu == 0)
+
+
 def _all_pinned(texts: list[tuple[str, str]]) -> bool:
     """Every ``DataLoader(`` call of the project's text passes ``pin_memory=True`` (a cheap count)."""
     calls = sum(text.count("DataLoader(") for _, text in texts)
@@ -91,4 +117,4 @@ def _all_pinned(texts: list[tuple[str, str]]) -> bool:
     return calls > 0 and pinned >= calls
 
 
-__all__ = ["GPU_ONLY_LIBS", "GPU_ONLY_MIN_FILES", "NO_FACTS", "DatasetFacts", "ProjectFacts", "scan"]
+__all__ = ["GPU_ONLY_LIBS", "GPU_ONLY_MIN_FILES", "gpu_only_folders", "NO_FACTS", "DatasetFacts", "ProjectFacts", "scan"]

@@ -75,6 +75,8 @@ class TextFacts:
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
     nccl: int = 0
+    # folder of a file -> [files hard-coding CUDA, files with a CPU path, training files hard-coding CUDA]
+    folders: dict[str, list[int]] = field(default_factory=dict)
     moves_to_device: bool = False
     targets_gpu: bool = False
     seeded: dict[str, str] = field(default_factory=dict)  # family -> path:line of its first seed
@@ -96,11 +98,15 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         cpu = _cpu_path(text)
         out.cuda_files += cuda
         out.cpu_paths += cpu
+        counts = out.folders.setdefault(path.replace("\\", "/").rpartition("/")[0], [0, 0, 0])
+        counts[0] += cuda
+        counts[1] += cpu
         if ".backward(" in text and (".step(" in text or "optim" in text):  # trains (an attack's backward to its input does not)
             # a GPU check that never guards the trained model's move is no CPU path of the training
             cpu = cpu and not (cuda and unguarded_model_move(text) is not None)
             out.cuda_trainers += cuda
             out.cpu_trainers += cpu
+            counts[2] += cuda
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
         if not out.moves_to_device and any(m in text for m in _MOVES):
@@ -220,6 +226,19 @@ def _worker_seed(text: str, start: int) -> bool:
     return "target=" in text and _process_target_seed(text, start)
 
 
+def _clock_arg(text: str, end: int) -> bool:
+    """The seeding call whose ``(`` ends at ``end`` seeds with the clock (:func:`clock_seed`)."""
+    line_end = text.find("\n", end)
+    line = text[end:line_end if line_end >= 0 else len(text)]
+    depth, close = 1, -1
+    for i, ch in enumerate(line):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0:
+            close = i
+            break
+    return close >= 0 and clock_seed(text, line[:close])
+
+
 def _process_target_seed(text: str, start: int) -> bool:
     """``np.random.seed(SEED)`` in a function that a process runs (``Process(target=sample_function,
     args=(..., np.random.randint(2e9)))``) with the seed it is handed: a worker's own stream."""
@@ -239,6 +258,26 @@ def _process_target_seed(text: str, start: int) -> bool:
     return arg in params and re.search(rf"\b(?:target|initializer)\s*=\s*{re.escape(m.group(1))}\b", text) is not None
 
 
+# the clock as a seed: `time.time()`, `int(time.time())`, `int(time.time() * 1000) % 2**32`
+_CLOCK = re.compile(r"(?:int\(\s*)?(?:time\.)?time(?:_ns)?\(\)(?:\s*[*%]\s*[\w.*]+)*\s*\)?(?:\s*[*%]\s*[\w.*]+)*")
+
+
+def clock_seed(text: str, arg: str) -> bool:
+    """The seed ``arg`` (the text of a seeding call's argument) is the clock: the call reads the
+    time itself (``random.seed(time.time())``), or the file assigns the time to that name
+    (``args.seed = time.time()`` ... ``torch.cuda.manual_seed(args.seed)``). Such a seed differs
+    on every run: no reproducibility is intended."""
+    arg = arg.strip()
+    if _CLOCK.fullmatch(arg) is not None:
+        return True
+    if not arg or "time(" not in text or not all(part.isidentifier() for part in arg.split(".")):
+        return False
+    for m in re.finditer(rf"^[ \t]*{re.escape(arg)}[ \t]*=(?!=)([^\n#]*)", text, re.M):
+        if _CLOCK.fullmatch(m.group(1).strip()) is not None:
+            return True
+    return False
+
+
 def _seeds(path: str, text: str, out: TextFacts) -> None:
     if _calls_seed_helper(text) or _defines_seed_helper(text):
         out.seeds_everything = True
@@ -246,7 +285,7 @@ def _seeds(path: str, text: str, out: TextFacts) -> None:
         if needle not in text:
             continue
         for m in pattern.finditer(text):
-            if _per_call_seed(text, m.start(), m.end()) or _worker_seed(text, m.start()):
+            if _per_call_seed(text, m.start(), m.end()) or _worker_seed(text, m.start()) or _clock_arg(text, m.end()):
                 continue
             out.seeded.setdefault(family, f"{path}:{text.count(chr(10), 0, m.start()) + 1}")
             if path not in out.seed_files:

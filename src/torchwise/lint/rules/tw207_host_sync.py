@@ -10,8 +10,9 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
+from torchwise.lint.semantics.hostconsumers import consumed_on_host
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, consumed_on_host, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
+    LOGGING_READERS, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
@@ -97,7 +98,10 @@ What it flags
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
   waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
   the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
-  loss.detach().cpu().numpy())` for a NumPy replay tree); a loop counter compared with a number
+  loss.detach().cpu().numpy())` for a NumPy replay tree), also through a name bound to the read
+  and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
+  `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
+  collected); a loop counter compared with a number
   (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
   pass, which waits for the GPU anyway.

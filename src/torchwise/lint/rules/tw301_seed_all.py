@@ -8,18 +8,12 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
+from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from
+from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
 
-_SEEDERS = {
-    "random.seed": "random",
-    "numpy.random.seed": "numpy",
-    "torch.manual_seed": "torch",
-    "torch.cuda.manual_seed_all": "cuda",
-    "torch.cuda.manual_seed": "cuda",
-}
 # helpers that seed everything at once (frameworks, torchwise itself)
 _SEED_ALL = frozenset({"seed_everything", "set_seed", "set_random_seed", "fix_seed", "setup_seed", "seed_all", "set_seeds", "init_seeds", "fix_seeds"})
 _RANDOM_FUNCS = frozenset({
@@ -50,7 +44,8 @@ _LABELS = {"random": "Python's random", "numpy": "NumPy's global generator", "to
 
 def _under_test(ctx: Context, node: ast.AST) -> bool:
     """In a test function (``test_*``, ``_test*``), a ``unittest.TestCase`` method, or under an
-    ``if`` that tests a test switch (``if args.test:``): code that runs only under test."""
+    ``if`` that tests a test switch (``if args.test:``): code that runs only under test; or in
+    the body of ``if False:`` / ``if 0:``, code that never runs."""
     for anc in ctx.ancestors(node):
         if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and anc.name.lstrip("_").startswith("test"):
             return True
@@ -58,6 +53,9 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
             return True
         if anc.__class__ is ast.If and "test" in ctx.text(anc.test).lower():
             return True
+        if anc.__class__ is ast.If and anc.test.__class__ is ast.Constant and not anc.test.value \
+                and any(ctx.contains(stmt, node) for stmt in anc.body):
+            return True  # dead code (`if False:`): it never runs
     return False
 
 
@@ -141,62 +139,6 @@ def _never_called(ctx: Context, node: ast.AST) -> bool:
     return sum(text.count(needle) for _, text in ctx.project.files) <= 1
 
 
-# draws that reorder or pick a subset: what a fixed train/test split is made with
-_SPLIT_DRAWS = frozenset({"random.shuffle", "random.sample", "numpy.random.shuffle", "numpy.random.permutation",
-                          "numpy.random.choice"})
-
-
-def _split_seed(ctx: Context, call: ast.Call, family: str) -> bool:
-    """``random.seed(1234); random.shuffle(ids)``: a literal seed that fixes one reordering of the
-    data for a train/test split - the next statement draws it from the same generator, the
-    statements after it cut it into parts (``ids[-n:]``), and no other generator is seeded in
-    the file. The split is reproducible on purpose; the run makes no attempt at reproducibility
-    that an unseeded torch generator would break."""
-    stmt = ctx.statement_of(call)
-    body = getattr(ctx.parent(stmt), getattr(stmt, "_tw_field", ""), None)
-    if not isinstance(body, list) or stmt not in body or body.index(stmt) + 1 >= len(body):
-        return False
-    if not call.args or call.args[0].__class__ is not ast.Constant:
-        return False  # a seed handed in (per epoch, per run) is the run's seeding
-    after = body[body.index(stmt) + 1]
-    draws = [c for c in ast.walk(after) if c.__class__ is ast.Call and (ctx.qualname(c.func) or "") in _SPLIT_DRAWS
-             and _SEEDERS.get((ctx.qualname(c.func) or "").rsplit(".", 1)[0] + ".seed") == family]
-    if not draws or not _sliced_after(body[body.index(stmt) + 1:body.index(stmt) + 6], draws[0], after):
-        return False
-    return not any(
-        _SEEDERS.get(ctx.qualname(c.func) or "") not in (None, family) for name in ("seed", "manual_seed", "manual_seed_all")
-        for c in ctx.calls_named(name))
-
-
-def _sliced_after(stmts: list[ast.stmt], draw: ast.Call, first: ast.stmt) -> bool:
-    """The drawn order is cut into parts in the statements that follow (``ids[-n:]``,
-    ``perm[:k]``): a split."""
-    names = {t.id for t in getattr(first, "targets", ()) if t.__class__ is ast.Name}
-    if draw.args and draw.args[0].__class__ is ast.Name:
-        names.add(draw.args[0].id)
-    return any(n.__class__ is ast.Subscript and n.value.__class__ is ast.Name and n.value.id in names
-               and n.slice.__class__ is ast.Slice for stmt in stmts for n in ast.walk(stmt))
-
-
-def _split_seeds_only(ctx: Context) -> bool:
-    """Every seed of the project is such a split seed (its seeding files read once per process)."""
-    key = ("tw301:split-seeds-only",)
-    found = ctx.project.answers.get(key)
-    if found is None:
-        texts = dict(ctx.project.files)
-        found = bool(ctx.project.seed_files)
-        for path in ctx.project.seed_files:
-            where = ctx if path == ctx.path else parsed_file(ctx.project, path, texts.get(path, ""))
-            if where is None:
-                found = False
-                break
-            seeds = [(c, _SEEDERS.get(where.qualname(c.func) or "")) for name in ("seed", "manual_seed", "manual_seed_all")
-                     for c in where.calls_named(name)]
-            if not all(f is None or _split_seed(where, c, f) for c, f in seeds):
-                found = False
-                break
-        ctx.project.answers[key] = found
-    return found
 
 
 class PartialSeeding(Rule):
@@ -216,14 +158,17 @@ What it flags
   generator. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
-  `test_*` function, a `TestCase`, under `if args.test:`) do not count; nor does a scoped seed
+  `test_*` function, a `TestCase`, under `if args.test:`) do not count, nor do seeds and draws
+  in dead code (the body of `if False:`); nor does a scoped seed
   that puts the state back (`state = np.random.get_state(); np.random.seed(0); ...;
   np.random.set_state(state)`), nor a DataLoader worker's reseeding (`def worker_init_fn(worker_id):
   numpy.random.seed(... + worker_id)`) or a worker process's (`np.random.seed(SEED)` in the
   function a `Process(target=...)` runs, with the seed it is handed), nor a literal seed that fixes a train/test split
   (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
-  reproducible run for an unseeded torch generator to break. A draw that only picks what to plot (`random.sample(paths, k=3)`
+  reproducible run for an unseeded torch generator to break. Nor does a seed that is the clock
+  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):
+  it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`).
   Across the files linted together: in a module that seeds nothing itself, a draw from a
@@ -264,9 +209,10 @@ Fix
         first_seed: ast.Call | None = None
         for name in ("seed", "manual_seed", "manual_seed_all"):
             for call in ctx.calls_named(name):
-                family = _SEEDERS.get(ctx.qualname(call.func) or "")
+                family = SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call) \
-                        and not _split_seed(ctx, call, family) and not _worker_reseed(ctx, call):
+                        and not split_seed(ctx, call, family) and not _worker_reseed(ctx, call) \
+                        and not (call.args and clock_seed(ctx.source, ctx.text(call.args[0]))):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
@@ -314,7 +260,7 @@ Fix
         and torch). Only explicit draws count here: layers and initialisers are seeded by
         whoever builds the model."""
         project = ctx.project
-        if not project.seeded or project.seeds_everything or _split_seeds_only(ctx):
+        if not project.seeded or project.seeds_everything or split_seeds_only(ctx):
             return  # (seeds that only fix a data split are no attempt at a reproducible run)
         if project.files and ctx.path not in reached_from(project, project.seed_files):
             return  # no seeding script imports this module: another program (a notebook of a course)

@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
+from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 
 
@@ -18,7 +19,9 @@ class CudaManualSeed(Rule):
     doc = """\
 What it flags
   `torch.cuda.manual_seed(s)` in a function (or module level) that does not also call
-  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device.
+  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device. Not when
+  the seed is the clock (`torch.cuda.manual_seed(int(time.time()))`, or `args.seed =
+  time.time()` in the same file): it differs on every run, so no reproducibility is intended.
 
 Why it matters
   `torch.cuda.manual_seed` seeds the generator of the current device only. In a process that
@@ -43,6 +46,8 @@ Fix
         for call in calls:
             if id(ctx.scope_of(call)) in covered:
                 continue
+            if call.args and clock_seed(ctx.source, ctx.text(call.args[0])):
+                continue  # seeded with the clock (args.seed = time.time()): no reproducibility intended
             fix = None
             if call.func.__class__ is ast.Attribute:
                 edit = ctx.replace_attr(call.func, "manual_seed_all")

@@ -10,7 +10,7 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
-from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, save_index
+from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, final_weights_on_host, save_index
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.steps import training_calls
@@ -189,6 +189,19 @@ def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
 _GPU_SWITCH = re.compile(r"""add_argument\(\s*["']--?(?:gpu|cuda|use[-_]gpu|use[-_]cuda)["'][^)]*store_true""")
 
 
+def _shipped_final_weights(ctx: Context, load: ast.Call, names: set[str]) -> bool:
+    """``net.load_state_dict(torch.load(path))`` in a script that trains nothing (a stylizer, a
+    demo), of a file no save of the project writes (weights shipped with it), while the final
+    weights the project's training saves - outside its loop, not the checkpoints - are host data
+    (``net.cpu()`` first): what it ships comes from the host."""
+    parent = ctx.parent(load)
+    if parent.__class__ is not ast.Call or last_name(parent.func) != "load_state_dict" or not ctx.project.save_files:
+        return False
+    if names & set(save_index(ctx.project)) or training_calls(ctx):
+        return False
+    return final_weights_on_host(ctx.project)
+
+
 def _gpu_switch(ctx: Context) -> bool:
     """The script turns the GPU on by an opt-in flag (``-gpu``, ``action='store_true'``): its
     default run is on the CPU, whatever the rest of the project looks like."""
@@ -225,7 +238,11 @@ What it flags
   tensors because the file, or the project linted with it, writes every checkpoint from host
   data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, every entry moved in a loop
   `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
-  conversion script with no device code, NumPy statistics), loads
+  conversion script with no device code, a module moved to the host in place first: `net.cpu()`
+  then `torch.save(net.state_dict(), f)`, NumPy statistics), weights shipped with the project
+  (a file name no save of it writes) loaded into a model by a script that trains nothing, when
+  the final weights its training saves - outside the loop, not the checkpoints - are host data
+  (`train.py` ends with `net.cpu()` and the save; `stylize.py` loads `transforms/mosaic.pth`), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
   only ever writes with host data, tensors built from NumPy in code that touches no device or
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before or under a
@@ -280,7 +297,7 @@ Fix
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
-                    or _fresh_name(ctx, call):
+                    or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names):
                 continue  # a file the project writes without GPU tensors; what this run just wrote
             yield ctx.finding(
                 self.code, call,

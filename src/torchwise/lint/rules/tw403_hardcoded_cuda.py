@@ -10,7 +10,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import gpu_setup_line
-from torchwise.lint.semantics.fallback import gpu_only_file, has_cpu_fallback, under_device_flag
+from torchwise.lint.semantics.fallback import gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -34,6 +34,17 @@ _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "aran
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
 
 
+def _moved_name(ctx: Context, call: ast.Call) -> str | None:
+    """``model = DataParallel(model).cuda()`` / ``model.cuda()`` as a whole statement: the name
+    moved (its target, or the object of a bare ``name.cuda()``); None for any other shape."""
+    stmt = ctx.parent(call)
+    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+        return stmt.targets[0].id
+    if stmt.__class__ is ast.Expr and call.func.value.__class__ is ast.Name:
+        return call.func.value.id
+    return None
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -49,7 +60,12 @@ What it flags
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
   device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves
-  its inputs with `.cuda()` instead of `.to(device)`.
+  its inputs with `.cuda()` instead of `.to(device)`. And in a training file that checks for a
+  GPU and moves every batch under its flag (`if use_cuda: inputs = inputs.cuda()`), the model
+  (or its loss) moved with a bare `.cuda()` as a whole statement (`model =
+  torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
+  Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
+  "cuda:0"): such a file is written for a GPU.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -78,7 +94,14 @@ What it flags
   cannot train without a GPU (re-identification baselines whose helpers, `*_gpu.py` evaluation
   and demo then hard-code CUDA by design). A model moved under the check (`if use_gpu: model =
   model.cuda()`) or an unconditional move of something else (a class-weight tensor) keeps the
-  CPU path, and the other files' findings. Module-level code
+  CPU path, and the other files' findings. In a repository that gathers several sub-projects
+  side by side (a language model, an image classifier, a translation model, each in its own
+  top-level folder), a folder is GPU-only by itself when two or more of its files hard-code
+  CUDA, one of them trains and none of its files has a CPU path: the classifier's fallback is
+  no CPU path of the language model. A script that picks its one GPU itself
+  (`os.environ["CUDA_VISIBLE_DEVICES"] = args.gpu`, then `.cuda()` throughout) is left alone
+  when no file of its project has any CPU path; a sibling script's `--use_cpu` flag or GPU check
+  keeps its findings. Module-level code
   of a demo - a file that runs the model on random inputs and neither trains, reads data nor
   loads a checkpoint (drawing the autograd graph, timing a forward) - is left alone too.
 
@@ -99,6 +122,8 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only:
             return  # the project as a whole is GPU-only by design (torchwise.lint.project)
+        if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
+            return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
         if setups and any(function_verdict(ctx.project, "gpu_setup_blocks", name, gpu_setup_line)
                           for name in ctx.calls_by_name if name in setups):
@@ -106,8 +131,8 @@ Fix
         if has_cpu_fallback(ctx):
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
-        if gpu_only_file(ctx):
-            return  # configures a library for CUDA, or times itself with CUDA events: GPU-only by design
+        if gpu_only_file(ctx) or self._pinned_in_gpu_project(ctx):
+            return  # configures a library for CUDA, times itself with CUDA events, or picks its one GPU: GPU-only by design
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
@@ -135,6 +160,13 @@ Fix
             if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
                 yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
 
+    @staticmethod
+    def _pinned_in_gpu_project(ctx: Context) -> bool:
+        """The script picks its one GPU itself (``CUDA_VISIBLE_DEVICES = args.gpu``, then ``.cuda()``
+        throughout) and no file of its project has any way to run without a GPU: written for a GPU
+        machine. (A sibling script's ``--use_cpu`` flag or GPU check keeps its findings.)"""
+        return bool(ctx.project.files) and ctx.project.cpu_path_files == 0 and pinned_gpu_script(ctx)
+
     def _factories_beside_fallback(self, ctx: Context) -> Iterator[Finding]:
         """A file that chooses its device by a flag (``device = torch.device("cuda" if use_cuda
         else "cpu")``) yet makes a tensor with ``torch.randn(x.shape).cuda()``: the CPU run it
@@ -143,6 +175,7 @@ Fix
         if "cuda(" not in src:
             return
         yield from self._cuda_beside_choice(ctx)
+        yield from self._model_beside_guarded_batches(ctx)
         if not ("else 'cpu'" in src or 'else "cpu"' in src) or not _CHOSEN_DEVICE.search(src):
             return
         for call in ctx.calls_named("cuda"):
@@ -163,6 +196,27 @@ Fix
                 if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None and ctx.function_of(call) is func:
                     yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() ignores the device this "
                                                        "function chooses; its CPU path fails here"))
+
+    def _model_beside_guarded_batches(self, ctx: Context) -> Iterator[Finding]:
+        """A training file that checks for a GPU and moves every batch under its flag (``if
+        use_cuda: inputs = inputs.cuda()``) while the model it trains goes ``.cuda()`` unguarded
+        (``model = DataParallel(model).cuda()``): the per-batch fallback is there, the model move
+        breaks it. Only when the unguarded moves are whole statements of named objects (the
+        model, its loss) and no "cuda" string is used unguarded: a file that also builds tensors
+        on "cuda" or autocasts on it is written for a GPU (project.text.unguarded_model_move)."""
+        moves = [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
+        if not any(under_device_flag(ctx, c) for c in moves):
+            return
+        bare = [c for c in moves if not under_device_flag(ctx, c, moves_too=True)]
+        named = [_moved_name(ctx, c) for c in bare]
+        if not bare or None in named or not any(f"{n}.parameters(" in ctx.source for n in named):
+            return
+        if any(isinstance(k.value, str) and _CUDA_STR.match(k.value) and not under_device_flag(ctx, k)
+               for k in ctx.nodes.get(ast.Constant, ())):
+            return
+        for call, name in zip(bare, named):
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() moves {name} to CUDA unguarded while "
+                                               "the batches fall back to the CPU; the CPU path fails here"))
 
     @staticmethod
     def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:

@@ -235,7 +235,26 @@ def saved_on_host(ctx: Context, save: ast.Call) -> bool:
     """Does this ``torch.save`` write host data or no tensors at all?"""
     obj = argument(save, "obj", 0)
     return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save) \
-        or _fresh_model_state(ctx, obj, save)
+        or _fresh_model_state(ctx, obj, save) or _moved_to_host_first(ctx, obj, save)
+
+
+def _moved_to_host_first(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
+    """``net.cpu()`` (or ``net = net.to("cpu")``) as a statement before ``torch.save(net.state_dict(),
+    f)`` in the same scope, with no later move of ``net`` before the save: a module moved to the
+    host in place writes host tensors."""
+    if obj is None or obj.__class__ is not ast.Call or obj.func.__class__ is not ast.Attribute \
+            or obj.func.attr != "state_dict" or obj.func.value.__class__ is not ast.Name:
+        return False
+    name, scope = obj.func.value.id, ctx.scope_of(save)
+    moves = [c for c in ctx.calls_named("cpu", "cuda", "to") if c.func.__class__ is ast.Attribute
+             and c.func.value.__class__ is ast.Name and c.func.value.id == name and ctx.scope_of(c) is scope
+             and (c.lineno, c.col_offset) < (save.lineno, save.col_offset)]
+    if not moves:
+        return False
+    last = max(moves, key=lambda c: (c.lineno, c.col_offset))
+    to_cpu = last.func.attr == "cpu" or last.func.attr == "to" and bool(last.args) and ctx.text(last.args[0]) in ('"cpu"', "'cpu'")
+    stmt = ctx.parent(last)
+    return to_cpu and (stmt.__class__ is ast.Expr or stmt.__class__ is ast.Assign and ctx.text(stmt.targets[0]) == name)
 
 
 def _fresh_model_state(ctx: Context, obj: AST | None, save: ast.Call) -> bool:

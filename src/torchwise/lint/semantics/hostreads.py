@@ -266,32 +266,6 @@ def is_loop_counter(ctx: Context, expr: AST) -> bool:
 
 
 # methods that log or collect a value read on the host (a per-step read there is the pitfall)
-_SINKS = frozenset({"append", "extend", "add", "update", "insert", "put", "write", "print", "format", "info", "debug",
-                    "warning", "log", "set_postfix", "set_description", "record", "track", "push", "accumulate"})
-_SINK_PREFIXES = ("log", "add_", "print", "record", "write", "set_post", "set_desc", "track")
-
-
-def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
-    """Is the value read at ``read`` (a ``.cpu()``/``.numpy()``/``.tolist()`` chain) handed straight
-    to a method of an object that works on it on the host, rather than logged or collected:
-    ``memory.update_priorities(idxs, loss.detach().cpu().numpy())``? Then the algorithm needs it
-    there every step (a NumPy segment tree, hard-example mining), and the read is no waste."""
-    node: AST = read
-    while True:  # the whole chain: loss.detach().cpu().numpy()
-        parent = ctx.parent(node)
-        if parent.__class__ is ast.Attribute and ctx.parent(parent).__class__ is ast.Call and ctx.parent(parent).func is parent:
-            node = ctx.parent(parent)
-            continue
-        break
-    if getattr(read.func, "attr", "") == "item" or last_name(node.func) == "item":
-        return False  # a scalar: logged, not consumed
-    call = ctx.parent(node)
-    if call.__class__ is not ast.Call or node is call.func or call.func.__class__ is not ast.Attribute:
-        return False
-    name = call.func.attr
-    if name in _SINKS or name.startswith(_SINK_PREFIXES) or ctx.qualname(call.func) is not None:
-        return False  # logged, collected, or a library function (np.mean(...): a metric)
-    return not is_device_tensor(ctx, call.func.value, call)
 
 
 def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:

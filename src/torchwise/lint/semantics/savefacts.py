@@ -5,9 +5,10 @@ small summaries are kept, not the parsed files."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
-from torchwise.lint.engine import Context, argument, legacy
+from torchwise.lint.engine import Context, argument, last_name, legacy
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.checkpoints import file_names, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.projectcode import share_context
@@ -23,17 +24,24 @@ class FileSaves:
     host_keys: frozenset[str]
     device_keys: frozenset[str]
     names: dict[str, bool]
+    # whether every model state saved outside any loop (the final weights) is host data (None: none)
+    final_host: bool | None = None
 
 
 def summarise(ctx: Context) -> FileSaves:
     names: dict[str, bool] = {}
+    final: bool | None = None
     for save in ctx.calls_to("torch.save"):
         written = file_names(ctx, argument(save, "f", 1), save)
         host = saved_on_host(ctx, save) if written else True  # the dearer question, only for a known name
         for name in written:
             names[name] = names.get(name, True) and host
+        obj = argument(save, "obj", 0)
+        if obj is not None and obj.__class__ is ast.Call and last_name(obj.func) == "state_dict" \
+                and not ctx.enclosing_loops(save):
+            final = (final is not False) and saved_on_host(ctx, save)
     host_keys, device_keys = saved_keys(ctx)
-    return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names)
+    return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names, final)
 
 
 def _known(facts: ProjectFacts) -> dict[str, FileSaves]:
@@ -76,6 +84,13 @@ def device_savers(facts: ProjectFacts) -> list[str]:
     _summaries(facts)
     known = _known(facts)
     return [path for path, _ in facts.save_files if path in known and known[path].host_only is False]
+
+
+def final_weights_on_host(facts: ProjectFacts) -> bool:
+    """Every model state the project saves outside a loop (its final weights, not the checkpoints
+    written while training) is host data, and there is one (``net.cpu()`` then ``torch.save(net.state_dict(), f)``)."""
+    finals = [s.final_host for s in _summaries(facts) if s.final_host is not None]
+    return bool(finals) and all(finals)
 
 
 def save_index(facts: ProjectFacts) -> dict[str, bool]:
