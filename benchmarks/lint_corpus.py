@@ -17,8 +17,10 @@ pitfall the rule covers, found by reading the file, that lint should report ther
 starting with ``#`` are comments. Precision = true / (true + false) over the judged findings;
 recall = true / (true + missed), where every known pitfall lint does not report counts as
 missed: the ``missed`` lines, and ``true`` lines of findings this run no longer reports (so the
-same file measures an older or newer version of lint against the same known pitfalls). Findings nobody judged yet are counted and listed apart, so a
-change that adds findings shows what needs judging.
+same file measures an older or newer version of lint against the same known pitfalls). Findings
+nobody judged yet are counted and listed apart, so a change that adds findings shows what needs
+judging. ``TW000``, lint's notice that a file cannot be parsed (Python 2), belongs to no catalog
+rule and counts in no figure.
 
 Checkouts are read only; nothing is imported or executed. The numbers measured this way are
 recorded in BENCHMARKS.md (projects, commits, and the judged counts).
@@ -40,6 +42,7 @@ from torchwise.lint import lint_paths, lint_source  # noqa: E402
 
 # Rules that report many similar, mechanical findings (precision is high and would hide the rest).
 BULK = frozenset({"TW205", "TW513", "TW209", "TW401"})
+SYNTAX = "TW000"  # "this file cannot be parsed": reported by lint, counted by no figure here
 
 
 def commit_of(path: Path) -> str:
@@ -108,6 +111,8 @@ def tally(found: set[Key], judged: dict[Key, str]) -> dict[str, Tally]:
     """Per rule: findings, judged true/false, unjudged, and judged misses lint does not report."""
     rules: dict[str, Tally] = defaultdict(Tally)
     for key in found:
+        if key[2] == SYNTAX:
+            continue  # a file lint cannot parse (Python 2): a notice, not a finding of any catalog rule
         t = rules[key[2]]
         t.found += 1
         verdict = judged.get(key)

@@ -13,6 +13,7 @@ seeding in ``train.py``, a GPU-only helper).
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from recall_shapes import ProjectShape, Shape, d
 
@@ -1007,14 +1008,12 @@ FIND += [
     """), 6),
 ]
 
-# the later rounds' shapes, one module each: round 2 (classes found missing or falsely reported on
-# the tuning set), then rounds 3-7 (each from a held-out set measured first, then tuned on; round 7
-# in three parts: recall_corpus8 for part A, recall_corpus9 for part B, recall_corpus10 for part C; round 8
-# part A: recall_corpus11, part B: recall_corpus12; round 9 part A: recall_corpus13, part B: recall_corpus14; round 10 part A: recall_corpus15, part B: recall_corpus16;
-# round 11 part A: recall_corpus17, part B: recall_corpus18)
-for _round in ("recall_corpus2", "recall_corpus3", "recall_corpus4", "recall_corpus5", "recall_corpus6", "recall_corpus7", "recall_corpus8",
-               "recall_corpus9", "recall_corpus10", "recall_corpus11", "recall_corpus12", "recall_corpus13", "recall_corpus14",
-               "recall_corpus15", "recall_corpus16", "recall_corpus17", "recall_corpus18"):
+# the later rounds' shapes, one module each (recall_corpus2.py, recall_corpus3.py, ...), loaded in the
+# order of their numbers: round 2 (classes found missing or falsely reported on the tuning set), then
+# one or more modules per later round (each from a held-out set measured first, then tuned on); which
+# module belongs to which round is said in each module's docstring and in BENCHMARKS.md
+_HERE = Path(__file__).resolve().parent
+for _round in sorted((p.stem for p in _HERE.glob("recall_corpus[0-9]*.py")), key=lambda n: int(n[len("recall_corpus"):])):
     _module = importlib.import_module(_round)
     FIND += _module.FIND
     QUIET += _module.QUIET
