@@ -1,0 +1,311 @@
+"""The recall corpus, round 12 part B: the data-loading classes (TW202, TW203, TW204) that the
+tuning sets 12-14 missed or reported falsely - each written in our own words and reduced to its
+shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW204 a loader kept from the constructor
+# A runner or trainer class stores the loader it is given (self.loader = loader) and loops over
+# self.loader in its epoch methods; the pinned loaders are built in the main script.
+_PINNED_MAIN = d("""
+    from torch.utils.data import DataLoader
+    from runner import EpochRunner
+    def main(model, train_set, val_set, device):
+        train_loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4, pin_memory=True)
+        val_loader = DataLoader(val_set, batch_size=32, num_workers=4, pin_memory=True)
+        trainer = EpochRunner(model, train_loader, device)
+        evaluator = EpochRunner(model, val_loader, device)
+        for epoch in range(10):
+            trainer.run_epoch()
+            evaluator.run_epoch()
+""")
+_RUNNER = d("""
+    import torch
+    class EpochRunner:
+        def __init__(self, model, dataloader, device):
+            self.model = model
+            self.dataloader = dataloader
+            self.device = device
+        def run_epoch(self):
+            total = 0.0
+            for features, labels, lengths in self.dataloader:
+                labels = labels.to(self.device)
+                out = self.model(features.to(self.device), lengths)
+                total += float(out.sum())
+            return total
+""")
+_BASE_TRAINER = d("""
+    from tqdm import tqdm
+    class BaseTrainer:
+        def __init__(self, model, train_loader, device):
+            self.model = model
+            self.train_loader = train_loader
+            self.device = device
+    class SeqTrainer(BaseTrainer):
+        def train_epoch(self):
+            progress = tqdm(self.train_loader)
+            for step, batch in enumerate(progress):
+                batch = [part.to(self.device) for part in batch]
+                self.model.step(batch)
+""")
+PROJECTS += [
+    ProjectShape("TW204", "a runner class keeps the loader handed to its constructor; every loader of the project is pinned", {
+        "main.py": _PINNED_MAIN, "runner.py": _RUNNER,
+    }, (("runner.py", 10), ("runner.py", 11))),
+    ProjectShape("TW204", "a base trainer stores the loader, a subclass loops over it through tqdm and copies every part", {
+        "trainers.py": _BASE_TRAINER,
+        "loaders.py": d("""
+            import torch.utils.data as tud
+            def make_loader(ds, bs):
+                return tud.DataLoader(ds, batch_size=bs, shuffle=True, pin_memory=True)
+        """),
+        "main.py": d("""
+            from loaders import make_loader
+            from trainers import SeqTrainer
+            SeqTrainer(net, make_loader(ds, 64), "cuda").train_epoch()
+        """),
+    }, (("trainers.py", 11),)),
+    ProjectShape("TW204", "a trainer class chosen by the config, handed a loader pinned from a JSON setting by keyword", {
+        "train.py": d("""
+            import json
+            from torch.utils.data import DataLoader
+            from util import build
+            def main(config):
+                train_loader = DataLoader(build(config["train_set"]), batch_size=config["loader"]["batch_size"],
+                                          pin_memory=config["loader"]["pin_memory"])
+                val_loader = DataLoader(build(config["val_set"]), batch_size=1)
+                trainer_class = build(config["trainer"])
+                trainer_class(model=build(config["model"]), train_loader=train_loader, val_loader=val_loader).fit()
+        """),
+        "trainer/fit.py": d("""
+            class Fitter:
+                def __init__(self, model, train_loader, val_loader):
+                    self.model = model
+                    self.device = next(model.parameters()).device
+                    self.train_loader = train_loader
+                    self.val_loader = val_loader
+                def fit(self):
+                    for noisy, clean in self.train_loader:
+                        noisy = noisy.to(self.device)
+                        loss = self.model.loss(noisy, clean.to(self.device))
+                    for noisy, clean in self.val_loader:
+                        noisy = noisy.to(self.device)
+        """),
+    }, (("trainer/fit.py", 9), ("trainer/fit.py", 10))),
+    ProjectShape("TW204", "look-alike: the project also builds an unpinned loader, and the runner is called positionally", {
+        "main.py": _PINNED_MAIN.replace("val_loader = DataLoader(val_set, batch_size=32, num_workers=4, pin_memory=True)",
+                                        "val_loader = DataLoader(val_set, batch_size=32, num_workers=4)"),
+        "runner.py": _RUNNER,
+    }),
+    ProjectShape("TW204", "look-alike: the class builds its own loader object (a prefetcher), not one handed in", {
+        "main.py": _PINNED_MAIN,
+        "runner.py": _RUNNER.replace("self.dataloader = dataloader", "self.dataloader = Prefetcher(dataloader)"),
+    }),
+    ProjectShape("TW204", "the runner's copies beside a quiet look-alike: a helper of an imported module that nothing calls", {
+        "main.py": _PINNED_MAIN.replace("from runner import EpochRunner", "from runner import EpochRunner\nimport helpers"),
+        "runner.py": _RUNNER,
+        "helpers.py": d("""
+            import torch
+            def average_loss(net, loader, criterion, device):
+                total = 0.0
+                with torch.no_grad():
+                    for x, y in loader:
+                        total += criterion(net(x.to(device)).cpu(), y)
+                return total / len(loader)
+        """),
+    }, (("runner.py", 10), ("runner.py", 11))),
+]
+
+# ------------------------------------------------------------- TW204 loaders of nested set datasets do not count
+# A few-shot project: the episode loaders are pinned through a settings dict, while the set
+# dataset keeps one unpinned loader per class inside itself (its __getitem__ draws from them).
+PROJECTS += [
+    ProjectShape("TW204", "few-shot episodes: pinned through a settings dict, per-class loaders nested in the dataset", {
+        "data/sets.py": d("""
+            import torch
+            class EpisodeSet:
+                def __init__(self, groups, n_per_class):
+                    params = dict(batch_size=n_per_class, shuffle=True, num_workers=0, pin_memory=False)
+                    self.loaders = [torch.utils.data.DataLoader(g, **params) for g in groups]
+                def __getitem__(self, i):
+                    return next(iter(self.loaders[i]))
+                def __len__(self):
+                    return len(self.loaders)
+        """),
+        "data/manager.py": d("""
+            import torch
+            from data.sets import EpisodeSet
+            class EpisodeManager:
+                def loader(self, groups, sampler):
+                    params = dict(batch_sampler=sampler, num_workers=8, pin_memory = True)
+                    return torch.utils.data.DataLoader(EpisodeSet(groups, 5), **params)
+        """),
+        "methods/proto.py": d("""
+            class Proto:
+                def train_loop(self, epoch, train_loader, optimizer):
+                    for i, (x, _) in enumerate(train_loader):
+                        x = x.cuda()
+                        loss = self.loss(x)
+        """),
+        "train.py": d("""
+            from data.manager import EpisodeManager
+            from methods.proto import Proto
+            model = Proto()
+            for epoch in range(100):
+                model.train_loop(epoch, EpisodeManager().loader(groups, sampler), opt)
+        """),
+    }, (("methods/proto.py", 4),)),
+]
+
+# ------------------------------------------------------------- TW204 copies the device helpers do not name
+FIND += [
+    Shape("TW204", "continual learning: a pinned loader built in a method, the batch copied to self._device()", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Learner(torch.nn.Module):
+            def _device(self):
+                return next(self.parameters()).device
+            def estimate_fisher(self, dataset):
+                loader = DataLoader(dataset, batch_size=1, pin_memory=True)
+                for x, y in loader:
+                    x = x.to(self._device())
+                    self(x).sum().backward()
+    """), 9),
+    Shape("TW204", "detection scripts: the pinned batch cast with a CUDA tensor type chosen by a GPU check", d("""
+        import torch
+        from torch.autograd import Variable
+        from torch.utils.data import DataLoader
+        def evaluate(model, dataset):
+            loader = DataLoader(dataset, batch_size=8, num_workers=4, pin_memory=True)
+            Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+            for paths, imgs in loader:
+                imgs = Variable(imgs.type(Tensor), requires_grad=False)
+                model(imgs)
+    """), 8),
+]
+QUIET += [
+    Shape("TW204", "look-alike: a helper named for a dtype, not a device", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def run(model, dataset):
+            loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+            for x, y in loader:
+                x = x.to(model.compute_dtype())
+    """)),
+    Shape("TW204", "look-alike: a cast to a host tensor type", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def run(model, dataset):
+            loader = DataLoader(dataset, batch_size=8, pin_memory=True)
+            for x, y in loader:
+                x = x.type(torch.FloatTensor)
+    """)),
+    Shape("TW204", "look-alike: self._device() copies from an unpinned loader", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Learner(torch.nn.Module):
+            def _device(self):
+                return next(self.parameters()).device
+            def estimate(self, dataset):
+                for x, y in DataLoader(dataset, batch_size=1):
+                    x = x.to(self._device())
+    """)),
+]
+
+# ------------------------------------------------------------- TW204 dict batches copied key by key
+FIND += [
+    Shape("TW204", "depth estimation: every entry of a dict batch copied in a loop over .items()", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        loader = DataLoader(dataset, batch_size=12, num_workers=8, pin_memory=True)
+        for inputs in loader:
+            for key, ipt in inputs.items():
+                inputs[key] = ipt.cuda()
+            outputs = model(inputs)
+    """), 6),
+    Shape("TW204", "a trainer method given the dict batch by the pinned loop (and by a validation step)", d("""
+        from torch.utils.data import DataLoader
+        class Trainer:
+            def __init__(self, dataset, device):
+                self.device = device
+                self.loader = DataLoader(dataset, batch_size=12, num_workers=8, pin_memory=True)
+                self.val_iter = iter(DataLoader(dataset, batch_size=12))
+            def run_epoch(self):
+                for batch_idx, inputs in enumerate(self.loader):
+                    losses = self.process_batch(inputs)
+            def val(self):
+                inputs = next(self.val_iter)
+                self.process_batch(inputs)
+            def process_batch(self, inputs):
+                for key, ipt in inputs.items():
+                    inputs[key] = ipt.to(self.device)
+                return self.model(inputs)
+    """), 15),
+    Shape("TW204", "a loss method that hands the batch on to forward(), which copies it", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Baseline(torch.nn.Module):
+            def forward(self, x):
+                x = x.cuda()
+                return self.classifier(self.feature(x))
+            def forward_loss(self, x, y):
+                scores = self.forward(x)
+                return self.loss_fn(scores, y.cuda(non_blocking=True))
+            def train_loop(self, dataset, optimizer):
+                for x, y in DataLoader(dataset, batch_size=64, num_workers=8, pin_memory=True):
+                    loss = self.forward_loss(x, y)
+    """), 5),
+]
+QUIET += [
+    Shape("TW204", "look-alike: a loop over the items of the model's own buffers inside the pinned loop", d("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(dataset, batch_size=12, num_workers=8, pin_memory=True)
+        for inputs in loader:
+            inputs = inputs.cuda(non_blocking=True)
+            for name, buf in model.extra_buffers.items():
+                model.extra_buffers[name] = buf.cuda()
+    """)),
+    Shape("TW204", "look-alike: a dict batch from an unpinned loader copied key by key", d("""
+        from torch.utils.data import DataLoader
+        loader = DataLoader(dataset, batch_size=12, num_workers=8)
+        for inputs in loader:
+            for key, ipt in inputs.items():
+                inputs[key] = ipt.cuda()
+    """)),
+]
+
+# ------------------------------------------------------------- TW204 one iterator per task, kept in a list
+FIND += [
+    Shape("TW204", "replay of earlier tasks: one iterator over a pinned loader per task, stepped with next()", d("""
+        from torch.utils.data import DataLoader
+        def train(model, previous, n_steps, device):
+            iterators = [None] * len(previous)
+            for step in range(n_steps):
+                xs = []
+                for task in range(len(previous)):
+                    if step % 100 == 0:
+                        iterators[task] = iter(DataLoader(previous[task], batch_size=32, pin_memory=True))
+                    x_t, y_t = next(iterators[task])
+                    xs.append(x_t.to(device))
+                model.replay(xs)
+    """), 10),
+]
+QUIET += [
+    Shape("TW204", "look-alike: the per-task iterators run over unpinned loaders", d("""
+        from torch.utils.data import DataLoader
+        def train(model, previous, n_steps, device):
+            iterators = [iter(DataLoader(p, batch_size=32)) for p in previous]
+            for step in range(n_steps):
+                for task in range(len(previous)):
+                    iterators[task] = iter(DataLoader(previous[task], batch_size=32))
+                    x_t, y_t = next(iterators[task])
+                    model.replay(x_t.to(device))
+    """)),
+]
