@@ -309,3 +309,166 @@ QUIET += [
                     model.replay(x_t.to(device))
     """)),
 ]
+
+# ------------------------------------------------------------- TW203/TW202 a script's __main__ hands the loader to its training function
+# GAN and feature-statistics scripts: the module defines the training (or extraction) function,
+# and the __main__ block builds the loader and hands it over; the function moves the batches.
+_GAN_SCRIPT = d("""
+    import argparse
+    import torch
+    from torch.utils import data
+    from torchvision import transforms
+    from dataset import LMDBImages
+
+    def endless(loader):
+        while True:
+            for batch in loader:
+                yield batch
+
+    def train(args, loader, generator, discriminator, device):
+        loader = endless(loader)
+        for step in range(args.iters):
+            real = next(loader).to(device)
+            discriminator(real).mean().backward()
+
+    if __name__ == "__main__":
+        device = "cuda"
+        parser = argparse.ArgumentParser()
+        args = parser.parse_args()
+        tf = transforms.Compose([transforms.RandomHorizontalFlip(), transforms.ToTensor()])
+        dataset = LMDBImages(args.path, tf, args.size)
+        loader = data.DataLoader(dataset, batch_size=args.batch, shuffle=True, drop_last=True)
+        train(args, loader, None, None, device)
+""")
+FIND += [
+    Shape("TW203", "GAN script: __main__ builds the loader and hands it to the file's train(), which copies to 'cuda'", _GAN_SCRIPT, 24),
+    Shape("TW202", "GAN script: __main__ builds the loader over transformed images and hands it to train()", _GAN_SCRIPT, 24),
+    Shape("TW203", "feature statistics: __main__ hands the loader to an extraction function that moves each batch", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from dataset import Images
+
+        @torch.no_grad()
+        def extract(loader, net, device):
+            feats = []
+            for img in loader:
+                feats.append(net(img.to(device)).cpu())
+            return torch.cat(feats)
+
+        if __name__ == "__main__":
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            net = torch.hub.load("repo", "inception").eval().to(device)
+            loader = DataLoader(Images("data"), batch_size=64, num_workers=4)
+            stats = extract(loader, net, device).numpy()
+    """), 15),
+]
+QUIET += [
+    Shape("TW203", "look-alike: a dataset module's __main__ only prints the shapes of a few batches", d("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+
+        class Clips(Dataset):
+            def __getitem__(self, i):
+                return torch.load(self.files[i])
+            def __len__(self):
+                return len(self.files)
+
+        def describe(loader):
+            for clip in loader:
+                print(clip.shape)
+
+        if __name__ == "__main__":
+            device = torch.device("cuda")
+            loader = DataLoader(Clips(), batch_size=4)
+            describe(loader)
+    """)),
+]
+
+# ------------------------------------------------------------- TW203 map_location="cpu" is no CPU-only function
+# A detection main(): the device comes from a --device option (cuda by default), checkpoints are
+# read with map_location="cpu", and the loaders go to an engine function that moves the batches.
+FIND += [
+    Shape("TW203", "detection main(): a checkpoint read with map_location='cpu' beside loaders handed to the engine", d("""
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+        from engine import train_one_epoch
+
+        def get_parser():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda")
+            return parser
+
+        def main(args):
+            device = torch.device(args.device)
+            model = build_model(args)
+            model.to(device)
+            if args.resume:
+                checkpoint = torch.load(args.resume, map_location="cpu")
+                model.load_state_dict(checkpoint["model"])
+            loader = DataLoader(build_dataset(args), batch_size=2, collate_fn=collate, num_workers=2)
+            for epoch in range(args.epochs):
+                train_one_epoch(model, loader, device)
+    """), 18),
+]
+QUIET += [
+    Shape("TW203", "look-alike: the function itself runs on the CPU (device = 'cpu')", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from engine import train_one_epoch
+
+        def main(args):
+            device = torch.device("cpu")
+            model = build_model(args)
+            model.to(device)
+            loader = DataLoader(build_dataset(args), batch_size=2, num_workers=2)
+            train_one_epoch(model, loader, device)
+
+        def gpu_main(args):
+            model = build_model(args).cuda()
+    """)),
+]
+
+# ------------------------------------------------------------- TW203 a data module that streams its loader with yield from
+PROJECTS += [
+    ProjectShape("TW203", "diffusion training: load_data() streams an unpinned loader with yield from; batches go to dev()", {
+        "pkg/image_data.py": d("""
+            from torch.utils.data import DataLoader
+            def load_data(*, data_dir, batch_size, image_size):
+                dataset = ImageFolderSet(data_dir, image_size)
+                loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=1, drop_last=True)
+                while True:
+                    yield from loader
+        """),
+        "pkg/dist.py": d("""
+            import torch
+            def dev():
+                if torch.cuda.is_available():
+                    return torch.device("cuda")
+                return torch.device("cpu")
+        """),
+        "pkg/train_loop.py": d("""
+            from pkg import dist
+            def run(model, data):
+                while True:
+                    batch, cond = next(data)
+                    model.step(batch.to(dist.dev()))
+        """),
+    }, (("pkg/image_data.py", 4),)),
+    ProjectShape("TW203", "look-alike: the same streaming data module in a project that never uses a GPU", {
+        "pkg/image_data.py": d("""
+            from torch.utils.data import DataLoader
+            def load_data(*, data_dir, batch_size, image_size):
+                dataset = ImageFolderSet(data_dir, image_size)
+                loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=1, drop_last=True)
+                while True:
+                    yield from loader
+        """),
+        "pkg/train_loop.py": d("""
+            def run(model, data):
+                while True:
+                    batch, cond = next(data)
+                    model.step(batch)
+        """),
+    }),
+]

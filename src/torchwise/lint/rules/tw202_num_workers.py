@@ -143,7 +143,9 @@ What it flags
   item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
-  smoke test of a dataset module that only prints what it yields; and a loader a helper
+  smoke test of a dataset module that only prints what it yields (a script's `__main__` block
+  that hands the loader to a function of the file that moves data to a device - `train(args,
+  loader, generator, device)` - is no smoke test); and a loader a helper
   returns whose every caller in the project only hands it to methods that never read that
   argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise instead).
 

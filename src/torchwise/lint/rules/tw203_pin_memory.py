@@ -43,6 +43,8 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
             parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
             if any(p is call or (p.__class__ is ast.Name and p.id in names) for p in parts):
                 return True
+        elif node.__class__ is ast.YieldFrom and node.value.__class__ is ast.Name and node.value.id in names:
+            return True  # while True: yield from loader - an endless stream of its batches for the callers
     return False
 
 
@@ -143,10 +145,20 @@ def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function, and no other: it runs on the CPU on purpose."""
     for const in ctx.nodes.get(ast.Constant, ()):
         if const.value == "cpu" and func.body[0].lineno <= const.lineno <= (func.end_lineno or func.lineno):
+            if _maps_location(ctx, const):
+                continue  # torch.load(path, map_location="cpu"): where a checkpoint is read, not where the code runs
             # in the function's own body: its nearest enclosing def/class/lambda is the function itself
             if next((a for a in ctx.ancestors(const) if a.__class__ in _SCOPES), None) is func:
                 return True
     return False
+
+
+def _maps_location(ctx: Context, const: ast.AST) -> bool:
+    """``map_location="cpu"`` (or ``map_location=torch.device("cpu")``)."""
+    holder = ctx.parent(const)
+    if holder.__class__ is ast.Call and last_name(holder.func) == "device":
+        holder = ctx.parent(holder)
+    return holder.__class__ is ast.keyword and holder.arg == "map_location"
 
 
 def _identity_collate(call: ast.Call) -> bool:
@@ -192,7 +204,8 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
   the file; a loader-building function nobody calls here (a data module) by the file or the
-  project linted with it. A function or class that moves its batches to a device chosen
+  project linted with it - also one that streams the loader's batches to its callers
+  (`while True: yield from loader`). A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
@@ -204,7 +217,9 @@ What it flags
   left alone. Also a call of a loader-building
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
-  the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code is left alone,
+  the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code (one that names only a `"cpu"` device;
+  `torch.load(..., map_location="cpu")` says where a checkpoint is read, not where the code
+  runs) is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
   is set to False), also in a loader helper of another module; it is left alone where a comment
@@ -217,7 +232,9 @@ What it flags
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
-  stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test, a
+  stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
+  (not a script's `__main__` block that hands the loader to a function of the file that moves
+  data to a device: `train(args, loader, generator, device)`), a
   loader stored under a name nothing in the file reads (beside loaders it uses), or one a helper
   returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and

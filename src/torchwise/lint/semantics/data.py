@@ -248,7 +248,7 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
     batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
     to a function: no batch of it reaches the GPU; or one built in the ``__main__`` smoke test
     of a library module (:func:`~torchwise.lint.semantics.files.in_demo_main`)."""
-    if in_demo_main(ctx, call):
+    if in_demo_main(ctx, call) and not _handed_to_mover(ctx, call):
         return True
     parent = ctx.parent(call)
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
@@ -278,6 +278,27 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
             continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
     return seen
+
+
+def _handed_to_mover(ctx: Context, call: ast.Call) -> bool:
+    """The loader, bound to a name, is handed to a function of this file that moves data to a
+    device (``train(args, loader, generator, device)``, ``extract_features(loader, net,
+    device)``): a script's ``__main__`` block that runs its own training, not a smoke test."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    for use in ctx.nodes.get(ast.Name, ()):
+        if use.id != name or use.ctx.__class__ is not ast.Load:
+            continue
+        holder = ctx.parent(use)
+        if holder.__class__ is ast.keyword:
+            holder = ctx.parent(holder)
+        if holder.__class__ is ast.Call and holder.func.__class__ is ast.Name:
+            target = local_function(ctx, holder)
+            if target is not None and target.__class__ is ast.FunctionDef and moves_to_device(ctx, target):
+                return True
+    return False
 
 
 def _takes_first_samples(ctx: Context, use: AST) -> bool:
