@@ -472,3 +472,107 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------- TW203 graph loaders: PyTorch Geometric and DataLoader* subclasses
+# Molecular property prediction: PyG's DataLoader (batches of graphs, which pin themselves),
+# and a masking loader of the project named DataLoader<Something> that subclasses torch's.
+FIND += [
+    Shape("TW203", "molecule fine-tuning: PyTorch Geometric loaders whose graph batches go to the GPU", d("""
+        import torch
+        from torch_geometric.loader import DataLoader
+
+        def main(args):
+            device = torch.device("cuda:0") if torch.cuda.is_available() else torch.device("cpu")
+            train_loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4)
+            for batch in train_loader:
+                batch = batch.to(device)
+                loss = model(batch.x, batch.edge_index, batch.batch)
+    """), 6),
+]
+QUIET += [
+    Shape("TW203", "look-alike: a PyTorch Geometric loader that already pins", d("""
+        import torch
+        from torch_geometric.loader import DataLoader
+
+        def main(args):
+            device = torch.device("cuda:0")
+            train_loader = DataLoader(train_set, batch_size=32, shuffle=True, num_workers=4, pin_memory=True)
+            for batch in train_loader:
+                batch = batch.to(device, non_blocking=True)
+    """)),
+    Shape("TW203", "look-alike: a graph loader of a CPU-only analysis script", d("""
+        from torch_geometric.loader import DataLoader
+
+        def degree_histogram(dataset):
+            counts = []
+            for batch in DataLoader(dataset, batch_size=256):
+                counts.append(batch.num_nodes)
+            return counts
+    """)),
+]
+_MASKING_LOADERS = d("""
+    import torch
+    from torch.utils.data.dataloader import default_collate
+
+    class DataLoaderMasking(torch.utils.data.DataLoader):
+        def __init__(self, dataset, batch_size=1, shuffle=True, mask_rate=0.15, **kwargs):
+            self.mask_rate = mask_rate
+            super().__init__(dataset, batch_size, shuffle, collate_fn=self.mask_and_collate, **kwargs)
+
+        def mask_and_collate(self, items):
+            return default_collate(items)
+""")
+PROJECTS += [
+    ProjectShape("TW203", "graph pretraining: a DataLoaderMasking subclass of another module, batches moved to the GPU", {
+        "loaders.py": _MASKING_LOADERS,
+        "pretrain.py": d("""
+            import torch
+            from loaders import DataLoaderMasking
+
+            def main(args):
+                device = torch.device("cuda:" + str(args.device)) if torch.cuda.is_available() else torch.device("cpu")
+                loader = DataLoaderMasking(dataset, batch_size=256, shuffle=True, num_workers=8, mask_rate=0.15)
+                for step, batch in enumerate(loader):
+                    batch = batch.to(device)
+                    model(batch).backward()
+        """),
+    }, (("pretrain.py", 6),)),
+    ProjectShape("TW203", "look-alike: the DataLoader* subclass pins by itself", {
+        "loaders.py": _MASKING_LOADERS.replace("collate_fn=self.mask_and_collate, **kwargs)",
+                                               "collate_fn=self.mask_and_collate, pin_memory=True, **kwargs)"),
+        "pretrain.py": d("""
+            import torch
+            from loaders import DataLoaderMasking
+
+            def main(args):
+                device = torch.device("cuda:0")
+                loader = DataLoaderMasking(dataset, batch_size=256, shuffle=True, num_workers=8, mask_rate=0.15)
+                for step, batch in enumerate(loader):
+                    batch = batch.to(device)
+        """),
+    }),
+]
+
+# ------------------------------------------------------------- TW203 a loader handed to a trainer class chosen by the config
+PROJECTS += [
+    ProjectShape("TW203", "speech enhancement: the validation loader handed to trainer_class(...) built from the config", {
+        "train.py": d("""
+            from torch.utils.data import DataLoader
+            from util import initialize_config
+
+            def main(config):
+                train_loader = DataLoader(initialize_config(config["train_set"]), batch_size=config["batch_size"],
+                                          num_workers=4, pin_memory=config["pin_memory"])
+                valid_loader = DataLoader(initialize_config(config["valid_set"]), num_workers=1, batch_size=1)
+                trainer_class = initialize_config(config["trainer"], pass_args=False)
+                trainer = trainer_class(config=config, train_dataloader=train_loader, validation_dataloader=valid_loader)
+                trainer.train()
+        """),
+        "trainer/base.py": d("""
+            import torch
+            class BaseTrainer:
+                def __init__(self, config):
+                    self.device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        """),
+    }, (("train.py", 7),)),
+]

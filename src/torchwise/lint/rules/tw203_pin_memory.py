@@ -15,6 +15,8 @@ from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
+# PyTorch Geometric's loaders: DataLoader subclasses that hand pin_memory on (Data/Batch pin themselves)
+PYG_LOADERS = ("torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader")
 
 
 def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
@@ -73,10 +75,15 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
 _FRAMEWORKS = ("pytorch_lightning", "lightning", "transformers", "accelerate", "catalyst", "ignite", "fastai", "keras")
 
 
+# a trainer class chosen by the config: trainer_class = initialize_config(config["trainer"])
+_TRAINER_CLASSES = frozenset({"trainer_class", "trainer_cls"})
+
+
 def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
     """The loader is handed to a trainer class of the project (``BERTTrainer(bert, ...,
-    train_dataloader=train_data_loader)``, defined in another module) in a project that targets a
-    GPU: the trainer moves its batches to the device. (A framework's trainer is left alone.)"""
+    train_dataloader=train_data_loader)``, defined in another module, or ``trainer_class(...)``
+    chosen by the config) in a project that targets a GPU: the trainer moves its batches to the
+    device. (A framework's trainer is left alone.)"""
     parent = ctx.parent(call)
     if parent.__class__ is ast.IfExp:
         parent = ctx.parent(parent)  # loader = DataLoader(...) if test_dataset is not None else None
@@ -91,7 +98,8 @@ def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
         if user.__class__ is ast.keyword:
             user = ctx.parent(user)
         callee = last_name(user.func) if user.__class__ is ast.Call else None
-        if callee and callee.endswith("Trainer") and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
+        if callee and (callee.endswith("Trainer") or callee.lower() in _TRAINER_CLASSES) \
+                and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
             return True
     return False
 
@@ -208,8 +216,10 @@ What it flags
   (`while True: yield from loader`). A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
-  (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
-  project that names CUDA (a framework's trainer is not). A `**` splat of settings counts as not
+  (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module, or a
+  `trainer_class(...)` chosen by the config) in a project that names CUDA (a framework's
+  trainer is not). Loaders of PyTorch Geometric (`torch_geometric.loader.DataLoader`; its
+  batches pin themselves) count like torch's. A `**` splat of settings counts as not
   pinning when it cannot hold the key: a config entry (`DataLoader(data,
   **self.params['train_args'])`, `**cfg.loader`) in a project whose text never names
   pin_memory, or a local dict written out without it (`kw = dict(batch_size=64)`) in a file
@@ -261,9 +271,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        calls = ctx.calls_to(DATALOADER)
-        if "Loader(" in ctx.source:
-            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader) of the project
+        calls = ctx.calls_to(DATALOADER, *PYG_LOADERS) if "torch_geometric" in ctx.source else ctx.calls_to(DATALOADER)
+        if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
+            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader), DataLoaderMaskingPred of the project
         for call in calls:
             pin = argument(call, "pin_memory", 7)
             explicit = _explicit_false(ctx, pin)

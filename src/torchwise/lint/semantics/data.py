@@ -361,7 +361,7 @@ def loader_subclass_calls(ctx: Context) -> list[ast.Call]:
         return found
     found = []
     for name, calls in ctx.calls_by_name.items():
-        if not name.endswith("Loader") or name == "DataLoader":
+        if "Loader" not in name or name == "DataLoader":  # AudioDataLoader, DataLoaderMaskingPred
             continue
         if _loader_subclass(ctx, name):
             found.extend(c for c in calls if c.func.__class__ is ast.Name or ctx.qualname(c.func) is None)
