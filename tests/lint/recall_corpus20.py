@@ -576,3 +576,143 @@ PROJECTS += [
         """),
     }, (("train.py", 7),)),
 ]
+
+# ------------------------------------------------------------- TW203 false: collate functions handed the device
+# Irregular time series: the datasets are moved to the GPU whole, and the loader's collate
+# function is handed the device (or defaults to it) to build each batch there: nothing to pin.
+QUIET += [
+    Shape("TW203", "look-alike: a lambda collate that hands the device to a collate function of another module", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from lib.records import collate_records
+
+        def main(args):
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            records = torch.load(args.path, map_location=device)
+            train, test = split(records)
+            train_loader = DataLoader(train, batch_size=args.batch_size, shuffle=False,
+                                      collate_fn=lambda batch: collate_records(batch, args, device, data_type="train"))
+            model = build(args).to(device)
+            for batch in train_loader:
+                model(batch["values"]).backward()
+    """)),
+    Shape("TW203", "look-alike: a local collate function whose device parameter defaults to the device", d("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def main(args):
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            def collate(batch, time_steps, device=device):
+                return {"data": torch.stack(batch), "time_steps": time_steps}
+            data = sample(args)
+            loader = DataLoader(data, batch_size=args.batch_size, collate_fn=lambda b: collate(b, steps))
+            model = build(args).to(device)
+            for batch in loader:
+                model(batch["data"]).backward()
+    """)),
+]
+FIND += [
+    Shape("TW203", "a collate function with a device parameter left at None (the batch stays on the host)", d("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def collate(batch, pad=0, device=None):
+            return torch.nn.utils.rnn.pad_sequence(batch, padding_value=pad)
+
+        def main(train_set):
+            model = Net().cuda()
+            loader = DataLoader(train_set, batch_size=32, num_workers=4, collate_fn=lambda b: collate(b))
+            for x in loader:
+                model(x.cuda())
+    """), 9),
+]
+
+# ------------------------------------------------------------- TW203 false: collate functions that return NumPy arrays (ruling R7)
+# Speech synthesis: the dataset's collate_fn pads NumPy arrays (helpers of a utility module that
+# pad with np.pad) and returns them; the training loop converts with torch.from_numpy later.
+_TTS_DATASET = d("""
+    import numpy as np
+    from torch.utils.data import Dataset
+    from utils.pad import pad_1d, pad_2d
+
+    class SpeechSet(Dataset):
+        def __getitem__(self, i):
+            return {"phones": np.load(self.phones[i]), "mel": np.load(self.mels[i])}
+
+        def __len__(self):
+            return len(self.phones)
+
+        def prepare(self, items, idxs):
+            phones = pad_1d([items[i]["phones"] for i in idxs])
+            mels = pad_2d([items[i]["mel"] for i in idxs])
+            lens = np.array([items[i]["mel"].shape[0] for i in idxs])
+            return phones, mels, lens
+
+        def collate_fn(self, items):
+            order = np.argsort([-len(x["phones"]) for x in items])
+            if len(order) == 0:
+                raise ValueError("empty batch")
+            return [self.prepare(items, order)]
+""")
+_PAD_UTILS = d("""
+    import numpy as np
+    import torch
+
+    def pad_1d(seqs, value=0):
+        longest = max(len(s) for s in seqs)
+        return np.stack([np.pad(s, (0, longest - len(s)), constant_values=value) for s in seqs])
+
+    def pad_2d(frames):
+        longest = max(f.shape[0] for f in frames)
+        return np.stack([np.pad(f, ((0, longest - f.shape[0]), (0, 0))) for f in frames])
+
+    def to_device(batch, device):
+        return [torch.from_numpy(part).to(device) for part in batch]
+""")
+_TTS_TRAIN = d("""
+    import torch
+    from torch.utils.data import DataLoader
+    from dataset import SpeechSet
+    from utils.pad import to_device
+
+    def main(device):
+        dataset = SpeechSet()
+        loader = DataLoader(dataset, batch_size=64, shuffle=True, collate_fn=dataset.collate_fn)
+        for groups in loader:
+            for batch in groups:
+                model(*to_device(batch, device)).backward()
+
+    if __name__ == "__main__":
+        main(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+""")
+PROJECTS += [
+    ProjectShape("TW203", "look-alike: the dataset's collate_fn returns NumPy arrays padded by a helper module", {
+        "dataset.py": _TTS_DATASET, "utils/pad.py": _PAD_UTILS, "train.py": _TTS_TRAIN,
+    }),
+    ProjectShape("TW203", "the same speech loader whose collate ends in torch.from_numpy (tensors: pinning applies)", {
+        "dataset.py": _TTS_DATASET.replace("import numpy as np\n", "import numpy as np\nimport torch\n").replace(
+            "return phones, mels, lens", "return torch.from_numpy(phones), torch.from_numpy(mels), torch.from_numpy(lens)"),
+        "utils/pad.py": _PAD_UTILS, "train.py": _TTS_TRAIN,
+    }, (("train.py", 8),)),
+    ProjectShape("TW203", "the same speech loader whose padding helper makes tensors", {
+        "dataset.py": _TTS_DATASET,
+        "utils/pad.py": _PAD_UTILS.replace("return np.stack([np.pad(f, ((0, longest - f.shape[0]), (0, 0))) for f in frames])",
+                                           "return torch.nn.utils.rnn.pad_sequence([torch.as_tensor(f) for f in frames])"),
+        "train.py": _TTS_TRAIN,
+    }, (("train.py", 8),)),
+]
+QUIET += [
+    Shape("TW203", "look-alike: a collate function of the file that stacks NumPy arrays, in a module that makes no tensors", d("""
+        import numpy as np
+        from torch.utils.data import DataLoader
+
+        def numpy_collate(batch):
+            images = np.stack([b[0] for b in batch])
+            labels = np.array([b[1] for b in batch])
+            return images, labels
+
+        def make_loader(ds, device):
+            assert device == "cuda"
+            return DataLoader(ds, batch_size=128, num_workers=4, collate_fn=numpy_collate)
+    """)),
+]

@@ -134,8 +134,8 @@ What it flags
   included: a decision), `**kwargs` (the value may be in there), data that workers cannot
   speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
-  on the device (a `__getitem__` or `collate_fn` that moves it there: CUDA cannot be used in
-  forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
+  on the device (a `__getitem__` or `collate_fn` that moves it there, or a `collate_fn` handed
+  the device - `lambda b: collate(b, args, device)`: CUDA cannot be used in forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
   per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`). A dataset
   class defined in another module of the linted project is judged by its own `__getitem__`,
   read in a first pass over the project (`torchwise.lint.project`): iterable, slicing in-memory

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
@@ -234,9 +235,15 @@ What it flags
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
   is set to False), also in a loader helper of another module; it is left alone where a comment
   naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
-  dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
+  dataset's `__getitem__` or the `collate_fn` moves them, the `collate_fn` is handed the device
+  - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
+  collate function of the file whose `device` parameter defaults to one -, an identity `collate_fn=lambda x: x`
   (lists of raw items - PIL images, paths - that the consumer converts itself), or a `TensorDataset` of device
-  tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
+  tensors), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
+  tensor (a function of the file or of another module, or a method of the dataset's class -
+  `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
+  `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
+  tensor): `pin_memory` pins tensors only; datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
@@ -283,6 +290,8 @@ Fix
             dataset = argument(call, "dataset", 0)
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches already on the device: pinning them would fail
+            if numpy_collate(ctx, call):
+                continue  # the collate function returns NumPy arrays: pin_memory pins tensors only
             if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
                 continue  # items are stored constants or text prompts: no tensor worth pinning
             if is_index_collection(ctx, dataset, call):

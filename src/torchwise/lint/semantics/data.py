@@ -8,6 +8,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.collates import device_collate
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
 from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
@@ -70,11 +71,12 @@ def _collate_function(ctx: Context, loader: ast.Call) -> AST | None:
 
 def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | None) -> bool:
     """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
-    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, or the
+    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, the
+    collate function is handed the device (``lambda b: collate(b, args, device)``), or the
     dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
     collate = _collate_function(ctx, loader)
-    if collate is not None and moves_to_device(ctx, collate):
-        return True
+    if collate is not None and moves_to_device(ctx, collate) or device_collate(ctx, loader):
+        return True  # (device_collate: the collate function is handed the device)
     getitem = getitem_of(local_dataset_class(ctx, dataset, loader))
     if getitem is not None and moves_to_device(ctx, getitem):
         return True
