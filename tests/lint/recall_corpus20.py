@@ -716,3 +716,63 @@ QUIET += [
             return DataLoader(ds, batch_size=128, num_workers=4, collate_fn=numpy_collate)
     """)),
 ]
+
+# ------------------------------------------------------------- TW203 pin_memory=False in a config module's loader settings
+# Kaggle-style experiments: each config module holds the loader settings of every split, and a
+# factory splats them into the DataLoader (DataLoader(dataset, **cfg.loader)); the batches go
+# to the GPU in the training loop.
+_EXPERIMENT_CONF = d("""
+    batch_size = 32
+    data = dict(
+        train=dict(
+            images="./input/train",
+            loader=dict(
+                shuffle=True,
+                batch_size=batch_size,
+                num_workers=8,
+                pin_memory=False,
+            ),
+        ),
+        valid=dict(
+            images="./input/train",
+            loader={"shuffle": False, "batch_size": batch_size, "num_workers": 8, "pin_memory": False},
+        ),
+    )
+""")
+_FACTORY = d("""
+    from torch.utils.data import DataLoader
+    from .dataset import ScanDataset
+
+    def get_dataloader(cfg):
+        dataset = ScanDataset(cfg)
+        return DataLoader(dataset, **cfg.loader)
+""")
+_RUN = d("""
+    import torch
+    from . import factory
+
+    def run(cfg, model, optim):
+        loader = factory.get_dataloader(cfg.data.train)
+        for inputs, targets in loader:
+            loss = model(inputs.cuda()).sub(targets.cuda()).abs().mean()
+            loss.backward()
+""")
+PROJECTS += [
+    ProjectShape("TW203", "experiment configs: loader settings with pin_memory=False, splatted by a factory, batches on the GPU", {
+        "conf/exp1.py": _EXPERIMENT_CONF, "src/factory.py": _FACTORY, "src/main.py": _RUN,
+    }, (("conf/exp1.py", 9), ("conf/exp1.py", 14))),
+    ProjectShape("TW203", "look-alike: the same configs in a project that never uses a GPU", {
+        "conf/exp1.py": _EXPERIMENT_CONF, "src/factory.py": _FACTORY, "src/main.py": _RUN.replace(".cuda()", ""),
+    }),
+    ProjectShape("TW203", "look-alike: a comment next to pin_memory=False gives the reason", {
+        "conf/exp1.py": _EXPERIMENT_CONF.replace("pin_memory=False,", "pin_memory=False,  # pinning starves the shared host").replace(
+            '"pin_memory": False}', '"pin_memory": False}  # no pinning: shared host'),
+        "src/factory.py": _FACTORY, "src/main.py": _RUN,
+    }),
+    ProjectShape("TW203", "look-alike: settings named for the sampler, splatted into a sampler, not a DataLoader", {
+        "conf/exp1.py": _EXPERIMENT_CONF.replace("loader=", "sampler="),
+        "src/factory.py": _FACTORY.replace("return DataLoader(dataset, **cfg.loader)",
+                                           "return DataLoader(dataset, sampler=Balanced(**cfg.sampler), pin_memory=True)"),
+        "src/main.py": _RUN,
+    }),
+]

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.loaderconfig import false_pin_settings, splatting_loaders
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.unread import never_read_loader
@@ -203,7 +204,7 @@ def _unused_or_xla(ctx: Context, call: ast.Call) -> bool:
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
-    triggers = ("DataLoader", "loader(")  # (a project helper that builds loaders: get_data_loader(...))
+    triggers = ("DataLoader", "loader(", "pin_memory")  # (a project helper that builds loaders: get_data_loader(...))
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
@@ -233,7 +234,11 @@ What it flags
   runs) is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
-  is set to False), also in a loader helper of another module; it is left alone where a comment
+  is set to False), also in a loader helper of another module, and so is `pin_memory=False` in
+  the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
+  `{"pin_memory": False}` under a key) that another module of the project splats into a
+  DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`): the finding is at the
+  setting. It is left alone where a comment
   naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, the `collate_fn` is handed the device
   - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
@@ -287,30 +292,14 @@ Fix
             if (pin is not None and not explicit) or has_star_args(call) and not _splat_without_pin(ctx, call) \
                     or not _feeds_gpu(ctx, call):
                 continue
-            dataset = argument(call, "dataset", 0)
-            if loader_yields_device_batches(ctx, call, dataset):
-                continue  # batches already on the device: pinning them would fail
-            if numpy_collate(ctx, call):
-                continue  # the collate function returns NumPy arrays: pin_memory pins tensors only
-            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
-                continue  # items are stored constants or text prompts: no tensor worth pinning
-            if is_index_collection(ctx, dataset, call):
-                continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
-            if _identity_collate(call):
-                continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
-            if demo_loader(ctx, call):
-                continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
-            if _host_statistics(ctx, call):
-                continue  # a statistics script: it checks for a GPU but no batch goes to a device
-            if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
-                continue  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
-            facts = project_dataset(ctx, dataset, call)
-            if facts is not None and (facts.device or facts.constant):
-                continue  # its class, in another module, yields device tensors or stored constants
+            if _nothing_to_pin(ctx, call):
+                continue
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
                               suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
+        if "pin_memory" in ctx.source and ctx.project.files:
+            yield from self._config_findings(ctx)
         if "pin_memory" in ctx.source or ctx.project.loader_blocks:
             for call in unpinned_helper_calls(ctx):
                 if gpu_evident_for(ctx, call) and not demo_loader(ctx, call):
@@ -318,6 +307,44 @@ Fix
                         self.code, call,
                         f"{last_name(call.func)}() pins its loader only when asked, and this call leaves the flag off "
                         "while the batches go to the GPU", suggestion="pass the flag (cuda=True when on a GPU)", end_node=call.func)
+
+    def _config_findings(self, ctx: Context) -> Iterator[Finding]:
+        """``pin_memory=False`` in a config module's loader settings (``loader=dict(...,
+        pin_memory=False)``) that another module splats into a DataLoader feeding a GPU."""
+        for value, key in false_pin_settings(ctx):
+            if not _explicit_false(ctx, value):
+                continue  # a comment gives the reason
+            for other, call in splatting_loaders(ctx, key):
+                if _feeds_gpu(other, call) and not _nothing_to_pin(other, call):
+                    yield ctx.finding(self.code, value, f"loader settings '{key}' set pin_memory=False for a DataLoader "
+                                      f"feeding a GPU ({other.path.rsplit('/', 1)[-1]}:{call.lineno})",
+                                      suggestion="set pin_memory=True")
+                    break
+
+
+def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
+    """A loader feeding a GPU whose pinning would not help: its batches are already on the device,
+    NumPy arrays, constants, prompts or indices, raw items; or it is a demo, a statistics pass,
+    unused, or fed to an XLA device."""
+    dataset = argument(call, "dataset", 0)
+    if loader_yields_device_batches(ctx, call, dataset):
+        return True  # batches already on the device: pinning them would fail
+    if numpy_collate(ctx, call):
+        return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
+    if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
+        return True  # items are stored constants or text prompts: no tensor worth pinning
+    if is_index_collection(ctx, dataset, call):
+        return True  # batches of indices (range(n), train_idx) that slice data held elsewhere
+    if _identity_collate(call):
+        return True  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
+    if demo_loader(ctx, call):
+        return True  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+    if _host_statistics(ctx, call):
+        return True  # a statistics script: it checks for a GPU but no batch goes to a device
+    if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
+        return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
+    facts = project_dataset(ctx, dataset, call)
+    return facts is not None and (facts.device or facts.constant)  # its class, in another module: device tensors, constants
 
 
 def _splat_without_pin(ctx: Context, call: ast.Call) -> bool:
