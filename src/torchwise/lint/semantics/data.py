@@ -289,18 +289,24 @@ def _handed_to_mover(ctx: Context, call: ast.Call) -> bool:
     parent = ctx.parent(call)
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
         return False
-    name = parent.targets[0].id
+    key = ("sem:handed-to-mover", id(call))
+    if key in ctx._cache:
+        return ctx._cache[key]
+    name, found, tried = parent.targets[0].id, False, set()
     for use in ctx.nodes.get(ast.Name, ()):
         if use.id != name or use.ctx.__class__ is not ast.Load:
             continue
         holder = ctx.parent(use)
         if holder.__class__ is ast.keyword:
             holder = ctx.parent(holder)
-        if holder.__class__ is ast.Call and holder.func.__class__ is ast.Name:
+        if holder.__class__ is ast.Call and holder.func.__class__ is ast.Name and holder.func.id not in tried:
+            tried.add(holder.func.id)
             target = local_function(ctx, holder)
-            if target is not None and target.__class__ is ast.FunctionDef and moves_to_device(ctx, target):
-                return True
-    return False
+            if target is not None and target.__class__ is ast.FunctionDef and moves_to_device(ctx, target, follow_calls=0):
+                found = True
+                break
+    ctx._cache[key] = found
+    return found
 
 
 def _takes_first_samples(ctx: Context, use: AST) -> bool:
