@@ -776,3 +776,64 @@ PROJECTS += [
         "src/main.py": _RUN,
     }),
 ]
+
+# ------------------------------------------------------------- TW204 a project function pins through a settings dict
+PROJECTS += [
+    ProjectShape("TW204", "a data manager builds its loader from a settings dict with pin_memory=True; the script copies batches", {
+        "data/manager.py": d("""
+            import torch
+            class SimpleManager:
+                def get_loader(self, dataset, batch_size):
+                    params = dict(batch_size=batch_size, shuffle=True, num_workers=12, pin_memory=True)
+                    loader = torch.utils.data.DataLoader(dataset, **params)
+                    return loader
+        """),
+        "tools/stats.py": d("""
+            from torch.utils.data import DataLoader
+            def count(dataset):
+                return sum(len(x) for x in DataLoader(dataset, batch_size=512))
+        """),
+        "save_features.py": d("""
+            from data.manager import SimpleManager
+            def main(model, dataset):
+                loader = SimpleManager().get_loader(dataset, 64)
+                for x, y in loader:
+                    x = x.cuda()
+                    model(x)
+        """),
+    }, (("save_features.py", 5),)),
+    ProjectShape("TW204", "look-alike: the settings dict turns pinning off", {
+        "data/manager.py": d("""
+            import torch
+            class SimpleManager:
+                def get_loader(self, dataset, batch_size):
+                    params = dict(batch_size=batch_size, shuffle=True, num_workers=12, pin_memory=False)
+                    loader = torch.utils.data.DataLoader(dataset, **params)
+                    return loader
+        """),
+        "save_features.py": d("""
+            from data.manager import SimpleManager
+            def main(model, dataset):
+                loader = SimpleManager().get_loader(dataset, 64)
+                for x, y in loader:
+                    x = x.cuda()
+        """),
+    }),
+]
+
+# ------------------------------------------------------------- TW203 false: a loader over a tensor already on the GPU
+QUIET += [
+    Shape("TW203", "look-alike: a loader over slices of a series already moved to the GPU", d("""
+        import torch
+        from torch.utils.data import DataLoader
+
+        def main(args):
+            device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+            series = simulate(args.n).to(device)
+            train_y = series[: int(0.8 * len(series))]
+            loader = DataLoader(train_y, batch_size=args.batch_size, shuffle=False)
+            model = build(args).to(device)
+            for batch in loader:
+                model(batch).backward()
+    """)),
+]

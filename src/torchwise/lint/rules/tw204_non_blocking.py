@@ -133,7 +133,8 @@ What it flags
   `DataLoader(..., pin_memory=True)` bound to the loop's name where the loop runs says so (a
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
-  loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
+  loaders (`train_loader, val_loader = get_loaders(...)`; also through a settings dict it
+  splats: `params = dict(..., pin_memory=True)`, `DataLoader(ds, **params)`), or is a `*loader` parameter in a
   file or project whose every DataLoader is pinned (loaders built inside a dataset class, which
   feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
   attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =

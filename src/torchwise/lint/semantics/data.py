@@ -73,7 +73,7 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
     """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
     this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, the
     collate function is handed the device (``lambda b: collate(b, args, device)``), or the
-    dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
+    dataset is a device tensor or wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
     collate = _collate_function(ctx, loader)
     if collate is not None and moves_to_device(ctx, collate) or device_collate(ctx, loader):
         return True  # (device_collate: the collate function is handed the device)
@@ -81,6 +81,8 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
     if getitem is not None and moves_to_device(ctx, getitem):
         return True
     if dataset is not None:
+        if is_device_tensor(ctx, dataset, loader):
+            return True  # DataLoader(train_y) where train_y = series.to(device): slices of a device tensor
         made = producing_call(ctx, dataset, loader)
         if made is not None and last_name(made.func) == "TensorDataset":
             return any(is_device_tensor(ctx, a, made) for a in made.args)
@@ -215,34 +217,6 @@ def project_dataset(ctx: Context, expr: AST | None, use: AST):
     if call is None:
         return None
     return ctx.project.dataset(imported_class_name(ctx, call.func))
-
-
-def pinned_loaders_line(func: AST) -> int | None:
-    """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
-    the line of its first loader; else None."""
-    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
-    if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
-        return None
-    for call in loaders:
-        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
-        if pin is None:
-            pin = next((p for k in call.keywords if k.arg is None for p in [_star_pin(k.value)] if p is not None), None)
-        if pin is None or (pin.__class__ is ast.Constant and not pin.value):
-            return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
-    return loaders[0].lineno
-
-
-def _star_pin(value: AST) -> AST | None:
-    """``pin_memory`` in a ``**`` dict written in place: ``**{'pin_memory': True}``, or one
-    chosen by a flag, ``**({'num_workers': 2, 'pin_memory': True} if cuda else {})`` (pinned
-    when on a GPU)."""
-    sides = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
-    for side in sides:
-        if side.__class__ is ast.Dict:
-            for key, v in zip(side.keys, side.values):
-                if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory":
-                    return v
-    return None
 
 
 def demo_loader(ctx: Context, call: ast.Call) -> bool:
