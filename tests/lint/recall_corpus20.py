@@ -104,6 +104,14 @@ PROJECTS += [
                                         "val_loader = DataLoader(val_set, batch_size=32, num_workers=4)"),
         "runner.py": _RUNNER,
     }),
+    ProjectShape("TW204", "look-alike: the runner's file pins its own helper loader, but main hands in unpinned ones", {
+        "main.py": _PINNED_MAIN.replace(", pin_memory=True)", ")"),
+        "runner.py": _RUNNER + d("""
+            def probe(dataset):
+                loader = torch.utils.data.DataLoader(dataset, batch_size=2, pin_memory=True)
+                return next(iter(loader))
+        """),
+    }),
     ProjectShape("TW204", "look-alike: the class builds its own loader object (a prefetcher), not one handed in", {
         "main.py": _PINNED_MAIN,
         "runner.py": _RUNNER.replace("self.dataloader = dataloader", "self.dataloader = Prefetcher(dataloader)"),

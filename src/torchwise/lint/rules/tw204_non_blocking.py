@@ -46,8 +46,10 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
                 return True  # a loader handed in, where every loader of the project (or file) is pinned
     params = constructor_loader_params(ctx, src, loop)
     if params and runs(ctx, ctx.function_of(loop)):
-        # self.train_loader = train_loader: a loader handed to the constructor
-        if ctx.project.all_loaders_pinned or every == {True} or keyword_callers_pinned(ctx, params, loader_pinned):
+        # self.train_loader = train_loader: a loader handed to the constructor (the file's own loaders
+        # decide only when it is linted alone: in a project, the project's)
+        pinned_here = ctx.project.all_loaders_pinned if ctx.project.files else every == {True}
+        if pinned_here or keyword_callers_pinned(ctx, params, loader_pinned):
             return True
     found = names.get(last_name(src) or "")
     return bool(found) and found == {True}
@@ -138,7 +140,8 @@ What it flags
   file or project whose every DataLoader is pinned (loaders built inside a dataset class, which
   feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
   attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =
-  dataloader`, also in a base class of the file) in such a project or file - or where every
+  dataloader`, also in a base class of the file) in such a project (or such a file, linted
+  alone) - or where every
   call of the project that passes that parameter by keyword (`trainer_class(...,
   train_dataloader=train_dataloader)`, a class chosen by the config) hands in a pinned loader;
   or is a parameter whose callers - in the
