@@ -29,6 +29,8 @@ a time) gets :data:`NO_FACTS`: file-only behaviour.
 from __future__ import annotations
 
 import os
+import re
+from bisect import bisect_right
 
 from typing import Iterable
 
@@ -110,11 +112,37 @@ def gpu_only_folders(folders: dict[str, list[int]]) -> tuple[str, ...]:
                  if cuda >= CUDA_ONLY_MIN_FILES and trainers > 0 and cpu == 0)
 
 
+_PINNED = re.compile(r"pin_memory[ \t]*=[ \t]*True")
+_TOP_CLASS = re.compile(r"^class[ \t]+\w+[^\n]*", re.M)
+_TOP_CODE = re.compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0
+
+
 def _all_pinned(texts: list[tuple[str, str]]) -> bool:
-    """Every ``DataLoader(`` call of the project's text passes ``pin_memory=True`` (a cheap count)."""
-    calls = sum(text.count("DataLoader(") for _, text in texts)
-    pinned = sum(text.count("pin_memory=True") for _, text in texts)
+    """Every ``DataLoader(`` call of the project's text passes ``pin_memory=True`` (a cheap count;
+    ``pin_memory = True`` too). Loaders built inside a dataset class (a class with ``__getitem__``
+    that draws each item from per-class sub-loaders, an episodic sampler's set dataset) feed that
+    dataset, not the training loop, and do not count."""
+    calls = pinned = 0
+    for _, text in texts:
+        if "DataLoader(" not in text:
+            continue
+        calls += text.count("DataLoader(") - _nested_loaders(text)
+        pinned += len(_PINNED.findall(text))
     return calls > 0 and pinned >= calls
+
+
+def _nested_loaders(text: str) -> int:
+    """``DataLoader(`` calls inside top-level classes that define ``__getitem__``."""
+    if "__getitem__" not in text:
+        return 0
+    tops = [m.start() for m in _TOP_CODE.finditer(text)]
+    nested = 0
+    for m in _TOP_CLASS.finditer(text):
+        i = bisect_right(tops, m.start())
+        block = text[m.start():tops[i] if i < len(tops) else len(text)]
+        if "def __getitem__" in block:
+            nested += block.count("DataLoader(")
+    return nested
 
 
 __all__ = ["GPU_ONLY_LIBS", "GPU_ONLY_MIN_FILES", "gpu_only_folders", "NO_FACTS", "DatasetFacts", "ProjectFacts", "scan"]

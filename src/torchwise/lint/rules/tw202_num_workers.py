@@ -134,8 +134,8 @@ What it flags
   included: a decision), `**kwargs` (the value may be in there), data that workers cannot
   speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
-  on the device (a `__getitem__` or `collate_fn` that moves it there: CUDA cannot be used in
-  forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
+  on the device (a `__getitem__` or `collate_fn` that moves it there, or a `collate_fn` handed
+  the device - `lambda b: collate(b, args, device)`: CUDA cannot be used in forked workers), iterable datasets (which the main process feeds), and test files. A dataset defined elsewhere is flagged only when the file shows
   per-item work (torchvision datasets, `transform=` arguments, `transforms.Compose`). A dataset
   class defined in another module of the linted project is judged by its own `__getitem__`,
   read in a first pass over the project (`torchwise.lint.project`): iterable, slicing in-memory
@@ -143,7 +143,9 @@ What it flags
   item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
-  smoke test of a dataset module that only prints what it yields; and a loader a helper
+  smoke test of a dataset module that only prints what it yields (a script's `__main__` block
+  that hands the loader to a function of the file that moves data to a device - `train(args,
+  loader, generator, device)` - is no smoke test); and a loader a helper
   returns whose every caller in the project only hands it to methods that never read that
   argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise instead).
 

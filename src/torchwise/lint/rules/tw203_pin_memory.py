@@ -8,13 +8,17 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.loaderconfig import false_pin_settings, splatting_loaders
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
+# PyTorch Geometric's loaders: DataLoader subclasses that hand pin_memory on (Data/Batch pin themselves)
+PYG_LOADERS = ("torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader")
 
 
 def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
@@ -43,6 +47,8 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
             parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
             if any(p is call or (p.__class__ is ast.Name and p.id in names) for p in parts):
                 return True
+        elif node.__class__ is ast.YieldFrom and node.value.__class__ is ast.Name and node.value.id in names:
+            return True  # while True: yield from loader - an endless stream of its batches for the callers
     return False
 
 
@@ -71,10 +77,15 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
 _FRAMEWORKS = ("pytorch_lightning", "lightning", "transformers", "accelerate", "catalyst", "ignite", "fastai", "keras")
 
 
+# a trainer class chosen by the config: trainer_class = initialize_config(config["trainer"])
+_TRAINER_CLASSES = frozenset({"trainer_class", "trainer_cls"})
+
+
 def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
     """The loader is handed to a trainer class of the project (``BERTTrainer(bert, ...,
-    train_dataloader=train_data_loader)``, defined in another module) in a project that targets a
-    GPU: the trainer moves its batches to the device. (A framework's trainer is left alone.)"""
+    train_dataloader=train_data_loader)``, defined in another module, or ``trainer_class(...)``
+    chosen by the config) in a project that targets a GPU: the trainer moves its batches to the
+    device. (A framework's trainer is left alone.)"""
     parent = ctx.parent(call)
     if parent.__class__ is ast.IfExp:
         parent = ctx.parent(parent)  # loader = DataLoader(...) if test_dataset is not None else None
@@ -89,7 +100,8 @@ def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
         if user.__class__ is ast.keyword:
             user = ctx.parent(user)
         callee = last_name(user.func) if user.__class__ is ast.Call else None
-        if callee and callee.endswith("Trainer") and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
+        if callee and (callee.endswith("Trainer") or callee.lower() in _TRAINER_CLASSES) \
+                and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
             return True
     return False
 
@@ -143,10 +155,20 @@ def _names_cpu(ctx: Context, func: ast.AST) -> bool:
     """A ``"cpu"`` device named in the function, and no other: it runs on the CPU on purpose."""
     for const in ctx.nodes.get(ast.Constant, ()):
         if const.value == "cpu" and func.body[0].lineno <= const.lineno <= (func.end_lineno or func.lineno):
+            if _maps_location(ctx, const):
+                continue  # torch.load(path, map_location="cpu"): where a checkpoint is read, not where the code runs
             # in the function's own body: its nearest enclosing def/class/lambda is the function itself
             if next((a for a in ctx.ancestors(const) if a.__class__ in _SCOPES), None) is func:
                 return True
     return False
+
+
+def _maps_location(ctx: Context, const: ast.AST) -> bool:
+    """``map_location="cpu"`` (or ``map_location=torch.device("cpu")``)."""
+    holder = ctx.parent(const)
+    if holder.__class__ is ast.Call and last_name(holder.func) == "device":
+        holder = ctx.parent(holder)
+    return holder.__class__ is ast.keyword and holder.arg == "map_location"
 
 
 def _identity_collate(call: ast.Call) -> bool:
@@ -182,7 +204,7 @@ def _unused_or_xla(ctx: Context, call: ast.Call) -> bool:
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
-    triggers = ("DataLoader", "loader(")  # (a project helper that builds loaders: get_data_loader(...))
+    triggers = ("DataLoader", "loader(", "pin_memory")  # (a project helper that builds loaders: get_data_loader(...))
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
@@ -192,11 +214,14 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
   the file; a loader-building function nobody calls here (a data module) by the file or the
-  project linted with it. A function or class that moves its batches to a device chosen
+  project linted with it - also one that streams the loader's batches to its callers
+  (`while True: yield from loader`). A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
-  (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module) in a
-  project that names CUDA (a framework's trainer is not). A `**` splat of settings counts as not
+  (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module, or a
+  `trainer_class(...)` chosen by the config) in a project that names CUDA (a framework's
+  trainer is not). Loaders of PyTorch Geometric (`torch_geometric.loader.DataLoader`; its
+  batches pin themselves) count like torch's. A `**` splat of settings counts as not
   pinning when it cannot hold the key: a config entry (`DataLoader(data,
   **self.params['train_args'])`, `**cfg.loader`) in a project whose text never names
   pin_memory, or a local dict written out without it (`kw = dict(batch_size=64)`) in a file
@@ -204,20 +229,34 @@ What it flags
   left alone. Also a call of a loader-building
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
-  the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code is left alone,
+  the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code (one that names only a `"cpu"` device;
+  `torch.load(..., map_location="cpu")` says where a checkpoint is read, not where the code
+  runs) is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
-  is set to False), also in a loader helper of another module; it is left alone where a comment
+  is set to False), also in a loader helper of another module, and so is `pin_memory=False` in
+  the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
+  `{"pin_memory": False}` under a key) that another module of the project splats into a
+  DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`): the finding is at the
+  setting. It is left alone where a comment
   naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
-  dataset's `__getitem__` or the `collate_fn` moves them, an identity `collate_fn=lambda x: x`
-  (lists of raw items - PIL images, paths - that the consumer converts itself), or a `TensorDataset` of device
-  tensors), where pinning would fail, datasets of this file whose `__getitem__` only hands back
+  dataset's `__getitem__` or the `collate_fn` moves them, the `collate_fn` is handed the device
+  - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
+  collate function of the file whose `device` parameter defaults to one -, an identity `collate_fn=lambda x: x`
+  (lists of raw items - PIL images, paths - that the consumer converts itself), or a device tensor or a `TensorDataset` of device
+  tensors: `DataLoader(series.to(device)[:n])`), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
+  tensor (a function of the file or of another module, or a method of the dataset's class -
+  `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
+  `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
+  tensor): `pin_memory` pins tensors only; datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
-  stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test, a
+  stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
+  (not a script's `__main__` block that hands the loader to a function of the file that moves
+  data to a device: `train(args, loader, generator, device)`), a
   loader stored under a name nothing in the file reads (beside loaders it uses), or one a helper
   returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
@@ -244,37 +283,23 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        calls = ctx.calls_to(DATALOADER)
-        if "Loader(" in ctx.source:
-            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader) of the project
+        calls = ctx.calls_to(DATALOADER, *PYG_LOADERS) if "torch_geometric" in ctx.source else ctx.calls_to(DATALOADER)
+        if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
+            calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader), DataLoaderMaskingPred of the project
         for call in calls:
             pin = argument(call, "pin_memory", 7)
             explicit = _explicit_false(ctx, pin)
             if (pin is not None and not explicit) or has_star_args(call) and not _splat_without_pin(ctx, call) \
                     or not _feeds_gpu(ctx, call):
                 continue
-            dataset = argument(call, "dataset", 0)
-            if loader_yields_device_batches(ctx, call, dataset):
-                continue  # batches already on the device: pinning them would fail
-            if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
-                continue  # items are stored constants or text prompts: no tensor worth pinning
-            if is_index_collection(ctx, dataset, call):
-                continue  # batches of indices (range(n), train_idx) that slice data held elsewhere
-            if _identity_collate(call):
-                continue  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
-            if demo_loader(ctx, call):
-                continue  # only next(iter(loader)) to show a sample: nothing reaches the GPU
-            if _host_statistics(ctx, call):
-                continue  # a statistics script: it checks for a GPU but no batch goes to a device
-            if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
-                continue  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
-            facts = project_dataset(ctx, dataset, call)
-            if facts is not None and (facts.device or facts.constant):
-                continue  # its class, in another module, yields device tensors or stored constants
+            if _nothing_to_pin(ctx, call):
+                continue
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
                               suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
+        if "pin_memory" in ctx.source and ctx.project.files:
+            yield from self._config_findings(ctx)
         if "pin_memory" in ctx.source or ctx.project.loader_blocks:
             for call in unpinned_helper_calls(ctx):
                 if gpu_evident_for(ctx, call) and not demo_loader(ctx, call):
@@ -282,6 +307,44 @@ Fix
                         self.code, call,
                         f"{last_name(call.func)}() pins its loader only when asked, and this call leaves the flag off "
                         "while the batches go to the GPU", suggestion="pass the flag (cuda=True when on a GPU)", end_node=call.func)
+
+    def _config_findings(self, ctx: Context) -> Iterator[Finding]:
+        """``pin_memory=False`` in a config module's loader settings (``loader=dict(...,
+        pin_memory=False)``) that another module splats into a DataLoader feeding a GPU."""
+        for value, key in false_pin_settings(ctx):
+            if not _explicit_false(ctx, value):
+                continue  # a comment gives the reason
+            for other, call in splatting_loaders(ctx, key):
+                if _feeds_gpu(other, call) and not _nothing_to_pin(other, call):
+                    yield ctx.finding(self.code, value, f"loader settings '{key}' set pin_memory=False for a DataLoader "
+                                      f"feeding a GPU ({other.path.rsplit('/', 1)[-1]}:{call.lineno})",
+                                      suggestion="set pin_memory=True")
+                    break
+
+
+def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
+    """A loader feeding a GPU whose pinning would not help: its batches are already on the device,
+    NumPy arrays, constants, prompts or indices, raw items; or it is a demo, a statistics pass,
+    unused, or fed to an XLA device."""
+    dataset = argument(call, "dataset", 0)
+    if loader_yields_device_batches(ctx, call, dataset):
+        return True  # batches already on the device: pinning them would fail
+    if numpy_collate(ctx, call):
+        return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
+    if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
+        return True  # items are stored constants or text prompts: no tensor worth pinning
+    if is_index_collection(ctx, dataset, call):
+        return True  # batches of indices (range(n), train_idx) that slice data held elsewhere
+    if _identity_collate(call):
+        return True  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
+    if demo_loader(ctx, call):
+        return True  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+    if _host_statistics(ctx, call):
+        return True  # a statistics script: it checks for a GPU but no batch goes to a device
+    if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
+        return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
+    facts = project_dataset(ctx, dataset, call)
+    return facts is not None and (facts.device or facts.constant)  # its class, in another module: device tensors, constants
 
 
 def _splat_without_pin(ctx: Context, call: ast.Call) -> bool:

@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, argument, keyword, last_name, root_na
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target
+from torchwise.lint.semantics.handedloaders import constructor_loader_params, copies_to_cuda_type, device_helper_call, keyword_callers_pinned, runs
 from torchwise.lint.semantics.pinning import loader_pinned, pin_value
 from torchwise.lint.semantics.values import local_function
 
@@ -37,12 +38,19 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
     verdict = loader_pinned(ctx, src, loop)
     if verdict is not None:
         return verdict
+    every = set().union(*names.values()) if names else set()
     if src.__class__ is ast.Name:
         b = ctx.binding_at(src.id, loop)
-        if b is not None and b.kind == "param" and "loader" in src.id.lower():
-            every = set().union(*names.values()) if names else set()
+        if b is not None and b.kind == "param" and "loader" in src.id.lower() and runs(ctx, ctx.function_of(loop)):
             if ctx.project.all_loaders_pinned or every == {True}:
                 return True  # a loader handed in, where every loader of the project (or file) is pinned
+    params = constructor_loader_params(ctx, src, loop)
+    if params and runs(ctx, ctx.function_of(loop)):
+        # self.train_loader = train_loader: a loader handed to the constructor (the file's own loaders
+        # decide only when it is linted alone: in a project, the project's)
+        pinned_here = ctx.project.all_loaders_pinned if ctx.project.files else every == {True}
+        if pinned_here or keyword_callers_pinned(ctx, params, loader_pinned):
+            return True
     found = names.get(last_name(src) or "")
     return bool(found) and found == {True}
 
@@ -102,8 +110,11 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
     if b.kind == "for":
         if b.node is loop:
             return True
-        # a comprehension over the batch: for d in data
-        return b.node.__class__ is ast.comprehension and _from_loop(ctx, b.value, loop, depth - 1)
+        # a comprehension over the batch (for d in data), or a loop over a dict batch's items (for k, v in batch.items())
+        if b.node.__class__ is ast.comprehension:
+            return _from_loop(ctx, b.value, loop, depth - 1)
+        held = _items_of(b)
+        return held is not None and _from_loop(ctx, held, loop, depth - 1)
     value = b.value
     if b.kind == "unpack" and value is not None and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
         value = value.elts[b.index]  # images, masks = batch["image"], batch["mask"]
@@ -124,8 +135,16 @@ What it flags
   `DataLoader(..., pin_memory=True)` bound to the loop's name where the loop runs says so (a
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
-  loaders (`train_loader, val_loader = get_loaders(...)`), or is a `*loader` parameter in a
-  file or project whose every DataLoader is pinned, or is a parameter whose callers - in the
+  loaders (`train_loader, val_loader = get_loaders(...)`; also through a settings dict it
+  splats: `params = dict(..., pin_memory=True)`, `DataLoader(ds, **params)`), or is a `*loader` parameter in a
+  file or project whose every DataLoader is pinned (loaders built inside a dataset class, which
+  feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
+  attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =
+  dataloader`, also in a base class of the file) in such a project (or such a file, linted
+  alone) - or where every
+  call of the project that passes that parameter by keyword (`trainer_class(...,
+  train_dataloader=train_dataloader)`, a class chosen by the config) hands in a pinned loader;
+  or is a parameter whose callers - in the
   file, or in the modules that import it (`engine.train(model, train_loader, ...)`) - all hand
   in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
   loaders come from `get_sets(...)` of a data module). Loaders kept in a dict count: built in a
@@ -138,11 +157,20 @@ What it flags
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
   `stream = tqdm(enumerate(loader))`) or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
-  calls with the batch, after a conversion (`images.float().cuda()`, `Variable(x).cuda()`), or of every part of the
-  batch (`tuple(d.cuda() for d in data)`); in iteration-based training, the batch read inside
+  calls with the batch (one caller that hands it in is enough; also through one more method
+  that hands its parameter on: `forward_loss(x, y)` calling `self.forward(x)`), after a
+  conversion (`images.float().cuda()`, `Variable(x).cuda()`), of every part of the
+  batch (`tuple(d.cuda() for d in data)`) or of every entry of a dict batch (`for key, ipt in
+  inputs.items(): inputs[key] = ipt.cuda()`); in iteration-based training, the batch read inside
   the loop with `next(batch_iterator)` or `batch_iterator.__next__()` where `batch_iterator =
-  iter(loader)` or `enumerate(loader)`. A loop whose body
-  ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone.
+  iter(loader)` or `enumerate(loader)`, or an item of a list of such iterators
+  (`next(iterators[task])`, `iterators[task] = iter(get_loader(...))`). Copies count also when
+  the device comes from a helper named for it (`x.to(self._device())`, `get_device(t)`) or the
+  batch is cast to a CUDA tensor type (`x.type(torch.cuda.FloatTensor)`, or a `Tensor` alias
+  chosen by a GPU check). A loop whose body
+  ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
+  and so is a function that nothing runs: one whose name occurs nowhere in the project beyond
+  its `def`, in a module that other files of the project import (an unused helper).
 
 Why it matters
   Pinning the batch only pays off when the copy is asynchronous. A blocking copy makes the
@@ -175,9 +203,9 @@ Fix
         def batch_loop(loop: ast.AST) -> bool:
             return pinned_loop(loop) and not _runs_once(loop)
 
-        for call in ctx.calls_named("to", "cuda"):
-            target = device_move_target(ctx, call)
-            if target is None or keyword(call, "non_blocking") is not None:
+        for call in ctx.calls_named("to", "cuda", "type"):
+            target = device_move_target(ctx, call) if call.func.__class__ is ast.Attribute and call.func.attr != "type" else None
+            if target is None and not _other_copy(ctx, call) or keyword(call, "non_blocking") is not None:
                 continue
             if call.func.attr == "to" and len(call.args) > 1:
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
@@ -192,6 +220,16 @@ Fix
                 suggestion="pass non_blocking=True",
                 fix=Fix("add non_blocking=True", (edit,)) if edit is not None else None,
             )
+
+
+def _other_copy(ctx: Context, call: ast.Call) -> bool:
+    """A copy to the device that :func:`device_move_target` does not name: ``x.to(self._device())``
+    (a helper named for the device) or ``x.type(torch.cuda.FloatTensor)``."""
+    if call.func.__class__ is not ast.Attribute:
+        return False
+    if call.func.attr == "to":
+        return len(call.args) == 1 and device_helper_call(call.args[0])
+    return call.func.attr == "type" and copies_to_cuda_type(ctx, call)
 
 
 def _runs_once(loop: ast.AST) -> bool:
@@ -214,6 +252,8 @@ def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> a
         it = expr.args[0] if expr.args else expr.func.value  # next(it) / it.__next__()
         if it.__class__ is ast.Call and last_name(it.func) in _ITERATORS and it.args:
             return it.args[0]
+        if it.__class__ is ast.Subscript and it.value.__class__ is ast.Name:
+            return _stored_iterator(ctx, it.value.id, use)  # next(loaders_previous[context_id])
         if it.__class__ is ast.Name:
             b = ctx.binding_at(it.id, use)
             values = [b.value] if b is not None and b.kind == "assign" else [
@@ -237,6 +277,24 @@ def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> a
     return _next_source(ctx, value, b.node, depth - 1) if b.kind in ("assign", "unpack") else None
 
 
+def _stored_iterator(ctx: Context, name: str, use: ast.AST) -> ast.AST | None:
+    """The loader behind ``next(iterators[i])``: every item stored into ``iterators`` in the
+    function (``iterators[i] = iter(get_data_loader(...))``) is an iterator over a loader; the
+    first one's loader stands for them (None when some item is something else)."""
+    func = ctx.function_of(use)
+    found = None
+    for node in ctx.nodes.get(ast.Assign, ()):
+        target = node.targets[0]
+        if len(node.targets) != 1 or target.__class__ is not ast.Subscript or target.value.__class__ is not ast.Name \
+                or target.value.id != name or ctx.function_of(node) is not func:
+            continue
+        value = node.value
+        if value.__class__ is not ast.Call or last_name(value.func) not in _ITERATORS or not value.args:
+            return None
+        found = found or value.args[0]
+    return found
+
+
 def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set[bool | None]]) -> bool:
     """A batch read with ``next(batch_iterator)`` inside a loop (iteration-based training) from
     a pinned loader."""
@@ -247,26 +305,49 @@ def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set
     return src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names)
 
 
-def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop) -> bool:
+def _items_of(b) -> ast.AST | None:
+    """For the value of ``for key, value in batch.items()`` (or ``for value in batch.values()``):
+    ``batch``, the dict the loop walks; else None."""
+    it = b.value
+    if b.node.__class__ not in (ast.For, ast.comprehension) or it.__class__ is not ast.Call or it.args \
+            or it.func.__class__ is not ast.Attribute:
+        return None
+    if it.func.attr == "items" and b.index == 1 or it.func.attr == "values" and b.index == -1:
+        return it.func.value
+    return None
+
+
+def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, depth: int = 2) -> bool:
     """The copied value is a parameter of a function of this file (``def _train_batch(self, X,
-    y): X = X.to(self.device)``) that every caller passes a batch of a pinned loader's loop."""
+    y): X = X.to(self.device)``), or an item of one (``for key, ipt in inputs.items()``), that a
+    caller passes a batch of a pinned loader's loop - directly, or through one more function of
+    this file that hands its own parameter on (``forward_loss(x, y)`` calling ``self.forward(x)``).
+    One such caller is enough: ``non_blocking=True`` helps it and costs the others nothing."""
     root = root_name(recv)
     func = ctx.function_of(call)
     if root is None or func is None:
         return False
     b = ctx.binding_at(root.id, recv)
+    if b is not None and b.kind == "for":
+        held = _items_of(b)
+        root = root_name(held) if held is not None else None
+        b = ctx.binding_at(root.id, held) if root is not None else None
     if b is None or b.kind != "param" or root.id in ("self", "cls"):
         return False
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     method = ctx.parent(func).__class__ is ast.ClassDef and params[:1] in (["self"], ["cls"])
     index = params.index(root.id) if root.id in params else None
-    callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and ctx.function_of(c) is not func]
     for caller in callers:
         shift = 1 if method and caller.func.__class__ is ast.Attribute else 0
         value = argument(caller, root.id, index - shift if index is not None and index >= shift else None)
-        if value is None or not any(pinned_loop(l) and _from_loop(ctx, value, l) for l in ctx.enclosing_loops(caller)):
-            return False
-    return bool(callers)
+        if value is None:
+            continue
+        if any(pinned_loop(l) and _from_loop(ctx, value, l) for l in ctx.enclosing_loops(caller)):
+            return True
+        if depth > 1 and _batch_parameter(ctx, value, caller, pinned_loop, depth - 1):
+            return True
+    return False
 
 
 RULE = BlockingCopyFromPinned()

@@ -31,7 +31,7 @@ def parsed_file(facts: ProjectFacts, path: str, text: str) -> Context | None:
     return facts.answers[key]
 
 
-def _imports_module(text: str, stem: str) -> bool:
+def imports_module(text: str, stem: str) -> bool:
     """Does this text import the module ``stem`` (``import engine``, ``from pkg import engine``,
     ``from engine import train``, ``from .engine import train``)? A text test, then confirmed
     on the parsed imports by :func:`_call_sites`."""
@@ -55,7 +55,7 @@ def project_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]
     key = ("callers", ctx.path, name)
     found = facts.answers.get(key)
     if found is None:
-        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and _imports_module(t, stem)]
+        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and imports_module(t, stem)]
         found = []
         if len(files) <= MAX_CALLER_FILES:
             for path, text in files:

@@ -8,6 +8,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.collates import device_collate
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
 from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
@@ -70,15 +71,18 @@ def _collate_function(ctx: Context, loader: ast.Call) -> AST | None:
 
 def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | None) -> bool:
     """Do the loader's batches come out already on a device? Its ``collate_fn`` (a function of
-    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, or the
-    dataset wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
+    this file, also through ``partial``) or the dataset's ``__getitem__`` moves them there, the
+    collate function is handed the device (``lambda b: collate(b, args, device)``), or the
+    dataset is a device tensor or wraps tensors that are on a device (``TensorDataset(x.to(device))``)."""
     collate = _collate_function(ctx, loader)
-    if collate is not None and moves_to_device(ctx, collate):
-        return True
+    if collate is not None and moves_to_device(ctx, collate) or device_collate(ctx, loader):
+        return True  # (device_collate: the collate function is handed the device)
     getitem = getitem_of(local_dataset_class(ctx, dataset, loader))
     if getitem is not None and moves_to_device(ctx, getitem):
         return True
     if dataset is not None:
+        if is_device_tensor(ctx, dataset, loader):
+            return True  # DataLoader(train_y) where train_y = series.to(device): slices of a device tensor
         made = producing_call(ctx, dataset, loader)
         if made is not None and last_name(made.func) == "TensorDataset":
             return any(is_device_tensor(ctx, a, made) for a in made.args)
@@ -215,40 +219,12 @@ def project_dataset(ctx: Context, expr: AST | None, use: AST):
     return ctx.project.dataset(imported_class_name(ctx, call.func))
 
 
-def pinned_loaders_line(func: AST) -> int | None:
-    """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
-    the line of its first loader; else None."""
-    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
-    if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
-        return None
-    for call in loaders:
-        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
-        if pin is None:
-            pin = next((p for k in call.keywords if k.arg is None for p in [_star_pin(k.value)] if p is not None), None)
-        if pin is None or (pin.__class__ is ast.Constant and not pin.value):
-            return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
-    return loaders[0].lineno
-
-
-def _star_pin(value: AST) -> AST | None:
-    """``pin_memory`` in a ``**`` dict written in place: ``**{'pin_memory': True}``, or one
-    chosen by a flag, ``**({'num_workers': 2, 'pin_memory': True} if cuda else {})`` (pinned
-    when on a GPU)."""
-    sides = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
-    for side in sides:
-        if side.__class__ is ast.Dict:
-            for key, v in zip(side.keys, side.values):
-                if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory":
-                    return v
-    return None
-
-
 def demo_loader(ctx: Context, call: ast.Call) -> bool:
     """A loader bound to a name that is only ever looked at - ``next(iter(loader))`` to show one
     batch, ``len(loader)``, the name alone on a line of a notebook - never looped over or handed
     to a function: no batch of it reaches the GPU; or one built in the ``__main__`` smoke test
     of a library module (:func:`~torchwise.lint.semantics.files.in_demo_main`)."""
-    if in_demo_main(ctx, call):
+    if in_demo_main(ctx, call) and not _handed_to_mover(ctx, call):
         return True
     parent = ctx.parent(call)
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
@@ -278,6 +254,33 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
             continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
     return seen
+
+
+def _handed_to_mover(ctx: Context, call: ast.Call) -> bool:
+    """The loader, bound to a name, is handed to a function of this file that moves data to a
+    device (``train(args, loader, generator, device)``, ``extract_features(loader, net,
+    device)``): a script's ``__main__`` block that runs its own training, not a smoke test."""
+    parent = ctx.parent(call)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    key = ("sem:handed-to-mover", id(call))
+    if key in ctx._cache:
+        return ctx._cache[key]
+    name, found, tried = parent.targets[0].id, False, set()
+    for use in ctx.nodes.get(ast.Name, ()):
+        if use.id != name or use.ctx.__class__ is not ast.Load:
+            continue
+        holder = ctx.parent(use)
+        if holder.__class__ is ast.keyword:
+            holder = ctx.parent(holder)
+        if holder.__class__ is ast.Call and holder.func.__class__ is ast.Name and holder.func.id not in tried:
+            tried.add(holder.func.id)
+            target = local_function(ctx, holder)
+            if target is not None and target.__class__ is ast.FunctionDef and moves_to_device(ctx, target, follow_calls=0):
+                found = True
+                break
+    ctx._cache[key] = found
+    return found
 
 
 def _takes_first_samples(ctx: Context, use: AST) -> bool:
@@ -340,7 +343,7 @@ def loader_subclass_calls(ctx: Context) -> list[ast.Call]:
         return found
     found = []
     for name, calls in ctx.calls_by_name.items():
-        if not name.endswith("Loader") or name == "DataLoader":
+        if "Loader" not in name or name == "DataLoader":  # AudioDataLoader, DataLoaderMaskingPred
             continue
         if _loader_subclass(ctx, name):
             found.extend(c for c in calls if c.func.__class__ is ast.Name or ctx.qualname(c.func) is None)

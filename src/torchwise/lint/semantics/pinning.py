@@ -10,7 +10,6 @@ import ast
 
 from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
 from torchwise.lint.semantics.callers import project_arguments
-from torchwise.lint.semantics.data import pinned_loaders_line
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
@@ -56,6 +55,48 @@ def pin_value(ctx: Context, call: ast.Call) -> bool | None:
             if found is not False:
                 return found
     return False
+
+
+def pinned_loaders_line(func: AST) -> int | None:
+    """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
+    the line of its first loader; else None."""
+    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
+    if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
+        return None
+    for call in loaders:
+        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
+        if pin is None:
+            pin = next((p for k in call.keywords if k.arg is None for p in [_star_pin(_bound_dict(func, k.value))]
+                        if p is not None), None)
+        if pin is None or (pin.__class__ is ast.Constant and not pin.value):
+            return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
+    return loaders[0].lineno
+
+
+def _bound_dict(func: AST, value: AST) -> AST:
+    """For ``**params``: the ``dict(...)`` or ``{...}`` the function assigns to ``params`` (once);
+    else ``value`` itself."""
+    if value.__class__ is not ast.Name:
+        return value
+    found = [n.value for n in ast.walk(func) if n.__class__ is ast.Assign and len(n.targets) == 1
+             and n.targets[0].__class__ is ast.Name and n.targets[0].id == value.id]
+    if len(found) == 1 and found[0].__class__ is ast.Call and last_name(found[0].func) == "dict" and not found[0].args:
+        return ast.Dict(keys=[ast.Constant(k.arg) for k in found[0].keywords if k.arg],
+                        values=[k.value for k in found[0].keywords if k.arg])
+    return found[0] if len(found) == 1 else value
+
+
+def _star_pin(value: AST) -> AST | None:
+    """``pin_memory`` in a ``**`` dict written in place: ``**{'pin_memory': True}``, or one
+    chosen by a flag, ``**({'num_workers': 2, 'pin_memory': True} if cuda else {})`` (pinned
+    when on a GPU)."""
+    sides = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    for side in sides:
+        if side.__class__ is ast.Dict:
+            for key, v in zip(side.keys, side.values):
+                if key is not None and key.__class__ is ast.Constant and key.value == "pin_memory":
+                    return v
+    return None
 
 
 def _combine(verdicts: list[bool | None]) -> bool | None:
