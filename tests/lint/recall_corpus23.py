@@ -379,3 +379,407 @@ PROJECTS += [
         "main.py": _DEAD_MAIN + "utils.load_pretrained_weights(model, args.weights)\n", "utils.py": _DEAD_UTILS},
         (("utils.py", 5),)),
 ]
+
+# ------------------------------------------------------------- TW104 RL: evaluation action, the action of a step method
+# An RL library: each agent's `eval_step(self, state)` runs its network and hands back host data
+# (`to_np(...)`); its `step()` picks the exploration action with the network once per call (the
+# environment stepped right after, the result unpacked as next_state, reward, done, info), and the
+# update later in the same method rebinds `action` to the actor's output it backpropagates.
+FIND += [
+    Shape("TW104", "an agent's eval_step(state) returns to_np of its network's output", d("""
+        from ..utils import *
+        class TD3Agent(BaseAgent):
+            def eval_step(self, state):
+                state = self.config.state_normalizer(state)
+                action = self.network(state)
+                return to_np(action)
+    """), 5, "agent.py"),
+    Shape("TW104", "eval_step(state) takes the greedy action through NumPy and returns it in a list", d("""
+        import numpy as np
+        class QRAgent(BaseAgent):
+            def eval_step(self, state):
+                q = self.network(state)["quantile"].mean(-1)
+                action = np.argmax(to_np(q).flatten())
+                return [action]
+    """), 4, "agent.py"),
+    Shape("TW104", "step() picks the exploration action with the network; the update rebinds `action` and backpropagates", d("""
+        import numpy as np
+        class DDPGAgent(BaseAgent):
+            def step(self):
+                if self.total_steps < self.config.warm_up:
+                    action = [self.task.action_space.sample()]
+                else:
+                    action = self.network(self.state)
+                    action = to_np(action)
+                    action += self.random_process.sample()
+                next_state, reward, done, info = self.task.step(action)
+                self.replay.feed(dict(state=self.state, action=action, reward=reward))
+                self.state = next_state
+                if self.replay.size() >= self.config.warm_up:
+                    states = tensor(self.replay.sample().state)
+                    action = self.network.actor(states)
+                    policy_loss = -self.network.critic(states, action).mean()
+                    policy_loss.backward()
+                    self.network.actor_opt.step()
+    """), 7, "agent.py"),
+    Shape("TW104", "an actor's transition: q values made host data by a method of the class, then epsilon-greedy", d("""
+        class DQNActor(BaseActor):
+            def compute_q(self, prediction):
+                q_values = to_np(prediction["q"])
+                return q_values
+            def _transition(self):
+                with self.config.lock:
+                    prediction = self._network(self.config.state_normalizer(self._state))
+                q_values = self.compute_q(prediction)
+                action = epsilon_greedy(self.epsilon, q_values)
+                next_state, reward, done, info = self._task.step(action)
+                entry = [self._state, action, reward, next_state, done, info]
+                self._state = next_state
+                return entry
+    """), 7, "agent.py"),
+]
+QUIET += [
+    Shape("TW104", "look-alike: a trainer's eval_step(self, batch) returns the loss tensor", d("""
+        class Trainer:
+            def eval_step(self, batch):
+                out = self.model(batch["x"])
+                return self.loss_fn(out, batch["y"])
+    """)),
+    Shape("TW104", "look-alike: the step's network output is stored in the rollout (its graph may be used)", d("""
+        class A2CAgent(BaseAgent):
+            def step(self):
+                prediction = self.network(self.states)
+                next_states, rewards, terminals, info = self.task.step(to_np(prediction["action"]))
+                self.storage.feed(prediction)
+                self.states = next_states
+    """)),
+    Shape("TW104", "look-alike: the exploration action feeds the update's backward in the same step", d("""
+        class PGAgent(BaseAgent):
+            def step(self):
+                action = self.network(self.state)
+                next_state, reward, done, info = self.task.step(to_np(action))
+                loss = -(action * reward).mean()
+                loss.backward()
+                self.opt.step()
+    """)),
+]
+
+# ------------------------------------------------------------- TW104 few-shot models that evaluate themselves
+# Few-shot learning code: a model class (nn.Module) has its own `train_loop` and `test_loop`; the
+# test loop counts correct answers per episode through `self.correct(x)`, which runs
+# `self.set_forward(x)` (the forward over an episode's set); a baseline's test loop hands over to an
+# `analysis_loop` that extracts features with `self.feature.forward(x)`. The test script scores
+# saved features with `model.set_forward(z_all, is_feature=True)` in `feature_evaluation()`.
+_FEWSHOT_TEMPLATE = d("""
+    import numpy as np
+    import torch.nn as nn
+    from abc import abstractmethod
+    class MetaTemplate(nn.Module):
+        @abstractmethod
+        def set_forward(self, x, is_feature):
+            pass
+        def correct(self, x):
+            scores = self.set_forward(x)
+            y_query = np.repeat(range(self.n_way), self.n_query)
+            top = scores.data.topk(1, 1, True, True)[1].cpu().numpy()
+            return float(np.sum(top[:, 0] == y_query)), len(y_query)
+        def train_loop(self, epoch, train_loader, optimizer):
+            for i, (x, _) in enumerate(train_loader):
+                optimizer.zero_grad()
+                loss = self.set_forward_loss(x)
+                loss.backward()
+                optimizer.step()
+        def test_loop(self, test_loader):
+            accs = []
+            for i, (x, _) in enumerate(test_loader):
+                right, count = self.correct(x)
+                accs.append(right / count * 100)
+            return np.mean(accs)
+""")
+_FEWSHOT_TRAIN = d("""
+    from methods.template import MetaTemplate
+    def train(base_loader, val_loader, model, optimizer, epochs):
+        for epoch in range(epochs):
+            model.train()
+            model.train_loop(epoch, base_loader, optimizer)
+            model.eval()
+            acc = model.test_loop(val_loader)
+""")
+PROJECTS += [
+    ProjectShape("TW104", "a model class's test_loop() runs self.correct(x), which runs self.set_forward(x)", {
+        "methods/template.py": _FEWSHOT_TEMPLATE, "train.py": _FEWSHOT_TRAIN}, (("methods/template.py", 9),)),
+    ProjectShape("TW104", "look-alike: the training script calls test_loop() under no_grad", {
+        "methods/template.py": _FEWSHOT_TEMPLATE, "train.py": _FEWSHOT_TRAIN.replace(
+            "        acc = model.test_loop(val_loader)", "        with torch.no_grad():\n            acc = model.test_loop(val_loader)")}),
+]
+FIND += [
+    Shape("TW104", "a baseline's test_loop() hands over to analysis_loop(), which extracts features with self.feature.forward", d("""
+        import torch.nn as nn
+        from torch.autograd import Variable
+        class BaselineTrain(nn.Module):
+            def __init__(self, model_func):
+                super().__init__()
+                self.feature = model_func()
+            def test_loop(self, val_loader):
+                if self.DBval:
+                    return self.analysis_loop(val_loader)
+                return -1
+            def analysis_loop(self, val_loader):
+                feats = {}
+                for x, y in val_loader:
+                    out = self.feature.forward(Variable(x.cuda())).data.cpu().numpy()
+                    feats.setdefault(int(y[0]), []).append(out)
+                return feats
+    """), 14),
+    Shape("TW104", "feature_evaluation() scores an episode of saved features with model.set_forward", d("""
+        import numpy as np
+        import torch
+        def feature_evaluation(cl_data_file, model, n_way=5, n_query=15):
+            z_all = torch.from_numpy(np.array([cl_data_file[c][:20] for c in list(cl_data_file)[:n_way]]))
+            model.n_query = n_query
+            scores = model.set_forward(z_all, is_feature=True)
+            return np.mean(scores.data.cpu().numpy().argmax(1) == np.repeat(range(n_way), n_query))
+    """), 6),
+    Shape("TW104", "a module method puts itself in eval mode and scores a dataset with self.forward", d("""
+        import torch
+        from torch import nn
+        class MemoryBuffer(nn.Module):
+            def construct_memory_set(self, dataset, n):
+                mode = self.training
+                self.eval()
+                scores = []
+                for data, _ in torch.utils.data.DataLoader(dataset, batch_size=128):
+                    f = self.forward(data.to(next(self.parameters()).device))
+                    scores.append(torch.softmax(f, -1).max(-1)[0].detach())
+                self.train(mode=mode)
+                return torch.cat(scores).topk(n)[1]
+    """), 9),
+]
+QUIET += [
+    Shape("TW104", "look-alike: set_forward_adaptation fine-tunes a classifier (backward inside)", d("""
+        import torch
+        import torch.nn as nn
+        class MetaTemplate(nn.Module):
+            def set_forward_adaptation(self, x):
+                clf = nn.Linear(64, 5)
+                opt = torch.optim.SGD(clf.parameters(), lr=0.01)
+                for _ in range(100):
+                    loss = nn.functional.cross_entropy(clf(x), self.y)
+                    loss.backward()
+                    opt.step()
+                return clf(x)
+            def test_loop(self, test_loader):
+                return [self.set_forward_adaptation(x) for x, _ in test_loader]
+    """)),
+    Shape("TW104", "look-alike: an optimizer's Fisher estimate after model.eval() takes gradients through its own helper", d("""
+        import torch
+        class FROMP(torch.optim.Optimizer):
+            def cac_grad(self, loss, outputs):
+                return torch.autograd.grad(loss, outputs, retain_graph=True)
+            def cac_jacobian(self, output, outputs):
+                return [self.cac_grad(output[:, i].sum(), outputs) for i in range(output.shape[1])]
+            def update_fisher(self, loader):
+                self.model.eval()
+                for data, _ in loader:
+                    logits = self.model.forward(data)
+                    jac = self.cac_jacobian(logits, self.outputs)
+                    self.fisher += sum(j[0].pow(2).sum() for j in jac)
+    """)),
+]
+
+# ------------------------------------------------------------- TW104 evaluation reached across files
+# A time-series project whose runner's `evaluate()` (running.py) puts the model in eval mode and runs
+# it; the training loop calls it under no_grad, the test-only path of main.py calls it bare. A helper
+# module's feature extraction handed a network whose parameters were all frozen records nothing.
+_RUNNING = d("""
+    import torch
+    def validate(val_evaluator, epoch):
+        with torch.no_grad():
+            metrics = val_evaluator.evaluate(epoch, keep_all=False)
+        return metrics
+    class BaseRunner:
+        def evaluate(self, epoch_num=None, keep_all=True):
+            raise NotImplementedError("override in a child class")
+    class SupervisedRunner(BaseRunner):
+        def evaluate(self, epoch_num=None, keep_all=True):
+            self.model = self.model.eval()
+            total = 0.0
+            for X, y in self.dataloader:
+                total += self.loss_module(self.model(X.to(self.device)), y.to(self.device)).sum()
+            return {"loss": total}
+""")
+_MAIN_TEST_ONLY = d("""
+    from running import SupervisedRunner, validate
+    def main(config, model, test_loader, device, loss_module):
+        if config["test_only"]:
+            test_evaluator = SupervisedRunner(model, test_loader, device, loss_module)
+            aggr_metrics_test = test_evaluator.evaluate(keep_all=True)
+            print(aggr_metrics_test)
+            return
+""")
+_UTILS_PRE = d("""
+    import torch
+    def preprocess(feature_extractor, dataset_list, batch=128):
+        out = []
+        for data in dataset_list:
+            for x, y in torch.utils.data.DataLoader(data, batch_size=batch):
+                out.append((feature_extractor(x).cpu(), y))
+        return out
+""")
+_MAIN_FROZEN = d("""
+    import torch
+    import utils
+    def run(args, train_datasets):
+        feature_extractor = build_extractor(args)
+        for param in feature_extractor.parameters():
+            param.requires_grad = False
+        feature_extractor.eval()
+        train_datasets = utils.preprocess(feature_extractor, train_datasets, batch=args.batch)
+        return train_datasets
+""")
+PROJECTS += [
+    ProjectShape("TW104", "the test-only path calls the runner's evaluate() bare; the project wraps it in no_grad elsewhere", {
+        "running.py": _RUNNING, "main.py": _MAIN_TEST_ONLY}, (("main.py", 5),)),
+    ProjectShape("TW104", "look-alike: the test-only path calls evaluate() under no_grad too", {
+        "running.py": _RUNNING, "main.py": _MAIN_TEST_ONLY.replace(
+            "        aggr_metrics_test = test_evaluator.evaluate(keep_all=True)",
+            "        with torch.no_grad():\n            aggr_metrics_test = test_evaluator.evaluate(keep_all=True)")}),
+    ProjectShape("TW104", "a helper module's feature extraction handed a network whose parameters were all frozen", {
+        "utils.py": _UTILS_PRE, "main.py": _MAIN_FROZEN}),
+    ProjectShape("TW104", "look-alike: the same extraction when only the network's mode was switched", {
+        "utils.py": _UTILS_PRE, "main.py": _MAIN_FROZEN.replace(
+            "    for param in feature_extractor.parameters():\n        param.requires_grad = False\n",
+            "    print(sum(p.numel() for p in feature_extractor.parameters()))\n")},
+        (("main.py", 7),)),
+]
+
+# ------------------------------------------------------------- TW104 a model's sample() that decodes under no_grad itself
+_VAE = d("""
+    import torch
+    from torch import nn
+    class VAE(nn.Module):
+        def sample(self, size):
+            z = torch.randn(size, self.z_dim).to(self._device())
+            with torch.no_grad():
+                x = self.decode(z)
+            return x
+""")
+_SHOW = d("""
+    from models.vae import VAE
+    def show_samples(model, size=32):
+        model.eval()
+        images = model.sample(size)
+        return images.view(-1, 1, 28, 28).cpu()
+""")
+PROJECTS += [
+    ProjectShape("TW104", "an imported VAE's sample() decodes under no_grad itself", {"models/vae.py": _VAE, "eval/show.py": _SHOW}),
+    ProjectShape("TW104", "look-alike: the project's sample() decodes with autograd on", {
+        "models/vae.py": _VAE.replace("        with torch.no_grad():\n            x = self.decode(z)\n", "        x = self.decode(z)\n"),
+        "eval/show.py": _SHOW}, (("eval/show.py", 4),)),
+]
+QUIET += [
+    Shape("TW104", "a @torch.no_grad() extraction function that runs the global generator, called after .eval()", d("""
+        import torch
+        @torch.no_grad()
+        def extract_features(generator, inception, batch_size, n_batches, device):
+            feats = []
+            for _ in range(n_batches):
+                img = g(torch.randn(batch_size, 512, device=device))
+                feats.append(inception(img)[0].cpu())
+            return torch.cat(feats)
+        if __name__ == "__main__":
+            g = Generator(256).to("cuda")
+            g.load_state_dict(torch.load(args.ckpt, map_location="cpu")["g_ema"])
+            g.eval()
+            inception = load_inception().eval()
+            features = extract_features(g, inception, 64, 10, "cuda")
+    """)),
+]
+
+# ------------------------------------------------------------- TW104 single runs of a script after .eval()
+# A point-cloud viewer restores the trained weights and segments one shape; the `__main__` block of a
+# segmentation model's file builds it, puts it in eval mode and runs a random input; a GAN projector
+# optimises a latent through the frozen generator, then renders the final latent once more.
+FIND += [
+    Shape("TW104", "a viewer script restores the trained weights and runs the model once", d("""
+        import argparse
+        import torch
+        opt = argparse.ArgumentParser().parse_args()
+        state_dict = torch.load(opt.model, map_location="cpu")
+        classifier = SegNet(k=state_dict["conv4.weight"].size(0))
+        classifier.load_state_dict(state_dict)
+        classifier.eval()
+        point = torch.from_numpy(load_points(opt.idx)).unsqueeze(0)
+        pred, _ = classifier(point)
+        show(pred.data.max(2)[1].numpy())
+    """), 9),
+    Shape("TW104", "a model file's __main__ smoke test: model.eval(), then model(input)", d("""
+        import torch
+        import torch.nn as nn
+        class PSPNet(nn.Module):
+            def forward(self, x):
+                return self.head(self.backbone(x))
+        if __name__ == "__main__":
+            x = torch.rand(4, 3, 473, 473)
+            model = PSPNet()
+            model.eval()
+            print(model)
+            output = model(x)
+            print("PSPNet", output.size())
+    """), 11),
+    Shape("TW104", "a GAN projector renders the optimised latent after the loop through the frozen generator", d("""
+        import torch
+        if __name__ == "__main__":
+            g_ema = Generator(256)
+            g_ema.load_state_dict(torch.load(args.ckpt, map_location="cpu")["g_ema"])
+            g_ema.eval()
+            latent = mean_latent(g_ema).detach().clone().requires_grad_(True)
+            optimizer = torch.optim.Adam([latent], lr=0.1)
+            for i in range(1000):
+                img, _ = g_ema([latent])
+                loss = perceptual(img, target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            img_gen, _ = g_ema([latent.detach()])
+            save_image(img_gen, "projected.png")
+    """), 14),
+]
+QUIET += [
+    Shape("TW104", "look-alike: a model file's __main__ runs the model without putting it in eval mode", d("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            model = Net()
+            print(model(torch.rand(1, 3, 32, 32)).shape)
+    """)),
+    Shape("TW104", "look-alike: the projector renders the final latent under no_grad", d("""
+        import torch
+        if __name__ == "__main__":
+            g_ema = Generator(256)
+            g_ema.eval()
+            latent = torch.zeros(1, 512, requires_grad=True)
+            optimizer = torch.optim.Adam([latent], lr=0.1)
+            for i in range(1000):
+                loss = perceptual(g_ema([latent])[0], target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            with torch.no_grad():
+                img_gen, _ = g_ema([latent])
+    """)),
+    Shape("TW104", "look-alike: after the loop, the network being optimised runs again (it trains: its parameters are optimised)", d("""
+        import torch
+        net = Net()
+        net.eval()
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = (net(x) - y).pow(2).mean()
+            loss.backward()
+            optimizer.step()
+        final = net(probe)
+    """)),
+]

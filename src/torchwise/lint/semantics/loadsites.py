@@ -27,9 +27,14 @@ def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
         return None
     names = {parent.targets[0].id}
     scope = ctx.scope_of(load)
-    later = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ is ast.Assign and a.lineno > load.lineno]
-    for a in later:  # state = ckpt["state"]; (then its keys renamed in place)
-        if any(n.__class__ is ast.Name and n.id in names for n in ast.walk(a.value)):
+    later = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.Call)
+             and a.lineno > load.lineno]
+    for a in later:  # state = ckpt["state"]; (then its keys renamed in place); model_dict.update(state)
+        if a.__class__ is ast.Call:
+            if last_name(a.func) == "update" and a.func.__class__ is ast.Attribute and a.func.value.__class__ is ast.Name \
+                    and any(n.__class__ is ast.Name and n.id in names for arg in a.args for n in ast.walk(arg)):
+                names.add(a.func.value.id)
+        elif any(n.__class__ is ast.Name and n.id in names for n in ast.walk(a.value)):
             names |= {t.id for t in a.targets if t.__class__ is ast.Name}
     for call in ctx.calls_named("load_state_dict"):
         if ctx.scope_of(call) is scope and call.lineno > load.lineno and call.args and any(
