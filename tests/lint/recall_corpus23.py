@@ -783,3 +783,265 @@ QUIET += [
         final = net(probe)
     """)),
 ]
+
+# ------------------------------------------------------------- TW403 guards that are always on, a reversed device choice
+# A language model's pointer-cache evaluation offers `--cuda` off (it maps the checkpoint to the CPU
+# then) but its one-hot helper takes `cuda=True` and no call passes it. A depth trainer chooses
+# `torch.device("cpu" if self.opt.no_cuda else "cuda")` and still builds a target with
+# `torch.ones(mask.shape).cuda()` inside a loss call.
+FIND += [
+    Shape("TW403", "a helper's .cuda() guarded by a parameter that defaults to True and that no call passes", d("""
+        import argparse
+        import numpy as np
+        import torch
+        from torch.autograd import Variable
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_false")
+        args = parser.parse_args()
+        def one_hot(idx, size, cuda=True):
+            a = np.zeros((1, size), np.float32)
+            a[0][idx] = 1
+            v = Variable(torch.from_numpy(a))
+            if cuda: v = v.cuda()
+            return v
+        def evaluate(targets, ntokens):
+            return torch.cat([one_hot(t, ntokens) for t in targets])
+        with open(args.save, "rb") as f:
+            if not args.cuda:
+                model = torch.load(f, map_location=lambda storage, loc: storage)
+            else:
+                model = torch.load(f)
+    """), 12, "pointer.py"),
+    Shape("TW403", "a factory moved with .cuda() inside a loss call, the device chosen as 'cpu' if no_cuda else 'cuda'", d("""
+        import torch
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self, opt):
+                self.opt = opt
+                self.device = torch.device("cpu" if self.opt.no_cuda else "cuda")
+            def compute_losses(self, outputs):
+                mask = outputs["mask"]
+                return 0.2 * nn.BCELoss()(mask, torch.ones(mask.shape).cuda())
+    """), 9),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the caller passes the script's flag to the helper's cuda parameter", d("""
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--cuda", action="store_true")
+        args = parser.parse_args()
+        def one_hot(idx, size, cuda=True):
+            v = torch.zeros(1, size)
+            v[0][idx] = 1
+            if cuda: v = v.cuda()
+            return v
+        codes = [one_hot(t, 100, args.cuda) for t in range(10)]
+    """)),
+    Shape("TW403", "look-alike: the parameter defaults to False (off unless the caller asks)", d("""
+        import argparse
+        import torch
+        args = argparse.ArgumentParser().parse_args()
+        def one_hot(idx, size, cuda=False):
+            v = torch.zeros(1, size)
+            if cuda: v = v.cuda()
+            return v
+        codes = [one_hot(t, 100) for t in range(10)]
+    """)),
+]
+PROJECTS += [
+    ProjectShape("TW403", "an inverse wavelet helper that nothing in the project calls (dead code, R5)", {
+        "swagan.py": d("""
+            import torch
+            def iwt_init(x):
+                h = torch.zeros([x.size(0), x.size(1) // 4, x.size(2) * 2, x.size(3) * 2]).float().cuda()
+                h[:, :, 0::2, 0::2] = x[:, 0::4] - x[:, 1::4]
+                return h
+            class InverseHaar(torch.nn.Module):
+                def forward(self, x):
+                    return x
+        """),
+        "train.py": "import torch\nfrom swagan import InverseHaar\nnet = InverseHaar()\nprint(net(torch.zeros(1)))\n"}),
+    ProjectShape("TW403", "look-alike: the same helper called by the model", {
+        "swagan.py": d("""
+            import torch
+            def iwt_init(x):
+                h = torch.zeros([x.size(0), x.size(1) // 4, x.size(2) * 2, x.size(3) * 2]).float().cuda()
+                h[:, :, 0::2, 0::2] = x[:, 0::4] - x[:, 1::4]
+                return h
+            class InverseHaar(torch.nn.Module):
+                def forward(self, x):
+                    return iwt_init(x)
+        """),
+        "train.py": "import torch\nfrom swagan import InverseHaar\nnet = InverseHaar()\nprint(net(torch.zeros(1)))\n"},
+        (("swagan.py", 3),)),
+]
+
+# ------------------------------------------------------------- TW301 a random name for the run's output
+# A time-series framework seeds torch, then names the experiment's output folder with a timestamp and
+# three random characters drawn from Python's `random`: no draw the run computes with.
+QUIET += [
+    Shape("TW301", "three random characters appended to the output directory's name", d("""
+        import os
+        import random
+        import string
+        import torch
+        def setup(config):
+            torch.manual_seed(config["seed"])
+            output_dir = os.path.join(config["output_dir"], config["experiment_name"])
+            rand_suffix = "".join(random.choices(string.ascii_letters + string.digits, k=3))
+            output_dir += "_" + config["stamp"] + "_" + rand_suffix
+            os.makedirs(os.path.join(output_dir, "checkpoints"))
+            return output_dir
+    """)),
+    Shape("TW301", "a random run tag used only in the checkpoint path", d("""
+        import os
+        import random
+        import numpy as np
+        np.random.seed(0)
+        run_tag = random.randint(0, 9999)
+        ckpt_path = os.path.join("runs", str(run_tag), "model.pt")
+    """)),
+]
+FIND += [
+    Shape("TW301", "look-alike: random strings drawn as training data (a synthetic copy task)", d("""
+        import random
+        import string
+        import torch
+        torch.manual_seed(0)
+        samples = []
+        for _ in range(1000):
+            word = "".join(random.choices(string.ascii_lowercase, k=8))
+            samples.append(word)
+    """), 7),
+]
+
+# ------------------------------------------------------------- TW305 a misspelled flag; the flag set where __main__ runs main()
+FIND += [
+    Shape("TW305", "a seeding helper sets a misspelled cuDNN flag (cudnn.determinstic = True)", d("""
+        import random
+        import numpy as np
+        import torch
+        def set_random_seed(seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            torch.manual_seed(seed)
+            torch.backends.cudnn.determinstic = True
+    """), 8),
+    Shape("TW305", "the flag set in the __main__ block that runs the training's main()", d("""
+        import torch
+        def main():
+            model = build()
+            for x, y in loader:
+                loss = model(x, y)
+                loss.backward()
+        if __name__ == "__main__":
+            torch.backends.cudnn.benchmark = False
+            torch.backends.cudnn.deterministic = True
+            try:
+                main()
+            except KeyboardInterrupt:
+                print("interrupted")
+    """), 9),
+]
+QUIET += [
+    Shape("TW305", "look-alike: a misspelled flag next to use_deterministic_algorithms(True)", d("""
+        import torch
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.determinstic = True
+    """)),
+    Shape("TW305", "look-alike: a library module's __main__ smoke test sets the flag and prints a shape", d("""
+        import torch
+        import torch.nn as nn
+        class Block(nn.Module):
+            def forward(self, x):
+                return x
+        if __name__ == "__main__":
+            torch.backends.cudnn.deterministic = True
+            print(Block()(torch.zeros(1, 3)).shape)
+    """)),
+]
+
+# ------------------------------------------------------------- TW405 processes started by hand, rendezvous in a helper
+# A summarisation project starts one `torch.multiprocessing.get_context("spawn").Process` per GPU in
+# its training script; each runs `distributed.multi_init(...)`, whose init_method is a hard-coded
+# `tcp://localhost:10000`.
+_DIST_HELPER = d("""
+    import torch.distributed
+    def multi_init(device_id, world_size, gpu_ranks):
+        dist_init_method = "tcp://localhost:10000"
+        torch.distributed.init_process_group(backend="nccl", init_method=dist_init_method,
+                                             world_size=world_size, rank=gpu_ranks[device_id])
+        return torch.distributed.get_rank()
+""")
+_PROC_TRAIN = d("""
+    import torch
+    import distributed
+    def train_multi(args):
+        mp = torch.multiprocessing.get_context("spawn")
+        procs = []
+        for i in range(args.world_size):
+            procs.append(mp.Process(target=run, args=(args, i), daemon=True))
+            procs[i].start()
+        for p in procs:
+            p.join()
+    def run(args, device_id):
+        gpu_rank = distributed.multi_init(device_id, args.world_size, args.gpu_ranks)
+        train_single(args, device_id)
+""")
+PROJECTS += [
+    ProjectShape("TW405", "a helper's hard-coded init_method for processes the training script starts by hand", {
+        "distributed.py": _DIST_HELPER, "train.py": _PROC_TRAIN}, (("distributed.py", 3),)),
+    ProjectShape("TW405", "look-alike: the helper reads the address from the environment (torchrun)", {
+        "distributed.py": _DIST_HELPER.replace('"tcp://localhost:10000"', '"env://"'), "train.py": _PROC_TRAIN}),
+    ProjectShape("TW405", "look-alike: the helper is only used by a script that torchrun launches", {
+        "distributed.py": _DIST_HELPER,
+        "train.py": "import distributed\ndef main(args):\n    distributed.multi_init(args.local_rank, args.world_size, args.ranks)\n"}),
+]
+FIND += [
+    Shape("TW405", "a Process per GPU started in the same file that hard-codes the init_method", d("""
+        import torch
+        import torch.distributed as dist
+        def run(rank, world):
+            dist.init_process_group("nccl", init_method="tcp://127.0.0.1:23456", world_size=world, rank=rank)
+        if __name__ == "__main__":
+            ctx = torch.multiprocessing.get_context("spawn")
+            procs = [ctx.Process(target=run, args=(r, 4)) for r in range(4)]
+            for p in procs:
+                p.start()
+    """), 7),
+]
+
+# ------------------------------------------------------------- TW406 a sampler built in a helper, passes of an endless generator
+_GAN_SAMPLER = d("""
+    from torch.utils import data
+    def data_sampler(dataset, shuffle, distributed):
+        if distributed:
+            return data.distributed.DistributedSampler(dataset, shuffle=shuffle)
+        if shuffle:
+            return data.RandomSampler(dataset)
+        return data.SequentialSampler(dataset)
+    def sample_data(loader):
+        while True:
+            for batch in loader:
+                yield batch
+    def train(args, loader, generator, g_optim):
+        loader = sample_data(loader)
+        for idx in range(args.iter):
+            real_img = next(loader)
+            loss = generator(real_img).mean()
+            loss.backward()
+            g_optim.step()
+    if __name__ == "__main__":
+        loader = data.DataLoader(dataset, batch_size=args.batch,
+                                 sampler=data_sampler(dataset, shuffle=True, distributed=args.distributed), drop_last=True)
+        train(args, loader, generator, g_optim)
+""")
+FIND += [
+    Shape("TW406", "a DistributedSampler built in a helper called with shuffle=True; an endless generator's passes are the epochs",
+          _GAN_SAMPLER, 4),
+]
+QUIET += [
+    Shape("TW406", "look-alike: the helper is called with shuffle=False (evaluation order)", _GAN_SAMPLER.replace(
+        "data_sampler(dataset, shuffle=True,", "data_sampler(dataset, shuffle=False,")),
+]
