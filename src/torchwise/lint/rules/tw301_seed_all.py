@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
@@ -344,7 +343,13 @@ Fix
         return uses
 
 
-_NAMING = re.compile(r"dir|path|name|file|folder|suffix|prefix|tag|uuid|(?:^|_)id$", re.I)
+_NAMING_WORDS = ("dir", "path", "name", "file", "folder", "suffix", "prefix", "tag", "uuid")
+
+
+def _naming(text: str) -> bool:
+    """``output_dir``, ``rand_suffix``, ``run_id``: a name for a place or a run, by its words."""
+    low = text.lower()
+    return any(w in low for w in _NAMING_WORDS) or low == "id" or low.endswith("_id")
 _PATH_CALLS = frozenset({"join", "makedirs", "mkdir", "Path"})
 
 
@@ -357,7 +362,7 @@ def _names_only(ctx: Context, node: ast.AST) -> bool:
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
     args = [*getattr(node, "args", []), *(k.value for k in getattr(node, "keywords", []))]
-    if not names or not (any("string." in ctx.text(a) for a in args) or any(_NAMING.search(n) for n in names)):
+    if not names or not (any("string." in ctx.text(a) for a in args) or any(_naming(n) for n in names)):
         return False
     scope, end = ctx.scope_of(stmt), stmt.end_lineno or stmt.lineno
     uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
@@ -365,7 +370,7 @@ def _names_only(ctx: Context, node: ast.AST) -> bool:
     for use in uses:
         holder = ctx.statement_of(use)
         targets = holder.targets if holder.__class__ is ast.Assign else [holder.target] if holder.__class__ is ast.AugAssign else []
-        if any(_NAMING.search(ctx.text(t)) for t in targets):
+        if any(_naming(ctx.text(t)) for t in targets):
             continue
         if any(a.__class__ is ast.Call and last_name(a.func) in _PATH_CALLS for a in ctx.ancestors(use)):
             continue

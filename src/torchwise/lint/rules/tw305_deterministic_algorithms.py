@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from difflib import SequenceMatcher
 from typing import Iterator
 
 from torchwise.lint.engine import Context
@@ -87,9 +86,19 @@ def _misspelled_flags(ctx: Context) -> list[tuple[ast.Assign, str]]:
             continue
         for t in node.targets:
             if t.__class__ is ast.Attribute and t.attr not in _CUDNN_FLAGS and (ctx.qualname(t) or "").startswith(
-                    "torch.backends.cudnn.") and SequenceMatcher(None, t.attr.lower(), "deterministic").ratio() >= 0.85:
+                    "torch.backends.cudnn.") and _edits(t.attr.lower(), "deterministic") <= 2:
                 out.append((node, t.attr))
     return out
+
+
+def _edits(a: str, b: str) -> int:
+    """The edit distance between two short words (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
 
 
 def _runs_program(ctx: Context, node: ast.AST) -> bool:

@@ -336,7 +336,7 @@ Fix
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
-            if not reads_device_keys(ctx, call) and (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)):
+            if (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) and not reads_device_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \

@@ -41,14 +41,17 @@ def _has_epoch_loop(ctx: Context) -> bool:
 def _endless_passes(ctx: Context) -> bool:
     """``def sample_data(loader): while True: for batch in loader: yield batch``: an iteration-based
     loop that passes over the loader again and again - each pass is an epoch."""
-    for func in ctx.nodes.get(ast.FunctionDef, ()):
+    if "yield" not in ctx.source:
+        return False
+    for loop in ctx.nodes.get(ast.While, ()):
+        func = ctx.function_of(loop)
+        if func is None or loop.test.__class__ is not ast.Constant or not loop.test.value:
+            continue
         params = {a.arg for a in func.args.args}
-        for loop in ast.walk(func):
-            if loop.__class__ is ast.While and loop.test.__class__ is ast.Constant and loop.test.value:
-                for inner in ast.walk(loop):
-                    if inner.__class__ is ast.For and inner.iter.__class__ is ast.Name and inner.iter.id in params \
-                            and any(n.__class__ in (ast.Yield, ast.YieldFrom) for n in ast.walk(inner)):
-                        return True
+        for inner in loop.body:
+            if inner.__class__ is ast.For and inner.iter.__class__ is ast.Name and inner.iter.id in params \
+                    and any(n.__class__ in (ast.Yield, ast.YieldFrom) for n in ast.walk(inner)):
+                return True
     return False
 
 

@@ -6,7 +6,6 @@ step: an agent's observation, a replay minibatch, a model method's input array."
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.hostarrays import numpy_made
@@ -49,12 +48,12 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
     return False
 
 
-_HOST_HELPER = re.compile(r"^(?:to_?np|to_?numpy|tensor_?to_?np|tensor2np|tonumpy)$", re.I)
+_HOST_HELPERS = frozenset({"to_np", "tonp", "to_numpy", "tonumpy", "tensor_to_np", "tensortonp", "tensor2np", "tensor_to_numpy"})
 
 
 def host_helper(name: str | None) -> bool:
     """``to_np(t)``, ``to_numpy(t)``: a project helper named for returning ``t.cpu().detach().numpy()``."""
-    return name is not None and _HOST_HELPER.match(name) is not None
+    return name is not None and name.lower() in _HOST_HELPERS
 
 
 def _leaves_graph(ctx: Context, expr: AST) -> bool:

@@ -6,7 +6,6 @@ files in view (a file linted alone may be called from anywhere)."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context
 
@@ -35,12 +34,24 @@ def _unnamed_elsewhere(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDe
     key = ("dead:uses", name)
     found = ctx.project.answers.get(key)
     if found is None:
-        word = re.compile(r"\b" + re.escape(name) + r"\b")
         found = 0
         for _, text in ctx.project.files:
             if name in text:
-                found += len(word.findall(text))
+                found += _words(text, name, 2 - found)
                 if found > 1:
                     break
         ctx.project.answers[key] = found
     return found == 1
+
+
+def _words(text: str, name: str, limit: int) -> int:
+    """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``)."""
+    n, size = 0, len(name)
+    pos = text.find(name)
+    while pos >= 0 and n < limit:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + size] if pos + size < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            n += 1
+        pos = text.find(name, pos + 1)
+    return n

@@ -6,12 +6,12 @@ project wraps in ``no_grad`` in one place and calls bare in another."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import is_eval_name
 
 _GRAD_TEXT = ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward", "autograd", "requires_grad")
@@ -105,7 +105,8 @@ def _called_without_grad(ctx: Context, name: str) -> bool:
     return found
 
 
-_SWITCH = re.compile(r"no_grad|inference_mode|set_grad_enabled\(\s*False")
+def _switch(line: str) -> bool:
+    return "no_grad" in line or "inference_mode" in line or "set_grad_enabled(False" in line.replace(" ", "")
 
 
 def _under_grad_switch_text(text: str, needle: str) -> bool:
@@ -121,7 +122,7 @@ def _under_grad_switch_text(text: str, needle: str) -> bool:
             depth = len(above) - len(above.lstrip())
             if depth < indent:
                 indent = depth
-                if _SWITCH.search(above) or above.lstrip().startswith("def ") and j and _SWITCH.search(lines[j - 1]):
+                if _switch(above) or above.lstrip().startswith("def ") and j and _switch(lines[j - 1]):
                     return True
             if depth == 0:
                 break
@@ -132,9 +133,12 @@ def bare_project_evaluations(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``test_evaluator.evaluate(keep_all=True)`` outside no_grad, where every ``def evaluate(`` of the
     project puts its model in eval mode and runs it with no grad switch of its own, and another call
     of it in the project sits under ``with torch.no_grad():`` (the runner relies on its callers)."""
-    for call in ctx.nodes.get(ast.Call, ()):
+    if not ctx.project.files:
+        return
+    calls = [c for name, found in ctx.calls_by_name.items() if not name.startswith("_") and is_eval_name(name) for c in found]
+    for call in calls:
         func = call.func
-        if func.__class__ is not ast.Attribute or not is_eval_name(func.attr) or func.attr.startswith("_") \
+        if func.__class__ is not ast.Attribute or func.attr.startswith("_") \
                 or func.value.__class__ is not ast.Name or is_module_instance(ctx, func.value, call):
             continue
         if under_no_grad(ctx, call) or not ctx.project.files or not _called_without_grad(ctx, func.attr):
@@ -148,21 +152,9 @@ def _bodies_evaluate(ctx: Context, name: str) -> bool:
     key = ("tw104:bodies-evaluate", name)
     found = ctx.project.answers.get(key)
     if found is None:
-        head = re.compile(r"^([ \t]*)def[ \t]+" + re.escape(name) + r"\(self\b", re.M)
-        bodies = []
-        for _, text in ctx.project.files:
-            if f"def {name}(" not in text:
-                continue
-            for m in head.finditer(text):
-                indent = len(m.group(1).expandtabs())
-                body = []
-                for line in text[m.end():].split("\n")[1:]:
-                    if line.strip() and len(line) - len(line.lstrip(" \t")) <= indent:
-                        break
-                    body.append(line)
-                text_of = "\n".join(body)
-                if "NotImplementedError" not in text_of:  # (an abstract one of the base runner)
-                    bodies.append(text_of)
+        needle = f"def {name}("
+        bodies = [b for _, text in ctx.project.files if needle in text for b in def_bodies(text, name, method=True)
+                  if "NotImplementedError" not in b]  # (an abstract one of the base runner)
         found = bool(bodies) and all(".eval()" in b and not any(w in b for w in _GRAD_TEXT) for b in bodies)
         ctx.project.answers[key] = found
     return found

@@ -57,6 +57,8 @@ def _grad_helper(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if key not in ctx._cache:
         ctx._cache[key] = False  # (a helper that calls itself)
         text = ctx.text(func)
+        if "grad" not in text and "backward" not in text and "autograd" not in text:
+            return False
         ctx._cache[key] = "autograd.grad(" in text or ".backward(" in text or "autograd.functional" in text or depth > 0 and any(
             n.__class__ is ast.Call and n is not call and _grad_helper(ctx, n, depth - 1) for n in ast.walk(func))
     return ctx._cache[key]  # (also through one it calls: cac_jacobian() taking cac_grad() per output)

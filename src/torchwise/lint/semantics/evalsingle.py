@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.frozen import eval_calls
 from torchwise.lint.semantics.steps import training_calls
@@ -30,24 +30,25 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     goes back to training mode."""
     if ".eval()" not in ctx.source:
         return
-    top = [n for n in ctx.walk_body(ctx.tree.body)]
+    evals = [c for c in ctx.calls_named("eval") if not c.args and ctx.function_of(c) is None]
+    if not evals:
+        return
     trains = training_calls(ctx)
     last_train = max(((c.lineno, c.col_offset) for c in trains), default=None)
-    for ev in eval_calls(ctx, top):
-        if ctx.function_of(ev) is not None:
-            continue
+    for ev in eval_calls(ctx, evals):
         who = ctx.text(ev.func.value)
         start = (ev.lineno, ev.col_offset)
-        runs = [n for n in top if n.__class__ is ast.Call and (n.args or n.keywords) and ctx.text(n.func) == who
-                and (n.lineno, n.col_offset) > start and ctx.function_of(n) is None]
+        runs = sorted((n for n in ctx.calls_named(last_name(ev.func.value) or "") if (n.args or n.keywords)
+                       and ctx.text(n.func) == who and (n.lineno, n.col_offset) > start and ctx.function_of(n) is None),
+                      key=lambda n: (n.lineno, n.col_offset))
         if not runs or f"{who}.train(" in ctx.source:
             continue
         if not trains:
             call = runs[0]
             if ctx.enclosing_loops(call) or under_no_grad(ctx, call) or any(ctx.enclosing_loops(n) for n in runs):
                 continue  # (a loop after eval() is the evaluation loop the rule reports itself)
-            restored = any(n.__class__ is ast.Call and ctx.text(n.func) == f"{who}.load_state_dict"
-                           and (n.lineno, n.col_offset) < start for n in top)
+            restored = any(ctx.text(n.func) == f"{who}.load_state_dict" and (n.lineno, n.col_offset) < start
+                           and ctx.function_of(n) is None for n in ctx.calls_named("load_state_dict"))
             if restored or (_main_guard(ctx, call) and _defines_module(ctx)):
                 yield call, (f"{who} runs once after {who}.eval() with autograd recording"
                              f"{' (a smoke test of the model)' if not restored else ''}; inference needs no graph")

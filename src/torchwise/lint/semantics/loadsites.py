@@ -50,7 +50,7 @@ def evaluation_script(ctx: Context) -> bool:
     return ("__main__" in src or "parse_args(" in src) and not training_calls(ctx)
 
 
-_RANK_TEST = re.compile(r"rank|main_process|is_main|is_master|master|\bgpu\s*==\s*0", re.I)
+_RANK_WORDS = ("rank", "main_process", "is_main", "master", "gpu==0")
 _DISTRIBUTED = ("DistributedDataParallel", "init_process_group")
 
 
@@ -60,7 +60,8 @@ def every_rank_loads(ctx: Context, load: ast.Call) -> bool:
     onto the device that saved it (``cuda:0``)."""
     if not any(w in ctx.source for w in _DISTRIBUTED) or ctx.function_of(load) is None or not training_calls(ctx):
         return False
-    return not any(_RANK_TEST.search(ctx.text(if_node.test)) for if_node, _ in ctx.enclosing_ifs(load))
+    return not any(any(w in ctx.text(if_node.test).lower().replace(" ", "") for w in _RANK_WORDS)
+                   for if_node, _ in ctx.enclosing_ifs(load))
 
 
 _EXISTS = frozenset({"exists", "isfile", "is_file"})

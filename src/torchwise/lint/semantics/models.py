@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import is_eval_name
 
 
@@ -189,20 +190,8 @@ def _project_no_grad_bodies(ctx: Context, name: str) -> bool:
     key = ("models:no-grad-body", name)
     found = ctx.project.answers.get(key)
     if found is None:
-        bodies = []
-        head = re.compile(r"^([ \t]*)def[ \t]+" + re.escape(name) + r"\(", re.M)
-        for _, text in ctx.project.files:
-            if f"def {name}(" not in text:
-                continue
-            for m in head.finditer(text):
-                indent = len(m.group(1).expandtabs())
-                lines = text[m.end():].split("\n")[1:]
-                body = []
-                for line in lines:
-                    if line.strip() and len(line) - len(line.lstrip(" \t")) <= indent:
-                        break
-                    body.append(line)
-                bodies.append("\n".join(body))
+        needle = f"def {name}("
+        bodies = [b for _, text in ctx.project.files if needle in text for b in def_bodies(text, name)]
         found = bool(bodies) and all(("no_grad()" in b or "inference_mode()" in b or f".{name}(" in b) and "backward(" not in b
                                      for b in bodies)  # (or it delegates to another object's method of that name)
         ctx.project.answers[key] = found
