@@ -98,6 +98,9 @@ PROJECTS += [
     ProjectShape("TW402", "look-alike: only rank 0 of the distributed script loads the weights", {
         "train.py": _SEG_DDP.replace("    if args.weight:", "    if args.weight and gpu == 0:"),
         "nets.py": _SEG_MODEL}),
+    ProjectShape("TW402", "look-alike: the GPU-only test script restores weights shipped with the project (a name no save writes)", {
+        "train.py": _SEG_TRAIN, "test.py": _SEG_TEST.replace("torch.load(args.model_path)", 'torch.load("weights/pspnet_voc.pth")'),
+        "nets.py": _SEG_MODEL}),
     ProjectShape("TW402", "look-alike: the test script of a GPU-only project whose training saves host tensors", {
         "train.py": _SEG_TRAIN.replace('torch.save({"state_dict": net.state_dict()}',
                                        'torch.save({"state_dict": net.module.cpu().state_dict()}'),
