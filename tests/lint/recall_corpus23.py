@@ -674,11 +674,13 @@ _SHOW = d("""
         images = model.sample(size)
         return images.view(-1, 1, 28, 28).cpu()
 """)
+_SHOW_MAIN = "from eval.show import show_samples\nshow_samples(build_vae())\n"
 PROJECTS += [
-    ProjectShape("TW104", "an imported VAE's sample() decodes under no_grad itself", {"models/vae.py": _VAE, "eval/show.py": _SHOW}),
+    ProjectShape("TW104", "an imported VAE's sample() decodes under no_grad itself", {
+        "models/vae.py": _VAE, "eval/show.py": _SHOW, "main.py": _SHOW_MAIN}),
     ProjectShape("TW104", "look-alike: the project's sample() decodes with autograd on", {
         "models/vae.py": _VAE.replace("        with torch.no_grad():\n            x = self.decode(z)\n", "        x = self.decode(z)\n"),
-        "eval/show.py": _SHOW}, (("eval/show.py", 4),)),
+        "eval/show.py": _SHOW, "main.py": _SHOW_MAIN}, (("eval/show.py", 4),)),
 ]
 QUIET += [
     Shape("TW104", "a @torch.no_grad() extraction function that runs the global generator, called after .eval()", d("""

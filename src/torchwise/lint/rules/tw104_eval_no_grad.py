@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
@@ -161,7 +162,8 @@ What it flags
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
   definition in the project runs under no_grad itself or hands over to another object's method of
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
-  helper of its file (`self.cac_jacobian(...)` calling `torch.autograd.grad`).
+  helper of its file (`self.cac_jacobian(...)` calling `torch.autograd.grad`), and functions that
+  nothing in the project calls or names (dead code never runs).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -189,6 +191,11 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        found = list(self._findings(ctx))
+        dead = dead_ranges(ctx) if found else []
+        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
+
+    def _findings(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
             return  # a TensorFlow/JAX file of a mixed project: no autograd of torch to turn off
         # candidates: functions named like evaluation, and scopes that call X.eval()

@@ -267,7 +267,8 @@ What it flags
   that the project saves with device tensors). Also in a project written only for GPUs: an
   evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
   model from a checkpoint the project's training writes from the GPU - it runs on other machines
-  and GPU counts than training did - and a load in a distributed training script
+  and GPU counts than training did; not a file name no save of the project writes, such as shipped
+  weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
   restores onto `cuda:0`. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the

@@ -55,3 +55,12 @@ def _words(text: str, name: str, limit: int) -> int:
             n += 1
         pos = text.find(name, pos + 1)
     return n
+
+
+def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
+    """``(first, last)`` lines of every function of the file that nothing in the project calls or
+    names (empty when the file is linted alone)."""
+    if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
+        return []
+    return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
+            for f in ctx.nodes.get(kind, ()) if _unnamed_elsewhere(ctx, f)]
