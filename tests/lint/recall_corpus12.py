@@ -367,6 +367,7 @@ _FLAG_MAIN = d("""
     if on_gpu:
         net.cuda()
     train.fit(net, data, on_gpu)
+    utils.load_checkpoint(net, "ckpt")
 """)
 _FLAG_TRAIN = d("""
     import torch

@@ -83,7 +83,8 @@ PROJECTS += [
     ProjectShape("TW403", "look-alike: a real GPU check elsewhere in the project keeps the eval module's findings", {
         "records/a/train.py": _GPU_TRAIN.replace("assert torch.cuda.is_available()",
                                                  'device = "cuda" if torch.cuda.is_available() else "cpu"'),
-        "evals/score.py": _EVAL}, (("evals/score.py", 6), ("evals/score.py", 7), ("evals/score.py", 8))),
+        "evals/score.py": _EVAL, "evals/run.py": "from score import score\nprint(score(model, items))\n"},  # (called: R5)
+        (("evals/score.py", 6), ("evals/score.py", 7), ("evals/score.py", 8))),
 ]
 
 # --------------------------------------------------------------------- TW403 files written for a GPU only

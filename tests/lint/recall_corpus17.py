@@ -296,6 +296,7 @@ _STYLIZE = d("""
         net = net.to(device)
         with torch.no_grad():
             return net(load_image("in.jpg").to(device))
+    print(stylize())
 """)
 PROJECTS += [
     ProjectShape("TW402", "style transfer: train.py saves the final weights after net.cpu(); stylize.py loads shipped weights", {

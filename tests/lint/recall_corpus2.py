@@ -151,6 +151,7 @@ PROJECTS += [
                 torch.save(model.state_dict(), "checkpoint.pt")
             def resume(model):
                 model.load_state_dict(torch.load("checkpoint.pt"))
+            resume(torch.nn.Linear(2, 2))  # (called: code nothing calls is dead, METHOD R5)
         """),
     }, (("train.py", 10),)),
 ]

@@ -198,6 +198,8 @@ _GPU_MAIN = d("""
     def evaluate():
         net = UNet().to(device)
         net.load_state_dict(torch.load('ckpt.pt')['net'])
+    train()
+    evaluate()
 """)
 # a training script that falls back to the CPU (round 5: a fallback only in files that train nothing,
 # such as an inference module, leaves the training files GPU-only by design - recall_corpus5)

@@ -9,11 +9,14 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
+from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
+from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
@@ -135,6 +138,32 @@ What it flags
   run it (`self.model.encoder(x)`, `self.model(x)`) outside no_grad: reported once per method at
   its first forward pass - unless the class backpropagates, steps an optimizer or switches grad
   mode itself, or the file calls that method only under no_grad.
+  And an RL agent's `eval_step(self, state)` that runs its network and returns host data
+  (`to_np(action)`, a NumPy result, `[action]`), and an agent's `step()`/`_transition()` that steps
+  its environment once per call (`next_state, reward, done, info = self.task.step(action)`) after
+  running its network for an action that only becomes that action (through `to_np`, a method of the
+  class that returns host data, epsilon-greedy) - a later `action = self.network.actor(states)` of
+  the update is another value. And a model class that evaluates itself: an `nn.Module` method named
+  for evaluation (`test_loop(self, test_loader)`) that loops over the data it is handed and runs the
+  model - `self.set_forward(x)` (few-shot models' forward over an episode), `self.forward(x)`,
+  `self.feature.forward(x)` - itself or through methods of the class (`self.correct(x)`,
+  `self.analysis_loop(loader)`), with no grad switch on the way and no call of it in the project
+  under no_grad: reported at the forward pass. An explicit `.forward(x)` on the receiver of
+  `.eval()` counts as a run (`self.eval()` then `self.forward(data)`), and so does
+  `model.set_forward(z, is_feature=True)` in an evaluation function. And a runner's evaluation
+  method called bare (`test_evaluator.evaluate(keep_all=True)`) when every definition of it in the
+  project puts the model in eval mode and runs it with no grad switch of its own while another call
+  of it sits under no_grad. And single module-level runs after `.eval()`, outside loops: in a script
+  that trains nothing, of a model it restored (`net.load_state_dict(state)`) or in the `__main__`
+  block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
+  script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
+  holds (a GAN projector rendering the latent it optimised).
+  Quiet besides: a helper handed a network whose parameters were all frozen first, a function
+  decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
+  definition in the project runs under no_grad itself or hands over to another object's method of
+  that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
+  helper of its file (`self.cac_jacobian(...)` calling `torch.autograd.grad`), and functions that
+  nothing in the project calls or names (dead code never runs).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and
@@ -162,6 +191,11 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        found = list(self._findings(ctx))
+        dead = dead_ranges(ctx) if found else []
+        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
+
+    def _findings(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
             return  # a TensorFlow/JAX file of a mixed project: no autograd of torch to turn off
         # candidates: functions named like evaluation, and scopes that call X.eval()
@@ -187,6 +221,8 @@ Lint and the doctor
             yield from {(f.line, f.col): f for f in found}.values()
         for node, message in eval_built_runs(ctx) if "=True" in ctx.source or "=False" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
+        for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
+            yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
@@ -263,7 +299,8 @@ Lint and the doctor
             if func.__class__ not in (ast.Name, ast.Attribute):
                 continue
             inner = None
-            if ctx.text(func) not in receivers and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
+            explicit = func.__class__ is ast.Attribute and func.attr == "forward" and ctx.text(func.value) in receivers
+            if ctx.text(func) not in receivers and not explicit and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
                         _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
                         or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
@@ -272,8 +309,9 @@ Lint and the doctor
                         continue
             if is_module and not ctx.enclosing_loops(node) and inner is None:
                 continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
-            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node):
-                continue
+            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
+                    or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
+                continue  # (a helper handed a network whose parameters were all frozen records nothing)
             where = "module-level evaluation" if is_module else f"{scope.name}()"
             run = f"{ctx.text(inner.func)} (in {ctx.text(func)}())" if inner is not None else ctx.text(func)
             return ctx.finding(

@@ -155,7 +155,9 @@ What it flags
   `random.Random()` created without a seed next to the seeding calls (same function or
   script, not under an `if`), which the global seeds do not reach. A draw that only picks the
   seed (`args.manualSeed = random.randint(1, 10000)` when none is given) is no use of its
-  generator. Files
+  generator, nor is a draw that only names the run's output (`rand_suffix =
+  "".join(random.choices(string.ascii_letters, k=3))` used only in an output folder's name or a
+  path). Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
   `test_*` function, a `TestCase`, under `if args.test:`) do not count, nor do seeds and draws
@@ -334,10 +336,46 @@ Fix
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n) and not _draws_seed(ctx, n)
+                          and not _names_only(ctx, n)
                           and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses
+
+
+_NAMING_WORDS = ("dir", "path", "name", "file", "folder", "suffix", "prefix", "tag", "uuid")
+
+
+def _naming(text: str) -> bool:
+    """``output_dir``, ``rand_suffix``, ``run_id``: a name for a place or a run, by its words."""
+    low = text.lower()
+    return any(w in low for w in _NAMING_WORDS) or low == "id" or low.endswith("_id")
+_PATH_CALLS = frozenset({"join", "makedirs", "mkdir", "Path"})
+
+
+def _names_only(ctx: Context, node: ast.AST) -> bool:
+    """``rand_suffix = "".join(random.choices(string.ascii_letters + string.digits, k=3))`` whose only
+    uses build a name (``output_dir += "_" + stamp + "_" + rand_suffix``, ``os.path.join(root,
+    tag)``): a random name for the run's output, not a draw the run computes with."""
+    stmt = ctx.statement_of(node)
+    if stmt.__class__ is not ast.Assign:
+        return False
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    args = [*getattr(node, "args", []), *(k.value for k in getattr(node, "keywords", []))]
+    if not names or not (any("string." in ctx.text(a) for a in args) or any(_naming(n) for n in names)):
+        return False
+    scope, end = ctx.scope_of(stmt), stmt.end_lineno or stmt.lineno
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
+            and _own_scope(ctx, n) is scope]
+    for use in uses:
+        holder = ctx.statement_of(use)
+        targets = holder.targets if holder.__class__ is ast.Assign else [holder.target] if holder.__class__ is ast.AugAssign else []
+        if any(_naming(ctx.text(t)) for t in targets):
+            continue
+        if any(a.__class__ is ast.Call and last_name(a.func) in _PATH_CALLS for a in ctx.ancestors(use)):
+            continue
+        return False
+    return bool(uses)
 
 
 def _draws_seed(ctx: Context, node: ast.AST) -> bool:

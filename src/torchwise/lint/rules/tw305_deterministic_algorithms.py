@@ -16,7 +16,7 @@ from torchwise.lint.semantics.optiondefaults import option_default
 class PartialDeterminism(Rule):
     code = "TW305"
     name = "partial-determinism"
-    triggers = ("deterministic",)
+    triggers = ("determin",)  # (also the misspellings: determinstic)
     doc = """\
 What it flags
   `torch.backends.cudnn.deterministic = True`, or set from an option that is on by default
@@ -24,9 +24,12 @@ What it flags
   the file, `= config.CUDNN.DETERMINISTIC` where a module of the project assigns
   `config.CUDNN.DETERMINISTIC = True`), in a file that never calls
   `torch.use_deterministic_algorithms(...)`; also an option whose default lint cannot read (a
-  parameter `cfg`, a YAML file). Not flagged: an option off by default (`store_true`,
+  parameter `cfg`, a YAML file). Also a misspelled flag set to True
+  (`torch.backends.cudnn.determinstic = True`: Python adds the attribute, cuDNN never reads it),
+  and the flag set in a `__main__` block that runs the program (`main()` of the file). Not
+  flagged: an option off by default (`store_true`,
   `config.CUDNN.DETERMINISTIC = False` in the config module): the project does not ask for
-  determinism unless a user turns it on.
+  determinism unless a user turns it on; the `__main__` smoke test of a library module.
 
 Why it matters
   The cuDNN flag covers cuDNN convolutions only. Many other CUDA kernels - scatter/index_add
@@ -47,10 +50,17 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         dets = cudnn_flag_assignments(ctx, "deterministic", literal_only=False)
-        if not dets or ctx.calls_to("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"):
+        typos = _misspelled_flags(ctx)
+        if not (dets or typos) or ctx.calls_to("torch.use_deterministic_algorithms", "torch.set_deterministic_debug_mode"):
             return
+        for node, attr in typos:
+            yield ctx.finding(
+                self.code, node,
+                f"cudnn.{attr} is no cuDNN flag (a misspelling of deterministic): determinism is asked for and nothing is set",
+                suggestion='call torch.use_deterministic_algorithms(True) and set CUBLAS_WORKSPACE_CONFIG=":4096:8"',
+            )
         for node in dets:
-            if in_demo_main(ctx, node):
+            if in_demo_main(ctx, node) and not _runs_program(ctx, node):
                 continue  # a smoke test that prints a shape: nothing to reproduce
             if node.value.__class__ is not ast.Constant and option_default(ctx, node.value) is False:
                 continue  # an option that is off by default: nothing asks for determinism
@@ -60,6 +70,44 @@ Fix
                 f"cudnn.deterministic covers cuDNN only; other CUDA kernels stay nondeterministic{when}",
                 suggestion='also call torch.use_deterministic_algorithms(True) and set CUBLAS_WORKSPACE_CONFIG=":4096:8"',
             )
+
+
+_CUDNN_FLAGS = frozenset({"deterministic", "benchmark", "enabled", "allow_tf32", "benchmark_limit", "version"})
+
+
+def _misspelled_flags(ctx: Context) -> list[tuple[ast.Assign, str]]:
+    """``torch.backends.cudnn.determinstic = True``: a new attribute that reads like
+    ``deterministic`` - Python sets it without complaint and cuDNN never sees it."""
+    if "cudnn" not in ctx.source:
+        return []
+    out = []
+    for node in ctx.nodes.get(ast.Assign, ()):
+        if node.value.__class__ is not ast.Constant or node.value.value is not True:
+            continue
+        for t in node.targets:
+            if t.__class__ is ast.Attribute and t.attr not in _CUDNN_FLAGS and (ctx.qualname(t) or "").startswith(
+                    "torch.backends.cudnn.") and _edits(t.attr.lower(), "deterministic") <= 2:
+                out.append((node, t.attr))
+    return out
+
+
+def _edits(a: str, b: str) -> int:
+    """The edit distance between two short words (insertions, deletions, substitutions)."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def _runs_program(ctx: Context, node: ast.AST) -> bool:
+    """The ``__main__`` block around ``node`` calls a function of this file (``main()``): it runs the
+    program, it is no smoke test."""
+    block = next((a for a in ctx.ancestors(node) if a.__class__ is ast.If and ctx.parent(a) is ctx.tree), None)
+    defined = {n.name for n in ctx.tree.body if n.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)}
+    return block is not None and any(n.__class__ is ast.Call and n.func.__class__ is ast.Name and n.func.id in defined
+                                     for n in ast.walk(block))
 
 
 RULE = PartialDeterminism()

@@ -12,7 +12,10 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, final_weights_on_host, save_index
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
+from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
+from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
+                                                reload_after_training_method, restored_into, restores_device_state)
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -37,10 +40,12 @@ def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     if not names:
         return False
     index = dict(save_index(ctx.project)) if ctx.project.save_files else {}
+    own: dict[str, bool] = {}
     for save in ctx.calls_to("torch.save"):  # this file's own saves (also when linted alone)
         host = saved_on_host(ctx, save)
         for name in file_names(ctx, argument(save, "f", 1), save):
-            index[name] = index.get(name, True) and host
+            own[name] = own.get(name, True) and host
+    index.update(own)  # a script that writes the name itself reads back its own file (another script's is another run's)
     known = [index[n] for n in names if n in index]
     return bool(known) and all(known)
 
@@ -156,14 +161,39 @@ def _host_script_restores_gpu_save(ctx: Context, load: ast.Call) -> bool:
     commented out) restores a model (``decoder.load_state_dict(torch.load(args.model))``) in a
     project where another file saves model state from a CUDA model: it runs on the CPU and reads
     CUDA tensors."""
-    parent = ctx.parent(load)
-    if parent.__class__ is not ast.Call or last_name(parent.func) != "load_state_dict" or gpu_evident(ctx) \
-            or not ctx.project.targets_gpu or not ctx.project.save_files or "device" in ctx.source \
-            or not ("__main__" in ctx.source or "parse_args(" in ctx.source):
+    if gpu_evident(ctx) or not ctx.project.targets_gpu or not ctx.project.save_files or "device" in ctx.source \
+            or not ("__main__" in ctx.source or "parse_args(" in ctx.source) \
+            or restored_into(ctx, load) is None and not reads_device_keys(ctx, load):
         return False  # (a model module restoring a backbone's pretrained weights is no script that runs)
     savers = set(device_savers(ctx.project))
     return any(path != ctx.path and path in savers and (".cuda(" in text or "'cuda" in text or '"cuda' in text)
                for path, text in ctx.project.save_files)
+
+
+def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
+    """Loads that need ``map_location`` even in a project (or script) written only for GPUs: an
+    evaluation or inference script (it trains nothing) restoring a model from a checkpoint the
+    project's training writes from a device - it runs on other machines and GPU counts than
+    training did - and a load that every process of a distributed training run makes (all onto
+    ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
+    names = file_names(ctx, argument(load, "f", 0), load)
+    if names and not names & set(save_index(ctx.project) if ctx.project.save_files else ()):
+        return False  # a file name no save of the project writes: weights shipped or downloaded with it
+    if every_rank_loads(ctx, load):
+        return True
+    return evaluation_script(ctx) and restored_into(ctx, load) is not None and any(
+        p != ctx.path for p in device_savers(ctx.project))
+
+
+def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
+    """A load helper in a module with no device code (``def load_checkpoint(model, model_dir)``,
+    a model's ``from_pretrained(self, path)``) restoring what the project's training saves from a
+    GPU (the same dict key, the same submodule's state), in a project that also runs on the CPU:
+    the helper runs wherever its caller does."""
+    if ctx.function_of(load) is None or gpu_evident(ctx) or not ctx.project.targets_gpu or ctx.project.gpu_only \
+            or not ctx.project.cpu_path_files or not ctx.project.save_files:
+        return False
+    return restores_device_state(ctx, load)
 
 
 def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
@@ -232,11 +262,23 @@ What it flags
   on a GPU (the moments live where the parameters trained) - or a model restored
   (`decoder.load_state_dict(torch.load(args.model))`) by a script (a `__main__` block or
   `parse_args()`) with no device code at all, in a project where another file saves model state
-  from a CUDA model: that script runs on the CPU, also in a project otherwise GPU-only. A project
+  from a CUDA model: that script runs on the CPU, also in a project otherwise GPU-only (also
+  `state = torch.load(p)` then `net.load_state_dict(state)`, or an entry read by key, `ckpt["g_ema"]`,
+  that the project saves with device tensors). Also in a project written only for GPUs: an
+  evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
+  model from a checkpoint the project's training writes from the GPU - it runs on other machines
+  and GPU counts than training did; not a file name no save of the project writes, such as shipped
+  weights - and a load in a distributed training script
+  (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
+  restores onto `cuda:0`. And a load helper in a module with no device code
+  (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
+  entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
+  GPU, in a project that also runs on the CPU. A project
   whose every `.cuda()` is chosen by a flag (`Variable(x).cuda() if cuda else Variable(x)`, a
   `--no-gpus` option) has a CPU path. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
-  data (`torch.save({k: v.cpu() ...})`, `model.cpu().state_dict()`, every entry moved in a loop
+  data (`torch.save({k: v.cpu() ...})`, `.to("cpu")`, `model.cpu().state_dict()`, NumPy arrays a
+  helper of the file returns, every entry moved in a loop
   `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
   conversion script with no device code, a module moved to the host in place first: `net.cpu()`
   then `torch.save(net.state_dict(), f)`, NumPy statistics), weights shipped with the project
@@ -248,7 +290,12 @@ What it flags
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before or under a
   name made fresh for the run (`ckpt = 'pretrained/' + uuid.uuid4().hex + '.pt'`), loads
   whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
-  `if torch.cuda.is_available():` (its `else` branch is the one reported), the best checkpoint
+  `if torch.cuda.is_available():` (its `else` branch is the one reported), a cache read in the
+  branch of `if os.path.exists(path):` beside the one that builds the object with no device code or
+  model and saves it to that path (a tokenised corpus), a file name this script itself saves with
+  host data (another script's save of that name is another run's), a trainer's `test()` reloading
+  the best checkpoint its `train()` writes when every call of it in the project follows
+  `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
@@ -286,19 +333,20 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            on_host = _host_script_restores_gpu_save(ctx, call)
-            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)):
-                continue
+            on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
+            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)) or in_dead_function(ctx, call):
+                continue  # (code nothing calls loads nothing)
             if not on_host and (ctx.project.gpu_only and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
-                                or _data_parallel_resume(ctx, call)) \
+                                or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
-            if saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call):
+            if (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) and not reads_device_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
-                    or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names):
-                continue  # a file the project writes without GPU tensors; what this run just wrote
+                    or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
+                    or reload_after_training_method(ctx, call):
+                continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,
                 "torch.load without map_location restores tensors onto the GPU they were saved from",

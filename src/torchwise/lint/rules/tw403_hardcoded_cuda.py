@@ -9,8 +9,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
-from torchwise.lint.semantics.fallback import gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
+from torchwise.lint.semantics.fallback import device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -29,7 +30,8 @@ def _demo_script(ctx: Context) -> bool:
     return not training_calls(ctx)
 
 
-_CHOSEN_DEVICE = re.compile(r"""device\(\s*["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']""")
+_CHOSEN_DEVICE = re.compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
+                            r"""|["']cpu["']\s+if\s+[\w.]+\s+else\s+["']cuda["'])""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
 
@@ -45,6 +47,34 @@ def _moved_name(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
+def _only_default_guards(ctx: Context, node: ast.AST) -> bool:
+    """Every device ``if`` around ``node`` tests a parameter that defaults to True and that no call
+    passes (``def one_hot(idx, size, cuda=True): ... if cuda: v = v.cuda()``, called as
+    ``one_hot(t, n)``): the guard is always on, whatever device the script chose."""
+    ifs = device_flag_ifs(ctx, node, moves_too=True)
+    return bool(ifs) and all(_always_true_parameter(ctx, i) for i in ifs)
+
+
+def _always_true_parameter(ctx: Context, if_node: ast.AST) -> bool:
+    test, func = if_node.test, ctx.function_of(if_node)
+    if test.__class__ is not ast.Name or func is None:
+        return False
+    params = [*func.args.posonlyargs, *func.args.args]
+    defaults = dict(zip([a.arg for a in params][len(params) - len(func.args.defaults):], func.args.defaults))
+    defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None})
+    default = defaults.get(test.id)
+    if default is None or default.__class__ is not ast.Constant or default.value is not True:
+        return False
+    index = [a.arg for a in params].index(test.id) if test.id in [a.arg for a in params] else None
+    if index is not None and params and params[0].arg in ("self", "cls"):
+        index -= 1
+    calls = [c for c in ctx.calls_named(func.name) if c is not None]
+    if not calls or any((index is not None and len(c.args) > index) or any(k.arg in (test.id, None) for k in c.keywords)
+                        for c in calls):
+        return False
+    return not any(p != ctx.path and f"{func.name}(" in t and f"{test.id}=" in t for p, t in ctx.project.files)
+
+
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -55,7 +85,8 @@ What it flags
   file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
   the device count, never names a `"cpu"` device (moving results back with `.cpu()` or
   `.to("cpu")` does not count) and has no device parameter of its own. In a file that does
-  choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`), a
+  choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`, or
+  `torch.device("cpu" if self.opt.no_cuda else "cuda")`), a
   tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
@@ -81,7 +112,10 @@ What it flags
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
   `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
-  the same script is still reported, since it breaks the CPU path the flag offers. A project is
+  the same script is still reported, since it breaks the CPU path the flag offers. So is one
+  under `if cuda:` where `cuda` is a parameter of its function that defaults to True and that no
+  call passes (`def one_hot(idx, size, cuda=True)`, called as `one_hot(t, n)`): that guard is
+  always on. Code that nothing in the project calls or names is left alone (it never runs). A project is
   also GPU-only by design when two or more of its files hard-code CUDA and none has any way to
   run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag), or when the only
   such ways are in files that train nothing (an inference module's `"cuda" if
@@ -176,7 +210,8 @@ Fix
             return
         yield from self._cuda_beside_choice(ctx)
         yield from self._model_beside_guarded_batches(ctx)
-        if not ("else 'cpu'" in src or 'else "cpu"' in src) or not _CHOSEN_DEVICE.search(src):
+        if not ("else 'cpu'" in src or 'else "cpu"' in src or "else 'cuda'" in src or 'else "cuda"' in src) \
+                or not _CHOSEN_DEVICE.search(src):
             return
         for call in ctx.calls_named("cuda"):
             func = call.func
@@ -233,8 +268,10 @@ Fix
             yield finding
 
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
-        if under_device_flag(ctx, node, moves_too=True):
+        if under_device_flag(ctx, node, moves_too=True) and not _only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
+        if in_dead_function(ctx, node):
+            return None  # code nothing in the project calls never runs (METHOD R5)
         if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
             return None  # module-level demo on random inputs (draw the graph, time a forward)
         return ctx.finding(

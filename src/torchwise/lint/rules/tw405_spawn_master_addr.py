@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import project_calls
 
 _VARS = ("MASTER_ADDR", "MASTER_PORT")
 
@@ -42,6 +44,11 @@ def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
         kw = keyword(call, "init_method")
         if kw is not None and _tcp_address(kw.value):
             out.append(call)
+        elif kw is not None and kw.value.__class__ is ast.Name:
+            b = ctx.binding_at(kw.value.id, call)  # dist_init_method = 'tcp://localhost:10000' a line above
+            if b is not None and b.kind == "assign" and b.value.__class__ is ast.Constant and _tcp_address(b.value) \
+                    and ctx.scope_of(b.node) is ctx.scope_of(call):
+                out.append(b.node)
     out.sort(key=lambda n: (n.lineno, n.col_offset))
     return out
 
@@ -49,7 +56,7 @@ def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
 class SpawnWithFixedRendezvous(Rule):
     code = "TW405"
     name = "spawn-with-fixed-rendezvous"
-    triggers = ("spawn",)
+    triggers = ("spawn", "Process(", "tcp://")
     doc = """\
 What it flags
   A script that starts its workers itself with `torch.multiprocessing.spawn(...)` (`mp.spawn`)
@@ -57,7 +64,12 @@ What it flags
   `os.environ["MASTER_PORT"] = "12355"`, or `init_process_group(init_method="tcp://...")` -
   also an address made on the spot for one machine, `args.dist_url =
   f"tcp://localhost:{random.randrange(49152, 65535)}"`, handed to `init_process_group` by the
-  workers (a `--dist-url` option's default is configuration, not flagged).
+  workers (a `--dist-url` option's default is configuration, not flagged). Workers started by
+  hand as processes count as a spawn (`ctx = torch.multiprocessing.get_context("spawn")`, then
+  `ctx.Process(target=run, ...)`), and the address may sit in a helper module of the project
+  (`def multi_init(...)`: `dist_init_method = "tcp://localhost:10000"` handed to
+  `init_process_group`) called by a script that starts its workers by hand: reported there, at
+  the address.
 
 Why it matters
   A fixed address ties the job to one machine, and a fixed port collides as soon as two jobs
@@ -77,8 +89,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        spawns = ctx.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")
+        spawns = ctx.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes") + _processes(ctx)
         if not spawns:
+            yield from self._rendezvous_for_launcher(ctx)
             return
         fixed = _hardcoded_rendezvous(ctx)
         if not fixed:
@@ -91,6 +104,48 @@ Fix
                 suggestion="launch with torchrun and call init_process_group() without an address",
                 end_node=call.func,
             )
+
+    def _rendezvous_for_launcher(self, ctx: Context) -> Iterator[Finding]:
+        """A distributed helper module (``def multi_init(device_id, world_size, ranks)``) that
+        hard-codes the rendezvous, called from a script of the project that starts its workers by
+        hand: reported at the address, where the fix goes."""
+        if "init_process_group" not in ctx.source or "tcp://" not in ctx.source:
+            return
+        fixed = [n for n in _hardcoded_rendezvous(ctx) if ctx.function_of(n) is not None]
+        for node in fixed:
+            func = ctx.function_of(node)
+            while ctx.function_of(func) is not None:
+                func = ctx.function_of(func)
+            launcher = next((other.path for other, _ in project_calls(ctx, func.name) if _processes(other) or
+                             other.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")), None)
+            if launcher is not None:
+                yield ctx.finding(
+                    self.code, node,
+                    f"hard-coded rendezvous for workers that {os.path.basename(launcher)} starts by hand: one machine only, "
+                    "its port can collide with another job's, and a failed worker is not restarted",
+                    suggestion="launch with torchrun and call init_process_group() without an address",
+                )
+                return
+
+
+def _processes(ctx: Context) -> list[ast.Call]:
+    """``mp.Process(target=run, ...)`` where ``mp = torch.multiprocessing.get_context("spawn")`` (or
+    ``torch.multiprocessing.Process``): worker processes started by hand."""
+    if "Process(" not in ctx.source:
+        return []
+    out = []
+    for call in ctx.calls_named("Process"):
+        func = call.func
+        q = ctx.qualname(func) or ""
+        if q.startswith("torch.multiprocessing."):
+            out.append(call)
+        elif func.__class__ is ast.Attribute and func.value.__class__ is ast.Name:
+            b = ctx.binding_at(func.value.id, call)
+            if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call \
+                    and (ctx.qualname(b.value.func) or "").startswith("torch.multiprocessing.") \
+                    and (ctx.qualname(b.value.func) or "").endswith("get_context"):
+                out.append(call)
+    return out
 
 
 RULE = SpawnWithFixedRendezvous()

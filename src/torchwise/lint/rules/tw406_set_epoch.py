@@ -38,6 +38,41 @@ def _has_epoch_loop(ctx: Context) -> bool:
     return False
 
 
+def _endless_passes(ctx: Context) -> bool:
+    """``def sample_data(loader): while True: for batch in loader: yield batch``: an iteration-based
+    loop that passes over the loader again and again - each pass is an epoch."""
+    if "yield" not in ctx.source:
+        return False
+    for loop in ctx.nodes.get(ast.While, ()):
+        func = ctx.function_of(loop)
+        if func is None or loop.test.__class__ is not ast.Constant or not loop.test.value:
+            continue
+        params = {a.arg for a in func.args.args}
+        for inner in loop.body:
+            if inner.__class__ is ast.For and inner.iter.__class__ is ast.Name and inner.iter.id in params \
+                    and any(n.__class__ in (ast.Yield, ast.YieldFrom) for n in ast.walk(inner)):
+                return True
+    return False
+
+
+def _shuffles(ctx: Context, call: ast.Call) -> bool:
+    """The sampler shuffles: by default, ``shuffle=True``, or ``shuffle=shuffle`` in a helper
+    (``def data_sampler(dataset, shuffle, distributed)``) that every call of this file passes
+    ``shuffle=True``."""
+    shuffle = argument(call, "shuffle", 3)
+    if shuffle is None or shuffle.__class__ is ast.Constant and shuffle.value is True:
+        return True
+    func = ctx.function_of(call)
+    if shuffle.__class__ is not ast.Name or func is None:
+        return False
+    params = [a.arg for a in func.args.args]
+    if shuffle.id not in params:
+        return False
+    calls = [c for c in ctx.calls_named(func.name) if c.func.__class__ is ast.Name]
+    values = [argument(c, shuffle.id, params.index(shuffle.id)) for c in calls]
+    return bool(values) and all(v.__class__ is ast.Constant and v.value is True for v in values)
+
+
 def _bound_names(ctx: Context, call: ast.Call) -> set[str]:
     parent = ctx.parent(call)
     if parent.__class__ is ast.Assign:
@@ -78,7 +113,10 @@ class SamplerWithoutSetEpoch(Rule):
     doc = """\
 What it flags
   `DistributedSampler(...)` that shuffles (the default) in a file that loops over epochs but
-  never calls `.set_epoch(...)` on anything. Samplers of evaluation data are left alone: built
+  never calls `.set_epoch(...)` on anything - also one built in a helper
+  (`def data_sampler(dataset, shuffle, distributed)`) that every call passes `shuffle=True`, and
+  a file that trains by iterations over an endless generator (`def sample_data(loader): while
+  True: for batch in loader: yield batch`): each pass over the loader is an epoch. Samplers of evaluation data are left alone: built
   in an evaluation function (`validate()`), under no_grad, or over a dataset named for
   validation or test (`valset`): the order of evaluation batches changes nothing.
 
@@ -100,11 +138,10 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         samplers = ctx.calls_to("torch.utils.data.DistributedSampler")
-        if not samplers or ctx.calls_named("set_epoch") or not _has_epoch_loop(ctx):
+        if not samplers or ctx.calls_named("set_epoch") or not (_has_epoch_loop(ctx) or _endless_passes(ctx)):
             return
         for call in samplers:
-            shuffle = argument(call, "shuffle", 3)
-            if shuffle is not None and not (shuffle.__class__ is ast.Constant and shuffle.value is True):
+            if not _shuffles(ctx, call):
                 continue
             if _for_evaluation(ctx, call):
                 continue  # validation data: the order of its batches does not matter

@@ -9,7 +9,8 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.steps import is_optimizer_step, names_feeding_backward
+from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step, names_feeding_backward
+from torchwise.lint.semantics.values import local_function
 
 
 def environment_step(ctx: Context, call: ast.Call) -> bool:
@@ -47,13 +48,62 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
     return False
 
 
-def _leaves_graph(expr: AST) -> bool:
-    """``q.argmax(1).cpu().numpy()``, ``a.detach()``, ``a.item()``: the value no longer carries a graph."""
-    return any(n.__class__ is ast.Call and last_name(n.func) in ("cpu", "numpy", "item", "tolist", "detach")
-               for n in ast.walk(expr))
+_HOST_HELPERS = frozenset({"to_np", "tonp", "to_numpy", "tonumpy", "tensor_to_np", "tensortonp", "tensor2np", "tensor_to_numpy"})
 
 
-def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
+def host_helper(name: str | None) -> bool:
+    """``to_np(t)``, ``to_numpy(t)``: a project helper named for returning ``t.cpu().detach().numpy()``."""
+    return name is not None and name.lower() in _HOST_HELPERS
+
+
+def _leaves_graph(ctx: Context, expr: AST) -> bool:
+    """``q.argmax(1).cpu().numpy()``, ``a.detach()``, ``a.item()``, ``to_np(q)``, ``self.compute_q(p)``
+    (a method of this file that returns such host data): the value no longer carries a graph."""
+    for n in ast.walk(expr):
+        if n.__class__ is not ast.Call:
+            continue
+        name = last_name(n.func)
+        if name in ("cpu", "numpy", "item", "tolist", "detach") or host_helper(name):
+            return True
+        func = local_function(ctx, n)
+        if func is not None and func.__class__ is ast.FunctionDef and ctx.parent(func).__class__ is ast.ClassDef:
+            returns = [r.value for r in ast.walk(func) if r.__class__ is ast.Return and r.value is not None]
+            if returns and all(_returns_host(ctx, r) for r in returns):
+                return True
+    return False
+
+
+def _returns_host(ctx: Context, expr: AST) -> bool:
+    """``return q_values`` where ``q_values = to_np(prediction["q"])`` (one assignment back)."""
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, expr)
+        expr = b.value if b is not None and b.kind == "assign" and b.value is not None else expr
+    return expr.__class__ is ast.Call and (last_name(expr.func) in ("numpy", "item", "tolist") or host_helper(last_name(expr.func)))
+
+
+def _binding_feeds_backward(ctx: Context, stmt: ast.stmt) -> bool:
+    """A name bound by ``stmt`` (this binding, not a later one of the same name) reaches a
+    backward pass of its scope, a few assignments on."""
+    scope = ctx.scope_of(stmt)
+    todo = [(c, 3) for c in backward_calls(ctx) if ctx.scope_of(c) is scope]
+    seen: set[int] = set()
+    while todo:
+        expr, depth = todo.pop()
+        for sub in ast.walk(expr):
+            if sub.__class__ is not ast.Name or id(sub) in seen:
+                continue
+            seen.add(id(sub))
+            b = ctx.binding_at(sub.id, sub)
+            if b is None:
+                continue
+            if b.node is stmt:
+                return True
+            if depth > 0 and b.value is not None and b.kind in ("assign", "aug", "walrus"):
+                todo.append((b.value, depth - 1))
+    return False
+
+
+def only_acts(ctx: Context, stmt: ast.stmt, loop: AST, by_binding: bool = False) -> bool:
     """Does what ``stmt`` binds only become an action for an environment in ``loop``: it reaches
     an environment's ``step()`` (through ``argmax``, ``.cpu().numpy()``...) and is not collected
     (``.append``, ``+=``), returned, or summed into a backward pass while it still carries its
@@ -61,8 +111,8 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
     if stmt.__class__ is not ast.Assign:
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name and n.id != "_"}
-    if not names or names & names_feeding_backward(ctx, ctx.scope_of(stmt)):
-        return False
+    if not names or (_binding_feeds_backward(ctx, stmt) if by_binding else names & names_feeding_backward(ctx, ctx.scope_of(stmt))):
+        return False  # (by_binding: a later `action = actor(states)` of the update is another value)
     end = stmt.end_lineno or stmt.lineno
     stepped = False
     released: set[str] = set()  # host data made from it (.cpu().numpy()): used anywhere, it needs no graph
@@ -76,8 +126,10 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST) -> bool:
         if value is not None and any(c.__class__ is ast.Call and environment_step(ctx, c) for c in ast.walk(value)):
             stepped = True  # the environment takes it; what it returns is new data
         elif not reads & names:
+            if node.__class__ is ast.Assign:  # action = epsilon_greedy(eps, q_values): made from host data
+                released |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
             continue
-        elif node.__class__ is ast.Assign and _leaves_graph(node.value):
+        elif node.__class__ is ast.Assign and _leaves_graph(ctx, node.value):
             bound = {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
             released |= bound
             names -= bound  # actions = actions.detach().cpu().numpy(): the name now holds host data

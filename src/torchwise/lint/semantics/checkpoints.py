@@ -10,14 +10,15 @@ import re
 
 from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.values import local_function
 
 
 _CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
 
 
 def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bool:
-    """Data evidently on the host: built with ``.cpu()``/``.numpy()``/``.item()``/``.tolist()``
-    or NumPy, directly or through the names and containers it is made of
+    """Data evidently on the host: built with ``.cpu()``/``.to("cpu")``/``.numpy()``/``.item()``/
+    ``.tolist()`` or NumPy (also by a helper of this file that returns only such data), directly or through the names and containers it is made of
     (``{k: v.cpu() for k, v in sd.items()}``, ``{"mu": np.mean(a, 0)}``); a dict whose tensor
     values all are."""
     if expr is None or depth <= 0:
@@ -27,13 +28,13 @@ def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bo
         node: AST = expr
         while True:  # model.cpu().state_dict(): a .cpu() anywhere down the chain
             if node.__class__ is ast.Call:
-                if last_name(node.func) in _CPU_MARKS or (ctx.qualname(node.func) or "").startswith("numpy."):
-                    return True
+                if last_name(node.func) in _CPU_MARKS or (ctx.qualname(node.func) or "").startswith("numpy.") or _to_cpu(node):
+                    return True  # (also ``.to("cpu")``)
                 node = node.func
             elif node.__class__ in (ast.Attribute, ast.Subscript):
                 node = node.value
             else:
-                return False
+                return _returns_host_data(ctx, expr)
     if cls in (ast.DictComp, ast.ListComp):
         return is_host_data(ctx, expr.value if cls is ast.DictComp else expr.elt, use, depth)
     if cls is ast.Dict:
@@ -44,6 +45,20 @@ def is_host_data(ctx: Context, expr: AST | None, use: AST, depth: int = 3) -> bo
         return b is not None and b.kind == "assign" and (
             is_host_data(ctx, b.value, b.node, depth - 1) or _moved_entrywise(ctx, expr.id, b.node, use))
     return False
+
+
+def _returns_host_data(ctx: Context, call: ast.Call) -> bool:
+    """``data = self._generate_trajectories(n)`` where that method of this file returns host data
+    only (``data = np.zeros(...)``, filled in, returned): a helper that builds NumPy arrays."""
+    func = local_function(ctx, call)
+    if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return False
+    key = ("ckpt:returns-host", id(func))
+    if key not in ctx._cache:
+        ctx._cache[key] = False  # (a helper that calls itself settles nothing)
+        returns = [n for n in ast.walk(func) if n.__class__ is ast.Return and n.value is not None]
+        ctx._cache[key] = bool(returns) and all(is_host_data(ctx, r.value, r) for r in returns)
+    return ctx._cache[key]
 
 
 def _to_cpu(expr: AST) -> bool:

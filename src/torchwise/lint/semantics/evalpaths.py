@@ -10,7 +10,7 @@ import os
 from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.actions import environment_step, only_acts
+from torchwise.lint.semantics.actions import environment_step, host_helper, only_acts
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.models import is_module_instance, runs_forward
@@ -45,20 +45,63 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                     continue
                 if _runs_module(ctx, node) and not under_no_grad(ctx, node) and only_acts(ctx, ctx.parent(node), loop):
                     yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
+        yield from _stepping_methods(ctx, steps)
     yield from _action_methods(ctx)
+
+
+def _rl_step(call: ast.Call, ctx: Context) -> bool:
+    """``next_state, reward, done, info = self.task.step(action)``: an environment's step, by what it returns."""
+    parent = ctx.parent(call)
+    return parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ is ast.Tuple \
+        and len(parent.targets[0].elts) >= 3
+
+
+def _stepping_methods(ctx: Context, steps: list[ast.Call]) -> Iterator[tuple[ast.Call, str]]:
+    """An agent's ``step()``/``_transition()`` that steps its environment once per call (``next_state,
+    reward, done, info = self.task.step(action)``) - no loop around it - after running its network
+    for the action, whose output only becomes that action (``action = to_np(self.network(state))``)."""
+    loops = hot_loops(ctx).values()
+    for step in steps:
+        func = ctx.function_of(step)
+        if func is None or not _rl_step(step, ctx) or ctx.enclosing_loops(step):
+            continue
+        for node in ctx.walk_body(func.body):
+            if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign \
+                    or node.lineno > step.lineno or ctx.enclosing_loops(node) or any(ctx.contains(lp, node) for lp in loops):
+                continue
+            if _runs_module(ctx, node) and not under_no_grad(ctx, node) and only_acts(ctx, ctx.parent(node), func, by_binding=True):
+                yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
+                break
+
+
+_STATES = frozenset({"state", "states", "obs", "observation", "observations"})
 
 
 def _action_method(func: AST) -> bool:
     name = func.name.lower().lstrip("_")
+    params = [a.arg for a in func.args.args]
     return name in ("act", "choose_action", "select_action", "get_action", "pick_action", "take_action") or (
-        name.startswith(("select_", "choose_")) and name.endswith("action"))
+        name.startswith(("select_", "choose_")) and name.endswith("action")) or (
+        name == "eval_step" and len(params) == 2 and params[1] in _STATES)  # an RL agent's evaluation action
 
 
-def _host_value(expr: AST | None) -> bool:
-    """``action.detach().cpu().numpy()[0]``, ``a.item()``: data for the environment, no graph."""
+def _host_value(ctx: Context, expr: AST | None, depth: int = 2) -> bool:
+    """``action.detach().cpu().numpy()[0]``, ``a.item()``, ``to_np(action)``, ``np.argmax(to_np(q))``,
+    ``[action]``, or a name bound to one: data for the environment, no graph."""
     while expr is not None and expr.__class__ is ast.Subscript:
         expr = expr.value
-    return expr is not None and expr.__class__ is ast.Call and last_name(expr.func) in ("numpy", "item", "tolist", "detach")
+    if expr is None or depth < 0:
+        return False
+    if expr.__class__ in (ast.List, ast.Tuple):
+        return bool(expr.elts) and all(_host_value(ctx, e, depth) for e in expr.elts)
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, expr)
+        return b is not None and b.kind == "assign" and b.value is not None and _host_value(ctx, b.value, depth - 1)
+    if expr.__class__ is not ast.Call:
+        return False
+    name = last_name(expr.func)
+    return name in ("numpy", "item", "tolist", "detach") or host_helper(name) or (
+        (ctx.qualname(expr.func) or ctx.text(expr.func)).startswith(("numpy.", "np.")))  # NumPy returns host arrays
 
 
 def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
@@ -71,7 +114,7 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if ctx.parent(func).__class__ is not ast.ClassDef or not _action_method(func):
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
-        if not returns or not all(_host_value(r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT):
+        if not returns or not all(_host_value(ctx, r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \

@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import is_eval_switch
 from torchwise.lint.semantics.steps import is_optimizer_step
+from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
 
@@ -34,7 +35,7 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
             n = last_name(node.func)
             if n == "train" and not is_eval_switch(node):
                 out.append(((node.lineno, node.col_offset), "train"))
-            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)):
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or _grad_helper(ctx, node):
                 out.append(((node.lineno, node.col_offset), "grad"))
         elif node.__class__ is ast.keyword and node.arg == "requires_grad":
             out.append(((node.value.lineno, node.value.col_offset), "grad"))
@@ -43,6 +44,24 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
                 out.append(((node.lineno, node.col_offset), "grad"))
     out.sort()
     return out
+
+
+def _grad_helper(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
+    """``self.cac_grad(loss, outputs)``, ``self.cac_jacobian(preds, lc)``: a function of this file that
+    takes gradients itself (``torch.autograd.grad``, ``backward()``): an optimizer's Fisher or kernel
+    estimate, not an evaluation."""
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    key = ("tw104:grad-helper", id(func))
+    if key not in ctx._cache:
+        ctx._cache[key] = False  # (a helper that calls itself)
+        text = ctx.text(func)
+        if "grad" not in text and "backward" not in text and "autograd" not in text:
+            return False
+        ctx._cache[key] = "autograd.grad(" in text or ".backward(" in text or "autograd.functional" in text or depth > 0 and any(
+            n.__class__ is ast.Call and n is not call and _grad_helper(ctx, n, depth - 1) for n in ast.walk(func))
+    return ctx._cache[key]  # (also through one it calls: cac_jacobian() taking cac_grad() per output)
 
 
 def eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]]) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:

@@ -39,11 +39,17 @@ def has_cpu_fallback(ctx: Context) -> bool:
 def under_device_flag(ctx: Context, node: AST, moves_too: bool = False) -> bool:
     """``node`` sits under an ``if`` whose test chooses the device (``if args.cuda:``,
     ``if not args.use_cpu:``); with ``moves_too``, also under ``if x.is_cuda:``."""
+    return bool(device_flag_ifs(ctx, node, moves_too))
+
+
+def device_flag_ifs(ctx: Context, node: AST, moves_too: bool = False) -> list[ast.If]:
+    """The ``if`` statements around ``node`` whose test chooses the device (see :func:`under_device_flag`)."""
+    out = []
     for if_node, _ in ctx.enclosing_ifs(node):
         text = ctx.text(if_node.test)
         if _DEVICE_FLAG.search(text) or (moves_too and "is_cuda" in text):
-            return True
-    return False
+            out.append(if_node)
+    return out
 
 
 def pinned_gpu_script(ctx: Context) -> bool:

@@ -66,7 +66,7 @@ def local_helper_runs(ctx: Context, call: ast.Call, receivers: set[str]) -> ast.
     key = ("tw104:local-helper", id(func))
     text = ctx._cache.get(key)
     if text is None:
-        text = ctx._cache[key] = ctx.text(func)
+        text = ctx._cache[key] = "".join(ctx.text(d) for d in func.decorator_list) + ctx.text(func)  # @torch.no_grad() too
     if any(w in text for w in _GRAD_TEXT):
         return None
     params = [a.arg for a in func.args.args]

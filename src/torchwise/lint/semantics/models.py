@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import is_eval_name
 
 
@@ -121,7 +122,7 @@ _NOT_FORWARD = frozenset({
 _NOT_FORWARD_PREFIXES = ("save", "load", "register", "print", "set_", "get_num", "num_", "named_", "init", "reset", "_")
 # methods named for running the model (the class is not in view: imported)
 _FORWARD_VERBS = frozenset({
-    "generate", "sample", "predict", "act", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
+    "generate", "sample", "predict", "act", "set_forward", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
     "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "reconstruct",
     "denoise", "translate", "detect", "segment", "classify",
     # scoring methods: the network's (log-)likelihood of the input
@@ -168,8 +169,8 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
     read the method (a ``no_grad`` decorator says no); for an imported one, go by its name, unless
     the project decorates a method of that name with ``no_grad`` or a library's model is known to."""
     name = func.attr
-    if name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES):
-        return False
+    if name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES) and name != "set_forward":
+        return False  # (few-shot models name their forward over an episode's set `set_forward`)
     built = ctx.constructed_from(func.value, call)
     if built is not None and built.startswith("local:"):
         method = _local_method(ctx, built[6:], name)
@@ -178,7 +179,23 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
         return _calls_submodule(ctx.parent(method) if ctx.parent(method).__class__ is ast.ClassDef else None, method)
     if built is not None and built.startswith(_LIBRARY_MODELS):
         return False
-    return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions
+    return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions \
+        and not _project_no_grad_bodies(ctx, name)
+
+
+def _project_no_grad_bodies(ctx: Context, name: str) -> bool:
+    """Every ``def name(`` of the project runs its work under ``with torch.no_grad():`` (or
+    inference_mode, or hands it to another object's ``name()``) and backpropagates nothing (a VAE's ``sample()`` that decodes under no_grad):
+    calling it needs no grad switch of the caller's."""
+    key = ("models:no-grad-body", name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        needle = f"def {name}("
+        bodies = [b for _, text in ctx.project.files if needle in text for b in def_bodies(text, name)]
+        found = bool(bodies) and all(("no_grad()" in b or "inference_mode()" in b or f".{name}(" in b) and "backward(" not in b
+                                     for b in bodies)  # (or it delegates to another object's method of that name)
+        ctx.project.answers[key] = found
+    return found
 
 
 def helper_runs(ctx: Context, scope: AST, call: ast.Call, receivers: set[str]) -> bool:

@@ -72,3 +72,29 @@ def shared_context(facts: ProjectFacts | None, path: str, source: str) -> Contex
         return None
     ctx = facts.answers.pop(("context", path), None)
     return ctx if ctx is not None and ctx.source == source else None
+
+
+def def_bodies(text: str, name: str, method: bool = False) -> list[str]:
+    """The bodies (as text, the ``def`` line left out) of every ``def name(`` in ``text`` - with
+    ``method``, only those whose first parameter is ``self``. Found by text, no parsing."""
+    out = []
+    needle = f"def {name}("
+    pos = text.find(needle)
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        head = text[start:pos]
+        if head.strip(" \t") in ("", "async") and (not method or text.startswith("self", pos + len(needle))):
+            indent = len(head) - len(head.lstrip(" \t"))
+            cursor = text.find("\n", pos)
+            cursor = len(text) if cursor < 0 else cursor + 1
+            begin = cursor
+            while cursor < len(text):
+                end = text.find("\n", cursor)
+                end = len(text) if end < 0 else end
+                line = text[cursor:end]
+                if line.strip() and len(line) - len(line.lstrip(" \t")) <= indent:
+                    break
+                cursor = end + 1
+            out.append(text[begin:cursor])
+        pos = text.find(needle, pos + 1)
+    return out

@@ -1,0 +1,60 @@
+"""Single forward passes of a script after ``model.eval()`` (TW104), outside any loop: a viewer that
+restores trained weights and runs the model once, a model file's ``__main__`` smoke test
+(``model.eval(); output = model(input)``), and the final rendering after an optimisation loop that
+ran through a frozen network (a GAN projector optimising a latent)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context, last_name
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.frozen import eval_calls
+from torchwise.lint.semantics.steps import training_calls
+
+
+def _main_guard(ctx: Context, node: ast.AST) -> bool:
+    return any("__main__" in ctx.text(if_node.test) for if_node, _ in ctx.enclosing_ifs(node))
+
+
+def _defines_module(ctx: Context) -> bool:
+    return any(any(b.startswith("torch.nn.") for b in ctx.local_class_bases(k.name)) for k in ctx.nodes.get(ast.ClassDef, ()))
+
+
+def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """``(call, message)`` for module-level runs of a model after its ``.eval()``, outside loops and
+    no_grad: in a script that trains nothing, of a model it restored (``net.load_state_dict(...)``)
+    or in the ``__main__`` block of a file that defines the model class; in a script that trains,
+    after its last backward/optimizer step, of a frozen network no optimizer holds and that never
+    goes back to training mode."""
+    if ".eval()" not in ctx.source:
+        return
+    evals = [c for c in ctx.calls_named("eval") if not c.args and ctx.function_of(c) is None]
+    if not evals:
+        return
+    trains = training_calls(ctx)
+    last_train = max(((c.lineno, c.col_offset) for c in trains), default=None)
+    for ev in eval_calls(ctx, evals):
+        who = ctx.text(ev.func.value)
+        start = (ev.lineno, ev.col_offset)
+        runs = sorted((n for n in ctx.calls_named(last_name(ev.func.value) or "") if (n.args or n.keywords)
+                       and ctx.text(n.func) == who and (n.lineno, n.col_offset) > start and ctx.function_of(n) is None),
+                      key=lambda n: (n.lineno, n.col_offset))
+        if not runs or f"{who}.train(" in ctx.source:
+            continue
+        if not trains:
+            call = runs[0]
+            if ctx.enclosing_loops(call) or under_no_grad(ctx, call) or any(ctx.enclosing_loops(n) for n in runs):
+                continue  # (a loop after eval() is the evaluation loop the rule reports itself)
+            restored = any(ctx.text(n.func) == f"{who}.load_state_dict" and (n.lineno, n.col_offset) < start
+                           and ctx.function_of(n) is None for n in ctx.calls_named("load_state_dict"))
+            if restored or (_main_guard(ctx, call) and _defines_module(ctx)):
+                yield call, (f"{who} runs once after {who}.eval() with autograd recording"
+                             f"{' (a smoke test of the model)' if not restored else ''}; inference needs no graph")
+            continue
+        after = [n for n in runs if (n.lineno, n.col_offset) > last_train and not ctx.enclosing_loops(n)
+                 and not under_no_grad(ctx, n)]
+        if after and f"{who}.parameters(" not in ctx.source:
+            yield after[0], (f"{who} (in eval mode, in no optimizer) runs after the last optimisation step with autograd "
+                         "recording; its output needs no graph")

@@ -1,0 +1,176 @@
+"""Where a ``torch.load`` runs and what it restores (TW402): a model's weights restored by a script
+that trains nothing (an evaluation or inference script), a load that every process of a
+distributed run makes, a cache of prepared data read back in the branch beside the one that
+builds and saves it, a load helper of a module with no device code that restores what the
+project saves from a device, and the keys of a checkpoint the project writes with device tensors."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context, argument, last_name
+from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers
+from torchwise.lint.semantics.steps import training_calls
+
+
+def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
+    """The ``X.load_state_dict(...)`` call the loaded object feeds: ``m.load_state_dict(torch.load(p))``,
+    or ``ckpt = torch.load(p)`` then ``m.load_state_dict(ckpt["state"])`` in the same scope."""
+    parent = ctx.parent(load)
+    if parent.__class__ is ast.Call and last_name(parent.func) == "load_state_dict":
+        return parent
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return None
+    names = {parent.targets[0].id}
+    scope = ctx.scope_of(load)
+    later = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.Call)
+             and a.lineno > load.lineno]
+    for a in later:  # state = ckpt["state"]; (then its keys renamed in place); model_dict.update(state)
+        if a.__class__ is ast.Call:
+            if last_name(a.func) == "update" and a.func.__class__ is ast.Attribute and a.func.value.__class__ is ast.Name \
+                    and any(n.__class__ is ast.Name and n.id in names for arg in a.args for n in ast.walk(arg)):
+                names.add(a.func.value.id)
+        elif any(n.__class__ is ast.Name and n.id in names for n in ast.walk(a.value)):
+            names |= {t.id for t in a.targets if t.__class__ is ast.Name}
+    for call in ctx.calls_named("load_state_dict"):
+        if ctx.scope_of(call) is scope and call.lineno > load.lineno and call.args and any(
+                n.__class__ is ast.Name and n.id in names for n in ast.walk(call.args[0])):
+            return call
+    return None
+
+
+def evaluation_script(ctx: Context) -> bool:
+    """A script (``__main__`` or ``parse_args()``) with no training step (no backward, no optimizer
+    step): it evaluates or runs a model it restores."""
+    src = ctx.source
+    return ("__main__" in src or "parse_args(" in src) and not training_calls(ctx)
+
+
+_RANK_WORDS = ("rank", "main_process", "is_main", "master", "gpu==0")
+_DISTRIBUTED = ("DistributedDataParallel", "init_process_group")
+
+
+def every_rank_loads(ctx: Context, load: ast.Call) -> bool:
+    """A load in a distributed training file (``DistributedDataParallel``, ``init_process_group``)
+    inside a function, under no ``if`` on the rank: every process deserializes the checkpoint
+    onto the device that saved it (``cuda:0``)."""
+    if not any(w in ctx.source for w in _DISTRIBUTED) or ctx.function_of(load) is None or not training_calls(ctx):
+        return False
+    return not any(any(w in ctx.text(if_node.test).lower().replace(" ", "") for w in _RANK_WORDS)
+                   for if_node, _ in ctx.enclosing_ifs(load))
+
+
+_EXISTS = frozenset({"exists", "isfile", "is_file"})
+
+
+def cached_in_branch(ctx: Context, load: ast.Call) -> bool:
+    """``if os.path.exists(cache): corpus = torch.load(cache)`` whose other branch builds the object
+    and saves it under the same path (``corpus = data.Corpus(path); torch.save(corpus, cache)``)
+    without any device code or model: a cache of prepared data, host objects only."""
+    path = argument(load, "f", 0)
+    if path is None:
+        return False
+    names = file_names(ctx, path, load)
+    for if_node, in_body in ctx.enclosing_ifs(load):
+        if not any(n.__class__ is ast.Call and last_name(n.func) in _EXISTS for n in ast.walk(if_node.test)):
+            continue
+        other = if_node.orelse if in_body else if_node.body
+        saves = [n for stmt in other for n in ast.walk(stmt)
+                 if n.__class__ is ast.Call and ctx.qualname(n.func) == "torch.save"]
+        target = [argument(s, "f", 1) for s in saves]
+        if not any(t is not None and (ctx.text(t) == ctx.text(path) or names & file_names(ctx, t, s))
+                   for t, s in zip(target, saves)):
+            continue
+        return not any(_device_or_model(ctx, n) for stmt in other for n in ast.walk(stmt))
+    return False
+
+
+def _device_or_model(ctx: Context, node: AST) -> bool:
+    if node.__class__ is ast.Constant:
+        return isinstance(node.value, str) and node.value.startswith("cuda")
+    if node.__class__ is not ast.Call:
+        return False
+    if last_name(node.func) in ("cuda", "to") or "device" in ctx.text(node):
+        return True
+    return is_module_instance(ctx, node.func, node) or any(
+        a.__class__ in (ast.Name, ast.Attribute) and is_module_instance(ctx, a, node) for a in node.args)
+
+
+def reads_device_keys(ctx: Context, load: ast.Call) -> bool:
+    """The keys read from the loaded dict (``ckpt["g_ema"]``) include one that the project saves
+    with device tensors (``torch.save({"g_ema": g_ema.state_dict(), ...})`` of a GPU model) and
+    this file never saves with host data."""
+    keys = loaded_keys(ctx, load)
+    if not keys:
+        return False
+    own_host, _ = saved_keys(ctx)
+    _, _, device = checkpoint_facts(ctx.project)
+    return bool((keys & device) - own_host)
+
+
+def restores_device_state(ctx: Context, load: ast.Call) -> bool:
+    """The load restores what another file of the project saves from a device: a key of the saved
+    dict (``checkpoint["state"]``), or the state of the same submodule
+    (``self.gnn.load_state_dict(torch.load(f))`` where training saves ``model.gnn.state_dict()``)."""
+    into = restored_into(ctx, load)
+    if into is None:
+        return False
+    if reads_device_keys(ctx, load):
+        return True
+    owner = into.func.value if into.func.__class__ is ast.Attribute else None
+    attr = owner.attr if owner is not None and owner.__class__ is ast.Attribute else None
+    if attr is None or attr in ("model", "module", "net", "network"):
+        return False
+    savers = set(device_savers(ctx.project))
+    needle = re.compile(r"torch\.save\([^\n]*\." + re.escape(attr) + r"\.state_dict\(\)")
+    built = ctx.constructed_from(owner, into) or ""
+    klass = built.rsplit(".", 1)[-1].split(":")[-1] if built else ""
+    made = re.compile(r"^[ \t]*(\w+)[ \t]*=[ \t]*(?:\w+\.)*" + re.escape(klass) + r"\(", re.M) if klass else None
+    for p, t in ctx.project.save_files:
+        if p == ctx.path or p not in savers:
+            continue
+        if needle.search(t):
+            return True
+        # ``model = GNN(...).to(device)`` ... ``torch.save(model.state_dict(), f)``: the same class's state
+        if made is not None and any(f"torch.save({m.group(1)}.state_dict()" in t for m in made.finditer(t)):
+            return True
+    return False
+
+
+_TRAINING_METHODS = frozenset({"train", "fit", "train_model", "run_training"})
+
+
+def reload_after_training_method(ctx: Context, load: ast.Call) -> bool:
+    """``def test(self): torch.load(".../best_acc_model.pth")`` in a trainer class whose ``train()``
+    writes that best checkpoint, where every call of ``test()`` in the project follows a call of
+    ``train()`` on the same object in the same function (``trainer.train(); trainer.test()``): the
+    run reloads what it has just written, in the same process and on the same device."""
+    func, klass = ctx.function_of(load), ctx.class_of(load)
+    path = argument(load, "f", 0)
+    if func is None or klass is None or path is None:
+        return False
+    text = ctx.text(path)
+    if path.__class__ is ast.Name:
+        b = ctx.binding_at(path.id, load)
+        text += " " + (ctx.text(b.value) if b is not None and b.value is not None else "")
+    trainers = {f.name for f in klass.body if f.__class__ is ast.FunctionDef} & _TRAINING_METHODS
+    if "best" not in text.lower() or not trainers:
+        return False
+    verdicts = []
+    for other_path, other_text in ctx.project.files or ((ctx.path, ctx.source),):
+        if f".{func.name}(" not in other_text:
+            continue
+        other = ctx if other_path == ctx.path else parsed_file(ctx.project, other_path, other_text)
+        for call in other.calls_named(func.name) if other is not None else ():
+            if call.func.__class__ is not ast.Attribute:
+                continue
+            receiver, scope = other.text(call.func.value), other.scope_of(call)
+            caller = other.function_of(call)
+            verdicts.append(receiver == "self" and caller is not None and caller.name in trainers or any(
+                c.func.__class__ is ast.Attribute and other.text(c.func.value) == receiver and other.scope_of(c) is scope
+                and c.lineno < call.lineno for c in other.calls_named(*trainers)))
+    return bool(verdicts) and all(verdicts)
