@@ -1,0 +1,203 @@
+"""The recall corpus, round 12 part C2 (issue 22): the API and correctness rules (TW502, TW220,
+TW401, TW509, TW503, TW103, TW107, TW105, TW506/TW507) on the classes sets 12-14 showed - each
+written in our own words and reduced to its shape, with look-alikes that must stay quiet.
+``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW502 deprecated usages that warn when run (R4)
+# Old optimizers and losses copied from PyTorch 0.x code: the scalar-first add_/addcmul_/addcdiv_
+# overloads, size_average=/reduce=, reduction='elementwise_mean', softmax without dim.
+FIND += [
+    Shape("TW502", "an Adam copy: the moment update with the scalar-first add_ overload", d("""
+        import torch
+        def adam_step(p, grad, state, b1, b2):
+            m, v = state["m"], state["v"]
+            m.mul_(b1).add_(1 - b1, grad)
+            v.mul_(b2).addcmul_(1 - b2, grad, grad)
+    """), 4),
+    Shape("TW502", "an Adam copy: addcmul_ with the scalar first", d("""
+        import torch
+        def adam_step(p, grad, state, b1, b2):
+            v = state["v"]
+            v.mul_(b2).addcmul_(1 - b2, grad, grad)
+    """), 4),
+    Shape("TW502", "RAdam's parameter step: addcdiv_ with a negative step size first", d("""
+        import torch
+        class RAdamish(torch.optim.Optimizer):
+            def step(self):
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        st = self.state[p]
+                        denom = st["v"].sqrt().add_(group["eps"])
+                        p.data.addcdiv_(-group["lr"] * st["scale"], st["m"], denom)
+    """), 8),
+    Shape("TW502", "plain SGD with weight decay written as add_(wd, p.data)", d("""
+        import torch
+        def sgd(params, lr, wd):
+            for p in params:
+                d_p = p.grad.data
+                d_p.add_(wd, p.data)
+                p.data.add_(-lr, d_p)
+    """), 5),
+    Shape("TW502", "a sequence loss with reduction='elementwise_mean' over several lines", d("""
+        import torch.nn.functional as F
+        def seq_loss(logits, gold, pad):
+            return F.cross_entropy(
+                logits, gold, ignore_index=pad,
+                reduction='elementwise_mean')
+    """), 3),
+    Shape("TW502", "a summed criterion built with size_average=False", d("""
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self):
+                self.crit = nn.NLLLoss(size_average=False, ignore_index=0)
+    """), 4),
+    Shape("TW502", "an element-wise loss kept per item with reduce=False", d("""
+        import torch
+        def per_item(pred, target):
+            return torch.nn.functional.binary_cross_entropy(pred, target, reduce=False)
+    """), 3),
+    Shape("TW502", "a pointer-mixture evaluation: functional softmax with no dim", d("""
+        import torch
+        def mix(logits, ptr_scores, lam):
+            vocab = torch.nn.functional.softmax(logits)
+            return lam * vocab + (1 - lam) * ptr_scores
+    """), 3),
+    Shape("TW502", "a matching network: nn.Softmax() built without dim", d("""
+        import torch.nn as nn
+        class Matcher(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.norm = nn.Softmax()
+            def forward(self, s):
+                return self.norm(s)
+    """), 5),
+    Shape("TW502", "class probabilities of a whole epoch: log_softmax with dim=None", d("""
+        import torch.nn.functional as F
+        def epoch_scores(outputs):
+            return F.log_softmax(outputs, dim=None)
+    """), 3),
+]
+QUIET += [
+    Shape("TW502", "look-alike: the current overloads (alpha=/value= by keyword)", d("""
+        import torch
+        def adam_step(p, grad, m, v, b1, b2, lr, denom):
+            m.mul_(b1).add_(grad, alpha=1 - b1)
+            v.mul_(b2).addcmul_(grad, grad, value=1 - b2)
+            p.addcdiv_(m, denom, value=-lr)
+            p.add_(grad)
+    """)),
+    Shape("TW502", "look-alike: an average meter's add(value, n) and a set's add", d("""
+        import torch
+        def log(meter, seen, loss, n):
+            meter.add(loss.item(), n)
+            seen.add(n)
+    """)),
+    Shape("TW502", "look-alike: softmax with the dim given positionally, and graph softmax of another library", d("""
+        import torch.nn.functional as F
+        from torch_geometric.utils import softmax
+        def attend(scores, index):
+            a = F.softmax(scores, 1)
+            return softmax(a, index)
+    """)),
+    Shape("TW502", "look-alike: a project's own loss class with a reduce= option", d("""
+        import torch
+        class FocalLoss(torch.nn.Module):
+            def __init__(self, reduce=True):
+                super().__init__()
+                self.reduce = reduce
+        crit = FocalLoss(reduce=False)
+    """)),
+]
+
+# ------------------------------------------------------------- TW502 the old weight-norm module's class
+FIND += [
+    Shape("TW502", "a cosine classifier importing the WeightNorm hook class", d("""
+        import torch.nn as nn
+        from torch.nn.utils.weight_norm import WeightNorm
+        class CosineHead(nn.Module):
+            def __init__(self, dim, n):
+                super().__init__()
+                self.fc = nn.Linear(dim, n, bias=False)
+                WeightNorm.apply(self.fc, "weight", dim=0)
+    """), 2),
+]
+QUIET += [
+    Shape("TW502", "look-alike: the parametrization weight norm", d("""
+        import torch.nn as nn
+        from torch.nn.utils.parametrizations import weight_norm
+        head = weight_norm(nn.Linear(8, 4))
+    """)),
+]
+
+# ------------------------------------------------------------- TW502 async= of a project's own function
+QUIET += [
+    Shape("TW502", "look-alike: async= of a replay wrapper of the project (not torch's .cuda)", d("""
+        import torch
+        from replay import Wrapper, Uniform
+        def config():
+            return lambda: Wrapper(Uniform, {"size": 10}, async=True)
+    """)),
+]
+
+# ------------------------------------------------------------- TW502 names reached through star imports
+# An RL library built as a package of star imports: a network module does
+# `import torch.nn.functional as F`, the package re-exports it, and every agent, head and example
+# script uses F, torch and the schedulers without an import of its own.
+_PKG_INIT = "from .net import *\nfrom .agents import *\n"
+_NET = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Body(nn.Module):
+        def __init__(self, dim, gate=F.relu):
+            super().__init__()
+            self.fc = nn.Linear(dim, dim)
+            self.gate = gate
+        def forward(self, x):
+            return self.gate(self.fc(x))
+""")
+_HEADS = d("""
+    from .net import *
+    class OptionHead(nn.Module):
+        def __init__(self, body):
+            super().__init__()
+            self.body = body
+            self.beta = nn.Linear(4, 2)
+        def forward(self, x):
+            return F.sigmoid(self.beta(self.body(x)))
+""")
+_AGENT = d("""
+    from .net import *
+    class Agent:
+        def __init__(self, opt, total):
+            self.sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 - s / total)
+            self.steps = 0
+        def step(self):
+            self.steps += 1
+            self.sched.step(self.steps)
+""")
+_EXAMPLE = d("""
+    from rl import *
+    def make(dim):
+        return Body(dim, gate=F.tanh)
+""")
+PROJECTS += [
+    ProjectShape("TW502", "a package of star imports: F.sigmoid / F.tanh / scheduler.step(steps) without an import of torch", {
+        "rl/__init__.py": _PKG_INIT, "rl/net.py": _NET, "rl/heads.py": _HEADS, "rl/agents.py": _AGENT,
+        "examples.py": _EXAMPLE,
+    }, (("rl/heads.py", 8), ("rl/agents.py", 8), ("examples.py", 3))),
+    ProjectShape("TW502", "look-alike: the star-imported module binds F to its own helpers (__all__ leaves it out)", {
+        "rl/__init__.py": _PKG_INIT, "rl/net.py": "__all__ = ['Body']\n" + _NET,
+        "rl/heads.py": _HEADS.replace("F.sigmoid", "torch.sigmoid"), "rl/agents.py": _AGENT.replace("self.sched.step(self.steps)", "self.sched.step()"),
+        "examples.py": _EXAMPLE.replace("from rl import *", "from rl import *\nimport helpers as F"),
+    }),
+]
