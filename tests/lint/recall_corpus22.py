@@ -201,3 +201,176 @@ PROJECTS += [
         "examples.py": _EXAMPLE.replace("from rl import *", "from rl import *\nimport helpers as F"),
     }),
 ]
+
+# ------------------------------------------------------------- TW220 apex amp's calls after the import
+# A competition pipeline: apex amp imported, then amp.initialize on the model and optimizer and
+# amp.scale_loss around every backward.
+FIND += [
+    Shape("TW220", "apex amp.initialize with an opt level", d("""
+        import torch
+        from apex import amp
+        def build(model, lr):
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            model, opt = amp.initialize(model, opt, opt_level="O1")
+            return model, opt
+    """), 5),
+    Shape("TW220", "apex amp.scale_loss around the backward", d("""
+        import torch
+        from apex import amp
+        def step(model, opt, x, y):
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            with amp.scale_loss(loss, opt) as scaled:
+                scaled.backward()
+            opt.step()
+    """), 5),
+    Shape("TW220", "apex imported as a package: apex.amp.initialize", d("""
+        import apex
+        def build(model, opt):
+            return apex.amp.initialize(model, opt, opt_level="O2")
+    """), 3),
+]
+QUIET += [
+    Shape("TW220", "look-alike: a project module named amp with its own initialize", d("""
+        import torch
+        from utils import amp
+        def build(model, opt):
+            amp.initialize(model)
+            with amp.scale_loss(1.0, opt) as s:
+                pass
+    """)),
+]
+
+# ------------------------------------------------------------- TW401 **kwargs that can only carry map_location
+FIND += [
+    Shape("TW401", "a perceptual-metric loader: kw = {}, map_location added on CPU, torch.load(path, **kw)", d("""
+        import torch
+        class Metric:
+            def load(self, net, path, use_gpu):
+                kw = {}
+                if not use_gpu:
+                    kw["map_location"] = "cpu"
+                net.load_state_dict(torch.load(path, **kw), strict=False)
+    """), 7),
+]
+PROJECTS += [
+    ProjectShape("TW401", "an MPI loading helper: th.load(buf, **kwargs), every caller passes map_location only", {
+        "pkg/dist_util.py": d("""
+            import io
+            import torch as th
+            def load_state_dict(path, **kwargs):
+                with open(path, "rb") as f:
+                    data = f.read()
+                return th.load(io.BytesIO(data), **kwargs)
+        """),
+        "pkg/train_util.py": d("""
+            from . import dist_util
+            def resume(model, path, dev):
+                model.load_state_dict(dist_util.load_state_dict(path, map_location=dev))
+        """),
+        "sample.py": d("""
+            from pkg import dist_util
+            def main(model, args):
+                model.load_state_dict(dist_util.load_state_dict(args.model_path, map_location="cpu"))
+        """),
+    }, (("pkg/dist_util.py", 6),)),
+    ProjectShape("TW401", "look-alike: a caller hands weights_only through the helper's **kwargs", {
+        "pkg/dist_util.py": d("""
+            import io
+            import torch as th
+            def load_state_dict(path, **kwargs):
+                with open(path, "rb") as f:
+                    data = f.read()
+                return th.load(io.BytesIO(data), **kwargs)
+        """),
+        "sample.py": d("""
+            from pkg import dist_util
+            def main(model, args):
+                model.load_state_dict(dist_util.load_state_dict(args.model_path, map_location="cpu", weights_only=True))
+        """),
+    }),
+]
+QUIET += [
+    Shape("TW401", "look-alike: a helper's **kwargs that nothing in view calls", d("""
+        import torch
+        def load_any(path, **kwargs):
+            return torch.load(path, **kwargs)
+    """)),
+    Shape("TW401", "look-alike: the local dict is filled from the caller's options", d("""
+        import torch
+        def load(path, opts):
+            kw = {"map_location": "cpu"}
+            kw.update(opts)
+            return torch.load(path, **kw)
+    """)),
+    Shape("TW401", "look-alike: the local dict sets weights_only itself", d("""
+        import torch
+        def load(path, gpu):
+            kw = {"weights_only": True}
+            if not gpu:
+                kw["map_location"] = "cpu"
+            return torch.load(path, **kw)
+    """)),
+]
+
+# ------------------------------------------------------------- TW509 a builder taken from a local dict of torchvision builders
+FIND += [
+    Shape("TW509", "a depth encoder: resnet builders by depth in a dict, the flag passed positionally", d("""
+        import torch.nn as nn
+        import torchvision.models as models
+        class Encoder(nn.Module):
+            def __init__(self, depth, pretrained):
+                super().__init__()
+                builders = {18: models.resnet18, 34: models.resnet34, 50: models.resnet50}
+                self.net = builders[depth](pretrained)
+    """), 7),
+    Shape("TW509", "a module-level table of torchvision backbones called with pretrained=True", d("""
+        from torchvision import models
+        BACKBONES = {"r18": models.resnet18, "mnv2": models.mobilenet_v2}
+        def backbone(name):
+            return BACKBONES[name](pretrained=True)
+    """), 4),
+]
+QUIET += [
+    Shape("TW509", "look-alike: a dict mixing a torchvision builder with the project's own", d("""
+        import torchvision.models as models
+        from nets import tiny_resnet
+        def backbone(name, pretrained):
+            table = {"tiny": tiny_resnet, "r18": models.resnet18}
+            return table[name](pretrained)
+    """)),
+    Shape("TW509", "look-alike: a dict of torchvision builders called with weights=", d("""
+        import torchvision.models as models
+        def backbone(depth):
+            table = {18: models.resnet18, 50: models.resnet50}
+            return table[depth](weights="DEFAULT")
+    """)),
+]
+
+# ------------------------------------------------------------- TW503 assignment to the method requires_grad_
+FIND += [
+    Shape("TW503", "a vocoder loader that means to freeze the model: model.requires_grad_ = False", d("""
+        import torch
+        def get_vocoder(model, path):
+            model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            model.eval()
+            model.requires_grad_ = False
+            return model
+    """), 5),
+    Shape("TW503", "a frozen teacher: self.teacher.requires_grad_ = False in __init__", d("""
+        import torch.nn as nn
+        class Distiller(nn.Module):
+            def __init__(self, teacher, student):
+                super().__init__()
+                self.teacher, self.student = teacher, student
+                self.teacher.requires_grad_ = False
+    """), 6),
+]
+QUIET += [
+    Shape("TW503", "look-alike: the method called, and the attribute assigned", d("""
+        import torch
+        def freeze(model, head):
+            model.requires_grad_(False)
+            for p in head.parameters():
+                p.requires_grad = True
+    """)),
+]
