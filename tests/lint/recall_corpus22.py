@@ -374,3 +374,71 @@ QUIET += [
                 p.requires_grad = True
     """)),
 ]
+
+# ------------------------------------------------------------- TW107 view(-1) of a transposed layout carried through eq and a slice
+# The top-k accuracy helper of many training scripts: pred = pred.t(), correct = pred.eq(...),
+# correct[:k].view(-1) - element-wise results keep the transposed strides, so the flatten fails
+# for k > 1.
+FIND += [
+    Shape("TW107", "top-k accuracy: correct[:k].view(-1) after pred.t() and eq", d("""
+        import torch
+        def accuracy(output, target, topk=(1, 5)):
+            _, pred = output.topk(max(topk), 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+            res = []
+            for k in topk:
+                correct_k = correct[:k].view(-1).float().sum(0)
+                res.append(correct_k * (100.0 / target.size(0)))
+            return res
+    """), 8),
+    Shape("TW107", "a hit mask made in one expression from a transposed index tensor", d("""
+        import torch
+        def hits(ranked, gold, k):
+            mask = ranked.t().eq(gold.unsqueeze(0))
+            return mask[:k].view(-1).sum()
+    """), 4),
+]
+QUIET += [
+    Shape("TW107", "look-alike: the same helper with reshape", d("""
+        import torch
+        def accuracy(output, target, k):
+            _, pred = output.topk(k, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+            return correct[:k].reshape(-1).float().sum(0)
+    """)),
+    Shape("TW107", "look-alike: made contiguous before the flatten", d("""
+        import torch
+        def accuracy(output, target, k):
+            pred = output.topk(k, 1)[1].t()
+            correct = pred.eq(target.view(1, -1)).contiguous()
+            return correct[:k].view(-1).float().sum()
+    """)),
+    Shape("TW107", "look-alike: only the first row of the transposed result is flattened", d("""
+        import torch
+        def top1(output, target):
+            pred = output.topk(5, 1)[1].t()
+            correct = pred.eq(target.view(1, -1))
+            return correct[:1].view(-1).float().sum()
+    """)),
+]
+
+# ------------------------------------------------------------- TW107 a view that merges only dims the transpose left alone
+QUIET += [
+    Shape("TW107", "look-alike: char-CNN input, transpose of the last two dims, then view(-1, c, w) merges batch and words", d("""
+        import torch
+        import torch.nn as nn
+        class CharEmb(nn.Module):
+            def forward(self, x):
+                x = self.emb(x)
+                x = x.transpose(2, 3)
+                return x.view(-1, self.dim, x.size(3)).unsqueeze(1)
+    """)),
+    Shape("TW107", "look-alike: heads of a 4-D tensor transposed at the back, batch and heads merged by a product", d("""
+        import torch
+        def fold(x, b, h, d, t):
+            y = x.transpose(2, 3)
+            return y.view(b * h, d, t)
+    """)),
+]
