@@ -442,3 +442,42 @@ QUIET += [
             return y.view(b * h, d, t)
     """)),
 ]
+
+# ------------------------------------------------------------- TW506/TW507 whole numbers: counts, and rounded results
+QUIET += [
+    Shape("TW506", "look-alike: log of frame counts plus one (a duration target)", d("""
+        import torch
+        def duration_loss(log_pred, duration_targets, mask):
+            target = torch.log(duration_targets.float() + 1)
+            return ((log_pred - target) ** 2)[mask].mean()
+    """)),
+    Shape("TW506", "look-alike: log(1 + number of tokens), made by an integer sum", d("""
+        import torch
+        def length_bonus(mask):
+            return torch.log(1 + mask.sum(-1).long())
+    """)),
+    Shape("TW507", "look-alike: predicted durations rounded to whole frames", d("""
+        import torch
+        def lengths(log_d, control):
+            return torch.clamp(torch.round(torch.exp(log_d) - 1) * control, min=0)
+    """)),
+    Shape("TW507", "look-alike: exp(x) - 1 cast to an integer count", d("""
+        import torch
+        def counts(log_c):
+            return (torch.exp(log_c) - 1).long()
+    """)),
+]
+
+# ------------------------------------------------------------- TW105 a snippet that shows log(softmax) equals log_softmax
+QUIET += [
+    Shape("TW105", "look-alike: a learning snippet computing both and printing them", d("""
+        import torch
+        import torch.nn.functional as F
+        def learn_log_softmax():
+            x = torch.randn(4, 5)
+            ls = F.log_softmax(x, dim=1)
+            p = F.softmax(x, dim=1)
+            manual = torch.log(p)
+            print(ls, manual)
+    """)),
+]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
@@ -14,13 +15,35 @@ def _is_one(node: ast.AST) -> bool:
     return node.__class__ is ast.Constant and type(node.value) in (int, float) and node.value == 1
 
 
+# words of a name that counts something: a whole number >= 0, where log(1 + x) is already exact
+_COUNT_WORD = re.compile(r"(?:^|_)(?:counts?|cnts?|num|nums|n|lens?|lengths?|durations?|dur|freqs?|frequenc(?:y|ies)|"
+                         r"degrees?|deg|occurrences?|steps?|epochs?|tokens?|frames?|hits)(?:_|$)")
+_INTEGER_CASTS = frozenset({"long", "int", "short", "bincount", "count_nonzero", "numel"})
+_FLOAT_CASTS = frozenset({"float", "double", "half", "type"})
+
+
+def integer_valued(node: ast.AST) -> bool:
+    """``x`` in ``log(1 + x)`` evidently holds whole counts: named for a count (``duration_targets``,
+    ``n_tokens``, also through ``.float()``), or made by an integer cast or count (``.long()``,
+    ``torch.bincount(...)``, ``len(...)``)."""
+    while node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _FLOAT_CASTS:
+        node = node.func.value
+    if node.__class__ is ast.Call:
+        name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
+        return name in _INTEGER_CASTS or name == "len"
+    name = node.attr if node.__class__ is ast.Attribute else node.id if node.__class__ is ast.Name else ""
+    return bool(name) and _COUNT_WORD.search(name.lower()) is not None
+
+
 class Log1p(Rule):
     code = "TW506"
     name = "log-one-plus"
     triggers = ("log",)
     doc = """\
 What it flags
-  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1.
+  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1. Not flagged: `x` that evidently
+  holds whole counts (named for one, `torch.log(duration_targets.float() + 1)`, `n_tokens`, or
+  made by `.long()`/`bincount`/`len`): `1 + x` is exact for whole numbers, so log1p gains nothing.
 
 Why it matters
   For small `x`, `1 + x` rounds away most of `x` before the logarithm is taken (in float32,
@@ -40,6 +63,8 @@ Fix
                 continue
             arg = call.args[0]
             if arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Add and (_is_one(arg.left) or _is_one(arg.right)):
+                if integer_valued(arg.right if _is_one(arg.left) else arg.left):
+                    continue  # log(1 + count): exact at 0, nothing lost for whole numbers
                 yield ctx.finding(self.code, call, "torch.log(1 + x) loses precision for small x; use torch.log1p(x)",
                                   suggestion="torch.log1p(x)")
 
