@@ -481,3 +481,118 @@ QUIET += [
             print(ls, manual)
     """)),
 ]
+
+# ------------------------------------------------------------- TW103 parts built by a factory passed in, wrapped modules, project module classes
+FIND += [
+    Shape("TW103", "few-shot template: the backbone comes from a factory handed to the constructor", d("""
+        import torch.nn as nn
+        class Template(nn.Module):
+            def __init__(self, model_func, n_way):
+                super().__init__()
+                self.feature = model_func()
+                self.n_way = n_way
+            def embed(self, x):
+                return self.feature.forward(x)
+    """), 8),
+    Shape("TW103", "a weight-dropping wrapper calls the module it wraps", d("""
+        import torch
+        class DropConnect(torch.nn.Module):
+            def __init__(self, module, names, p=0.5):
+                super().__init__()
+                self.module = module
+                self.names, self.p = names, p
+            def forward(self, *args):
+                self._drop_weights()
+                return self.module.forward(*args)
+    """), 9),
+]
+QUIET += [
+    Shape("TW103", "look-alike: a module keeps a scheduler object declared as a plain type", d("""
+        import torch.nn as nn
+        from schedules import NoiseSchedule
+        class Denoiser(nn.Module):
+            def __init__(self, schedule: NoiseSchedule):
+                super().__init__()
+                self.schedule = schedule
+            def forward(self, x, t):
+                return x * self.schedule.forward(t)
+    """)),
+    Shape("TW103", "look-alike: a plain runner (no module) builds its part with a factory", d("""
+        class Runner:
+            def __init__(self, make):
+                self.stage = make()
+            def run(self, x):
+                return self.stage.forward(x)
+    """)),
+]
+_NETS = d("""
+    import torch.nn as nn
+    class RankingLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 1)
+        def forward(self, d0, d1, judge):
+            return (self.fc(d0 - d1) - judge).pow(2).mean()
+""")
+PROJECTS += [
+    ProjectShape("TW103", "a plain metric wrapper sets up a module loss of another file in initialize()", {
+        "metric/nets.py": _NETS,
+        "metric/dist.py": d("""
+            from . import nets
+            class Dist:
+                def initialize(self, train):
+                    if train:
+                        self.rank = nets.RankingLoss()
+                        self.rank = self.rank.to("cuda")
+                def backward(self, d0, d1, judge):
+                    loss = self.rank.forward(d0, d1, judge)
+                    loss.backward()
+        """),
+    }, (("metric/dist.py", 8),)),
+    ProjectShape("TW103", "a MAML subclass in another module: the base's factory-built feature and a fast-weight linear", {
+        "methods/template.py": d("""
+            import torch.nn as nn
+            class Template(nn.Module):
+                def __init__(self, model_func, n_way):
+                    super().__init__()
+                    self.feature = model_func()
+                    self.n_way = n_way
+        """),
+        "backbone.py": d("""
+            import torch.nn as nn
+            class LinearFW(nn.Linear):
+                def forward(self, x):
+                    return super().forward(x)
+        """),
+        "methods/maml.py": d("""
+            import backbone
+            from methods.template import Template
+            class MAML(Template):
+                def __init__(self, model_func, n_way):
+                    super().__init__(model_func, n_way)
+                    self.classifier = backbone.LinearFW(64, n_way)
+                def forward(self, x):
+                    out = self.feature.forward(x)
+                    return self.classifier.forward(out)
+        """),
+    }, (("methods/maml.py", 8), ("methods/maml.py", 9))),
+    ProjectShape("TW103", "look-alike: .forward() of a project class whose base is a plain class", {
+        "metric/base.py": "class BaseModel():\n    def name(self):\n        return 'base'\n",
+        "metric/dist.py": d("""
+            from .base import BaseModel
+            class DistModel(BaseModel):
+                def forward(self, a, b):
+                    return (a - b).abs().mean()
+        """),
+        "metric/__init__.py": d("""
+            import torch
+            from . import dist
+            class Metric(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.model = dist.DistModel()
+                def forward(self, a, b):
+                    return self.model.forward(a, b)
+        """),
+    }),
+]
