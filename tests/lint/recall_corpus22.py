@@ -596,3 +596,15 @@ PROJECTS += [
         """),
     }),
 ]
+QUIET += [
+    Shape("TW103", "look-alike: a hybrid model calls forward() of the remote module it was handed (its RPC interface)", d("""
+        import torch
+        class Hybrid(torch.nn.Module):
+            def __init__(self, remote_emb_module, rank):
+                super().__init__()
+                self.remote_emb_module = remote_emb_module
+                self.fc = torch.nn.Linear(16, 8)
+            def forward(self, idx, off):
+                return self.fc(self.remote_emb_module.forward(idx, off))
+    """)),
+]

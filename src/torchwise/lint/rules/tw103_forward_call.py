@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
@@ -81,12 +82,18 @@ def _passed_in_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     for other, cls in [(ctx, klass), *inherited_classes(ctx, klass)]:
         values = other.self_attr_values(cls, recv.attr)
         if values:
-            return all(_from_parameter(other, v) for v in values)
+            return all(_from_parameter(other, v, recv.attr) for v in values)
     return False
 
 
-def _from_parameter(ctx: Context, value: ast.AST) -> bool:
-    """``model_func()`` (a parameter called) or ``module`` (a parameter of ``__init__`` kept as is)."""
+# what a wrapper calls the module it keeps (``self.module = module``); other names (a
+# ``remote_emb_module`` whose forward() is its RPC interface) are left alone
+_WRAPPED = re.compile(r"^_?(?:module|layer|block|inner|wrapped|submodule|base_module|inner_module|wrapped_module)$")
+
+
+def _from_parameter(ctx: Context, value: ast.AST, attr: str) -> bool:
+    """``model_func()`` (a parameter called) or ``module`` (a parameter of ``__init__`` kept as is,
+    under a wrapper's name for it)."""
     called = value.__class__ is ast.Call and not value.args and not value.keywords
     name = value.func if called else value
     if name.__class__ is not ast.Name:
@@ -98,7 +105,7 @@ def _from_parameter(ctx: Context, value: ast.AST) -> bool:
     annotation = getattr(b.node, "annotation", None)
     if annotation is not None and "Module" not in ctx.text(annotation) and not called:
         return False  # a parameter declared as something else
-    return called or (func is not None and func.name == "__init__")
+    return called or (func is not None and func.name == "__init__" and _WRAPPED.match(attr) is not None)
 
 
 def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
@@ -139,7 +146,8 @@ What it flags
   (`self.attention.forward(...)`, inside a lambda too) and the loop variable over one
   (`for block in self.transformer_blocks: x = block.forward(x, mask)`), and a part built by a
   factory handed to the constructor (`self.feature = model_func()`) or the module a wrapper
-  keeps (`self.module = module`), also when a base class in another module assigns it; in any
+  keeps under a wrapper's name for it (`self.module = module`, `self.layer`, `self.inner`...),
+  also when a base class in another module assigns it; in any
   class, an attribute or name whose every value is an instance of a module class of another
   module of the project (`self.rank_loss = networks.BCERankingLoss()`, set in any method).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
