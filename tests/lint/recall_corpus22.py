@@ -608,3 +608,12 @@ QUIET += [
                 return self.fc(self.remote_emb_module.forward(idx, off))
     """)),
 ]
+QUIET += [
+    Shape("TW502", "look-alike: a wrapper with torch's loss signature hands size_average/reduce through as None", d("""
+        import torch.nn.functional as F
+        def smooth_l1(input, target, beta=1.0, size_average=None, reduce=None, reduction="mean"):
+            if beta == 1.0:
+                return F.smooth_l1_loss(input, target, size_average=size_average, reduce=reduce, reduction=reduction)
+            return input
+    """)),
+]

@@ -81,7 +81,7 @@ def _loss_arguments(ctx: Context, qualname: Callable[[AST], str | None]) -> Iter
     for call in ctx.nodes.get(ast.Call, ()):
         if not call.keywords:
             continue
-        old = [k for k in call.keywords if k.arg in ("size_average", "reduce")]
+        old = [k for k in call.keywords if k.arg in ("size_average", "reduce") and not _none(ctx, k.value)]
         mean = [k for k in call.keywords if k.arg == "reduction" and k.value.__class__ is ast.Constant
                 and k.value.value == "elementwise_mean"]
         if not (old or mean) or not _is_loss(qualname(call.func)):
@@ -91,6 +91,24 @@ def _loss_arguments(ctx: Context, qualname: Callable[[AST], str | None]) -> Iter
             yield (call, f"the {listed} argument of the loss is deprecated", "pass reduction='mean', 'sum' or 'none' instead")
         if mean:
             yield (call, "reduction='elementwise_mean' is deprecated", "use reduction='mean'")
+
+
+def _none(ctx: Context, value: AST) -> bool:
+    """``size_average=None``, or a parameter defaulting to None handed through (a wrapper with
+    torch's own signature): nothing is passed, nothing warns."""
+    if value.__class__ is ast.Constant:
+        return value.value is None
+    if value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(value.id, value)
+    func = ctx.parent(ctx.parent(b.node)) if b is not None and b.kind == "param" else None
+    if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    default = next((d for a, d in pairs if a is b.node), None)
+    return default is not None and default.__class__ is ast.Constant and default.value is None
 
 
 def _numeric(node: AST) -> bool:
