@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
@@ -88,7 +87,8 @@ def _passed_in_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
 
 # what a wrapper calls the module it keeps (``self.module = module``); other names (a
 # ``remote_emb_module`` whose forward() is its RPC interface) are left alone
-_WRAPPED = re.compile(r"^_?(?:module|layer|block|inner|wrapped|submodule|base_module|inner_module|wrapped_module)$")
+_WRAPPED = frozenset({"module", "layer", "block", "inner", "wrapped", "submodule", "base_module", "inner_module",
+                      "wrapped_module"})
 
 
 def _from_parameter(ctx: Context, value: ast.AST, attr: str) -> bool:
@@ -105,7 +105,7 @@ def _from_parameter(ctx: Context, value: ast.AST, attr: str) -> bool:
     annotation = getattr(b.node, "annotation", None)
     if annotation is not None and "Module" not in ctx.text(annotation) and not called:
         return False  # a parameter declared as something else
-    return called or (func is not None and func.name == "__init__" and _WRAPPED.match(attr) is not None)
+    return called or (func is not None and func.name == "__init__" and attr.lstrip("_") in _WRAPPED)
 
 
 def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:

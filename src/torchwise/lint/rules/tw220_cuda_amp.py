@@ -110,7 +110,7 @@ Fix
                     "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
                     suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
                 )
-        if "apex" in ctx.source:
+        if any(q.startswith("apex") for q in ctx.imports.values()):
             for call in ctx.calls_to(*_APEX_CALLS):
                 what = _APEX_CALLS[ctx.qualname(call.func)]
                 yield ctx.finding(self.code, call, f"apex amp.{call.func.attr if call.func.__class__ is ast.Attribute else call.func.id}"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
@@ -16,8 +15,10 @@ def _is_one(node: ast.AST) -> bool:
 
 
 # words of a name that counts something: a whole number >= 0, where log(1 + x) is already exact
-_COUNT_WORD = re.compile(r"(?:^|_)(?:counts?|cnts?|num|nums|n|lens?|lengths?|durations?|dur|freqs?|frequenc(?:y|ies)|"
-                         r"degrees?|deg|occurrences?|steps?|epochs?|tokens?|frames?|hits)(?:_|$)")
+_COUNT_WORDS = frozenset({"count", "counts", "cnt", "cnts", "num", "nums", "n", "len", "lens", "length", "lengths",
+                          "duration", "durations", "dur", "freq", "freqs", "frequency", "frequencies", "degree",
+                          "degrees", "deg", "occurrence", "occurrences", "step", "steps", "epoch", "epochs", "token",
+                          "tokens", "frame", "frames", "hits"})
 _INTEGER_CASTS = frozenset({"long", "int", "short", "bincount", "count_nonzero", "numel"})
 _FLOAT_CASTS = frozenset({"float", "double", "half", "type"})
 
@@ -32,7 +33,7 @@ def integer_valued(node: ast.AST) -> bool:
         name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
         return name in _INTEGER_CASTS or name == "len"
     name = node.attr if node.__class__ is ast.Attribute else node.id if node.__class__ is ast.Name else ""
-    return bool(name) and _COUNT_WORD.search(name.lower()) is not None
+    return any(word in _COUNT_WORDS for word in name.lower().split("_"))
 
 
 class Log1p(Rule):

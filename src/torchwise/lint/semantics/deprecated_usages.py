@@ -39,12 +39,11 @@ def deprecated_usages(ctx: Context, qualname: Callable[[AST], str | None]) -> It
     """Every deprecated usage in the file; ``qualname`` resolves a called expression (the file's
     imports, and its star imports)."""
     src = ctx.source
-    if "softm" in src or "Softm" in src:
+    if "oftm" in src:  # softmax, Softmax, softmin...
         yield from _implicit_dims(ctx, qualname)
-    if "size_average" in src or "reduce" in src or "elementwise_mean" in src:
+    if "reduc" in src or "size_average" in src:  # reduce=, reduction='elementwise_mean'
         yield from _loss_arguments(ctx, qualname)
-    if "add" in src or "sub_" in src:
-        yield from _scalar_first(ctx, qualname)
+    yield from _scalar_first(ctx, qualname)  # calls by name: no text scan needed
 
 
 def _no_dim(call: ast.Call, positional: int) -> bool:

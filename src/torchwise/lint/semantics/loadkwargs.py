@@ -58,9 +58,8 @@ def _local_dict_keys(ctx: Context, name: str, value: AST, bound: AST, use: AST) 
     if keys is None or len(ctx.bindings(scope).get(name, ())) != 1:
         return None
     found = set(keys)
-    body = scope.body if isinstance(scope.body, list) else [scope.body]  # a lambda's body is one expression
-    for node in ctx.walk_body(body):
-        if node.__class__ is not ast.Name or node.id != name or node is use:
+    for node in ctx.nodes.get(ast.Name, ()):
+        if node.id != name or node is use or ctx.scope_of(node) is not scope:
             continue
         parent = ctx.parent(node)
         if parent is bound and node.ctx.__class__ is ast.Store:

@@ -12,14 +12,13 @@ demand, for attributes a base class's ``__init__`` assigns (``self.feature = mod
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.callers import parsed_file
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.M)
+_CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 _TORCH_BASE = re.compile(r"^(?:torch\.)?nn\.(?:modules\.\w+\.)?_?[A-Z]\w*$|^Module$")
 
 
@@ -33,7 +32,7 @@ def class_kinds(facts: ProjectFacts) -> dict[str, str]:
     for _, text in facts.files:
         if "class " not in text:
             continue
-        for m in _CLASS.finditer(text):
+        for m in _class_lines(text):
             names = tuple(b.strip() for b in (m.group(2) or "").split(",") if b.strip() and "=" not in b)
             bases.setdefault(m.group(1), set()).add(names)
     kinds = {}
@@ -49,6 +48,19 @@ def class_kinds(facts: ProjectFacts) -> dict[str, str]:
             break
     facts.answers["projectclasses:kinds"] = kinds
     return kinds
+
+
+def _class_lines(text: str):
+    """Matches of ``class Name(bases):`` at the start of a line (after indentation); the text is
+    searched for the word first, so a file costs one substring scan."""
+    pos = text.find("class ")
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        if not text[start:pos].strip(" \t"):
+            m = _CLASS.match(text, pos)
+            if m is not None:
+                yield m
+        pos = text.find("class ", pos + 6)
 
 
 def _kind(bases: tuple[str, ...], kinds: dict[str, str]) -> str | None:
@@ -90,9 +102,12 @@ def inherited_classes(ctx: Context, klass: ast.ClassDef, depth: int = 2) -> list
         name = base.attr if base.__class__ is ast.Attribute else base.id if base.__class__ is ast.Name else None
         if name is None or name in ctx.local_classes:
             continue
-        files = [(p, t) for p, t in ctx.project.files if p != ctx.path and f"class {name}(" in t
-                 and os.path.splitext(p)[1] == ".py"]
-        if len(files) != 1:
+        key = ("projectclasses:defined", name)
+        files = ctx.project.answers.get(key)
+        if files is None:
+            files = [(p, t) for p, t in ctx.project.files if f"class {name}(" in t]
+            ctx.project.answers[key] = files
+        if len(files) != 1 or files[0][0] == ctx.path:
             continue
         other = parsed_file(ctx.project, *files[0])
         cls = other.local_classes.get(name) if other is not None else None

@@ -28,7 +28,7 @@ def star_names(ctx: Context) -> dict[str, str]:
     found = ctx._cache.get("starnames")
     if found is None:
         found = {}
-        if "import *" in ctx.source and ctx.project.files:
+        if ctx.project.files and any(n.names[0].name == "*" for n in ctx.nodes.get(ast.ImportFrom, ())):
             for node in ctx.tree.body:
                 if node.__class__ is ast.ImportFrom and node.names[0].name == "*":
                     path = module_file(ctx.project, ctx.path, node.module, node.level)
