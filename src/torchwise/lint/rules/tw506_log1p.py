@@ -15,7 +15,7 @@ def _is_one(node: ast.AST) -> bool:
 
 
 # words of a name that counts something: a whole number >= 0, where log(1 + x) is already exact
-_COUNT_WORDS = frozenset({"count", "counts", "cnt", "cnts", "num", "nums", "n", "len", "lens", "length", "lengths",
+_COUNT_WORDS = frozenset({"count", "counts", "cnt", "cnts", "num", "nums", "len", "lens", "length", "lengths",
                           "duration", "durations", "dur", "freq", "freqs", "frequency", "frequencies", "degree",
                           "degrees", "deg", "occurrence", "occurrences", "step", "steps", "epoch", "epochs", "token",
                           "tokens", "frame", "frames", "hits"})
@@ -24,16 +24,20 @@ _FLOAT_CASTS = frozenset({"float", "double", "half", "type"})
 
 
 def integer_valued(node: ast.AST) -> bool:
-    """``x`` in ``log(1 + x)`` evidently holds whole counts: named for a count (``duration_targets``,
-    ``n_tokens``, also through ``.float()``), or made by an integer cast or count (``.long()``,
-    ``torch.bincount(...)``, ``len(...)``)."""
+    """``x`` in ``log(1 + x)`` evidently holds whole counts: named for a count (``n_tokens``,
+    ``lengths``: the last word; ``duration_targets.float()``: any word, with the cast to float that
+    a count needs), or made by an integer cast or count (``.long()``, ``torch.bincount(...)``, ``len(...)``)."""
+    cast = False
     while node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _FLOAT_CASTS:
-        node = node.func.value
+        node, cast = node.func.value, True
     if node.__class__ is ast.Call:
         name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
         return name in _INTEGER_CASTS or name == "len"
     name = node.attr if node.__class__ is ast.Attribute else node.id if node.__class__ is ast.Name else ""
-    return any(word in _COUNT_WORDS for word in name.lower().split("_"))
+    words = name.lower().strip("_").split("_")
+    if name.lower() in ("n", "num", "cnt"):
+        return True
+    return any(w in _COUNT_WORDS for w in words) if cast else words[-1] in _COUNT_WORDS
 
 
 class Log1p(Rule):
