@@ -9,7 +9,8 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_demo_main
-from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.models import is_module_class, is_module_instance
+from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
 
 
 def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
@@ -28,9 +29,83 @@ def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
         if klass is not None:
             if not klass.bases or all(last_name(b) == "object" for b in klass.bases):
                 return True
-        elif cls in ctx.project.plain_classes:
-            return True
+        elif cls in ctx.project.plain_classes or project_kind(ctx, value.func) == "plain":
+            return True  # also a subclass of the project's plain classes (DistModel(BaseModel))
     return False
+
+
+def _project_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """``self.rank_loss.forward(...)`` / ``crit.forward(...)`` where every value the attribute or
+    name is given is an instance of a module class: torch.nn's, or one another module of the
+    project defines as an ``nn.Module`` (``self.rank_loss = networks.BCERankingLoss()``), even in a
+    plain wrapper class or a method other than ``__init__``."""
+    values = _values(ctx, recv, call)
+    return bool(values) and all(
+        v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module" or is_module_class(ctx, ctx.qualname(v.func)))
+        for v in values)
+
+
+def _values(ctx: Context, recv: ast.AST, call: ast.Call) -> list[ast.AST]:
+    if recv.__class__ is ast.Name:
+        b = ctx.binding_at(recv.id, call)
+        return [b.value] if b is not None and b.kind == "assign" and b.value is not None else []
+    if recv.__class__ is ast.Attribute and recv.value.__class__ is ast.Name and recv.value.id == "self":
+        klass = _method_class(ctx, call)
+        values = ctx.self_attr_values(klass, recv.attr) if klass is not None else []
+        # self.rank_loss = self.rank_loss.to(device): the same object moved
+        return [v for v in values if not (v.__class__ is ast.Call and v.func.__class__ is ast.Attribute
+                                          and v.func.attr in _MOVES and ctx.text(v.func.value) == ctx.text(recv))]
+    return []
+
+
+_MOVES = frozenset({"to", "cuda", "cpu", "half", "float", "double", "train", "eval"})
+
+
+def _method_class(ctx: Context, node: ast.AST) -> ast.ClassDef | None:
+    """The class whose method (or a lambda inside it) contains ``node``."""
+    func = next((a for a in ctx.ancestors(node) if a.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)), None)
+    klass = ctx.parent(func) if func is not None else None
+    return klass if klass.__class__ is ast.ClassDef else None
+
+
+def _passed_in_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """In a method of an ``nn.Module`` class: ``self.feature.forward(x)`` where ``self.feature`` is
+    built by a factory handed to the constructor (``self.feature = model_func()``) or is the module
+    the constructor wraps (``self.module = module``) - also when a base class of another module of
+    the project assigns it. A module's part with a ``forward`` is a module."""
+    if recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
+        return False
+    klass = _method_class(ctx, call)
+    if klass is None or not is_module_class_def(ctx, klass):
+        return False
+    for other, cls in [(ctx, klass), *inherited_classes(ctx, klass)]:
+        values = other.self_attr_values(cls, recv.attr)
+        if values:
+            return all(_from_parameter(other, v, recv.attr) for v in values)
+    return False
+
+
+# what a wrapper calls the module it keeps (``self.module = module``); other names (a
+# ``remote_emb_module`` whose forward() is its RPC interface) are left alone
+_WRAPPED = frozenset({"module", "layer", "block", "inner", "wrapped", "submodule", "base_module", "inner_module",
+                      "wrapped_module"})
+
+
+def _from_parameter(ctx: Context, value: ast.AST, attr: str) -> bool:
+    """``model_func()`` (a parameter called) or ``module`` (a parameter of ``__init__`` kept as is,
+    under a wrapper's name for it)."""
+    called = value.__class__ is ast.Call and not value.args and not value.keywords
+    name = value.func if called else value
+    if name.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(name.id, value)
+    if b is None or b.kind != "param":
+        return False
+    func = ctx.function_of(value)
+    annotation = getattr(b.node, "annotation", None)
+    if annotation is not None and "Module" not in ctx.text(annotation) and not called:
+        return False  # a parameter declared as something else
+    return called or (func is not None and func.name == "__init__" and attr.lstrip("_") in _WRAPPED)
 
 
 def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
@@ -69,10 +144,16 @@ What it flags
   `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`); in a method of
   an `nn.Module` class, also a submodule built from any class in `__init__`
   (`self.attention.forward(...)`, inside a lambda too) and the loop variable over one
-  (`for block in self.transformer_blocks: x = block.forward(x, mask)`).
+  (`for block in self.transformer_blocks: x = block.forward(x, mask)`), and a part built by a
+  factory handed to the constructor (`self.feature = model_func()`) or the module a wrapper
+  keeps under a wrapper's name for it (`self.module = module`, `self.layer`, `self.inner`...),
+  also when a base class in another module assigns it; in any
+  class, an attribute or name whose every value is an instance of a module class of another
+  module of the project (`self.rank_loss = networks.BCERankingLoss()`, set in any method).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
-  instance of a plain class (no base, or `object`: `class KEModel(object)`), here or in
-  another module of the project: it has no hooks to bypass. The `__main__` smoke test of a
+  instance of a plain class (no base, or `object`: `class KEModel(object)`, or only plain
+  classes of the project as bases: `class DistModel(BaseModel)`), here or in another module of
+  the project: it has no hooks to bypass. The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
   left alone too.
 
@@ -100,7 +181,9 @@ Fix
                 continue
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
-            if not (is_module_instance(ctx, recv, call) or _submodule_in_module(ctx, recv, call)) or _plain_class_instance(ctx, recv):
+            if not (is_module_instance(ctx, recv, call) or _submodule_in_module(ctx, recv, call)
+                    or _project_submodule(ctx, recv, call) or _passed_in_submodule(ctx, recv, call)) \
+                    or _plain_class_instance(ctx, recv):
                 continue
             if in_demo_main(ctx, call):
                 continue  # the __main__ smoke test of a model file: no hooks, one forward to print a shape

@@ -75,6 +75,18 @@ def returned_probabilities(ctx: Context, arg: ast.AST, call: ast.AST) -> str | N
     return None
 
 
+def _shown_beside_log_softmax(ctx: Context, arg: ast.AST, call: ast.Call) -> bool:
+    """The same function takes ``log_softmax`` of the very logits the softmax got
+    (``ls = F.log_softmax(x, 1)`` ... ``torch.log(F.softmax(x, 1))``): a demonstration that the two
+    agree, not a loss that relies on the log of probabilities."""
+    soft = producing_call(ctx, arg, call)
+    func = ctx.function_of(call)
+    if soft is None or not soft.args or func is None or "log_softmax" not in ctx.text(func):
+        return False
+    logits = ctx.text(soft.args[0])
+    return any(c.args and ctx.text(c.args[0]) == logits and ctx.contains(func, c) for c in ctx.calls_named("log_softmax"))
+
+
 class LogOfProbabilities(Rule):
     code = "TW105"
     name = "log-of-probabilities"
@@ -87,7 +99,8 @@ What it flags
   method, unfloored: a name holding `prob` bound to a call (`probs = self.predict_prob(data)`,
   `pb = probs.mean(0)`), or a call's result whose log is stored as `log_probs`
   (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and
-  BALD scores, beam search. Not flagged: a value floored where it is bound (`.clamp(...)`,
+  BALD scores, beam search. Not flagged: a function that also takes `log_softmax` of the same
+  logits (a snippet showing that the two agree), a value floored where it is bound (`.clamp(...)`,
   `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), an `exp(...)`, the top-k
   values (`probs.topk(k)`: the largest), names without `prob` (`dist = model.distance(x)`) and
   `keep_prob`/`drop_prob` settings.
@@ -132,6 +145,8 @@ Lint and the doctor
                         "wherever a probability is 0", suggestion="take log_softmax of the logits, or clamp first: "
                         "torch.log(p.clamp_min(1e-12))")
                 continue
+            if kind == "softmax" and _shown_beside_log_softmax(ctx, arg, call):
+                continue  # a snippet that computes both to show they agree
             better = "F.log_softmax(x, dim=...)" if kind == "softmax" else "F.logsigmoid(x)"
             yield ctx.finding(
                 self.code, call,

@@ -129,11 +129,13 @@ def reorders(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 3) -
     return (op, rank_of(ctx, func.value, use), 2)
 
 
-def merges(reordered: tuple[str, int | None, int], view_call: ast.Call) -> bool:
+def merges(reordered: tuple[str, int | None, int], view_call: ast.Call, untouched: int = 0) -> bool:
     """Does the view certainly merge dimensions of the reordered tensor (which fails)?
 
     A view into as many or more sizes may only split dimensions, which works; so we flag only a
-    flatten (one size) or fewer sizes than the tensor evidently has.
+    flatten (one size) or fewer sizes than the tensor evidently has. ``untouched``: how many
+    leading dimensions the reordering left in place (``transpose(2, 3)``: 2); a view that merges
+    only those (``view(-1, c, w)`` after it: one size for them, one for each dimension after) works.
     """
     m = arity(view_call)
     if m is None:
@@ -141,7 +143,75 @@ def merges(reordered: tuple[str, int | None, int], view_call: ast.Call) -> bool:
     _, rank, rmin = reordered
     if m == 1:
         return True
-    return m < (rank if rank is not None else rmin)
+    r = rank if rank is not None else rmin
+    if untouched >= 2 and m >= r - untouched + 1 and _leading_merge(view_call.args[0]):
+        return False
+    return m < r
+
+
+def _leading_merge(first: ast.AST) -> bool:
+    """The first size of a view that stands for several leading dimensions: ``-1`` or a product."""
+    return _int(first) == -1 or (first.__class__ is ast.BinOp and first.op.__class__ is ast.Mult)
+
+
+def untouched_dims(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 3) -> int:
+    """How many leading dimensions a ``transpose(i, j)`` with literal, non-negative ``i`` and ``j``
+    leaves where they were (``min(i, j)``); 0 for any other reordering."""
+    while expr.__class__ is ast.Name and depth > 0:
+        b = ctx.binding_at(expr.id, use)
+        if b is None or b.kind != "assign":
+            return 0
+        expr, use, depth = b.value, b.node, depth - 1
+    if expr.__class__ is not ast.Call or expr.func.__class__ is not ast.Attribute or len(expr.args) != 2 \
+            or expr.func.attr not in ("transpose", "swapaxes", "swapdims"):
+        return 0
+    i, j = _int(expr.args[0]), _int(expr.args[1])
+    return min(i, j) if i is not None and j is not None and i >= 0 and j >= 0 else 0
+
+
+# element-wise methods whose result keeps the layout of the tensor they are called on
+_LAYOUT_KEEPING = frozenset({"eq", "ne", "gt", "ge", "lt", "le", "float", "double", "half", "long", "int", "bool",
+                             "byte", "detach", "clone", "abs", "neg", "sigmoid", "exp", "mul", "div", "add", "sub"})
+
+
+def carried_reorder(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 6) -> tuple[str, int | None, int] | None:
+    """The reordering behind ``expr`` when it reaches it only through element-wise methods and
+    slices that keep its layout (``correct = pred.t().eq(target)``; ``correct[:k]``): the result
+    is as non-contiguous as the transposed tensor itself."""
+    steps = 0
+    while expr is not None and depth > 0:
+        depth -= 1
+        cls = expr.__class__
+        if cls is ast.Name:
+            b = ctx.binding_at(expr.id, use)
+            if b is None or b.kind != "assign":
+                return None
+            found = reorders(ctx, b.value, b.node)
+            if found is not None:
+                return found if steps else None
+            expr, use = b.value, b.node
+        elif cls is ast.Subscript and _keeps_rank(expr.slice):
+            expr = expr.value
+        elif cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _LAYOUT_KEEPING \
+                and ctx.qualname(expr.func) is None:
+            expr = expr.func.value
+        else:
+            found = reorders(ctx, expr, use)
+            return found if steps and found is not None else None
+        steps += 1
+    return None
+
+
+def _keeps_rank(index: ast.AST) -> bool:
+    """A subscript of slices only (``x[:k]``, ``x[1:, :]``), none of them a single row (``x[:1]``)."""
+    parts = index.elts if index.__class__ is ast.Tuple else [index]
+    for part in parts:
+        if part.__class__ is not ast.Slice or part.step is not None:
+            return False
+        lo, hi = _int(part.lower) if part.lower is not None else 0, _int(part.upper)
+        if lo is not None and hi is not None and hi - lo <= 1:
+            return False
+    return True
 
 
 def _shape_args(ctx: Context, call: ast.Call) -> bool:
@@ -173,9 +243,13 @@ What it flags
   `movedim` or `.T`/`.mT` (also through a name: `y = x.permute(0, 2, 1)` then `y.view(...)`),
   without `.contiguous()` in between, when the view evidently merges dimensions: it flattens
   to one size, or passes fewer sizes than the tensor has (known from `permute`'s arguments,
-  an earlier `view`/`reshape`, or the highest dimension `transpose` names). A view that only
-  splits dimensions works and is not flagged, nor is `view(dtype)`. Only files that import
-  torch are checked.
+  an earlier `view`/`reshape`, or the highest dimension `transpose` names). Also `.view(-1)` of
+  a tensor that carries the transposed layout through element-wise methods and slices
+  (`pred = pred.t(); correct = pred.eq(target); correct[:k].view(-1)`, the top-k accuracy
+  helper: it fails for k > 1). A view that only splits dimensions works and is not flagged, nor
+  one that merges only leading dimensions the transpose did not touch
+  (`x.transpose(2, 3).view(-1, c, w)`), nor `view(dtype)`. Only files that import torch are
+  checked.
 
 Why it matters
   `view` never copies: it needs the memory layout to fit the new shape. Reordering
@@ -200,7 +274,10 @@ Fix
             if func.__class__ is not ast.Attribute or not _shape_args(ctx, call):
                 continue
             found = reorders(ctx, func.value, call)
-            if found is None or not merges(found, call):
+            carried = found is None and arity(call) == 1
+            if carried:
+                found = carried_reorder(ctx, func.value, call)  # view(-1) of pred.t().eq(...)[:k]
+            if found is None or not merges(found, call, 0 if carried else untouched_dims(ctx, func.value, call)):
                 continue
             op = found[0] if found[0].startswith(".") else f".{found[0]}()"
             edit = ctx.replace_attr(func, "reshape")

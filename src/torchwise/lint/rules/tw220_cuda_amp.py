@@ -23,6 +23,12 @@ OLD = {
 _OLD_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 
 
+# apex amp's entry points: what each does, and its native replacement
+_APEX_CALLS = {"apex.amp.initialize": "patches the model and optimizer for mixed precision",
+               "apex.amp.scale_loss": "scales the loss for backward"}
+_APEX_NEW = {"patches the model and optimizer for mixed precision": 'run the forward under torch.autocast("cuda", ...) (no patching)',
+             "scales the loss for backward": 'scaler = torch.amp.GradScaler("cuda"); scaler.scale(loss).backward()'}
+
 _NEW_API = re.compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
 
 
@@ -38,7 +44,8 @@ What it flags
   itself (once), a name bound to one of them and called in the file (`autocast =
   torch.cuda.amp.autocast`, also inside `try:` with a dummy class as the fallback; reported at
   the assignment), and of NVIDIA apex's `amp`
-  (`from apex import amp`, `amp.initialize(...)`). The old-torch branch of version-dependent
+  (`from apex import amp`, and its calls `amp.initialize(model, optimizer, opt_level=...)` and
+  `with amp.scale_loss(loss, optimizer) as scaled:`). The old-torch branch of version-dependent
   code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
   expression that tests a version or whose other branch uses `torch.amp`.
 
@@ -103,6 +110,12 @@ Fix
                     "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
                     suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
                 )
+        if any(q.startswith("apex") for q in ctx.imports.values()):
+            for call in ctx.calls_to(*_APEX_CALLS):
+                what = _APEX_CALLS[ctx.qualname(call.func)]
+                yield ctx.finding(self.code, call, f"apex amp.{call.func.attr if call.func.__class__ is ast.Attribute else call.func.id}"
+                                  f"(...) {what}: apex amp is unmaintained, native torch.amp replaces it",
+                                  suggestion=_APEX_NEW[what], end_node=call.func)
 
     def _aliases(self, ctx: Context) -> Iterator[Finding]:
         """``autocast = torch.cuda.amp.autocast`` (also inside ``try:`` with a dummy class as the

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.loadkwargs import visible_keys
 
 
 def _feeds_load_state_dict(ctx: Context, call: ast.Call) -> bool:
@@ -42,6 +43,10 @@ def _own_buffer(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _star_name(call: ast.Call) -> str:
+    return next((k.value.id for k in call.keywords if k.arg is None and k.value.__class__ is ast.Name), "kwargs")
+
+
 class UnsafeTorchLoad(Rule):
     code = "TW401"
     name = "torch-load-unsafe"
@@ -52,9 +57,12 @@ What it flags
   `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
   missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
   the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there,
-  and so are test files, which load what they have just written themselves, and a load from
-  an empty `io.BytesIO()` that the same function has just filled with `torch.save` (a deep
-  copy through serialisation).
+  unless the code shows every key they can carry and none is `weights_only`: a dict the function
+  builds itself (`kw = {}; kw['map_location'] = 'cpu'; torch.load(path, **kw)`), or the
+  `**kwargs` of a loading helper whose every caller in the project passes plain keywords
+  (`load_state_dict(path, map_location="cpu")`). Also left alone: test files, which load what
+  they have just written themselves, and a load from an empty `io.BytesIO()` that the same
+  function has just filled with `torch.save` (a deep copy through serialisation).
 
 Why it matters
   A checkpoint is a pickle, and unpickling can import and call anything: a file downloaded
@@ -92,6 +100,12 @@ Fix
                 continue
             if value is None:
                 if has_star_args(call):
+                    keys = visible_keys(ctx, call)
+                    if keys is not None and not keys & {"weights_only", "pickle_module"}:
+                        yield ctx.finding(
+                            self.code, call, "torch.load without weights_only=True (its **" + _star_name(call) + " carries only "
+                            + (", ".join(sorted(keys)) or "nothing") + ") runs arbitrary code from the file on PyTorch < 2.6",
+                            suggestion="pass weights_only=True", end_node=call.func)
                     continue
                 edit = ctx.add_keyword(call, "weights_only=True")
                 safe = _feeds_load_state_dict(ctx, call)

@@ -6,6 +6,8 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
+from torchwise.lint.semantics.deprecated_usages import deprecated_usages
+from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.files import in_compat_fallback
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit, Finding, Fix
@@ -18,14 +20,14 @@ _INIT_NAMES = frozenset(q.rsplit(".", 1)[1] for q in DEPRECATED if q.startswith(
 class DeprecatedApi(Rule):
     code = "TW502"
     name = "deprecated-api"
-    triggers = ("torch", "functorch")
+    triggers = ("torch", "functorch", "import *")  # star imports may hand on torch (semantics.starnames)
     fixable = True
     doc = """\
 What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
-  `torch.testing.assert_allclose`, `nn.utils.weight_norm`, `nn.utils.clip_grad_norm`
+  `torch.testing.assert_allclose`, `nn.utils.weight_norm` (and its module's `WeightNorm` class), `nn.utils.clip_grad_norm`
   (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
   `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
   `self.output = F.sigmoid`), `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest`
@@ -35,10 +37,22 @@ What it flags
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
   to `torch.func`; `scheduler.step(epoch)` on a scheduler of `torch.optim.lr_scheduler` (not
   `ReduceLROnPlateau.step(metric)`, not `step(None)`); an import of several of them (`from torch.nn.init import normal, constant`)
-  is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Also the pre-0.4 argument `async=True` of
-  `.cuda()`/`.to()`/`.copy_()` (now `non_blocking=True`): since Python 3.7 `async` is a
-  reserved word, so such a file does not even parse; lint reads the rest of the file as if the
-  argument were renamed, and reports each one.
+  is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Names a module gets only
+  through star imports of the project's own modules are followed (`from ..network import *`
+  handing on that module's `import torch.nn.functional as F`: `F.tanh`, `F.sigmoid(x)`,
+  `torch.optim.lr_scheduler` there too).
+  Deprecated usages of current functions, which warn when they run: `F.softmax`/`F.log_softmax`/
+  `F.softmin` without `dim` (or `dim=None`) and `nn.Softmax()`/`nn.LogSoftmax()`/`nn.Softmin()`
+  built without it; the `size_average=`/`reduce=` arguments of a torch loss and
+  `reduction='elementwise_mean'`; the scalar-first overloads `t.add_(alpha, other)`,
+  `t.sub_(alpha, other)`, `t.addcmul_(value, a, b)`, `t.addcdiv_(value, a, b)` (also
+  `addcmul`/`addcdiv` and `torch.add(x, alpha, y)`), told by their extra positional argument.
+  Not flagged: `add(a, b)` methods of other objects (meters, sets), `dim` passed positionally.
+  Also the pre-0.4 argument `async=True` of `.cuda()`/`.to()`/`.copy_()`/`.type()` (now
+  `non_blocking=True`): since Python 3.7 `async` is a reserved word, so such a file does not
+  even parse; lint reads the rest of the file as if the argument were renamed, and reports each
+  one. An `async=` keyword of another callable (a project's own `ReplayWrapper(..., async=True)`)
+  is not torch's and is left alone.
 
 Why it matters
   Deprecated functions warn on every call and are removed in a later release; several of
@@ -54,7 +68,9 @@ Fix
   new name is the very same function: `torch.ger` -> `torch.outer`, `a.ger(b)` -> `a.outer(b)`, and
   `from functorch import vmap` -> `from torch.func import vmap` (likewise grad, vjp, jvp,
   jacrev, jacfwd, hessian, functionalize), and `x.cuda(async=True)` -> `x.cuda(non_blocking=True)`
-  (every such argument of the file in one edit, so that the file parses again).
+  (every such argument of the file in one edit, so that the file parses again). For the
+  deprecated usages: pass `dim=`, `reduction=`, and the scale by keyword
+  (`exp_avg.add_(grad, alpha=1 - beta1)`, `v.addcmul_(grad, grad, value=1 - beta2)`).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
@@ -70,7 +86,15 @@ Fix
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
         yield from _async_arguments(ctx)
-        yield from _scheduler_epochs(ctx) if "lr_scheduler" in ctx.source else ()
+        stars = star_names(ctx)
+        yield from _scheduler_epochs(ctx, bool(stars)) if "lr_scheduler" in ctx.source else ()
+        if stars:
+            yield from self._star_uses(ctx, stars)
+        resolve = (lambda node: star_qualname(ctx, node)) if stars else ctx.qualname
+        for node, message, suggestion in deprecated_usages(ctx, resolve):
+            if not in_compat_fallback(ctx, node):
+                yield ctx.finding(self.code, node, message, suggestion=suggestion,
+                                  end_node=node.func if node.__class__ is ast.Call else None)
         yield from self._references(ctx)
         yield from self._unbound_init(ctx)
         if "reduce_op" in ctx.source:
@@ -104,6 +128,24 @@ Fix
                 new = DEPRECATED[q][0]
                 yield ctx.finding(self.code, node, f"{q} is deprecated; use {new}", suggestion=f"use {new}")
 
+    def _star_uses(self, ctx: Context, stars: dict[str, str]) -> Iterator[Finding]:
+        """``F.tanh`` / ``F.sigmoid(x)`` in a module that gets ``F`` only from ``from ..network import *``
+        (a package whose modules hand their torch imports on through star imports)."""
+        for node in ctx.nodes.get(ast.Attribute, ()):
+            if node.attr not in _LAST_NAMES or ctx.parent(node).__class__ is ast.Attribute:
+                continue
+            root = node.value
+            while root.__class__ is ast.Attribute:
+                root = root.value
+            if root.__class__ is not ast.Name or root.id not in stars:
+                continue
+            q = star_qualname(ctx, node)
+            if q in DEPRECATED and not in_compat_fallback(ctx, node):
+                new = DEPRECATED[q][0]
+                parent = ctx.parent(node)
+                at = parent if parent.__class__ is ast.Call and parent.func is node else node
+                yield ctx.finding(self.code, at, f"{q} is deprecated; use {new}", suggestion=f"use {new}", end_node=node)
+
     def _unbound_init(self, ctx: Context) -> Iterator[Finding]:
         """``init.xavier_uniform(w)`` in a torch file that never binds ``init`` (no import, assignment,
         parameter or star import): code copied from a module that did ``from torch.nn import init``."""
@@ -134,16 +176,23 @@ Fix
                               suggestion="use Tensor.outer", fix=fix, end_node=call.func)
 
 
+# the tensor methods whose async= argument became non_blocking= in PyTorch 0.4
+_ASYNC_METHODS = frozenset({"cuda", "to", "copy_", "type"})
+
+
 def _async_arguments(ctx: Context) -> Iterator[Finding]:
     """``x.cuda(async=True)``: the parser read ``async=`` as ``non_blocking=`` (engine.legacy); the
-    text still says ``async``. One fix renames them all: the file parses only when none is left."""
+    text still says ``async``. One fix renames them all. An ``async=`` keyword of another callable
+    (the project's own ``ReplayWrapper(..., async=True)``) is no torch argument: not reported, not renamed."""
     if "async" not in ctx.source:
         return
     olds = []
     for node in ctx.nodes.get(ast.keyword, ()):
         if node.arg == "non_blocking":
             start = ctx.offset(node.lineno, node.col_offset)
-            if ctx.source.startswith("async", start):
+            call = ctx.parent(node)
+            if ctx.source.startswith("async", start) and call.__class__ is ast.Call and \
+                    call.func.__class__ is ast.Attribute and call.func.attr in _ASYNC_METHODS:
                 olds.append((node, start))
     if not olds:
         return
@@ -154,7 +203,7 @@ def _async_arguments(ctx: Context) -> Iterator[Finding]:
                           fix=fix)
 
 
-def _scheduler_epochs(ctx: Context) -> Iterator[Finding]:
+def _scheduler_epochs(ctx: Context, stars: bool = False) -> Iterator[Finding]:
     """``scheduler.step(epoch)`` on a scheduler of torch.optim.lr_scheduler (not
     ReduceLROnPlateau, whose argument is the metric): the epoch argument is deprecated, and with
     it the chainable schedulers fall back to a closed form that ignores any earlier changes."""
@@ -164,11 +213,26 @@ def _scheduler_epochs(ctx: Context) -> Iterator[Finding]:
             (k.value for k in call.keywords if k.arg == "epoch"), None) if not call.args else None
         if epoch is None or func.__class__ is not ast.Attribute or (epoch.__class__ is ast.Constant and epoch.value is None):
             continue
-        built = ctx.constructed_from(func.value, call) or ""
+        built = ctx.constructed_from(func.value, call) or (_star_built(ctx, func.value, call) if stars else None) or ""
         if built.startswith("torch.optim.lr_scheduler.") and not built.endswith("ReduceLROnPlateau"):
             yield ctx.finding("TW502", call, f"{built.rsplit('.', 1)[1]}.step(epoch) is deprecated: the epoch argument "
                               "switches to a closed form that ignores other changes to the rate",
                               suggestion="call scheduler.step() once per epoch, after optimizer.step()", end_node=func)
+
+
+def _star_built(ctx: Context, expr: ast.AST, use: ast.AST) -> str | None:
+    """The torch class that built ``self.lr_scheduler`` (or a name) when the file names torch only
+    through a star import: ``self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(...)``."""
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        cls = ctx.class_of(use)
+        values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
+    elif expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        values = [b.value] if b is not None and b.kind == "assign" else []
+    else:
+        values = []
+    kinds = {star_qualname(ctx, v.func) if v.__class__ is ast.Call else None for v in values}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _binds(ctx: Context, name: str) -> bool:

@@ -13,11 +13,13 @@ from torchwise.lint.rule import Rule
 class RequireGradTypo(Rule):
     code = "TW503"
     name = "require-grad-typo"
-    triggers = ("require_grad",)
+    triggers = ("require_grad", "requires_grad_")
     fixable = False  # its only fix may change behaviour: offered with --unsafe-fixes
     doc = """\
 What it flags
-  An assignment to an attribute named `require_grad` (`p.require_grad = False`).
+  An assignment to an attribute named `require_grad` (`p.require_grad = False`), and one to the
+  method name `requires_grad_` (`model.requires_grad_ = False`), which replaces the method with a
+  bool and freezes nothing either.
 
 Why it matters
   Tensors and parameters have `requires_grad`. Python happily creates a new, meaningless
@@ -29,7 +31,7 @@ Example
       p.require_grad = False                           # TW503
 
 Fix
-  `p.requires_grad = False` (or `p.requires_grad_(False)`). The rename is offered as an unsafe
+  `p.requires_grad = False` (or `p.requires_grad_(False)`; for a module, `model.requires_grad_(False)`). The rename is offered as an unsafe
   fix (`--unsafe-fixes`): it makes the assignment take effect, which changes what trains.
 """
 
@@ -42,6 +44,9 @@ Fix
                               why_unsafe="the assignment then really freezes or unfreezes the tensor, which changes training")
                     yield ctx.finding(self.code, target, "require_grad is a typo: the tensor attribute is requires_grad",
                                       suggestion="assign requires_grad", fix=fix if edit is not None else None)
+                elif target.__class__ is ast.Attribute and target.attr == "requires_grad_":
+                    yield ctx.finding(self.code, target, "requires_grad_ is a method: assigning to it replaces the method "
+                                      "and changes no parameter", suggestion=f"call it: {ctx.text(target)}({ctx.text(node.value)})")
 
 
 RULE = RequireGradTypo()

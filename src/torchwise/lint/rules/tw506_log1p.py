@@ -14,13 +14,41 @@ def _is_one(node: ast.AST) -> bool:
     return node.__class__ is ast.Constant and type(node.value) in (int, float) and node.value == 1
 
 
+# words of a name that counts something: a whole number >= 0, where log(1 + x) is already exact
+_COUNT_WORDS = frozenset({"count", "counts", "cnt", "cnts", "num", "nums", "len", "lens", "length", "lengths",
+                          "duration", "durations", "dur", "freq", "freqs", "frequency", "frequencies", "degree",
+                          "degrees", "deg", "occurrence", "occurrences", "step", "steps", "epoch", "epochs", "token",
+                          "tokens", "frame", "frames", "hits"})
+_INTEGER_CASTS = frozenset({"long", "int", "short", "bincount", "count_nonzero", "numel"})
+_FLOAT_CASTS = frozenset({"float", "double", "half", "type"})
+
+
+def integer_valued(node: ast.AST) -> bool:
+    """``x`` in ``log(1 + x)`` evidently holds whole counts: named for a count (``n_tokens``,
+    ``lengths``: the last word; ``duration_targets.float()``: any word, with the cast to float that
+    a count needs), or made by an integer cast or count (``.long()``, ``torch.bincount(...)``, ``len(...)``)."""
+    cast = False
+    while node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _FLOAT_CASTS:
+        node, cast = node.func.value, True
+    if node.__class__ is ast.Call:
+        name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
+        return name in _INTEGER_CASTS or name == "len"
+    name = node.attr if node.__class__ is ast.Attribute else node.id if node.__class__ is ast.Name else ""
+    words = name.lower().strip("_").split("_")
+    if name.lower() in ("n", "num", "cnt"):
+        return True
+    return any(w in _COUNT_WORDS for w in words) if cast else words[-1] in _COUNT_WORDS
+
+
 class Log1p(Rule):
     code = "TW506"
     name = "log-one-plus"
     triggers = ("log",)
     doc = """\
 What it flags
-  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1.
+  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1. Not flagged: `x` that evidently
+  holds whole counts (named for one, `torch.log(duration_targets.float() + 1)`, `n_tokens`, or
+  made by `.long()`/`bincount`/`len`): `1 + x` is exact for whole numbers, so log1p gains nothing.
 
 Why it matters
   For small `x`, `1 + x` rounds away most of `x` before the logarithm is taken (in float32,
@@ -40,6 +68,8 @@ Fix
                 continue
             arg = call.args[0]
             if arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Add and (_is_one(arg.left) or _is_one(arg.right)):
+                if integer_valued(arg.right if _is_one(arg.left) else arg.left):
+                    continue  # log(1 + count): exact at 0, nothing lost for whole numbers
                 yield ctx.finding(self.code, call, "torch.log(1 + x) loses precision for small x; use torch.log1p(x)",
                                   suggestion="torch.log1p(x)")
 

@@ -10,13 +10,28 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 
+_ROUNDING = frozenset({"round", "floor", "ceil", "trunc", "long", "int"})
+
+
+def _rounded(ctx: Context, node: ast.AST) -> bool:
+    """``torch.round(torch.exp(x) - 1)``, ``(torch.exp(x) - 1).long()``: the result is rounded to
+    a whole number (durations in frames), so the digits expm1 would keep are thrown away."""
+    parent = ctx.parent(node)
+    if parent.__class__ is ast.Call and node in parent.args:
+        func = parent.func
+        name = func.attr if func.__class__ is ast.Attribute else getattr(func, "id", "")
+        return name in _ROUNDING  # torch.round, np.round, round, int
+    return parent.__class__ is ast.Attribute and parent.attr in _ROUNDING and ctx.parent(parent).__class__ is ast.Call
+
+
 class Expm1(Rule):
     code = "TW507"
     name = "exp-minus-one"
     triggers = ("exp",)
     doc = """\
 What it flags
-  `torch.exp(x) - 1` with a literal 1.
+  `torch.exp(x) - 1` with a literal 1. Not flagged: a result rounded to a whole number right
+  away (`torch.round(torch.exp(log_d) - 1)`, `(...).long()`), whose lost digits do not matter.
 
 Why it matters
   For small `x`, `exp(x)` is close to 1 and the subtraction cancels almost all significant
@@ -36,7 +51,7 @@ Fix
             right = node.right
             if not (right.__class__ is ast.Constant and type(right.value) in (int, float) and right.value == 1):
                 continue
-            if ctx.qualname(node.left.func) == "torch.exp":
+            if ctx.qualname(node.left.func) == "torch.exp" and not _rounded(ctx, node):
                 yield ctx.finding(self.code, node, "torch.exp(x) - 1 loses precision for small x; use torch.expm1(x)",
                                   suggestion="torch.expm1(x)")
 

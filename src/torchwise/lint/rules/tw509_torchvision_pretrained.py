@@ -25,8 +25,11 @@ What it flags
   the flag: `pretrained`, `args.pretrained`) as its first argument; also a builder chosen by
   name, `getattr(torchvision.models, backbone)(pretrained=False)`, or looked up in the module's
   namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`.
+  Also a builder taken from a dict of torchvision builders the code builds itself
+  (`resnets = {18: models.resnet18, 50: models.resnet50}` then `resnets[num_layers](pretrained)`).
   Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
-  `BUILDERS[arch](pretrained=True)`): their builders may still take `pretrained=`.
+  `BUILDERS[arch](pretrained=True)` over the project's builders): their builders may still take
+  `pretrained=`.
   The old-torchvision branch of version-compatible code is left alone: the fallback in
   `except TypeError:` after a call with `weights=`, or under a version test.
 
@@ -83,6 +86,8 @@ def _dynamic_builder(ctx: Context, func: ast.AST) -> str | None:
     ``models.__dict__[name]`` or ``vars(models)[name]``."""
     if func.__class__ is ast.Subscript:
         space = func.value
+        if space.__class__ is ast.Name:
+            return _builder_table(ctx, space, func)
         if space.__class__ is ast.Attribute and space.attr == "__dict__":
             owner = ctx.qualname(space.value)
         elif space.__class__ is ast.Call and getattr(space.func, "id", None) == "vars" and len(space.args) == 1:
@@ -94,6 +99,20 @@ def _dynamic_builder(ctx: Context, func: ast.AST) -> str | None:
     else:
         return None
     return f"{owner}.builder" if owner in _BUILDER_MODULES else None
+
+
+def _builder_table(ctx: Context, table: ast.Name, use: ast.AST) -> str | None:
+    """``resnets[num_layers](pretrained)`` where this function (or the module) bound ``resnets`` to
+    a dict literal whose every value is a torchvision builder (``{18: models.resnet18, ...}``)."""
+    b = ctx.binding_at(table.id, use)
+    value = b.value if b is not None and b.kind == "assign" else None
+    if value.__class__ is not ast.Dict or not value.values:
+        return None
+    for v in value.values:
+        q = ctx.qualname(v) if v.__class__ in (ast.Attribute, ast.Name) else None
+        if q is None or q.rsplit(".", 1)[0] not in _BUILDER_MODULES or not q.rsplit(".", 1)[1][:1].islower():
+            return None
+    return "torchvision.models.builder"
 
 
 def _pretrained_flag(arg: ast.AST) -> bool:

@@ -37,6 +37,9 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.nn.UpsamplingBilinear2d": ("torch.nn.Upsample(mode='bilinear', align_corners=True)", False),
     "torch.testing.assert_allclose": ("torch.testing.assert_close", False),
     "torch.nn.utils.weight_norm": ("torch.nn.utils.parametrizations.weight_norm", False),
+    # the module of the old weight norm: its function and the hook class whose apply() it calls
+    "torch.nn.utils.weight_norm.weight_norm": ("torch.nn.utils.parametrizations.weight_norm", False),
+    "torch.nn.utils.weight_norm.WeightNorm": ("torch.nn.utils.parametrizations.weight_norm", False),
     "torch.utils._pytree._register_pytree_node": ("torch.utils._pytree.register_pytree_node", False),
     "torch.backends.cuda.sdp_kernel": ("torch.nn.attention.sdpa_kernel", False),
     "torch.nn.NLLLoss2d": ("torch.nn.NLLLoss (it takes (N, C, H, W) inputs)", False),

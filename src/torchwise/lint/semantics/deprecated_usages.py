@@ -1,0 +1,136 @@
+"""Deprecated *usages* of current PyTorch functions: calls that warn when they run although the
+function itself is not deprecated (for TW502).
+
+* ``F.softmax(x)``/``F.log_softmax(x)``/``F.softmin(x)`` and ``nn.Softmax()``/``nn.LogSoftmax()``/
+  ``nn.Softmin()`` without ``dim``: "Implicit dimension choice ... has been deprecated"; the
+  dimension picked depends on the input's rank (0 for 0-, 1- and 3-D inputs, else 1);
+* the ``size_average=``/``reduce=`` arguments of the losses, and ``reduction='elementwise_mean'``;
+* the scalar-first overloads ``t.add_(alpha, other)``, ``t.sub_(alpha, other)``,
+  ``t.addcmul_(value, a, b)``, ``t.addcdiv_(value, a, b)`` (and ``torch.add(x, alpha, y)``...):
+  "This overload of add_ is deprecated". The current signatures take the scale as a keyword
+  (``alpha=``, ``value=``), so the positional count alone tells the overload.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator
+
+from torchwise.lint.engine import AST, Context
+
+_IMPLICIT_DIM = {"torch.nn.functional.softmax": "F.softmax", "torch.nn.functional.log_softmax": "F.log_softmax",
+                 "torch.nn.functional.softmin": "F.softmin"}
+_DIM_MODULES = {"torch.nn.Softmax": "nn.Softmax", "torch.nn.LogSoftmax": "nn.LogSoftmax", "torch.nn.Softmin": "nn.Softmin"}
+_LOSS_FUNCTIONS = frozenset({
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "nll_loss", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "multilabel_margin_loss", "soft_margin_loss",
+    "multilabel_soft_margin_loss", "cosine_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "triplet_margin_loss",
+})
+# method -> positional arguments of its deprecated scalar-first overload (the current one takes one fewer)
+_SCALAR_FIRST_METHODS = {"add_": 2, "sub_": 2, "addcmul_": 3, "addcdiv_": 3, "addcmul": 3, "addcdiv": 3}
+_SCALAR_FIRST_FUNCTIONS = {"torch.add": 3, "torch.sub": 3, "torch.addcmul": 4, "torch.addcdiv": 4}
+_KEYWORD = {"add_": "alpha", "sub_": "alpha", "add": "alpha", "sub": "alpha"}
+
+Usage = tuple[AST, str, str]  # (node, message, suggestion)
+
+
+def deprecated_usages(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    """Every deprecated usage in the file; ``qualname`` resolves a called expression (the file's
+    imports, and its star imports)."""
+    src = ctx.source
+    if "oftm" in src:  # softmax, Softmax, softmin...
+        yield from _implicit_dims(ctx, qualname)
+    if "reduc" in src or "size_average" in src:  # reduce=, reduction='elementwise_mean'
+        yield from _loss_arguments(ctx, qualname)
+    yield from _scalar_first(ctx, qualname)  # calls by name: no text scan needed
+
+
+def _no_dim(call: ast.Call, positional: int) -> bool:
+    """``dim`` is neither passed (positionally or by keyword) nor anything but ``None``."""
+    if any(a.__class__ is ast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    dim = next((k.value for k in call.keywords if k.arg == "dim"), None)
+    if dim is None and len(call.args) > positional:
+        dim = call.args[positional]
+    return dim is None or (dim.__class__ is ast.Constant and dim.value is None)
+
+
+def _implicit_dims(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    for call in ctx.calls_named("softmax", "log_softmax", "softmin", "Softmax", "LogSoftmax", "Softmin"):
+        q = qualname(call.func)
+        if q in _IMPLICIT_DIM and call.args and _no_dim(call, 1):
+            name = _IMPLICIT_DIM[q]
+            yield (call, f"{name} without dim= is deprecated: the dimension is guessed from the input's rank",
+                   f"pass dim= explicitly: {name}(x, dim=-1)")
+        elif q in _DIM_MODULES and _no_dim(call, 0):
+            name = _DIM_MODULES[q]
+            yield (call, f"{name}() without dim= is deprecated: each call guesses the dimension from the input's rank",
+                   f"pass dim= explicitly: {name}(dim=-1)")
+
+
+def _is_loss(q: str | None) -> bool:
+    if q is None or not q.startswith("torch.nn."):
+        return False
+    last = q.rsplit(".", 1)[1]
+    return (q.count(".") == 2 and last.endswith("Loss")) or (q.startswith("torch.nn.functional.") and last in _LOSS_FUNCTIONS)
+
+
+def _loss_arguments(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    for call in ctx.nodes.get(ast.Call, ()):
+        if not call.keywords:
+            continue
+        old = [k for k in call.keywords if k.arg in ("size_average", "reduce") and not _none(ctx, k.value)]
+        mean = [k for k in call.keywords if k.arg == "reduction" and k.value.__class__ is ast.Constant
+                and k.value.value == "elementwise_mean"]
+        if not (old or mean) or not _is_loss(qualname(call.func)):
+            continue
+        if old:
+            listed = "/".join(f"{k.arg}=" for k in old)
+            yield (call, f"the {listed} argument of the loss is deprecated", "pass reduction='mean', 'sum' or 'none' instead")
+        if mean:
+            yield (call, "reduction='elementwise_mean' is deprecated", "use reduction='mean'")
+
+
+def _none(ctx: Context, value: AST) -> bool:
+    """``size_average=None``, or a parameter defaulting to None handed through (a wrapper with
+    torch's own signature): nothing is passed, nothing warns."""
+    if value.__class__ is ast.Constant:
+        return value.value is None
+    if value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(value.id, value)
+    func = ctx.parent(ctx.parent(b.node)) if b is not None and b.kind == "param" else None
+    if func is None or func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    default = next((d for a, d in pairs if a is b.node), None)
+    return default is not None and default.__class__ is ast.Constant and default.value is None
+
+
+def _numeric(node: AST) -> bool:
+    return node.__class__ is ast.Constant and type(node.value) in (int, float)
+
+
+def _scalar_first(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    for call in ctx.calls_named(*_SCALAR_FIRST_METHODS, "add", "sub"):
+        func = call.func
+        if func.__class__ is not ast.Attribute or call.keywords or any(a.__class__ is ast.Starred for a in call.args):
+            continue
+        q = qualname(func)
+        if q is not None:
+            wanted = _SCALAR_FIRST_FUNCTIONS.get(q)
+            scale = call.args[1] if wanted is not None and len(call.args) == wanted else None
+        else:
+            wanted = _SCALAR_FIRST_METHODS.get(func.attr)
+            scale = call.args[0] if wanted is not None and len(call.args) == wanted else None
+        # the tensors that follow the scale are never plain numbers (x.add_(y, 2) is an error, not this)
+        if scale is None or any(_numeric(a) for a in call.args[call.args.index(scale) + 1:]):
+            continue
+        name = func.attr
+        keyword = _KEYWORD.get(name, "value")
+        rest = ", ".join(ctx.text(a) for a in call.args if a is not scale)
+        yield (call, f"the overload {name}(Number, Tensor{', Tensor' if keyword == 'value' else ''}) with the scale first "
+               "is deprecated", f"pass the scale by keyword: {name}({rest}, {keyword}={ctx.text(scale)})")
