@@ -1568,6 +1568,7 @@ NEGATIVE["TW208"] = [
 # ----------------------------------------------------------------------------------- TW209
 POSITIVE["TW209"] = [
     (HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())\n", 4),
+    (HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))\n", 4),
     (d("""
         import torch.nn as nn
         class Block(nn.Module):
@@ -1595,7 +1596,9 @@ NEGATIVE["TW209"] = [
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))\n",
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.BatchNorm2d(16))\n",
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm1d(16))\n",
-    HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))\n",
+    # nn.Linear before BatchNorm1d is covered (ruling R3 of issue 22); without its bias, or before a 2-D norm, it is quiet
+    HEADER + "block = nn.Sequential(nn.Linear(3, 16, bias=False), nn.BatchNorm1d(16))\n",
+    HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm2d(16))\n",
     d("""
         import torch.nn as nn
         import torch.nn.functional as F

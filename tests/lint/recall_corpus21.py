@@ -1,0 +1,257 @@
+"""The recall corpus, round 12 part C1: the bulk rules TW205, TW209 and TW513 on the classes that
+sets 12-14 (the tuning sets of round 12) missed or reported falsely - each written in our own
+words and reduced to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds
+these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW513 through a name for the torch module
+# Beam-search helpers of translation models keep `torch.cuda if cuda else torch` and call the
+# typed constructors on it.
+FIND += [
+    Shape("TW513", "beam search state: the module picked by a flag and kept on self", d("""
+        import torch
+        class Hypotheses:
+            def __init__(self, width, pad, on_gpu=False):
+                self.backend = torch.cuda if on_gpu else torch
+                self.scores = self.backend.FloatTensor(width).zero_()
+                self.tokens = [self.backend.LongTensor(width).fill_(pad)]
+    """), 5),
+    Shape("TW513", "a local name for the module, then a typed constructor of sizes", d("""
+        import torch
+        def fresh_state(n, dim, use_cuda):
+            T = torch.cuda if use_cuda else torch
+            return T.FloatTensor(n, dim).zero_()
+    """), 4),
+]
+QUIET += [
+    Shape("TW513", "look-alike: a project module held on self that has its own FloatTensor", d("""
+        import torch
+        import fakebackend
+        class Holder:
+            def __init__(self):
+                self.backend = fakebackend
+                self.values = self.backend.FloatTensor(3)
+    """)),
+    Shape("TW513", "look-alike: the module alias only names the class in a type test", d("""
+        import torch
+        class Checker:
+            def __init__(self, cuda):
+                self.tt = torch.cuda if cuda else torch
+            def ok(self, x):
+                return isinstance(x, self.tt.FloatTensor)
+    """)),
+]
+
+# ------------------------------------------------------------- TW513 with no argument
+# An empty tensor made with the legacy constructor: an accumulator for torch.cat, or a template
+# whose only use is `.new_tensor(...)`.
+FIND += [
+    Shape("TW513", "an empty accumulator grown with torch.cat over a loop", d("""
+        import torch
+        def stack_all(chunks):
+            out = torch.Tensor()
+            for c in chunks:
+                out = torch.cat((out, c))
+            return out
+    """), 3),
+    Shape("TW513", "a legacy constructor used only as a template for new_tensor", d("""
+        import torch
+        def as_device_tensor(values, device):
+            return torch.Tensor().new_tensor(values, device=device)
+    """), 3),
+    Shape("TW513", "typed empty tensors kept for a learning-rate plot", d("""
+        import torch
+        class Plot:
+            def reset(self):
+                self.steps = torch.LongTensor()
+                self.rates = torch.FloatTensor()
+    """), 4),
+]
+QUIET += [
+    Shape("TW513", "look-alike: the modern empty factories, and the class itself as a type", d("""
+        import torch
+        out = torch.empty(0)
+        ids = torch.empty(0, dtype=torch.long)
+        kind = torch.FloatTensor
+        def check(x):
+            return isinstance(x, (torch.Tensor, kind))
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 nn.Linear before BatchNorm1d (ruling R3)
+# Recommenders and point-cloud networks: a fully connected layer with its bias, normalised
+# right away over the same features.
+FIND += [
+    Shape("TW209", "MLP tower built in a loop: Linear then BatchNorm1d appended to a list", d("""
+        import torch
+        class Tower(torch.nn.Module):
+            def __init__(self, width, sizes, p):
+                super().__init__()
+                blocks = []
+                for size in sizes:
+                    blocks.append(torch.nn.Linear(width, size))
+                    blocks.append(torch.nn.BatchNorm1d(size))
+                    blocks.append(torch.nn.ReLU())
+                    width = size
+                self.body = torch.nn.Sequential(*blocks)
+    """), 7),
+    Shape("TW209", "point-cloud head: bn(fc(x)) in forward over attributes made in __init__", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Head(nn.Module):
+            def __init__(self, k):
+                super().__init__()
+                self.fc1 = nn.Linear(1024, 256)
+                self.fc2 = nn.Linear(256, k)
+                self.norm1 = nn.BatchNorm1d(256)
+            def forward(self, x):
+                x = F.relu(self.norm1(self.fc1(x)))
+                return self.fc2(x)
+    """), 6),
+]
+QUIET += [
+    Shape("TW209", "look-alike: Linear without bias before BatchNorm1d, and Linear before LayerNorm", d("""
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(64, 32, bias=False)
+                self.bn = nn.BatchNorm1d(32)
+                self.proj = nn.Linear(32, 32)
+                self.ln = nn.LayerNorm(32)
+            def forward(self, x):
+                return self.ln(self.proj(self.bn(self.fc(x))))
+    """)),
+    Shape("TW209", "look-alike: an activation between the Linear and the BatchNorm1d", d("""
+        import torch.nn as nn
+        layers = []
+        layers.append(nn.Linear(8, 8))
+        layers.append(nn.ReLU())
+        layers.append(nn.BatchNorm1d(8))
+        net = nn.Sequential(*layers)
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 a list of layers handed to Sequential
+# Few-shot backbones keep their layers in a list (to initialise them) and build the trunk with
+# nn.Sequential(*list); the convolution may be a fast-weight subclass for MAML.
+FIND += [
+    Shape("TW209", "conv block: [self.C, self.BN, self.relu] passed as nn.Sequential(*list)", d("""
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.C = nn.Conv2d(cin, cout, 3, padding=1)
+                self.BN = nn.BatchNorm2d(cout)
+                self.relu = nn.ReLU(inplace=True)
+                self.layers = [self.C, self.BN, self.relu]
+                for layer in self.layers:
+                    init_layer(layer)
+                self.trunk = nn.Sequential(*self.layers)
+    """), 5),
+    Shape("TW209", "fast-weight subclasses of Conv2d and BatchNorm2d chosen by a class flag", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class FastConv(nn.Conv2d):
+            def __init__(self, cin, cout, k, stride=1, padding=0, bias=True):
+                super().__init__(cin, cout, k, stride=stride, padding=padding, bias=bias)
+                self.weight.fast = None
+            def forward(self, x):
+                if self.weight.fast is not None:
+                    return F.conv2d(x, self.weight.fast, self.bias, stride=self.stride, padding=self.padding)
+                return super().forward(x)
+        class FastBN(nn.BatchNorm2d):
+            def forward(self, x):
+                w = self.weight.fast if self.weight.fast is not None else self.weight
+                return F.batch_norm(x, None, None, w, self.bias, training=True)
+        class Block(nn.Module):
+            meta = False
+            def __init__(self, cin, cout):
+                super().__init__()
+                if self.meta:
+                    self.conv = FastConv(cin, cout, 3, padding=1)
+                    self.norm = FastBN(cout)
+                else:
+                    self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+                    self.norm = nn.BatchNorm2d(cout)
+            def forward(self, x):
+                out = self.conv(x)
+                out = self.norm(out)
+                return F.relu(out)
+    """), 20),
+]
+QUIET += [
+    Shape("TW209", "look-alike: the list puts a ReLU between the conv and the BatchNorm", d("""
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.C = nn.Conv2d(c, c, 3)
+                self.BN = nn.BatchNorm2d(c)
+                self.layers = [self.C, nn.ReLU(), self.BN]
+                self.trunk = nn.Sequential(*self.layers)
+    """)),
+    Shape("TW209", "look-alike: a Conv2d subclass that always drops the bias", d("""
+        import torch.nn as nn
+        class Masked(nn.Conv2d):
+            def __init__(self, cin, cout, k, bias=True):
+                super().__init__(cin, cout, k, bias=False)
+        class Block(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = Masked(c, c, 3)
+                self.bn = nn.BatchNorm2d(c)
+            def forward(self, x):
+                return self.bn(self.conv(x))
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 the bias is a parameter that defaults to True
+# Layer wrappers of continual-learning code: `bias=bias` with `bias=True` by default, and the
+# BatchNorm applied to the convolution's output when the block has one.
+FIND += [
+    Shape("TW209", "conv wrapper: bias=bias (True by default) and an optional BatchNorm in forward", d("""
+        import torch.nn as nn
+        class ConvUnit(nn.Module):
+            def __init__(self, cin, cout, stride=1, batch_norm=True, bias=True):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=bias)
+                if batch_norm:
+                    self.bn = nn.BatchNorm2d(cout)
+            def forward(self, x):
+                return self.bn(self.conv(x)) if hasattr(self, "bn") else self.conv(x)
+    """), 5),
+]
+QUIET += [
+    Shape("TW209", "look-alike: bias=bias where the parameter defaults to False, or has no default", d("""
+        import torch.nn as nn
+        class ConvUnit(nn.Module):
+            def __init__(self, cin, cout, use_bias, bias=False):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
+                self.conv2 = nn.Conv2d(cout, cout, 3, padding=1, bias=use_bias)
+                self.bn = nn.BatchNorm2d(cout)
+                self.bn2 = nn.BatchNorm2d(cout)
+            def forward(self, x):
+                return self.bn2(self.conv2(self.bn(self.conv(x))))
+    """)),
+]
+FIND += [
+    Shape("TW209", "a BatchNorm2d subclass whose own forward still calls F.batch_norm", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class MetaBN(nn.BatchNorm2d):
+            def forward(self, x, params=None):
+                w = self.weight if params is None else params["weight"]
+                return F.batch_norm(x, self.running_mean, self.running_var, w, self.bias, self.training)
+        stem = nn.Sequential(nn.Conv2d(3, 32, 3), MetaBN(32), nn.ReLU())
+    """), 7),
+]
