@@ -1269,6 +1269,19 @@ NEGATIVE["TW204"] = [
 
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
+    # a function that reads files still makes a size tensor per item (only parsed values are data)
+    (d("""
+        import json
+        import torch
+        def decode_all(model, path):
+            with open(path) as f:
+                utts = json.load(f)
+            for name in utts:
+                feats = load_feats(utts[name])
+                length = torch.tensor([feats.size(0)], dtype=torch.int)
+                length = length.cuda()
+                model.recognize(feats.cuda(), length)
+    """), 9),
     # starred sizes cannot hold a device
     ("import torch\nfor step in range(n):\n    z = torch.zeros(b, ch, *size).to(device)\n", 3),
     # reshaping methods between the factory and the move, inside forward

@@ -255,3 +255,228 @@ FIND += [
         stem = nn.Sequential(nn.Conv2d(3, 32, 3), MetaBN(32), nn.ReLU())
     """), 7),
 ]
+
+# ------------------------------------------------------------- TW205 the device from a helper call
+# Continual-learning and latent-ODE code ask a method or a helper for the device:
+# `.to(self._device())`, `.to(get_device(t))`.
+FIND += [
+    Shape("TW205", "Fisher estimation: a label per class moved with .to(self._device())", d("""
+        import torch
+        import torch.nn.functional as F
+        class Learner(torch.nn.Module):
+            def _device(self):
+                return next(self.parameters()).device
+            def fisher(self, loader):
+                for x, y in loader:
+                    out = self(x.to(self._device()))
+                    for c in range(out.shape[1]):
+                        label = torch.LongTensor([c]).to(self._device())
+                        F.cross_entropy(out, label).backward(retain_graph=True)
+    """), 10),
+    Shape("TW205", "a likelihood helper: zeros moved to get_device(data) in its per-dimension loop", d("""
+        import torch
+        def get_device(t):
+            return t.device if t.is_cuda else torch.device("cpu")
+        def masked_log_lik(data, mask):
+            res = []
+            for i in range(data.size(0)):
+                if mask[i].sum() == 0:
+                    res.append(torch.zeros([1]).to(get_device(data)).squeeze())
+            return res
+    """), 8),
+    Shape("TW205", "a VAE's replay sampler: randn moved to model._device() every training step", d("""
+        import torch
+        class VAE(torch.nn.Module):
+            def _device(self):
+                return next(self.parameters()).device
+            def forward(self, x):
+                z = torch.randn(x.size(0), 32).to(self._device())
+                return self.decoder(z)
+    """), 6),
+]
+QUIET += [
+    Shape("TW205", "look-alike: .to(self._dtype()) is a cast, and a move to the device once in __init__", d("""
+        import torch
+        class Net(torch.nn.Module):
+            def __init__(self, dev):
+                super().__init__()
+                self.scale = torch.ones(8).to(get_device(dev))
+            def forward(self, x):
+                return x.to(self._dtype()) * torch.ones(8).to(self._dtype())
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 episode labels made with np.repeat
+# Few-shot learners rebuild the episode's labels with NumPy every episode; continual learners
+# broadcast a task id to the batch.
+FIND += [
+    Shape("TW205", "episode labels np.repeat(range(n_way), n_query), moved on the next line", d("""
+        import numpy as np
+        import torch
+        from torch.autograd import Variable
+        class ProtoNet(torch.nn.Module):
+            def set_forward_loss(self, x):
+                y_query = torch.from_numpy(np.repeat(range(self.n_way), self.n_query))
+                y_query = Variable(y_query.cuda())
+                return self.loss_fn(self.set_forward(x), y_query)
+    """), 7),
+    Shape("TW205", "a task id broadcast to the batch with np.repeat, then .to(device)", d("""
+        import numpy as np
+        import torch
+        def train_a_batch(model, x, y, task, device):
+            task_ids = torch.tensor(np.repeat(task - 1, x.size(0))).to(device)
+            loss = model.loss(x, y, task_ids)
+            loss.backward()
+    """), 4),
+]
+QUIET += [
+    Shape("TW205", "look-alike: np.repeat of the input's features (data that has to cross anyway)", d("""
+        import numpy as np
+        import torch
+        def forward_batch(model, feats, k, device):
+            rep = torch.from_numpy(np.repeat(feats, k, axis=0)).to(device)
+            return model(rep)
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 in a collate function
+# Irregular time-series loaders pad every batch in a collate function that allocates the padded
+# tensors on the CPU and moves them, before the loop that fills them in.
+FIND += [
+    Shape("TW205", "a collate function allocates the padded batch, moves it, then fills it", d("""
+        import torch
+        def variable_time_collate_fn(batch, device, dim):
+            times = torch.unique(torch.cat([b[1] for b in batch]))
+            values = torch.zeros([len(batch), len(times), dim]).to(device)
+            for i, (rid, tt, vals) in enumerate(batch):
+                values[i, :len(tt)] = vals
+            return times, values
+    """), 4),
+]
+QUIET += [
+    Shape("TW205", "look-alike: a vocabulary builder allocating once before its loop", d("""
+        import torch
+        def build_counts(corpus, size, device):
+            counts = torch.zeros(size).to(device)
+            for sentence in corpus:
+                for w in sentence:
+                    counts[w] += 1
+            return counts
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 data from outside, not made
+# Converting data that starts on the host is the copy it has to make: values parsed from the
+# file a parser reads, a score a host routine computed, the items of a CPU label tensor, a
+# caller's list of weights.
+QUIET += [
+    Shape("TW205", "look-alike: a dataset parser converting each parsed CSV line", d("""
+        import os
+        import torch
+        class Activity:
+            def process(self, folder):
+                for name in os.listdir(folder):
+                    with open(os.path.join(folder, name)) as f:
+                        for line in f.readlines():
+                            rid, tag, t, a, b, c = line.strip().split(",")
+                            vec = torch.Tensor((float(a), float(b), float(c))).to(self.device)
+                            self.rows.append(vec)
+    """)),
+    Shape("TW205", "look-alike: a parser collecting parsed times per record, then moving them", d("""
+        import torch
+        def read_records(paths, device):
+            records = []
+            for path in paths:
+                with open(path) as f:
+                    times = [0.]
+                    for line in f.readlines()[1:]:
+                        times.append(float(line.split(",")[0]))
+                records.append(torch.tensor(times).to(device))
+            return records
+    """)),
+    Shape("TW205", "look-alike: a distance computed by a host routine, wrapped and moved per call", d("""
+        import torch
+        from torch.autograd import Variable
+        import metrics
+        class L2Lab(torch.nn.Module):
+            def forward(self, a, b):
+                value = metrics.l2(metrics.to_lab(a), metrics.to_lab(b)).astype("float")
+                out = Variable(torch.Tensor((value,)))
+                if self.use_gpu:
+                    out = out.cuda()
+                return out
+    """)),
+    Shape("TW205", "look-alike: the labels of a CPU batch remapped in Python, then moved", d("""
+        import numpy as np
+        import torch
+        class Learner(torch.nn.Module):
+            def fisher(self, loader, allowed):
+                for x, y in loader:
+                    label = [int(np.where(i == allowed)[0][0]) for i in y.numpy()]
+                    label = torch.LongTensor(label).to(self._device())
+                    self.nll(self(x), label).backward()
+    """)),
+    Shape("TW205", "look-alike: a caller's list of weights copied into a tensor", d("""
+        import torch
+        def weighted_average(t, weights=None, dim=0):
+            if weights is None:
+                return t.mean(dim)
+            w = torch.tensor([w for w in weights]).to(t.device)
+            return (w * t).mean(dim)
+    """)),
+]
+FIND += [
+    Shape("TW205", "lengths appended as shapes in a length regulator, then LongTensor(list).to(device)", d("""
+        import torch
+        import torch.nn as nn
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        class LengthRegulator(nn.Module):
+            def LR(self, x, duration):
+                out, lens = list(), list()
+                for b, d in zip(x, duration):
+                    e = self.expand(b, d)
+                    out.append(e)
+                    lens.append(e.shape[0])
+                return pad(out), torch.LongTensor(lens).to(device)
+    """), 11),
+]
+
+# ------------------------------------------------------------- TW205 dead code (ruling R5)
+# A metrics module the trainer imports keeps an old helper nobody calls; a layers module keeps an
+# attention class nobody builds, whose forward is the only caller of a mask helper. Neither runs.
+_METRICS = d("""
+    import torch
+    def recall(scores, labels, k):
+        cut = (-scores).argsort(dim=1)[:, :k]
+        hit = labels.gather(1, cut)
+        return hit.sum(1) / torch.min(torch.Tensor([k]).to(hit.device), labels.sum(1))
+    def hits_at(scores, labels, k):
+        cut = (-scores).argsort(dim=1)[:, :k]
+        return labels.gather(1, cut).sum(1) / torch.Tensor([k]).to(labels.device)
+""")
+_LAYERS = d("""
+    import torch
+    import torch.nn as nn
+    def length_mask(lengths, max_len):
+        return torch.arange(0, max_len).type_as(lengths).repeat(lengths.numel(), 1).lt(lengths.unsqueeze(1))
+    class OldAttention(nn.Module):
+        def forward(self, q, k, lengths):
+            scores = q @ k.transpose(1, 2)
+            return scores.masked_fill(~length_mask(lengths, k.size(1)).unsqueeze(1), -1e9)
+    class FeedForward(nn.Module):
+        def forward(self, x):
+            return x + torch.zeros(x.size(-1)).to(x.device)
+""")
+_TRAINER = d("""
+    from metrics import hits_at
+    from layers import FeedForward
+    def evaluate(model, loader):
+        ff = FeedForward()
+        for scores, labels in loader:
+            print(hits_at(ff(scores), labels, 10))
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a helper nobody calls and a class nobody builds stay quiet; their used neighbours are found",
+                 {"metrics.py": _METRICS, "layers.py": _LAYERS, "trainer.py": _TRAINER},
+                 (("metrics.py", 8), ("layers.py", 11))),
+]

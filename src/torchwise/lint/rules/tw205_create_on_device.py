@@ -3,102 +3,24 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.actions import model_input_copy, observation_copy
+from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
+from torchwise.lint.semantics.deadcode import dead_code
+from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.stored import host_built
 from torchwise.lint.semantics.tensorlike import tensor_like
-from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.handoff import copied_by_new_tensor, host_round_trip, moved_sources, rarely_moved
+from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved
 
-# Factories whose values do not depend on the random generator: moving the device into the
-# call gives exactly the same tensor.
-DETERMINISTIC = frozenset({
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
-    "empty_strided", "tril_indices", "triu_indices",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-})
-# torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
-_WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
+_DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 # calls whose argument is an example input, used once (to trace or draw the graph)
 _EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
-# Random factories draw from a different generator on the device: same advice, no automatic fix.
-# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
-RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
-
-
-_LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
-
-
-def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
-    """Python data (a list, tuple or number, directly or through a name) - surely on the host."""
-    if data.__class__ in _LITERALS:
-        return True
-    if data.__class__ is ast.Name:
-        b = ctx.binding_at(data.id, use)
-        if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
-            return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
-        return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
-    return False
-
-
-# methods between the factory and the move that only reshape or retype (the data stays as made)
-_SHAPE_METHODS = frozenset({
-    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "flatten",
-    "t", "transpose", "permute",
-    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
-    "fill_", "zero_", "type", "type_as",
-    "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
-    # drawn or rescaled in place on the host: torch.rand(s).sub_(0.5).mul_(2.0), FloatTensor(b, 1).uniform_(0, 1)
-    "normal_", "uniform_", "sub_", "mul_", "add_", "div_", "clamp_",
-})
-# filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
-_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
-# the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
-LEGACY = frozenset({
-    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
-    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
-})
-
-
-_SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
-
-
-def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) -> bool:
-    """A legacy constructor's argument that makes a new tensor rather than converting data read
-    from somewhere: sizes (``10000``, ``x.size()``, ``n`` bound to ``loc.size(0)``), Python
-    literals and ranges (``[0.5]``, ``range(n)``). Data arrays (``torch.FloatTensor(wav)``) are
-    left alone: they have to cross to the device anyway."""
-    cls = arg.__class__
-    if cls in (ast.Constant, ast.List, ast.Tuple, ast.ListComp):
-        return True  # also a list built in Python: torch.LongTensor([s[0] for s in batch])
-    if cls is ast.Attribute:
-        return arg.attr == "shape"
-    if cls is ast.Subscript:
-        return _sizes_or_literal(ctx, arg.value, use, depth)
-    if cls is ast.BinOp:
-        return _sizes_or_literal(ctx, arg.left, use, depth) and _sizes_or_literal(ctx, arg.right, use, depth)
-    if cls is ast.Call:
-        return last_name(arg.func) in _SIZE_CALLS
-    if cls is ast.Name and depth > 0:
-        b = ctx.binding_at(arg.id, use)
-        return b is not None and b.kind == "assign" and b.value is not None and _sizes_or_literal(ctx, b.value, use, depth - 1)
-    return False
-
-
-def _legacy_sizes(ctx: Context, call: ast.Call, filled: bool) -> bool:
-    """A legacy constructor that allocates: given sizes or literals, two or more positional
-    arguments or ``*shape`` (only sizes take that form: ``torch.FloatTensor(n, dim)``), or
-    filled right away (``torch.FloatTensor(n).zero_()``: whatever it was given is overwritten)."""
-    args = call.args
-    return filled or len(args) >= 2 or any(a.__class__ is ast.Starred for a in args) or all(
-        _sizes_or_literal(ctx, a, call) for a in args)
 
 
 def _traced(ctx: Context, node: ast.AST) -> bool:
@@ -217,18 +139,18 @@ Fix
             target = _move_target(ctx, call)
             if target is None:
                 continue
-            for site, made, separate, via in moved_sources(ctx, call, lambda e: _factory(ctx, e), _SHAPE_METHODS):
+            for site, made, separate, via in moved_sources(ctx, call, lambda e: cpu_factory(ctx, e), SHAPE_METHODS):
                 if id(site) in seen:
                     continue
                 seen.add(id(site))
                 inner, chained, factory = made
                 here = site if via else inner
                 if runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
-                        or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)):
+                        or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) or dead_code(ctx, here):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
-        for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: _factory(ctx, e)):
-            if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call))):
+        for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
                 yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to "
                                   f"{ctx.text(owner)}'s device by .new_tensor()",
@@ -283,7 +205,17 @@ def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
 
 def _tensor_target(ctx: Context, call: ast.Call) -> bool:
     """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
-    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None)
+    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None
+                                            and _device_call(call) is None)
+
+
+def _device_call(call: ast.Call) -> ast.AST | None:
+    """``.to(self._device())``, ``.to(get_device(t))``, ``.to(model.device())``: the device from a
+    call of a function named for it (not ``device_count()`` or ``get_device_name()``)."""
+    if call.func.attr != "to" or not call.args or call.args[0].__class__ is not ast.Call:
+        return None
+    name = (last_name(call.args[0].func) or "").lower()
+    return call.args[0] if _DEVICE_FUNC.match(name) else None
 
 
 def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
@@ -297,9 +229,12 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
         if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
             return None  # .to("cpu") of a new tensor: it is made there already
         if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
-                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: _factory(ctx, e) is not None,
-                               _SHAPE_METHODS):
+                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
+                               SHAPE_METHODS):
             return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
+        return target
+    target = _device_call(call)
+    if target is not None:
         return target
     if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
         return None
@@ -318,67 +253,6 @@ def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
     if _tensor_target(ctx, call):
         return f"device={text}.device, dtype={text}.dtype"
     return f"device={text}"
-
-
-def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] | None:
-    """The torch factory call that makes ``expr`` on the CPU (through reshaping/retyping
-    methods), whether methods were chained after it, and the factory's name."""
-    if expr is not None and expr.__class__ is ast.BinOp:
-        # (torch.ones(n) * i).to(x.device): the factory scaled by a number on the host
-        sides = [expr.left, expr.right]
-        made = [_factory(ctx, side) for side in sides]
-        others = [side for side, m in zip(sides, made) if m is None]
-        found = [m for m in made if m is not None]
-        if len(found) == 1 and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
-            return found[0][0], True, found[0][2]
-        return None
-    if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
-        made = _factory(ctx, expr.value)  # torch.eye(n)[labels]: rows picked on the host
-        return (made[0], True, made[2]) if made is not None else None
-    if expr is None or expr.__class__ is not ast.Call:
-        return None
-    inner, chained, filled = expr, False, False
-    while True:
-        func = inner.func
-        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
-                and ctx.qualname(func) is None:
-            if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
-                made = _factory(ctx, func.value)
-                return (made[0], True, made[2]) if made is not None else None
-            inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
-            filled = filled or func.attr in _FILLS
-        elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
-            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
-        else:
-            break
-    q = ctx.qualname(inner.func)
-    if q is None or not q.startswith("torch.") or q.count(".") != 1:
-        return None
-    factory = q.split(".", 1)[1]
-    if factory in LEGACY:
-        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner))
-        return (inner, True, factory) if made else None
-    if factory == "from_numpy":
-        return (inner, True, factory) if len(inner.args) == 1 and (
-            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)) else None
-    if factory not in DETERMINISTIC and factory not in RANDOM:
-        return None
-    if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
-        return None  # a generator fixes the device the numbers are drawn on
-    if any(k.arg is None for k in inner.keywords):
-        return None  # **kwargs may hold a device; *sizes cannot
-    if factory in ("tensor", "as_tensor"):
-        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
-                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
-            return None  # data that may already be a tensor on the device, or positional extras
-    return inner, chained, factory
-
-
-def _number_like(node: ast.AST) -> bool:
-    """A number or a name (``i``, ``-1``, ``-alpha``) scaling a factory on the host."""
-    if node.__class__ is ast.UnaryOp:
-        node = node.operand
-    return node.__class__ in (ast.Constant, ast.Name)
 
 
 RULE = CreateThenMove()

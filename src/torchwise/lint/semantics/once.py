@@ -34,8 +34,8 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
 
 
 def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
-    """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
-    loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
+    """Does ``node`` evidently run once (set-up), not every step? Never in a collate function;
+    yes at module level outside loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
     helper class built in a forward pass excepted), before or after the loop of a function that
     loops (unless a forward pass calls it: :func:`called_per_call`, or a loop over batches or
     items does: :func:`called_per_item`), in a helper every caller of which (in this file) runs once or evaluates (an
@@ -54,6 +54,8 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     scope = ctx.scope_of(node)
     if scope.__class__ is ast.Module:
         return True
+    if scope.__class__ is not ast.Lambda and "collate" in scope.name.lower():
+        return False  # a loader's collate function (variable_time_collate_fn): it runs for every batch
     if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
     if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
