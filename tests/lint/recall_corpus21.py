@@ -480,3 +480,165 @@ PROJECTS += [
                  {"metrics.py": _METRICS, "layers.py": _LAYERS, "trainer.py": _TRAINER},
                  (("metrics.py", 8), ("layers.py", 11))),
 ]
+
+# ------------------------------------------------------------- TW205 a factory wrapped in math, then moved
+# Timestep embeddings take exp() of a scaled arange; a span mask multiplies ones by -inf; ranking
+# metrics take log2 of an arange stored just before.
+FIND += [
+    Shape("TW205", "timestep embedding: th.exp(-math.log(p) * th.arange(half) / half).to(t.device)", d("""
+        import math
+        import torch as th
+        def timestep_embedding(timesteps, dim, max_period=10000):
+            half = dim // 2
+            freqs = th.exp(
+                -math.log(max_period) * th.arange(start=0, end=half, dtype=th.float32) / half
+            ).to(device=timesteps.device)
+            args = timesteps[:, None].float() * freqs[None]
+            return th.cat([th.cos(args), th.sin(args)], dim=-1)
+        class Net(th.nn.Module):
+            def forward(self, x, t):
+                return self.body(x, timestep_embedding(t, 128))
+    """), 5),
+    Shape("TW205", "span mask: (torch.ones(n, n) * float('-inf')).to(device) per evaluation batch", d("""
+        import torch
+        def evaluate(model, loader, device):
+            for batch in loader:
+                p1, p2 = model(batch)
+                n = p1.size(1)
+                mask = (torch.ones(n, n) * float("-inf")).to(device).tril(-1)
+                print((p1.unsqueeze(2) + p2.unsqueeze(1) + mask).max())
+    """), 6),
+    Shape("TW205", "ranking metric: log2 of an arange stored just before, moved to the scores' device", d("""
+        import torch
+        def ndcg_at(scores, labels, ks):
+            out = {}
+            for k in ks:
+                hits = labels.gather(1, (-scores).argsort(dim=1)[:, :k]).float()
+                position = torch.arange(2, 2 + k)
+                weights = 1 / torch.log2(position.float())
+                out[k] = (hits * weights.to(hits.device)).sum(1).mean()
+            return out
+    """), 8),
+]
+QUIET += [
+    Shape("TW205", "look-alike: exp() of a device tensor and a factory scaled by a device tensor", d("""
+        import torch
+        def embed(t, half):
+            scale = t.new_tensor(2.0)
+            freqs = torch.exp(t * torch.arange(half, device=t.device)).to(t.device)
+            return freqs * scale
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 a constant written in before the move
+# Graph layers build the self-loop edge features as zeros, write the bond type into one column,
+# and move them to the edge features' device, in every forward of every layer.
+FIND += [
+    Shape("TW205", "self-loop edge features: zeros, a constant column, then .to(edge_attr.device)", d("""
+        import torch
+        class GINConv(torch.nn.Module):
+            def forward(self, x, edge_index, edge_attr):
+                loops = torch.zeros(x.size(0), 2)
+                loops[:, 0] = 4
+                loops = loops.to(edge_attr.device).to(edge_attr.dtype)
+                edge_attr = torch.cat((edge_attr, loops), dim=0)
+                return self.propagate(edge_index, x=x, edge_attr=edge_attr)
+    """), 6),
+    Shape("TW205", "a NumPy one-hot filled in, returned moved to the device the caller asked for", d("""
+        import numpy as np
+        import torch
+        def to_one_hot(y, classes, device=None):
+            c = np.zeros(shape=[len(y), classes], dtype="float32")
+            c[range(len(y)), y] = 1.
+            c = torch.from_numpy(c)
+            return c if device is None else c.to(device)
+        class Gate(torch.nn.Module):
+            def forward(self, x, task):
+                return x * self.fc(to_one_hot(task, self.n, device=x.device))
+    """), 7),
+]
+
+# ------------------------------------------------------------- TW205 made by a helper of another module
+# Label helpers in a utils module: a one-hot made with torch.zeros(...).scatter_, moved by the
+# caller; a one-hot made in NumPy from labels pulled off the device, then moved back.
+_ONE_HOT_UTILS = d("""
+    import numpy as np
+    import torch
+    def one_hot(y, num_class):
+        return torch.zeros((len(y), num_class)).scatter_(1, y.unsqueeze(1), 1)
+    def to_one_hot(y, classes):
+        c = np.zeros(shape=[len(y), classes], dtype="float32")
+        c[range(len(y)), y] = 1.
+        return torch.from_numpy(c)
+    def match(cost):
+        from scipy.optimize import linear_sum_assignment
+        rows, cols = linear_sum_assignment(cost.numpy())
+        return torch.as_tensor(cols)
+""")
+_ONE_HOT_MODEL = d("""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch.autograd import Variable
+    import utils
+    from utils import to_one_hot
+    class MatchingNet(torch.nn.Module):
+        def set_forward(self, z_support, z_query):
+            y_s = torch.from_numpy(np.repeat(range(self.n_way), self.n_support))
+            Y_S = Variable(utils.one_hot(y_s, self.n_way)).cuda()
+            return self.logprobs(z_query, z_support, Y_S)
+        def train_a_batch(self, x, y):
+            y_hat = self(x)
+            targets = to_one_hot(y.cpu(), y_hat.size(1)).to(y.device)
+            loss = F.binary_cross_entropy_with_logits(y_hat, targets)
+            order = utils.match(loss.detach().cpu()).to(loss.device)
+            return loss, order
+""")
+PROJECTS += [
+    ProjectShape("TW205", "one-hot helpers of a utils module: torch.zeros(...).scatter_ returned, NumPy one-hot of labels "
+                 "pulled off the device (a scipy matcher's result stays quiet)",
+                 {"utils.py": _ONE_HOT_UTILS, "model.py": _ONE_HOT_MODEL},
+                 (("model.py", 10), ("model.py", 14))),
+]
+
+# ------------------------------------------------------------- TW205 a model class whose nn.Module base is in another module
+# Continual learners derive every model from a base class (itself an nn.Module) kept in another
+# module; their methods run in the model's computation every step.
+_LEARNER_BASE = d("""
+    import torch.nn as nn
+    class ContinualLearner(nn.Module):
+        def _device(self):
+            return next(self.parameters()).device
+""")
+_COND_VAE = d("""
+    import torch
+    from models.learner import ContinualLearner
+    class CondVAE(ContinualLearner):
+        def log_p_z(self, z, y):
+            modes = list()
+            for i in range(len(y)):
+                modes.append(list(range(3 * i, 3 * i + 3)))
+            index = torch.LongTensor(modes).to(self._device())
+            return z.gather(1, index)
+""")
+_PLAIN_BASE = d("""
+    class Sampler:
+        def __init__(self, n):
+            self.n = n
+""")
+_PLAIN_CHILD = d("""
+    import torch
+    from models.sampler import Sampler
+    class Uniform(Sampler):
+        def table(self, device):
+            w = torch.ones(self.n).to(device)
+            for i in range(self.n):
+                w[i] = 1.0 / self.n
+            return w
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a method of a model whose nn.Module base is imported from another module of the project",
+                 {"models/learner.py": _LEARNER_BASE, "models/cond_vae.py": _COND_VAE,
+                  "models/sampler.py": _PLAIN_BASE, "models/uniform.py": _PLAIN_CHILD},
+                 (("models/cond_vae.py", 8),)),
+]

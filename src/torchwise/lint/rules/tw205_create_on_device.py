@@ -14,6 +14,7 @@ from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.stored import host_built
 from torchwise.lint.semantics.tensorlike import tensor_like
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved
@@ -139,22 +140,47 @@ Fix
             target = _move_target(ctx, call)
             if target is None:
                 continue
-            for site, made, separate, via in moved_sources(ctx, call, lambda e: cpu_factory(ctx, e), SHAPE_METHODS):
+            for site, made, separate, via in self._sources(ctx, call):
                 if id(site) in seen:
                     continue
                 seen.add(id(site))
                 inner, chained, factory = made
                 here = site if via else inner
-                if runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
-                        or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) or dead_code(ctx, here):
+                if self._once(ctx, site, here):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
+            helper = round_trip_helper(ctx, call, target) if id(call) not in seen else None
+            if helper is not None and not self._once(ctx, call, call):
+                seen.add(id(call))
+                owner = ctx.text(target.value)
+                yield ctx.finding(self.code, call, f"{owner} is pulled to the host for {ctx.text(helper.func)}() and its "
+                                  f"result copied back to {owner}'s device", suggestion="compute it on the device with torch "
+                                  "(F.one_hot, torch.eye(n, device=...)[idx], torch.arange(..., device=...))")
         for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
                 yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to "
                                   f"{ctx.text(owner)}'s device by .new_tensor()",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+
+    @staticmethod
+    def _sources(ctx: Context, call: ast.Call) -> Iterator[tuple[ast.Call, tuple[ast.Call, bool, str], bool, str]]:
+        """What ``call`` moves that was made on the CPU: here or in a helper of this file
+        (:func:`moved_sources`), or returned by a helper of another module of the project."""
+        found = False
+        for source in moved_sources(ctx, call, lambda e: cpu_factory(ctx, e), SHAPE_METHODS):
+            found = True
+            yield source
+        recv = call.func.value
+        made = None if found else project_returned_new(ctx, recv, cpu_factory)
+        if made is not None:
+            name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)
+            yield call, made, True, f" (made in {name}())"
+
+    @staticmethod
+    def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
+        return runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
+            or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) or dead_code(ctx, here)
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import appended_sizes, outside_data
+from torchwise.lint.semantics.stored import stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
@@ -23,6 +24,10 @@ DETERMINISTIC = frozenset({
 })
 # torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
 _WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
+# elementwise torch functions of one new tensor: computed on the host, it stays there
+_ELEMENTWISE = frozenset({f"torch.{n}" for n in (
+    "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sigmoid", "tanh",
+    "abs", "neg", "reciprocal", "square", "floor", "ceil", "round")})
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
 # (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
 RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
@@ -133,6 +138,9 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
             filled = filled or func.attr in _FILLS
         elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
             inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
+        elif ctx.qualname(func) in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
+            made = cpu_factory(ctx, _stored_factory(ctx, inner.args[0], inner))  # th.exp(-c * th.arange(h) / h)
+            return (made[0], True, made[2]) if made is not None else None
         else:
             break
     q = ctx.qualname(inner.func)
@@ -158,9 +166,27 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     return inner, chained, factory
 
 
-def _number_like(node: ast.AST) -> bool:
-    """A number or a name (``i``, ``-1``, ``-alpha``) scaling a factory on the host."""
+def _number_like(node: ast.AST, depth: int = 2) -> bool:
+    """A number or a name (``i``, ``-1``, ``-alpha``), or a number Python computes (``float('-inf')``,
+    ``-math.log(max_period)``, ``i / n``), scaling a factory on the host."""
     if node.__class__ is ast.UnaryOp:
         node = node.operand
+    if node.__class__ is ast.Call:
+        name = last_name(node.func)
+        return name in ("float", "int", "len") or (node.func.__class__ is ast.Attribute and node.func.value.__class__ is ast.Name
+                                                    and node.func.value.id == "math")
+    if node.__class__ is ast.BinOp and depth > 0:
+        return _number_like(node.left, depth - 1) and _number_like(node.right, depth - 1)
     return node.__class__ in (ast.Constant, ast.Name)
+
+
+def _stored_factory(ctx: Context, arg: ast.AST, use: ast.AST) -> ast.AST:
+    """``position.float()`` with ``position = torch.arange(2, 2 + k)`` just before and not used in
+    between: the expression it was made by (else ``arg`` itself)."""
+    name = arg
+    while name.__class__ is ast.Call and name.func.__class__ is ast.Attribute and name.func.attr in SHAPE_METHODS:
+        name = name.func.value
+    if name.__class__ is not ast.Name or not stored_then_moved(ctx, name, use):
+        return arg
+    return ctx.resolve(name, use) or arg
 

@@ -8,6 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
+from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -28,7 +29,7 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
     if _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    if klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+    if klass.__class__ is ast.ClassDef and module_class(ctx, klass):
         return True
     return any(ctx.scope_of(c) is func for c in training_calls(ctx))
 
@@ -126,7 +127,7 @@ def _forward_like(ctx: Context, func: AST) -> bool:
     if func.__class__ is ast.Lambda or _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    return klass.__class__ is ast.ClassDef and module_class(ctx, klass)
 
 
 def _named_per_call(name: str) -> bool:
