@@ -33,11 +33,12 @@ def _module_in_use(ctx: Context) -> bool:
     whose users are not in the project."""
     found = ctx._cache.get("deadcode:used")
     if found is None:
-        stem = re.escape(os.path.splitext(os.path.basename(ctx.path))[0])
+        raw = os.path.splitext(os.path.basename(ctx.path))[0]
+        others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
+        stem = re.escape(raw)
         imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                              r"[^\n]*\b" + stem + r"\b)", re.M)
-        found = "__main__" in ctx.source or any(
-            p != ctx.path and imports.search(t) is not None for p, t in ctx.project.files)
+        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
         ctx._cache["deadcode:used"] = found
     return found
 

@@ -129,21 +129,21 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     inner, chained, filled = expr, False, False
     while True:
         func = inner.func
+        q = ctx.qualname(func)
         if func.__class__ is ast.Attribute and func.attr in SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
-                and ctx.qualname(func) is None:
+                and q is None:
             if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
                 made = cpu_factory(ctx, func.value)
                 return (made[0], True, made[2]) if made is not None else None
             inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
             filled = filled or func.attr in _FILLS
-        elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
+        elif (q in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
             inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
-        elif ctx.qualname(func) in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
+        elif q in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
             made = cpu_factory(ctx, _stored_factory(ctx, inner.args[0], inner))  # th.exp(-c * th.arange(h) / h)
             return (made[0], True, made[2]) if made is not None else None
         else:
             break
-    q = ctx.qualname(inner.func)
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
     factory = q.split(".", 1)[1]

@@ -15,6 +15,7 @@ from torchwise.lint.semantics.hostarrays import numpy_made
 # builtins and methods that give sizes (a number made from a shape, not data)
 _SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
 _FILE_READERS = frozenset({"open", "readlines", "read_csv", "loadtxt", "genfromtxt", "listdir"})
+_FILE_NEEDLES = tuple(f"{n}(" for n in _FILE_READERS)
 
 
 def outside_data(ctx: Context, data: AST, use: AST) -> bool:
@@ -72,6 +73,8 @@ def _computed_value(ctx: Context, elt: AST, use: AST) -> bool:
 
 def _reads_files(ctx: Context, node: AST) -> bool:
     """The function around ``node`` opens or lists files: what it converts is parsed data."""
+    if not any(n in ctx.source for n in _FILE_NEEDLES):
+        return False
     func = ctx.function_of(node)
     if func is None or func.__class__ is ast.Lambda:
         return False

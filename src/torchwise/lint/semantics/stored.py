@@ -60,8 +60,13 @@ def name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
     if found is None:
         found = {}
         for name in ctx.nodes.get(ast.Name, ()):
-            if name.ctx.__class__ is ast.Load and not _none_test(ctx, name) and not _constant_fill(ctx, name):
-                found.setdefault(name.id, []).append((name.lineno, name.col_offset))
+            if name.ctx.__class__ is not ast.Load:
+                continue
+            parent = ctx.parent(name)
+            if parent.__class__ is ast.Compare and _none_test(ctx, name) or parent.__class__ is ast.Subscript \
+                    and _constant_fill(ctx, name):
+                continue
+            found.setdefault(name.id, []).append((name.lineno, name.col_offset))
         ctx._cache["tw205:names"] = found
     return found
 
