@@ -642,3 +642,139 @@ PROJECTS += [
                   "models/sampler.py": _PLAIN_BASE, "models/uniform.py": _PLAIN_CHILD},
                  (("models/cond_vae.py", 8),)),
 ]
+
+# ------------------------------------------------------------- TW205 copies no .to() spells
+# Extractive summarisers pick sentence vectors with a CPU arange as the row index of the encoder's
+# output; detection losses write a CPU tensor of a feature map's shape into a gain vector made on
+# the targets' device. PyTorch copies the new tensor across first, every time.
+FIND += [
+    Shape("TW205", "a CPU arange indexes the encoder output in forward", d("""
+        import torch
+        import torch.nn as nn
+        class ExtSummarizer(nn.Module):
+            def __init__(self, device):
+                super().__init__()
+                self.bert = nn.TransformerEncoder(nn.TransformerEncoderLayer(768, 8), 6)
+                self.head = nn.Linear(768, 1)
+                self.to(device)
+            def forward(self, src, clss):
+                top_vec = self.bert(src)
+                sents = top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]
+                return self.head(sents)
+    """), 11),
+    Shape("TW205", "a CPU tensor of a shape written into a gain vector made on the targets' device", d("""
+        import torch
+        def build_targets(p, targets, model):
+            targets = targets.to(p[0].device)
+            gain = torch.ones(7, device=targets.device)
+            out = []
+            for i, layer in enumerate(model.yolo_layers):
+                gain[2:6] = torch.tensor(p[i].shape)[[3, 2, 3, 2]]
+                out.append(targets * gain)
+            return out
+    """), 7),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the index made on the output's device, and a CPU table indexed on the CPU", d("""
+        import torch
+        import torch.nn as nn
+        class Picker(nn.Module):
+            def forward(self, x, idx):
+                h = self.enc(x)
+                rows = h[torch.arange(h.size(0), device=h.device), idx]
+                table = torch.zeros(10, 3)
+                return rows, table[torch.arange(3)]
+        net = Picker().cuda()
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 Python values converted on every call
+# Diffusion losses convert a variance that may be a Python number; augmentation converts its
+# filter taps, a constant tuple given as the default of a parameter; schedule helpers convert the
+# NumPy schedule an object set once in __init__, on every call.
+FIND += [
+    Shape("TW205", "th.tensor(x).to(t) in the branch where x is not a tensor", d("""
+        import torch as th
+        def normal_kl(mean1, logvar1, mean2, logvar2):
+            tensor = None
+            for obj in (mean1, logvar1, mean2, logvar2):
+                if isinstance(obj, th.Tensor):
+                    tensor = obj
+                    break
+            logvar1, logvar2 = [x if isinstance(x, th.Tensor) else th.tensor(x).to(tensor) for x in (logvar1, logvar2)]
+            return 0.5 * (-1.0 + logvar2 - logvar1 + th.exp(logvar1 - logvar2))
+    """), 8),
+    Shape("TW205", "filter taps: a module-level tuple as a parameter's default, converted per call", d("""
+        import torch
+        import torch.nn.functional as F
+        SYM6 = (0.015, -0.011, -0.139, 0.433, 0.738, 0.331)
+        def random_apply_affine(img, p, kernel=SYM6):
+            kernel = torch.as_tensor(kernel).to(img)
+            return F.conv2d(img, kernel.view(1, 1, 1, -1).expand(img.size(1), 1, 1, -1), groups=img.size(1))
+        def augment(img, p):
+            return random_apply_affine(img, p)
+    """), 5),
+    Shape("TW205", "a NumPy schedule set in __init__, converted and copied by a helper on every call", d("""
+        import numpy as np
+        import torch as th
+        class Diffusion:
+            def __init__(self, betas):
+                self.alphas_cumprod = np.cumprod(1.0 - betas)
+                self.sqrt_alphas_cumprod = np.sqrt(self.alphas_cumprod)
+            def q_sample(self, x, t, noise):
+                return _extract(self.sqrt_alphas_cumprod, t, x.shape) * x + _extract(1.0 - self.alphas_cumprod, t, x.shape) * noise
+        def _extract(arr, timesteps, shape):
+            res = th.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+            while len(res.shape) < len(shape):
+                res = res[..., None]
+            return res.expand(shape)
+    """), 10),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the tensor branch, a default the caller overrides, a table a caller computes per call", d("""
+        import numpy as np
+        import torch
+        TAPS = (0.25, 0.5, 0.25)
+        def blur(img, kernel=TAPS):
+            return torch.as_tensor(kernel).to(img)
+        def run(img, k):
+            return blur(img, k)
+        def scale(x, s):
+            return x * (s if isinstance(s, torch.Tensor) else 1.0)
+        def pick(arr, t):
+            return torch.from_numpy(arr).to(t.device)[t]
+        class User:
+            def step(self, t, losses):
+                return pick(np.asarray(losses), t)
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 moved in one branch, used in the other
+# Meta-learners make the episode labels, then either one-hot them (MSE loss) or move them as they
+# are (cross-entropy): the use in the `if` branch is not a use before the move in the `else`.
+FIND += [
+    Shape("TW205", "labels moved in the else branch after a one-hot in the if branch", d("""
+        import numpy as np
+        import torch
+        from torch.autograd import Variable
+        class RelationNet(torch.nn.Module):
+            def set_forward_loss(self, x):
+                y = torch.from_numpy(np.repeat(range(self.n_way), self.n_query))
+                scores = self.set_forward(x)
+                if self.loss_type == "mse":
+                    y_oh = one_hot(y, self.n_way)
+                    return self.loss_fn(scores, Variable(y_oh.cuda()))
+                else:
+                    y = Variable(y.cuda())
+                    return self.loss_fn(scores, y)
+    """), 12),
+    Shape("TW205", "zeros plus a NaN tensor made in a collate function, moved on the next line", d("""
+        import torch
+        def patient_collate_fn(batch, device):
+            labels = torch.zeros(len(batch), 1) + torch.tensor(float("nan"))
+            labels = labels.to(device=device)
+            for i, (rid, tt, vals, lab) in enumerate(batch):
+                labels[i] = lab
+            return labels
+    """), 4),
+]

@@ -13,11 +13,12 @@ from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
+from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
-from torchwise.lint.semantics.stored import host_built
+from torchwise.lint.semantics.stored import host_built, stored_then_moved
 from torchwise.lint.semantics.tensorlike import tensor_like
-from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved
+from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
 _DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 # calls whose argument is an example input, used once (to trace or draw the graph)
@@ -156,6 +157,12 @@ Fix
                 yield ctx.finding(self.code, call, f"{owner} is pulled to the host for {ctx.text(helper.func)}() and its "
                                   f"result copied back to {owner}'s device", suggestion="compute it on the device with torch "
                                   "(F.one_hot, torch.eye(n, device=...)[idx], torch.arange(..., device=...))")
+        for site, owner, (inner, _, factory), how in implicit_moves(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not self._once(ctx, site, site):
+                seen.add(id(inner))
+                yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
+                                  f"{ctx.text(owner)}'s device because it {how} it",
+                                  suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
         for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
@@ -172,6 +179,8 @@ Fix
             found = True
             yield source
         recv = call.func.value
+        if not found and unwrap_variable(recv).__class__ is ast.Name and stored_then_moved(ctx, unwrap_variable(recv), call):
+            recv = ctx.resolve(unwrap_variable(recv), call)  # y_oh = utils.one_hot(y, n); y_oh = Variable(y_oh.cuda())
         made = None if found else project_returned_new(ctx, recv, cpu_factory)
         if made is not None:
             name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)

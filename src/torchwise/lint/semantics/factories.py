@@ -12,7 +12,7 @@ from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.hostdata import appended_sizes, outside_data
+from torchwise.lint.semantics.hostdata import appended_sizes, constant_table_param, outside_data, python_value
 from torchwise.lint.semantics.stored import stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
@@ -41,9 +41,13 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
     made in Python, not data from outside (:func:`outside_data`)."""
     if outside_data(ctx, data, use):
         return False
-    if data.__class__ in _LITERALS:
-        return True
+    if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
+        return True  # also a number Python computes: torch.tensor(float("nan"))
+    if data.__class__ is ast.Attribute and data.attr == "shape":
+        return True  # torch.tensor(p.shape): sizes
     if data.__class__ is ast.Name:
+        if python_value(ctx, data, use):
+            return True  # x if isinstance(x, torch.Tensor) else torch.tensor(x).to(t); a constant default
         b = ctx.binding_at(data.id, use)
         if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
             return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
@@ -118,7 +122,7 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         made = [cpu_factory(ctx, side) for side in sides]
         others = [side for side, m in zip(sides, made) if m is None]
         found = [m for m in made if m is not None]
-        if len(found) == 1 and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
+        if found and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
             return found[0][0], True, found[0][2]
         return None
     if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
@@ -152,7 +156,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and (
-            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)) else None
+            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)
+            or constant_table_param(ctx, inner.args[0], inner)) else None
     if factory not in DETERMINISTIC and factory not in RANDOM:
         return None
     if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:

@@ -121,3 +121,100 @@ def _size_value(node: AST) -> bool:
             return _size_value(node.args[0])
         return name in ("size", "len", "range", "numel")
     return False
+
+
+def python_value(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """``name`` holds a Python value on every call: in the branch where ``isinstance(name,
+    torch.Tensor)`` is false (``x if isinstance(x, th.Tensor) else th.tensor(x).to(t)``), or a
+    parameter (through plain renames) whose default is a constant table no caller overrides
+    (``def augment(img, kernel=SYM6)`` with ``SYM6 = (0.01, ...)`` at module level)."""
+    if _not_a_tensor_branch(ctx, name, use):
+        return True
+    value = ctx.resolve(name, use)
+    if value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(value.id, use)
+    func = ctx.function_of(use)
+    if b is None or b.kind != "param" or func is None or func.__class__ is ast.Lambda:
+        return False
+    positional = [*func.args.posonlyargs, *func.args.args]
+    defaults = dict(zip([a.arg for a in positional][::-1], func.args.defaults[::-1]))
+    default = defaults.get(value.id)
+    if default is not None and default.__class__ is ast.Name:
+        db = ctx.binding_at(default.id, func)
+        default = db.value if db is not None and db.kind == "assign" and ctx.scope_of(db.node) is ctx.tree else None
+    if default is None or not _constant(default) or default.__class__ not in (ast.Tuple, ast.List):
+        return False
+    index = [a.arg for a in positional].index(value.id)
+    calls = [c for c in ctx.calls_named(func.name) if c.func.__class__ is ast.Name]
+    return bool(calls) and all(len(c.args) <= index and all(k.arg not in (value.id, None) for k in c.keywords)
+                               and not any(a.__class__ is ast.Starred for a in c.args) for c in calls)
+
+
+def _not_a_tensor_branch(ctx: Context, name: ast.Name, use: AST) -> bool:
+    for if_node, in_body in ctx.enclosing_ifs(use):
+        test = if_node.test
+        negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+        test = test.operand if negated else test
+        if test.__class__ is ast.Call and last_name(test.func) == "isinstance" and len(test.args) == 2 \
+                and test.args[0].__class__ is ast.Name and test.args[0].id == name.id \
+                and (ctx.qualname(test.args[1]) or "") == "torch.Tensor":
+            return in_body == negated
+    return False
+
+
+def constant_table_param(ctx: Context, name: AST, use: AST) -> bool:
+    """``th.from_numpy(arr)`` where ``arr`` is a parameter every call of this file fills with an
+    array its object set once in ``__init__`` (``_extract_into_tensor(self.sqrt_alphas_cumprod,
+    t, shape)``, also ``1.0 - self.alphas_cumprod``): a constant table converted and copied again
+    on every call, where a tensor kept on the device would do."""
+    if name.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(name.id, use)
+    func = ctx.function_of(use)
+    if b is None or b.kind != "param" or func is None or func.__class__ is ast.Lambda:
+        return False
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    if name.id not in params:
+        return False
+    index = params.index(name.id) - (1 if params[0] in ("self", "cls") else 0)
+    calls = [c for c in ctx.calls_named(func.name) if c is not use and ctx.function_of(c) is not func]
+    if not calls:
+        return False
+    for call in calls:
+        arg = next((k.value for k in call.keywords if k.arg == name.id), None)
+        if arg is None and 0 <= index < len(call.args):
+            arg = call.args[index]
+        if arg is None or not _set_once(ctx, arg, call):
+            return False
+    return True
+
+
+def _set_once(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
+    """Numbers and ``self.x`` attributes assigned only in ``__init__``, joined by arithmetic, NumPy
+    functions (``np.log(self.betas)``), slices, tuples and dicts of them, or a name bound to such."""
+    cls = expr.__class__
+    if cls is ast.Constant:
+        return isinstance(expr.value, (int, float))
+    if cls is ast.BinOp:
+        return _set_once(ctx, expr.left, use, depth) and _set_once(ctx, expr.right, use, depth)
+    if cls is ast.UnaryOp:
+        return _set_once(ctx, expr.operand, use, depth)
+    if cls is ast.Call:
+        return (ctx.qualname(expr.func) or "").startswith("numpy.") and not expr.keywords \
+            and all(_set_once(ctx, a, use, depth) for a in expr.args)
+    if cls is ast.Subscript:
+        return _set_once(ctx, expr.value, use, depth)
+    if cls in (ast.Tuple, ast.List):
+        return all(_set_once(ctx, e, use, depth) for e in expr.elts)
+    if cls is ast.Dict:
+        return all(v is not None and _set_once(ctx, v, use, depth) for v in expr.values)
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(expr.id, use)
+        return b is not None and b.kind in ("assign", "unpack") and b.value is not None \
+            and _set_once(ctx, b.value, b.node, depth - 1)
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        value = ctx.single_self_value(expr, use)
+        where = ctx.function_of(value) if value is not None else None
+        return where is not None and where.__class__ is not ast.Lambda and where.name == "__init__"
+    return False

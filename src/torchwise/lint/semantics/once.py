@@ -65,9 +65,16 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
         return False
-    if not any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body)):
+    if not any(n.__class__ in (ast.For, ast.AsyncFor) or n.__class__ is ast.While and not _reshape_loop(n)
+               for n in ctx.walk_body(scope.body)):
         return False
     return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)))
+
+
+def _reshape_loop(loop: ast.While) -> bool:
+    """``while len(res.shape) < len(shape): res = res[..., None]``: a loop over dimensions, not work."""
+    return any(n.__class__ is ast.Attribute and n.attr in ("shape", "ndim") or n.__class__ is ast.Call
+               and n.func.__class__ is ast.Attribute and n.func.attr == "dim" for n in ast.walk(loop.test))
 
 
 _EPOCH_ITERS = frozenset({"range", "trange"})

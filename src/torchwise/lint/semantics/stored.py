@@ -20,8 +20,9 @@ def stored_then_moved(ctx: Context, recv: ast.Name, call: ast.Call) -> bool:
         return False
     start, here = b.pos, (recv.lineno, recv.col_offset)
     other = _other_branch(ctx, recv)
+    skipped = _branches_not_taken(ctx, call, b.node)
     for pos in name_positions(ctx).get(recv.id, ()):
-        if start <= pos < here and pos != other:
+        if start <= pos < here and pos != other and not any(first <= pos[0] <= last for first, last in skipped):
             return False  # used in between: needed on the CPU first
     return ctx.enclosing_loops(b.node)[:1] == ctx.enclosing_loops(call)[:1]
 
@@ -39,6 +40,16 @@ def _other_branch(ctx: Context, recv: ast.Name) -> tuple[int, int] | None:
             return None
         node = anc
     return None
+
+
+def _branches_not_taken(ctx: Context, call: AST, made: AST) -> list[tuple[int, int]]:
+    """The lines of the ``if`` bodies that cannot run before ``call``: ``if mse: ... one_hot(y) ...
+    else: y = y.cuda()`` - the move sits in the ``else`` of an ``if`` that comes after ``made``."""
+    out = []
+    for if_node, in_body in ctx.enclosing_ifs(call):
+        if not in_body and if_node.__class__ is ast.If and if_node.body and if_node.lineno > made.lineno:
+            out.append((if_node.body[0].lineno, if_node.body[-1].end_lineno or if_node.body[-1].lineno))
+    return out
 
 
 def joined_names(ctx: Context, expr: AST, methods: frozenset[str]) -> list[ast.Name]:
