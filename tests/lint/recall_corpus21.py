@@ -778,3 +778,32 @@ FIND += [
             return labels
     """), 4),
 ]
+
+# ------------------------------------------------------------- TW205 set-up helpers called from other modules
+# A Kaggle pipeline's factory module builds the weighted loss; the training function calls it once
+# before its epoch loop and the validation function once: one allocation per run.
+_FACTORY = d("""
+    import torch
+    import torch.nn as nn
+    def get_loss(cfg):
+        return getattr(nn, cfg.loss.name)(weight=torch.FloatTensor([2, 1, 1, 1, 1, 1]).cuda(), **cfg.loss.params)
+""")
+_MAIN = d("""
+    import factory
+    def run_nn(model, loader, criterion, optim):
+        for x, y in loader:
+            optim.zero_grad()
+            criterion(model(x.cuda()), y.cuda()).backward()
+            optim.step()
+    def train(cfg, model, loader, optim):
+        criterion = factory.get_loss(cfg)
+        for epoch in range(cfg.epochs):
+            run_nn(model, loader, criterion, optim)
+    def valid(cfg, model, loader):
+        criterion = factory.get_loss(cfg)
+        return [criterion(model(x.cuda()), y.cuda()) for x, y in loader]
+""")
+PROJECTS += [
+    ProjectShape("TW205", "look-alike: a loss factory that the training and validation functions call once each",
+                 {"factory.py": _FACTORY, "main.py": _MAIN}),
+]

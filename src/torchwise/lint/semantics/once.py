@@ -8,6 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
+from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
@@ -143,22 +144,26 @@ def _named_per_call(name: str) -> bool:
 
 
 def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
-    """Every call of this helper in the file is made at set-up (:func:`runs_once`) or by an
-    evaluation function outside its loops, and no other module of the project calls it (``_dummy_forward`` from ``__init__``; an evaluator's
-    ``eval()`` calling ``_calculate_mrr``)."""
-    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
-    if not calls:
+    """Every call of this helper - in the file (dead code aside) and in the modules importing it -
+    is made at set-up (:func:`runs_once`) or by an evaluation function outside its loops
+    (``_dummy_forward`` from ``__init__``; an evaluator's ``eval()`` calling ``_calculate_mrr``;
+    ``range_tensor(n)`` that agents call in their ``__init__``; a loss factory the training
+    function calls before its epoch loop)."""
+    sites = [(ctx, c) for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and not dead_code(ctx, c)]
+    if ctx.parent(func) is ctx.tree and ctx.project.files:
+        # the modules importing it count too (a forward pass there is not set-up because this file
+        # only calls it in its own ``__main__`` smoke test; an agent's __init__ there is)
+        sites += list(project_calls(ctx, func.name))
+    if not sites:
         return False
-    for call in calls:
-        caller = ctx.function_of(call)
+    for where, call in sites:
+        caller = where.function_of(call)
         if caller is func:
             return False
-        evaluating = caller is not None and is_eval_name(caller.name) and not ctx.enclosing_loops(call)
-        if not evaluating and not runs_once(ctx, call, depth - 1):
+        evaluating = caller is not None and is_eval_name(caller.name) and not where.enclosing_loops(call)
+        if not evaluating and not runs_once(where, call, depth - 1):
             return False
-    # a module-level helper that another module of the project calls (a forward pass importing
-    # it) is not set-up because this file only calls it in its own ``__main__`` smoke test
-    return not (ctx.parent(func) is ctx.tree and ctx.project.files and next(project_calls(ctx, func.name), None) is not None)
+    return True
 
 
 _NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite"})
