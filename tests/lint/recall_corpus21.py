@@ -807,3 +807,32 @@ PROJECTS += [
     ProjectShape("TW205", "look-alike: a loss factory that the training and validation functions call once each",
                  {"factory.py": _FACTORY, "main.py": _MAIN}),
 ]
+
+# ------------------------------------------------------------- TW205 NumPy one-hot per token, legacy round trip
+# A pointer-cache evaluation builds a NumPy one-hot per target token (`a[0][idx] = 1`) and moves it;
+# a test-time augmentation flips the model's output in NumPy and sends it back with a typed constructor.
+FIND += [
+    Shape("TW205", "one-hot per token: np.zeros, a[0][idx] = 1, Variable(from_numpy), then .cuda()", d("""
+        import numpy as np
+        import torch
+        from torch.autograd import Variable
+        def one_hot(idx, size, cuda=True):
+            a = np.zeros((1, size), np.float32)
+            a[0][idx] = 1
+            v = Variable(torch.from_numpy(a))
+            if cuda: v = v.cuda()
+            return v
+        def evaluate(model, data, targets, n):
+            for t in targets:
+                history = one_hot(t, n)
+    """), 8),
+    Shape("TW205", "a model's output flipped in NumPy and sent back with torch.FloatTensor(...).cuda()", d("""
+        import numpy as np
+        import torch
+        def tta(model, loader):
+            for x in loader:
+                out = model(x.cuda())
+                flipped = torch.FloatTensor(np.flip(out.cpu().numpy(), 3).copy()).cuda()
+                print((out + flipped).mean())
+    """), 6),
+]

@@ -86,6 +86,9 @@ def _constant_fill(ctx: Context, name: ast.Name) -> bool:
     """``m[:, 0] = 4`` (or ``c[rows, y] = 1.``): a constant written into the new tensor or array in
     place - part of making it, not a use that needs it where it was made."""
     sub = ctx.parent(name)
+    while sub.__class__ is ast.Subscript and sub.ctx.__class__ is ast.Load and ctx.parent(sub).__class__ is ast.Subscript \
+            and ctx.parent(sub).value is sub:
+        name, sub = sub, ctx.parent(sub)  # a[0][idx] = 1
     stmt = ctx.parent(sub)
     if sub.__class__ is not ast.Subscript or sub.value is not name or sub.ctx.__class__ is not ast.Store \
             or stmt.__class__ is not ast.Assign:
