@@ -703,6 +703,8 @@ FIND += [
                     break
             logvar1, logvar2 = [x if isinstance(x, th.Tensor) else th.tensor(x).to(tensor) for x in (logvar1, logvar2)]
             return 0.5 * (-1.0 + logvar2 - logvar1 + th.exp(logvar1 - logvar2))
+        def prior_bpd(qt_mean, qt_log_variance):
+            return normal_kl(mean1=qt_mean, logvar1=qt_log_variance, mean2=0.0, logvar2=0.0)
     """), 8),
     Shape("TW205", "filter taps: a module-level tuple as a parameter's default, converted per call", d("""
         import torch
@@ -835,4 +837,57 @@ FIND += [
                 flipped = torch.FloatTensor(np.flip(out.cpu().numpy(), 3).copy()).cuda()
                 print((out + flipped).mean())
     """), 6),
+]
+QUIET += [
+    Shape("TW205", "look-alike: probabilities that may come as a NumPy array, converted when they are not a tensor", d("""
+        import torch
+        class BufferData(torch.utils.data.Dataset):
+            def set_probs(self, probs):
+                if not isinstance(probs, torch.Tensor):
+                    probs = torch.tensor(probs)
+                self.probs = probs.to(self.data.device)
+        def refit(dataset, gmm, feats):
+            dataset.set_probs(gmm.predict_proba(feats)[:, 0])
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 once-per-task hooks of continual learners
+# Continual-learning frameworks derive every method from a base model (an nn.Module kept in
+# another module): `begin_task`/`end_task` and the helpers only they call run once per task,
+# not in the step - while `observe` and what it calls run every step.
+_CL_BASE = d("""
+    import torch.nn as nn
+    class ContinualModel(nn.Module):
+        def __init__(self, device):
+            super().__init__()
+            self.device = device
+""")
+_CL_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    from models.utils.continual_model import ContinualModel
+    class Pairs(torch.utils.data.Dataset):
+        def __init__(self, data, device):
+            self.data = data.to(device)
+            self.probs = (torch.ones(len(data)) / len(data)).to(device)
+    class Learner(ContinualModel):
+        def begin_task(self, dataset):
+            weight = torch.zeros(self.num_classes)
+            weight[dataset.classes] = 1
+            self.loss = nn.CrossEntropyLoss(weight=weight.to(self.device))
+        def end_task(self, dataset):
+            self.grads.append(torch.zeros(self.n_params).to(self.device))
+            self.refit()
+        def refit(self):
+            fit = Pairs(self.buffer.examples, self.device)
+            return fit
+        def observe(self, inputs, labels):
+            batch = Pairs(inputs, self.device)
+            idx = torch.arange(len(inputs)).to(self.device)
+            return self.loss(self.net(batch.data[idx]), labels)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a continual learner: its per-task hooks are set-up, its observe() is per step",
+                 {"models/utils/continual_model.py": _CL_BASE, "models/learner.py": _CL_MODEL},
+                 (("models/learner.py", 7), ("models/learner.py", 21))),
 ]

@@ -203,7 +203,7 @@ def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[i
             d = d[0] if d is not None else None  # type: ignore[index]
             arg = local[arg.id][1][1] if kind == "conv" else arg  # type: ignore[index]
         if d is not None:
-            convs[owner.attr] = (d, arg)
+            convs.setdefault(owner.attr, (d, arg))  # the first: an MLP's last Linear (its output) often has no norm after it
         elif b is not None:
             bns[owner.attr] = b
     return convs, bns

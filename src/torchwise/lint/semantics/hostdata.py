@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.hostarrays import numpy_made
 
 # builtins and methods that give sizes (a number made from a shape, not data)
@@ -29,8 +30,8 @@ def outside_data(ctx: Context, data: AST, use: AST) -> bool:
         data, use = b.value, b.node
     if data.__class__ is ast.Constant or _constant(data):
         return False
-    if _reads_files(ctx, use):  # parsed from the file this function reads (not the sizes of what it read)
-        return not (data.__class__ in (ast.List, ast.Tuple) and all(_size_value(e) for e in data.elts))
+    if data.__class__ in (ast.List, ast.Tuple) and _reads_files(ctx, use):
+        return any(_converted_text(e) for e in data.elts)  # (float(v1), float(v2)) of a line read
     if data.__class__ is ast.ListComp:
         gen = data.generators[0]
         it = gen.iter
@@ -71,6 +72,20 @@ def _computed_value(ctx: Context, elt: AST, use: AST) -> bool:
     return not numpy_made(ctx, b.value, b.node) and not (ctx.qualname(call.func) or "").startswith("torch.")
 
 
+def _converted_text(node: AST) -> bool:
+    """``float(val)``, ``int(parts[2])``: a value converted from text, not a size."""
+    return node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id in ("float", "int") \
+        and len(node.args) == 1 and node.args[0].__class__ in (ast.Name, ast.Subscript)
+
+
+def _reading(call: ast.Call) -> bool:
+    """A call that reads files: ``open(path)`` for reading (not ``open(log, "a")``), a CSV/text loader, a listing."""
+    if last_name(call.func) != "open":
+        return True
+    mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+    return mode is None or mode.__class__ is ast.Constant and isinstance(mode.value, str) and "r" in mode.value
+
+
 def _reads_files(ctx: Context, node: AST) -> bool:
     """The function around ``node`` opens or lists files: what it converts is parsed data."""
     if not any(n in ctx.source for n in _FILE_NEEDLES):
@@ -81,7 +96,7 @@ def _reads_files(ctx: Context, node: AST) -> bool:
     key = ("sem:reads-files", id(func))
     found = ctx._cache.get(key)
     if found is None:
-        found = any(n.__class__ is ast.Call and last_name(n.func) in _FILE_READERS for n in ctx.walk_body(func.body))
+        found = any(n.__class__ is ast.Call and last_name(n.func) in _FILE_READERS and _reading(n) for n in ctx.walk_body(func.body))
         ctx._cache[key] = found
     return found
 
@@ -129,7 +144,7 @@ def python_value(ctx: Context, name: ast.Name, use: AST) -> bool:
     parameter (through plain renames) whose default is a constant table no caller overrides
     (``def augment(img, kernel=SYM6)`` with ``SYM6 = (0.01, ...)`` at module level)."""
     if _not_a_tensor_branch(ctx, name, use):
-        return True
+        return _number_passed(ctx, name, use)
     value = ctx.resolve(name, use)
     if value.__class__ is not ast.Name:
         return False
@@ -149,6 +164,39 @@ def python_value(ctx: Context, name: ast.Name, use: AST) -> bool:
     calls = [c for c in ctx.calls_named(func.name) if c.func.__class__ is ast.Name]
     return bool(calls) and all(len(c.args) <= index and all(k.arg not in (value.id, None) for k in c.keywords)
                                and not any(a.__class__ is ast.Starred for a in c.args) for c in calls)
+
+
+def _number_passed(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """Some call (here or in a module importing the function) passes a number for the parameter
+    ``name`` is (or for one of those a comprehension over parameters walks: ``for x in (logvar1,
+    logvar2)``): the value not a tensor is a Python number, not a NumPy array of data."""
+    func = ctx.function_of(use)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    b = ctx.binding_at(name.id, use)
+    names = {name.id} if b is not None and b.kind == "param" else set()
+    if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ in (ast.Tuple, ast.List):
+        names = {e.id for e in b.value.elts if e.__class__ is ast.Name}
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    if not names or not names <= set(params):
+        return False
+    sites = [(ctx, c) for c in ctx.calls_named(func.name) if ctx.function_of(c) is not func]
+    if ctx.parent(func) is ctx.tree and ctx.project.files:
+        sites += list(project_calls(ctx, func.name))
+    offset = 1 if params and params[0] in ("self", "cls") else 0
+    for _, call in sites:
+        for k in call.keywords:
+            if k.arg in names and _number(k.value):
+                return True
+        for i, a in enumerate(call.args):
+            if i + offset < len(params) and params[i + offset] in names and _number(a):
+                return True
+    return False
+
+
+def _number(node: AST) -> bool:
+    node = node.operand if node.__class__ is ast.UnaryOp else node
+    return node.__class__ is ast.Constant and type(node.value) in (int, float)
 
 
 def _not_a_tensor_branch(ctx: Context, name: ast.Name, use: AST) -> bool:

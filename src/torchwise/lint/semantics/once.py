@@ -5,10 +5,11 @@ run for every batch or step instead."""
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
-from torchwise.lint.semantics.deadcode import dead_code
+from torchwise.lint.semantics.unuseddefs import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
@@ -30,7 +31,7 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
     if _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    if klass.__class__ is ast.ClassDef and module_class(ctx, klass):
+    if klass.__class__ is ast.ClassDef and not _hook_or_eval(func.name) and module_class(ctx, klass):
         return True
     return any(ctx.scope_of(c) is func for c in training_calls(ctx))
 
@@ -58,6 +59,8 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return True
     if scope.__class__ is not ast.Lambda and "collate" in scope.name.lower():
         return False  # a loader's collate function (variable_time_collate_fn): it runs for every batch
+    if scope.__class__ is not ast.Lambda and _HOOK.match(scope.name):
+        return True  # begin_task / end_epoch: once per task or epoch
     if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
     if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
@@ -135,7 +138,16 @@ def _forward_like(ctx: Context, func: AST) -> bool:
     if func.__class__ is ast.Lambda or _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    return klass.__class__ is ast.ClassDef and module_class(ctx, klass)
+    return klass.__class__ is ast.ClassDef and not _hook_or_eval(func.name) and module_class(ctx, klass)
+
+
+_HOOK = re.compile(r"^_*(begin|end|start|finish|before|after|on)_(task|epoch|train|training|experience|stage)")
+
+
+def _hook_or_eval(name: str) -> bool:
+    """A model's once-per-task or once-per-epoch hook (``begin_task``, ``end_task``, ``end_epoch``)
+    or its evaluation method (``evaluate_bias``): not part of every step's computation."""
+    return bool(_HOOK.match(name)) or name in _ONCE_NAMES or name.startswith(_ONCE_PREFIXES) or is_eval_name(name)
 
 
 def _named_per_call(name: str) -> bool:
@@ -189,7 +201,8 @@ def _built_per_call(ctx: Context, init: AST) -> bool:
         sites += list(project_calls(ctx, klass.name))
     for where, call in sites:
         func = where.function_of(call)
-        if func is not None and func is not init and is_per_call_function(where, func) \
+        if func is not None and func is not init and not (func.__class__ is not ast.Lambda and _hook_or_eval(func.name)) \
+                and is_per_call_function(where, func) and not runs_once(where, call, 1) \
                 and (where.enclosing_loops(call) or _forward_like(where, func)):
             return True  # not a training function building it once before its loop
     return False

@@ -31,7 +31,7 @@ def _module_in_use(ctx: Context) -> bool:
     """The file is a script (``__main__``) or a module another file of the project imports: then
     what nothing names in it is left over. A module nobody imports is an entry point of a library,
     whose users are not in the project."""
-    found = ctx._cache.get("deadcode:used")
+    found = ctx._cache.get("unuseddefs:used")
     if found is None:
         raw = os.path.splitext(os.path.basename(ctx.path))[0]
         others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
@@ -39,7 +39,7 @@ def _module_in_use(ctx: Context) -> bool:
         imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                              r"[^\n]*\b" + stem + r"\b)", re.M)
         found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
-        ctx._cache["deadcode:used"] = found
+        ctx._cache["unuseddefs:used"] = found
     return found
 
 
@@ -52,7 +52,7 @@ def _top_level_of(ctx: Context, node: AST) -> AST | None:
 
 
 def _dead(ctx: Context, top: AST, depth: int) -> bool:
-    key = ("deadcode", id(top))
+    key = ("unuseddefs", id(top))
     found = ctx._cache.get(key)
     if found is None:
         ctx._cache[key] = False  # a reference cycle (recursion) counts as alive while it is worked out
@@ -85,14 +85,14 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
 
 
 def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:
-    spans = ctx._cache.get("deadcode:spans")
+    spans = ctx._cache.get("unuseddefs:spans")
     if spans is None:
         spans = []
         for stmt in ctx.tree.body:
             if stmt.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
                 spans.append((first, stmt.end_lineno or stmt.lineno, stmt))
-        ctx._cache["deadcode:spans"] = spans
+        ctx._cache["unuseddefs:spans"] = spans
     return spans
 
 
