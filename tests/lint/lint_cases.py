@@ -1269,6 +1269,16 @@ NEGATIVE["TW204"] = [
 
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
+    # a demo that appends predictions to a log file is no file reader: its length tensor per batch is made
+    (d("""
+        import torch
+        def demo(opt, model, loader, device):
+            for images, paths in loader:
+                length = torch.IntTensor([opt.batch_max_length] * images.size(0)).to(device)
+                preds = model(images.to(device), length)
+                log = open("./log_demo_result.txt", "a")
+                log.write(str(preds))
+    """), 4),
     # a function that reads files still makes a size tensor per item (only parsed values are data)
     (d("""
         import json

@@ -891,3 +891,33 @@ PROJECTS += [
                  {"models/utils/continual_model.py": _CL_BASE, "models/learner.py": _CL_MODEL},
                  (("models/learner.py", 7), ("models/learner.py", 21))),
 ]
+
+# ------------------------------------------------------------- TW209 ModuleList MLP: the first Linear meets the norm
+# GIN layers keep an MLP's Linears and BatchNorms in two ModuleLists and pair them in a loop that
+# leaves the last Linear (the output) without a norm: the hidden Linears are the pitfall.
+_GIN_MLP = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class MLP(nn.Module):
+        def __init__(self, num_layers, input_dim, hidden_dim, output_dim):
+            super().__init__()
+            self.num_layers = num_layers
+            self.linears = torch.nn.ModuleList()
+            self.batch_norms = torch.nn.ModuleList()
+            self.linears.append(nn.Linear(input_dim, hidden_dim))
+            for layer in range(num_layers - 2):
+                self.linears.append(nn.Linear(hidden_dim, hidden_dim))
+            self.linears.append(nn.Linear(hidden_dim, output_dim))
+            for layer in range(num_layers - 1):
+                self.batch_norms.append(nn.BatchNorm1d(hidden_dim))
+        def forward(self, x):
+            h = x
+            for i in range(self.num_layers - 1):
+                h = F.relu(self.batch_norms[i](self.linears[i](h)))
+            return self.linears[-1](h)
+""")
+PROJECTS += [
+    ProjectShape("TW209", "GIN MLP: Linears and BatchNorm1d paired from two ModuleLists (the output Linear has no norm)",
+                 {"gin_layer.py": _GIN_MLP}, (("gin_layer.py", 10),)),
+]
