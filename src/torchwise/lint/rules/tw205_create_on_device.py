@@ -90,7 +90,29 @@ What it flags
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
-  that a forward pass builds every call, here or in another module of the project).
+  that a forward pass builds every call, here or in another module of the project; a collate
+  function, which runs for every batch; a method of a model whose `nn.Module` base lives in
+  another module of the project).
+  Also: a move to a device some call names (`.to(self._device())`, `.to(get_device(t))`); a
+  factory under elementwise math or scaled by a number Python computes
+  (`th.exp(-math.log(p) * th.arange(h) / h).to(t.device)`, `torch.ones(n, n) * float('-inf')`,
+  `1 / torch.log2(position.float())` of `position = torch.arange(2, k + 2)`, `torch.zeros(n, 1) +
+  torch.tensor(float('nan'))`); episode labels made with NumPy (`np.repeat(range(n_way),
+  n_query)`, `np.repeat(task - 1, x.size(0))`) and a NumPy one-hot filled with a constant
+  (`a[0][idx] = 1`); a constant written in before the move (`loops[:, 0] = 4`); a move in the
+  `else` of an `if` whose body used the tensor, or in the other branch of `c if device is None
+  else c.to(device)`; a list grown with sizes (`lens.append(x.shape[0])`, then
+  `torch.LongTensor(lens).to(device)`); a new CPU tensor returned by a helper of another module
+  (`Variable(utils.one_hot(y, n)).cuda()`), and a round trip through a helper that builds its
+  result with NumPy or torch alone (`lf.to_one_hot(y.cpu(), n).to(y.device)`); copies no
+  `.to()` spells - a CPU `torch.arange` indexing a tensor on the device
+  (`top_vec[torch.arange(b).unsqueeze(1), clss]`) or a CPU tensor written into one
+  (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
+  a constant table given as a parameter's default that no caller overrides
+  (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
+  caller passes a number for it, and a NumPy schedule the object set once in `__init__`
+  handed to a helper that converts it (`_extract(self.sqrt_alphas_cumprod, t, shape)` doing
+  `th.from_numpy(arr).to(t.device)`).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
   `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
@@ -110,6 +132,17 @@ What it flags
   helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
   name occurs nowhere else in the file and no module of the project imports the script (a
   `fliplr()` left in a training script while the test script calls its own copy).
+  Nor is dead code (nothing runs it): a module-level function or class that nothing in the
+  project names but dead code, in a module the project imports or a script (`def recall(...)`
+  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds).
+  Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
+  evaluation methods, nor a module-level helper every caller of which - here or in the modules
+  importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
+  that starts on the host, which has to cross anyway: values a parser converts from the file it
+  reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
+  computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
+  tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
+  weights]`).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there.
