@@ -221,8 +221,8 @@ Fix
 
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
-        return runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
-            or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) or dead_code(ctx, here)
+        return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
+            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here))
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

@@ -162,20 +162,52 @@ def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
     ``range_tensor(n)`` that agents call in their ``__init__``; a loss factory the training
     function calls before its epoch loop)."""
     sites = [(ctx, c) for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and not dead_code(ctx, c)]
+    if not all(_set_up_site(where, call, func, depth) for where, call in sites):
+        return False
     if ctx.parent(func) is ctx.tree and ctx.project.files:
         # the modules importing it count too (a forward pass there is not set-up because this file
         # only calls it in its own ``__main__`` smoke test; an agent's __init__ there is)
-        sites += list(project_calls(ctx, func.name))
-    if not sites:
+        if _called_in_a_loop(ctx, func.name):
+            return False  # a text test first: no module is parsed to learn that a loop calls it
+        remote = list(project_calls(ctx, func.name))
+        if not all(_set_up_site(where, call, func, depth) for where, call in remote):
+            return False
+        sites += remote
+    return bool(sites)
+
+
+def _set_up_site(where: Context, call: ast.Call, func: AST, depth: int) -> bool:
+    caller = where.function_of(call)
+    if caller is func:
         return False
-    for where, call in sites:
-        caller = where.function_of(call)
-        if caller is func:
-            return False
-        evaluating = caller is not None and is_eval_name(caller.name) and not where.enclosing_loops(call)
-        if not evaluating and not runs_once(where, call, depth - 1):
-            return False
-    return True
+    evaluating = caller is not None and is_eval_name(caller.name) and not where.enclosing_loops(call)
+    return evaluating or runs_once(where, call, depth - 1)
+
+
+def _called_in_a_loop(ctx: Context, name: str) -> bool:
+    """Some other file of the project calls ``name(`` on a line inside a ``for``/``while`` block of
+    its function (read from the indentation, not parsed)."""
+    needle = name + "("
+    for path, text in ctx.project.files:
+        if path == ctx.path or needle not in text:
+            continue
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            at = line.find(needle)
+            if at < 0 or at and (line[at - 1].isalnum() or line[at - 1] == "_"):
+                continue
+            indent = len(line) - len(line.lstrip())
+            for prev in reversed(lines[:i]):
+                stripped = prev.lstrip()
+                width = len(prev) - len(stripped)
+                if not stripped or stripped.startswith("#") or width >= indent:
+                    continue
+                if stripped.startswith(("for ", "while ", "async for ")):
+                    return True
+                if stripped.startswith(("def ", "async def ", "class ")):
+                    break
+                indent = width
+    return False
 
 
 _NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite"})
