@@ -1269,6 +1269,29 @@ NEGATIVE["TW204"] = [
 
 # ----------------------------------------------------------------------------------- TW205
 POSITIVE["TW205"] = [
+    # a demo that appends predictions to a log file is no file reader: its length tensor per batch is made
+    (d("""
+        import torch
+        def demo(opt, model, loader, device):
+            for images, paths in loader:
+                length = torch.IntTensor([opt.batch_max_length] * images.size(0)).to(device)
+                preds = model(images.to(device), length)
+                log = open("./log_demo_result.txt", "a")
+                log.write(str(preds))
+    """), 4),
+    # a function that reads files still makes a size tensor per item (only parsed values are data)
+    (d("""
+        import json
+        import torch
+        def decode_all(model, path):
+            with open(path) as f:
+                utts = json.load(f)
+            for name in utts:
+                feats = load_feats(utts[name])
+                length = torch.tensor([feats.size(0)], dtype=torch.int)
+                length = length.cuda()
+                model.recognize(feats.cuda(), length)
+    """), 9),
     # starred sizes cannot hold a device
     ("import torch\nfor step in range(n):\n    z = torch.zeros(b, ch, *size).to(device)\n", 3),
     # reshaping methods between the factory and the move, inside forward
@@ -1568,6 +1591,7 @@ NEGATIVE["TW208"] = [
 # ----------------------------------------------------------------------------------- TW209
 POSITIVE["TW209"] = [
     (HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())\n", 4),
+    (HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))\n", 4),
     (d("""
         import torch.nn as nn
         class Block(nn.Module):
@@ -1595,7 +1619,9 @@ NEGATIVE["TW209"] = [
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3, bias=False), nn.BatchNorm2d(16))\n",
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.ReLU(), nn.BatchNorm2d(16))\n",
     HEADER + "block = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm1d(16))\n",
-    HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm1d(16))\n",
+    # nn.Linear before BatchNorm1d is covered (ruling R3 of issue 22); without its bias, or before a 2-D norm, it is quiet
+    HEADER + "block = nn.Sequential(nn.Linear(3, 16, bias=False), nn.BatchNorm1d(16))\n",
+    HEADER + "block = nn.Sequential(nn.Linear(3, 16), nn.BatchNorm2d(16))\n",
     d("""
         import torch.nn as nn
         import torch.nn.functional as F

@@ -184,6 +184,7 @@ TW513_EXACT = [
     "torch.LongTensor([1.7, -2.7])", "torch.DoubleTensor([[1, 2], [3, 4]])", "torch.HalfTensor([1e5, 0.1])",
     "torch.BoolTensor([0, 2, 1])", "torch.IntTensor(torch.ones(2, 5).shape)", "torch.ShortTensor([])",
     "torch.FloatTensor(torch.ones(3, 1).size())", "torch.CharTensor([-128, 127])", "torch.BFloat16Tensor([0.1, 3])",
+    "torch.LongTensor()", "torch.BoolTensor()",
 ]
 
 

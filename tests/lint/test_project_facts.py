@@ -284,3 +284,16 @@ def test_a_module_and_its_callers_are_parsed_once_and_reported_in_path_order(
     findings = lint_paths([str(tmp_path)], select="TW204,TW403", use_config=False, jobs=1)
     assert [(Path(f.path).name, f.code) for f in findings] == [("a_main.py", "TW403"), ("engine.py", "TW204")]
     assert parsed.count("a_main.py") == 1 and parsed.count("engine.py") == 1, parsed
+
+
+def test_tw205_dead_code_needs_a_module_the_project_uses(tmp_path):
+    """A helper nobody names is dead only in a module the project imports (or a script): the same
+    modules alone are a library whose users are elsewhere, and every finding stays."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    from recall_corpus21 import _LAYERS, _METRICS
+
+    for name, text in {"metrics.py": _METRICS, "layers.py": _LAYERS}.items():
+        (tmp_path / name).write_text(text)
+    found = sorted((Path(f.path).name, f.line) for f in lint_paths([str(tmp_path)], select=["TW205"], use_config=False, jobs=1))
+    assert found == [("layers.py", 4), ("layers.py", 11), ("metrics.py", 5), ("metrics.py", 8)]

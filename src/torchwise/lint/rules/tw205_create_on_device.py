@@ -3,102 +3,26 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import device_move_target, is_device_tensor, is_dtype_expr
-from torchwise.lint.semantics.actions import model_input_copy, observation_copy
+from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
+from torchwise.lint.semantics.unuseddefs import dead_code
+from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
+from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
-from torchwise.lint.semantics.stored import host_built
+from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
+from torchwise.lint.semantics.stored import host_built, stored_then_moved
 from torchwise.lint.semantics.tensorlike import tensor_like
-from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.handoff import copied_by_new_tensor, host_round_trip, moved_sources, rarely_moved
+from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
-# Factories whose values do not depend on the random generator: moving the device into the
-# call gives exactly the same tensor.
-DETERMINISTIC = frozenset({
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
-    "empty_strided", "tril_indices", "triu_indices",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-})
-# torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
-_WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
+_DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 # calls whose argument is an example input, used once (to trace or draw the graph)
 _EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
-# Random factories draw from a different generator on the device: same advice, no automatic fix.
-# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
-RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
-
-
-_LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
-
-
-def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
-    """Python data (a list, tuple or number, directly or through a name) - surely on the host."""
-    if data.__class__ in _LITERALS:
-        return True
-    if data.__class__ is ast.Name:
-        b = ctx.binding_at(data.id, use)
-        if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
-            return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
-        return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
-    return False
-
-
-# methods between the factory and the move that only reshape or retype (the data stays as made)
-_SHAPE_METHODS = frozenset({
-    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "flatten",
-    "t", "transpose", "permute",
-    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
-    "fill_", "zero_", "type", "type_as",
-    "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
-    # drawn or rescaled in place on the host: torch.rand(s).sub_(0.5).mul_(2.0), FloatTensor(b, 1).uniform_(0, 1)
-    "normal_", "uniform_", "sub_", "mul_", "add_", "div_", "clamp_",
-})
-# filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
-_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
-# the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
-LEGACY = frozenset({
-    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
-    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
-})
-
-
-_SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
-
-
-def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) -> bool:
-    """A legacy constructor's argument that makes a new tensor rather than converting data read
-    from somewhere: sizes (``10000``, ``x.size()``, ``n`` bound to ``loc.size(0)``), Python
-    literals and ranges (``[0.5]``, ``range(n)``). Data arrays (``torch.FloatTensor(wav)``) are
-    left alone: they have to cross to the device anyway."""
-    cls = arg.__class__
-    if cls in (ast.Constant, ast.List, ast.Tuple, ast.ListComp):
-        return True  # also a list built in Python: torch.LongTensor([s[0] for s in batch])
-    if cls is ast.Attribute:
-        return arg.attr == "shape"
-    if cls is ast.Subscript:
-        return _sizes_or_literal(ctx, arg.value, use, depth)
-    if cls is ast.BinOp:
-        return _sizes_or_literal(ctx, arg.left, use, depth) and _sizes_or_literal(ctx, arg.right, use, depth)
-    if cls is ast.Call:
-        return last_name(arg.func) in _SIZE_CALLS
-    if cls is ast.Name and depth > 0:
-        b = ctx.binding_at(arg.id, use)
-        return b is not None and b.kind == "assign" and b.value is not None and _sizes_or_literal(ctx, b.value, use, depth - 1)
-    return False
-
-
-def _legacy_sizes(ctx: Context, call: ast.Call, filled: bool) -> bool:
-    """A legacy constructor that allocates: given sizes or literals, two or more positional
-    arguments or ``*shape`` (only sizes take that form: ``torch.FloatTensor(n, dim)``), or
-    filled right away (``torch.FloatTensor(n).zero_()``: whatever it was given is overwritten)."""
-    args = call.args
-    return filled or len(args) >= 2 or any(a.__class__ is ast.Starred for a in args) or all(
-        _sizes_or_literal(ctx, a, call) for a in args)
 
 
 def _traced(ctx: Context, node: ast.AST) -> bool:
@@ -166,7 +90,29 @@ What it flags
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
-  that a forward pass builds every call, here or in another module of the project).
+  that a forward pass builds every call, here or in another module of the project; a collate
+  function, which runs for every batch; a method of a model whose `nn.Module` base lives in
+  another module of the project).
+  Also: a move to a device some call names (`.to(self._device())`, `.to(get_device(t))`); a
+  factory under elementwise math or scaled by a number Python computes
+  (`th.exp(-math.log(p) * th.arange(h) / h).to(t.device)`, `torch.ones(n, n) * float('-inf')`,
+  `1 / torch.log2(position.float())` of `position = torch.arange(2, k + 2)`, `torch.zeros(n, 1) +
+  torch.tensor(float('nan'))`); episode labels made with NumPy (`np.repeat(range(n_way),
+  n_query)`, `np.repeat(task - 1, x.size(0))`) and a NumPy one-hot filled with a constant
+  (`a[0][idx] = 1`); a constant written in before the move (`loops[:, 0] = 4`); a move in the
+  `else` of an `if` whose body used the tensor, or in the other branch of `c if device is None
+  else c.to(device)`; a list grown with sizes (`lens.append(x.shape[0])`, then
+  `torch.LongTensor(lens).to(device)`); a new CPU tensor returned by a helper of another module
+  (`Variable(utils.one_hot(y, n)).cuda()`), and a round trip through a helper that builds its
+  result with NumPy or torch alone (`lf.to_one_hot(y.cpu(), n).to(y.device)`); copies no
+  `.to()` spells - a CPU `torch.arange` indexing a tensor on the device
+  (`top_vec[torch.arange(b).unsqueeze(1), clss]`) or a CPU tensor written into one
+  (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
+  a constant table given as a parameter's default that no caller overrides
+  (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
+  caller passes a number for it, and a NumPy schedule the object set once in `__init__`
+  handed to a helper that converts it (`_extract(self.sqrt_alphas_cumprod, t, shape)` doing
+  `th.from_numpy(arr).to(t.device)`).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
   `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
@@ -186,6 +132,17 @@ What it flags
   helper of a script (`if __name__ == "__main__":` or `parse_args()`) that nothing runs: its
   name occurs nowhere else in the file and no module of the project imports the script (a
   `fliplr()` left in a training script while the test script calls its own copy).
+  Nor is dead code (nothing runs it): a module-level function or class that nothing in the
+  project names but dead code, in a module the project imports or a script (`def recall(...)`
+  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds).
+  Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
+  evaluation methods, nor a module-level helper every caller of which - here or in the modules
+  importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
+  that starts on the host, which has to cross anyway: values a parser converts from the file it
+  reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
+  computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
+  tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
+  weights]`).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there.
@@ -217,22 +174,55 @@ Fix
             target = _move_target(ctx, call)
             if target is None:
                 continue
-            for site, made, separate, via in moved_sources(ctx, call, lambda e: _factory(ctx, e), _SHAPE_METHODS):
+            for site, made, separate, via in self._sources(ctx, call):
                 if id(site) in seen:
                     continue
                 seen.add(id(site))
                 inner, chained, factory = made
                 here = site if via else inner
-                if runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) or memoized(ctx, site) \
-                        or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)):
+                if self._once(ctx, site, here):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
-        for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: _factory(ctx, e)):
-            if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call))):
+            helper = round_trip_helper(ctx, call, target) if id(call) not in seen else None
+            if helper is not None and not self._once(ctx, call, call):
+                seen.add(id(call))
+                owner = ctx.text(target.value)
+                yield ctx.finding(self.code, call, f"{owner} is pulled to the host for {ctx.text(helper.func)}() and its "
+                                  f"result copied back to {owner}'s device", suggestion="compute it on the device with torch "
+                                  "(F.one_hot, torch.eye(n, device=...)[idx], torch.arange(..., device=...))")
+        for site, owner, (inner, _, factory), how in implicit_moves(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not self._once(ctx, site, site):
+                seen.add(id(inner))
+                yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
+                                  f"{ctx.text(owner)}'s device because it {how} it",
+                                  suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+        for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
                 yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to "
                                   f"{ctx.text(owner)}'s device by .new_tensor()",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+
+    @staticmethod
+    def _sources(ctx: Context, call: ast.Call) -> Iterator[tuple[ast.Call, tuple[ast.Call, bool, str], bool, str]]:
+        """What ``call`` moves that was made on the CPU: here or in a helper of this file
+        (:func:`moved_sources`), or returned by a helper of another module of the project."""
+        found = False
+        for source in moved_sources(ctx, call, lambda e: cpu_factory(ctx, e), SHAPE_METHODS):
+            found = True
+            yield source
+        recv = call.func.value
+        if not found and unwrap_variable(recv).__class__ is ast.Name and stored_then_moved(ctx, unwrap_variable(recv), call):
+            recv = ctx.resolve(unwrap_variable(recv), call)  # y_oh = utils.one_hot(y, n); y_oh = Variable(y_oh.cuda())
+        made = None if found else project_returned_new(ctx, recv, cpu_factory)
+        if made is not None:
+            name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)
+            yield call, made, True, f" (made in {name}())"
+
+    @staticmethod
+    def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
+        return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
+            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here))
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:
@@ -283,7 +273,17 @@ def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
 
 def _tensor_target(ctx: Context, call: ast.Call) -> bool:
     """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
-    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None)
+    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None
+                                            and _device_call(call) is None)
+
+
+def _device_call(call: ast.Call) -> ast.AST | None:
+    """``.to(self._device())``, ``.to(get_device(t))``, ``.to(model.device())``: the device from a
+    call of a function named for it (not ``device_count()`` or ``get_device_name()``)."""
+    if call.func.attr != "to" or not call.args or call.args[0].__class__ is not ast.Call:
+        return None
+    name = (last_name(call.args[0].func) or "").lower()
+    return call.args[0] if _DEVICE_FUNC.match(name) else None
 
 
 def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
@@ -297,9 +297,12 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
         if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
             return None  # .to("cpu") of a new tensor: it is made there already
         if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
-                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: _factory(ctx, e) is not None,
-                               _SHAPE_METHODS):
+                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
+                               SHAPE_METHODS):
             return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
+        return target
+    target = _device_call(call)
+    if target is not None:
         return target
     if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
         return None
@@ -318,67 +321,6 @@ def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
     if _tensor_target(ctx, call):
         return f"device={text}.device, dtype={text}.dtype"
     return f"device={text}"
-
-
-def _factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] | None:
-    """The torch factory call that makes ``expr`` on the CPU (through reshaping/retyping
-    methods), whether methods were chained after it, and the factory's name."""
-    if expr is not None and expr.__class__ is ast.BinOp:
-        # (torch.ones(n) * i).to(x.device): the factory scaled by a number on the host
-        sides = [expr.left, expr.right]
-        made = [_factory(ctx, side) for side in sides]
-        others = [side for side, m in zip(sides, made) if m is None]
-        found = [m for m in made if m is not None]
-        if len(found) == 1 and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
-            return found[0][0], True, found[0][2]
-        return None
-    if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
-        made = _factory(ctx, expr.value)  # torch.eye(n)[labels]: rows picked on the host
-        return (made[0], True, made[2]) if made is not None else None
-    if expr is None or expr.__class__ is not ast.Call:
-        return None
-    inner, chained, filled = expr, False, False
-    while True:
-        func = inner.func
-        if func.__class__ is ast.Attribute and func.attr in _SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
-                and ctx.qualname(func) is None:
-            if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
-                made = _factory(ctx, func.value)
-                return (made[0], True, made[2]) if made is not None else None
-            inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
-            filled = filled or func.attr in _FILLS
-        elif (ctx.qualname(func) in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
-            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
-        else:
-            break
-    q = ctx.qualname(inner.func)
-    if q is None or not q.startswith("torch.") or q.count(".") != 1:
-        return None
-    factory = q.split(".", 1)[1]
-    if factory in LEGACY:
-        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner))
-        return (inner, True, factory) if made else None
-    if factory == "from_numpy":
-        return (inner, True, factory) if len(inner.args) == 1 and (
-            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)) else None
-    if factory not in DETERMINISTIC and factory not in RANDOM:
-        return None
-    if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
-        return None  # a generator fixes the device the numbers are drawn on
-    if any(k.arg is None for k in inner.keywords):
-        return None  # **kwargs may hold a device; *sizes cannot
-    if factory in ("tensor", "as_tensor"):
-        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
-                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
-            return None  # data that may already be a tensor on the device, or positional extras
-    return inner, chained, factory
-
-
-def _number_like(node: ast.AST) -> bool:
-    """A number or a name (``i``, ``-1``, ``-alpha``) scaling a factory on the host."""
-    if node.__class__ is ast.UnaryOp:
-        node = node.operand
-    return node.__class__ in (ast.Constant, ast.Name)
 
 
 RULE = CreateThenMove()

@@ -5,61 +5,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.callers import parsed_file
-from torchwise.lint.semantics.normlayers import BN_DIMS as _BN_DIMS, bn_dims, held_bn_dims
-from torchwise.lint.semantics.values import local_function
-
-_CONV_DIMS = {
-    "torch.nn.Conv1d": 1, "torch.nn.Conv2d": 2, "torch.nn.Conv3d": 3,
-    "torch.nn.ConvTranspose1d": 1, "torch.nn.ConvTranspose2d": 2, "torch.nn.ConvTranspose3d": 3,
-}
-
-
-def conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
-    """Dimensionality of an ``nn.ConvNd(...)`` call that keeps its bias, else None."""
-    if call.__class__ is not ast.Call:
-        return None
-    q = ctx.qualname(call.func)
-    dims = _CONV_DIMS.get(q or "")
-    if dims is None or has_star_args(call):
-        return None
-    bias = argument(call, "bias", 7)  # 8th positional for Conv and ConvTranspose alike
-    if bias is None:
-        return dims
-    if bias.__class__ is ast.Constant and bias.value is True:
-        return dims
-    return None
-
-
-def helper_conv_with_bias(ctx: Context, call: ast.AST) -> int | None:
-    """Dimensionality of a call of a module-level helper of this file that only returns a biased
-    ``nn.ConvNd`` (``conv3x3(in_planes, out_planes, stride)`` returning ``nn.Conv2d(..., bias=True)``
-    - or a ``bias`` parameter that is True here or by default), else None."""
-    if call.__class__ is not ast.Call or call.func.__class__ is not ast.Name or has_star_args(call):
-        return None
-    func = local_function(ctx, call)
-    if func is None or func.__class__ is not ast.FunctionDef or ctx.parent(func).__class__ is not ast.Module:
-        return None
-    body = [b for b in func.body if not (b.__class__ is ast.Expr and b.value.__class__ is ast.Constant)]
-    if len(body) != 1 or body[0].__class__ is not ast.Return or body[0].value is None:
-        return None
-    conv = body[0].value
-    dims = _CONV_DIMS.get(ctx.qualname(conv.func) or "") if conv.__class__ is ast.Call else None
-    if dims is None or has_star_args(conv):
-        return None
-    bias = argument(conv, "bias", 7)
-    if bias is not None and bias.__class__ is ast.Name:
-        params = [a.arg for a in func.args.args]
-        if bias.id not in params:
-            return None
-        defaults = {a.arg: d for a, d in zip(func.args.args[::-1], func.args.defaults[::-1])}
-        i = params.index(bias.id)
-        bias = argument(call, bias.id, i) or defaults.get(bias.id)
-    return dims if bias is None or bias.__class__ is ast.Constant and bias.value is True else None
-
+from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
+from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
 
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
@@ -71,8 +21,12 @@ class ConvBiasBeforeBatchNorm(Rule):
     triggers = ("BatchNorm",)
     doc = """\
 What it flags
-  An `nn.ConvNd`/`nn.ConvTransposeNd` that keeps its bias (no `bias=False`) immediately
-  followed by a BatchNorm of the same dimensionality: adjacent in an `nn.Sequential(...)`, or
+  An `nn.ConvNd`/`nn.ConvTransposeNd` that keeps its bias (no `bias=False`; also `bias=bias`
+  where that parameter of `__init__` defaults to True), or an `nn.Linear` that keeps its bias
+  before a `BatchNorm1d`, immediately followed by a BatchNorm of the same dimensionality:
+  adjacent in an `nn.Sequential(...)` (also `nn.Sequential(*layers)` over a list written out
+  just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
+  assigns it in any branch), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
   builds them (also when `self.conv` is an `nn.Sequential(...)` that ends with that
   convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
@@ -86,10 +40,12 @@ What it flags
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
-  returning `nn.Conv2d(..., bias=True)`). The BatchNorm may be the file's own subclass of one
-  (`class _BatchNorm2d(nn.BatchNorm2d)` with other defaults; one that defines its own `forward`
-  stays quiet), or a `self.norm3` put in the `nn.Sequential` by the method that assigns it a
-  BatchNorm in some branch (`elif norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)`; a
+  returning `nn.Conv2d(..., bias=True)`), or the file's own subclass of `nn.ConvNd` that hands a
+  `bias` parameter (True by default) to its base and still convolves (`class Conv2d_fw(nn.Conv2d)`
+  with fast weights). The BatchNorm may be the file's own subclass of one
+  (`class _BatchNorm2d(nn.BatchNorm2d)` with other defaults, or a `forward` of its own that still
+  calls `F.batch_norm`; one whose `forward` computes something else stays quiet), or a
+  `self.norm3` put in the `nn.Sequential` by the method that assigns it a BatchNorm in some branch (`elif norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)`; a
   norm that is only ever GroupNorm, InstanceNorm or an identity stays quiet).
 
 Why it matters
@@ -114,15 +70,19 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         reported: set[int] = set()
         for seq in ctx.calls_to("torch.nn.Sequential"):
-            items = seq.args
-            for first, second in zip(items, items[1:]):
-                d = conv_with_bias(ctx, first)
-                b = bn_dims(ctx, second) if second.__class__ is ast.Call else held_bn_dims(ctx, second)
-                if d is None and first.__class__ is ast.Call and b is not None:
-                    d = wrapped_conv_with_bias(ctx, first) or helper_conv_with_bias(ctx, first)
-                if d is not None and b is not None and _matches(d, b) and id(first) not in reported:
-                    reported.add(id(first))
-                    yield self._finding(ctx, first)
+            func = ctx.function_of(seq)
+            params = func.args if func is not None and func.__class__ is ast.FunctionDef else None
+            items = _listed_layers(ctx, seq) or [[a] for a in seq.args]
+            for firsts, seconds in zip(items, items[1:]):
+                for first in firsts:
+                    b = next((b for b in (bn_dims(ctx, s) if s.__class__ is ast.Call else held_bn_dims(ctx, s)
+                                          for s in seconds) if b is not None), None)
+                    d = conv_with_bias(ctx, first, params) if b is not None else None
+                    if d is None and first.__class__ is ast.Call and b is not None:
+                        d = wrapped_conv_with_bias(ctx, first) or helper_conv_with_bias(ctx, first)
+                    if d is not None and b is not None and _matches(d, b) and id(first) not in reported:
+                        reported.add(id(first))
+                        yield self._finding(ctx, first)
         for cls in ctx.nodes.get(ast.ClassDef, ()):
             yield from self._check_class(ctx, cls, reported)
         if "add_module" in ctx.source or "BatchNorm" in ctx.source:
@@ -132,10 +92,11 @@ Lint and the doctor
                     yield self._finding(ctx, conv)
 
     def _finding(self, ctx: Context, conv: ast.AST) -> Finding:
+        layer = "linear layer" if conv.__class__ is ast.Call and ctx.qualname(conv.func) == "torch.nn.Linear" else "convolution"
         return ctx.finding(
             self.code, conv,
-            "convolution bias right before BatchNorm is cancelled by the normalisation",
-            suggestion="pass bias=False to the convolution",
+            f"{layer} bias right before BatchNorm is cancelled by the normalisation",
+            suggestion=f"pass bias=False to the {layer}",
         )
 
     def _check_class(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:
@@ -153,7 +114,7 @@ Lint and the doctor
                 value = node.value
                 if ctx.qualname(getattr(value, "func", None)) == "torch.nn.Sequential" and value.args and not value.keywords:
                     value = value.args[-1]  # nn.Sequential(..., nn.Conv2d(...)): its last layer meets what follows
-                d = conv_with_bias(ctx, value)
+                d = conv_with_bias(ctx, value, item.args)
                 if d is None:
                     d = helper_conv_with_bias(ctx, value)
                 if d is not None:
@@ -242,7 +203,7 @@ def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[i
             d = d[0] if d is not None else None  # type: ignore[index]
             arg = local[arg.id][1][1] if kind == "conv" else arg  # type: ignore[index]
         if d is not None:
-            convs[owner.attr] = (d, arg)
+            convs.setdefault(owner.attr, (d, arg))  # the first: an MLP's last Linear (its output) often has no norm after it
         elif b is not None:
             bns[owner.attr] = b
     return convs, bns
@@ -266,57 +227,29 @@ def _list_of(ctx: Context, func: ast.AST, use: ast.AST, lists: dict) -> str | No
     return None
 
 
-def wrapped_conv_with_bias(ctx: Context, call: ast.Call) -> int | None:
-    """Dimensionality of a call of the project's own convolution wrapper (``ConvNorm(...)``: a
-    module whose ``__init__`` builds one biased ``nn.ConvNd`` - the bias a parameter that
-    defaults to True - and whose ``forward`` returns its output), defined in this file or in
-    another module of the project; None otherwise or when the call passes ``bias=False``."""
-    bias = next((k.value for k in call.keywords if k.arg == "bias"), None)
-    if bias is not None and not (bias.__class__ is ast.Constant and bias.value is True):
-        return None
-    name = call.func.id if call.func.__class__ is ast.Name else (call.func.attr if call.func.__class__ is ast.Attribute else None)
-    if name is None or name[:1].islower():
-        return None
-    key = ("tw209:wrapper", name)
-    facts = ctx.project
-    cache = facts.answers if facts.files else ctx._cache
-    if key not in cache:
-        cache[key] = _wrapper_dims(ctx, name)
-    return cache[key]
-
-
-def _wrapper_dims(ctx: Context, name: str) -> int | None:
-    klass = ctx.local_classes.get(name)
-    where = ctx
-    if klass is None:
-        needle = f"class {name}("
-        for path, text in ctx.project.files:
-            if needle in text and path != ctx.path:
-                other = parsed_file(ctx.project, path, text)
-                klass = other.local_classes.get(name) if other is not None else None
-                where = other  # type: ignore[assignment]
-                if klass is not None:
-                    break
-    if klass is None:
-        return None
-    init = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
-    forward = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "forward"), None)
-    if init is None or forward is None:
-        return None
-    defaults = {a.arg: d for a, d in zip(init.args.args[::-1], init.args.defaults[::-1])}
-    convs = [n for n in ast.walk(init) if n.__class__ is ast.Call and where.qualname(n.func) in _CONV_DIMS]
-    if len(convs) != 1 or has_star_args(convs[0]):
-        return None
-    conv = convs[0]
-    bias = argument(conv, "bias", 7)
-    if bias is not None and bias.__class__ is ast.Name:
-        default = defaults.get(bias.id)
-        bias = default if default is not None else bias
-    if bias is not None and not (bias.__class__ is ast.Constant and bias.value is True):
-        return None
-    if any(n.__class__ is ast.Call and where.qualname(n.func) in _BN_DIMS for n in ast.walk(klass)):
-        return None  # the wrapper normalises itself
-    return _CONV_DIMS[where.qualname(conv.func)]
+def _listed_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
+    """``nn.Sequential(*layers)`` over a list written out just before, in the same function
+    (``self.layers = [self.C, self.BN, self.relu]``): its items in order, each ``self.`` layer as
+    the values ``__init__`` assigns it (one per branch: ``if maml: self.C = Conv2d_fw(...)
+    else: self.C = nn.Conv2d(...)``)."""
+    if len(seq.args) != 1 or seq.args[0].__class__ is not ast.Starred or seq.keywords:
+        return []
+    held = seq.args[0].value
+    value = None
+    if held.__class__ is ast.Name:
+        value = ctx.resolve(held, seq)
+    elif held.__class__ is ast.Attribute and held.value.__class__ is ast.Name and held.value.id == "self":
+        value = ctx.single_self_value(held, seq)
+    if value is None or value.__class__ is not ast.List or ctx.function_of(value) is not ctx.function_of(seq):
+        return []
+    cls = ctx.class_of(seq)
+    items = []
+    for elt in value.elts:
+        if elt.__class__ is ast.Attribute and elt.value.__class__ is ast.Name and elt.value.id == "self" and cls is not None:
+            items.append(ctx.self_attr_values(cls, elt.attr) or [elt])
+        else:
+            items.append([elt])
+    return items
 
 
 def _self_attr_call(call: ast.Call) -> str | None:

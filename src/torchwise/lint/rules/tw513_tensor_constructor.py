@@ -54,6 +54,29 @@ def _form(call: ast.Call) -> str | None:
     return "data" if _numeric_literal(arg) else None
 
 
+def _module_alias(ctx: Context, call: ast.Call) -> str | None:
+    """``self.tt = torch.cuda if cuda else torch``, then ``self.tt.FloatTensor(n)`` (also a local
+    name): a typed constructor reached through a name that stands for the torch module (either
+    branch of a conditional)."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.attr not in TYPED:
+        return None
+    holder = func.value
+    if holder.__class__ is ast.Attribute and holder.value.__class__ is ast.Name and holder.value.id == "self":
+        value = ctx.single_self_value(holder, call)
+    elif holder.__class__ is ast.Name and holder.id not in ctx.imports:
+        value = ctx.resolve(holder, call)
+        value = None if value is holder else value
+    else:
+        return None
+    options = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    modules = {ctx.qualname(option) for option in options if option is not None}
+    for q in ("torch", "torch.cuda"):  # the CPU one first: its dtype is what the advice needs
+        if q in modules:
+            return f"{q}.{func.attr}"
+    return None
+
+
 def _alias_target(ctx: Context, call: ast.Call) -> str | None:
     """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor; Tensor(n, 1)``: the
     constructor a local name stands for (either branch of a conditional)."""
@@ -83,9 +106,12 @@ What it flags
   `IntTensor`, `ShortTensor`, `CharTensor`, `ByteTensor`, `BoolTensor`, their `torch.cuda.*`
   twins, the sparse ones (`torch.sparse.FloatTensor(indices, values, size)`: use
   `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
-  torch.FloatTensor`, then `Tensor(n, 1)`), and one applied to every item with
-  `map(torch.LongTensor, zip(*batch))`. The classes themselves, in annotations,
-  `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
+  torch.FloatTensor`, then `Tensor(n, 1)`), one reached through a name that stands for the
+  torch module (`self.tt = torch.cuda if cuda else torch`, then `self.tt.FloatTensor(n)`), and
+  one applied to every item with `map(torch.LongTensor, zip(*batch))`. Also a call with no
+  argument, `torch.Tensor()` or `torch.LongTensor()` (an empty accumulator, or a template for
+  `.new_tensor(...)`): `torch.empty(0, dtype=...)` says what it makes. The classes themselves,
+  in annotations, `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
 
 Why it matters
   These constructors guess what their arguments mean: `torch.FloatTensor(3, 4)` is an
@@ -106,7 +132,8 @@ Fix
   become `torch.empty(..., dtype=..., device=...)` and a literal list of numbers becomes
   `torch.tensor([...], dtype=..., device=...)`. The fix keeps `device="cpu"` (or `"cuda"`)
   because these constructors ignore `torch.set_default_device`; drop it where the tensor
-  should follow the default device. `torch.Tensor(sizes)` becomes `torch.empty(sizes)` only
+  should follow the default device; a typed constructor with no argument becomes
+  `torch.empty(0, dtype=..., device=...)`. `torch.Tensor(sizes)` (and `torch.Tensor()`) becomes `torch.empty(sizes)` only
   with `--unsafe-fixes` (`torch.empty` follows a default device set elsewhere; the legacy
   constructor does not). Other arguments (a name, an array) are left to you: the constructor
   may read them as sizes or as data, and it aliases a tensor it is given.
@@ -114,9 +141,11 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_named("Tensor", *TYPED):
-            if not call.args and not call.keywords:
-                continue
             q = ctx.qualname(call.func)
+            if not call.args and not call.keywords:
+                if q in CONSTRUCTORS:
+                    yield self._empty(ctx, call, q)
+                continue
             alias = None
             if q in SPARSE:
                 yield ctx.finding(
@@ -124,10 +153,10 @@ Fix
                     suggestion=f"use torch.sparse_coo_tensor(indices, values, size, dtype={SPARSE[q]})", end_node=call.func)
                 continue
             if q not in CONSTRUCTORS:
-                alias = _alias_target(ctx, call)
+                alias = _alias_target(ctx, call) or _module_alias(ctx, call)
                 if alias is None:
                     continue
-            name = ctx.text(call.func) + "(...)" if alias is None else f"{call.func.id}(...) ({alias})"
+            name = ctx.text(call.func) + "(...)" if alias is None else f"{ctx.text(call.func)}(...) ({alias})"
             if q == "torch.Tensor":
                 message = "torch.Tensor(...) is the legacy constructor: sizes give uninitialised memory, data the default dtype"
             else:
@@ -135,6 +164,21 @@ Fix
             yield ctx.finding(self.code, call, message, suggestion=self._suggestion(q or alias),
                               fix=self._fix(ctx, call, q) if alias is None else None, end_node=call.func)
         yield from self._mapped(ctx)
+
+    def _empty(self, ctx: Context, call: ast.Call, q: str) -> Finding:
+        """``torch.Tensor()``/``torch.LongTensor()`` with no argument: an empty tensor (an accumulator
+        for ``torch.cat``, a template for ``.new_tensor``) that ``torch.empty(0, ...)`` names plainly."""
+        dtype, device = CONSTRUCTORS[q]
+        extra = (f", dtype={dtype}" if dtype else "") + (f', device="{device}"' if dtype else "")
+        start, end = ctx.span(call)
+        if dtype is None:
+            fix = Fix("use torch.empty(0)", (Edit(start, end, "torch.empty(0)"),), safe=False,
+                      why_unsafe="torch.empty follows torch.set_default_device (set anywhere in the program); torch.Tensor always made CPU tensors")
+        else:
+            fix = Fix(f"use torch.empty(0{extra})", (Edit(start, end, f"torch.empty(0{extra})"),))
+        return ctx.finding(self.code, call, f"{ctx.text(call.func)}() is a legacy constructor (an empty tensor of a type it implies)",
+                           suggestion=f"use torch.empty(0{extra}), or torch.tensor(data, ...) where it only serves as a template",
+                           fix=fix, end_node=call.func)
 
     def _mapped(self, ctx: Context) -> Iterator[Finding]:
         """``map(torch.LongTensor, zip(*batch))``: the constructor applied to every item (a collate

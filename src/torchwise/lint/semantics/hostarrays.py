@@ -79,6 +79,8 @@ def _name_made(ctx: Context, name: ast.Name, use: AST, depth: int) -> bool:
 def _numpy_call_made(ctx: Context, name: str, call: ast.Call, depth: int) -> bool:
     if name in NUMPY_MAKERS:
         return True
+    if name in ("repeat", "tile") and call.args and _repeated_labels(call):
+        return True
     if name in ("array", "asarray"):
         return bool(call.args) and call.args[0].__class__ in _LITERALS
     if name in _JOINS and call.args:
@@ -90,6 +92,20 @@ def _numpy_call_made(ctx: Context, name: str, call: ast.Call, depth: int) -> boo
             pieces = seq.elts
         return bool(pieces) and all(numpy_made(ctx, p, call, depth - 1) for p in pieces)
     return bool(call.args) and numpy_made(ctx, call.args[0], call, depth - 1)  # np.expand_dims(a, 0)
+
+
+def _repeated_labels(call: ast.Call) -> bool:
+    """``np.repeat(range(n_way), n_query)`` (episode labels), ``np.repeat([0, 1], k)``, or a
+    label broadcast to the batch, ``np.repeat(task - 1, x.size(0))``: integers made from sizes."""
+    first = call.args[0]
+    if first.__class__ is ast.Call:
+        return first.func.__class__ is ast.Name and first.func.id == "range"
+    if first.__class__ in (ast.List, ast.Tuple, ast.Constant):
+        return True
+    count = call.args[1] if len(call.args) > 1 else None
+    sized = count is not None and (count.__class__ is ast.Call and last_name(count.func) in ("size", "len")
+                                   or count.__class__ is ast.Subscript and last_name(count.value) == "shape")
+    return sized and first.__class__ is ast.BinOp and {first.left.__class__, first.right.__class__} == {ast.Name, ast.Constant}
 
 
 def pure_numpy_result(ctx: Context, call: ast.Call, depth: int = 3) -> bool:

@@ -23,8 +23,12 @@ def bn_dims(ctx: Context, call: ast.AST) -> int | None:
 
 def _bn_subclass_dims(ctx: Context, klass: ast.ClassDef, depth: int) -> int | None:
     """A class of this file deriving from a BatchNorm (directly or through another such class)
-    that keeps BatchNorm's ``forward``; one with its own ``forward`` may compute anything."""
-    if depth == 0 or any(i.__class__ is ast.FunctionDef and i.name == "forward" for i in klass.body):
+    that keeps BatchNorm's ``forward``, or whose own ``forward`` still normalises with
+    ``F.batch_norm(...)`` (a fast-weight variant for meta-learning); any other ``forward`` may
+    compute anything."""
+    forward = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "forward"), None)
+    if depth == 0 or forward is not None and not any(
+            n.__class__ is ast.Call and ctx.qualname(n.func) == "torch.nn.functional.batch_norm" for n in ast.walk(forward)):
         return None
     for base in klass.bases:
         dims = BN_DIMS.get(ctx.qualname(base) or "")

@@ -5,9 +5,12 @@ run for every batch or step instead."""
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
+from torchwise.lint.semantics.unuseddefs import dead_code
+from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -28,14 +31,14 @@ def is_per_call_function(ctx: Context, func: AST) -> bool:
     if _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    if klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)):
+    if klass.__class__ is ast.ClassDef and not _hook_or_eval(func.name) and module_class(ctx, klass):
         return True
     return any(ctx.scope_of(c) is func for c in training_calls(ctx))
 
 
 def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
-    """Does ``node`` evidently run once (set-up), not every step? Yes at module level outside
-    loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
+    """Does ``node`` evidently run once (set-up), not every step? Never in a collate function;
+    yes at module level outside loops, in ``__init__``/``setup``/``build``/``main``-like functions (``__init__`` of a plain
     helper class built in a forward pass excepted), before or after the loop of a function that
     loops (unless a forward pass calls it: :func:`called_per_call`, or a loop over batches or
     items does: :func:`called_per_item`), in a helper every caller of which (in this file) runs once or evaluates (an
@@ -54,6 +57,10 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     scope = ctx.scope_of(node)
     if scope.__class__ is ast.Module:
         return True
+    if scope.__class__ is not ast.Lambda and "collate" in scope.name.lower():
+        return False  # a loader's collate function (variable_time_collate_fn): it runs for every batch
+    if scope.__class__ is not ast.Lambda and _HOOK.match(scope.name):
+        return True  # begin_task / end_epoch: once per task or epoch
     if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
     if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
@@ -62,9 +69,16 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
         return False
-    if not any(n.__class__ in (ast.For, ast.AsyncFor, ast.While) for n in ctx.walk_body(scope.body)):
+    if not any(n.__class__ in (ast.For, ast.AsyncFor) or n.__class__ is ast.While and not _reshape_loop(n)
+               for n in ctx.walk_body(scope.body)):
         return False
     return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)))
+
+
+def _reshape_loop(loop: ast.While) -> bool:
+    """``while len(res.shape) < len(shape): res = res[..., None]``: a loop over dimensions, not work."""
+    return any(n.__class__ is ast.Attribute and n.attr in ("shape", "ndim") or n.__class__ is ast.Call
+               and n.func.__class__ is ast.Attribute and n.func.attr == "dim" for n in ast.walk(loop.test))
 
 
 _EPOCH_ITERS = frozenset({"range", "trange"})
@@ -124,7 +138,16 @@ def _forward_like(ctx: Context, func: AST) -> bool:
     if func.__class__ is ast.Lambda or _named_per_call(func.name):
         return True
     klass = ctx.parent(func)
-    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    return klass.__class__ is ast.ClassDef and not _hook_or_eval(func.name) and module_class(ctx, klass)
+
+
+_HOOK = re.compile(r"^_*(begin|end|start|finish|before|after|on)_(task|epoch|train|training|experience|stage)")
+
+
+def _hook_or_eval(name: str) -> bool:
+    """A model's once-per-task or once-per-epoch hook (``begin_task``, ``end_task``, ``end_epoch``)
+    or its evaluation method (``evaluate_bias``): not part of every step's computation."""
+    return bool(_HOOK.match(name)) or name in _ONCE_NAMES or name.startswith(_ONCE_PREFIXES) or is_eval_name(name)
 
 
 def _named_per_call(name: str) -> bool:
@@ -133,22 +156,58 @@ def _named_per_call(name: str) -> bool:
 
 
 def _called_at_setup(ctx: Context, func: AST, depth: int) -> bool:
-    """Every call of this helper in the file is made at set-up (:func:`runs_once`) or by an
-    evaluation function outside its loops, and no other module of the project calls it (``_dummy_forward`` from ``__init__``; an evaluator's
-    ``eval()`` calling ``_calculate_mrr``)."""
-    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
-    if not calls:
+    """Every call of this helper - in the file (dead code aside) and in the modules importing it -
+    is made at set-up (:func:`runs_once`) or by an evaluation function outside its loops
+    (``_dummy_forward`` from ``__init__``; an evaluator's ``eval()`` calling ``_calculate_mrr``;
+    ``range_tensor(n)`` that agents call in their ``__init__``; a loss factory the training
+    function calls before its epoch loop)."""
+    sites = [(ctx, c) for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and not dead_code(ctx, c)]
+    if not all(_set_up_site(where, call, func, depth) for where, call in sites):
         return False
-    for call in calls:
-        caller = ctx.function_of(call)
-        if caller is func:
+    if ctx.parent(func) is ctx.tree and ctx.project.files:
+        # the modules importing it count too (a forward pass there is not set-up because this file
+        # only calls it in its own ``__main__`` smoke test; an agent's __init__ there is)
+        if _called_in_a_loop(ctx, func.name):
+            return False  # a text test first: no module is parsed to learn that a loop calls it
+        remote = list(project_calls(ctx, func.name))
+        if not all(_set_up_site(where, call, func, depth) for where, call in remote):
             return False
-        evaluating = caller is not None and is_eval_name(caller.name) and not ctx.enclosing_loops(call)
-        if not evaluating and not runs_once(ctx, call, depth - 1):
-            return False
-    # a module-level helper that another module of the project calls (a forward pass importing
-    # it) is not set-up because this file only calls it in its own ``__main__`` smoke test
-    return not (ctx.parent(func) is ctx.tree and ctx.project.files and next(project_calls(ctx, func.name), None) is not None)
+        sites += remote
+    return bool(sites)
+
+
+def _set_up_site(where: Context, call: ast.Call, func: AST, depth: int) -> bool:
+    caller = where.function_of(call)
+    if caller is func:
+        return False
+    evaluating = caller is not None and is_eval_name(caller.name) and not where.enclosing_loops(call)
+    return evaluating or runs_once(where, call, depth - 1)
+
+
+def _called_in_a_loop(ctx: Context, name: str) -> bool:
+    """Some other file of the project calls ``name(`` on a line inside a ``for``/``while`` block of
+    its function (read from the indentation, not parsed)."""
+    needle = name + "("
+    for path, text in ctx.project.files:
+        if path == ctx.path or needle not in text:
+            continue
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            at = line.find(needle)
+            if at < 0 or at and (line[at - 1].isalnum() or line[at - 1] == "_"):
+                continue
+            indent = len(line) - len(line.lstrip())
+            for prev in reversed(lines[:i]):
+                stripped = prev.lstrip()
+                width = len(prev) - len(stripped)
+                if not stripped or stripped.startswith("#") or width >= indent:
+                    continue
+                if stripped.startswith(("for ", "while ", "async for ")):
+                    return True
+                if stripped.startswith(("def ", "async def ", "class ")):
+                    break
+                indent = width
+    return False
 
 
 _NAN_CHECKS = frozenset({"isnan", "isinf", "isfinite"})
@@ -174,7 +233,8 @@ def _built_per_call(ctx: Context, init: AST) -> bool:
         sites += list(project_calls(ctx, klass.name))
     for where, call in sites:
         func = where.function_of(call)
-        if func is not None and func is not init and is_per_call_function(where, func) \
+        if func is not None and func is not init and not (func.__class__ is not ast.Lambda and _hook_or_eval(func.name)) \
+                and is_per_call_function(where, func) and not runs_once(where, call, 1) \
                 and (where.enclosing_loops(call) or _forward_like(where, func)):
             return True  # not a training function building it once before its loop
     return False

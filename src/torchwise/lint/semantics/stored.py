@@ -14,15 +14,42 @@ _JOINS = ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack")
 
 def stored_then_moved(ctx: Context, recv: ast.Name, call: ast.Call) -> bool:
     """``recv`` was assigned in the same function (and loop) as ``call`` with no use of it in
-    between: the move (or the join that is moved) is the next thing done with the new tensor."""
+    between (writing a constant into it, ``m[:, 0] = 4``, is part of making it): the move (or the join that is moved) is the next thing done with the new tensor."""
     b = ctx.binding_at(recv.id, call)
     if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(call):
         return False
     start, here = b.pos, (recv.lineno, recv.col_offset)
+    other = _other_branch(ctx, recv)
+    skipped = _branches_not_taken(ctx, call, b.node)
     for pos in name_positions(ctx).get(recv.id, ()):
-        if start <= pos < here:
+        if start <= pos < here and pos != other and not any(first <= pos[0] <= last for first, last in skipped):
             return False  # used in between: needed on the CPU first
     return ctx.enclosing_loops(b.node)[:1] == ctx.enclosing_loops(call)[:1]
+
+
+def _other_branch(ctx: Context, recv: ast.Name) -> tuple[int, int] | None:
+    """``c if device is None else c.to(device)``: where the other branch names ``recv`` (not a use
+    before the move: only one branch runs)."""
+    node = recv
+    for anc in ctx.ancestors(recv):
+        if anc.__class__ is ast.IfExp:
+            alt = anc.body if node is anc.orelse else anc.orelse if node is anc.body else None
+            if alt is not None and alt.__class__ is ast.Name and alt.id == recv.id:
+                return alt.lineno, alt.col_offset
+        if isinstance(anc, ast.stmt):
+            return None
+        node = anc
+    return None
+
+
+def _branches_not_taken(ctx: Context, call: AST, made: AST) -> list[tuple[int, int]]:
+    """The lines of the ``if`` bodies that cannot run before ``call``: ``if mse: ... one_hot(y) ...
+    else: y = y.cuda()`` - the move sits in the ``else`` of an ``if`` that comes after ``made``."""
+    out = []
+    for if_node, in_body in ctx.enclosing_ifs(call):
+        if not in_body and if_node.__class__ is ast.If and if_node.body and if_node.lineno > made.lineno:
+            out.append((if_node.body[0].lineno, if_node.body[-1].end_lineno or if_node.body[-1].lineno))
+    return out
 
 
 def joined_names(ctx: Context, expr: AST, methods: frozenset[str]) -> list[ast.Name]:
@@ -44,10 +71,30 @@ def name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
     if found is None:
         found = {}
         for name in ctx.nodes.get(ast.Name, ()):
-            if name.ctx.__class__ is ast.Load and not _none_test(ctx, name):
-                found.setdefault(name.id, []).append((name.lineno, name.col_offset))
+            if name.ctx.__class__ is not ast.Load:
+                continue
+            parent = ctx.parent(name)
+            if parent.__class__ is ast.Compare and _none_test(ctx, name) or parent.__class__ is ast.Subscript \
+                    and _constant_fill(ctx, name):
+                continue
+            found.setdefault(name.id, []).append((name.lineno, name.col_offset))
         ctx._cache["tw205:names"] = found
     return found
+
+
+def _constant_fill(ctx: Context, name: ast.Name) -> bool:
+    """``m[:, 0] = 4`` (or ``c[rows, y] = 1.``): a constant written into the new tensor or array in
+    place - part of making it, not a use that needs it where it was made."""
+    sub = ctx.parent(name)
+    while sub.__class__ is ast.Subscript and sub.ctx.__class__ is ast.Load and ctx.parent(sub).__class__ is ast.Subscript \
+            and ctx.parent(sub).value is sub:
+        name, sub = sub, ctx.parent(sub)  # a[0][idx] = 1
+    stmt = ctx.parent(sub)
+    if sub.__class__ is not ast.Subscript or sub.value is not name or sub.ctx.__class__ is not ast.Store \
+            or stmt.__class__ is not ast.Assign:
+        return False
+    value = stmt.value.operand if stmt.value.__class__ is ast.UnaryOp else stmt.value
+    return value.__class__ is ast.Constant and isinstance(value.value, (int, float, bool))
 
 
 def _none_test(ctx: Context, name: ast.Name) -> bool:

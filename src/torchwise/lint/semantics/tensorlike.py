@@ -53,4 +53,6 @@ def tensor_like(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 12) -> b
         return expr.id not in ("self", "cls") and "device" not in expr.id.lower()
     if b.kind in ("for", "unpack"):
         return True
+    if b.kind == "assign" and b.value.__class__ is ast.Name and depth > 0:
+        return tensor_like(ctx, b.value, b.node, depth - 1)  # tensor = obj, obj a loop variable over the inputs
     return b.kind == "assign" and (b.value.__class__ is ast.Subscript or _derived(ctx, b.value, depth))

@@ -1,0 +1,198 @@
+"""Tensors a torch factory makes on the CPU (TW205): ``torch.zeros(n)`` without ``device=``, a
+random draw, ``torch.tensor`` of Python data, a typed legacy constructor of sizes or literals,
+``torch.from_numpy`` of an array NumPy makes right there - through the reshaping and retyping
+methods chained after it, host arithmetic and wrapping functions (``torch.triu(torch.ones(n, n))``)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import Context, keyword, last_name
+from torchwise.lint.semantics.actions import model_input_copy, observation_copy
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.handoff import host_round_trip
+from torchwise.lint.semantics.hostarrays import numpy_made
+from torchwise.lint.semantics.hostdata import appended_sizes, constant_table_param, outside_data, python_value
+from torchwise.lint.semantics.stored import stored_then_moved
+
+# Factories whose values do not depend on the random generator: moving the device into the
+# call gives exactly the same tensor.
+DETERMINISTIC = frozenset({
+    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
+    "empty_strided", "tril_indices", "triu_indices",
+    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+})
+# torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
+_WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
+# elementwise torch functions of one new tensor: computed on the host, it stays there
+_ELEMENTWISE = frozenset({f"torch.{n}" for n in (
+    "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sigmoid", "tanh",
+    "abs", "neg", "reciprocal", "square", "floor", "ceil", "round")})
+# Random factories draw from a different generator on the device: same advice, no automatic fix.
+# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
+RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
+
+
+_LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
+
+
+def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
+    """Python data (a list, tuple or number, directly or through a name) - surely on the host -
+    made in Python, not data from outside (:func:`outside_data`)."""
+    if outside_data(ctx, data, use):
+        return False
+    if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
+        return True  # also a number Python computes: torch.tensor(float("nan"))
+    if data.__class__ is ast.Attribute and data.attr == "shape":
+        return True  # torch.tensor(p.shape): sizes
+    if data.__class__ is ast.Name:
+        if python_value(ctx, data, use):
+            return True  # x if isinstance(x, torch.Tensor) else torch.tensor(x).to(t); a constant default
+        b = ctx.binding_at(data.id, use)
+        if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
+            return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
+        return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
+    return False
+
+
+# methods between the factory and the move that only reshape or retype (the data stays as made)
+SHAPE_METHODS = frozenset({
+    "unsqueeze", "squeeze", "unfold", "repeat", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "flatten",
+    "t", "transpose", "permute",
+    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
+    "fill_", "zero_", "type", "type_as",
+    "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
+    # drawn or rescaled in place on the host: torch.rand(s).sub_(0.5).mul_(2.0), FloatTensor(b, 1).uniform_(0, 1)
+    "normal_", "uniform_", "sub_", "mul_", "add_", "div_", "clamp_",
+})
+# filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
+_FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
+# the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
+LEGACY = frozenset({
+    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
+    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
+})
+
+
+_SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
+
+
+def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) -> bool:
+    """A legacy constructor's argument that makes a new tensor rather than converting data read
+    from somewhere: sizes (``10000``, ``x.size()``, ``n`` bound to ``loc.size(0)``), Python
+    literals and ranges (``[0.5]``, ``range(n)``). Data arrays (``torch.FloatTensor(wav)``) are
+    left alone: they have to cross to the device anyway."""
+    cls = arg.__class__
+    if cls in (ast.List, ast.Tuple, ast.ListComp, ast.Name) and outside_data(ctx, arg, use):
+        return False  # parsed from a file, computed by a routine, the items of a CPU tensor
+    if cls in (ast.Constant, ast.List, ast.Tuple, ast.ListComp):
+        return True  # also a list built in Python: torch.LongTensor([s[0] for s in batch])
+    if cls is ast.Name and appended_sizes(ctx, arg, use):
+        return True  # mel_len = list(); mel_len.append(x.shape[0]); torch.LongTensor(mel_len)
+    if cls is ast.Attribute:
+        return arg.attr == "shape"
+    if cls is ast.Subscript:
+        return _sizes_or_literal(ctx, arg.value, use, depth)
+    if cls is ast.BinOp:
+        return _sizes_or_literal(ctx, arg.left, use, depth) and _sizes_or_literal(ctx, arg.right, use, depth)
+    if cls is ast.Call:
+        return last_name(arg.func) in _SIZE_CALLS
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(arg.id, use)
+        return b is not None and b.kind == "assign" and b.value is not None and _sizes_or_literal(ctx, b.value, use, depth - 1)
+    return False
+
+
+def _legacy_sizes(ctx: Context, call: ast.Call, filled: bool) -> bool:
+    """A legacy constructor that allocates: given sizes or literals, two or more positional
+    arguments or ``*shape`` (only sizes take that form: ``torch.FloatTensor(n, dim)``), or
+    filled right away (``torch.FloatTensor(n).zero_()``: whatever it was given is overwritten)."""
+    args = call.args
+    return filled or len(args) >= 2 or any(a.__class__ is ast.Starred for a in args) or all(
+        _sizes_or_literal(ctx, a, call) for a in args)
+
+
+
+def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str] | None:
+    """The torch factory call that makes ``expr`` on the CPU (through reshaping/retyping
+    methods), whether methods were chained after it, and the factory's name."""
+    if expr is not None and expr.__class__ is ast.BinOp:
+        # (torch.ones(n) * i).to(x.device): the factory scaled by a number on the host
+        sides = [expr.left, expr.right]
+        made = [cpu_factory(ctx, side) for side in sides]
+        others = [side for side, m in zip(sides, made) if m is None]
+        found = [m for m in made if m is not None]
+        if found and all(_number_like(o) and not is_device_tensor(ctx, o, expr) for o in others):
+            return found[0][0], True, found[0][2]
+        return None
+    if expr is not None and expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Call:
+        made = cpu_factory(ctx, expr.value)  # torch.eye(n)[labels]: rows picked on the host
+        return (made[0], True, made[2]) if made is not None else None
+    if expr is None or expr.__class__ is not ast.Call:
+        return None
+    inner, chained, filled = expr, False, False
+    while True:
+        func = inner.func
+        q = ctx.qualname(func)
+        if func.__class__ is ast.Attribute and func.attr in SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
+                and q is None:
+            if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
+                made = cpu_factory(ctx, func.value)
+                return (made[0], True, made[2]) if made is not None else None
+            inner, chained = func.value, True  # arange(n).unsqueeze(0).repeat(b, 1).to(dev)
+            filled = filled or func.attr in _FILLS
+        elif (q in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
+            inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
+        elif q in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
+            made = cpu_factory(ctx, _stored_factory(ctx, inner.args[0], inner))  # th.exp(-c * th.arange(h) / h)
+            return (made[0], True, made[2]) if made is not None else None
+        else:
+            break
+    if q is None or not q.startswith("torch.") or q.count(".") != 1:
+        return None
+    factory = q.split(".", 1)[1]
+    if factory in LEGACY:
+        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner)
+                               or len(inner.args) == 1 and host_round_trip(ctx, inner.args[0], inner))
+        return (inner, True, factory) if made else None
+    if factory == "from_numpy":
+        return (inner, True, factory) if len(inner.args) == 1 and (
+            numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)
+            or constant_table_param(ctx, inner.args[0], inner)) else None
+    if factory not in DETERMINISTIC and factory not in RANDOM:
+        return None
+    if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
+        return None  # a generator fixes the device the numbers are drawn on
+    if any(k.arg is None for k in inner.keywords):
+        return None  # **kwargs may hold a device; *sizes cannot
+    if factory in ("tensor", "as_tensor"):
+        if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
+                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
+            return None  # data that may already be a tensor on the device, or positional extras
+    return inner, chained, factory
+
+
+def _number_like(node: ast.AST, depth: int = 2) -> bool:
+    """A number or a name (``i``, ``-1``, ``-alpha``), or a number Python computes (``float('-inf')``,
+    ``-math.log(max_period)``, ``i / n``), scaling a factory on the host."""
+    if node.__class__ is ast.UnaryOp:
+        node = node.operand
+    if node.__class__ is ast.Call:
+        name = last_name(node.func)
+        return name in ("float", "int", "len") or (node.func.__class__ is ast.Attribute and node.func.value.__class__ is ast.Name
+                                                    and node.func.value.id == "math")
+    if node.__class__ is ast.BinOp and depth > 0:
+        return _number_like(node.left, depth - 1) and _number_like(node.right, depth - 1)
+    return node.__class__ in (ast.Constant, ast.Name)
+
+
+def _stored_factory(ctx: Context, arg: ast.AST, use: ast.AST) -> ast.AST:
+    """``position.float()`` with ``position = torch.arange(2, 2 + k)`` just before and not used in
+    between: the expression it was made by (else ``arg`` itself)."""
+    name = arg
+    while name.__class__ is ast.Call and name.func.__class__ is ast.Attribute and name.func.attr in SHAPE_METHODS:
+        name = name.func.value
+    if name.__class__ is not ast.Name or not stored_then_moved(ctx, name, use):
+        return arg
+    return ctx.resolve(name, use) or arg
+

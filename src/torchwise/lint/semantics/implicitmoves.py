@@ -1,0 +1,54 @@
+"""Copies to the device that no ``.to()`` spells (TW205): a new CPU tensor used as an index of a
+tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``) or
+written into one (``gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`` with ``gain`` made with
+``device=``): PyTorch copies it across first, every time."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator, TypeVar
+
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.devices import file_moves_to_device, is_device_tensor
+
+T = TypeVar("T")
+# the factories that make index tensors and small tables worth a look (a cheap text test first)
+_NEEDLES = ("arange(", "tensor(", "Tensor(", "randperm(", "randint(", "from_numpy(")
+
+
+def implicit_moves(ctx: Context, made: Callable[[AST], T | None]) -> Iterator[tuple[AST, AST, T, str]]:
+    """``(where to report, the device tensor, what made says of the new tensor, "indexes"|"is written into")``
+    for each new CPU tensor (``made`` says so) that indexes or is written into a tensor on the device."""
+    if not any(n in ctx.source for n in _NEEDLES) or not (ctx.project.moves_to_device or file_moves_to_device(ctx)):
+        return
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.ctx.__class__ is not ast.Load:
+            continue
+        index = sub.slice
+        parts = index.elts if index.__class__ is ast.Tuple else [index]
+        for part in parts:
+            if part.__class__ is not ast.Call:
+                continue
+            found = made(part)
+            if found is not None and _on_device(ctx, sub.value, sub):
+                yield part, sub.value, found, "indexes"
+                break
+    for stmt in ctx.nodes.get(ast.Assign, ()):
+        target = stmt.targets[0] if len(stmt.targets) == 1 else None
+        if target is None or target.__class__ is not ast.Subscript or stmt.value.__class__ not in (ast.Call, ast.Subscript):
+            continue
+        found = made(stmt.value)
+        if found is not None and _on_device(ctx, target.value, stmt):
+            yield stmt.value, target.value, found, "is written into"
+
+
+def _on_device(ctx: Context, expr: AST, use: AST) -> bool:
+    """A tensor on the accelerator: a model's output or a name bound to one, or to a factory
+    given ``device=`` (``gain = torch.ones(7, device=targets.device)``)."""
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        value = b.value if b is not None and b.kind == "assign" else None
+        if value is not None and value.__class__ is ast.Call and any(k.arg == "device" for k in value.keywords) \
+                and (ctx.qualname(value.func) or "").startswith("torch."):
+            return True
+    return expr.__class__ in (ast.Name, ast.Attribute) and is_device_tensor(ctx, expr, use)

@@ -1,0 +1,103 @@
+"""Dead code across the project: a module-level function or class of a file that nothing in the
+project names (``def recall(...)`` left in a metrics module, ``def all_gather(data)`` in an unused
+distributed helper), or that only dead code names (``sequence_mask`` called only by the
+``forward`` of a ``GlobalAttention`` class nobody builds). Per-call rules (TW205) report nothing
+there: it never runs (ruling R5 of issue 22). A text test per name, cached per file."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from torchwise.lint.engine import AST, Context
+
+# names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
+_CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
+_ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
+
+
+def dead_code(ctx: Context, node: AST | None) -> bool:
+    """``node`` (a function, or any node inside one) lies in a module-level function or class,
+    or a method of one, that nothing in the project refers to but dead code. Only when the file
+    is linted with its project (a file linted alone cannot know its callers)."""
+    if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
+        return False
+    top = _top_level_of(ctx, node)
+    return top is not None and _module_in_use(ctx) and _dead(ctx, top, 2)
+
+
+def _module_in_use(ctx: Context) -> bool:
+    """The file is a script (``__main__``) or a module another file of the project imports: then
+    what nothing names in it is left over. A module nobody imports is an entry point of a library,
+    whose users are not in the project."""
+    found = ctx._cache.get("unuseddefs:used")
+    if found is None:
+        raw = os.path.splitext(os.path.basename(ctx.path))[0]
+        others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
+        stem = re.escape(raw)
+        imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+                             r"[^\n]*\b" + stem + r"\b)", re.M)
+        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
+        ctx._cache["unuseddefs:used"] = found
+    return found
+
+
+def _top_level_of(ctx: Context, node: AST) -> AST | None:
+    """The module-level def or class around ``node``."""
+    for anc in [node, *ctx.ancestors(node)]:
+        if ctx.parent(anc) is ctx.tree:
+            return anc if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) else None
+    return None
+
+
+def _dead(ctx: Context, top: AST, depth: int) -> bool:
+    key = ("unuseddefs", id(top))
+    found = ctx._cache.get(key)
+    if found is None:
+        ctx._cache[key] = False  # a reference cycle (recursion) counts as alive while it is worked out
+        found = _unreferenced(ctx, top, depth)
+        ctx._cache[key] = found
+    return found
+
+
+def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
+    name = top.name
+    if top.decorator_list or name.startswith("__") or _CALLED_BY_NAME.match(name):
+        return False
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    if any(p != ctx.path and name in text and word.search(text) for p, text in ctx.project.files):
+        return False  # named in another module: imported, called, listed in a registry...
+    spans = _top_level_spans(ctx)
+    lines = ctx.source.splitlines()
+    for number, line in enumerate(lines, 1):
+        if name not in line:
+            continue
+        for m in word.finditer(line):
+            if number == top.lineno and line[:m.start()].rstrip().endswith(("def", "class")):
+                continue  # the definition itself
+            owner = _owner_at(spans, number)
+            if owner is top:
+                continue  # recursion, or the class naming itself
+            if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
+                return False
+    return True
+
+
+def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:
+    spans = ctx._cache.get("unuseddefs:spans")
+    if spans is None:
+        spans = []
+        for stmt in ctx.tree.body:
+            if stmt.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                spans.append((first, stmt.end_lineno or stmt.lineno, stmt))
+        ctx._cache["unuseddefs:spans"] = spans
+    return spans
+
+
+def _owner_at(spans: list[tuple[int, int, AST]], line: int) -> AST | None:
+    for first, last, stmt in spans:
+        if first <= line <= last:
+            return stmt
+    return None
