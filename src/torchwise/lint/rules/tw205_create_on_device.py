@@ -11,7 +11,7 @@ from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
-from torchwise.lint.semantics.unuseddefs import dead_code
+from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step

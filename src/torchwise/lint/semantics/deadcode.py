@@ -1,33 +1,139 @@
-"""Code that nothing runs: a function or method whose name occurs nowhere in the project but in
-its own ``def`` (no call, no reference, not even a string or a comment). Per-call rules (TW402,
-TW403) stay quiet there: what it would load or allocate never happens. Only with the project's
-files in view (a file linted alone may be called from anywhere)."""
+"""Dead code across the project: a module-level function or class of a file that nothing in the
+project names (``def recall(...)`` left in a metrics module, ``def all_gather(data)`` in an unused
+distributed helper), or that only dead code names (``sequence_mask`` called only by the
+``forward`` of a ``GlobalAttention`` class nobody builds); and a function or method whose name
+occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
+a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
+(ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
+is an entry point of a library, whose callers are not in the project. A text test per name,
+cached per project or file."""
 
 from __future__ import annotations
 
 import ast
+import os
+import re
 
 from torchwise.lint.engine import AST, Context
+
+# names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
+_CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
+_ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
+
+
+def dead_code(ctx: Context, node: AST | None) -> bool:
+    """``node`` (a function, or any node inside one) lies in a module-level function or class,
+    or a method of one, that nothing in the project refers to but dead code. Only when the file
+    is linted with its project (a file linted alone cannot know its callers)."""
+    if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
+        return False
+    if not _module_in_use(ctx):
+        return False
+    top = _top_level_of(ctx, node)
+    if top is not None and _dead(ctx, top, 2):
+        return True
+    func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
+    while func is not None:
+        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _named_once(ctx, func):
+            return True
+        func = ctx.function_of(func)
+    return False
+
+
+in_dead_function = dead_code
+
+
+def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
+    """``(first, last)`` lines of every function of the file that is dead code (empty when the file
+    is linted alone)."""
+    if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
+        return []
+    return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
+            for f in ctx.nodes.get(kind, ()) if dead_code(ctx, f)]
+
+
+def _module_in_use(ctx: Context) -> bool:
+    """The file is a script (``__main__``) or a module another file of the project imports: then
+    what nothing names in it is left over. A module nobody imports is an entry point of a library,
+    whose users are not in the project."""
+    found = ctx._cache.get("deadcode:used")
+    if found is None:
+        raw = os.path.splitext(os.path.basename(ctx.path))[0]
+        others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
+        stem = re.escape(raw)
+        imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+                             r"[^\n]*\b" + stem + r"\b)", re.M)
+        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
+        ctx._cache["deadcode:used"] = found
+    return found
+
+
+def _top_level_of(ctx: Context, node: AST) -> AST | None:
+    """The module-level def or class around ``node``."""
+    for anc in [node, *ctx.ancestors(node)]:
+        if ctx.parent(anc) is ctx.tree:
+            return anc if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) else None
+    return None
+
+
+def _dead(ctx: Context, top: AST, depth: int) -> bool:
+    key = ("deadcode", id(top))
+    found = ctx._cache.get(key)
+    if found is None:
+        ctx._cache[key] = False  # a reference cycle (recursion) counts as alive while it is worked out
+        found = _unreferenced(ctx, top, depth)
+        ctx._cache[key] = found
+    return found
+
+
+def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
+    name = top.name
+    if top.decorator_list or name.startswith("__") or _CALLED_BY_NAME.match(name):
+        return False
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    if any(p != ctx.path and name in text and word.search(text) for p, text in ctx.project.files):
+        return False  # named in another module: imported, called, listed in a registry...
+    spans = _top_level_spans(ctx)
+    lines = ctx.source.splitlines()
+    for number, line in enumerate(lines, 1):
+        if name not in line:
+            continue
+        for m in word.finditer(line):
+            if number == top.lineno and line[:m.start()].rstrip().endswith(("def", "class")):
+                continue  # the definition itself
+            owner = _owner_at(spans, number)
+            if owner is top:
+                continue  # recursion, or the class naming itself
+            if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
+                return False
+    return True
+
+
+def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:
+    spans = ctx._cache.get("deadcode:spans")
+    if spans is None:
+        spans = []
+        for stmt in ctx.tree.body:
+            if stmt.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                spans.append((first, stmt.end_lineno or stmt.lineno, stmt))
+        ctx._cache["deadcode:spans"] = spans
+    return spans
+
+
+def _owner_at(spans: list[tuple[int, int, AST]], line: int) -> AST | None:
+    for first, last, stmt in spans:
+        if first <= line <= last:
+            return stmt
+    return None
+
 
 # names that frameworks or Python call without the project naming them
 _HOOKS = frozenset({"forward", "main", "run", "setup", "teardown", "configure_optimizers", "training_step",
                     "validation_step", "test_step", "predict_step"})
 
 
-def in_dead_function(ctx: Context, node: AST) -> bool:
-    """``node`` sits in a function (or a method, or a function nested in one) that nothing in the
-    project calls or names."""
-    if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
-        return False
-    func = ctx.function_of(node)
-    while func is not None:
-        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _unnamed_elsewhere(ctx, func):
-            return True
-        func = ctx.function_of(func)
-    return False
-
-
-def _unnamed_elsewhere(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     name = func.name
     if func.decorator_list or name.startswith("__") or name.startswith("on_") or name in _HOOKS:
         return False
@@ -55,12 +161,3 @@ def _words(text: str, name: str, limit: int) -> int:
             n += 1
         pos = text.find(name, pos + 1)
     return n
-
-
-def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
-    """``(first, last)`` lines of every function of the file that nothing in the project calls or
-    names (empty when the file is linted alone)."""
-    if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
-        return []
-    return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
-            for f in ctx.nodes.get(kind, ()) if _unnamed_elsewhere(ctx, f)]

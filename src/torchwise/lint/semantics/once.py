@@ -9,7 +9,7 @@ import re
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
-from torchwise.lint.semantics.unuseddefs import dead_code
+from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
