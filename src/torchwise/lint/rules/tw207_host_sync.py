@@ -10,7 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.hostconsumers import consumed_on_host
+from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import (
     LOGGING_READERS, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
 )
@@ -23,7 +23,9 @@ from torchwise.lint.semantics.syncs import (
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
+from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
 from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -203,10 +205,14 @@ Lint and the doctor
         if not (gpu_evident(ctx) or ctx.project.moves_to_device):
             return
         for node, func, what in forward_reads(ctx):
+            if _off_training_path(ctx, node, func):
+                continue
             yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
                               suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
                               "it once outside the training path")
         for node, func, others in forward_mask_selections(ctx):
+            if _off_training_path(ctx, node, func):
+                continue
             if others is None:
                 yield ctx.finding(self.code, node, f"boolean-mask indexing in {func.name}(), which runs on every forward "
                                   "pass, waits for the GPU", suggestion=_MASK_FIX)
@@ -321,12 +327,13 @@ Lint and the doctor
             for call in calls:
                 if name not in names and not metric and local_function(ctx, call) is None:
                     continue
-                if hot_region_of(ctx, call) is None:
-                    continue  # not run every step (_report asks first too): skip reading the callee
+                region = hot_region_of(ctx, call)
+                if region is None or feeds_its_sampler(ctx, call, region):
+                    continue  # not run every step (_report asks first too), or the sampler of the step's inputs
                 where = host_reader(ctx, call)
                 if where is None:
                     continue
-                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call)]
+                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)]
                 if args:
                     finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
                     if finding is not None:
@@ -338,8 +345,10 @@ Lint and the doctor
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and synchronized_before(ctx, region, node):
-            return None  # the step already waits for the GPU; this read adds no stall
+        if looping and (synchronized_before(ctx, region, node) or after_evaluation(ctx, region, node)):
+            return None  # the step already waits for the GPU (or an evaluation read drained it); this read adds no stall
+        if in_evaluation_block(ctx, node):
+            return None  # the evaluation of each pass (with no_grad(): model.eval() ...), not the training step
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not _device_subject(ctx, subject, node):
@@ -367,7 +376,19 @@ def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> boo
     regularization``; ``regularization.item()``)."""
     if is_device_tensor(ctx, subject, node):
         return True
-    return subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node))
+    if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
+        return True
+    return step_device_value(ctx, subject, node)  # through the step's loss dicts, lists, sums and weighted terms
+
+
+def _off_training_path(ctx: Context, node: ast.AST, func: ast.AST) -> bool:
+    """A post-processing module's ``forward`` (``PostProcessPanoptic``: detections turned into
+    results for the evaluation), or code before or after the own loop of a function that trains
+    in a loop (a linear probe's final test): not run every training step."""
+    klass = ctx.parent(func)
+    if klass.__class__ is ast.ClassDef and klass.name.lower().startswith(("postprocess", "post_process")):
+        return True
+    return outside_its_training_loop(ctx, node, func)
 
 
 def _passes_parameters(call: ast.Call, func: ast.AST) -> bool:

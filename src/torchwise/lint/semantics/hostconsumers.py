@@ -1,6 +1,6 @@
 """Host reads the algorithm needs: a value read off the device (``.cpu().numpy()``) and handed to
 an object that works on it on the host every step - a prioritized replay memory's sum tree, a
-hard-example miner - rather than logged or collected."""
+hard-example miner, a loss-aware sampler that drew the step's inputs - rather than logged or collected."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.steps import names_feeding_backward
 
 _SINKS = frozenset({"append", "extend", "add", "update", "insert", "put", "write", "print", "format", "info", "debug",
                     "warning", "log", "set_postfix", "set_description", "record", "track", "push", "accumulate"})
@@ -74,3 +75,25 @@ def _handed_on_later(ctx: Context, stmt: ast.Assign) -> bool:
                                               for a in n.args):
             found = True
     return found
+
+
+def feeds_its_sampler(ctx: Context, call: ast.Call, region: AST) -> bool:
+    """``self.schedule_sampler.update_with_local_losses(t, losses["loss"].detach())`` in a step
+    where the same object drew an input of the loss earlier (``t, weights =
+    self.schedule_sampler.sample(...)``; ``loss = (losses["loss"] * weights).mean()``): a
+    loss-aware sampler or a prioritized replay memory keeps what it is handed on the host to draw
+    the next step's inputs, so the algorithm needs the value there."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
+        return False  # (a method of the trainer itself draws nothing)
+    owner = ast.dump(func.value)
+    feeding = names_feeding_backward(ctx, ctx.scope_of(call))
+    pos = (call.lineno, call.col_offset)
+    for node in ctx.walk_body(getattr(region, "body", [])):
+        if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Call or (node.lineno, node.col_offset) >= pos:
+            continue
+        drawn = node.value.func
+        if drawn.__class__ is ast.Attribute and drawn.attr.lstrip("_").startswith(("sample", "draw")) and ast.dump(drawn.value) == owner \
+                and any(n.__class__ is ast.Name and n.id in feeding for t in node.targets for n in ast.walk(t)):
+            return True
+    return False

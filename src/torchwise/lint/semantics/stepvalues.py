@@ -1,0 +1,165 @@
+"""Device values of a training step that :func:`~torchwise.lint.semantics.devices.is_device_tensor`
+does not follow (TW207): the losses a step collects in a dict or a list and hands to a helper
+(``loss_reduced = reduce_loss_dict(loss_dict)``; ``loss_reduced["d"].mean().item()``), their sum
+(``sum(loss_dict.values())``, ``sum(pred_losses)``), a dict comprehension over them
+(``{k: v * w[k] for k, v in losses.items()}``), a tensor made like a device tensor
+(``target.new_tensor([n])``), and the terms of the backward pass through weights and
+conditional expressions (``loss_cur = self.lamda_rcl * reconL + self.lamda_vl * variatL``;
+``loss_total = loss_replay if x is None else loss_cur``)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.steps import backwarded_names
+
+# methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
+_KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
+                      "unsqueeze", "abs", "max", "min", "norm", "flatten", "contiguous", "long", "int", "clamp",
+                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items"})
+# libraries whose functions named like a reduction are not collectives over tensors
+_NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
+
+
+def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) -> bool:
+    """Does ``expr`` hold a device tensor of the step, seen through containers and helpers?
+    ``depth`` bounds the bindings followed back from names."""
+    if expr is None or depth <= 0:
+        return False
+    if is_device_tensor(ctx, expr, use):
+        return True
+    cls = expr.__class__
+    if cls is ast.Call:
+        return _call_value(ctx, expr, use, depth)
+    if cls is ast.Subscript:
+        return step_device_value(ctx, expr.value, use, depth)
+    if cls is ast.BinOp:
+        return step_device_value(ctx, expr.left, use, depth) or step_device_value(ctx, expr.right, use, depth)
+    if cls is ast.DictComp:  # (the element sees the comprehension's own names)
+        return step_device_value(ctx, expr.value, expr.value, depth)
+    if cls in (ast.ListComp, ast.GeneratorExp):
+        return step_device_value(ctx, expr.elt, expr.elt, depth)
+    if cls is ast.Name:
+        return _name_value(ctx, expr, use, depth)
+    return False
+
+
+def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
+    func = call.func
+    q = ctx.qualname(func)
+    if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
+        target = func.value if q is None else (call.args[0] if call.args else None)
+        return step_device_value(ctx, target, use, depth)
+    if func.__class__ is ast.Name and func.id == "sum" and call.args and q in (None, "builtins.sum", "sum"):
+        return step_device_value(ctx, call.args[0], use, depth)  # sum(losses), sum(d.values())
+    name = (last_name(func) or "").lower()
+    if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
+        return step_device_value(ctx, call.args[0], use, depth)  # reduce_loss_dict(loss_dict)
+    return False
+
+
+def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
+    if expr.id in step_loss_terms(ctx, ctx.scope_of(use)):
+        return True  # summed into the backward pass of this function
+    b = ctx.binding_at(expr.id, use)
+    if b is None:
+        return False
+    if b.kind in ("assign", "walrus") and b.value is not None:
+        if b.value.__class__ in (ast.Dict, ast.List, ast.BinOp) and _collects_device_values(ctx, expr.id, b.node, depth):
+            return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
+        return step_device_value(ctx, b.value, b.node, depth - 1)
+    if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
+        return step_device_value(ctx, b.value, b.value, depth - 1)
+    return False
+
+
+def _collects_device_values(ctx: Context, name: str, bound: AST, depth: int) -> bool:
+    """Does the scope store device values into ``name`` (``name[k] = v``, ``name.append(v)``)?"""
+    key = ("sem:collects-device", id(bound), name)
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = False  # (a value stored from the container itself)
+        scope = ctx.scope_of(bound)
+        for node in ctx.walk_body(getattr(scope, "body", [])):
+            cls = node.__class__
+            if cls is ast.Assign and any(_stores_into(t, name) for t in node.targets):
+                value = node.value
+            elif cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "append" \
+                    and node.func.value.__class__ is ast.Name and node.func.value.id == name and len(node.args) == 1:
+                value = node.args[0]
+            else:
+                continue
+            if is_loss_value(ctx, value, node) or step_device_value(ctx, value, node, depth - 1):
+                found = ctx._cache[key] = True
+                break
+    return found
+
+
+def _stores_into(target: AST, name: str) -> bool:
+    """``name[k] = ...``, also as a part of a tuple target (``a[i], b[i] = loss_function(...)``)."""
+    if target.__class__ in (ast.Tuple, ast.List):
+        return any(_stores_into(t, name) for t in target.elts)
+    return target.__class__ is ast.Subscript and target.value.__class__ is ast.Name and target.value.id == name
+
+
+def step_loss_terms(ctx: Context, scope: AST) -> frozenset[str]:
+    """Names summed into a backward pass of ``scope``, through assignments, weights by a
+    coefficient (``self.lamda * reconL``, ``args.w * loss_x``, ``0.5 * loss``) and both arms of a
+    conditional expression (``loss_replay if x is None else loss_cur``)."""
+    key = ("sem:step-terms", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        names = set(backwarded_names(ctx, scope))
+        todo = list(names)
+        bindings = ctx.bindings(scope) if names else {}
+        while todo:
+            for b in bindings.get(todo.pop(), ()):
+                if b.value is not None and (b.kind == "assign" or b.kind == "aug" and b.node.op.__class__ in (ast.Add, ast.Sub)):
+                    for term in _terms(b.value):
+                        if term not in names:
+                            names.add(term)
+                            todo.append(term)
+        found = ctx._cache[key] = frozenset(names)
+    return found
+
+
+_COEFFICIENTS = (ast.Attribute, ast.Constant)
+
+
+def _terms(expr: AST, depth: int = 8) -> list[str]:
+    """The names a loss expression sums: ``a * 0.5 + self.w * b - c`` -> a, b, c."""
+    if depth <= 0:
+        return []
+    cls = expr.__class__
+    if cls is ast.Name:
+        return [expr.id]
+    if cls is ast.UnaryOp and expr.op.__class__ is ast.USub:
+        return _terms(expr.operand, depth - 1)
+    if cls is ast.IfExp:
+        return _terms(expr.body, depth - 1) + _terms(expr.orelse, depth - 1)
+    if cls is not ast.BinOp:
+        return []
+    op = expr.op.__class__
+    if op in (ast.Add, ast.Sub):
+        return _terms(expr.left, depth - 1) + _terms(expr.right, depth - 1)
+    if op in (ast.Mult, ast.Div):
+        left, right = expr.left, expr.right
+        if op is ast.Mult and _coefficient(left):
+            return _terms(right, depth - 1)  # self.lamda * loss, 0.5 * loss, (1 - rnt) * loss_replay
+        if _coefficient(right) or op is ast.Div:
+            return _terms(left, depth - 1)  # loss * 0.5, loss / accum_steps
+    return []
+
+
+def _coefficient(expr: AST) -> bool:
+    """A weight rather than a loss: a number, an attribute (``self.lamda``, ``args.w``), or
+    arithmetic with a number (``1 - rnt``, ``1 / n``)."""
+    cls = expr.__class__
+    if cls in _COEFFICIENTS:
+        return True
+    if cls is ast.UnaryOp:
+        return _coefficient(expr.operand)
+    return cls is ast.BinOp and (expr.left.__class__ is ast.Constant or expr.right.__class__ is ast.Constant)

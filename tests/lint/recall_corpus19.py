@@ -1,0 +1,378 @@
+"""The recall corpus, round 12 part A: TW207 classes the tuning sets 12-14 showed on their first
+looks (host reads of the training step lint missed, and reads it reported that are not per-step
+syncs) - each written in our own words and reduced to its shape, with look-alikes that must stay
+quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------ TW207 a log interval bound to a name
+# A depth trainer logs often early on and rarely later: the interval tests are bound to names
+# first (`early = i % freq == 0 and step < 2000`) and the branch tests the names. What the branch
+# runs - a metric helper that reads on the host - runs once per interval, not every step.
+_PHASED = """
+    import torch
+    class Trainer:
+        def run_epoch(self):
+            for i, batch in enumerate(self.loader):
+                batch = {{k: v.to(self.device) for k, v in batch.items()}}
+                out, losses = self.process(batch)
+                self.optimizer.zero_grad()
+                losses["loss"].backward()
+                self.optimizer.step()
+                {bind}
+                if {test}:
+                    self.depth_metrics(batch, out, losses)
+                self.step += 1
+
+        def depth_metrics(self, batch, out, losses):
+            gt = batch["depth_gt"]
+            pred = out["depth"]
+            valid = gt > 0
+            gt = gt[valid]
+            pred = pred[valid]
+            losses["abs_rel"] = torch.mean(torch.abs(gt - pred) / gt).cpu()
+"""
+QUIET += [
+    Shape("TW207", "metric helper called under `if early or late:` with both names bound to modulo tests",
+          d(_PHASED.format(bind="early = i % self.log_every == 0 and self.step < 2000\n                late = self.step % 2000 == 0",
+                           test="early or late"))),
+    Shape("TW207", "the same helper under one name bound to a modulo test", d(_PHASED.format(
+        bind="log_now = self.step % self.opt.log_frequency == 0", test="log_now"))),
+]
+FIND += [
+    Shape("TW207", "look-alike: the name is bound to a flag that holds every step", d(_PHASED.format(
+        bind="has_depth = 'depth_gt' in batch", test="has_depth")), 12),
+]
+
+# ------------------------------------------------------------ TW207 the error path of a finite check
+# A detection trainer checks the logged loss value and, when it is not finite, prints the loss
+# dict and stops: that print runs once, when training dies.
+_STOP = """
+    import math
+    import sys
+    import torch
+    def train_one_epoch(model, criterion, loader, optimizer, device):
+        for samples, targets in loader:
+            samples = samples.to(device)
+            loss = criterion(model(samples), targets)
+            loss_value = {value}
+            if not math.isfinite(loss_value):
+                print("Loss is {{}}, stopping".format(loss_value))
+                print(loss)
+                {stop}
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+QUIET += [
+    Shape("TW207", "print(loss) in the branch that ends with sys.exit(1)", d(_STOP.format(
+        value="float(running)", stop="sys.exit(1)"))),
+    Shape("TW207", "print(loss) in the branch that raises", d(_STOP.format(
+        value="float(running)", stop='raise RuntimeError("loss diverged")'))),
+]
+FIND += [
+    Shape("TW207", "look-alike: the branch goes on training (no exit)", d(_STOP.format(
+        value="float(running)", stop="loss = loss.clamp(max=1e4)")), 11),
+]
+
+# ------------------------------------------------------------ TW207 a loss-aware sampler fed back
+# A diffusion trainer draws the step's timesteps and importance weights from a schedule sampler,
+# then hands the per-sample losses back to the same sampler, which keeps their history on the host
+# to draw the next step: the algorithm needs the values there (like replay priorities).
+_SAMPLER = d("""
+    import numpy as np
+    import torch
+    class LossAwareSampler:
+        def sample(self, n, device):
+            p = self.weights() / self.weights().sum()
+            idx = np.random.choice(len(p), size=(n,), p=p)
+            return torch.from_numpy(idx).to(device), torch.from_numpy(1 / (len(p) * p[idx])).float().to(device)
+
+        def update_with_losses(self, ts, losses):
+            for t, loss in zip(ts.tolist(), losses.tolist()):
+                self.history[t].append(loss)
+""")
+_LOOP = """
+    import torch
+    from resample import LossAwareSampler
+    class Loop:
+        def __init__(self, model, diffusion):
+            self.sampler = LossAwareSampler()
+            self.meter = LossAwareSampler()
+            self.model, self.diffusion = model.cuda(), diffusion
+
+        def forward_backward(self, batch):
+            for i in range(0, batch.shape[0], self.micro):
+                micro = batch[i:i + self.micro].to(self.device)
+                t, weights = self.sampler.sample(micro.shape[0], self.device)
+                losses = self.diffusion.training_losses(self.model, micro, t)
+                {feed}
+                loss = (losses["loss"] * weights).mean()
+                loss.backward()
+                self.opt.step()
+"""
+PROJECTS += [
+    ProjectShape("TW207", "the step's losses handed back to the sampler that drew its timesteps and weights", {
+        "resample.py": _SAMPLER, "train_util.py": d(_LOOP.format(feed='self.sampler.update_with_losses(t, losses["loss"].detach())')),
+    }),
+    ProjectShape("TW207", "look-alike: the losses handed to another object of the same kind, which drew nothing", {
+        "resample.py": _SAMPLER, "train_util.py": d(_LOOP.format(feed='self.meter.update_with_losses(t, losses["loss"].detach())')),
+    }, (("train_util.py", 14),)),
+]
+
+# ------------------------------------------------------------ TW207 an evaluation inside the training loop
+# A linear probe trains a classifier on frozen graph embeddings, one full-graph step per epoch, and
+# evaluates every epoch under no_grad to keep the best model: the reads there belong to the
+# evaluation (and the algorithm uses the validation accuracy to pick the model); the progress text
+# after it reads when the GPU is drained already; the final test after the loop runs once.
+_PROBE = """
+    import copy
+    import torch
+    def accuracy(pred, labels):
+        return (pred.argmax(1) == labels).float().mean().item()
+
+    def probe(model, graph, feats, labels, masks, optimizer, epochs, device):
+        train_mask, val_mask, test_mask = masks
+        criterion = torch.nn.CrossEntropyLoss()
+        best_acc, best_model = 0, None
+        bar = tqdm(range(epochs))
+        for epoch in bar:
+            model.train()
+            out = model(graph, feats.to(device))
+            loss = criterion(out, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                model.eval()
+                pred = model(graph, feats.to(device))
+                val_acc = accuracy(pred[val_mask], labels[val_mask])
+                val_loss = criterion(pred[val_mask], labels[val_mask])
+            if val_acc >= best_acc:
+                best_acc, best_model = val_acc, copy.deepcopy(model)
+            bar.set_description(f"loss {loss.item():.4f} val {val_loss.item():.4f}")
+        best_model.eval()
+        with torch.no_grad():
+            final = best_model(graph, feats.to(device))
+        return accuracy(final[test_mask], labels[test_mask])
+"""
+QUIET += [Shape("TW207", "linear probe: evaluation block each epoch, progress text after it, the final test after the loop",
+                d(_PROBE))]
+FIND += [
+    Shape("TW207", "look-alike: the progress text before the evaluation block still waits every step",
+          d(_PROBE.replace('            bar.set_description(f"loss {loss.item():.4f} val {val_loss.item():.4f}")\n', "")
+            .replace("            optimizer.step()\n", "            optimizer.step()\n            bar.set_description(f\"loss {loss.item():.4f}\")\n")), 18),
+]
+
+# ------------------------------------------------------------ TW207 a post-processing module
+# A detector's post-processing module turns the outputs into results for the evaluation (panoptic
+# segments, boxes for the COCO API); its forward is no forward pass of a training step.
+_POST = """
+    import torch
+    import torch.nn as nn
+    class {name}(nn.Module):
+        def forward(self, outputs, sizes):
+            keep = outputs["scores"] > self.threshold
+            while True:
+                small = torch.as_tensor([a <= 4 for a in self.areas(outputs)], device=keep.device)
+                if small.any().item():
+                    outputs = self.merge(outputs, small)
+                else:
+                    break
+            return outputs
+    model = Model().cuda()
+"""
+QUIET += [Shape("TW207", "a PostProcess module's forward tests a tensor to merge segments", d(_POST.format(name="PostProcessPanoptic")))]
+FIND += [Shape("TW207", "look-alike: the same test in a module of the model", d(_POST.format(name="SegmentHead")), 8)]
+
+# ------------------------------------------------------------ TW207 the step's losses in a dict, reduced and read
+# A GAN loop collects its losses in a dict made before the loop (`loss_dict["d"] = d_loss`),
+# reduces it across processes with a helper of the project (on one GPU it returns the dict
+# itself), and reads every entry with `.mean().item()` for the progress bar, every iteration.
+_GAN = """
+    import torch
+    def train(loader, generator, discriminator, g_optim, d_optim, device):
+        loss_dict = {{}}
+        for idx in range(100000):
+            real = next(loader).to(device)
+            fake = generator(torch.randn(real.size(0), 512, device=device))
+            d_loss = d_logistic_loss(discriminator(real), discriminator(fake.detach()))
+            loss_dict["d"] = d_loss
+            discriminator.zero_grad()
+            d_loss.backward()
+            d_optim.step()
+            g_loss = g_nonsaturating_loss(discriminator(fake))
+            loss_dict["g"] = g_loss
+            generator.zero_grad()
+            g_loss.backward()
+            g_optim.step()
+            reduced = {reduce}(loss_dict)
+            d_val = reduced["d"].mean().item()
+            g_val = reduced["g"].mean().item()
+            progress.set_description(f"d: {{d_val:.4f}}; g: {{g_val:.4f}}")
+"""
+FIND += [
+    Shape("TW207", "loss dict reduced by reduce_loss_dict(), each entry read with .mean().item() every iteration",
+          d(_GAN.format(reduce="reduce_loss_dict")), 19),
+    Shape("TW207", "the same dict through an all_reduce_dict() helper of another module", d(_GAN.format(
+        reduce="dist_utils.all_reduce_dict").replace("import torch\n", "import torch\n    import dist_utils\n")), 20),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the dict collects numbers read every 100 iterations", d(_GAN.format(reduce="reduce_loss_dict")
+          .replace('loss_dict["d"] = d_loss', 'loss_dict["d"] = 0.0').replace('loss_dict["g"] = g_loss', 'loss_dict["g"] = 0.0')
+          .replace("            reduced = ", "            if idx % 100 != 0:\n                continue\n            reduced = "))),
+    Shape("TW207", "look-alike: the dict holds numbers read off the device once per interval", d(_GAN.format(reduce="reduce_loss_dict")
+          .replace('loss_dict["d"] = d_loss', 'loss_dict["d"] = stats.d').replace('loss_dict["g"] = g_loss', 'loss_dict["g"] = stats.g'))),
+]
+
+# A detection trainer weights the reduced loss dict in a dict comprehension and sums its values
+# for the logged loss: `sum(scaled.values()).item()` reads the sum every step.
+_WEIGHTED = """
+    import torch
+    import utils
+    def train_one_epoch(model, criterion, loader, optimizer, device):
+        for samples, targets in loader:
+            outputs = model(samples.to(device))
+            loss_dict = criterion(outputs, targets)
+            losses = sum(loss_dict[k] * criterion.weight_dict[k] for k in loss_dict)
+            reduced = utils.reduce_dict(loss_dict)
+            scaled = {{k: v * criterion.weight_dict[k] for k, v in reduced.items() if k in criterion.weight_dict}}
+            {read}
+            optimizer.zero_grad()
+            losses.backward()
+            optimizer.step()
+"""
+FIND += [
+    Shape("TW207", "the sum of a weighted dict comprehension of the reduced losses, read with .item()",
+          d(_WEIGHTED.format(read="loss_value = sum(scaled.values()).item()")), 10),
+    Shape("TW207", "each weighted loss read in a loop over the dict's items", d(_WEIGHTED.format(
+        read="logged = {k: v.item() for k, v in scaled.items()}")), 10),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the dict comprehension reads nothing (tensors handed to a logger that keeps them)",
+          d(_WEIGHTED.format(read="meters.append(scaled)"))),
+]
+
+# A continual-learning model's train_a_batch() steps the optimizer itself and returns the losses
+# for the progress bar: terms unpacked from its loss function and weighted into the total, a
+# list of replayed losses filled per replay, a penalty added with a coefficient.
+_CL = """
+    import torch
+    import torch.nn.functional as F
+    class VAE(torch.nn.Module):
+        def train_a_batch(self, x, y, x_=None, rnt=0.5):
+            self.optimizer.zero_grad()
+            x = x.cuda()
+            recon, mu, logvar = self(x)
+            reconL, variatL = self.loss_function(x=x, x_recon=recon, mu=mu, logvar=logvar)
+            loss_cur = self.lamda_rcl * reconL + self.lamda_vl * variatL
+            predL_r = [None] * len(x_)
+            for i, replay in enumerate(x_):
+                predL_r[i] = F.cross_entropy(self.classify(replay), y[i])
+            loss_replay = sum(predL_r) / len(x_)
+            loss_total = loss_cur if x_ is None else rnt * loss_cur + (1 - rnt) * loss_replay
+            penalty = None
+            if self.ewc:
+                penalty = self.ewc_loss()
+                loss_total += self.reg_strength * penalty
+            loss_total.backward()
+            self.optimizer.step()
+            return {{
+                {entry}
+            }}
+"""
+FIND += [
+    Shape("TW207", "a term unpacked from the model's loss function, read in the returned dict",
+          d(_CL.format(entry="'recon': reconL.item() if x is not None else 0,")), 22),
+    Shape("TW207", "the sum of the list of replayed losses, read in the returned dict",
+          d(_CL.format(entry="'pred_r': sum(predL_r).item() / len(x_) if x_ is not None else 0,")), 22),
+    Shape("TW207", "a penalty added to the total with a coefficient, read in the returned dict",
+          d(_CL.format(entry="'param_reg': penalty.item() if penalty is not None else 0,")), 22),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the replay weight, a number mixed into the total, converted with float()",
+          d(_CL.format(entry="'rnt': float(rnt),"))),
+    Shape("TW207", "look-alike: an accuracy the loss function returns as a number beside the loss", d(
+        _CL.format(entry="'acc': float(acc),").replace(
+            "reconL, variatL = self.loss_function(x=x, x_recon=recon, mu=mu, logvar=logvar)",
+            "reconL, acc = self.loss_function(x=x, x_recon=recon, mu=mu, logvar=logvar)\n            variatL = 0"))),
+]
+
+# A segmentation trainer counts the samples on every rank in a tensor made like the target and
+# all-reduces it before reading it back.
+FIND += [
+    Shape("TW207", "target.new_tensor([n]) all-reduced, then .item() every step", d("""
+        import torch
+        import torch.distributed as dist
+        def train(loader, model, criterion, optimizer):
+            for images, target in loader:
+                images, target = images.cuda(non_blocking=True), target.cuda(non_blocking=True)
+                loss = criterion(model(images), target)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                n = images.size(0)
+                count = target.new_tensor([n], dtype=torch.long)
+                dist.all_reduce(count)
+                n = count.item()
+                meter.update(n)
+    """), 13),
+]
+
+# ------------------------------------------------------------ TW207 project helpers that read what they are handed
+# A metric logger of the project reads every keyword tensor with .item() (`def update(self,
+# **kwargs)`); a `to_cpu(t)` helper copies a tensor to the host. The training loop of another
+# module calls them with the step's losses every step.
+_MISC = d("""
+    import torch
+    from collections import defaultdict
+    class MetricLogger:
+        def __init__(self):
+            self.meters = defaultdict(list)
+
+        def update(self, **kwargs):
+            for k, v in kwargs.items():
+                if isinstance(v, torch.Tensor):
+                    v = v.item()
+                self.meters[k].append(v)
+
+    def to_cpu(tensor):
+        return tensor.detach().cpu()
+""")
+_ENGINE = """
+    import torch
+    import misc
+    from misc import to_cpu
+    def train_one_epoch(model, criterion, loader, optimizer, device):
+        metric_logger = misc.MetricLogger()
+        for samples, targets in loader:
+            outputs = model(samples.to(device))
+            loss_dict = criterion(outputs, targets)
+            loss = sum(loss_dict.values())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            {read}
+"""
+PROJECTS += [
+    ProjectShape("TW207", "MetricLogger.update(**kwargs) of another module, handed the loss dict every step", {
+        "misc.py": _MISC, "engine.py": d(_ENGINE.format(read="metric_logger.update(**loss_dict)")),
+    }, (("engine.py", 13),)),
+    ProjectShape("TW207", "to_cpu(loss).item() with to_cpu() of another module", {
+        "misc.py": _MISC, "engine.py": d(_ENGINE.format(read='log = [("loss", to_cpu(loss).item())]')),
+    }, (("engine.py", 13),)),
+    ProjectShape("TW207", "look-alike: the logger handed a number", {
+        "misc.py": _MISC, "engine.py": d(_ENGINE.format(read="metric_logger.update(lr=optimizer.param_groups[0]['lr'])")),
+    }),
+    ProjectShape("TW207", "look-alike: a logger whose update(**kwargs) only stores what it is given", {
+        "misc.py": _MISC.replace("            if isinstance(v, torch.Tensor):\n                v = v.item()\n", ""),
+        "engine.py": d(_ENGINE.format(read="metric_logger.update(**loss_dict)")),
+    }),
+]
