@@ -376,3 +376,109 @@ PROJECTS += [
         "engine.py": d(_ENGINE.format(read="metric_logger.update(**loss_dict)")),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 .item() in the loss of every step
+# A set-prediction criterion normalises by the number of target boxes: it makes the count a tensor
+# on the outputs' device (to all-reduce it), then reads it back with .item() in its forward - every
+# training step. A translation loss's statistics helper reads the token counts of the batch.
+FIND += [
+    Shape("TW207", "a criterion's forward reads the normalising box count with .item()", d("""
+        import torch
+        import torch.nn as nn
+        class SetCriterion(nn.Module):
+            def forward(self, outputs, targets):
+                num_boxes = sum(len(t["labels"]) for t in targets)
+                num_boxes = torch.as_tensor([num_boxes], dtype=torch.float, device=outputs["pred_logits"].device)
+                if is_dist_avail_and_initialized():
+                    torch.distributed.all_reduce(num_boxes)
+                num_boxes = torch.clamp(num_boxes / get_world_size(), min=1).item()
+                return {k: self.get_loss(k, outputs, targets, num_boxes) for k in self.losses}
+        criterion = SetCriterion().cuda()
+    """), 9),
+    Shape("TW207", "a loss module's statistics method reads token counts of the batch with .item()", d("""
+        import torch
+        import torch.nn as nn
+        class LabelSmoothingLossCompute(nn.Module):
+            def forward(self, scores, target):
+                loss = self.criterion(scores, target)
+                return loss, self._stats(loss.detach(), scores, target)
+
+            def _stats(self, loss, scores, target):
+                pred = scores.max(1)[1]
+                non_padding = target.ne(self.padding_idx)
+                num_correct = pred.eq(target).masked_fill(~non_padding, 0).sum()
+                return Statistics(loss.item(), non_padding.sum().item(), num_correct)
+        device = torch.device("cuda")
+    """), 12),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the count read only when a flag asks for statistics every 100 steps", d("""
+        import torch
+        import torch.nn as nn
+        class CountingLoss(nn.Module):
+            def forward(self, logits, target):
+                loss = nn.functional.cross_entropy(logits, target)
+                self.calls += 1
+                if self.calls % 100 == 0:
+                    self.seen = target.ne(0).sum().item()
+                return loss
+        criterion = CountingLoss().cuda()
+    """)),
+    Shape("TW207", "look-alike: a loss module of a project that never uses a GPU", d("""
+        import torch
+        import torch.nn as nn
+        class CountingLoss(nn.Module):
+            def forward(self, logits, target):
+                n = target.ne(0).sum().item()
+                return nn.functional.cross_entropy(logits, target, reduction="sum") / n
+    """)),
+]
+
+# A speech transformer's loss module: cal_performance(pred, gold) hands its arguments to
+# cal_loss(), which normalises the smoothed loss by the number of tokens read with .item() and
+# selects the real tokens with masked_select; the solver of another module calls cal_performance
+# in its training loop every step.
+_ASR_LOSS = d("""
+    import torch
+    import torch.nn.functional as F
+    def cal_performance(pred, gold, smoothing=0.0):
+        pred = pred.view(-1, pred.size(2))
+        gold = gold.contiguous().view(-1)
+        loss = cal_loss(pred, gold, smoothing)
+        return loss
+
+    def cal_loss(pred, gold, smoothing=0.0):
+        if smoothing > 0.0:
+            non_pad_mask = gold.ne(-1)
+            n_word = non_pad_mask.sum().item()
+            one_hot = torch.zeros_like(pred).scatter(1, (gold * non_pad_mask.long()).view(-1, 1), 1)
+            loss = -(one_hot * F.log_softmax(pred, dim=1)).sum(dim=1)
+            return loss.masked_select(non_pad_mask).sum() / n_word
+        return F.cross_entropy(pred, gold, ignore_index=-1)
+""")
+_ASR_SOLVER = """
+    import torch
+    from loss import cal_performance
+    class Solver:
+        def run_one_epoch(self, loader):
+            for padded_input, lengths, padded_target in loader:
+                padded_input, padded_target = padded_input.cuda(), padded_target.cuda()
+                pred, gold = self.model(padded_input, lengths, padded_target)
+                {call}
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+"""
+PROJECTS += [
+    ProjectShape("TW207", "cal_loss() reads the token count and selects with a mask; another module's loop calls cal_performance()", {
+        "loss.py": _ASR_LOSS, "solver.py": d(_ASR_SOLVER.format(call="loss = cal_performance(pred, gold, smoothing=0.1)")),
+    }, (("loss.py", 12), ("loss.py", 15))),
+    ProjectShape("TW207", "look-alike: only the evaluation loop of the other module calls it", {
+        "loss.py": _ASR_LOSS, "solver.py": d(_ASR_SOLVER.format(call="loss = F.cross_entropy(pred, gold)")) + d("""
+            def evaluate(model, loader):
+                for padded_input, lengths, padded_target in loader:
+                    pred, gold = model(padded_input.cuda(), lengths, padded_target.cuda())
+                    total = cal_performance(pred, gold, smoothing=0.1)
+        """),
+    }),
+]

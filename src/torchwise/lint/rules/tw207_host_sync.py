@@ -12,7 +12,7 @@ from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_devic
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
+    LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
@@ -24,6 +24,7 @@ from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
+from torchwise.lint.semantics.lossreads import every_step_call, loss_reads
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.reach import on_a_mover_path
@@ -141,6 +142,8 @@ Lint and the doctor
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
+        yield from self._loss_function_reads(ctx)
+        yield from self._loss_masks(ctx)
         if not hot_loops(ctx) and not step_functions(ctx):
             return
         seen: set[int] = set()
@@ -162,20 +165,26 @@ Lint and the doctor
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
-        yield from self._loss_function_reads(ctx)
         yield from self._legacy_reads(ctx)
         yield from self._explicit_syncs(ctx)
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements:
+            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
                 continue
-            if hot_region_of(ctx, sub) is None:
-                finding = self._masked_in_loss(ctx, sub, sub.slice) if sub.ctx.__class__ is ast.Load else None
-            elif boolean_mask_index(ctx, sub):
-                finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
-            else:
-                finding = None
+            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
+            if finding is not None:
+                statements.add(id(stmt))
+                yield finding
+
+    def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
+        """Boolean-mask selections in a loss function the training step calls (``_masked_in_loss``)."""
+        statements: set[int] = set()
+        for sub in ctx.nodes.get(ast.Subscript, ()):
+            stmt = ctx.statement_of(sub)
+            if id(stmt) in statements or sub.ctx.__class__ is not ast.Load or hot_region_of(ctx, sub) is not None:
+                continue
+            finding = self._masked_in_loss(ctx, sub, sub.slice)
             if finding is not None:
                 statements.add(id(stmt))
                 yield finding
@@ -228,47 +237,23 @@ Lint and the doctor
         func = ctx.function_of(node)
         if func is None or "loss" not in func.name.lower() or not made_as_mask(ctx, index, node):
             return None
-        call = self._every_step_call(ctx, func)
-        if call is None:
+        where = every_step_call(ctx, func, self._per_step)
+        if where is None:
             return None
         return ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
-                           f"every step (line {call.lineno}), waits for the GPU", suggestion=_MASK_FIX)
+                           f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
 
-    def _every_step_call(self, ctx: Context, func: ast.AST, depth: int = 1) -> ast.Call | None:
-        """A call of this file's ``func`` that runs every training step, handing it device tensors."""
-        key = ("tw207:step-call", id(func))
-        if key not in ctx._cache:
-            ctx._cache[key] = None  # (a recursive helper)
-            calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
-            found = next((c for c in calls if hot_region_of(ctx, c) is not None
-                          and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
-                          and self._report(ctx, c, None, "", check_subject=False) is not None), None)
-            if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
-                callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
-                           and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
-                found = next((c for f in callers.values() if (c := self._every_step_call(ctx, f, depth - 1)) is not None), None)
-            ctx._cache[key] = found
-        return ctx._cache[key]
+    def _per_step(self, ctx: Context, call: ast.Call) -> bool:
+        return self._report(ctx, call, None, "", check_subject=False) is not None
 
     def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``.item()`` inside a loss function of this file that the training step calls every
-        step (``d_loss, logs = compute_d_loss(...)``): reported at the read."""
-        if ".item()" not in ctx.source:
-            return
-        seen: set[int] = set()
-        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-            for func in ctx.nodes.get(kind, ()):
-                reads = own_loss_reads(ctx, func) if "loss" in func.name.lower() else []
-                calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func] if reads else []
-                for call in calls:
-                    if hot_region_of(ctx, call) is None or self._report(ctx, call, None, "", check_subject=False) is None:
-                        continue
-                    for read in reads:
-                        if id(read) not in seen:
-                            seen.add(id(read))
-                            yield ctx.finding(self.code, read, f".item() in {func.name}(), which the training step calls every "
-                                              f"step (line {call.lineno}), waits for the GPU",
-                                              suggestion="return the detached tensors and read them once per log interval")
+        """``.item()`` inside a loss function the training step calls every step (``d_loss, logs =
+        compute_d_loss(...)``; ``n_word = non_pad_mask.sum().item()`` in ``cal_loss``), or in a
+        loss module's method on the forward path: reported at the read."""
+        for read, func, where in loss_reads(ctx, self._per_step):
+            if hot_region_of(ctx, read) is None and (where != "every training step" or _on_device(ctx, read)):
+                yield ctx.finding(self.code, read, f".{read.func.attr}() in {func.name}(), {where}, waits for the GPU",
+                                  suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
         """``loss.data[0]``: the pre-0.4 spelling of ``.item()``, a host read all the same."""
@@ -389,12 +374,6 @@ def _off_training_path(ctx: Context, node: ast.AST, func: ast.AST) -> bool:
     if klass.__class__ is ast.ClassDef and klass.name.lower().startswith(("postprocess", "post_process")):
         return True
     return outside_its_training_loop(ctx, node, func)
-
-
-def _passes_parameters(call: ast.Call, func: ast.AST) -> bool:
-    """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
-    params = {a.arg for a in func.args.args}
-    return any(a.__class__ is ast.Name and a.id in params for a in call.args)
 
 
 def _on_device(ctx: Context, node: ast.AST) -> bool:

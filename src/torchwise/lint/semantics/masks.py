@@ -119,9 +119,9 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
     random = "rand" in ctx.source or "bernoulli" in ctx.source
-    for node, value, mask in _selections(ctx, lambda f: _module_method(ctx, f)) if random else ():
+    for node, value, mask in _selections(ctx, lambda f: module_method(ctx, f)) if random else ():
         func = ctx.function_of(node)
-        if id(ctx.statement_of(node)) in statements or func is None or not _module_method(ctx, func):
+        if id(ctx.statement_of(node)) in statements or func is None or not module_method(ctx, func):
             continue
         if _random_draw(ctx, mask, node) and forward_path_function(ctx, node) is not None and hot_region_of(ctx, node) is None \
                 and not on_host(ctx, value, func) and from_inputs(ctx, value, func):
@@ -149,12 +149,12 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
     if not gpu_evident(ctx) and not ctx.project.moves_to_device:
         return found
     statements: set[int] = set()
-    for node, value, mask in _selections(ctx, lambda f: _in_loss_module(ctx, f) or (f.name == "forward" and bool(
+    for node, value, mask in _selections(ctx, lambda f: in_loss_module(ctx, f) or (f.name == "forward" and bool(
             _loss_arguments(ctx, f)[0]))):
         stmt = ctx.statement_of(node)
         func = ctx.function_of(node)
         if id(stmt) in statements or func is None or not (
-                _in_loss_module(ctx, func) or (func.name == "forward" and _feeds_loss(ctx, stmt, node, func))):
+                in_loss_module(ctx, func) or (func.name == "forward" and _feeds_loss(ctx, stmt, node, func))):
             continue
         if forward_path_function(ctx, node) is None or hot_region_of(ctx, node) is not None:
             continue
@@ -209,12 +209,12 @@ def _random_draw(ctx: Context, mask: AST, use: AST, depth: int = 3) -> bool:
     return False
 
 
-def _module_method(ctx: Context, func: AST) -> bool:
+def module_method(ctx: Context, func: AST) -> bool:
     klass = ctx.parent(func)
     return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
 
 
-def _in_loss_module(ctx: Context, func: AST) -> bool:
+def in_loss_module(ctx: Context, func: AST) -> bool:
     """A method of an ``nn.Module`` class named as a loss (``FocalLoss``, ``MultiBoxLoss``,
     ``LabelSmoothingCriterion``): its ``forward`` runs on every training step."""
     klass = ctx.parent(func)

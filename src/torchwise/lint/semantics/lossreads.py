@@ -1,0 +1,96 @@
+"""Host reads in the loss of every training step (TW207), outside the training loop itself: in a
+loss function of the file that the step calls every step - directly, through a helper that hands
+its arguments on (``cal_performance(pred, gold)`` -> ``cal_loss(pred, gold)``), or from the
+training loop of another module that imports it - and in the methods of a loss module on the
+forward path (``SetCriterion.forward``, ``NMTLossCompute._stats``): ``.item()`` of a loss it
+computes (``Munch(real=loss_real.item())``) or of a tensor made from what it is given
+(``n_word = non_pad_mask.sum().item()``, ``num_boxes = torch.clamp(num_boxes / world, min=1).item()``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardreads import from_inputs
+from torchwise.lint.semantics.hostreads import holds_device_values, own_loss_reads
+from torchwise.lint.semantics.masks import in_loss_module, on_host
+from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
+from torchwise.lint.semantics.stepvalues import step_device_value
+from torchwise.lint.semantics.values import local_function
+
+PerStep = Callable[[Context, ast.Call], bool]  # the rule's own check that a call of this file runs every step
+
+
+def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1) -> str | None:
+    """Where the training step calls ``func`` every step with device tensors: ``"line N"`` for a
+    call of this file (also through a helper of this file that hands its own parameters on), or
+    ``"path:N"`` for a call in the training loop of another module that imports this one."""
+    key = ("sem:loss-step-call", id(func), depth)
+    if key in ctx._cache:
+        return ctx._cache[key]
+    ctx._cache[key] = None  # (a recursive helper)
+    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    found = next((f"line {c.lineno}" for c in calls if hot_region_of(ctx, c) is not None
+                  and _hands_device_values(ctx, c) and per_step(ctx, c)), None)
+    if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
+        callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
+                   and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
+        found = next((w for f in callers.values() if (w := every_step_call(ctx, f, per_step, depth - 1)) is not None), None)
+    if found is None and ctx.parent(func) is ctx.tree:
+        found = next((f"{other.path}:{c.lineno}" for other, c in project_calls(ctx, func.name)
+                      if hot_region_of(other, c) is not None and not runs_periodically(other, c) and not runs_rarely(other, c)
+                      and _hands_device_values(other, c)), None)
+    ctx._cache[key] = found
+    return found
+
+
+def _hands_device_values(ctx: Context, call: ast.Call) -> bool:
+    return any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def _passes_parameters(call: ast.Call, func: AST) -> bool:
+    """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
+    params = {a.arg for a in func.args.args}
+    return any(a.__class__ is ast.Name and a.id in params for a in call.args)
+
+
+def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str]]:
+    """``(read, function, where it runs every step)`` for the ``.item()``/``.tolist()`` reads of
+    loss functions the step calls every step and of loss modules' methods on the forward path."""
+    if ".item()" not in ctx.source and ".tolist()" not in ctx.source:
+        return []
+    found = []
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for func in ctx.nodes.get(kind, ()):
+            if in_loss_module(ctx, func):
+                reads = _input_reads(ctx, func) if forward_path_function(ctx, func.body[0]) is not None else []
+                where = "every training step" if reads else None
+            elif "loss" in func.name.lower():
+                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func)
+                where = every_step_call(ctx, func, per_step) if reads else None
+                where = f"which the training step calls every step ({where})" if where else None
+            else:
+                continue
+            if where is not None:
+                found += [(read, func, where) for read in dict.fromkeys(reads)]
+    return found
+
+
+def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
+    """``.item()``/``.tolist()`` of a tensor computed from the function's parameters, on the
+    device (not through ``.cpu()``/NumPy), outside a log interval or a branch that rarely runs."""
+    out = []
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr not in ("item", "tolist") \
+                or node.args:
+            continue
+        subject = node.func.value
+        if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \
+                and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
+            out.append(node)
+    return out
