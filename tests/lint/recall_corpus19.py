@@ -482,3 +482,111 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 input checks on every forward pass
+# A box-IoU helper asserts that its boxes are well formed; a detector's matcher and criterion in
+# another module call it from their forward with the predicted boxes, every step. An ODE-RNN
+# encoder's method, called from its forward, asserts the inputs hold no NaN per time point.
+_BOX_OPS = d("""
+    import torch
+    def box_area(boxes):
+        return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+    def generalized_box_iou(boxes1, boxes2):
+        assert (boxes1[:, 2:] >= boxes1[:, :2]).all()
+        assert (boxes2[:, 2:] >= boxes2[:, :2]).all()
+        lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+        return box_area(boxes1)[:, None] - lt.sum(-1)
+""")
+_MATCHER = """
+    import torch
+    from torch import nn
+    from box_ops import generalized_box_iou
+    class HungarianMatcher(nn.Module):
+        @torch.no_grad()
+        def {method}(self, outputs, targets):
+            out_bbox = outputs["pred_boxes"].flatten(0, 1)
+            tgt_bbox = torch.cat([v["boxes"] for v in targets])
+            return -generalized_box_iou(out_bbox, tgt_bbox)
+    matcher = HungarianMatcher().to("cuda")
+"""
+PROJECTS += [
+    ProjectShape("TW207", "asserts of a box helper that another module's forward calls with the predicted boxes", {
+        "box_ops.py": _BOX_OPS, "matcher.py": d(_MATCHER.format(method="forward")),
+    }, (("box_ops.py", 6), ("box_ops.py", 7))),
+    ProjectShape("TW207", "look-alike: only an evaluation method calls the helper", {
+        "box_ops.py": _BOX_OPS, "matcher.py": d(_MATCHER.format(method="evaluate")),
+    }),
+]
+FIND += [
+    Shape("TW207", "an encoder method its forward calls asserts the inputs hold no NaN", d("""
+        import torch
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def forward(self, data, time_steps):
+                return self.run_odernn(data, time_steps)
+
+            def run_odernn(self, data, time_steps):
+                assert not torch.isnan(data).any()
+                ys = []
+                for i in range(len(time_steps)):
+                    ys.append(self.gru(data[:, i]))
+                return torch.stack(ys, 1)
+        model = Encoder().cuda()
+    """), 8),
+]
+
+# A latent ODE model derives from the project's VAE base class (an nn.Module of another module);
+# the base's compute_all_losses(), which the training loop calls, calls the subclass's
+# get_reconstruction(), whose asserts check its tensors every step.
+_BASE = d("""
+    import torch
+    import torch.nn as nn
+    class VAE_Baseline(nn.Module):
+        def compute_all_losses(self, batch, kl_coef=1.0):
+            pred, info = self.get_reconstruction(batch["tp"], batch["data"], batch["mask"])
+            return {"loss": torch.mean((pred - batch["data"]) ** 2)}
+""")
+_LATENT = d("""
+    import torch
+    from base_models import VAE_Baseline
+    class LatentODE(VAE_Baseline):
+        def get_reconstruction(self, time_steps, data, mask):
+            mu, std = self.encoder(torch.cat((data, mask), -1), time_steps)
+            std = std.abs()
+            assert torch.sum(std < 0) == 0.
+            z0 = mu + std * torch.randn_like(std)
+            assert not torch.isnan(z0).any()
+            return self.decoder(self.solver(z0, time_steps)), {"first_point": (mu, std)}
+""")
+_RUN = """
+    import torch
+    from latent_ode import LatentODE
+    model = LatentODE().to(torch.device("cuda"))
+    for batch in loader:
+        {call}
+        optimizer.zero_grad()
+        res["loss"].backward()
+        optimizer.step()
+"""
+PROJECTS += [
+    ProjectShape("TW207", "asserts in a subclass method of the project's VAE base, called by the losses the loop computes", {
+        "base_models.py": _BASE, "latent_ode.py": _LATENT, "run_models.py": d(_RUN.format(call="res = model.compute_all_losses(batch)")),
+    }, (("latent_ode.py", 7), ("latent_ode.py", 9))),
+    ProjectShape("TW207", "look-alike: an audio front end's method asserting its input range, called only by the preprocessing", {
+        "stft.py": d("""
+            import torch
+            class TacotronSTFT(torch.nn.Module):
+                def mel_spectrogram(self, y):
+                    assert torch.min(y.data) >= -1
+                    return self.mel_basis @ self.stft(y)
+        """),
+        "preprocess.py": d("""
+            import torch
+            from stft import TacotronSTFT
+            stft = TacotronSTFT().cuda()
+            for wav in wavs:
+                mels.append(stft.mel_spectrogram(torch.from_numpy(wav).cuda()).cpu())
+        """),
+    }),
+]
