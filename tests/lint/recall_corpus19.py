@@ -590,3 +590,51 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 per-parameter reads in a trainer's step methods
+# A diffusion trainer's run_step() runs the micro-batch backward passes, then optimize_normal(),
+# which steps the optimizer and logs the gradient norm summed parameter by parameter with .item();
+# its fp16 path first tests every parameter's gradient for non-finite values with any(...).
+_TRAIN_LOOP = """
+    import numpy as np
+    import torch as th
+    class TrainLoop:
+        def run_step(self, batch):
+            self.forward_backward(batch)
+            if self.use_fp16:
+                self.optimize_fp16()
+            else:
+                self.optimize_normal()
+
+        def forward_backward(self, batch):
+            for i in range(0, batch.shape[0], self.microbatch):
+                loss = self.diffusion.training_losses(self.model, batch[i:i + self.microbatch].cuda())
+                loss.mean().backward()
+
+        def optimize_fp16(self):
+            if any(not th.isfinite(p.grad).all() for p in self.model_params):
+                self.lg_loss_scale -= 1
+                return
+            self.opt.step()
+
+        def optimize_normal(self):
+            {call}
+            self.opt.step()
+
+        def _log_grad_norm(self):
+            sqsum = 0.0
+            for p in self.master_params:
+                sqsum += (p.grad ** 2).sum().item()
+            self.logger.logkv_mean("grad_norm", np.sqrt(sqsum))
+"""
+FIND += [
+    Shape("TW207", "any(not isfinite(p.grad).all() for p in params) in the method that steps the optimizer",
+          d(_TRAIN_LOOP.format(call="self._log_grad_norm()")), 17),
+    Shape("TW207", "gradient norm summed per parameter with .item() in a method the optimizer-step method calls",
+          d(_TRAIN_LOOP.format(call="self._log_grad_norm()")), 29),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the gradient norm logged once per log interval", d(_TRAIN_LOOP.format(
+        call="if self.step % self.log_interval == 0:\n                self._log_grad_norm()").replace(
+        "            if any(not th.isfinite(p.grad).all() for p in self.model_params):\n                self.lg_loss_scale -= 1\n                return\n", ""))),
+]

@@ -202,7 +202,7 @@ Lint and the doctor
         for func, reads in per_parameter_reads(ctx).values():
             where = step_call_of(ctx, func)
             for read in reads if where is not None else ():
-                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient norm in {func.name}(), "
+                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient in {func.name}(), "
                                   f"which runs every training step ({where}), waits for the GPU once per parameter",
                                   suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
                                   "torch.linalg.vector_norm) and read the total once, if at all")
