@@ -638,3 +638,74 @@ QUIET += [
         call="if self.step % self.log_interval == 0:\n                self._log_grad_norm()").replace(
         "            if any(not th.isfinite(p.grad).all() for p in self.model_params):\n                self.lg_loss_scale -= 1\n                return\n", ""))),
 ]
+
+# ------------------------------------------------------------ TW207 element-by-element reads in a Python loop
+# A TTS length regulator expands each phoneme by its duration, read with .item() one phoneme at a
+# time; a conditional VAE picks each label's prior modes with y[i].item(); a loss maps every label
+# of the batch through a Python list with i.item(). One wait for the GPU per element, every step.
+_LR = """
+    import torch
+    import torch.nn as nn
+    class LengthRegulator(nn.Module):
+        def LR(self, x, duration):
+            return [self.{expand}(batch, target) for batch, target in zip(x, duration)]
+
+        def {expand}(self, batch, {predicted}):
+            out = []
+            for i, vec in enumerate(batch):
+                expand_size = {predicted}[i].item()
+                out.append(vec.expand(max(int(expand_size), 0), -1))
+            return torch.cat(out, 0)
+
+        def forward(self, x, duration):
+            return self.LR(x, duration)
+    regulator = LengthRegulator().cuda()
+"""
+FIND += [Shape("TW207", "a length regulator reads each phoneme's duration with .item()",
+               d(_LR.format(expand="expand", predicted="predicted")), 10)]
+QUIET += [
+    Shape("TW207", "look-alike: the loop reads sequence lengths handed in (often a host tensor for packing)",
+          d(_LR.format(expand="expand", predicted="lengths"))),
+    Shape("TW207", "look-alike: a beam search method reads each hypothesis's tokens", d("""
+        import torch
+        import torch.nn as nn
+        class Decoder(nn.Module):
+            def forward(self, memory, tgt):
+                return self.out(self.layers(tgt, memory))
+
+            def beam_search(self, memory, beam=5):
+                hyp = self.start(memory)
+                for step in range(100):
+                    scores = self.out(self.layers(hyp, memory))
+                    tokens = [self.vocab[int(t)] for t in scores.argmax(-1)[0]]
+                return tokens
+        decoder = Decoder().cuda()
+    """)),
+]
+_CVAE = """
+    import torch
+    import torch.nn.functional as F
+    class CondVAE(torch.nn.Module):
+        def calculate_log_p_z(self, z, y):
+            modes = []
+            for i in range(len(y)):
+                target = y[i].item()
+                modes.append(list(range(target * self.k, (target + 1) * self.k)))
+            return self.log_normal(z, torch.tensor(modes, device=z.device))
+
+        def loss_function(self, x, recon, z, y, allowed):
+            actual_y = torch.tensor([allowed[i.item()] for i in y]).to(z.device)
+            return F.mse_loss(recon, x), -self.calculate_log_p_z(z, actual_y).mean()
+
+        def train_a_batch(self, x, y, allowed):
+            x, y = x.cuda(), y.cuda()
+            recon, z = self(x)
+            rec, kl = self.loss_function(x, recon, z, y, allowed)
+            self.optimizer.zero_grad()
+            (rec + kl).backward()
+            self.optimizer.step()
+"""
+FIND += [
+    Shape("TW207", "y[i].item() for every label in a method the loss calls", d(_CVAE), 7),
+    Shape("TW207", "i.item() for every label in a comprehension of the model's loss function", d(_CVAE), 12),
+]

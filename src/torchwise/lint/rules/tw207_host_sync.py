@@ -23,6 +23,7 @@ from torchwise.lint.semantics.syncs import (
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
+from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
 from torchwise.lint.semantics.lossreads import every_step_call, loss_reads
 from torchwise.lint.semantics.rarely import runs_rarely
@@ -219,6 +220,13 @@ Lint and the doctor
             yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
                               suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
                               "it once outside the training path")
+        for node, func in element_reads(ctx):
+            if _off_training_path(ctx, node, func):
+                continue
+            yield ctx.finding(self.code, node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), "
+                              "which runs every training step: one wait for the GPU per element",
+                              suggestion="read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, "
+                              "an index tensor)")
         for node, func, others in forward_mask_selections(ctx):
             if _off_training_path(ctx, node, func):
                 continue

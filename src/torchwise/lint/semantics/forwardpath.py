@@ -46,7 +46,23 @@ def takes_batch(ctx: Context, func: AST) -> bool:
         return forward_helper(ctx, func)
     if not (any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) or project_module_method(ctx, func)):
         return False
-    return func.name == "forward" or _called_in_step(ctx, func.name)
+    return runs_in_step(ctx, func)
+
+
+def runs_in_step(ctx: Context, func: AST, depth: int = 3) -> bool:
+    """A method that runs in a training step: ``forward``, a method the class's own methods that
+    run in a step call on ``self`` (``self.LR(...)`` -> ``self.expand(...)``), or one called in a
+    training step or forward pass of the project (:func:`_called_in_step`)."""
+    if func.name == "forward":
+        return True
+    klass = ctx.parent(func)
+    for call in ctx.calls_named(func.name):
+        caller = ctx.function_of(call)
+        if call.func.__class__ is ast.Attribute and call.func.value.__class__ is ast.Name and call.func.value.id == "self" \
+                and caller is not None and caller is not func and ctx.parent(caller) is klass and depth > 0 \
+                and not is_eval_name(caller.name) and runs_in_step(ctx, caller, depth - 1):
+            return True
+    return _called_in_step(ctx, func.name)
 
 
 def _called_in_step(ctx: Context, name: str) -> bool:
