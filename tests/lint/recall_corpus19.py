@@ -709,3 +709,75 @@ FIND += [
     Shape("TW207", "y[i].item() for every label in a method the loss calls", d(_CVAE), 7),
     Shape("TW207", "i.item() for every label in a comprehension of the model's loss function", d(_CVAE), 12),
 ]
+
+# ------------------------------------------------------------ TW207 a metric helper that selects with a mask
+# A segmentation trainer computes intersection and union every step with a helper of another
+# module that selects the correct pixels with a boolean mask: the selection's size has to reach
+# the host. Target assignment (which targets each anchor or vocabulary bucket gets) selects by
+# design.
+_METRIC = """
+    import torch
+    def {name}(output, target, K, ignore_index=255):
+        {prep}
+        output = output.view(-1)
+        target = target.view(-1)
+        output[target == ignore_index] = ignore_index
+        hit_mask = output == target
+        intersection = output[hit_mask]
+        area_intersection = torch.histc(intersection, bins=K, min=0, max=K - 1)
+        return area_intersection
+"""
+_SEG_TRAIN = d("""
+    import torch
+    from util import intersection_and_union_gpu
+    def train(loader, model, criterion, optimizer, classes):
+        for images, target in loader:
+            images, target = images.cuda(non_blocking=True), target.cuda(non_blocking=True)
+            output = model(images)
+            loss = criterion(output, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            inter = intersection_and_union_gpu(output.max(1)[1], target, classes)
+""")
+PROJECTS += [
+    ProjectShape("TW207", "a metric helper of another module selects the correct pixels with a mask, every step", {
+        "util.py": d(_METRIC.format(name="intersection_and_union_gpu", prep="assert output.dim() in [1, 2, 3]")),
+        "train.py": _SEG_TRAIN,
+    }, (("util.py", 8),)),
+    ProjectShape("TW207", "look-alike: the loop calls the helper once per log interval", {
+        "util.py": d(_METRIC.format(name="intersection_and_union_gpu", prep="assert output.dim() in [1, 2, 3]")),
+        "train.py": _SEG_TRAIN.replace("        inter = ", "        if step % 50 == 0:\n            inter = ").replace(
+            "for images, target in loader:", "for step, (images, target) in enumerate(loader):"),
+    }),
+    ProjectShape("TW207", "look-alike: a target-building helper keeps the targets that match an anchor", {
+        "util.py": d("""
+            import torch
+            def build_targets(p, targets, anchors):
+                r = targets[:, :, 4:6] / anchors[:, None]
+                j = torch.max(r, 1. / r).max(2)[0] < 4
+                t = targets[j]
+                return t[:, :2].long().T, t[:, 2:6]
+        """),
+        "train.py": _SEG_TRAIN.replace("intersection_and_union_gpu", "build_targets"),
+    }),
+]
+QUIET += [
+    Shape("TW207", "look-alike: a split softmax loss buckets the targets by vocabulary split", d("""
+        import torch
+        import torch.nn as nn
+        class SplitCrossEntropyLoss(nn.Module):
+            def split_on_targets(self, hiddens, targets):
+                split_targets, split_hiddens = [], []
+                for idx in range(1, self.nsplits):
+                    mask = (targets >= self.splits[idx - 1]) * (targets < self.splits[idx])
+                    split_targets.append(torch.masked_select(targets, mask))
+                    split_hiddens.append(hiddens.masked_select(mask.unsqueeze(1).expand_as(hiddens)).view(-1, hiddens.size(1)))
+                return split_targets, split_hiddens
+
+            def forward(self, weight, bias, hiddens, targets):
+                split_targets, split_hiddens = self.split_on_targets(hiddens, targets)
+                return sum(self.bucket_loss(w, h, t) for w, h, t in zip(weight, split_hiddens, split_targets))
+        criterion = SplitCrossEntropyLoss().cuda()
+    """)),
+]

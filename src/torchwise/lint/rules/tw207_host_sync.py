@@ -15,14 +15,15 @@ from torchwise.lint.semantics.hostreads import (
     LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test,
 )
 from torchwise.lint.semantics.steps import (
-    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, is_eval_name, runs_periodically, step_functions,
+    summed_loss_terms,
 )
 from torchwise.lint.semantics.syncs import (
     CASTS, SYNCHRONIZE, boolean_mask_index, measures_time, parameter_read, read_after, sync_call, synchronized_before,
 )
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
-from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
-from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
+from torchwise.lint.semantics.masks import assigns_targets, forward_mask_selections, made_as_mask, on_host
+from torchwise.lint.semantics.forwardreads import forward_reads, from_inputs, lightning_step_reads
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
 from torchwise.lint.semantics.lossreads import every_step_call, loss_reads
@@ -243,8 +244,10 @@ Lint and the doctor
         that the training step calls every step with device tensors (``info_nce_loss(features)``,
         ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
         func = ctx.function_of(node)
-        if func is None or "loss" not in func.name.lower() or not made_as_mask(ctx, index, node):
+        if func is None or not made_as_mask(ctx, index, node):
             return None
+        if "loss" not in func.name.lower() and not _selects_from_arguments(ctx, node, func):
+            return None  # (a metric helper: only a selection from what it is handed)
         where = every_step_call(ctx, func, self._per_step)
         if where is None:
             return None
@@ -372,6 +375,14 @@ def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> boo
     if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
         return True
     return step_device_value(ctx, subject, node)  # through the step's loss dicts, lists, sums and weighted terms
+
+
+def _selects_from_arguments(ctx: Context, node: ast.AST, func: ast.AST) -> bool:
+    """``output[output == target]`` in a metric helper: the selected tensor is made from the
+    helper's parameters and never went to the host (``.cpu()``, NumPy)."""
+    value = node.value if node.__class__ is ast.Subscript else node.func.value
+    return from_inputs(ctx, value, func) and not on_host(ctx, value, func) and not is_eval_name(func.name) \
+        and not assigns_targets(func)
 
 
 def _off_training_path(ctx: Context, node: ast.AST, func: ast.AST) -> bool:

@@ -158,13 +158,25 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
             continue
         if forward_path_function(ctx, node) is None or hot_region_of(ctx, node) is not None:
             continue
-        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func) or _unused_loss(ctx, func):
+        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func) or _unused_loss(ctx, func) \
+                or assigns_targets(func):
             continue
         if is_device_tensor(ctx, value, node) or is_device_tensor(ctx, mask, node) or from_inputs(ctx, value, func) \
                 or from_inputs(ctx, mask, func):
             statements.add(id(stmt))
             found.append((node, func))
     return found
+
+
+_ASSIGNERS = ("target", "assign", "match")
+
+
+def assigns_targets(func: AST) -> bool:
+    """A function that builds, matches or partitions the targets (``build_targets``,
+    ``split_on_targets``, ``assign_anchors``, ``match``): how many targets each anchor, cell or
+    vocabulary bucket gets depends on the data by design, and the selection is the algorithm."""
+    name = getattr(func, "name", "").lower()
+    return any(word in name for word in _ASSIGNERS)
 
 
 def _selections(ctx: Context, wanted: Callable[[AST], bool]) -> list[tuple[AST, AST, AST]]:
