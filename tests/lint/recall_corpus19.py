@@ -781,3 +781,65 @@ QUIET += [
         criterion = SplitCrossEntropyLoss().cuda()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 device values the step makes in its own way
+# A continual learner moves its batch with a device helper of its own (`x.to(self._device())`),
+# builds one-hot targets on the host and brings them back (`to_one_hot(y.cpu(), n).to(y.device)`),
+# and reads the training accuracy from its own forward pass (`_, pred = y_hat.max(1)`), every step.
+_CL_STEP = """
+    import torch
+    import torch.nn.functional as F
+    class Classifier(torch.nn.Module):
+        def _device(self):
+            return next(self.parameters()).device
+
+        def train_a_batch(self, x, y):
+            self.optimizer.zero_grad()
+            {move}
+            recon, y_hat = self(x)
+            {read}
+            loss = F.cross_entropy(y_hat, y)
+            loss.backward()
+            self.optimizer.step()
+            return {{"loss": loss.detach()}}
+"""
+FIND += [
+    Shape("TW207", "one-hot targets built from y.cpu() and moved back to y.device, every step", d(_CL_STEP.format(
+        move="x = x.cuda()", read="targets = to_one_hot(y.cpu(), y_hat.size(1)).to(y.device)")), 11),
+    Shape("TW207", "accuracy of the model's own outputs unpacked with _, pred = y_hat.max(1), read with .item()",
+          d(_CL_STEP.format(move="x = x.cuda()", read="_, pred = y_hat.max(1)\n            acc = (y == pred).sum().item()")), 12),
+    Shape("TW207", "labels moved with the class's own device helper, compared and read every step", d(_CL_STEP.format(
+        move="x, y = x.cuda(), y.to(self._device())", read="acc = (y == y_hat.argmax(1)).float().mean().item()")), 11),
+]
+QUIET += [
+    Shape("TW207", "look-alike: labels copied to the host for a NumPy metric that stays there", d(_CL_STEP.format(
+        move="x = x.cuda()", read="targets = to_one_hot(labels_np, 10)"))),
+    Shape("TW207", "look-alike: a CPU copy of the labels made once, outside the step", d(_CL_STEP.format(
+        move="x = x.cuda()", read="pass").replace("class Classifier", "host_labels = all_labels.cpu()\n    class Classifier"))),
+]
+
+# A masked graph autoencoder's forward computes its reconstruction loss and returns it with a
+# dict of the value read with .item(), every training step.
+FIND += [
+    Shape("TW207", "a model's forward returns its loss and loss.item() for logging", d("""
+        import torch
+        import torch.nn as nn
+        class PreModel(nn.Module):
+            def forward(self, g, x):
+                loss = self.mask_attr_prediction(g, x)
+                loss_item = {"loss": loss.item()}
+                return loss, loss_item
+        model = PreModel().cuda()
+    """), 6),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the forward returns the loss tensor itself in the dict", d("""
+        import torch
+        import torch.nn as nn
+        class PreModel(nn.Module):
+            def forward(self, g, x):
+                loss = self.mask_attr_prediction(g, x)
+                return loss, {"loss": loss.detach()}
+        model = PreModel().cuda()
+    """)),
+]

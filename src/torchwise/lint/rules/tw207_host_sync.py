@@ -28,7 +28,7 @@ from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
 from torchwise.lint.semantics.lossreads import every_step_call, loss_reads
 from torchwise.lint.semantics.rarely import runs_rarely
-from torchwise.lint.semantics.stepvalues import step_device_value
+from torchwise.lint.semantics.stepvalues import round_trip, step_device_value
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
 
@@ -347,7 +347,7 @@ Lint and the doctor
             return None  # the evaluation of each pass (with no_grad(): model.eval() ...), not the training step
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not _device_subject(ctx, subject, node):
+        if check_subject and not (_device_subject(ctx, subject, node) or round_trip(ctx, node)):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed

@@ -2,7 +2,8 @@
 loss function of the file that the step calls every step - directly, through a helper that hands
 its arguments on (``cal_performance(pred, gold)`` -> ``cal_loss(pred, gold)``), or from the
 training loop of another module that imports it - and in the methods of a loss module on the
-forward path (``SetCriterion.forward``, ``NMTLossCompute._stats``): ``.item()`` of a loss it
+forward path (``SetCriterion.forward``, ``NMTLossCompute._stats``), and in a model's ``forward``
+that computes its own loss (``loss_item = {"loss": loss.item()}``): ``.item()`` of a loss it
 computes (``Munch(real=loss_real.item())``) or of a tensor made from what it is given
 (``n_word = non_pad_mask.sum().item()``, ``num_boxes = torch.clamp(num_boxes / world, min=1).item()``)."""
 
@@ -14,6 +15,7 @@ from typing import Callable
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardpath import takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, own_loss_reads
 from torchwise.lint.semantics.masks import in_loss_module, on_host
@@ -69,6 +71,9 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
         for func in ctx.nodes.get(kind, ()):
             if in_loss_module(ctx, func):
                 reads = _input_reads(ctx, func) if forward_path_function(ctx, func.body[0]) is not None else []
+                where = "every training step" if reads else None
+            elif func.name == "forward" and takes_batch(ctx, func):  # a model's forward that computes its loss
+                reads = own_loss_reads(ctx, func)
                 where = "every training step" if reads else None
             elif "loss" in func.name.lower():
                 reads = own_loss_reads(ctx, func) + _input_reads(ctx, func)

@@ -13,6 +13,7 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.steps import backwarded_names
 
@@ -38,6 +39,8 @@ def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) 
         return step_device_value(ctx, expr.value, use, depth)
     if cls is ast.BinOp:
         return step_device_value(ctx, expr.left, use, depth) or step_device_value(ctx, expr.right, use, depth)
+    if cls is ast.Compare:  # (y == pred).sum()
+        return any(step_device_value(ctx, side, use, depth) for side in (expr.left, *expr.comparators))
     if cls is ast.DictComp:  # (the element sees the comprehension's own names)
         return step_device_value(ctx, expr.value, expr.value, depth)
     if cls in (ast.ListComp, ast.GeneratorExp):
@@ -50,6 +53,11 @@ def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) 
 def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     func = call.func
     q = ctx.qualname(func)
+    if func.__class__ is ast.Attribute and func.attr in ("to", "cuda") and q is None and call.args \
+            and call.args[0].__class__ is ast.Call and _names_device(call.args[0].func):
+        return True  # y.to(self._device()), x.to(get_device(t)): a device a helper of the project names
+    if func.__class__ is ast.Name and func.id == "self" and _in_module_class(ctx, call):
+        return True  # self(x) in a model's own method: its forward pass
     if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
         target = func.value if q is None else (call.args[0] if call.args else None)
         return step_device_value(ctx, target, use, depth)
@@ -73,6 +81,48 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
         return step_device_value(ctx, b.value, b.node, depth - 1)
     if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
         return step_device_value(ctx, b.value, b.value, depth - 1)
+    if b.kind == "unpack" and b.value is not None:
+        value = b.value
+        if value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
+            return step_device_value(ctx, value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d()), y.to(d())
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _SPLITS:
+            return step_device_value(ctx, value.func.value, b.node, depth - 1)  # _, pred = y_hat.max(1)
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "self":
+            return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
+    return False
+
+
+# methods that return a tuple of tensors on the receiver's device
+_SPLITS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "chunk", "split", "unbind"})
+
+
+def _in_module_class(ctx: Context, node: AST) -> bool:
+    klass = ctx.class_of(node)
+    return klass is not None and (any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+                                  or project_module_method(ctx, ctx.function_of(node)))
+
+
+def _names_device(func: AST) -> bool:
+    """``self._device()``, ``get_device(x)``, ``dist_util.dev()``: a helper that returns the device."""
+    name = (last_name(func) or "").lower()
+    return "device" in name or name == "dev"
+
+
+def round_trip(ctx: Context, read: ast.Call) -> bool:
+    """``to_one_hot(y.cpu(), n).to(y.device)``: the value read with ``.cpu()`` comes back to its own
+    device in the same expression - the code expects it on an accelerator."""
+    subject = read.func.value if read.func.__class__ is ast.Attribute else None
+    if subject is None or read.func.attr != "cpu":
+        return False
+    text = ast.dump(subject)
+    node = read
+    for _ in range(4):
+        node = ctx.parent(node)
+        if node is None or isinstance(node, ast.stmt):
+            return False
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "to" and node.args:
+            dev = node.args[0]
+            return dev.__class__ is ast.Attribute and dev.attr == "device" and ast.dump(dev.value) == text
     return False
 
 
