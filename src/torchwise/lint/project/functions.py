@@ -12,7 +12,7 @@ from typing import Iterator
 
 from torchwise.lint.facts import FunctionBlock
 
-HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu()", "if torch.", ".data[0]")
+HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", ".cpu()\n", "if torch.", ".data[0]")
 GPU_NEEDLES = ("nccl", "is_available")
 # what semantics.devices.gpu_setup_line can find in a block, as text: NCCL, or a GPU check asserted
 # or negated on one line (``if not torch.cuda.is_available():``); the many functions that only

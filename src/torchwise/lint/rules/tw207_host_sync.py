@@ -183,8 +183,10 @@ Lint and the doctor
         """Boolean-mask selections in a loss function the training step calls (``_masked_in_loss``)."""
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
+            if sub.ctx.__class__ is not ast.Load or sub.slice.__class__ not in _MASK_INDEXES:
+                continue
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or sub.ctx.__class__ is not ast.Load or hot_region_of(ctx, sub) is not None:
+            if id(stmt) in statements or hot_region_of(ctx, sub) is not None:
                 continue
             finding = self._masked_in_loss(ctx, sub, sub.slice)
             if finding is not None:
@@ -243,7 +245,7 @@ Lint and the doctor
         """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file
         that the training step calls every step with device tensors (``info_nce_loss(features)``,
         ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
-        func = ctx.function_of(node)
+        func = ctx.function_of(node) if index.__class__ in _MASK_INDEXES else None
         if func is None or not made_as_mask(ctx, index, node):
             return None
         if "loss" not in func.name.lower() and not _selects_from_arguments(ctx, node, func):
@@ -341,10 +343,8 @@ Lint and the doctor
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and (synchronized_before(ctx, region, node) or after_evaluation(ctx, region, node)):
-            return None  # the step already waits for the GPU (or an evaluation read drained it); this read adds no stall
-        if in_evaluation_block(ctx, node):
-            return None  # the evaluation of each pass (with no_grad(): model.eval() ...), not the training step
+        if looping and synchronized_before(ctx, region, node):
+            return None  # the step already waits for the GPU; this read adds no stall
         if not _on_device(ctx, node):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not (_device_subject(ctx, subject, node) or round_trip(ctx, node)):
@@ -355,6 +355,8 @@ Lint and the doctor
             return None  # the algorithm works on it on the host (replay priorities): the read is needed
         if evaluated_every_call(ctx, region) if not looping else full_batch_epochs(ctx, region):
             return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
+        if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
+            return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         return ctx.finding(
             self.code, node,
@@ -363,6 +365,7 @@ Lint and the doctor
         )
 
 
+_MASK_INDEXES = (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
 

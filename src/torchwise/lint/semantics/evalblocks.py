@@ -52,13 +52,12 @@ def after_evaluation(ctx: Context, loop: AST, node: AST) -> bool:
     """Does the loop body evaluate, outside any condition, before ``node``'s statement, and read a
     value on the host there (``.item()``, a helper that reads what it is given)? Then the GPU is
     drained already when ``node`` reads."""
-    line = getattr(node, "lineno", 0)
-    for stmt in getattr(loop, "body", ()):
-        if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return False
-        if _evaluation_block(ctx, stmt) and _reads_on_host(ctx, stmt):
-            return True
-    return False
+    key = ("sem:evaluates-at", id(loop))
+    first = ctx._cache.get(key, -1)
+    if first == -1:  # the end line of the first evaluation that reads, in the loop body (asked once per loop)
+        first = ctx._cache[key] = next((stmt.end_lineno or stmt.lineno for stmt in getattr(loop, "body", ())
+                                        if _evaluation_block(ctx, stmt) and _reads_on_host(ctx, stmt)), None)
+    return first is not None and getattr(node, "lineno", 0) > first
 
 
 def _reads_on_host(ctx: Context, block: AST) -> bool:

@@ -77,6 +77,9 @@ def _handed_on_later(ctx: Context, stmt: ast.Assign) -> bool:
     return found
 
 
+_DRAWS = ("sample", "sample_batch", "sample_timesteps", "draw", "_sample")
+
+
 def feeds_its_sampler(ctx: Context, call: ast.Call, region: AST) -> bool:
     """``self.schedule_sampler.update_with_local_losses(t, losses["loss"].detach())`` in a step
     where the same object drew an input of the loss earlier (``t, weights =
@@ -87,13 +90,22 @@ def feeds_its_sampler(ctx: Context, call: ast.Call, region: AST) -> bool:
     if func.__class__ is not ast.Attribute or func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
         return False  # (a method of the trainer itself draws nothing)
     owner = ast.dump(func.value)
-    feeding = names_feeding_backward(ctx, ctx.scope_of(call))
     pos = (call.lineno, call.col_offset)
-    for node in ctx.walk_body(getattr(region, "body", [])):
-        if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Call or (node.lineno, node.col_offset) >= pos:
-            continue
-        drawn = node.value.func
-        if drawn.__class__ is ast.Attribute and drawn.attr.lstrip("_").startswith(("sample", "draw")) and ast.dump(drawn.value) == owner \
-                and any(n.__class__ is ast.Name and n.id in feeding for t in node.targets for n in ast.walk(t)):
-            return True
+    for node in _draws(ctx, region):
+        if (node.lineno, node.col_offset) < pos and ast.dump(node.value.func.value) == owner:
+            feeding = names_feeding_backward(ctx, ctx.scope_of(call))
+            if any(n.__class__ is ast.Name and n.id in feeding for t in node.targets for n in ast.walk(t)):
+                return True
     return False
+
+
+def _draws(ctx: Context, region: AST) -> list[ast.Assign]:
+    """``t, weights = sampler.sample(...)`` statements of the region (found once per region)."""
+    key = ("sem:draws", id(region))
+    found = ctx._cache.get(key)
+    if found is None:
+        end = getattr(region, "end_lineno", None) or region.lineno
+        found = ctx._cache[key] = [
+            stmt for c in ctx.calls_named(*_DRAWS) if region.lineno <= c.lineno <= end and c.func.__class__ is ast.Attribute
+            and (stmt := ctx.parent(c)).__class__ is ast.Assign and stmt.value is c]
+    return found

@@ -76,7 +76,7 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
     if b is None:
         return False
     if b.kind in ("assign", "walrus") and b.value is not None:
-        if b.value.__class__ in (ast.Dict, ast.List, ast.BinOp) and _collects_device_values(ctx, expr.id, b.node, depth):
+        if _container(b.value) and _collects_device_values(ctx, expr.id, b.node, depth):
             return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
         return step_device_value(ctx, b.value, b.node, depth - 1)
     if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
@@ -132,27 +132,44 @@ def _collects_device_values(ctx: Context, name: str, bound: AST, depth: int) -> 
     found = ctx._cache.get(key)
     if found is None:
         found = ctx._cache[key] = False  # (a value stored from the container itself)
-        scope = ctx.scope_of(bound)
-        for node in ctx.walk_body(getattr(scope, "body", [])):
-            cls = node.__class__
-            if cls is ast.Assign and any(_stores_into(t, name) for t in node.targets):
-                value = node.value
-            elif cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "append" \
-                    and node.func.value.__class__ is ast.Name and node.func.value.id == name and len(node.args) == 1:
-                value = node.args[0]
-            else:
-                continue
+        for node, value in _stores(ctx, ctx.scope_of(bound)).get(name, ()):
             if is_loss_value(ctx, value, node) or step_device_value(ctx, value, node, depth - 1):
                 found = ctx._cache[key] = True
                 break
     return found
 
 
-def _stores_into(target: AST, name: str) -> bool:
-    """``name[k] = ...``, also as a part of a tuple target (``a[i], b[i] = loss_function(...)``)."""
+def _stores(ctx: Context, scope: AST) -> dict[str, list[tuple[AST, AST]]]:
+    """Container name -> ``(statement, value)`` of what the scope stores into it by subscript or
+    ``append`` (one walk per scope)."""
+    key = ("sem:container-stores", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = {}
+        for node in ctx.nodes.get(ast.Assign, ()):
+            names = [n for t in node.targets for n in _stored_names(t)]
+            if names and ctx.scope_of(node) is scope:
+                for name in names:
+                    found.setdefault(name, []).append((node, node.value))
+        for node in ctx.calls_named("append"):
+            if node.func.__class__ is ast.Attribute and node.func.value.__class__ is ast.Name and len(node.args) == 1 \
+                    and ctx.scope_of(node) is scope:
+                found.setdefault(node.func.value.id, []).append((node, node.args[0]))
+    return found
+
+
+def _container(value: AST) -> bool:
+    """``{}``, ``[]``, ``{"d": 0}``, ``[None] * n``: a dict or list the code fills later."""
+    cls = value.__class__
+    return cls in (ast.Dict, ast.List) or cls is ast.BinOp and value.op.__class__ is ast.Mult and ast.List in (
+        value.left.__class__, value.right.__class__)
+
+
+def _stored_names(target: AST) -> list[str]:
+    """``name`` of ``name[k] = ...``, also as parts of a tuple target (``a[i], b[i] = loss_function(...)``)."""
     if target.__class__ in (ast.Tuple, ast.List):
-        return any(_stores_into(t, name) for t in target.elts)
-    return target.__class__ is ast.Subscript and target.value.__class__ is ast.Name and target.value.id == name
+        return [n for t in target.elts for n in _stored_names(t)]
+    return [target.value.id] if target.__class__ is ast.Subscript and target.value.__class__ is ast.Name else []
 
 
 def step_loss_terms(ctx: Context, scope: AST) -> frozenset[str]:
