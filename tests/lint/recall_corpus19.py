@@ -843,3 +843,89 @@ QUIET += [
         model = PreModel().cuda()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 look-alikes from other projects
+# A training loop that stops when the loss has converged: the stop test is the algorithm's (R9).
+QUIET += [
+    Shape("TW207", "a training loop stops when the loss converged: if loss < tol: break", d("""
+        import torch
+        def fit(model, x, y, opt, tol=1e-4):
+            x, y = x.cuda(), y.cuda()
+            for it in range(10000):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if loss < tol:
+                    break
+    """)),
+]
+FIND += [
+    Shape("TW207", "look-alike: the same test only logs (no stop)", d("""
+        import torch
+        def fit(model, x, y, opt, tol=1e-4):
+            x, y = x.cuda(), y.cuda()
+            for it in range(10000):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if loss < tol:
+                    print("converged")
+    """), 9),
+]
+
+# A continual-learning model subclasses the project's model base class; its end-of-task hook
+# (called by the base when a task ends) and a first-call input check behind a flag test tensors,
+# but neither runs every step.
+_CL_BASE = d("""
+    import torch.nn as nn
+    class ContinualModel(nn.Module):
+        def meta_end_task(self, dataset):
+            self.end_task(dataset)
+
+        def forward(self, x):
+            if not self.checked_once:
+                self.check_inputs_once(x)
+            return self.net(x)
+""")
+_CL_MODEL = d("""
+    import torch
+    from continual_model import ContinualModel
+    class XDer(ContinualModel):
+        def end_task(self, dataset):
+            chosen = self.buffer.labels < self.current_task
+            if chosen.any():
+                self.buffer.logits[chosen] = self.update_logits(self.buffer.logits[chosen])
+
+        def check_inputs_once(self, x):
+            assert torch.sum(abs(x.float() - x.long().float())) < 0.0001
+            self.checked_once = True
+
+        def observe(self, inputs, labels):
+            self.opt.zero_grad()
+            loss = self.loss(self.net(inputs.cuda()), labels.cuda())
+            loss.backward()
+            self.opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "look-alike: an end-of-task hook and a check behind a first-call flag of a project model class", {
+        "continual_model.py": _CL_BASE, "xder.py": _CL_MODEL,
+    }),
+]
+
+# A captioning loss wrapper turns the ground-truth indices into a Python list to pick the host
+# captions the self-critical reward needs.
+QUIET += [
+    Shape("TW207", "look-alike: indices read with .tolist() to pick host-side references for a reward", d("""
+        import torch
+        import torch.nn as nn
+        class LossWrapper(nn.Module):
+            def forward(self, fc_feats, labels, gts, gt_indices):
+                gen_result, logprobs = self.model(fc_feats, mode="sample")
+                refs = [gts[i] for i in gt_indices.tolist()]
+                reward = torch.from_numpy(self.cider(gen_result, refs)).to(logprobs)
+                return -(logprobs * reward).mean()
+        wrapper = LossWrapper().cuda()
+    """)),
+]

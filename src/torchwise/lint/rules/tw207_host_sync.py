@@ -27,7 +27,7 @@ from torchwise.lint.semantics.forwardreads import forward_reads, from_inputs, li
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, outside_its_training_loop
 from torchwise.lint.semantics.lossreads import every_step_call, loss_reads
-from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value
 from torchwise.lint.semantics.reach import on_a_mover_path
 from torchwise.lint.semantics.values import local_function
@@ -161,6 +161,8 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
+            if algorithm_stop(node):
+                continue  # a data-dependent stop of the algorithm (R9)
             part = tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
             if part is None:
                 continue

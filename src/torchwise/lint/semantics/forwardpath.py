@@ -28,8 +28,8 @@ def batch_function(ctx: Context, node: AST) -> AST | None:
     key = ("sem:batch-function", id(func))
     found = ctx._cache.get(key)
     if found is None:
-        found = ctx._cache[key] = (project_module_method(ctx, func) and not sampler_off_step(ctx, func)) \
-            or forward_helper(ctx, func)
+        found = ctx._cache[key] = (project_module_method(ctx, func) and not sampler_off_step(ctx, func)
+                                   and runs_in_step(ctx, func)) or forward_helper(ctx, func)
     return func if found else None
 
 
@@ -55,38 +55,53 @@ def runs_in_step(ctx: Context, func: AST, depth: int = 3) -> bool:
     training step or forward pass of the project (:func:`_called_in_step`)."""
     if func.name == "forward":
         return True
+    if "once" in func.name.lower():
+        return False  # check_input_data_into_forward_once(): a first-call check
     klass = ctx.parent(func)
     for call in ctx.calls_named(func.name):
         caller = ctx.function_of(call)
         if call.func.__class__ is ast.Attribute and call.func.value.__class__ is ast.Name and call.func.value.id == "self" \
                 and caller is not None and caller is not func and ctx.parent(caller) is klass and depth > 0 \
-                and not is_eval_name(caller.name) and runs_in_step(ctx, caller, depth - 1):
+                and not is_eval_name(caller.name) and not _behind_flag(ctx, call) and runs_in_step(ctx, caller, depth - 1):
             return True
     return _called_in_step(ctx, func.name)
 
 
-def _called_in_step(ctx: Context, name: str) -> bool:
-    """Is a method ``name`` called (``x.name(``) in a training step, a function that trains, or
-    a forward pass (a model class's method) of the project?"""
-    key = ("sem:called-in-step", name)
+def _behind_flag(ctx: Context, call: AST) -> bool:
+    """``if not self.checked: self.check(x)``: called until a flag of the object is set - once."""
+    return any(in_body and test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not and test.operand.__class__ is ast.Attribute
+               and test.operand.value.__class__ is ast.Name and test.operand.value.id == "self"
+               for if_node, in_body in ctx.enclosing_ifs(call) for test in [if_node.test])
+
+
+def _called_in_step(ctx: Context, name: str, depth: int = 2) -> bool:
+    """Is a method ``name`` called (``x.name(``) in a training step, in a function that trains,
+    in a ``forward``, or in a method that is itself called so (``depth`` levels up), somewhere in
+    the project? (An ``end_task()`` that a task-switching hook calls is not.)"""
+    key = ("sem:called-in-step", name, depth)
     found = ctx.project.answers.get(key)
     if found is None:
+        ctx.project.answers[key] = False  # (a recursive chain)
         texts = [(p, t) for p, t in ctx.project.files if f".{name}(" in t] or [(ctx.path, ctx.source)]
         found = len(texts) <= MAX_CALLER_FILES and any(
-            _calls_in_step(ctx if p == ctx.path else parsed_file(ctx.project, p, t), name) for p, t in texts)
+            _calls_in_step(ctx if p == ctx.path else parsed_file(ctx.project, p, t), name, depth) for p, t in texts)
         ctx.project.answers[key] = found
     return found
 
 
-def _calls_in_step(where: Context | None, name: str) -> bool:
+def _calls_in_step(where: Context | None, name: str, depth: int) -> bool:
     if where is None:
         return False
     for call in where.calls_named(name):
         if call.func.__class__ is not ast.Attribute or runs_periodically(where, call):
             continue
         caller = where.function_of(call)
-        if hot_region_of(where, call) is not None or caller is not None and not is_eval_name(caller.name) and (
-                _forward_like(where, caller) or any(where.scope_of(c) is caller for c in training_calls(where))):
+        if hot_region_of(where, call) is not None:
+            return True
+        if caller is None or caller.__class__ is ast.Lambda or is_eval_name(caller.name):
+            continue
+        if "forward" in caller.name.lower() or any(where.scope_of(c) is caller for c in training_calls(where)) \
+                or depth > 0 and caller.name != name and _called_in_step(where, caller.name, depth - 1):
             return True
     return False
 
@@ -138,6 +153,7 @@ def forward_helper(ctx: Context, func: AST) -> bool:
     found = ctx._cache.get(key)
     if found is None:
         found = ctx._cache[key] = any((caller := other.function_of(call)) is not None and not is_eval_name(caller.name)
-                                      and _forward_like(other, caller) and not runs_periodically(other, call)
+                                      and not runs_periodically(other, call) and _forward_like(other, caller)
+                                      and ("forward" in caller.name.lower() or runs_in_step(other, caller))
                                       for other, call in project_calls(ctx, func.name))
     return found

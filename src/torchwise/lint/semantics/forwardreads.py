@@ -13,6 +13,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
+from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
 
 
@@ -26,7 +27,7 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
     found = []
     for kind in (ast.If, ast.While, ast.Assert):
         for node in ctx.nodes.get(kind, ()):
-            func = _forward_function(ctx, node)
+            func = _forward_function(ctx, node) if not algorithm_stop(node) else None
             if func is None or hot_region_of(ctx, node) is not None or sampler_off_step(ctx, func):
                 continue  # (a generate()/sample() method that only inference calls: no forward pass of a step)
             if tensor_test(ctx, node.test, node.test) is not None or (

@@ -62,7 +62,7 @@ def _passes_parameters(call: ast.Call, func: AST) -> bool:
 
 
 def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str]]:
-    """``(read, function, where it runs every step)`` for the ``.item()``/``.tolist()`` reads of
+    """``(read, function, where it runs every step)`` for the ``.item()`` reads of
     loss functions the step calls every step and of loss modules' methods on the forward path."""
     if ".item()" not in ctx.source and ".tolist()" not in ctx.source:
         return []
@@ -87,12 +87,12 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
 
 
 def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
-    """``.item()``/``.tolist()`` of a tensor computed from the function's parameters, on the
-    device (not through ``.cpu()``/NumPy), outside a log interval or a branch that rarely runs."""
+    """``.item()`` of a tensor computed from the function's parameters, on the device (not through
+    ``.cpu()``/NumPy), outside a log interval or a branch that rarely runs. (``.tolist()`` there
+    mostly turns indices into host lookups the loss needs: ``[gts[i] for i in idx.tolist()]``.)"""
     out = []
     for node in ctx.walk_body(func.body):
-        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr not in ("item", "tolist") \
-                or node.args:
+        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item" or node.args:
             continue
         subject = node.func.value
         if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \

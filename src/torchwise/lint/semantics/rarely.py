@@ -119,3 +119,16 @@ def _one_item_test(ctx: Context, test: AST) -> bool:
     loop = loops[-1]
     inside = lambda b: b is not None and loop.lineno <= b.pos[0] <= getattr(loop, "end_lineno", loop.lineno)  # noqa: E731
     return inside(ctx.binding_at(pool.id, test)) and not inside(ctx.binding_at(item.id, test))
+
+
+_GUARDS = frozenset({"isnan", "isinf", "isfinite"})
+
+
+def algorithm_stop(node: AST) -> bool:
+    """``if torch.max(abs(h)) > 10: break``: a data-dependent stop of the algorithm's own loop (a
+    convergence or early-stop test), which needs its value on the host; a NaN/inf guard that
+    breaks is a check of the inputs all the same."""
+    if node.__class__ is not ast.If or not node.body or node.body[-1].__class__ is not ast.Break or node.orelse:
+        return False
+    return not any(n.__class__ is ast.Call and (n.func.attr if n.func.__class__ is ast.Attribute else getattr(n.func, "id", ""))
+                   in _GUARDS for n in ast.walk(node.test))
