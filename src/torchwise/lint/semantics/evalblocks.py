@@ -68,6 +68,16 @@ def _reads_on_host(ctx: Context, block: AST) -> bool:
     return False
 
 
+def off_training_path(ctx: Context, node: AST, func: AST) -> bool:
+    """A post-processing module's ``forward`` (``PostProcessPanoptic``: detections turned into
+    results for the evaluation), or code before or after the own loop of a function that trains
+    in a loop (a linear probe's final test): not run every training step."""
+    klass = ctx.parent(func)
+    if klass.__class__ is ast.ClassDef and klass.name.lower().startswith(("postprocess", "post_process")):
+        return True
+    return outside_its_training_loop(ctx, node, func)
+
+
 def outside_its_training_loop(ctx: Context, node: AST, func: AST) -> bool:
     """``func`` trains in a loop of its own (a linear probe fitted for the evaluation) and
     ``node`` lies outside that loop, and no training step calls ``func``: it runs once per call."""

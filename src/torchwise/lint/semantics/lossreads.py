@@ -18,7 +18,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, own_loss_reads
-from torchwise.lint.semantics.masks import in_loss_module, on_host
+from torchwise.lint.semantics.masks import in_loss_module, made_as_mask, on_host, selects_from_arguments
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
@@ -99,3 +99,40 @@ def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
                 and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
             out.append(node)
     return out
+
+
+_MASK_INDEXES = (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
+
+
+def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str]]:
+    """``(selection, function, where it runs every step)`` for each boolean-mask selection
+    (``x[mask]``, ``x.masked_select(mask)``; one per statement) in a loss function the training
+    step calls every step with device tensors, or in a helper that selects from what it is handed
+    (a metric: ``output[output == target]``) - outside the training loop itself."""
+    found: list[tuple[AST, AST, str]] = []
+    statements: set[int] = set()
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.ctx.__class__ is not ast.Load or sub.slice.__class__ not in _MASK_INDEXES:
+            continue
+        stmt = ctx.statement_of(sub)
+        if id(stmt) not in statements and hot_region_of(ctx, sub) is None:
+            hit = _masked_in_loss(ctx, sub, sub.slice, per_step)
+            if hit is not None:
+                statements.add(id(stmt))
+                found.append(hit)
+    for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
+        if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
+            hit = _masked_in_loss(ctx, call, call.args[0], per_step)
+            if hit is not None:
+                found.append(hit)
+    return found
+
+
+def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> tuple[AST, AST, str] | None:
+    func = ctx.function_of(node) if index.__class__ in _MASK_INDEXES else None
+    if func is None or not made_as_mask(ctx, index, node):
+        return None
+    if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
+        return None  # (a metric helper: only a selection from what it is handed)
+    where = every_step_call(ctx, func, per_step)
+    return (node, func, where) if where is not None else None

@@ -16,7 +16,7 @@ from torchwise.lint.semantics.devices import gpu_evident, is_device_tensor
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.losses import is_loss_call
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name
 from torchwise.lint.semantics.syncs import mask_like
 
 # methods and torch functions whose result is a boolean tensor
@@ -166,6 +166,15 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
             statements.add(id(stmt))
             found.append((node, func))
     return found
+
+
+def selects_from_arguments(ctx: Context, node: AST, func: AST) -> bool:
+    """``output[output == target]`` in a metric helper: the selected tensor is made from the
+    helper's parameters and never went to the host (``.cpu()``, NumPy); evaluation helpers and
+    target building (:func:`assigns_targets`) left out."""
+    value = node.value if node.__class__ is ast.Subscript else node.func.value
+    return from_inputs(ctx, value, func) and not on_host(ctx, value, func) and not is_eval_name(func.name) \
+        and not assigns_targets(func)
 
 
 _ASSIGNERS = ("target", "assign", "match")

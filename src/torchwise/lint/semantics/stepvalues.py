@@ -15,7 +15,7 @@ from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.losses import is_loss_value
-from torchwise.lint.semantics.steps import backwarded_names
+from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
 
 # methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
 _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
@@ -23,6 +23,17 @@ _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone
                       "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items"})
 # libraries whose functions named like a reduction are not collectives over tensors
 _NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
+
+
+def step_subject(ctx: Context, subject: AST | None, node: AST) -> bool:
+    """Is the value read at ``node`` a device tensor of the step: a device tensor, a term summed
+    into the backward pass (``loss = loss + regularization``; ``regularization.item()``), or one
+    seen through the step's loss dicts, lists, sums and weighted terms?"""
+    if is_device_tensor(ctx, subject, node):
+        return True
+    if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
+        return True
+    return step_device_value(ctx, subject, node)
 
 
 def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) -> bool:
