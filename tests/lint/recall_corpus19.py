@@ -929,3 +929,30 @@ QUIET += [
         wrapper = LossWrapper().cuda()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 a helper of a CRLF file
+# The same project helper, in a file saved with Windows line endings: the helper is still read.
+PROJECTS += [
+    ProjectShape("TW207", "an augmentation tuner of another module (CRLF line endings) reads the discriminator's output", {
+        "non_leaking.py": d("""
+            import torch
+            class AdaptiveAugment:
+                def tune(self, real_pred):
+                    self.buf += torch.tensor((torch.sign(real_pred).sum().item(), real_pred.shape[0]), device=real_pred.device)
+
+                    return self.p
+        """).replace("\n", "\r\n"),
+        "train.py": d("""
+            import torch
+            from non_leaking import AdaptiveAugment
+            def train(loader, discriminator, d_optim, device):
+                ada = AdaptiveAugment()
+                for real in loader:
+                    real_pred = discriminator(real.to(device))
+                    d_loss = torch.nn.functional.softplus(-real_pred).mean()
+                    d_loss.backward()
+                    d_optim.step()
+                    p = ada.tune(real_pred)
+        """),
+    }, (("train.py", 10),)),
+]
