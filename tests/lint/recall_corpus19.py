@@ -956,3 +956,47 @@ PROJECTS += [
         """),
     }, (("train.py", 10),)),
 ]
+
+# ------------------------------------------------------------ TW207 a host copy in the loss of every step
+# A detector's loss function returns its terms copied to the host with a helper of the project
+# (`to_cpu(t)`: `t.detach().cpu()`), for the logs; the training loop of another module calls it
+# every step.
+_YOLO_UTILS = d("""
+    def to_cpu(tensor):
+        return tensor.detach().cpu()
+""")
+_YOLO_LOSS = """
+    import torch
+    import torch.nn as nn
+    from utils import to_cpu
+    def compute_loss(predictions, targets, model):
+        device = targets.device
+        lbox, lobj = torch.zeros(1, device=device), torch.zeros(1, device=device)
+        for layer_predictions in predictions:
+            lobj += nn.BCEWithLogitsLoss()(layer_predictions[..., 4], targets[..., 4])
+            lbox += (layer_predictions[..., :4] - targets[..., :4]).abs().mean()
+        lbox *= 0.05
+        loss = lbox + lobj
+        return loss, {terms}
+"""
+_YOLO_TRAIN = d("""
+    import torch
+    from loss import compute_loss
+    def train(model, loader, optimizer, device):
+        for imgs, targets in loader:
+            outputs = model(imgs.to(device))
+            loss, loss_components = compute_loss(outputs, targets.to(device), model)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "a loss function returns its terms through to_cpu() of another module, every step", {
+        "utils.py": _YOLO_UTILS, "loss.py": d(_YOLO_LOSS.format(terms="to_cpu(torch.cat((lbox, lobj, loss)))")),
+        "train.py": _YOLO_TRAIN,
+    }, (("loss.py", 12),)),
+    ProjectShape("TW207", "look-alike: the terms returned detached, on the device", {
+        "utils.py": _YOLO_UTILS, "loss.py": d(_YOLO_LOSS.format(terms="torch.cat((lbox, lobj, loss)).detach()")),
+        "train.py": _YOLO_TRAIN,
+    }),
+]

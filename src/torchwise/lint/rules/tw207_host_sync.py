@@ -269,7 +269,9 @@ Lint and the doctor
         loss module's method on the forward path: reported at the read."""
         for read, func, where in loss_reads(ctx, self._per_step):
             if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
-                yield ctx.finding(self.code, read, f".{read.func.attr}() in {func.name}(), {where}, waits for the GPU",
+                what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
+                    f"{ctx.text(read.func)}(), which reads what it is given on the host,")
+                yield ctx.finding(self.code, read, f"{what} in {func.name}(), {where}, waits for the GPU",
                                   suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:

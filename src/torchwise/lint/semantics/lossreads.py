@@ -12,12 +12,12 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
-from torchwise.lint.semantics.hostreads import holds_device_values, own_loss_reads
+from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
 from torchwise.lint.semantics.masks import in_loss_module, made_as_mask, on_host, selects_from_arguments
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
@@ -64,7 +64,8 @@ def _passes_parameters(call: ast.Call, func: AST) -> bool:
 def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str]]:
     """``(read, function, where it runs every step)`` for the ``.item()`` reads of
     loss functions the step calls every step and of loss modules' methods on the forward path."""
-    if ".item()" not in ctx.source and ".tolist()" not in ctx.source:
+    readers = _reader_names(ctx)
+    if ".item()" not in ctx.source and not readers:
         return []
     found = []
     for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
@@ -76,13 +77,37 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
                 reads = own_loss_reads(ctx, func)
                 where = "every training step" if reads else None
             elif "loss" in func.name.lower():
-                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func)
+                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + _reader_calls(ctx, func)
                 where = every_step_call(ctx, func, per_step) if reads else None
                 where = f"which the training step calls every step ({where})" if where else None
             else:
                 continue
             if where is not None:
                 found += [(read, func, where) for read in dict.fromkeys(reads)]
+    return found
+
+
+def _reader_calls(ctx: Context, func: AST) -> list[ast.Call]:
+    """Calls of a helper that reads what it is given on the host (``to_cpu(torch.cat((lbox, lobj,
+    lcls, loss)))``, a project function or one of this file) with tensors the loss computed."""
+    out = []
+    readers = _reader_names(ctx)
+    for node in ctx.walk_body(func.body) if readers else ():
+        if node.__class__ is ast.Call and node.args and last_name(node.func) in readers \
+                and not runs_periodically(ctx, node) and not runs_rarely(ctx, node) \
+                and any(from_inputs(ctx, a, func) or step_device_value(ctx, a, node) for a in node.args) \
+                and host_reader(ctx, node) is not None:
+            out.append(node)
+    return out
+
+
+def _reader_names(ctx: Context) -> frozenset[str]:
+    """Names of the calls of this file that may read their arguments on the host: functions of
+    the project that mention a host read, and functions of this file (asked once per file)."""
+    found = ctx._cache.get("sem:reader-names")
+    if found is None:
+        candidates = set(ctx.project.host_read_blocks) | {f.name for f in ctx.nodes.get(ast.FunctionDef, ())}
+        found = ctx._cache["sem:reader-names"] = frozenset(n for n in candidates if n in ctx.calls_by_name)
     return found
 
 

@@ -72,6 +72,8 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
         target = func.value if q is None else (call.args[0] if call.args else None)
         return step_device_value(ctx, target, use, depth)
+    if q in ("torch.cat", "torch.stack", "torch.concat") and call.args and call.args[0].__class__ in (ast.Tuple, ast.List):
+        return any(step_device_value(ctx, e, use, depth) for e in call.args[0].elts)  # torch.cat((lbox, lobj, lcls))
     if func.__class__ is ast.Name and func.id == "sum" and call.args and q in (None, "builtins.sum", "sum"):
         return step_device_value(ctx, call.args[0], use, depth)  # sum(losses), sum(d.values())
     name = (last_name(func) or "").lower()
@@ -90,6 +92,8 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
         if _container(b.value) and _collects_device_values(ctx, expr.id, b.node, depth):
             return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
         return step_device_value(ctx, b.value, b.node, depth - 1)
+    if b.kind == "aug" and b.node.target.__class__ is ast.Name:  # lbox *= 0.05: what lbox held before, or what is added
+        return step_device_value(ctx, b.node.target, b.node, depth - 1) or step_device_value(ctx, b.value, b.node, depth - 1)
     if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
         return step_device_value(ctx, b.value, b.value, depth - 1)
     if b.kind == "unpack" and b.value is not None:
