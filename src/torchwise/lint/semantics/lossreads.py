@@ -67,9 +67,13 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
     readers = _reader_names(ctx)
     if ".item()" not in ctx.source and not readers:
         return []
+    # the functions that read at all: an .item() of their own, or a call of a reader
+    reading = {id(ctx.function_of(c)) for name in ("item", *readers) for c in ctx.calls_by_name.get(name, ())}
     found = []
     for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
         for func in ctx.nodes.get(kind, ()):
+            if id(func) not in reading:
+                continue
             if in_loss_module(ctx, func):
                 reads = _input_reads(ctx, func) if forward_path_function(ctx, func.body[0]) is not None else []
                 where = "every training step" if reads else None

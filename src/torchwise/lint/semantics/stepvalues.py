@@ -41,17 +41,21 @@ def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) 
     ``depth`` bounds the bindings followed back from names."""
     if expr is None or depth <= 0:
         return False
-    if is_device_tensor(ctx, expr, use):
-        return True
+    return is_device_tensor(ctx, expr, use) or _beyond(ctx, expr, use, depth)
+
+
+def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
+    """What :func:`is_device_tensor` (already asked of ``expr``, and so of the parts of a
+    subscript, an arithmetic or a comparison) does not follow."""
     cls = expr.__class__
     if cls is ast.Call:
         return _call_value(ctx, expr, use, depth)
     if cls is ast.Subscript:
-        return step_device_value(ctx, expr.value, use, depth)
+        return _beyond(ctx, expr.value, use, depth)
     if cls is ast.BinOp:
-        return step_device_value(ctx, expr.left, use, depth) or step_device_value(ctx, expr.right, use, depth)
+        return _beyond(ctx, expr.left, use, depth) or _beyond(ctx, expr.right, use, depth)
     if cls is ast.Compare:  # (y == pred).sum()
-        return any(step_device_value(ctx, side, use, depth) for side in (expr.left, *expr.comparators))
+        return any(_beyond(ctx, side, use, depth) for side in (expr.left, *expr.comparators))
     if cls is ast.DictComp:  # (the element sees the comprehension's own names)
         return step_device_value(ctx, expr.value, expr.value, depth)
     if cls in (ast.ListComp, ast.GeneratorExp):
