@@ -1000,3 +1000,23 @@ PROJECTS += [
         "train.py": _YOLO_TRAIN,
     }),
 ]
+
+# ------------------------------------------------------------ TW207 an optimizer that computes the loss in its step
+# A functional-regularisation optimizer's step() runs the forward and backward pass itself and
+# returns the losses read with .item(): it runs once per training step.
+_FROMP = """
+    import torch
+    import torch.nn.functional as F
+    from torch.optim import Optimizer
+    class {name}({base}):
+        def step(self, x, y):
+            self.zero_grad()
+            logits = self.model(x.cuda())
+            loss_cur = F.cross_entropy(logits, y.cuda())
+            loss_cur.backward()
+            self.update_by_hand()
+            return {{"loss_total": loss_cur.item()}}
+"""
+FIND += [Shape("TW207", "step() of an Optimizer subclass returns loss_cur.item()", d(_FROMP.format(name="FROMP", base="Optimizer")), 11)]
+QUIET += [Shape("TW207", "look-alike: step() of a plain class (a scheduler-like helper nobody steps per batch)",
+                d(_FROMP.format(name="Evaluator", base="object")))]

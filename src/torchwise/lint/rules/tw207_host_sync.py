@@ -13,7 +13,7 @@ from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
-from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
 from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
@@ -70,7 +70,8 @@ What it flags
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
-  model class's `optimize_parameters()`). The value must evidently live on the accelerator -
+  model class's `optimize_parameters()`), or in the `step()` of an `Optimizer` subclass of the
+  file (an optimizer that runs the backward pass itself). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
@@ -176,12 +177,12 @@ Lint and the doctor
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
-        if not hot_loops(ctx) and not step_functions(ctx):
+        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx):
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
         for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *CASTS):
-            found = sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
+            found = sync_call(ctx, call) if _region(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -193,7 +194,7 @@ Lint and the doctor
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
             if algorithm_stop(node):
                 continue  # a data-dependent stop of the algorithm (R9)
-            part = tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
+            part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
@@ -328,7 +329,7 @@ Lint and the doctor
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
-        region = hot_region_of(ctx, node)
+        region = _region(ctx, node)
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -356,6 +357,12 @@ Lint and the doctor
 
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
+
+
+def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
+    """What runs ``node`` every training step: the hot loop or step function around it, or the
+    ``step()`` of an ``Optimizer`` subclass."""
+    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node)
 
 
 RULE = HostSyncInLoop()

@@ -100,3 +100,25 @@ def step_call_of(ctx: Context, func: AST) -> str | None:
             if last_name(call.func) == func.name and hot_region_of(other, call) is not None:
                 return f"{other.path}:{call.lineno}"
     return None
+
+
+def optimizer_step_method(ctx: Context, node: AST) -> AST | None:
+    """The ``step()`` of a ``torch.optim.Optimizer`` subclass of this file around ``node``: it runs
+    once per training step (a FROMP or LARS optimizer computing its update by hand)."""
+    func = ctx.function_of(node)
+    klass = ctx.parent(func) if func is not None and func.name == "step" else None
+    if klass.__class__ is not ast.ClassDef:
+        return None
+    return func if any(b in _OPTIMIZER_BASES for b in ctx.local_class_bases(klass.name)) else None
+
+
+_OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+
+
+def has_optimizer_steps(ctx: Context) -> bool:
+    """Does the file define the ``step()`` of an ``Optimizer`` subclass (asked once per file)?"""
+    found = ctx._cache.get("sem:optimizer-steps")
+    if found is None:
+        found = ctx._cache["sem:optimizer-steps"] = "Optimizer" in ctx.source and any(
+            f.name == "step" and optimizer_step_method(ctx, f.body[0]) is not None for f in ctx.nodes.get(ast.FunctionDef, ()))
+    return found
