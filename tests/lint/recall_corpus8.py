@@ -271,8 +271,9 @@ PROJECTS += [
     ProjectShape("TW207", "Tacotron: the stop test of generate(), which only the synthesis script calls", {
         "decoder.py": _DECODER, "train.py": _DECODER_TRAIN, "synthesize.py": _DECODER_SYNTH,
     }),
-    ProjectShape("TW207", "look-alike: generate() called by the training loop every step is reported", {
-        "decoder.py": _DECODER,
+    ProjectShape("TW207", "look-alike: generate() called by the training loop every step is reported (a test that only resets "
+                 "the frame: a stop test that breaks is the algorithm's own since recall_corpus19, ruling R9)", {
+        "decoder.py": _DECODER.replace("                break\n", "                frame = torch.zeros_like(frame)\n"),
         "train.py": _DECODER_TRAIN.replace("    optimizer.step()\n", "    optimizer.step()\n    sample = model.generate(mels[:, 0])\n"),
     }, (("decoder.py", 22),)),
 ]

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from torchwise.lint.facts import FunctionBlock
 
-HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", "if torch.", ".data[0]")
+HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", ".cpu()\n", ".cpu()\r", "if torch.", ".data[0]")
 GPU_NEEDLES = ("nccl", "is_available")
 # what semantics.devices.gpu_setup_line can find in a block, as text: NCCL, or a GPU check asserted
 # or negated on one line (``if not torch.cuda.is_available():``); the many functions that only
@@ -68,7 +68,7 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
             if end == 0:
                 end = len(text)
                 break
-        lines = text[start:end].split("\n")
+        lines = [line.rstrip("\r") for line in text[start:end].split("\n")]  # (CRLF files: dedent sees blank lines)
         keep = 1
         for line in lines[1:]:  # the body ends at the first code line indented no deeper than the def
             stripped = line.strip()

@@ -8,24 +8,27 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.hostconsumers import consumed_on_host
-from torchwise.lint.semantics.hostreads import (
-    LOGGING_READERS, holds_device_values, host_reader, own_loss_reads, read_arguments, tensor_test,
-)
-from torchwise.lint.semantics.steps import (
-    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions, summed_loss_terms,
-)
-from torchwise.lint.semantics.syncs import (
-    CASTS, SYNCHRONIZE, boolean_mask_index, measures_time, parameter_read, read_after, sync_call, synchronized_before,
-)
-from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
-from torchwise.lint.semantics.masks import forward_mask_selections, made_as_mask
+from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
+from torchwise.lint.semantics.elementreads import element_reads
+from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
-from torchwise.lint.semantics.rarely import runs_rarely
-from torchwise.lint.semantics.reach import on_a_mover_path
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
+from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
+from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
+from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
+from torchwise.lint.semantics.masks import forward_mask_selections
+from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
+from torchwise.lint.semantics.steps import (
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions,
+)
+from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
+from torchwise.lint.semantics.syncs import (
+    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, sync_call, synchronized_before,
+)
 from torchwise.lint.semantics.values import local_function
+
 
 class HostSyncInLoop(Rule):
     code = "TW207"
@@ -67,13 +70,33 @@ What it flags
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
-  model class's `optimize_parameters()`). The value must evidently live on the accelerator -
+  model class's `optimize_parameters()`), or in the `step()` of an `Optimizer` subclass of the
+  file (an optimizer that runs the backward pass itself). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
   (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
+  The step's values are also followed through the dicts and lists it fills and the helpers it
+  hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
+  `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
+  terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)` and `self(x)` in a
+  model's method, and a host round trip (`to_one_hot(y.cpu(), n).to(y.device)`). A project
+  helper reading its `**kwargs` (`metric_logger.update(**loss_dict)`) or copying what it is given
+  (`to_cpu(loss)`) is such a helper; a helper the step calls every step (here or from another
+  module's loop) that selects with a mask from what it is handed (a metric's `output[output ==
+  target]`) too. Also `.item()` of a tensor made from the inputs in a loss module's methods
+  (`num_boxes = torch.clamp(num_boxes / world, min=1).item()`) or in a loss function the step
+  calls, also from another module (`n_word = non_pad_mask.sum().item()`), and of its own loss in
+  a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
+  step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
+  helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`);
+  per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
+  on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
+  reads of a batch tensor element by element in a Python loop of code every step runs
+  (`predicted[i].item()`, `[allowed[i.item()] for i in y]`: one wait per element).
   A 0-dim device tensor written through a mask (`weight[pos] = 1 / pos_num` with `pos_num =
   pos.sum()`, `x[mask] = x.min()`) is flagged too: only a number or a CPU scalar takes the
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
@@ -81,7 +104,7 @@ What it flags
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
   Not flagged: values already on the CPU; a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
-  `masked_fill_`, no sync); selections in a loss class nothing in the project names (a losses
+  `masked_fill_`, no sync - the `.item()` is a read of its own where the step runs it); selections in a loss class nothing in the project names (a losses
   module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
   masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
@@ -104,7 +127,20 @@ What it flags
   collected); a loop counter compared with a number
   (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
-  pass, which waits for the GPU anyway.
+  pass, which waits for the GPU anyway. Nor: reads under a name bound to a modulo test
+  (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
+  its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
+  loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
+  flagged); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
+  draw the next step); the evaluation block of a training loop (`with torch.no_grad():
+  model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what
+  a function that trains in a loop of its own runs before or after that loop; post-processing
+  modules (`PostProcessPanoptic`); selections in functions that build, match or split targets
+  (`build_targets`, `split_on_targets`: data-dependent by design); `.tolist()` of indices in a
+  loss module (host lookups); element reads of `lengths`-like tensors and in decoding or
+  sampling methods; end-of-task hooks and first-call checks behind a flag (`if not
+  self.checked: self.check_once(x)`).
 
 Why it matters
   The GPU runs asynchronously: the host queues kernels and moves on. Reading a value on the
@@ -139,12 +175,14 @@ Lint and the doctor
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
-        if not hot_loops(ctx) and not step_functions(ctx):
+        yield from self._loss_function_reads(ctx)
+        yield from self._loss_masks(ctx)
+        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx):
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
         for call in ctx.calls_named(*SYNC_METHODS, "nonzero", "print", *CASTS):
-            found = sync_call(ctx, call) if hot_region_of(ctx, call) is not None else None
+            found = sync_call(ctx, call) if _region(ctx, call) is not None else None
             if found is None:
                 continue
             subject, what = found
@@ -154,34 +192,31 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            part = tensor_test(ctx, node.test, node.test) if hot_region_of(ctx, node.test) is not None else None
+            if algorithm_stop(node):
+                continue  # a data-dependent stop of the algorithm (R9)
+            part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
             if part is None:
                 continue
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
-        yield from self._loss_function_reads(ctx)
         yield from self._legacy_reads(ctx)
-        yield from self._explicit_syncs(ctx)
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements:
+            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
                 continue
-            if hot_region_of(ctx, sub) is None:
-                finding = self._masked_in_loss(ctx, sub, sub.slice) if sub.ctx.__class__ is ast.Load else None
-            elif boolean_mask_index(ctx, sub):
-                finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
-            else:
-                finding = None
+            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
             if finding is not None:
                 statements.add(id(stmt))
                 yield finding
-        for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
-            if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
-                finding = self._masked_in_loss(ctx, call, call.args[0])
-                if finding is not None:
-                    yield finding
+
+    def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
+        """Boolean-mask selections in a loss function or a metric helper the training step calls
+        every step with device tensors (``labels[~mask]`` in ``info_nce_loss(features)``)."""
+        for node, func, where in loss_mask_reads(ctx, self._per_step):
+            yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
+                              f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
 
     def _grad_norm_helpers(self, ctx: Context) -> Iterator[Finding]:
         """A hand-written gradient-norm helper that reads each parameter's norm on the host, called
@@ -191,7 +226,7 @@ Lint and the doctor
         for func, reads in per_parameter_reads(ctx).values():
             where = step_call_of(ctx, func)
             for read in reads if where is not None else ():
-                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient norm in {func.name}(), "
+                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient in {func.name}(), "
                                   f"which runs every training step ({where}), waits for the GPU once per parameter",
                                   suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
                                   "torch.linalg.vector_norm) and read the total once, if at all")
@@ -203,10 +238,21 @@ Lint and the doctor
         if not (gpu_evident(ctx) or ctx.project.moves_to_device):
             return
         for node, func, what in forward_reads(ctx):
+            if off_training_path(ctx, node, func):
+                continue
             yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
                               suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
                               "it once outside the training path")
+        for node, func in element_reads(ctx):
+            if off_training_path(ctx, node, func):
+                continue
+            yield ctx.finding(self.code, node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), "
+                              "which runs every training step: one wait for the GPU per element",
+                              suggestion="read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, "
+                              "an index tensor)")
         for node, func, others in forward_mask_selections(ctx):
+            if off_training_path(ctx, node, func):
+                continue
             if others is None:
                 yield ctx.finding(self.code, node, f"boolean-mask indexing in {func.name}(), which runs on every forward "
                                   "pass, waits for the GPU", suggestion=_MASK_FIX)
@@ -215,80 +261,28 @@ Lint and the doctor
             yield ctx.finding(self.code, node, f"boolean-mask selection in the loss computed by {func.name}() every training "
                               f"step waits for the GPU: the result's size depends on the data{also}", suggestion=_MASK_FIX)
 
-    def _masked_in_loss(self, ctx: Context, node: ast.AST, index: ast.AST) -> Finding | None:
-        """``labels[~mask]``, ``x.masked_select(non_pad_mask)`` in a loss function of this file
-        that the training step calls every step with device tensors (``info_nce_loss(features)``,
-        ``cal_loss(pred, gold)``): the selection's size has to reach the host."""
-        func = ctx.function_of(node)
-        if func is None or "loss" not in func.name.lower() or not made_as_mask(ctx, index, node):
-            return None
-        call = self._every_step_call(ctx, func)
-        if call is None:
-            return None
-        return ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
-                           f"every step (line {call.lineno}), waits for the GPU", suggestion=_MASK_FIX)
-
-    def _every_step_call(self, ctx: Context, func: ast.AST, depth: int = 1) -> ast.Call | None:
-        """A call of this file's ``func`` that runs every training step, handing it device tensors."""
-        key = ("tw207:step-call", id(func))
-        if key not in ctx._cache:
-            ctx._cache[key] = None  # (a recursive helper)
-            calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
-            found = next((c for c in calls if hot_region_of(ctx, c) is not None
-                          and any(holds_device_values(ctx, a, c) for a in [*c.args, *(k.value for k in c.keywords)])
-                          and self._report(ctx, c, None, "", check_subject=False) is not None), None)
-            if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
-                callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
-                           and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
-                found = next((c for f in callers.values() if (c := self._every_step_call(ctx, f, depth - 1)) is not None), None)
-            ctx._cache[key] = found
-        return ctx._cache[key]
+    def _per_step(self, ctx: Context, call: ast.Call) -> bool:
+        return self._report(ctx, call, None, "", check_subject=False) is not None
 
     def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``.item()`` inside a loss function of this file that the training step calls every
-        step (``d_loss, logs = compute_d_loss(...)``): reported at the read."""
-        if ".item()" not in ctx.source:
-            return
-        seen: set[int] = set()
-        for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-            for func in ctx.nodes.get(kind, ()):
-                reads = own_loss_reads(ctx, func) if "loss" in func.name.lower() else []
-                calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func] if reads else []
-                for call in calls:
-                    if hot_region_of(ctx, call) is None or self._report(ctx, call, None, "", check_subject=False) is None:
-                        continue
-                    for read in reads:
-                        if id(read) not in seen:
-                            seen.add(id(read))
-                            yield ctx.finding(self.code, read, f".item() in {func.name}(), which the training step calls every "
-                                              f"step (line {call.lineno}), waits for the GPU",
-                                              suggestion="return the detached tensors and read them once per log interval")
+        """``.item()`` inside a loss function the training step calls every step (``d_loss, logs =
+        compute_d_loss(...)``; ``n_word = non_pad_mask.sum().item()`` in ``cal_loss``), or in a
+        loss module's method on the forward path: reported at the read."""
+        for read, func, where in loss_reads(ctx, self._per_step):
+            if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
+                what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
+                    f"{ctx.text(read.func)}(), which reads what it is given on the host,")
+                yield ctx.finding(self.code, read, f"{what} in {func.name}(), {where}, waits for the GPU",
+                                  suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``loss.data[0]``: the pre-0.4 spelling of ``.item()``, a host read all the same."""
-        if ".data[0]" not in ctx.source:
-            return
-        for sub in ctx.nodes.get(ast.Subscript, ()):
-            value, index = sub.value, sub.slice
-            if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
-                continue
-            if hot_region_of(ctx, sub) is None or not _device_subject(ctx, value.value, sub):
-                continue
+        """``loss.data[0]`` (the pre-0.4 ``.item()``) and an unconditional ``torch.cuda.synchronize()``
+        that measures no time and reads nothing after it, every step."""
+        for sub in legacy_reads(ctx):
             finding = self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
             if finding is not None:
                 yield finding
-
-    def _explicit_syncs(self, ctx: Context) -> Iterator[Finding]:
-        """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test,
-        where the loop measures no time (a benchmark waits on purpose)."""
-        if "synchronize" not in ctx.source:
-            return
-        for call in ctx.calls_named("synchronize"):
-            if ctx.qualname(call.func) not in SYNCHRONIZE:
-                continue
-            loop = hot_region_of(ctx, call)
-            if loop is None or ctx.enclosing_ifs(call) or measures_time(ctx, loop) or read_after(ctx, loop, call):
-                continue
+        for call in needless_synchronizes(ctx):
             finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
                                    suggestion="drop it: later kernels and reads wait for the GPU where they need to")
             if finding is not None:
@@ -321,12 +315,13 @@ Lint and the doctor
             for call in calls:
                 if name not in names and not metric and local_function(ctx, call) is None:
                     continue
-                if hot_region_of(ctx, call) is None:
-                    continue  # not run every step (_report asks first too): skip reading the callee
+                region = hot_region_of(ctx, call)
+                if region is None or feeds_its_sampler(ctx, call, region):
+                    continue  # not run every step (_report asks first too), or the sampler of the step's inputs
                 where = host_reader(ctx, call)
                 if where is None:
                     continue
-                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call)]
+                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)]
                 if args:
                     finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
                     if finding is not None:
@@ -334,15 +329,15 @@ Lint and the doctor
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
-        region = hot_region_of(ctx, node)
+        region = _region(ctx, node)
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
         if looping and synchronized_before(ctx, region, node):
             return None  # the step already waits for the GPU; this read adds no stall
-        if not _on_device(ctx, node):
+        if not on_accelerator(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not _device_subject(ctx, subject, node):
+        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node)):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed
@@ -350,6 +345,8 @@ Lint and the doctor
             return None  # the algorithm works on it on the host (replay priorities): the read is needed
         if evaluated_every_call(ctx, region) if not looping else full_batch_epochs(ctx, region):
             return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
+        if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
+            return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         return ctx.finding(
             self.code, node,
@@ -362,36 +359,10 @@ _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.s
              "masked_fill, instead of selecting with x[mask]")
 
 
-def _device_subject(ctx: Context, subject: ast.AST | None, node: ast.AST) -> bool:
-    """A device tensor, or a term summed into the backward pass of the function (``loss = loss +
-    regularization``; ``regularization.item()``)."""
-    if is_device_tensor(ctx, subject, node):
-        return True
-    return subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node))
-
-
-def _passes_parameters(call: ast.Call, func: ast.AST) -> bool:
-    """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
-    params = {a.arg for a in func.args.args}
-    return any(a.__class__ is ast.Name and a.id in params for a in call.args)
-
-
-def _on_device(ctx: Context, node: ast.AST) -> bool:
-    """Is the code around ``node`` evidently on an accelerator? Its function (or script) moves
-    data to a device; or it only receives its data (a method such as ``update(self, rollouts)``)
-    in a file that targets a GPU, or in a module that a file moving data to a device imports
-    (a CPU-only helper of a course, imported by nothing that uses a GPU, is not)."""
-    scope = ctx.scope_of(node)
-    if scope_moves_to_device(ctx, scope):
-        return True
-    if scope.__class__ is ast.Module or _names_cpu(ctx, scope):
-        return False
-    return gpu_evident(ctx) or (ctx.project.moves_to_device and on_a_mover_path(ctx.project, ctx.path))
-
-
-def _names_cpu(ctx: Context, scope: ast.AST) -> bool:
-    """A ``"cpu"`` device named in the function: it runs on the CPU on purpose."""
-    return any(n.__class__ is ast.Constant and n.value == "cpu" for n in ctx.walk_body(scope.body))
+def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
+    """What runs ``node`` every training step: the hot loop or step function around it, or the
+    ``step()`` of an ``Optimizer`` subclass."""
+    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node)
 
 
 RULE = HostSyncInLoop()

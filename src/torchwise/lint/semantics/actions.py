@@ -35,7 +35,7 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
             break
     else:
         return False
-    if stmt.__class__ is not ast.Assign:
+    if stmt.__class__ is not ast.Assign or not _steps_environment(ctx, loop):
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
     later = [n for n in ctx.walk_body(loop.body) if getattr(n, "lineno", 0) > (stmt.end_lineno or stmt.lineno)]
@@ -49,6 +49,16 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
 
 
 _HOST_HELPERS = frozenset({"to_np", "tonp", "to_numpy", "tonumpy", "tensor_to_np", "tensortonp", "tensor2np", "tensor_to_numpy"})
+
+
+def _steps_environment(ctx: Context, loop: AST) -> bool:
+    """Does the loop step an environment anywhere in its body (asked once per loop)?"""
+    key = ("sem:steps-env", id(loop))
+    found = ctx._cache.get(key)
+    if found is None:
+        end = getattr(loop, "end_lineno", None) or loop.lineno
+        found = ctx._cache[key] = any(loop.lineno <= c.lineno <= end and environment_step(ctx, c) for c in ctx.calls_named("step"))
+    return found
 
 
 def host_helper(name: str | None) -> bool:

@@ -33,10 +33,10 @@ def parsed_file(facts: ProjectFacts, path: str, text: str) -> Context | None:
 
 def imports_module(text: str, stem: str) -> bool:
     """Does this text import the module ``stem`` (``import engine``, ``from pkg import engine``,
-    ``from engine import train``, ``from .engine import train``)? A text test, then confirmed
+    ``from engine import train``, ``from .engine import train``, ``import lib.engine as engine``)? A text test, then confirmed
     on the parsed imports by :func:`_call_sites`."""
     return (f"import {stem}" in text or f" {stem} import" in text or f".{stem} import" in text
-            or f", {stem}" in text or f"import {stem}," in text)
+            or f", {stem}" in text or f"import {stem}," in text or f".{stem} as " in text)
 
 
 def _param_index(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int | None:

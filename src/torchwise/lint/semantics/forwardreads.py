@@ -6,12 +6,15 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
-from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
+from torchwise.lint.semantics.rarely import algorithm_stop
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
 
 
 def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
@@ -24,25 +27,49 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
     found = []
     for kind in (ast.If, ast.While, ast.Assert):
         for node in ctx.nodes.get(kind, ()):
-            func = forward_path_function(ctx, node)
+            func = _forward_function(ctx, node) if not algorithm_stop(node) else None
             if func is None or hot_region_of(ctx, node) is not None or sampler_off_step(ctx, func):
                 continue  # (a generate()/sample() method that only inference calls: no forward pass of a step)
-            if tensor_test(ctx, node.test, node.test) is not None or (_module_forward(ctx, func) and _reduced_test(ctx, node.test, func)):
+            if tensor_test(ctx, node.test, node.test) is not None or (
+                    _reduced_test(ctx, node.test, func) and takes_batch(ctx, func)):
                 found.append((node.test, func, "an assert of a tensor condition" if kind is ast.Assert else "a tensor condition"))
     if "nonzero" in ctx.source:
         for call in ctx.calls_named("nonzero"):
             func = ctx.function_of(call)
             subject = call.func.value if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None else (
                 call.args[0] if call.args and ctx.qualname(call.func) == "torch.nonzero" else None)
-            if subject is None or func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None \
+            if subject is None or func is None or _forward_function(ctx, call) is None or hot_region_of(ctx, call) is not None \
                     or sampler_off_step(ctx, func):
                 continue
-            if is_device_tensor(ctx, subject, call) or (_module_forward(ctx, func) and from_inputs(ctx, subject, func)):
+            if is_device_tensor(ctx, subject, call) or (from_inputs(ctx, subject, func) and takes_batch(ctx, func)):
                 found.append((call, func, "nonzero()"))
     if ".numpy()" in ctx.source:
         found += _host_copies(ctx)
     ctx._cache[key] = found
     return found
+
+
+def _forward_function(ctx: Context, node: AST) -> AST | None:
+    """The function around ``node`` when it runs on every forward pass: asked of this file first,
+    and of the project (:func:`batch_function`) only for a test that reduces a tensor (a call of
+    a reduction method in its text)."""
+    func = forward_path_function(ctx, node)
+    if func is not None:
+        return None if is_eval_name(func.name) else func
+    func = ctx.function_of(node)
+    if func is None:
+        return None
+    key = ("sem:reduces-in", id(func))
+    reduces = ctx._cache.get(key)
+    if reduces is None:  # (once per function: its text calls a reduction)
+        reduces = ctx._cache[key] = _REDUCING.search(ctx.text(func)) is not None
+    if not reduces:
+        return None
+    text = ctx.text(node.test if node.__class__ is not ast.Call else node)
+    return batch_function(ctx, node) if _REDUCING.search(text) else None
+
+
+_REDUCING = re.compile(r"\.(?:sum|mean|max|min|any|all|prod|norm|item|equal|allclose)\(|nonzero")
 
 
 def _host_copies(ctx: Context) -> list[tuple[AST, AST, str]]:
@@ -105,10 +132,11 @@ def _reduced_test(ctx: Context, test: AST, func: AST) -> bool:
     return False
 
 
-def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 6) -> bool:
+def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 10, seen: set[int] | None = None) -> bool:
     """Is ``expr`` computed from the tensors the forward pass was given (its parameters other than
     ``self``), directly or through names bound in it (``h = torch.mm(input, self.W)``)?"""
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]} - {"self", "cls"}
+    seen = set() if seen is None else seen  # bindings already followed (each is asked once)
     for node in ast.walk(expr):
         if node.__class__ is not ast.Name:
             continue
@@ -117,9 +145,11 @@ def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 6) -> bool:
             continue
         if b.kind == "param" and node.id in params:
             return True
-        if depth > 0 and b.kind in ("assign", "unpack") and b.value is not None and ctx.function_of(b.node) is func \
-                and b.value is not expr and from_inputs(ctx, b.value, func, depth - 1):
-            return True
+        if depth > 0 and b.kind in ("assign", "unpack") and b.value is not None and id(b.value) not in seen \
+                and ctx.function_of(b.node) is func and b.value is not expr:
+            seen.add(id(b.value))
+            if from_inputs(ctx, b.value, func, depth - 1, seen):
+                return True
     return False
 
 

@@ -8,7 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, optimizer_steps, runs_periodically
 from torchwise.lint.semantics.values import local_function
 
 _READ_FUNCS = frozenset({"float", "int"})
@@ -40,7 +40,25 @@ def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
                     or node.args and _mentions_grad(node.args[0], var, derived) and (
                         f.__class__ is ast.Name and f.id in _READ_FUNCS or (ctx.qualname(f) or "").startswith("math.")):
                 out.setdefault(id(func), (func, []))[1].append(node)
+    if "any(" in ctx.source or "all(" in ctx.source:
+        for call in ctx.calls_named("any", "all"):
+            func = ctx.function_of(call)
+            if func is not None and _tests_each_gradient(call):
+                out.setdefault(id(func), (func, []))[1].append(call)
     return out
+
+
+def _tests_each_gradient(call: ast.Call) -> bool:
+    """``any(not torch.isfinite(p.grad).all() for p in params)``: the builtin ``any``/``all``
+    takes each parameter's tensor test to a Python bool, one host read per parameter."""
+    if call.func.__class__ is not ast.Name or len(call.args) != 1 or call.args[0].__class__ is not ast.GeneratorExp:
+        return False
+    gen = call.args[0]
+    if len(gen.generators) != 1 or gen.generators[0].target.__class__ is not ast.Name:
+        return False
+    var = gen.generators[0].target.id
+    return _mentions_grad(gen.elt, var, set()) and any(
+        n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in ("all", "any") for n in ast.walk(gen.elt))
 
 
 def _mentions_grad(expr: ast.AST, var: str, derived: set[str]) -> bool:
@@ -52,12 +70,28 @@ def _mentions_grad(expr: ast.AST, var: str, derived: set[str]) -> bool:
     return False
 
 
+def _steps_optimizer(ctx: Context, func: AST) -> bool:
+    """``func`` steps an optimizer itself, outside any loop of its own (``optimize_normal()``:
+    once per training step)."""
+    return any(ctx.function_of(c) is func and not ctx.enclosing_loops(c) for c in optimizer_steps(ctx))
+
+
 def step_call_of(ctx: Context, func: AST) -> str | None:
     """Where a training step calls ``func`` every step: ``"every optimizer step"`` for a ``step()``
-    method (a wrapper optimizer), else ``"file:line"`` of a call in a training loop of this file
-    or of a module of the project that imports it; None when no step calls it."""
+    method (a wrapper optimizer) or a method that steps the optimizer itself, ``"caller(), line N"``
+    for a method that such a method (or a training loop) calls on ``self``, else ``"file:line"`` of
+    a call in a training loop of this file or of a module of the project that imports it; None when
+    no step calls it."""
     if ctx.parent(func).__class__ is ast.ClassDef:
-        return "every optimizer step" if func.name == "step" else None
+        if func.name == "step" or _steps_optimizer(ctx, func):
+            return "every optimizer step"
+        for call in ctx.calls_named(func.name):  # self._log_grad_norm() in the method that steps the optimizer
+            caller = ctx.function_of(call)
+            if call.func.__class__ is ast.Attribute and last_name(call.func.value) == "self" and caller is not None \
+                    and ctx.parent(caller) is ctx.parent(func) and not runs_periodically(ctx, call) \
+                    and (hot_region_of(ctx, call) is not None or _steps_optimizer(ctx, caller)):
+                return f"{caller.name}(), line {call.lineno}"
+        return None
     for call in ctx.calls_named(func.name):
         if local_function(ctx, call) is func and hot_region_of(ctx, call) is not None:
             return f"line {call.lineno}"
@@ -66,3 +100,25 @@ def step_call_of(ctx: Context, func: AST) -> str | None:
             if last_name(call.func) == func.name and hot_region_of(other, call) is not None:
                 return f"{other.path}:{call.lineno}"
     return None
+
+
+def optimizer_step_method(ctx: Context, node: AST) -> AST | None:
+    """The ``step()`` of a ``torch.optim.Optimizer`` subclass of this file around ``node``: it runs
+    once per training step (a FROMP or LARS optimizer computing its update by hand)."""
+    func = ctx.function_of(node)
+    klass = ctx.parent(func) if func is not None and func.name == "step" else None
+    if klass.__class__ is not ast.ClassDef:
+        return None
+    return func if any(b in _OPTIMIZER_BASES for b in ctx.local_class_bases(klass.name)) else None
+
+
+_OPTIMIZER_BASES = frozenset({"torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"})
+
+
+def has_optimizer_steps(ctx: Context) -> bool:
+    """Does the file define the ``step()`` of an ``Optimizer`` subclass (asked once per file)?"""
+    found = ctx._cache.get("sem:optimizer-steps")
+    if found is None:
+        found = ctx._cache["sem:optimizer-steps"] = "Optimizer" in ctx.source and any(
+            f.name == "step" and optimizer_step_method(ctx, f.body[0]) is not None for f in ctx.nodes.get(ast.FunctionDef, ()))
+    return found

@@ -1,6 +1,6 @@
 """Host reads the algorithm needs: a value read off the device (``.cpu().numpy()``) and handed to
 an object that works on it on the host every step - a prioritized replay memory's sum tree, a
-hard-example miner - rather than logged or collected."""
+hard-example miner, a loss-aware sampler that drew the step's inputs - rather than logged or collected."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.steps import names_feeding_backward
 
 _SINKS = frozenset({"append", "extend", "add", "update", "insert", "put", "write", "print", "format", "info", "debug",
                     "warning", "log", "set_postfix", "set_description", "record", "track", "push", "accumulate"})
@@ -73,4 +74,38 @@ def _handed_on_later(ctx: Context, stmt: ast.Assign) -> bool:
         elif n.__class__ is ast.Call and any(a.__class__ is ast.Name and a.id in names and _host_consumer(ctx, n, a)
                                               for a in n.args):
             found = True
+    return found
+
+
+_DRAWS = ("sample", "sample_batch", "sample_timesteps", "draw", "_sample")
+
+
+def feeds_its_sampler(ctx: Context, call: ast.Call, region: AST) -> bool:
+    """``self.schedule_sampler.update_with_local_losses(t, losses["loss"].detach())`` in a step
+    where the same object drew an input of the loss earlier (``t, weights =
+    self.schedule_sampler.sample(...)``; ``loss = (losses["loss"] * weights).mean()``): a
+    loss-aware sampler or a prioritized replay memory keeps what it is handed on the host to draw
+    the next step's inputs, so the algorithm needs the value there."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.value.__class__ is ast.Name and func.value.id in ("self", "cls"):
+        return False  # (a method of the trainer itself draws nothing)
+    owner = ast.dump(func.value)
+    pos = (call.lineno, call.col_offset)
+    for node in _draws(ctx, region):
+        if (node.lineno, node.col_offset) < pos and ast.dump(node.value.func.value) == owner:
+            feeding = names_feeding_backward(ctx, ctx.scope_of(call))
+            if any(n.__class__ is ast.Name and n.id in feeding for t in node.targets for n in ast.walk(t)):
+                return True
+    return False
+
+
+def _draws(ctx: Context, region: AST) -> list[ast.Assign]:
+    """``t, weights = sampler.sample(...)`` statements of the region (found once per region)."""
+    key = ("sem:draws", id(region))
+    found = ctx._cache.get(key)
+    if found is None:
+        end = getattr(region, "end_lineno", None) or region.lineno
+        found = ctx._cache[key] = [
+            stmt for c in ctx.calls_named(*_DRAWS) if region.lineno <= c.lineno <= end and c.func.__class__ is ast.Attribute
+            and (stmt := ctx.parent(c)).__class__ is ast.Assign and stmt.value is c]
     return found

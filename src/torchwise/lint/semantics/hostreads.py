@@ -19,9 +19,10 @@ _WRITER_HINTS = ("writer", "summary", "tb", "logger", "board")
 
 
 def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Names that carry (part of) the function's arguments: the parameters, and names assigned
-    or looped over from them (``for name, value in loss_dict.items()``)."""
-    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]]
+    """Names that carry (part of) the function's arguments: the parameters (``**kwargs`` too), and
+    names assigned or looped over from them (``for name, value in loss_dict.items()``)."""
+    args = func.args
+    params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]]
     derived = {p for p in params if p not in ("self", "cls")}
     flows = []  # (names read, names bound) of each binding statement
     for node in ast.walk(func):

@@ -16,7 +16,7 @@ from torchwise.lint.semantics.devices import gpu_evident, is_device_tensor
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.losses import is_loss_call
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name
 from torchwise.lint.semantics.syncs import mask_like
 
 # methods and torch functions whose result is a boolean tensor
@@ -119,9 +119,9 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
     random = "rand" in ctx.source or "bernoulli" in ctx.source
-    for node, value, mask in _selections(ctx, lambda f: _module_method(ctx, f)) if random else ():
+    for node, value, mask in _selections(ctx, lambda f: module_method(ctx, f)) if random else ():
         func = ctx.function_of(node)
-        if id(ctx.statement_of(node)) in statements or func is None or not _module_method(ctx, func):
+        if id(ctx.statement_of(node)) in statements or func is None or not module_method(ctx, func):
             continue
         if _random_draw(ctx, mask, node) and forward_path_function(ctx, node) is not None and hot_region_of(ctx, node) is None \
                 and not on_host(ctx, value, func) and from_inputs(ctx, value, func):
@@ -149,22 +149,43 @@ def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
     if not gpu_evident(ctx) and not ctx.project.moves_to_device:
         return found
     statements: set[int] = set()
-    for node, value, mask in _selections(ctx, lambda f: _in_loss_module(ctx, f) or (f.name == "forward" and bool(
+    for node, value, mask in _selections(ctx, lambda f: in_loss_module(ctx, f) or (f.name == "forward" and bool(
             _loss_arguments(ctx, f)[0]))):
         stmt = ctx.statement_of(node)
         func = ctx.function_of(node)
         if id(stmt) in statements or func is None or not (
-                _in_loss_module(ctx, func) or (func.name == "forward" and _feeds_loss(ctx, stmt, node, func))):
+                in_loss_module(ctx, func) or (func.name == "forward" and _feeds_loss(ctx, stmt, node, func))):
             continue
         if forward_path_function(ctx, node) is None or hot_region_of(ctx, node) is not None:
             continue
-        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func) or _unused_loss(ctx, func):
+        if sampler_off_step(ctx, func) or on_host(ctx, value, func) or on_host(ctx, mask, func) or _unused_loss(ctx, func) \
+                or assigns_targets(func):
             continue
         if is_device_tensor(ctx, value, node) or is_device_tensor(ctx, mask, node) or from_inputs(ctx, value, func) \
                 or from_inputs(ctx, mask, func):
             statements.add(id(stmt))
             found.append((node, func))
     return found
+
+
+def selects_from_arguments(ctx: Context, node: AST, func: AST) -> bool:
+    """``output[output == target]`` in a metric helper: the selected tensor is made from the
+    helper's parameters and never went to the host (``.cpu()``, NumPy); evaluation helpers and
+    target building (:func:`assigns_targets`) left out."""
+    value = node.value if node.__class__ is ast.Subscript else node.func.value
+    return from_inputs(ctx, value, func) and not on_host(ctx, value, func) and not is_eval_name(func.name) \
+        and not assigns_targets(func)
+
+
+_ASSIGNERS = ("target", "assign", "match")
+
+
+def assigns_targets(func: AST) -> bool:
+    """A function that builds, matches or partitions the targets (``build_targets``,
+    ``split_on_targets``, ``assign_anchors``, ``match``): how many targets each anchor, cell or
+    vocabulary bucket gets depends on the data by design, and the selection is the algorithm."""
+    name = getattr(func, "name", "").lower()
+    return any(word in name for word in _ASSIGNERS)
 
 
 def _selections(ctx: Context, wanted: Callable[[AST], bool]) -> list[tuple[AST, AST, AST]]:
@@ -209,12 +230,12 @@ def _random_draw(ctx: Context, mask: AST, use: AST, depth: int = 3) -> bool:
     return False
 
 
-def _module_method(ctx: Context, func: AST) -> bool:
+def module_method(ctx: Context, func: AST) -> bool:
     klass = ctx.parent(func)
     return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
 
 
-def _in_loss_module(ctx: Context, func: AST) -> bool:
+def in_loss_module(ctx: Context, func: AST) -> bool:
     """A method of an ``nn.Module`` class named as a loss (``FocalLoss``, ``MultiBoxLoss``,
     ``LabelSmoothingCriterion``): its ``forward`` runs on every training step."""
     klass = ctx.parent(func)

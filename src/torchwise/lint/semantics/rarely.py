@@ -1,7 +1,8 @@
 """Branches of a training loop that do not run every step although no modulo test guards them
 (TW207): the pre-0.4 arm of a torch version test (dead on any PyTorch a user runs), a log
 written when some seconds have passed (``if now - last_log > args.log_freq_time:``), and the
-branch for the one batch that holds a chosen item (``if attn_example in ids:``)."""
+branch for the one batch that holds a chosen item (``if attn_example in ids:``), and a branch that
+ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,27 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
     for if_node, in_body in ctx.enclosing_ifs(node):
         if legacy_arm(ctx, if_node, in_body):
             return True
-        if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)):
+        if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)
+                        or if_node.__class__ is ast.If and _ends_run(if_node.body)):
             return True
     return False
+
+
+_EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})
+
+
+def _ends_run(body: list[AST]) -> bool:
+    """The branch ends the run or its loop (``print(loss_dict); sys.exit(1)``, ``raise``,
+    ``break``): what it reads before, it reads once, when training stops."""
+    last = body[-1] if body else None
+    if last.__class__ in (ast.Raise, ast.Break):
+        return True
+    if last.__class__ is not ast.Expr or last.value.__class__ is not ast.Call:
+        return False
+    func = last.value.func
+    name = func.id if func.__class__ is ast.Name else (
+        f"{func.value.id}.{func.attr}" if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name else None)
+    return name in _EXITS
 
 
 def legacy_arm(ctx: Context, if_node: AST, in_body: bool) -> bool:
@@ -100,3 +119,16 @@ def _one_item_test(ctx: Context, test: AST) -> bool:
     loop = loops[-1]
     inside = lambda b: b is not None and loop.lineno <= b.pos[0] <= getattr(loop, "end_lineno", loop.lineno)  # noqa: E731
     return inside(ctx.binding_at(pool.id, test)) and not inside(ctx.binding_at(item.id, test))
+
+
+_GUARDS = frozenset({"isnan", "isinf", "isfinite"})
+
+
+def algorithm_stop(node: AST) -> bool:
+    """``if torch.max(abs(h)) > 10: break``: a data-dependent stop of the algorithm's own loop (a
+    convergence or early-stop test), which needs its value on the host; a NaN/inf guard that
+    breaks is a check of the inputs all the same."""
+    if node.__class__ is not ast.If or not node.body or node.body[-1].__class__ is not ast.Break or node.orelse:
+        return False
+    return not any(n.__class__ is ast.Call and (n.func.attr if n.func.__class__ is ast.Attribute else getattr(n.func, "id", ""))
+                   in _GUARDS for n in ast.walk(node.test))

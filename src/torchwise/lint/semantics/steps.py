@@ -327,12 +327,18 @@ def is_zero_grad_like(ctx: Context, node: AST) -> bool:
     return False
 
 
-def _is_modulo_test(ctx: Context, test: AST) -> bool:
-    """A test with a modulo (``step % 100 == 0``) or a call to a helper of this file that returns
-    one (``divisible_by(step, 100)``, ``def divisible_by(n, d): return n % d == 0``)."""
+def _is_modulo_test(ctx: Context, test: AST, depth: int = 1) -> bool:
+    """A test with a modulo (``step % 100 == 0``), a name bound to one just before
+    (``early_phase = batch_idx % log_frequency == 0 and step < 2000``; ``if early_phase or
+    late_phase:``) or a call to a helper of this file that returns one (``divisible_by(step,
+    100)``, ``def divisible_by(n, d): return n % d == 0``)."""
     for n in ast.walk(test):
         if n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod:
             return True
+        if n.__class__ is ast.Name and depth > 0:
+            b = ctx.binding_at(n.id, test)
+            if b is not None and b.kind == "assign" and b.value is not None and _is_modulo_test(ctx, b.value, depth - 1):
+                return True
         if n.__class__ is ast.Call:
             target = local_function(ctx, n)
             if target is not None and target.__class__ is not ast.Lambda:

@@ -11,6 +11,8 @@ import ast
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
+from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.stepvalues import step_subject
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
@@ -199,3 +201,31 @@ def _inner_sync(expr: ast.AST) -> bool:
             expr = expr.value
         else:
             return False
+
+
+def legacy_reads(ctx: Context) -> list[ast.Subscript]:
+    """``loss.data[0]`` of a device value in a training loop or step: the pre-0.4 spelling of
+    ``.item()``, a host read all the same."""
+    if ".data[0]" not in ctx.source:
+        return []
+    out = []
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        value, index = sub.value, sub.slice
+        if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
+            continue
+        if hot_region_of(ctx, sub) is not None and step_subject(ctx, value.value, sub):
+            out.append(sub)
+    return out
+
+
+def needless_synchronizes(ctx: Context) -> list[ast.Call]:
+    """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test,
+    where the loop measures no time (a benchmark waits on purpose) and reads nothing after it."""
+    if "synchronize" not in ctx.source:
+        return []
+    out = []
+    for call in ctx.calls_named("synchronize"):
+        loop = hot_region_of(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
+        if loop is not None and not ctx.enclosing_ifs(call) and not measures_time(ctx, loop) and not read_after(ctx, loop, call):
+            out.append(call)
+    return out

@@ -1,0 +1,167 @@
+"""Host reads in the loss of every training step (TW207), outside the training loop itself: in a
+loss function of the file that the step calls every step - directly, through a helper that hands
+its arguments on (``cal_performance(pred, gold)`` -> ``cal_loss(pred, gold)``), or from the
+training loop of another module that imports it - and in the methods of a loss module on the
+forward path (``SetCriterion.forward``, ``NMTLossCompute._stats``), and in a model's ``forward``
+that computes its own loss (``loss_item = {"loss": loss.item()}``): ``.item()`` of a loss it
+computes (``Munch(real=loss_real.item())``) or of a tensor made from what it is given
+(``n_word = non_pad_mask.sum().item()``, ``num_boxes = torch.clamp(num_boxes / world, min=1).item()``)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardpath import takes_batch
+from torchwise.lint.semantics.forwardreads import from_inputs
+from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
+from torchwise.lint.semantics.masks import in_loss_module, made_as_mask, on_host, selects_from_arguments
+from torchwise.lint.semantics.once import forward_path_function
+from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
+from torchwise.lint.semantics.stepvalues import step_device_value
+from torchwise.lint.semantics.values import local_function
+
+PerStep = Callable[[Context, ast.Call], bool]  # the rule's own check that a call of this file runs every step
+
+
+def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1) -> str | None:
+    """Where the training step calls ``func`` every step with device tensors: ``"line N"`` for a
+    call of this file (also through a helper of this file that hands its own parameters on), or
+    ``"path:N"`` for a call in the training loop of another module that imports this one."""
+    key = ("sem:loss-step-call", id(func), depth)
+    if key in ctx._cache:
+        return ctx._cache[key]
+    ctx._cache[key] = None  # (a recursive helper)
+    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    found = next((f"line {c.lineno}" for c in calls if hot_region_of(ctx, c) is not None
+                  and _hands_device_values(ctx, c) and per_step(ctx, c)), None)
+    if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
+        callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
+                   and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
+        found = next((w for f in callers.values() if (w := every_step_call(ctx, f, per_step, depth - 1)) is not None), None)
+    if found is None and ctx.parent(func) is ctx.tree:
+        found = next((f"{other.path}:{c.lineno}" for other, c in project_calls(ctx, func.name)
+                      if hot_region_of(other, c) is not None and not runs_periodically(other, c) and not runs_rarely(other, c)
+                      and _hands_device_values(other, c)), None)
+    ctx._cache[key] = found
+    return found
+
+
+def _hands_device_values(ctx: Context, call: ast.Call) -> bool:
+    return any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def _passes_parameters(call: ast.Call, func: AST) -> bool:
+    """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
+    params = {a.arg for a in func.args.args}
+    return any(a.__class__ is ast.Name and a.id in params for a in call.args)
+
+
+def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str]]:
+    """``(read, function, where it runs every step)`` for the ``.item()`` reads of
+    loss functions the step calls every step and of loss modules' methods on the forward path."""
+    readers = _reader_names(ctx)
+    if ".item()" not in ctx.source and not readers:
+        return []
+    # the functions that read at all: an .item() of their own, or a call of a reader
+    reading = {id(ctx.function_of(c)) for name in ("item", *readers) for c in ctx.calls_by_name.get(name, ())}
+    found = []
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for func in ctx.nodes.get(kind, ()):
+            if id(func) not in reading:
+                continue
+            if in_loss_module(ctx, func):
+                reads = _input_reads(ctx, func) if forward_path_function(ctx, func.body[0]) is not None else []
+                where = "every training step" if reads else None
+            elif func.name == "forward" and takes_batch(ctx, func):  # a model's forward that computes its loss
+                reads = own_loss_reads(ctx, func)
+                where = "every training step" if reads else None
+            elif "loss" in func.name.lower():
+                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + _reader_calls(ctx, func)
+                where = every_step_call(ctx, func, per_step) if reads else None
+                where = f"which the training step calls every step ({where})" if where else None
+            else:
+                continue
+            if where is not None:
+                found += [(read, func, where) for read in dict.fromkeys(reads)]
+    return found
+
+
+def _reader_calls(ctx: Context, func: AST) -> list[ast.Call]:
+    """Calls of a helper that reads what it is given on the host (``to_cpu(torch.cat((lbox, lobj,
+    lcls, loss)))``, a project function or one of this file) with tensors the loss computed."""
+    out = []
+    readers = _reader_names(ctx)
+    for node in ctx.walk_body(func.body) if readers else ():
+        if node.__class__ is ast.Call and node.args and last_name(node.func) in readers \
+                and not runs_periodically(ctx, node) and not runs_rarely(ctx, node) \
+                and any(from_inputs(ctx, a, func) or step_device_value(ctx, a, node) for a in node.args) \
+                and host_reader(ctx, node) is not None:
+            out.append(node)
+    return out
+
+
+def _reader_names(ctx: Context) -> frozenset[str]:
+    """Names of the calls of this file that may read their arguments on the host: functions of
+    the project that mention a host read, and functions of this file (asked once per file)."""
+    found = ctx._cache.get("sem:reader-names")
+    if found is None:
+        candidates = set(ctx.project.host_read_blocks) | {f.name for f in ctx.nodes.get(ast.FunctionDef, ())}
+        found = ctx._cache["sem:reader-names"] = frozenset(n for n in candidates if n in ctx.calls_by_name)
+    return found
+
+
+def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
+    """``.item()`` of a tensor computed from the function's parameters, on the device (not through
+    ``.cpu()``/NumPy), outside a log interval or a branch that rarely runs. (``.tolist()`` there
+    mostly turns indices into host lookups the loss needs: ``[gts[i] for i in idx.tolist()]``.)"""
+    out = []
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item" or node.args:
+            continue
+        subject = node.func.value
+        if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \
+                and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
+            out.append(node)
+    return out
+
+
+_MASK_INDEXES = (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
+
+
+def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str]]:
+    """``(selection, function, where it runs every step)`` for each boolean-mask selection
+    (``x[mask]``, ``x.masked_select(mask)``; one per statement) in a loss function the training
+    step calls every step with device tensors, or in a helper that selects from what it is handed
+    (a metric: ``output[output == target]``) - outside the training loop itself."""
+    found: list[tuple[AST, AST, str]] = []
+    statements: set[int] = set()
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.ctx.__class__ is not ast.Load or sub.slice.__class__ not in _MASK_INDEXES:
+            continue
+        stmt = ctx.statement_of(sub)
+        if id(stmt) not in statements and hot_region_of(ctx, sub) is None:
+            hit = _masked_in_loss(ctx, sub, sub.slice, per_step)
+            if hit is not None:
+                statements.add(id(stmt))
+                found.append(hit)
+    for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
+        if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
+            hit = _masked_in_loss(ctx, call, call.args[0], per_step)
+            if hit is not None:
+                found.append(hit)
+    return found
+
+
+def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> tuple[AST, AST, str] | None:
+    func = ctx.function_of(node) if index.__class__ in _MASK_INDEXES else None
+    if func is None or not made_as_mask(ctx, index, node):
+        return None
+    if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
+        return None  # (a metric helper: only a selection from what it is handed)
+    where = every_step_call(ctx, func, per_step)
+    return (node, func, where) if where is not None else None

@@ -1,0 +1,251 @@
+"""Device values of a training step that :func:`~torchwise.lint.semantics.devices.is_device_tensor`
+does not follow (TW207): the losses a step collects in a dict or a list and hands to a helper
+(``loss_reduced = reduce_loss_dict(loss_dict)``; ``loss_reduced["d"].mean().item()``), their sum
+(``sum(loss_dict.values())``, ``sum(pred_losses)``), a dict comprehension over them
+(``{k: v * w[k] for k, v in losses.items()}``), a tensor made like a device tensor
+(``target.new_tensor([n])``), and the terms of the backward pass through weights and
+conditional expressions (``loss_cur = self.lamda_rcl * reconL + self.lamda_vl * variatL``;
+``loss_total = loss_replay if x is None else loss_cur``)."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.forwardpath import project_module_method
+from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
+
+# methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
+_KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
+                      "unsqueeze", "abs", "max", "min", "norm", "flatten", "contiguous", "long", "int", "clamp",
+                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items"})
+# libraries whose functions named like a reduction are not collectives over tensors
+_NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
+
+
+def step_subject(ctx: Context, subject: AST | None, node: AST) -> bool:
+    """Is the value read at ``node`` a device tensor of the step: a device tensor, a term summed
+    into the backward pass (``loss = loss + regularization``; ``regularization.item()``), or one
+    seen through the step's loss dicts, lists, sums and weighted terms?"""
+    if is_device_tensor(ctx, subject, node):
+        return True
+    if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
+        return True
+    return step_device_value(ctx, subject, node)
+
+
+def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) -> bool:
+    """Does ``expr`` hold a device tensor of the step, seen through containers and helpers?
+    ``depth`` bounds the bindings followed back from names."""
+    if expr is None or depth <= 0:
+        return False
+    return is_device_tensor(ctx, expr, use) or _beyond(ctx, expr, use, depth)
+
+
+def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
+    """What :func:`is_device_tensor` (already asked of ``expr``, and so of the parts of a
+    subscript, an arithmetic or a comparison) does not follow."""
+    cls = expr.__class__
+    if cls is ast.Call:
+        return _call_value(ctx, expr, use, depth)
+    if cls is ast.Subscript:
+        return _beyond(ctx, expr.value, use, depth)
+    if cls is ast.BinOp:
+        return _beyond(ctx, expr.left, use, depth) or _beyond(ctx, expr.right, use, depth)
+    if cls is ast.Compare:  # (y == pred).sum()
+        return any(_beyond(ctx, side, use, depth) for side in (expr.left, *expr.comparators))
+    if cls is ast.DictComp:  # (the element sees the comprehension's own names)
+        return step_device_value(ctx, expr.value, expr.value, depth)
+    if cls in (ast.ListComp, ast.GeneratorExp):
+        return step_device_value(ctx, expr.elt, expr.elt, depth)
+    if cls is ast.Name:
+        return _name_value(ctx, expr, use, depth)
+    return False
+
+
+def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
+    func = call.func
+    q = ctx.qualname(func)
+    if func.__class__ is ast.Attribute and func.attr in ("to", "cuda") and q is None and call.args \
+            and call.args[0].__class__ is ast.Call and _names_device(call.args[0].func):
+        return True  # y.to(self._device()), x.to(get_device(t)): a device a helper of the project names
+    if func.__class__ is ast.Name and func.id == "self" and _in_module_class(ctx, call):
+        return True  # self(x) in a model's own method: its forward pass
+    if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
+        target = func.value if q is None else (call.args[0] if call.args else None)
+        return step_device_value(ctx, target, use, depth)
+    if q in ("torch.cat", "torch.stack", "torch.concat") and call.args and call.args[0].__class__ in (ast.Tuple, ast.List):
+        return any(step_device_value(ctx, e, use, depth) for e in call.args[0].elts)  # torch.cat((lbox, lobj, lcls))
+    if func.__class__ is ast.Name and func.id == "sum" and call.args and q in (None, "builtins.sum", "sum"):
+        return step_device_value(ctx, call.args[0], use, depth)  # sum(losses), sum(d.values())
+    name = (last_name(func) or "").lower()
+    if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
+        return step_device_value(ctx, call.args[0], use, depth)  # reduce_loss_dict(loss_dict)
+    return False
+
+
+def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
+    if expr.id in step_loss_terms(ctx, ctx.scope_of(use)):
+        return True  # summed into the backward pass of this function
+    b = ctx.binding_at(expr.id, use)
+    if b is None:
+        return False
+    if b.kind in ("assign", "walrus") and b.value is not None:
+        if _container(b.value) and _collects_device_values(ctx, expr.id, b.node, depth):
+            return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
+        return step_device_value(ctx, b.value, b.node, depth - 1)
+    if b.kind == "aug" and b.node.target.__class__ is ast.Name:  # lbox *= 0.05: what lbox held before, or what is added
+        return step_device_value(ctx, b.node.target, b.node, depth - 1) or step_device_value(ctx, b.value, b.node, depth - 1)
+    if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
+        return step_device_value(ctx, b.value, b.value, depth - 1)
+    if b.kind == "unpack" and b.value is not None:
+        value = b.value
+        if value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
+            return step_device_value(ctx, value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d()), y.to(d())
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _SPLITS:
+            return step_device_value(ctx, value.func.value, b.node, depth - 1)  # _, pred = y_hat.max(1)
+        if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "self":
+            return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
+    return False
+
+
+# methods that return a tuple of tensors on the receiver's device
+_SPLITS = frozenset({"max", "min", "topk", "sort", "kthvalue", "median", "mode", "chunk", "split", "unbind"})
+
+
+def _in_module_class(ctx: Context, node: AST) -> bool:
+    klass = ctx.class_of(node)
+    return klass is not None and (any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+                                  or project_module_method(ctx, ctx.function_of(node)))
+
+
+def _names_device(func: AST) -> bool:
+    """``self._device()``, ``get_device(x)``, ``dist_util.dev()``: a helper that returns the device."""
+    name = (last_name(func) or "").lower()
+    return "device" in name or name == "dev"
+
+
+def round_trip(ctx: Context, read: ast.Call) -> bool:
+    """``to_one_hot(y.cpu(), n).to(y.device)``: the value read with ``.cpu()`` comes back to its own
+    device in the same expression - the code expects it on an accelerator."""
+    subject = read.func.value if read.func.__class__ is ast.Attribute else None
+    if subject is None or read.func.attr != "cpu":
+        return False
+    text = ast.dump(subject)
+    node = read
+    for _ in range(4):
+        node = ctx.parent(node)
+        if node is None or isinstance(node, ast.stmt):
+            return False
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "to" and node.args:
+            dev = node.args[0]
+            return dev.__class__ is ast.Attribute and dev.attr == "device" and ast.dump(dev.value) == text
+    return False
+
+
+def _collects_device_values(ctx: Context, name: str, bound: AST, depth: int) -> bool:
+    """Does the scope store device values into ``name`` (``name[k] = v``, ``name.append(v)``)?"""
+    key = ("sem:collects-device", id(bound), name)
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = False  # (a value stored from the container itself)
+        for node, value in _stores(ctx, ctx.scope_of(bound)).get(name, ()):
+            if is_loss_value(ctx, value, node) or step_device_value(ctx, value, node, depth - 1):
+                found = ctx._cache[key] = True
+                break
+    return found
+
+
+def _stores(ctx: Context, scope: AST) -> dict[str, list[tuple[AST, AST]]]:
+    """Container name -> ``(statement, value)`` of what the scope stores into it by subscript or
+    ``append`` (one walk per scope)."""
+    key = ("sem:container-stores", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = {}
+        for node in ctx.nodes.get(ast.Assign, ()):
+            names = [n for t in node.targets for n in _stored_names(t)]
+            if names and ctx.scope_of(node) is scope:
+                for name in names:
+                    found.setdefault(name, []).append((node, node.value))
+        for node in ctx.calls_named("append"):
+            if node.func.__class__ is ast.Attribute and node.func.value.__class__ is ast.Name and len(node.args) == 1 \
+                    and ctx.scope_of(node) is scope:
+                found.setdefault(node.func.value.id, []).append((node, node.args[0]))
+    return found
+
+
+def _container(value: AST) -> bool:
+    """``{}``, ``[]``, ``{"d": 0}``, ``[None] * n``: a dict or list the code fills later."""
+    cls = value.__class__
+    return cls in (ast.Dict, ast.List) or cls is ast.BinOp and value.op.__class__ is ast.Mult and ast.List in (
+        value.left.__class__, value.right.__class__)
+
+
+def _stored_names(target: AST) -> list[str]:
+    """``name`` of ``name[k] = ...``, also as parts of a tuple target (``a[i], b[i] = loss_function(...)``)."""
+    if target.__class__ in (ast.Tuple, ast.List):
+        return [n for t in target.elts for n in _stored_names(t)]
+    return [target.value.id] if target.__class__ is ast.Subscript and target.value.__class__ is ast.Name else []
+
+
+def step_loss_terms(ctx: Context, scope: AST) -> frozenset[str]:
+    """Names summed into a backward pass of ``scope``, through assignments, weights by a
+    coefficient (``self.lamda * reconL``, ``args.w * loss_x``, ``0.5 * loss``) and both arms of a
+    conditional expression (``loss_replay if x is None else loss_cur``)."""
+    key = ("sem:step-terms", id(scope))
+    found = ctx._cache.get(key)
+    if found is None:
+        names = set(backwarded_names(ctx, scope))
+        todo = list(names)
+        bindings = ctx.bindings(scope) if names else {}
+        while todo:
+            for b in bindings.get(todo.pop(), ()):
+                if b.value is not None and (b.kind == "assign" or b.kind == "aug" and b.node.op.__class__ in (ast.Add, ast.Sub)):
+                    for term in _terms(b.value):
+                        if term not in names:
+                            names.add(term)
+                            todo.append(term)
+        found = ctx._cache[key] = frozenset(names)
+    return found
+
+
+_COEFFICIENTS = (ast.Attribute, ast.Constant)
+
+
+def _terms(expr: AST, depth: int = 8) -> list[str]:
+    """The names a loss expression sums: ``a * 0.5 + self.w * b - c`` -> a, b, c."""
+    if depth <= 0:
+        return []
+    cls = expr.__class__
+    if cls is ast.Name:
+        return [expr.id]
+    if cls is ast.UnaryOp and expr.op.__class__ is ast.USub:
+        return _terms(expr.operand, depth - 1)
+    if cls is ast.IfExp:
+        return _terms(expr.body, depth - 1) + _terms(expr.orelse, depth - 1)
+    if cls is not ast.BinOp:
+        return []
+    op = expr.op.__class__
+    if op in (ast.Add, ast.Sub):
+        return _terms(expr.left, depth - 1) + _terms(expr.right, depth - 1)
+    if op in (ast.Mult, ast.Div):
+        left, right = expr.left, expr.right
+        if op is ast.Mult and _coefficient(left):
+            return _terms(right, depth - 1)  # self.lamda * loss, 0.5 * loss, (1 - rnt) * loss_replay
+        if _coefficient(right) or op is ast.Div:
+            return _terms(left, depth - 1)  # loss * 0.5, loss / accum_steps
+    return []
+
+
+def _coefficient(expr: AST) -> bool:
+    """A weight rather than a loss: a number, an attribute (``self.lamda``, ``args.w``), or
+    arithmetic with a number (``1 - rnt``, ``1 / n``)."""
+    cls = expr.__class__
+    if cls in _COEFFICIENTS:
+        return True
+    if cls is ast.UnaryOp:
+        return _coefficient(expr.operand)
+    return cls is ast.BinOp and (expr.left.__class__ is ast.Constant or expr.right.__class__ is ast.Constant)
