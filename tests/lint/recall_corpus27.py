@@ -268,6 +268,16 @@ QUIET += [
             with torch.no_grad():
                 return G(torch.randn(8, 128, device="cuda").half())
     """)),
+    Shape("TW218", "look-alike: Monte Carlo dropout: an fp16 model put in train mode for sampling under no_grad", d("""
+        import torch
+        import nets
+        def mc_predict(config, x, n):
+            model = nets.Classifier(**config).cuda()
+            model = model.half()
+            model.train()
+            with torch.no_grad():
+                return torch.stack([model(x.half()) for _ in range(n)]).mean(0)
+    """)),
     Shape("TW218", "look-alike: train(False) is evaluation mode", d("""
         import nets
         def export(config):

@@ -35,6 +35,10 @@ def _converted_back(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+# a function that turns autograd off may put a model in train mode for inference (Monte Carlo dropout)
+_GRAD_OFF = re.compile(r"no_grad|inference_mode|set_grad_enabled\(False")
+
+
 def _training_modes(ctx: Context) -> set[tuple[int, str]]:
     """``(scope, receiver text)`` of every ``x.train()`` / ``x.train(True)`` in the file: the object
     the scope puts in training mode (a module: plain objects have no such method with no argument)."""
@@ -62,7 +66,8 @@ What it flags
   caller of the file that trains it (`def make_net(): ...; net.half(); return net`, then
   `net = make_net()` in a training `main()`); also the conversion of an object the same function
   puts in training mode, whatever its name (`G = G.half()` ... `G.train()` in a training script whose
-  update runs in another module).
+  update runs in another module), unless that function also turns autograd off (`model.train()`
+  for Monte Carlo dropout at inference).
   Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
   and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
@@ -114,7 +119,7 @@ Lint and the doctor
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
             scope = ctx.scope_of(call)
-            if (id(scope), ctx.text(recv)) in modes:
+            if (id(scope), ctx.text(recv)) in modes and not _GRAD_OFF.search(ctx.source if scope is ctx.tree else ctx.text(scope)):
                 yield self._finding(ctx, call)  # G = G.half() ... G.train(): the script trains what it converted
                 continue
             if not self._trains_here(ctx, scope, training_scopes) and not self._built_for_training(ctx, scope, recv, training_scopes):
