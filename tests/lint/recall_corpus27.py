@@ -195,6 +195,14 @@ FIND += [
             opt = torch.optim.Adam(model.parameters(), lr=lr)
             return FP16_Optimizer(opt, dynamic_loss_scale=True)
     """), 5),
+    Shape("TW220", "a re-id test script: a star import of apex.fp16_utils, then network_to_half", d("""
+        import torch
+        from apex.fp16_utils import *
+        def load(model, fp16):
+            if fp16:
+                model = network_to_half(model)
+            return model
+    """), 2),
     Shape("TW220", "apex's network_to_half on the model (BatchNorm kept in fp32 by hand)", d("""
         import apex.fp16_utils as fp16
         def half_model(model):
@@ -215,6 +223,15 @@ QUIET += [
         from utils.fp16_utils import FP16_Optimizer
         def wrap(opt):
             return FP16_Optimizer(opt, static_loss_scale=128.0)
+    """)),
+    Shape("TW220", "look-alike: NVIDIA's ImageNet example: a star import of apex.fp16_utils for to_python_float only", d("""
+        import torch
+        try:
+            from apex.fp16_utils import *
+        except ImportError:
+            raise ImportError("install apex")
+        def log(loss):
+            return to_python_float(loss.data)
     """)),
     Shape("TW220", "look-alike: the old module imported as amp for its availability test only", d("""
         import torch

@@ -31,8 +31,9 @@ _APEX_NEW = {"patches the model and optimizer for mixed precision": 'run the for
 
 # apex's older mixed precision (fp16 model, fp32 master weights, loss scaling by hand), deprecated
 # in apex itself for apex.amp: its entry points
-_APEX_FP16 = frozenset({"apex.fp16_utils.FP16_Optimizer", "apex.optimizers.FP16_Optimizer", "apex.fp16_utils.network_to_half",
-                        "apex.fp16_utils.convert_network", "apex.fp16_utils.FP16Model", "apex.fp16_utils.prep_param_lists"})
+_FP16_ENTRY = frozenset({"FP16_Optimizer", "network_to_half", "convert_network", "FP16Model", "prep_param_lists",
+                         "master_params_to_model_params", "model_grads_to_master_grads"})
+_APEX_FP16 = frozenset({"apex.optimizers.FP16_Optimizer", *(f"apex.fp16_utils.{n}" for n in _FP16_ENTRY)})
 _FP16_MESSAGE = "apex.fp16_utils (FP16_Optimizer, network_to_half) is apex's legacy mixed precision, unmaintained; native torch.amp replaces it"
 _FP16_SUGGESTION = 'keep the model in fp32, run the forward under torch.autocast("cuda", ...) and scale with torch.amp.GradScaler("cuda")'
 
@@ -54,8 +55,10 @@ What it flags
   (`from apex import amp`, and its calls `amp.initialize(model, optimizer, opt_level=...)` and
   `with amp.scale_loss(loss, optimizer) as scaled:`); the module imported under a name of its
   own (`import torch.cuda.amp as amp`, the line, when `amp.GradScaler()`... is used); apex's older
-  `apex.fp16_utils` (the import line, and the calls `FP16_Optimizer(optimizer, ...)`,
-  `network_to_half(model)`, `convert_network(...)`). The old-torch branch of version-dependent
+  `apex.fp16_utils`: the calls `FP16_Optimizer(optimizer, ...)`, `network_to_half(model)`,
+  `convert_network(...)`, `prep_param_lists(...)`..., and the line importing them (a star import
+  `from apex.fp16_utils import *` when the file calls one of them; not an import of its helpers
+  only, such as `to_python_float`). The old-torch branch of version-dependent
   code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
   expression that tests a version or whose other branch uses `torch.amp`.
 
@@ -129,19 +132,27 @@ Fix
                                   suggestion=_APEX_NEW[what], end_node=call.func)
 
     def _apex_fp16(self, ctx: Context) -> Iterator[Finding]:
-        """``from apex.fp16_utils import FP16_Optimizer`` (the import line, once) and the calls of its
-        entry points (``optimizer = FP16_Optimizer(optimizer, dynamic_loss_scale=True)``)."""
+        """apex's legacy mixed precision: the calls of its entry points (``optimizer =
+        FP16_Optimizer(optimizer, dynamic_loss_scale=True)``, ``network_to_half(model)``) and, once, the
+        line importing one of them (``from apex.fp16_utils import FP16_Optimizer``; a star import or a
+        module import when the file calls an entry point through it). An import of its helpers only
+        (``to_python_float``) is not mixed precision."""
         if "fp16_utils" not in ctx.source and "FP16_Optimizer" not in ctx.source:
             return
+        calls = ctx.calls_to(*_APEX_FP16)
+        bare = {c.func.id for c in ctx.calls_named(*_FP16_ENTRY) if c.func.__class__ is ast.Name}
         for node in ctx.nodes.get(ast.ImportFrom, ()):
-            names = [a.name for a in node.names]
-            if not node.level and (node.module == "apex.fp16_utils" or node.module == "apex" and "fp16_utils" in names
-                                   or node.module == "apex.optimizers" and "FP16_Optimizer" in names):
+            if node.level or node.module not in ("apex.fp16_utils", "apex.optimizers", "apex"):
+                continue
+            names = {a.name for a in node.names}
+            if node.module == "apex.fp16_utils" and (names & _FP16_ENTRY or "*" in names and bare) \
+                    or node.module == "apex.optimizers" and "FP16_Optimizer" in names \
+                    or node.module == "apex" and "fp16_utils" in names and calls:
                 yield ctx.finding(self.code, node, _FP16_MESSAGE, suggestion=_FP16_SUGGESTION)
         for node in ctx.nodes.get(ast.Import, ()):
-            if any(a.name == "apex.fp16_utils" for a in node.names):
+            if calls and any(a.name == "apex.fp16_utils" for a in node.names):
                 yield ctx.finding(self.code, node, _FP16_MESSAGE, suggestion=_FP16_SUGGESTION)
-        for call in ctx.calls_to(*_APEX_FP16):
+        for call in calls:
             what = ctx.qualname(call.func).rsplit(".", 1)[1]
             yield ctx.finding(self.code, call, f"apex {what}(...) is apex's legacy mixed precision (fp16 weights, "
                               "hand-made loss scaling), unmaintained: native torch.amp replaces it",
