@@ -173,7 +173,7 @@ _HEADS = d("""
             self.body = body
             self.beta = nn.Linear(4, 2)
         def forward(self, x):
-            return F.sigmoid(self.beta(self.body(x)))
+            return F.upsample(self.beta(self.body(x)), scale_factor=2)
 """)
 _AGENT = d("""
     from .net import *
@@ -188,16 +188,16 @@ _AGENT = d("""
 _EXAMPLE = d("""
     from rl import *
     def make(dim):
-        return Body(dim, gate=F.tanh)
+        return Body(dim, gate=F.upsample_nearest)
 """)
 PROJECTS += [
-    ProjectShape("TW502", "a package of star imports: F.sigmoid / F.tanh / scheduler.step(steps) without an import of torch", {
+    ProjectShape("TW502", "a package of star imports: F.upsample / F.upsample_nearest / scheduler.step(steps) without an import of torch", {
         "rl/__init__.py": _PKG_INIT, "rl/net.py": _NET, "rl/heads.py": _HEADS, "rl/agents.py": _AGENT,
         "examples.py": _EXAMPLE,
     }, (("rl/heads.py", 8), ("rl/agents.py", 8), ("examples.py", 3))),
     ProjectShape("TW502", "look-alike: the star-imported module binds F to its own helpers (__all__ leaves it out)", {
         "rl/__init__.py": _PKG_INIT, "rl/net.py": "__all__ = ['Body']\n" + _NET,
-        "rl/heads.py": _HEADS.replace("F.sigmoid", "torch.sigmoid"), "rl/agents.py": _AGENT.replace("self.sched.step(self.steps)", "self.sched.step()"),
+        "rl/heads.py": _HEADS.replace("F.upsample", "F.interpolate"), "rl/agents.py": _AGENT.replace("self.sched.step(self.steps)", "self.sched.step()"),
         "examples.py": _EXAMPLE.replace("from rl import *", "from rl import *\nimport helpers as F"),
     }),
 ]

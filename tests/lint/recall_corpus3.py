@@ -640,9 +640,9 @@ FIND += [
                     x = F.relu(bn(conv(x)))
                 return x
     """), 12),
-    Shape("TW502", "segmentation solvers: F.sigmoid", d("""
+    Shape("TW502", "segmentation solvers: F.upsample", d("""
         import torch.nn.functional as F
-        SR_probs = F.sigmoid(SR)
+        SR_probs = F.upsample(SR, scale_factor=2)
     """), 2),
     Shape("TW502", "detection training: the non-underscore init function", d("""
         import torch.nn.init as init

@@ -41,19 +41,19 @@ FIND += [
 
 # ----------------------------------------------------------------------------------- TW502
 FIND += [
-    Shape("TW502", "time-series nets: the output function chosen as a reference to F.sigmoid", d("""
+    Shape("TW502", "time-series nets: the upsampling chosen as a reference to F.upsample", d("""
         import torch.nn as nn
         import torch.nn.functional as F
         class Model(nn.Module):
             def __init__(self, args):
                 super().__init__()
-                self.output = None
-                if args.output_fun == 'sigmoid':
-                    self.output = F.sigmoid
+                self.up = None
+                if args.up_mode == 'nearest':
+                    self.up = F.upsample
     """), 8),
-    Shape("TW502", "the same with F.tanh in a table of activations", d("""
-        import torch.nn.functional as F
-        ACTIVATIONS = {"relu": F.relu, "tanh": F.tanh}
+    Shape("TW502", "the same with an old init function in a table of initialisers", d("""
+        import torch.nn as nn
+        INITS = {"normal": nn.init.normal_, "orthogonal": nn.init.orthogonal}
     """), 2),
     Shape("TW502", "segmentation losses: the nn.NLLLoss2d class", d("""
         from torch import nn

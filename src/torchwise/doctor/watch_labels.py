@@ -18,9 +18,9 @@ __all__ = ["LabelWatch", "WatchMode", "SUPERVISED_LOSSES"]
 
 _RELU: dict[Callable, str] = {F.relu: "relu", torch.relu: "relu", torch.relu_: "relu", torch.Tensor.relu: "relu",
                                torch.Tensor.relu_: "relu", F.relu_: "relu"}
-# (F.sigmoid and F.tanh are deprecated, but user code still calls them: the watch must know them)
-_SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: "sigmoid", F.sigmoid: "sigmoid",  # noqa: TW502
-                                torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}  # noqa: TW502
+# (user code calls F.sigmoid and F.tanh as well as torch's: the watch must know them)
+_SQUASH: dict[Callable, str] = {torch.sigmoid: "sigmoid", torch.Tensor.sigmoid: "sigmoid", F.sigmoid: "sigmoid",
+                                torch.tanh: "tanh", torch.Tensor.tanh: "tanh", F.tanh: "tanh"}
 _CLASS_LOSSES: dict[Callable, str] = {F.cross_entropy: "cross_entropy", F.nll_loss: "nll_loss"}
 _REGRESSION_LOSSES = {F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss}
 _BINARY_LOSSES = {F.binary_cross_entropy, F.binary_cross_entropy_with_logits}

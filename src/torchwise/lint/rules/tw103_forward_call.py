@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
@@ -132,6 +133,67 @@ def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     return False
 
 
+def _module_part(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """``self.generator.forward(x)`` where ``self.generator = self.model.generator`` (or the chain
+    written out, ``model.decoder.forward(x)``): a part of a module that has a ``forward`` is a
+    submodule."""
+    values = [recv] if recv.__class__ is ast.Attribute and not (recv.value.__class__ is ast.Name
+                                                                and recv.value.id == "self") else _values(ctx, recv, call)
+    return bool(values) and all(v.__class__ is ast.Attribute and v.value.__class__ in (ast.Name, ast.Attribute)
+                                and is_module_instance(ctx, v.value, call) for v in values)
+
+
+def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
+    """``policy.forward(state)`` where ``policy`` is a parameter of the function and every call of
+    that function in this file passes a module for it (``self.pick_action(self.local_model, s)``,
+    ``self.log_probs(self.policy_new, ...)`` with ``self.policy_new.parameters()`` given to the
+    optimizer): a module under a neutral name."""
+    if recv.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(recv.id, call)
+    if b is None or b.kind != "param":
+        return False
+    func = ctx.parent(ctx.parent(b.node))
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return False
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    method = ctx.parent(func).__class__ is ast.ClassDef and bool(params) and params[0] in ("self", "cls")
+    index = params.index(recv.id) if recv.id in params else None
+    calls = [c for c in ctx.calls_named(func.name) if (c.func.__class__ is ast.Attribute) == method
+             and (not method or c.func.value.__class__ is ast.Name and c.func.value.id in ("self", "cls"))]
+    if not calls or len(calls) > 20:
+        return False
+    for c in calls:
+        value = next((k.value for k in c.keywords if k.arg == recv.id), None)
+        if value is None and index is not None:
+            pos = index - method
+            if 0 <= pos < len(c.args) and not any(a.__class__ is ast.Starred for a in c.args[: pos + 1]):
+                value = c.args[pos]
+        if value is None or not (is_module_instance(ctx, value, c) or _kept_module(ctx, value, c)):
+            return False
+    return True
+
+
+def _kept_module(ctx: Context, value: ast.AST, use: ast.AST) -> bool:
+    """``self.policy`` kept as is from a parameter of ``__init__`` (``self.policy = policy``), where
+    every construction of the class in the project's other modules passes a module
+    (``Parallel_Experience_Generator(self.environment, self.policy_new, ...)``)."""
+    if value.__class__ is not ast.Attribute or value.value.__class__ is not ast.Name or value.value.id != "self":
+        return False
+    klass = ctx.class_of(use)
+    kept = ctx.self_attr_values(klass, value.attr) if klass is not None and ctx.parent(klass) is ctx.tree else []
+    if len(kept) != 1 or kept[0].__class__ is not ast.Name:
+        return False
+    init = ctx.function_of(kept[0])
+    b = ctx.binding_at(kept[0].id, kept[0])
+    if init is None or init.name != "__init__" or b is None or b.kind != "param":
+        return False
+    params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]][1:]
+    index = params.index(kept[0].id) if kept[0].id in params else None
+    passed = [(other, argument(call, kept[0].id, index), call) for other, call in project_calls(ctx, klass.name)]
+    return bool(passed) and all(v is not None and is_module_instance(other, v, call) for other, v, call in passed)
+
+
 class ForwardCalledDirectly(Rule):
     code = "TW103"
     name = "forward-called-directly"
@@ -153,7 +215,13 @@ What it flags
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`, or only plain
   classes of the project as bases: `class DistModel(BaseModel)`), here or in another module of
-  the project: it has no hooks to bypass. The `__main__` smoke test of a
+  the project: it has no hooks to bypass. Also a part of an evident module, under any name
+  (`model.decoder.forward(h)`, or `self.generator.forward(h)` after `self.generator =
+  self.model.generator`), and a parameter under any name
+  (`policy.forward(state)`) when every call of its function in the file passes a module for it
+  (`self.pick_action(self.local_model, state)`, or an attribute whose `.parameters()` go to an
+  optimizer; or `self.policy` kept from the constructor, when every construction of the class in the
+  project's other modules passes a module for it). The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
   left alone too.
 
@@ -182,7 +250,8 @@ Fix
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
             if not (is_module_instance(ctx, recv, call) or _submodule_in_module(ctx, recv, call)
-                    or _project_submodule(ctx, recv, call) or _passed_in_submodule(ctx, recv, call)) \
+                    or _project_submodule(ctx, recv, call) or _passed_in_submodule(ctx, recv, call)
+                    or _filled_with_modules(ctx, recv, call) or _module_part(ctx, recv, call)) \
                     or _plain_class_instance(ctx, recv):
                 continue
             if in_demo_main(ctx, call):

@@ -87,6 +87,23 @@ def _shown_beside_log_softmax(ctx: Context, arg: ast.AST, call: ast.Call) -> boo
     return any(c.args and ctx.text(c.args[0]) == logits and ctx.contains(func, c) for c in ctx.calls_named("log_softmax"))
 
 
+_PICKS = frozenset({"gather", "index_select", "take_along_dim"})
+
+
+def _picked_from(ctx: Context, arg: ast.AST) -> ast.AST:
+    """The probabilities an entry is picked from: ``probs.gather(1, actions)``,
+    ``torch.gather(probs, 1, a)``, ``probs[range(n), actions]`` -> ``probs`` (the picked entry is
+    as small as the smallest); anything else as it is."""
+    if arg.__class__ is ast.Subscript:
+        return arg.value
+    if arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _PICKS:
+        if ctx.qualname(arg.func) is None:
+            return arg.func.value  # the tensor method
+        if arg.args and ctx.qualname(arg.func) in ("torch.gather", "torch.index_select", "torch.take_along_dim"):
+            return arg.args[0]
+    return arg
+
+
 class LogOfProbabilities(Rule):
     code = "TW105"
     name = "log-of-probabilities"
@@ -95,7 +112,8 @@ class LogOfProbabilities(Rule):
 What it flags
   `torch.log(...)` or `.log()` applied directly to a softmax or sigmoid output
   (`torch.log(F.softmax(x, 1))`, `probs.log()` where `probs = x.softmax(1)`), with no epsilon or
-  clamp in between. Also the log of probabilities that come back from another function or
+  clamp in between, also of the entries picked from them (`torch.log(probs.gather(1, actions))`,
+  `torch.log(probs[range(n), actions])`). Also the log of probabilities that come back from another function or
   method, unfloored: a name holding `prob` bound to a call (`probs = self.predict_prob(data)`,
   `pb = probs.mean(0)`), or a call's result whose log is stored as `log_probs`
   (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and
@@ -136,6 +154,7 @@ Lint and the doctor
                 arg = func.value
             else:
                 continue
+            arg = _picked_from(ctx, arg)
             kind = probability_of(ctx, arg, call)
             if kind is None:
                 source = returned_probabilities(ctx, arg, call)

@@ -35,6 +35,23 @@ def _converted_back(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+# a function that turns autograd off may put a model in train mode for inference (Monte Carlo dropout)
+_GRAD_OFF = re.compile(r"no_grad|inference_mode|set_grad_enabled\(False")
+
+
+def _training_modes(ctx: Context) -> set[tuple[int, str]]:
+    """``(scope, receiver text)`` of every ``x.train()`` / ``x.train(True)`` in the file: the object
+    the scope puts in training mode (a module: plain objects have no such method with no argument)."""
+    found = set()
+    if ".train(" in ctx.source:
+        for call in ctx.calls_named("train"):
+            func = call.func
+            if func.__class__ is ast.Attribute and not call.keywords and (not call.args or len(call.args) == 1 and
+                                                                          call.args[0].__class__ is ast.Constant and call.args[0].value is True):
+                found.add((id(ctx.scope_of(call)), ctx.text(func.value)))
+    return found
+
+
 class HalfModelTraining(Rule):
     code = "TW218"
     name = "half-model-training"
@@ -47,7 +64,10 @@ What it flags
   or that calls a function of the same file that does (`net = Net().cuda().half()` in
   `main()`, then `train(net, ...)`), or in a builder that returns the converted model to a
   caller of the file that trains it (`def make_net(): ...; net.half(); return net`, then
-  `net = make_net()` in a training `main()`).
+  `net = make_net()` in a training `main()`); also the conversion of an object the same function
+  puts in training mode, whatever its name (`G = G.half()` ... `G.train()` in a training script whose
+  update runs in another module), unless that function also turns autograd off (`model.train()`
+  for Monte Carlo dropout at inference).
   Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
   and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
@@ -75,7 +95,8 @@ Lint and the doctor
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         training_scopes = {id(ctx.scope_of(c)) for c in training_calls(ctx)}
-        if not training_scopes:
+        modes = _training_modes(ctx)
+        if not training_scopes and not modes:
             return
         for call in ctx.calls_named("half", "to"):
             func = call.func
@@ -98,15 +119,21 @@ Lint and the doctor
             while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "train"):
                 recv = recv.func.value
             scope = ctx.scope_of(call)
+            if (id(scope), ctx.text(recv)) in modes and not _GRAD_OFF.search(ctx.source if scope is ctx.tree else ctx.text(scope)):
+                yield self._finding(ctx, call)  # G = G.half() ... G.train(): the script trains what it converted
+                continue
             if not self._trains_here(ctx, scope, training_scopes) and not self._built_for_training(ctx, scope, recv, training_scopes):
                 continue
             if not is_module_instance(ctx, recv, call) and not self._assigned_to_model(ctx, call):
                 continue
-            yield ctx.finding(
-                self.code, call,
-                "the whole model is converted to fp16 for training: BatchNorm statistics and small updates lose precision",
-                suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
-            )
+            yield self._finding(ctx, call)
+
+    def _finding(self, ctx: Context, call: ast.Call) -> Finding:
+        return ctx.finding(
+            self.code, call,
+            "the whole model is converted to fp16 for training: BatchNorm statistics and small updates lose precision",
+            suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
+        )
 
 
     @staticmethod

@@ -29,13 +29,21 @@ _APEX_CALLS = {"apex.amp.initialize": "patches the model and optimizer for mixed
 _APEX_NEW = {"patches the model and optimizer for mixed precision": 'run the forward under torch.autocast("cuda", ...) (no patching)',
              "scales the loss for backward": 'scaler = torch.amp.GradScaler("cuda"); scaler.scale(loss).backward()'}
 
+# apex's older mixed precision (fp16 model, fp32 master weights, loss scaling by hand), deprecated
+# in apex itself for apex.amp: its entry points
+_FP16_ENTRY = frozenset({"FP16_Optimizer", "network_to_half", "convert_network", "FP16Model", "prep_param_lists",
+                         "master_params_to_model_params", "model_grads_to_master_grads"})
+_APEX_FP16 = frozenset({"apex.optimizers.FP16_Optimizer", *(f"apex.fp16_utils.{n}" for n in _FP16_ENTRY)})
+_FP16_MESSAGE = "apex.fp16_utils (FP16_Optimizer, network_to_half) is apex's legacy mixed precision, unmaintained; native torch.amp replaces it"
+_FP16_SUGGESTION = 'keep the model in fp32, run the forward under torch.autocast("cuda", ...) and scale with torch.amp.GradScaler("cuda")'
+
 _NEW_API = re.compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
 
 
 class LegacyAmp(Rule):
     code = "TW220"
     name = "legacy-amp"
-    triggers = ("amp",)
+    triggers = ("amp", "fp16_utils", "FP16_Optimizer")
     fixable = True
     doc = """\
 What it flags
@@ -45,7 +53,12 @@ What it flags
   torch.cuda.amp.autocast`, also inside `try:` with a dummy class as the fallback; reported at
   the assignment), and of NVIDIA apex's `amp`
   (`from apex import amp`, and its calls `amp.initialize(model, optimizer, opt_level=...)` and
-  `with amp.scale_loss(loss, optimizer) as scaled:`). The old-torch branch of version-dependent
+  `with amp.scale_loss(loss, optimizer) as scaled:`); the module imported under a name of its
+  own (`import torch.cuda.amp as amp`, the line, when `amp.GradScaler()`... is used); apex's older
+  `apex.fp16_utils`: the calls `FP16_Optimizer(optimizer, ...)`, `network_to_half(model)`,
+  `convert_network(...)`, `prep_param_lists(...)`..., and the line importing them (a star import
+  `from apex.fp16_utils import *` when the file calls one of them; not an import of its helpers
+  only, such as `to_python_float`). The old-torch branch of version-dependent
   code is left alone: inside `except AttributeError/ImportError`, or in an `if`/conditional
   expression that tests a version or whose other branch uses `torch.amp`.
 
@@ -110,12 +123,40 @@ Fix
                     "NVIDIA apex amp is unmaintained; native torch.amp replaces it",
                     suggestion='use torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda")',
                 )
+        yield from self._apex_fp16(ctx)
         if any(q.startswith("apex") for q in ctx.imports.values()):
             for call in ctx.calls_to(*_APEX_CALLS):
                 what = _APEX_CALLS[ctx.qualname(call.func)]
                 yield ctx.finding(self.code, call, f"apex amp.{call.func.attr if call.func.__class__ is ast.Attribute else call.func.id}"
                                   f"(...) {what}: apex amp is unmaintained, native torch.amp replaces it",
                                   suggestion=_APEX_NEW[what], end_node=call.func)
+
+    def _apex_fp16(self, ctx: Context) -> Iterator[Finding]:
+        """apex's legacy mixed precision: the calls of its entry points (``optimizer =
+        FP16_Optimizer(optimizer, dynamic_loss_scale=True)``, ``network_to_half(model)``) and, once, the
+        line importing one of them (``from apex.fp16_utils import FP16_Optimizer``; a star import or a
+        module import when the file calls an entry point through it). An import of its helpers only
+        (``to_python_float``) is not mixed precision."""
+        if "fp16_utils" not in ctx.source and "FP16_Optimizer" not in ctx.source:
+            return
+        calls = ctx.calls_to(*_APEX_FP16)
+        bare = {c.func.id for c in ctx.calls_named(*_FP16_ENTRY) if c.func.__class__ is ast.Name}
+        for node in ctx.nodes.get(ast.ImportFrom, ()):
+            if node.level or node.module not in ("apex.fp16_utils", "apex.optimizers", "apex"):
+                continue
+            names = {a.name for a in node.names}
+            if node.module == "apex.fp16_utils" and (names & _FP16_ENTRY or "*" in names and bare) \
+                    or node.module == "apex.optimizers" and "FP16_Optimizer" in names \
+                    or node.module == "apex" and "fp16_utils" in names and calls:
+                yield ctx.finding(self.code, node, _FP16_MESSAGE, suggestion=_FP16_SUGGESTION)
+        for node in ctx.nodes.get(ast.Import, ()):
+            if calls and any(a.name == "apex.fp16_utils" for a in node.names):
+                yield ctx.finding(self.code, node, _FP16_MESSAGE, suggestion=_FP16_SUGGESTION)
+        for call in calls:
+            what = ctx.qualname(call.func).rsplit(".", 1)[1]
+            yield ctx.finding(self.code, call, f"apex {what}(...) is apex's legacy mixed precision (fp16 weights, "
+                              "hand-made loss scaling), unmaintained: native torch.amp replaces it",
+                              suggestion=_FP16_SUGGESTION, end_node=call.func)
 
     def _aliases(self, ctx: Context) -> Iterator[Finding]:
         """``autocast = torch.cuda.amp.autocast`` (also inside ``try:`` with a dummy class as the
@@ -139,6 +180,15 @@ Fix
     def _old_imports(self, ctx: Context) -> Iterator[Finding]:
         """``from torch.cuda.amp import autocast, GradScaler``: the import line itself, once (the
         uses are reported above; a fix of the uses rewrites this line too)."""
+        for node in ctx.nodes.get(ast.Import, ()):  # import torch.cuda.amp as amp; amp.GradScaler()
+            alias = next((a for a in node.names if a.name in _OLD_MODULES and a.asname), None)
+            if alias is not None and not in_compat_fallback(ctx, node, _NEW_API) and any(
+                    c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name and c.func.value.id == alias.asname
+                    and ctx.qualname(c.func) in OLD for c in ctx.calls_named(*(q.rsplit(".", 1)[1] for q in OLD))):
+                yield ctx.finding(self.code, node, f"the deprecated {alias.name} imported as {alias.asname}; "
+                                  "its autocast and GradScaler are torch.amp's with the device passed",
+                                  suggestion=f"import torch.amp as {alias.asname} and pass the device: "
+                                  f"{alias.asname}.GradScaler(\"cuda\")")
         for node in ctx.nodes.get(ast.ImportFrom, ()):
             if node.module not in _OLD_MODULES or node.level or in_compat_fallback(ctx, node, _NEW_API):
                 continue

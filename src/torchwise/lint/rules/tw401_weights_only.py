@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, argument, has_star_args
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.loadkwargs import visible_keys
+from torchwise.lint.semantics.starnames import star_names, star_qualname
 
 
 def _feeds_load_state_dict(ctx: Context, call: ast.Call) -> bool:
@@ -43,6 +44,17 @@ def _own_buffer(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _loads(ctx: Context) -> list[ast.Call]:
+    """The calls of torch.load: through the file's imports, or through ``torch`` received from a
+    star import of the project's own module (``from model import *``, whose module imports torch)."""
+    calls = ctx.calls_to("torch.load")
+    if star_names(ctx):
+        seen = {id(c) for c in calls}
+        calls = calls + [c for c in ctx.calls_named("load") if id(c) not in seen and c.func.__class__ is ast.Attribute
+                         and star_qualname(ctx, c.func) == "torch.load"]
+    return calls
+
+
 def _star_name(call: ast.Call) -> str:
     return next((k.value.id for k in call.keywords if k.arg is None and k.value.__class__ is ast.Name), "kwargs")
 
@@ -54,7 +66,8 @@ class UnsafeTorchLoad(Rule):
     fixable = True
     doc = """\
 What it flags
-  `torch.load(...)` (under any import alias) without `weights_only=True`: the argument is
+  `torch.load(...)` (under any import alias, also with `torch` received from a star import of a
+  project module: `from model import *`) without `weights_only=True`: the argument is
   missing, or it is `weights_only=False`, or a custom `pickle_module` is passed (which turns
   the safe mode off). Calls passing `**kwargs` are left alone, since the value may be there,
   unless the code shows every key they can carry and none is `weights_only`: a dict the function
@@ -85,7 +98,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to("torch.load"):
+        for call in _loads(ctx):
             if _own_buffer(ctx, call):
                 continue  # a round trip through memory this code wrote itself: nothing foreign is unpickled
             value = argument(call, "weights_only", 3)

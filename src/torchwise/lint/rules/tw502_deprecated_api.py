@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
 from torchwise.lint.semantics.deprecated_usages import deprecated_usages
+from torchwise.lint.semantics.optionbranch import branch_kinds
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.files import in_compat_fallback
 from torchwise.lint.engine import Context
@@ -29,25 +30,29 @@ What it flags
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
   `torch.testing.assert_allclose`, `nn.utils.weight_norm` (and its module's `WeightNorm` class), `nn.utils.clip_grad_norm`
   (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
-  `F.sigmoid`/`F.tanh` (`torch.sigmoid`/`torch.tanh`; also named without a call, as in
-  `self.output = F.sigmoid`), `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest`
-  (`F.interpolate`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
+  `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest` (`F.interpolate`; also named without a
+  call, as in `self.up = F.upsample`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
   trailing underscore (`init.xavier_uniform` -> `init.xavier_uniform_`; also on a name `init`
   that a torch file uses but never binds, as when a sibling module did `from torch.nn import init`), the
   `torch.distributed.reduce_op` alias of `ReduceOp`, and the `functorch` transforms that moved
   to `torch.func`; `scheduler.step(epoch)` on a scheduler of `torch.optim.lr_scheduler` (not
-  `ReduceLROnPlateau.step(metric)`, not `step(None)`); an import of several of them (`from torch.nn.init import normal, constant`)
+  `ReduceLROnPlateau.step(metric)`, not `step(None)`; a scheduler built by an option, one class
+  per branch, is told by the option tests around the call: `if args.scheduler == 'cosine':
+  scheduler.step(train_step)` is the cosine schedule's); an import of several of them (`from torch.nn.init import normal, constant`)
   is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Names a module gets only
   through star imports of the project's own modules are followed (`from ..network import *`
-  handing on that module's `import torch.nn.functional as F`: `F.tanh`, `F.sigmoid(x)`,
-  `torch.optim.lr_scheduler` there too).
+  handing on that module's `import torch.nn.functional as F`: `F.upsample(x, ...)`,
+  `torch.optim.lr_scheduler` there too). Not flagged: `F.sigmoid`/`F.tanh`, which warned in
+  PyTorch 0.4-1.x but are plain aliases of `torch.sigmoid`/`torch.tanh` again and warn no more.
   Deprecated usages of current functions, which warn when they run: `F.softmax`/`F.log_softmax`/
   `F.softmin` without `dim` (or `dim=None`) and `nn.Softmax()`/`nn.LogSoftmax()`/`nn.Softmin()`
   built without it; the `size_average=`/`reduce=` arguments of a torch loss and
   `reduction='elementwise_mean'`; the scalar-first overloads `t.add_(alpha, other)`,
   `t.sub_(alpha, other)`, `t.addcmul_(value, a, b)`, `t.addcdiv_(value, a, b)` (also
-  `addcmul`/`addcdiv` and `torch.add(x, alpha, y)`), told by their extra positional argument.
-  Not flagged: `add(a, b)` methods of other objects (meters, sets), `dim` passed positionally.
+  `addcmul`/`addcdiv` and `torch.add(x, alpha, y)`), told by their extra positional argument;
+  the same with `t.add(alpha, other)`/`t.sub(alpha, other)` inside an optimizer's loop over
+  `group['params']` or `optimizer.param_groups` (`grad = grad.add(group['weight_decay'], p.data)`).
+  Not flagged: `add(a, b)` methods of other objects (meters, sets) elsewhere, `dim` passed positionally.
   Also the pre-0.4 argument `async=True` of `.cuda()`/`.to()`/`.copy_()`/`.type()` (now
   `non_blocking=True`): since Python 3.7 `async` is a reserved word, so such a file does not
   even parse; lint reads the rest of the file as if the argument were renamed, and reports each
@@ -115,8 +120,8 @@ Fix
                               suggestion=f"use {new}", fix=fix)
 
     def _references(self, ctx: Context) -> Iterator[Finding]:
-        """A deprecated function named without a call: ``self.output = F.sigmoid``, a dict of
-        activations, ``map(F.tanh, xs)`` - each call through the reference warns as well."""
+        """A deprecated function named without a call: ``self.up = F.upsample``, a dict of
+        initialisers, ``map(init.orthogonal, ws)`` - each call through the reference warns as well."""
         for node in ctx.nodes.get(ast.Attribute, ()):
             if node.attr not in _LAST_NAMES:
                 continue
@@ -129,7 +134,7 @@ Fix
                 yield ctx.finding(self.code, node, f"{q} is deprecated; use {new}", suggestion=f"use {new}")
 
     def _star_uses(self, ctx: Context, stars: dict[str, str]) -> Iterator[Finding]:
-        """``F.tanh`` / ``F.sigmoid(x)`` in a module that gets ``F`` only from ``from ..network import *``
+        """``F.upsample(x, ...)`` / ``nn.init.orthogonal`` in a module that gets ``F`` only from ``from ..network import *``
         (a package whose modules hand their torch imports on through star imports)."""
         for node in ctx.nodes.get(ast.Attribute, ()):
             if node.attr not in _LAST_NAMES or ctx.parent(node).__class__ is ast.Attribute:
@@ -213,8 +218,12 @@ def _scheduler_epochs(ctx: Context, stars: bool = False) -> Iterator[Finding]:
             (k.value for k in call.keywords if k.arg == "epoch"), None) if not call.args else None
         if epoch is None or func.__class__ is not ast.Attribute or (epoch.__class__ is ast.Constant and epoch.value is None):
             continue
-        built = ctx.constructed_from(func.value, call) or (_star_built(ctx, func.value, call) if stars else None) or ""
-        if built.startswith("torch.optim.lr_scheduler.") and not built.endswith("ReduceLROnPlateau"):
+        kinds = branch_kinds(ctx, func.value, call)  # built by an option, used under the same option
+        if kinds is None:
+            kinds = {ctx.constructed_from(func.value, call) or (_star_built(ctx, func.value, call) if stars else None)}
+        if kinds and all(k is not None and k.startswith("torch.optim.lr_scheduler.") and not k.endswith("ReduceLROnPlateau")
+                         for k in kinds):
+            built = min(kinds) if len(kinds) == 1 else "scheduler.LRScheduler"
             yield ctx.finding("TW502", call, f"{built.rsplit('.', 1)[1]}.step(epoch) is deprecated: the epoch argument "
                               "switches to a closed form that ignores other changes to the rate",
                               suggestion="call scheduler.step() once per epoch, after optimizer.step()", end_node=func)

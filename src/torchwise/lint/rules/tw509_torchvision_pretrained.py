@@ -22,7 +22,8 @@ class TorchvisionPretrained(Rule):
 What it flags
   A call of a `torchvision.models` builder (`resnet50(...)`, `models.detection.fasterrcnn_resnet50_fpn(...)`)
   with `pretrained=` or `pretrained_backbone=`, or with `True`/`False` (or a value named for
-  the flag: `pretrained`, `args.pretrained`) as its first argument; also a builder chosen by
+  the flag: `pretrained`, `args.pretrained`, or a boolean expression: `not opt.load_path`) as its
+  first argument; also a builder chosen by
   name, `getattr(torchvision.models, backbone)(pretrained=False)`, or looked up in the module's
   namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`.
   Also a builder taken from a dict of torchvision builders the code builds itself
@@ -116,10 +117,13 @@ def _builder_table(ctx: Context, table: ast.Name, use: ast.AST) -> str | None:
 
 
 def _pretrained_flag(arg: ast.AST) -> bool:
-    """A positional first argument that is the old flag: ``True``/``False``, or a value named
-    for it (``pretrained``, ``args.pretrained``, ``self.use_pretrained``)."""
+    """A positional first argument that is the old flag: ``True``/``False``, a boolean expression
+    (``not opt.load_path``, ``a == b``), or a value named for it (``pretrained``, ``args.pretrained``,
+    ``self.use_pretrained``)."""
     if arg.__class__ is ast.Constant:
         return type(arg.value) is bool
+    if arg.__class__ is ast.UnaryOp and arg.op.__class__ is ast.Not or arg.__class__ is ast.Compare:
+        return True  # vgg16(not opt.load_path), resnet18(args.init == "imagenet"): a boolean, so the flag
     name = arg.id if arg.__class__ is ast.Name else arg.attr if arg.__class__ is ast.Attribute else ""
     return "pretrain" in name.lower()
 

@@ -43,8 +43,7 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.utils._pytree._register_pytree_node": ("torch.utils._pytree.register_pytree_node", False),
     "torch.backends.cuda.sdp_kernel": ("torch.nn.attention.sdpa_kernel", False),
     "torch.nn.NLLLoss2d": ("torch.nn.NLLLoss (it takes (N, C, H, W) inputs)", False),
-    "torch.nn.functional.sigmoid": ("torch.sigmoid", True),
-    "torch.nn.functional.tanh": ("torch.tanh", True),
+    # (F.sigmoid/F.tanh warned until PyTorch 1.x; they are plain aliases again and warn no more)
     "torch.nn.functional.upsample": ("torch.nn.functional.interpolate", False),
     "torch.nn.functional.upsample_bilinear": ("torch.nn.functional.interpolate(mode='bilinear', align_corners=True)", False),
     "torch.nn.functional.upsample_nearest": ("torch.nn.functional.interpolate(mode='nearest')", False),

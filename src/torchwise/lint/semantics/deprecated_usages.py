@@ -6,7 +6,8 @@ function itself is not deprecated (for TW502).
   dimension picked depends on the input's rank (0 for 0-, 1- and 3-D inputs, else 1);
 * the ``size_average=``/``reduce=`` arguments of the losses, and ``reduction='elementwise_mean'``;
 * the scalar-first overloads ``t.add_(alpha, other)``, ``t.sub_(alpha, other)``,
-  ``t.addcmul_(value, a, b)``, ``t.addcdiv_(value, a, b)`` (and ``torch.add(x, alpha, y)``...):
+  ``t.addcmul_(value, a, b)``, ``t.addcdiv_(value, a, b)`` (and ``torch.add(x, alpha, y)``, and
+  ``t.add(alpha, other)`` in a loop over an optimizer's parameters...):
   "This overload of add_ is deprecated". The current signatures take the scale as a keyword
   (``alpha=``, ``value=``), so the positional count alone tells the overload.
 """
@@ -114,6 +115,19 @@ def _numeric(node: AST) -> bool:
     return node.__class__ is ast.Constant and type(node.value) in (int, float)
 
 
+def _in_param_loop(ctx: Context, call: ast.Call) -> bool:
+    """Inside ``for p in group['params']:`` (or a loop over ``optimizer.param_groups``): an
+    optimizer's update, where ``x.add(a, b)`` is a tensor's (meters and sets do not live there), and
+    the current ``Tensor.add``/``sub`` take one positional argument: two are the old overload."""
+    for loop in ctx.enclosing_loops(call):
+        it = getattr(loop, "iter", None)
+        if it.__class__ is ast.Subscript and it.slice.__class__ is ast.Constant and it.slice.value == "params":
+            return True
+        if it.__class__ is ast.Attribute and it.attr == "param_groups":
+            return True
+    return False
+
+
 def _scalar_first(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
     for call in ctx.calls_named(*_SCALAR_FIRST_METHODS, "add", "sub"):
         func = call.func
@@ -125,6 +139,8 @@ def _scalar_first(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterat
             scale = call.args[1] if wanted is not None and len(call.args) == wanted else None
         else:
             wanted = _SCALAR_FIRST_METHODS.get(func.attr)
+            if wanted is None and len(call.args) == 2 and _in_param_loop(ctx, call):
+                wanted = 2  # grad = grad.add(group['weight_decay'], p.data) in an optimizer's step
             scale = call.args[0] if wanted is not None and len(call.args) == wanted else None
         # the tensors that follow the scale are never plain numbers (x.add_(y, 2) is an error, not this)
         if scale is None or any(_numeric(a) for a in call.args[call.args.index(scale) + 1:]):
