@@ -18,7 +18,8 @@ class DatasetFacts:
     workers). ``constant``: ``__getitem__`` hands back stored constants (prompts), no tensor.
     ``in_memory``: it only slices tensors already in memory. ``iterable``: an
     ``IterableDataset`` (fed by the main process). ``decodes``: it reads, decodes or transforms
-    each item (CPU work that loader workers overlap with training).
+    each item (CPU work that loader workers overlap with training). ``text``: it hands back
+    entries of stored lists of strings only (batches are lists of strings, nothing to pin).
     """
 
     name: str
@@ -27,6 +28,7 @@ class DatasetFacts:
     in_memory: bool = False
     iterable: bool = False
     decodes: bool = False
+    text: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from bisect import bisect_right
 from torchwise.lint.engine import Context, last_name, legacy
 from torchwise.lint.facts import DatasetFacts
 from torchwise.lint.semantics.data import getitem_of, getitem_reads_nothing, getitem_slices_only, moves_to_device
+from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.values import body_nodes
 
 _DATASET_HINTS = ("Dataset", "__getitem__")
@@ -90,6 +91,7 @@ def _dataset_classes(text: str, path: str, tree: ast.Module) -> list[tuple[Datas
             in_memory=getitem_slices_only(ctx, klass),
             iterable=iterable,
             decodes=_decodes(ctx, getitem),
+            text=getitem_yields_text(ctx, klass),
         ), []))
     return out
 
@@ -115,7 +117,7 @@ def _merge(collected: dict[str, list[tuple[DatasetFacts, list[str]]]]) -> dict[s
                 inherited = next((r for b in bases if b != name and (r := resolve(b, depth - 1)) is not None), None)
                 if inherited is not None:
                     facts = DatasetFacts(name, inherited.device, inherited.constant, inherited.in_memory,
-                                         facts.iterable or inherited.iterable, inherited.decodes)
+                                         facts.iterable or inherited.iterable, inherited.decodes, inherited.text)
             results.add(facts)
         return results.pop() if len(results) == 1 else None
 

@@ -10,9 +10,10 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.loaderconfig import false_pin_settings, splatting_loaders
+from torchwise.lint.semantics.loaderconfig import false_pin_settings, splat_without_pin, splatting_loaders
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
+from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -34,13 +35,16 @@ def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool
 
 def _returned(ctx: Context, call: ast.Call) -> bool:
     """The loader is what its function returns (``return DataLoader(...)``, or a name bound to
-    it, alone or in a tuple): a helper that builds loaders for its callers."""
+    it, alone or in a tuple, or a value of a returned dict) or yields: a helper that builds
+    loaders for its callers."""
     func = ctx.function_of(call)
     if func is None:
         return False
     parent = ctx.parent(call)
-    if parent.__class__ is ast.Return:
-        return True
+    if parent.__class__ is ast.Dict and call in parent.values:
+        parent = ctx.parent(parent)  # return {"train": DataLoader(...), "val": DataLoader(...)}
+    if parent.__class__ in (ast.Return, ast.Yield):
+        return True  # (yield DataLoader(...): loaders made lazily, one per test volume, for the callers)
     names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
     for node in ctx.walk_body(func.body):
         if node.__class__ is ast.Return and node.value is not None:
@@ -212,7 +216,8 @@ What it flags
   the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
-  returns (`def get_loaders(...): ... return train_loader`) is judged by the helper's callers in
+  returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict or
+  yielded one by one) is judged by the helper's callers in
   the file; a loader-building function nobody calls here (a data module) by the file or the
   project linted with it - also one that streams the loader's batches to its callers
   (`while True: yield from loader`). A function or class that moves its batches to a device chosen
@@ -225,8 +230,11 @@ What it flags
   pinning when it cannot hold the key: a config entry (`DataLoader(data,
   **self.params['train_args'])`, `**cfg.loader`) in a project whose text never names
   pin_memory, or a local dict written out without it (`kw = dict(batch_size=64)`) in a file
-  that never names pin_memory; a function's own `**kwargs` (its callers may pass pin_memory) is
-  left alone. Also a call of a loader-building
+  that never names pin_memory, or - in a project that never names pin_memory - the result of a
+  project function that returns only dicts written out without it (`kwargs =
+  os_dependent_loader_kwargs()`, returning `{}` or `{"persistent_workers": True}`); a function's
+  own `**kwargs` (its callers may pass pin_memory), and settings a helper reads from a config or
+  completes in place (`kw.update(...)`), are left alone. Also a call of a loader-building
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
   the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code (one that names only a `"cpu"` device;
@@ -248,7 +256,10 @@ What it flags
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
-  tensor): `pin_memory` pins tensors only; datasets of this file whose `__getitem__` only hands back
+  tensor): `pin_memory` pins tensors only; datasets (of this file or another module) whose
+  `__getitem__` only hands back entries of lists of strings the class read (`self.names[i],
+  self.countries[i]` with `self.names = [row[0] for row in csv.reader(f)]`, the stripped lines of
+  a text file): batches of strings, the loop builds its tensors itself; datasets of this file whose `__getitem__` only hands back
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
@@ -289,7 +300,7 @@ Fix
         for call in calls:
             pin = argument(call, "pin_memory", 7)
             explicit = _explicit_false(ctx, pin)
-            if (pin is not None and not explicit) or has_star_args(call) and not _splat_without_pin(ctx, call) \
+            if (pin is not None and not explicit) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     or not _feeds_gpu(ctx, call):
                 continue
             if _nothing_to_pin(ctx, call):
@@ -331,8 +342,9 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # batches already on the device: pinning them would fail
     if numpy_collate(ctx, call):
         return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
-    if getitem_reads_nothing(local_dataset_class(ctx, dataset, call)) or _prompt_dataset(ctx, dataset, call):
-        return True  # items are stored constants or text prompts: no tensor worth pinning
+    klass = local_dataset_class(ctx, dataset, call)
+    if getitem_reads_nothing(klass) or _prompt_dataset(ctx, dataset, call) or getitem_yields_text(ctx, klass):
+        return True  # items are stored constants, text prompts or strings: no tensor worth pinning
     if is_index_collection(ctx, dataset, call):
         return True  # batches of indices (range(n), train_idx) that slice data held elsewhere
     if _identity_collate(call):
@@ -344,39 +356,7 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
     if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
         return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
     facts = project_dataset(ctx, dataset, call)
-    return facts is not None and (facts.device or facts.constant)  # its class, in another module: device tensors, constants
-
-
-def _splat_without_pin(ctx: Context, call: ast.Call) -> bool:
-    """Every ``**`` splat of the call is a settings lookup that cannot hold ``pin_memory``: a
-    config entry (``**self.params['train_args']``, ``**cfg.loader``) in a project whose text never
-    names pin_memory, or a local dict written out without that key (``args = dict(batch_size=64)``).
-    A function's own ``**kwargs`` (its callers may pass pin_memory) and ``*args`` stay unknown."""
-    if any(a.__class__ is ast.Starred for a in call.args) or "pin_memory" in ctx.source:
-        return False  # (a dict of this file could get the key later: args.update(pin_memory=True))
-    for kw in call.keywords:
-        if kw.arg is not None:
-            continue
-        value = kw.value
-        if value.__class__ in (ast.Subscript, ast.Attribute):
-            if ctx.project.pins_memory:
-                return False
-        elif value.__class__ is ast.Name:
-            bound = ctx.resolve(value, call)
-            if bound is value or not _dict_without_pin(bound):
-                return False
-        else:
-            return False
-    return True
-
-
-def _dict_without_pin(node: ast.AST | None) -> bool:
-    """``{'batch_size': 64}`` or ``dict(batch_size=64)``: every key written out, none pin_memory."""
-    if node.__class__ is ast.Dict:
-        return all(k is not None and k.__class__ is ast.Constant and k.value != "pin_memory" for k in node.keys)
-    if node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "dict" and not node.args:
-        return all(kw.arg is not None and kw.arg != "pin_memory" for kw in node.keywords)
-    return False
+    return facts is not None and (facts.device or facts.constant or facts.text)  # its class, in another module: device tensors, constants, strings
 
 
 def _explicit_false(ctx: Context, pin: ast.AST | None) -> bool:

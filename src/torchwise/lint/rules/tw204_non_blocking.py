@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, keyword, last_name, root_name
+from torchwise.lint.engine import DEF_TYPES, Context, argument, keyword, last_name, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target
@@ -104,7 +104,7 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
         return depth > 0 and any(_from_loop(ctx, e, loop, depth - 1) for e in expr.elts)
     if expr.__class__ is not ast.Name or depth <= 0:
         return False
-    b = ctx.binding_at(expr.id, expr)
+    b = _branch_binding(ctx, expr)
     if b is None:
         return False
     if b.kind == "for":
@@ -123,6 +123,25 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
     return False
 
 
+def _branch_binding(ctx: Context, name: ast.Name):
+    """The binding ``name`` sees, skipping one made in the other branch of an ``if`` around the use
+    (``if half: x = x.to(d).half() else: x = x.to(d)``: the ``else`` copies the loop's batch)."""
+    b = ctx.binding_at(name.id, name)
+    if b is None:
+        return None
+    child = b.node
+    for anc in ctx.ancestors(b.node):
+        if anc.__class__ is ast.If and ctx.contains(anc, name):
+            side = next(a for a in [name, *ctx.ancestors(name)] if ctx.parent(a) is anc)
+            if getattr(side, "_tw_field", "") != getattr(child, "_tw_field", ""):
+                return ctx.binding_at(name.id, anc)
+            return b
+        if isinstance(anc, DEF_TYPES):
+            return b
+        child = anc
+    return b
+
+
 class BlockingCopyFromPinned(Rule):
     code = "TW204"
     name = "blocking-copy-from-pinned"
@@ -135,8 +154,10 @@ What it flags
   `DataLoader(..., pin_memory=True)` bound to the loop's name where the loop runs says so (a
   same-named unpinned loader elsewhere in the file does not count), or - across the files
   linted together - when it comes from a function of the project that builds only pinned
-  loaders (`train_loader, val_loader = get_loaders(...)`; also through a settings dict it
-  splats: `params = dict(..., pin_memory=True)`, `DataLoader(ds, **params)`), or is a `*loader` parameter in a
+  loaders (`train_loader, val_loader = get_loaders(...)`, or an item of the list it returns:
+  `loaders = utils.get_data_loaders(...)`, then `loaders[0]`; also through a settings dict it
+  splats: `params = dict(..., pin_memory=True)`, `DataLoader(ds, **params)`, one per branch of an
+  `if` when every one pins), or is a `*loader` parameter in a
   file or project whose every DataLoader is pinned (loaders built inside a dataset class, which
   feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
   attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =
@@ -156,7 +177,8 @@ What it flags
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
   `stream = tqdm(enumerate(loader))`) or a logging iterator given the loader
-  (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in a method the loop
+  (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in either branch of an
+  `if` (`if fp16: x = x.to(device).half()` / `else: x = x.to(device)`), copies in a method the loop
   calls with the batch (one caller that hands it in is enough; also through one more method
   that hands its parameter on: `forward_loss(x, y)` calling `self.forward(x)`), after a
   conversion (`images.float().cuda()`, `Variable(x).cuda()`), of every part of the

@@ -5,10 +5,13 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_demo_main
+from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
+from torchwise.lint.semantics.starnames import alias_calls
+from torchwise.lint.semantics.steps import hot_loops
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -26,15 +29,24 @@ def _assigned(ctx: Context, name: ast.Name, use: ast.AST | None) -> tuple[ast.AS
     return (b.value, b.node) if b is not None and b.kind == "assign" else None
 
 
-def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3) -> bool:
-    """Does ``expr`` evidently hold a NumPy array?"""
+# array methods that return a new (or reshaped) array
+_ARRAY_METHODS = frozenset({"astype", "reshape", "transpose", "copy", "flatten", "ravel", "squeeze", "swapaxes"})
+
+
+def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3, methods: bool = False) -> bool:
+    """Does ``expr`` evidently hold a NumPy array? With ``methods``, also the result of an array
+    method on one (``np.stack(mels).astype(np.float32)``, ``np.array(edges).T``)."""
     if expr is None or depth <= 0:
         return False
     if expr.__class__ is ast.Name:
         bound = _assigned(ctx, expr, use)
-        return bound is not None and is_ndarray(ctx, *bound, depth - 1)
+        return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
+    if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
+        return is_ndarray(ctx, expr.value, use, depth, methods)
     if expr.__class__ is not ast.Call:
         return False
+    if methods and expr.func.__class__ is ast.Attribute and expr.func.attr in _ARRAY_METHODS and ctx.qualname(expr.func) is None:
+        return is_ndarray(ctx, expr.func.value, use, depth, methods)
     q = ctx.qualname(expr.func)
     if q is not None:
         if q.startswith("numpy.random."):
@@ -71,16 +83,13 @@ def is_decoded_image(ctx: Context, expr: ast.AST | None, use: ast.AST | None = N
     return False
 
 
-_BATCH_WORDS = ("batch", "getitem", "next", "collate", "sample")
-
-
 def _per_batch(ctx: Context, call: ast.Call) -> bool:
     """In a loop, or in a function named for producing a batch or an item (``next_batch``,
     ``__getitem__``, ``collate_fn``): paid again for every batch, not once at set-up."""
     if ctx.enclosing_loops(call):
         return True
     func = ctx.function_of(call)
-    return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in _BATCH_WORDS)
+    return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in BATCH_WORDS)
 
 
 def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
@@ -97,9 +106,12 @@ class TensorCopiesNdarray(Rule):
     triggers = ("numpy", "cv2", "albumentations")
     doc = """\
 What it flags
-  `torch.tensor(a)` where `a` evidently is a NumPy array: the result of a NumPy array
-  function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of `.numpy()`, or a
-  name bound to one of these. Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
+  `torch.tensor(a)` (also through a module-level alias, `tensor = torch.tensor`, of the file or
+  star-imported from a project module) where `a` evidently is a NumPy array: the result of a
+  NumPy array function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of
+  `.numpy()`, or a name bound to one of these; where it is paid per batch (see below), also an
+  array method's result on one (`mels = np.stack(windows).astype(np.float32)` in a collate
+  function). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
@@ -110,7 +122,18 @@ What it flags
   returns a NumPy array). Not flagged: such an image converted once at set-up, or a file whose
   pipeline ends in `ToTensorV2` (the value is a tensor). Not
   flagged: `torch.tensor(a, dtype=...)` or `device=...` on a plain array (the conversion or the
-  device copy copies anyway).
+  device copy copies anyway) - except an array NumPy builds in the call itself only to be
+  copied, for every item: in `__getitem__`, a collate or batch function, a transform's
+  `__call__`, a helper one of them calls (in the file, or from another module of the project:
+  a graph-building function a transform calls per sample), or a training loop. Flagged there
+  when building it in NumPy is evidently wasted: a maker torch has too (`torch.tensor(np.ones(n).reshape(-1, 1),
+  dtype=torch.float)`: `torch.ones(n, 1)`), an array of a literal list (`np.array([0, 0, 1])`),
+  or any array asked for in the dtype NumPy already gives Python ints or floats
+  (`torch.tensor(np.array(edges).T, dtype=torch.long)`: `torch.as_tensor` takes it without a
+  copy). Left alone there: `np.array(rows)` cast to `torch.float` (one conversion either way),
+  a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
+  the per-item callers never take (`if labels:` on a parameter they leave at `None`), and a
+  transform only its module's `__main__` self-test builds.
 
 Why it matters
   `torch.tensor` always copies its input. For a large array that is a full extra allocation
@@ -130,18 +153,30 @@ Fix
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images:
             return
-        for call in ctx.calls_to("torch.tensor"):
-            if call.args and _numpy_astype(ctx, call.args[0]) and not any(k.arg is None for k in call.keywords) \
-                    and _per_batch(ctx, call):
+        for call in [*ctx.calls_to("torch.tensor"), *alias_calls(ctx, "torch.tensor")]:
+            if not call.args or any(k.arg is None for k in call.keywords):
+                continue
+            arg = call.args[0]
+            if _numpy_astype(ctx, arg) and _per_batch(ctx, call):
                 yield ctx.finding(self.code, call, "torch.tensor() copies the array that .astype() just copied: two copies "
                                   "per call where one would do", suggestion="cast once: torch.from_numpy(a.astype(np.int64)), "
                                   "or torch.from_numpy(a).to(torch.long)", end_node=call.func)
                 continue
-            if not call.args or not (is_ndarray(ctx, call.args[0], call) or images and _per_batch(ctx, call)
-                                     and is_decoded_image(ctx, call.args[0], call)):
+            plain = is_ndarray(ctx, arg, call) or images and _per_batch(ctx, call) and is_decoded_image(ctx, arg, call)
+            if not plain and not is_ndarray(ctx, arg, call, methods=True):
                 continue
-            if any(k.arg in ("dtype", "device") or k.arg is None for k in call.keywords):
-                continue  # a dtype change or a device copy copies anyway: nothing to share
+            if any(k.arg in ("dtype", "device") for k in call.keywords):
+                # a dtype change or a device copy copies anyway - but an array NumPy builds right
+                # there only to be copied, per item, is built twice
+                if keyword(call, "device") is None and _built_for_copy(ctx, call, arg) and _repeated(ctx, call):
+                    yield ctx.finding(self.code, call, "torch.tensor() copies an array NumPy builds here only for it, for "
+                                      "every item: the data is built twice", suggestion="build the tensor with torch "
+                                      "directly (torch.tensor(list, dtype=...), torch.ones(...)), or wrap the array with "
+                                      "torch.as_tensor(..., dtype=...), which copies only to change the dtype",
+                                      end_node=call.func)
+                continue
+            if not plain and not _per_batch(ctx, call):
+                continue  # np.stack(rows).astype(np.float32) copied once at set-up
             if in_demo_main(ctx, call):
                 continue  # made-up inputs of a library module's smoke test: a copy of a few numbers
             yield ctx.finding(
@@ -150,6 +185,54 @@ Fix
                 suggestion="use torch.from_numpy(a) or torch.as_tensor(a)",
                 end_node=call.func,
             )
+
+
+# NumPy makers torch has a twin of (torch.ones, torch.arange...): build the tensor directly
+_MAKERS = frozenset({"ones", "zeros", "full", "empty", "arange", "linspace", "eye", "identity"})
+# torch dtypes a NumPy array of Python ints or floats already has: as_tensor takes it as it is
+_NUMPY_DEFAULTS = frozenset({"torch.long", "torch.int64", "torch.float64", "torch.double"})
+
+
+def _built_for_copy(ctx: Context, call: ast.Call, arg: ast.AST) -> bool:
+    """``torch.tensor(<array NumPy builds right there>, dtype=...)`` where building it in NumPy is
+    evidently wasted: a maker torch has too (``np.ones(n).reshape(-1, 1)``: ``torch.ones(n, 1)``),
+    an array of a literal list (``np.array([0, 0, 1])``: ``torch.tensor([0, 0, 1], dtype=...)``), or
+    any other array (``np.array(edges).T``) when the dtype asked for is the one NumPy gives Python
+    ints or floats (``torch.long``, ``torch.float64``), which ``torch.as_tensor`` takes without a copy.
+    (``np.array(rows)`` cast to ``torch.float``: one conversion either way, left alone.)"""
+    while True:  # through .T, .reshape(...), .astype(...) to the NumPy call
+        if arg.__class__ is ast.Attribute and arg.attr == "T":
+            arg = arg.value
+        elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _ARRAY_METHODS \
+                and ctx.qualname(arg.func) is None:
+            arg = arg.func.value
+        else:
+            break
+    q = ctx.qualname(arg.func) if arg.__class__ is ast.Call else None
+    if q is None or not q.startswith("numpy.") or not is_ndarray(ctx, arg):
+        return False  # a name (its dtype is unknown), a tensor's .numpy()
+    if q.count(".") == 1 and q[6:] in _MAKERS:
+        return True
+    if q in ("numpy.array", "numpy.asarray") and arg.args and _literal(arg.args[0]):
+        return True
+    dtype = keyword(call, "dtype")
+    return dtype is not None and ctx.qualname(dtype.value) in _NUMPY_DEFAULTS
+
+
+def _literal(node: ast.AST) -> bool:
+    """A list or tuple written out of number constants (nested too)."""
+    if node.__class__ in (ast.List, ast.Tuple):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    return node.__class__ is ast.Constant and isinstance(node.value, (int, float)) or (
+        node.__class__ is ast.UnaryOp and node.operand.__class__ is ast.Constant)
+
+
+def _repeated(ctx: Context, call: ast.Call) -> bool:
+    """Run for every item or batch (:func:`per_item_function`), or in a training loop."""
+    if per_item_function(ctx, call) is not None:
+        return True
+    hot = hot_loops(ctx)
+    return any(id(loop) in hot for loop in ctx.enclosing_loops(call))
 
 
 RULE = TensorCopiesNdarray()

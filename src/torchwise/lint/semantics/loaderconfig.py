@@ -1,6 +1,7 @@
-"""Loader settings kept in a config module (for TW203): a settings dict named for the loader
+"""Loader settings (for TW203): a settings dict kept in a config module and named for the loader
 (``loader=dict(batch_size=64, num_workers=4, pin_memory=False)``) that another module of the
-project splats into a DataLoader (``DataLoader(dataset, **cfg.loader)``)."""
+project splats into a DataLoader (``DataLoader(dataset, **cfg.loader)``); and ``**`` splats that
+cannot hold ``pin_memory`` at all (:func:`splat_without_pin`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.projecthelpers import project_function
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -74,3 +76,67 @@ def splatting_loaders(ctx: Context, key: str) -> list[tuple[Context, ast.Call]]:
         if other is not None:
             out += [(other, call) for call in other.calls_to(DATALOADER) if _splats(call, key)]
     return out
+
+
+def splat_without_pin(ctx: Context, call: ast.Call) -> bool:
+    """Every ``**`` splat of the call is a settings lookup that cannot hold ``pin_memory``: a
+    config entry (``**self.params['train_args']``, ``**cfg.loader``) in a project whose text never
+    names pin_memory, a local dict written out without that key (``args = dict(batch_size=64)``),
+    or the result of a project function that returns only such dicts (``loader_kwargs =
+    os_dependent_dataloader_kwargs()``, whose ``kwargs = {}`` or ``{"persistent_workers": True}``
+    is returned). A function's own ``**kwargs`` (its callers may pass pin_memory) and ``*args``
+    stay unknown."""
+    if any(a.__class__ is ast.Starred for a in call.args) or "pin_memory" in ctx.source:
+        return False  # (a dict of this file could get the key later: args.update(pin_memory=True))
+    for kw in call.keywords:
+        if kw.arg is not None:
+            continue
+        value = kw.value
+        if value.__class__ in (ast.Subscript, ast.Attribute):
+            if ctx.project.pins_memory:
+                return False
+        elif value.__class__ is ast.Name:
+            bound = ctx.resolve(value, call)
+            if bound is value or not (_dict_without_pin(bound) or _settings_function(ctx, bound)):
+                return False
+        else:
+            return False
+    return True
+
+
+def _dict_without_pin(node: AST | None) -> bool:
+    """``{'batch_size': 64}`` or ``dict(batch_size=64)``: every key written out, none pin_memory."""
+    if node.__class__ is ast.Dict:
+        return all(k is not None and k.__class__ is ast.Constant and k.value != "pin_memory" for k in node.keys)
+    if node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "dict" and not node.args:
+        return all(kw.arg is not None and kw.arg != "pin_memory" for kw in node.keywords)
+    return False
+
+
+def _settings_function(ctx: Context, call: AST | None) -> bool:
+    """A call, without arguments that could carry settings (``**``), of a function of this file or
+    of the project module it is imported from whose every ``return`` hands back a dict written
+    out without ``pin_memory`` - directly, or a name every assignment of which in the function is
+    one and that is never changed in place (``kwargs["pin_memory"] = ...``, ``kwargs.update(...)``)."""
+    if call.__class__ is not ast.Call or any(k.arg is None for k in call.keywords) or ctx.project.pins_memory:
+        return False
+    found = project_function(ctx, call)
+    if found is None:
+        return False
+    where, func = found
+    nodes = list(where.walk_body(func.body))
+    returns = [n.value for n in nodes if n.__class__ is ast.Return]
+    if not returns:
+        return False
+    for value in returns:
+        if value.__class__ is ast.Name:
+            changed = any(n.__class__ in (ast.Subscript, ast.Attribute) and n.value.__class__ is ast.Name
+                          and n.value.id == value.id and (n.ctx.__class__ is ast.Store or n.__class__ is ast.Attribute)
+                          for n in nodes)
+            made = [n.value for n in nodes if n.__class__ is ast.Assign and any(
+                t.__class__ is ast.Name and t.id == value.id for t in n.targets)]
+            if changed or not made or not all(_dict_without_pin(m) for m in made):
+                return False
+        elif not _dict_without_pin(value):
+            return False
+    return True

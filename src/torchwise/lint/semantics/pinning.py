@@ -64,26 +64,29 @@ def pinned_loaders_line(func: AST) -> int | None:
     if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
         return None
     for call in loaders:
-        pin = next((k.value for k in call.keywords if k.arg == "pin_memory"), None)
-        if pin is None:
-            pin = next((p for k in call.keywords if k.arg is None for p in [_star_pin(_bound_dict(func, k.value))]
-                        if p is not None), None)
-        if pin is None or (pin.__class__ is ast.Constant and not pin.value):
+        pins = [k.value for k in call.keywords if k.arg == "pin_memory"]
+        if not pins:
+            pins = next((p for k in call.keywords if k.arg is None for p in [_splat_pins(func, k.value)] if p), [])
+        if not pins or any(pin is None or pin.__class__ is ast.Constant and not pin.value for pin in pins):
             return None  # an expression (pin_memory=self.pin_memory, =torch.cuda.is_available()) pins on a GPU
     return loaders[0].lineno
 
 
-def _bound_dict(func: AST, value: AST) -> AST:
-    """For ``**params``: the ``dict(...)`` or ``{...}`` the function assigns to ``params`` (once);
-    else ``value`` itself."""
+def _splat_pins(func: AST, value: AST) -> list[AST | None]:
+    """The ``pin_memory`` values of a ``**`` splat: of the dict written in place, or of each
+    ``dict(...)``/``{...}`` the function assigns to ``params`` for ``**params`` (one per branch:
+    ``if sampler: kw = {..., 'pin_memory': pin_memory} else: kw = {...}``; None where one has none)."""
     if value.__class__ is not ast.Name:
-        return value
+        return [_star_pin(value)]
     found = [n.value for n in ast.walk(func) if n.__class__ is ast.Assign and len(n.targets) == 1
              and n.targets[0].__class__ is ast.Name and n.targets[0].id == value.id]
-    if len(found) == 1 and found[0].__class__ is ast.Call and last_name(found[0].func) == "dict" and not found[0].args:
-        return ast.Dict(keys=[ast.Constant(k.arg) for k in found[0].keywords if k.arg],
-                        values=[k.value for k in found[0].keywords if k.arg])
-    return found[0] if len(found) == 1 else value
+    out = []
+    for made in found:
+        if made.__class__ is ast.Call and last_name(made.func) == "dict" and not made.args:
+            made = ast.Dict(keys=[ast.Constant(k.arg) for k in made.keywords if k.arg],
+                            values=[k.value for k in made.keywords if k.arg])
+        out.append(_star_pin(made))
+    return out
 
 
 def _star_pin(value: AST) -> AST | None:
@@ -154,6 +157,8 @@ def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> boo
         return None
     items: list[tuple[AST | None, AST, AST]] = []  # (key, value, where)
     held = b.value
+    if held.__class__ is ast.Call and ctx.qualname(held.func) != DATALOADER:
+        return _call_pinned(ctx, held, -1, depth)  # loaders = utils.get_data_loaders(...); loaders[0]
     if held.__class__ is ast.DictComp:
         items.append((None, held.value, b.node))
     elif held.__class__ in (ast.ListComp, ast.GeneratorExp):

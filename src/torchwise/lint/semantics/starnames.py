@@ -131,6 +131,9 @@ def _exports(facts: ProjectFacts, path: str, depth: int, seen: frozenset[str]) -
                     out.pop(name, None)
                     if name == "__all__":
                         public = _literal_names(node)
+                alias = _alias_of(other, node)
+                if alias is not None:
+                    _keep(out, *alias)  # tensor = torch.tensor: handed on like an import
         if public is not None:
             out = {k: v for k, v in out.items() if k in public}
         out = {k: v for k, v in out.items() if not k.startswith("_")}
@@ -143,6 +146,38 @@ def _keep(out: dict[str, str], local: str, q: str) -> None:
         out[local] = canonical(q)
     else:
         out.pop(local, None)
+
+
+def _alias_of(ctx: Context, node: AST) -> tuple[str, str] | None:
+    """``(name, dotted name)`` for a module-level alias of a torch function or class (``tensor =
+    torch.tensor``, ``LongTensor = torch.LongTensor``)."""
+    if node.__class__ is not ast.Assign or len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name \
+            or node.value.__class__ is not ast.Attribute:
+        return None
+    q = ctx.qualname(node.value)
+    return (node.targets[0].id, q) if q is not None and q.split(".", 1)[0] in _PACKAGES else None
+
+
+def alias_calls(ctx: Context, qualname: str) -> list[ast.Call]:
+    """Calls of the torch function ``qualname`` through a module-level alias: one of this file
+    (``tensor = torch.tensor``, then ``tensor(state)``) or one a star import of a project module
+    hands on (``from utils import *`` where ``utils/torch.py`` has the alias)."""
+    if "*" not in ctx.source and " = torch." not in ctx.source:
+        return []
+    names = {}
+    for node in ctx.tree.body:
+        alias = _alias_of(ctx, node)
+        if alias is not None and canonical(alias[1]) == qualname:
+            names[alias[0]] = node
+    names.update((n, None) for n, q in star_names(ctx).items() if q == qualname and n not in names)
+    out = []
+    for name, node in names.items():
+        for call in ctx.calls_named(name):
+            if call.func.__class__ is ast.Name:
+                b = ctx.binding_at(name, call)
+                if (b.node is node) if b is not None else node is None:
+                    out.append(call)
+    return out
 
 
 def _bound(node: AST) -> list[str]:

@@ -69,8 +69,13 @@ def _only_handed_unread(project_ctx: Context, ctx: Context, name: str, bound: AS
     """Every read of ``name`` as bound by ``bound`` in ``ctx`` is a positional argument of a
     method call (``model.evaluate(name, ...)``) whose definitions in the project all ignore that
     parameter."""
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
-            and getattr(ctx.binding_at(name, n), "node", None) is bound]
+    reads = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load
+             and ctx.scope_of(n) is ctx.scope_of(bound)]
+    uses = [n for n in reads if getattr(ctx.binding_at(name, n), "node", None) is bound]
+    if not uses:
+        # bound in one branch and again in the other (if crd: loaders = get_a(...) else: loaders =
+        # get_b(...)): the later reads see the other binding by position, but may hold this one
+        uses = reads
     for use in uses:
         holder = ctx.parent(use)
         if holder.__class__ is not ast.Call or use not in holder.args or holder.func.__class__ is not ast.Attribute:
