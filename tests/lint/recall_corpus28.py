@@ -1,0 +1,165 @@
+"""The recall corpus, round 13 part D: classes the sets 15 and 16 (tuning sets of round 13) showed
+for TW201, TW403, TW301, TW104 and TW402 - reported where the advice does not apply, or missed -
+each written in our own words and reduced to its shape, with look-alikes. ``recall_corpus.py``
+adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW201 only where the code around it trains
+# A volumetric segmentation project: its trainer wraps the model in DataParallel and trains; its
+# prediction script restores the trained weights, wraps the model in DataParallel when several GPUs
+# are there and runs a predictor over the test loaders - no backward, no optimizer anywhere in it.
+_SEG3D_TRAINER = d("""
+    import torch
+    import torch.nn as nn
+    class UNetTrainer:
+        def __init__(self, model, optimizer, loaders):
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            self.model, self.optimizer, self.loaders = model, optimizer, loaders
+        def fit(self):
+            for x, y in self.loaders["train"]:
+                loss = self.model(x, y)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+""")
+_SEG3D_PREDICT = d("""
+    import torch
+    import torch.nn as nn
+    from unet3d.model import get_model
+    from unet3d.utils import load_checkpoint
+    def main():
+        config = load_config()
+        model = get_model(config["model"])
+        load_checkpoint(config["model_path"], model)
+        if torch.cuda.device_count() > 1:
+            model = nn.DataParallel(model)
+        model = model.to(config["device"])
+        predictor = make_predictor(model, config)
+        for test_loader in get_test_loaders(config):
+            predictor(test_loader)
+    if __name__ == "__main__":
+        main()
+""")
+_SEG3D_MODEL = "import torch.nn as nn\ndef get_model(cfg):\n    return nn.Conv3d(1, 1, 3)\n"
+PROJECTS += [
+    ProjectShape("TW201", "look-alike: a prediction script wraps the restored model in DataParallel (trains nothing)", {
+        "unet3d/trainer.py": _SEG3D_TRAINER, "predict.py": _SEG3D_PREDICT, "unet3d/model.py": _SEG3D_MODEL},
+        (("unet3d/trainer.py", 6),)),
+]
+# A model builder in a utils module: the training script calls it and backpropagates; the same
+# builder called only by an inference script of another project is left alone.
+_BUILDER = d("""
+    import torch.nn as nn
+    from nets import ResNet
+    def build_network(cfg):
+        net = ResNet(cfg.depth)
+        if cfg.multi_gpu:
+            net = nn.DataParallel(net)
+        return net.cuda()
+""")
+PROJECTS += [
+    ProjectShape("TW201", "a utils module's model builder wraps in DataParallel; the training script calls it and trains", {
+        "utils.py": _BUILDER, "nets.py": "import torch.nn as nn\nclass ResNet(nn.Module):\n    pass\n",
+        "train.py": d("""
+            from utils import build_network
+            net = build_network(cfg)
+            for x, y in loader:
+                loss = criterion(net(x), y)
+                loss.backward()
+                optimizer.step()
+        """)}, (("utils.py", 6),)),
+    ProjectShape("TW201", "look-alike: the builder is only called by an inference script", {
+        "utils.py": _BUILDER, "nets.py": "import torch.nn as nn\nclass ResNet(nn.Module):\n    pass\n",
+        "demo.py": d("""
+            import torch
+            from utils import build_network
+            net = build_network(cfg)
+            net.load_state_dict(torch.load(cfg.weights, map_location="cpu"))
+            print(net(image).argmax(1))
+        """)}),
+]
+# A language model and a segmentation model trained through the project's own subclasses of
+# DataParallel (a balanced first GPU; a scatter the user controls), found through a chain of classes.
+_DP_UTILS = d("""
+    from torch.nn.parallel import DataParallel
+    import torch.nn as nn
+    class DictGatherDataParallel(nn.DataParallel):
+        def gather(self, outputs, output_device):
+            return outputs
+    class UserScatteredDataParallel(DictGatherDataParallel):
+        def scatter(self, inputs, kwargs, device_ids):
+            return inputs, kwargs
+    class BalancedDataParallel(DataParallel):
+        def __init__(self, gpu0_bsz, *args, **kwargs):
+            self.gpu0_bsz = gpu0_bsz
+            super().__init__(*args, **kwargs)
+""")
+PROJECTS += [
+    ProjectShape("TW201", "training through project subclasses of nn.DataParallel (also through a chain of classes)", {
+        "lib/parallel.py": _DP_UTILS, "train.py": d("""
+            import torch
+            from lib.parallel import UserScatteredDataParallel, BalancedDataParallel
+            def main(args, model, optimizer, loader):
+                if args.balanced:
+                    para = BalancedDataParallel(args.gpu0_bsz, model, dim=1).cuda()
+                else:
+                    para = UserScatteredDataParallel(model, device_ids=args.gpus)
+                for batch in loader:
+                    loss = para(batch).mean()
+                    loss.backward()
+                    optimizer.step()
+        """)}, (("train.py", 5), ("train.py", 7))),
+    ProjectShape("TW201", "look-alike: isinstance tests against the project's subclass, and a class of the same name from a library", {
+        "lib/parallel.py": _DP_UTILS, "train.py": d("""
+            import torch
+            from encoding.parallel import DataParallelModel as BalancedDataParallel
+            from lib.parallel import UserScatteredDataParallel
+            def unwrap(model):
+                return model.module if isinstance(model, UserScatteredDataParallel) else model
+            def main(args, model, optimizer, loader):
+                para = BalancedDataParallel(model)
+                for batch in loader:
+                    loss = para(batch).mean()
+                    loss.backward()
+                    optimizer.step()
+        """)}),
+]
+# A GAN that samples through the functional data_parallel under no_grad (sample sheets, the
+# inception metrics' samples), beside the DataParallel its training uses.
+QUIET += [
+    Shape("TW201", "the functional data_parallel draws samples under no_grad in a training file", d("""
+        import torch
+        import torch.nn as nn
+        def sample_sheet(G, z, y, parallel):
+            with torch.no_grad():
+                if parallel:
+                    out = nn.parallel.data_parallel(G, (z, G.shared(y)))
+                else:
+                    out = G(z, G.shared(y))
+            return out
+        def train_step(G, D, opt, x):
+            loss = D(G(x)).mean()
+            loss.backward()
+            opt.step()
+    """)),
+]
+FIND += [
+    Shape("TW201", "look-alike: the functional data_parallel runs the training forward", d("""
+        import torch
+        import torch.nn as nn
+        def train_step(G, D, opt, z, y):
+            fake = nn.parallel.data_parallel(G, (z, y))
+            loss = D(fake).mean()
+            loss.backward()
+            opt.step()
+    """), 4),
+]
