@@ -163,3 +163,75 @@ FIND += [
             opt.step()
     """), 4),
 ]
+
+# ------------------------------------------------------------- TW403 code that no CPU run reaches
+# A contrastive-distillation memory: its alias sampler has a `cuda()` method of its own that moves
+# its tables (`self.prob = self.prob.cuda()`); the memory calls `self.multinomial.cuda()`
+# unconditionally while the training scripts offer a CPU path. The call is the pitfall; the
+# method's body only runs when asked to.
+_MEMORY = d("""
+    import torch
+    from torch import nn
+    class NCEMemory(nn.Module):
+        def __init__(self, size, K):
+            super().__init__()
+            self.multinomial = AliasSampler(torch.ones(size))
+            self.multinomial.cuda()
+            self.K = K
+    class AliasSampler(object):
+        def __init__(self, probs):
+            self.prob = probs / probs.sum()
+            self.alias = torch.zeros(len(probs), dtype=torch.long)
+        def cuda(self):
+            self.prob = self.prob.cuda()
+            self.alias = self.alias.cuda()
+        def draw(self, n):
+            return torch.multinomial(self.prob, n, replacement=True)
+""")
+_DISTILL = d("""
+    import torch
+    from memory import NCEMemory
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    memory = NCEMemory(50000, 4096)
+    model = build().to(device)
+""")
+PROJECTS += [
+    ProjectShape("TW403", "a class's own cuda() method moves its tables; the unconditional call of it is reported", {
+        "memory.py": _MEMORY, "train.py": _DISTILL}, (("memory.py", 7),)),
+    ProjectShape("TW403", "look-alike: the same move in an ordinary method of the class", {
+        "memory.py": _MEMORY.replace("def cuda(self):", "def prepare(self):").replace(
+            "self.multinomial.cuda()", "self.multinomial.prepare()"), "train.py": _DISTILL},
+        (("memory.py", 14), ("memory.py", 15))),
+]
+# A vocoder project keeps an old version of its model class in a module nobody imports, beside
+# the version every script imports; the old one's generate() hard-codes `.cuda()`.
+_OLD_VOCODER = d("""
+    import torch
+    import torch.nn as nn
+    class WaveRNN(nn.Module):
+        def generate(self, seq_len):
+            h = torch.zeros(1, 896).cuda()
+            out = torch.LongTensor([0]).cuda()
+            return h, out
+""")
+_NEW_VOCODER = d("""
+    import torch
+    import torch.nn as nn
+    class WaveRNN(nn.Module):
+        def generate(self, mels):
+            return mels
+""")
+_VOC_TRAIN = d("""
+    import torch
+    from vocoder.models.fatchord import WaveRNN
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = WaveRNN().to(device)
+""")
+PROJECTS += [
+    ProjectShape("TW403", "an old version of the model class in a module nobody imports (superseded: never runs)", {
+        "vocoder/models/deepmind.py": _OLD_VOCODER, "vocoder/models/fatchord.py": _NEW_VOCODER, "train.py": _VOC_TRAIN}),
+    ProjectShape("TW403", "look-alike: a module nobody imports whose class is its own (a library entry point)", {
+        "vocoder/models/deepmind.py": _OLD_VOCODER.replace("class WaveRNN", "class SampleRNN"),
+        "vocoder/models/fatchord.py": _NEW_VOCODER, "train.py": _VOC_TRAIN},
+        (("vocoder/models/deepmind.py", 5), ("vocoder/models/deepmind.py", 6))),
+]

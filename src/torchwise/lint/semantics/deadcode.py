@@ -5,7 +5,8 @@ distributed helper), or that only dead code names (``sequence_mask`` called only
 occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
 (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
-is an entry point of a library, whose callers are not in the project. A text test per name,
+is an entry point of a library, whose callers are not in the project - unless it is an old version
+of a class or function the project imports from another module (:mod:`.superseded`). A text test per name,
 cached per project or file."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.superseded import superseded
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
 _CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
@@ -27,9 +29,9 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     is linted with its project (a file linted alone cannot know its callers)."""
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
-    if not _module_in_use(ctx):
-        return False
     top = _top_level_of(ctx, node)
+    if not _module_in_use(ctx):
+        return top is not None and superseded(ctx, top)  # an old version of a class the project imports from elsewhere
     if top is not None and _dead(ctx, top, 2):
         return True
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)

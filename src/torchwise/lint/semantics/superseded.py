@@ -1,0 +1,47 @@
+"""Superseded modules: a module no file of the project imports whose class or function is the
+project's name for one that another module defines and every user imports from there - an old
+version left beside the new one (``vocoder/models/deepmind_version.py`` and
+``fatchord_version.py`` both define ``WaveRNN``; the project imports ``WaveRNN`` only from
+``fatchord_version``). The old one never runs (ruling R5 of issue 22). A text test per name,
+cached per project."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from torchwise.lint.engine import AST, Context
+
+
+def superseded(ctx: Context, top: AST) -> bool:
+    """``top`` (a module-level class or function of a module nobody imports) shares its name with
+    a definition of another module, and the project imports that name only from other modules."""
+    name = getattr(top, "name", None)
+    if not name or name.startswith("_") or not ctx.project.files:
+        return False
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    key = ("superseded", ctx.path, name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = _imported_elsewhere(ctx, name, stem)
+        ctx.project.answers[key] = found
+    return found
+
+
+def _imported_elsewhere(ctx: Context, name: str, stem: str) -> bool:
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    defines = re.compile(r"^[ \t]*(?:class|def)[ \t]+" + re.escape(name) + r"\b", re.M)
+    sources: set[str] = set()
+    defined_elsewhere = False
+    for path, text in ctx.project.files:
+        if path == ctx.path or name not in text:
+            continue
+        if defines.search(text) and os.path.splitext(os.path.basename(path))[0] != stem:
+            defined_elsewhere = True
+        for line in text.splitlines():
+            if name not in line or not word.search(line):
+                continue
+            m = re.match(r"[ \t]*from[ \t]+([\w.]+)[ \t]+import\b", line)
+            if m is not None:
+                sources.add(m.group(1).rsplit(".", 1)[-1])
+    return defined_elsewhere and bool(sources) and stem not in sources
