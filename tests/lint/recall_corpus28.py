@@ -235,3 +235,58 @@ PROJECTS += [
         "vocoder/models/fatchord.py": _NEW_VOCODER, "train.py": _VOC_TRAIN},
         (("vocoder/models/deepmind.py", 5), ("vocoder/models/deepmind.py", 6))),
 ]
+
+# ------------------------------------------------------------- TW301 draws in DataLoader workers
+# A self-supervised project seeds torch and NumPy in a helper of its utils module; its augmentations
+# draw from Python's `random` in `__call__` and run in the loader's workers (num_workers from an
+# option that defaults to 10). Each worker's `random` is seeded from torch's seeded generator.
+_SSL_UTILS = d("""
+    import random
+    import numpy as np
+    import torch
+    class GaussianBlur(object):
+        def __init__(self, p=0.5):
+            self.prob = p
+        def __call__(self, img):
+            if random.random() > self.prob:
+                return img
+            return img.blur(random.uniform(0.1, 2.0))
+    def fix_random_seeds(seed=31):
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed_all(seed)
+        np.random.seed(seed)
+""")
+_SSL_MAIN = d("""
+    import argparse
+    import torch
+    import utils
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--num_workers", default=10, type=int)
+    args = parser.parse_args()
+    utils.fix_random_seeds(0)
+    loader = torch.utils.data.DataLoader(dataset, batch_size=64, num_workers=args.num_workers)
+""")
+PROJECTS += [
+    ProjectShape("TW301", "Python's random drawn in an augmentation's __call__, run in seeded loader workers", {
+        "utils.py": _SSL_UTILS, "main.py": _SSL_MAIN}),
+    ProjectShape("TW301", "look-alike: the loaders run in the main process (num_workers=0)", {
+        "utils.py": _SSL_UTILS, "main.py": _SSL_MAIN.replace("num_workers=args.num_workers", "num_workers=0")},
+        (("utils.py", 8),)),
+    ProjectShape("TW301", "look-alike: the workers option defaults to 0", {
+        "utils.py": _SSL_UTILS, "main.py": _SSL_MAIN.replace("default=10", "default=0")}, (("utils.py", 8),)),
+]
+FIND += [
+    Shape("TW301", "look-alike: the draw is in an ordinary method (the training step), not in worker code", d("""
+        import random
+        import numpy as np
+        import torch
+        torch.manual_seed(0)
+        np.random.seed(0)
+        class Trainer:
+            def step(self, batch):
+                if random.random() < 0.5:
+                    batch = batch.flip(-1)
+                return batch
+        loader = torch.utils.data.DataLoader(data, num_workers=4)
+    """), 8),
+]
