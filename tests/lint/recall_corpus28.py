@@ -290,3 +290,65 @@ FIND += [
         loader = torch.utils.data.DataLoader(data, num_workers=4)
     """), 8),
 ]
+
+# ------------------------------------------------------------- TW104 a course's test(), a shape probe
+# A course's scripts evaluate a global model in `def test():` after `model.eval()`, looping over the
+# global test loader without no_grad (some with the no-op `Variable(..., volatile=True)`).
+FIND += [
+    Shape("TW104", "a parameterless test() puts the global model in eval mode and loops over the test loader", d("""
+        import torch
+        import torch.nn.functional as F
+        from torch.autograd import Variable
+        model = Net()
+        def test():
+            model.eval()
+            test_loss = 0
+            for data, target in test_loader:
+                data, target = Variable(data, volatile=True), Variable(target)
+                output = model(data)
+                test_loss += F.nll_loss(output, target).item()
+            print(test_loss / len(test_loader.dataset))
+        for epoch in range(1, 10):
+            train(epoch)
+            test()
+    """), 10),
+]
+QUIET += [
+    Shape("TW104", "look-alike: a parameterless test() that asserts (a unit test)", d("""
+        import torch
+        model = Net()
+        def test():
+            model.eval()
+            for x, y in batches:
+                assert model(x).shape == y.shape
+    """)),
+]
+# A distillation script puts teacher and student in eval mode and runs both once on two random images
+# to read the feature shapes its connector layers need, then trains (in helpers of other modules).
+QUIET += [
+    Shape("TW104", "a one-off probe of feature shapes on random inputs in the training script's main()", d("""
+        import torch
+        def main(opt):
+            model_t = load_teacher(opt.path_t)
+            model_s = build_student(opt)
+            data = torch.randn(2, 3, 32, 32)
+            model_t.eval()
+            model_s.eval()
+            feat_t, _ = model_t(data, is_feat=True)
+            feat_s, _ = model_s(data, is_feat=True)
+            connector = Regressor(feat_s[-1].shape[1], feat_t[-1].shape[1])
+            for epoch in range(opt.epochs):
+                train(epoch, loader, model_s, model_t, connector)
+    """)),
+]
+FIND += [
+    Shape("TW104", "look-alike: the single run after eval() is on a real batch from the loader", d("""
+        import torch
+        def main(opt):
+            model = load_model(opt.ckpt)
+            data, _ = next(iter(val_loader))
+            model.eval()
+            out = model(data)
+            print((out.argmax(1) == 0).float().mean())
+    """), 6),
+]

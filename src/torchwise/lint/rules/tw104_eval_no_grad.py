@@ -94,9 +94,10 @@ What it flags
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
   files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
-  `test(self, setting)` method of an experiment class that is no `TestCase`, and a module-level
-  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, are
-  evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  `test(self, setting)` method of an experiment class that is no `TestCase`, a module-level
+  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, and a
+  parameterless `def test():` that puts a global model in eval mode and loops, asserting nothing,
+  are evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
   `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
@@ -158,7 +159,9 @@ What it flags
   block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
   holds (a GAN projector rendering the latent it optimised).
-  Quiet besides: a helper handed a network whose parameters were all frozen first, a function
+  Quiet besides: a single run outside loops on inputs made up in place (`data =
+  torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
+  before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
   definition in the project runs under no_grad itself or hands over to another object's method of
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
@@ -309,6 +312,8 @@ Lint and the doctor
                         continue
             if is_module and not ctx.enclosing_loops(node) and inner is None:
                 continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
+            if not is_module and start is not None and not is_eval_name(scope.name) and _shape_probe(ctx, node):
+                continue  # model.eval(); feat = model(torch.randn(2, 3, 32, 32)): a one-off probe of output shapes
             if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
                     or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
                 continue  # (a helper handed a network whose parameters were all frozen records nothing)
@@ -376,6 +381,25 @@ Lint and the doctor
         return any(under_no_grad(ctx, c) for c in calls)
 
 
+
+
+_DUMMY_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
+
+
+def _shape_probe(ctx: Context, call: ast.Call) -> bool:
+    """A single run, outside any loop, on inputs made up in place (``data = torch.randn(2, 3, 32, 32)``)
+    in a function that is no evaluation by name: a probe of the output shapes before training
+    builds the layers that depend on them, not an evaluation pass."""
+    if ctx.enclosing_loops(call) or not call.args:
+        return False
+    for arg in [*call.args, *(k.value for k in call.keywords if k.arg is not None and k.value.__class__ is not ast.Constant)]:
+        value = arg
+        if arg.__class__ is ast.Name:
+            b = ctx.binding_at(arg.id, call)
+            value = b.value if b is not None and b.kind == "assign" else None
+        if value.__class__ is not ast.Call or ctx.qualname(value.func) not in _DUMMY_FACTORIES:
+            return False
+    return True
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:

@@ -77,15 +77,27 @@ def eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]
     return out
 
 
+def _global_eval(ctx: Context, func: ast.AST, call: ast.Call) -> bool:
+    """``model.eval()`` in ``func`` on a model the function does not build itself (a global)."""
+    if ctx.function_of(call) is not func or call.args or call.func.__class__ is not ast.Attribute \
+            or call.func.value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(call.func.value.id, call)
+    return b is None or ctx.function_of(b.node) is not func
+
+
 def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
     ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
-    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
-    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
+    ``test_net(net, dataset, ...)`` that takes what it runs (or ``def test():`` that puts a global
+    model in eval mode), loops over it and asserts nothing (a smoke ``def test():
+    print(Net()(x).shape)`` takes nothing and stays a test)."""
     klass = ctx.parent(func)
     if klass is ctx.tree:
-        if not func.args.args or "assert" in ctx.text(func):
-            return False  # a smoke test that takes nothing, or a unit test that asserts
+        if "assert" in ctx.text(func):
+            return False  # a unit test that asserts
+        if not func.args.args and not any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")):
+            return False  # a smoke test that takes nothing (a course's `def test(): model.eval(); for x in loader:` evaluates)
         key = ("tw104:evaluates", id(func))
         if key not in ctx._cache:
             ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
