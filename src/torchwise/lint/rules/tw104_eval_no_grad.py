@@ -16,7 +16,7 @@ from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
-from torchwise.lint.semantics.evalsingle import single_inferences
+from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
@@ -312,7 +312,7 @@ Lint and the doctor
                         continue
             if is_module and not ctx.enclosing_loops(node) and inner is None:
                 continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
-            if not is_module and start is not None and not is_eval_name(scope.name) and _shape_probe(ctx, node):
+            if not is_module and start is not None and not is_eval_name(scope.name) and shape_probe(ctx, node):
                 continue  # model.eval(); feat = model(torch.randn(2, 3, 32, 32)): a one-off probe of output shapes
             if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
                     or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
@@ -381,25 +381,6 @@ Lint and the doctor
         return any(under_no_grad(ctx, c) for c in calls)
 
 
-
-
-_DUMMY_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
-
-
-def _shape_probe(ctx: Context, call: ast.Call) -> bool:
-    """A single run, outside any loop, on inputs made up in place (``data = torch.randn(2, 3, 32, 32)``)
-    in a function that is no evaluation by name: a probe of the output shapes before training
-    builds the layers that depend on them, not an evaluation pass."""
-    if ctx.enclosing_loops(call) or not call.args:
-        return False
-    for arg in [*call.args, *(k.value for k in call.keywords if k.arg is not None and k.value.__class__ is not ast.Constant)]:
-        value = arg
-        if arg.__class__ is ast.Name:
-            b = ctx.binding_at(arg.id, call)
-            value = b.value if b is not None and b.kind == "assign" else None
-        if value.__class__ is not ast.Call or ctx.qualname(value.func) not in _DUMMY_FACTORIES:
-            return False
-    return True
 
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:
