@@ -352,3 +352,39 @@ FIND += [
             print((out.argmax(1) == 0).float().mean())
     """), 6),
 ]
+
+# ------------------------------------------------------------- TW402 the script reloads what its training loop wrote
+# A language model's training script: module-level epoch loop calling `train()`, which saves the best
+# model with `with open(os.path.join(args.work_dir, "model.pt"), "wb") as f: torch.save(model, f)`;
+# after the loop it reopens that file the same way and loads it for the test run.
+_LM_TRAIN = d("""
+    import os
+    import torch
+    device = torch.device("cuda" if args.cuda else "cpu")
+    model = MemTransformerLM().to(device)
+    def train():
+        for batch in tr_iter:
+            loss = model(*batch).mean()
+            loss.backward()
+            optimizer.step()
+        with open(os.path.join(args.work_dir, "model.pt"), "wb") as f:
+            torch.save(model, f)
+    for epoch in range(args.epochs):
+        train()
+    with open(os.path.join(args.work_dir, "model.pt"), "rb") as f:
+        model = torch.load(f)
+    test_loss = evaluate(te_iter)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a module-level reload of the model file its training function wrote, opened with open()", {
+        "train.py": _LM_TRAIN}),
+    ProjectShape("TW402", "look-alike: an evaluation script opens and loads the model file the training writes", {
+        "train.py": _LM_TRAIN, "eval.py": d("""
+            import os
+            import torch
+            device = torch.device("cuda" if args.cuda else "cpu")
+            with open(os.path.join(args.work_dir, "model.pt"), "rb") as f:
+                model = torch.load(f)
+            model = model.to(device)
+        """)}, (("eval.py", 5),)),
+]

@@ -88,9 +88,14 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
             return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
     if _best_after_training_call(ctx, load, scope, path):
         return True
-    if scope.__class__ is ast.Module or not names:
+    if not names:
         return False
-    trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
+    if scope.__class__ is ast.Module:  # a script that called its training function first (`train()` in its epoch loop)
+        trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
+        trained = any(ctx.scope_of(c) is scope and c.lineno < load.lineno and id(local_function(ctx, c)) in trainers
+                      for c in ctx.nodes.get(ast.Call, ()))
+    else:
+        trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
     if not trained:
         return False
     saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
@@ -297,7 +302,9 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), projects that are
+  `torch.load(best_path)`: the same process and device), a script's module-level reload, after
+  its loop called the file's training function, of a file name the project saves (`with
+  open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
   scripts always move the model they train to CUDA) - except a script that turns the GPU on
   by an opt-in flag (`parser.add_argument('-gpu', action='store_true')`, its default run is
