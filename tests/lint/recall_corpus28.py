@@ -388,3 +388,39 @@ PROJECTS += [
             model = model.to(device)
         """)}, (("eval.py", 5),)),
 ]
+
+# ------------------------------------------------------------- TW208 a memset written with fill_(0)
+# TRPO's critic update: the loss closure handed to scipy's L-BFGS zeroes the gradients by hand with
+# `param.grad.data.fill_(0)` on every evaluation before its backward.
+FIND += [
+    Shape("TW208", "gradients zeroed with p.grad.data.fill_(0) in an L-BFGS loss closure", d("""
+        import scipy.optimize
+        def update_critic(value_net, states, returns):
+            def get_value_loss(flat_params):
+                set_flat_params_to(value_net, flat_params)
+                for param in value_net.parameters():
+                    if param.grad is not None:
+                        param.grad.data.fill_(0)
+                loss = (value_net(states) - returns).pow(2).mean()
+                loss.backward()
+                return loss.item(), get_flat_grad_from(value_net.parameters())
+            return scipy.optimize.fmin_l_bfgs_b(get_value_loss, get_flat_params_from(value_net), maxiter=25)
+    """), 7),
+]
+QUIET += [
+    Shape("TW208", "look-alike: the gradient filled with a non-zero value (a seed gradient)", d("""
+        def seed_grad(params):
+            for p in params:
+                p.grad.data.fill_(1.0)
+    """)),
+    Shape("TW208", "look-alike: the gradient of an input the function perturbs, filled with 0", d("""
+        def fgsm(model, x, y, eps):
+            x.requires_grad_()
+            for _ in range(10):
+                loss = model(x, y)
+                loss.backward()
+                x = x + eps * x.grad.sign()
+                x.grad.data.fill_(0)
+            return x
+    """)),
+]
