@@ -87,6 +87,23 @@ PROJECTS += [
             print(net(image).argmax(1))
         """)}),
 ]
+# A pose-estimation project's checkpoint converter copies the training script's set-up - the
+# DataParallel model and an RMSprop optimizer whose state it loads - and only re-saves the weights.
+PROJECTS += [
+    ProjectShape("TW201", "look-alike: a checkpoint converter builds the optimizer only to load its state", {
+        "train.py": _SEG3D_TRAINER, "convert.py": d("""
+            import torch
+            def main(args):
+                model = torch.nn.DataParallel(build(args)).to(args.device)
+                optimizer = torch.optim.RMSprop(model.parameters(), lr=args.lr)
+                checkpoint = torch.load(args.resume, map_location="cpu")
+                model.load_state_dict(checkpoint["state_dict"])
+                optimizer.load_state_dict(checkpoint["optimizer"])
+                torch.save({"state_dict": model.module.state_dict()}, args.out)
+            if __name__ == "__main__":
+                main(parse())
+        """)}, (("train.py", 6),)),
+]
 # A language model and a segmentation model trained through the project's own subclasses of
 # DataParallel (a balanced first GPU; a scatter the user controls), found through a chain of classes.
 _DP_UTILS = d("""

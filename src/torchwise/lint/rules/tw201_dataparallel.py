@@ -292,8 +292,8 @@ What it flags
   `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
   `torch.nn.parallel.data_parallel`, and the project's own subclasses of `nn.DataParallel`
   (`class BalancedDataParallel(DataParallel)`, also through a chain of project classes). Only
-  where the code around it trains: the file runs a backward pass or an optimizer step or builds
-  an optimizer, the wrapper is made in a function or class named for training (`def
+  where the code around it trains: the file runs a backward pass or an optimizer step, the
+  wrapper is made in a function or class named for training (`def
   train(args)`, `class BaseTrainer`) or handed to a call named for it
   (`GAN_training_function(G, D, GD, ...)`), or the module-level function or class that makes it
   is called by another file of the project that trains (a model builder in a utils module). A

@@ -7,11 +7,14 @@
 - :func:`trains_through`: whether the code around a wrapper trains at all. DataParallel's cost is
   a training cost (gradients gathered on one device, one process driving every GPU); code that
   runs a network only for inference - a prediction script, an inference app, a metric's
-  feature extractor - has no gradients to synchronise. The evidence is positive: the file runs
-  a backward pass or an optimizer step, or builds an optimizer; the wrapper is made in a
-  function or class named for training (``def train(args)``, ``class BaseTrainer``); or it is
-  handed to a call named for training (``GAN_training_function(G, D, GD, ...)``,
-  ``Trainer(model, ...)``).
+  feature extractor, a checkpoint converter that builds an optimizer only to load its state -
+  has no gradients to synchronise. The evidence is positive: the file runs a backward pass or an
+  optimizer step; the wrapper is made in a function or class named for training (``def
+  train(args)``, ``class BaseTrainer``); it is handed to a call named for training
+  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); or the module-level
+  function or class that makes it is called by another file of the project that trains (a model
+  builder of a utils module). A file linted on its own cannot show its callers: there the
+  wrapper counts as training.
 """
 
 from __future__ import annotations
@@ -54,22 +57,6 @@ def dataparallel_classes(facts: ProjectFacts) -> frozenset[str]:
     return found
 
 
-def _optimizer_built(ctx: Context) -> bool:
-    """The file builds an optimizer: ``torch.optim.SGD(...)``, ``build_optimizer(cfg, model)``."""
-    found = ctx._cache.get("dataparallel:optim")
-    if found is None:
-        found = False
-        if "optim" in ctx.source.lower():
-            for call in ctx.nodes.get(ast.Call, ()):
-                q = ctx.qualname(call.func) or ""
-                name = (last_name(call.func) or "").lower()
-                if (q.startswith("torch.optim.") and ".lr_scheduler" not in q) or "optimizer" in name or name.startswith("optim"):
-                    found = True
-                    break
-        ctx._cache["dataparallel:optim"] = found
-    return found
-
-
 def _training_name(name: str) -> bool:
     low = name.lower()
     return any(w in low for w in _TRAIN_WORDS)
@@ -89,7 +76,7 @@ def _stored_name(ctx: Context, call: ast.Call) -> str | None:
 
 def trains_through(ctx: Context, call: ast.Call) -> bool:
     """Is there evidence that the code around this DataParallel trains (see the module doc)?"""
-    if training_calls(ctx) or _optimizer_built(ctx):
+    if training_calls(ctx):
         return True
     for anc in ctx.ancestors(call):
         if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and _training_name(anc.name):
