@@ -441,3 +441,42 @@ QUIET += [
             return x
     """)),
 ]
+
+# ------------------------------------------------------------- TW403 a project with no CPU path anywhere
+# A CIFAR ResNet project: its one training script moves the model, the loss and every batch with a
+# bare `.cuda()` and resumes with a plain `torch.load`; its model module and torch.hub entry have no
+# device code. Nothing anywhere offers a CPU run: the script is written for a GPU.
+_CIFAR_TRAIN = d("""
+    import argparse
+    import torch
+    import torch.nn as nn
+    import resnet
+    def main():
+        args = argparse.ArgumentParser().parse_args()
+        model = torch.nn.DataParallel(resnet.__dict__[args.arch]())
+        model.cuda()
+        criterion = nn.CrossEntropyLoss().cuda()
+        optimizer = torch.optim.SGD(model.parameters(), 0.1)
+        for input, target in train_loader:
+            output = model(input.cuda())
+            loss = criterion(output, target.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+_CIFAR_MODEL = "import torch.nn as nn\nclass ResNet(nn.Module):\n    pass\ndef resnet20():\n    return ResNet()\n"
+PROJECTS += [
+    ProjectShape("TW403", "a training script hard-codes CUDA in a project with no CPU path anywhere", {
+        "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "hubconf.py": "from resnet import resnet20\n"}),
+    ProjectShape("TW403", "look-alike: a sibling training script falls back to the CPU", {
+        "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "finetune.py": d("""
+            import torch
+            import resnet
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            model = resnet.resnet20().to(device)
+            optimizer = torch.optim.SGD(model.parameters(), 0.01)
+            for x, y in loader:
+                model(x.to(device), y.to(device)).backward()
+                optimizer.step()
+        """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
+]

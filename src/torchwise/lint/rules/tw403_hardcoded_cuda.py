@@ -109,6 +109,10 @@ What it flags
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
   Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
   "cuda:0"): such a file is written for a GPU.
+  Linted with its project, only where the project offers a way to run without a GPU somewhere -
+  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device or has a device
+  flag (`--no_cuda`, `use_gpu`): a project with no CPU path anywhere is written for GPUs, and its
+  hard-coded CUDA breaks nothing it offers (a file linted on its own is judged by itself).
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -171,8 +175,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if ctx.project.gpu_only:
-            return  # the project as a whole is GPU-only by design (torchwise.lint.project)
+        if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
+            return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
