@@ -480,3 +480,80 @@ PROJECTS += [
                 optimizer.step()
         """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
 ]
+
+# ------------------------------------------------------------- TW402 torch through a star import; a class picked by name
+# A traffic-forecasting project: its test script imports torch only through `from model import *`,
+# offers `--device`, and restores the checkpoint the training script saves from the GPU.
+_GWN_MODEL = "import torch\nimport torch.nn as nn\nimport numpy as np\nclass gwnet(nn.Module):\n    pass\n"
+_GWN_TRAIN = d("""
+    import torch
+    from model import gwnet
+    device = torch.device(args.device)
+    model = gwnet().to(device)
+    for x, y in loader:
+        model(x.to(device)).sum().backward()
+    torch.save(model.state_dict(), args.save + "_best.pth")
+""")
+PROJECTS += [
+    ProjectShape("TW402", "an evaluation script gets torch only through `from model import *` and restores the checkpoint", {
+        "model.py": _GWN_MODEL, "train.py": _GWN_TRAIN, "test.py": d("""
+            import argparse
+            from model import *
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", type=str, default="cuda:0")
+            parser.add_argument("--checkpoint", type=str)
+            args = parser.parse_args()
+            model = gwnet().to(args.device)
+            model.load_state_dict(torch.load(args.checkpoint))
+            model.eval()
+        """)}, (("test.py", 8),)),
+    ProjectShape("TW402", "look-alike: the star import hands on NumPy's load, not torch's", {
+        "model.py": _GWN_MODEL, "train.py": _GWN_TRAIN, "test.py": d("""
+            from model import *
+            stats = np.load(args.stats)
+            model = gwnet().to(args.device)
+        """)}),
+]
+# An audio-tagging project's fine-tuning template: the model class is chosen with `Model =
+# eval(model_type)` from the command line (never named in code), and its `load_from_pretrain()`
+# restores the checkpoint the training script saves from the GPU; the template offers `--cuda`.
+_TAG_MAIN = d("""
+    import torch
+    from models import *
+    def train(args):
+        device = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"
+        Model = eval(args.model_type)
+        model = Model(args.classes).to(device)
+        for x, y in loader:
+            model(x.to(device)).sum().backward()
+        torch.save({"model": model.state_dict()}, args.out)
+""")
+_TAG_TEMPLATE = d("""
+    import torch
+    import torch.nn as nn
+    from models import Cnn14
+    class Transfer_Cnn14(nn.Module):
+        def __init__(self, classes):
+            super().__init__()
+            self.base = Cnn14(527)
+        def load_from_pretrain(self, path):
+            checkpoint = torch.load(path)
+            self.base.load_state_dict(checkpoint["model"])
+    def train(args):
+        device = "cuda" if args.cuda and torch.cuda.is_available() else "cpu"
+        Model = eval(args.model_type)
+        model = Model(args.classes)
+        model.load_from_pretrain(args.pretrained)
+        model.to(device)
+    if __name__ == "__main__":
+        train(parse_args())
+""")
+PROJECTS += [
+    ProjectShape("TW402", "a class picked with eval(model_type) restores the GPU-trained checkpoint in its load_from_pretrain()", {
+        "models.py": "import torch.nn as nn\nclass Cnn14(nn.Module):\n    pass\n", "main.py": _TAG_MAIN,
+        "finetune_template.py": _TAG_TEMPLATE}, (("finetune_template.py", 9),)),
+    ProjectShape("TW402", "look-alike: the same class with no eval() lookup anywhere is dead code", {
+        "models.py": "import torch.nn as nn\nclass Cnn14(nn.Module):\n    pass\n",
+        "main.py": _TAG_MAIN.replace("Model = eval(args.model_type)", "Model = Cnn14"),
+        "finetune_template.py": _TAG_TEMPLATE.replace("Model = eval(args.model_type)", "Model = Cnn14")}),
+]

@@ -16,6 +16,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
                                                 reload_after_training_method, restored_into, restores_device_state)
+from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -260,7 +261,8 @@ class LoadWithoutMapLocation(Rule):
     triggers = ("load",)
     doc = """\
 What it flags
-  `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
+  `torch.load(...)` without `map_location` (by keyword or as the second positional argument;
+  also where torch reaches the file only through `from model import *` of a project module)
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
   checkpoints it reads are likely to hold CUDA tensors - or an optimizer's state,
   `optimizer.load_state_dict(torch.load(path))`, in a checkpoint helper of a project that trains
@@ -335,6 +337,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to("torch.load")
+        if "import *" in ctx.source and star_names(ctx).get("torch") == "torch":  # torch handed on by `from model import *`
+            calls = [*calls, *(c for c in ctx.calls_named("load") if c not in calls and star_qualname(ctx, c.func) == "torch.load")]
         if not calls:
             return
         for call in calls:

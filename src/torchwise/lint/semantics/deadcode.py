@@ -6,7 +6,9 @@ occurs nowhere in the project but in its own ``def`` (no call, no reference, not
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
 (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
 is an entry point of a library, whose callers are not in the project - unless it is an old version
-of a class or function the project imports from another module (:mod:`.superseded`). A text test per name,
+of a class or function the project imports from another module (:mod:`.superseded`). A class is
+never dead where its module, or one that names it, picks classes by a computed name (``Model =
+eval(model_type)``, ``globals()[name]``). A text test per name,
 cached per project or file."""
 
 from __future__ import annotations
@@ -88,10 +90,28 @@ def _dead(ctx: Context, top: AST, depth: int) -> bool:
     return found
 
 
+_DYNAMIC = re.compile(r"(?<![\w.])eval\([ \t]*[A-Za-z_]|\bglobals\(\)\[")
+
+
+def _looked_up_by_name(ctx: Context) -> bool:
+    """This module, or one that names it, picks classes by a name it computes (``Model =
+    eval(model_type)``, ``globals()[args.arch]``): its classes may be alive without being named."""
+    found = ctx._cache.get("deadcode:dynamic")
+    if found is None:
+        stem = os.path.splitext(os.path.basename(ctx.path))[0]
+        found = _DYNAMIC.search(ctx.source) is not None or any(
+            p != ctx.path and stem in t and ("eval(" in t or "globals()[" in t) and _DYNAMIC.search(t) is not None
+            for p, t in ctx.project.files)
+        ctx._cache["deadcode:dynamic"] = found
+    return found
+
+
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
     if top.decorator_list or name.startswith("__") or _CALLED_BY_NAME.match(name):
         return False
+    if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
+        return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     if any(p != ctx.path and name in text and word.search(text) for p, text in ctx.project.files):
         return False  # named in another module: imported, called, listed in a registry...
