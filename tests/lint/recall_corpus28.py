@@ -557,3 +557,91 @@ PROJECTS += [
         "main.py": _TAG_MAIN.replace("Model = eval(args.model_type)", "Model = Cnn14"),
         "finetune_template.py": _TAG_TEMPLATE.replace("Model = eval(args.model_type)", "Model = Cnn14")}),
 ]
+
+# ------------------------------------------------------------- TW104 an inference API: eval mode set in load(), the model run elsewhere
+# A voice-cloning toolbox: the synthesizer class loads its Tacotron in `load()` and puts it in eval
+# mode; `synthesize_spectrograms()` runs `self._model.generate(...)` with autograd on. The speaker
+# encoder's inference module keeps a global model that `load_model()` puts in eval mode;
+# `embed_frames_batch()` runs it and hands back `.detach().cpu().numpy()`.
+_TACOTRON = d("""
+    import torch.nn as nn
+    class Tacotron(nn.Module):
+        def generate(self, chars, embeds):
+            return self.decoder(self.encoder(chars), embeds)
+""")
+_SYNTH = d("""
+    import torch
+    from synthesizer.models.tacotron import Tacotron
+    class Synthesizer:
+        def __init__(self, path):
+            self.path = path
+            self._model = None
+        def load(self):
+            self._model = Tacotron()
+            self._model.load_state_dict(torch.load(self.path, map_location="cpu"))
+            self._model.eval()
+        def synthesize_spectrograms(self, texts, embeds):
+            if self._model is None:
+                self.load()
+            chars = torch.tensor(texts)
+            _, mels, alignments = self._model.generate(chars, torch.tensor(embeds))
+            return mels.detach().cpu().numpy()
+""")
+PROJECTS += [
+    ProjectShape("TW104", "a synthesizer class puts its model in eval mode in load(); another method runs its generate()", {
+        "synthesizer/models/tacotron.py": _TACOTRON, "synthesizer/inference.py": _SYNTH}, (("synthesizer/inference.py", 15),)),
+    ProjectShape("TW104", "look-alike: the model class's generate() runs under no_grad itself", {
+        "synthesizer/models/tacotron.py": _TACOTRON.replace(
+            "        return self.decoder(self.encoder(chars), embeds)",
+            "        with torch.no_grad():\n            return self.decoder(self.encoder(chars), embeds)").replace(
+            "import torch.nn as nn", "import torch\nimport torch.nn as nn"),
+        "synthesizer/inference.py": _SYNTH}),
+    ProjectShape("TW104", "look-alike: the class also trains the model (a train() method switches it back)", {
+        "synthesizer/models/tacotron.py": _TACOTRON, "synthesizer/inference.py": _SYNTH + d("""
+            def finetune(self, batches):
+                self._model.train()
+                return [self._model.generate(*b) for b in batches]
+        """).replace("def finetune", "    def finetune").replace("\n    ", "\n        ").replace("\n        def", "\n    def")}),
+]
+FIND += [
+    Shape("TW104", "an inference module's global model put in eval mode by load_model(), run by embed_frames_batch()", d("""
+        import torch
+        from encoder.model import SpeakerEncoder
+        _model = None
+        _device = None
+        def load_model(weights_fpath, device=None):
+            global _model, _device
+            _device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            _model = SpeakerEncoder(_device)
+            _model.load_state_dict(torch.load(weights_fpath, _device)["model_state"])
+            _model.eval()
+        def embed_frames_batch(frames_batch):
+            frames = torch.from_numpy(frames_batch).to(_device)
+            return _model.forward(frames).detach().cpu().numpy()
+    """), 13, "inference.py"),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the global model's runner wraps the pass in no_grad", d("""
+        import torch
+        _model = None
+        def load_model(path):
+            global _model
+            _model = build(path)
+            _model.eval()
+        def embed(frames):
+            with torch.no_grad():
+                return _model(torch.from_numpy(frames)).cpu().numpy()
+    """), path="inference.py"),
+    Shape("TW104", "look-alike: a global model put in eval mode and trained elsewhere in the file", d("""
+        import torch
+        _model = None
+        def load_model(path):
+            global _model
+            _model = build(path)
+            _model.eval()
+        def adapt(frames, opt):
+            loss = _model(frames).pow(2).mean()
+            loss.backward()
+            opt.step()
+    """), path="inference.py"),
+]

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
+from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
@@ -139,6 +140,12 @@ What it flags
   run it (`self.model.encoder(x)`, `self.model(x)`) outside no_grad: reported once per method at
   its first forward pass - unless the class backpropagates, steps an optimizer or switches grad
   mode itself, or the file calls that method only under no_grad.
+  And an inference API whose model one function puts in eval mode and others run: a class's
+  `load()` (`self._model.eval()`) and its `synthesize(...)` running `self._model.generate(...)`,
+  or a module's `load_model()` (`global _model; ...; _model.eval()`) and its `embed(frames)`
+  running `_model.forward(frames)` - reported once per running function, unless the model is put
+  back in training mode, the class or file trains, the function switches grad mode, every call of
+  it is under no_grad, or the model's class runs that method under no_grad itself.
   And an RL agent's `eval_step(self, state)` that runs its network and returns host data
   (`to_np(action)`, a NumPy result, `[action]`), and an agent's `step()`/`_transition()` that steps
   its environment once per call (`next_state, reward, done, info = self.task.step(action)`) after
@@ -194,7 +201,7 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        found = list(self._findings(ctx))
+        found = list({(f.line, f.col): f for f in self._findings(ctx)}.values())  # one finding per forward pass
         dead = dead_ranges(ctx) if found else []
         yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
 
@@ -223,6 +230,8 @@ Lint and the doctor
                           for node, who in frozen_forwards(ctx, scope)]
             yield from {(f.line, f.col): f for f in found}.values()
         for node, message in eval_built_runs(ctx) if "=True" in ctx.source or "=False" in ctx.source else ():
+            yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
+        for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
