@@ -645,3 +645,108 @@ QUIET += [
             opt.step()
     """), path="inference.py"),
 ]
+
+# ------------------------------------------------------------- TW201 the model's own forward path
+# A sequence-to-sequence library: the base model's `encode()`/`decode()` split the batch over the
+# GPUs with the functional `data_parallel` when given device ids; its trainer lives elsewhere.
+PROJECTS += [
+    ProjectShape("TW201", "a model class's encode() runs the functional data_parallel (the trainer is in another module)", {
+        "models/base.py": d("""
+            import torch.nn as nn
+            from torch.nn.parallel import data_parallel
+            class Seq2Seq(nn.Module):
+                def encode(self, inputs, hidden=None, device_ids=None):
+                    if isinstance(device_ids, tuple):
+                        return data_parallel(self.encoder, (inputs, hidden), device_ids=device_ids)
+                    return self.encoder(inputs, hidden)
+        """),
+        "models/__init__.py": "from .base import Seq2Seq\n",
+        "tools/trainer.py": d("""
+            class Seq2SeqTrainer:
+                def iterate(self, src, tgt):
+                    loss = self.model(src, tgt, device_ids=self.device_ids).mean()
+                    loss.backward()
+                    self.optimizer.step()
+        """)}, (("models/base.py", 6),)),
+]
+
+# ------------------------------------------------------------- TW104 autoregressive decoding for inference
+# A course's char-RNN samples text from its decoder, and its seq2seq lessons translate a string: the
+# loop samples each output on the host (`output.data...`, `torch.multinomial`, `chr(...)`) and feeds
+# the choice back as the next input, returning the text; no grad switch anywhere.
+FIND += [
+    Shape("TW104", "a char-RNN's generate() primes and samples its decoder step by step, returning the text", d("""
+        import torch
+        import torch.nn as nn
+        class CharRNN(nn.Module):
+            def forward(self, x, hidden):
+                return self.out(x), hidden
+        def generate(decoder, prime_str="A", predict_len=100, temperature=0.8):
+            hidden = decoder.init_hidden()
+            prime_input = str2tensor(prime_str)
+            predicted = prime_str
+            for p in range(len(prime_str) - 1):
+                _, hidden = decoder(prime_input[p], hidden)
+            inp = prime_input[-1]
+            for p in range(predict_len):
+                output, hidden = decoder(inp, hidden)
+                output_dist = output.data.view(-1).div(temperature).exp()
+                top_i = torch.multinomial(output_dist, 1)[0]
+                predicted += chr(top_i)
+                inp = str2tensor(chr(top_i))
+            return predicted
+        decoder = CharRNN()
+        optimizer = torch.optim.Adam(decoder.parameters(), lr=0.001)
+        print(generate(decoder, "Wh", 100))
+    """), 11),
+    Shape("TW104", "a seq2seq translate() runs the encoder once, then decodes greedily until EOS", d("""
+        import torch
+        import seq2seq_models as sm
+        def translate(enc_input, predict_len=100):
+            encoder_outputs, encoder_hidden = encoder(str2tensor(enc_input), encoder.init_hidden())
+            hidden = encoder_hidden
+            predicted = ""
+            dec_input = str2tensor(SOS)
+            for c in range(predict_len):
+                output, hidden, attention = decoder(dec_input, hidden, encoder_outputs)
+                top_i = output.data.topk(1)[1].item()
+                if top_i == EOS:
+                    break
+                predicted += chr(top_i)
+                dec_input = str2tensor(chr(top_i))
+            return enc_input, predicted
+        encoder = sm.EncoderRNN(128, 100)
+        decoder = sm.AttnDecoderRNN(100, 128)
+        params = list(encoder.parameters()) + list(decoder.parameters())
+        optimizer = torch.optim.Adam(params, lr=0.001)
+        print(translate("hello"))
+    """), 4),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the decoding loop returns the stacked outputs (a training helper's loss input)", d("""
+        import torch
+        def greedy_decode(decoder, hidden, steps):
+            outputs = []
+            inp = start_token()
+            for t in range(steps):
+                output, hidden = decoder(inp, hidden)
+                outputs.append(output)
+                inp = output.data.argmax(-1)
+            outputs = torch.stack(outputs)
+            return outputs
+    """)),
+    Shape("TW104", "look-alike: the sampling loop runs under no_grad", d("""
+        import torch
+        def generate(decoder, prime, n):
+            hidden = decoder.init_hidden()
+            text = prime
+            inp = encode(prime[-1])
+            with torch.no_grad():
+                for _ in range(n):
+                    out, hidden = decoder(inp, hidden)
+                    ch = chr(out.data.argmax().item())
+                    text += ch
+                    inp = encode(ch)
+            return text
+    """)),
+]

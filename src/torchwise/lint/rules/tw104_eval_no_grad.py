@@ -13,8 +13,9 @@ from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
+from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
-from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
+from torchwise.lint.semantics.evalregions import called_for_training, eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
 from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
@@ -146,6 +147,11 @@ What it flags
   running `_model.forward(frames)` - reported once per running function, unless the model is put
   back in training mode, the class or file trains, the function switches grad mode, every call of
   it is under no_grad, or the model's class runs that method under no_grad itself.
+  And autoregressive decoding for inference: a function named for it (`generate`, `translate`,
+  `sample`, `decode`, `beam_search`; no `nn.Module` method) whose loop runs a network, reads its
+  output on the host (`output.data`, `.item()`) and feeds the choice back as the next input, and
+  that returns text or host values, with no backward or grad switch of its own: reported at its
+  first network run (a char-RNN's `generate(decoder, prime_str)`, a seq2seq `translate(text)`).
   And an RL agent's `eval_step(self, state)` that runs its network and returns host data
   (`to_np(action)`, a NumPy result, `[action]`), and an agent's `step()`/`_transition()` that steps
   its environment once per call (`next_state, reward, done, info = self.task.step(action)`) after
@@ -231,6 +237,9 @@ Lint and the doctor
             yield from {(f.line, f.col): f for f in found}.values()
         for node, message in eval_built_runs(ctx) if "=True" in ctx.source or "=False" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
+        for node, message in decoding_runs(ctx):
+            if not called_for_training(ctx, ctx.function_of(node)):
+                yield ctx.finding(self.code, node, message, suggestion="decode under `with torch.inference_mode():`")
         for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
@@ -289,7 +298,7 @@ Lint and the doctor
             return [out[k] for k in sorted(out)]
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
-        if not is_module and self._called_for_training(ctx, scope):
+        if not is_module and called_for_training(ctx, scope):
             return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
@@ -351,38 +360,6 @@ Lint and the doctor
         return False
 
     @staticmethod
-    def _called_for_training(ctx: Context, func: ast.AST) -> bool:
-        """Called by this file in computing a value that is backpropagated
-        (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
-        calls = ctx.calls_named(func.name)
-        if not calls:
-            return False
-        for backward in backward_calls(ctx):
-            receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
-            if receiver is None:
-                continue
-            if any(_inside(c, receiver) for c in calls):
-                return True
-            scope = ctx.scope_of(backward)
-            feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
-            assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
-            values: list[ast.AST] = []
-            for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
-                grown = False
-                for a in assigns:
-                    targets = a.targets if a.__class__ is ast.Assign else [a.target]
-                    names = {t.id for t in targets if t.__class__ is ast.Name}
-                    if names & feeding and a.value not in values:
-                        values.append(a.value)
-                        feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
-                        grown = True
-                if not grown:
-                    break
-            if any(_inside(c, v) for c in calls for v in values):
-                return True
-        return False
-
-    @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
         calls = ctx.calls_named(func.name)
         if not calls:
@@ -390,10 +367,6 @@ Lint and the doctor
         return any(under_no_grad(ctx, c) for c in calls)
 
 
-
-
-def _inside(node: ast.AST, tree: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(tree))
 
 
 RULE = EvalWithoutNoGrad()

@@ -9,7 +9,8 @@
   runs a network only for inference - a prediction script, an inference app, a metric's
   feature extractor, a checkpoint converter that builds an optimizer only to load its state -
   has no gradients to synchronise. The evidence is positive: the file runs a backward pass or an
-  optimizer step; the wrapper is made in a function or class named for training (``def
+  optimizer step; the wrapper is made in a method of an ``nn.Module`` (the model's own forward
+  path, run by whatever trains it) or in a function or class named for training (``def
   train(args)``, ``class BaseTrainer``); it is handed to a call named for training
   (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); or the module-level
   function or class that makes it is called by another file of the project that trains (a model
@@ -25,6 +26,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import training_calls
 
 _DP_BASE = re.compile(r"^(?:torch\.)?(?:nn\.)?(?:parallel\.)?(?:data_parallel\.)?DataParallel$")
@@ -81,6 +83,8 @@ def trains_through(ctx: Context, call: ast.Call) -> bool:
     for anc in ctx.ancestors(call):
         if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and _training_name(anc.name):
             return True
+        if anc.__class__ is ast.ClassDef and is_module_class_def(ctx, anc):
+            return True  # a model's own forward path (`data_parallel(self.encoder, ...)`) runs in its callers' training
     stored = _stored_name(ctx, call)
     if stored is not None:
         for other in ctx.nodes.get(ast.Call, ()):

@@ -9,7 +9,7 @@ import ast
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import is_eval_switch
-from torchwise.lint.semantics.steps import is_optimizer_step
+from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
 from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
@@ -110,3 +110,39 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one
     return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
+
+
+def called_for_training(ctx: Context, func: ast.AST) -> bool:
+    """Called by this file in computing a value that is backpropagated
+    (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
+    calls = ctx.calls_named(func.name)
+    if not calls:
+        return False
+    for backward in backward_calls(ctx):
+        receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
+        if receiver is None:
+            continue
+        if any(_inside(c, receiver) for c in calls):
+            return True
+        scope = ctx.scope_of(backward)
+        feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
+        assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
+        values: list[ast.AST] = []
+        for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
+            grown = False
+            for a in assigns:
+                targets = a.targets if a.__class__ is ast.Assign else [a.target]
+                names = {t.id for t in targets if t.__class__ is ast.Name}
+                if names & feeding and a.value not in values:
+                    values.append(a.value)
+                    feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
+                    grown = True
+            if not grown:
+                break
+        if any(_inside(c, v) for c in calls for v in values):
+            return True
+    return False
+
+
+def _inside(node: ast.AST, tree: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))
