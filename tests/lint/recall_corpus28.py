@@ -750,3 +750,55 @@ QUIET += [
             return text
     """)),
 ]
+
+# ------------------------------------------------------------- TW104 a rollout that trains nothing
+# An imitation-learning project's expert-trajectory script runs the trained policy for the mean
+# action, made host data on the spot (`policy_net(s)[0][0].detach().numpy()`), steps the
+# environment and stores the pair; nothing in the file trains.
+FIND += [
+    Shape("TW104", "an expert-trajectory script picks each action with the policy, detached to NumPy on the spot", d("""
+        import pickle
+        import numpy as np
+        import torch
+        policy_net, _, running_state = pickle.load(open(args.model_path, "rb"))
+        expert_traj = []
+        def main_loop():
+            for i_episode in range(args.episodes):
+                state = env.reset()
+                for t in range(10000):
+                    state_var = torch.tensor(state).unsqueeze(0)
+                    action = policy_net(state_var)[0][0].detach().numpy()
+                    action = action.astype(np.float64)
+                    next_state, reward, done, _ = env.step(action)
+                    expert_traj.append(np.hstack([state, action]))
+                    if done:
+                        break
+                    state = next_state
+        main_loop()
+    """), 11),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the rollout keeps the log-probabilities with their graph for a later update", d("""
+        import torch
+        def rollout(policy_net, env, steps):
+            log_probs, rewards = [], []
+            state = env.reset()
+            for t in range(steps):
+                dist = policy_net(torch.tensor(state).unsqueeze(0))
+                action = dist.sample()
+                log_probs.append(dist.log_prob(action))
+                state, reward, done, _ = env.step(action.item())
+                rewards.append(reward)
+            return log_probs, rewards
+    """)),
+    Shape("TW104", "look-alike: the expert actions are picked under no_grad", d("""
+        import numpy as np
+        import torch
+        def main_loop(policy_net, env):
+            state = env.reset()
+            for t in range(10000):
+                with torch.no_grad():
+                    action = policy_net(torch.tensor(state).unsqueeze(0))[0][0].numpy()
+                state, reward, done, _ = env.step(action)
+    """)),
+]

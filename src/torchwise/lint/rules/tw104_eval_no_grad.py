@@ -107,7 +107,10 @@ What it flags
   Also in a training loop: the model call that picks the action an environment steps with
   (`q_values = q_network(obs)`, then `actions = q_values.argmax(1).cpu().numpy()` and
   `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
-  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
+  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged) - or
+  that is made host data on the spot (`action = policy_net(s)[0][0].detach().numpy()`) and
+  stepped with, whatever else keeps it. Likewise in the environment loop of a script that
+  trains nothing (an expert-trajectory collector, an evaluation rollout).
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`, or after `self.model.eval()` in any method:
   `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
