@@ -802,3 +802,31 @@ QUIET += [
                 state, reward, done, _ = env.step(action)
     """)),
 ]
+
+# ------------------------------------------------------------- TW213 images fed one at a time in their own sizes
+# An image-retrieval evaluation turns cuDNN benchmarking on, shrinks every image with an
+# aspect-preserving `thumbnail()` in its dataset and loads one image per batch: each image has a
+# shape of its own, and each new shape is benchmarked again.
+_RETRIEVAL = d("""
+    import torch
+    import torch.backends.cudnn as cudnn
+    from PIL import Image
+    class RetrievalDataset(torch.utils.data.Dataset):
+        def __init__(self, paths, transform, imsize):
+            self.paths, self.transform, self.imsize = paths, transform, imsize
+        def __getitem__(self, index):
+            img = Image.open(self.paths[index]).convert("RGB")
+            img.thumbnail((self.imsize, self.imsize), Image.LANCZOS)
+            return self.transform(img), index
+    if __name__ == "__main__":
+        cudnn.benchmark = True
+        dataset = RetrievalDataset(paths, to_tensor, 224)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=1, num_workers=4)
+""")
+FIND += [Shape("TW213", "per-image shapes: thumbnail() in __getitem__, one image per batch, benchmark on", _RETRIEVAL, 12)]
+QUIET += [
+    Shape("TW213", "look-alike: the transform resizes every image to a fixed size", _RETRIEVAL.replace(
+        "return self.transform(img), index", "return self.transform(img.resize((224, 224))), index")),
+    Shape("TW213", "look-alike: the loader batches several images (they must share a shape)", _RETRIEVAL.replace(
+        "batch_size=1", "batch_size=32")),
+]
