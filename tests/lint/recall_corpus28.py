@@ -830,3 +830,38 @@ QUIET += [
     Shape("TW213", "look-alike: the loader batches several images (they must share a shape)", _RETRIEVAL.replace(
         "batch_size=1", "batch_size=32")),
 ]
+
+# ------------------------------------------------------------- TW104 two passes in one evaluation function
+# A name classifier's `test(name=None)` predicts one name and returns when given one; otherwise it
+# runs the test loop: two evaluation passes, each with autograd on.
+FIND += [
+    Shape("TW104", "the pass after a branch that predicts one item and returns", d("""
+        def test(name=None):
+            if name:
+                output = classifier(make_variables([name]))
+                print(output.data.max(1)[1])
+                return
+            correct = 0
+            for names, countries in test_loader:
+                output = classifier(make_variables(names))
+                correct += output.data.max(1)[1].eq(countries).sum()
+            print(correct)
+        classifier = RNNClassifier(57, 100, 18)
+        optimizer = torch.optim.Adam(classifier.parameters())
+    """), 8),
+]
+QUIET += [
+    Shape("TW104", "look-alike: the branch returns but the loop after it runs under no_grad", d("""
+        import torch
+        def test(name=None):
+            if name:
+                with torch.no_grad():
+                    print(classifier(make_variables([name])))
+                return
+            with torch.no_grad():
+                for names, countries in test_loader:
+                    output = classifier(make_variables(names))
+        classifier = RNNClassifier(57, 100, 18)
+        optimizer = torch.optim.Adam(classifier.parameters())
+    """)),
+]

@@ -62,6 +62,16 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
+    """The ``if`` of the function's own body that holds ``line`` and ends in ``return``: a pass of
+    its own (``if name: ...predict one name...; return``), with another pass after it."""
+    for stmt in scope.body:
+        if stmt.__class__ is ast.If and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) and stmt.body \
+                and stmt.body[-1].__class__ is ast.Return and line <= (stmt.body[-1].end_lineno or 0) and not stmt.orelse:
+            return stmt
+    return None
+
+
 _GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
@@ -80,7 +90,8 @@ What it flags
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
   training function; each stretch is reported, so a final test loop after the validation
-  passes gets its own finding). A model run is a call of the module (`model(x)`) or of a method that runs
+  passes gets its own finding; likewise the pass after an `if` that evaluates one item and
+  returns: `if name: ...; return`, then the test loop). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
@@ -307,7 +318,12 @@ Lint and the doctor
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
         # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
         start = None if named else min((c.lineno, c.col_offset) for c in evals)
-        return self._first_forward(ctx, scope, body, receivers, start, None)
+        first = self._first_forward(ctx, scope, body, receivers, start, None)
+        branch = _returning_branch(ctx, scope, first.line) if first is not None and not is_module else None
+        if branch is None:
+            return first
+        rest = self._first_forward(ctx, scope, body, receivers, (branch.end_lineno + 1, 0), None)
+        return [first, rest] if rest is not None else first  # `if name: predict one; return` then the test loop
 
     def _first_forward(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
                        start: tuple[int, int] | None, end: tuple[int, int] | None) -> Finding | None:
