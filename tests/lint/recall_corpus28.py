@@ -479,6 +479,15 @@ PROJECTS += [
                 model(x.to(device), y.to(device)).backward()
                 optimizer.step()
         """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
+    ProjectShape("TW403", "look-alike: the project's main script takes a --device option (cpu is one answer)", {
+        "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "main.py": d("""
+            import argparse
+            import torch
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--device", default="cuda:0")
+            args = parser.parse_args()
+            model = build().to(args.device)
+        """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
 ]
 
 # ------------------------------------------------------------- TW402 torch through a star import; a class picked by name

@@ -47,6 +47,21 @@ def _moved_name(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
+_DEVICE_OPTION = re.compile(r"""add_argument\(\s*["']--device["']""")
+
+
+def _project_cpu_path(ctx: Context) -> bool:
+    """Some file of the project offers a way to run without a GPU: a GPU check that chooses, a
+    "cpu" device, a device flag (project facts), or a `--device` option the user may set to cpu."""
+    if ctx.project.cpu_path_files:
+        return True
+    found = ctx.project.answers.get("tw403:device-option")
+    if found is None:
+        found = any("--device" in t and _DEVICE_OPTION.search(t) is not None for _, t in ctx.project.files)
+        ctx.project.answers["tw403:device-option"] = found
+    return found
+
+
 _CUDA_METHODS = frozenset({"cuda", "gpu", "to_cuda", "to_gpu", "cuda_"})
 
 
@@ -110,8 +125,8 @@ What it flags
   Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
   "cuda:0"): such a file is written for a GPU.
   Linted with its project, only where the project offers a way to run without a GPU somewhere -
-  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device or has a device
-  flag (`--no_cuda`, `use_gpu`): a project with no CPU path anywhere is written for GPUs, and its
+  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device, has a device
+  flag (`--no_cuda`, `use_gpu`) or a `--device` option: a project with no CPU path anywhere is written for GPUs, and its
   hard-coded CUDA breaks nothing it offers (a file linted on its own is judged by itself).
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
@@ -175,7 +190,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
+        if ctx.project.gpu_only or len(ctx.project.files) > 1 and not _project_cpu_path(ctx):
             return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
