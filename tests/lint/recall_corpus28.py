@@ -479,7 +479,7 @@ PROJECTS += [
                 model(x.to(device), y.to(device)).backward()
                 optimizer.step()
         """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
-    ProjectShape("TW403", "look-alike: the project's main script takes a --device option (cpu is one answer)", {
+    ProjectShape("TW403", "look-alike: another training script takes a --device option (cpu is one answer)", {
         "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "main.py": d("""
             import argparse
             import torch
@@ -487,6 +487,10 @@ PROJECTS += [
             parser.add_argument("--device", default="cuda:0")
             args = parser.parse_args()
             model = build().to(args.device)
+            optimizer = torch.optim.Adam(model.parameters())
+            for x, y in loader:
+                model(x.to(args.device), y.to(args.device)).backward()
+                optimizer.step()
         """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
 ]
 

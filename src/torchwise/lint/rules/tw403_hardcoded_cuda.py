@@ -47,21 +47,6 @@ def _moved_name(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
-_DEVICE_OPTION = re.compile(r"""add_argument\(\s*["']--device["']""")
-
-
-def _project_cpu_path(ctx: Context) -> bool:
-    """Some file of the project offers a way to run without a GPU: a GPU check that chooses, a
-    "cpu" device, a device flag (project facts), or a `--device` option the user may set to cpu."""
-    if ctx.project.cpu_path_files:
-        return True
-    found = ctx.project.answers.get("tw403:device-option")
-    if found is None:
-        found = any("--device" in t and _DEVICE_OPTION.search(t) is not None for _, t in ctx.project.files)
-        ctx.project.answers["tw403:device-option"] = found
-    return found
-
-
 _CUDA_METHODS = frozenset({"cuda", "gpu", "to_cuda", "to_gpu", "cuda_"})
 
 
@@ -190,7 +175,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if ctx.project.gpu_only or len(ctx.project.files) > 1 and not _project_cpu_path(ctx):
+        if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
             return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
