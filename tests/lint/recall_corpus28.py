@@ -878,3 +878,31 @@ QUIET += [
         optimizer = torch.optim.Adam(classifier.parameters())
     """)),
 ]
+# The vocoder's inference module: a global model built, moved (`_model = _model.cuda()`) and put in
+# eval mode by load_model(); its class's generate() decodes under no_grad itself.
+PROJECTS += [
+    ProjectShape("TW104", "look-alike: a global model moved after it is built; its class's generate() runs under no_grad", {
+        "vocoder/models/fatchord.py": d("""
+            import torch
+            import torch.nn as nn
+            class WaveRNN(nn.Module):
+                def generate(self, mels, batched):
+                    self.eval()
+                    with torch.no_grad():
+                        return self.fc(mels)
+        """),
+        "vocoder/inference.py": d("""
+            import torch
+            from vocoder.models.fatchord import WaveRNN
+            _model = None
+            def load_model(path):
+                global _model
+                _model = WaveRNN()
+                if torch.cuda.is_available():
+                    _model = _model.cuda()
+                _model.load_state_dict(torch.load(path, map_location="cpu"))
+                _model.eval()
+            def infer_waveform(mel, batched=True):
+                return _model.generate(torch.from_numpy(mel[None, ...]), batched)
+        """)}),
+]

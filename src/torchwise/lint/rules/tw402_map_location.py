@@ -91,16 +91,14 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
         return True
     if not names:
         return False
-    if scope.__class__ is ast.Module:  # a script that called its training function first (`train()` in its epoch loop)
-        trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
-        trained = any(ctx.scope_of(c) is scope and c.lineno < load.lineno and id(local_function(ctx, c)) in trainers
-                      for c in ctx.nodes.get(ast.Call, ()))
-    else:
-        trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
-    if not trained:
-        return False
     saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
-    return bool(names & saved)
+    if not names & saved:
+        return False
+    if scope.__class__ is ast.Module:  # a script that called its training function first (`train()` in its epoch loop)
+        trainers = {ctx.function_of(c).name for c in training_calls(ctx) if ctx.function_of(c) is not None}
+        return any(ctx.scope_of(c) is scope and c.lineno < load.lineno and local_function(ctx, c) is not None
+                   for c in ctx.calls_named(*trainers)) if trainers else False
+    return any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
 
 
 def _fresh_name(ctx: Context, load: ast.Call) -> bool:

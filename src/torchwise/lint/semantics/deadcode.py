@@ -98,10 +98,13 @@ def _looked_up_by_name(ctx: Context) -> bool:
     eval(model_type)``, ``globals()[args.arch]``): its classes may be alive without being named."""
     found = ctx._cache.get("deadcode:dynamic")
     if found is None:
+        lookups = ctx.project.answers.get("deadcode:lookups")
+        if lookups is None:  # the project's files that pick by a computed name, found once
+            lookups = [(p, t) for p, t in ctx.project.files if ("eval(" in t or "globals()[" in t) and _DYNAMIC.search(t)]
+            ctx.project.answers["deadcode:lookups"] = lookups
         stem = os.path.splitext(os.path.basename(ctx.path))[0]
-        found = _DYNAMIC.search(ctx.source) is not None or any(
-            p != ctx.path and stem in t and ("eval(" in t or "globals()[" in t) and _DYNAMIC.search(t) is not None
-            for p, t in ctx.project.files)
+        found = any(p == ctx.path or stem in t for p, t in lookups) or (
+            not ctx.project.files and _DYNAMIC.search(ctx.source) is not None)
         ctx._cache["deadcode:dynamic"] = found
     return found
 

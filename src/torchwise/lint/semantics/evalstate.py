@@ -18,7 +18,7 @@ import ast
 import re
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.models import runs_forward
 from torchwise.lint.semantics.projectcode import def_bodies
@@ -33,8 +33,9 @@ def _switched(ctx: Context, holder: ast.AST, base: str) -> dict[str, str]:
     mode (``x.eval()``) and that nothing puts back in training mode: name -> that function."""
     on: dict[str, str] = {}
     off: set[str] = set()
-    for call in ast.walk(holder):
-        if call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute or call.func.attr not in ("eval", "train"):
+    inside = (lambda c: True) if holder is ctx.tree else (lambda c: ctx.contains(holder, c))
+    for call in ctx.calls_named("eval", "train"):
+        if call.func.__class__ is not ast.Attribute or not inside(call):
             continue
         target = call.func.value
         if base == "self":
@@ -80,9 +81,10 @@ def _run_of(ctx: Context, call: ast.Call, name: str, base: str) -> bool:
 def _built_from(ctx: Context, holder: ast.AST, name: str, base: str) -> str | None:
     """The dotted class name the model was built from (``_model = WaveRNN(...)`` with
     ``from vocoder.models.fatchord_version import WaveRNN``: ``vocoder.models.fatchord_version.WaveRNN``)."""
-    for node in ast.walk(holder):
-        if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Call:
-            continue
+    for node in ctx.nodes.get(ast.Assign, ()):
+        if node.value.__class__ is not ast.Call or not (last_name(node.value.func) or "")[:1].isupper() \
+                or holder is not ctx.tree and not ctx.contains(holder, node):
+            continue  # (a constructor: `_model = WaveRNN(...)`, not `_model = _model.cuda()`)
         for t in node.targets:
             if (base == "self" and t.__class__ is ast.Attribute and t.attr == name and t.value.__class__ is ast.Name
                     and t.value.id == "self") or (base != "self" and t.__class__ is ast.Name and t.id == name):
@@ -132,8 +134,9 @@ def eval_state_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)``: the first run of such a model in each other function (see the module doc)."""
     if training_calls(ctx):
         return
+    switching = {id(ctx.class_of(c)) for c in ctx.calls_named("eval") if c.func.__class__ is ast.Attribute and not c.args}
     for cls in ctx.nodes.get(ast.ClassDef, ()):
-        if any(b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name)):
+        if id(cls) not in switching or any(b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name)):
             continue
         models = _switched(ctx, cls, "self")
         if not models or any(w in ctx.text(cls) for w in _GRAD_WORDS):

@@ -12,6 +12,8 @@ import re
 
 from torchwise.lint.engine import AST, Context
 
+_TOP_DEF = re.compile(r"^(?:class|def)[ \t]+(\w+)", re.M)
+
 
 def superseded(ctx: Context, top: AST) -> bool:
     """``top`` (a module-level class or function of a module nobody imports) shares its name with
@@ -19,6 +21,15 @@ def superseded(ctx: Context, top: AST) -> bool:
     name = getattr(top, "name", None)
     if not name or name.startswith("_") or not ctx.project.files:
         return False
+    defs = ctx.project.answers.get("superseded:defs")
+    if defs is None:  # module-level class and function names -> how many files define them, found once
+        defs = {}
+        for _, text in ctx.project.files:
+            for n in set(_TOP_DEF.findall(text)):
+                defs[n] = defs.get(n, 0) + 1
+        ctx.project.answers["superseded:defs"] = defs
+    if defs.get(name, 0) < 2:
+        return False  # no other module defines it
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     key = ("superseded", ctx.path, name)
     found = ctx.project.answers.get(key)
@@ -29,8 +40,8 @@ def superseded(ctx: Context, top: AST) -> bool:
 
 
 def _imported_elsewhere(ctx: Context, name: str, stem: str) -> bool:
-    word = re.compile(r"\b" + re.escape(name) + r"\b")
     defines = re.compile(r"^[ \t]*(?:class|def)[ \t]+" + re.escape(name) + r"\b", re.M)
+    imports = re.compile(r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import\b[^\n]*\b" + re.escape(name) + r"\b", re.M)
     sources: set[str] = set()
     defined_elsewhere = False
     for path, text in ctx.project.files:
@@ -38,10 +49,5 @@ def _imported_elsewhere(ctx: Context, name: str, stem: str) -> bool:
             continue
         if defines.search(text) and os.path.splitext(os.path.basename(path))[0] != stem:
             defined_elsewhere = True
-        for line in text.splitlines():
-            if name not in line or not word.search(line):
-                continue
-            m = re.match(r"[ \t]*from[ \t]+([\w.]+)[ \t]+import\b", line)
-            if m is not None:
-                sources.add(m.group(1).rsplit(".", 1)[-1])
+        sources.update(m.group(1).rsplit(".", 1)[-1] for m in imports.finditer(text))
     return defined_elsewhere and bool(sources) and stem not in sources
