@@ -222,7 +222,7 @@ Lint and the doctor
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         found = list({(f.line, f.col): f for f in self._findings(ctx)}.values())  # one finding per forward pass
-        dead = dead_ranges(ctx) if found else []
+        dead = dead_ranges(ctx, {f.line for f in found}) if found else []
         yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:

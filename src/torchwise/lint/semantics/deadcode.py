@@ -47,13 +47,14 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
 in_dead_function = dead_code
 
 
-def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
+def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, int]]:
     """``(first, last)`` lines of every function of the file that is dead code (empty when the file
-    is linted alone)."""
+    is linted alone); with ``lines``, only of the functions that hold one of them."""
     if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
         return []
     return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
-            for f in ctx.nodes.get(kind, ()) if dead_code(ctx, f)]
+            for f in ctx.nodes.get(kind, ()) if (lines is None or any(f.lineno <= n <= (f.end_lineno or f.lineno) for n in lines))
+            and dead_code(ctx, f)]
 
 
 def _module_in_use(ctx: Context) -> bool:
@@ -90,7 +91,21 @@ def _dead(ctx: Context, top: AST, depth: int) -> bool:
     return found
 
 
-_DYNAMIC = re.compile(r"(?<![\w.])eval\([ \t]*[A-Za-z_]|\bglobals\(\)\[")
+def _dynamic(text: str) -> bool:
+    """``eval(name)`` (not ``.eval()`` nor ``model_eval(``) or ``globals()[...]`` in ``text``: a
+    lookup by a computed name. Searched with ``str.find``, no regex over the whole text."""
+    if "globals()[" in text:
+        return True
+    pos = text.find("eval(")
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        if not (before.isalnum() or before in "_."):
+            after = text[pos + 5:pos + 40].lstrip(" \t")
+            if after[:1].isalpha() or after[:1] == "_":
+                return True
+        pos = text.find("eval(", pos + 5)
+    return False
+
 
 
 def _looked_up_by_name(ctx: Context) -> bool:
@@ -100,11 +115,11 @@ def _looked_up_by_name(ctx: Context) -> bool:
     if found is None:
         lookups = ctx.project.answers.get("deadcode:lookups")
         if lookups is None:  # the project's files that pick by a computed name, found once
-            lookups = [(p, t) for p, t in ctx.project.files if ("eval(" in t or "globals()[" in t) and _DYNAMIC.search(t)]
+            lookups = [(p, t) for p, t in ctx.project.files if _dynamic(t)]
             ctx.project.answers["deadcode:lookups"] = lookups
         stem = os.path.splitext(os.path.basename(ctx.path))[0]
         found = any(p == ctx.path or stem in t for p, t in lookups) or (
-            not ctx.project.files and _DYNAMIC.search(ctx.source) is not None)
+            not ctx.project.files and _dynamic(ctx.source))
         ctx._cache["deadcode:dynamic"] = found
     return found
 

@@ -117,49 +117,56 @@ def _class_block(text: str, cls: str) -> str | None:
 
 
 def _first_run(ctx: Context, func: ast.AST, name: str, base: str, klass: str | None) -> ast.Call | None:
-    if func.name in _SKIP or any(w in ctx.text(func) for w in _GRAD_WORDS):
+    if func.name in _SKIP:
+        return None
+    node = next((n for n in ctx.walk_body(func.body) if n.__class__ is ast.Call and n.args and _run_of(ctx, n, name, base)
+                 and not under_no_grad(ctx, n)), None)
+    if node is None or any(w in ctx.text(func) for w in _GRAD_WORDS):
         return None
     callers = ctx.calls_named(func.name)
     if callers and all(under_no_grad(ctx, c) for c in callers):
         return None
-    for node in ctx.walk_body(func.body):
-        if node.__class__ is ast.Call and node.args and _run_of(ctx, node, name, base) and not under_no_grad(ctx, node):
-            if node.func.__class__ is ast.Attribute and _method_without_grad(ctx, klass, node.func.attr):
-                return None  # the model's own method switches autograd off
-            return node
-    return None
+    if node.func.__class__ is ast.Attribute and _method_without_grad(ctx, klass, node.func.attr):
+        return None  # the model's own method switches autograd off
+    return node
 
 
 def eval_state_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)``: the first run of such a model in each other function (see the module doc)."""
-    if training_calls(ctx):
+    evals = [c for c in ctx.calls_named("eval") if c.func.__class__ is ast.Attribute and not c.args]
+    on_self = [c for c in evals if c.func.value.__class__ is ast.Attribute and c.func.value.value.__class__ is ast.Name
+               and c.func.value.value.id == "self"]
+    on_globals = ctx.nodes.get(ast.Global) and any(c.func.value.__class__ is ast.Name for c in evals)
+    if not (on_self or on_globals) or training_calls(ctx):
         return
-    switching = {id(ctx.class_of(c)) for c in ctx.calls_named("eval") if c.func.__class__ is ast.Attribute and not c.args}
+    switching = {id(ctx.class_of(c)) for c in on_self}
     for cls in ctx.nodes.get(ast.ClassDef, ()):
         if id(cls) not in switching or any(b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name)):
             continue
         models = _switched(ctx, cls, "self")
         if not models or any(w in ctx.text(cls) for w in _GRAD_WORDS):
             continue
+        built = {name: _built_from(ctx, cls, name, "self") for name in models}
         for method in cls.body:
             if method.__class__ is not ast.FunctionDef:
                 continue
             for name, where in models.items():
                 if method.name == where:
                     continue  # the function that switches the mode is checked as an evaluation scope of its own
-                node = _first_run(ctx, method, name, "self", _built_from(ctx, cls, name, "self"))
+                node = _first_run(ctx, method, name, "self", built[name])
                 if node is not None:
                     yield node, (f"{method.name}() runs self.{name} (put in eval mode by {where}(): inference) with autograd "
                                  "recording; evaluation needs no graph")
                     break
-    models = _global_models(ctx)
+    models = _global_models(ctx) if on_globals else {}
+    built = {name: _built_from(ctx, ctx.tree, name, "global") for name in models}
     for func in ctx.tree.body if models else ():
         if func.__class__ is not ast.FunctionDef:
             continue
         for name, where in models.items():
             if func.name == where:
                 continue
-            node = _first_run(ctx, func, name, "global", _built_from(ctx, ctx.tree, name, "global"))
+            node = _first_run(ctx, func, name, "global", built[name])
             if node is not None:
                 yield node, (f"{func.name}() runs {name} (put in eval mode by {where}(): inference) with autograd "
                              "recording; evaluation needs no graph")

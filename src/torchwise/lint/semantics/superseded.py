@@ -12,7 +12,21 @@ import re
 
 from torchwise.lint.engine import AST, Context
 
-_TOP_DEF = re.compile(r"^(?:class|def)[ \t]+(\w+)", re.M)
+
+
+def _top_names(text: str) -> set[str]:
+    """Names of the module-level ``class``/``def`` lines of ``text`` (found with ``str.find``)."""
+    out = set()
+    for head in ("\nclass ", "\ndef "):
+        pos = text.find(head)
+        while pos >= 0:
+            start = pos + len(head)
+            end = start
+            while end < len(text) and (text[end].isalnum() or text[end] == "_"):
+                end += 1
+            out.add(text[start:end])
+            pos = text.find(head, end)
+    return out
 
 
 def superseded(ctx: Context, top: AST) -> bool:
@@ -25,7 +39,7 @@ def superseded(ctx: Context, top: AST) -> bool:
     if defs is None:  # module-level class and function names -> how many files define them, found once
         defs = {}
         for _, text in ctx.project.files:
-            for n in set(_TOP_DEF.findall(text)):
+            for n in _top_names(text):
                 defs[n] = defs.get(n, 0) + 1
         ctx.project.answers["superseded:defs"] = defs
     if defs.get(name, 0) < 2:
