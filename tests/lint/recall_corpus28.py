@@ -162,7 +162,7 @@ QUIET += [
                     out = nn.parallel.data_parallel(G, (z, G.shared(y)))
                 else:
                     out = G(z, G.shared(y))
-            return out
+            return out, y
         def train_step(G, D, opt, x):
             loss = D(G(x)).mean()
             loss.backward()
