@@ -431,7 +431,8 @@ _QUERY = d("""
 """)
 PROJECTS += [
     ProjectShape("TW403", "attack query strategies (backward to the input, no optimizer) move the classifier back with .cuda()", {
-        "demo.py": _DEMO, "nets.py": _NET, "strategies.py": _QUERY, "strategies2.py": _QUERY},
+        "demo.py": _DEMO, "nets.py": _NET, "strategies.py": _QUERY,
+        "strategies2.py": _QUERY.replace("class AttackQuery", "class AdversarialQuery")},
         (("strategies.py", 15), ("strategies2.py", 15))),
     ProjectShape("TW403", "look-alike: the same files as training scripts (an optimizer step) hard-coding CUDA: GPU-only by design", {
         "demo.py": _DEMO, "nets.py": _NET,

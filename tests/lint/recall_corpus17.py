@@ -118,9 +118,8 @@ _DENSITY = d("""
 PROJECTS += [
     ProjectShape("TW403", "crowd-counting project: its one script pins the GPU from its gpu argument, then .cuda()", {
         "train.py": _PINNED_SCRIPT, "image.py": _DENSITY}),
-    ProjectShape("TW403", "look-alike: the same script without pinning a GPU keeps its findings", {
-        "train.py": d(_PINNED.format(pin="print(args.gpu)")), "image.py": _DENSITY},
-        (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
+    ProjectShape("TW403", "the same script without pinning a GPU, in a project with no CPU path anywhere: GPU-only by design", {
+        "train.py": d(_PINNED.format(pin="print(args.gpu)")), "image.py": _DENSITY}),
     ProjectShape("TW403", "look-alike: a sibling script offers --cpu - the pinned script keeps its findings", {
         "train.py": _PINNED_SCRIPT, "train_cls.py": d("""
             import argparse

@@ -866,8 +866,9 @@ PROJECTS += [
                 def forward(self, x):
                     return x
         """),
-        "train.py": "import torch\nfrom swagan import InverseHaar\nnet = InverseHaar()\nprint(net(torch.zeros(1)))\n"}),
-    ProjectShape("TW403", "look-alike: the same helper called by the model", {
+        "train.py": "import torch\nfrom swagan import InverseHaar\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+                    "net = InverseHaar().to(device)\nprint(net(torch.zeros(1)))\n"}),
+    ProjectShape("TW403", "look-alike: the same helper called by the model, in a project whose script falls back to the CPU", {
         "swagan.py": d("""
             import torch
             def iwt_init(x):
@@ -878,7 +879,8 @@ PROJECTS += [
                 def forward(self, x):
                     return iwt_init(x)
         """),
-        "train.py": "import torch\nfrom swagan import InverseHaar\nnet = InverseHaar()\nprint(net(torch.zeros(1)))\n"},
+        "train.py": "import torch\nfrom swagan import InverseHaar\ndevice = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+                    "net = InverseHaar().to(device)\nprint(net(torch.zeros(1)))\n"},
         (("swagan.py", 3),)),
 ]
 

@@ -271,7 +271,7 @@ def test_a_module_and_its_callers_are_parsed_once_and_reported_in_path_order(
         "loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)\n"
         "engine.train(model, loader, 'cuda')\nx = torch.ones(3).cuda()\n")
     (tmp_path / "engine.py").write_text(
-        "def train(model, loader, device):\n    for x, y in loader:\n        x = x.to(device)\n"
+        "def train(model, loader, device='cpu'):\n    for x, y in loader:\n        x = x.to(device)\n"
         "        loss = model(x).sum()\n        loss.backward()\n")
     parsed: list[str] = []
     real = ast.parse

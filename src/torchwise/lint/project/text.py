@@ -14,8 +14,8 @@ _GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + 
 _GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
 _NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
 # a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a device
-# flag (`--no_cuda`, `use_gpu`, `args.cuda`), another accelerator (substrings), or a "cpu" device
-# chosen (not a map_location or a move back)
+# flag (`--no_cuda`, `use_gpu`, `args.cuda`) or option (`add_argument("--device")`), another
+# accelerator (substrings), or a "cpu" device chosen (not a map_location or a move back)
 _CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
              "--cpu", "use_gpu", "use_cuda", "args.cuda", "if cuda else", "if cuda:")
 _AVAILABLE = re.compile(r"is_available\(")
@@ -33,9 +33,14 @@ def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
     return False
 
 
+_DEVICE_OPTION = re.compile(r"""add_argument\([ \t]*["']--device["']""")
+
+
 def _cpu_path(text: str) -> bool:
     if "is_available(" in text and gpu_check(text, _AVAILABLE):
         return True
+    if "--device" in text and _DEVICE_OPTION.search(text) is not None:
+        return True  # a device option: "cpu" is one answer
     if any(w in text for w in _CPU_PATH[1:]) or ("mps" in text and _MPS.search(text) is not None):
         return True
     if "cpu" not in text:

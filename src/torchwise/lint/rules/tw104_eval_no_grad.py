@@ -13,10 +13,12 @@ from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
-from torchwise.lint.semantics.evalregions import eval_flag, eval_regions, evaluation_method, grad_events
+from torchwise.lint.semantics.evaldecode import decoding_runs
+from torchwise.lint.semantics.evalstate import eval_state_runs
+from torchwise.lint.semantics.evalregions import called_for_training, eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
-from torchwise.lint.semantics.evalsingle import single_inferences
+from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 from torchwise.lint.semantics.values import local_function
 
@@ -60,6 +62,16 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
+    """The ``if`` of the function's own body that holds ``line`` and ends in ``return``: a pass of
+    its own (``if name: ...predict one name...; return``), with another pass after it."""
+    for stmt in scope.body:
+        if stmt.__class__ is ast.If and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) and stmt.body \
+                and stmt.body[-1].__class__ is ast.Return and line <= (stmt.body[-1].end_lineno or 0) and not stmt.orelse:
+            return stmt
+    return None
+
+
 _GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
@@ -78,7 +90,8 @@ What it flags
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
   training function; each stretch is reported, so a final test loop after the validation
-  passes gets its own finding). A model run is a call of the module (`model(x)`) or of a method that runs
+  passes gets its own finding; likewise the pass after an `if` that evaluates one item and
+  returns: `if name: ...; return`, then the test loop). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
@@ -94,9 +107,10 @@ What it flags
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
   files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
-  `test(self, setting)` method of an experiment class that is no `TestCase`, and a module-level
-  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, are
-  evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  `test(self, setting)` method of an experiment class that is no `TestCase`, a module-level
+  `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, and a
+  parameterless `def test():` that puts a global model in eval mode and loops, asserting nothing,
+  are evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
   `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
@@ -104,7 +118,10 @@ What it flags
   Also in a training loop: the model call that picks the action an environment steps with
   (`q_values = q_network(obs)`, then `actions = q_values.argmax(1).cpu().numpy()` and
   `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
-  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged).
+  returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged) - or
+  that is made host data on the spot (`action = policy_net(s)[0][0].detach().numpy()`) and
+  stepped with, whatever else keeps it. Likewise in the environment loop of a script that
+  trains nothing (an expert-trajectory collector, an evaluation rollout).
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`, or after `self.model.eval()` in any method:
   `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
@@ -138,6 +155,17 @@ What it flags
   run it (`self.model.encoder(x)`, `self.model(x)`) outside no_grad: reported once per method at
   its first forward pass - unless the class backpropagates, steps an optimizer or switches grad
   mode itself, or the file calls that method only under no_grad.
+  And an inference API whose model one function puts in eval mode and others run: a class's
+  `load()` (`self._model.eval()`) and its `synthesize(...)` running `self._model.generate(...)`,
+  or a module's `load_model()` (`global _model; ...; _model.eval()`) and its `embed(frames)`
+  running `_model.forward(frames)` - reported once per running function, unless the model is put
+  back in training mode, the class or file trains, the function switches grad mode, every call of
+  it is under no_grad, or the model's class runs that method under no_grad itself.
+  And autoregressive decoding for inference: a function named for it (`generate`, `translate`,
+  `sample`, `decode`, `beam_search`; no `nn.Module` method) whose loop runs a network, reads its
+  output on the host (`output.data`, `.item()`) and feeds the choice back as the next input, and
+  that returns text or host values, with no backward or grad switch of its own: reported at its
+  first network run (a char-RNN's `generate(decoder, prime_str)`, a seq2seq `translate(text)`).
   And an RL agent's `eval_step(self, state)` that runs its network and returns host data
   (`to_np(action)`, a NumPy result, `[action]`), and an agent's `step()`/`_transition()` that steps
   its environment once per call (`next_state, reward, done, info = self.task.step(action)`) after
@@ -158,7 +186,9 @@ What it flags
   block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
   holds (a GAN projector rendering the latent it optimised).
-  Quiet besides: a helper handed a network whose parameters were all frozen first, a function
+  Quiet besides: a single run outside loops on inputs made up in place (`data =
+  torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
+  before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
   definition in the project runs under no_grad itself or hands over to another object's method of
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
@@ -191,8 +221,8 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        found = list(self._findings(ctx))
-        dead = dead_ranges(ctx) if found else []
+        found = list({(f.line, f.col): f for f in self._findings(ctx)}.values())  # one finding per forward pass
+        dead = dead_ranges(ctx, {f.line for f in found}) if found else []
         yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
@@ -220,6 +250,11 @@ Lint and the doctor
                           for node, who in frozen_forwards(ctx, scope)]
             yield from {(f.line, f.col): f for f in found}.values()
         for node, message in eval_built_runs(ctx) if "=True" in ctx.source or "=False" in ctx.source else ():
+            yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
+        for node, message in decoding_runs(ctx):
+            if not called_for_training(ctx, ctx.function_of(node)):
+                yield ctx.finding(self.code, node, message, suggestion="decode under `with torch.inference_mode():`")
+        for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
@@ -277,13 +312,18 @@ Lint and the doctor
             return [out[k] for k in sorted(out)]
         if not is_module and self._only_called_without_grad(ctx, scope):
             return None
-        if not is_module and self._called_for_training(ctx, scope):
+        if not is_module and called_for_training(ctx, scope):
             return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
             return None  # a callback given to an evaluator of another module: that caller sets grad mode
         # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
         start = None if named else min((c.lineno, c.col_offset) for c in evals)
-        return self._first_forward(ctx, scope, body, receivers, start, None)
+        first = self._first_forward(ctx, scope, body, receivers, start, None)
+        branch = _returning_branch(ctx, scope, first.line) if first is not None and not is_module else None
+        if branch is None:
+            return first
+        rest = self._first_forward(ctx, scope, body, receivers, (branch.end_lineno + 1, 0), None)
+        return [first, rest] if rest is not None else first  # `if name: predict one; return` then the test loop
 
     def _first_forward(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
                        start: tuple[int, int] | None, end: tuple[int, int] | None) -> Finding | None:
@@ -309,6 +349,8 @@ Lint and the doctor
                         continue
             if is_module and not ctx.enclosing_loops(node) and inner is None:
                 continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
+            if not is_module and start is not None and not is_eval_name(scope.name) and shape_probe(ctx, node):
+                continue  # model.eval(); feat = model(torch.randn(2, 3, 32, 32)): a one-off probe of output shapes
             if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
                     or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
                 continue  # (a helper handed a network whose parameters were all frozen records nothing)
@@ -337,38 +379,6 @@ Lint and the doctor
         return False
 
     @staticmethod
-    def _called_for_training(ctx: Context, func: ast.AST) -> bool:
-        """Called by this file in computing a value that is backpropagated
-        (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
-        calls = ctx.calls_named(func.name)
-        if not calls:
-            return False
-        for backward in backward_calls(ctx):
-            receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
-            if receiver is None:
-                continue
-            if any(_inside(c, receiver) for c in calls):
-                return True
-            scope = ctx.scope_of(backward)
-            feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
-            assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
-            values: list[ast.AST] = []
-            for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
-                grown = False
-                for a in assigns:
-                    targets = a.targets if a.__class__ is ast.Assign else [a.target]
-                    names = {t.id for t in targets if t.__class__ is ast.Name}
-                    if names & feeding and a.value not in values:
-                        values.append(a.value)
-                        feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
-                        grown = True
-                if not grown:
-                    break
-            if any(_inside(c, v) for c in calls for v in values):
-                return True
-        return False
-
-    @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
         calls = ctx.calls_named(func.name)
         if not calls:
@@ -376,10 +386,6 @@ Lint and the doctor
         return any(under_no_grad(ctx, c) for c in calls)
 
 
-
-
-def _inside(node: ast.AST, tree: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(tree))
 
 
 RULE = EvalWithoutNoGrad()

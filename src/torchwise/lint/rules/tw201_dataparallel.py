@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.dataparallel import dataparallel_classes, trains_through
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 
@@ -289,7 +290,17 @@ class DataParallelUsed(Rule):
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
   `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
-  `torch.nn.parallel.data_parallel`. `isinstance` checks are not flagged, nor a network that
+  `torch.nn.parallel.data_parallel`, and the project's own subclasses of `nn.DataParallel`
+  (`class BalancedDataParallel(DataParallel)`, also through a chain of project classes). Only
+  where the code around it trains: the file runs a backward pass or an optimizer step, the
+  wrapper is made in a function or class named for training (`def
+  train(args)`, `class BaseTrainer`) or handed to a call named for it
+  (`GAN_training_function(G, D, GD, ...)`), or the module-level function or class that makes it
+  is called by another file of the project that trains (a model builder in a utils module). A
+  prediction script, an inference app or a metric's helper that trains nothing is left alone
+  (a file linted on its own, whose callers lint cannot see, is still checked). The functional
+  `data_parallel(G, inputs)` under `torch.no_grad()` is a forward pass for sampling: not
+  flagged. `isinstance` checks are not flagged, nor a network that
   only runs inference - put in eval mode or with its parameters frozen, never back in training
   mode and never given to an optimizer (a metric's feature extractor, a frozen teacher), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
@@ -323,9 +334,13 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"):
+        for call in self._wrappers(ctx):
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
+            if not trains_through(ctx, call):
+                continue  # nothing around it trains (a prediction script, an inference app): no gradients to gather
+            if under_no_grad(ctx, call) and ctx.qualname(call.func) == "torch.nn.parallel.data_parallel":
+                continue  # the functional form is the forward pass itself: sampling under no_grad
             if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
                     _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call):
@@ -334,6 +349,20 @@ Fix
         for call in _hand_dp_steps(ctx):
             yield self._finding(ctx, call, f"{ctx.text(call.func)}() is DataParallel written by hand (replicate/scatter/"
                                 "parallel_apply/gather): one process drives all GPUs every step")
+
+    @staticmethod
+    def _wrappers(ctx: Context) -> list[ast.Call]:
+        """Calls of ``nn.DataParallel``, the functional ``data_parallel`` and the project's own
+        subclasses of ``nn.DataParallel`` (``UserScatteredDataParallel(net, device_ids=gpus)``)."""
+        calls = list(ctx.calls_to("torch.nn.DataParallel", "torch.nn.parallel.data_parallel"))
+        own = dataparallel_classes(ctx.project) if ctx.project.files and "DataParallel" in ctx.source else ()
+        if own:
+            seen = {id(c) for c in calls}
+            for c in ctx.calls_named(*own):
+                q = ctx.qualname(c.func)
+                if id(c) not in seen and (q is None or not q.startswith("torch.") and q.rsplit(".", 1)[-1] == last_name(c.func)):
+                    calls.append(c)
+        return calls
 
     def _finding(self, ctx: Context, call: ast.Call, what: str) -> Finding:
         return ctx.finding(self.code, call, f"{what}; DistributedDataParallel is faster and scales",

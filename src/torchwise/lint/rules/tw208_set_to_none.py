@@ -79,15 +79,21 @@ def _marked_requires_grad(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _zero_fill(call: ast.Call) -> bool:
+    """``p.grad.data.fill_(0)``: a memset written with ``fill_``."""
+    return len(call.args) == 1 and call.args[0].__class__ is ast.Constant and call.args[0].value == 0 \
+        and call.args[0].value is not False
+
+
 class ZeroGradMemset(Rule):
     code = "TW208"
     name = "zero-grad-memset"
-    triggers = ("zero_grad", "zero_")
+    triggers = ("zero_grad", "zero_", "fill_(0")
     fixable = True
     doc = """\
 What it flags
   `zero_grad(set_to_none=False)` (or `zero_grad(False)`) on an optimizer or module, and
-  hand-written `p.grad.zero_()` / `p.grad.data.zero_()`, except inside a branch that tests
+  hand-written `p.grad.zero_()` / `p.grad.data.zero_()` / `p.grad.data.fill_(0)`, except inside a branch that tests
   `set_to_none` itself (an implementation of both behaviours). Not flagged: the gradient of a
   tensor the same function turned on itself (`x.requires_grad_()` or `x.requires_grad = True`,
   then `loss.backward()`, `x.grad.zero_()`): an input perturbed by an adversarial attack or
@@ -129,15 +135,17 @@ Fix
                         why_unsafe="this file reads `.grad`; after zero_grad() it is None (also for parameters "
                         "that get no gradient), where that code expects a tensor" if reads_grad else ""),
             )
-        for call in ctx.calls_named("zero_"):
+        for call in ctx.calls_named("zero_", "fill_"):
             func = call.func
-            if func.__class__ is not ast.Attribute or call.args or not _grad_chain(func.value):
+            if func.__class__ is not ast.Attribute or not _grad_chain(func.value) or call.keywords or (
+                    call.args if func.attr == "zero_" else not _zero_fill(call)):
                 continue
             if self._implements_both(ctx, call) or _marked_requires_grad(ctx, call):
                 continue
             yield ctx.finding(
                 self.code, call,
-                f"{ctx.text(func.value)}.zero_() writes zeros into the gradient; setting it to None is cheaper",
+                f"{ctx.text(func)}({ctx.text(call.args[0]) if call.args else ''}) writes zeros into the gradient; "
+                "setting it to None is cheaper",
                 suggestion="use optimizer.zero_grad() or set the gradient to None",
             )
 

@@ -13,6 +13,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
+from torchwise.lint.semantics.workerseeds import in_worker_code, loaders_use_workers
 
 # helpers that seed everything at once (frameworks, torchwise itself)
 _SEED_ALL = frozenset({"seed_everything", "set_seed", "set_random_seed", "fix_seed", "setup_seed", "seed_all", "set_seeds", "init_seeds", "fix_seeds"})
@@ -172,7 +173,11 @@ What it flags
   (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):
   it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
-  (`torch.randperm(n, generator=g)`).
+  (`torch.randperm(n, generator=g)`). Nor is a draw in a dataset's `__getitem__` or a
+  transform's `__call__` (`GaussianBlur.__call__` drawing `random.random()`) where torch is
+  seeded and the project's loaders run workers (a `num_workers=` that is not 0, and no
+  `--num_workers` option defaulting to 0): each worker seeds `random`, NumPy and torch from
+  torch's seeded generator.
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
@@ -224,7 +229,7 @@ Fix
         if not seeded or first_seed is None:
             yield from self._unseeded_in_project(ctx)
             return
-        uses = self._uses(ctx)
+        uses = self._uses(ctx, workers_seeded="torch" in seeded or "torch" in ctx.project.seeded)
         for family in ("random", "numpy", "torch"):
             if family in seeded or family not in uses or family in ctx.project.seeded:
                 continue  # seeded here, unused, or seeded by the project's entry point
@@ -266,7 +271,7 @@ Fix
             return  # (seeds that only fix a data split are no attempt at a reproducible run)
         if project.files and ctx.path not in reached_from(project, project.seed_files):
             return  # no seeding script imports this module: another program (a notebook of a course)
-        uses = self._uses(ctx, draws_only=True)
+        uses = self._uses(ctx, draws_only=True, workers_seeded="torch" in project.seeded)
         for family in ("random", "numpy", "torch"):
             if family in project.seeded or family not in uses:
                 continue
@@ -299,7 +304,7 @@ Fix
         return ", ".join(names[s] for s in sorted(seeded))
 
     @staticmethod
-    def _uses(ctx: Context, draws_only: bool = False) -> dict[str, ast.AST]:
+    def _uses(ctx: Context, draws_only: bool = False, workers_seeded: bool = False) -> dict[str, ast.AST]:
         found: dict[str, list[ast.AST]] = {}
 
         def note(family: str, node: ast.AST) -> None:
@@ -337,7 +342,8 @@ Fix
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n) and not _draws_seed(ctx, n)
                           and not _names_only(ctx, n)
-                          and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))), None)
+                          and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))
+                          and not (workers_seeded and in_worker_code(ctx, n) and loaders_use_workers(ctx))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses

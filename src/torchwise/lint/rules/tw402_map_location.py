@@ -16,6 +16,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
                                                 reload_after_training_method, restored_into, restores_device_state)
+from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -88,13 +89,16 @@ def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
             return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
     if _best_after_training_call(ctx, load, scope, path):
         return True
-    if scope.__class__ is ast.Module or not names:
-        return False
-    trained = any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
-    if not trained:
+    if not names:
         return False
     saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
-    return bool(names & saved)
+    if not names & saved:
+        return False
+    if scope.__class__ is ast.Module:  # a script that called its training function first (`train()` in its epoch loop)
+        trainers = {ctx.function_of(c).name for c in training_calls(ctx) if ctx.function_of(c) is not None}
+        return any(ctx.scope_of(c) is scope and c.lineno < load.lineno and local_function(ctx, c) is not None
+                   for c in ctx.calls_named(*trainers)) if trainers else False
+    return any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
 
 
 def _fresh_name(ctx: Context, load: ast.Call) -> bool:
@@ -255,7 +259,8 @@ class LoadWithoutMapLocation(Rule):
     triggers = ("load",)
     doc = """\
 What it flags
-  `torch.load(...)` without `map_location` (by keyword or as the second positional argument)
+  `torch.load(...)` without `map_location` (by keyword or as the second positional argument;
+  also where torch reaches the file only through `from model import *` of a project module)
   in a file that evidently uses a GPU (`.cuda()`, a `"cuda"` device, `torch.cuda`), where the
   checkpoints it reads are likely to hold CUDA tensors - or an optimizer's state,
   `optimizer.load_state_dict(torch.load(path))`, in a checkpoint helper of a project that trains
@@ -297,7 +302,9 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), projects that are
+  `torch.load(best_path)`: the same process and device), a script's module-level reload, after
+  its loop called the file's training function, of a file name the project saves (`with
+  open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
   scripts always move the model they train to CUDA) - except a script that turns the GPU on
   by an opt-in flag (`parser.add_argument('-gpu', action='store_true')`, its default run is
@@ -328,6 +335,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to("torch.load")
+        if "import *" in ctx.source and star_names(ctx).get("torch") == "torch":  # torch handed on by `from model import *`
+            calls = [*calls, *(c for c in ctx.calls_named("load") if c not in calls and star_qualname(ctx, c.func) == "torch.load")]
         if not calls:
             return
         for call in calls:

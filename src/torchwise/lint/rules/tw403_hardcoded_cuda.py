@@ -47,6 +47,18 @@ def _moved_name(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
+_CUDA_METHODS = frozenset({"cuda", "gpu", "to_cuda", "to_gpu", "cuda_"})
+
+
+def _device_method(ctx: Context, node: ast.AST) -> bool:
+    """``node`` is in a method named for moving its object to CUDA (``def cuda(self): self.prob =
+    self.prob.cuda()``, mirroring ``nn.Module.cuda()``): it runs only when its caller asks for the
+    GPU, and an unconditional call of it is where a CPU path breaks."""
+    func = ctx.function_of(node)
+    return func is not None and func.__class__ is not ast.Lambda and func.name in _CUDA_METHODS \
+        and ctx.parent(func).__class__ is ast.ClassDef
+
+
 def _only_default_guards(ctx: Context, node: ast.AST) -> bool:
     """Every device ``if`` around ``node`` tests a parameter that defaults to True and that no call
     passes (``def one_hot(idx, size, cuda=True): ... if cuda: v = v.cuda()``, called as
@@ -97,6 +109,10 @@ What it flags
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
   Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
   "cuda:0"): such a file is written for a GPU.
+  Linted with its project, only where the project offers a way to run without a GPU somewhere -
+  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device, has a device
+  flag (`--no_cuda`, `use_gpu`) or a `--device` option: a project with no CPU path anywhere is written for GPUs, and its
+  hard-coded CUDA breaks nothing it offers (a file linted on its own is judged by itself).
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -115,7 +131,12 @@ What it flags
   the same script is still reported, since it breaks the CPU path the flag offers. So is one
   under `if cuda:` where `cuda` is a parameter of its function that defaults to True and that no
   call passes (`def one_hot(idx, size, cuda=True)`, called as `one_hot(t, n)`): that guard is
-  always on. Code that nothing in the project calls or names is left alone (it never runs). A project is
+  always on. Code that nothing in the project calls or names is left alone (it never runs), and
+  so is an old version of a class kept in a module nobody imports while the project imports a
+  class of that name from another module (`deepmind_version.py` beside `fatchord_version.py`,
+  both defining `WaveRNN`). The body of a class's own `cuda()` method (`def cuda(self):
+  self.prob = self.prob.cuda()`, also `gpu`, `to_cuda`, `to_gpu`) runs only when its caller asks
+  for the GPU: the unconditional call of it (`self.sampler.cuda()`) is reported instead. A project is
   also GPU-only by design when two or more of its files hard-code CUDA and none has any way to
   run without a GPU (no GPU check, no `"cpu"` device chosen, no device flag), or when the only
   such ways are in files that train nothing (an inference module's `"cuda" if
@@ -154,8 +175,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if ctx.project.gpu_only:
-            return  # the project as a whole is GPU-only by design (torchwise.lint.project)
+        if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
+            return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
@@ -272,6 +293,8 @@ Fix
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         if in_dead_function(ctx, node):
             return None  # code nothing in the project calls never runs (METHOD R5)
+        if _device_method(ctx, node):
+            return None  # the body of a class's own cuda(): it runs when its caller asks for CUDA (the call is reported)
         if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
             return None  # module-level demo on random inputs (draw the graph, time a forward)
         return ctx.finding(

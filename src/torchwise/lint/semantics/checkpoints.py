@@ -290,7 +290,8 @@ _FILE_NAME = re.compile(r"[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}$")
 def file_names(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> set[str]:
     """The file names a path expression evidently ends with: ``"ckpt/best.pth"``,
     ``os.path.join(d, "training_args.bin")``, ``f"{root}/adj_t.pt"``, ``path + "/" + "checkpoint.pth"``,
-    also through a name bound to one (``best_model_path = path + "/" + "checkpoint.pth"``)."""
+    also through a name bound to one (``best_model_path = path + "/" + "checkpoint.pth"``) or to a
+    file opened on one (``with open(os.path.join(d, "model.pt"), "rb") as f``)."""
     out: set[str] = set()
     if expr is None or depth <= 0:
         return out
@@ -303,4 +304,7 @@ def file_names(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> set[
             b = ctx.binding_at(node.id, use)
             if b is not None and b.kind == "assign" and b.value is not None:
                 out |= file_names(ctx, b.value, b.node, depth - 1)
+            elif b is not None and b.kind == "with" and b.value.__class__ is ast.Call and b.value.args \
+                    and b.value.func.__class__ is ast.Name and b.value.func.id == "open":
+                out |= file_names(ctx, b.value.args[0], b.node, depth - 1)  # with open(path, "rb") as f: torch.load(f)
     return out

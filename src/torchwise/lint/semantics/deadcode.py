@@ -5,7 +5,10 @@ distributed helper), or that only dead code names (``sequence_mask`` called only
 occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
 (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
-is an entry point of a library, whose callers are not in the project. A text test per name,
+is an entry point of a library, whose callers are not in the project - unless it is an old version
+of a class or function the project imports from another module (:mod:`.superseded`). A class is
+never dead where its module, or one that names it, picks classes by a computed name (``Model =
+eval(model_type)``, ``globals()[name]``). A text test per name,
 cached per project or file."""
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.superseded import superseded
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
 _CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
@@ -27,9 +31,9 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     is linted with its project (a file linted alone cannot know its callers)."""
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
-    if not _module_in_use(ctx):
-        return False
     top = _top_level_of(ctx, node)
+    if not _module_in_use(ctx):
+        return top is not None and superseded(ctx, top)  # an old version of a class the project imports from elsewhere
     if top is not None and _dead(ctx, top, 2):
         return True
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
@@ -43,13 +47,14 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
 in_dead_function = dead_code
 
 
-def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
+def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, int]]:
     """``(first, last)`` lines of every function of the file that is dead code (empty when the file
-    is linted alone)."""
+    is linted alone); with ``lines``, only of the functions that hold one of them."""
     if not ctx.project.files or not any(p == ctx.path for p, _ in ctx.project.files):
         return []
     return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
-            for f in ctx.nodes.get(kind, ()) if dead_code(ctx, f)]
+            for f in ctx.nodes.get(kind, ()) if (lines is None or any(f.lineno <= n <= (f.end_lineno or f.lineno) for n in lines))
+            and dead_code(ctx, f)]
 
 
 def _module_in_use(ctx: Context) -> bool:
@@ -86,10 +91,45 @@ def _dead(ctx: Context, top: AST, depth: int) -> bool:
     return found
 
 
+def _dynamic(text: str) -> bool:
+    """``eval(name)`` (not ``.eval()`` nor ``model_eval(``) or ``globals()[...]`` in ``text``: a
+    lookup by a computed name. Searched with ``str.find``, no regex over the whole text."""
+    if "globals()[" in text:
+        return True
+    pos = text.find("eval(")
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        if not (before.isalnum() or before in "_."):
+            after = text[pos + 5:pos + 40].lstrip(" \t")
+            if after[:1].isalpha() or after[:1] == "_":
+                return True
+        pos = text.find("eval(", pos + 5)
+    return False
+
+
+
+def _looked_up_by_name(ctx: Context) -> bool:
+    """This module, or one that names it, picks classes by a name it computes (``Model =
+    eval(model_type)``, ``globals()[args.arch]``): its classes may be alive without being named."""
+    found = ctx._cache.get("deadcode:dynamic")
+    if found is None:
+        lookups = ctx.project.answers.get("deadcode:lookups")
+        if lookups is None:  # the project's files that pick by a computed name, found once
+            lookups = [(p, t) for p, t in ctx.project.files if _dynamic(t)]
+            ctx.project.answers["deadcode:lookups"] = lookups
+        stem = os.path.splitext(os.path.basename(ctx.path))[0]
+        found = any(p == ctx.path or stem in t for p, t in lookups) or (
+            not ctx.project.files and _dynamic(ctx.source))
+        ctx._cache["deadcode:dynamic"] = found
+    return found
+
+
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
     if top.decorator_list or name.startswith("__") or _CALLED_BY_NAME.match(name):
         return False
+    if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
+        return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     if any(p != ctx.path and name in text and word.search(text) for p, text in ctx.project.files):
         return False  # named in another module: imported, called, listed in a registry...

@@ -14,7 +14,7 @@ from torchwise.lint.semantics.actions import environment_step, host_helper, only
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.models import is_module_instance, runs_forward
-from torchwise.lint.semantics.steps import hot_loops, is_eval_name
+from torchwise.lint.semantics.steps import hot_loops, is_eval_name, training_calls
 
 _GRAD_TEXT = ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward", ".eval()")
 
@@ -37,16 +37,50 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     in an RL training loop, or in an agent's action-selection method that returns a detached action."""
     if "step(" in ctx.source:
         steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
-        for loop in hot_loops(ctx).values():
+        loops = list(hot_loops(ctx).values())
+        if steps and not training_calls(ctx):  # a rollout that trains nothing (expert trajectories, evaluation episodes)
+            loops += list({id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values())
+        for loop in loops:
             if not any(ctx.contains(loop, c) for c in steps):
                 continue  # no environment steps in this loop: nothing it computes is only an action
             for node in ctx.walk_body(loop.body):
-                if node.__class__ is not ast.Call or not node.args or ctx.parent(node).__class__ is not ast.Assign:
+                stmt = _chained_assign(ctx, node) if node.__class__ is ast.Call and node.args else None
+                if stmt is None:
                     continue
-                if _runs_module(ctx, node) and not under_no_grad(ctx, node) and only_acts(ctx, ctx.parent(node), loop):
+                if _runs_module(ctx, node) and not under_no_grad(ctx, node) and (
+                        only_acts(ctx, stmt, loop) or _host_value(ctx, stmt.value) and _steps_with(ctx, stmt, loop)):
                     yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
         yield from _stepping_methods(ctx, steps)
     yield from _action_methods(ctx)
+
+
+def _chained_assign(ctx: Context, call: ast.Call) -> ast.Assign | None:
+    """The assignment whose value is ``call`` or a chain on it (``policy_net(s)[0][0].detach().numpy()``)."""
+    node: AST = call
+    parent = ctx.parent(node)
+    while parent.__class__ in (ast.Subscript, ast.Attribute, ast.Call) and getattr(parent, "value", None) is node \
+            or parent.__class__ is ast.Call and parent.func is node:
+        node, parent = parent, ctx.parent(parent)
+    return parent if parent.__class__ is ast.Assign and parent.value is node else None
+
+
+def _steps_with(ctx: Context, stmt: ast.Assign, loop: AST) -> bool:
+    """Does a later environment ``step()`` of ``loop`` take what ``stmt`` binds (directly or through
+    names assigned from it: ``action = int(action)``)? For a value made host data on the spot
+    (``policy_net(s)[0][0].detach().numpy()``): whatever else keeps it, no graph is left to use."""
+    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    end = stmt.end_lineno or stmt.lineno
+    for node in ctx.walk_body(loop.body):
+        if not isinstance(node, ast.stmt) or node.lineno <= end or node.__class__ in (ast.For, ast.While, ast.If, ast.With):
+            continue
+        reads = {n.id for n in ast.walk(node) if n.__class__ is ast.Name and n.ctx.__class__ is ast.Load}
+        if not reads & names:
+            continue
+        if any(c.__class__ is ast.Call and environment_step(ctx, c) for c in ast.walk(node)):
+            return True
+        if node.__class__ is ast.Assign:
+            names |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    return False
 
 
 def _rl_step(call: ast.Call, ctx: Context) -> bool:

@@ -9,7 +9,7 @@ import ast
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import is_eval_switch
-from torchwise.lint.semantics.steps import is_optimizer_step
+from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
 from torchwise.lint.semantics.values import local_function
 
 _GRAD_WORDS = frozenset({"backward", "manual_backward", "grad", "requires_grad_", "enable_grad", "set_grad_enabled", "vjp", "jvp", "jacobian", "hessian", "perturb"})
@@ -77,15 +77,27 @@ def eval_regions(evals: list[ast.Call], events: list[tuple[tuple[int, int], str]
     return out
 
 
+def _global_eval(ctx: Context, func: ast.AST, call: ast.Call) -> bool:
+    """``model.eval()`` in ``func`` on a model the function does not build itself (a global)."""
+    if ctx.function_of(call) is not func or call.args or call.func.__class__ is not ast.Attribute \
+            or call.func.value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(call.func.value.id, call)
+    return b is None or ctx.function_of(b.node) is not func
+
+
 def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
     ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
-    ``test_net(net, dataset, ...)`` that takes what it runs, loops over it and asserts nothing
-    (a smoke ``def test(): print(Net()(x).shape)`` takes nothing and stays a test)."""
+    ``test_net(net, dataset, ...)`` that takes what it runs (or ``def test():`` that puts a global
+    model in eval mode), loops over it and asserts nothing (a smoke ``def test():
+    print(Net()(x).shape)`` takes nothing and stays a test)."""
     klass = ctx.parent(func)
     if klass is ctx.tree:
-        if not func.args.args or "assert" in ctx.text(func):
-            return False  # a smoke test that takes nothing, or a unit test that asserts
+        if "assert" in ctx.text(func):
+            return False  # a unit test that asserts
+        if not func.args.args and not any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")):
+            return False  # a smoke test that takes nothing (a course's `def test(): model.eval(); for x in loader:` evaluates)
         key = ("tw104:evaluates", id(func))
         if key not in ctx._cache:
             ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
@@ -98,3 +110,39 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one
     return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
+
+
+def called_for_training(ctx: Context, func: ast.AST) -> bool:
+    """Called by this file in computing a value that is backpropagated
+    (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
+    calls = ctx.calls_named(func.name)
+    if not calls:
+        return False
+    for backward in backward_calls(ctx):
+        receiver = backward.func.value if backward.func.__class__ is ast.Attribute else None
+        if receiver is None:
+            continue
+        if any(_inside(c, receiver) for c in calls):
+            return True
+        scope = ctx.scope_of(backward)
+        feeding = {n.id for n in ast.walk(receiver) if n.__class__ is ast.Name}
+        assigns = [a for a in ctx.walk_body(getattr(scope, "body", [])) if a.__class__ in (ast.Assign, ast.AugAssign)]
+        values: list[ast.AST] = []
+        for _ in range(4):  # a few hops: loss = a + b; a = ce(self.predict(x), y)
+            grown = False
+            for a in assigns:
+                targets = a.targets if a.__class__ is ast.Assign else [a.target]
+                names = {t.id for t in targets if t.__class__ is ast.Name}
+                if names & feeding and a.value not in values:
+                    values.append(a.value)
+                    feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}
+                    grown = True
+            if not grown:
+                break
+        if any(_inside(c, v) for c in calls for v in values):
+            return True
+    return False
+
+
+def _inside(node: ast.AST, tree: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))

@@ -1,7 +1,8 @@
 """Single forward passes of a script after ``model.eval()`` (TW104), outside any loop: a viewer that
 restores trained weights and runs the model once, a model file's ``__main__`` smoke test
 (``model.eval(); output = model(input)``), and the final rendering after an optimisation loop that
-ran through a frozen network (a GAN projector optimising a latent)."""
+ran through a frozen network (a GAN projector optimising a latent). And what is no evaluation: a
+single run on inputs made up in place, a probe of output shapes (:func:`shape_probe`)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,22 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if after and f"{who}.parameters(" not in ctx.source:
             yield after[0], (f"{who} (in eval mode, in no optimizer) runs after the last optimisation step with autograd "
                          "recording; its output needs no graph")
+
+
+_DUMMY_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})
+
+
+def shape_probe(ctx: Context, call: ast.Call) -> bool:
+    """A single run, outside any loop, on inputs made up in place (``data = torch.randn(2, 3, 32, 32)``)
+    in a function that is no evaluation by name: a probe of the output shapes before training
+    builds the layers that depend on them, not an evaluation pass."""
+    if ctx.enclosing_loops(call) or not call.args:
+        return False
+    for arg in [*call.args, *(k.value for k in call.keywords if k.arg is not None and k.value.__class__ is not ast.Constant)]:
+        value = arg
+        if arg.__class__ is ast.Name:
+            b = ctx.binding_at(arg.id, call)
+            value = b.value if b is not None and b.kind == "assign" else None
+        if value.__class__ is not ast.Call or ctx.qualname(value.func) not in _DUMMY_FACTORIES:
+            return False
+    return True

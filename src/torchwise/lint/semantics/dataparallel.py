@@ -1,0 +1,108 @@
+"""DataParallel and the code that trains through it (TW201).
+
+- :func:`dataparallel_classes`: the project's own subclasses of ``nn.DataParallel``, through
+  chains of project classes (``class DictGatherDataParallel(nn.DataParallel)``, ``class
+  UserScatteredDataParallel(DictGatherDataParallel)``): wrapping a model in one of them is
+  DataParallel. Worked out from the text of the project's files once per process.
+- :func:`trains_through`: whether the code around a wrapper trains at all. DataParallel's cost is
+  a training cost (gradients gathered on one device, one process driving every GPU); code that
+  runs a network only for inference - a prediction script, an inference app, a metric's
+  feature extractor, a checkpoint converter that builds an optimizer only to load its state -
+  has no gradients to synchronise. The evidence is positive: the file runs a backward pass or an
+  optimizer step; the wrapper is made in a method of an ``nn.Module`` (the model's own forward
+  path, run by whatever trains it) or in a function or class named for training (``def
+  train(args)``, ``class BaseTrainer``); it is handed to a call named for training
+  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); or the module-level
+  function or class that makes it is called by another file of the project that trains (a model
+  builder of a utils module). A file linted on its own cannot show its callers: there the
+  wrapper counts as training.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.projectclasses import is_module_class_def
+from torchwise.lint.semantics.steps import training_calls
+
+_DP_BASE = re.compile(r"^(?:torch\.)?(?:nn\.)?(?:parallel\.)?(?:data_parallel\.)?DataParallel$")
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.M)
+_TRAIN_WORDS = ("train", "fit", "finetune", "fine_tune")
+_TRAINS = re.compile(r"\.backward\(|\boptim(?:izer)?\.step\(|\.fit\(")
+
+
+def dataparallel_classes(facts: ProjectFacts) -> frozenset[str]:
+    """Names of the classes the project defines as subclasses of ``nn.DataParallel`` (directly or
+    through other classes of the project)."""
+    found = facts.answers.get("dataparallel:classes")
+    if found is not None:
+        return found
+    bases: dict[str, list[str]] = {}
+    for _, text in facts.files:
+        if "DataParallel" not in text:
+            continue
+        for m in _CLASS.finditer(text):
+            bases.setdefault(m.group(1), []).extend(b.strip() for b in m.group(2).split(",") if b.strip())
+    names: set[str] = set()
+    for _ in range(4):  # through chains of project classes
+        grown = {n for n, bs in bases.items() if n not in names and any(
+            _DP_BASE.match(b) or b.rsplit(".", 1)[-1] in names for b in bs)}
+        if not grown:
+            break
+        names |= grown
+    found = frozenset(n for n in names if n != "DataParallel")
+    facts.answers["dataparallel:classes"] = found
+    return found
+
+
+def _training_name(name: str) -> bool:
+    low = name.lower()
+    return any(w in low for w in _TRAIN_WORDS)
+
+
+def _stored_name(ctx: Context, call: ast.Call) -> str | None:
+    """What the wrapper is stored under (``model``, ``self.net``), through chained calls
+    (``DataParallel(net).cuda()``)."""
+    node: AST = call
+    while ctx.parent(node).__class__ is ast.Attribute and ctx.parent(ctx.parent(node)).__class__ is ast.Call:
+        node = ctx.parent(ctx.parent(node))
+    parent = ctx.parent(node)
+    if parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ in (ast.Name, ast.Attribute):
+        return ctx.text(parent.targets[0])
+    return None
+
+
+def trains_through(ctx: Context, call: ast.Call) -> bool:
+    """Is there evidence that the code around this DataParallel trains (see the module doc)?"""
+    if training_calls(ctx):
+        return True
+    for anc in ctx.ancestors(call):
+        if anc.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) and _training_name(anc.name):
+            return True
+        if anc.__class__ is ast.ClassDef and is_module_class_def(ctx, anc):
+            return True  # a model's own forward path (`data_parallel(self.encoder, ...)`) runs in its callers' training
+    stored = _stored_name(ctx, call)
+    if stored is not None:
+        for other in ctx.nodes.get(ast.Call, ()):
+            callee = last_name(other.func) or ""
+            if _training_name(callee) and any(ctx.text(a) == stored for a in [*other.args, *(k.value for k in other.keywords)]):
+                return True  # handed to a training function or a trainer
+    if len(ctx.project.files) <= 1:
+        return True  # linted alone (or a project of one file): its callers are not known
+    return _called_by_trainer(ctx, call)
+
+
+def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:
+    """The module-level function or class around the wrapper is used by another file of the
+    project that trains (``net = build_network(cfg)`` in ``train.py``, which backpropagates):
+    a model builder of a utils module."""
+    top = next((a for a in ctx.ancestors(call) if ctx.parent(a) is ctx.tree), None)
+    if top is None or top.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+        return False
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    needle = f"{top.name}("
+    return any(p != ctx.path and needle in t and stem in t and _TRAINS.search(t) is not None for p, t in ctx.project.files)

@@ -1,0 +1,47 @@
+"""Draws that run in DataLoader worker processes (TW301).
+
+Each worker of a ``DataLoader`` with ``num_workers > 0`` seeds Python's ``random``, torch and
+(since PyTorch 1.9) NumPy from a base seed that the main process draws from torch's generator
+when the loader's iterator starts. So where the run seeds torch, the draws of a dataset's
+``__getitem__`` and of the transforms it applies (``GaussianBlur.__call__`` drawing
+``random.random()``, a masking transform's ``random.sample``) are reproducible in the workers,
+whatever the script seeds besides: they are no unseeded use.
+
+The evidence that the project's loaders run workers is textual: a ``num_workers=`` that is not
+the literal 0, and no ``--num_workers``/``--workers`` option whose default is 0.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.engine import AST, Context
+
+_WORKER_METHODS = frozenset({"__getitem__", "__call__", "__getitems__"})
+_WORKERS = re.compile(r"num_workers[ \t]*=[ \t]*([^,)\n]+)")
+_NO_WORKERS_OPTION = re.compile(r"""["']--?(?:num_)?workers["'][^)]*?default[ \t]*=[ \t]*0\b""", re.S)
+
+
+def loaders_use_workers(ctx: Context) -> bool:
+    """Does some DataLoader of the project (of the file, linted alone) run worker processes?"""
+    key = "workerseeds:workers"
+    found = ctx.project.answers.get(key) if ctx.project.files else ctx._cache.get(key)
+    if found is None:
+        texts = [t for _, t in ctx.project.files] if ctx.project.files else [ctx.source]
+        values = [m.group(1).strip() for t in texts if "num_workers" in t for m in _WORKERS.finditer(t)]
+        found = any(v != "0" for v in values) and not any(_NO_WORKERS_OPTION.search(t) for t in texts if "workers" in t)
+        (ctx.project.answers if ctx.project.files else ctx._cache)[key] = found
+    return found
+
+
+def in_worker_code(ctx: Context, node: AST) -> bool:
+    """``node`` is in a dataset's ``__getitem__`` or a transform's ``__call__`` (a method of a class
+    that is no ``nn.Module``): code a DataLoader runs in its workers."""
+    func = ctx.function_of(node)
+    if func is None or func.__class__ is ast.Lambda or func.name not in _WORKER_METHODS:
+        return False
+    klass = ctx.parent(func)
+    if klass.__class__ is not ast.ClassDef:
+        return False
+    return not any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
