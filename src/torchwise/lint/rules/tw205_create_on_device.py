@@ -52,7 +52,7 @@ What it flags
   on the host `torch.eye(n)[labels]`, a one-hot filled in on the host
   `torch.zeros(s).scatter_(1, idx, 1)`, drawn or rescaled in place `torch.rand(s).sub_(0.5).mul_(2.0)`),
   a typed legacy constructor of sizes or Python literals
-  (`torch.LongTensor(range(n))`, a list built in Python `torch.LongTensor([r[0] for r in rows])`,
+  (`torch.LongTensor(range(n))`, a list built in Python from sizes `torch.LongTensor([i * 2 for i in range(n)])`,
   `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
   `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
   somewhere, which has to cross anyway - except an agent's observation in its action-selection
@@ -142,7 +142,15 @@ What it flags
   reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
   computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
   tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
-  weights]`).
+  weights]`), a parameter that holds data put in a list or array (the observation of
+  `torch.FloatTensor([state])` or `np.array([state])`; not a number the function uses as a
+  size), a list built item by item from the function's data (`[ord(c) for c in text]`, token
+  ids `[r[0] for r in rows]`, weights computed from sampled entries), and a tensor whose
+  pattern is written per item of data before the move (`for j, k in enumerate(idx): stop[j,
+  :length[k]] = 0`, then `stop.to(device)`). Nor is a store made on the first pass of a loop
+  only (`features = None` before it, `if features is None: features = torch.zeros(n,
+  d).cuda()` in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
+  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.datainputs import holds_data_parameter
 from torchwise.lint.semantics.stored import name_positions
 from torchwise.lint.semantics.values import local_function
 
@@ -82,7 +83,9 @@ def _numpy_call_made(ctx: Context, name: str, call: ast.Call, depth: int) -> boo
     if name in ("repeat", "tile") and call.args and _repeated_labels(call):
         return True
     if name in ("array", "asarray"):
-        return bool(call.args) and call.args[0].__class__ in _LITERALS
+        first = call.args[0] if call.args else None
+        return first.__class__ in _LITERALS and not (  # np.array([state]): the caller's data
+            first.__class__ in (ast.List, ast.Tuple) and holds_data_parameter(ctx, first.elts, call))
     if name in _JOINS and call.args:
         pieces = call.args[:2] if name == "append" else call.args[:1]
         if name != "append":

@@ -11,6 +11,7 @@ from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
+from torchwise.lint.semantics.settingsloops import settings_loop
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -45,8 +46,9 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
-    if ctx.enclosing_loops(node):
-        return False
+    loops = ctx.enclosing_loops(node)
+    if loops and not (ctx.scope_of(node) is ctx.tree and all(settings_loop(ctx, loop) for loop in loops)):
+        return False  # (a script's loop over a few settings, `for res in RESOLUTIONS:`, runs once per setting)
     for anc in ctx.ancestors(node):
         if anc.__class__ in _COMPREHENSIONS:
             return False
@@ -96,12 +98,12 @@ def called_per_item(ctx: Context, func: AST) -> bool:
         loops = ctx.enclosing_loops(call)
         if not loops or local_function(ctx, call) is not func or ctx.function_of(call) is func:
             continue
-        loop = loops[0]
         if hot is None:
             hot = hot_loops(ctx)
-        if id(loop) in hot:
+        if any(id(loop) in hot for loop in loops):
             return True
-        if loop.__class__ is not ast.For:
+        loop = next((loop for loop in loops if not settings_loop(ctx, loop)), None)  # for k in args.nb_knn: per setting
+        if loop is None or loop.__class__ is not ast.For:
             continue
         it = loop.iter
         while it.__class__ is ast.Call and last_name(it.func) in _ITER_WRAPPERS and it.args:
@@ -295,6 +297,8 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
     torch.hann_window(n).to(...)``, or an optimizer's lazy state (``if not state:`` / ``if len(state)
     == 0: state["v"] = torch.zeros([]).to(p.device)``). Made once per key, not per step."""
     stmt = ctx.parent(call)
+    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+        return _lazy_in_loop(ctx, stmt, stmt.targets[0].id)
     if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Subscript:
         return False
     store = ast.dump(stmt.targets[0].value)
@@ -302,6 +306,33 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
         if in_body and if_node.__class__ is ast.If and _tests_missing(if_node.test, store):
             return True
     return False
+
+
+def _lazy_in_loop(ctx: Context, stmt: ast.Assign, name: str) -> bool:
+    """``features = None`` before a loop, then inside it ``if features is None: features =
+    torch.zeros(n, d); features = features.cuda()``: a store made on the first pass only (its size
+    known from the first batch). Not a parameter filled in when it is None (``if h is None: h =
+    torch.zeros(...)`` in a ``forward``): that runs on every call."""
+    loops = ctx.enclosing_loops(stmt)
+    if not loops:
+        return False
+    loop = loops[0]
+    for if_node, in_body in ctx.enclosing_ifs(stmt):
+        if if_node.lineno < loop.lineno:
+            break
+        if in_body and if_node.__class__ is ast.If and _tests_none(if_node.test, name):
+            before = ctx.binding_at(name, loop)
+            return before is not None and before.kind == "assign" and before.value.__class__ is ast.Constant \
+                and before.value.value is None and ctx.scope_of(before.node) is ctx.scope_of(stmt)
+    return False
+
+
+def _tests_none(test: ast.AST, name: str) -> bool:
+    """``name is None``, alone or in an ``and`` (``rank == 0 and name is None``)."""
+    parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
+    return any(p.__class__ is ast.Compare and len(p.ops) == 1 and p.ops[0].__class__ is ast.Is
+               and p.left.__class__ is ast.Name and p.left.id == name and p.comparators[0].__class__ is ast.Constant
+               and p.comparators[0].value is None for p in parts)
 
 
 def _tests_missing(test: ast.AST, store: str) -> bool:

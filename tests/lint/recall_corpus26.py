@@ -1,0 +1,187 @@
+"""The recall corpus, round 13 part C1: the bulk rules TW205, TW209 and TW513 on the classes that
+sets 15 and 16 (the tuning sets of round 13) missed or reported falsely - each written in our own
+words and reduced to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds
+these to its lists.
+
+TW205's false findings of both sets were tensors that are not made anew where they are used:
+data that starts on the host and has to cross anyway (an observation, a string's character
+codes, weights a host routine computed, a target filled in per sample from a batch's metadata),
+and allocations that do not repeat (a store made on the first batch only, a helper run once per
+setting of a script). The project shapes below keep a true neighbour next to each look-alike, so
+that the class is removed without losing the pitfall beside it.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW205 the caller's data put in a list
+# Agents wrap the observation they are handed in a list (`[state]`) or a NumPy array to add the
+# batch dimension; the observation has to cross to the device whatever makes the tensor. A number
+# handed in the same way (a cutoff used as a slice bound) is still a value the device could make.
+PROJECTS += [
+    ProjectShape("TW205", "an agent's observation wrapped in a list or np.array (quiet); a cutoff number wrapped the same way (found)",
+                 {"agent.py": d("""
+                     import numpy as np
+                     import torch
+                     class Agent:
+                         def pick(self, state=None):
+                             if state is None:
+                                 state = self.state
+                             state = torch.FloatTensor([state]).to(self.device)
+                             return self.actor(state)
+                         def greedy(self, state=None):
+                             if isinstance(state, int):
+                                 state = np.array([state])
+                             state = torch.from_numpy(state).float().unsqueeze(0).to(self.device)
+                             return self.q(state).argmax()
+                     def precision_at(scores, labels, ks):
+                         out = {}
+                         for k in ks:
+                             top = labels.gather(1, scores.topk(k).indices)
+                             out[k] = top.sum(1) / torch.Tensor([k]).to(labels.device)
+                         return out
+                     def ratio(hits, k):
+                         return hits[:, :k].sum(1) / torch.Tensor([k]).to(hits.device)
+                 """)},
+                 (("agent.py", 18), ("agent.py", 21))),
+]
+
+# ------------------------------------------------------------- TW205 a list built item by item from data
+# A character model turns its input string into codes; a prioritised replay memory computes the
+# importance weights of a sampled batch in Python. Each list is made from the items of data the
+# function was given: converting it is the transfer the data needs. A list made from a range,
+# and the items of a device tensor read back one by one, are still made on the host for nothing.
+PROJECTS += [
+    ProjectShape("TW205", "character codes of a string and weights computed from sampled entries (quiet); a range and a "
+                 "device tensor's items read back (found)",
+                 {"helpers.py": d("""
+                     import torch
+                     def encode(text, eos=False):
+                         codes = [ord(ch) for ch in text]
+                         if eos:
+                             codes.append(1)
+                         return torch.LongTensor(codes).cuda()
+                     class Memory:
+                         def weights(self, entries):
+                             raw = [(self.total / e.priority) ** self.beta for e in entries]
+                             top = max(raw)
+                             scaled = [w / top for w in raw]
+                             return torch.tensor(scaled).float().to(self.device)
+                     def positions(n, device):
+                         return torch.LongTensor([i * 2 for i in range(n)]).to(device)
+                     def remap(y, table, device):
+                         return torch.tensor([table[v.item()] for v in y]).to(device)
+                     def train(model, loader, table, device):
+                         for x, y in loader:
+                             model(x.to(device), positions(8, device), remap(y.to(device), table, device)).backward()
+                 """)},
+                 (("helpers.py", 14), ("helpers.py", 16))),
+]
+
+# ------------------------------------------------------------- TW205 a target filled in per sample from metadata
+# A speech synthesiser makes its stop-token target as ones, writes the zeros of each sample up to
+# that sample's length (read from the dataset's metadata) in a loop over the batch, then moves
+# it: the pattern is the batch's data. A constant column written once, before the move, is not.
+PROJECTS += [
+    ProjectShape("TW205", "a stop-token target written per sample in a loop over the batch (quiet); a constant column (found)",
+                 {"train.py": d("""
+                     import torch
+                     def train(model, loader, dataset, opt, device):
+                         for texts, mels, idx in loader:
+                             stop = torch.ones(mels.shape[0], mels.shape[2])
+                             for j, k in enumerate(idx):
+                                 stop[j, :int(dataset.meta[k][4]) - 1] = 0
+                             stop = stop.to(device)
+                             loops = torch.zeros(texts.size(0), 2)
+                             loops[:, 0] = 4
+                             loops = loops.to(device)
+                             loss = model(texts.to(device), mels.to(device), stop, loops)
+                             opt.zero_grad()
+                             loss.backward()
+                             opt.step()
+                 """)},
+                 (("train.py", 10),)),
+]
+
+# ------------------------------------------------------------- TW205 a store made on the first batch only
+# Feature extraction for a k-NN evaluation sizes its store from the first batch: `features = None`
+# before the loop, `if features is None:` inside it. A hidden state filled in when the caller gives
+# none runs on every forward.
+PROJECTS += [
+    ProjectShape("TW205", "a feature store made under `if features is None:` in the batch loop (quiet); a hidden state "
+                 "made when none is given, every forward (found)",
+                 {"extract.py": d("""
+                     import torch
+                     import torch.nn as nn
+                     @torch.no_grad()
+                     def extract_features(model, loader):
+                         features = None
+                         for samples, index in loader:
+                             feats = model(samples.cuda(non_blocking=True))
+                             if features is None:
+                                 features = torch.zeros(len(loader.dataset), feats.shape[-1])
+                                 features = features.cuda(non_blocking=True)
+                             features.index_copy_(0, index.cuda(), feats)
+                         return features
+                     class Decoder(nn.Module):
+                         def forward(self, x, h=None):
+                             if h is None:
+                                 h = torch.zeros(1, x.size(0), 256)
+                                 h = h.cuda()
+                             return self.rnn(x, h)
+                 """)},
+                 (("extract.py", 17),)),
+]
+
+# ------------------------------------------------------------- TW205 once per setting
+# Evaluation and conversion scripts loop over a few settings - the k of a k-NN classifier given on
+# the command line, the resolutions of a dict written in the script - and call a helper per setting
+# that allocates before its own loop, or draws one sample grid. Once per setting, not per batch.
+PROJECTS += [
+    ProjectShape("TW205", "a helper called per k of a command-line list of ints, and per resolution of a constant dict "
+                 "(quiet); the same helper called per batch (found)",
+                 {"eval_knn.py": d("""
+                     import argparse
+                     import torch
+                     def knn(train_features, test_features, k, num_classes=1000):
+                         one_hot = torch.zeros(k, num_classes).to(train_features.device)
+                         for idx in range(0, test_features.size(0), 100):
+                             sim = test_features[idx:idx + 100] @ train_features.t()
+                             one_hot.zero_()
+                         return one_hot
+                     if __name__ == "__main__":
+                         parser = argparse.ArgumentParser()
+                         parser.add_argument("--nb_knn", default=[10, 20], nargs="+", type=int)
+                         args = parser.parse_args()
+                         for k in args.nb_knn:
+                             print(knn(train_f, test_f, k))
+                 """), "convert.py": d("""
+                     import torch
+                     DEVICE = "cuda"
+                     Z_DIMS = {128: 120, 256: 140, 512: 128}
+                     RESOLUTIONS = list(Z_DIMS)
+                     def sample_grid(G, batch_size):
+                         z = torch.randn(batch_size, G.dim_z).to(DEVICE)
+                         return G(z)
+                     if __name__ == "__main__":
+                         for res in RESOLUTIONS:
+                             G = convert(res)
+                             sample_grid(G, 16)
+                 """), "probe.py": d("""
+                     import torch
+                     def knn(train_features, test_features, k, num_classes=1000):
+                         one_hot = torch.zeros(k, num_classes).to(train_features.device)
+                         for idx in range(0, test_features.size(0), 100):
+                             one_hot.zero_()
+                         return one_hot
+                     def run(loader, bank):
+                         for x, _ in loader:
+                             knn(bank, x.cuda(), 20)
+                 """)},
+                 (("probe.py", 3),)),
+]
