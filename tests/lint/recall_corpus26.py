@@ -185,3 +185,53 @@ PROJECTS += [
                  """)},
                  (("probe.py", 3),)),
 ]
+
+# ------------------------------------------------------------- TW205 a device that is the CPU by construction
+# A speaker encoder computes its loss on the CPU: `__init__(self, device, loss_device)` keeps
+# `self.loss_device`, which the training script and the inference module both construct as
+# `torch.device("cpu")`. `.to(self.loss_device)` of a new tensor moves nothing. A module of the
+# same form that some construction gives a GPU keeps the finding.
+_ENCODER = d("""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    class SpeakerEncoder(nn.Module):
+        def __init__(self, device, loss_device):
+            super().__init__()
+            self.loss_device = loss_device
+            self.lstm = nn.LSTM(40, 256, 3).to(device)
+        def similarity(self, embeds):
+            n, m = embeds.shape[:2]
+            sim = torch.zeros(n, m, n).to(self.loss_device)
+            labels = torch.from_numpy(np.repeat(np.arange(n), m)).long().to(self.loss_device)
+            return sim, labels
+    class Scorer(nn.Module):
+        def __init__(self, score_device):
+            super().__init__()
+            self.score_device = score_device
+        def forward(self, x):
+            return x + torch.zeros(x.size(1)).to(self.score_device)
+""")
+_ENCODER_TRAIN = d("""
+    import torch
+    from encoder.model import SpeakerEncoder, Scorer
+    def train(loader):
+        device = torch.device("cuda")
+        loss_device = torch.device("cpu")
+        model = SpeakerEncoder(device, loss_device)
+        scorer = Scorer(device)
+        for batch in loader:
+            model.similarity(scorer(model(batch.to(device))).to(loss_device))
+""")
+_ENCODER_INFER = d("""
+    import torch
+    from encoder.model import SpeakerEncoder, Scorer
+    def load(path, device):
+        return SpeakerEncoder(device, torch.device("cpu")), Scorer("cpu")
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a loss device that every construction of the module sets to the CPU (quiet); a score device "
+                 "one construction sets to the GPU (found)",
+                 {"encoder/model.py": _ENCODER, "encoder/train.py": _ENCODER_TRAIN, "encoder/inference.py": _ENCODER_INFER},
+                 (("encoder/model.py", 19),)),
+]

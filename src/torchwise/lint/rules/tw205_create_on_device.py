@@ -11,6 +11,7 @@ from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
+from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import implicit_moves
@@ -153,7 +154,9 @@ What it flags
   numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
-  nothing goes to a GPU there.
+  nothing goes to a GPU there - nor a move to a device attribute that is the CPU by construction
+  (`.to(self.loss_device)`, kept by `__init__` from a parameter that every construction of the
+  module in the project passes as `torch.device("cpu")`).
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
@@ -308,6 +311,8 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
                 and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
                                SHAPE_METHODS):
             return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
+        if target is not True and target.__class__ is ast.Attribute and cpu_attribute(ctx, target, call):
+            return None  # .to(self.loss_device), which every construction of the module sets to the CPU
         return target
     target = _device_call(call)
     if target is not None:
