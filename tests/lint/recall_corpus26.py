@@ -235,3 +235,49 @@ PROJECTS += [
                  {"encoder/model.py": _ENCODER, "encoder/train.py": _ENCODER_TRAIN, "encoder/inference.py": _ENCODER_INFER},
                  (("encoder/model.py", 19),)),
 ]
+
+# ------------------------------------------------------------- TW205 imported, its call commented out (ruling R5)
+# An audio-tagging script imports a FLOP counter with its other utilities and has the call
+# commented out; the script picks its model class with eval(model_type), so an import alone may
+# be a use - but a commented-out call of that very name says this one is not. The helper next to
+# it, imported and called, stays reported.
+_TAGGING_UTILS = d("""
+    import torch
+    def count_flops(model, audio_length):
+        device = next(model.parameters()).device
+        dummy = torch.rand(1, audio_length).to(device)
+        return model(dummy)
+    def time_forward(model, audio_length):
+        device = next(model.parameters()).device
+        dummy = torch.rand(1, audio_length).to(device)
+        return model(dummy)
+""")
+_TAGGING_MAIN = d("""
+    import torch
+    from models import Cnn14, Cnn6
+    from pytorch_utils import (count_parameters, count_flops,
+        time_forward)
+    def train(args):
+        Model = eval(args.model_type)
+        model = Model(classes_num=527).cuda()
+        # flops = count_flops(model, 32000)
+        for step in range(args.steps):
+            time_forward(model, 32000)
+""")
+_TAGGING_MODELS = d("""
+    import torch
+    import torch.nn as nn
+    class Cnn14(nn.Module):
+        def forward(self, x):
+            return x + torch.zeros(x.size(1)).to(x.device)
+    class Cnn6(nn.Module):
+        def forward(self, x):
+            return x * torch.ones(x.size(1)).to(x.device)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a helper imported but only called in a comment (quiet); the one beside it called, and the "
+                 "models only imported but picked by eval(model_type) (found)",
+                 {"pytorch/pytorch_utils.py": _TAGGING_UTILS, "pytorch/main.py": _TAGGING_MAIN,
+                  "pytorch/models.py": _TAGGING_MODELS},
+                 (("pytorch/models.py", 5), ("pytorch/models.py", 8), ("pytorch/pytorch_utils.py", 8))),
+]

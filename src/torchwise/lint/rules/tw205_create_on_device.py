@@ -135,7 +135,8 @@ What it flags
   `fliplr()` left in a training script while the test script calls its own copy).
   Nor is dead code (nothing runs it): a module-level function or class that nothing in the
   project names but dead code, in a module the project imports or a script (`def recall(...)`
-  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds).
+  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds;
+  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`).
   Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
