@@ -281,3 +281,65 @@ PROJECTS += [
                   "pytorch/models.py": _TAGGING_MODELS},
                  (("pytorch/models.py", 5), ("pytorch/models.py", 8), ("pytorch/pytorch_utils.py", 8))),
 ]
+
+# ------------------------------------------------------------- TW513 and TW205 through star imports
+# An RL library keeps `LongTensor = torch.LongTensor` (and its NumPy import) in a utilities module
+# that every script star-imports; a traffic-forecasting test script gets `torch` itself only from
+# `from model import *`. The constructors are the legacy ones all the same, and a permutation
+# drawn with NumPy and converted with one every optimisation epoch is made on the host for nothing.
+_RL_UTILS_INIT = d("""
+    from utils.torch import *
+    from utils.tools import *
+""")
+_RL_UTILS_TORCH = d("""
+    import numpy as np
+    import torch
+    LongTensor = torch.LongTensor
+    DoubleTensor = torch.DoubleTensor
+    zeros = torch.zeros
+""")
+_RL_UTILS_TOOLS = d("""
+    class FloatTensor:
+        def __init__(self, *values):
+            self.values = values
+""")
+_RL_PPO = d("""
+    import math
+    from utils import *
+    def update_params(states, returns, device, epochs, batch):
+        for _ in range(epochs):
+            perm = np.arange(states.shape[0])
+            np.random.shuffle(perm)
+            perm = LongTensor(perm).to(device)
+            states, returns = states[perm].clone(), returns[perm].clone()
+            row = FloatTensor(1.0, 2.0)
+        return DoubleTensor(states.shape[0], 1)
+""")
+_FORECAST_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    class gwnet(nn.Module):
+        def forward(self, x):
+            return x
+""")
+_FORECAST_TEST = d("""
+    import argparse
+    from model import *
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cuda:0")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    model = gwnet().to(device)
+    for x, y in loader:
+        testx = torch.Tensor(x).to(device)
+        print(model(testx))
+""")
+_STAR_FILES = {"utils/__init__.py": _RL_UTILS_INIT, "utils/torch.py": _RL_UTILS_TORCH, "utils/tools.py": _RL_UTILS_TOOLS,
+               "examples/ppo_gym.py": _RL_PPO, "model.py": _FORECAST_MODEL, "test.py": _FORECAST_TEST}
+PROJECTS += [
+    ProjectShape("TW513", "typed constructors under names a star import hands on (LongTensor = torch.LongTensor in a "
+                 "utilities module; torch itself from `from model import *`); a project class named FloatTensor stays quiet",
+                 _STAR_FILES, (("examples/ppo_gym.py", 7), ("examples/ppo_gym.py", 10), ("test.py", 9))),
+    ProjectShape("TW205", "a NumPy permutation (np from a star import) shuffled in place, converted with the star-imported "
+                 "LongTensor and moved every optimisation epoch", _STAR_FILES, (("examples/ppo_gym.py", 7),)),
+]

@@ -65,7 +65,10 @@ What it flags
   `torch.FloatTensor(states).to(device)` in the update, and a model's input copied in a method of
   an `nn.Module`, `torch.LongTensor(log_seqs).to(self.dev)` in `forward`/`predict` or a helper
   method - a parameter of the method or an array NumPy makes there, moved in the same expression) and `torch.from_numpy` of an array NumPy makes right
-  there (`np.random.uniform(...)`, `np.eye(k)`; also `torch.tensor(arr)`) or builds from sizes and settings: detection anchors
+  there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
+  with `np.random.shuffle(perm)`; also `torch.tensor(arr)` or a typed constructor of it,
+  `LongTensor(perm)` - also under names a star import of the project hands on, `from utils import *`)
+  or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the

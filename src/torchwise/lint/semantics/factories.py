@@ -13,6 +13,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import appended_sizes, constant_table_param, outside_data, python_value
+from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
@@ -148,12 +149,15 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
             return (made[0], True, made[2]) if made is not None else None
         else:
             break
+    if q is None and func.__class__ is ast.Name:
+        q = star_qualname(ctx, func)  # LongTensor from `from utils import *`, where utils says LongTensor = torch.LongTensor
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
         made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner)
-                               or len(inner.args) == 1 and host_round_trip(ctx, inner.args[0], inner))
+                               or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)
+                                                            or numpy_made(ctx, inner.args[0], inner)))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and (
