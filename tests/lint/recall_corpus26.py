@@ -343,3 +343,130 @@ PROJECTS += [
     ProjectShape("TW205", "a NumPy permutation (np from a star import) shuffled in place, converted with the star-imported "
                  "LongTensor and moved every optimisation epoch", _STAR_FILES, (("examples/ppo_gym.py", 7),)),
 ]
+
+# ------------------------------------------------------------- TW209 a named convolution in a list of layers
+# The VGG builder of a distillation zoo binds `conv2d = nn.Conv2d(...)` and, when batch norm is
+# asked for, adds `[conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]` in one statement; the
+# builder is called with the model's own flag, which the `*_bn` constructors turn on.
+FIND += [
+    Shape("TW209", "VGG _make_layers: layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU()] under `if batch_norm:`", d("""
+        import torch.nn as nn
+        class VGG(nn.Module):
+            def __init__(self, cfg, batch_norm=False):
+                super().__init__()
+                self.features = self._make_layers(cfg, batch_norm)
+            @staticmethod
+            def _make_layers(cfg, batch_norm=False, in_channels=3):
+                layers = []
+                for v in cfg:
+                    if v == "M":
+                        layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+                    else:
+                        conv2d = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)
+                        if batch_norm:
+                            layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                        else:
+                            layers += [conv2d, nn.ReLU(inplace=True)]
+                        in_channels = v
+                return nn.Sequential(*layers)
+        def vgg11_bn(**kwargs):
+            return VGG([64, "M", 128], batch_norm=True, **kwargs)
+    """), 13),
+]
+QUIET += [
+    Shape("TW209", "look-alike: the builder's flag is never turned on, and a named conv without bias", d("""
+        import torch.nn as nn
+        def make_layers(cfg, batch_norm=False):
+            layers, c = [], 3
+            for v in cfg:
+                conv2d = nn.Conv2d(c, v, kernel_size=3, padding=1)
+                if batch_norm:
+                    layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                else:
+                    layers += [conv2d, nn.ReLU(inplace=True)]
+                plain = nn.Conv2d(v, v, 3, padding=1, bias=False)
+                layers += [plain, nn.BatchNorm2d(v)]
+                c = v
+            return nn.Sequential(*layers)
+        features = make_layers([64, 128])
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 a BatchNorm chosen by a conditional expression
+# A feature translator writes `nn.BatchNorm2d(c) if use_bn else nn.Sequential()` right after each
+# biased convolution of its `nn.Sequential`; `use_bn` is on by default.
+FIND += [
+    Shape("TW209", "nn.Sequential(conv, nn.BatchNorm2d(c) if use_bn else nn.Sequential(), ...) with use_bn=True by default", d("""
+        import torch.nn as nn
+        class Translator(nn.Module):
+            def __init__(self, cin, cout, use_bn=True):
+                super().__init__()
+                self.encoder = nn.Sequential(
+                    nn.Conv2d(cin, cout, 3, 1, 1),
+                    nn.BatchNorm2d(cout) if use_bn else nn.Sequential(),
+                    nn.LeakyReLU(0.1, inplace=True),
+                )
+    """), 6),
+]
+QUIET += [
+    Shape("TW209", "look-alike: the same translator with use_bn off by default, and an identity in both branches", d("""
+        import torch.nn as nn
+        class Translator(nn.Module):
+            def __init__(self, cin, cout, use_bn=False, slim=True):
+                super().__init__()
+                self.encoder = nn.Sequential(
+                    nn.Conv2d(cin, cout, 3, 1, 1),
+                    nn.BatchNorm2d(cout) if use_bn else nn.Sequential(),
+                    nn.Conv2d(cout, cout, 3, 1, 1),
+                    nn.Identity() if slim else nn.ReLU(),
+                )
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 a head's list of layers, its flag set where it is built
+# A self-distillation head starts its MLP as `layers = [nn.Linear(in_dim, hidden_dim)]` (in the
+# else of `if nlayers == 1:`) and appends BatchNorm1d under `if use_bn:` - off by default, but the
+# training script builds the head with `use_bn=args.use_bn_in_head`. A head nobody builds with the
+# flag stays quiet.
+_HEADS = d("""
+    import torch.nn as nn
+    class ProjHead(nn.Module):
+        def __init__(self, in_dim, out_dim, use_bn=False, nlayers=3, hidden_dim=2048):
+            super().__init__()
+            if nlayers == 1:
+                self.mlp = nn.Linear(in_dim, out_dim)
+            else:
+                layers = [nn.Linear(in_dim, hidden_dim)]
+                if use_bn:
+                    layers.append(nn.BatchNorm1d(hidden_dim))
+                layers.append(nn.GELU())
+                for _ in range(nlayers - 2):
+                    layers.append(nn.Linear(hidden_dim, hidden_dim))
+                    if use_bn:
+                        layers.append(nn.BatchNorm1d(hidden_dim))
+                    layers.append(nn.GELU())
+                layers.append(nn.Linear(hidden_dim, out_dim))
+                self.mlp = nn.Sequential(*layers)
+    class PlainHead(nn.Module):
+        def __init__(self, in_dim, out_dim, use_bn=False):
+            super().__init__()
+            layers = [nn.Linear(in_dim, out_dim)]
+            if use_bn:
+                layers.append(nn.BatchNorm1d(out_dim))
+            self.mlp = nn.Sequential(*layers)
+""")
+_HEAD_MAIN = d("""
+    import argparse
+    from heads import ProjHead, PlainHead
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use_bn_in_head", default=False, type=bool)
+    args = parser.parse_args()
+    student = ProjHead(384, 65536, use_bn=args.use_bn_in_head)
+    teacher = ProjHead(384, 65536, args.use_bn_in_head)
+    probe = PlainHead(384, 10)
+""")
+PROJECTS += [
+    ProjectShape("TW209", "an MLP head's list of Linear and optional BatchNorm1d, the flag passed where the head is built "
+                 "(another module); a head built without it stays quiet",
+                 {"heads.py": _HEADS, "main.py": _HEAD_MAIN}, (("heads.py", 8), ("heads.py", 13))),
+]
