@@ -470,3 +470,33 @@ PROJECTS += [
                  "(another module); a head built without it stays quiet",
                  {"heads.py": _HEADS, "main.py": _HEAD_MAIN}, (("heads.py", 8), ("heads.py", 13))),
 ]
+
+# ------------------------------------------------------------- TW513 a constructor picked from a dict of them
+# Segmentation projects keep an old copy of PyTorch's DataLoader whose collate converts NumPy
+# scalars with `numpy_type_map[elem.dtype.name](values)`, the dict mapping dtype names to the
+# typed constructors. A dict of dtypes, or one of the classes only looked up for a type test, is fine.
+FIND += [
+    Shape("TW513", "vendored DataLoader collate: numpy_type_map[elem.dtype.name](list(map(py_type, batch)))", d("""
+        import torch
+        numpy_type_map = {
+            "float64": torch.DoubleTensor,
+            "float32": torch.FloatTensor,
+            "int64": torch.LongTensor,
+        }
+        def default_collate(batch):
+            elem = batch[0]
+            py_type = float if elem.dtype.name.startswith("float") else int
+            return numpy_type_map[elem.dtype.name](list(map(py_type, batch)))
+    """), 10),
+]
+QUIET += [
+    Shape("TW513", "look-alike: a dict of dtypes handed to torch.tensor, and a dict of classes for a type test", d("""
+        import torch
+        dtypes = {"float64": torch.float64, "int64": torch.int64}
+        kinds = {"float": torch.FloatTensor, "long": torch.LongTensor}
+        def collate(batch):
+            elem = batch[0]
+            assert isinstance(elem, kinds["float"])
+            return torch.tensor(batch, dtype=dtypes[elem.dtype.name])
+    """)),
+]

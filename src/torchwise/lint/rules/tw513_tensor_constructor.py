@@ -112,7 +112,9 @@ What it flags
   a star import of the project's own modules hands on (`LongTensor = torch.LongTensor` in a
   utilities module, then `from utils import *` and `LongTensor(perm)`; `torch.Tensor(x)` with
   `torch` itself from `from model import *`; reported without an automatic fix), and
-  one applied to every item with `map(torch.LongTensor, zip(*batch))`. Also a call with no
+  one applied to every item with `map(torch.LongTensor, zip(*batch))`, and one picked from a
+  dict of them and called (`numpy_type_map[elem.dtype.name](values)` with `numpy_type_map =
+  {'float64': torch.DoubleTensor, ...}`, the old DataLoader's collate kept in a project). Also a call with no
   argument, `torch.Tensor()` or `torch.LongTensor()` (an empty accumulator, or a template for
   `.new_tensor(...)`): `torch.empty(0, dtype=...)` says what it makes. The classes themselves,
   in annotations, `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
@@ -169,6 +171,28 @@ Fix
             yield ctx.finding(self.code, call, message, suggestion=self._suggestion(q or alias),
                               fix=self._fix(ctx, call, q) if alias is None and not starred else None, end_node=call.func)
         yield from self._mapped(ctx)
+        if "Tensor," in ctx.source:
+            yield from self._tabled(ctx)
+
+    def _tabled(self, ctx: Context) -> Iterator[Finding]:
+        """``numpy_type_map[elem.dtype.name](values)`` with ``numpy_type_map = {'float64':
+        torch.DoubleTensor, ...}`` (the old DataLoader's collate, vendored): a typed constructor picked
+        from a dict of them and called."""
+        tables = set()
+        for node in ctx.nodes.get(ast.Assign, ()):
+            value = node.value
+            if value.__class__ is ast.Dict and value.values and len(node.targets) == 1 \
+                    and node.targets[0].__class__ is ast.Name and all(ctx.qualname(v) in CONSTRUCTORS for v in value.values):
+                tables.add(node.targets[0].id)
+        if not tables:
+            return
+        for call in ctx.nodes.get(ast.Call, ()):
+            func = call.func
+            if func.__class__ is ast.Subscript and func.value.__class__ is ast.Name and func.value.id in tables and call.args:
+                yield ctx.finding(self.code, call, f"{ctx.text(func)}(...) calls a legacy typed constructor picked from "
+                                  f"{func.value.id}: one argument may be read as sizes or as data",
+                                  suggestion="map the dtype names to torch dtypes and call torch.tensor(values, dtype=...)",
+                                  end_node=func)
 
     def _empty(self, ctx: Context, call: ast.Call, q: str, fixable: bool = True) -> Finding:
         """``torch.Tensor()``/``torch.LongTensor()`` with no argument: an empty tensor (an accumulator
