@@ -500,3 +500,33 @@ QUIET += [
             return torch.tensor(batch, dtype=dtypes[elem.dtype.name])
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 a helper's new index tensor indexes a device tensor
+# Graph pre-training shifts the context representations by one within the batch to make negative
+# pairs: `rep[cycle_index(len(rep), i + 1)]`, where the helper returns `torch.arange(num) + shift`
+# made on the CPU - copied to the representations' device every step. Reported where it is made.
+PROJECTS += [
+    ProjectShape("TW205", "a helper returning a CPU arange, used to index the model's output every step (found); the same "
+                 "helper indexing a CPU table (quiet)",
+                 {"pretrain_contextpred.py": d("""
+                     import torch
+                     def cycle_index(num, shift):
+                         arr = torch.arange(num) + shift
+                         arr[-shift:] = torch.arange(shift)
+                         return arr
+                     def shifted_rows(num):
+                         return torch.arange(num) + 1
+                     def train(model, loader, optimizer, device, neg_samples):
+                         table = torch.randn(100, 8)
+                         for step, batch in enumerate(loader):
+                             batch = batch.to(device)
+                             rep = model(batch.x, batch.edge_index)
+                             neg = torch.cat([rep[cycle_index(len(rep), i + 1)] for i in range(neg_samples)], dim=0)
+                             prior = table[shifted_rows(10)]
+                             loss = (rep * neg[:len(rep)]).sum() + prior.sum()
+                             optimizer.zero_grad()
+                             loss.backward()
+                             optimizer.step()
+                 """)},
+                 (("pretrain_contextpred.py", 3),)),
+]

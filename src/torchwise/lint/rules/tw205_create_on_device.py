@@ -110,7 +110,9 @@ What it flags
   (`Variable(utils.one_hot(y, n)).cuda()`), and a round trip through a helper that builds its
   result with NumPy or torch alone (`lf.to_one_hot(y.cpu(), n).to(y.device)`); copies no
   `.to()` spells - a CPU `torch.arange` indexing a tensor on the device
-  (`top_vec[torch.arange(b).unsqueeze(1), clss]`) or a CPU tensor written into one
+  (`top_vec[torch.arange(b).unsqueeze(1), clss]`; also one a helper of the file returns,
+  `rep[cycle_index(len(rep), 1)]` with the helper making `torch.arange(num) + shift`, reported
+  in the helper) or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
@@ -208,6 +210,8 @@ Fix
         for site, owner, (inner, _, factory), how in implicit_moves(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not self._once(ctx, site, site):
                 seen.add(id(inner))
+                if ctx.function_of(inner) is not ctx.function_of(site):
+                    site = inner  # made in a helper that returns it: reported where it is made, once
                 yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
                                   f"{ctx.text(owner)}'s device because it {how} it",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")

@@ -1,5 +1,6 @@
 """Copies to the device that no ``.to()`` spells (TW205): a new CPU tensor used as an index of a
-tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``) or
+tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``, also one a
+helper of the file returns, ``summary[cycle_index(n, 1)]``) or
 written into one (``gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`` with ``gain`` made with
 ``device=``): PyTorch copies it across first, every time."""
 
@@ -10,6 +11,7 @@ from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.devices import file_moves_to_device, is_device_tensor
+from torchwise.lint.semantics.handoff import returned_new
 
 T = TypeVar("T")
 # the factories that make index tensors and small tables worth a look (a cheap text test first)
@@ -30,6 +32,8 @@ def implicit_moves(ctx: Context, made: Callable[[AST], T | None]) -> Iterator[tu
             if part.__class__ is not ast.Call:
                 continue
             found = made(part)
+            if found is None and part.func.__class__ is ast.Name:
+                found = returned_new(ctx, part, made)  # summary[cycle_index(n, 1)], the helper returning torch.arange(n) + 1
             if found is not None and _on_device(ctx, sub.value, sub):
                 yield part, sub.value, found, "indexes"
                 break
