@@ -530,3 +530,77 @@ PROJECTS += [
                  """)},
                  (("pretrain_contextpred.py", 3),)),
 ]
+
+# ------------------------------------------------------------- TW205 init_* helpers a per-example training step calls
+# Course code trains an RNN one example at a time: `def train(line)` runs the backward pass and
+# the optimizer step itself, and starts with `hidden = model.init_hidden()`, whose zeros are made
+# on the CPU and moved - every step, here or from another module. An `init_hidden()` called once
+# per epoch, before the loop over batches, is set-up.
+FIND += [
+    Shape("TW205", "char RNN: init_hidden() makes zeros and .cuda() them; train(line) calls it every example", d("""
+        import torch
+        import torch.nn as nn
+        class RNN(nn.Module):
+            def init_hidden(self):
+                if torch.cuda.is_available():
+                    hidden = torch.zeros(self.n_layers, 1, self.hidden_size).cuda()
+                else:
+                    hidden = torch.zeros(self.n_layers, 1, self.hidden_size)
+                return hidden
+        def train(line):
+            hidden = decoder.init_hidden()
+            loss = 0
+            for c in range(len(line)):
+                output, hidden = decoder(line[c], hidden)
+                loss += criterion(output, line[c])
+            decoder.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        for epoch in range(10):
+            for i, (lines, _) in enumerate(loader):
+                train(lines[0])
+    """), 6),
+]
+_S2S_MODELS = d("""
+    import torch
+    import torch.nn as nn
+    def cuda_variable(tensor):
+        if torch.cuda.is_available():
+            return tensor.cuda()
+        return tensor
+    class EncoderRNN(nn.Module):
+        def init_hidden(self):
+            return cuda_variable(torch.zeros(self.n_layers, 1, self.hidden_size))
+    class LanguageModel(nn.Module):
+        def init_state(self, bsz):
+            return cuda_variable(torch.zeros(self.n_layers, bsz, self.hidden_size))
+""")
+_S2S_TRAIN = d("""
+    from seq2seq_models import EncoderRNN, LanguageModel, cuda_variable
+    def train(src, target):
+        encoder_hidden = encoder.init_hidden()
+        out, hidden = encoder(src, encoder_hidden)
+        loss = criterion(out, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    def train_epoch(lm, loader):
+        state = lm.init_state(32)
+        for x, y in loader:
+            out, state = lm(x, state)
+            loss = criterion(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    for epoch in range(5):
+        for src, target in loader:
+            train(src, target)
+        train_epoch(lm, loader)
+    encoder, lm = EncoderRNN(), LanguageModel()
+""")
+PROJECTS += [
+    ProjectShape("TW205", "an encoder's init_hidden() a per-example step of another module calls (found); a language "
+                 "model's init_state() called once per epoch before the batch loop (quiet)",
+                 {"seq2seq_models.py": _S2S_MODELS, "train_seq2seq.py": _S2S_TRAIN}, (("seq2seq_models.py", 9),)),
+]

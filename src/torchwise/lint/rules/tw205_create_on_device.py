@@ -121,7 +121,9 @@ What it flags
   `th.from_numpy(arr).to(t.device)`).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
-  `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
+  `make_one_hot(target, n)`, or a training step - in a training loop, or in a function that runs
+  one step per call, `hidden = model.init_hidden()` in `def train(line)`, here or in another
+  module -, is per call - not when only `__init__` calls it, or a
   `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops (not when
   it is called inside a loop over batches or items, `for x, y in test_loader: pgd(model, x, y)`, or
   inside a training loop: its own loop - an attack's steps - is then per call; a call in

@@ -66,7 +66,8 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
     if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
-        return not called_per_call(ctx, scope, skip_samplers=True)  # make_one_hot(...) in a loss's forward: every step
+        # make_one_hot(...) in a loss's forward, hidden = model.init_hidden() in a per-example training step: every step
+        return not (called_per_call(ctx, scope, skip_samplers=True) or _called_in_step(ctx, scope.name))
     if scope.__class__ is not ast.Lambda and scope.name not in ("forward", "__call__") and depth > 0 and _called_at_setup(ctx, scope, depth):
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
@@ -276,6 +277,22 @@ def sampler_off_step(ctx: Context, func: AST) -> bool:
         texts = [(p, t) for p, t in ctx.project.files if f".{func.name}(" in t] or [(ctx.path, ctx.source)]
         found = len(texts) <= MAX_CALLER_FILES and not any(
             _calls_in_step(ctx if p == ctx.path else parsed_file(ctx.project, p, t), func.name) for p, t in texts)
+        ctx.project.answers[key] = found
+    return found
+
+
+def _called_in_step(ctx: Context, name: str) -> bool:
+    """Some call of ``name`` - in this file or another module of the project - runs every training
+    step: in a training loop, or in a function that runs one step per call (``def train(line):``
+    with its backward pass and optimizer step outside any loop of its own)."""
+    key = ("sem:called-in-step", name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        texts = [(p, t) for p, t in ctx.project.files if f"{name}(" in t] or [(ctx.path, ctx.source)]
+        found = len(texts) <= MAX_CALLER_FILES and any(
+            hot_region_of(where, call) is not None
+            for where in (ctx if p == ctx.path else parsed_file(ctx.project, p, t) for p, t in texts) if where is not None
+            for call in where.calls_named(name))
         ctx.project.answers[key] = found
     return found
 
