@@ -604,3 +604,42 @@ PROJECTS += [
                  "model's init_state() called once per epoch before the batch loop (quiet)",
                  {"seq2seq_models.py": _S2S_MODELS, "train_seq2seq.py": _S2S_TRAIN}, (("seq2seq_models.py", 9),)),
 ]
+
+# ------------------------------------------------------------- TW205 a constant tuple kept on self, converted per call
+# A detector keeps the normalisation of its box offsets as tuples (`loc_normalize_mean=(0., 0., 0.,
+# 0.)`, a default of `__init__`) and converts them with `t.Tensor(...).cuda()` for every image it
+# predicts. Converted once in `__init__`, or kept from a parameter with no default, they are quiet.
+FIND += [
+    Shape("TW205", "predict(): t.Tensor(self.loc_normalize_mean).cuda() per image, the tuple a default of __init__", d("""
+        import torch as t
+        import torch.nn as nn
+        class FasterRCNN(nn.Module):
+            def __init__(self, head, loc_normalize_mean=(0., 0., 0., 0.), loc_normalize_std=(0.1, 0.1, 0.2, 0.2)):
+                super().__init__()
+                self.head = head
+                self.loc_normalize_mean = loc_normalize_mean
+                self.loc_normalize_std = loc_normalize_std
+            def predict(self, imgs):
+                out = []
+                for img in imgs:
+                    loc = self.head(img)
+                    mean = t.Tensor(self.loc_normalize_mean).cuda().repeat(self.n_class)[None]
+                    std = t.Tensor(self.loc_normalize_std).cuda().repeat(self.n_class)[None]
+                    out.append(loc * std + mean)
+                return out
+    """), 13),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the tuple converted once in __init__, and a table handed in without a default", d("""
+        import torch
+        import torch.nn as nn
+        class Normalizer(nn.Module):
+            def __init__(self, mean=(0.485, 0.456, 0.406), table=None, scale=None):
+                super().__init__()
+                self.mean_t = torch.tensor(mean).cuda()
+                self.table = table
+                self.scale = scale
+            def forward(self, x):
+                return (x - self.mean_t) * torch.tensor(self.table).to(x.device)
+    """)),
+]

@@ -118,7 +118,9 @@ What it flags
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
   caller passes a number for it, and a NumPy schedule the object set once in `__init__`
   handed to a helper that converts it (`_extract(self.sqrt_alphas_cumprod, t, shape)` doing
-  `th.from_numpy(arr).to(t.device)`).
+  `th.from_numpy(arr).to(t.device)`), and a tuple of numbers `__init__` keeps on `self` (written
+  out, or a parameter's default, `loc_normalize_mean=(0., 0., 0., 0.)`) converted where it is used
+  (`t.Tensor(self.loc_normalize_mean).cuda()` per predicted image).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
   `make_one_hot(target, n)`, or a training step - in a training loop, or in a function that runs

@@ -12,7 +12,8 @@ from torchwise.lint.semantics.actions import model_input_copy, observation_copy
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.hostdata import appended_sizes, constant_table_param, outside_data, python_value
+from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
+                                                python_value)
 from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import stored_then_moved
 
@@ -44,8 +45,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         return False
     if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
         return True  # also a number Python computes: torch.tensor(float("nan"))
-    if data.__class__ is ast.Attribute and data.attr == "shape":
-        return True  # torch.tensor(p.shape): sizes
+    if data.__class__ is ast.Attribute and (data.attr == "shape" or constant_attribute(ctx, data, use)):
+        return True  # torch.tensor(p.shape): sizes; torch.tensor(self.mean) of a constant tuple set in __init__
     if data.__class__ is ast.Name:
         if python_value(ctx, data, use):
             return True  # x if isinstance(x, torch.Tensor) else torch.tensor(x).to(t); a constant default
@@ -91,7 +92,7 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
     if cls is ast.Name and appended_sizes(ctx, arg, use):
         return True  # mel_len = list(); mel_len.append(x.shape[0]); torch.LongTensor(mel_len)
     if cls is ast.Attribute:
-        return arg.attr == "shape"
+        return arg.attr == "shape" or constant_attribute(ctx, arg, use)  # t.Tensor(self.loc_normalize_mean)
     if cls is ast.Subscript:
         return _sizes_or_literal(ctx, arg.value, use, depth)
     if cls is ast.BinOp:

@@ -299,3 +299,24 @@ def _set_once(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         where = ctx.function_of(value) if value is not None else None
         return where is not None and where.__class__ is not ast.Lambda and where.name == "__init__"
     return False
+
+
+def constant_attribute(ctx: Context, expr: AST, use: AST) -> bool:
+    """``self.loc_normalize_mean``, set once in ``__init__`` to a tuple or list of numbers written
+    out, or to a parameter whose default is one (``loc_normalize_mean=(0., 0., 0., 0.)``): a
+    constant table, converted again wherever a method turns it into a tensor."""
+    if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+        return False
+    value = ctx.single_self_value(expr, use)
+    init = ctx.function_of(value) if value is not None else None
+    if init is None or init.__class__ is ast.Lambda or init.name != "__init__":
+        return False
+    if value.__class__ is ast.Name:
+        positional = [*init.args.posonlyargs, *init.args.args]
+        defaults = dict(zip([a.arg for a in positional][::-1], init.args.defaults[::-1]))
+        b = ctx.binding_at(value.id, value)
+        value = defaults.get(value.id) if b is not None and b.kind == "param" else None
+    return value is not None and value.__class__ in (ast.Tuple, ast.List) and bool(value.elts) and all(
+        e.__class__ is ast.Constant and type(e.value) in (int, float) or e.__class__ is ast.UnaryOp
+        and e.operand.__class__ is ast.Constant and type(e.operand.value) in (int, float) for e in value.elts)
+
