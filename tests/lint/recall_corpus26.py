@@ -643,3 +643,48 @@ QUIET += [
                 return (x - self.mean_t) * torch.tensor(self.table).to(x.device)
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 moved by a helper of another module
+# A segmentation project copies everything to its GPU with `async_copy_to(obj, dev)` - a function of
+# a utilities package (`obj.cuda(dev, non_blocking=True)`), re-exported by two `__init__.py`. Its
+# evaluation makes the zero score map of every image on the CPU and hands it over. A helper that
+# only converts (`as_numpy`), and the copy made once before the loop, stay quiet.
+_SEG_DP = d("""
+    import collections
+    import torch
+    def async_copy_to(obj, dev, main_stream=None):
+        if torch.is_tensor(obj):
+            v = obj.cuda(dev, non_blocking=True)
+            return v
+        elif isinstance(obj, collections.abc.Mapping):
+            return {k: async_copy_to(o, dev, main_stream) for k, o in obj.items()}
+        return obj
+""")
+_SEG_UTILS = d("""
+    def as_numpy(obj):
+        return obj.cpu().numpy()
+""")
+_SEG_EVAL = d("""
+    import torch
+    from seg.lib.nn import async_copy_to
+    from seg.lib.utils import as_numpy
+    def evaluate(module, loader, num_class, gpu):
+        weights = async_copy_to(torch.ones(num_class), gpu)
+        for batch in loader:
+            size = batch["seg_label"].shape
+            scores = torch.zeros(1, num_class, size[0], size[1])
+            scores = async_copy_to(scores, gpu)
+            for img in batch["img_data"]:
+                scores = scores + module(async_copy_to(img, gpu)) * weights
+            pred = as_numpy(torch.zeros(3).long())
+""")
+PROJECTS += [
+    ProjectShape("TW205", "a zero score map per image handed to async_copy_to, a mover of a utilities package re-exported "
+                 "by its __init__ (found); a converter and a copy before the loop (quiet)",
+                 {"seg/__init__.py": "", "seg/lib/__init__.py": "",
+                  "seg/lib/nn/__init__.py": "from .parallel import async_copy_to\n",
+                  "seg/lib/nn/parallel/__init__.py": "from .data_parallel import async_copy_to\n",
+                  "seg/lib/nn/parallel/data_parallel.py": _SEG_DP,
+                  "seg/lib/utils.py": _SEG_UTILS, "eval.py": _SEG_EVAL},
+                 (("eval.py", 8),)),
+]

@@ -17,6 +17,7 @@ from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METH
 from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
+from torchwise.lint.semantics.remotemovers import handed_to_movers
 from torchwise.lint.semantics.stored import host_built, stored_then_moved
 from torchwise.lint.semantics.tensorlike import tensor_like
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
@@ -86,7 +87,9 @@ What it flags
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
-  return Variable(x).cuda()`, reported at the call that passes it), a constant table made in
+  return Variable(x).cuda()`, reported at the call that passes it; also a function of another
+  module of the project, found through the `__init__.py` files that re-export it, `scores =
+  async_copy_to(scores, gpu)` with `obj.cuda(dev)` in it, reported where the tensor is made), a constant table made in
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
@@ -219,6 +222,11 @@ Fix
                 yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
                                   f"{ctx.text(owner)}'s device because it {how} it",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+        for call, (inner, _, factory) in handed_to_movers(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not self._once(ctx, inner, inner):
+                seen.add(id(inner))
+                yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to the device "
+                                  f"by {last_name(call.func)}()", suggestion=f"create it there: torch.{factory}(..., device=...)")
         for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
