@@ -23,23 +23,37 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
     the first argument of a module-level function of another project module that moves it."""
     if not ctx.project.files:
         return
+    local = {name for name, q in ctx.imports.items() if _project_module(ctx, q.split(".", 1)[0])}
+    if not local:
+        return
     for call in ctx.nodes.get(ast.Call, ()):
         func = call.func
         root = func.id if func.__class__ is ast.Name else func.value.id if func.__class__ is ast.Attribute \
             and func.value.__class__ is ast.Name else None
-        if not call.args or root is None or root not in ctx.imports:
-            continue  # only names imported from somewhere: async_copy_to, utils.to_gpu
+        if not call.args or root not in local:
+            continue  # only names imported from the project: async_copy_to, utils.to_gpu
         q = ctx.qualname(func)
         if q is None or "." not in q or q.startswith(("torch.", "numpy.")) or local_function(ctx, call) is not None:
             continue
-        if not _mover(ctx, q):
-            continue
         arg = call.args[0]
         found = made(arg)
-        if found is None and arg.__class__ is ast.Name and stored_then_moved(ctx, arg, call):
+        if found is None and arg.__class__ is ast.Name:
             found = made(ctx.resolve(arg, call))
-        if found is not None:
+            found = found if found is not None and stored_then_moved(ctx, arg, call) else None
+        if found is not None and _mover(ctx, q):  # (the helper's module is read only for a new CPU tensor)
             yield call, found
+
+
+def _project_module(ctx: Context, top: str) -> bool:
+    """``top`` (the first part of an imported name) is a module or package of the project."""
+    key = ("sem:project-top", top)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        root = ctx.project.root
+        found = ctx.project.answers[key] = any(
+            os.path.basename(p) == top + ".py" or f"{os.sep}{top}{os.sep}" in (p[len(root):] if root and p.startswith(root) else p)
+            for p, _ in ctx.project.files)
+    return found
 
 
 def _mover(ctx: Context, q: str) -> bool:
@@ -64,6 +78,10 @@ def _project_def(ctx: Context, module: str, name: str, depth: int = 3) -> tuple[
             stem = stem[: -len("/__init__")]
         if not (stem == tail or stem.endswith("/" + tail)) or name not in text:
             continue
+        if f"def {name}(" in text and ".cuda(" not in text and ".to(" not in text:
+            return None  # defined here and moves nothing: not parsed
+        if f"def {name}(" not in text and not norm.endswith("__init__.py"):
+            return None  # a class, or a name imported from elsewhere: not a helper of this kind
         other = parsed_file(ctx.project, path, text)
         if other is None:
             return None
@@ -75,7 +93,10 @@ def _project_def(ctx: Context, module: str, name: str, depth: int = 3) -> tuple[
                 real = next(a.name for a in node.names if (a.asname or a.name) == name)
                 if source is None:
                     return None
-                where = parsed_file(ctx.project, source, dict(ctx.project.files).get(source, ""))
+                text = dict(ctx.project.files).get(source, "")
+                if f"def {real}(" in text and ".cuda(" not in text and ".to(" not in text:
+                    return None
+                where = parsed_file(ctx.project, source, text)
                 if where is None:
                     return None
                 return next(((where, n) for n in where.tree.body if n.__class__ in DEF_TYPES and n.name == real), None) \
@@ -86,9 +107,10 @@ def _project_def(ctx: Context, module: str, name: str, depth: int = 3) -> tuple[
 
 def _reexported(ctx: Context, path: str, name: str, depth: int) -> tuple[Context, AST] | None:
     """``name`` imported by the package ``__init__.py`` at ``path`` from one of its submodules."""
-    if depth <= 0 or not path.endswith("__init__.py"):
+    text = dict(ctx.project.files).get(path, "")
+    if depth <= 0 or not path.endswith("__init__.py") or name not in text:
         return None
-    where = parsed_file(ctx.project, path, dict(ctx.project.files).get(path, ""))
+    where = parsed_file(ctx.project, path, text)
     for node in where.tree.body if where is not None else ():
         if node.__class__ is ast.ImportFrom and any((a.asname or a.name) == name for a in node.names):
             source = module_file(ctx.project, path, node.module, node.level)
