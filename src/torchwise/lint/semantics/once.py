@@ -286,14 +286,15 @@ def _called_in_step(ctx: Context, name: str) -> bool:
     step: in a training loop, or in a function that runs one step per call (``def train(line):``
     with its backward pass and optimizer step outside any loop of its own)."""
     key = ("sem:called-in-step", name)
-    found = ctx.project.answers.get(key)
+    answers = ctx.project.answers if ctx.project.files else ctx._cache  # a file alone: its own answer
+    found = answers.get(key)
     if found is None:
         texts = [(p, t) for p, t in ctx.project.files if f"{name}(" in t] or [(ctx.path, ctx.source)]
         found = len(texts) <= MAX_CALLER_FILES and any(
             hot_region_of(where, call) is not None
             for where in (ctx if p == ctx.path else parsed_file(ctx.project, p, t) for p, t in texts) if where is not None
             for call in where.calls_named(name))
-        ctx.project.answers[key] = found
+        answers[key] = found
     return found
 
 
