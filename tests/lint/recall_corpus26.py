@@ -688,3 +688,37 @@ PROJECTS += [
                   "seg/lib/utils.py": _SEG_UTILS, "eval.py": _SEG_EVAL},
                  (("eval.py", 8),)),
 ]
+FIND += [
+    Shape("TW205", "infomax: summary[cycle_index(n, 1)] where summary is pooled from a submodule's output on the moved batch", d("""
+        import torch
+        def cycle_index(num, shift):
+            arr = torch.arange(num) + shift
+            arr[-shift:] = torch.arange(shift)
+            return arr
+        def train(args, model, device, loader, optimizer):
+            for step, batch in enumerate(loader):
+                batch = batch.to(device)
+                node_emb = model.gnn(batch.x, batch.edge_index, batch.edge_attr)
+                summary_emb = torch.sigmoid(model.pool(node_emb, batch.batch))
+                shifted = summary_emb[cycle_index(len(summary_emb), 1)]
+                loss = model.loss(model.discriminator(node_emb, shifted[batch.batch]))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 3),
+]
+QUIET += [
+    Shape("TW205", "look-alike: the shifted rows of a table computed on the host from the loader's CPU batch", d("""
+        import numpy as np
+        import torch
+        def cycle_index(num, shift):
+            return torch.arange(num) + shift
+        def collect(model, loader):
+            out = []
+            for batch in loader:
+                stats = np.asarray(batch.numpy())
+                table = torch.from_numpy(stats.mean(0))
+                out.append(table[cycle_index(len(table), 1)])
+            return out
+    """)),
+]

@@ -115,7 +115,8 @@ What it flags
   `.to()` spells - a CPU `torch.arange` indexing a tensor on the device
   (`top_vec[torch.arange(b).unsqueeze(1), clss]`; also one a helper of the file returns,
   `rep[cycle_index(len(rep), 1)]` with the helper making `torch.arange(num) + shift`, reported
-  in the helper) or a CPU tensor written into one
+  in the helper; the indexed tensor on the device by evidence, or computed by calls from one:
+  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch) or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
