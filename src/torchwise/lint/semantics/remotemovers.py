@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
@@ -33,7 +34,8 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
         if not call.args or root not in local:
             continue  # only names imported from the project: async_copy_to, utils.to_gpu
         q = ctx.qualname(func)
-        if q is None or "." not in q or q.startswith(("torch.", "numpy.")) or local_function(ctx, call) is not None:
+        if q is None or "." not in q or q.startswith(("torch.", "numpy.")) or local_function(ctx, call) is not None \
+                or not _may_move(ctx, q):
             continue
         arg = call.args[0]
         found = made(arg)
@@ -46,14 +48,56 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
 
 def _project_module(ctx: Context, top: str) -> bool:
     """``top`` (the first part of an imported name) is a module or package of the project."""
-    key = ("sem:project-top", top)
+    tops = ctx.project.answers.get("sem:project-tops")
+    if tops is None:
+        root = ctx.project.root
+        tops = set()
+        for p, _ in ctx.project.files:
+            rel = p[len(root):] if root and p.startswith(root) else p
+            parts = rel.replace(os.sep, "/").strip("/").split("/")
+            tops.update(parts[:-1])
+            tops.add(parts[-1][:-3] if parts[-1].endswith(".py") else parts[-1])
+        ctx.project.answers["sem:project-tops"] = tops
+    return top in tops
+
+
+def _may_move(ctx: Context, q: str) -> bool:
+    """A text test before anything is parsed: the module of ``q`` defines the function and moves
+    something, or is a package ``__init__.py`` that names it (a re-export)."""
+    key = ("sem:may-move", q)
     found = ctx.project.answers.get(key)
     if found is None:
-        root = ctx.project.root
-        found = ctx.project.answers[key] = any(
-            os.path.basename(p) == top + ".py" or f"{os.sep}{top}{os.sep}" in (p[len(root):] if root and p.startswith(root) else p)
-            for p, _ in ctx.project.files)
+        module, name = q.rsplit(".", 1)
+        tail = module.replace(".", "/")
+        found = False
+        for path, text in ctx.project.files:
+            norm = path.replace(os.sep, "/")
+            stem = norm[:-3] if norm.endswith(".py") else norm
+            stem = stem[: -len("/__init__")] if stem.endswith("/__init__") else stem
+            if (stem == tail or stem.endswith("/" + tail)) and name in text:
+                found = _text_may_move(ctx, path, text, name, 3)
+                break
+        ctx.project.answers[key] = found
     return found
+
+
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^)\n]*)", re.M)
+
+
+def _text_may_move(ctx: Context, path: str, text: str, name: str, depth: int) -> bool:
+    """The module text defines ``name`` and moves something, or (a package ``__init__.py``)
+    imports ``name`` from a submodule that may: followed by text, ``depth`` times."""
+    if f"def {name}(" in text:
+        return ".cuda(" in text or ".to(" in text
+    if depth <= 0 or not path.endswith("__init__.py"):
+        return False
+    for m in _FROM_IMPORT.finditer(text):
+        if re.search(r"\b" + re.escape(name) + r"\b", m.group(3)):
+            source = module_file(ctx.project, path, m.group(2) or None, len(m.group(1)))
+            if source is None:
+                return True  # cannot tell: read it later
+            return _text_may_move(ctx, source, dict(ctx.project.files).get(source, ""), name, depth - 1)
+    return "import *" in text
 
 
 def _mover(ctx: Context, q: str) -> bool:
