@@ -722,3 +722,39 @@ QUIET += [
             return out
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 observations and replay minibatches
+# RL agents convert the observation they are handed (`torch.FloatTensor(state).to(device)` in
+# get_action) and the minibatch their replay memory returns (`state, action, reward = buffer.sample(n)`
+# then `torch.FloatTensor(state).to(device)`): data from the environment that has to cross, a copy
+# `torch.as_tensor(..., device=...)` would make from the host just the same (set 16 counted them no
+# pitfall). The zeros made for the update every step are still found.
+PROJECTS += [
+    ProjectShape("TW205", "an agent's observation and its replay minibatch converted with typed constructors (quiet); "
+                 "a zero tensor made and moved every update (found)",
+                 {"sac.py": d("""
+                     import numpy as np
+                     import torch
+                     device = torch.device("cuda")
+                     class ReplayBuffer:
+                         def sample(self, batch_size):
+                             batch = [self.buffer[i] for i in np.random.randint(0, len(self.buffer), batch_size)]
+                             state, action, reward = map(np.stack, zip(*batch))
+                             return state, action, reward
+                     class Agent:
+                         def get_action(self, state):
+                             state = torch.FloatTensor(state).unsqueeze(0).to(device)
+                             return self.policy(state).detach().cpu().numpy()[0]
+                         def update(self, batch_size):
+                             state, action, reward = self.replay_buffer.sample(batch_size)
+                             state = torch.FloatTensor(state).to(device)
+                             action = torch.FloatTensor(action).to(device)
+                             reward = torch.FloatTensor(reward).unsqueeze(1).to(device)
+                             done = torch.zeros(batch_size, 1).to(device)
+                             loss = ((self.q(state, action) - reward - done) ** 2).mean()
+                             self.optimizer.zero_grad()
+                             loss.backward()
+                             self.optimizer.step()
+                 """)},
+                 (("sac.py", 18),)),
+]

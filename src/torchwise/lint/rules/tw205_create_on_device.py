@@ -56,17 +56,11 @@ What it flags
   a typed legacy constructor of sizes or Python literals
   (`torch.LongTensor(range(n))`, a list built in Python from sizes `torch.LongTensor([i * 2 for i in range(n)])`,
   `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
-  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
-  somewhere, which has to cross anyway - except an agent's observation in its action-selection
-  method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
-  `state.reshape(1, -1)`), copied twice every environment step, and a replay buffer's
-  `sample()` method building each minibatch from the arrays it stores,
-  `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it, and the
-  minibatch such a memory returns, `states, actions = memory.sample(n)` then
-  `torch.FloatTensor(states).to(device)` in the update, and a model's input copied in a method of
-  an `nn.Module`, `torch.LongTensor(log_seqs).to(self.dev)` in `forward`/`predict` or a helper
-  method - a parameter of the method or an array NumPy makes there, moved in the same expression) and `torch.from_numpy` of an array NumPy makes right
-  there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
+  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away, an index array a
+  model method makes with NumPy from sizes `torch.LongTensor(positions).to(self.dev)`; not of data
+  read from somewhere, which has to cross anyway: an agent's observation
+  `torch.FloatTensor(state).to(device)`, a replay minibatch, the arrays a model method is handed)
+  and `torch.from_numpy` of an array NumPy makes right there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
   with `np.random.shuffle(perm)`; also `torch.tensor(arr)` or a typed constructor of it,
   `LongTensor(perm)` - also under names a star import of the project hands on, `from utils import *`)
   or builds from sizes and settings: detection anchors

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context, keyword, last_name
-from torchwise.lint.semantics.actions import model_input_copy, observation_copy
+from torchwise.lint.semantics.actions import model_input_copy
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
@@ -156,7 +156,7 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
-        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner)
+        made = inner.args and (_legacy_sizes(ctx, inner, filled) or model_input_copy(ctx, inner)
                                or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)
                                                             or numpy_made(ctx, inner.args[0], inner)))
         return (inner, True, factory) if made else None
