@@ -112,10 +112,15 @@ _RECOMMENDER = d("""
             cand = self.items(torch.LongTensor(candidates).cuda())
             return (self.encode(history)[:, -1:, :] * cand).sum(-1)
 """)
+# The index arrays handed in (`history`, `candidates`) are the model's input data: Round 13 (sets 15 and 16, which count host data that has to cross anyway - env observations,
+# NumPy batches - as no TW205 pitfall): `torch.as_tensor(x, device=...)` copies the same data from the host,
+# so these are look-alikes now (recall_corpus26 has the class).
 FIND += [
-    Shape("TW205", "torch.LongTensor(array parameter).to(self.dev) in a model method called every forward", _RECOMMENDER, 11),
     Shape("TW205", "torch.LongTensor(NumPy array made in the method, then masked in place).to(self.dev)", _RECOMMENDER, 14),
-    Shape("TW205", "torch.LongTensor(candidates).cuda() in the model's scoring method", _RECOMMENDER, 16),
+]
+PROJECTS += [
+    ProjectShape("TW205", "look-alike (round 13): typed copies of the index arrays a model method is handed; only the "
+                 "positions NumPy makes there from sizes are found", {"train.py": _RECOMMENDER}, (("train.py", 14),)),
 ]
 QUIET += [
     Shape("TW205", "look-alike: the model's input kept on the host, and a typed copy made in __init__", d("""

@@ -169,11 +169,13 @@ _AGENT = d("""
                 loss.backward()
                 self.actor_optimizer.step()
 """)
+# Round 13 (sets 15 and 16, which count host data that has to cross anyway - env observations,
+# NumPy batches - as no TW205 pitfall): `torch.as_tensor(x, device=...)` copies the same data from the host,
+# so these are look-alikes now (recall_corpus26 has the class).
 PROJECTS += [
-    ProjectShape("TW205", "offline RL: the replay buffer's sample() builds each minibatch with FloatTensor(self.x[ind]).to(device)"
-                 " and the agent's select_action converts state.reshape(1, -1) every environment step",
-                 {"utils.py": _BUFFER, "agent.py": _AGENT},
-                 (("agent.py", 6), ("utils.py", 12), ("utils.py", 13))),
+    ProjectShape("TW205", "look-alike (round 13): offline RL's replay buffer sample() building each minibatch with "
+                 "FloatTensor(self.x[ind]).to(device), and the agent's select_action converting state.reshape(1, -1)",
+                 {"utils.py": _BUFFER, "agent.py": _AGENT}),
     ProjectShape("TW205", "the same buffer whose sample() only a one-off script calls (no training step)", {
         "utils.py": _BUFFER,
         "inspect_buffer.py": "import utils\nbuf = utils.ReplayBuffer(3, 'cuda')\nprint(buf.sample(4))\n"}),

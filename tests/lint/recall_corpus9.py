@@ -121,10 +121,13 @@ _AGENT = """
             loss = F.mse_loss(self.critic(states, actions), rewards)
             loss.backward()
 """
-FIND += [
-    Shape("TW205", "soft actor-critic: the replay minibatch from memory.sample() copied with FloatTensor(...).to(device) every update",
-          d(_AGENT.format(draw="memory.sample(batch_size=batch_size)")), 9),
-    Shape("TW205", "a DQN's transitions (batch = replay_buffer.sample(n); FloatTensor(np.array(batch.state)).to(device))", d("""
+# The replay minibatches: Round 13 (sets 15 and 16, which count host data that has to cross anyway - env observations,
+# NumPy batches - as no TW205 pitfall): `torch.as_tensor(x, device=...)` copies the same data from the host,
+# so these are look-alikes now (recall_corpus26 has the class).
+QUIET += [
+    Shape("TW205", "look-alike (round 13): soft actor-critic's replay minibatch copied with FloatTensor(...).to(device)",
+          d(_AGENT.format(draw="memory.sample(batch_size=batch_size)"))),
+    Shape("TW205", "look-alike (round 13): a DQN's transitions, FloatTensor(np.array(batch.state)).to(device)", d("""
         import numpy as np
         import torch
         def optimize(policy, replay_buffer, opt, device):
@@ -134,7 +137,9 @@ FIND += [
                 q = policy(state).max(1)[0].mean()
                 q.backward()
                 opt.step()
-    """), 6),
+    """)),
+]
+FIND += [
     Shape("TW205", "re-identification features: torch.FloatTensor(n, opt.dim).zero_().cuda() for every test batch", d("""
         import torch
         def extract(model, loader, opt):

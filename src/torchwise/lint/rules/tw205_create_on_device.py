@@ -11,11 +11,13 @@ from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
+from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
+from torchwise.lint.semantics.remotemovers import handed_to_movers
 from torchwise.lint.semantics.stored import host_built, stored_then_moved
 from torchwise.lint.semantics.tensorlike import tensor_like
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
@@ -52,19 +54,16 @@ What it flags
   on the host `torch.eye(n)[labels]`, a one-hot filled in on the host
   `torch.zeros(s).scatter_(1, idx, 1)`, drawn or rescaled in place `torch.rand(s).sub_(0.5).mul_(2.0)`),
   a typed legacy constructor of sizes or Python literals
-  (`torch.LongTensor(range(n))`, a list built in Python `torch.LongTensor([r[0] for r in rows])`,
+  (`torch.LongTensor(range(n))`, a list built in Python from sizes `torch.LongTensor([i * 2 for i in range(n)])`,
   `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
-  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away; not of data read from
-  somewhere, which has to cross anyway - except an agent's observation in its action-selection
-  method, `torch.FloatTensor(state).to(device)` in `select_action(self, state)` (also of
-  `state.reshape(1, -1)`), copied twice every environment step, and a replay buffer's
-  `sample()` method building each minibatch from the arrays it stores,
-  `torch.FloatTensor(self.state[ind]).to(device)`, when a training step calls it, and the
-  minibatch such a memory returns, `states, actions = memory.sample(n)` then
-  `torch.FloatTensor(states).to(device)` in the update, and a model's input copied in a method of
-  an `nn.Module`, `torch.LongTensor(log_seqs).to(self.dev)` in `forward`/`predict` or a helper
-  method - a parameter of the method or an array NumPy makes there, moved in the same expression) and `torch.from_numpy` of an array NumPy makes right
-  there (`np.random.uniform(...)`, `np.eye(k)`; also `torch.tensor(arr)`) or builds from sizes and settings: detection anchors
+  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away, an index array a
+  model method makes with NumPy from sizes `torch.LongTensor(positions).to(self.dev)`; not of data
+  read from somewhere, which has to cross anyway: an agent's observation
+  `torch.FloatTensor(state).to(device)`, a replay minibatch, the arrays a model method is handed)
+  and `torch.from_numpy` of an array NumPy makes right there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
+  with `np.random.shuffle(perm)`; also `torch.tensor(arr)` or a typed constructor of it,
+  `LongTensor(perm)` - also under names a star import of the project hands on, `from utils import *`)
+  or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
   of the file (`np.append(grid, cell_offsets(side // s, s), axis=0)`, helpers that read no file
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
@@ -82,7 +81,9 @@ What it flags
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
-  return Variable(x).cuda()`, reported at the call that passes it), a constant table made in
+  return Variable(x).cuda()`, reported at the call that passes it; also a function of another
+  module of the project, found through the `__init__.py` files that re-export it, `scores =
+  async_copy_to(scores, gpu)` with `obj.cuda(dev)` in it, reported where the tensor is made), a constant table made in
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
@@ -106,16 +107,23 @@ What it flags
   (`Variable(utils.one_hot(y, n)).cuda()`), and a round trip through a helper that builds its
   result with NumPy or torch alone (`lf.to_one_hot(y.cpu(), n).to(y.device)`); copies no
   `.to()` spells - a CPU `torch.arange` indexing a tensor on the device
-  (`top_vec[torch.arange(b).unsqueeze(1), clss]`) or a CPU tensor written into one
+  (`top_vec[torch.arange(b).unsqueeze(1), clss]`; also one a helper of the file returns,
+  `rep[cycle_index(len(rep), 1)]` with the helper making `torch.arange(num) + shift`, reported
+  in the helper; the indexed tensor on the device by evidence, or computed by calls from one:
+  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch) or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
   caller passes a number for it, and a NumPy schedule the object set once in `__init__`
   handed to a helper that converts it (`_extract(self.sqrt_alphas_cumprod, t, shape)` doing
-  `th.from_numpy(arr).to(t.device)`).
+  `th.from_numpy(arr).to(t.device)`), and a tuple of numbers `__init__` keeps on `self` (written
+  out, or a parameter's default, `loc_normalize_mean=(0., 0., 0., 0.)`) converted where it is used
+  (`t.Tensor(self.loc_normalize_mean).cuda()` per predicted image).
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
-  `make_one_hot(target, n)`, is per call - not when only `__init__` calls it, or a
+  `make_one_hot(target, n)`, or a training step - in a training loop, or in a function that runs
+  one step per call, `hidden = model.init_hidden()` in `def train(line)`, here or in another
+  module -, is per call - not when only `__init__` calls it, or a
   `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops (not when
   it is called inside a loop over batches or items, `for x, y in test_loader: pgd(model, x, y)`, or
   inside a training loop: its own loop - an attack's steps - is then per call; a call in
@@ -134,7 +142,8 @@ What it flags
   `fliplr()` left in a training script while the test script calls its own copy).
   Nor is dead code (nothing runs it): a module-level function or class that nothing in the
   project names but dead code, in a module the project imports or a script (`def recall(...)`
-  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds).
+  left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds;
+  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`).
   Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
@@ -142,10 +151,20 @@ What it flags
   reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
   computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
   tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
-  weights]`).
+  weights]`), a parameter that holds data put in a list or array (the observation of
+  `torch.FloatTensor([state])` or `np.array([state])`; not a number the function uses as a
+  size), a list built item by item from the function's data (`[ord(c) for c in text]`, token
+  ids `[r[0] for r in rows]`, weights computed from sampled entries), and a tensor whose
+  pattern is written per item of data before the move (`for j, k in enumerate(idx): stop[j,
+  :length[k]] = 0`, then `stop.to(device)`). Nor is a store made on the first pass of a loop
+  only (`features = None` before it, `if features is None: features = torch.zeros(n,
+  d).cuda()` in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
+  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
-  nothing goes to a GPU there.
+  nothing goes to a GPU there - nor a move to a device attribute that is the CPU by construction
+  (`.to(self.loss_device)`, kept by `__init__` from a parameter that every construction of the
+  module in the project passes as `torch.device("cpu")`).
   There the copy happens once and costs microseconds, so the advice would gain nothing. (A
   lower severity was the alternative; lint's reports - text, JSON, SARIF - have one level, and
   a finding that is right but worthless teaches people to ignore the rule.)
@@ -193,9 +212,16 @@ Fix
         for site, owner, (inner, _, factory), how in implicit_moves(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not self._once(ctx, site, site):
                 seen.add(id(inner))
+                if ctx.function_of(inner) is not ctx.function_of(site):
+                    site = inner  # made in a helper that returns it: reported where it is made, once
                 yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
                                   f"{ctx.text(owner)}'s device because it {how} it",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+        for call, (inner, _, factory) in handed_to_movers(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen and not self._once(ctx, inner, inner):
+                seen.add(id(inner))
+                yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to the device "
+                                  f"by {last_name(call.func)}()", suggestion=f"create it there: torch.{factory}(..., device=...)")
         for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
@@ -300,6 +326,8 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
                 and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
                                SHAPE_METHODS):
             return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
+        if target is not True and target.__class__ is ast.Attribute and cpu_attribute(ctx, target, call):
+            return None  # .to(self.loss_device), which every construction of the module sets to the CPU
         return target
     target = _device_call(call)
     if target is not None:

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
 
@@ -34,9 +35,15 @@ What it flags
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`), or
   added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
   `cnn.add_module("bn1", nn.BatchNorm2d(...))`, or appended to one list of layers
-  (`layers += [nn.Conv2d(...)]` or `layers.append(...)`, then the BatchNorm) - also under
+  (`layers += [nn.Conv2d(...)]`, `layers.append(...)` or a list started `layers =
+  [nn.Linear(in_dim, hidden)]`, then the BatchNorm; or one statement `layers += [conv2d,
+  nn.BatchNorm2d(v), nn.ReLU()]` with `conv2d = nn.Conv2d(...)` bound before it) - also under
   `if batch_norm:`, a flag of the building helper that some call turns on (`conv_relu(2, True)`,
-  `make_layers(cfg, batch_norm=True)`; never turned on: quiet). The
+  `make_layers(cfg, batch_norm=True)`, or for an `__init__` a construction of the class here
+  or in another module, `Head(dim, n, use_bn=args.use_bn_in_head)`; never turned on: quiet).
+  In an `nn.Sequential(...)` the BatchNorm may be chosen by a conditional expression,
+  `nn.BatchNorm2d(c) if use_bn else nn.Sequential()` (not when `use_bn` is a parameter off by
+  default). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
@@ -75,7 +82,8 @@ Lint and the doctor
             items = _listed_layers(ctx, seq) or [[a] for a in seq.args]
             for firsts, seconds in zip(items, items[1:]):
                 for first in firsts:
-                    b = next((b for b in (bn_dims(ctx, s) if s.__class__ is ast.Call else held_bn_dims(ctx, s)
+                    b = next((b for b in (_optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else
+                                          bn_dims(ctx, s) if s.__class__ is ast.Call else held_bn_dims(ctx, s)
                                           for s in seconds) if b is not None), None)
                     d = conv_with_bias(ctx, first, params) if b is not None else None
                     if d is None and first.__class__ is ast.Call and b is not None:
@@ -269,6 +277,9 @@ def _added(ctx: Context, stmt: ast.AST) -> tuple[str, list[ast.AST]] | None:
         if stmt.op.__class__ is ast.Add and stmt.value.__class__ in (ast.List, ast.Tuple) and stmt.value.elts:
             return ctx.text(stmt.target), list(stmt.value.elts)
         return None
+    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name \
+            and stmt.value.__class__ is ast.List and stmt.value.elts:
+        return stmt.targets[0].id, list(stmt.value.elts)  # layers = [nn.Linear(in_dim, hidden)], appended to next
     call = stmt.value if stmt.__class__ is ast.Expr else None
     if call is None or call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute:
         return None
@@ -286,24 +297,70 @@ def _added_pairs(ctx: Context) -> Iterator[ast.AST]:
     (``convRelu(2, True)``, ``make_layers(cfg, batch_norm=True)``)."""
     for func in ctx.nodes.get(ast.FunctionDef, ()):
         for block in ast.walk(func):
-            body = getattr(block, "body", None)
-            if block.__class__ is ast.FunctionDef and block is not func or not isinstance(body, list):
+            if block.__class__ is ast.FunctionDef and block is not func:
                 continue
-            for stmt, nxt in zip(body, body[1:]):
-                first = _added(ctx, stmt)
-                if first is None:
-                    continue
-                d = conv_with_bias(ctx, first[1][-1])
-                if d is None:
-                    continue
-                follow, flag = nxt, None
-                if nxt.__class__ is ast.If and nxt.body:
-                    follow, flag = nxt.body[0], nxt.test
-                second = _added(ctx, follow)
-                b = bn_dims(ctx, second[1][0]) if second is not None and second[0] == first[0] \
-                    and second[1][0].__class__ is ast.Call else None
-                if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
-                    yield first[1][-1]
+            for field in ("body", "orelse"):  # the else of `if nlayers == 1:` holds a list of layers too
+                body = getattr(block, field, None)
+                if isinstance(body, list) and body:
+                    yield from _block_pairs(ctx, func, body)
+
+
+def _block_pairs(ctx: Context, func: ast.FunctionDef, body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The pairs of one statement list: a list of layers with the BatchNorm after a named
+    convolution (:func:`_listed_pair`), or a convolution added and a BatchNorm added next."""
+    for stmt in body:
+        yield from _listed_pair(ctx, func, stmt)
+    for stmt, nxt in zip(body, body[1:]):
+        first = _added(ctx, stmt)
+        if first is None:
+            continue
+        d = conv_with_bias(ctx, first[1][-1])
+        if d is None:
+            continue
+        follow, flag = nxt, None
+        if nxt.__class__ is ast.If and nxt.body:
+            follow, flag = nxt.body[0], nxt.test
+        second = _added(ctx, follow)
+        b = bn_dims(ctx, second[1][0]) if second is not None and second[0] == first[0] \
+            and second[1][0].__class__ is ast.Call else None
+        if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
+            yield first[1][-1]
+
+
+def _listed_pair(ctx: Context, func: ast.FunctionDef, stmt: ast.AST) -> Iterator[ast.AST]:
+    """``layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]`` with ``conv2d =
+    nn.Conv2d(...)`` just before (a VGG's ``make_layers``), under ``if batch_norm:`` when some call
+    turns that flag on: the convolution bound to the name, followed by the BatchNorm in one list."""
+    if stmt.__class__ is not ast.AugAssign:
+        return
+    added = _added(ctx, stmt)
+    if added is None or len(added[1]) < 2:
+        return
+    for first, second in zip(added[1], added[1][1:]):
+        if first.__class__ is not ast.Name or second.__class__ is not ast.Call:
+            continue
+        conv = ctx.resolve(first, stmt)
+        d = conv_with_bias(ctx, conv) if conv is not None and conv is not first else None
+        b = bn_dims(ctx, second) if d is not None else None
+        if b is not None and _matches(d, b) and all(_flag_set(ctx, func, test) for test in _flags_around(ctx, stmt)):
+            yield conv
+
+
+def _flags_around(ctx: Context, stmt: ast.AST) -> list[ast.AST]:
+    """The tests of the ``if`` bodies ``stmt`` sits in within its function."""
+    return [if_node.test for if_node, in_body in ctx.enclosing_ifs(stmt) if in_body and if_node.__class__ is ast.If]
+
+
+def _optional_bn(ctx: Context, expr: ast.IfExp, params: ast.arguments | None) -> int | None:
+    """``nn.BatchNorm2d(c) if use_bn else nn.Sequential()`` in an ``nn.Sequential``: the BatchNorm's
+    dimensionality when the flag may be on (not a parameter whose default is off)."""
+    b = next((bn_dims(ctx, e) for e in (expr.body, expr.orelse) if e.__class__ is ast.Call and bn_dims(ctx, e) is not None), None)
+    test = expr.test
+    if b is None or test.__class__ is not ast.Name or params is None:
+        return b
+    positional = [*params.posonlyargs, *params.args]
+    default = dict(zip([a.arg for a in positional][::-1], params.defaults[::-1])).get(test.id)
+    return None if default is not None and default.__class__ is ast.Constant and not default.value else b
 
 
 def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
@@ -321,7 +378,13 @@ def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
         return True
     if ctx.parent(func).__class__ is ast.ClassDef:
         index -= 1  # self.conv_bn(..., True)
-    for call in ctx.calls_named(func.name):
+    sites = [(ctx, call) for call in ctx.calls_named(func.name)]
+    klass = ctx.parent(func)
+    if func.name == "__init__" and klass.__class__ is ast.ClassDef:  # DINOHead(dim, out, use_bn=args.use_bn_in_head)
+        sites = [(ctx, call) for call in ctx.calls_named(klass.name)]
+        if ctx.parent(klass) is ctx.tree and ctx.project.files:
+            sites += list(project_calls(ctx, klass.name))
+    for _, call in sites:
         value = argument(call, flag.id, index)
         if value is not None and not (value.__class__ is ast.Constant and not value.value):
             return True

@@ -9,6 +9,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.starnames import star_qualname
 
 # typed legacy constructor -> the dtype it always makes
 TYPED: dict[str, str] = {
@@ -107,8 +108,13 @@ What it flags
   twins, the sparse ones (`torch.sparse.FloatTensor(indices, values, size)`: use
   `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
   torch.FloatTensor`, then `Tensor(n, 1)`), one reached through a name that stands for the
-  torch module (`self.tt = torch.cuda if cuda else torch`, then `self.tt.FloatTensor(n)`), and
-  one applied to every item with `map(torch.LongTensor, zip(*batch))`. Also a call with no
+  torch module (`self.tt = torch.cuda if cuda else torch`, then `self.tt.FloatTensor(n)`), one
+  a star import of the project's own modules hands on (`LongTensor = torch.LongTensor` in a
+  utilities module, then `from utils import *` and `LongTensor(perm)`; `torch.Tensor(x)` with
+  `torch` itself from `from model import *`; reported without an automatic fix), and
+  one applied to every item with `map(torch.LongTensor, zip(*batch))`, and one picked from a
+  dict of them and called (`numpy_type_map[elem.dtype.name](values)` with `numpy_type_map =
+  {'float64': torch.DoubleTensor, ...}`, the old DataLoader's collate kept in a project). Also a call with no
   argument, `torch.Tensor()` or `torch.LongTensor()` (an empty accumulator, or a template for
   `.new_tensor(...)`): `torch.empty(0, dtype=...)` says what it makes. The classes themselves,
   in annotations, `isinstance`, `.type(torch.cuda.FloatTensor)` or as a base class, are fine.
@@ -142,9 +148,10 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_named("Tensor", *TYPED):
             q = ctx.qualname(call.func)
+            starred = q is None and (q := star_qualname(ctx, call.func)) is not None  # LongTensor from `from utils import *`
             if not call.args and not call.keywords:
                 if q in CONSTRUCTORS:
-                    yield self._empty(ctx, call, q)
+                    yield self._empty(ctx, call, q, fixable=not starred)
                 continue
             alias = None
             if q in SPARSE:
@@ -162,10 +169,32 @@ Fix
             else:
                 message = f"{name} is a legacy typed constructor: sizes give uninitialised memory, one argument may be read as data"
             yield ctx.finding(self.code, call, message, suggestion=self._suggestion(q or alias),
-                              fix=self._fix(ctx, call, q) if alias is None else None, end_node=call.func)
+                              fix=self._fix(ctx, call, q) if alias is None and not starred else None, end_node=call.func)
         yield from self._mapped(ctx)
+        if "Tensor," in ctx.source:
+            yield from self._tabled(ctx)
 
-    def _empty(self, ctx: Context, call: ast.Call, q: str) -> Finding:
+    def _tabled(self, ctx: Context) -> Iterator[Finding]:
+        """``numpy_type_map[elem.dtype.name](values)`` with ``numpy_type_map = {'float64':
+        torch.DoubleTensor, ...}`` (the old DataLoader's collate, vendored): a typed constructor picked
+        from a dict of them and called."""
+        tables = set()
+        for node in ctx.nodes.get(ast.Assign, ()):
+            value = node.value
+            if value.__class__ is ast.Dict and value.values and len(node.targets) == 1 \
+                    and node.targets[0].__class__ is ast.Name and all(ctx.qualname(v) in CONSTRUCTORS for v in value.values):
+                tables.add(node.targets[0].id)
+        if not tables:
+            return
+        for call in ctx.nodes.get(ast.Call, ()):
+            func = call.func
+            if func.__class__ is ast.Subscript and func.value.__class__ is ast.Name and func.value.id in tables and call.args:
+                yield ctx.finding(self.code, call, f"{ctx.text(func)}(...) calls a legacy typed constructor picked from "
+                                  f"{func.value.id}: one argument may be read as sizes or as data",
+                                  suggestion="map the dtype names to torch dtypes and call torch.tensor(values, dtype=...)",
+                                  end_node=func)
+
+    def _empty(self, ctx: Context, call: ast.Call, q: str, fixable: bool = True) -> Finding:
         """``torch.Tensor()``/``torch.LongTensor()`` with no argument: an empty tensor (an accumulator
         for ``torch.cat``, a template for ``.new_tensor``) that ``torch.empty(0, ...)`` names plainly."""
         dtype, device = CONSTRUCTORS[q]
@@ -178,7 +207,7 @@ Fix
             fix = Fix(f"use torch.empty(0{extra})", (Edit(start, end, f"torch.empty(0{extra})"),))
         return ctx.finding(self.code, call, f"{ctx.text(call.func)}() is a legacy constructor (an empty tensor of a type it implies)",
                            suggestion=f"use torch.empty(0{extra}), or torch.tensor(data, ...) where it only serves as a template",
-                           fix=fix, end_node=call.func)
+                           fix=fix if fixable else None, end_node=call.func)
 
     def _mapped(self, ctx: Context) -> Iterator[Finding]:
         """``map(torch.LongTensor, zip(*batch))``: the constructor applied to every item (a collate

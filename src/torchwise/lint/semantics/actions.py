@@ -1,7 +1,7 @@
 """Values an environment needs on the host: the action a reinforcement-learning loop steps its
 environment with (``env.step(action)``). Reading it on the host is required, and the model call
-that produced it needs no autograd graph when nothing else keeps it. Host data copied twice per
-step: an agent's observation, a replay minibatch, a model method's input array."""
+that produced it needs no autograd graph when nothing else keeps it. An index array a model
+method makes with NumPy from sizes, converted and moved every call."""
 
 from __future__ import annotations
 
@@ -150,35 +150,13 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST, by_binding: bool = False)
     return stepped
 
 
-def observation_copy(ctx: Context, call: ast.Call) -> bool:
-    """``torch.FloatTensor(state)`` in an agent's action-selection method (``select_action(self,
-    state)``, ``act``; also of ``state.reshape(1, -1)``): the environment's observation, copied into
-    a new CPU tensor and then again to the device on every environment step;
-    ``torch.as_tensor(state, dtype=..., device=...)`` makes one copy. Likewise a replay buffer's
-    ``sample()`` building each minibatch from its stored arrays (``torch.FloatTensor(self.state[ind])``),
-    called every training step."""
-    func = ctx.function_of(call)
-    if func is None or len(call.args) != 1:
-        return False
-    name = func.name.lower()
-    arg = call.args[0]
-    if name.startswith("sample") and ctx.parent(func).__class__ is ast.ClassDef:
-        return _buffer_rows(arg)
-    if _replay_batch(ctx, arg, call):
-        return True
-    if name != "act" and "action" not in name:
-        return False
-    while arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _RESHAPES:
-        arg = arg.func.value  # state.reshape(1, -1)
-    return arg.__class__ is ast.Name and arg.id in {a.arg for a in func.args.args}
-
-
 def model_input_copy(ctx: Context, call: ast.Call) -> bool:
-    """``torch.LongTensor(log_seqs).to(self.dev)`` in a method of an ``nn.Module`` other than
-    ``__init__`` (``forward``, ``predict``, a helper they call): host data given to the model -
-    a parameter of the method, or an array NumPy makes there - copied into a new CPU tensor and
-    then again to the device on every call (``torch.as_tensor(x, dtype=..., device=...)`` makes
-    one copy). Only a move in the same expression."""
+    """``torch.LongTensor(positions).to(self.dev)`` in a method of an ``nn.Module`` other than
+    ``__init__`` (``forward``, ``predict``, a helper they call) where ``positions`` is an array NumPy
+    makes there from sizes (``np.tile(np.arange(n), [b, 1])``, then masked in place): made on the
+    host and copied every call, where torch would make it on the device. Not the model's input
+    data handed in as a parameter (``torch.LongTensor(log_seqs)``): that has to cross anyway.
+    Only a move in the same expression."""
     parent = ctx.parent(call)
     if len(call.args) != 1 or parent.__class__ is not ast.Attribute or parent.attr not in ("to", "cuda"):
         return False
@@ -190,44 +168,12 @@ def model_input_copy(ctx: Context, call: ast.Call) -> bool:
     arg = call.args[0]
     if arg.__class__ is not ast.Name:
         return False
-    if arg.id in {a.arg for a in func.args.args[1:]} or numpy_made(ctx, arg, call):
+    if arg.id in {a.arg for a in func.args.args[1:]}:
+        return False  # the caller's data
+    if numpy_made(ctx, arg, call):
         return True
     made = [n.value for n in ast.walk(func) if n.__class__ is ast.Assign and any(
         t.__class__ is ast.Name and t.id == arg.id for t in n.targets)]  # poss = np.tile(...); poss *= mask
-    return bool(made) and all(v.__class__ is ast.Call and (ctx.qualname(v.func) or "").startswith("numpy.") for v in made)
+    return bool(made) and all(v.__class__ is ast.Call and numpy_made(ctx, v, v) for v in made)
 
 
-_RESHAPES = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "astype", "copy", "ravel"})
-
-
-# receivers of .sample(...) that are replay memories (not an action space, a distribution, a policy)
-_BUFFER_WORDS = ("memory", "buffer", "replay", "experience", "storage")
-_STACKS = frozenset({"array", "asarray", "stack", "vstack", "hstack", "concatenate"})
-
-
-def _replay_batch(ctx: Context, arg: AST, use: AST) -> bool:
-    """Part of a minibatch drawn from a replay memory (``state_batch, ... = memory.sample(n)``;
-    also ``batch.state``, ``np.array(batch.state)``): host arrays copied into a new CPU tensor,
-    then again to the device, every update."""
-    while True:
-        if arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.args and (
-                arg.func.attr in _STACKS or arg.func.attr in _RESHAPES):
-            arg = arg.args[0] if arg.func.attr in _STACKS else arg.func.value
-        elif arg.__class__ in (ast.Attribute, ast.Subscript):
-            arg = arg.value
-        else:
-            break
-    b = ctx.binding_at(arg.id, use) if arg.__class__ is ast.Name else None
-    value = b.value if b is not None and b.kind in ("assign", "unpack") else None
-    if value is None or value.__class__ is not ast.Call or value.func.__class__ is not ast.Attribute:
-        return False
-    owner = (last_name(value.func.value) or "").lower()
-    return value.func.attr.startswith("sample") and any(w in owner for w in _BUFFER_WORDS)
-
-
-def _buffer_rows(arg: AST) -> bool:
-    """``self.state[ind]``: rows of an array the object stores, picked by an index array."""
-    if arg.__class__ is not ast.Subscript or arg.slice.__class__ is not ast.Name:
-        return False
-    value = arg.value
-    return value.__class__ is ast.Attribute and value.value.__class__ is ast.Name and value.value.id == "self"

@@ -1,6 +1,7 @@
 """Dead code across the project: a module-level function or class of a file that nothing in the
 project names (``def recall(...)`` left in a metrics module, ``def all_gather(data)`` in an unused
-distributed helper), or that only dead code names (``sequence_mask`` called only by the
+distributed helper; an import of it is no use when the importing module only calls it in a
+comment, ``# flops = count_flops(model, n)``), or that only dead code names (``sequence_mask`` called only by the
 ``forward`` of a ``GlobalAttention`` class nobody builds); and a function or method whose name
 occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
@@ -131,8 +132,9 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
-    if any(p != ctx.path and name in text and word.search(text) for p, text in ctx.project.files):
-        return False  # named in another module: imported, called, listed in a registry...
+    if any(p != ctx.path and name in text and word.search(text) and _used_beyond_import(p, text, word)
+           for p, text in ctx.project.files):
+        return False  # named in another module: called, listed in a registry, re-exported...
     spans = _top_level_spans(ctx)
     lines = ctx.source.splitlines()
     for number, line in enumerate(lines, 1):
@@ -147,6 +149,34 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
     return True
+
+
+_IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+                          r"(?:[^\n\\]|\\\n)*)", re.M)
+# a module that picks what it imports by a name computed at run time
+_DYNAMIC = ("eval(", "getattr(", "globals()", "locals()", "__dict__", "vars(")
+
+
+def _used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
+    """The name occurs in ``text`` other than in an import statement or a comment: a module that
+    imports a helper whose only call is commented out (``# flops = count_flops(model, n)``) does
+    not use it. A package's ``__init__.py`` re-exports what it imports, and a module that picks a
+    name at run time (``eval(model_type)``) may use anything it imports."""
+    if os.path.basename(path) == "__init__.py":
+        return True
+    spans = [m.span() for m in _IMPORT_STMT.finditer(text)]
+    commented_call = False
+    for m in word.finditer(text):
+        at = m.start()
+        if any(a <= at < b for a, b in spans):
+            continue
+        line_start = text.rfind("\n", 0, at) + 1
+        if "#" in text[line_start:at]:  # after a comment sign (a '#' in a string before it counts too: rare)
+            commented_call = commented_call or text.startswith("(", m.end())
+            continue
+        return True
+    # eval(model_type) may pick any name the module imports: only a call commented out says it is unused
+    return not commented_call and any(d in text for d in _DYNAMIC)
 
 
 def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context, keyword, last_name
-from torchwise.lint.semantics.actions import model_input_copy, observation_copy
+from torchwise.lint.semantics.actions import model_input_copy
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
-from torchwise.lint.semantics.hostdata import appended_sizes, constant_table_param, outside_data, python_value
+from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
+                                                python_value)
+from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
@@ -43,8 +45,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         return False
     if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
         return True  # also a number Python computes: torch.tensor(float("nan"))
-    if data.__class__ is ast.Attribute and data.attr == "shape":
-        return True  # torch.tensor(p.shape): sizes
+    if data.__class__ is ast.Attribute and (data.attr == "shape" or constant_attribute(ctx, data, use)):
+        return True  # torch.tensor(p.shape): sizes; torch.tensor(self.mean) of a constant tuple set in __init__
     if data.__class__ is ast.Name:
         if python_value(ctx, data, use):
             return True  # x if isinstance(x, torch.Tensor) else torch.tensor(x).to(t); a constant default
@@ -90,7 +92,7 @@ def _sizes_or_literal(ctx: Context, arg: ast.AST, use: ast.AST, depth: int = 2) 
     if cls is ast.Name and appended_sizes(ctx, arg, use):
         return True  # mel_len = list(); mel_len.append(x.shape[0]); torch.LongTensor(mel_len)
     if cls is ast.Attribute:
-        return arg.attr == "shape"
+        return arg.attr == "shape" or constant_attribute(ctx, arg, use)  # t.Tensor(self.loc_normalize_mean)
     if cls is ast.Subscript:
         return _sizes_or_literal(ctx, arg.value, use, depth)
     if cls is ast.BinOp:
@@ -148,12 +150,15 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
             return (made[0], True, made[2]) if made is not None else None
         else:
             break
+    if q is None and func.__class__ is ast.Name:
+        q = star_qualname(ctx, func)  # LongTensor from `from utils import *`, where utils says LongTensor = torch.LongTensor
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
     factory = q.split(".", 1)[1]
     if factory in LEGACY:
-        made = inner.args and (_legacy_sizes(ctx, inner, filled) or observation_copy(ctx, inner) or model_input_copy(ctx, inner)
-                               or len(inner.args) == 1 and host_round_trip(ctx, inner.args[0], inner))
+        made = inner.args and (_legacy_sizes(ctx, inner, filled) or model_input_copy(ctx, inner)
+                               or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)
+                                                            or numpy_made(ctx, inner.args[0], inner)))
         return (inner, True, factory) if made else None
     if factory == "from_numpy":
         return (inner, True, factory) if len(inner.args) == 1 and (

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.datainputs import holds_data_parameter
+from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import name_positions
 from torchwise.lint.semantics.values import local_function
 
@@ -46,7 +48,7 @@ def numpy_made(ctx: Context, data: AST, use: AST | None = None, depth: int = 8) 
             return use is not None and _name_made(ctx, data, use, depth)
         if data.__class__ is ast.Call:
             func = data.func
-            q = ctx.qualname(func) or ""
+            q = ctx.qualname(func) or star_qualname(ctx, func, numpy=True) or ""  # np from `from utils import *`
             if q.startswith("numpy.random."):
                 return True
             if q.startswith("numpy."):
@@ -71,9 +73,21 @@ def _name_made(ctx: Context, name: ast.Name, use: AST, depth: int) -> bool:
     if b is None or b.kind != "assign" or b.value is None:
         return False
     here = (use.lineno, use.col_offset)
-    if any(b.pos <= pos < here for pos in name_positions(ctx).get(name.id, ())):
-        return False  # used in between: filled or changed on the host
+    shuffled = _shuffled(ctx)
+    if any(b.pos <= pos < here and pos not in shuffled for pos in name_positions(ctx).get(name.id, ())):
+        return False  # used in between: filled or changed on the host (not shuffled in place: a permutation)
     return numpy_made(ctx, b.value, b.node, depth - 1)
+
+
+def _shuffled(ctx: Context) -> frozenset[tuple[int, int]]:
+    """Where a name is shuffled in place, ``np.random.shuffle(perm)``: part of making a permutation."""
+    found = ctx._cache.get("sem:shuffled")
+    if found is None:
+        found = frozenset((c.args[0].lineno, c.args[0].col_offset) for c in ctx.calls_named("shuffle")
+                          if len(c.args) == 1 and c.args[0].__class__ is ast.Name
+                          and star_qualname(ctx, c.func, numpy=True) == "numpy.random.shuffle")
+        ctx._cache["sem:shuffled"] = found
+    return found
 
 
 def _numpy_call_made(ctx: Context, name: str, call: ast.Call, depth: int) -> bool:
@@ -82,7 +96,9 @@ def _numpy_call_made(ctx: Context, name: str, call: ast.Call, depth: int) -> boo
     if name in ("repeat", "tile") and call.args and _repeated_labels(call):
         return True
     if name in ("array", "asarray"):
-        return bool(call.args) and call.args[0].__class__ in _LITERALS
+        first = call.args[0] if call.args else None
+        return first.__class__ in _LITERALS and not (  # np.array([state]): the caller's data
+            first.__class__ in (ast.List, ast.Tuple) and holds_data_parameter(ctx, first.elts, call))
     if name in _JOINS and call.args:
         pieces = call.args[:2] if name == "append" else call.args[:1]
         if name != "append":

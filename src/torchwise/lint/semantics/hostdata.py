@@ -11,7 +11,9 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
-from torchwise.lint.semantics.hostarrays import numpy_made
+from torchwise.lint.semantics.datainputs import holds_data_parameter
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.hostarrays import input_free, numpy_made
 
 # builtins and methods that give sizes (a number made from a shape, not data)
 _SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
@@ -42,10 +44,41 @@ def outside_data(ctx: Context, data: AST, use: AST) -> bool:
                 and it.__class__ is ast.Name:
             b = ctx.binding_at(it.id, use)
             return b is not None and b.kind == "param"  # [w for w in weights]: a copy of the caller's list
-        return False
+        return _built_from_data(ctx, data, use)
     if data.__class__ in (ast.List, ast.Tuple):
-        return any(_computed_value(ctx, e, use) for e in data.elts)
+        return any(_computed_value(ctx, e, use) for e in data.elts) or holds_data_parameter(ctx, data.elts, use) \
+            and not any(e.__class__ is ast.Name and _number_passed(ctx, e, use) for e in data.elts)
     return False
+
+
+_PASS_THROUGH = frozenset({"enumerate", "sorted", "reversed", "list", "tuple"})
+
+
+def _built_from_data(ctx: Context, comp: ast.ListComp, use: AST) -> bool:
+    """``[ord(c) for c in string]``, ``[w / m for w in weights]``: each item made from an item of
+    the function's input data (not from ``range(...)``, constants or settings: ``[0. for _ in
+    x]`` is a fill, ``[i * 2 for i in range(n)]`` sizes)."""
+    gen = comp.generators[0]
+    it = gen.iter
+    while it.__class__ is ast.Call and it.func.__class__ is ast.Name and it.func.id in _PASS_THROUGH and it.args:
+        it = it.args[0]
+    if it.__class__ is ast.Call and last_name(it.func) == "range":
+        return False
+    targets = {n.id for n in ast.walk(gen.target) if n.__class__ is ast.Name}
+    if not any(n.__class__ is ast.Name and n.id in targets for n in ast.walk(comp.elt)):
+        return False
+    if any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "item" for n in ast.walk(comp.elt)):
+        return False  # [table[i.item()] for i in y]: the items of a tensor read one by one, sent back
+    source = ctx.resolve(it, use) if it.__class__ is ast.Name else it
+    if source.__class__ is ast.Call and source.func.__class__ is ast.Attribute and source.func.attr in _TENSOR_RESULTS \
+            or is_device_tensor(ctx, it, use):
+        return False  # for n in labels.sum(1): a tensor's values, not data from the host
+    return not input_free(ctx, it, use)
+
+
+# methods whose result is a tensor computed from one (iterated, its items are read back one by one)
+_TENSOR_RESULTS = frozenset({"sum", "mean", "argmax", "argmin", "max", "min", "nonzero", "cumsum", "long", "int",
+                             "float", "squeeze", "view", "flatten", "detach"})
 
 
 def _constant(node: AST) -> bool:
@@ -266,3 +299,24 @@ def _set_once(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         where = ctx.function_of(value) if value is not None else None
         return where is not None and where.__class__ is not ast.Lambda and where.name == "__init__"
     return False
+
+
+def constant_attribute(ctx: Context, expr: AST, use: AST) -> bool:
+    """``self.loc_normalize_mean``, set once in ``__init__`` to a tuple or list of numbers written
+    out, or to a parameter whose default is one (``loc_normalize_mean=(0., 0., 0., 0.)``): a
+    constant table, converted again wherever a method turns it into a tensor."""
+    if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+        return False
+    value = ctx.single_self_value(expr, use)
+    init = ctx.function_of(value) if value is not None else None
+    if init is None or init.__class__ is ast.Lambda or init.name != "__init__":
+        return False
+    if value.__class__ is ast.Name:
+        positional = [*init.args.posonlyargs, *init.args.args]
+        defaults = dict(zip([a.arg for a in positional][::-1], init.args.defaults[::-1]))
+        b = ctx.binding_at(value.id, value)
+        value = defaults.get(value.id) if b is not None and b.kind == "param" else None
+    return value is not None and value.__class__ in (ast.Tuple, ast.List) and bool(value.elts) and all(
+        e.__class__ is ast.Constant and type(e.value) in (int, float) or e.__class__ is ast.UnaryOp
+        and e.operand.__class__ is ast.Constant and type(e.operand.value) in (int, float) for e in value.elts)
+

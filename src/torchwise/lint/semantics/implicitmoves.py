@@ -1,5 +1,6 @@
 """Copies to the device that no ``.to()`` spells (TW205): a new CPU tensor used as an index of a
-tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``) or
+tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``, also one a
+helper of the file returns, ``summary[cycle_index(n, 1)]``) or
 written into one (``gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`` with ``gain`` made with
 ``device=``): PyTorch copies it across first, every time."""
 
@@ -8,8 +9,9 @@ from __future__ import annotations
 import ast
 from typing import Callable, Iterator, TypeVar
 
-from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import file_moves_to_device, is_device_tensor
+from torchwise.lint.semantics.handoff import returned_new
 
 T = TypeVar("T")
 # the factories that make index tensors and small tables worth a look (a cheap text test first)
@@ -30,6 +32,8 @@ def implicit_moves(ctx: Context, made: Callable[[AST], T | None]) -> Iterator[tu
             if part.__class__ is not ast.Call:
                 continue
             found = made(part)
+            if found is None and part.func.__class__ is ast.Name:
+                found = returned_new(ctx, part, made)  # summary[cycle_index(n, 1)], the helper returning torch.arange(n) + 1
             if found is not None and _on_device(ctx, sub.value, sub):
                 yield part, sub.value, found, "indexes"
                 break
@@ -51,4 +55,26 @@ def _on_device(ctx: Context, expr: AST, use: AST) -> bool:
         if value is not None and value.__class__ is ast.Call and any(k.arg == "device" for k in value.keywords) \
                 and (ctx.qualname(value.func) or "").startswith("torch."):
             return True
-    return expr.__class__ in (ast.Name, ast.Attribute) and is_device_tensor(ctx, expr, use)
+    return expr.__class__ in (ast.Name, ast.Attribute) and (is_device_tensor(ctx, expr, use) or _computed_on_device(ctx, expr, use))
+
+
+_HOST = frozenset({"cpu", "numpy", "item", "tolist", "len", "int", "float", "list", "tuple", "str", "print"})
+
+
+def _computed_on_device(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
+    """``summary = torch.sigmoid(model.pool(node_emb, batch.batch))`` with ``node_emb =
+    model.gnn(batch.x, ...)`` and ``batch = batch.to(device)``: a name bound to what a call computes
+    from a tensor on the device (a submodule of a model handed in, a pooling function), through
+    such calls and names - not a host conversion or a NumPy function."""
+    if depth <= 0:
+        return False
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, use)
+        value = b.value if b is not None and b.kind == "assign" else None
+        return value is not None and value.__class__ is ast.Call and _computed_on_device(ctx, value, b.node, depth)
+    if expr.__class__ is not ast.Call or (last_name(expr.func) or "") in _HOST:
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q.startswith(("numpy.", "math.")) or q.startswith("torch.") and not expr.args:
+        return False
+    return any(is_device_tensor(ctx, a, use) or _computed_on_device(ctx, a, use, depth - 1) for a in expr.args[:2])

@@ -11,6 +11,7 @@ from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
+from torchwise.lint.semantics.settingsloops import settings_loop
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -45,8 +46,9 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
-    if ctx.enclosing_loops(node):
-        return False
+    loops = ctx.enclosing_loops(node)
+    if loops and not (ctx.scope_of(node) is ctx.tree and all(settings_loop(ctx, loop) for loop in loops)):
+        return False  # (a script's loop over a few settings, `for res in RESOLUTIONS:`, runs once per setting)
     for anc in ctx.ancestors(node):
         if anc.__class__ in _COMPREHENSIONS:
             return False
@@ -64,7 +66,8 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
     if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
-        return not called_per_call(ctx, scope, skip_samplers=True)  # make_one_hot(...) in a loss's forward: every step
+        # make_one_hot(...) in a loss's forward, hidden = model.init_hidden() in a per-example training step: every step
+        return not (called_per_call(ctx, scope, skip_samplers=True) or _called_in_step(ctx, scope.name))
     if scope.__class__ is not ast.Lambda and scope.name not in ("forward", "__call__") and depth > 0 and _called_at_setup(ctx, scope, depth):
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
     if is_per_call_function(ctx, scope):
@@ -96,12 +99,12 @@ def called_per_item(ctx: Context, func: AST) -> bool:
         loops = ctx.enclosing_loops(call)
         if not loops or local_function(ctx, call) is not func or ctx.function_of(call) is func:
             continue
-        loop = loops[0]
         if hot is None:
             hot = hot_loops(ctx)
-        if id(loop) in hot:
+        if any(id(loop) in hot for loop in loops):
             return True
-        if loop.__class__ is not ast.For:
+        loop = next((loop for loop in loops if not settings_loop(ctx, loop)), None)  # for k in args.nb_knn: per setting
+        if loop is None or loop.__class__ is not ast.For:
             continue
         it = loop.iter
         while it.__class__ is ast.Call and last_name(it.func) in _ITER_WRAPPERS and it.args:
@@ -278,6 +281,23 @@ def sampler_off_step(ctx: Context, func: AST) -> bool:
     return found
 
 
+def _called_in_step(ctx: Context, name: str) -> bool:
+    """Some call of ``name`` - in this file or another module of the project - runs every training
+    step: in a training loop, or in a function that runs one step per call (``def train(line):``
+    with its backward pass and optimizer step outside any loop of its own)."""
+    key = ("sem:called-in-step", name)
+    answers = ctx.project.answers if ctx.project.files else ctx._cache  # a file alone: its own answer
+    found = answers.get(key)
+    if found is None:
+        texts = [(p, t) for p, t in ctx.project.files if f"{name}(" in t] or [(ctx.path, ctx.source)]
+        found = len(texts) <= MAX_CALLER_FILES and any(
+            hot_region_of(where, call) is not None
+            for where in (ctx if p == ctx.path else parsed_file(ctx.project, p, t) for p, t in texts) if where is not None
+            for call in where.calls_named(name))
+        answers[key] = found
+    return found
+
+
 def _calls_in_step(where: Context | None, name: str) -> bool:
     if where is None:
         return True  # unreadable: assume the worst
@@ -295,6 +315,8 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
     torch.hann_window(n).to(...)``, or an optimizer's lazy state (``if not state:`` / ``if len(state)
     == 0: state["v"] = torch.zeros([]).to(p.device)``). Made once per key, not per step."""
     stmt = ctx.parent(call)
+    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+        return _lazy_in_loop(ctx, stmt, stmt.targets[0].id)
     if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Subscript:
         return False
     store = ast.dump(stmt.targets[0].value)
@@ -302,6 +324,33 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
         if in_body and if_node.__class__ is ast.If and _tests_missing(if_node.test, store):
             return True
     return False
+
+
+def _lazy_in_loop(ctx: Context, stmt: ast.Assign, name: str) -> bool:
+    """``features = None`` before a loop, then inside it ``if features is None: features =
+    torch.zeros(n, d); features = features.cuda()``: a store made on the first pass only (its size
+    known from the first batch). Not a parameter filled in when it is None (``if h is None: h =
+    torch.zeros(...)`` in a ``forward``): that runs on every call."""
+    loops = ctx.enclosing_loops(stmt)
+    if not loops:
+        return False
+    loop = loops[0]
+    for if_node, in_body in ctx.enclosing_ifs(stmt):
+        if if_node.lineno < loop.lineno:
+            break
+        if in_body and if_node.__class__ is ast.If and _tests_none(if_node.test, name):
+            before = ctx.binding_at(name, loop)
+            return before is not None and before.kind == "assign" and before.value.__class__ is ast.Constant \
+                and before.value.value is None and ctx.scope_of(before.node) is ctx.scope_of(stmt)
+    return False
+
+
+def _tests_none(test: ast.AST, name: str) -> bool:
+    """``name is None``, alone or in an ``and`` (``rank == 0 and name is None``)."""
+    parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
+    return any(p.__class__ is ast.Compare and len(p.ops) == 1 and p.ops[0].__class__ is ast.Is
+               and p.left.__class__ is ast.Name and p.left.id == name and p.comparators[0].__class__ is ast.Constant
+               and p.comparators[0].value is None for p in parts)
 
 
 def _tests_missing(test: ast.AST, store: str) -> bool:

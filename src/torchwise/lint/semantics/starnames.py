@@ -18,13 +18,22 @@ from torchwise.lint.engine import AST, Context, canonical
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.callers import parsed_file
 
-_PACKAGES = ("torch", "functorch")
+_PACKAGES = ("torch", "functorch", "numpy")  # numpy: arrays NumPy makes, handed to torch (TW205)
+_TORCH = ("torch", "functorch")
 _DEPTH = 5  # star imports followed through at most this many modules
 
 
 def star_names(ctx: Context) -> dict[str, str]:
     """Local name -> canonical dotted name, for the torch names this file receives only through
     star imports of the project's modules (not those it imports itself)."""
+    found = ctx._cache.get("starnames:torch")
+    if found is None:
+        found = ctx._cache["starnames:torch"] = {k: v for k, v in _star_names(ctx).items() if v.split(".", 1)[0] in _TORCH}
+    return found
+
+
+def _star_names(ctx: Context) -> dict[str, str]:
+    """:func:`star_names`, NumPy's names included."""
     found = ctx._cache.get("starnames")
     if found is None:
         found = {}
@@ -42,9 +51,10 @@ def star_names(ctx: Context) -> dict[str, str]:
     return found
 
 
-def star_qualname(ctx: Context, node: AST | None) -> str | None:
+def star_qualname(ctx: Context, node: AST | None, numpy: bool = False) -> str | None:
     """Like ``ctx.qualname``, also for a chain rooted at a star-imported name that nothing in the
-    file binds where it is used (``F.tanh`` with ``F`` from ``from deep_rl import *``)."""
+    file binds where it is used (``F.tanh`` with ``F`` from ``from deep_rl import *``; with
+    ``numpy``, also ``np.arange`` with ``np`` from such an import)."""
     q = ctx.qualname(node)
     if q is not None:
         return q
@@ -55,7 +65,7 @@ def star_qualname(ctx: Context, node: AST | None) -> str | None:
         root = root.value
     if root is None or root.__class__ is not ast.Name:
         return None
-    base = star_names(ctx).get(root.id)
+    base = (_star_names(ctx) if numpy else star_names(ctx)).get(root.id)
     if base is None or ctx.binding_at(root.id, root) is not None:
         return None
     return canonical(".".join([base, *reversed(parts)]))
@@ -131,14 +141,34 @@ def _exports(facts: ProjectFacts, path: str, depth: int, seen: frozenset[str]) -
                     out.pop(name, None)
                     if name == "__all__":
                         public = _literal_names(node)
-                alias = _alias_of(other, node)
-                if alias is not None:
-                    _keep(out, *alias)  # tensor = torch.tensor: handed on like an import
+                alias = _torch_alias(other, node, out)
+                if alias is not None:  # LongTensor = torch.LongTensor: a torch name under another name
+                    out[alias[0]] = alias[1]
         if public is not None:
             out = {k: v for k, v in out.items() if k in public}
         out = {k: v for k, v in out.items() if not k.startswith("_")}
     facts.answers[key] = out
     return out
+
+
+def _torch_alias(other: Context, node: AST, out: dict[str, str]) -> tuple[str, str] | None:
+    """``LongTensor = torch.LongTensor`` (``tensor = torch.tensor``) at module level: the name and
+    the torch name it stands for, through the module's own imports or those it star-imports."""
+    if node.__class__ is not ast.Assign or len(node.targets) != 1 or node.targets[0].__class__ is not ast.Name \
+            or node.value.__class__ not in (ast.Attribute, ast.Name):
+        return None
+    q = other.qualname(node.value)
+    if q is None:
+        parts: list[str] = []
+        root = node.value
+        while root.__class__ is ast.Attribute:
+            parts.append(root.attr)
+            root = root.value
+        base = out.get(root.id) if root.__class__ is ast.Name else None
+        q = ".".join([base, *reversed(parts)]) if base is not None else None
+    if q is None or q.split(".", 1)[0] not in _PACKAGES:
+        return None
+    return node.targets[0].id, canonical(q)
 
 
 def _keep(out: dict[str, str], local: str, q: str) -> None:

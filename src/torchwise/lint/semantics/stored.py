@@ -85,7 +85,7 @@ def name_positions(ctx: Context) -> dict[str, list[tuple[int, int]]]:
 def _constant_fill(ctx: Context, name: ast.Name) -> bool:
     """``m[:, 0] = 4`` (or ``c[rows, y] = 1.``): a constant written into the new tensor or array in
     place - part of making it, not a use that needs it where it was made."""
-    sub = ctx.parent(name)
+    sub, held = ctx.parent(name), name.id
     while sub.__class__ is ast.Subscript and sub.ctx.__class__ is ast.Load and ctx.parent(sub).__class__ is ast.Subscript \
             and ctx.parent(sub).value is sub:
         name, sub = sub, ctx.parent(sub)  # a[0][idx] = 1
@@ -94,7 +94,30 @@ def _constant_fill(ctx: Context, name: ast.Name) -> bool:
             or stmt.__class__ is not ast.Assign:
         return False
     value = stmt.value.operand if stmt.value.__class__ is ast.UnaryOp else stmt.value
-    return value.__class__ is ast.Constant and isinstance(value.value, (int, float, bool))
+    return value.__class__ is ast.Constant and isinstance(value.value, (int, float, bool)) \
+        and not _per_item_write(ctx, stmt, held)
+
+
+_PASS_THROUGH = frozenset({"enumerate", "zip", "sorted", "reversed", "list", "tuple"})
+
+
+def _per_item_write(ctx: Context, stmt: AST, name: str) -> bool:
+    """``for j, k in enumerate(idx): stop[j, :lengths[k]] = 0`` on a tensor made before the loop:
+    the pattern written in comes from the items of data (a mask or target assembled on the host
+    from a batch's metadata), so the tensor holds data that has to cross anyway. Not a loop over
+    ``range(...)`` or constants (a pattern made from sizes)."""
+    loops = ctx.enclosing_loops(stmt)
+    if not loops or loops[0].__class__ not in (ast.For, ast.AsyncFor):
+        return False
+    loop = loops[0]
+    it = loop.iter
+    while it.__class__ is ast.Call and it.func.__class__ is ast.Name and it.func.id in _PASS_THROUGH and it.args:
+        it = it.args[0]
+    if it.__class__ is ast.Call and it.func.__class__ is ast.Name and it.func.id == "range" \
+            or it.__class__ in (ast.List, ast.Tuple, ast.Constant):
+        return False
+    return not any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Store
+                   for n in ctx.walk_body(loop.body))  # made inside the loop: the write is part of making it
 
 
 def _none_test(ctx: Context, name: ast.Name) -> bool:
