@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
+from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
@@ -25,7 +26,8 @@ from torchwise.lint.semantics.steps import (
 )
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
 from torchwise.lint.semantics.syncs import (
-    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, sync_call, synchronized_before,
+    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, scale_reads, sync_call,
+    synchronized_before,
 )
 from torchwise.lint.semantics.values import local_function
 
@@ -177,7 +179,7 @@ Lint and the doctor
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
-        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx):
+        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx) and not delegated_loops(ctx):
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
@@ -201,10 +203,15 @@ Lint and the doctor
             if finding is not None:
                 yield finding
         yield from self._legacy_reads(ctx)
+        for node in scale_reads(ctx):
+            finding = self._report(ctx, node, None, f"{ctx.text(node)} (GradScaler.get_scale() reads the scale with .item())",
+                                   check_subject=False, hidden=True, suggestion=_SCALE_FIX)
+            if finding is not None:
+                yield finding
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
+            if id(stmt) in statements or _region(ctx, sub) is None or not boolean_mask_index(ctx, sub):
                 continue
             finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
             if finding is not None:
@@ -315,7 +322,7 @@ Lint and the doctor
             for call in calls:
                 if name not in names and not metric and local_function(ctx, call) is None:
                     continue
-                region = hot_region_of(ctx, call)
+                region = _region(ctx, call)
                 if region is None or feeds_its_sampler(ctx, call, region):
                     continue  # not run every step (_report asks first too), or the sampler of the step's inputs
                 where = host_reader(ctx, call)
@@ -328,13 +335,17 @@ Lint and the doctor
                         yield finding
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
-                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
+                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
+                hidden: bool = False) -> Finding | None:
+        """A finding at ``node`` when it runs every training step on an accelerator; at the
+        unconditional ``torch.cuda.synchronize()`` before it in the loop instead (once), which is
+        where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
+        reported where it is even after a synchronize (dropping the synchronize leaves it)."""
         region = _region(ctx, node)
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and synchronized_before(ctx, region, node):
-            return None  # the step already waits for the GPU; this read adds no stall
+        sync = synchronized_before(ctx, region, node) if looping and not hidden else None
         if not on_accelerator(ctx, node):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node)):
@@ -348,6 +359,13 @@ Lint and the doctor
         if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
             return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
+        if sync is not None:  # the read adds no wait: the synchronize before it is where the step waits
+            reported = ctx._cache.setdefault("tw207:synchronizes", set())
+            if id(sync) in reported:
+                return None
+            reported.add(id(sync))
+            return ctx.finding(self.code, sync, f"{ctx.text(sync)} in {where} waits for the GPU to finish every step, "
+                               f"for the {what} after it (line {node.lineno})", suggestion=_SYNC_FIX)
         return ctx.finding(
             self.code, node,
             f"{what} in {where} waits for the GPU to finish every step",
@@ -355,14 +373,18 @@ Lint and the doctor
         )
 
 
+_SCALE_FIX = "read the scale once per log interval (it only changes when a step overflows)"
+_SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
+             "to time steps, use CUDA events or time a whole interval")
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
 
 
 def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
-    """What runs ``node`` every training step: the hot loop or step function around it, or the
-    ``step()`` of an ``Optimizer`` subclass."""
-    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node)
+    """What runs ``node`` every training step: the hot loop or step function around it, the
+    ``step()`` of an ``Optimizer`` subclass, or a loop that hands each step to a call
+    (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation)."""
+    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node)
 
 
 RULE = HostSyncInLoop()

@@ -8,7 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
+from torchwise.lint.semantics.delegation import backward_helper
+from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step, modulo_test
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -21,6 +22,26 @@ def _conditional_step(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
         if any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in ast.walk(if_node.test)):
             return True
     return False
+
+
+def _other_arm(ctx: Context, step: ast.Call, bw: ast.Call, loop: ast.AST) -> bool:
+    """Is ``step`` in the other arm of an ``if`` inside ``loop`` than ``bw`` (``if accum > 1:
+    ... backward() ... else: ... step()``): the two never run in the same pass."""
+    arms = {id(node): in_body for node, in_body in ctx.enclosing_ifs(bw) if node.__class__ is ast.If and ctx.contains(loop, node)}
+    return any(id(node) in arms and arms[id(node)] != in_body for node, in_body in ctx.enclosing_ifs(step))
+
+
+def _helper_calls(ctx: Context) -> list[ast.Call]:
+    """``loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`` in a loop: a
+    helper that runs the backward pass on every call and the optimizer step only when a
+    keyword's modulo test holds."""
+    out = []
+    for calls in ctx.calls_by_name.values():
+        for call in calls:
+            if call.keywords and ctx.enclosing_loops(call) and any(modulo_test(ctx, k.value) for k in call.keywords) \
+                    and backward_helper(ctx, call):
+                out.append(call)
+    return out
 
 
 class AccumulationWithoutNoSync(Rule):
@@ -60,7 +81,8 @@ Fix
             if not loops:
                 continue
             loop = loops[0]
-            steps = [c for c in ctx.walk_body(loop.body) if c.__class__ is ast.Call and is_optimizer_step(ctx, c)]
+            steps = [c for c in ctx.walk_body(loop.body) if c.__class__ is ast.Call and is_optimizer_step(ctx, c)
+                     and not _other_arm(ctx, c, bw, loop)]
             if not steps or not all(_conditional_step(ctx, s, loop) for s in steps):
                 continue
             if _conditional_step(ctx, bw, loop):
@@ -68,6 +90,13 @@ Fix
             yield ctx.finding(
                 self.code, bw,
                 "gradient accumulation under DistributedDataParallel all-reduces on every micro-step",
+                suggestion="run non-final micro-steps inside model.no_sync()",
+            )
+        for call in _helper_calls(ctx):
+            yield ctx.finding(
+                self.code, call,
+                f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the backward pass "
+                "(an all-reduce) on every micro-step and steps only every N",
                 suggestion="run non-final micro-steps inside model.no_sync()",
             )
 

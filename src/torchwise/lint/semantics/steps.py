@@ -350,6 +350,11 @@ def _is_modulo_test(ctx: Context, test: AST, depth: int = 1) -> bool:
     return False
 
 
+def modulo_test(ctx: Context, test: AST) -> bool:
+    """A modulo test (``(i + 1) % accum == 0``), a name bound to one, or a local helper returning one."""
+    return _is_modulo_test(ctx, test)
+
+
 def runs_periodically(ctx: Context, node: AST) -> bool:
     """Inside ``if step % N == 0`` (or a test calling a local modulo helper): once per interval."""
     return any(_is_modulo_test(ctx, if_node.test) for if_node, _ in ctx.enclosing_ifs(node))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
 from torchwise.lint.semantics.steps import hot_region_of
@@ -142,16 +143,18 @@ def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
                and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
 
 
-def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
-    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
+def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> ast.Call | None:
+    """The `torch.cuda.synchronize()` the loop body runs unconditionally before `node`'s statement
+    (the last one), if any: a read after it adds no wait of its own - the synchronize is the wait."""
     line = getattr(node, "lineno", 0)
+    found = None
     for stmt in getattr(loop, "body", ()):
         if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return False
+            return found
         if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
             if ctx.qualname(stmt.value.func) in SYNCHRONIZE:
-                return True
-    return False
+                found = stmt.value
+    return None
 
 
 SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
@@ -203,6 +206,12 @@ def _inner_sync(expr: ast.AST) -> bool:
             return False
 
 
+def _per_step(ctx: Context, node: AST) -> AST | None:
+    """The training loop or step function that runs ``node`` every step, a loop handing its step
+    to a call included (semantics.delegation)."""
+    return hot_region_of(ctx, node) or delegated_loop_of(ctx, node)
+
+
 def legacy_reads(ctx: Context) -> list[ast.Subscript]:
     """``loss.data[0]`` of a device value in a training loop or step: the pre-0.4 spelling of
     ``.item()``, a host read all the same."""
@@ -213,7 +222,7 @@ def legacy_reads(ctx: Context) -> list[ast.Subscript]:
         value, index = sub.value, sub.slice
         if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
             continue
-        if hot_region_of(ctx, sub) is not None and step_subject(ctx, value.value, sub):
+        if _per_step(ctx, sub) is not None and step_subject(ctx, value.value, sub):
             out.append(sub)
     return out
 
@@ -225,7 +234,37 @@ def needless_synchronizes(ctx: Context) -> list[ast.Call]:
         return []
     out = []
     for call in ctx.calls_named("synchronize"):
-        loop = hot_region_of(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
+        loop = _per_step(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
         if loop is not None and not ctx.enclosing_ifs(call) and not measures_time(ctx, loop) and not read_after(ctx, loop, call):
             out.append(call)
     return out
+
+
+def scale_reads(ctx: Context) -> list[ast.AST]:
+    """``scaler.get_scale()`` and ``scaler.state_dict()["scale"]`` of a ``GradScaler``: both read
+    the scale tensor with ``.item()`` (documented: "this method incurs a CPU-GPU sync")."""
+    if "scale" not in ctx.source or "scaler" not in ctx.source.lower():
+        return []
+    out: list[ast.AST] = []
+    for call in ctx.calls_named("get_scale"):
+        if not call.args and _scaler(ctx, call.func.value if call.func.__class__ is ast.Attribute else None, call):
+            out.append(call)
+    for call in ctx.calls_named("state_dict"):
+        sub = ctx.parent(call)
+        if call.args or sub.__class__ is not ast.Subscript or sub.value is not call or sub.slice.__class__ is not ast.Constant \
+                or sub.slice.value != "scale":
+            continue
+        if _scaler(ctx, call.func.value if call.func.__class__ is ast.Attribute else None, call):
+            out.append(sub)
+    return out
+
+
+def _scaler(ctx: Context, recv: AST | None, use: AST) -> bool:
+    """A gradient scaler: built from ``GradScaler``, or a name or attribute called ``*scaler`` that
+    is not built from another library's class."""
+    if recv is None:
+        return False
+    built = ctx.constructed_from(recv, use)
+    if built is not None and (built.endswith("GradScaler") or built.startswith(("torch.", "sklearn."))):
+        return built.endswith("GradScaler")  # (a StandardScaler of scikit-learn is no gradient scaler)
+    return (last_name(recv) or "").lower().endswith("scaler")  # also a project wrapper around one

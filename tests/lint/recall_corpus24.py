@@ -1,0 +1,306 @@
+"""The recall corpus, round 13 part A: TW207, TW215 and TW217 classes the tuning sets 15 and 16
+showed on their first looks (and round 12 left open) - each written in our own words and reduced
+to its shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------ TW207 a synchronize before the step's reads
+# A vision-transformer trainer synchronizes the device after every step and then reads the loss
+# for its meters: the reads after it add no wait, the synchronize is where the step waits. It is
+# reported there (before round 13 neither it nor the reads were: the reads count as "after a
+# synchronize" and the synchronize as "followed by a read").
+_SYNC_THEN_READ = """
+    import time
+    import torch
+    def train_epoch(model, criterion, loader, optimizer, meters):
+        end = time.time()
+        for step, (images, labels) in enumerate(loader):
+            images = images.cuda(non_blocking=True)
+            labels = labels.cuda(non_blocking=True)
+            loss = criterion(model(images), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            torch.cuda.synchronize()
+            {read}
+            meters["time"].update(time.time() - end)
+            end = time.time()
+"""
+FIND += [
+    Shape("TW207", "torch.cuda.synchronize() every step, then loss.item() into a meter (and a step timer)",
+          d(_SYNC_THEN_READ.format(read='meters["loss"].update(loss.item(), images.size(0))')), 12),
+    Shape("TW207", "a momentum-encoder update, then synchronize and a logger fed loss.item()", d("""
+        import torch
+        def train_one_epoch(student, teacher, loss_fn, loader, optimizer, logger, momentum):
+            for it, crops in enumerate(loader):
+                crops = [c.cuda(non_blocking=True) for c in crops]
+                loss = loss_fn(student(crops), teacher(crops[:2]))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                with torch.no_grad():
+                    for p_s, p_t in zip(student.parameters(), teacher.parameters()):
+                        p_t.data.mul_(momentum).add_((1 - momentum) * p_s.detach().data)
+                torch.cuda.synchronize()
+                logger.update(loss=loss.item())
+                logger.update(lr=optimizer.param_groups[0]["lr"])
+    """), 12),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the synchronize is followed only by host values (the learning rate, a timer)",
+          d(_SYNC_THEN_READ.format(read='meters["lr"].update(optimizer.param_groups[0]["lr"])'))),
+    Shape("TW207", "look-alike: the loss is read after the synchronize only under a print interval",
+          d(_SYNC_THEN_READ.format(read='if step % 50 == 0:\n                print(loss.item())'))),
+]
+
+# ------------------------------------------------------------ TW207 the gradient scaler's scale read every step
+# GradScaler.get_scale() reads the scale tensor with .item(), and so does its state_dict(): a
+# mixed-precision trainer that logs the scale into a meter every step waits for the GPU there -
+# also after a synchronize, since the read stays when the synchronize goes.
+_SCALE = """
+    import torch
+    from torch.cuda.amp import GradScaler, autocast
+    def train(model, loader, optimizer, meter, print_freq):
+        scaler = GradScaler()
+        for idx, (x, mask) in enumerate(loader):
+            x, mask = x.cuda(non_blocking=True), mask.cuda(non_blocking=True)
+            with autocast():
+                loss = model(x, mask)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            {read}
+"""
+FIND += [
+    Shape("TW207", "scaler.get_scale() fed to a meter every step",
+          d(_SCALE.format(read="meter.update(scaler.get_scale())")), 13),
+    Shape("TW207", "a scaler wrapper's state_dict()['scale'] read every step", d("""
+        import torch
+        def train_one_epoch(model, criterion, loader, optimizer, loss_scaler, meters):
+            for idx, (samples, targets) in enumerate(loader):
+                samples, targets = samples.cuda(non_blocking=True), targets.cuda(non_blocking=True)
+                loss = criterion(model(samples), targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                scale_value = loss_scaler.state_dict()["scale"]
+                meters["scale"].update(scale_value)
+    """), 9),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the scale read under the print interval",
+          d(_SCALE.format(read="if idx % print_freq == 0:\n                print(scaler.get_scale())"))),
+    Shape("TW207", "look-alike: the scaler's state saved once after the epoch", d("""
+        import torch
+        from torch.cuda.amp import GradScaler
+        def train(model, loader, optimizer, path):
+            scaler = GradScaler()
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                optimizer.zero_grad()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            torch.save({"model": model.state_dict(), "scale": scaler.state_dict()["scale"]}, path)
+    """)),
+]
+
+# ------------------------------------------------------------ TW207/TW215 a scaler helper runs backward and step
+# An ImageNet trainer hands the loss and the optimizer to a scaler helper of the project
+# (`__call__` runs backward, clipping and the step when `update_grad` says so). The loop has no
+# backward or step of its own, yet it is the training loop: its reads run every step; under DDP
+# with accumulation the helper's backward all-reduces on every micro-step.
+_HELPER_LOOP = """
+    import torch
+    def train_one_epoch(config, model, criterion, loader, optimizer, loss_scaler, meters):
+        for idx, (samples, targets) in enumerate(loader):
+            samples = samples.cuda(non_blocking=True)
+            targets = targets.cuda(non_blocking=True)
+            loss = criterion(model(samples), targets) / config.accum_steps
+            grad_norm = loss_scaler(loss, optimizer, clip_grad=config.clip,
+                                    parameters=model.parameters(), update_grad={update})
+            if (idx + 1) % config.accum_steps == 0:
+                optimizer.zero_grad()
+            {read}
+"""
+FIND += [
+    Shape("TW207", "the loss read every pass of a loop whose backward and step live in a scaler helper",
+          d(_HELPER_LOOP.format(update="(idx + 1) % config.accum_steps == 0", read="meters['loss'].update(loss.item())")), 11),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the same loop reads the loss under a print interval",
+          d(_HELPER_LOOP.format(update="True", read="if idx % config.print_freq == 0:\n                print(loss.item())"))),
+]
+_DDP_MAIN = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from engine import train_one_epoch
+    def main(config, model, loader, criterion, optimizer, loss_scaler):
+        model = DistributedDataParallel(model.cuda(), device_ids=[config.local_rank])
+        for epoch in range(config.epochs):
+            train_one_epoch(config, model, criterion, loader, optimizer, loss_scaler, {{}})
+"""
+FIND += [
+    Shape("TW215", "DDP file: a scaler helper backwards every micro-step, update_grad only every N",
+          d(_DDP_MAIN.format() + _HELPER_LOOP.format(update="(idx + 1) % config.accum_steps == 0", read="pass")), 15),
+    Shape("TW215", "DDP file: backward in the accumulation branch, the unconditional step in the other branch", d("""
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        def train(model, loader, optimizer, scaler, accum):
+            model = DistributedDataParallel(model.cuda())
+            for idx, (img, mask) in enumerate(loader):
+                loss = model(img.cuda(non_blocking=True), mask.cuda(non_blocking=True))
+                if accum > 1:
+                    scaler.scale(loss / accum).backward()
+                    if (idx + 1) % accum == 0:
+                        scaler.step(optimizer)
+                        scaler.update()
+                        optimizer.zero_grad()
+                else:
+                    optimizer.zero_grad()
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+    """), 8),
+]
+QUIET += [
+    Shape("TW215", "look-alike: the helper steps on every call (update_grad=True)",
+          d(_DDP_MAIN.format() + _HELPER_LOOP.format(update="True", read="pass"))),
+    Shape("TW215", "look-alike: the accumulating micro-steps run under model.no_sync()", d("""
+        import contextlib
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        def train(model, loader, optimizer, loss_scaler, accum):
+            model = DistributedDataParallel(model.cuda())
+            for idx, (x, y) in enumerate(loader):
+                last = (idx + 1) % accum == 0
+                with contextlib.nullcontext() if last else model.no_sync():
+                    loss = model(x.cuda(), y.cuda())
+                    loss_scaler(loss, optimizer, update_grad=(idx + 1) % accum == 0)
+    """)),
+]
+
+# ------------------------------------------------------------ TW217/TW207 training handed to a function per iteration
+# An RL script collects a batch with its agent, then calls a function of the script that moves it
+# to the device and runs a policy-gradient step of another module (`a2c_step`, `ppo_step` over
+# minibatch ranges); the main loop empties the CUDA cache at the end of every iteration.
+_RL_CORE = d("""
+    import torch
+    def policy_step(policy, value, optimizer_policy, optimizer_value, states, actions, returns, advantages):
+        value_loss = (value(states) - returns).pow(2).mean()
+        optimizer_value.zero_grad()
+        value_loss.backward()
+        optimizer_value.step()
+        log_probs = policy.get_log_prob(states, actions)
+        policy_loss = -(log_probs * advantages).mean()
+        optimizer_policy.zero_grad()
+        policy_loss.backward()
+        optimizer_policy.step()
+""")
+_RL_MAIN = """
+    import numpy as np
+    import torch
+    from core.pg import policy_step
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def update_params(batch):
+        states = torch.from_numpy(np.stack(batch.state)).to(device)
+        actions = torch.from_numpy(np.stack(batch.action)).to(device)
+        returns = torch.from_numpy(np.stack(batch.ret)).to(device)
+        advantages = torch.from_numpy(np.stack(batch.adv)).to(device)
+        {update}
+
+    def main_loop(agent, args):
+        for i_iter in range(args.max_iter_num):
+            batch, log = agent.collect_samples(args.min_batch_size)
+            update_params(batch)
+            if i_iter % args.log_interval == 0:
+                print(i_iter, log["avg_reward"])
+            torch.cuda.empty_cache()
+"""
+PROJECTS += [
+    ProjectShape("TW217", "empty_cache() each iteration of a loop whose update function runs another module's policy step", {
+        "core/pg.py": _RL_CORE,
+        "examples/pg_gym.py": d(_RL_MAIN.format(
+            update="policy_step(policy_net, value_net, opt_p, opt_v, states, actions, returns, advantages)")),
+    }, (("examples/pg_gym.py", 19),)),
+    ProjectShape("TW217", "the same, with the step repeated over minibatch ranges of the collected batch", {
+        "core/pg.py": _RL_CORE,
+        "examples/pg_gym.py": d(_RL_MAIN.format(
+            update="for _ in range(4):\n            for i in range(len(states) // 64):\n"
+                   "                sl = slice(i * 64, (i + 1) * 64)\n"
+                   "                policy_step(policy_net, value_net, opt_p, opt_v, states[sl], actions[sl], returns[sl], advantages[sl])")),
+    }, (("examples/pg_gym.py", 22),)),
+    ProjectShape("TW217", "look-alike: empty_cache() once per epoch of a loop calling an epoch function of another module", {
+        "engine.py": d("""
+            import torch
+            def train_epoch(model, loader, optimizer, criterion, device):
+                for x, y in loader:
+                    loss = criterion(model(x.to(device)), y.to(device))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        """),
+        "train.py": d("""
+            import torch
+            from engine import train_epoch
+            def main(model, loader, optimizer, criterion, args):
+                for epoch in range(args.epochs):
+                    train_epoch(model, loader, optimizer, criterion, "cuda")
+                    torch.cuda.empty_cache()
+        """),
+    }),
+]
+FIND += [
+    Shape("TW217", "torch reached through a star import: empty_cache() in the training loop", d("""
+        from common import *
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = model(x.cuda(), y.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                torch.cuda.empty_cache()
+    """), 8),
+]
+
+# ------------------------------------------------------------ TW207 a method's loop around a step method of the class
+# A trainer's fit() moves each batch to the device and hands it to its own step method (backward
+# and step there); it counts the batch's tokens with .item() every pass.
+_FIT = """
+    import torch
+    class Trainer:
+        def fit(self, loader):
+            tokens = 0
+            for batch in loader:
+                batch = {{k: v.to(self.device) for k, v in batch.items()}}
+                {call}
+                tokens += batch["mask"].sum().item()
+            return tokens
+
+        def train_step(self, batch):
+            loss = self.model(**batch).loss
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+        def train_epoch(self, loader):
+            for batch in loader:
+                self.train_step(batch)
+"""
+FIND += [
+    Shape("TW207", "a token count read every pass of a loop that calls the class's step method",
+          d(_FIT.format(call="self.train_step(batch)")), 8),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the loop calls the class's epoch method (once per epoch, it loops itself)",
+          d(_FIT.format(call="self.train_epoch([batch])"))),
+]
