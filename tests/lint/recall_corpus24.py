@@ -304,3 +304,258 @@ QUIET += [
     Shape("TW207", "look-alike: the loop calls the class's epoch method (once per epoch, it loops itself)",
           d(_FIT.format(call="self.train_epoch([batch])"))),
 ]
+
+# ------------------------------------------------------------ TW207 values computed from the step's tensors by project code
+# A traffic forecaster's train() step computes its metrics with functions of the project's util
+# module on the model's output and reads each with .item(); a segmentation module returns the
+# loss and the pixel accuracy from one forward, and the loop reads the accuracy; a graph
+# pre-training loop turns a submodule's scores into an accuracy with a dtype change.
+PROJECTS += [
+    ProjectShape("TW207", ".item() of a util metric of the model's output in the step method", {
+        "util.py": d("""
+            import torch
+            def masked_mape(preds, labels, null_val):
+                mask = (labels != null_val).float()
+                return torch.mean(torch.abs(preds - labels) / labels * mask)
+        """),
+        "engine.py": d("""
+            import torch
+            import util
+            class Trainer:
+                def __init__(self, model, device):
+                    self.model = model.to(device)
+                    self.optimizer = torch.optim.Adam(self.model.parameters())
+                def train(self, x, y):
+                    self.optimizer.zero_grad()
+                    out = self.model(x)
+                    loss = torch.mean(torch.abs(out - y))
+                    loss.backward()
+                    self.optimizer.step()
+                    mape = util.masked_mape(out, y, 0.0).item()
+                    return loss.item(), mape
+        """),
+    }, (("engine.py", 13), ("engine.py", 14))),
+    ProjectShape("TW207", "look-alike: the util metric works on NumPy copies made once per epoch", {
+        "util.py": d("""
+            import numpy as np
+            def masked_mape(preds, labels, null_val):
+                return np.mean(np.abs(preds - labels) / labels)
+        """),
+        "engine.py": d("""
+            import numpy as np
+            import torch
+            import util
+            def run(model, loader, optimizer, device):
+                outs, ys = [], []
+                for x, y in loader:
+                    out = model(x.to(device))
+                    loss = torch.mean(torch.abs(out - y.to(device)))
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    outs.append(out.detach())
+                    ys.append(y)
+                preds = torch.cat(outs).cpu().numpy()
+                return util.masked_mape(preds, np.concatenate(ys), 0.0).item()
+        """),
+    }),
+]
+_SEG = """
+    import torch
+    def train(segmentation_module, iterator, optimizers, meters, iters):
+        segmentation_module.cuda()
+        for i in range(iters):
+            batch = next(iterator)
+            segmentation_module.zero_grad()
+            loss, acc = {call}
+            loss = loss.mean()
+            loss.backward()
+            for optimizer in optimizers:
+                optimizer.step()
+            meters["loss"].update(loss.data.item())
+            meters["acc"].update(acc.data.item() * 100)
+"""
+FIND += [
+    Shape("TW207", "the accuracy the segmentation module returns beside the loss, read every step",
+          d(_SEG.format(call="segmentation_module(batch)")), 13),
+    Shape("TW207", "an accuracy from a submodule's scores, cast with .to(torch.float32), read every step", d("""
+        import torch
+        def train(model, loader, optimizer, device):
+            for batch in loader:
+                batch = batch.to(device)
+                emb = model.gnn(batch.x, batch.edge_index)
+                pos = model.discriminator(emb, batch.summary)
+                loss = model.loss(pos, torch.ones_like(pos))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                acc = torch.sum(pos > 0).to(torch.float32) / len(pos)
+                total_acc += float(acc.detach().cpu().item())
+    """), 12),
+]
+QUIET += [
+    Shape("TW207", "look-alike: a loss function hands its statistics back already on the host",
+          d(_SEG.format(call="compute_loss(segmentation_module, batch)").replace(
+              "import torch\n", "import torch\n    from losses import compute_loss\n").replace(
+              "meters[\"acc\"].update(acc.data.item() * 100)", "meters[\"acc\"].update(float(acc[0]))").replace(
+              "meters[\"loss\"].update(loss.data.item())", "meters[\"loss\"].update(float(acc[1]))"))),
+    Shape("TW207", "look-alike: the loss computed on the CPU by design (loss_device = torch.device('cpu'))", d("""
+        import torch
+        def train(model, loader, optimizer, vis):
+            device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            loss_device = torch.device("cpu")
+            for step, batch in enumerate(loader):
+                embeds = model(torch.from_numpy(batch).to(device))
+                embeds_loss = embeds.view(8, 10, -1).to(loss_device)
+                loss, eer = model.loss(embeds_loss)
+                model.zero_grad()
+                loss.backward()
+                optimizer.step()
+                vis.update(loss.item(), eer, step)
+    """)),
+]
+
+# ------------------------------------------------------------ TW207 a NaN test of the gradient norm through NumPy
+# A speech synthesiser clips the gradients and tests the returned norm with np.isnan(norm.cpu())
+# every step; NumPy comes through a star import of a display helper module.
+FIND += [
+    Shape("TW207", "np.isnan(grad_norm.cpu()) every step, numpy star-imported", d("""
+        import torch
+        from display_utils import *
+        def train(model, loader, optimizer, clip):
+            for texts, mels in loader:
+                out = model(texts.cuda(), mels.cuda())
+                loss = torch.nn.functional.l1_loss(out, mels.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+                if np.isnan(grad_norm.cpu()):
+                    print("grad_norm was NaN!")
+                optimizer.step()
+    """), 10),
+]
+
+# ------------------------------------------------------------ TW207 a module's buffer read on the host
+# A contrastive memory keeps its settings in one registered buffer and reads them with
+# self.params[k].item() in every forward; a synthesiser's get_step() returns its step buffer
+# with .item() and the training loop calls it every step.
+_MEMORY = """
+    import torch
+    from torch import nn
+    class ContrastMemory(nn.Module):
+        def __init__(self, size, k, t):
+            super().__init__()
+            self.register_buffer("params", torch.tensor([k, t, -1, -1]))
+            self.register_buffer("memory", torch.rand(size, 128))
+        def {method}(self, v, idx):
+            k = int(self.params[0].item())
+            t = self.params[1].item()
+            weight = torch.index_select(self.memory, 0, idx.view(-1)).view(-1, k + 1, 128)
+            return torch.exp(torch.bmm(weight, v.unsqueeze(2)) / t)
+    model = ContrastMemory(100, 16, 0.07).cuda()
+"""
+FIND += [Shape("TW207", "self.params[0].item() of a registered buffer in forward()",
+               d(_MEMORY.format(method="forward")), 9)]
+QUIET += [Shape("TW207", "look-alike: the same reads in extra_repr() (printing the module)",
+                d(_MEMORY.format(method="extra_repr")))]
+_SYNTH_MODEL = """
+    import torch
+    from torch import nn
+    class Synth(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(80, 80)
+            {step}
+        def forward(self, x):
+            return self.net(x)
+        def get_step(self):
+            return {read}
+"""
+_SYNTH_TRAIN = d("""
+    import torch
+    from model import Synth
+    def train(loader, save_every):
+        model = Synth().cuda()
+        optimizer = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            step = model.get_step()
+            if step % save_every == 0:
+                torch.save(model.state_dict(), "synth.pt")
+""")
+PROJECTS += [
+    ProjectShape("TW207", "model.get_step() returning the step buffer's .item(), called every step", {
+        "model.py": d(_SYNTH_MODEL.format(step='self.register_buffer("step", torch.zeros(1, dtype=torch.long))',
+                                          read="self.step.data.item()")),
+        "train.py": _SYNTH_TRAIN,
+    }, (("train.py", 11),)),
+    ProjectShape("TW207", "look-alike: get_step() returns a plain Python counter", {
+        "model.py": d(_SYNTH_MODEL.format(step="self.step = 0", read="int(self.step)")),
+        "train.py": _SYNTH_TRAIN,
+    }),
+]
+
+# ------------------------------------------------------------ TW207 a step function that accumulates gradients
+# A GAN's train(x, y) closure accumulates D's gradients over chunks of the batch in range()
+# loops, steps D in a loop of critic steps, accumulates G's and steps G once; the losses it
+# returns are read with .item() after G's step - once per call, every training step.
+_GAN = """
+    import torch
+    def training_function(G, D, GD, z_, config):
+        def train(x, y):
+            x = torch.split(x, config["batch_size"])
+            counter = 0
+            for step_index in range(config["num_D_steps"]):
+                D.optim.zero_grad()
+                for accumulation_index in range({d_bound}):
+                    D_fake, D_real = GD(z_.sample(), x[counter])
+                    D_loss_real = torch.mean(torch.relu(1. - D_real))
+                    D_loss_fake = torch.mean(torch.relu(1. + D_fake))
+                    D_loss = (D_loss_real + D_loss_fake) / float(config["num_D_accumulations"])
+                    D_loss.backward()
+                    counter += 1
+                D.optim.step()
+            G.optim.zero_grad()
+            for accumulation_index in range({g_bound}):
+                G_loss = -torch.mean(GD(z_.sample(), None)) / float(config["num_G_accumulations"])
+                G_loss.backward()
+            G.optim.step()
+            return {{"G_loss": float(G_loss.item()), "D_loss_real": float(D_loss_real.item())}}
+        return train
+"""
+FIND += [
+    Shape("TW207", "losses read after G's step in a GAN step closure that accumulates over range() loops",
+          d(_GAN.format(d_bound='config["num_D_accumulations"]', g_bound='config["num_G_accumulations"]')) +
+          "z = torch.zeros(4).cuda()\n", 21),
+]
+QUIET += [
+    Shape("TW207", "look-alike: one step after accumulating over the whole data set (a full-batch epoch)",
+          d(_GAN.format(d_bound="len(x)", g_bound="len(loader)")) + "z = torch.zeros(4).cuda()\n"),
+]
+
+# ------------------------------------------------------------ TW207 each selection of a loss is its own wait
+# A variance-adaptor loss selects predictions and targets with the padding masks, line after
+# line: each masked_select waits for the mask's count. Every line is reported (round 12 named
+# the others in one finding).
+FIND += [
+    Shape("TW207", "the second masked_select of a loss module's forward", d("""
+        import torch
+        from torch import nn
+        class VarianceLoss(nn.Module):
+            def forward(self, pitch_pred, pitch_target, src_masks):
+                src_masks = ~src_masks
+                pitch_pred = pitch_pred.masked_select(src_masks)
+                pitch_target = pitch_target.masked_select(src_masks)
+                return nn.functional.mse_loss(pitch_pred, pitch_target)
+        criterion = VarianceLoss()
+        def train(model, loader, optimizer):
+            for x, y, mask in loader:
+                loss = criterion(model(x.cuda()), y.cuda(), mask.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 7),
+]

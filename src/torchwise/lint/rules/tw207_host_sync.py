@@ -15,6 +15,7 @@ from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
+from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
@@ -26,8 +27,7 @@ from torchwise.lint.semantics.steps import (
 )
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
 from torchwise.lint.semantics.syncs import (
-    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, scale_reads, sync_call,
-    synchronized_before,
+    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, sync_call, synchronized_before,
 )
 from torchwise.lint.semantics.values import local_function
 
@@ -51,11 +51,13 @@ What it flags
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
   `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
-  per loss, naming the other lines), in a model's `forward` where the selection feeds its loss
+  per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
-  in its methods (every forward pass); a copy to the host (`offsets.cpu().data.numpy()`,
+  in its methods (every forward pass; also one entry of a buffer of settings, `int(self.params[0].item())`);
+  a getter of the project called every step that returns a registered buffer or parameter on
+  the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,
   `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
   already and is left alone); a call of a helper that does such a read on what it is given (a function
@@ -72,7 +74,9 @@ What it flags
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
-  model class's `optimize_parameters()`), or in the `step()` of an `Optimizer` subclass of the
+  model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
+  `range(config["num_accumulations"])` before the function's one step - not in a loop over the
+  data set, `range(len(loader))`, which makes one step per epoch), or in the `step()` of an `Optimizer` subclass of the
   file (an optimizer that runs the backward pass itself). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
@@ -80,7 +84,12 @@ What it flags
   (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
-  The step's values are also followed through the dicts and lists it fills and the helpers it
+  The step's values are also followed through the project's own functions and methods handed
+  them (`util.masked_mape(predict, real, 0.0).item()`, `model.discriminator(emb, summary)`; not
+  builtins, container or logger methods, library functions, nor helpers named for the host such
+  as `to_cpu()`), dtype changes (`acc.to(torch.float32)`), the other outputs of the module call
+  that made the loss (`loss, acc = segmentation_module(batch)`; not of a loss or metric
+  function, which may hand statistics back as numbers), the dicts and lists it fills and the helpers it
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
@@ -104,7 +113,9 @@ What it flags
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
-  Not flagged: values already on the CPU; a Python number written through a mask (`x[mask] = 0`,
+  Not flagged: values already on the CPU, also results of a call whose every argument the
+  function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
+  torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
   `masked_fill_`, no sync - the `.item()` is a read of its own where the step runs it); selections in a loss class nothing in the project names (a losses
   module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
@@ -123,7 +134,8 @@ What it flags
   an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
   waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
   the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
-  loss.detach().cpu().numpy())` for a NumPy replay tree), also through a name bound to the read
+  loss.detach().cpu().numpy())` for a NumPy replay tree; a NumPy function is no such method, also
+  where `np` comes from a star import: `np.isnan(grad_norm.cpu())` is flagged), also through a name bound to the read
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
   collected); a loop counter compared with a number
@@ -203,9 +215,9 @@ Lint and the doctor
             if finding is not None:
                 yield finding
         yield from self._legacy_reads(ctx)
-        for node in scale_reads(ctx):
-            finding = self._report(ctx, node, None, f"{ctx.text(node)} (GradScaler.get_scale() reads the scale with .item())",
-                                   check_subject=False, hidden=True, suggestion=_SCALE_FIX)
+        for node, what, fix, hidden in hidden_reads(ctx):
+            finding = self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix) \
+                if _region(ctx, node) is not None else None
             if finding is not None:
                 yield finding
         statements: set[int] = set()
@@ -304,7 +316,7 @@ Lint and the doctor
             if param is not None:
                 yield ctx.finding(
                     self.code, call,
-                    f"{param}.{call.func.attr}() reads a parameter of the module on the host in "
+                    f"{ctx.text(call.func.value)}.{call.func.attr}() reads a parameter or buffer of the module on the host in "
                     f"{ctx.function_of(call).name}(), which runs with every forward pass and waits for the GPU each time",
                     suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
                 )
@@ -373,7 +385,6 @@ Lint and the doctor
         )
 
 
-_SCALE_FIX = "read the scale once per log interval (it only changes when a step overflows)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "

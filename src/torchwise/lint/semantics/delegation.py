@@ -19,12 +19,11 @@ the backward helper for TW215)."""
 from __future__ import annotations
 
 import ast
-import os
 import re
 
 from torchwise.lint.engine import AST, LOOP_TYPES, Context, last_name
 from torchwise.lint.semantics.losses import is_loss_value
-from torchwise.lint.semantics.projectcode import def_bodies
+from torchwise.lint.semantics.projectcode import def_bodies, module_texts
 from torchwise.lint.semantics.steps import backward_calls, optimizer_steps, runs_periodically, training_loops
 from torchwise.lint.semantics.values import functions_by_name, local_function
 
@@ -222,23 +221,13 @@ def project_trains(ctx: Context, module: str, name: str) -> bool:
     key = ("delegation:trains", module, name)
     if key not in facts.answers:
         answer = False
-        for text in _modules(facts).get(module, ()):
+        for text in module_texts(facts).get(module, ()):
             if f"def {name}(" in text:
                 bodies = def_bodies(text, name)
                 answer = bool(bodies) and all(_body_trains(name, body) for body in bodies)
                 break
         facts.answers[key] = answer
     return facts.answers[key]
-
-
-def _modules(facts) -> dict[str, list[str]]:
-    """The texts of the project's files by module name (the file name without ``.py``), once per process."""
-    found = facts.answers.get("delegation:modules")
-    if found is None:
-        found = facts.answers["delegation:modules"] = {}
-        for path, text in facts.files:
-            found.setdefault(os.path.splitext(os.path.basename(path))[0], []).append(text)
-    return found
 
 
 def _body_trains(name: str, body: str) -> bool:

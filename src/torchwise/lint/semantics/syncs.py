@@ -86,6 +86,8 @@ def parameter_read(ctx: Context, call: ast.Call) -> str | None:
     ``self.gamma`` is an ``nn.Parameter`` (or a registered buffer): the method runs in the
     forward pass, so the read waits for the GPU on every step. Returns ``self.gamma``."""
     recv = call.func.value if call.func.__class__ is ast.Attribute else None
+    if recv is not None and recv.__class__ is ast.Subscript and recv.slice.__class__ is ast.Constant:
+        recv = recv.value  # self.params[0].item(): one entry of a buffer of settings
     if recv is None or recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
         return None
     func = ctx.function_of(call)
@@ -239,32 +241,3 @@ def needless_synchronizes(ctx: Context) -> list[ast.Call]:
             out.append(call)
     return out
 
-
-def scale_reads(ctx: Context) -> list[ast.AST]:
-    """``scaler.get_scale()`` and ``scaler.state_dict()["scale"]`` of a ``GradScaler``: both read
-    the scale tensor with ``.item()`` (documented: "this method incurs a CPU-GPU sync")."""
-    if "scale" not in ctx.source or "scaler" not in ctx.source.lower():
-        return []
-    out: list[ast.AST] = []
-    for call in ctx.calls_named("get_scale"):
-        if not call.args and _scaler(ctx, call.func.value if call.func.__class__ is ast.Attribute else None, call):
-            out.append(call)
-    for call in ctx.calls_named("state_dict"):
-        sub = ctx.parent(call)
-        if call.args or sub.__class__ is not ast.Subscript or sub.value is not call or sub.slice.__class__ is not ast.Constant \
-                or sub.slice.value != "scale":
-            continue
-        if _scaler(ctx, call.func.value if call.func.__class__ is ast.Attribute else None, call):
-            out.append(sub)
-    return out
-
-
-def _scaler(ctx: Context, recv: AST | None, use: AST) -> bool:
-    """A gradient scaler: built from ``GradScaler``, or a name or attribute called ``*scaler`` that
-    is not built from another library's class."""
-    if recv is None:
-        return False
-    built = ctx.constructed_from(recv, use)
-    if built is not None and (built.endswith("GradScaler") or built.startswith(("torch.", "sklearn."))):
-        return built.endswith("GradScaler")  # (a StandardScaler of scikit-learn is no gradient scaler)
-    return (last_name(recv) or "").lower().endswith("scaler")  # also a project wrapper around one
