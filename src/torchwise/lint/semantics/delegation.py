@@ -12,7 +12,9 @@ this file, but call - once per pass, outside any test - code that does:
   a scaler helper that runs backward and step).
 
 A function that trains over a data loader of its own (``train_one_epoch(model, loader, ...)``)
-is an epoch: the loop calling it runs once per epoch, not per step, and is not counted. Such a
+is an epoch: the loop calling it runs once per epoch, not per step, and is not counted; nor is
+a loop that steps an environment itself (an RL update loop around its rollout: the rollout's
+host reads are the algorithm's, and its action reads wait every environment step anyway). Such a
 loop runs training steps as surely as one that calls ``backward()`` itself (TW207, TW217, and
 the backward helper for TW215)."""
 
@@ -22,6 +24,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, LOOP_TYPES, Context, last_name
+from torchwise.lint.semantics.actions import steps_environment
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import def_bodies, module_texts
 from torchwise.lint.semantics.steps import backward_calls, optimizer_steps, runs_periodically, training_loops
@@ -47,7 +50,7 @@ def delegated_loops(ctx: Context) -> dict[int, AST]:
             loops = ctx.enclosing_loops(call)
             if not loops or id(loops[0]) in found or any(id(loop) in training for loop in loops):
                 continue  # (a loop that trains itself, or one around such a loop, is the steps' own business)
-            if not runs_periodically(ctx, call) and _hands_step(ctx, call, loops[0]):
+            if not runs_periodically(ctx, call) and _hands_step(ctx, call, loops[0]) and not steps_environment(ctx, loops[0]):
                 found[id(loops[0])] = loops[0]
     return found
 
