@@ -559,3 +559,104 @@ FIND += [
                 optimizer.step()
     """), 7),
 ]
+
+# ------------------------------------------------------------ TW207 a per-parameter clipping helper of another module
+# A self-supervised trainer clips each parameter's gradient with a helper of its utils module:
+# it reads each norm with .item() and tests clip / (norm + eps) < 1 per parameter, every step.
+_CLIP_UTILS = """
+    import torch
+    def clip_gradients(model, clip):
+        norms = []
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                param_norm = p.grad.data.norm(2)
+                norms.append({read})
+                clip_coef = clip / (param_norm + 1e-6)
+                if clip_coef < 1:
+                    p.grad.data.mul_(clip_coef)
+        return norms
+"""
+_CLIP_MAIN = d("""
+    import torch
+    import utils
+    def train_one_epoch(student, loss_fn, loader, optimizer, args):
+        for it, images in enumerate(loader):
+            images = [im.cuda(non_blocking=True) for im in images]
+            loss = loss_fn(student(images))
+            optimizer.zero_grad()
+            loss.backward()
+            if args.clip_grad:
+                utils.clip_gradients(student, args.clip_grad)
+            optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "clip_coef < 1 tested per parameter (and the norms read) in a clipping helper the step calls", {
+        "utils.py": d(_CLIP_UTILS.format(read="param_norm.item()")), "main.py": _CLIP_MAIN,
+    }, (("main.py", 10), ("utils.py", 7), ("utils.py", 9))),
+]
+QUIET += [
+    Shape("TW207", "look-alike: `if dp is None` over each parameter's gradient in an optimizer's step()", d("""
+        import torch
+        class LARS(torch.optim.Optimizer):
+            @torch.no_grad()
+            def step(self):
+                for g in self.param_groups:
+                    for p in g["params"]:
+                        dp = p.grad
+                        if dp is None:
+                            continue
+                        p.add_(dp, alpha=-g["lr"])
+    """)),
+    Shape("TW207", "look-alike: per-parameter gradient norms logged only in debug mode", d("""
+        import torch
+        class Agent:
+            def take_optimisation_step(self, optimizer, network, loss):
+                optimizer.zero_grad()
+                loss.backward()
+                if self.debug_mode:
+                    self.log_gradient_information(network)
+                optimizer.step()
+
+            def log_gradient_information(self, network):
+                total_norm = 0
+                for name, param in network.named_parameters():
+                    param_norm = param.grad.data.norm(2)
+                    total_norm += param_norm.item() ** 2
+                self.logger.info("Gradient Norm {}".format(total_norm ** 0.5))
+        net = torch.nn.Linear(2, 2).cuda()
+    """)),
+]
+
+# ------------------------------------------------------------ TW207 an RL update loop around its own rollout
+# An A2C agent's learn() collects a rollout by stepping its vector environment, bootstraps the
+# last value on the host for its NumPy returns, and hands the batch to its own update method:
+# the loop is the algorithm's collection loop, not a loop of training steps to sync-check.
+QUIET += [
+    Shape("TW207", "look-alike: the bootstrap value read for NumPy returns in a loop that steps the environment", d("""
+        import numpy as np
+        import torch
+        class A2CAgent:
+            def learn(self, num_updates):
+                for update in range(num_updates):
+                    mb_obs, mb_rewards = [], []
+                    for step in range(self.nsteps):
+                        with torch.no_grad():
+                            _, pi = self.net(self._get_tensors(self.obs))
+                        actions = torch.multinomial(pi, 1)
+                        obs, rewards, dones, _ = self.envs.step(actions.squeeze(1).cpu().numpy())
+                        mb_obs.append(np.copy(self.obs))
+                        mb_rewards.append(rewards)
+                        self.obs = obs
+                    with torch.no_grad():
+                        last_values, _ = self.net(self._get_tensors(self.obs))
+                    returns = discount(np.asarray(mb_rewards), last_values.detach().cpu().numpy().squeeze())
+                    self._update_network(np.asarray(mb_obs), returns)
+
+            def _update_network(self, obs, returns):
+                values, pi = self.net(self._get_tensors(obs))
+                loss = (torch.tensor(returns, device="cuda") - values).pow(2).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+    """)),
+]

@@ -68,7 +68,9 @@ What it flags
   another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
   a hand-written gradient-norm helper that reads each parameter's norm on the host
-  (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters) that
+  (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters, also
+  `for name, p in model.named_parameters()`, and a test of a value made from the gradient, `if
+  clip / (param_norm + 1e-6) < 1:`) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
   training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
@@ -145,7 +147,7 @@ What it flags
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
-  flagged); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  flagged); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
   sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
   draw the next step); the evaluation block of a training loop (`with torch.no_grad():
   model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what

@@ -36,11 +36,11 @@ def _helper_calls(ctx: Context) -> list[ast.Call]:
     helper that runs the backward pass on every call and the optimizer step only when a
     keyword's modulo test holds."""
     out = []
-    for calls in ctx.calls_by_name.values():
-        for call in calls:
-            if call.keywords and ctx.enclosing_loops(call) and any(modulo_test(ctx, k.value) for k in call.keywords) \
-                    and backward_helper(ctx, call):
-                out.append(call)
+    for call in ctx.nodes.get(ast.Call, ()):
+        first = call.args[0] if call.keywords and call.args else None
+        if first.__class__ is ast.Name and "loss" in first.id.lower() and ctx.enclosing_loops(call) \
+                and any(modulo_test(ctx, k.value) for k in call.keywords) and backward_helper(ctx, call):
+            out.append(call)
     return out
 
 

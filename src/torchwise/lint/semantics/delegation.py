@@ -92,11 +92,11 @@ def _candidate_calls(ctx: Context) -> list[ast.Call]:
     local = _local_training(ctx)
     imported = _imported_names(ctx)
     out = []
-    for name, calls in ctx.calls_by_name.items():
-        if name in local or name in imported:
-            out.extend(calls)
-        elif "loss" in ctx.source:
-            out.extend(c for c in calls if c.args and c.args[0].__class__ is ast.Name and "loss" in c.args[0].id.lower())
+    for name in local.keys() | imported.keys():
+        out.extend(ctx.calls_by_name.get(name, ()))
+    if "loss" in ctx.source:
+        out.extend(c for c in ctx.nodes.get(ast.Call, ()) if c.args and c.args[0].__class__ is ast.Name
+                   and "loss" in c.args[0].id.lower() and last_name(c.func) not in local and last_name(c.func) not in imported)
     return out
 
 
