@@ -660,3 +660,42 @@ QUIET += [
                 self.optimizer.step()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 code nothing in the project runs (ruling R5)
+# A course script keeps a second, never-called training function beside the one its main loop
+# runs: per-step reads there never run. (A class of a module nothing imports is left alone: the
+# module may be used from a notebook or by a library's users.)
+_CHAR_RNN = d("""
+    import torch
+    model = CharRNN().cuda()
+    optimizer = torch.optim.Adam(model.parameters())
+    criterion = torch.nn.CrossEntropyLoss()
+
+    def train(line):
+        loss = 0
+        for c in range(len(line) - 1):
+            out = model(line[c].cuda())
+            loss += criterion(out, line[c + 1].cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item() / len(line)
+
+    def train_teacher_forcing(line):
+        out = model(line[:-1].cuda())
+        loss = criterion(out, line[1:].cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.data[0] / len(line)
+
+    if __name__ == "__main__":
+        for epoch in range(10):
+            for line in lines:
+                train(line)
+""")
+PROJECTS += [
+    ProjectShape("TW207", "the read of the training function the script runs; the never-called variant stays quiet", {
+        "char_rnn.py": _CHAR_RNN,
+    }, (("char_rnn.py", 14),)),
+]

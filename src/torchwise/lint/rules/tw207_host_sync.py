@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
+from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
@@ -115,7 +116,8 @@ What it flags
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
-  Not flagged: values already on the CPU, also results of a call whose every argument the
+  Not flagged: code nothing in the project runs (a function of a script or an imported module
+  that no file calls or names: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -185,6 +187,14 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        dead = None
+        for finding in self._findings(ctx):
+            if dead is None:  # code nothing in the project runs (ruling R5): asked once there is a finding
+                dead = dead_ranges(ctx)
+            if not any(first <= finding.line <= last for first, last in dead):
+                yield finding
+
+    def _findings(self, ctx: Context) -> Iterator[Finding]:
         yield from self._parameter_reads(ctx)
         yield from self._forward_masks(ctx)
         yield from self._grad_norm_helpers(ctx)
