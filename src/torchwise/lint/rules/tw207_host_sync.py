@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.deadcode import dead_ranges
+from torchwise.lint.semantics.deadcode import dead_code, function_at
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
@@ -187,11 +187,12 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        dead = None
+        dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
         for finding in self._findings(ctx):
-            if dead is None:  # code nothing in the project runs (ruling R5): asked once there is a finding
-                dead = dead_ranges(ctx)
-            if not any(first <= finding.line <= last for first, last in dead):
+            func = function_at(ctx, finding.line)
+            if func is not None and id(func) not in dead:
+                dead[id(func)] = not _named_again(ctx, func) and dead_code(ctx, func)
+            if func is None or not dead[id(func)]:
                 yield finding
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
@@ -401,6 +402,14 @@ _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read th
              "to time steps, use CUDA events or time a whole interval")
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
              "masked_fill, instead of selecting with x[mask]")
+
+
+def _named_again(ctx: Context, func: ast.AST) -> bool:
+    """Do the function's name and those of the functions and classes around it occur again in
+    this file (a call, a reference)? Then it is evidently not dead code - a cheap test before the
+    project-wide one."""
+    return all(ctx.source.count(f"{node.name}") > 1 for node in [func, *ctx.ancestors(func)]
+               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _region(ctx: Context, node: ast.AST) -> ast.AST | None:

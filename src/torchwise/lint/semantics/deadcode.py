@@ -52,6 +52,16 @@ def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
             for f in ctx.nodes.get(kind, ()) if dead_code(ctx, f)]
 
 
+def function_at(ctx: Context, line: int) -> AST | None:
+    """The innermost function of the file whose lines hold ``line``."""
+    best = None
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for f in ctx.nodes.get(kind, ()):
+            if f.lineno <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
+                best = f
+    return best
+
+
 def _module_in_use(ctx: Context) -> bool:
     """The file is a script (``__main__``) or a module another file of the project imports: then
     what nothing names in it is left over. A module nobody imports is an entry point of a library,
