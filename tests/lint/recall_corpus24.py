@@ -699,3 +699,24 @@ PROJECTS += [
         "char_rnn.py": _CHAR_RNN,
     }, (("char_rnn.py", 14),)),
 ]
+
+# ------------------------------------------------------------ TW207 a device count used as a size, element by element
+# A graph pre-training loop repeats each substructure's embedding by its context's size, taken
+# from the moved batch one element at a time: each element is read on the host as a count.
+_CONTEXT = """
+    import torch
+    def train(model, loader, optimizer, device):
+        for step, batch in enumerate(loader):
+            batch = batch.to(device)
+            sub = model(batch.x, batch.edge_index)
+            ctx_rep = model(batch.x_context, batch.edge_index_context)
+            expanded = torch.cat([sub[i].repeat(({count}, 1)) for i in range(len(sub))], dim=0)
+            loss = -torch.sum(expanded * ctx_rep, dim=1).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+FIND += [Shape("TW207", "x[i].repeat((batch.context_size[i], 1)) for each i of the moved batch",
+               d(_CONTEXT.format(count="batch.context_size[i]")), 7)]
+QUIET += [Shape("TW207", "look-alike: the repeat counts come from a Python list of the config",
+                d(_CONTEXT.format(count="args.repeats[i]")))]

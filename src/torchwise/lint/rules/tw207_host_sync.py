@@ -12,7 +12,7 @@ from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import dead_code, function_at
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
-from torchwise.lint.semantics.elementreads import element_reads
+from torchwise.lint.semantics.elementreads import element_reads, size_element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
@@ -110,7 +110,9 @@ What it flags
   per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
   on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
   reads of a batch tensor element by element in a Python loop of code every step runs
-  (`predicted[i].item()`, `[allowed[i.item()] for i in y]`: one wait per element).
+  (`predicted[i].item()`, `[allowed[i.item()] for i in y]`: one wait per element), also an
+  element used as a size or count in the training loop (`sub[i].repeat((batch.context_size[i], 1))
+  for i in range(n)`: read with `__index__`).
   A 0-dim device tensor written through a mask (`weight[pos] = 1 / pos_num` with `pos_num =
   pos.sum()`, `x[mask] = x.min()`) is flagged too: only a number or a CPU scalar takes the
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
@@ -228,6 +230,11 @@ Lint and the doctor
             if finding is not None:
                 yield finding
         yield from self._legacy_reads(ctx)
+        for sub in size_element_reads(ctx):
+            finding = self._report(ctx, sub, None, f"{ctx.text(sub)} as a size (read on the host once per element)",
+                                   check_subject=False, suggestion=_REPEAT_FIX) if _region(ctx, sub) is not None else None
+            if finding is not None:
+                yield finding
         for node, what, fix, hidden in hidden_reads(ctx):
             finding = self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix) \
                 if _region(ctx, node) is not None else None
@@ -398,6 +405,7 @@ Lint and the doctor
         )
 
 
+_REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
 _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
