@@ -215,6 +215,8 @@ Lint and the doctor
             if found is None:
                 continue
             subject, what = found
+            if subject.__class__ is ast.Call and host_reader(ctx, subject):
+                continue  # float(accuracy(out, y)): the helper reads on the host (reported as such), its result is a number
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
