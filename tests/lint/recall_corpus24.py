@@ -720,3 +720,24 @@ FIND += [Shape("TW207", "x[i].repeat((batch.context_size[i], 1)) for each i of t
                d(_CONTEXT.format(count="batch.context_size[i]")), 7)]
 QUIET += [Shape("TW207", "look-alike: the repeat counts come from a Python list of the config",
                 d(_CONTEXT.format(count="args.repeats[i]")))]
+
+# A captioning trainer synchronizes at the top of each iteration (to time the data loading), then
+# runs the step and reads the loss: the backward pass queued after the synchronize is what the
+# read waits for, so the read itself is reported.
+FIND += [
+    Shape("TW207", "loss.item() after the step, with the synchronize at the top of the iteration", d("""
+        import time
+        import torch
+        def train(model, loader, optimizer, crit):
+            for iteration, data in enumerate(loader):
+                torch.cuda.synchronize()
+                start = time.time()
+                feats, labels = data["feats"].cuda(), data["labels"].cuda()
+                optimizer.zero_grad()
+                loss = crit(model(feats, labels), labels)
+                loss.backward()
+                optimizer.step()
+                train_loss = loss.item()
+                print("iter {} loss {:.3f} time {:.3f}".format(iteration, train_loss, time.time() - start))
+    """), 12),
+]

@@ -137,8 +137,8 @@ What it flags
   other arm's `.item()` is the read reported); tests and `nonzero()` in a model's
   `generate()`/`sample()`-like method that no training step calls (an autoregressive stop test
   that only the synthesis script runs); reads after
-  an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
-  waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
+  an unconditional `torch.cuda.synchronize()` earlier in the same loop body with no backward
+  pass or optimizer step between them (the synchronize is reported instead, once); reads whose value goes to an environment's `step()` (an RL action has to reach
   the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
   loss.detach().cpu().numpy())` for a NumPy replay tree; a NumPy function is no such method, also
   where `np` comes from a star import: `np.isnan(grad_norm.cpu())` is flagged), also through a name bound to the read

@@ -12,7 +12,7 @@ from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step
 from torchwise.lint.semantics.stepvalues import step_subject
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
@@ -156,6 +156,10 @@ def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> ast.Call 
         if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
             if ctx.qualname(stmt.value.func) in SYNCHRONIZE:
                 found = stmt.value
+                continue
+        if found is not None and any(c.__class__ is ast.Call and (is_backward_call(ctx, c) or is_optimizer_step(ctx, c))
+                                     for c in ast.walk(stmt)):
+            found = None  # new work queued after the synchronize (the step's backward): the read waits for it itself
     return None
 
 
