@@ -74,13 +74,26 @@ What it flags
   clip / (param_norm + 1e-6) < 1:`) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
-  training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  training loop that measures no time and reads nothing on the host after it, and one that is
+  followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
+  reported at the synchronize, where the step waits - the reads after it add no wait of their
+  own); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
+  wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
+  synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
   `range(config["num_accumulations"])` before the function's one step - not in a loop over the
   data set, `range(len(loader))`, which makes one step per epoch), or in the `step()` of an `Optimizer` subclass of the
-  file (an optimizer that runs the backward pass itself). The value must evidently live on the accelerator -
+  file (an optimizer that runs the backward pass itself), or in a loop that hands its step to
+  a call once per pass: a method or function of the file that trains once per call
+  (`self.train_step(batch)`) or repeats updates over `range()` loops on data the pass made
+  (`batch = agent.collect_samples(n)` ... `update_params(batch)`), a function of another module
+  of the project, imported by name, that runs a backward pass, handed that pass's data
+  (`a2c_step(policy, value, optimizer, states, ...)`), or a helper handed the loss first and an
+  optimizer (`loss_scaler(loss, optimizer, clip_grad=...)`); not a loop calling a function that
+  trains over a loader of its own (an epoch function), nor one that steps an environment itself
+  (an RL update loop around its rollout). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
