@@ -53,7 +53,11 @@ What it flags
   A file that wraps its model in `DistributedDataParallel` and accumulates gradients - in a
   loop, `backward()` runs every pass while the optimizer `step()` runs only under a test such
   as `if (i + 1) % accum_steps == 0:` - without ever using `no_sync()` (or
-  `require_backward_grad_sync`).
+  `require_backward_grad_sync`). An optimizer step in the other arm of an `if` than the
+  backward pass (`if accum > 1: ... backward() ... else: ... scaler.step(opt)`) never runs in
+  the same pass and does not count. Also a helper handed the loss first and the optimizer that
+  runs the backward pass on every call and steps only when a keyword's modulo test holds
+  (`loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`), reported at the call.
 
 Why it matters
   DDP all-reduces the gradients across processes during every backward pass. With
