@@ -741,3 +741,46 @@ FIND += [
                 print("iter {} loss {:.3f} time {:.3f}".format(iteration, train_loss, time.time() - start))
     """), 12),
 ]
+
+# ------------------------------------------------------------ TW215 the wrapping in one file, the accumulation in another
+# A masked-autoencoder codebase wraps the model in DDP in main_pretrain.py and hands it to
+# engine.train_one_epoch, whose loop accumulates through the scaler helper (update_grad every
+# accum_iter micro-steps) or by hand, with no no_sync anywhere.
+_ENGINE = """
+    import torch
+    def train_one_epoch(model, loader, optimizer, loss_scaler, accum_iter):
+        for it, (samples, _) in enumerate(loader):
+            loss = model(samples.cuda(non_blocking=True)) / accum_iter
+            {body}
+"""
+_MAIN = """
+    import torch
+    from engine import train_one_epoch
+    def main(args, model, loader, optimizer, loss_scaler):
+        model = {wrap}
+        for epoch in range(args.epochs):
+            train_one_epoch(model, loader, optimizer, loss_scaler, args.accum_iter)
+"""
+_SCALER_BODY = "loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(it + 1) % accum_iter == 0)"
+PROJECTS += [
+    ProjectShape("TW215", "engine loop accumulating through loss_scaler, called with the DDP model from main", {
+        "engine.py": d(_ENGINE.format(body=_SCALER_BODY)),
+        "main_pretrain.py": d(_MAIN.format(wrap="torch.nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[args.gpu])")),
+    }, (("engine.py", 5),)),
+    ProjectShape("TW215", "engine loop accumulating by hand, called with the DDP model from main", {
+        "engine.py": d(_ENGINE.format(body="loss.backward()\n            if (it + 1) % accum_iter == 0:\n"
+                                           "                optimizer.step()\n                optimizer.zero_grad()")),
+        "main_pretrain.py": d(_MAIN.format(wrap="torch.nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[args.gpu])")),
+    }, (("engine.py", 5),)),
+    ProjectShape("TW215", "look-alike: the caller runs on one GPU (only an evaluation script elsewhere wraps in DDP)", {
+        "engine.py": d(_ENGINE.format(body=_SCALER_BODY)),
+        "main_pretrain.py": d(_MAIN.format(wrap="model.cuda()")),
+        "eval_ddp.py": d("""
+            import torch
+            def evaluate(model, loader):
+                model = torch.nn.parallel.DistributedDataParallel(model.cuda())
+                with torch.no_grad():
+                    return [model(x.cuda()) for x in loader]
+        """),
+    }),
+]

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.delegation import backward_helper
 from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step, modulo_test
 
@@ -47,7 +48,7 @@ def _helper_calls(ctx: Context) -> list[ast.Call]:
 class AccumulationWithoutNoSync(Rule):
     code = "TW215"
     name = "ddp-accumulation-without-no-sync"
-    triggers = ("DistributedDataParallel",)
+    triggers = ("DistributedDataParallel", "backward(", "scaler(")
     doc = """\
 What it flags
   A file that wraps its model in `DistributedDataParallel` and accumulates gradients - in a
@@ -58,6 +59,9 @@ What it flags
   the same pass and does not count. Also a helper handed the loss first and the optimizer that
   runs the backward pass on every call and steps only when a keyword's modulo test holds
   (`loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`), reported at the call.
+  The loop may live in another file than the wrapping: a module-level `train_one_epoch(model,
+  ...)` that a file of the project calls after `DistributedDataParallel(model, ...)` (and that
+  file uses no `no_sync()` either).
 
 Why it matters
   DDP all-reduces the gradients across processes during every backward pass. With
@@ -78,8 +82,12 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not ctx.calls_to(DDP) or "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
+        if "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
             return
+        here = bool(ctx.calls_to(DDP))
+        if not here and not _project_wraps_in_ddp(ctx):
+            return
+        found: list[tuple[ast.Call, str]] = []
         for bw in backward_calls(ctx):
             loops = ctx.enclosing_loops(bw)
             if not loops:
@@ -89,20 +97,37 @@ Fix
                      and not _other_arm(ctx, c, bw, loop)]
             if not steps or not all(_conditional_step(ctx, s, loop) for s in steps):
                 continue
-            if _conditional_step(ctx, bw, loop):
-                continue
-            yield ctx.finding(
-                self.code, bw,
-                "gradient accumulation under DistributedDataParallel all-reduces on every micro-step",
-                suggestion="run non-final micro-steps inside model.no_sync()",
-            )
+            if not _conditional_step(ctx, bw, loop):
+                found.append((bw, "gradient accumulation under DistributedDataParallel all-reduces on every micro-step"))
         for call in _helper_calls(ctx):
-            yield ctx.finding(
-                self.code, call,
-                f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the backward pass "
-                "(an all-reduce) on every micro-step and steps only every N",
-                suggestion="run non-final micro-steps inside model.no_sync()",
-            )
+            found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
+                                "backward pass (an all-reduce) on every micro-step and steps only every N"))
+        for node, message in found:
+            where = None if here else _ddp_caller(ctx, node)
+            if here or where is not None:
+                yield ctx.finding(self.code, node, message + (f" (called at {where}, in a file that wraps the model)" if where else ""),
+                                  suggestion="run non-final micro-steps inside model.no_sync()")
+
+
+def _project_wraps_in_ddp(ctx: Context) -> bool:
+    """Does some file of the project wrap a model in ``DistributedDataParallel`` (asked once per project)?"""
+    facts = ctx.project
+    if "tw215:ddp" not in facts.answers:
+        facts.answers["tw215:ddp"] = any("DistributedDataParallel(" in t for _, t in facts.files)
+    return facts.answers["tw215:ddp"]
+
+
+def _ddp_caller(ctx: Context, node: ast.AST) -> str | None:
+    """``"path:line"`` of a call of the module-level function around ``node`` from another file
+    of the project that wraps the model in ``DistributedDataParallel`` (and never uses
+    ``no_sync``): ``train_one_epoch(model, ...)`` in a ``main.py`` that wrapped ``model`` first."""
+    func = ctx.function_of(node)
+    if func is None or ctx.parent(func) is not ctx.tree:
+        return None
+    for other, call in project_calls(ctx, func.name):
+        if "DistributedDataParallel(" in other.source and "no_sync" not in other.source:
+            return f"{other.path}:{call.lineno}"
+    return None
 
 
 RULE = AccumulationWithoutNoSync()
