@@ -784,3 +784,39 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 a stream loop handing each class's samples to a model method
+# A continual-learning stream trains one generative model per class: for each class present in
+# the moved batch it selects the class's samples and hands them to that model's train_a_batch()
+# (every definition of which in the project runs backward and step). The membership test and
+# the selection run every step; the device comes from the model's own _device() getter.
+_STREAM_MODEL = d("""
+    import torch
+    class VAE(torch.nn.Module):
+        def train_a_batch(self, x):
+            self.optimizer.zero_grad()
+            loss = self.loss_function(x, self(x))
+            loss.backward()
+            self.optimizer.step()
+            return {"loss": loss.detach()}
+""")
+_STREAM_TRAIN = """
+    import torch
+    def train_on_stream(model, datastream, iters):
+        for batch_id, (x, y) in enumerate(datastream, 1):
+            x = x.to(model._device())
+            y = y.to(model._device())
+            for class_id in range(model.classes):
+                {test}
+                    x_to_use = x[y == class_id]
+                    loss_dict = getattr(model, "vae{{}}".format(class_id)).train_a_batch(x_to_use)
+"""
+PROJECTS += [
+    ProjectShape("TW207", "`if class_id in y:` and x[y == class_id] per class in a loop handing samples to train_a_batch()", {
+        "models/vae.py": _STREAM_MODEL, "train_stream.py": d(_STREAM_TRAIN.format(test="if class_id in y:")),
+    }, (("train_stream.py", 7), ("train_stream.py", 8))),
+    ProjectShape("TW207", "look-alike: the same loop calls an evaluation method (named for no training)", {
+        "models/vae.py": _STREAM_MODEL,
+        "train_stream.py": d(_STREAM_TRAIN.format(test="if class_id in y:").replace(".train_a_batch(", ".score_batch(")),
+    }),
+]

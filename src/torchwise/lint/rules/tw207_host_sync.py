@@ -36,7 +36,8 @@ from torchwise.lint.semantics.values import local_function
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(",
+                "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
@@ -45,7 +46,8 @@ What it flags
   a module-level torchrun loop included): `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
-  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
+  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
+  ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
   size has to reach the host), also in a loss function the step calls with device tensors, directly
   or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
@@ -90,7 +92,9 @@ What it flags
   (`self.train_step(batch)`) or repeats updates over `range()` loops on data the pass made
   (`batch = agent.collect_samples(n)` ... `update_params(batch)`), a function of another module
   of the project, imported by name, that runs a backward pass, handed that pass's data
-  (`a2c_step(policy, value, optimizer, states, ...)`), or a helper handed the loss first and an
+  (`a2c_step(policy, value, optimizer, states, ...)`), a method named for training every
+  definition of which in the project runs a backward pass, handed a part of the pass's batch
+  (`getattr(model, f"vae{c}").train_a_batch(x[y == c])`), or a helper handed the loss first and an
   optimizer (`loss_scaler(loss, optimizer, clip_grad=...)`); not a loop calling a function that
   trains over a loader of its own (an epoch function), nor one that steps an environment itself
   (an RL update loop around its rollout). The value must evidently live on the accelerator -

@@ -10,7 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.delegation import backward_helper
-from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step, modulo_test
+from torchwise.lint.semantics.steps import backward_calls, modulo_test, optimizer_steps
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -93,11 +93,10 @@ Fix
             if not loops:
                 continue
             loop = loops[0]
-            steps = [c for c in ctx.walk_body(loop.body) if c.__class__ is ast.Call and is_optimizer_step(ctx, c)
-                     and not _other_arm(ctx, c, bw, loop)]
-            if not steps or not all(_conditional_step(ctx, s, loop) for s in steps):
+            if _conditional_step(ctx, bw, loop):
                 continue
-            if not _conditional_step(ctx, bw, loop):
+            steps = [c for c in optimizer_steps(ctx) if loop in ctx.enclosing_loops(c) and not _other_arm(ctx, c, bw, loop)]
+            if steps and all(_conditional_step(ctx, s, loop) for s in steps):
                 found.append((bw, "gradient accumulation under DistributedDataParallel all-reduces on every micro-step"))
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "

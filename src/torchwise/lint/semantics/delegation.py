@@ -9,7 +9,10 @@ this file, but call - once per pass, outside any test - code that does:
 * a function another module of the project defines, imported by name, that runs a backward pass
   (``a2c_step(policy_net, value_net, optimizer, states, ...)``), handed the pass's data;
 * a helper handed the loss first and the optimizer (``loss_scaler(loss, optimizer, clip_grad=...)``:
-  a scaler helper that runs backward and step).
+  a scaler helper that runs backward and step);
+* a method of another object named for training (``model.train_a_batch(x_to_use)``,
+  ``agent.learn(batch)``) every definition of which in the project runs a backward pass (or
+  hands on to a method of that name), handed the pass's data.
 
 A function that trains over a data loader of its own (``train_one_epoch(model, loader, ...)``)
 is an epoch: the loop calling it runs once per epoch, not per step, and is not counted; nor is
@@ -94,6 +97,9 @@ def _candidate_calls(ctx: Context) -> list[ast.Call]:
     out = []
     for name in local.keys() | imported.keys():
         out.extend(ctx.calls_by_name.get(name, ()))
+    for name, calls in ctx.calls_by_name.items() if ctx.project.files else ():
+        if name not in local and name not in imported and _TRAIN_WORDS.intersection(name.lower().split("_")):
+            out.extend(c for c in calls if c.func.__class__ is ast.Attribute and (c.args or c.keywords))
     if "loss" in ctx.source:
         out.extend(c for c in ctx.nodes.get(ast.Call, ()) if c.args and c.args[0].__class__ is ast.Name
                    and "loss" in c.args[0].id.lower() and last_name(c.func) not in local and last_name(c.func) not in imported)
@@ -107,8 +113,13 @@ def _hands_step(ctx: Context, call: ast.Call, loop: AST) -> bool:
         return kind == _ONCE or kind == _REPEAT and _handed_pass_data(ctx, call, loop)
     if backward_helper(ctx, call):
         return True
-    module = _imported_names(ctx).get(last_name(call.func) or "") if call.func.__class__ is ast.Name else None
-    return module is not None and project_trains(ctx, module, call.func.id) and _handed_pass_data(ctx, call, loop)
+    func = call.func
+    if func.__class__ is ast.Attribute and not (func.value.__class__ is ast.Name and func.value.id in ("self", "cls")):
+        # model.train_a_batch(x, y), agent.learn(batch): a method every definition of which in the project trains
+        return _TRAIN_WORDS.intersection(func.attr.lower().split("_")) and method_trains(ctx, func.attr) \
+            and _handed_pass_data(ctx, call, loop)
+    module = _imported_names(ctx).get(last_name(func) or "") if func.__class__ is ast.Name else None
+    return module is not None and project_trains(ctx, module, func.id) and _handed_pass_data(ctx, call, loop)
 
 
 def _handed_pass_data(ctx: Context, call: ast.Call, loop: AST) -> bool:
@@ -128,8 +139,9 @@ def _handed_pass_data(ctx: Context, call: ast.Call, loop: AST) -> bool:
                 index = it.__class__ is ast.Call and last_name(it.func) == "enumerate" and b.index == 0
                 if not counter and not index:
                     return True
-            elif b.kind in ("assign", "unpack", "walrus") and ctx.contains(loop, b.node) and b.value.__class__ is ast.Call:
-                return True
+            elif b.kind in ("assign", "unpack", "walrus") and ctx.contains(loop, b.node) \
+                    and b.value.__class__ in (ast.Call, ast.Subscript):
+                return True  # (x_to_use = x[y == class_id]: a part of the pass's batch)
     return False
 
 
@@ -230,6 +242,21 @@ def project_trains(ctx: Context, module: str, name: str) -> bool:
                 answer = bool(bodies) and all(_body_trains(name, body) for body in bodies)
                 break
         facts.answers[key] = answer
+    return facts.answers[key]
+
+
+def method_trains(ctx: Context, name: str) -> bool:
+    """Does every method ``name`` of the project (``def name(self, ...)``, at least one) run a
+    backward pass (:func:`_body_trains`) or hand on to a method of that name (a wrapper
+    dispatching to its sub-models), and at least one train? An ``nn.Module.train(mode)``
+    override or a meter's ``update(val)`` settles it the other way. Read by text, once per process."""
+    facts = ctx.project
+    key = ("delegation:method", name)
+    if key not in facts.answers:
+        bodies = [b for texts in module_texts(facts).values() for t in texts if f"def {name}(self" in t
+                  for b in def_bodies(t, name, method=True)]
+        trains = [_body_trains(name, b) for b in bodies]
+        facts.answers[key] = any(trains) and all(t or f".{name}(" in b for t, b in zip(trains, bodies))
     return facts.answers[key]
 
 

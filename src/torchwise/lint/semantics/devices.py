@@ -46,6 +46,9 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
         return isinstance(expr.value, str) and bool(_DEVICE_STR.match(expr.value))
     if cls is ast.Call:
         q = ctx.qualname(expr.func)
+        if q is None and not expr.args:  # model._device(), self.get_device(): a getter of the device
+            name = (last_name(expr.func) or "").lower()
+            return "device" in name and not name.startswith(("set", "to_", "move"))
         return q == "torch.device"
     if cls is ast.Attribute:
         return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES
