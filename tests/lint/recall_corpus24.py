@@ -820,3 +820,20 @@ PROJECTS += [
         "train_stream.py": d(_STREAM_TRAIN.format(test="if class_id in y:").replace(".train_a_batch(", ".score_batch(")),
     }),
 ]
+
+# A look-alike of the membership test: a key looked up in the dict a prompt model returns.
+QUIET += [
+    Shape("TW207", "look-alike: 'reduce_sim' in outputs, a key of the dict the model returned", d("""
+        import torch
+        class Learner:
+            def observe(self, inputs, labels):
+                outputs = self.net(inputs.cuda(), return_outputs=True)
+                loss = self.loss(outputs["logits"], labels.cuda())
+                if "reduce_sim" in outputs:
+                    loss = loss - 0.1 * outputs["reduce_sim"]
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return loss.detach()
+    """)),
+]

@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.deadcode import dead_code, function_at
+from torchwise.lint.semantics.deadcode import function_at, never_named
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads, size_element_reads
@@ -135,8 +135,8 @@ What it flags
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
-  Not flagged: code nothing in the project runs (a function of a script or an imported module
-  that no file calls or names: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
+  Not flagged: code nothing in the project runs (a function or method of a script or an
+  imported module whose name no file mentions but its own `def`: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -210,7 +210,7 @@ Lint and the doctor
         for finding in self._findings(ctx):
             func = function_at(ctx, finding.line)
             if func is not None and id(func) not in dead:
-                dead[id(func)] = not _named_again(ctx, func) and dead_code(ctx, func)
+                dead[id(func)] = not _named_again(ctx, func) and never_named(ctx, func)
             if func is None or not dead[id(func)]:
                 yield finding
 
@@ -432,11 +432,10 @@ _MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.s
 
 
 def _named_again(ctx: Context, func: ast.AST) -> bool:
-    """Do the function's name and those of the functions and classes around it occur again in
-    this file (a call, a reference)? Then it is evidently not dead code - a cheap test before the
-    project-wide one."""
-    return all(ctx.source.count(f"{node.name}") > 1 for node in [func, *ctx.ancestors(func)]
-               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    """Do the function's name and those of the functions around it occur again in this file (a
+    call, a reference)? Then none is named only once - a cheap test before the project-wide one."""
+    return all(ctx.source.count(node.name) > 1 for node in [func, *ctx.ancestors(func)]
+               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _region(ctx: Context, node: ast.AST) -> ast.AST | None:

@@ -43,6 +43,20 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
 in_dead_function = dead_code
 
 
+def never_named(ctx: Context, node: AST) -> bool:
+    """``node`` lies in a function or method whose name occurs nowhere in the project but in its
+    own ``def`` (the named-once half of :func:`dead_code`, without the test of unreferenced
+    classes, which plug-in registries - classes looked up by a string - defeat)."""
+    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES or not _module_in_use(ctx):
+        return False
+    func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
+    while func is not None:
+        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _named_once(ctx, func):
+            return True
+        func = ctx.function_of(func)
+    return False
+
+
 def dead_ranges(ctx: Context) -> list[tuple[int, int]]:
     """``(first, last)`` lines of every function of the file that is dead code (empty when the file
     is linted alone)."""
