@@ -837,3 +837,40 @@ QUIET += [
                 return loss.detach()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 tensors unpacked from a project function of the step's outputs
+# ImageNet-style loops unpack top-1/top-5 precisions from an accuracy helper of the project fed
+# the model's output, and read each with .item() for the meters; a segmentation loop unpacks
+# intersection/union counts computed on the GPU and copies them to NumPy every step.
+_ACC_UTILS = d("""
+    def accuracy(output, target, topk=(1,)):
+        maxk = max(topk)
+        _, pred = output.topk(maxk, 1, True, True)
+        correct = pred.t().eq(target.view(1, -1).expand_as(pred.t()))
+        return [correct[:k].reshape(-1).float().sum(0) * (100.0 / target.size(0)) for k in topk]
+""")
+_ACC_TRAIN = d("""
+    import torch
+    from utils import accuracy
+    def train(loader, model, criterion, optimizer, top1):
+        for i, (images, target) in enumerate(loader):
+            images, target = images.cuda(non_blocking=True), target.cuda(non_blocking=True)
+            output = model(images)
+            loss = criterion(output, target)
+            prec1, prec5 = {call}
+            top1.update(prec1.item(), images.size(0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "prec1.item() of prec1, prec5 = accuracy(output, target, topk=(1, 5)) every step", {
+        "utils.py": _ACC_UTILS, "train.py": _ACC_TRAIN.replace("{call}", "accuracy(output, target, topk=(1, 5))"),
+    }, (("train.py", 9),)),
+    ProjectShape("TW207", "look-alike: the precisions come back from a metric function named for computing statistics", {
+        "utils.py": _ACC_UTILS.replace("def accuracy(", "def compute_stats(").replace("return [", "return [float(x) for x in ["
+                                                                                                  ).rstrip("\n") + "]\n",
+        "train.py": _ACC_TRAIN.replace("from utils import accuracy", "from utils import compute_stats").replace(
+            "{call}", "compute_stats(output, target, topk=(1, 5))").replace("prec1.item()", "float(prec1)"),
+    }),
+]

@@ -109,7 +109,10 @@ What it flags
   builtins, container or logger methods, library functions, nor helpers named for the host such
   as `to_cpu()`), dtype changes (`acc.to(torch.float32)`), the other outputs of the module call
   that made the loss (`loss, acc = segmentation_module(batch)`; not of a loss or metric
-  function, which may hand statistics back as numbers), the dicts and lists it fills and the helpers it
+  function, which may hand statistics back as numbers), tensors unpacked from a project
+  function handed them (`prec1, prec5 = accuracy(output, target, topk=(1, 5))`,
+  `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; not from one
+  named for losses or statistics: `compute_*`, `get_*`, `*_stats`), the dicts and lists it fills and the helpers it
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),

@@ -164,6 +164,10 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
             return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
         if value.__class__ is ast.Call and _beside_loss(ctx, b, use):
             return True  # loss, acc = segmentation_module(batch): made by the forward that made the loss
+        if value.__class__ is ast.Call and _project_callable(ctx, value.func, ctx.qualname(value.func)) \
+                and not any(w in (last_name(value.func) or "").lower() for w in _STATISTICS_MAKERS) \
+                and any(step_device_value(ctx, a, b.node, depth - 1) for a in value.args[:3]):
+            return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
     return False
 
 
