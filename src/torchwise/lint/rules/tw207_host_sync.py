@@ -11,16 +11,16 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_named
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
-from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
-from torchwise.lint.semantics.elementreads import element_reads, size_element_reads
-from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
-from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
-from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
+from torchwise.lint.semantics.devices import SYNC_METHODS
+from torchwise.lint.semantics.elementreads import size_element_reads
+from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
+from torchwise.lint.semantics.forwardreads import lightning_step_reads
+from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
-from torchwise.lint.semantics.masks import forward_mask_selections
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
 from torchwise.lint.semantics.steps import (
@@ -28,7 +28,7 @@ from torchwise.lint.semantics.steps import (
 )
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
 from torchwise.lint.semantics.syncs import (
-    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, sync_call, synchronized_before,
+    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call, synchronized_before,
 )
 from torchwise.lint.semantics.values import local_function
 
@@ -218,9 +218,8 @@ Lint and the doctor
                 yield finding
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
-        yield from self._parameter_reads(ctx)
-        yield from self._forward_masks(ctx)
-        yield from self._grad_norm_helpers(ctx)
+        for node, message, suggestion in forward_syncs(ctx):  # every forward pass, every gradient helper call
+            yield ctx.finding(self.code, node, message, suggestion=suggestion)
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
@@ -279,49 +278,6 @@ Lint and the doctor
             yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
                               f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
 
-    def _grad_norm_helpers(self, ctx: Context) -> Iterator[Finding]:
-        """A hand-written gradient-norm helper that reads each parameter's norm on the host, called
-        by the training step every step (``clip_grad_value_``, a wrapper optimizer's ``step()``)."""
-        if ".grad" not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for func, reads in per_parameter_reads(ctx).values():
-            where = step_call_of(ctx, func)
-            for read in reads if where is not None else ():
-                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient in {func.name}(), "
-                                  f"which runs every training step ({where}), waits for the GPU once per parameter",
-                                  suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
-                                  "torch.linalg.vector_norm) and read the total once, if at all")
-
-    def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
-        """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
-        module's ``forward``, a helper it calls): the selection's size has to reach the host. Also
-        ``if``/``assert`` tests of a tensor there, and ``nonzero()`` (``forward_reads``)."""
-        if not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for node, func, what in forward_reads(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
-                              suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
-                              "it once outside the training path")
-        for node, func in element_reads(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            yield ctx.finding(self.code, node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), "
-                              "which runs every training step: one wait for the GPU per element",
-                              suggestion="read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, "
-                              "an index tensor)")
-        for node, func, others in forward_mask_selections(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            if others is None:
-                yield ctx.finding(self.code, node, f"boolean-mask indexing in {func.name}(), which runs on every forward "
-                                  "pass, waits for the GPU", suggestion=_MASK_FIX)
-                continue
-            also = f" (also line{'s' if len(others) > 1 else ''} {', '.join(map(str, others))})" if others else ""
-            yield ctx.finding(self.code, node, f"boolean-mask selection in the loss computed by {func.name}() every training "
-                              f"step waits for the GPU: the result's size depends on the data{also}", suggestion=_MASK_FIX)
-
     def _per_step(self, ctx: Context, call: ast.Call) -> bool:
         return self._report(ctx, call, None, "", check_subject=False) is not None
 
@@ -348,20 +304,6 @@ Lint and the doctor
                                    suggestion="drop it: later kernels and reads wait for the GPU where they need to")
             if finding is not None:
                 yield finding
-
-    def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``self.gamma.item()`` in a method of an ``nn.Module`` of this file: every forward."""
-        if "self." not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for call in ctx.calls_named("item", "tolist"):
-            param = parameter_read(ctx, call)
-            if param is not None:
-                yield ctx.finding(
-                    self.code, call,
-                    f"{ctx.text(call.func.value)}.{call.func.attr}() reads a parameter or buffer of the module on the host in "
-                    f"{ctx.function_of(call).name}(), which runs with every forward pass and waits for the GPU each time",
-                    suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
-                )
 
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host: a helper of this file or of the
@@ -430,9 +372,6 @@ Lint and the doctor
 _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
-_MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
-             "masked_fill, instead of selecting with x[mask]")
-
 
 def _named_again(ctx: Context, func: ast.AST) -> bool:
     """Do the function's name and those of the functions around it occur again in this file (a
