@@ -1478,10 +1478,13 @@ POSITIVE["TW207"] = [
     (_LOOP + "        vals = loss.detach().cpu().numpy()\n", 10),
 ]
 NEGATIVE["TW207"] = [
-    # the step is synchronised explicitly (to time it) before the value is read: no extra stall
+    # the step is synchronised explicitly (to time it) and the value is read after it only once per
+    # interval (a synchronize followed by a read every step is reported at the synchronize: recall_corpus24)
     d("""
+        import time
         import torch
         for idx, (samples, targets) in enumerate(data_loader):
+            start = time.time()
             samples = samples.cuda(non_blocking=True)
             targets = targets.cuda(non_blocking=True)
             loss = criterion(model(samples), targets)
@@ -1489,7 +1492,9 @@ NEGATIVE["TW207"] = [
             loss.backward()
             optimizer.step()
             torch.cuda.synchronize()
-            loss_meter.update(loss.item(), targets.size(0))
+            times.append(time.time() - start)
+            if idx % 100 == 0:
+                loss_meter.update(loss.item(), targets.size(0))
     """),
     # a timestep drawn on the CPU on purpose, read on the host
     d("""

@@ -346,6 +346,8 @@ PROJECTS += [
                          from algo.ppo import PPO
                          device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
                          agent = PPO(Policy().to(device), 3e-4)
+                         for j in range(num_updates):
+                             agent.update(rollouts)  # (a method nothing calls is dead code: ruling R5)
                      """),
                  }, (("algo/ppo.py", 22),)),
     ProjectShape("TW207", "the same update() in a project that never uses a GPU", {

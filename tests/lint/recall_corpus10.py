@@ -63,7 +63,7 @@ PROJECTS += [
     }, (("losses.py", 10),)),
     ProjectShape("TW207", "a focal loss per image: the valid annotations boxes[boxes[:, 4] != -1], then shifts[j][torch.ge(...), :]", {
         "losses.py": _PER_IMAGE, "train.py": _TRAIN.format(loss="AnchorFocalLoss"),
-    }, (("losses.py", 8),)),
+    }, (("losses.py", 8), ("losses.py", 11))),  # (one finding per selection since round 13)
 ]
 FIND += [
     Shape("TW207", "a token-classification model of a library base: logits.view(-1, n)[active] handed to its loss in forward", d("""

@@ -360,6 +360,8 @@ PROJECTS += [
             from algo.ppo import PPO
             device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
             agent = PPO(actor_critic.to(device))
+            for j in range(num_updates):
+                agent.update(rollouts)  # (a method nothing calls is dead code: ruling R5)
         """),
     }, (("algo/ppo.py", 9),)),
     ProjectShape("TW207", "courses: a CPU-only helper module that no GPU notebook imports", {

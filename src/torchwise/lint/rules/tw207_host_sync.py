@@ -9,15 +9,18 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.devices import SYNC_METHODS, gpu_evident
-from torchwise.lint.semantics.elementreads import element_reads
-from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block, off_training_path
-from torchwise.lint.semantics.forwardreads import forward_reads, lightning_step_reads
-from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method, per_parameter_reads, step_call_of
+from torchwise.lint.semantics.deadcode import function_at, never_named
+from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
+from torchwise.lint.semantics.devices import SYNC_METHODS
+from torchwise.lint.semantics.elementreads import size_element_reads
+from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
+from torchwise.lint.semantics.forwardreads import lightning_step_reads
+from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method
+from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
 from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
-from torchwise.lint.semantics.masks import forward_mask_selections
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
 from torchwise.lint.semantics.steps import (
@@ -25,7 +28,7 @@ from torchwise.lint.semantics.steps import (
 )
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
 from torchwise.lint.semantics.syncs import (
-    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, parameter_read, sync_call, synchronized_before,
+    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call, synchronized_before,
 )
 from torchwise.lint.semantics.values import local_function
 
@@ -33,7 +36,8 @@ from torchwise.lint.semantics.values import local_function
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(")
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(",
+                "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
@@ -42,18 +46,21 @@ What it flags
   a module-level torchrun loop included): `.item()`, `.cpu()`,
   `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
-  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`),
+  compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
+  ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
   size has to reach the host), also in a loss function the step calls with device tensors, directly
   or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
   `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
-  per loss, naming the other lines), in a model's `forward` where the selection feeds its loss
+  per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
-  in its methods (every forward pass); a copy to the host (`offsets.cpu().data.numpy()`,
+  in its methods (every forward pass; also one entry of a buffer of settings, `int(self.params[0].item())`);
+  a getter of the project called every step that returns a registered buffer or parameter on
+  the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,
   `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
   already and is left alone); a call of a helper that does such a read on what it is given (a function
@@ -64,21 +71,48 @@ What it flags
   another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
   a hand-written gradient-norm helper that reads each parameter's norm on the host
-  (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters) that
+  (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters, also
+  `for name, p in model.named_parameters()`, and a test of a value made from the gradient, `if
+  clip / (param_norm + 1e-6) < 1:`) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
-  training loop that measures no time and reads nothing on the host after it. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
+  training loop that measures no time and reads nothing on the host after it, and one that is
+  followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
+  reported at the synchronize, where the step waits - the reads after it add no wait of their
+  own); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
+  wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
+  synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
-  model class's `optimize_parameters()`), or in the `step()` of an `Optimizer` subclass of the
-  file (an optimizer that runs the backward pass itself). The value must evidently live on the accelerator -
+  model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
+  `range(config["num_accumulations"])` before the function's one step - not in a loop over the
+  data set, `range(len(loader))`, which makes one step per epoch), or in the `step()` of an `Optimizer` subclass of the
+  file (an optimizer that runs the backward pass itself), or in a loop that hands its step to
+  a call once per pass: a method or function of the file that trains once per call
+  (`self.train_step(batch)`) or repeats updates over `range()` loops on data the pass made
+  (`batch = agent.collect_samples(n)` ... `update_params(batch)`), a function of another module
+  of the project, imported by name, that runs a backward pass, handed that pass's data
+  (`a2c_step(policy, value, optimizer, states, ...)`), a method named for training every
+  definition of which in the project runs a backward pass, handed a part of the pass's batch
+  (`getattr(model, f"vae{c}").train_a_batch(x[y == c])`), or a helper handed the loss first and an
+  optimizer (`loss_scaler(loss, optimizer, clip_grad=...)`); not a loop calling a function that
+  trains over a loader of its own (an epoch function), nor one that steps an environment itself
+  (an RL update loop around its rollout). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
   (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
-  The step's values are also followed through the dicts and lists it fills and the helpers it
+  The step's values are also followed through the project's own functions and methods handed
+  them (`util.masked_mape(predict, real, 0.0).item()`, `model.discriminator(emb, summary)`; not
+  builtins, container or logger methods, library functions, nor helpers named for the host such
+  as `to_cpu()`), dtype changes (`acc.to(torch.float32)`), the other outputs of the module call
+  that made the loss (`loss, acc = segmentation_module(batch)`; not of a loss or metric
+  function, which may hand statistics back as numbers), tensors unpacked from a project
+  function handed them (`prec1, prec5 = accuracy(output, target, topk=(1, 5))`,
+  `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; not from one
+  named for losses or statistics: `compute_*`, `get_*`, `*_stats`), the dicts and lists it fills and the helpers it
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
@@ -96,13 +130,18 @@ What it flags
   per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
   on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
   reads of a batch tensor element by element in a Python loop of code every step runs
-  (`predicted[i].item()`, `[allowed[i.item()] for i in y]`: one wait per element).
+  (`predicted[i].item()`, `[allowed[i.item()] for i in y]`: one wait per element), also an
+  element used as a size or count in the training loop (`sub[i].repeat((batch.context_size[i], 1))
+  for i in range(n)`: read with `__index__`).
   A 0-dim device tensor written through a mask (`weight[pos] = 1 / pos_num` with `pos_num =
   pos.sum()`, `x[mask] = x.min()`) is flagged too: only a number or a CPU scalar takes the
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
-  Not flagged: values already on the CPU; a Python number written through a mask (`x[mask] = 0`,
+  Not flagged: code nothing in the project runs (a function or method of a script or an
+  imported module whose name no file mentions but its own `def`: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
+  function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
+  torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
   `masked_fill_`, no sync - the `.item()` is a read of its own where the step runs it); selections in a loss class nothing in the project names (a losses
   module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
@@ -118,10 +157,11 @@ What it flags
   other arm's `.item()` is the read reported); tests and `nonzero()` in a model's
   `generate()`/`sample()`-like method that no training step calls (an autoregressive stop test
   that only the synthesis script runs); reads after
-  an unconditional `torch.cuda.synchronize()` earlier in the same loop body (the step already
-  waits there); reads whose value goes to an environment's `step()` (an RL action has to reach
+  an unconditional `torch.cuda.synchronize()` earlier in the same loop body with no backward
+  pass or optimizer step between them (the synchronize is reported instead, once); reads whose value goes to an environment's `step()` (an RL action has to reach
   the host) or to a method that works on it on the host (`memory.update_priorities(idxs,
-  loss.detach().cpu().numpy())` for a NumPy replay tree), also through a name bound to the read
+  loss.detach().cpu().numpy())` for a NumPy replay tree; a NumPy function is no such method, also
+  where `np` comes from a star import: `np.isnan(grad_norm.cpu())` is flagged), also through a name bound to the read
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
   collected); a loop counter compared with a number
@@ -131,7 +171,7 @@ What it flags
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
-  flagged); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  flagged); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
   sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
   draw the next step); the evaluation block of a training loop (`with torch.no_grad():
   model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what
@@ -169,15 +209,23 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        yield from self._parameter_reads(ctx)
-        yield from self._forward_masks(ctx)
-        yield from self._grad_norm_helpers(ctx)
+        dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
+        for finding in self._findings(ctx):
+            func = function_at(ctx, finding.line)
+            if func is not None and id(func) not in dead:
+                dead[id(func)] = not _named_again(ctx, func) and never_named(ctx, func)
+            if func is None or not dead[id(func)]:
+                yield finding
+
+    def _findings(self, ctx: Context) -> Iterator[Finding]:
+        for node, message, suggestion in forward_syncs(ctx):  # every forward pass, every gradient helper call
+            yield ctx.finding(self.code, node, message, suggestion=suggestion)
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
-        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx):
+        if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx) and not delegated_loops(ctx):
             return
         seen: set[int] = set()
         # _report() first asks whether the node runs every step: ask that before the dearer questions
@@ -186,6 +234,8 @@ Lint and the doctor
             if found is None:
                 continue
             subject, what = found
+            if subject.__class__ is ast.Call and host_reader(ctx, subject):
+                continue  # float(accuracy(out, y)): the helper reads on the host (reported as such), its result is a number
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
@@ -201,10 +251,20 @@ Lint and the doctor
             if finding is not None:
                 yield finding
         yield from self._legacy_reads(ctx)
+        for sub in size_element_reads(ctx):
+            finding = self._report(ctx, sub, None, f"{ctx.text(sub)} as a size (read on the host once per element)",
+                                   check_subject=False, suggestion=_REPEAT_FIX) if _region(ctx, sub) is not None else None
+            if finding is not None:
+                yield finding
+        for node, what, fix, hidden in hidden_reads(ctx):
+            finding = self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix) \
+                if _region(ctx, node) is not None else None
+            if finding is not None:
+                yield finding
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or hot_region_of(ctx, sub) is None or not boolean_mask_index(ctx, sub):
+            if id(stmt) in statements or _region(ctx, sub) is None or not boolean_mask_index(ctx, sub):
                 continue
             finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
             if finding is not None:
@@ -217,49 +277,6 @@ Lint and the doctor
         for node, func, where in loss_mask_reads(ctx, self._per_step):
             yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
                               f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
-
-    def _grad_norm_helpers(self, ctx: Context) -> Iterator[Finding]:
-        """A hand-written gradient-norm helper that reads each parameter's norm on the host, called
-        by the training step every step (``clip_grad_value_``, a wrapper optimizer's ``step()``)."""
-        if ".grad" not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for func, reads in per_parameter_reads(ctx).values():
-            where = step_call_of(ctx, func)
-            for read in reads if where is not None else ():
-                yield ctx.finding(self.code, read, f"a host read of every parameter's gradient in {func.name}(), "
-                                  f"which runs every training step ({where}), waits for the GPU once per parameter",
-                                  suggestion="sum on the device (torch.stack of the norms, or clip_grad_norm_ / "
-                                  "torch.linalg.vector_norm) and read the total once, if at all")
-
-    def _forward_masks(self, ctx: Context) -> Iterator[Finding]:
-        """``x[mask] = 0`` / ``x[mask]`` on a device tensor in what every forward pass runs (a
-        module's ``forward``, a helper it calls): the selection's size has to reach the host. Also
-        ``if``/``assert`` tests of a tensor there, and ``nonzero()`` (``forward_reads``)."""
-        if not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for node, func, what in forward_reads(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            yield ctx.finding(self.code, node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
-                              suggestion="keep it on the device (torch.where, masked_fill, weights by the mask) or check "
-                              "it once outside the training path")
-        for node, func in element_reads(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            yield ctx.finding(self.code, node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), "
-                              "which runs every training step: one wait for the GPU per element",
-                              suggestion="read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, "
-                              "an index tensor)")
-        for node, func, others in forward_mask_selections(ctx):
-            if off_training_path(ctx, node, func):
-                continue
-            if others is None:
-                yield ctx.finding(self.code, node, f"boolean-mask indexing in {func.name}(), which runs on every forward "
-                                  "pass, waits for the GPU", suggestion=_MASK_FIX)
-                continue
-            also = f" (also line{'s' if len(others) > 1 else ''} {', '.join(map(str, others))})" if others else ""
-            yield ctx.finding(self.code, node, f"boolean-mask selection in the loss computed by {func.name}() every training "
-                              f"step waits for the GPU: the result's size depends on the data{also}", suggestion=_MASK_FIX)
 
     def _per_step(self, ctx: Context, call: ast.Call) -> bool:
         return self._report(ctx, call, None, "", check_subject=False) is not None
@@ -288,20 +305,6 @@ Lint and the doctor
             if finding is not None:
                 yield finding
 
-    def _parameter_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``self.gamma.item()`` in a method of an ``nn.Module`` of this file: every forward."""
-        if "self." not in ctx.source or not (gpu_evident(ctx) or ctx.project.moves_to_device):
-            return
-        for call in ctx.calls_named("item", "tolist"):
-            param = parameter_read(ctx, call)
-            if param is not None:
-                yield ctx.finding(
-                    self.code, call,
-                    f"{param}.{call.func.attr}() reads a parameter of the module on the host in "
-                    f"{ctx.function_of(call).name}(), which runs with every forward pass and waits for the GPU each time",
-                    suggestion=f"use the tensor {param} itself (it broadcasts), or keep a Python copy of the value set in __init__",
-                )
-
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host: a helper of this file or of the
         project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
@@ -315,7 +318,7 @@ Lint and the doctor
             for call in calls:
                 if name not in names and not metric and local_function(ctx, call) is None:
                     continue
-                region = hot_region_of(ctx, call)
+                region = _region(ctx, call)
                 if region is None or feeds_its_sampler(ctx, call, region):
                     continue  # not run every step (_report asks first too), or the sampler of the step's inputs
                 where = host_reader(ctx, call)
@@ -328,13 +331,17 @@ Lint and the doctor
                         yield finding
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
-                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval") -> Finding | None:
+                suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
+                hidden: bool = False) -> Finding | None:
+        """A finding at ``node`` when it runs every training step on an accelerator; at the
+        unconditional ``torch.cuda.synchronize()`` before it in the loop instead (once), which is
+        where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
+        reported where it is even after a synchronize (dropping the synchronize leaves it)."""
         region = _region(ctx, node)
         if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        if looping and synchronized_before(ctx, region, node):
-            return None  # the step already waits for the GPU; this read adds no stall
+        sync = synchronized_before(ctx, region, node) if looping and not hidden else None
         if not on_accelerator(ctx, node):
             return None  # nothing here is evidently on an accelerator
         if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node)):
@@ -348,6 +355,13 @@ Lint and the doctor
         if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
             return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
+        if sync is not None:  # the read adds no wait: the synchronize before it is where the step waits
+            reported = ctx._cache.setdefault("tw207:synchronizes", set())
+            if id(sync) in reported:
+                return None
+            reported.add(id(sync))
+            return ctx.finding(self.code, sync, f"{ctx.text(sync)} in {where} waits for the GPU to finish every step, "
+                               f"for the {what} after it (line {node.lineno})", suggestion=_SYNC_FIX)
         return ctx.finding(
             self.code, node,
             f"{what} in {where} waits for the GPU to finish every step",
@@ -355,14 +369,22 @@ Lint and the doctor
         )
 
 
-_MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
-             "masked_fill, instead of selecting with x[mask]")
+_REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
+_SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
+             "to time steps, use CUDA events or time a whole interval")
+
+def _named_again(ctx: Context, func: ast.AST) -> bool:
+    """Do the function's name and those of the functions around it occur again in this file (a
+    call, a reference)? Then none is named only once - a cheap test before the project-wide one."""
+    return all(ctx.source.count(node.name) > 1 for node in [func, *ctx.ancestors(func)]
+               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef))
 
 
 def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
-    """What runs ``node`` every training step: the hot loop or step function around it, or the
-    ``step()`` of an ``Optimizer`` subclass."""
-    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node)
+    """What runs ``node`` every training step: the hot loop or step function around it, the
+    ``step()`` of an ``Optimizer`` subclass, or a loop that hands each step to a call
+    (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation)."""
+    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node)
 
 
 RULE = HostSyncInLoop()

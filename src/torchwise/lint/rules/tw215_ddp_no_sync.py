@@ -8,7 +8,9 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
+from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.delegation import backward_helper
+from torchwise.lint.semantics.steps import backward_calls, modulo_test, optimizer_steps
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
 
@@ -23,16 +25,43 @@ def _conditional_step(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
     return False
 
 
+def _other_arm(ctx: Context, step: ast.Call, bw: ast.Call, loop: ast.AST) -> bool:
+    """Is ``step`` in the other arm of an ``if`` inside ``loop`` than ``bw`` (``if accum > 1:
+    ... backward() ... else: ... step()``): the two never run in the same pass."""
+    arms = {id(node): in_body for node, in_body in ctx.enclosing_ifs(bw) if node.__class__ is ast.If and ctx.contains(loop, node)}
+    return any(id(node) in arms and arms[id(node)] != in_body for node, in_body in ctx.enclosing_ifs(step))
+
+
+def _helper_calls(ctx: Context) -> list[ast.Call]:
+    """``loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`` in a loop: a
+    helper that runs the backward pass on every call and the optimizer step only when a
+    keyword's modulo test holds."""
+    out = []
+    for call in ctx.nodes.get(ast.Call, ()):
+        first = call.args[0] if call.keywords and call.args else None
+        if first.__class__ is ast.Name and "loss" in first.id.lower() and ctx.enclosing_loops(call) \
+                and any(modulo_test(ctx, k.value) for k in call.keywords) and backward_helper(ctx, call):
+            out.append(call)
+    return out
+
+
 class AccumulationWithoutNoSync(Rule):
     code = "TW215"
     name = "ddp-accumulation-without-no-sync"
-    triggers = ("DistributedDataParallel",)
+    triggers = ("DistributedDataParallel", "backward(", "scaler(")
     doc = """\
 What it flags
   A file that wraps its model in `DistributedDataParallel` and accumulates gradients - in a
   loop, `backward()` runs every pass while the optimizer `step()` runs only under a test such
   as `if (i + 1) % accum_steps == 0:` - without ever using `no_sync()` (or
-  `require_backward_grad_sync`).
+  `require_backward_grad_sync`). An optimizer step in the other arm of an `if` than the
+  backward pass (`if accum > 1: ... backward() ... else: ... scaler.step(opt)`) never runs in
+  the same pass and does not count. Also a helper handed the loss first and the optimizer that
+  runs the backward pass on every call and steps only when a keyword's modulo test holds
+  (`loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`), reported at the call.
+  The loop may live in another file than the wrapping: a module-level `train_one_epoch(model,
+  ...)` that a file of the project calls after `DistributedDataParallel(model, ...)` (and that
+  file uses no `no_sync()` either).
 
 Why it matters
   DDP all-reduces the gradients across processes during every backward pass. With
@@ -53,23 +82,51 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not ctx.calls_to(DDP) or "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
+        if "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
             return
+        here = bool(ctx.calls_to(DDP))
+        if not here and not _project_wraps_in_ddp(ctx):
+            return
+        found: list[tuple[ast.Call, str]] = []
         for bw in backward_calls(ctx):
             loops = ctx.enclosing_loops(bw)
             if not loops:
                 continue
             loop = loops[0]
-            steps = [c for c in ctx.walk_body(loop.body) if c.__class__ is ast.Call and is_optimizer_step(ctx, c)]
-            if not steps or not all(_conditional_step(ctx, s, loop) for s in steps):
-                continue
             if _conditional_step(ctx, bw, loop):
                 continue
-            yield ctx.finding(
-                self.code, bw,
-                "gradient accumulation under DistributedDataParallel all-reduces on every micro-step",
-                suggestion="run non-final micro-steps inside model.no_sync()",
-            )
+            steps = [c for c in optimizer_steps(ctx) if loop in ctx.enclosing_loops(c) and not _other_arm(ctx, c, bw, loop)]
+            if steps and all(_conditional_step(ctx, s, loop) for s in steps):
+                found.append((bw, "gradient accumulation under DistributedDataParallel all-reduces on every micro-step"))
+        for call in _helper_calls(ctx):
+            found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
+                                "backward pass (an all-reduce) on every micro-step and steps only every N"))
+        for node, message in found:
+            where = None if here else _ddp_caller(ctx, node)
+            if here or where is not None:
+                yield ctx.finding(self.code, node, message + (f" (called at {where}, in a file that wraps the model)" if where else ""),
+                                  suggestion="run non-final micro-steps inside model.no_sync()")
+
+
+def _project_wraps_in_ddp(ctx: Context) -> bool:
+    """Does some file of the project wrap a model in ``DistributedDataParallel`` (asked once per project)?"""
+    facts = ctx.project
+    if "tw215:ddp" not in facts.answers:
+        facts.answers["tw215:ddp"] = any("DistributedDataParallel(" in t for _, t in facts.files)
+    return facts.answers["tw215:ddp"]
+
+
+def _ddp_caller(ctx: Context, node: ast.AST) -> str | None:
+    """``"path:line"`` of a call of the module-level function around ``node`` from another file
+    of the project that wraps the model in ``DistributedDataParallel`` (and never uses
+    ``no_sync``): ``train_one_epoch(model, ...)`` in a ``main.py`` that wrapped ``model`` first."""
+    func = ctx.function_of(node)
+    if func is None or ctx.parent(func) is not ctx.tree:
+        return None
+    for other, call in project_calls(ctx, func.name):
+        if "DistributedDataParallel(" in other.source and "no_sync" not in other.source:
+            return f"{other.path}:{call.lineno}"
+    return None
 
 
 RULE = AccumulationWithoutNoSync()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.steps import hot_loop_of, in_except_handler, runs_periodically
 
 
@@ -17,9 +19,13 @@ class EmptyCacheInLoop(Rule):
     doc = """\
 What it flags
   `torch.cuda.empty_cache()` called inside the loop that runs `backward()` or an optimizer
-  `step()` every pass. Left alone: a call under a periodic test (`if step % 500 == 0:`, e.g.
-  after deleting a validation pipeline) and one in an `except` clause (recovery after an
-  out-of-memory error): neither runs every step.
+  `step()` every pass, or that hands its training to a call every pass (an RL main loop
+  calling `update_params(batch)`, which runs another module's `ppo_step(...)` on the batch the
+  pass collected; `self.train_step(batch)`; a helper handed the loss and the optimizer).
+  `torch` may come from a star import (`from utils import *`). Left alone: a call under a
+  periodic test (`if step % 500 == 0:`, e.g. after deleting a validation pipeline), one in an
+  `except` clause (recovery after an out-of-memory error), and one in a loop that calls a
+  function training over a loader of its own (once per epoch): none runs every step.
 
 Why it matters
   The caching allocator keeps freed blocks to hand them out again on the next step without
@@ -39,8 +45,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"):
-            loop = hot_loop_of(ctx, call)
+        for call in _empty_cache_calls(ctx):
+            loop = hot_loop_of(ctx, call) or delegated_loop_of(ctx, call)
             if loop is None or runs_periodically(ctx, call) or in_except_handler(ctx, call):
                 continue  # not every step: once per interval, or only on the error path
             yield ctx.finding(
@@ -48,6 +54,15 @@ Fix
                 f"empty_cache() in the training loop (line {loop.lineno}) forces slow re-allocation every step and frees nothing PyTorch would not reuse",
                 suggestion="remove it; lower peak memory with a smaller batch, checkpointing or AMP",
             )
+
+
+def _empty_cache_calls(ctx: Context) -> list[ast.Call]:
+    """``torch.cuda.empty_cache()`` calls; also spelled out where ``torch`` comes from a star import
+    (``from utils import *``) that the file does not resolve."""
+    found = list(ctx.calls_to("torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"))
+    if "torch" not in ctx.imports and any(a.name == "*" for n in ctx.nodes.get(ast.ImportFrom, ()) for a in n.names):
+        found += [c for c in ctx.calls_named("empty_cache") if ctx.text(c.func) == "torch.cuda.empty_cache"]
+    return found
 
 
 RULE = EmptyCacheInLoop()

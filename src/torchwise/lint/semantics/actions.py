@@ -35,7 +35,7 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
             break
     else:
         return False
-    if stmt.__class__ is not ast.Assign or not _steps_environment(ctx, loop):
+    if stmt.__class__ is not ast.Assign or not steps_environment(ctx, loop):
         return False
     names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
     later = [n for n in ctx.walk_body(loop.body) if getattr(n, "lineno", 0) > (stmt.end_lineno or stmt.lineno)]
@@ -51,7 +51,7 @@ def feeds_environment(ctx: Context, node: AST, loop: AST) -> bool:
 _HOST_HELPERS = frozenset({"to_np", "tonp", "to_numpy", "tonumpy", "tensor_to_np", "tensortonp", "tensor2np", "tensor_to_numpy"})
 
 
-def _steps_environment(ctx: Context, loop: AST) -> bool:
+def steps_environment(ctx: Context, loop: AST) -> bool:
     """Does the loop step an environment anywhere in its body (asked once per loop)?"""
     key = ("sem:steps-env", id(loop))
     found = ctx._cache.get(key)

@@ -37,15 +37,28 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
         return top is not None and superseded(ctx, top)  # an old version of a class the project imports from elsewhere
     if top is not None and _dead(ctx, top, 2):
         return True
+    return _in_named_once_function(ctx, node)
+
+
+in_dead_function = dead_code
+
+
+def never_named(ctx: Context, node: AST) -> bool:
+    """``node`` lies in a function or method whose name occurs nowhere in the project but in its
+    own ``def`` (the named-once half of :func:`dead_code`, without the test of unreferenced
+    classes, which plug-in registries - classes looked up by a string - defeat)."""
+    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES or not _module_in_use(ctx):
+        return False
+    return _in_named_once_function(ctx, node)
+
+
+def _in_named_once_function(ctx: Context, node: AST) -> bool:
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
     while func is not None:
         if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _named_once(ctx, func):
             return True
         func = ctx.function_of(func)
     return False
-
-
-in_dead_function = dead_code
 
 
 def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, int]]:
@@ -56,6 +69,16 @@ def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, 
     return [(f.lineno, f.end_lineno or f.lineno) for kind in (ast.FunctionDef, ast.AsyncFunctionDef)
             for f in ctx.nodes.get(kind, ()) if (lines is None or any(f.lineno <= n <= (f.end_lineno or f.lineno) for n in lines))
             and dead_code(ctx, f)]
+
+
+def function_at(ctx: Context, line: int) -> AST | None:
+    """The innermost function of the file whose lines hold ``line``."""
+    best = None
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for f in ctx.nodes.get(kind, ()):
+            if f.lineno <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
+                best = f
+    return best
 
 
 def _module_in_use(ctx: Context) -> bool:

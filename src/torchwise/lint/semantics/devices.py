@@ -46,6 +46,9 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
         return isinstance(expr.value, str) and bool(_DEVICE_STR.match(expr.value))
     if cls is ast.Call:
         q = ctx.qualname(expr.func)
+        if q is None and not expr.args:  # model._device(), self.get_device(): a getter of the device
+            name = (last_name(expr.func) or "").lower()
+            return "device" in name and not name.startswith(("set", "to_", "move"))
         return q == "torch.device"
     if cls is ast.Attribute:
         return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES
@@ -58,6 +61,19 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
         b = ctx.binding_at(expr.id, use or expr)
         if b is not None and b.kind == "assign":
             return is_device_expr(ctx, b.value, b.node, depth - 1)
+    return False
+
+
+def is_cpu_device(ctx: Context, expr: AST, use: AST, depth: int = 2) -> bool:
+    """``"cpu"``, ``torch.device("cpu")``, or a name bound to one of them in this scope."""
+    cls = expr.__class__
+    if cls is ast.Constant:
+        return expr.value == "cpu"
+    if cls is ast.Call:
+        return ctx.qualname(expr.func) == "torch.device" and len(expr.args) == 1 and is_cpu_device(ctx, expr.args[0], use, 0)
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(expr.id, use)
+        return b is not None and b.kind == "assign" and is_cpu_device(ctx, b.value, b.node, depth - 1)
     return False
 
 
@@ -272,8 +288,9 @@ def _collective_result(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bo
 
 def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int) -> bool:
     func = expr.func
-    if device_move_target(ctx, expr) is not None:
-        return True
+    target = device_move_target(ctx, expr)
+    if target is not None:
+        return target is True or not is_cpu_device(ctx, target, expr)  # not x.to(loss_device), loss_device = torch.device("cpu")
     if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
         return True
     q = ctx.qualname(func)

@@ -93,3 +93,28 @@ def _on_the_device(ctx: Context, tensor: AST, use: AST, func: AST) -> bool:
     if on_host(ctx, tensor, func):
         return False
     return is_device_tensor(ctx, tensor, use) or from_inputs(ctx, tensor, func)
+
+
+# calls whose arguments are sizes or counts: a tensor element there is read with __index__
+_SIZE_CALLS = frozenset({"repeat", "expand", "view", "reshape", "new_zeros", "new_ones", "new_empty", "new_full", "zeros",
+                         "ones", "empty", "full", "randn", "rand", "arange", "range", "narrow", "tile"})
+
+
+def size_element_reads(ctx: Context) -> list[ast.Subscript]:
+    """``x.repeat((counts[i], 1))`` for each ``i`` of a loop or comprehension: an element of a
+    device tensor used as a size or count is read on the host (``__index__``), one wait per
+    element (``torch.repeat_interleave(x, counts, dim=0)`` does it in one go). Candidates only:
+    the caller asks whether they run every step."""
+    if "[" not in ctx.source or not any(name in ctx.calls_by_name for name in _SIZE_CALLS):
+        return []
+    found = []
+    for name in _SIZE_CALLS:
+        for call in ctx.calls_by_name.get(name, ()):
+            args = [a for arg in call.args for a in (arg.elts if arg.__class__ is ast.Tuple else (arg,))]
+            for arg in args:
+                if arg.__class__ is ast.Subscript and arg.slice.__class__ is ast.Name \
+                        and arg.slice.id in _loop_variables(ctx, arg) and _looped_tensor(ctx, arg, arg) is not None:
+                    func = ctx.function_of(arg)
+                    if func is not None and _on_the_device(ctx, arg.value, arg, func):
+                        found.append(arg)
+    return found

@@ -8,10 +8,12 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, optimizer_steps, runs_periodically
 from torchwise.lint.semantics.values import local_function
 
 _READ_FUNCS = frozenset({"float", "int"})
+_ORDER_TESTS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE)  # (not `dp is None`: no tensor value is read)
 
 
 def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
@@ -21,12 +23,12 @@ def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
     lines = [i for i, line in enumerate(ctx.source.splitlines(), 1) if ".grad" in line]
     out: dict[int, tuple[AST, list[ast.Call]]] = {}
     for loop in ctx.nodes.get(ast.For, ()):
-        if loop.target.__class__ is not ast.Name or not any(loop.lineno <= n <= (loop.end_lineno or 0) for n in lines):
+        var = _parameter_variable(loop)
+        if var is None or not any(loop.lineno <= n <= (loop.end_lineno or 0) for n in lines):
             continue
         func = ctx.function_of(loop)
         if func is None or func.__class__ is ast.Lambda:
             continue
-        var = loop.target.id
         derived: set[str] = set()
         for node in ast.walk(loop):
             if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
@@ -40,12 +42,28 @@ def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
                     or node.args and _mentions_grad(node.args[0], var, derived) and (
                         f.__class__ is ast.Name and f.id in _READ_FUNCS or (ctx.qualname(f) or "").startswith("math.")):
                 out.setdefault(id(func), (func, []))[1].append(node)
+        for node in ast.walk(loop):  # if clip_coef < 1: with clip_coef = clip / (p.grad.norm() + eps)
+            if node.__class__ is ast.If and node.test.__class__ is ast.Compare and derived \
+                    and all(op.__class__ in _ORDER_TESTS for op in node.test.ops) and _mentions_grad(node.test, "", derived):
+                out.setdefault(id(func), (func, []))[1].append(node.test)
     if "any(" in ctx.source or "all(" in ctx.source:
         for call in ctx.calls_named("any", "all"):
             func = ctx.function_of(call)
             if func is not None and _tests_each_gradient(call):
                 out.setdefault(id(func), (func, []))[1].append(call)
     return out
+
+
+def _parameter_variable(loop: ast.For) -> str | None:
+    """The loop's parameter: ``p`` of ``for p in params`` or ``for name, p in m.named_parameters()``."""
+    target = loop.target
+    if target.__class__ is ast.Name:
+        return target.id
+    it = loop.iter
+    if target.__class__ is ast.Tuple and len(target.elts) == 2 and target.elts[1].__class__ is ast.Name \
+            and it.__class__ is ast.Call and last_name(it.func) == "named_parameters":
+        return target.elts[1].id
+    return None
 
 
 def _tests_each_gradient(call: ast.Call) -> bool:
@@ -88,16 +106,16 @@ def step_call_of(ctx: Context, func: AST) -> str | None:
         for call in ctx.calls_named(func.name):  # self._log_grad_norm() in the method that steps the optimizer
             caller = ctx.function_of(call)
             if call.func.__class__ is ast.Attribute and last_name(call.func.value) == "self" and caller is not None \
-                    and ctx.parent(caller) is ctx.parent(func) and not runs_periodically(ctx, call) \
+                    and ctx.parent(caller) is ctx.parent(func) and not runs_periodically(ctx, call) and not runs_rarely(ctx, call) \
                     and (hot_region_of(ctx, call) is not None or _steps_optimizer(ctx, caller)):
                 return f"{caller.name}(), line {call.lineno}"
         return None
     for call in ctx.calls_named(func.name):
-        if local_function(ctx, call) is func and hot_region_of(ctx, call) is not None:
+        if local_function(ctx, call) is func and hot_region_of(ctx, call) is not None and not runs_rarely(ctx, call):
             return f"line {call.lineno}"
     if ctx.parent(func) is ctx.tree:
         for other, call in project_calls(ctx, func.name):
-            if last_name(call.func) == func.name and hot_region_of(other, call) is not None:
+            if last_name(call.func) == func.name and hot_region_of(other, call) is not None and not runs_rarely(other, call):
                 return f"{other.path}:{call.lineno}"
     return None
 

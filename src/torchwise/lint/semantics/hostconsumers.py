@@ -36,6 +36,7 @@ def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
     return _host_consumer(ctx, call, node)
 
 
+_MODULE_ALIASES = frozenset({"np", "numpy", "math", "torch", "F", "scipy", "sp"})
 _DISPLAY = re.compile(r"scalar|plot|vis|show|display|summar|image|histogram", re.I)
 
 
@@ -47,6 +48,8 @@ def _host_consumer(ctx: Context, call: AST, arg: AST) -> bool:
     name = call.func.attr
     if name in _SINKS or name.startswith(_SINK_PREFIXES) or ctx.qualname(call.func) is not None:
         return False  # logged, collected, or a library function (np.mean(...): a metric)
+    if call.func.value.__class__ is ast.Name and call.func.value.id in _MODULE_ALIASES:
+        return False  # np.isnan(...) with NumPy reached through a star import: a library function all the same
     return not is_device_tensor(ctx, call.func.value, call)
 
 

@@ -325,6 +325,11 @@ def tensor_test(ctx: Context, test: ast.AST, use: ast.AST) -> ast.AST | None:
     if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
         return tensor_test(ctx, test.operand, use)
     if cls is ast.Compare:
+        if len(test.ops) == 1 and test.ops[0].__class__ in (ast.In, ast.NotIn):
+            # `if class_id in y:`: a tensor's __contains__ is (y == class_id).any(), read as a Python bool
+            if test.left.__class__ is ast.Constant and isinstance(test.left.value, str):
+                return None  # 'reduce_sim' in outputs: a key of a dict the model returned
+            return test if _plain_tensor(ctx, test.comparators[0], use) else None
         if not all(op.__class__ in _COMPARE_OPS for op in test.ops):
             return None
         if any(c.__class__ is ast.Constant and c.value is None for c in [test.left, *test.comparators]):

@@ -105,7 +105,7 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
     runs: ``x[mask]`` / ``x[mask] = y`` on a device tensor in a module's ``forward`` or a helper it
     calls (other lines None: one per statement), a random mask's in a module's method on the forward
     path (an edge dropout: ``values[(torch.rand(n) + keep).int().bool()]``), then those of a loss (:func:`loss_mask_selections`),
-    one per function with the lines of the others."""
+    each with the lines of the loss's others."""
     if not gpu_evident(ctx) and not ctx.project.moves_to_device:
         return []
     found: list[tuple[AST, AST, list[int] | None]] = []
@@ -131,9 +131,10 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
     for node, func in loss_mask_selections(ctx):
         if id(ctx.statement_of(node)) not in statements:
             by_function.setdefault(id(func), [func]).append(node)
-    for func, *nodes in by_function.values():  # one finding per loss: the fix rewrites them together
-        first, *more = sorted(nodes, key=lambda n: (n.lineno, n.col_offset))
-        found.append((first, func, [n.lineno for n in more]))
+    for func, *nodes in by_function.values():  # each selection waits; the finding names the loss's others
+        lines = sorted({n.lineno for n in nodes})
+        for node in nodes:
+            found.append((node, func, [n for n in lines if n != node.lineno]))
     return found
 
 

@@ -98,3 +98,25 @@ def def_bodies(text: str, name: str, method: bool = False) -> list[str]:
             out.append(text[begin:cursor])
         pos = text.find(needle, pos + 1)
     return out
+
+
+def module_texts(facts: ProjectFacts) -> dict[str, list[str]]:
+    """The texts of the project's files by module name (the file name without ``.py``), once per process."""
+    found = facts.answers.get("modules:texts")
+    if found is None:
+        found = facts.answers["modules:texts"] = {}
+        for path, text in facts.files:
+            found.setdefault(os.path.splitext(os.path.basename(path))[0], []).append(text)
+    return found
+
+
+def project_modules(facts: ProjectFacts) -> frozenset[str]:
+    """Names an import of the project's own code may start with: its modules and the folders
+    that hold them (``util`` of ``util.py``, ``lib`` of ``lib/losses.py``)."""
+    found = facts.answers.get("modules:names")
+    if found is None:
+        names = set(module_texts(facts))
+        for path, _ in facts.files:
+            names.update(part for part in os.path.dirname(path).replace("\\", "/").split("/") if part.isidentifier())
+        found = facts.answers["modules:names"] = frozenset(names - {"torch", "numpy", "np"})
+    return found

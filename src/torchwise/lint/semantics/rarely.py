@@ -1,8 +1,9 @@
 """Branches of a training loop that do not run every step although no modulo test guards them
 (TW207): the pre-0.4 arm of a torch version test (dead on any PyTorch a user runs), a log
 written when some seconds have passed (``if now - last_log > args.log_freq_time:``), and the
-branch for the one batch that holds a chosen item (``if attn_example in ids:``), and a branch that
-ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement)."""
+branch for the one batch that holds a chosen item (``if attn_example in ids:``), a branch that
+ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement), and a debugging
+switch (``if self.debug_mode:``)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,16 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
         if legacy_arm(ctx, if_node, in_body):
             return True
         if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)
-                        or if_node.__class__ is ast.If and _ends_run(if_node.body)):
+                        or if_node.__class__ is ast.If and _ends_run(if_node.body) or _debug_flag(if_node.test)):
             return True
     return False
+
+
+def _debug_flag(test: AST) -> bool:
+    """``if self.debug_mode:``, ``if args.debug:``: a debugging switch, off in a normal run."""
+    if test.__class__ is ast.Name:
+        return "debug" in test.id.lower()
+    return test.__class__ is ast.Attribute and "debug" in test.attr.lower()
 
 
 _EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit", "os.abort"})

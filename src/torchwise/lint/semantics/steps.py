@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.semantics.accumulation import accumulation_loops_only
 from torchwise.lint.semantics.values import local_function
 
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
@@ -110,14 +111,15 @@ def hot_loop_of(ctx: Context, node: AST) -> AST | None:
 def step_functions(ctx: Context) -> dict[int, AST]:
     """Functions that run one training step per call: a backward pass and an optimizer step in
     their own body, neither inside a loop of theirs (``def train_step(batch)``, a model class's
-    ``optimize_parameters()``). Their caller's loop is elsewhere; every call is a step."""
+    ``optimize_parameters()``) - the backward may be in gradient-accumulation loops
+    (:mod:`~torchwise.lint.semantics.accumulation`). Their caller's loop is elsewhere; every call is a step."""
     found = ctx._cache.get("sem:stepfuncs")
     if found is None:
         found = {}
         steps = [s for s in optimizer_steps(ctx) if not ctx.enclosing_loops(s)]
-        for call in backward_calls(ctx):
+        for call in backward_calls(ctx) if steps else ():
             func = ctx.function_of(call)
-            if func is None or ctx.scope_of(call) is not func or ctx.enclosing_loops(call):
+            if func is None or ctx.scope_of(call) is not func or ctx.enclosing_loops(call) and not accumulation_loops_only(ctx, call, func):
                 continue
             if any(ctx.scope_of(s) is func for s in steps):
                 found[id(func)] = func
@@ -348,6 +350,11 @@ def _is_modulo_test(ctx: Context, test: AST, depth: int = 1) -> bool:
                     ):
                         return True
     return False
+
+
+def modulo_test(ctx: Context, test: AST) -> bool:
+    """A modulo test (``(i + 1) % accum == 0``), a name bound to one, or a local helper returning one."""
+    return _is_modulo_test(ctx, test)
 
 
 def runs_periodically(ctx: Context, node: AST) -> bool:

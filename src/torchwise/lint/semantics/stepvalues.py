@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.engine import AST, Binding, Context, last_name
+from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.projectcode import project_modules
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
+from torchwise.lint.semantics.values import local_function
 
 # methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
 _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
@@ -29,11 +31,32 @@ def step_subject(ctx: Context, subject: AST | None, node: AST) -> bool:
     """Is the value read at ``node`` a device tensor of the step: a device tensor, a term summed
     into the backward pass (``loss = loss + regularization``; ``regularization.item()``), or one
     seen through the step's loss dicts, lists, sums and weighted terms?"""
+    if _from_host_inputs(ctx, subject, node):
+        return False  # loss, eer = model.loss(embeds.to(cpu_device)): computed on the CPU by design
     if is_device_tensor(ctx, subject, node):
         return True
     if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
         return True
     return step_device_value(ctx, subject, node)
+
+
+def _from_host_inputs(ctx: Context, subject: AST | None, use: AST) -> bool:
+    """A name bound from a call whose arguments are all names this scope moved to the CPU
+    (``embeds_loss = embeds.view(n, m, -1).to(loss_device)``, ``loss_device = torch.device("cpu")``;
+    ``loss, eer = model.loss(embeds_loss)``): its results live on the host."""
+    if subject.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(subject.id, use)
+    value = b.value if b is not None and b.kind in ("assign", "unpack") else None
+    if value.__class__ is not ast.Call or not value.args or value.keywords:
+        return False
+    for arg in value.args:
+        a = ctx.binding_at(arg.id, value) if arg.__class__ is ast.Name else None
+        moved = a.value if a is not None and a.kind == "assign" else None
+        target = device_move_target(ctx, moved) if moved.__class__ is ast.Call else None
+        if target is None or target is True or not is_cpu_device(ctx, target, moved):
+            return False
+    return True
 
 
 def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) -> bool:
@@ -51,6 +74,8 @@ def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
     if cls is ast.Call:
         return _call_value(ctx, expr, use, depth)
     if cls is ast.Subscript:
+        return _beyond(ctx, expr.value, use, depth)
+    if cls is ast.Attribute and expr.attr == "data":  # acc.data: the same tensor
         return _beyond(ctx, expr.value, use, depth)
     if cls is ast.BinOp:
         return _beyond(ctx, expr.left, use, depth) or _beyond(ctx, expr.right, use, depth)
@@ -73,6 +98,9 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
         return True  # y.to(self._device()), x.to(get_device(t)): a device a helper of the project names
     if func.__class__ is ast.Name and func.id == "self" and _in_module_class(ctx, call):
         return True  # self(x) in a model's own method: its forward pass
+    if func.__class__ is ast.Attribute and func.attr == "to" and q is None and call.args and all(
+            (ctx.qualname(a) or "").startswith("torch.") and ctx.qualname(a) in _DTYPES for a in call.args):
+        return step_device_value(ctx, func.value, use, depth)  # acc.to(torch.float32): a dtype change
     if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
         target = func.value if q is None else (call.args[0] if call.args else None)
         return step_device_value(ctx, target, use, depth)
@@ -83,7 +111,33 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     name = (last_name(func) or "").lower()
     if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
         return step_device_value(ctx, call.args[0], use, depth)  # reduce_loss_dict(loss_dict)
+    if _project_callable(ctx, func, q) and any(step_device_value(ctx, a, use, depth - 1) for a in call.args[:3]):
+        return True  # util.masked_mape(predict, real), model.discriminator(emb, summary): computed from the step's tensors
     return False
+
+
+# calls that hand back no tensor computed from their arguments: builtins, and the methods of
+# containers, strings, loggers and meters
+_HOST_CALLS = frozenset({
+    "len", "str", "repr", "format", "isinstance", "type", "id", "hash", "print", "list", "dict", "tuple", "set",
+    "sorted", "enumerate", "zip", "range", "round", "getattr", "hasattr", "append", "extend", "update", "join",
+    "get", "pop", "add", "insert", "write", "log", "info", "debug", "warning", "error", "keys", "values", "items",
+    "copy", "deepcopy", "size", "dim", "numel", "item", "tolist", "cpu", "numpy", "asarray", "array", "to",
+})
+
+
+def _project_callable(ctx: Context, func: AST, q: str | None) -> bool:
+    """A function or method of the project (not of a library, not a builtin or a container's or
+    logger's method): what it computes from device tensors it is handed stays on the device."""
+    if q is not None and q.split(".", 1)[0] not in project_modules(ctx.project):
+        return False
+    name = last_name(func)
+    return name is not None and name not in _HOST_CALLS and not name.startswith(("_", "log", "print", "save")) \
+        and not any(w in name.lower() for w in _TO_HOST)
+
+
+# helpers named for taking a value to the host (to_cpu(loss), to_numpy(x), at.scalar(v)): what they return is not on the device
+_TO_HOST = ("cpu", "numpy", "np", "host", "scalar", "float", "item", "list", "array")
 
 
 def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
@@ -108,7 +162,34 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
             return step_device_value(ctx, value.func.value, b.node, depth - 1)  # _, pred = y_hat.max(1)
         if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "self":
             return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
+        if value.__class__ is ast.Call and _beside_loss(ctx, b, use):
+            return True  # loss, acc = segmentation_module(batch): made by the forward that made the loss
+        if value.__class__ is ast.Call and _project_callable(ctx, value.func, ctx.qualname(value.func)) \
+                and not any(w in (last_name(value.func) or "").lower() for w in _STATISTICS_MAKERS) \
+                and any(step_device_value(ctx, a, b.node, depth - 1) for a in value.args[:3]):
+            return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
     return False
+
+
+def _beside_loss(ctx: Context, b: Binding, use: AST) -> bool:
+    """Is another name the same call of a module object unpacks into (``loss, acc = module(batch)``)
+    summed into this scope's backward pass? The call is the step's forward, and its other outputs
+    are its tensors. Not a function's results: ``loss, items = compute_loss(...)`` may hand its
+    statistics back on the host."""
+    node = b.node
+    if node.__class__ is not ast.Assign or len(node.targets) != 1 or node.targets[0].__class__ is not ast.Tuple:
+        return False
+    if ctx.qualname(node.value.func) is not None or local_function(ctx, node.value) is not None \
+            or any(w in (last_name(node.value.func) or "").lower() for w in _STATISTICS_MAKERS):
+        return False  # a function (compute_loss may hand its statistics back on the host), not a module's forward
+    terms = step_loss_terms(ctx, ctx.scope_of(use))
+    return any(e.__class__ is ast.Name and e.id != b.name and e.id in terms for e in node.targets[0].elts)
+
+
+# callees that may hand statistics back as numbers beside the loss (self.loss_function(...))
+_STATISTICS_MAKERS = ("loss", "crit", "compute", "calc", "get", "metric", "stat", "eval")
+_DTYPES = frozenset(f"torch.{t}" for t in (
+    "float", "float32", "float64", "float16", "bfloat16", "half", "double", "int", "int32", "int64", "long", "bool", "uint8"))
 
 
 # methods that return a tuple of tensors on the receiver's device

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
-from torchwise.lint.semantics.steps import hot_region_of
+from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step
 from torchwise.lint.semantics.stepvalues import step_subject
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
@@ -85,6 +86,8 @@ def parameter_read(ctx: Context, call: ast.Call) -> str | None:
     ``self.gamma`` is an ``nn.Parameter`` (or a registered buffer): the method runs in the
     forward pass, so the read waits for the GPU on every step. Returns ``self.gamma``."""
     recv = call.func.value if call.func.__class__ is ast.Attribute else None
+    if recv is not None and recv.__class__ is ast.Subscript and recv.slice.__class__ is ast.Constant:
+        recv = recv.value  # self.params[0].item(): one entry of a buffer of settings
     if recv is None or recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
         return None
     func = ctx.function_of(call)
@@ -142,16 +145,22 @@ def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
                and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
 
 
-def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> bool:
-    """Whether the loop body runs `torch.cuda.synchronize()` unconditionally before `node`'s statement."""
+def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> ast.Call | None:
+    """The `torch.cuda.synchronize()` the loop body runs unconditionally before `node`'s statement
+    (the last one), if any: a read after it adds no wait of its own - the synchronize is the wait."""
     line = getattr(node, "lineno", 0)
+    found = None
     for stmt in getattr(loop, "body", ()):
         if stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            return False
+            return found
         if stmt.__class__ is ast.Expr and stmt.value.__class__ is ast.Call:
             if ctx.qualname(stmt.value.func) in SYNCHRONIZE:
-                return True
-    return False
+                found = stmt.value
+                continue
+        if found is not None and any(c.__class__ is ast.Call and (is_backward_call(ctx, c) or is_optimizer_step(ctx, c))
+                                     for c in ast.walk(stmt)):
+            found = None  # new work queued after the synchronize (the step's backward): the read waits for it itself
+    return None
 
 
 SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize", "torch.xpu.synchronize", "torch.mps.synchronize"})
@@ -203,6 +212,12 @@ def _inner_sync(expr: ast.AST) -> bool:
             return False
 
 
+def _per_step(ctx: Context, node: AST) -> AST | None:
+    """The training loop or step function that runs ``node`` every step, a loop handing its step
+    to a call included (semantics.delegation)."""
+    return hot_region_of(ctx, node) or delegated_loop_of(ctx, node)
+
+
 def legacy_reads(ctx: Context) -> list[ast.Subscript]:
     """``loss.data[0]`` of a device value in a training loop or step: the pre-0.4 spelling of
     ``.item()``, a host read all the same."""
@@ -213,7 +228,7 @@ def legacy_reads(ctx: Context) -> list[ast.Subscript]:
         value, index = sub.value, sub.slice
         if value.__class__ is not ast.Attribute or value.attr != "data" or index.__class__ is not ast.Constant or index.value != 0:
             continue
-        if hot_region_of(ctx, sub) is not None and step_subject(ctx, value.value, sub):
+        if _per_step(ctx, sub) is not None and step_subject(ctx, value.value, sub):
             out.append(sub)
     return out
 
@@ -225,7 +240,8 @@ def needless_synchronizes(ctx: Context) -> list[ast.Call]:
         return []
     out = []
     for call in ctx.calls_named("synchronize"):
-        loop = hot_region_of(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
+        loop = _per_step(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
         if loop is not None and not ctx.enclosing_ifs(call) and not measures_time(ctx, loop) and not read_after(ctx, loop, call):
             out.append(call)
     return out
+
