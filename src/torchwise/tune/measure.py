@@ -303,8 +303,8 @@ class TaskMeasurer:
             for m in dropouts:
                 m.eval()
             try:
-                for i in range(self.numerics_steps + 1):
-                    losses.append(float(step(batches[i % len(batches)])))
+                for i in range(self.numerics_steps + 1):  # a few steps whose losses are compared: each is read
+                    losses.append(float(step(batches[i % len(batches)])))  # noqa: TW207
             finally:
                 for m in dropouts:
                     m.train()
