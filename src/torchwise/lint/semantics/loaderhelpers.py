@@ -7,12 +7,14 @@ as a parameter (``def loader(dataset, *args, klass=DataLoader, **kwargs): return
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
+_DEFAULT_LOADER = re.compile(r"=[ \t]*(?:[\w.]+\.)?DataLoader\b[ \t]*[,)]")  # klass=DataLoader in a signature
 _CHANGES = frozenset({"update", "setdefault", "__setitem__"})
 
 
@@ -83,7 +85,7 @@ def loader_class_calls(ctx: Context) -> list[ast.Call]:
     if found is not None:
         return found
     found = []
-    if "=DataLoader" in ctx.source.replace(" ", ""):
+    if "DataLoader" in ctx.source and _DEFAULT_LOADER.search(ctx.source):
         for func in [*ctx.nodes.get(ast.FunctionDef, ()), *ctx.nodes.get(ast.AsyncFunctionDef, ())]:
             for name in _loader_class_params(ctx, func):
                 callers = _callers(ctx, func)

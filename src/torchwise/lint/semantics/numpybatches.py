@@ -19,15 +19,14 @@ _HOST_CALLS = frozenset({"len", "print", "str", "int", "float", "format", "info"
                          "size", "dim", "join", "basename"})
 
 
-def _loop_sources(ctx: Context, name: str, scope: AST) -> list[ast.For]:
+def _loop_sources(ctx: Context, name: str, func: AST | None) -> list[ast.For]:
+    """The loops of ``func`` (None: the module's top level) over the loader ``name``."""
     loops = []
-    for node in ctx.walk_body(scope.body if scope is not ctx.tree else ctx.tree.body):
-        if node.__class__ is not ast.For:
-            continue
+    for node in ctx.nodes.get(ast.For, ()):
         it = node.iter
-        while it.__class__ is ast.Call and last_name(it.func) in _WRAPPERS and it.args:
+        while it.__class__ is ast.Call and it.args and last_name(it.func) in _WRAPPERS:
             it = it.args[0]
-        if it.__class__ is ast.Name and it.id == name:
+        if it.__class__ is ast.Name and it.id == name and ctx.function_of(node) is func:
             loops.append(node)
     return loops
 
@@ -74,8 +73,7 @@ def batches_become_numpy(ctx: Context, call: ast.Call) -> bool:
     stmt = ctx.parent(call)
     if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Name:
         return False
-    scope = ctx.function_of(call) or ctx.tree
-    loops = _loop_sources(ctx, stmt.targets[0].id, scope)
+    loops = _loop_sources(ctx, stmt.targets[0].id, ctx.function_of(call))
     handed = False
     for loop in loops:
         derived = _batch_names(loop)
