@@ -36,6 +36,40 @@ def _iterates_parameters(ctx: Context, loop: ast.For) -> str | None:
     return None
 
 
+_MAKERS = frozenset({"Tensor", "FloatTensor", "empty", "zeros", "ones", "randn", "rand", "full"})
+
+
+def _dims(ctx: Context, value: ast.AST | None) -> int | None:
+    """The number of dimensions of ``nn.Parameter(torch.empty(a, b))`` (also ``Tensor(a, b)``,
+    ``torch.zeros((a, b))``, and ``... if bias else None``); None when it cannot be told."""
+    if value is not None and value.__class__ is ast.IfExp:
+        sides = [_dims(ctx, v) for v in (value.body, value.orelse) if not (v.__class__ is ast.Constant and v.value is None)]
+        return sides[0] if len(sides) == 1 else None
+    if value is None or value.__class__ is not ast.Call or last_name(value.func) != "Parameter" or not value.args:
+        return None
+    made = value.args[0]
+    if made.__class__ is not ast.Call or last_name(made.func) not in _MAKERS or not made.args \
+            or any(a.__class__ is ast.Starred for a in made.args):
+        return None
+    if len(made.args) == 1 and made.args[0].__class__ in (ast.Tuple, ast.List):
+        return len(made.args[0].elts)
+    if any(a.__class__ in (ast.Tuple, ast.List) for a in made.args):
+        return None
+    return len(made.args)
+
+
+def _own_matrix_bias(ctx: Context, arg: ast.Attribute, use: ast.AST) -> bool:
+    """``self.bias`` that the class itself makes a parameter of two or more dimensions
+    (``self.bias = nn.Parameter(Tensor(n_tokens, d))``, a bias per token): a matrix initialiser
+    works on it."""
+    if arg.value.__class__ is not ast.Name or arg.value.id != "self":
+        return False
+    cls = ctx.class_of(use)
+    values = ctx.self_attr_values(cls, "bias") if cls is not None else []
+    dims = [_dims(ctx, v) for v in values if not (v.__class__ is ast.Constant and v.value is None)]
+    return bool(dims) and all(d is not None and d >= 2 for d in dims)
+
+
 class MatrixInitOnBias(Rule):
     code = "TW111"
     name = "matrix-init-on-bias"
@@ -45,7 +79,8 @@ What it flags
   A matrix initialiser from `torch.nn.init` (`xavier_*`, `kaiming_*`, `orthogonal_`, `sparse_`,
   `eye_`, `dirac_`) applied to every parameter of a loop over `model.parameters()` or
   `model.named_parameters()` with no test in front of it (no `if p.dim() > 1`, no name test,
-  no `continue`), or applied to a `.bias` directly.
+  no `continue`), or applied to a `.bias` directly - not to a `self.bias` the module makes
+  itself with two or more dimensions (`self.bias = nn.Parameter(Tensor(n_tokens, d))`).
 
 Why it matters
   These schemes derive fan-in and fan-out from at least two dimensions. Biases and
@@ -68,6 +103,8 @@ Fix
                     continue
                 arg = call.args[0]
                 if arg.__class__ is ast.Attribute and arg.attr == "bias":
+                    if _own_matrix_bias(ctx, arg, call):
+                        continue  # self.bias = nn.Parameter(Tensor(d_bias, d_token)): a 2-D bias of the module's own
                     yield ctx.finding(
                         self.code, call,
                         f"{last_name(call.func)} needs at least 2 dimensions; a bias has 1",

@@ -67,6 +67,40 @@ def _guarded(ctx: Context, node: ast.AST, name: str) -> bool:
     return False
 
 
+_WRAPPERS = frozenset({"AveragedModel", "DataParallel", "DistributedDataParallel"})
+_COPIES = frozenset({"deepcopy", "copy", "dict", "OrderedDict"})
+
+
+def _wrapper_state(ctx: Context, it: ast.AST, use: ast.AST) -> bool:
+    """The keys come from ``w.state_dict()`` (also a copy of it, or a name bound to one) of a live
+    ``AveragedModel``, ``DataParallel`` or ``DistributedDataParallel`` - built here, or a parameter
+    annotated as one: the wrapper's own state dict has the prefix on every key."""
+    obj = it.func.value if it.__class__ is ast.Call and it.func.__class__ is ast.Attribute and it.func.attr in ("items", "keys") else it
+    for _ in range(3):
+        if obj.__class__ is ast.Name:
+            obj = ctx.resolve(obj, use)
+        if obj.__class__ is ast.Call and last_name(obj.func) in _COPIES and len(obj.args) == 1:
+            obj = obj.args[0]
+            continue
+        break
+    if obj.__class__ is not ast.Call or obj.func.__class__ is not ast.Attribute or obj.func.attr != "state_dict":
+        return False
+    owner = obj.func.value
+    if owner.__class__ is ast.Name:
+        b = ctx.binding_at(owner.id, use)
+        if b is not None and b.kind == "param" and b.node.annotation is not None:
+            return last_name(b.node.annotation) in _WRAPPERS
+        # every binding of the name wraps (not `if n_gpu > 1: model = DataParallel(model)`)
+        chain = ctx.bindings(ctx.scope_of(use)).get(owner.id, [])
+        return bool(chain) and all(c.kind == "assign" and _wraps(ctx, c.value, c.node) for c in chain)
+    return _wraps(ctx, owner, use)
+
+
+def _wraps(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    built = ctx.constructed_from(expr, use, depth=0)
+    return built is not None and built.rsplit(".", 1)[-1] in _WRAPPERS
+
+
 class ModulePrefixSlice(Rule):
     code = "TW116"
     name = "module-prefix-slice"
@@ -75,7 +109,10 @@ class ModulePrefixSlice(Rule):
 What it flags
   `key[7:]` (or `key[len("module.")]`) applied to the keys of a state dict - a loop or
   comprehension over `state_dict.items()`/`.keys()`, `checkpoint["model"]`, `torch.load(...)`
-  - with no test that the key really starts with `module.`.
+  - with no test that the key really starts with `module.`. Not flagged: the keys of a live
+  wrapper's own `state_dict()` (an `AveragedModel`, `DataParallel` or `DistributedDataParallel`
+  built in the file, or a parameter annotated as one; also a copy of it), which all carry the
+  prefix.
 
 Why it matters
   The slice assumes every key carries the `module.` prefix that `DataParallel` and
@@ -105,6 +142,8 @@ Fix
                 continue
             if _guarded(ctx, node, name):
                 continue
+            if _wrapper_state(ctx, it, node):
+                continue  # a live DataParallel/DDP/AveragedModel's own state dict: every key has the prefix
             yield ctx.finding(
                 self.code, node,
                 f"{name}[7:] drops the first 7 characters of every key, also of keys without a 'module.' prefix",

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import demo_loader, getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
+from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.unread import never_read_loader
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -130,8 +131,10 @@ class SynchronousDataLoader(Rule):
     doc = """\
 What it flags
   `torch.utils.data.DataLoader(...)` (under any import alias) that is not given `num_workers`
-  at all (by keyword or as the sixth positional argument). Left alone: an explicit count (0
-  included: a decision), `**kwargs` (the value may be in there), data that workers cannot
+  at all (by keyword or as the sixth positional argument), also through a helper's own `**kwargs`
+  that none of its callers (in the file or the project, all in view) fills with it
+  (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`). Left alone: an
+  explicit count (0 included: a decision), other `**kwargs` (the value may be in there), data that workers cannot
   speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
   on the device (a `__getitem__` or `collate_fn` that moves it there, or a `collate_fn` handed
@@ -171,11 +174,11 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to(DATALOADER):
+        for call in [*ctx.calls_to(DATALOADER), *loader_class_calls(ctx)]:  # (klass=DataLoader: a helper's loader class)
             value = argument(call, "num_workers", 5)
             if value is None:
-                if has_star_args(call):
-                    continue
+                if has_star_args(call) and forwarded_key(ctx, call, "num_workers") is not False:
+                    continue  # (a helper's own **kwargs that no caller fills with num_workers: unset)
                 message = "DataLoader without num_workers loads every batch in the training process"
             else:
                 continue  # an explicit count, 0 included, is a decision someone made

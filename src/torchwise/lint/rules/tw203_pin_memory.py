@@ -9,10 +9,13 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
+from torchwise.lint.semantics.configdefaults import false_pin_sources
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.loaderconfig import false_pin_settings, splat_without_pin, splatting_loaders
+from torchwise.lint.semantics.loaderconfig import splat_without_pin
+from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
+from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
@@ -234,7 +237,12 @@ What it flags
   project function that returns only dicts written out without it (`kwargs =
   os_dependent_loader_kwargs()`, returning `{}` or `{"persistent_workers": True}`); a function's
   own `**kwargs` (its callers may pass pin_memory), and settings a helper reads from a config or
-  completes in place (`kw.update(...)`), are left alone. Also a call of a loader-building
+  completes in place (`kw.update(...)`), are left alone - except a helper's own `**kwargs`
+  (and `*args`) that none of its callers, in the file or the project, fills with pin_memory
+  (`def get_loader(ds, bs, **kwargs): return DataLoader(ds, bs, **kwargs)`, every caller in
+  view, none passing pin_memory or a splat of its own). The loader class a helper takes as a
+  parameter (`def loader(dataset, *args, klass=DataLoader, **kwargs): return klass(dataset, *args,
+  **kwargs)`) builds DataLoaders when no caller passes another. Also a call of a loader-building
   helper (of the file or project) that pins only when a flag is set (`**({'pin_memory': True}
   if cuda else {})`, `cuda=False` by default) which leaves the flag off while the batches go to
   the GPU (`utils.get_data_loader(dataset, batch_size)`, then `x.cuda()`). A CPU-only function in a file that also has GPU code (one that names only a `"cpu"` device;
@@ -245,7 +253,10 @@ What it flags
   is set to False), also in a loader helper of another module, and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
-  DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`): the finding is at the
+  DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
+  `config.train.dataloader.pin_memory = False` of a config tree (yacs, `_C.DATA_LOADER.PIN_MEMORY =
+  False`; at module level or at the top of a function, not under an `if`) that a DataLoader
+  feeding a GPU reads (`pin_memory=config.train.dataloader.pin_memory`): the finding is at the
   setting. It is left alone where a comment
   naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, the `collate_fn` is handed the device
@@ -263,6 +274,9 @@ What it flags
   stored constants, `*PromptDataset` instances (text prompts for sampling, defined here or
   imported), and loaders over indices (`range(n)`, `train_idx = mask.nonzero().view(-1)`),
   whose small index batches only slice data held elsewhere: none has a tensor worth pinning;
+  loaders whose every batch the loop hands only to a function (of the file, or imported from a
+  module of the project) that first turns it into NumPy (`image = image.squeeze(0).cpu().numpy()`
+  in a volume evaluation that copies each resized slice on its own);
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
@@ -297,11 +311,12 @@ Fix
         calls = ctx.calls_to(DATALOADER, *PYG_LOADERS) if "torch_geometric" in ctx.source else ctx.calls_to(DATALOADER)
         if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
             calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader), DataLoaderMaskingPred of the project
+        calls = [*calls, *loader_class_calls(ctx)]  # klass(dataset, **kwargs) of def loader(..., klass=DataLoader, **kwargs)
         for call in calls:
             pin = argument(call, "pin_memory", 7)
             explicit = _explicit_false(ctx, pin)
             if (pin is not None and not explicit) or has_star_args(call) and not splat_without_pin(ctx, call) \
-                    or not _feeds_gpu(ctx, call):
+                    and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue
             if _nothing_to_pin(ctx, call):
                 continue
@@ -321,15 +336,14 @@ Fix
 
     def _config_findings(self, ctx: Context) -> Iterator[Finding]:
         """``pin_memory=False`` in a config module's loader settings (``loader=dict(...,
-        pin_memory=False)``) that another module splats into a DataLoader feeding a GPU."""
-        for value, key in false_pin_settings(ctx):
+        pin_memory=False)``, ``config.train.dataloader.pin_memory = False``) that a loader of the
+        project feeding a GPU takes (see :func:`false_pin_sources`)."""
+        for value, what, loaders, fix in false_pin_sources(ctx):
             if not _explicit_false(ctx, value):
                 continue  # a comment gives the reason
-            for other, call in splatting_loaders(ctx, key):
+            for other, call in loaders():
                 if _feeds_gpu(other, call) and not _nothing_to_pin(other, call):
-                    yield ctx.finding(self.code, value, f"loader settings '{key}' set pin_memory=False for a DataLoader "
-                                      f"feeding a GPU ({other.path.rsplit('/', 1)[-1]}:{call.lineno})",
-                                      suggestion="set pin_memory=True")
+                    yield ctx.finding(self.code, value, f"{what} ({other.path.rsplit('/', 1)[-1]}:{call.lineno})", suggestion=fix)
                     break
 
 
@@ -351,6 +365,8 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
     if demo_loader(ctx, call):
         return True  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+    if batches_become_numpy(ctx, call):
+        return True  # each batch goes to a function that turns it into NumPy first (slices go to the GPU one by one)
     if _host_statistics(ctx, call):
         return True  # a statistics script: it checks for a GPU but no batch goes to a device
     if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):

@@ -165,13 +165,16 @@ What it flags
   alone) - or where every
   call of the project that passes that parameter by keyword (`trainer_class(...,
   train_dataloader=train_dataloader)`, a class chosen by the config) hands in a pinned loader;
-  or is a parameter whose callers - in the
-  file, or in the modules that import it (`engine.train(model, train_loader, ...)`) - all hand
-  in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
+  or is a parameter (whatever its name: `gen`) whose callers - in the
+  file, or in the modules that import it (`engine.train(model, train_loader, ...)`,
+  `fit_one_epoch(model, ..., gen, gen_val, ...)`) - hand in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
   loaders come from `get_sets(...)` of a data module). Loaders kept in a dict count: built in a
   dict comprehension (`{split: DataLoader(..., pin_memory=True) for split in splits}`) and
   iterated as `loaders[phase]`, or stored as an item (`loaders["aux"] = DataLoader(...)`; with a
-  constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`) and
+  constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`; not
+  a config setting whose default a module of the project sets to False -
+  `pin_memory=config.test.dataloader.pin_memory` with `config.test.dataloader.pin_memory = False`:
+  TW203 reports that default) and
   `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`), also in a
   helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over

@@ -25,9 +25,15 @@ _OLD_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 
 # apex amp's entry points: what each does, and its native replacement
 _APEX_CALLS = {"apex.amp.initialize": "patches the model and optimizer for mixed precision",
-               "apex.amp.scale_loss": "scales the loss for backward"}
+               "apex.amp.scale_loss": "scales the loss for backward",
+               "apex.amp.master_params": "walks apex's fp32 master copies of the parameters",
+               "apex.amp.state_dict": "keeps apex's loss-scaler state",
+               "apex.amp.load_state_dict": "keeps apex's loss-scaler state"}
 _APEX_NEW = {"patches the model and optimizer for mixed precision": 'run the forward under torch.autocast("cuda", ...) (no patching)',
-             "scales the loss for backward": 'scaler = torch.amp.GradScaler("cuda"); scaler.scale(loss).backward()'}
+             "scales the loss for backward": 'scaler = torch.amp.GradScaler("cuda"); scaler.scale(loss).backward()',
+             "walks apex's fp32 master copies of the parameters": "under torch.autocast the model's own parameters stay fp32: "
+             "clip model.parameters() after scaler.unscale_(optimizer)",
+             "keeps apex's loss-scaler state": "save and restore scaler.state_dict() of a torch.amp.GradScaler"}
 
 # apex's older mixed precision (fp16 model, fp32 master weights, loss scaling by hand), deprecated
 # in apex itself for apex.amp: its entry points
@@ -53,7 +59,8 @@ What it flags
   torch.cuda.amp.autocast`, also inside `try:` with a dummy class as the fallback; reported at
   the assignment), and of NVIDIA apex's `amp`
   (`from apex import amp`, and its calls `amp.initialize(model, optimizer, opt_level=...)` and
-  `with amp.scale_loss(loss, optimizer) as scaled:`); the module imported under a name of its
+  `with amp.scale_loss(loss, optimizer) as scaled:`, `amp.master_params(optimizer)` for clipping,
+  `amp.state_dict()`/`amp.load_state_dict(...)` in checkpoints); the module imported under a name of its
   own (`import torch.cuda.amp as amp`, the line, when `amp.GradScaler()`... is used); apex's older
   `apex.fp16_utils`: the calls `FP16_Optimizer(optimizer, ...)`, `network_to_half(model)`,
   `convert_network(...)`, `prep_param_lists(...)`..., and the line importing them (a star import

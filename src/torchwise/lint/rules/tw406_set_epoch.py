@@ -5,10 +5,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument, last_name
+from torchwise.lint.engine import Context, argument, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.epochsetting import project_never_sets_epoch
+from torchwise.lint.semantics.loaderhelpers import is_loader_call
 from torchwise.lint.semantics.steps import is_eval_name
 from torchwise.lint.semantics.values import local_function
 
@@ -25,7 +27,16 @@ def _for_evaluation(ctx: Context, call: ast.Call) -> bool:
     dataset = argument(call, "dataset", 0)
     if dataset is not None and any(w in ctx.text(dataset).lower() for w in _EVAL_DATA):
         return True
+    for test, in_body in ctx.enclosing_ifs(call):
+        if test.__class__ is ast.If and not in_body and _names_training(test.test):
+            return True  # if is_train: ... else: sampler = DistributedSampler(dataset) - the test split
     return under_no_grad(ctx, call)
+
+
+def _names_training(test: ast.AST) -> bool:
+    """``if is_train:`` / ``if train:`` / ``if self.training:``: a plain test of a training flag."""
+    name = test.id if test.__class__ is ast.Name else test.attr if test.__class__ is ast.Attribute else ""
+    return name.lower() in ("train", "is_train", "training", "is_training")
 
 
 def _has_epoch_loop(ctx: Context) -> bool:
@@ -106,6 +117,23 @@ def _handed_on(ctx: Context, sampler: ast.Call) -> bool:
     return False
 
 
+def _consumed_elsewhere(ctx: Context, sampler: ast.Call) -> bool:
+    """The sampler (or a ``BatchSampler`` over it) goes to something other than a DataLoader: a
+    project's own batch iterator (one that freezes the batches and reshuffles them with its own
+    seed every epoch) decides the order, not the sampler's epoch."""
+    names = _bound_names(ctx, sampler)
+    for call in ctx.calls_named("BatchSampler"):
+        if any(last_name(v) in names for v in [*call.args, *(k.value for k in call.keywords)]):
+            names |= _bound_names(ctx, call)
+    for call in ctx.nodes.get(ast.Call, ()):
+        if is_loader_call(ctx, call) or last_name(call.func) in ("BatchSampler", "DistributedSampler") \
+                or last_name(call.func) in _ITERATION:
+            continue
+        if any(v.__class__ is ast.Name and v.id in names for v in [*call.args, *(k.value for k in call.keywords)]):
+            return True
+    return False
+
+
 class SamplerWithoutSetEpoch(Rule):
     code = "TW406"
     name = "distributed-sampler-no-set-epoch"
@@ -116,8 +144,16 @@ What it flags
   never calls `.set_epoch(...)` on anything - also one built in a helper
   (`def data_sampler(dataset, shuffle, distributed)`) that every call passes `shuffle=True`, and
   a file that trains by iterations over an endless generator (`def sample_data(loader): while
-  True: for batch in loader: yield batch`): each pass over the loader is an epoch. Samplers of evaluation data are left alone: built
-  in an evaluation function (`validate()`), under no_grad, or over a dataset named for
+  True: for batch in loader: yield batch`): each pass over the loader is an epoch. Across the
+  files linted together, also a sampler built in a data module (`def create_dataloader(config):
+  ... DistributedSampler(train_dataset)`, handed on to a `BatchSampler` or a DataLoader, also one
+  a helper takes as a parameter: `klass=DataLoader`) of a
+  project that loops over epochs but never calls `set_epoch` (nor assigns `sampler.epoch`) in
+  any file and imports no training framework that would (Lightning, Accelerate, transformers,
+  Ignite, mmcv/mmengine...). A sampler built inside a loop or given its own `seed=` is left
+  alone, and so is one handed to anything but a loader there (a project's batch iterator that
+  freezes the batches and reshuffles them with its own seed). Samplers of evaluation data are left alone: built
+  in an evaluation function (`validate()`), under no_grad, in the `else` of `if is_train:`, or over a dataset named for
   validation or test (`valset`): the order of evaluation batches changes nothing.
 
 Why it matters
@@ -138,14 +174,19 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         samplers = ctx.calls_to("torch.utils.data.DistributedSampler")
-        if not samplers or ctx.calls_named("set_epoch") or not (_has_epoch_loop(ctx) or _endless_passes(ctx)):
+        if not samplers or ctx.calls_named("set_epoch"):
+            return
+        local = _has_epoch_loop(ctx) or _endless_passes(ctx)
+        if not local and not project_never_sets_epoch(ctx.project):
             return
         for call in samplers:
             if not _shuffles(ctx, call):
                 continue
             if _for_evaluation(ctx, call):
                 continue  # validation data: the order of its batches does not matter
-            if _handed_on(ctx, call):
+            if ctx.enclosing_loops(call) or keyword(call, "seed") is not None:
+                continue  # a sampler made anew in a loop, or given its own seed: maybe per epoch
+            if _handed_on(ctx, call) and (not project_never_sets_epoch(ctx.project) or _consumed_elsewhere(ctx, call)):
                 continue  # the sampler (or its loader) goes to a function of another module, which may call set_epoch
             yield ctx.finding(
                 self.code, call,

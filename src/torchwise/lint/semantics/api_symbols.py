@@ -19,6 +19,16 @@ REMOVED: dict[str, str] = {
     "torch.matrix_rank": "torch.linalg.matrix_rank",
     "torch.lstsq": "torch.linalg.lstsq (note the swapped argument order)",
     "torch.eig": "torch.linalg.eig",
+    "torch.autograd.gradcheck.zero_gradients": "x.grad = None (or x.grad.zero_()) on the input tensor",
+    # torch._six (Python 2 compatibility names) was deleted in PyTorch 2.0
+    "torch._six.string_classes": "str",
+    "torch._six.int_classes": "int",
+    "torch._six.container_abcs": "collections.abc",
+    "torch._six.inf": "math.inf (or torch.inf)",
+    "torch._six.nan": "math.nan (or torch.nan)",
+    "torch._six.PY3": "nothing: PyTorch runs on Python 3 only",
+    "torch._six.PY37": "a sys.version_info test",
+    "torch._six.istuple": "isinstance(x, tuple)",
 }
 
 # deprecated: still there, but warn and are slated for removal (name -> (replacement, exact alias?))

@@ -10,6 +10,7 @@ import ast
 
 from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
 from torchwise.lint.semantics.callers import project_arguments
+from torchwise.lint.semantics.configdefaults import default_off
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
@@ -48,7 +49,7 @@ def pin_value(ctx: Context, call: ast.Call) -> bool | None:
     ``**loader_args`` dicts written in the file; None for ``**kwargs`` that are not evident."""
     pin = argument(call, "pin_memory", 7)
     if pin is not None:
-        return _truthy(pin)
+        return _truthy(pin) and not default_off(ctx, pin)  # (config.test.dataloader.pin_memory, False by default)
     for k in call.keywords:
         if k.arg is None:
             found = _dict_pin(ctx, k.value, call)
@@ -179,7 +180,7 @@ def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> boo
     return _combine([loader_pinned(ctx, value, where, depth) for _, value, where in items])
 
 
-def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int) -> bool | None:
+def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: bool = True) -> bool | None:
     """The loader a call returns (element ``index`` of a returned tuple; -1: the whole value)."""
     if ctx.qualname(call.func) == DATALOADER:
         return pin_value(ctx, call)
@@ -201,8 +202,22 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int) -> bool |
         module = ctx.imports[module].rsplit(".", 1)[-1]  # from pkg import data_setup as ds
     where = function_verdict(ctx.project, "loader_blocks", last_name(func), pinned_loaders_line, module=module)
     if where:  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
-        return not _flag_left_off(ctx, call, where, last_name(func) or "")
+        return not _flag_left_off(ctx, call, where, last_name(func) or "") and not (
+            config and _config_off(ctx, where, last_name(func) or ""))
     return None
+
+
+def _config_off(ctx: Context, where: str, name: str) -> bool:
+    """The project function pins with a config setting whose default is False
+    (``pin_memory=config.test.dataloader.pin_memory``, ``config.test.dataloader.pin_memory = False``)."""
+    path = where.rsplit(":", 1)[0]
+    for block in ctx.project.loader_blocks.get(name, ()):
+        if block.path == path and ".pin_memory" in block.text:
+            func = parsed(block)
+            return func is not None and any(
+                k.arg == "pin_memory" and default_off(ctx, k.value) for n in ast.walk(func) if n.__class__ is ast.Call
+                for k in n.keywords)
+    return False
 
 
 def _flag_left_off(ctx: Context, call: ast.Call, where: str, name: str) -> bool:
@@ -250,7 +265,7 @@ def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
         shift = 1 if method and call.func.__class__ is ast.Attribute else 0
         value = argument(call, binding.name, index - shift if index is not None and index >= shift else None)
         verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
-    if not verdicts and depth > 0 and "loader" in binding.name.lower():
+    if not verdicts and depth > 0:
         for other, value, call in project_arguments(ctx, func, binding.name):
             verdicts.append(loader_pinned(other, value, call, depth))
     # one caller that hands in a pinned loader is enough: non_blocking=True helps it and costs
@@ -273,6 +288,6 @@ def unpinned_helper_calls(ctx: Context) -> list[ast.Call]:
             if target is not None:
                 if target.__class__ is ast.FunctionDef and flag_unset(target, call) and ctx.function_of(call) is not target:
                     out.append(call)
-            elif _call_pinned(ctx, call, -1, 2) is False:
+            elif _call_pinned(ctx, call, -1, 2, config=False) is False:  # (a config default: TW203 reports the default)
                 out.append(call)
     return out
