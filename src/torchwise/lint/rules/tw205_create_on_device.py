@@ -16,6 +16,7 @@ from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.remotemovers import handed_to_movers
 from torchwise.lint.semantics.stored import host_built, stored_then_moved
@@ -87,7 +88,9 @@ What it flags
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
-  model's output: two crossings for work `torch.flip` does on the device) - where the code runs
+  model's output: two crossings for work `torch.flip` does on the device; also the action a rollout
+  pulled to NumPy for `env.step`, converted back with `torch.as_tensor(act)` and written into a device
+  tensor) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
@@ -143,7 +146,12 @@ What it flags
   Nor is dead code (nothing runs it): a module-level function or class that nothing in the
   project names but dead code, in a module the project imports or a script (`def recall(...)`
   left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds;
-  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`).
+  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`;
+  a copy of a helper pasted into several modules is no use of the others: `def farthest_point_sample`
+  in two utility modules, each module's own users calling its own), nor a fallback for an argument that
+  every call of the function passes (`if x_mask is None: x_mask = torch.ones(...)` in a helper every
+  call of which, in its module and the modules importing it, gives `x_mask`; also a method called as
+  `self.vae.decode(s, z)` everywhere).
   Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
@@ -158,7 +166,8 @@ What it flags
   pattern is written per item of data before the move (`for j, k in enumerate(idx): stop[j,
   :length[k]] = 0`, then `stop.to(device)`). Nor is a store made on the first pass of a loop
   only (`features = None` before it, `if features is None: features = torch.zeros(n,
-  d).cuda()` in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
+  d).cuda()` in it; also when a checkpoint may have restored it before the loop, not when it is set
+  back to None in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
   numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
@@ -248,7 +257,8 @@ Fix
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
         return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
-            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here))
+            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) \
+            or fallback_never_taken(ctx, here)
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

@@ -155,8 +155,9 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
-    if any(p != ctx.path and name in text and word.search(text) and _used_beyond_import(p, text, word)
-           for p, text in ctx.project.files):
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    if any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
+           and _used_beyond_import(p, text, word) for p, text in ctx.project.files):
         return False  # named in another module: called, listed in a registry, re-exported...
     spans = _top_level_spans(ctx)
     lines = ctx.source.splitlines()
@@ -172,6 +173,25 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
     return True
+
+
+def _own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
+    """The other module uses a copy of ``name`` that is not this module's: it defines the name
+    itself at its top (``def farthest_point_sample`` copied into three utility modules; ``class
+    PointNetSetAbstraction`` in two), or imports it from another module of that name's copies
+    (``from pointnet_util import farthest_point_sample`` beside ``pointnet2_utils.py``, the module
+    it names defining its own). Never when it reaches the name through a module (``utils.name``)
+    or imports it from this one."""
+    esc = re.escape(name)
+    defines = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+" + esc + r"\b", re.M)
+    if ("def " + name in text or "class " + name in text) and defines.search(text) is not None:
+        return re.search(r"\." + esc + r"\b|^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + esc + r"\b", text, re.M) is None
+    sources = {m.group(1).rsplit(".", 1)[-1] for m in re.finditer(
+        r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import\b[^\n]*\b" + esc + r"\b", text, re.M)}
+    if not sources or stem in sources or re.search(r"\." + esc + r"\b", text) is not None:
+        return False
+    return all(any(os.path.splitext(os.path.basename(p))[0] == s and defines.search(t) is not None
+                   for p, t in ctx.project.files if name in t) for s in sources)
 
 
 _IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"

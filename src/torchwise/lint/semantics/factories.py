@@ -43,6 +43,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
     made in Python, not data from outside (:func:`outside_data`)."""
     if outside_data(ctx, data, use):
         return False
+    if data.__class__ is ast.BinOp and is_device_tensor(ctx, data, use):
+        return False  # torch.as_tensor(returns[:, t] - reward) of a tensor on the device: no copy is made
     if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
         return True  # also a number Python computes: torch.tensor(float("nan"))
     if data.__class__ is ast.Attribute and (data.attr == "shape" or constant_attribute(ctx, data, use)):
@@ -172,7 +174,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         return None  # **kwargs may hold a device; *sizes cannot
     if factory in ("tensor", "as_tensor"):
         if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
-                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
+                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)
+                or host_round_trip(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
 
