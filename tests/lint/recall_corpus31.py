@@ -229,3 +229,100 @@ QUIET += [
             return returns
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 NumPy indices into a tensor kept on the device
+# Offline-RL scripts keep the whole dataset in a replay buffer made on the training device
+# (`torch.zeros((size, dim), device=device)` in `__init__`) and sample it with
+# `np.random.randint(...)` every step: the index array crosses the bus at its first use (and again
+# at each of the others). Point-cloud fine-tuning picks a random subset of sampled points with
+# `np.random.choice` on the output of a GPU sampling op. `torch.randint(..., device=...)` draws
+# them where they are used. A buffer kept on the host, or in NumPy, is indexed where it lives.
+PROJECTS += [
+    ProjectShape("TW205", "np.random indices into a replay buffer made with device= (found) and into a GPU op's output (found); "
+                 "the same into a buffer on the CPU or in NumPy (quiet)",
+                 {"offline.py": d("""
+                     import numpy as np
+                     import torch
+                     class DeviceBuffer:
+                         def __init__(self, size, state_dim, device="cpu"):
+                             self._states = torch.zeros((size, state_dim), dtype=torch.float32, device=device)
+                             self._rewards = torch.zeros((size, 1), dtype=torch.float32, device=device)
+                             self._size = size
+                         def sample(self, batch_size):
+                             idx = np.random.randint(0, self._size, size=batch_size)
+                             return self._states[idx], self._rewards[idx]
+                     class HostBuffer:
+                         def __init__(self, size, state_dim):
+                             self._states = torch.zeros((size, state_dim), device="cpu")
+                             self._actions = np.zeros((size, 4), dtype=np.float32)
+                             self._size = size
+                         def sample(self, batch_size):
+                             idx = np.random.randint(0, self._size, size=batch_size)
+                             return self._states[idx], self._actions[idx]
+                     def train(agent, buffer, opt, steps, device):
+                         agent.to(device)
+                         for _ in range(steps):
+                             loss = agent.loss(buffer.sample(256))
+                             opt.zero_grad()
+                             loss.backward()
+                             opt.step()
+                 """),
+                 "finetune.py": d("""
+                     import numpy as np
+                     import torch
+                     from pointops import furthest_point_sample
+                     def train(model, loader, opt, npoints):
+                         for points, label in loader:
+                             points = points.cuda()
+                             idx = furthest_point_sample(points, 1200)
+                             idx = idx[:, np.random.choice(1200, npoints, False)]
+                             loss = model(points, idx, label.cuda())
+                             opt.zero_grad()
+                             loss.backward()
+                             opt.step()
+                 """)},
+                 (("offline.py", 9), ("finetune.py", 8))),
+]
+
+# ------------------------------------------------------------- TW205 moved with .type(torch.cuda.FloatTensor)
+# YOLO-style box decoders pick `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else
+# torch.FloatTensor` and build the grid of every output map with `torch.linspace(...)...type(FloatTensor)`
+# in each forward: `.type()` with a CUDA tensor type copies the CPU tensor across like `.cuda()`.
+# `.type()` with a CPU type or a dtype only casts.
+FIND += [
+    Shape("TW205", "decode box: torch.linspace(...).repeat(...).type(FloatTensor), FloatTensor the CUDA type when x is on the GPU", d("""
+        import torch
+        import torch.nn as nn
+        class DecodeBox(nn.Module):
+            def forward(self, x):
+                b, a, h, w = x.shape
+                FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor
+                grid_x = torch.linspace(0, w - 1, w).repeat(h, 1).repeat(b * a, 1, 1).view(x.shape).type(FloatTensor)
+                scale = torch.Tensor([w, h, w, h]).type(FloatTensor)
+                return (x + grid_x) / scale[0]
+    """), 7),
+    Shape("TW205", "a per-batch mask moved with .type(torch.cuda.FloatTensor) written out", d("""
+        import torch
+        def train(model, loader, opt):
+            for x, y in loader:
+                mask = torch.ones(x.size(0), 1).type(torch.cuda.FloatTensor)
+                loss = (model(x.cuda()) * mask).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 4),
+]
+QUIET += [
+    Shape("TW205", "look-alike: .type() with a CPU tensor type and with a dtype; a CUDA type used as a constructor", d("""
+        import torch
+        import torch.nn as nn
+        class DecodeBox(nn.Module):
+            def forward(self, x, half=False):
+                dtype = torch.float16 if half else torch.float32
+                grid = torch.linspace(0, 1, x.size(-1)).type(torch.FloatTensor)
+                steps = torch.arange(x.size(-1)).type(dtype)
+                FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor
+                anchors = FloatTensor([[10, 13], [16, 30]])
+                return x.cpu() + grid + steps, anchors
+    """)),
+]

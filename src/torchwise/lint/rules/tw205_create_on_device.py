@@ -14,7 +14,7 @@ from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
-from torchwise.lint.semantics.implicitmoves import implicit_moves
+from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
@@ -70,7 +70,8 @@ What it flags
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
-  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)` or `other.new_tensor(name)`
+  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)`, `.type(torch.cuda.FloatTensor)` (also
+  `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`) or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, or reshaped as it moves:
   `m.expand(b, k).to(x)`; also under
@@ -113,7 +114,10 @@ What it flags
   (`top_vec[torch.arange(b).unsqueeze(1), clss]`; also one a helper of the file returns,
   `rep[cycle_index(len(rep), 1)]` with the helper making `torch.arange(num) + shift`, reported
   in the helper; the indexed tensor on the device by evidence, or computed by calls from one:
-  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch) or a CPU tensor written into one
+  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch), an index
+  array NumPy draws on the host for a tensor on the device (`idx = np.random.randint(0, n, size=b)`,
+  then `self._states[idx]` of a replay buffer that `__init__` made with `device=`;
+  `fps_idx[:, np.random.choice(n, k, False)]` of a GPU op's output), or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
@@ -198,7 +202,7 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         seen: set[int] = set()
-        for call in ctx.calls_named("cuda", "to", "type_as"):
+        for call in ctx.calls_named("cuda", "to", "type_as", "type"):
             target = _move_target(ctx, call)
             if target is None:
                 continue
@@ -226,6 +230,12 @@ Fix
                 yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
                                   f"{ctx.text(owner)}'s device because it {how} it",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+        for draw, owner in host_index_arrays(ctx):
+            if id(draw) not in seen and not self._once(ctx, draw, draw):
+                seen.add(id(draw))
+                yield ctx.finding(self.code, draw, f"{ctx.text(draw.func)}(...) is drawn on the host and copied to "
+                                  f"{ctx.text(owner)}'s device because it indexes it",
+                                  suggestion=f"draw it there: torch.randint/randperm/arange(..., device={ctx.text(owner)}.device)")
         for call, (inner, _, factory) in handed_to_movers(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not self._once(ctx, inner, inner):
                 seen.add(id(inner))
@@ -328,6 +338,8 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
     ``.to("cpu")``)."""
     if call.func.__class__ is not ast.Attribute:
         return None
+    if call.func.attr == "type":  # .type(torch.cuda.FloatTensor): a move, like .cuda()
+        return True if len(call.args) == 1 and not call.keywords and _cuda_type(ctx, call.args[0], call) else None
     target = device_move_target(ctx, call)
     if target is not None:
         if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
@@ -350,6 +362,21 @@ def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
     if is_dtype_expr(ctx, ctx.resolve(other, call)) or any(k.arg == "dtype" for k in call.keywords):
         return None  # precision = torch.half; x.to(precision)
     return other if tensor_like(ctx, other, call) else None
+
+
+def _cuda_type(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """``torch.cuda.FloatTensor``, or a name bound to it - also as one branch of ``torch.cuda.FloatTensor
+    if x.is_cuda else torch.FloatTensor``: the CUDA tensor types of a ``.type(...)`` that moves."""
+    if expr.__class__ is ast.Name:
+        expr = ctx.resolve(expr, use)
+    elif expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        expr = ctx.single_self_value(expr, use) or expr
+    if expr.__class__ is ast.IfExp:
+        return _cuda_type(ctx, expr.body, use) or _cuda_type(ctx, expr.orelse, use)
+    if expr.__class__ is ast.Constant:
+        return isinstance(expr.value, str) and expr.value.startswith("torch.cuda.")
+    q = ctx.qualname(expr) if expr.__class__ is ast.Attribute else None
+    return bool(q) and q.startswith("torch.cuda.") and q.endswith("Tensor")
 
 
 def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
