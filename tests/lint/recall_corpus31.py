@@ -326,3 +326,90 @@ QUIET += [
                 return x.cpu() + grid + steps, anchors
     """)),
 ]
+
+# ------------------------------------------------------------- TW209 a convolution bound in the branches of a stage builder
+# A VGG for CIFAR builds each stage in a loop: `conv = nn.Conv2d(c_in, c_out, 3)` for the first
+# block and `conv = nn.Conv2d(c_out, c_out, 3)` in the `else`, then `stage.add_module(f"conv{i}",
+# conv)` and, under `if self.use_bn:`, a BatchNorm2d added right after. Each branch's convolution
+# keeps a bias that the BatchNorm cancels.
+FIND += [
+    Shape("TW209", "stage builder: conv bound in if/else, add_module(conv) then add_module(BatchNorm2d) under if self.use_bn", d("""
+        import torch.nn as nn
+        class Network(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.use_bn = cfg.use_bn
+                self.stage1 = self._make_stage(3, 64, 2)
+            def _make_stage(self, in_channels, out_channels, n_blocks):
+                stage = nn.Sequential()
+                for index in range(n_blocks):
+                    if index == 0:
+                        conv = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1)
+                    else:
+                        conv = nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1)
+                    stage.add_module(f"conv{index}", conv)
+                    if self.use_bn:
+                        stage.add_module(f"bn{index}", nn.BatchNorm2d(out_channels))
+                    stage.add_module(f"relu{index}", nn.ReLU(inplace=True))
+                return stage
+    """), 11),
+]
+QUIET += [
+    Shape("TW209", "look-alike: the branches' convolutions without bias, and a name bound again to a conv and its activation", d("""
+        import torch.nn as nn
+        class Network(nn.Module):
+            def _make_stage(self, in_channels, out_channels, n_blocks):
+                stage = nn.Sequential()
+                for index in range(n_blocks):
+                    if index == 0:
+                        conv = nn.Conv2d(in_channels, out_channels, 3, padding=1, bias=False)
+                    else:
+                        conv = nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False)
+                    stage.add_module(f"conv{index}", conv)
+                    stage.add_module(f"bn{index}", nn.BatchNorm2d(out_channels))
+                return stage
+            def _make_head(self, c):
+                head = nn.Sequential()
+                conv = nn.Conv2d(c, c, 3)
+                conv = nn.Sequential(conv, nn.ReLU())
+                head.add_module("conv", conv)
+                head.add_module("bn", nn.BatchNorm2d(c))
+                return head
+    """)),
+]
+
+# ------------------------------------------------------------- TW205 made in each branch, moved once after
+# Shake-shake blocks draw their mixing weights in one of three branches (`torch.rand(1)`,
+# `torch.rand(b).view(b, 1, 1, 1)`, or a constant 0.5 at evaluation) and move whichever was made
+# with one `alpha = alpha.to(device)` every forward: each branch makes a tensor on the host. A
+# branch that fills its tensor from data before the move keeps quiet.
+PROJECTS += [
+    ProjectShape("TW205", "mixing weights drawn in each branch of an if/elif/else and moved after it (found, each branch); "
+                 "a branch that writes data into its tensor first (quiet; its else found at the move)",
+                 {"shake.py": d("""
+                     import torch
+                     import torch.nn as nn
+                     def get_alpha(batch_size, shake, per_image, device):
+                         if shake and not per_image:
+                             alpha = torch.rand(1)
+                         elif shake and per_image:
+                             alpha = torch.rand(batch_size).view(batch_size, 1, 1, 1)
+                         else:
+                             alpha = torch.FloatTensor([0.5])
+                         alpha = alpha.to(device)
+                         return alpha
+                     def get_weights(batch_size, counts, device):
+                         if counts is not None:
+                             w = torch.zeros(batch_size)
+                             w[:len(counts)] = torch.as_tensor(counts)
+                         else:
+                             w = torch.ones(batch_size)
+                         w = w.to(device)
+                         return w
+                     class ShakeBlock(nn.Module):
+                         def forward(self, x, counts=None):
+                             a = get_alpha(x.size(0), self.training, True, x.device)
+                             return self.b1(x) * a + self.b2(x) * (1 - a) * get_weights(x.size(0), counts, x.device)
+                 """)},
+                 (("shake.py", 5), ("shake.py", 7), ("shake.py", 10), ("shake.py", 18))),
+]

@@ -19,7 +19,7 @@ from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.remotemovers import handed_to_movers
-from torchwise.lint.semantics.stored import host_built, stored_then_moved
+from torchwise.lint.semantics.stored import branch_alternatives, host_built, stored_then_moved
 from torchwise.lint.semantics.tensorlike import tensor_like
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
@@ -76,7 +76,8 @@ What it flags
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, or reshaped as it moves:
   `m.expand(b, k).to(x)`; also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
-  same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s
+  same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s (each branch of an `if`/`elif`/`else` that makes the name
+  is reported: `alpha = torch.rand(1)` / `else: alpha = torch.FloatTensor([0.5])`, then `alpha.to(device)`)
   and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`, also a join stored first,
   `grid = torch.cat([rows, cols], 1)` then `if self.use_cuda: grid = grid.cuda()`;
   every part of a join is on one device), also after host arithmetic and a retype
@@ -215,6 +216,9 @@ Fix
                 if self._once(ctx, site, here):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
+                if separate and not via and site is call:
+                    for other in self._other_branches(ctx, call, seen):
+                        yield self._finding(ctx, call, other[0], other, True, " (made in another branch)", target)
             helper = round_trip_helper(ctx, call, target) if id(call) not in seen else None
             if helper is not None and not self._once(ctx, call, call):
                 seen.add(id(call))
@@ -263,6 +267,17 @@ Fix
         if made is not None:
             name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)
             yield call, made, True, f" (made in {name}())"
+
+    def _other_branches(self, ctx: Context, call: ast.Call, seen: set[int]) -> Iterator[tuple[ast.Call, bool, str]]:
+        """The CPU factories of the other branches of an ``if``/``elif``/``else`` that each make the
+        name ``call`` moves (``alpha = torch.rand(1)`` / ``else: alpha = torch.FloatTensor([0.5])``)."""
+        recv = unwrap_variable(call.func.value)
+        b = ctx.binding_at(recv.id, call) if recv.__class__ is ast.Name else None
+        for value in branch_alternatives(ctx, b.node, recv.id) if b is not None and b.kind == "assign" else ():
+            made = cpu_factory(ctx, value)
+            if made is not None and id(made[0]) not in seen and not self._once(ctx, made[0], made[0]):
+                seen.add(id(made[0]))
+                yield made
 
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
