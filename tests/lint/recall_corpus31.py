@@ -239,7 +239,7 @@ QUIET += [
 # them where they are used. A buffer kept on the host, or in NumPy, is indexed where it lives.
 PROJECTS += [
     ProjectShape("TW205", "np.random indices into a replay buffer made with device= (found) and into a GPU op's output (found); "
-                 "the same into a buffer on the CPU or in NumPy (quiet)",
+                 "the same into a buffer on the CPU, in NumPy, or built only with its device left at \"cpu\" (quiet)",
                  {"offline.py": d("""
                      import numpy as np
                      import torch
@@ -259,8 +259,15 @@ PROJECTS += [
                          def sample(self, batch_size):
                              idx = np.random.randint(0, self._size, size=batch_size)
                              return self._states[idx], self._actions[idx]
+                     class DefaultBuffer:
+                         def __init__(self, size, state_dim, device="cpu"):
+                             self._states = torch.zeros((size, state_dim), device=device)
+                         def sample(self, batch_size):
+                             idx = np.random.randint(0, len(self._states), size=batch_size)
+                             return self._states[idx]
                      def train(agent, buffer, opt, steps, device):
                          agent.to(device)
+                         extra = DefaultBuffer(1000, 8)
                          for _ in range(steps):
                              loss = agent.loss(buffer.sample(256))
                              opt.zero_grad()

@@ -117,7 +117,8 @@ What it flags
   in the helper; the indexed tensor on the device by evidence, or computed by calls from one:
   `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch), an index
   array NumPy draws on the host for a tensor on the device (`idx = np.random.randint(0, n, size=b)`,
-  then `self._states[idx]` of a replay buffer that `__init__` made with `device=`;
+  then `self._states[idx]` of a replay buffer that `__init__` made with `device=` - not when every
+  construction leaves that device at a `"cpu"` default or passes the CPU;
   `fps_idx[:, np.random.choice(n, k, False)]` of a GPU op's output), or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides

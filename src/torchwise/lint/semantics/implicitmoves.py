@@ -12,6 +12,7 @@ import ast
 from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.cpudevices import cpu_parameter
 from torchwise.lint.semantics.devices import device_move_target, file_moves_to_device, is_cpu_device, is_device_tensor
 from torchwise.lint.semantics.handoff import returned_new
 from torchwise.lint.semantics.starnames import star_qualname
@@ -100,6 +101,10 @@ def _device_attribute(ctx: Context, expr: AST, use: AST) -> bool:
             device = next((k.value for k in value.keywords if k.arg == "device"), None)
         if device is None or device is not True and is_cpu_device(ctx, device, value):
             return False
+        init = ctx.function_of(value)
+        if device.__class__ is ast.Name and init is not None and init.name == "__init__" \
+                and cpu_parameter(ctx, cls, init, device.id):
+            return False  # ReplayBuffer(dim, size) everywhere, with device="cpu" by default: kept on the host
     return bool(values)
 
 
