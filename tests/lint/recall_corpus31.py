@@ -420,3 +420,42 @@ PROJECTS += [
                  """)},
                  (("shake.py", 5), ("shake.py", 7), ("shake.py", 10), ("shake.py", 18))),
 ]
+
+# A flow decoder keeps its normalising layers in a list of modules and runs them all with the
+# mask (`for f in flows: x = f(x, x_mask)`, in reverse when sampling): the `forward`'s fallback
+# for a missing mask never runs. A norm layer its owner calls once without the mask keeps it.
+PROJECTS += [
+    ProjectShape("TW205", "a module forward's mask fallback where its builder calls every instance with the mask, through "
+                 "a list of modules and reversed() (quiet); one an owner calls without the mask (found)",
+                 {"layers.py": d("""
+                     import torch
+                     import torch.nn as nn
+                     class ActNorm(nn.Module):
+                         def forward(self, x, x_mask=None, reverse=False):
+                             if x_mask is None:
+                                 x_mask = torch.ones(x.size(0), 1, x.size(2)).to(device=x.device, dtype=x.dtype)
+                             return (x - self.bias) * x_mask
+                     class MaskedNorm(nn.Module):
+                         def forward(self, x, mask=None):
+                             if mask is None:
+                                 mask = torch.ones(x.size(0), 1, x.size(2)).to(x.device)
+                             return x * mask
+                 """),
+                 "model.py": d("""
+                     import torch.nn as nn
+                     import layers
+                     class Decoder(nn.Module):
+                         def __init__(self, c, n):
+                             super().__init__()
+                             self.flows = nn.ModuleList()
+                             for _ in range(n):
+                                 self.flows.append(layers.ActNorm(c))
+                             self.norm = layers.MaskedNorm()
+                         def forward(self, x, x_mask, reverse=False):
+                             flows = reversed(self.flows) if reverse else self.flows
+                             for f in flows:
+                                 x = f(x, x_mask, reverse=reverse)
+                             return self.norm(x)
+                 """)},
+                 (("layers.py", 11),)),
+]

@@ -157,7 +157,8 @@ What it flags
   in two utility modules, each module's own users calling its own), nor a fallback for an argument that
   every call of the function passes (`if x_mask is None: x_mask = torch.ones(...)` in a helper every
   call of which, in its module and the modules importing it, gives `x_mask`; also a method called as
-  `self.vae.decode(s, z)` everywhere).
+  `self.vae.decode(s, z)` everywhere, or the `forward` of a module every instance of which its owner
+  calls with it: `for f in self.flows: x = f(x, x_mask)`).
   Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data

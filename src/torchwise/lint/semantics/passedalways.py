@@ -8,8 +8,11 @@ Only where every call can be seen: a module-level function called by its name in
 the modules importing it (a reference that is not a call - a callback - or a star import of the
 module says nothing), or a method (not ``forward``/``__call__``, which a module's ``__call__``
 reaches) called as ``something.name(...)`` in its file and in the modules importing it, whatever
-the receiver (a method of another class with that name must pass the argument too). No call at
-all says nothing either (a library function's callers are not in the project).
+the receiver (a method of another class with that name must pass the argument too), or the
+``forward`` of a module class every instance of which its builder keeps as ``self.norm`` or in a
+list of modules (``self.flows.append(ActNorm(c))``) and calls with the argument (``for f in
+self.flows: x = f(x, x_mask)``). No call at all says nothing either (a library function's
+callers are not in the project).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import ast
 import os
 
 from torchwise.lint.engine import AST, Context, has_star_args
-from torchwise.lint.semantics.callers import MAX_CALLER_FILES, imports_module, parsed_file
+from torchwise.lint.semantics.callers import MAX_CALLER_FILES, imports_module, parsed_file, project_calls
 
 
 def fallback_never_taken(ctx: Context, node: AST) -> bool:
@@ -90,8 +93,10 @@ def _always_passed(ctx: Context, func: AST, param: str) -> bool:
 def _every_call_passes(ctx: Context, func: AST, param: str) -> bool:
     owner = ctx.parent(func)
     method = owner.__class__ is ast.ClassDef
-    if method and (func.name in ("forward", "__call__") or func.name.startswith("__")):
-        return False  # called through the module's __call__ or by Python itself: the calls are not by name
+    if method and func.name == "forward":
+        return _module_calls_pass(ctx, owner, param, _position(ctx, func, param))
+    if method and (func.name == "__call__" or func.name.startswith("__")):
+        return False  # called by Python itself: the calls are not by name
     if not method and owner is not ctx.tree:
         return False  # a nested function: handed around more often than not
     index = _position(ctx, func, param)
@@ -169,3 +174,119 @@ def _imported_from(where: Context, name: str, stem: str) -> bool:
         return True
     return any(node.level and (node.module or "").rsplit(".", 1)[-1] == stem and any(
         (a.asname or a.name) == name for a in node.names) for node in where.nodes.get(ast.ImportFrom, ()))
+
+
+def _module_calls_pass(ctx: Context, cls: ast.ClassDef, param: str, index: int | None) -> bool:
+    """Every instance of the module class ``cls`` - built in this file or a module importing it -
+    is kept by the class that builds it (``self.norm = ActNorm(c)``, ``self.flows.append(ActNorm(c))``,
+    ``self.flows = nn.ModuleList([...])``) and every call of it there passes ``param``
+    (``self.norm(x, x_mask)``, ``for f in self.flows: x = f(x, x_mask)``, ``for f in
+    reversed(self.flows)``, also through a name bound to one of them)."""
+    if ctx.parent(cls) is not ctx.tree:
+        return False
+    sites = [(ctx, c) for c in ctx.calls_named(cls.name) if c.func.__class__ is ast.Name]
+    if ctx.project.files:
+        sites += list(project_calls(ctx, cls.name))
+    if not sites:
+        return False
+    for where, build in sites:
+        holder = _holder(where, build)
+        if holder is None or not _held_calls_pass(where, holder, param, index):
+            return False
+    return True
+
+
+def _holder(where: Context, build: ast.Call) -> tuple[ast.ClassDef, str, bool] | None:
+    """``(class, attribute, many)`` of ``self.attr = Cls(...)`` (one) or ``self.attr.append(Cls(...))``,
+    ``self.attr = nn.ModuleList([Cls(...), ...])`` (many)."""
+    parent = where.parent(build)
+    many = False
+    if parent.__class__ in (ast.List, ast.Tuple):
+        parent = where.parent(parent)
+        many = parent.__class__ is ast.Call and (where.qualname(parent.func) or "").endswith("ModuleList")
+        if not many:
+            return None
+        parent = where.parent(parent)
+    elif parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "append" \
+            and build in parent.args:
+        return _self_attr(where, parent.func.value, build)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1:
+        return None
+    found = _self_attr(where, parent.targets[0], build)
+    return (found[0], found[1], many) if found is not None else None
+
+
+def _self_attr(where: Context, target: AST, node: AST) -> tuple[ast.ClassDef, str, bool] | None:
+    if target.__class__ is not ast.Attribute or target.value.__class__ is not ast.Name or target.value.id != "self":
+        return None
+    cls = where.class_of(node)
+    return (cls, target.attr, True) if cls is not None else None
+
+
+def _held_calls_pass(where: Context, holder: tuple[ast.ClassDef, str, bool], param: str, index: int | None) -> bool:
+    """Every use of ``self.attr`` in the holding class is a call that passes ``param`` - or, for a
+    list of modules, a loop over it (maybe ``reversed``, maybe through a name) whose variable is
+    only called with ``param`` or used for its attributes."""
+    cls, attr, many = holder
+    calls = 0
+    for node in ast.walk(cls):
+        if node.__class__ is not ast.Attribute or node.attr != attr or node.value.__class__ is not ast.Name \
+                or node.value.id != "self" or node.ctx.__class__ is not ast.Load:
+            continue
+        parent = where.parent(node)
+        if parent.__class__ is ast.Call and parent.func is node:
+            if many or not _passes(parent, param, index):
+                return False
+            calls += 1
+            continue
+        if parent.__class__ is ast.Attribute and parent.attr == "append":
+            continue  # filling the list
+        if not many:
+            return False
+        loops = _loops_over(where, node)
+        if loops is None:
+            return False
+        for loop in loops:
+            found = _loop_calls_pass(loop, param, index)
+            if found is None:
+                return False
+            calls += found
+    return calls > 0
+
+
+def _loops_over(where: Context, node: AST) -> list[ast.For] | None:
+    """The ``for`` loops that iterate over ``node`` (``self.flows``): directly, through ``reversed``,
+    or through a name it is bound to (``flows = reversed(self.flows)``); None for any other use."""
+    expr = node
+    parent = where.parent(expr)
+    while parent.__class__ is ast.Call and parent.func.__class__ is ast.Name and parent.func.id == "reversed" \
+            or parent.__class__ is ast.IfExp and expr is not parent.test:
+        expr, parent = parent, where.parent(parent)  # reversed(self.flows) if reverse else self.flows
+    if parent.__class__ is ast.For and parent.iter is expr and parent.target.__class__ is ast.Name:
+        return [parent]
+    if parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ is ast.Name:
+        name = parent.targets[0].id
+        func = where.function_of(parent)
+        loops = [n for n in ast.walk(func) if n.__class__ is ast.For and n.iter.__class__ is ast.Name and n.iter.id == name
+                 and n.target.__class__ is ast.Name] if func is not None else []
+        return loops or None
+    return None
+
+
+def _loop_calls_pass(loop: ast.For, param: str, index: int | None) -> int | None:
+    """How many calls of the loop variable the body makes, all passing ``param``; None when one
+    does not or the variable goes anywhere else than a call or an attribute."""
+    var = loop.target.id
+    calls = 0
+    parents = {id(c): p for p in ast.walk(loop) for c in ast.iter_child_nodes(p)}
+    for node in ast.walk(loop):
+        if node.__class__ is not ast.Name or node.id != var or node is loop.target:
+            continue
+        parent = parents.get(id(node))
+        if parent.__class__ is ast.Call and parent.func is node:
+            if not _passes(parent, param, index):
+                return None
+            calls += 1
+        elif parent.__class__ is not ast.Attribute:
+            return None
+    return calls
