@@ -459,3 +459,40 @@ PROJECTS += [
                  """)},
                  (("layers.py", 11),)),
 ]
+
+# ------------------------------------------------------------- TW205 once per setting, in a function run once per epoch
+# DeepCluster-style training clusters its memory bank once per epoch, for each number of
+# prototypes given on the command line (`for K in args.nmb_prototypes:`): the centroids it starts
+# from are made once per setting and epoch. The k-means iterations inside allocate every pass.
+PROJECTS += [
+    ProjectShape("TW205", "centroids made per command-line setting in a clustering step run once per epoch (quiet); the "
+                 "k-means iterations' buffers (found)",
+                 {"main_cluster.py": d("""
+                     import argparse
+                     import torch
+                     parser = argparse.ArgumentParser()
+                     parser.add_argument("--nmb_prototypes", default=[3000, 3000], type=int, nargs="+")
+                     parser.add_argument("--feat_dim", default=128, type=int)
+                     args = parser.parse_args()
+                     def cluster_memory(bank, n_iters=10):
+                         for K in args.nmb_prototypes:
+                             centroids = torch.empty(K, args.feat_dim).cuda(non_blocking=True)
+                             for it in range(n_iters):
+                                 assign = (bank @ centroids.t()).argmax(1)
+                                 sums = torch.zeros(K, args.feat_dim).cuda(non_blocking=True)
+                                 sums.index_add_(0, assign, bank)
+                                 centroids = sums
+                         return centroids
+                     def train(loader, model, optimizer, bank):
+                         centroids = cluster_memory(bank)
+                         for x in loader:
+                             loss = model(x.cuda(), centroids)
+                             optimizer.zero_grad()
+                             loss.backward()
+                             optimizer.step()
+                     def main(loader, model, optimizer, bank):
+                         for epoch in range(100):
+                             train(loader, model, optimizer, bank)
+                 """)},
+                 (("main_cluster.py", 12),)),
+]

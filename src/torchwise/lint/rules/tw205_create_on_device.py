@@ -175,7 +175,8 @@ What it flags
   only (`features = None` before it, `if features is None: features = torch.zeros(n,
   d).cuda()` in it; also when a checkpoint may have restored it before the loop, not when it is set
   back to None in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
-  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
+  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it; also an
+  allocation inside such a loop, `for K in args.nmb_prototypes:` in a clustering step run once per epoch).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there - nor a move to a device attribute that is the CPU by construction

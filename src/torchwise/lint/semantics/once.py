@@ -43,12 +43,13 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     helper class built in a forward pass excepted), before or after the loop of a function that
     loops (unless a forward pass calls it: :func:`called_per_call`, or a loop over batches or
     items does: :func:`called_per_item`), in a helper every caller of which (in this file) runs once or evaluates (an
-    evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
+    evaluator's method), and on a NaN recovery path - also inside loops over a few settings only
+    (:func:`settings_loop`), once per setting; no inside other loops or a comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
     loops = ctx.enclosing_loops(node)
-    if loops and not (ctx.scope_of(node) is ctx.tree and all(settings_loop(ctx, loop) for loop in loops)):
-        return False  # (a script's loop over a few settings, `for res in RESOLUTIONS:`, runs once per setting)
+    if loops and not all(settings_loop(ctx, loop) for loop in loops):
+        return False  # (a loop over a few settings, `for res in RESOLUTIONS:`, `for K in args.nmb_prototypes:`, runs once per setting)
     for anc in ctx.ancestors(node):
         if anc.__class__ in _COMPREHENSIONS:
             return False
