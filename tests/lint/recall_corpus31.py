@@ -496,3 +496,51 @@ PROJECTS += [
                  """)},
                  (("main_cluster.py", 12),)),
 ]
+
+# ------------------------------------------------------------- TW205 used only by a dataset a module's demo builds (ruling R5)
+# A dataset module the training script imports keeps a second dataset class that only its own
+# `if __name__ == "__main__":` demo builds; that class calls a sampler of a utilities module per
+# item. The sampler never runs in training or evaluation. The dataset the script builds keeps
+# the finding of the helper it calls.
+PROJECTS += [
+    ProjectShape("TW205", "a sampler called only by a dataset class built in another module's __main__ demo (quiet); a "
+                 "helper the dataset the script builds calls per item (found)",
+                 {"point_util.py": d("""
+                     import torch
+                     def far_sample(xyz, k):
+                         picked = [0]
+                         for i in range(k):
+                             floor = torch.full((xyz.size(0),), 1e-3).to(xyz.device)
+                             picked.append(int(((xyz - xyz[picked[-1]]).norm(dim=-1) + floor).argmax()))
+                         return picked
+                     def jitter(xyz):
+                         return xyz + torch.randn(xyz.shape).to(xyz.device) * 0.01
+                 """),
+                 "dataset.py": d("""
+                     import torch
+                     from torch.utils.data import Dataset
+                     from point_util import far_sample, jitter
+                     class ShapeLoader(Dataset):
+                         def __getitem__(self, i):
+                             pts = torch.load(self.files[i]).cuda()
+                             return pts[far_sample(pts, 1024)]
+                     class PartDataset(Dataset):
+                         def __getitem__(self, i):
+                             return jitter(torch.load(self.files[i]).cuda())
+                     if __name__ == "__main__":
+                         data = ShapeLoader()
+                         for i in range(10):
+                             print(data[i].shape)
+                 """),
+                 "main.py": d("""
+                     from torch.utils.data import DataLoader
+                     from dataset import PartDataset
+                     def main(model, opt):
+                         for x in DataLoader(PartDataset(), batch_size=8):
+                             loss = model(x)
+                             opt.zero_grad()
+                             loss.backward()
+                             opt.step()
+                 """)},
+                 (("point_util.py", 9),)),
+]

@@ -1,8 +1,10 @@
 """Dead code across the project: a module-level function or class of a file that nothing in the
 project names (``def recall(...)`` left in a metrics module, ``def all_gather(data)`` in an unused
 distributed helper; an import of it is no use when the importing module only calls it in a
-comment, ``# flops = count_flops(model, n)``), or that only dead code names (``sequence_mask`` called only by the
-``forward`` of a ``GlobalAttention`` class nobody builds); and a function or method whose name
+comment, ``# flops = count_flops(model, n)``; a copy of it that another module defines or imports
+from a third is no use either), or that only dead code names (``sequence_mask`` called only by the
+``forward`` of a ``GlobalAttention`` class nobody builds; also in another module, or the ``if
+__name__ == "__main__":`` demo of a module the project imports); and a function or method whose name
 occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
 (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
@@ -19,6 +21,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.superseded import superseded
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
@@ -92,9 +95,48 @@ def _module_in_use(ctx: Context) -> bool:
         stem = re.escape(raw)
         imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                              r"[^\n]*\b" + stem + r"\b)", re.M)
-        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
+        imported = any(imports.search(t) is not None for t in others)
+        ctx._cache["deadcode:imported"] = imported
+        found = "__main__" in ctx.source or imported
         ctx._cache["deadcode:used"] = found
     return found
+
+
+def _main_block(ctx: Context) -> tuple[int, int] | None:
+    """The lines of the ``if __name__ == "__main__":`` block of a module other modules of the
+    project import: a demo or self-test run by hand, not a use by the project."""
+    if "__main__" not in ctx.source or not _module_in_use(ctx) or not ctx._cache.get("deadcode:imported"):
+        return None
+    for stmt in ctx.tree.body:
+        if stmt.__class__ is ast.If and "__main__" in ctx.text(stmt.test) and "__name__" in ctx.text(stmt.test):
+            return stmt.lineno, stmt.end_lineno or stmt.lineno
+    return None
+
+
+def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str], depth: int) -> bool:
+    """Every use of the name in the other module ``path`` lies in its own dead code - a class or
+    function nothing uses, or the demo block of a module the project imports (``ModelNetDataLoader``
+    built only under ``if __name__ == "__main__":`` of a dataset module)."""
+    if depth < 0:
+        return False
+    other = parsed_file(ctx.project, path, text)
+    if other is None or not _module_in_use(other):
+        return False
+    spans, demo = _top_level_spans(other), _main_block(other)
+    imports = [m.span() for m in _IMPORT_STMT.finditer(text)]
+    for m in word.finditer(text):
+        if any(a <= m.start() < b for a, b in imports):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        if "#" in text[text.rfind("\n", 0, m.start()) + 1:m.start()]:
+            continue  # in a comment
+        owner = _owner_at(spans, line)
+        if owner is None:
+            if demo is None or not demo[0] <= line <= demo[1]:
+                return False
+        elif not _dead(other, owner, depth):
+            return False
+    return True
 
 
 def _top_level_of(ctx: Context, node: AST) -> AST | None:
@@ -157,9 +199,10 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     if any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
-           and _used_beyond_import(p, text, word) for p, text in ctx.project.files):
+           and _used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
+           for p, text in ctx.project.files):
         return False  # named in another module: called, listed in a registry, re-exported...
-    spans = _top_level_spans(ctx)
+    spans, demo = _top_level_spans(ctx), _main_block(ctx)
     lines = ctx.source.splitlines()
     for number, line in enumerate(lines, 1):
         if name not in line:
@@ -170,6 +213,8 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             owner = _owner_at(spans, number)
             if owner is top:
                 continue  # recursion, or the class naming itself
+            if owner is None and demo is not None and demo[0] <= number <= demo[1]:
+                continue  # the demo block of a module the project imports
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
     return True
