@@ -544,3 +544,40 @@ PROJECTS += [
                  """)},
                  (("point_util.py", 9),)),
 ]
+
+# ------------------------------------------------------------- TW205 a random mask filled row by row with NumPy
+# Masked point-cloud autoencoders draw which patches to hide in NumPy on every forward: a zero
+# array filled row by row with a shuffled `np.hstack([np.zeros(g - k), np.ones(k)])`, converted
+# with `torch.from_numpy(...).to(torch.bool)` (a cast) and moved to the centres' device. Rows
+# filled from the batch's own data have to cross anyway.
+PROJECTS += [
+    ProjectShape("TW205", "a mask filled row by row with shuffled NumPy arrays, cast and moved every forward (found); rows "
+                 "copied from the caller's data (quiet)",
+                 {"mae.py": d("""
+                     import numpy as np
+                     import torch
+                     import torch.nn as nn
+                     class MaskEncoder(nn.Module):
+                         def _mask_rand(self, center):
+                             B, G, _ = center.shape
+                             k = int(self.ratio * G)
+                             overall = np.zeros([B, G])
+                             for i in range(B):
+                                 row = np.hstack([np.zeros(G - k), np.ones(k)])
+                                 np.random.shuffle(row)
+                                 overall[i, :] = row
+                             overall = torch.from_numpy(overall).to(torch.bool)
+                             return overall.to(center.device)
+                         def _mask_given(self, center, keep):
+                             B, G, _ = center.shape
+                             overall = np.zeros([B, G])
+                             for i in range(B):
+                                 overall[i, :] = keep[i]
+                             overall = torch.from_numpy(overall).to(torch.bool)
+                             return overall.to(center.device)
+                         def forward(self, x, center, keep=None):
+                             mask = self._mask_rand(center) if keep is None else self._mask_given(center, keep)
+                             return self.blocks(x[~mask])
+                 """)},
+                 (("mae.py", 14),)),
+]

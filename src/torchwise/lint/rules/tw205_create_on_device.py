@@ -62,7 +62,9 @@ What it flags
   read from somewhere, which has to cross anyway: an agent's observation
   `torch.FloatTensor(state).to(device)`, a replay minibatch, the arrays a model method is handed)
   and `torch.from_numpy` of an array NumPy makes right there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
-  with `np.random.shuffle(perm)`; also `torch.tensor(arr)` or a typed constructor of it,
+  with `np.random.shuffle(perm)`; a mask filled row by
+  row with such arrays, `overall[i, :] = row` of a shuffled `np.hstack([np.zeros(g - k), np.ones(k)])`,
+  also cast with `.to(torch.bool)` before the move; also `torch.tensor(arr)` or a typed constructor of it,
   `LongTensor(perm)` - also under names a star import of the project hands on, `from utils import *`)
   or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers

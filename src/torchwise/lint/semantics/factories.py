@@ -9,7 +9,7 @@ import ast
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.semantics.actions import model_input_copy
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.devices import is_device_tensor, is_dtype_expr
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
@@ -138,8 +138,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     while True:
         func = inner.func
         q = ctx.qualname(func)
-        if func.__class__ is ast.Attribute and func.attr in SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
-                and q is None:
+        if func.__class__ is ast.Attribute and (func.attr in SHAPE_METHODS or _retyped(ctx, inner)) \
+                and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) and q is None:
             if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
                 made = cpu_factory(ctx, func.value)
                 return (made[0], True, made[2]) if made is not None else None
@@ -178,6 +178,11 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
                 or host_round_trip(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+def _retyped(ctx: Context, call: ast.Call) -> bool:
+    """``.to(torch.bool)``: a cast, which keeps the tensor where it is."""
+    return call.func.attr == "to" and len(call.args) == 1 and not call.keywords and is_dtype_expr(ctx, call.args[0])
 
 
 def _number_like(node: ast.AST, depth: int = 2) -> bool:
