@@ -3,27 +3,23 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.callers import never_called
-from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
+from torchwise.lint.semantics.movetargets import move_target, tensor_target
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.remotemovers import handed_to_movers
-from torchwise.lint.semantics.stored import branch_alternatives, host_built, stored_then_moved
-from torchwise.lint.semantics.tensorlike import tensor_like
+from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
-_DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 # calls whose argument is an example input, used once (to trace or draw the graph)
 _EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
 
@@ -210,7 +206,7 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         seen: set[int] = set()
         for call in ctx.calls_named("cuda", "to", "type_as", "type"):
-            target = _move_target(ctx, call)
+            target = move_target(ctx, call)
             if target is None:
                 continue
             for site, made, separate, via in self._sources(ctx, call):
@@ -297,7 +293,7 @@ Fix
         fix = None
         if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
             fix = self._fix(ctx, call, inner, target)
-        where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
+        where = f"{ctx.text(target)}'s device" if target is not True and tensor_target(ctx, call) else "the device"
         if factory in LEGACY or factory == "from_numpy":
             suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
                           if factory in LEGACY else
@@ -311,7 +307,7 @@ Fix
 
     @staticmethod
     def _fix(ctx: Context, call: ast.Call, inner: ast.Call, target: ast.AST | bool) -> Fix | None:
-        if _tensor_target(ctx, call):
+        if tensor_target(ctx, call):
             return None  # .to(other) also casts to its dtype
         if target is True:
             if call.args or call.keywords:
@@ -338,73 +334,11 @@ def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
     return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)
 
 
-def _tensor_target(ctx: Context, call: ast.Call) -> bool:
-    """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
-    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None
-                                            and _device_call(call) is None)
-
-
-def _device_call(call: ast.Call) -> ast.AST | None:
-    """``.to(self._device())``, ``.to(get_device(t))``, ``.to(model.device())``: the device from a
-    call of a function named for it (not ``device_count()`` or ``get_device_name()``)."""
-    if call.func.attr != "to" or not call.args or call.args[0].__class__ is not ast.Call:
-        return None
-    name = (last_name(call.args[0].func) or "").lower()
-    return call.args[0] if _DEVICE_FUNC.match(name) else None
-
-
-def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
-    """Where ``call`` moves its receiver: True for ``.cuda()``, the device or tensor expression
-    of ``.to(...)``/``.type_as(...)``; None when it is not a move (``.to(torch.float16)``,
-    ``.to("cpu")``)."""
-    if call.func.__class__ is not ast.Attribute:
-        return None
-    if call.func.attr == "type":  # .type(torch.cuda.FloatTensor): a move, like .cuda()
-        return True if len(call.args) == 1 and not call.keywords and _cuda_type(ctx, call.args[0], call) else None
-    target = device_move_target(ctx, call)
-    if target is not None:
-        if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
-            return None  # .to("cpu") of a new tensor: it is made there already
-        if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
-                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
-                               SHAPE_METHODS):
-            return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
-        if target is not True and target.__class__ is ast.Attribute and cpu_attribute(ctx, target, call):
-            return None  # .to(self.loss_device), which every construction of the module sets to the CPU
-        return target
-    target = _device_call(call)
-    if target is not None:
-        return target
-    if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
-        return None
-    other = call.args[0]
-    if other.__class__ not in (ast.Name, ast.Attribute, ast.Subscript) or is_dtype_expr(ctx, other):
-        return None
-    if is_dtype_expr(ctx, ctx.resolve(other, call)) or any(k.arg == "dtype" for k in call.keywords):
-        return None  # precision = torch.half; x.to(precision)
-    return other if tensor_like(ctx, other, call) else None
-
-
-def _cuda_type(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """``torch.cuda.FloatTensor``, or a name bound to it - also as one branch of ``torch.cuda.FloatTensor
-    if x.is_cuda else torch.FloatTensor``: the CUDA tensor types of a ``.type(...)`` that moves."""
-    if expr.__class__ is ast.Name:
-        expr = ctx.resolve(expr, use)
-    elif expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
-        expr = ctx.single_self_value(expr, use) or expr
-    if expr.__class__ is ast.IfExp:
-        return _cuda_type(ctx, expr.body, use) or _cuda_type(ctx, expr.orelse, use)
-    if expr.__class__ is ast.Constant:
-        return isinstance(expr.value, str) and expr.value.startswith("torch.cuda.")
-    q = ctx.qualname(expr) if expr.__class__ is ast.Attribute else None
-    return bool(q) and q.startswith("torch.cuda.") and q.endswith("Tensor")
-
-
 def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
     if target is True:
         return 'device="cuda"'
     text = ctx.text(target)
-    if _tensor_target(ctx, call):
+    if tensor_target(ctx, call):
         return f"device={text}.device, dtype={text}.dtype"
     return f"device={text}"
 
