@@ -581,3 +581,40 @@ PROJECTS += [
                  """)},
                  (("mae.py", 14),)),
 ]
+
+# ------------------------------------------------------------- TW205 pulled to the host for .unique() and sent back
+# YOLO ports run non-maximum suppression per image: the class column of the detections is pulled
+# to the host for `.unique()` and sent back under `if prediction.is_cuda:` - two crossings and a
+# synchronisation per image for an operation torch runs on the GPU. Kept on the host, or moved
+# without any work done there, it stays quiet.
+FIND += [
+    Shape("TW205", "NMS: detections[:, -1].cpu().unique(), then .cuda() under if prediction.is_cuda", d("""
+        import torch
+        def non_max_suppression(prediction, conf_thres=0.5):
+            output = [None] * len(prediction)
+            for i, image_pred in enumerate(prediction):
+                image_pred = image_pred[image_pred[:, 4] >= conf_thres]
+                detections = torch.cat((image_pred[:, :5], image_pred[:, 5:].argmax(1, keepdim=True).float()), 1)
+                unique_labels = detections[:, -1].cpu().unique()
+                if prediction.is_cuda:
+                    unique_labels = unique_labels.cuda()
+                for c in unique_labels:
+                    output[i] = detections[detections[:, -1] == c]
+            return output
+    """), 7),
+]
+QUIET += [
+    Shape("TW205", "look-alike: labels kept on the host after .cpu().unique(), and a tensor moved back without work on the host", d("""
+        import torch
+        def summarize(prediction, model):
+            out = []
+            for image_pred in prediction:
+                labels = image_pred[:, -1].cpu().unique()
+                out.append(labels.tolist())
+                scores = image_pred[:, 4].cpu()
+                if prediction.is_cuda:
+                    scores = scores.cuda()
+                out.append(model(scores))
+            return out
+    """)),
+]

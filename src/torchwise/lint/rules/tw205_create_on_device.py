@@ -16,6 +16,7 @@ from torchwise.lint.semantics.movetargets import move_target, tensor_target
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
+from torchwise.lint.semantics.pulledback import pulled_back
 from torchwise.lint.semantics.remotemovers import handed_to_movers
 from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
@@ -90,7 +91,9 @@ What it flags
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
   model's output: two crossings for work `torch.flip` does on the device; also the action a rollout
   pulled to NumPy for `env.step`, converted back with `torch.as_tensor(act)` and written into a device
-  tensor) - where the code runs
+  tensor; a device tensor pulled to the host for an operation torch runs on the device too and moved
+  back, `labels = det[:, -1].cpu().unique()` then `labels = labels.cuda()` under `if x.is_cuda:`,
+  reported at the `.cpu()`) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
@@ -221,6 +224,12 @@ Fix
                 if separate and not via and site is call:
                     for other in self._other_branches(ctx, call, seen):
                         yield self._finding(ctx, call, other[0], other, True, " (made in another branch)", target)
+            pulled = pulled_back(ctx, call) if id(call) not in seen and call.func.attr in ("cuda", "to") else None
+            if pulled is not None and not self._once(ctx, call, call):
+                seen.add(id(call))
+                yield ctx.finding(self.code, pulled, f"{ctx.text(pulled.func.value)} is pulled to the host with .cpu() and "
+                                  f"copied back to the device at line {call.lineno}",
+                                  suggestion="do the work on the device and drop the .cpu() and the move back")
             helper = round_trip_helper(ctx, call, target) if id(call) not in seen else None
             if helper is not None and not self._once(ctx, call, call):
                 seen.add(id(call))
