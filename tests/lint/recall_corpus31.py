@@ -618,3 +618,61 @@ QUIET += [
             return out
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 a table built from numbers by a helper, moved each call
+# A speech enhancer resamples inside every forward: `kernel_up(zeros).to(x)`, the helper building
+# a sinc kernel from `th.hann_window(4 * zeros + 1)` and `th.linspace(...)` with only its number
+# argument. A beta-TCVAE loss takes `importance_matrix(batch_size, n_data).to(z.device)` from a
+# utilities module every step, the helper filling `torch.Tensor(b, b).fill_(1 / m)` from the two
+# numbers. Helpers that use an argument as data, or read a file, build something else.
+PROJECTS += [
+    ProjectShape("TW205", "helpers that build a kernel or weight matrix from numbers alone, moved by a forward pass and a loss "
+                 "every call (found); helpers given data or reading a file (quiet)",
+                 {"resample.py": d("""
+                     import math
+                     import torch as th
+                     from torch.nn import functional as F
+                     def kernel_up(zeros=56):
+                         win = th.hann_window(4 * zeros + 1, periodic=False)
+                         t = th.linspace(-zeros + 0.5, zeros - 0.5, 2 * zeros)
+                         t *= math.pi
+                         return (th.sin(t) / t * win[1::2]).view(1, 1, -1)
+                     def centred(x, n):
+                         return th.zeros(n) + x.mean()
+                     def upsample(x, zeros=56):
+                         kernel = kernel_up(zeros).to(x)
+                         bias = centred(x.cpu(), x.size(-1)).to(x)
+                         return F.conv1d(x, kernel, padding=zeros) + bias
+                 """),
+                 "util/__init__.py": "",
+                 "util/mathx.py": d("""
+                     import numpy as np
+                     import torch
+                     def importance_matrix(batch_size, dataset_size):
+                         n, m = dataset_size, batch_size - 1
+                         w = torch.Tensor(batch_size, batch_size).fill_(1 / m)
+                         w.view(-1)[::m + 1] = 1 / n
+                         w[m - 1, 0] = (n - m) / (n * m)
+                         return w.log()
+                     def saved_prior(size):
+                         return torch.from_numpy(np.load("prior.npy")[:size])
+                 """),
+                 "losses.py": d("""
+                     import torch.nn as nn
+                     from util.mathx import importance_matrix, saved_prior
+                     class TCLoss(nn.Module):
+                         def forward(self, z, n_data):
+                             b, d = z.shape
+                             w = importance_matrix(b, n_data).to(z.device)
+                             p = saved_prior(d).to(z.device)
+                             return (z.logsumexp(1) * w.sum(1)).mean() + p.sum()
+                 """),
+                 "model.py": d("""
+                     import torch.nn as nn
+                     from resample import upsample
+                     class Enhancer(nn.Module):
+                         def forward(self, x):
+                             return self.net(upsample(x))
+                 """)},
+                 (("resample.py", 12), ("losses.py", 6))),
+]

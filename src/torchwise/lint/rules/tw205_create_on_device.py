@@ -18,6 +18,7 @@ from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.pulledback import pulled_back
 from torchwise.lint.semantics.remotemovers import handed_to_movers
+from torchwise.lint.semantics.sizebuilders import size_builder_call
 from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
@@ -82,6 +83,9 @@ What it flags
   every part of a join is on one device), also after host arithmetic and a retype
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
+  or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a
+  sinc kernel from `th.hann_window(4 * zeros + 1)`; `importance_matrix(b, n_data).to(z.device)` from a
+  utilities module; not a helper that uses an argument as data or reads a file)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it; also a function of another
   module of the project, found through the `__init__.py` files that re-export it, `scores =
@@ -278,6 +282,10 @@ Fix
         if made is not None:
             name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)
             yield call, made, True, f" (made in {name}())"
+        elif not found:
+            built = size_builder_call(ctx, recv)  # kernel_upsample2(zeros).to(x): a table of constants
+            if built is not None:
+                yield call, (built[0], True, built[1]), True, f" (in {last_name(built[0].func)}(), from numbers alone)"
 
     def _other_branches(self, ctx: Context, call: ast.Call, seen: set[int]) -> Iterator[tuple[ast.Call, bool, str]]:
         """The CPU factories of the other branches of an ``if``/``elif``/``else`` that each make the
