@@ -113,12 +113,46 @@ def _main_block(ctx: Context) -> tuple[int, int] | None:
     return None
 
 
+def _owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
+    """Read from the indentation: every use of the name in ``text`` lies in a module-level ``def``
+    or ``class`` (or an ``if __name__`` block) whose own name no other module of the project
+    mentions - the only uses that can turn out to be dead code of that module."""
+    for m in word.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if text.startswith(("from ", "import "), start) or "#" in text[start:m.start()]:
+            continue
+        head = _column_zero_line(text, start)
+        if head.startswith("if __name__"):
+            continue
+        for kind in ("def ", "async def ", "class "):
+            if head.startswith(kind):
+                owner = head[len(kind):].split("(")[0].split(":")[0].strip()
+                break
+        else:
+            return False  # module-level code (or unreadable by indentation): a use
+        if not owner or _CALLED_BY_NAME.match(owner) or any(
+                p != path and owner in t and _lines_naming(t, owner) for p, t in ctx.project.files):
+            return False
+    return True
+
+
+def _column_zero_line(text: str, start: int) -> str:
+    """The nearest line at or above ``start`` that starts at column 0 with code (a ``def``, a
+    ``class``, an ``if``, a statement)."""
+    while start > 0:
+        line = text[start:text.find("\n", start) if text.find("\n", start) >= 0 else len(text)]
+        if line[:1] not in ("", " ", "\t", "#", "@", ")", "]", "}"):
+            return line
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[:text.find("\n")] if "\n" in text else text
+
+
 def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str], depth: int) -> bool:
     """Every use of the name in the other module ``path`` lies in its own dead code - a class or
     function nothing uses, or the demo block of a module the project imports (``ModelNetDataLoader``
     built only under ``if __name__ == "__main__":`` of a dataset module)."""
-    if depth < 0:
-        return False
+    if depth < 0 or not _owners_look_local(ctx, path, text, word):
+        return False  # a text test first: no module is parsed for a use that is evidently alive
     other = parsed_file(ctx.project, path, text)
     if other is None or not _module_in_use(other):
         return False
@@ -226,17 +260,42 @@ def _own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
     PointNetSetAbstraction`` in two), or imports it from another module of that name's copies
     (``from pointnet_util import farthest_point_sample`` beside ``pointnet2_utils.py``, the module
     it names defining its own). Never when it reaches the name through a module (``utils.name``)
-    or imports it from this one."""
-    esc = re.escape(name)
-    defines = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+" + esc + r"\b", re.M)
-    if ("def " + name in text or "class " + name in text) and defines.search(text) is not None:
-        return re.search(r"\." + esc + r"\b|^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import\b[^\n]*\b" + esc + r"\b", text, re.M) is None
-    sources = {m.group(1).rsplit(".", 1)[-1] for m in re.finditer(
-        r"^[ \t]*from[ \t]+([\w.]+)[ \t]+import\b[^\n]*\b" + esc + r"\b", text, re.M)}
-    if not sources or stem in sources or re.search(r"\." + esc + r"\b", text) is not None:
+    or imports it from this one. String tests on the lines that hold the name, no regex."""
+    lines = _lines_naming(text, name)
+    if any(at and line[at - 1] == "." for line, at in lines):
+        return False  # utils.name: maybe this module's
+    imports = [line.strip() for line, _ in lines if line.lstrip().startswith(("from ", "import "))]
+    if any(_defines(line, name) for line, _ in lines):
+        return not imports
+    sources = {i.split()[1].rsplit(".", 1)[-1] for i in imports if i.startswith("from ") and " import " in i}
+    if not sources or stem in sources or len(sources) != len(imports):
         return False
-    return all(any(os.path.splitext(os.path.basename(p))[0] == s and defines.search(t) is not None
+    return all(any(os.path.splitext(os.path.basename(p))[0] == s and any(_defines(line, name) for line, _ in _lines_naming(t, name))
                    for p, t in ctx.project.files if name in t) for s in sources)
+
+
+def _defines(line: str, name: str) -> bool:
+    """A module-level ``def name(`` / ``class name`` line."""
+    for head in ("def ", "class ", "async def "):
+        if line.startswith(head + name):
+            rest = line[len(head) + len(name):len(head) + len(name) + 1]
+            return not (rest.isalnum() or rest == "_")
+    return False
+
+
+def _lines_naming(text: str, name: str) -> list[tuple[str, int]]:
+    """``(line, column)`` of each whole-word occurrence of ``name`` in ``text``."""
+    out, size = [], len(name)
+    pos = text.find(name)
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + size] if pos + size < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            out.append((text[start:end if end >= 0 else len(text)], pos - start))
+        pos = text.find(name, pos + size)
+    return out
 
 
 _IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
