@@ -676,3 +676,55 @@ PROJECTS += [
                  """)},
                  (("resample.py", 12), ("losses.py", 6))),
 ]
+
+# ------------------------------------------------------------- TW205 a module of the project built and moved every forward
+# A speech-enhancement augmentation builds a low-pass filter bank in each `forward`:
+# `dsp.LowPassFilters([lo, hi]).to(wav.device)`, the bank's `__init__` computing its window and
+# filters with torch on the CPU and registering them as buffers - copied to the device each call.
+# A model built once before the training loop, and a filter bank built in `__init__`, are set-up.
+PROJECTS += [
+    ProjectShape("TW205", "a filter-bank module built and moved in an augmentation's forward (found); the same module "
+                 "built in __init__, and a model built once in train() (quiet)",
+                 {"audio/__init__.py": "",
+                  "audio/dsp.py": d("""
+                      import numpy as np
+                      import torch
+                      class LowPass(torch.nn.Module):
+                          def __init__(self, cutoffs, width=32):
+                              super().__init__()
+                              window = torch.hamming_window(2 * width + 1, periodic=False)
+                              t = np.arange(-width, width + 1, dtype=np.float32)
+                              filters = [2 * c * torch.from_numpy(np.sinc(2 * c * t)) * window for c in cutoffs]
+                              self.register_buffer("filters", torch.stack(filters).unsqueeze(1))
+                          def forward(self, x):
+                              return torch.nn.functional.conv1d(x, self.filters)
+                  """),
+                  "audio/augment.py": d("""
+                      import random
+                      import torch.nn as nn
+                      from . import dsp
+                      class BandMask(nn.Module):
+                          def __init__(self):
+                              super().__init__()
+                              self.fixed = dsp.LowPass([0.1, 0.2])
+                          def forward(self, wav):
+                              lo = random.random() * 0.4
+                              bank = dsp.LowPass([lo, lo + 0.05]).to(wav.device)
+                              return wav - bank(wav) + self.fixed(wav)
+                  """),
+                  "train.py": d("""
+                      import torch
+                      from audio.dsp import LowPass
+                      from audio.augment import BandMask
+                      def train(loader, device):
+                          model = LowPass([0.25]).to(device)
+                          aug = BandMask().to(device)
+                          opt = torch.optim.Adam(model.parameters())
+                          for wav in loader:
+                              loss = model(aug(wav.to(device))).abs().mean()
+                              opt.zero_grad()
+                              loss.backward()
+                              opt.step()
+                  """)},
+                 (("audio/augment.py", 10),)),
+]

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.builtmodules import built_module
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
@@ -85,7 +86,9 @@ What it flags
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a
   sinc kernel from `th.hann_window(4 * zeros + 1)`; `importance_matrix(b, n_data).to(z.device)` from a
-  utilities module; not a helper that uses an argument as data or reads a file)
+  utilities module; not a helper that uses an argument as data or reads a file), or a module of the
+  project built in a forward pass or a training step and moved, `dsp.LowPassFilters([lo, hi]).to(wav.device)`
+  with its `__init__` registering buffers it makes with torch (a model built once before training is set-up)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it; also a function of another
   module of the project, found through the `__init__.py` files that re-export it, `scores =
@@ -286,6 +289,9 @@ Fix
             built = size_builder_call(ctx, recv)  # kernel_upsample2(zeros).to(x): a table of constants
             if built is not None:
                 yield call, (built[0], True, built[1]), True, f" (in {last_name(built[0].func)}(), from numbers alone)"
+            module = built_module(ctx, recv) if built is None else None  # LowPassFilters([lo, hi]).to(wav.device)
+            if module is not None:
+                yield call, (module[0], True, module[1]), True, f" (by {last_name(module[0].func)}.__init__, a module built every call)"
 
     def _other_branches(self, ctx: Context, call: ast.Call, seen: set[int]) -> Iterator[tuple[ast.Call, bool, str]]:
         """The CPU factories of the other branches of an ``if``/``elif``/``else`` that each make the
