@@ -3,26 +3,26 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
+from torchwise.lint.semantics.builtmodules import built_module
 from torchwise.lint.semantics.callers import never_called
-from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
-from torchwise.lint.semantics.implicitmoves import implicit_moves
+from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
+from torchwise.lint.semantics.movetargets import move_target, tensor_target
 from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
+from torchwise.lint.semantics.pulledback import pulled_back
 from torchwise.lint.semantics.remotemovers import handed_to_movers
-from torchwise.lint.semantics.stored import host_built, stored_then_moved
-from torchwise.lint.semantics.tensorlike import tensor_like
+from torchwise.lint.semantics.sizebuilders import size_builder_call
+from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
-_DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 # calls whose argument is an example input, used once (to trace or draw the graph)
 _EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
 
@@ -61,7 +61,9 @@ What it flags
   read from somewhere, which has to cross anyway: an agent's observation
   `torch.FloatTensor(state).to(device)`, a replay minibatch, the arrays a model method is handed)
   and `torch.from_numpy` of an array NumPy makes right there (`np.random.uniform(...)`, `np.eye(k)`, a permutation `perm = np.arange(n)` shuffled in place
-  with `np.random.shuffle(perm)`; also `torch.tensor(arr)` or a typed constructor of it,
+  with `np.random.shuffle(perm)`; a mask filled row by
+  row with such arrays, `overall[i, :] = row` of a shuffled `np.hstack([np.zeros(g - k), np.ones(k)])`,
+  also cast with `.to(torch.bool)` before the move; also `torch.tensor(arr)` or a typed constructor of it,
   `LongTensor(perm)` - also under names a star import of the project hands on, `from utils import *`)
   or builds from sizes and settings: detection anchors
   or a position table joined with `np.append`/`np.concatenate` in a loop from pure-NumPy helpers
@@ -69,17 +71,24 @@ What it flags
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
-  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)` or `other.new_tensor(name)`
+  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)`, `.type(torch.cuda.FloatTensor)` (also
+  `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`) or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, or reshaped as it moves:
   `m.expand(b, k).to(x)`; also under
   `if x.is_cuda:` or `if self.cuda:`, wrapped `Variable(z).cuda(i)`, reshaped first under the
-  same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s
+  same name `eta = eta.expand(...)` or `alpha = alpha.expand_as(real)`, made under nested `if`s (each branch of an `if`/`elif`/`else` that makes the name
+  is reported: `alpha = torch.rand(1)` / `else: alpha = torch.FloatTensor([0.5])`, then `alpha.to(device)`)
   and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`, also a join stored first,
   `grid = torch.cat([rows, cols], 1)` then `if self.use_cuda: grid = grid.cuda()`;
   every part of a join is on one device), also after host arithmetic and a retype
   (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
+  or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a
+  sinc kernel from `th.hann_window(4 * zeros + 1)`; `importance_matrix(b, n_data).to(z.device)` from a
+  utilities module; not a helper that uses an argument as data or reads a file), or a module of the
+  project built in a forward pass or a training step and moved, `dsp.LowPassFilters([lo, hi]).to(wav.device)`
+  with its `__init__` registering buffers it makes with torch (a model built once before training is set-up)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it; also a function of another
   module of the project, found through the `__init__.py` files that re-export it, `scores =
@@ -87,7 +96,11 @@ What it flags
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
   to NumPy and sent back (`torch.from_numpy(np.flip(out.cpu().numpy(), 3).copy()).cuda()` of a
-  model's output: two crossings for work `torch.flip` does on the device) - where the code runs
+  model's output: two crossings for work `torch.flip` does on the device; also the action a rollout
+  pulled to NumPy for `env.step`, converted back with `torch.as_tensor(act)` and written into a device
+  tensor; a device tensor pulled to the host for an operation torch runs on the device too and moved
+  back, `labels = det[:, -1].cpu().unique()` then `labels = labels.cuda()` under `if x.is_cuda:`,
+  reported at the `.cpu()`) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
@@ -110,7 +123,11 @@ What it flags
   (`top_vec[torch.arange(b).unsqueeze(1), clss]`; also one a helper of the file returns,
   `rep[cycle_index(len(rep), 1)]` with the helper making `torch.arange(num) + shift`, reported
   in the helper; the indexed tensor on the device by evidence, or computed by calls from one:
-  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch) or a CPU tensor written into one
+  `summary = torch.sigmoid(model.pool(model.gnn(batch.x, ...), ...))` of a moved batch), an index
+  array NumPy draws on the host for a tensor on the device (`idx = np.random.randint(0, n, size=b)`,
+  then `self._states[idx]` of a replay buffer that `__init__` made with `device=` - not when every
+  construction leaves that device at a `"cpu"` default or passes the CPU;
+  `fps_idx[:, np.random.choice(n, k, False)]` of a GPU op's output), or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
@@ -143,7 +160,14 @@ What it flags
   Nor is dead code (nothing runs it): a module-level function or class that nothing in the
   project names but dead code, in a module the project imports or a script (`def recall(...)`
   left in a metrics module; `sequence_mask` called only by a `GlobalAttention` nobody builds;
-  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`).
+  `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`;
+  a copy of a helper pasted into several modules is no use of the others: `def farthest_point_sample`
+  in two utility modules, each module's own users calling its own; nor is a use in another module's
+  dead code, or in the `if __name__ == "__main__":` demo of a module the project imports), nor a fallback for an argument that
+  every call of the function passes (`if x_mask is None: x_mask = torch.ones(...)` in a helper every
+  call of which, in its module and the modules importing it, gives `x_mask`; also a method called as
+  `self.vae.decode(s, z)` everywhere, or the `forward` of a module every instance of which its owner
+  calls with it: `for f in self.flows: x = f(x, x_mask)`).
   Nor are a model's once-per-task or once-per-epoch hooks (`begin_task`, `end_task`) and its
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
@@ -158,8 +182,10 @@ What it flags
   pattern is written per item of data before the move (`for j, k in enumerate(idx): stop[j,
   :length[k]] = 0`, then `stop.to(device)`). Nor is a store made on the first pass of a loop
   only (`features = None` before it, `if features is None: features = torch.zeros(n,
-  d).cuda()` in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
-  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it).
+  d).cuda()` in it; also when a checkpoint may have restored it before the loop, not when it is set
+  back to None in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
+  numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it; also an
+  allocation inside such a loop, `for K in args.nmb_prototypes:` in a clustering step run once per epoch).
   Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there - nor a move to a device attribute that is the CPU by construction
@@ -189,8 +215,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         seen: set[int] = set()
-        for call in ctx.calls_named("cuda", "to", "type_as"):
-            target = _move_target(ctx, call)
+        for call in ctx.calls_named("cuda", "to", "type_as", "type"):
+            target = move_target(ctx, call)
             if target is None:
                 continue
             for site, made, separate, via in self._sources(ctx, call):
@@ -202,6 +228,15 @@ Fix
                 if self._once(ctx, site, here):
                     continue  # one-time set-up; inside torch.jit.trace(...), where the move is recorded; a dead helper
                 yield self._finding(ctx, call, site, made, separate, via, target)
+                if separate and not via and site is call:
+                    for other in self._other_branches(ctx, call, seen):
+                        yield self._finding(ctx, call, other[0], other, True, " (made in another branch)", target)
+            pulled = pulled_back(ctx, call) if id(call) not in seen and call.func.attr in ("cuda", "to") else None
+            if pulled is not None and not self._once(ctx, call, call):
+                seen.add(id(call))
+                yield ctx.finding(self.code, pulled, f"{ctx.text(pulled.func.value)} is pulled to the host with .cpu() and "
+                                  f"copied back to the device at line {call.lineno}",
+                                  suggestion="do the work on the device and drop the .cpu() and the move back")
             helper = round_trip_helper(ctx, call, target) if id(call) not in seen else None
             if helper is not None and not self._once(ctx, call, call):
                 seen.add(id(call))
@@ -217,6 +252,12 @@ Fix
                 yield ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and copied to "
                                   f"{ctx.text(owner)}'s device because it {how} it",
                                   suggestion=f"create it there: torch.{factory}(..., device={ctx.text(owner)}.device)")
+        for draw, owner in host_index_arrays(ctx):
+            if id(draw) not in seen and not self._once(ctx, draw, draw):
+                seen.add(id(draw))
+                yield ctx.finding(self.code, draw, f"{ctx.text(draw.func)}(...) is drawn on the host and copied to "
+                                  f"{ctx.text(owner)}'s device because it indexes it",
+                                  suggestion=f"draw it there: torch.randint/randperm/arange(..., device={ctx.text(owner)}.device)")
         for call, (inner, _, factory) in handed_to_movers(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not self._once(ctx, inner, inner):
                 seen.add(id(inner))
@@ -244,11 +285,30 @@ Fix
         if made is not None:
             name = last_name((recv.args[0] if last_name(recv.func) == "Variable" else recv).func)
             yield call, made, True, f" (made in {name}())"
+        elif not found:
+            built = size_builder_call(ctx, recv)  # kernel_upsample2(zeros).to(x): a table of constants
+            if built is not None:
+                yield call, (built[0], True, built[1]), True, f" (in {last_name(built[0].func)}(), from numbers alone)"
+            module = built_module(ctx, recv) if built is None else None  # LowPassFilters([lo, hi]).to(wav.device)
+            if module is not None:
+                yield call, (module[0], True, module[1]), True, f" (by {last_name(module[0].func)}.__init__, a module built every call)"
+
+    def _other_branches(self, ctx: Context, call: ast.Call, seen: set[int]) -> Iterator[tuple[ast.Call, bool, str]]:
+        """The CPU factories of the other branches of an ``if``/``elif``/``else`` that each make the
+        name ``call`` moves (``alpha = torch.rand(1)`` / ``else: alpha = torch.FloatTensor([0.5])``)."""
+        recv = unwrap_variable(call.func.value)
+        b = ctx.binding_at(recv.id, call) if recv.__class__ is ast.Name else None
+        for value in branch_alternatives(ctx, b.node, recv.id) if b is not None and b.kind == "assign" else ():
+            made = cpu_factory(ctx, value)
+            if made is not None and id(made[0]) not in seen and not self._once(ctx, made[0], made[0]):
+                seen.add(id(made[0]))
+                yield made
 
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
         return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
-            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here))
+            or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) \
+            or fallback_never_taken(ctx, here)
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:
@@ -256,7 +316,7 @@ Fix
         fix = None
         if not separate and factory in DETERMINISTIC and keyword(inner, "requires_grad") is None and not chained:
             fix = self._fix(ctx, call, inner, target)
-        where = f"{ctx.text(target)}'s device" if target is not True and _tensor_target(ctx, call) else "the device"
+        where = f"{ctx.text(target)}'s device" if target is not True and tensor_target(ctx, call) else "the device"
         if factory in LEGACY or factory == "from_numpy":
             suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
                           if factory in LEGACY else
@@ -270,7 +330,7 @@ Fix
 
     @staticmethod
     def _fix(ctx: Context, call: ast.Call, inner: ast.Call, target: ast.AST | bool) -> Fix | None:
-        if _tensor_target(ctx, call):
+        if tensor_target(ctx, call):
             return None  # .to(other) also casts to its dtype
         if target is True:
             if call.args or call.keywords:
@@ -297,56 +357,11 @@ def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
     return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)
 
 
-def _tensor_target(ctx: Context, call: ast.Call) -> bool:
-    """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
-    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None
-                                            and _device_call(call) is None)
-
-
-def _device_call(call: ast.Call) -> ast.AST | None:
-    """``.to(self._device())``, ``.to(get_device(t))``, ``.to(model.device())``: the device from a
-    call of a function named for it (not ``device_count()`` or ``get_device_name()``)."""
-    if call.func.attr != "to" or not call.args or call.args[0].__class__ is not ast.Call:
-        return None
-    name = (last_name(call.args[0].func) or "").lower()
-    return call.args[0] if _DEVICE_FUNC.match(name) else None
-
-
-def _move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
-    """Where ``call`` moves its receiver: True for ``.cuda()``, the device or tensor expression
-    of ``.to(...)``/``.type_as(...)``; None when it is not a move (``.to(torch.float16)``,
-    ``.to("cpu")``)."""
-    if call.func.__class__ is not ast.Attribute:
-        return None
-    target = device_move_target(ctx, call)
-    if target is not None:
-        if target is not True and target.__class__ is ast.Constant and str(target.value).startswith("cpu"):
-            return None  # .to("cpu") of a new tensor: it is made there already
-        if target is not True and target.__class__ is ast.Attribute and target.attr == "device" \
-                and host_built(ctx, ctx.resolve(target.value, call), call, lambda e: cpu_factory(ctx, e) is not None,
-                               SHAPE_METHODS):
-            return None  # .to(var.device) with var itself drawn on the CPU: nothing goes to a GPU
-        if target is not True and target.__class__ is ast.Attribute and cpu_attribute(ctx, target, call):
-            return None  # .to(self.loss_device), which every construction of the module sets to the CPU
-        return target
-    target = _device_call(call)
-    if target is not None:
-        return target
-    if call.func.attr not in ("to", "type_as") or len(call.args) != 1 or call.args[0].__class__ is ast.Starred:
-        return None
-    other = call.args[0]
-    if other.__class__ not in (ast.Name, ast.Attribute, ast.Subscript) or is_dtype_expr(ctx, other):
-        return None
-    if is_dtype_expr(ctx, ctx.resolve(other, call)) or any(k.arg == "dtype" for k in call.keywords):
-        return None  # precision = torch.half; x.to(precision)
-    return other if tensor_like(ctx, other, call) else None
-
-
 def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
     if target is True:
         return 'device="cuda"'
     text = ctx.text(target)
-    if _tensor_target(ctx, call):
+    if tensor_target(ctx, call):
         return f"device={text}.device, dtype={text}.dtype"
     return f"device={text}"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, argument
+from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
 
@@ -34,7 +34,9 @@ What it flags
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`), or
   added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
-  `cnn.add_module("bn1", nn.BatchNorm2d(...))`, or appended to one list of layers
+  `cnn.add_module("bn1", nn.BatchNorm2d(...))` (also a name the builder binds to a biased
+  convolution in each branch, `if index == 0: conv = nn.Conv2d(c_in, c, 3)` / `else: conv =
+  nn.Conv2d(c, c, 3)`, then `stage.add_module(f"conv{index}", conv)`), or appended to one list of layers
   (`layers += [nn.Conv2d(...)]`, `layers.append(...)` or a list started `layers =
   [nn.Linear(in_dim, hidden)]`, then the BatchNorm; or one statement `layers += [conv2d,
   nn.BatchNorm2d(v), nn.ReLU()]` with `conv2d = nn.Conv2d(...)` bound before it) - also under
@@ -94,7 +96,7 @@ Lint and the doctor
         for cls in ctx.nodes.get(ast.ClassDef, ()):
             yield from self._check_class(ctx, cls, reported)
         if "add_module" in ctx.source or "BatchNorm" in ctx.source:
-            for conv in _added_pairs(ctx):
+            for conv in added_pairs(ctx):
                 if id(conv) not in reported:
                     reported.add(id(conv))
                     yield self._finding(ctx, conv)
@@ -270,87 +272,6 @@ def _self_attr_call(call: ast.Call) -> str | None:
 RULE = ConvBiasBeforeBatchNorm()
 
 
-def _added(ctx: Context, stmt: ast.AST) -> tuple[str, list[ast.AST]] | None:
-    """Layers added to a container by one statement: ``container.add_module(name, layer)``,
-    ``layers.append(layer)`` or ``layers += [conv, bn, ...]`` - (the container as written, the layers)."""
-    if stmt.__class__ is ast.AugAssign:
-        if stmt.op.__class__ is ast.Add and stmt.value.__class__ in (ast.List, ast.Tuple) and stmt.value.elts:
-            return ctx.text(stmt.target), list(stmt.value.elts)
-        return None
-    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name \
-            and stmt.value.__class__ is ast.List and stmt.value.elts:
-        return stmt.targets[0].id, list(stmt.value.elts)  # layers = [nn.Linear(in_dim, hidden)], appended to next
-    call = stmt.value if stmt.__class__ is ast.Expr else None
-    if call is None or call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute:
-        return None
-    if call.func.attr == "add_module" and len(call.args) == 2:
-        return ctx.text(call.func.value), [call.args[1]]
-    if call.func.attr == "append" and len(call.args) == 1 and call.func.value.__class__ is ast.Name:
-        return ctx.text(call.func.value), [call.args[0]]
-    return None
-
-
-def _added_pairs(ctx: Context) -> Iterator[ast.AST]:
-    """Biased convolutions added with ``cnn.add_module(...)`` (or appended to a list of layers,
-    ``layers += [nn.Conv2d(...)]``) and followed, on the same container, by a BatchNorm added next
-    - directly or under ``if batch_norm:``, a flag of the helper that some call of it turns on
-    (``convRelu(2, True)``, ``make_layers(cfg, batch_norm=True)``)."""
-    for func in ctx.nodes.get(ast.FunctionDef, ()):
-        for block in ast.walk(func):
-            if block.__class__ is ast.FunctionDef and block is not func:
-                continue
-            for field in ("body", "orelse"):  # the else of `if nlayers == 1:` holds a list of layers too
-                body = getattr(block, field, None)
-                if isinstance(body, list) and body:
-                    yield from _block_pairs(ctx, func, body)
-
-
-def _block_pairs(ctx: Context, func: ast.FunctionDef, body: list[ast.stmt]) -> Iterator[ast.AST]:
-    """The pairs of one statement list: a list of layers with the BatchNorm after a named
-    convolution (:func:`_listed_pair`), or a convolution added and a BatchNorm added next."""
-    for stmt in body:
-        yield from _listed_pair(ctx, func, stmt)
-    for stmt, nxt in zip(body, body[1:]):
-        first = _added(ctx, stmt)
-        if first is None:
-            continue
-        d = conv_with_bias(ctx, first[1][-1])
-        if d is None:
-            continue
-        follow, flag = nxt, None
-        if nxt.__class__ is ast.If and nxt.body:
-            follow, flag = nxt.body[0], nxt.test
-        second = _added(ctx, follow)
-        b = bn_dims(ctx, second[1][0]) if second is not None and second[0] == first[0] \
-            and second[1][0].__class__ is ast.Call else None
-        if b is not None and _matches(d, b) and (flag is None or _flag_set(ctx, func, flag)):
-            yield first[1][-1]
-
-
-def _listed_pair(ctx: Context, func: ast.FunctionDef, stmt: ast.AST) -> Iterator[ast.AST]:
-    """``layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]`` with ``conv2d =
-    nn.Conv2d(...)`` just before (a VGG's ``make_layers``), under ``if batch_norm:`` when some call
-    turns that flag on: the convolution bound to the name, followed by the BatchNorm in one list."""
-    if stmt.__class__ is not ast.AugAssign:
-        return
-    added = _added(ctx, stmt)
-    if added is None or len(added[1]) < 2:
-        return
-    for first, second in zip(added[1], added[1][1:]):
-        if first.__class__ is not ast.Name or second.__class__ is not ast.Call:
-            continue
-        conv = ctx.resolve(first, stmt)
-        d = conv_with_bias(ctx, conv) if conv is not None and conv is not first else None
-        b = bn_dims(ctx, second) if d is not None else None
-        if b is not None and _matches(d, b) and all(_flag_set(ctx, func, test) for test in _flags_around(ctx, stmt)):
-            yield conv
-
-
-def _flags_around(ctx: Context, stmt: ast.AST) -> list[ast.AST]:
-    """The tests of the ``if`` bodies ``stmt`` sits in within its function."""
-    return [if_node.test for if_node, in_body in ctx.enclosing_ifs(stmt) if in_body and if_node.__class__ is ast.If]
-
-
 def _optional_bn(ctx: Context, expr: ast.IfExp, params: ast.arguments | None) -> int | None:
     """``nn.BatchNorm2d(c) if use_bn else nn.Sequential()`` in an ``nn.Sequential``: the BatchNorm's
     dimensionality when the flag may be on (not a parameter whose default is off)."""
@@ -361,31 +282,3 @@ def _optional_bn(ctx: Context, expr: ast.IfExp, params: ast.arguments | None) ->
     positional = [*params.posonlyargs, *params.args]
     default = dict(zip([a.arg for a in positional][::-1], params.defaults[::-1])).get(test.id)
     return None if default is not None and default.__class__ is ast.Constant and not default.value else b
-
-
-def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
-    """``flag`` is a parameter of ``func`` that is on by default or that some call of ``func`` in
-    this file passes as a true constant; any other test may be on."""
-    if flag.__class__ is not ast.Name:
-        return True
-    params = [a.arg for a in func.args.args]
-    if flag.id not in params:
-        return True
-    index = params.index(flag.id)
-    defaults = dict(zip(params[::-1], func.args.defaults[::-1]))
-    default = defaults.get(flag.id)
-    if default is None or not (default.__class__ is ast.Constant and not default.value):
-        return True
-    if ctx.parent(func).__class__ is ast.ClassDef:
-        index -= 1  # self.conv_bn(..., True)
-    sites = [(ctx, call) for call in ctx.calls_named(func.name)]
-    klass = ctx.parent(func)
-    if func.name == "__init__" and klass.__class__ is ast.ClassDef:  # DINOHead(dim, out, use_bn=args.use_bn_in_head)
-        sites = [(ctx, call) for call in ctx.calls_named(klass.name)]
-        if ctx.parent(klass) is ctx.tree and ctx.project.files:
-            sites += list(project_calls(ctx, klass.name))
-    for _, call in sites:
-        value = argument(call, flag.id, index)
-        if value is not None and not (value.__class__ is ast.Constant and not value.value):
-            return True
-    return False

@@ -31,11 +31,19 @@ def _cpu_by_construction(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
     init = next((i for i in cls.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
     if len(values) != 1 or values[0].__class__ is not ast.Name or init is None or ctx.function_of(values[0]) is not init:
         return False
+    return cpu_parameter(ctx, cls, init, values[0].id, omitted=False)
+
+
+def cpu_parameter(ctx: Context, cls: ast.ClassDef, init: AST, name: str, omitted: bool = True) -> bool:
+    """Every construction of ``cls`` (in this file and the modules importing it) passes the CPU
+    for the parameter ``name`` of its ``__init__`` - or, with ``omitted``, leaves it out where its
+    default is the CPU (``device="cpu"``)."""
     params = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
-    name = values[0].id
     if name not in params[1:]:
         return False
     index = params.index(name) - 1
+    defaults = dict(zip(params[::-1], init.args.defaults[::-1]))
+    default_cpu = omitted and name in defaults and _cpu(ctx, defaults[name], init)
     sites = [(ctx, c) for c in ctx.calls_named(cls.name) if c.func.__class__ is ast.Name]
     if ctx.parent(cls) is ctx.tree and ctx.project.files:
         sites += list(project_calls(ctx, cls.name))
@@ -43,7 +51,7 @@ def _cpu_by_construction(ctx: Context, cls: ast.ClassDef, attr: str) -> bool:
         return False
     for where, call in sites:
         value = argument(call, name, index)
-        if value is None or not _cpu(where, value, call):
+        if value is None and not default_cpu or value is not None and not _cpu(where, value, call):
             return False
     return True
 

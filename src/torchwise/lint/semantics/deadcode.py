@@ -1,8 +1,10 @@
 """Dead code across the project: a module-level function or class of a file that nothing in the
 project names (``def recall(...)`` left in a metrics module, ``def all_gather(data)`` in an unused
 distributed helper; an import of it is no use when the importing module only calls it in a
-comment, ``# flops = count_flops(model, n)``), or that only dead code names (``sequence_mask`` called only by the
-``forward`` of a ``GlobalAttention`` class nobody builds); and a function or method whose name
+comment, ``# flops = count_flops(model, n)``; a copy of it that another module defines or imports
+from a third is no use either), or that only dead code names (``sequence_mask`` called only by the
+``forward`` of a ``GlobalAttention`` class nobody builds; also in another module, or the ``if
+__name__ == "__main__":`` demo of a module the project imports); and a function or method whose name
 occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
 a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
 (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
@@ -19,6 +21,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.superseded import superseded
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
@@ -92,9 +95,82 @@ def _module_in_use(ctx: Context) -> bool:
         stem = re.escape(raw)
         imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                              r"[^\n]*\b" + stem + r"\b)", re.M)
-        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
+        imported = any(imports.search(t) is not None for t in others)
+        ctx._cache["deadcode:imported"] = imported
+        found = "__main__" in ctx.source or imported
         ctx._cache["deadcode:used"] = found
     return found
+
+
+def _main_block(ctx: Context) -> tuple[int, int] | None:
+    """The lines of the ``if __name__ == "__main__":`` block of a module other modules of the
+    project import: a demo or self-test run by hand, not a use by the project."""
+    if "__main__" not in ctx.source or not _module_in_use(ctx) or not ctx._cache.get("deadcode:imported"):
+        return None
+    for stmt in ctx.tree.body:
+        if stmt.__class__ is ast.If and "__main__" in ctx.text(stmt.test) and "__name__" in ctx.text(stmt.test):
+            return stmt.lineno, stmt.end_lineno or stmt.lineno
+    return None
+
+
+def _owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
+    """Read from the indentation: every use of the name in ``text`` lies in a module-level ``def``
+    or ``class`` (or an ``if __name__`` block) whose own name no other module of the project
+    mentions - the only uses that can turn out to be dead code of that module."""
+    for m in word.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if text.startswith(("from ", "import "), start) or "#" in text[start:m.start()]:
+            continue
+        head = _column_zero_line(text, start)
+        if head.startswith("if __name__"):
+            continue
+        for kind in ("def ", "async def ", "class "):
+            if head.startswith(kind):
+                owner = head[len(kind):].split("(")[0].split(":")[0].strip()
+                break
+        else:
+            return False  # module-level code (or unreadable by indentation): a use
+        if not owner or _CALLED_BY_NAME.match(owner) or any(
+                p != path and owner in t and _lines_naming(t, owner) for p, t in ctx.project.files):
+            return False
+    return True
+
+
+def _column_zero_line(text: str, start: int) -> str:
+    """The nearest line at or above ``start`` that starts at column 0 with code (a ``def``, a
+    ``class``, an ``if``, a statement)."""
+    while start > 0:
+        line = text[start:text.find("\n", start) if text.find("\n", start) >= 0 else len(text)]
+        if line[:1] not in ("", " ", "\t", "#", "@", ")", "]", "}"):
+            return line
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[:text.find("\n")] if "\n" in text else text
+
+
+def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str], depth: int) -> bool:
+    """Every use of the name in the other module ``path`` lies in its own dead code - a class or
+    function nothing uses, or the demo block of a module the project imports (``ModelNetDataLoader``
+    built only under ``if __name__ == "__main__":`` of a dataset module)."""
+    if depth < 0 or not _owners_look_local(ctx, path, text, word):
+        return False  # a text test first: no module is parsed for a use that is evidently alive
+    other = parsed_file(ctx.project, path, text)
+    if other is None or not _module_in_use(other):
+        return False
+    spans, demo = _top_level_spans(other), _main_block(other)
+    imports = [m.span() for m in _IMPORT_STMT.finditer(text)]
+    for m in word.finditer(text):
+        if any(a <= m.start() < b for a, b in imports):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        if "#" in text[text.rfind("\n", 0, m.start()) + 1:m.start()]:
+            continue  # in a comment
+        owner = _owner_at(spans, line)
+        if owner is None:
+            if demo is None or not demo[0] <= line <= demo[1]:
+                return False
+        elif not _dead(other, owner, depth):
+            return False
+    return True
 
 
 def _top_level_of(ctx: Context, node: AST) -> AST | None:
@@ -155,10 +231,12 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
-    if any(p != ctx.path and name in text and word.search(text) and _used_beyond_import(p, text, word)
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    if any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
+           and _used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
            for p, text in ctx.project.files):
         return False  # named in another module: called, listed in a registry, re-exported...
-    spans = _top_level_spans(ctx)
+    spans, demo = _top_level_spans(ctx), _main_block(ctx)
     lines = ctx.source.splitlines()
     for number, line in enumerate(lines, 1):
         if name not in line:
@@ -169,9 +247,55 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             owner = _owner_at(spans, number)
             if owner is top:
                 continue  # recursion, or the class naming itself
+            if owner is None and demo is not None and demo[0] <= number <= demo[1]:
+                continue  # the demo block of a module the project imports
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
     return True
+
+
+def _own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
+    """The other module uses a copy of ``name`` that is not this module's: it defines the name
+    itself at its top (``def farthest_point_sample`` copied into three utility modules; ``class
+    PointNetSetAbstraction`` in two), or imports it from another module of that name's copies
+    (``from pointnet_util import farthest_point_sample`` beside ``pointnet2_utils.py``, the module
+    it names defining its own). Never when it reaches the name through a module (``utils.name``)
+    or imports it from this one. String tests on the lines that hold the name, no regex."""
+    lines = _lines_naming(text, name)
+    if any(at and line[at - 1] == "." for line, at in lines):
+        return False  # utils.name: maybe this module's
+    imports = [line.strip() for line, _ in lines if line.lstrip().startswith(("from ", "import "))]
+    if any(_defines(line, name) for line, _ in lines):
+        return not imports
+    sources = {i.split()[1].rsplit(".", 1)[-1] for i in imports if i.startswith("from ") and " import " in i}
+    if not sources or stem in sources or len(sources) != len(imports):
+        return False
+    return all(any(os.path.splitext(os.path.basename(p))[0] == s and any(_defines(line, name) for line, _ in _lines_naming(t, name))
+                   for p, t in ctx.project.files if name in t) for s in sources)
+
+
+def _defines(line: str, name: str) -> bool:
+    """A module-level ``def name(`` / ``class name`` line."""
+    for head in ("def ", "class ", "async def "):
+        if line.startswith(head + name):
+            rest = line[len(head) + len(name):len(head) + len(name) + 1]
+            return not (rest.isalnum() or rest == "_")
+    return False
+
+
+def _lines_naming(text: str, name: str) -> list[tuple[str, int]]:
+    """``(line, column)`` of each whole-word occurrence of ``name`` in ``text``."""
+    out, size = [], len(name)
+    pos = text.find(name)
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + size] if pos + size < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            out.append((text[start:end if end >= 0 else len(text)], pos - start))
+        pos = text.find(name, pos + size)
+    return out
 
 
 _IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"

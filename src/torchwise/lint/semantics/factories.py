@@ -9,7 +9,7 @@ import ast
 
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.semantics.actions import model_input_copy
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.devices import is_device_tensor, is_dtype_expr
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
@@ -43,6 +43,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
     made in Python, not data from outside (:func:`outside_data`)."""
     if outside_data(ctx, data, use):
         return False
+    if data.__class__ is ast.BinOp and is_device_tensor(ctx, data, use):
+        return False  # torch.as_tensor(returns[:, t] - reward) of a tensor on the device: no copy is made
     if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
         return True  # also a number Python computes: torch.tensor(float("nan"))
     if data.__class__ is ast.Attribute and (data.attr == "shape" or constant_attribute(ctx, data, use)):
@@ -136,8 +138,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     while True:
         func = inner.func
         q = ctx.qualname(func)
-        if func.__class__ is ast.Attribute and func.attr in SHAPE_METHODS and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) \
-                and q is None:
+        if func.__class__ is ast.Attribute and (func.attr in SHAPE_METHODS or _retyped(ctx, inner)) \
+                and func.value.__class__ in (ast.Call, ast.Subscript, ast.BinOp) and q is None:
             if func.value.__class__ is not ast.Call:  # (torch.ones(s) / n).type_as(x): scaled on the host
                 made = cpu_factory(ctx, func.value)
                 return (made[0], True, made[2]) if made is not None else None
@@ -172,9 +174,15 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         return None  # **kwargs may hold a device; *sizes cannot
     if factory in ("tensor", "as_tensor"):
         if any(a.__class__ is ast.Starred for a in inner.args) or len(inner.args) != 1 or not (
-                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)):
+                _host_data(ctx, inner.args[0], inner) or numpy_made(ctx, inner.args[0], inner)
+                or host_round_trip(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+def _retyped(ctx: Context, call: ast.Call) -> bool:
+    """``.to(torch.bool)``: a cast, which keeps the tensor where it is."""
+    return call.func.attr == "to" and len(call.args) == 1 and not call.keywords and is_dtype_expr(ctx, call.args[0])
 
 
 def _number_like(node: ast.AST, depth: int = 2) -> bool:

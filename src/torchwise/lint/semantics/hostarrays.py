@@ -74,9 +74,24 @@ def _name_made(ctx: Context, name: ast.Name, use: AST, depth: int) -> bool:
         return False
     here = (use.lineno, use.col_offset)
     shuffled = _shuffled(ctx)
-    if any(b.pos <= pos < here and pos not in shuffled for pos in name_positions(ctx).get(name.id, ())):
-        return False  # used in between: filled or changed on the host (not shuffled in place: a permutation)
+    for pos in name_positions(ctx).get(name.id, ()):
+        if b.pos <= pos < here and pos not in shuffled and not _made_row_written(ctx, name.id, pos, depth):
+            return False  # used in between: filled or changed on the host (not shuffled in place: a permutation)
     return numpy_made(ctx, b.value, b.node, depth - 1)
+
+
+def _made_row_written(ctx: Context, name: str, pos: tuple[int, int], depth: int) -> bool:
+    """At ``pos`` the array is written with an array NumPy makes right there: a random mask
+    filled row by row, ``overall_mask[i, :] = mask`` with ``mask = np.hstack([np.zeros(g - k),
+    np.ones(k)])`` shuffled in place."""
+    for stmt in ctx.nodes.get(ast.Assign, ()):
+        if stmt.lineno != pos[0] or len(stmt.targets) != 1:
+            continue
+        target = stmt.targets[0]
+        if target.__class__ is ast.Subscript and target.value.__class__ is ast.Name and target.value.id == name \
+                and (target.value.lineno, target.value.col_offset) == pos:
+            return numpy_made(ctx, stmt.value, stmt, depth - 1)
+    return False
 
 
 def _shuffled(ctx: Context) -> frozenset[tuple[int, int]]:

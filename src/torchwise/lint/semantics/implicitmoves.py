@@ -2,7 +2,9 @@
 tensor on the accelerator (``top_vec[torch.arange(top_vec.size(0)).unsqueeze(1), clss]``, also one a
 helper of the file returns, ``summary[cycle_index(n, 1)]``) or
 written into one (``gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`` with ``gain`` made with
-``device=``): PyTorch copies it across first, every time."""
+``device=``): PyTorch copies it across first, every time. Also index arrays NumPy draws on the
+host (:func:`host_index_arrays`): ``idx = np.random.randint(0, n, size=b)``, then
+``self._states[idx]`` of a replay buffer that ``__init__`` made with ``device=``."""
 
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import ast
 from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import file_moves_to_device, is_device_tensor
+from torchwise.lint.semantics.cpudevices import cpu_parameter
+from torchwise.lint.semantics.devices import device_move_target, file_moves_to_device, is_cpu_device, is_device_tensor
 from torchwise.lint.semantics.handoff import returned_new
+from torchwise.lint.semantics.starnames import star_qualname
+from torchwise.lint.semantics.stored import name_positions
 
 T = TypeVar("T")
 # the factories that make index tensors and small tables worth a look (a cheap text test first)
@@ -46,9 +51,69 @@ def implicit_moves(ctx: Context, made: Callable[[AST], T | None]) -> Iterator[tu
             yield stmt.value, target.value, found, "is written into"
 
 
+def host_index_arrays(ctx: Context) -> Iterator[tuple[ast.Call, AST]]:
+    """``(the NumPy call, the device tensor)`` for each index array that NumPy draws or counts out
+    on the host (``np.random.randint/choice/permutation``, ``np.arange``) and that indexes a tensor
+    on the accelerator - directly, ``fps_idx[:, np.random.choice(n, k, False)]``, or through a name
+    at its first use after it was bound, ``idx = np.random.randint(0, size, size=b)`` then
+    ``self._states[idx]``. Reported once, at the NumPy call."""
+    if "random." not in ctx.source and "arange(" not in ctx.source or not (
+            ctx.project.moves_to_device or file_moves_to_device(ctx)):
+        return
+    seen: set[int] = set()
+    for sub in ctx.nodes.get(ast.Subscript, ()):
+        if sub.ctx.__class__ is not ast.Load:
+            continue
+        index = sub.slice
+        for part in index.elts if index.__class__ is ast.Tuple else [index]:
+            call = _drawn_index(ctx, part, sub)
+            if call is not None and id(call) not in seen and _on_device(ctx, sub.value, sub):
+                seen.add(id(call))
+                yield call, sub.value
+                break
+
+
+def _drawn_index(ctx: Context, part: AST, use: AST) -> ast.Call | None:
+    if part.__class__ is ast.Name:
+        b = ctx.binding_at(part.id, use)
+        if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call or ctx.scope_of(b.node) is not ctx.scope_of(use):
+            return None
+        here = (part.lineno, part.col_offset)
+        if any(b.pos <= pos < here for pos in name_positions(ctx).get(part.id, ())):
+            return None  # used before: reported there, or changed on the host
+        part = b.value
+    if part.__class__ is not ast.Call:
+        return None
+    q = ctx.qualname(part.func) or star_qualname(ctx, part.func, numpy=True) or ""
+    return part if q.startswith("numpy.random.") or q == "numpy.arange" else None
+
+
+def _device_attribute(ctx: Context, expr: AST, use: AST) -> bool:
+    """``self._states`` that the class only ever sets to a torch factory given a device that is not
+    the CPU (``torch.zeros((size, dim), device=device)``) or to a tensor moved with ``.to(device)``."""
+    cls = ctx.class_of(use) if expr.value.__class__ is ast.Name and expr.value.id == "self" else None
+    values = ctx.self_attr_values(cls, expr.attr) if cls is not None else []
+    for value in values:
+        if value.__class__ is not ast.Call:
+            return False
+        device = device_move_target(ctx, value)
+        if device is None and (ctx.qualname(value.func) or "").startswith("torch."):
+            device = next((k.value for k in value.keywords if k.arg == "device"), None)
+        if device is None or device is not True and is_cpu_device(ctx, device, value):
+            return False
+        init = ctx.function_of(value)
+        if device.__class__ is ast.Name and init is not None and init.name == "__init__" \
+                and cpu_parameter(ctx, cls, init, device.id):
+            return False  # ReplayBuffer(dim, size) everywhere, with device="cpu" by default: kept on the host
+    return bool(values)
+
+
 def _on_device(ctx: Context, expr: AST, use: AST) -> bool:
     """A tensor on the accelerator: a model's output or a name bound to one, or to a factory
-    given ``device=`` (``gain = torch.ones(7, device=targets.device)``)."""
+    given ``device=`` (``gain = torch.ones(7, device=targets.device)``), or an attribute the class
+    only sets so (:func:`_device_attribute`)."""
+    if expr.__class__ is ast.Attribute and _device_attribute(ctx, expr, use):
+        return True
     if expr.__class__ is ast.Name:
         b = ctx.binding_at(expr.id, use)
         value = b.value if b is not None and b.kind == "assign" else None

@@ -43,12 +43,13 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     helper class built in a forward pass excepted), before or after the loop of a function that
     loops (unless a forward pass calls it: :func:`called_per_call`, or a loop over batches or
     items does: :func:`called_per_item`), in a helper every caller of which (in this file) runs once or evaluates (an
-    evaluator's method), and on a NaN recovery path; no inside a loop or comprehension, in
+    evaluator's method), and on a NaN recovery path - also inside loops over a few settings only
+    (:func:`settings_loop`), once per setting; no inside other loops or a comprehension, in
     per-call functions (:func:`is_per_call_function`) and in other functions (helpers may be
     called per step)."""
     loops = ctx.enclosing_loops(node)
-    if loops and not (ctx.scope_of(node) is ctx.tree and all(settings_loop(ctx, loop) for loop in loops)):
-        return False  # (a script's loop over a few settings, `for res in RESOLUTIONS:`, runs once per setting)
+    if loops and not all(settings_loop(ctx, loop) for loop in loops):
+        return False  # (a loop over a few settings, `for res in RESOLUTIONS:`, `for K in args.nmb_prototypes:`, runs once per setting)
     for anc in ctx.ancestors(node):
         if anc.__class__ in _COMPREHENSIONS:
             return False
@@ -329,7 +330,8 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
 def _lazy_in_loop(ctx: Context, stmt: ast.Assign, name: str) -> bool:
     """``features = None`` before a loop, then inside it ``if features is None: features =
     torch.zeros(n, d); features = features.cuda()``: a store made on the first pass only (its size
-    known from the first batch). Not a parameter filled in when it is None (``if h is None: h =
+    known from the first batch; also when a checkpoint may have restored it in between,
+    ``queue = None``, ``if os.path.isfile(p): queue = torch.load(p)``). Not a parameter filled in when it is None (``if h is None: h =
     torch.zeros(...)`` in a ``forward``): that runs on every call."""
     loops = ctx.enclosing_loops(stmt)
     if not loops:
@@ -339,9 +341,11 @@ def _lazy_in_loop(ctx: Context, stmt: ast.Assign, name: str) -> bool:
         if if_node.lineno < loop.lineno:
             break
         if in_body and if_node.__class__ is ast.If and _tests_none(if_node.test, name):
-            before = ctx.binding_at(name, loop)
-            return before is not None and before.kind == "assign" and before.value.__class__ is ast.Constant \
-                and before.value.value is None and ctx.scope_of(before.node) is ctx.scope_of(stmt)
+            start, stop = (loop.lineno, loop.col_offset), (loop.end_lineno or loop.lineno, 10**6)
+            nones = [b.pos for b in ctx.bindings(ctx.scope_of(stmt)).get(name, ())
+                     if b.kind == "assign" and b.value.__class__ is ast.Constant and b.value.value is None]
+            # queue = None before the loop (maybe loaded since); never set back to None in it
+            return any(p < start for p in nones) and not any(start <= p <= stop for p in nones)
     return False
 
 

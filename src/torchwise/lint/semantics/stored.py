@@ -52,6 +52,34 @@ def _branches_not_taken(ctx: Context, call: AST, made: AST) -> list[tuple[int, i
     return out
 
 
+def branch_alternatives(ctx: Context, stmt: AST, name: str) -> list[AST]:
+    """The values the other branches of the ``if``/``elif``/``else`` chain around ``stmt`` (an
+    assignment to ``name``) give ``name`` as their last statement-level assignment: ``if shake:
+    alpha = torch.rand(1)`` / ``else: alpha = torch.FloatTensor([0.5])``, then ``alpha =
+    alpha.to(device)`` - each branch makes the tensor that is moved."""
+    out = []
+    node = stmt
+    for anc in ctx.ancestors(stmt):
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            break
+        if anc.__class__ is ast.If:
+            for branch in (anc.body, anc.orelse):
+                if node in branch:
+                    continue
+                for i in range(len(branch) - 1, -1, -1):
+                    s = branch[i]
+                    if s.__class__ is ast.Assign and len(s.targets) == 1 and s.targets[0].__class__ is ast.Name \
+                            and s.targets[0].id == name:
+                        out.append(s.value)  # the branch's last word on the name
+                        break
+                    if any(n.__class__ is ast.Name and n.id == name for n in ast.walk(s)):
+                        break  # used or changed after it is made: not simply made and moved
+        elif isinstance(anc, ast.stmt):
+            break  # a loop or a with: the chain ends here
+        node = anc
+    return out
+
+
 def joined_names(ctx: Context, expr: AST, methods: frozenset[str]) -> list[ast.Name]:
     """The names joined by ``torch.cat([a, m], dim).float()`` (through retyping/reshaping
     ``methods``). Every part of a join is on one device, so a fresh CPU part means a CPU join."""
