@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.deadcode import function_at, never_named
+from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
@@ -139,7 +139,15 @@ What it flags
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
   Not flagged: code nothing in the project runs (a function or method of a script or an
-  imported module whose name no file mentions but its own `def`: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
+  imported module whose name no file mentions but its own `def`, a helper only such code or a
+  class nothing names calls - unless the project picks classes out of modules by a computed name,
+  `getattr(importlib.import_module(m), name)`: ruling R5 of issue 22); reads under a test of a sink or flag the step hands on
+  only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
+  off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
+  a helper that receives the sink as a parameter, `verbose=it % 200 == 0`); selections under a
+  flag of a forward that defaults to `False` and is set only in files that run no backward pass
+  (`def forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on
+  the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -213,7 +221,7 @@ Lint and the doctor
         for finding in self._findings(ctx):
             func = function_at(ctx, finding.line)
             if func is not None and id(func) not in dead:
-                dead[id(func)] = not _named_again(ctx, func) and never_named(ctx, func)
+                dead[id(func)] = never_runs(ctx, func)
             if func is None or not dead[id(func)]:
                 yield finding
 
@@ -372,13 +380,6 @@ Lint and the doctor
 _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
-
-def _named_again(ctx: Context, func: ast.AST) -> bool:
-    """Do the function's name and those of the functions around it occur again in this file (a
-    call, a reference)? Then none is named only once - a cheap test before the project-wide one."""
-    return all(ctx.source.count(node.name) > 1 for node in [func, *ctx.ancestors(func)]
-               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef))
-
 
 def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
     """What runs ``node`` every training step: the hot loop or step function around it, the

@@ -1,0 +1,293 @@
+"""The recall corpus, round 14 part A: TW207, TW215 and TW217 classes the tuning sets 17 and 18
+showed on their first looks - each written in our own words and reduced to its shape, with
+look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+
+Rounds 12 and 13 (``recall_corpus19.py``, ``recall_corpus24.py``) widened TW207 to loss helpers,
+forward passes and loops that hand their step to a call; this round removes the false findings
+those widenings made on code that does not run every step (a sink handed on at intervals, a flag
+only a plotting script sets, a value cached on the first call, helpers only dead classes call)
+and adds the per-step reads they still missed.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------ TW207 a logging sink handed on only at intervals
+# A VAE family's loss objects take a dict to record statistics in; a base-class helper keeps the
+# dict on every N-th training step and gives None otherwise, and every read sits under `if
+# storer is not None:` - in the loss itself and in the helpers it hands the dict to. Before round
+# 14 each of these reads (and the calls of the helpers) was reported as a read of every step.
+_SINK = """
+    import torch
+    import torch.nn.functional as F
+
+    def _recon_loss(x, x_hat, storer=None):
+        loss = F.binary_cross_entropy(x_hat, x, reduction="sum") / x.size(0)
+        if storer is not None:
+            storer["recon"].append(loss.item())
+        return loss
+
+    def _kl_loss(mean, logvar, storer=None):
+        kl = (-0.5 * (1 + logvar - mean.pow(2) - logvar.exp())).mean(0)
+        total = kl.sum()
+        if storer is not None:
+            storer["kl"].append(total.item())
+            for i in range(kl.size(0)):
+                storer[f"kl_{{i}}"].append(kl[i].item())
+        return total
+
+    class SinkLoss:
+        def __init__(self, every=50):
+            self.n_steps = 0
+            self.every = every
+
+        def _keep(self, training, storer):
+            if training:
+                self.n_steps += 1
+            if not training or self.n_steps % self.every == 1:
+                storer = storer
+            else:
+                storer = None
+            return storer
+
+        def train_step(self, model, x, optimizer, storer):
+            x = x.cuda()
+            storer = {keep}
+            x_hat, mean, logvar = model(x)
+            rec = _recon_loss(x, x_hat, storer=storer)
+            kl = _kl_loss(mean, logvar, storer)
+            loss = rec + kl
+            if storer is not None:
+                storer["loss"].append(loss.item())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+"""
+QUIET += [
+    Shape("TW207", "look-alike: a loss records statistics only when a helper keeps its sink (every 50th step)",
+          d(_SINK.format(keep="self._keep(model.training, storer)"))),
+    Shape("TW207", "look-alike: a logging flag bound to a modulo test, handed to the loss helper", d("""
+        import torch
+        def loss_terms(pred, target, verbose=False):
+            mse = ((pred - target) ** 2).mean()
+            if verbose:
+                print("mse", mse.item())
+            return mse
+        def fit(model, loader, optimizer):
+            for it, (x, y) in enumerate(loader):
+                x, y = x.cuda(), y.cuda()
+                loss = loss_terms(model(x), y, verbose=it % 200 == 0)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """)),
+]
+FIND += [
+    Shape("TW207", "the same loss with the sink kept on every step: the statistics are read every step",
+          d(_SINK.format(keep="storer")), 41),
+    Shape("TW207", "a loss helper handed the writer on every step reads its loss under `if writer is not None`", d("""
+        import torch
+        def loss_terms(pred, target, writer=None, step=0):
+            mse = ((pred - target) ** 2).mean()
+            if writer is not None:
+                writer.add_scalar("mse", mse.item(), step)
+            return mse
+        def fit(model, loader, optimizer, writer):
+            for it, (x, y) in enumerate(loader):
+                x, y = x.cuda(), y.cuda()
+                loss = loss_terms(model(x), y, writer=writer, step=it)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+    """), 10),
+]
+
+# ------------------------------------------------------------ TW207 a forward's flag that only a plotting script sets
+# A point-cloud autoencoder's forward takes `vis=False`; under `if vis:` it selects the visible
+# and the masked points with the mask for a plot. Only the visualisation script (which runs no
+# backward) passes vis=True; the training loop calls model(points). The selections under the flag
+# were reported as every forward pass.
+_VIS_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    class MaskedAE(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.enc = nn.Linear(3, dim)
+            self.dec = nn.Linear(dim, 3)
+        def forward(self, pts, vis=False):
+            mask = torch.rand(pts.shape[:2], device=pts.device) > 0.4
+            rec = self.dec(self.enc(pts * mask.unsqueeze(-1)))
+            loss = ((rec - pts) ** 2).mean()
+            if vis:
+                shown = pts[~mask]
+                rebuilt = rec[mask]
+                return shown, rebuilt
+            return loss
+""")
+_VIS_TRAIN = d("""
+    import torch
+    from model import MaskedAE
+    def main(loader, epochs):
+        net = MaskedAE(64).cuda()
+        opt = torch.optim.Adam(net.parameters())
+        for _ in range(epochs):
+            for pts in loader:
+                loss = net(pts.cuda(){flag})
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+""")
+_VIS_PLOT = d("""
+    import torch
+    from model import MaskedAE
+    def plot(net, loader):
+        with torch.no_grad():
+            for pts in loader:
+                shown, rebuilt = net(pts.cuda(), vis=True)
+                save(shown.cpu().numpy(), rebuilt.cpu().numpy())
+""")
+PROJECTS += [
+    ProjectShape("TW207", "look-alike: selections under a forward's vis flag that only the plotting script sets", {
+        "model.py": _VIS_MODEL, "train.py": _VIS_TRAIN.format(flag=""), "plot.py": _VIS_PLOT,
+    }),
+    ProjectShape("TW207", "the training loop itself passes vis=True: the selections run every step", {
+        "model.py": _VIS_MODEL, "train.py": _VIS_TRAIN.format(flag=", vis=True"), "plot.py": _VIS_PLOT,
+    }, (("model.py", 13), ("model.py", 14))),
+]
+
+# ------------------------------------------------------------ TW207 a value cached on the first call
+# A data-aware initialisation module keeps whether it was initialised in a buffer (saved with the
+# state dict) and reads it once into a Python attribute on its first call.
+QUIET += [
+    Shape("TW207", "look-alike: a buffer read once into a cached attribute on the first call", d("""
+        import torch
+        import torch.nn as nn
+        DEVICE = "cuda"
+        class LazyInit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("_done", torch.tensor(0, dtype=torch.uint8))
+                self._done_py = None
+            def forward(self, x):
+                if self._done_py is None:
+                    self._done_py = bool(self._done.item())
+                if not self._done_py:
+                    self._done.fill_(1)
+                    self._done_py = True
+                return x
+    """)),
+]
+FIND += [
+    Shape("TW207", "the buffer read on every call (no cache)", d("""
+        import torch
+        import torch.nn as nn
+        DEVICE = "cuda"
+        class LazyInit(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("_done", torch.tensor(0, dtype=torch.uint8))
+            def forward(self, x):
+                if not bool(self._done.item()):
+                    self._done.fill_(1)
+                return x
+    """), 9),
+]
+
+# ------------------------------------------------------------ TW207 helpers that only dead classes call
+# A segmentation folder keeps two utility modules with the same sampling helpers; the model file
+# imports one layer class of one of them, and the data set imports the NumPy sampler of the other.
+# The torch samplers (boolean-mask writes every call) are called only by set-abstraction classes
+# nothing builds, or by a grouping function nothing calls (ruling R5).
+_SAMPLERS = """
+    import torch
+    import torch.nn as nn
+
+    def far_sample(xyz, n):
+        device = xyz.device
+        B, N, _ = xyz.shape
+        best = torch.ones(B, N).to(device) * 1e10
+        far = torch.zeros(B, dtype=torch.long).to(device)
+        rows = torch.arange(B).to(device)
+        picked = []
+        for _ in range(n):
+            picked.append(far)
+            c = xyz[rows, far, :].view(B, 1, 3)
+            d = ((xyz - c) ** 2).sum(-1)
+            mask = d < best
+            best[mask] = d[mask]
+            far = best.max(-1)[1]
+        return torch.stack(picked, 1)
+
+    def group(npoint, xyz):
+        return far_sample(xyz, npoint)
+"""
+PROJECTS += [
+    ProjectShape("TW207", "look-alike: mask selections in samplers only unbuilt classes or uncalled functions reach", {
+        "utils_a.py": d(_SAMPLERS) + d("""
+            class SetAbstraction(nn.Module):
+                def forward(self, xyz):
+                    return group(128, xyz)
+
+            class Propagation(nn.Module):
+                def forward(self, a, b):
+                    return torch.cat([a, b], -1)
+        """),
+        "utils_b.py": d(_SAMPLERS) + d("""
+            import numpy as np
+            def fps_numpy(points, n):
+                return points[np.random.choice(len(points), n)]
+        """),
+        "model.py": d("""
+            import torch.nn as nn
+            from utils_a import Propagation
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.prop = Propagation()
+                def forward(self, a, b):
+                    return self.prop(a, b)
+        """),
+        "data.py": d("""
+            from utils_b import fps_numpy
+            def load(points):
+                return fps_numpy(points, 1024)
+        """),
+        "train.py": d("""
+            import torch
+            from model import Net
+            from data import load
+            def main(loader):
+                net = Net().cuda()
+                opt = torch.optim.SGD(net.parameters(), lr=0.1)
+                for a, b in loader:
+                    loss = net(a.cuda(), b.cuda()).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        """),
+    }),
+]
+_SAMPLER_FILES = PROJECTS[-1].files
+PROJECTS += [
+    ProjectShape("TW207", "the model builds the set-abstraction layer: its sampler's selection runs every forward", {
+        **_SAMPLER_FILES,
+        "model.py": d("""
+            import torch.nn as nn
+            from utils_a import Propagation, SetAbstraction
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.sa = SetAbstraction()
+                    self.prop = Propagation()
+                def forward(self, a, b):
+                    return self.prop(self.sa(a), b)
+        """),
+    }, (("utils_a.py", 16),)),
+]
