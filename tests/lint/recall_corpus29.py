@@ -291,3 +291,168 @@ PROJECTS += [
         """),
     }, (("utils_a.py", 16),)),
 ]
+
+# ------------------------------------------------------------ TW207 reads in a periodic branch that is an update of its own
+# Offline RL agents update the actor every other step (`if self.total_it % self.policy_freq ==
+# 0:`) and log its loss inside that branch; a WGAN updates its generator every n_critic steps the
+# same way. The branch runs a backward pass: it is the update of that network, and its reads
+# happen on every such update - not once per log interval, as a modulo test otherwise says.
+_DELAYED = """
+    import torch
+    import torch.nn.functional as F
+    class TD3BC:
+        def __init__(self, actor, critic, actor_opt, critic_opt, device="cuda", policy_freq=2):
+            self.actor, self.critic = actor, critic
+            self.actor_opt, self.critic_opt = actor_opt, critic_opt
+            self.device, self.policy_freq, self.total_it = device, policy_freq, 0
+
+        def train(self, batch):
+            self.total_it += 1
+            state, action, target_q = [b.to(self.device) for b in batch]
+            log = {{}}
+            critic_loss = F.mse_loss(self.critic(state, action), target_q)
+            self.critic_opt.zero_grad()
+            critic_loss.backward()
+            self.critic_opt.step()
+            if self.total_it % self.policy_freq == 0:
+                q = self.critic(state, self.actor(state))
+                actor_loss = -q.mean()
+                {read}
+                self.actor_opt.zero_grad()
+                actor_loss.backward()
+                self.actor_opt.step()
+            return log
+"""
+FIND += [
+    Shape("TW207", "the actor's loss read in the delayed-update branch (it runs a backward pass) every other step",
+          d(_DELAYED.format(read='log["actor_loss"] = actor_loss.item()')), 20),
+    Shape("TW207", "a WGAN's generator update every n_critic steps prints both losses", d("""
+        import torch
+        def train(gen, disc, loader, opt_g, opt_d, n_critic=5):
+            for i, real in enumerate(loader):
+                real = real.cuda()
+                z = torch.randn(real.size(0), 100, device="cuda")
+                d_loss = disc(gen(z).detach()).mean() - disc(real).mean()
+                opt_d.zero_grad()
+                d_loss.backward()
+                opt_d.step()
+                if i % n_critic == 0:
+                    g_loss = -disc(gen(z)).mean()
+                    opt_g.zero_grad()
+                    g_loss.backward()
+                    opt_g.step()
+                    print("D %.4f G %.4f" % (d_loss.item(), g_loss.item()))
+    """), 15),
+]
+QUIET += [
+    Shape("TW207", "look-alike: a log interval nested in the update branch", d(_DELAYED.format(
+        read='if self.total_it % 1000 == 0:\n                    log["actor_loss"] = actor_loss.item()'))),
+    Shape("TW207", "look-alike: the accumulation branch steps the optimizer and reads the loss (no backward in it)", d("""
+        import torch
+        def train(model, loader, optimizer, criterion, accum=8):
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda()), y.cuda()) / accum
+                loss.backward()
+                if (i + 1) % accum == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    print(loss.item())
+    """)),
+]
+
+# ------------------------------------------------------------ TW207 the temperature of a SAC-like agent
+# Offline RL agents keep the entropy temperature as a device tensor on the agent (`self.log_alpha
+# = torch.tensor([0.0], device=self.device, requires_grad=True)`, `self.alpha =
+# self.log_alpha.exp().detach()`), or get it from a helper method that returns it beside its loss,
+# and log `alpha.item()` with the step's other statistics - also in a loss method of the class that
+# is handed the temperature. The statistics of the same dict were reported; the temperature was not.
+_SAC = """
+    import torch
+    class Agent:
+        def __init__(self, actor, critic, actor_opt, critic_opt, device="cuda"):
+            self.actor, self.critic, self.device = actor, critic, device
+            self.actor_opt, self.critic_opt = actor_opt, critic_opt
+            self.log_alpha = torch.tensor([0.0], dtype=torch.float32, device=self.device, requires_grad=True)
+            self.alpha_opt = torch.optim.Adam([self.log_alpha], lr=3e-4)
+            self.alpha = self.log_alpha.exp().detach()
+
+        def _alpha_and_loss(self, obs, log_pi):
+            alpha_loss = (-self.log_alpha * (log_pi + 1.0).detach()).mean()
+            alpha = obs.new_tensor(1.0) * self.log_alpha.exp().detach()
+            return alpha, alpha_loss
+
+        def _q_update(self, obs, act, alpha, log):
+            q = self.critic(obs, act)
+            loss = ((q - alpha) ** 2).mean()
+            self.critic_opt.zero_grad()
+            loss.backward()
+            self.critic_opt.step()
+            log["alpha"] = {param_read}
+
+        def update(self, batch):
+            obs, act = batch[0].to(self.device), batch[1].to(self.device)
+            pi, log_pi = self.actor(obs)
+            alpha, alpha_loss = self._alpha_and_loss(obs, log_pi)
+            self.alpha_opt.zero_grad()
+            alpha_loss.backward()
+            self.alpha_opt.step()
+            self.alpha = self.log_alpha.exp().detach()
+            log = {{"alpha_loss": alpha_loss.item()}}
+            self._q_update(obs, act, alpha, log)
+            log["temperature"] = {read}
+            return log
+"""
+FIND += [
+    Shape("TW207", "the agent's temperature attribute (made on the device) read every update",
+          d(_SAC.format(param_read="0.0", read="self.alpha.item()")), 33),
+    Shape("TW207", "the temperature a helper method returns beside its loss, read every update",
+          d(_SAC.format(param_read="0.0", read="alpha.item()")), 33),
+    Shape("TW207", "the temperature read in an update method the step hands it to",
+          d(_SAC.format(param_read="alpha.item()", read="0.0")), 21),
+    Shape("TW207", "a clipped Q value (torch.maximum of a critic output) read every update", d("""
+        import torch
+        def update(critic, opt, loader, lower, device):
+            for obs, act in loader:
+                obs, act = obs.to(device), act.to(device)
+                q = (obs * act).sum(-1)
+                q = torch.maximum(q, lower)
+                loss = (q ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                print(q.mean().item())
+    """), 11),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the helper method hands back a Python number beside its loss", d("""
+        import torch
+        class Agent:
+            def __init__(self, critic, opt, device):
+                self.critic, self.opt, self.device = critic, opt, device
+            def _loss_and_count(self, obs, act):
+                q = self.critic(obs, act)
+                return (q ** 2).mean(), obs.size(0)
+            def update(self, batch):
+                obs, act = [b.to(self.device) for b in batch]
+                loss, n = self._loss_and_count(obs, act)
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                if int(n) > 0:
+                    return n
+    """)),
+    Shape("TW207", "look-alike: a temperature kept as a Python float on the agent", d("""
+        import torch
+        class Agent:
+            def __init__(self, critic, opt, device):
+                self.critic, self.opt, self.device = critic, opt, device
+                self.alpha = 0.2
+            def update(self, batch):
+                obs, act = [b.to(self.device) for b in batch]
+                loss = (self.critic(obs, act) ** 2).mean() * self.alpha
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return {"alpha": float(self.alpha)}
+    """)),
+]

@@ -22,9 +22,9 @@ from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_s
 from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
-from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
+from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
 from torchwise.lint.semantics.steps import (
-    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions,
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, step_functions,
 )
 from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
 from torchwise.lint.semantics.syncs import (
@@ -116,7 +116,12 @@ What it flags
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)` and `self(x)` in a
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, `torch.maximum(q,
+  lower)`, a tensor a method of the file returns from what it is handed (`alpha, alpha_loss =
+  self._alpha_and_alpha_loss(obs, log_pi)` returning `obs.new_tensor(k)`; not a number it hands
+  back, `obs.size(0)`), a parameter every call in the file hands such a value (`def _q_loss(self,
+  obs, alpha)`), an attribute the class only ever assigns device tensors (`self.log_alpha =
+  torch.tensor([0.0], device=self.device)`, `self.alpha = self.log_alpha.exp().detach()`) and `self(x)` in a
   model's method, and a host round trip (`to_one_hot(y.cpu(), n).to(y.device)`). A project
   helper reading its `**kwargs` (`metric_logger.update(**loss_dict)`) or copying what it is given
   (`to_cpu(loss)`) is such a helper; a helper the step calls every step (here or from another
@@ -156,7 +161,9 @@ What it flags
   masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as
-  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test), under a test
+  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
+  branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
+  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), or in the branch for the one batch that holds an item fixed
   before the loop (`if plot_id in ids:` with `ids` unpacked from the batch: about once per
@@ -346,7 +353,7 @@ Lint and the doctor
         where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
         reported where it is even after a synchronize (dropping the synchronize leaves it)."""
         region = _region(ctx, node)
-        if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
+        if region is None or logged_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
         sync = synchronized_before(ctx, region, node) if looping and not hidden else None

@@ -12,6 +12,7 @@ import ast
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.gatedreads import first_call_cache, interval_gated_test
+from torchwise.lint.semantics.steps import backward_calls, modulo_test
 
 # clocks whose differences gate a time-based log
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer",
@@ -32,6 +33,24 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
                         or interval_gated_test(ctx, if_node.test)):
             return True
     return first_call_cache(ctx, node)
+
+
+def logged_periodically(ctx: Context, node: AST) -> bool:
+    """Under a modulo test (``if step % 100 == 0:``: once per interval) that is not an update of
+    its own: a periodic branch that runs a backward pass (``if self.total_it % self.policy_freq ==
+    0:`` around the actor's loss, backward and step; ``if i % n_critic == 0:`` around the
+    generator's) is the update of that network, and what it reads, it reads on every update."""
+    for if_node, _ in ctx.enclosing_ifs(node):
+        if modulo_test(ctx, if_node.test) and not _updates(ctx, if_node):
+            return True
+    return False
+
+
+def _updates(ctx: Context, if_node: AST) -> bool:
+    if if_node.__class__ is not ast.If:
+        return False
+    first, last = if_node.body[0].lineno, if_node.body[-1].end_lineno or if_node.body[-1].lineno
+    return any(first <= c.lineno <= last and ctx.contains(if_node, c) for c in backward_calls(ctx))
 
 
 def _debug_flag(test: AST) -> bool:

@@ -14,6 +14,7 @@ import ast
 from torchwise.lint.engine import AST, Binding, Context, last_name
 from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
+from torchwise.lint.semantics.handedvalues import param_from_callers, returned_tensor, self_device_attr
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
@@ -77,6 +78,8 @@ def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
         return _beyond(ctx, expr.value, use, depth)
     if cls is ast.Attribute and expr.attr == "data":  # acc.data: the same tensor
         return _beyond(ctx, expr.value, use, depth)
+    if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        return self_device_attr(ctx, expr, use)  # self.alpha = self.log_alpha.exp().detach()
     if cls is ast.BinOp:
         return _beyond(ctx, expr.left, use, depth) or _beyond(ctx, expr.right, use, depth)
     if cls is ast.Compare:  # (y == pred).sum()
@@ -146,6 +149,8 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
     b = ctx.binding_at(expr.id, use)
     if b is None:
         return False
+    if b.kind == "param":  # def _q_loss(self, obs, ..., alpha): handed the step's alpha by every call
+        return param_from_callers(ctx, expr, use, step_device_value, depth)
     if b.kind in ("assign", "walrus") and b.value is not None:
         if _container(b.value) and _collects_device_values(ctx, expr.id, b.node, depth):
             return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
@@ -168,6 +173,8 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
                 and not any(w in (last_name(value.func) or "").lower() for w in _STATISTICS_MAKERS) \
                 and any(step_device_value(ctx, a, b.node, depth - 1) for a in value.args[:3]):
             return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
+        if value.__class__ is ast.Call and returned_tensor(ctx, value, b.index, step_device_value, depth):
+            return True  # alpha, alpha_loss = self._alpha_and_alpha_loss(obs, log_pi): a tensor it returns
     return False
 
 
