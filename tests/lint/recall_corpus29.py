@@ -456,3 +456,28 @@ QUIET += [
                 return {"alpha": float(self.alpha)}
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 a helper that reads only under a log interval of its own
+# A PPO implementation repeats its actor update over several epochs of the collected batch; the
+# update method logs its loss to the writer once every N calls (`if self.steps % N == 0:`). The
+# call in the repeat loop was reported as a helper that reads what it is handed every step.
+QUIET += [
+    Shape("TW207", "look-alike: the update method the loop calls reads its loss only under its own modulo test", d("""
+        import torch
+        class PPO:
+            def __init__(self, actor, opt, device="cuda"):
+                self.actor, self.opt, self.device, self.steps = actor, opt, device, 0
+            def update_actor(self, states, adv, writer):
+                loss = -(self.actor(states) * adv).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                self.steps += 1
+                if self.steps % 10 == 0:
+                    writer.add_scalar("loss/actor", loss.item(), self.steps)
+            def update(self, states, adv, writer):
+                states, adv = states.to(self.device), adv.to(self.device)
+                for _ in range(10):
+                    self.update_actor(states, adv, writer)
+    """)),
+]

@@ -65,7 +65,8 @@ What it flags
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
   already and is left alone); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
-  `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
+  `calculate_accuracy(out, y)` - not for reads the helper makes only under a modulo test of its own,
+  `if self.steps % 10 == 0:`, or under a test of a sink the call hands `None` or nothing -, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
   the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
   another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer

@@ -110,10 +110,16 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
 def _sink_guards(func: AST) -> dict[int, str | bool]:
     """The nodes under ``if x is not None:`` / ``if x:`` in ``func``, by id: the parameter ``x``
     when the function does not rebind it, ``False`` when it rebinds it from a call handed it
-    (``storer = self._pre_call(is_train, storer)``: a filter), nothing otherwise."""
+    (``storer = self._pre_call(is_train, storer)``: a filter), nothing otherwise; ``False`` too
+    under a log interval of its own (``if self.n % self.every == 0:``)."""
+    out: dict[int, str | bool] = {}
+    for if_node in _log_intervals(func):  # if self.steps % self.every == 0: writer.add_scalar(..., loss.item())
+        for stmt in if_node.body:
+            for n in ast.walk(stmt):
+                out[id(n)] = False
     tests = [n for n in ast.walk(func) if n.__class__ is ast.If and _tested_name(n.test) is not None]
     if not tests:
-        return {}
+        return out
     args = func.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self", "cls"}
     rebound: dict[str, bool] = {}  # name -> rebound from a call handed it (True) or otherwise (False)
@@ -123,7 +129,6 @@ def _sink_guards(func: AST) -> dict[int, str | bool]:
             filtered = n.value.__class__ is ast.Call and any(
                 a.__class__ is ast.Name and a.id == name for a in [*n.value.args, *(k.value for k in n.value.keywords)])
             rebound[name] = rebound.get(name, True) and filtered
-    out: dict[int, str | bool] = {}
     for if_node in tests:
         name = _tested_name(if_node.test)
         verdict: str | bool | None = False if rebound.get(name) else (name if name in params and name not in rebound else None)
@@ -133,6 +138,15 @@ def _sink_guards(func: AST) -> dict[int, str | bool]:
             for n in ast.walk(stmt):
                 out.setdefault(id(n), verdict)
     return out
+
+
+def _log_intervals(func: AST) -> list[ast.If]:
+    """The ``if`` tests of ``func`` with a modulo (``if self.n % self.every == 0:``) whose branch
+    runs no backward pass: what it reads, it reads once per interval."""
+    return [n for n in ast.walk(func) if n.__class__ is ast.If
+            and any(m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(n.test))
+            and not any(c.__class__ is ast.Call and c.func.__class__ is ast.Attribute and c.func.attr == "backward"
+                        for stmt in n.body for c in ast.walk(stmt))]
 
 
 def _tested_name(test: AST) -> str | None:
