@@ -481,3 +481,87 @@ QUIET += [
                     self.update_actor(states, adv, writer)
     """)),
 ]
+
+# ------------------------------------------------------------ TW215 apex's DistributedDataParallel, a wrapping helper, chunked batches
+# Knowledge-enhanced BERT fine-tuning scripts wrap the model in apex's DistributedDataParallel
+# (`from apex.parallel import DistributedDataParallel as DDP`) and accumulate gradients with
+# `if (step + 1) % args.gradient_accumulation_steps == 0:` - apex all-reduces in every backward
+# just like PyTorch's wrapper (its remedy is `model.disable_allreduce()` on the micro-steps). An
+# image-classification trainer splits each batch into `subdivision` chunks and runs backward on
+# every chunk before one optimizer step, with the model wrapped by a helper of its package
+# (`model = apply_wrapper(config, model)`, whose body builds the DistributedDataParallel).
+_APEX = """
+    import torch
+    def main(args, model, loader, optimizer):
+        model.to("cuda")
+        if args.local_rank != -1:
+            from apex.parallel import DistributedDataParallel as DDP
+            model = DDP(model{extra})
+        for step, batch in enumerate(loader):
+            batch = tuple(t.to("cuda") for t in batch)
+            loss = model(*batch) / args.gradient_accumulation_steps
+            if args.fp16:
+                optimizer.backward(loss)
+            else:
+                loss.backward()
+            if (step + 1) % args.gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+FIND += [
+    Shape("TW215", "apex DistributedDataParallel, accumulation over gradient_accumulation_steps (one finding, the last backward)",
+          d(_APEX.format(extra="")), 13),
+]
+QUIET += [
+    Shape("TW215", "look-alike: the apex wrapper's all-reduce switched off on the micro-steps", d("""
+        import torch
+        def main(args, model, loader, optimizer):
+            model.to("cuda")
+            if args.local_rank != -1:
+                from apex.parallel import DistributedDataParallel as DDP
+                model = DDP(model)
+            for step, batch in enumerate(loader):
+                last = (step + 1) % args.gradient_accumulation_steps == 0
+                if args.local_rank != -1:
+                    model.enable_allreduce() if last else model.disable_allreduce()
+                loss = model(*[t.to("cuda") for t in batch]) / args.gradient_accumulation_steps
+                loss.backward()
+                if last:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """)),
+]
+_WRAPPER = d("""
+    import torch.nn as nn
+    def apply_wrapper(config, model):
+        if config.distributed:
+            model = nn.parallel.DistributedDataParallel(model, device_ids=[config.local_rank])
+        return model
+""")
+_CHUNKS = """
+    import torch
+    from models import apply_wrapper
+    def subdivide(data, targets, n):
+        return data.chunk(n), targets.chunk(n)
+    def train(config, model, loader, optimizer, loss_func):
+        model = apply_wrapper(config, model.cuda())
+        for data, targets in loader:
+            data, targets = data.cuda(), targets.cuda()
+            data_chunks, target_chunks = subdivide(data, targets, config.subdivision)
+            optimizer.zero_grad()
+            for x, y in zip(data_chunks, target_chunks):
+                loss = loss_func(model(x), y)
+                loss.backward()
+                {inner_step}
+            {outer_step}
+"""
+PROJECTS += [
+    ProjectShape("TW215", "backward on every chunk of the batch, one step after the chunks, model wrapped by a package helper", {
+        "models.py": _WRAPPER,
+        "train.py": d(_CHUNKS.format(inner_step="", outer_step="optimizer.step()")),
+    }, (("train.py", 13),)),
+    ProjectShape("TW215", "look-alike: each chunk is a step of its own (the optimizer steps inside the chunk loop)", {
+        "models.py": _WRAPPER,
+        "train.py": d(_CHUNKS.format(inner_step="optimizer.step()", outer_step="pass")),
+    }),
+]
