@@ -565,3 +565,55 @@ PROJECTS += [
         "train.py": d(_CHUNKS.format(inner_step="optimizer.step()", outer_step="pass")),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 a loss module named for its method, in a losses package
+# A distillation zoo keeps one nn.Module per method in `kd_losses/` (`class RKD(nn.Module)`,
+# `class PKT(nn.Module)`): not named "...Loss", but losses all the same, built by the trainer as
+# `criterionKD = RKD(...)`. The relational loss normalises distances by the mean of the positive
+# ones (`d[d > 0].mean()`), a selection whose size reaches the host every step.
+_KD_TRAIN = d("""
+    import torch
+    from kd_losses.relational import Relational
+    def main(student, teacher, loader, optimizer):
+        criterion_kd = Relational(25.0)
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            fs, ft = student(x), teacher(x)
+            loss = criterion_kd(fs, ft.detach())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+""")
+_KD_LOSS = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class Relational(nn.Module):
+        def __init__(self, w):
+            super().__init__()
+            self.w = w
+        def forward(self, fs, ft):
+            return self.w * self.dist_term(fs, ft)
+        def dist_term(self, fs, ft):
+            dt = torch.cdist(ft, ft)
+            dt = dt / dt[dt > 0].mean()
+            ds = torch.cdist(fs, fs)
+            ds = ds / ds[ds > 0].mean()
+            return F.smooth_l1_loss(ds, dt)
+""")
+PROJECTS += [
+    ProjectShape("TW207", "a distillation loss module of a losses package selects the positive distances every step", {
+        "kd_losses/__init__.py": "", "kd_losses/relational.py": _KD_LOSS, "train.py": _KD_TRAIN,
+    }, (("kd_losses/relational.py", 12), ("kd_losses/relational.py", 14))),
+    ProjectShape("TW207", "look-alike: the same module in a models package, used only to embed features for retrieval", {
+        "nets/__init__.py": "", "nets/relational.py": _KD_LOSS.replace("return F.smooth_l1_loss(ds, dt)", "return ds, dt"),
+        "search.py": d("""
+            import torch
+            from nets.relational import Relational
+            def embed(model, loader):
+                rel = Relational(1.0)
+                with torch.no_grad():
+                    return [rel(model(x.cuda()), model(x.cuda())) for x in loader]
+        """),
+    }),
+]

@@ -36,7 +36,7 @@ from torchwise.lint.semantics.values import local_function
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(",
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
                 "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
@@ -52,7 +52,8 @@ What it flags
   size has to reach the host), also in a loss function the step calls with device tensors, directly
   or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
-  `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
+  `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
+  its path: `class RKD` in `kd_losses/rkd.py`, `dist[dist > 0].mean()`; `loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
   per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a

@@ -243,8 +243,16 @@ def in_loss_module(ctx: Context, func: AST) -> bool:
     if klass.__class__ is not ast.ClassDef:
         return False
     name = klass.name.lower()
-    return ("loss" in name or "criterion" in name) and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
+    named = "loss" in name or "criterion" in name or _in_losses_module(ctx)
+    return named and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
         and not _unused_class(ctx, klass)
+
+
+def _in_losses_module(ctx: Context) -> bool:
+    """The file is a module of losses by its path (``kd_losses/rkd.py``, ``losses.py``,
+    ``loss/focal.py``): its ``nn.Module`` classes are losses (``RKD``, ``Attention``)."""
+    path = ctx.path.replace("\\", "/").lower()
+    return any("loss" in part for part in path.split("/")[-2:])
 
 
 def _unused_loss(ctx: Context, func: AST) -> bool:
