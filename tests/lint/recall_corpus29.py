@@ -617,3 +617,95 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------ TW207 a policy distribution's log-probability and entropy
+# An image-based actor-critic logs the actor's log-probability and entropy every update: both
+# come from the distribution the actor network returned (`dist = self.actor(obs, std)`), which
+# lives on the device with the network's outputs.
+FIND += [
+    Shape("TW207", "the log-probability and entropy of the actor's distribution read every update", d("""
+        import torch
+        class Agent:
+            def __init__(self, actor, critic, opt, device="cuda"):
+                self.actor, self.critic, self.opt, self.device = actor, critic, opt, device
+            def update_actor(self, obs, std):
+                obs = obs.to(self.device)
+                dist = self.actor(obs, std)
+                action = dist.sample()
+                log_prob = dist.log_prob(action).sum(-1, keepdim=True)
+                loss = -self.critic(obs, action).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+                return {"logprob": log_prob.mean().item(), "ent": dist.entropy().sum(-1).mean().item()}
+    """), 14),
+]
+
+# ------------------------------------------------------------ TW207 accuracies summed across processes, and a synchronize under a setting
+# An image-classification trainer sums its top-1/top-5 accuracies across processes with
+# `dist.all_reduce(acc1, ...)` (only CUDA tensors go through NCCL) and then reads them with
+# `.item()` every step; it then synchronizes the device under `if torch.cuda.is_available():` for
+# nothing (no time measured per step, nothing read after it). A point-cloud trainer synchronizes
+# under `if args.distributed:` right before its step reads, and reads an accuracy that its
+# distributed branch hands to `reduce_tensor`.
+_ACC = """
+    import torch
+    import torch.distributed as dist
+    def train(model, loader, optimizer, criterion, compute_accuracy, distributed):
+        for step, (x, y) in enumerate(loader):
+            x, y = x.cuda(), y.cuda()
+            out = model(x)
+            loss = criterion(out, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            acc1, acc5 = compute_accuracy(out, y, topk=(1, 5))
+            if distributed:
+                dist.all_reduce(acc1, op=dist.ReduceOp.SUM)
+                dist.all_reduce(acc5, op=dist.ReduceOp.SUM)
+            top1 = acc1.item()
+            top5 = acc5.item()
+            {tail}
+"""
+FIND += [
+    Shape("TW207", "accuracies all-reduced across processes, then read every step", d(_ACC.format(tail="pass")), 15),
+    Shape("TW207", "a synchronize under `if torch.cuda.is_available():` every step, nothing read or timed after it",
+          d(_ACC.format(tail="if torch.cuda.is_available():\n                torch.cuda.synchronize()")), 18),
+    Shape("TW207", "a synchronize under `if args.distributed:` right before the step's reads (and an accuracy reduce_tensor takes)", d("""
+        import time
+        import torch
+        def run_epoch(args, model, loader, optimizer, meter, writer, reduce_tensor):
+            end = time.time()
+            for i, (pts, label) in enumerate(loader):
+                pts, label = pts.cuda(), label.cuda()
+                loss, acc = model.module.get_loss_acc(model(pts), label)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                if args.distributed:
+                    loss = reduce_tensor(loss, args)
+                    acc = reduce_tensor(acc, args)
+                if args.distributed:
+                    torch.cuda.synchronize()
+                writer.add_scalar("acc", acc.item(), i)
+                meter.update(time.time() - end)
+                end = time.time()
+    """), 15),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the synchronize under a step-interval test (the timing of a logged step)", d("""
+        import time
+        import torch
+        def train(model, loader, optimizer, criterion, meter):
+            end = time.time()
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x.cuda()), y.cuda())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    torch.cuda.synchronize()
+                    meter.update(time.time() - end)
+                end = time.time()
+    """)),
+]

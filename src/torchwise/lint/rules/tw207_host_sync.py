@@ -81,7 +81,9 @@ What it flags
   training loop that measures no time and reads nothing on the host after it, and one that is
   followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
   reported at the synchronize, where the step waits - the reads after it add no wait of their
-  own); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
+  own); one under a test of the run's settings (`if torch.cuda.is_available():`, `if
+  args.distributed:`) counts as unconditional there, and is reported also where the step's reads
+  follow it (they wait on the other setting); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
   wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
   synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
   (the innermost such loop, or one nested in it), or anywhere in a function that runs one
@@ -118,7 +120,10 @@ What it flags
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, `torch.maximum(q,
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, values the function hands
+  to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
+  tensors), the log-probability and entropy of a distribution a model returned
+  (`dist = self.actor(obs, std)`; `dist.log_prob(a)`, `dist.entropy()`), `torch.maximum(q,
   lower)`, a tensor a method of the file returns from what it is handed (`alpha, alpha_loss =
   self._alpha_and_alpha_loss(obs, log_pi)` returning `obs.new_tensor(k)`; not a number it hands
   back, `obs.size(0)`), a parameter every call in the file hands such a value (`def _q_loss(self,

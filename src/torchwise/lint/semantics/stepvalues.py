@@ -23,7 +23,8 @@ from torchwise.lint.semantics.values import local_function
 # methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
 _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
                       "unsqueeze", "abs", "max", "min", "norm", "flatten", "contiguous", "long", "int", "clamp",
-                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items"})
+                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items",
+                      "log_prob", "entropy"})  # of a distribution a model returned: dist = self.actor(obs)
 # libraries whose functions named like a reduction are not collectives over tensors
 _NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
 
@@ -149,6 +150,8 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
     b = ctx.binding_at(expr.id, use)
     if b is None:
         return False
+    if _all_reduced(ctx, expr, use):
+        return True  # dist.all_reduce(acc1, op=dist.ReduceOp.SUM): a tensor the collective sums on the GPU
     if b.kind == "param":  # def _q_loss(self, obs, ..., alpha): handed the step's alpha by every call
         return param_from_callers(ctx, expr, use, step_device_value, depth)
     if b.kind in ("assign", "walrus") and b.value is not None:
@@ -175,6 +178,26 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
             return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
         if value.__class__ is ast.Call and returned_tensor(ctx, value, b.index, step_device_value, depth):
             return True  # alpha, alpha_loss = self._alpha_and_alpha_loss(obs, log_pi): a tensor it returns
+    return False
+
+
+_COLLECTIVES = frozenset({"torch.distributed.all_reduce", "torch.distributed.reduce", "torch.distributed.broadcast"})
+
+
+def _all_reduced(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """The function hands ``name`` to a collective (``dist.all_reduce(acc1, op=dist.ReduceOp.SUM)``,
+    a helper of the project that reduces across processes, ``acc = dist_utils.reduce_tensor(acc,
+    args)``): in a training loop on the GPU, a device tensor."""
+    if "reduce" not in ctx.source and "broadcast" not in ctx.source:
+        return False
+    scope = ctx.scope_of(use)
+    for c in ctx.nodes.get(ast.Call, ()):
+        if not c.args or c.args[0].__class__ is not ast.Name or c.args[0].id != name.id or ctx.scope_of(c) is not scope:
+            continue
+        q = ctx.qualname(c.func)
+        callee = (last_name(c.func) or "").lower()
+        if q in _COLLECTIVES or (q is None or not q.startswith(_NOT_COLLECTIVES)) and "reduce" in callee and "tensor" in callee:
+            return True
     return False
 
 
