@@ -709,3 +709,83 @@ QUIET += [
                 end = time.time()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 a selection with a mask a method makes on the input's device
+# A masked point-cloud encoder draws which groups to hide in a method that returns the mask on
+# the centres' device (`mask.to(center.device)`), then keeps the visible centres with
+# `center[~mask]`: the centres are only a parameter of forward, but a CUDA mask indexes CUDA
+# tensors only, and the selection's size reaches the host every forward.
+_MASKER = """
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    DEVICE = "cuda"
+    class MaskedEncoder(nn.Module):
+        def __init__(self, ratio):
+            super().__init__()
+            self.ratio = ratio
+            self.embed = nn.Linear(3, 64)
+        def _draw_mask(self, center):
+            B, G, _ = center.shape
+            mask = np.random.rand(B, G) < self.ratio
+            return {ret}
+        def forward(self, center):
+            hidden = self._draw_mask(center)
+            visible = center[~hidden].reshape(center.shape[0], -1, 3)
+            return self.embed(visible), hidden
+"""
+FIND += [
+    Shape("TW207", "visible centres selected with a mask the encoder draws on their device",
+          d(_MASKER.format(ret="torch.from_numpy(mask).to(center.device)")), 16),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the mask stays on the host (NumPy), the centres may be anywhere",
+          d(_MASKER.format(ret="torch.from_numpy(mask)"))),
+]
+
+# ------------------------------------------------------------ TW207 a model class whose base class of another module does the moves
+# A diffusion super-resolution trainer keeps its device handling in a `BaseModel` of another
+# module (`set_device(x)` moves a batch dict with `.to(self.device)`); the subclass's
+# `optimize_parameters()` runs the step on what `feed_data()` moved through that helper and logs
+# `l_pix.item()` every step. Nothing in the subclass's own file names CUDA.
+_BASE = d("""
+    import torch
+    class BaseModel:
+        def __init__(self, opt):
+            self.device = torch.device("cuda" if opt["gpu_ids"] else "cpu")
+        def set_device(self, x):
+            if isinstance(x, dict):
+                return {k: v.to(self.device) for k, v in x.items()}
+            return x.to(self.device)
+""")
+_SUB = d("""
+    import torch
+    from base_model import BaseModel
+    class DDPM(BaseModel):
+        def __init__(self, opt, net):
+            super().__init__(opt)
+            self.net = self.set_device(net)
+            self.opt = torch.optim.Adam(self.net.parameters(), lr=1e-4)
+            self.log_dict = {}
+        def feed_data(self, data):
+            self.data = PLACED
+        def optimize_parameters(self):
+            self.opt.zero_grad()
+            l_pix = self.net(self.data).mean()
+            l_pix.backward()
+            self.opt.step()
+            self.log_dict["l_pix"] = l_pix.item()
+""")
+_SR_TRAIN = d("""
+    from model import DDPM
+    def main(opt, net, loader):
+        diffusion = DDPM(opt, net)
+        for step, batch in enumerate(loader):
+            diffusion.feed_data(batch)
+            diffusion.optimize_parameters()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "the step's loss read every step in a subclass whose base class (another module) moves the data", {
+        "base_model.py": _BASE, "model.py": _SUB.replace("PLACED", "self.set_device(data)"), "train.py": _SR_TRAIN,
+    }, (("model.py", 16),)),
+]

@@ -58,7 +58,9 @@ What it flags
   per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
-  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`;
+  also with a mask a method of the file makes on the device: `center[~mask]` with `mask =
+  self._draw_mask(center)` returning `m.to(center.device)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass; also one entry of a buffer of settings, `int(self.params[0].item())`);
   a getter of the project called every step that returns a registered buffer or parameter on
   the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,
@@ -105,7 +107,9 @@ What it flags
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
-  (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
+  (an `update(self, rollouts)` method) in a file that does, in a class whose base class in another
+  module of the project moves data (`class DDPM(BaseModel)` calling the base's `self.set_device(x)`,
+  which does `x.to(self.device)`), or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
   The step's values are also followed through the project's own functions and methods handed
