@@ -89,9 +89,7 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source or "disable_allreduce" in ctx.source:
             return
-        if not _project_wraps_in_ddp(ctx) and "DistributedDataParallel" not in ctx.source:
-            return
-        here = bool(ctx.calls_to(*DDPS)) or wraps_through_helper(ctx)
+        here = "DistributedDataParallel" in ctx.source and bool(ctx.calls_to(*DDPS))
         if not here and not _project_wraps_in_ddp(ctx):
             return
         found: list[tuple[ast.Call, str]] = []
@@ -113,6 +111,7 @@ Fix
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
                                 "backward pass (an all-reduce) on every micro-step and steps only every N"))
+        here = here or bool(found) and wraps_through_helper(ctx)  # model = apply_wrapper(config, model)
         for node, message in found:
             where = None if here else _ddp_caller(ctx, node)
             if here or where is not None:

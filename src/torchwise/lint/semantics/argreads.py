@@ -90,7 +90,7 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
     if not candidates:
         return []
     derived = _derived(func)
-    guards = _sink_guards(func)
+    guards = _sink_guards(func, [n for n in candidates if n.__class__ is ast.If])
     out: list[tuple[int, str, str | None]] = []
     for node in candidates:
         guard = guards.get(id(node))
@@ -107,17 +107,17 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
     return out
 
 
-def _sink_guards(func: AST) -> dict[int, str | bool]:
+def _sink_guards(func: AST, ifs: list[ast.If]) -> dict[int, str | bool]:
     """The nodes under ``if x is not None:`` / ``if x:`` in ``func``, by id: the parameter ``x``
     when the function does not rebind it, ``False`` when it rebinds it from a call handed it
     (``storer = self._pre_call(is_train, storer)``: a filter), nothing otherwise; ``False`` too
     under a log interval of its own (``if self.n % self.every == 0:``)."""
     out: dict[int, str | bool] = {}
-    for if_node in _log_intervals(func):  # if self.steps % self.every == 0: writer.add_scalar(..., loss.item())
+    for if_node in _log_intervals(ifs):  # if self.steps % self.every == 0: writer.add_scalar(..., loss.item())
         for stmt in if_node.body:
             for n in ast.walk(stmt):
                 out[id(n)] = False
-    tests = [n for n in ast.walk(func) if n.__class__ is ast.If and _tested_name(n.test) is not None]
+    tests = [n for n in ifs if _tested_name(n.test) is not None]
     if not tests:
         return out
     args = func.args
@@ -140,11 +140,10 @@ def _sink_guards(func: AST) -> dict[int, str | bool]:
     return out
 
 
-def _log_intervals(func: AST) -> list[ast.If]:
-    """The ``if`` tests of ``func`` with a modulo (``if self.n % self.every == 0:``) whose branch
-    runs no backward pass: what it reads, it reads once per interval."""
-    return [n for n in ast.walk(func) if n.__class__ is ast.If
-            and any(m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(n.test))
+def _log_intervals(ifs: list[ast.If]) -> list[ast.If]:
+    """The ``if`` tests with a modulo (``if self.n % self.every == 0:``) whose branch runs no
+    backward pass: what it reads, it reads once per interval."""
+    return [n for n in ifs if any(m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(n.test))
             and not any(c.__class__ is ast.Call and c.func.__class__ is ast.Attribute and c.func.attr == "backward"
                         for stmt in n.body for c in ast.walk(stmt))]
 

@@ -177,13 +177,11 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
-    stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    if any(p != ctx.path and name in text and word.search(text) and _used_beyond_import(p, text, word)
-           and not _own_or_other(text, name, stem) for p, text in ctx.project.files):
-        return False  # named in another module: called, listed in a registry, re-exported...
     spans = _top_level_spans(ctx)
-    lines = ctx.source.splitlines()
-    for number, line in enumerate(lines, 1):
+    lines = ctx._cache.get("deadcode:lines")
+    if lines is None:
+        lines = ctx._cache["deadcode:lines"] = ctx.source.splitlines()
+    for number, line in enumerate(lines, 1):  # this file first: a call at module level settles it cheaply
         if name not in line:
             continue
         for m in word.finditer(line):
@@ -194,7 +192,9 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
                 continue  # recursion, or the class naming itself
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
-    return True
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    return not any(p != ctx.path and name in text and word.search(text) and _used_beyond_import(p, text, word)
+                   and not _own_or_other(text, name, stem) for p, text in ctx.project.files)
 
 
 def _own_or_other(text: str, name: str, stem: str) -> bool:

@@ -43,6 +43,14 @@ def returned_tensor(ctx: Context, call: ast.Call, index: int, device: DeviceTest
     func = local_function(ctx, call)
     if func is None or func.__class__ is ast.Lambda or index < 0:
         return False
+    key = ("sem:returned-tensor", id(call), index)
+    if key not in ctx._cache:
+        ctx._cache[key] = False  # (a recursive helper)
+        ctx._cache[key] = _returned_tensor(ctx, call, func, index, device, depth)
+    return ctx._cache[key]
+
+
+def _returned_tensor(ctx: Context, call: ast.Call, func: AST, index: int, device: DeviceTest, depth: int) -> bool:
     if not any(device(ctx, a, call, depth - 1) for a in [*call.args, *(k.value for k in call.keywords)]):
         return False
     returns = [n for n in ctx.walk_body(func.body) if n.__class__ is ast.Return and n.value is not None]
@@ -85,8 +93,17 @@ def param_from_callers(ctx: Context, name: ast.Name, use: AST, device: DeviceTes
     """``name`` is a parameter of a function of this file, and every call of it in the file (one
     at least) hands it a device value of the step."""
     func = ctx.function_of(use)
-    if func is None or depth <= 0:
+    if func is None or depth <= 0 or func.name not in ctx.calls_by_name:
         return False
+    key = ("sem:param-from-callers", id(func), name.id)
+    if key in ctx._cache:
+        return ctx._cache[key]
+    ctx._cache[key] = False  # (a recursive helper)
+    found = ctx._cache[key] = _param_from_callers(ctx, func, name, device, depth)
+    return found
+
+
+def _param_from_callers(ctx: Context, func: AST, name: ast.Name, device: DeviceTest, depth: int) -> bool:
     args = func.args
     positional = [a.arg for a in [*args.posonlyargs, *args.args]]
     if name.id not in positional and name.id not in {a.arg for a in args.kwonlyargs}:

@@ -273,8 +273,11 @@ def in_loss_module(ctx: Context, func: AST) -> bool:
 def _in_losses_module(ctx: Context) -> bool:
     """The file is a module of losses by its path (``kd_losses/rkd.py``, ``losses.py``,
     ``loss/focal.py``): its ``nn.Module`` classes are losses (``RKD``, ``Attention``)."""
-    path = ctx.path.replace("\\", "/").lower()
-    return any("loss" in part for part in path.split("/")[-2:])
+    found = ctx._cache.get("sem:losses-module")
+    if found is None:
+        path = ctx.path.replace("\\", "/").lower()
+        found = ctx._cache["sem:losses-module"] = "loss" in "/".join(path.split("/")[-2:])
+    return found
 
 
 def _unused_loss(ctx: Context, func: AST) -> bool:

@@ -190,15 +190,17 @@ def _all_reduced(ctx: Context, name: ast.Name, use: AST) -> bool:
     args)``): in a training loop on the GPU, a device tensor."""
     if "reduce" not in ctx.source and "broadcast" not in ctx.source:
         return False
-    scope = ctx.scope_of(use)
-    for c in ctx.nodes.get(ast.Call, ()):
-        if not c.args or c.args[0].__class__ is not ast.Name or c.args[0].id != name.id or ctx.scope_of(c) is not scope:
-            continue
-        q = ctx.qualname(c.func)
-        callee = (last_name(c.func) or "").lower()
-        if q in _COLLECTIVES or (q is None or not q.startswith(_NOT_COLLECTIVES)) and "reduce" in callee and "tensor" in callee:
-            return True
-    return False
+    reduced = ctx._cache.get("sem:all-reduced")
+    if reduced is None:  # (scope id, name) of every first argument of a collective, once per file
+        reduced = ctx._cache["sem:all-reduced"] = set()
+        for c in ctx.calls_named("all_reduce", "reduce", "broadcast", *(n for n in ctx.calls_by_name if "reduce" in n.lower())):
+            if not c.args or c.args[0].__class__ is not ast.Name:
+                continue
+            q = ctx.qualname(c.func)
+            callee = (last_name(c.func) or "").lower()
+            if q in _COLLECTIVES or (q is None or not q.startswith(_NOT_COLLECTIVES)) and "reduce" in callee and "tensor" in callee:
+                reduced.add((id(ctx.scope_of(c)), c.args[0].id))
+    return bool(reduced) and (id(ctx.scope_of(use)), name.id) in reduced
 
 
 def _beside_loss(ctx: Context, b: Binding, use: AST) -> bool:
