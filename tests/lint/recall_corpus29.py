@@ -789,3 +789,37 @@ PROJECTS += [
         "base_model.py": _BASE, "model.py": _SUB.replace("PLACED", "self.set_device(data)"), "train.py": _SR_TRAIN,
     }, (("model.py", 16),)),
 ]
+
+# ------------------------------------------------------------ TW207 a count of positives bound to a name, then tested
+# A one-stage detector's loss counts the positive anchors (`n = torch.sum(obj_mask)`) and tests the
+# count (`if n != 0:`) before adding the box and class terms - every output level, every step.
+# The test of a reduction written in the `if` itself was reported; through a name it was not.
+_YOLO_LOSS = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class DetLoss(nn.Module):
+        def forward(self, pred, target):
+            obj_mask = target[..., 4] == 1
+            {count}
+            loss = F.binary_cross_entropy_with_logits(pred[..., 4], target[..., 4])
+            if {test}:
+                loss = loss + F.l1_loss(pred[..., :4] * obj_mask.unsqueeze(-1), target[..., :4] * obj_mask.unsqueeze(-1))
+            return loss
+    def train(model, loader, optimizer):
+        criterion = DetLoss()
+        for images, targets in loader:
+            images, targets = images.cuda(), targets.cuda()
+            loss = criterion(model(images), targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+FIND += [
+    Shape("TW207", "the number of positives bound to a name and tested in the loss's forward",
+          d(_YOLO_LOSS.format(count="n = torch.sum(obj_mask)", test="n != 0")), 9),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the loss tests the batch size (a shape, no read)",
+          d(_YOLO_LOSS.format(count="n = target.size(0)", test="n != 0"))),
+]
