@@ -823,3 +823,51 @@ QUIET += [
     Shape("TW207", "look-alike: the loss tests the batch size (a shape, no read)",
           d(_YOLO_LOSS.format(count="n = target.size(0)", test="n != 0"))),
 ]
+
+# ------------------------------------------------------------ TW207 an agent's update() that runs its step methods, with a batch a helper placed
+# An image-based actor-critic agent's `update(replay_iter, step)` draws a batch, has a helper of
+# another module put it on the device (`utils.to_torch(batch, self.device)`), logs the batch's
+# mean reward, and calls its two step methods (`self.update_critic(...)`, `self.update_actor(...)`,
+# each a backward pass and an optimizer step). update() runs once per training step: its own read
+# was not reported (only the step methods count as steps), and the helper's tensors were not known
+# to be on the device. Its `metrics.update(...)` of a dict is no read.
+_AGENT = d("""
+    import torch
+    import utils
+    class Agent:
+        def __init__(self, actor, critic, actor_opt, critic_opt, device="cuda"):
+            self.actor, self.critic, self.device = actor, critic, device
+            self.actor_opt, self.critic_opt = actor_opt, critic_opt
+        def update_critic(self, obs, action, reward):
+            loss = ((self.critic(obs, action) - reward) ** 2).mean()
+            self.critic_opt.zero_grad()
+            loss.backward()
+            self.critic_opt.step()
+            return {"critic_loss": loss.detach()}
+        def update_actor(self, obs):
+            loss = -self.critic(obs, self.actor(obs)).mean()
+            self.actor_opt.zero_grad()
+            loss.backward()
+            self.actor_opt.step()
+            return {"actor_loss": loss.detach()}
+        def update(self, replay_iter, step):
+            metrics = dict()
+            obs, action, reward = utils.to_torch(next(replay_iter), self.device)
+            metrics["batch_reward"] = READ
+            metrics.update(self.update_critic(obs, action, reward))
+            metrics.update(self.update_actor(obs.detach()))
+            return metrics
+""")
+_UTILS = d("""
+    import torch
+    def to_torch(xs, device):
+        return tuple(torch.as_tensor(x, device=device) for x in xs)
+""")
+PROJECTS += [
+    ProjectShape("TW207", "the batch reward read in the agent's update(), which runs its two step methods every call", {
+        "agent.py": _AGENT.replace("READ", "reward.mean().item()"), "utils.py": _UTILS,
+    }, (("agent.py", 22),)),
+    ProjectShape("TW207", "look-alike: update() keeps the reward on the device (metrics.update of a dict reads nothing)", {
+        "agent.py": _AGENT.replace("READ", "reward.mean().detach()"), "utils.py": _UTILS,
+    }),
+]

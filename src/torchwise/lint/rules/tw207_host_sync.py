@@ -10,7 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_runs
-from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
+from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops, delegating_function_of
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
@@ -124,8 +124,9 @@ What it flags
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, values the function hands
-  to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, tensors a project
+  function handed the device returns (`obs, reward = utils.to_torch(batch, self.device)`), values
+  the function hands to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
   tensors), the log-probability and entropy of a distribution a model returned
   (`dist = self.actor(obs, std)`; `dist.log_prob(a)`, `dist.entropy()`), `torch.maximum(q,
   lower)`, a tensor a method of the file returns from what it is handed (`alpha, alpha_loss =
@@ -343,11 +344,14 @@ Lint and the doctor
             if name not in names and name not in local and not metric:
                 continue
             for call in calls:
-                if name not in names and not metric and local_function(ctx, call) is None:
+                target = local_function(ctx, call)
+                if name not in names and not metric and target is None:
                     continue
                 region = _region(ctx, call)
                 if region is None or feeds_its_sampler(ctx, call, region):
                     continue  # not run every step (_report asks first too), or the sampler of the step's inputs
+                if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
+                    continue  # update() calling self.update_critic(...): the step method's reads are reported where they are
                 where = host_reader(ctx, call)
                 if where is None:
                     continue
@@ -404,7 +408,8 @@ def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
     """What runs ``node`` every training step: the hot loop or step function around it, the
     ``step()`` of an ``Optimizer`` subclass, or a loop that hands each step to a call
     (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation)."""
-    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node)
+    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node) \
+        or delegating_function_of(ctx, node)
 
 
 RULE = HostSyncInLoop()

@@ -56,6 +56,8 @@ def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
         return True  # a method of the class or of a base class elsewhere in the project
     dotted = ctx.qualname(func)
     if dotted is None and func.__class__ is ast.Attribute:
+        if _container(ctx, func.value, call):
+            return False  # metrics.update(...) of metrics = dict(): a container's method
         dotted = ctx.constructed_from(func.value, call)
     if dotted is None or dotted.startswith("local:"):
         return True
@@ -66,6 +68,17 @@ def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
     if parts[-1] in files:
         return parts[-1]
     return parts[-1] in folders or parts[0] in folders
+
+
+_CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter"})
+
+
+def _container(ctx: Context, expr: AST, use: AST) -> bool:
+    """A name bound to a dict, list or set (a literal, ``dict()``, ``OrderedDict()``)."""
+    b = ctx.binding_at(expr.id, use) if expr.__class__ is ast.Name else None
+    value = b.value if b is not None and b.kind == "assign" else None
+    return value.__class__ in (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp) or (
+        value.__class__ is ast.Call and (last_name(value.func) or "") in _CONTAINERS)
 
 
 def _project_modules(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:

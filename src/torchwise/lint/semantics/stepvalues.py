@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Binding, Context, last_name
-from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_tensor
+from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_expr, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.handedvalues import param_from_callers, returned_tensor, self_device_attr
 from torchwise.lint.semantics.losses import is_loss_value
@@ -178,7 +178,18 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
             return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
         if value.__class__ is ast.Call and returned_tensor(ctx, value, b.index, step_device_value, depth):
             return True  # alpha, alpha_loss = self._alpha_and_alpha_loss(obs, log_pi): a tensor it returns
+        if value.__class__ is ast.Call and _placed_by_helper(ctx, value):
+            return True  # obs, action, reward = utils.to_torch(batch, self.device)
     return False
+
+
+def _placed_by_helper(ctx: Context, call: ast.Call) -> bool:
+    """A function of the project handed the device (``utils.to_torch(batch, self.device)``,
+    ``prepare(batch, device=device)``): the tensors it hands back are made there."""
+    func = call.func
+    name = (last_name(func) or "").lower()
+    return _project_callable(ctx, func, ctx.qualname(func)) and not any(w in name for w in _STATISTICS_MAKERS) \
+        and any(is_device_expr(ctx, a, call) and not is_cpu_device(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)])
 
 
 _COLLECTIVES = frozenset({"torch.distributed.all_reduce", "torch.distributed.reduce", "torch.distributed.broadcast"})
