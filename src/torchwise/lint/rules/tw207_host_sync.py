@@ -88,7 +88,10 @@ What it flags
   follow it (they wait on the other setting); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
   wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
   synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
-  (the innermost such loop, or one nested in it), or anywhere in a function that runs one
+  (the innermost such loop, or one nested in it), in a method that calls a step method of its
+  class once per call, outside any loop or test (an agent's `update()` calling
+  `self.update_critic(...)` and `self.update_actor(...)`: outside its own loops; the step
+  methods' reads are reported where they are, not at these calls), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
   `range(config["num_accumulations"])` before the function's one step - not in a loop over the
