@@ -871,3 +871,27 @@ PROJECTS += [
         "agent.py": _AGENT.replace("READ", "reward.mean().detach()"), "utils.py": _UTILS,
     }),
 ]
+
+# a guard for the interval sink: a helper that drops the sink ON the interval keeps it on every other step
+FIND += [
+    Shape("TW207", "a sink a helper drops only every 100th step is read on all the others", d("""
+        import torch
+        class Trainer:
+            def __init__(self):
+                self.n = 0
+            def _skip_some(self, sink):
+                self.n += 1
+                if self.n % 100 == 0:
+                    sink = None
+                return sink
+            def step(self, model, x, opt, sink):
+                x = x.cuda()
+                sink = self._skip_some(sink)
+                loss = model(x).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if sink is not None:
+                    sink.append(loss.item())
+    """), 19),
+]

@@ -60,7 +60,7 @@ def gated_name(ctx: Context, name: ast.Name, use: AST, depth: int) -> bool:
         return False
     value = b.value
     if value.__class__ is ast.IfExp:
-        return modulo_test(ctx, value.test) and (_off(value.body) or _off(value.orelse))
+        return _interval_value(ctx, value)
     if value.__class__ in (ast.Compare, ast.BoolOp):
         return modulo_test(ctx, value)
     if value.__class__ is ast.Call:
@@ -80,15 +80,42 @@ def _gates(ctx: Context, func: AST) -> bool:
         found = False
         for node in ast.walk(func):
             if node.__class__ is ast.If and modulo_test(ctx, node.test):
-                arms = [*node.body, *node.orelse]
-                found = any(s.__class__ in (ast.Assign, ast.Return) and _off(s.value) for s in arms)
+                on = _on_interval(node.test)
+                off_arm = node.orelse if on is True else node.body if on is False else []
+                found = any(s.__class__ in (ast.Assign, ast.Return) and _off(s.value) for s in off_arm)
             elif node.__class__ is ast.Return and node.value.__class__ is ast.IfExp:
-                v = node.value
-                found = modulo_test(ctx, v.test) and (_off(v.body) or _off(v.orelse))
+                found = _interval_value(ctx, node.value)
             if found:
                 break
         ctx._cache[key] = found
     return found
+
+
+def _interval_value(ctx: Context, value: ast.IfExp) -> bool:
+    """``x if step % n == 0 else None`` (or ``None if step % n else x``): ``None`` off the interval."""
+    if not modulo_test(ctx, value.test):
+        return False
+    on = _on_interval(value.test)
+    return on is True and _off(value.orelse) or on is False and _off(value.body)
+
+
+def _on_interval(test: AST) -> bool | None:
+    """Does the modulo test hold on the interval's steps (``n % k == 1``, ``not training or n % k
+    == 0``: True) or off them (``n % k != 0``, ``n % k``: False)? None when it cannot tell."""
+    cls = test.__class__
+    if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
+        inner = _on_interval(test.operand)
+        return None if inner is None else not inner
+    if cls is ast.BoolOp:
+        found = {v for v in map(_on_interval, test.values) if v is not None}
+        return found.pop() if len(found) == 1 else None
+    if cls is ast.BinOp and test.op.__class__ is ast.Mod:
+        return False  # `if step % k:` holds off the interval
+    if cls is ast.Compare and len(test.ops) == 1 and any(
+            n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in (test.left, *test.comparators)):
+        op = test.ops[0].__class__
+        return True if op is ast.Eq else False if op is ast.NotEq else None
+    return None
 
 
 def _param_gated(ctx: Context, func: AST, param: str, depth: int) -> bool:
