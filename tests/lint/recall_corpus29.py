@@ -893,5 +893,5 @@ FIND += [
                 opt.step()
                 if sink is not None:
                     sink.append(loss.item())
-    """), 19),
+    """), 18),
 ]
