@@ -10,27 +10,27 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_runs
-from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops, delegating_function_of
+from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
-from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
-from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
-from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
+from torchwise.lint.semantics.hostconsumers import consumed_on_host
+from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
 from torchwise.lint.semantics.steps import (
     evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, step_functions,
 )
-from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
+from torchwise.lint.semantics.stepregion import host_reader_calls, step_region
+from torchwise.lint.semantics.stepvalues import round_trip, step_subject
 from torchwise.lint.semantics.syncs import (
     CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call, synchronized_before,
 )
-from torchwise.lint.semantics.values import local_function
 
 
 class HostSyncInLoop(Rule):
@@ -337,32 +337,11 @@ Lint and the doctor
                 yield finding
 
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
-        """Calls that read their tensor arguments on the host: a helper of this file or of the
-        project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
-        names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
-        local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
-        metrics = "__call__" in ctx.project.host_read_blocks
-        for name, calls in ctx.calls_by_name.items():
-            metric = metrics and "metric" in name.lower()
-            if name not in names and name not in local and not metric:
-                continue
-            for call in calls:
-                target = local_function(ctx, call)
-                if name not in names and not metric and target is None:
-                    continue
-                region = _region(ctx, call)
-                if region is None or feeds_its_sampler(ctx, call, region):
-                    continue  # not run every step (_report asks first too), or the sampler of the step's inputs
-                if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
-                    continue  # update() calling self.update_critic(...): the step method's reads are reported where they are
-                where = host_reader(ctx, call)
-                if where is None:
-                    continue
-                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)]
-                if args:
-                    finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
-                    if finding is not None:
-                        yield finding
+        """Calls that read their tensor arguments on the host (semantics.stepregion)."""
+        for call, name, where in host_reader_calls(ctx):
+            finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
+            if finding is not None:
+                yield finding
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
@@ -407,12 +386,7 @@ _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
 
-def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
-    """What runs ``node`` every training step: the hot loop or step function around it, the
-    ``step()`` of an ``Optimizer`` subclass, or a loop that hands each step to a call
-    (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation)."""
-    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node) \
-        or delegating_function_of(ctx, node)
+_region = step_region
 
 
 RULE = HostSyncInLoop()

@@ -24,6 +24,7 @@ from torchwise.lint.engine import AST, Context, argument
 from torchwise.lint.semantics.steps import modulo_test
 from torchwise.lint.semantics.values import local_function
 
+
 def _off(expr: AST | None) -> bool:
     """``None`` or ``False``."""
     return expr.__class__ is ast.Constant and (expr.value is None or expr.value is False)

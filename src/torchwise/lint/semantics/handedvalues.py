@@ -34,6 +34,7 @@ _TENSOR_METHODS = frozenset({
     "squeeze", "unsqueeze", "max", "min", "std", "var", "norm", "mul", "add", "sub", "div", "logsumexp", "expand",
 })
 _HOST_CASTS = frozenset({"float", "int", "bool", "len", "round"})
+_MADE_WITH_DEVICE = frozenset({"torch.tensor", "torch.zeros", "torch.ones", "torch.full"})
 
 
 def returned_tensor(ctx: Context, call: ast.Call, index: int, device: DeviceTest, depth: int) -> bool:
@@ -68,9 +69,7 @@ def _tensor_of_inputs(ctx: Context, expr: AST, func: AST, depth: int = 3) -> boo
     read or size on the way (``observations.new_tensor(k)``, ``(log_pi + t).mean()``)."""
     if depth <= 0:
         return False
-    if any(n.__class__ is ast.Call and ((n.func.__class__ is ast.Attribute and n.func.attr in (*SYNC_METHODS, "size", "dim", "numel"))
-                                        or (n.func.__class__ is ast.Name and n.func.id in _HOST_CASTS))
-           or n.__class__ is ast.Attribute and n.attr in ("shape", "ndim") for n in ast.walk(expr)):
+    if any(_host_value(n) for n in ast.walk(expr)):
         return False
     cls = expr.__class__
     if cls is ast.Name:
@@ -87,6 +86,17 @@ def _tensor_of_inputs(ctx: Context, expr: AST, func: AST, depth: int = 3) -> boo
             return from_inputs(ctx, expr.func.value, func)
         return q.startswith("torch.") and bool(expr.args) and from_inputs(ctx, expr.args[0], func)
     return False
+
+
+def _host_value(n: AST) -> bool:
+    """A host read, a size or a cast to a Python number (``x.item()``, ``y.size(0)``, ``int(n)``)."""
+    if n.__class__ is ast.Attribute:
+        return n.attr in ("shape", "ndim")
+    if n.__class__ is not ast.Call:
+        return False
+    f = n.func
+    return f.__class__ is ast.Attribute and f.attr in (*SYNC_METHODS, "size", "dim", "numel") \
+        or f.__class__ is ast.Name and f.id in _HOST_CASTS
 
 
 def param_from_callers(ctx: Context, name: ast.Name, use: AST, device: DeviceTest, depth: int) -> bool:
@@ -113,7 +123,8 @@ def _param_from_callers(ctx: Context, func: AST, name: ast.Name, device: DeviceT
     if not calls:
         return False
     for call in calls:
-        at = index - 1 if index is not None and positional[0] in ("self", "cls") and call.func.__class__ is ast.Attribute else index
+        method_call = call.func.__class__ is ast.Attribute
+        at = index - 1 if index is not None and positional[0] in ("self", "cls") and method_call else index
         value = argument(call, name.id, at)
         if value is None or not device(ctx, value, call, depth - 1):
             return False
@@ -133,7 +144,7 @@ def self_device_attr(ctx: Context, expr: ast.Attribute, use: AST, depth: int = 2
 
 def _device_made(ctx: Context, value: AST, depth: int) -> bool:
     if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in ("to", "cuda") \
-            or value.__class__ is ast.Call and ctx.qualname(value.func) in ("torch.tensor", "torch.zeros", "torch.ones", "torch.full"):
+            or value.__class__ is ast.Call and ctx.qualname(value.func) in _MADE_WITH_DEVICE:
         return is_device_tensor(ctx, value, value)  # a factory with device=, .to(device), .cuda()
     root = value
     while root.__class__ is ast.Call and root.func.__class__ is ast.Attribute and root.func.attr in _TENSOR_METHODS \
