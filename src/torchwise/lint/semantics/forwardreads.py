@@ -113,6 +113,7 @@ def _module_forward(ctx: Context, func: AST) -> bool:
 
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm", "item", "equal", "allclose"})
+_TENSOR_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm"})  # (a 0-dim tensor)
 
 
 def _reduced_test(ctx: Context, test: AST, func: AST, depth: int = 1) -> bool:
@@ -123,9 +124,10 @@ def _reduced_test(ctx: Context, test: AST, func: AST, depth: int = 1) -> bool:
         if node.__class__ is ast.Compare and depth > 0:  # n = torch.sum(obj_mask); if n != 0:
             for side in (node.left, *node.comparators):
                 b = ctx.binding_at(side.id, side) if side.__class__ is ast.Name else None
-                if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and ctx.function_of(b.node) is func \
-                        and _reduced_test(ctx, b.value, func, depth - 1):
-                    return True
+                value = b.value if b is not None and b.kind == "assign" and ctx.function_of(b.node) is func else None
+                if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _TENSOR_REDUCTIONS \
+                        and _reduced_test(ctx, value, func, depth - 1):
+                    return True  # (not n = int(x.sum().item()): the read is at the assignment, the test is on a number)
         if node.__class__ is not ast.Call:
             continue
         f = node.func
