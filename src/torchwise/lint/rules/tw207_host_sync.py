@@ -9,34 +9,34 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.actions import feeds_environment
-from torchwise.lint.semantics.deadcode import function_at, never_named
-from torchwise.lint.semantics.delegation import delegated_loop_of, delegated_loops
+from torchwise.lint.semantics.deadcode import function_at, never_runs
+from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
-from torchwise.lint.semantics.gradnorm import has_optimizer_steps, optimizer_step_method
+from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
-from torchwise.lint.semantics.hostconsumers import consumed_on_host, feeds_its_sampler
-from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments, tensor_test
+from torchwise.lint.semantics.hostconsumers import consumed_on_host
+from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
-from torchwise.lint.semantics.rarely import algorithm_stop, runs_rarely
+from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
 from torchwise.lint.semantics.steps import (
-    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, runs_periodically, step_functions,
+    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, step_functions,
 )
-from torchwise.lint.semantics.stepvalues import round_trip, step_device_value, step_subject
+from torchwise.lint.semantics.stepregion import host_reader_calls, step_region
+from torchwise.lint.semantics.stepvalues import round_trip, step_subject
 from torchwise.lint.semantics.syncs import (
     CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call, synchronized_before,
 )
-from torchwise.lint.semantics.values import local_function
 
 
 class HostSyncInLoop(Rule):
     code = "TW207"
     name = "host-sync-in-hot-loop"
-    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "Criterion(", ".bool()", "rand(",
+    triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
                 "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
@@ -52,12 +52,15 @@ What it flags
   size has to reach the host), also in a loss function the step calls with device tensors, directly
   or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
-  `forward` of a loss module (`loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
+  `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
+  its path: `class RKD` in `kd_losses/rkd.py`, `dist[dist > 0].mean()`; `loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
   per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
-  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`;
+  also with a mask a method of the file makes on the device: `center[~mask]` with `mask =
+  self._draw_mask(center)` returning `m.to(center.device)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass; also one entry of a buffer of settings, `int(self.params[0].item())`);
   a getter of the project called every step that returns a registered buffer or parameter on
   the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,
@@ -65,7 +68,8 @@ What it flags
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
   already and is left alone); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
-  `calculate_accuracy(out, y)`, a progress logger of another module that reads `losses[k].data[0]`
+  `calculate_accuracy(out, y)` - not for reads the helper makes only under a modulo test of its own,
+  `if self.steps % 10 == 0:`, or under a test of a sink the call hands `None` or nothing -, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
   the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
   another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
@@ -79,10 +83,15 @@ What it flags
   training loop that measures no time and reads nothing on the host after it, and one that is
   followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
   reported at the synchronize, where the step waits - the reads after it add no wait of their
-  own); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
+  own); one under a test of the run's settings (`if torch.cuda.is_available():`, `if
+  args.distributed:`) counts as unconditional there, and is reported also where the step's reads
+  follow it (they wait on the other setting); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
   wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
   synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
-  (the innermost such loop, or one nested in it), or anywhere in a function that runs one
+  (the innermost such loop, or one nested in it), in a method that calls a step method of its
+  class once per call, outside any loop or test (an agent's `update()` calling
+  `self.update_critic(...)` and `self.update_actor(...)`: outside its own loops; the step
+  methods' reads are reported where they are, not at these calls), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
   model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
   `range(config["num_accumulations"])` before the function's one step - not in a loop over the
@@ -101,7 +110,9 @@ What it flags
   a loss or a term summed into the backward pass, a model output, something moved with
   `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
-  (an `update(self, rollouts)` method) in a file that does, or in a module that a file of the
+  (an `update(self, rollouts)` method) in a file that does, in a class whose base class in another
+  module of the project moves data (`class DDPM(BaseModel)` calling the base's `self.set_device(x)`,
+  which does `x.to(self.device)`), or in a module that a file of the
   project moving data to a device imports (a CPU-only helper module of a course, imported by
   nothing that uses a GPU, is left alone).
   The step's values are also followed through the project's own functions and methods handed
@@ -116,7 +127,16 @@ What it flags
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)` and `self(x)` in a
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, tensors a project
+  function handed the device returns (`obs, reward = utils.to_torch(batch, self.device)`), values
+  the function hands to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
+  tensors), the log-probability and entropy of a distribution a model returned
+  (`dist = self.actor(obs, std)`; `dist.log_prob(a)`, `dist.entropy()`), `torch.maximum(q,
+  lower)`, a tensor a method of the file returns from what it is handed (`alpha, alpha_loss =
+  self._alpha_and_alpha_loss(obs, log_pi)` returning `obs.new_tensor(k)`; not a number it hands
+  back, `obs.size(0)`), a parameter every call in the file hands such a value (`def _q_loss(self,
+  obs, alpha)`), an attribute the class only ever assigns device tensors (`self.log_alpha =
+  torch.tensor([0.0], device=self.device)`, `self.alpha = self.log_alpha.exp().detach()`) and `self(x)` in a
   model's method, and a host round trip (`to_one_hot(y.cpu(), n).to(y.device)`). A project
   helper reading its `**kwargs` (`metric_logger.update(**loss_dict)`) or copying what it is given
   (`to_cpu(loss)`) is such a helper; a helper the step calls every step (here or from another
@@ -126,7 +146,8 @@ What it flags
   calls, also from another module (`n_word = non_pad_mask.sum().item()`), and of its own loss in
   a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
-  helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`);
+  helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
+  reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward);
   per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
   on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
   reads of a batch tensor element by element in a Python loop of code every step runs
@@ -139,7 +160,15 @@ What it flags
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
   Not flagged: code nothing in the project runs (a function or method of a script or an
-  imported module whose name no file mentions but its own `def`: ruling R5 of issue 22); values already on the CPU, also results of a call whose every argument the
+  imported module whose name no file mentions but its own `def`, a helper only such code or a
+  class nothing names calls - unless the project picks classes out of modules by a computed name,
+  `getattr(importlib.import_module(m), name)`: ruling R5 of issue 22); reads under a test of a sink or flag the step hands on
+  only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
+  off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
+  a helper that receives the sink as a parameter, `verbose=it % 200 == 0`); selections under a
+  flag of a forward that defaults to `False` and is set only in files that run no backward pass
+  (`def forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on
+  the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -148,7 +177,9 @@ What it flags
   masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as
-  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test), under a test
+  `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
+  branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
+  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), or in the branch for the one batch that holds an item fixed
   before the loop (`if plot_id in ids:` with `ids` unpacked from the batch: about once per
@@ -213,7 +244,7 @@ Lint and the doctor
         for finding in self._findings(ctx):
             func = function_at(ctx, finding.line)
             if func is not None and id(func) not in dead:
-                dead[id(func)] = not _named_again(ctx, func) and never_named(ctx, func)
+                dead[id(func)] = never_runs(ctx, func)
             if func is None or not dead[id(func)]:
                 yield finding
 
@@ -306,29 +337,11 @@ Lint and the doctor
                 yield finding
 
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
-        """Calls that read their tensor arguments on the host: a helper of this file or of the
-        project (``reduce_loss_dict(losses)``), ``writer.add_scalar(tag, loss, step)``."""
-        names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
-        local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
-        metrics = "__call__" in ctx.project.host_read_blocks
-        for name, calls in ctx.calls_by_name.items():
-            metric = metrics and "metric" in name.lower()
-            if name not in names and name not in local and not metric:
-                continue
-            for call in calls:
-                if name not in names and not metric and local_function(ctx, call) is None:
-                    continue
-                region = _region(ctx, call)
-                if region is None or feeds_its_sampler(ctx, call, region):
-                    continue  # not run every step (_report asks first too), or the sampler of the step's inputs
-                where = host_reader(ctx, call)
-                if where is None:
-                    continue
-                args = [a for a in read_arguments(ctx, call) if holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)]
-                if args:
-                    finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
-                    if finding is not None:
-                        yield finding
+        """Calls that read their tensor arguments on the host (semantics.stepregion)."""
+        for call, name, where in host_reader_calls(ctx):
+            finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
+            if finding is not None:
+                yield finding
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
@@ -338,7 +351,7 @@ Lint and the doctor
         where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
         reported where it is even after a synchronize (dropping the synchronize leaves it)."""
         region = _region(ctx, node)
-        if region is None or runs_periodically(ctx, node) or runs_rarely(ctx, node):
+        if region is None or logged_periodically(ctx, node) or runs_rarely(ctx, node):
             return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
         sync = synchronized_before(ctx, region, node) if looping and not hidden else None
@@ -373,18 +386,7 @@ _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
 
-def _named_again(ctx: Context, func: ast.AST) -> bool:
-    """Do the function's name and those of the functions around it occur again in this file (a
-    call, a reference)? Then none is named only once - a cheap test before the project-wide one."""
-    return all(ctx.source.count(node.name) > 1 for node in [func, *ctx.ancestors(func)]
-               if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef))
-
-
-def _region(ctx: Context, node: ast.AST) -> ast.AST | None:
-    """What runs ``node`` every training step: the hot loop or step function around it, the
-    ``step()`` of an ``Optimizer`` subclass, or a loop that hands each step to a call
-    (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation)."""
-    return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node)
+_region = step_region
 
 
 RULE = HostSyncInLoop()

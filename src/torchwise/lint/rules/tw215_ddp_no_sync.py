@@ -9,10 +9,9 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.ddpwrap import DDPS, inner_accumulation, wraps_through_helper
 from torchwise.lint.semantics.delegation import backward_helper
 from torchwise.lint.semantics.steps import backward_calls, modulo_test, optimizer_steps
-
-DDP = "torch.nn.parallel.DistributedDataParallel"
 
 
 def _conditional_step(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
@@ -61,7 +60,13 @@ What it flags
   (`loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`), reported at the call.
   The loop may live in another file than the wrapping: a module-level `train_one_epoch(model,
   ...)` that a file of the project calls after `DistributedDataParallel(model, ...)` (and that
-  file uses no `no_sync()` either).
+  file uses no `no_sync()` either). The wrapper may be apex's (`from apex.parallel import
+  DistributedDataParallel as DDP`; quiet where the file calls `disable_allreduce()`) or built by
+  a helper of the project the file calls (`model = apply_wrapper(config, model)`). Also a
+  backward pass on every chunk of the batch in an inner loop over what the pass took
+  (`for x, y in zip(data_chunks, target_chunks): ... loss.backward()`) with one optimizer step
+  after that loop. One finding per accumulating loop, at its last backward call (`optimizer.backward(loss)`
+  in the fp16 arm and `loss.backward()` in the other are one pitfall).
 
 Why it matters
   DDP all-reduces the gradients across processes during every backward pass. With
@@ -82,12 +87,13 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source:
+        if "no_sync" in ctx.source or "require_backward_grad_sync" in ctx.source or "disable_allreduce" in ctx.source:
             return
-        here = bool(ctx.calls_to(DDP))
+        here = "DistributedDataParallel" in ctx.source and bool(ctx.calls_to(*DDPS))
         if not here and not _project_wraps_in_ddp(ctx):
             return
         found: list[tuple[ast.Call, str]] = []
+        per_loop: dict[int, tuple[ast.Call, str]] = {}  # one finding per accumulating loop, at its last backward
         for bw in backward_calls(ctx):
             loops = ctx.enclosing_loops(bw)
             if not loops:
@@ -97,10 +103,15 @@ Fix
                 continue
             steps = [c for c in optimizer_steps(ctx) if loop in ctx.enclosing_loops(c) and not _other_arm(ctx, c, bw, loop)]
             if steps and all(_conditional_step(ctx, s, loop) for s in steps):
-                found.append((bw, "gradient accumulation under DistributedDataParallel all-reduces on every micro-step"))
+                per_loop[id(loop)] = (bw, "gradient accumulation under DistributedDataParallel all-reduces on every micro-step")
+            elif not steps and inner_accumulation(ctx, bw, loops):
+                per_loop[id(loop)] = (bw, "gradient accumulation over the chunks of a batch under DistributedDataParallel "
+                                          "all-reduces on every chunk's backward pass")
+        found += per_loop.values()
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
                                 "backward pass (an all-reduce) on every micro-step and steps only every N"))
+        here = here or bool(found) and wraps_through_helper(ctx)  # model = apply_wrapper(config, model)
         for node, message in found:
             where = None if here else _ddp_caller(ctx, node)
             if here or where is not None:

@@ -55,6 +55,28 @@ def never_named(ctx: Context, node: AST) -> bool:
     return _in_named_once_function(ctx, node)
 
 
+def never_runs(ctx: Context, node: AST) -> bool:
+    """For per-step rules that plug-in registries would mislead: :func:`never_named`, or
+    :func:`dead_code` (helpers only dead classes call, a class nothing names) where no file of the
+    project picks classes out of modules by a computed name (``importlib.import_module(...)``
+    with ``getattr(mod, name)``, as a registry scanning a folder of models does)."""
+    if never_named(ctx, node):
+        return True
+    return not _classes_by_name(ctx) and dead_code(ctx, node)
+
+
+_GETATTR_COMPUTED = re.compile(r"getattr\([ \t]*[\w.]+[ \t]*,[ \t]*(?![ \t]*['\"])")
+
+
+def _classes_by_name(ctx: Context) -> bool:
+    found = ctx.project.answers.get("deadcode:classes-by-name")
+    if found is None:
+        found = any(("import_module(" in t or "__import__(" in t) and _GETATTR_COMPUTED.search(t) is not None
+                    for _, t in ctx.project.files)
+        ctx.project.answers["deadcode:classes-by-name"] = found
+    return found
+
+
 def _in_named_once_function(ctx: Context, node: AST) -> bool:
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
     while func is not None:
@@ -231,14 +253,11 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
-    stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    if any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
-           and _used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
-           for p, text in ctx.project.files):
-        return False  # named in another module: called, listed in a registry, re-exported...
     spans, demo = _top_level_spans(ctx), _main_block(ctx)
-    lines = ctx.source.splitlines()
-    for number, line in enumerate(lines, 1):
+    lines = ctx._cache.get("deadcode:lines")
+    if lines is None:
+        lines = ctx._cache["deadcode:lines"] = ctx.source.splitlines()
+    for number, line in enumerate(lines, 1):  # this file first: a call at module level settles it cheaply
         if name not in line:
             continue
         for m in word.finditer(line):
@@ -251,7 +270,10 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
                 continue  # the demo block of a module the project imports
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
-    return True
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    return not any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
+                   and _used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
+                   for p, text in ctx.project.files)  # named in another module: called, listed in a registry, re-exported...
 
 
 def _own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
@@ -316,6 +338,8 @@ def _used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
     for m in word.finditer(text):
         at = m.start()
         if any(a <= at < b for a, b in spans):
+            if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
+                return True  # from loops import train_vanilla as train: used under another name
             continue
         line_start = text.rfind("\n", 0, at) + 1
         if "#" in text[line_start:at]:  # after a comment sign (a '#' in a string before it counts too: rare)

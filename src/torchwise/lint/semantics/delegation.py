@@ -30,7 +30,7 @@ from torchwise.lint.engine import AST, LOOP_TYPES, Context, last_name
 from torchwise.lint.semantics.actions import steps_environment
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import def_bodies, module_texts
-from torchwise.lint.semantics.steps import backward_calls, optimizer_steps, runs_periodically, training_loops
+from torchwise.lint.semantics.steps import backward_calls, optimizer_steps, runs_periodically, step_functions, training_loops
 from torchwise.lint.semantics.values import functions_by_name, local_function
 
 # a function that trains once per call, or repeats its updates over range() loops on what it is handed
@@ -67,6 +67,25 @@ def delegated_loop_of(ctx: Context, node: AST) -> AST | None:
         if id(loop) in loops:
             return loop
     return None
+
+
+def delegating_function_of(ctx: Context, node: AST) -> AST | None:
+    """The function around ``node`` (not in a loop of its own) that runs a training step per call by
+    calling, outside any loop or test, a method of this file that trains once per call
+    (``def update(self, replay_iter, step)`` calling ``self.update_critic(...)`` and
+    ``self.update_actor(...)``): what it reads outside its loops, it reads every step."""
+    func = ctx.function_of(node)
+    if func is None or ctx.enclosing_loops(node) or not step_functions(ctx):
+        return None
+    key = ("sem:delegating", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        steps = step_functions(ctx)
+        found = ctx._cache[key] = id(func) not in steps and any(
+            ctx.function_of(c) is func and not ctx.enclosing_loops(c) and not ctx.enclosing_ifs(c)
+            and c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name and c.func.value.id == "self"
+            and id(local_function(ctx, c)) in steps for c in ctx.nodes.get(ast.Call, ()))
+    return func if found else None
 
 
 def backward_helper(ctx: Context, call: ast.Call) -> bool:

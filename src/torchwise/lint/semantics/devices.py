@@ -27,7 +27,7 @@ _DEVICE_KEEPING = frozenset({
     "isnan", "isinf", "isfinite", "any", "all", "clamp", "pow", "mul", "add", "sub", "div", "topk",
     "sort", "to_dense", "type_as", "repeat", "expand", "std", "var", "gather", "index_select", "masked_fill",
     "permute", "transpose", "t", "prod", "cumsum", "square", "neg", "tanh", "relu", "log1p", "expm1", "round",
-    "sign", "clamp_min", "clamp_max", "logsumexp", "amax", "amin",
+    "sign", "clamp_min", "clamp_max", "logsumexp", "amax", "amin", "maximum", "minimum",
 })
 # Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
 _GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})

@@ -113,13 +113,21 @@ def _module_forward(ctx: Context, func: AST) -> bool:
 
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm", "item", "equal", "allclose"})
+_TENSOR_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm"})  # (a 0-dim tensor)
 
 
-def _reduced_test(ctx: Context, test: AST, func: AST) -> bool:
+def _reduced_test(ctx: Context, test: AST, func: AST, depth: int = 1) -> bool:
     """A test that reduces a tensor computed from the forward's inputs to a Python bool:
     ``positive_indices.sum() > 0``, ``not torch.isnan(h).any()``, ``torch.all(mask)`` (shape
     questions - ``x.size(0) > 0``, ``x.dim()`` - are no reads)."""
     for node in ast.walk(test):
+        if node.__class__ is ast.Compare and depth > 0:  # n = torch.sum(obj_mask); if n != 0:
+            for side in (node.left, *node.comparators):
+                b = ctx.binding_at(side.id, side) if side.__class__ is ast.Name else None
+                value = b.value if b is not None and b.kind == "assign" and ctx.function_of(b.node) is func else None
+                if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _TENSOR_REDUCTIONS \
+                        and _reduced_test(ctx, value, func, depth - 1):
+                    return True  # (not n = int(x.sum().item()): the read is at the assignment, the test is on a number)
         if node.__class__ is not ast.Call:
             continue
         f = node.func

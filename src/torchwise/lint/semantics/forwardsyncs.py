@@ -13,8 +13,10 @@ from torchwise.lint.semantics.devices import gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads
+from torchwise.lint.semantics.gatedreads import opt_in_branch
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections
+from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.syncs import parameter_read
 
 MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
@@ -34,12 +36,19 @@ def forward_syncs(ctx: Context) -> list[Found]:
     return [*_parameter_reads(ctx), *_forward_reads(ctx), *_grad_norm_helpers(ctx)]
 
 
+def _off_step(ctx: Context, node: AST, func: AST) -> bool:
+    """Not run on every training step: off the training path (semantics.evalblocks), in a branch
+    that rarely runs (semantics.rarely: a value cached on the first call, a sink handed on at
+    intervals), or under a flag of ``func`` that training never sets (``if vis:``)."""
+    return off_training_path(ctx, node, func) or runs_rarely(ctx, node) or opt_in_branch(ctx, node, func)
+
+
 def _parameter_reads(ctx: Context) -> list[Found]:
     """``self.gamma.item()`` in a method of an ``nn.Module`` of this file: every forward."""
     out: list[Found] = []
     for call in ctx.calls_named("item", "tolist") if "self." in ctx.source else ():
         param = parameter_read(ctx, call)
-        if param is not None:
+        if param is not None and not runs_rarely(ctx, call):
             out.append((call, f"{ctx.text(call.func.value)}.{call.func.attr}() reads a parameter or buffer of the module on "
                         f"the host in {ctx.function_of(call).name}(), which runs with every forward pass and waits for the "
                         "GPU each time",
@@ -53,14 +62,14 @@ def _forward_reads(ctx: Context) -> list[Found]:
     ``if``/``assert`` tests of a tensor there, ``nonzero()``, and element reads in a loop."""
     out: list[Found] = []
     for node, func, what in forward_reads(ctx):
-        if not off_training_path(ctx, node, func):
+        if not _off_step(ctx, node, func):
             out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU", _FORWARD_FIX))
     for node, func in element_reads(ctx):
-        if not off_training_path(ctx, node, func):
+        if not _off_step(ctx, node, func):
             out.append((node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), which runs "
                         "every training step: one wait for the GPU per element", _ELEMENT_FIX))
     for node, func, others in forward_mask_selections(ctx):
-        if off_training_path(ctx, node, func):
+        if _off_step(ctx, node, func):
             continue
         if others is None:
             out.append((node, f"boolean-mask indexing in {func.name}(), which runs on every forward pass, waits for the GPU",

@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
+from torchwise.lint.semantics.argreads import host_read_of_arguments, reads_of_arguments
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import is_eval_name, names_feeding_backward
@@ -16,116 +18,6 @@ from torchwise.lint.semantics.values import local_function
 # logging calls that read a tensor argument on the host: method name -> index of that argument
 LOGGING_READERS = {"add_scalar": 1, "add_scalars": 1, "add_histogram": 1}
 _WRITER_HINTS = ("writer", "summary", "tb", "logger", "board")
-
-
-def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Names that carry (part of) the function's arguments: the parameters (``**kwargs`` too), and
-    names assigned or looped over from them (``for name, value in loss_dict.items()``)."""
-    args = func.args
-    params = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, *filter(None, (args.vararg, args.kwarg))]]
-    derived = {p for p in params if p not in ("self", "cls")}
-    flows = []  # (names read, names bound) of each binding statement
-    for node in ast.walk(func):
-        cls = node.__class__
-        if cls in (ast.Assign, ast.For, ast.comprehension, ast.AugAssign):
-            source = node.iter if cls in (ast.For, ast.comprehension) else node.value
-            targets = node.targets if cls is ast.Assign else [node.target]
-            reads = {n.id for n in ast.walk(source) if n.__class__ is ast.Name}
-            binds = {n for t in targets for n in _bound_names(t)}
-            flows.append((reads, binds))
-    for _ in range(3):  # a few passes reach names bound from names bound from parameters
-        before = len(derived)
-        for reads, binds in flows:
-            if reads & derived:
-                derived |= binds
-        if len(derived) == before:
-            break
-    return derived
-
-
-def _bound_names(target: AST) -> list[str]:
-    """Names an assignment target binds (``a``, ``a, (b, c)``), not those it only reads
-    (``self.totals[name] = ...`` binds neither ``self`` nor ``name``)."""
-    if target.__class__ is ast.Name:
-        return [target.id]
-    if target.__class__ in (ast.Tuple, ast.List):
-        return [n for e in target.elts for n in _bound_names(e)]
-    if target.__class__ is ast.Starred:
-        return _bound_names(target.value)
-    return []
-
-
-_MODEL_WORDS = ("model", "net", "module", "encoder", "decoder")
-# reductions whose value an `if` test compares on the host (``if torch.min(y) < -1.``)
-_REDUCTIONS = frozenset({"min", "max", "sum", "mean", "any", "all", "norm", "amax", "amin", "count_nonzero"})
-_TEST_OPS = (ast.Lt, ast.Gt, ast.LtE, ast.GtE, ast.Eq, ast.NotEq)
-
-
-def host_read_of_arguments(func: AST) -> tuple[int, str] | None:
-    """``(line, what)`` of the first host read in ``func`` of a value made from its arguments
-    (not from ``self``): ``.item()``/``.tolist()``/``.numpy()`` on anything computed from them
-    (``torch.eq(y_true, y_pred).sum().item()``), ``.cpu()`` on a computed tensor
-    (``pred.eq(target).cpu()``), or an ``if`` that compares a reduction of one
-    (``if torch.min(y) < -1.:``). ``func`` then reads what it is given on the host."""
-    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
-        return None
-    candidates = []  # the reads and tests, first: most functions have none, and then need no data flow
-    for node in ast.walk(func):
-        cls = node.__class__
-        if cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in SYNC_METHODS:
-            recv = node.func.value
-            if not (node.func.attr == "cpu" and (recv.__class__ is ast.Name or node.args or _names_model(recv))):
-                candidates.append(node)  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
-        elif cls in (ast.If, ast.While):
-            candidates.append(node)
-        elif cls is ast.Subscript and _legacy_read(node):
-            candidates.append(node)  # losses[name].data[0]: the pre-0.4 .item()
-    if not candidates:
-        return None
-    derived = _derived(func)
-    for node in candidates:
-        if node.__class__ is ast.Call:
-            if _mentions(node.func.value, derived):
-                return node.lineno, f"calls .{node.func.attr}()"
-        elif node.__class__ is ast.Subscript:
-            if _mentions(node.value, derived):
-                return node.lineno, "reads .data[0]"
-        elif _reduction_test(node.test, derived):
-            return node.lineno, "tests a tensor in an if"
-    return None
-
-
-def _legacy_read(node: ast.Subscript) -> bool:
-    """``x.data[0]``: the pre-0.4 spelling of ``x.item()``."""
-    value, index = node.value, node.slice
-    return value.__class__ is ast.Attribute and value.attr == "data" and index.__class__ is ast.Constant and index.value == 0
-
-
-def _mentions(expr: AST, names: set[str]) -> bool:
-    return any(n.__class__ is ast.Name and n.id in names for n in ast.walk(expr))
-
-
-def _names_model(expr: AST) -> bool:
-    name = (last_name(expr) or "").lower()
-    return any(w in name for w in _MODEL_WORDS)
-
-
-def _reduction_test(test: AST, derived: set[str]) -> bool:
-    """``torch.min(y) < -1.``, ``y.abs().max() > 1``: a comparison of a reduction of an argument."""
-    for node in ast.walk(test):
-        if node.__class__ is not ast.Compare or not all(op.__class__ in _TEST_OPS for op in node.ops):
-            continue
-        for side in [node.left, *node.comparators]:
-            func = side.func if side.__class__ is ast.Call else None
-            if func.__class__ is not ast.Attribute or func.attr not in _REDUCTIONS:
-                continue
-            if func.value.__class__ is ast.Name and func.value.id in ("torch", "th"):
-                subject = side.args[0] if side.args else None  # torch.min(y)
-            else:
-                subject = func.value  # y.max(), y.abs().max()
-            if subject is not None and _mentions(subject, derived):
-                return True
-    return False
 
 
 def host_reader(ctx: Context, call: ast.Call) -> str | None:
@@ -144,7 +36,7 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
         return "it reads the tensor on the host" if writer else None
     target = local_function(ctx, call)
     if target is not None:
-        read = _cached_host_read(ctx, target)
+        read = _cached_host_read(ctx, target, call)
         return f"it {read[1]} on line {read[0]}" if read is not None else None
     owner = _owner_module(ctx, func, call)
     if owner is False:
@@ -164,6 +56,8 @@ def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
         return True  # a method of the class or of a base class elsewhere in the project
     dotted = ctx.qualname(func)
     if dotted is None and func.__class__ is ast.Attribute:
+        if _container(ctx, func.value, call):
+            return False  # metrics.update(...) of metrics = dict(): a container's method
         dotted = ctx.constructed_from(func.value, call)
     if dotted is None or dotted.startswith("local:"):
         return True
@@ -174,6 +68,17 @@ def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
     if parts[-1] in files:
         return parts[-1]
     return parts[-1] in folders or parts[0] in folders
+
+
+_CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "deque", "Counter"})
+
+
+def _container(ctx: Context, expr: AST, use: AST) -> bool:
+    """A name bound to a dict, list or set (a literal, ``dict()``, ``OrderedDict()``)."""
+    b = ctx.binding_at(expr.id, use) if expr.__class__ is ast.Name else None
+    value = b.value if b is not None and b.kind == "assign" else None
+    return value.__class__ in (ast.Dict, ast.List, ast.Set, ast.DictComp, ast.ListComp) or (
+        value.__class__ is ast.Call and (last_name(value.func) or "") in _CONTAINERS)
 
 
 def _project_modules(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:
@@ -204,11 +109,17 @@ def _host_read_line(func: AST) -> int | None:
     return read[0] if read is not None else None
 
 
-def _cached_host_read(ctx: Context, func: AST) -> tuple[int, str] | None:
+def _cached_host_read(ctx: Context, func: AST, call: ast.Call) -> tuple[int, str] | None:
+    """The first read of ``func`` that ``call`` runs: not one under a test of a parameter the
+    call hands nothing, ``None``, or a sink kept only at intervals (:func:`.gated_argument`)."""
     key = ("sem:hostread", id(func))
-    if key not in ctx._cache:
-        ctx._cache[key] = host_read_of_arguments(func)
-    return ctx._cache[key]
+    reads = ctx._cache.get(key)
+    if reads is None:
+        reads = ctx._cache[key] = reads_of_arguments(func)
+    for line, what, guard in reads:
+        if guard is None or not gated_argument(ctx, call, func, guard):
+            return line, what
+    return None
 
 
 def read_arguments(ctx: Context, call: ast.Call) -> list[AST]:

@@ -12,12 +12,13 @@ import ast
 from typing import Callable
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.devices import gpu_evident, is_device_tensor
+from torchwise.lint.semantics.devices import device_move_target, gpu_evident, is_device_tensor
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.losses import is_loss_call
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name
 from torchwise.lint.semantics.syncs import mask_like
+from torchwise.lint.semantics.values import local_function
 
 # methods and torch functions whose result is a boolean tensor
 _TESTS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "greater_equal", "less_equal", "not_equal",
@@ -114,7 +115,8 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub) or scalar_store(ctx, sub):
             continue
         func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
-        if func is not None and is_device_tensor(ctx, sub.value, sub) and hot_region_of(ctx, sub) is None \
+        if func is not None and (is_device_tensor(ctx, sub.value, sub) or _mask_on_device(ctx, sub.slice, sub)) \
+                and hot_region_of(ctx, sub) is None \
                 and not _unused_loss(ctx, func):
             statements.add(id(ctx.statement_of(sub)))
             found.append((sub, func, None))
@@ -136,6 +138,26 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         for node in nodes:
             found.append((node, func, [n for n in lines if n != node.lineno]))
     return found
+
+
+def _mask_on_device(ctx: Context, index: AST, use: AST) -> bool:
+    """A mask a method of the file makes on the device (``bool_masked_pos =
+    self._mask_center_rand(center)``, which returns ``mask.to(center.device)``): what it selects
+    from is on the device too (a CUDA mask cannot index a CPU tensor)."""
+    if index.__class__ is ast.UnaryOp and index.op.__class__ is ast.Invert:
+        index = index.operand
+    b = ctx.binding_at(index.id, use) if index.__class__ is ast.Name else None
+    maker = local_function(ctx, b.value) if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call else None
+    if maker is None or maker.__class__ is ast.Lambda:
+        return False
+    for ret in ctx.walk_body(maker.body):
+        value = ret.value if ret.__class__ is ast.Return else None
+        if value.__class__ is ast.Name:
+            bound = ctx.binding_at(value.id, ret)
+            value = bound.value if bound is not None and bound.kind == "assign" else None
+        if value.__class__ is ast.Call and device_move_target(ctx, value) is not None and is_device_tensor(ctx, value, value):
+            return True
+    return False
 
 
 def loss_mask_selections(ctx: Context) -> list[tuple[AST, AST]]:
@@ -243,8 +265,19 @@ def in_loss_module(ctx: Context, func: AST) -> bool:
     if klass.__class__ is not ast.ClassDef:
         return False
     name = klass.name.lower()
-    return ("loss" in name or "criterion" in name) and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
+    named = "loss" in name or "criterion" in name or _in_losses_module(ctx)
+    return named and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
         and not _unused_class(ctx, klass)
+
+
+def _in_losses_module(ctx: Context) -> bool:
+    """The file is a module of losses by its path (``kd_losses/rkd.py``, ``losses.py``,
+    ``loss/focal.py``): its ``nn.Module`` classes are losses (``RKD``, ``Attention``)."""
+    found = ctx._cache.get("sem:losses-module")
+    if found is None:
+        path = ctx.path.replace("\\", "/").lower()
+        found = ctx._cache["sem:losses-module"] = "loss" in "/".join(path.split("/")[-2:])
+    return found
 
 
 def _unused_loss(ctx: Context, func: AST) -> bool:

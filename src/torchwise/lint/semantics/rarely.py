@@ -2,14 +2,17 @@
 (TW207): the pre-0.4 arm of a torch version test (dead on any PyTorch a user runs), a log
 written when some seconds have passed (``if now - last_log > args.log_freq_time:``), and the
 branch for the one batch that holds a chosen item (``if attn_example in ids:``), a branch that
-ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement), and a debugging
-switch (``if self.debug_mode:``)."""
+ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement), a debugging
+switch (``if self.debug_mode:``), a sink or flag handed on only at intervals and a value cached
+on the first call (:mod:`.gatedreads`)."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.gatedreads import first_call_cache, interval_gated_test
+from torchwise.lint.semantics.steps import backward_calls, modulo_test
 
 # clocks whose differences gate a time-based log
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer",
@@ -26,9 +29,28 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
         if legacy_arm(ctx, if_node, in_body):
             return True
         if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)
-                        or if_node.__class__ is ast.If and _ends_run(if_node.body) or _debug_flag(if_node.test)):
+                        or if_node.__class__ is ast.If and _ends_run(if_node.body) or _debug_flag(if_node.test)
+                        or interval_gated_test(ctx, if_node.test)):
+            return True
+    return first_call_cache(ctx, node)
+
+
+def logged_periodically(ctx: Context, node: AST) -> bool:
+    """Under a modulo test (``if step % 100 == 0:``: once per interval) that is not an update of
+    its own: a periodic branch that runs a backward pass (``if self.total_it % self.policy_freq ==
+    0:`` around the actor's loss, backward and step; ``if i % n_critic == 0:`` around the
+    generator's) is the update of that network, and what it reads, it reads on every update."""
+    for if_node, _ in ctx.enclosing_ifs(node):
+        if modulo_test(ctx, if_node.test) and not _updates(ctx, if_node):
             return True
     return False
+
+
+def _updates(ctx: Context, if_node: AST) -> bool:
+    if if_node.__class__ is not ast.If:
+        return False
+    first, last = if_node.body[0].lineno, if_node.body[-1].end_lineno or if_node.body[-1].lineno
+    return any(first <= c.lineno <= last and ctx.contains(if_node, c) for c in backward_calls(ctx))
 
 
 def _debug_flag(test: AST) -> bool:

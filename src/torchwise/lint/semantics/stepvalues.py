@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Binding, Context, last_name
-from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_tensor
+from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_expr, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
+from torchwise.lint.semantics.handedvalues import param_from_callers, returned_tensor, self_device_attr
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
@@ -22,7 +23,8 @@ from torchwise.lint.semantics.values import local_function
 # methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
 _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
                       "unsqueeze", "abs", "max", "min", "norm", "flatten", "contiguous", "long", "int", "clamp",
-                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items"})
+                      "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items",
+                      "log_prob", "entropy"})  # of a distribution a model returned: dist = self.actor(obs)
 # libraries whose functions named like a reduction are not collectives over tensors
 _NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
 
@@ -77,6 +79,8 @@ def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
         return _beyond(ctx, expr.value, use, depth)
     if cls is ast.Attribute and expr.attr == "data":  # acc.data: the same tensor
         return _beyond(ctx, expr.value, use, depth)
+    if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        return self_device_attr(ctx, expr, use)  # self.alpha = self.log_alpha.exp().detach()
     if cls is ast.BinOp:
         return _beyond(ctx, expr.left, use, depth) or _beyond(ctx, expr.right, use, depth)
     if cls is ast.Compare:  # (y == pred).sum()
@@ -146,6 +150,10 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
     b = ctx.binding_at(expr.id, use)
     if b is None:
         return False
+    if _all_reduced(ctx, expr, use):
+        return True  # dist.all_reduce(acc1, op=dist.ReduceOp.SUM): a tensor the collective sums on the GPU
+    if b.kind == "param":  # def _q_loss(self, obs, ..., alpha): handed the step's alpha by every call
+        return param_from_callers(ctx, expr, use, step_device_value, depth)
     if b.kind in ("assign", "walrus") and b.value is not None:
         if _container(b.value) and _collects_device_values(ctx, expr.id, b.node, depth):
             return True  # loss_dict = {} ... loss_dict["d"] = d_loss; predL_r = [None] * n ... predL_r[i] = loss
@@ -168,7 +176,42 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
                 and not any(w in (last_name(value.func) or "").lower() for w in _STATISTICS_MAKERS) \
                 and any(step_device_value(ctx, a, b.node, depth - 1) for a in value.args[:3]):
             return True  # inter, union, target = intersectionAndUnionGPU(output, target, n): tensors made from the step's
+        if value.__class__ is ast.Call and returned_tensor(ctx, value, b.index, step_device_value, depth):
+            return True  # alpha, alpha_loss = self._alpha_and_alpha_loss(obs, log_pi): a tensor it returns
+        if value.__class__ is ast.Call and _placed_by_helper(ctx, value):
+            return True  # obs, action, reward = utils.to_torch(batch, self.device)
     return False
+
+
+def _placed_by_helper(ctx: Context, call: ast.Call) -> bool:
+    """A function of the project handed the device (``utils.to_torch(batch, self.device)``,
+    ``prepare(batch, device=device)``): the tensors it hands back are made there."""
+    func = call.func
+    name = (last_name(func) or "").lower()
+    return _project_callable(ctx, func, ctx.qualname(func)) and not any(w in name for w in _STATISTICS_MAKERS) \
+        and any(is_device_expr(ctx, a, call) and not is_cpu_device(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+_COLLECTIVES = frozenset({"torch.distributed.all_reduce", "torch.distributed.reduce", "torch.distributed.broadcast"})
+
+
+def _all_reduced(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """The function hands ``name`` to a collective (``dist.all_reduce(acc1, op=dist.ReduceOp.SUM)``,
+    a helper of the project that reduces across processes, ``acc = dist_utils.reduce_tensor(acc,
+    args)``): in a training loop on the GPU, a device tensor."""
+    if "reduce" not in ctx.source and "broadcast" not in ctx.source:
+        return False
+    reduced = ctx._cache.get("sem:all-reduced")
+    if reduced is None:  # (scope id, name) of every first argument of a collective, once per file
+        reduced = ctx._cache["sem:all-reduced"] = set()
+        for c in ctx.calls_named("all_reduce", "reduce", "broadcast", *(n for n in ctx.calls_by_name if "reduce" in n.lower())):
+            if not c.args or c.args[0].__class__ is not ast.Name:
+                continue
+            q = ctx.qualname(c.func)
+            callee = (last_name(c.func) or "").lower()
+            if q in _COLLECTIVES or (q is None or not q.startswith(_NOT_COLLECTIVES)) and "reduce" in callee and "tensor" in callee:
+                reduced.add((id(ctx.scope_of(c)), c.args[0].id))
+    return bool(reduced) and (id(ctx.scope_of(use)), name.id) in reduced
 
 
 def _beside_loss(ctx: Context, b: Binding, use: AST) -> bool:

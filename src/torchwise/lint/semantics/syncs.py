@@ -234,14 +234,48 @@ def legacy_reads(ctx: Context) -> list[ast.Subscript]:
 
 
 def needless_synchronizes(ctx: Context) -> list[ast.Call]:
-    """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test,
-    where the loop measures no time (a benchmark waits on purpose) and reads nothing after it."""
+    """``torch.cuda.synchronize()`` run on every step of the training loop, outside any test but
+    one of the run's settings (``if torch.cuda.is_available():``, ``if args.distributed:``),
+    where the loop measures no time (a benchmark waits on purpose) and reads nothing after it;
+    and one under a test of a setting that the step's reads follow (they wait without it, and
+    so does the synchronize with it: reported both; an unconditional one is reported for the
+    reads after it instead, see :func:`synchronized_before`)."""
     if "synchronize" not in ctx.source:
         return []
     out = []
     for call in ctx.calls_named("synchronize"):
         loop = _per_step(ctx, call) if ctx.qualname(call.func) in SYNCHRONIZE else None
-        if loop is not None and not ctx.enclosing_ifs(call) and not measures_time(ctx, loop) and not read_after(ctx, loop, call):
+        if loop is None:
+            continue
+        ifs = ctx.enclosing_ifs(call)
+        if ifs and not all(in_body and setting_test(ctx, node.test, loop) for node, in_body in ifs if ctx.contains(loop, node)):
+            continue
+        read = read_after(ctx, loop, call)
+        if not read and not measures_time(ctx, loop) or read and ifs:
             out.append(call)
     return out
+
+
+_SETTING_CALLS = frozenset({"is_available", "is_initialized", "device_count", "get_world_size"})
+
+
+def setting_test(ctx: Context, test: AST, loop: AST) -> bool:
+    """A test of the run's settings, the same on every pass of ``loop``: ``args.distributed``,
+    ``torch.cuda.is_available()``, ``args.local_rank != -1`` - names and attributes bound before
+    the loop, constants, and the device queries; no modulo, no other call."""
+    start = loop.lineno
+    for n in ast.walk(test):
+        cls = n.__class__
+        if cls is ast.BinOp:
+            return False
+        if cls is ast.Call and last_name(n.func) not in _SETTING_CALLS:
+            return False
+        if cls is ast.Name and not (n.id in ("torch", "dist", "self") or _bound_before(ctx, n, start)):
+            return False
+    return True
+
+
+def _bound_before(ctx: Context, name: ast.Name, line: int) -> bool:
+    b = ctx.binding_at(name.id, name)
+    return b is not None and (b.kind in ("param", "import") or b.pos[0] < line)
 
