@@ -895,3 +895,33 @@ FIND += [
                     sink.append(loss.item())
     """), 18),
 ]
+
+# ------------------------------------------------- TW207 a training function imported under another name
+# The lead's merge of rounds 14 A and C: a use of a helper only through an aliased import
+# (`from helper.loops import train_vanilla as train`) is a use, also for the test that a name is used
+# only in another module's dead code (the alias carries every call).
+PROJECTS += [
+    ProjectShape("TW207", "a per-step .item() in a training function another script imports under an alias", {
+        "helper/__init__.py": "",
+        "helper/loops.py": d("""
+            import torch
+            def train_vanilla(epoch, loader, model, criterion, optimizer):
+                model.train()
+                for x, y in loader:
+                    x, y = x.cuda(), y.cuda()
+                    loss = criterion(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    print(loss.item())
+        """),
+        "train_teacher.py": d("""
+            from helper.loops import train_vanilla as train
+            def main(model, loader, criterion, optimizer):
+                for epoch in range(10):
+                    train(epoch, loader, model, criterion, optimizer)
+            if __name__ == "__main__":
+                main(None, None, None, None)
+        """),
+    }, [("helper/loops.py", 10)]),
+]

@@ -182,6 +182,8 @@ def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str
     imports = [m.span() for m in _IMPORT_STMT.finditer(text)]
     for m in word.finditer(text):
         if any(a <= m.start() < b for a, b in imports):
+            if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
+                return False  # from loops import train_vanilla as train: its uses go by the other name
             continue
         line = text.count("\n", 0, m.start()) + 1
         if "#" in text[text.rfind("\n", 0, m.start()) + 1:m.start()]:
