@@ -16,6 +16,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
                                                 reload_after_training_method, restored_into, restores_device_state)
+from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.values import local_function
@@ -275,7 +276,13 @@ What it flags
   and GPU counts than training did; not a file name no save of the project writes, such as shipped
   weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
-  restores onto `cuda:0`. And a load helper in a module with no device code
+  restores onto `cuda:0` - also in a model's method (`def load_model_from_ckpt(self, path)`)
+  that such a script calls (`base_model.load_model_from_ckpt(args.ckpts)`; a definition inside
+  a sub-program's folder, one holding its own `__main__` script, counts only that folder's
+  callers), not a file named by the rank (`"queue" + str(args.rank) + ".pth"`: each process
+  reads back what it wrote from its own GPU). A projector that optimises a latent
+  (`optim.Adam([latent_in] + noises)`) around an eval-mode model it restores trains no model:
+  an inference script. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
   entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
   GPU, in a project that also runs on the CPU. A project
@@ -302,7 +309,10 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), a script's module-level reload, after
+  `torch.load(best_path)`: the same process and device), a reload of what a save helper of the
+  file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
+  `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every
+  call follows such a save of the same path (`net.to_file(p)` then `DynamicNet.from_file(p, ...)`), a script's module-level reload, after
   its loop called the file's training function, of a file name the project saves (`with
   open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
@@ -354,7 +364,7 @@ Fix
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
                     or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call):
+                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,
