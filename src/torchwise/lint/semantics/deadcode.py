@@ -33,8 +33,8 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
     top = _top_level_of(ctx, node)
-    if not _module_in_use(ctx):
-        return top is not None and superseded(ctx, top)  # an old version of a class the project imports from elsewhere
+    if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
+        return top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False))  # it imports elsewhere
     if top is not None and _dead(ctx, top, 2):
         return True
     return _in_named_once_function(ctx, node)
@@ -90,11 +90,39 @@ def _module_in_use(ctx: Context) -> bool:
         raw = os.path.splitext(os.path.basename(ctx.path))[0]
         others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
         stem = re.escape(raw)
-        imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
-                             r"[^\n]*\b" + stem + r"\b)", re.M)
-        found = "__main__" in ctx.source or any(imports.search(t) is not None for t in others)
+        imports = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
+                             r"([^\n]*)\b" + stem + r"\b)", re.M)
+        found = "__main__" in ctx.source
+        shadowed = False
+        for t in others if not found else ():
+            for m in imports.finditer(t):
+                if _resolves_elsewhere(ctx, raw, m):
+                    shadowed = True  # `from utils import misc` names utils/misc.py, not this segmentation/misc.py
+                else:
+                    found = True
+                    break
+            if found:
+                break
         ctx._cache["deadcode:used"] = found
+        ctx._cache["deadcode:shadowed"] = shadowed and not found
     return found
+
+
+def _resolves_elsewhere(ctx: Context, stem: str, m: re.Match[str]) -> bool:
+    """The import ``m`` names the module ``stem`` through a package (``from utils import misc``,
+    ``from utils.misc import x``, ``import utils.misc``) that is not this file's folder, and another
+    file of the project sits at that package path (``utils/misc.py``): it imports that file."""
+    if m.group(1) is not None:
+        package = m.group(1).rstrip(".")
+    elif m.group(2) is not None:
+        package = m.group(2)  # from utils import misc
+    else:
+        head = m.group(3).rstrip().rsplit(" ", 1)[-1].rstrip(",")  # import utils.misc
+        package = head.rstrip(".") if head.endswith(".") else ""
+    if not package or package.startswith(".") or package.rsplit(".", 1)[-1] == os.path.basename(os.path.dirname(ctx.path)):
+        return False
+    tail = "/" + package.replace(".", "/") + "/" + stem + ".py"
+    return any(("/" + p.replace("\\", "/")).endswith(tail) for p, _ in ctx.project.files if p != ctx.path)
 
 
 def _top_level_of(ctx: Context, node: AST) -> AST | None:
