@@ -74,7 +74,7 @@ def _imported(text: str) -> tuple[set[str], set[str]]:
 
 def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
     """The files of the project that import a CUDA-only extension at module level (see the module doc)."""
-    if not any("cuda" in t or "pointnet2_ops" in t or "pointops" in t for _, t in texts):
+    if not any("_cuda" in t or "pointnet2_ops" in t or "pointops" in t or "cpp_extension" in t for _, t in texts):
         return []
     own = {n for path, _ in texts for n in _module_names(path)}
     paths = [p.replace("\\", "/") for p, _ in texts]
@@ -84,9 +84,10 @@ def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
         root = ""
     built = _built_extensions(texts, root) if any("cpp_extension" in t for _, t in texts) else set()
     out = []
+    needles = ("_cuda", *KERNEL_PACKAGES, *built)
     for path, text in texts:
-        if "import" not in text:
-            continue
+        if "import" not in text or not any(n in text for n in needles):
+            continue  # (a cheap text test before the import lines are read)
         stem, _ = _module_names(path)
         modules, names = _imported(text)
         if any(n.endswith("_cuda") and len(n) > 5 and n not in own for n in modules) \

@@ -181,13 +181,12 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     project's training writes from a device - it runs on other machines and GPU counts than
     training did - and a load that every process of a distributed training run makes (all onto
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
+    if not every_rank_loads(ctx, load) and not (evaluation_script(ctx) and restored_into(ctx, load) is not None and any(
+            p != ctx.path for p in device_savers(ctx.project))):
+        return False
     names = file_names(ctx, argument(load, "f", 0), load)
-    if names and not names & set(save_index(ctx.project) if ctx.project.save_files else ()):
-        return False  # a file name no save of the project writes: weights shipped or downloaded with it
-    if every_rank_loads(ctx, load):
-        return True
-    return evaluation_script(ctx) and restored_into(ctx, load) is not None and any(
-        p != ctx.path for p in device_savers(ctx.project))
+    return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
+    # (a file name no save of the project writes: weights shipped or downloaded with it)
 
 
 def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:

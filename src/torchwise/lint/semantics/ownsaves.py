@@ -47,10 +47,20 @@ def _saves_path(ctx: Context, call: ast.Call, text: str) -> bool:
     return False
 
 
+def _savers(ctx: Context) -> list[ast.Call]:
+    """``torch.save`` calls and calls of the file's functions that call ``torch.save`` (once per file)."""
+    found = ctx._cache.get("ownsaves:savers")
+    if found is None:
+        saves = ctx.calls_to("torch.save")
+        names = {f.name for f in map(ctx.function_of, saves) if f is not None}
+        found = ctx._cache["ownsaves:savers"] = saves + [c for c in ctx.calls_named(*names) if c not in saves] if names else saves
+    return found
+
+
 def _saved_before(ctx: Context, node: ast.AST, text: str) -> bool:
     scope = ctx.scope_of(node)
     return any(ctx.scope_of(c) is scope and (c.lineno, c.col_offset) < (node.lineno, node.col_offset)
-               and _saves_path(ctx, c, text) for c in ctx.nodes.get(ast.Call, ()))
+               and _saves_path(ctx, c, text) for c in _savers(ctx))
 
 
 def reloads_own_save(ctx: Context, load: ast.Call) -> bool:
