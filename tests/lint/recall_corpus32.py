@@ -99,6 +99,49 @@ PROJECTS += [
     }, (("tools/runner.py", 9), ("tools/runner.py", 10), ("utils/misc.py", 4), ("models/point_mae.py", 8))),
 ]
 
+# One model module of a smaller project imports a kernel package and builds its neighbour index
+# with `torch.arange(b).cuda()`; the training script offers `"cuda" if torch.cuda.is_available()
+# else "cpu"` and builds that model through the models package: nothing of it runs without the
+# kernel. The same `.cuda()` in a plain model that no import ties to the kernel keeps its finding.
+_KNN_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    from knn_cuda import KNN
+    class DGCNNKernel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.knn = KNN(k=20, transpose_mode=True)
+        def forward(self, x):
+            idx_base = torch.arange(0, x.size(0)).cuda().view(-1, 1, 1) * x.size(2)
+            return self.knn(x, x)[1] + idx_base
+""")
+_PLAIN_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    class Plain(nn.Module):
+        def forward(self, x):
+            idx_base = torch.arange(0, x.size(0)).cuda().view(-1, 1, 1) * x.size(2)
+            return x + idx_base
+""")
+_KNN_TRAIN = d("""
+    import torch
+    from models import build_model
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = build_model(args).to(device)
+    for x, y in loader:
+        loss = criterion(model(x.to(device)), y.to(device))
+        loss.backward()
+        optimizer.step()
+""")
+PROJECTS += [
+    ProjectShape("TW403", "look-alike: a model module that imports a kernel package (one file of the project)", {
+        "models/__init__.py": "from .dgcnn_kernel import DGCNNKernel\ndef build_model(args):\n    return DGCNNKernel()\n",
+        "models/dgcnn_kernel.py": _KNN_MODEL, "train.py": _KNN_TRAIN}),
+    ProjectShape("TW403", "the same move in a plain model that no import ties to a kernel", {
+        "models/__init__.py": "from .plain import Plain\ndef build_model(args):\n    return Plain()\n",
+        "models/plain.py": _PLAIN_MODEL, "train.py": _KNN_TRAIN}, (("models/plain.py", 5),)),
+]
+
 # ------------------------------------------------------------- TW403 a script that tests its own device for the CPU
 # A tabular boosting script gets its device from a helper of its project (`lib.get_device()`,
 # "cuda:0" or "cpu"), moves the data and the ensemble only `if device.type != 'cpu':` - and still

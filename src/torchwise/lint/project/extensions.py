@@ -96,4 +96,32 @@ def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-__all__ = ["KERNEL_PACKAGES", "cuda_extension_files"]
+def _keys(path: str) -> set[str]:
+    """The names an import may reach this file by: its module name, or its package's for ``__init__.py``."""
+    stem, folder = _module_names(path)
+    return {folder} if stem == "__init__" and folder else {stem}
+
+
+def kernel_importers(texts: list[tuple[str, str]], kernels: list[str]) -> frozenset[str]:
+    """The files whose module-level imports reach one of ``kernels`` (files importing a CUDA-only
+    extension), directly or through other modules of the project (``main.py`` imports
+    ``models``, whose ``__init__`` imports ``point_mae``, which imports ``knn_cuda``): none of
+    them can even be imported without the kernels. Matched by module names, so a name that
+    several files share counts for each (an over-estimate that only keeps lint quieter)."""
+    if not kernels:
+        return frozenset()
+    reached = set(kernels)
+    keys = set().union(*(_keys(p) for p in reached))
+    names = {p: set().union(*_imported(t)) for p, t in texts if p not in reached and "import" in t}
+    grew = True
+    while grew:
+        grew = False
+        for path, imported in names.items():
+            if path not in reached and imported & keys:
+                reached.add(path)
+                keys |= _keys(path)
+                grew = True
+    return frozenset(reached)
+
+
+__all__ = ["KERNEL_PACKAGES", "cuda_extension_files", "kernel_importers"]

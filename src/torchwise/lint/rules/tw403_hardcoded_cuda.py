@@ -123,7 +123,9 @@ What it flags
   unconditionally at module level - CUDA extensions included: modules named `*_cuda`
   (`knn_cuda`, `emd_cuda`), kernel packages (`pointnet2_ops`), and the project's own kernels
   built with `CUDAExtension(...)` (imported by their name or by the folder of their `setup.py`)
-  or JIT-compiled from `.cu` sources at import - more than the files that check `torch.cuda.is_available()`,
+  or JIT-compiled from `.cu` sources at import - more than the files that check `torch.cuda.is_available()`
+  (and, whatever the counts, a file whose module-level imports reach such an extension, directly
+  or through the project's modules: `from models import build` where a model imports `knn_cuda`),
   or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU
   (`assert torch.cuda.is_available()` demands a GPU: it is no check and no CPU path);
   and a script that calls a set-up function of its project that is GPU-only (it initialises
@@ -189,6 +191,8 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
             return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
+        if ctx.path in ctx.project.kernel_files:
+            return  # its imports reach a CUDA-only extension (knn_cuda, the project's CUDAExtension): it cannot run on a CPU
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
