@@ -473,6 +473,47 @@ PROJECTS += [
         "projector.py": _SG_PROJECT.replace("optim.Adam([latent_in], lr=args.lr)", "optim.Adam(g_ema.parameters(), lr=args.lr)")}),
 ]
 
+# A point-cloud classifier (its model imports a kernel package: GPU-only) trains and, when run
+# with `--eval`, restores its checkpoint in `test(args, io)`: the evaluation path runs on other
+# machines than training did. A detector's evaluator restores a TensorRT engine the same way: an
+# engine runs only on the GPU it was built for.
+_PCT_MAIN = d("""
+    import torch
+    import torch.nn as nn
+    from model import Pct
+    def train(args, io):
+        model = nn.DataParallel(Pct(args).cuda())
+        for data, label in loader:
+            loss = criterion(model(data.cuda()), label.cuda())
+            loss.backward()
+            opt.step()
+        torch.save(model.state_dict(), "checkpoints/%s/models/model.t7" % args.exp_name)
+    def test(args, io):
+        model = nn.DataParallel(Pct(args).cuda())
+        model.load_state_dict(torch.load(args.model_path))
+        model = model.eval()
+        for data, label in test_loader:
+            print(model(data.cuda()).argmax(1))
+    if __name__ == "__main__":
+        args = parse_args()
+        if not args.eval:
+            train(args, None)
+        else:
+            test(args, None)
+""")
+_PCT_MODEL = "import torch.nn as nn\nfrom pointnet2_ops import pointnet2_utils\nclass Pct(nn.Module):\n    pass\n"
+PROJECTS += [
+    ProjectShape("TW402", "the evaluation function of a training script in a GPU-only project restores the checkpoint", {
+        "main.py": _PCT_MAIN, "model.py": _PCT_MODEL, "util.py": "from pointnet2_ops import pointnet2_utils\n",
+        "data.py": "from pointnet2_ops import pointnet2_utils\n"}, (("main.py", 13),)),
+    ProjectShape("TW402", "look-alike: the evaluation function restores a TensorRT engine (torch2trt)", {
+        "main.py": _PCT_MAIN.replace("    model.load_state_dict(torch.load(args.model_path))\n",
+                                     "    from torch2trt import TRTModule\n    model = TRTModule()\n"
+                                     "    model.load_state_dict(torch.load(args.trt_file))\n"),
+        "model.py": _PCT_MODEL, "util.py": "from pointnet2_ops import pointnet2_utils\n",
+        "data.py": "from pointnet2_ops import pointnet2_utils\n"}),
+]
+
 # ------------------------------------------------------------- TW201 the CPU branch; a trainer handed the optimizer
 # A distillation zoo's model builder wraps the network in DataParallel in both branches of
 # `if cuda:`; only the GPU branch drives GPUs. A tabular script wraps the model when several GPUs

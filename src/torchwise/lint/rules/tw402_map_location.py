@@ -18,7 +18,7 @@ from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_scr
                                                 reload_after_training_method, restored_into, restores_device_state)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.starnames import star_names, star_qualname
-from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
 
@@ -181,12 +181,28 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     project's training writes from a device - it runs on other machines and GPU counts than
     training did - and a load that every process of a distributed training run makes (all onto
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
-    if not every_rank_loads(ctx, load) and not (evaluation_script(ctx) and restored_into(ctx, load) is not None and any(
-            p != ctx.path for p in device_savers(ctx.project))):
+    if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load))
+                                                and restored_into(ctx, load) is not None and any(
+            p != ctx.path or _evaluation_function(ctx, load) for p in device_savers(ctx.project))):
         return False
     names = file_names(ctx, argument(load, "f", 0), load)
     return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
     # (a file name no save of the project writes: weights shipped or downloaded with it)
+
+
+def _evaluation_function(ctx: Context, load: ast.Call) -> bool:
+    """The load is in a function named for evaluation (``def test(args, io):``, run when
+    ``args.eval`` is set) that trains nothing itself: the evaluation path of a training script,
+    restoring the checkpoint its training wrote."""
+    func = ctx.function_of(load)
+    if func is None or not is_eval_name(func.name) or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return False
+    # a TensorRT engine (`TRTModule().load_state_dict(torch.load(trt_file))`) runs on the GPU it was built for only
+    return not any(n.__class__ in (ast.Import, ast.ImportFrom) and any(e in ctx.text(n) for e in _GPU_ENGINES)
+                   for n in ast.walk(func))
+
+
+_GPU_ENGINES = ("torch2trt", "tensorrt")
 
 
 def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
@@ -272,8 +288,10 @@ What it flags
   that the project saves with device tensors). Also in a project written only for GPUs: an
   evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
   model from a checkpoint the project's training writes from the GPU - it runs on other machines
-  and GPU counts than training did; not a file name no save of the project writes, such as shipped
-  weights - and a load in a distributed training script
+  and GPU counts than training did; so does a function named for evaluation that trains nothing
+  (`def test(args, io):` of a training script, run with `--eval`; not one restoring a TensorRT
+  engine, `torch2trt`'s `TRTModule`, which runs only on its GPU); not a file name no save of the
+  project writes, such as shipped weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
   restores onto `cuda:0` - also in a model's method (`def load_model_from_ckpt(self, path)`)
   that such a script calls (`base_model.load_model_from_ckpt(args.ckpts)`; a definition inside
