@@ -649,6 +649,42 @@ PROJECTS += [
         """)}, (("agent.py", 12),)),
 ]
 
+# ------------------------------------------------------------- TW104 a bare pass beside the class's no_grad passes
+# A VAE visualiser wraps its encoder and reconstruction passes in no_grad, but its latent decoder
+# helper returns `self.model.decoder(z).cpu()` with autograd on (every traversal and sample grid).
+_VIZ = d("""
+    import torch
+    class Visualizer:
+        def __init__(self, model, device="cpu"):
+            self.model, self.device = model, device
+        def reconstruct(self, data):
+            self.model.eval()
+            with torch.no_grad():
+                recs, _, _ = self.model(data)
+            return recs.cpu()
+        def _decode_latents(self, latent_samples):
+            latent_samples = latent_samples.to(self.device)
+            return self.model.decoder(latent_samples).cpu()
+        def generate_samples(self, n):
+            return self._decode_latents(torch.randn(n, self.model.latent_dim))
+""")
+FIND += [Shape("TW104", "a visualiser's decoder helper runs bare beside its no_grad reconstruction", _VIZ, 12, "visualize.py")]
+QUIET += [
+    Shape("TW104", "look-alike: the helper's output stays on the device for the caller", _VIZ.replace(
+        "return self.model.decoder(latent_samples).cpu()", "return self.model.decoder(latent_samples)"), None, "visualize.py"),
+    Shape("TW104", "look-alike: an agent whose class learns (its passes may feed the update)", d("""
+        import torch
+        class Agent:
+            def act(self, state):
+                with torch.no_grad():
+                    return self.q_network(state).argmax().item()
+            def q_values(self, states):
+                return self.q_network(states).cpu()
+            def learn(self, batch):
+                self.optimizer.step()
+    """), None, "agent.py"),
+]
+
 # ------------------------------------------------------------- TW104 online exploration in an offline-to-online loop
 # Offline-to-online RL: one loop samples batches for `trainer.train(batch)` and, in the online
 # phase, picks each exploration action with `actor(state)` outside no_grad - the action only

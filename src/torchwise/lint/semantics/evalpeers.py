@@ -1,0 +1,81 @@
+"""A method that runs the model with autograd on beside methods of its class that run the same
+model under ``torch.no_grad()`` (TW104): a visualiser or predictor class (no ``nn.Module``, in a
+file that trains nothing) whose ``reconstruct()`` wraps ``self.model(x)`` in no_grad while its
+``_decode_latents()`` returns ``self.model.decoder(z).cpu()`` bare - its output taken to the host
+on the spot (``.cpu()``, ``.numpy()``, ``.tolist()``, ``.item()``), in a class with no method named
+for training (``train``, ``learn``, ``update``, ``step``...: an agent's passes may feed an update
+made elsewhere). The class itself shows that its passes need no graph; the bare one keeps a
+graph nobody uses."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.projectclasses import is_module_class_def
+from torchwise.lint.semantics.steps import training_calls
+
+# methods of a module that do not run it
+_NOT_RUNS = frozenset({"state_dict", "load_state_dict", "parameters", "named_parameters", "to", "cuda", "cpu", "eval", "train",
+                       "apply", "modules", "children", "zero_grad", "requires_grad_", "half", "float", "double", "buffers",
+                       "named_modules", "register_forward_hook", "register_buffer", "add_module", "get_submodule"})
+_GRAD = ("backward(", "autograd.grad(", "autograd.functional", "enable_grad", "set_grad_enabled", "requires_grad = True", "requires_grad_()")
+
+
+def _model_run(node: ast.AST) -> str | None:
+    """``self.model(x)`` -> "model"; ``self.model.decoder(z)`` -> "model" (a call with arguments of
+    a submodule or method of ``self.model`` that runs it); else None."""
+    if node.__class__ is not ast.Call or not (node.args or node.keywords):
+        return None
+    func = node.func
+    if func.__class__ is not ast.Attribute:
+        return None
+    owner = func.value
+    if owner.__class__ is ast.Name and owner.id == "self":
+        return func.attr  # self.model(x)
+    if owner.__class__ is ast.Attribute and owner.value.__class__ is ast.Name and owner.value.id == "self" \
+            and func.attr not in _NOT_RUNS and not func.attr.startswith("_"):
+        return owner.attr  # self.model.decoder(z)
+    return None
+
+
+_TRAINING = ("train", "learn", "update", "fit", "optimi", "step", "compute_loss", "calculate")
+_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+
+
+def _to_host(ctx: Context, call: ast.Call) -> bool:
+    """The run's output goes to the host on the spot: ``self.model.decoder(z).cpu()``."""
+    parent = ctx.parent(call)
+    return parent.__class__ is ast.Attribute and parent.attr in _HOST and ctx.parent(parent).__class__ is ast.Call
+
+
+def peer_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """``(call, message)``: the first bare run of a model in a method whose class runs that model
+    under no_grad elsewhere (see the module doc)."""
+    src = ctx.source
+    if "no_grad" not in src or "class " not in src or any(g in src for g in _GRAD) or training_calls(ctx):
+        return
+    for klass in ctx.nodes.get(ast.ClassDef, ()):
+        if is_module_class_def(ctx, klass):
+            continue  # a module's own methods are parts of some forward pass
+        methods = [m for m in klass.body if m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and m.name != "__init__"]
+        if any(m.name.lower().lstrip("_").startswith(_TRAINING) for m in methods):
+            continue  # an agent or trainer: its passes may feed an update made elsewhere
+        runs = [(m, n, _model_run(n)) for m in methods for n in ast.walk(m)]
+        guarded = {name for _, n, name in runs if name is not None and under_no_grad(ctx, n)}
+        attrs = {name for _, n, name in runs if name is not None and n.func.value.__class__ is ast.Name}
+        guarded &= {a for a in attrs}  # a model the class calls itself somewhere (not only a helper object)
+        done = set()
+        for method, node, name in runs:
+            if name not in guarded or id(method) in done or under_no_grad(ctx, node) or not _to_host(ctx, node):
+                continue
+            if any(under_no_grad(ctx, c) for c in ctx.calls_named(method.name)):
+                continue  # a helper the class calls under no_grad (a caller may still call it bare: not judged here)
+            done.add(id(method))
+            yield node, (f"{method.name}() runs {ctx.text(node.func)} with autograd recording, while other methods of "
+                         f"{klass.name} run self.{name} under no_grad; this pass needs no graph either")
+
+
+__all__ = ["peer_runs"]
