@@ -685,6 +685,32 @@ QUIET += [
     """), None, "agent.py"),
 ]
 
+# A speech model's module ends with a benchmark entry, `def test():`, that parses its own
+# arguments, runs the offline model once bare and the streaming wrapper under no_grad, and prints
+# the difference.
+_BENCH = d("""
+    import argparse
+    import torch
+    import torch.nn as nn
+    class Denoiser(nn.Module):
+        def forward(self, x):
+            return x
+    def test():
+        args = argparse.ArgumentParser().parse_args()
+        model = Denoiser().to(args.device)
+        x = torch.randn(1, 64000).to(args.device)
+        out = model(x[None])[0]
+        streamer = Streamer(model)
+        with torch.no_grad():
+            out_rt = streamer.feed(x)
+        print(f"delta: {torch.norm(out - out_rt) / torch.norm(out):.2%}")
+    if __name__ == "__main__":
+        test()
+""")
+FIND += [Shape("TW104", "a benchmark entry runs the offline model bare and the streaming one under no_grad", _BENCH, 11, "denoiser.py")]
+QUIET += [Shape("TW104", "look-alike: the bare result is returned to the caller", _BENCH.replace(
+    '    print(f"delta: {torch.norm(out - out_rt) / torch.norm(out):.2%}")\n', "    return out, out_rt\n"), None, "denoiser.py")]
+
 # ------------------------------------------------------------- TW104 online exploration in an offline-to-online loop
 # Offline-to-online RL: one loop samples batches for `trainer.train(batch)` and, in the online
 # phase, picks each exploration action with `actor(state)` outside no_grad - the action only

@@ -18,7 +18,7 @@ from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import called_for_training, eval_flag, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
-from torchwise.lint.semantics.evalpeers import peer_runs
+from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
@@ -133,7 +133,9 @@ What it flags
   `self.model` (or `self.model.decoder(z)`) bare and takes the output to the host on the spot
   (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`) while another method of the class runs
   `self.model` under no_grad (a VAE visualiser's `_decode_latents()` beside its no_grad
-  `reconstruct()`), unless the class calls that method under no_grad.
+  `reconstruct()`), unless the class calls that method under no_grad. Likewise a module-level
+  function of such a file (a benchmark entry, `def test():` parsing its own arguments) that runs
+  other passes under no_grad and one model bare, outside loops, whose result it does not return.
   And a generation run of the trained network after the optimizer step of its training loop,
   for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
@@ -276,7 +278,7 @@ Lint and the doctor
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
-        for node, message in peer_runs(ctx):
+        for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
         for node, message in logging_samples(ctx):
             yield ctx.finding(self.code, node, message, suggestion="generate it under `with torch.no_grad():`")

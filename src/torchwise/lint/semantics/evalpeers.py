@@ -14,6 +14,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import training_calls
 
@@ -78,4 +79,34 @@ def peer_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                          f"{klass.name} run self.{name} under no_grad; this pass needs no graph either")
 
 
-__all__ = ["peer_runs"]
+def mixed_function_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """A module-level function of a file that trains nothing (a benchmark entry such as ``def
+    test():`` that parses its own arguments) that runs part of its model passes under
+    ``torch.no_grad()`` and one bare (``out = demucs(x[None])[0]``, only compared and printed):
+    the function shows the passes need no graph. Not when the bare result is returned (a caller
+    may backpropagate through it)."""
+    src = ctx.source
+    if "no_grad" not in src or any(g in src for g in _GRAD) or training_calls(ctx):
+        return
+    for func in ctx.tree.body:
+        if func.__class__ is not ast.FunctionDef or "no_grad" not in ctx.text(func):
+            continue
+        calls = [n for n in ast.walk(func) if n.__class__ is ast.Call and (n.args or n.keywords)
+                 and n.func.__class__ is ast.Name and is_module_instance(ctx, n.func, n, by_name=False)]
+        if not any(under_no_grad(ctx, c) for c in ast.walk(func) if c.__class__ is ast.Call):
+            continue
+        returned = {n.id for r in ast.walk(func) if r.__class__ is ast.Return and r.value is not None
+                    for n in ast.walk(r.value) if n.__class__ is ast.Name}
+        for call in calls:
+            if under_no_grad(ctx, call) or ctx.enclosing_loops(call):
+                continue
+            stmt = ctx.statement_of(call)
+            bound = {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t) if n.__class__ is ast.Name}
+            if stmt.__class__ is not ast.Assign or bound & returned:
+                continue
+            yield call, (f"{func.name}() runs {ctx.text(call.func)} with autograd recording while its other passes run "
+                         "under no_grad; this one needs no graph either")
+            break
+
+
+__all__ = ["mixed_function_runs", "peer_runs"]
