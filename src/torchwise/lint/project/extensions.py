@@ -57,12 +57,30 @@ def _built_extensions(texts: list[tuple[str, str]], root: str) -> set[str]:
     return names
 
 
+def _import_lines(text: str) -> list[str]:
+    """The import statements that start at column 0 (``import a.b``, ``from x import (y, z)``),
+    found with ``str.find`` - no regex tried at every line."""
+    out = []
+    pos = text.find("import")
+    while pos >= 0:
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
+        line = text[start:end if end >= 0 else len(text)]
+        if line.startswith(("import ", "from ")):
+            out.append(line)
+        pos = text.find("import", end) if end >= 0 else -1
+    return out
+
+
 def _imported(text: str) -> tuple[set[str], set[str]]:
     """The dotted components of the modules the file imports at column 0, and the names it
     imports from them (``from . import chamfer``)."""
     modules: set[str] = set()
     names: set[str] = set()
-    for m in _IMPORT.finditer(text):
+    for line in _import_lines(text):
+        m = _IMPORT.match(line)
+        if m is None:
+            continue
         if m.group(3) is not None:
             for item in m.group(3).split(","):
                 modules.update(item.strip().split(" ")[0].split("."))
@@ -112,12 +130,17 @@ def kernel_importers(texts: list[tuple[str, str]], kernels: list[str]) -> frozen
         return frozenset()
     reached = set(kernels)
     keys = set().union(*(_keys(p) for p in reached))
-    names = {p: set().union(*_imported(t)) for p, t in texts if p not in reached and "import" in t}
+    pending = [(p, t) for p, t in texts if p not in reached and "import" in t]
+    names: dict[str, set[str]] = {}  # the import names of a file, read once it names a key at all
     grew = True
     while grew:
         grew = False
-        for path, imported in names.items():
-            if path not in reached and imported & keys:
+        for path, text in pending:
+            if path in reached or not any(k in text for k in keys):
+                continue
+            if path not in names:
+                names[path] = set().union(*_imported(text))
+            if names[path] & keys:
                 reached.add(path)
                 keys |= _keys(path)
                 grew = True

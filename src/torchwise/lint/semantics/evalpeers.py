@@ -59,8 +59,10 @@ def peer_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     if "no_grad" not in src or "class " not in src or any(g in src for g in _GRAD) or training_calls(ctx):
         return
     for klass in ctx.nodes.get(ast.ClassDef, ()):
-        if is_module_class_def(ctx, klass):
-            continue  # a module's own methods are parts of some forward pass
+        text = ctx.text(klass)
+        if "no_grad" not in text or ".cpu()" not in text and ".numpy()" not in text and ".tolist()" not in text \
+                and ".item()" not in text or is_module_class_def(ctx, klass):
+            continue  # (a module's own methods are parts of some forward pass)
         methods = [m for m in klass.body if m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and m.name != "__init__"]
         if any(m.name.lower().lstrip("_").startswith(_TRAINING) for m in methods):
             continue  # an agent or trainer: its passes may feed an update made elsewhere
@@ -91,18 +93,18 @@ def mixed_function_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     for func in ctx.tree.body:
         if func.__class__ is not ast.FunctionDef or "no_grad" not in ctx.text(func):
             continue
-        calls = [n for n in ast.walk(func) if n.__class__ is ast.Call and (n.args or n.keywords)
-                 and n.func.__class__ is ast.Name and is_module_instance(ctx, n.func, n, by_name=False)]
-        if not any(under_no_grad(ctx, c) for c in ast.walk(func) if c.__class__ is ast.Call):
+        calls = [n for n in ast.walk(func) if n.__class__ is ast.Call]
+        if not any(under_no_grad(ctx, c) for c in calls):
             continue
         returned = {n.id for r in ast.walk(func) if r.__class__ is ast.Return and r.value is not None
                     for n in ast.walk(r.value) if n.__class__ is ast.Name}
         for call in calls:
-            if under_no_grad(ctx, call) or ctx.enclosing_loops(call):
+            if not (call.args or call.keywords) or call.func.__class__ is not ast.Name or under_no_grad(ctx, call) \
+                    or ctx.enclosing_loops(call):
                 continue
             stmt = ctx.statement_of(call)
             bound = {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t) if n.__class__ is ast.Name}
-            if stmt.__class__ is not ast.Assign or bound & returned:
+            if stmt.__class__ is not ast.Assign or bound & returned or not is_module_instance(ctx, call.func, call, by_name=False):
                 continue
             yield call, (f"{func.name}() runs {ctx.text(call.func)} with autograd recording while its other passes run "
                          "under no_grad; this one needs no graph either")
