@@ -15,14 +15,14 @@ from torchwise.lint.semantics.models import helper_runs, is_module_instance, run
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
-from torchwise.lint.semantics.evalregions import called_for_training, eval_flag, eval_regions, evaluation_method, grad_events
+from torchwise.lint.semantics.evalregions import called_for_training, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
+from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
-from torchwise.lint.semantics.values import local_function
 
 
 
@@ -74,7 +74,6 @@ def _returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
     return None
 
 
-_GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -285,36 +284,8 @@ Lint and the doctor
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
-        yield from self._shared_loop(ctx, scopes)
-
-    def _shared_loop(self, ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[Finding]:
-        """A test pass that reuses the training loop: ``def test(self, epoch): self.iteration(epoch,
-        self.test_data, train=False)`` where ``iteration`` runs the model with no ``no_grad`` of its
-        own (the backward sits under ``if train:``). Reported at the loop's forward pass."""
-        for scope in scopes.values():
-            if scope.__class__ is ast.Module:
-                continue
-            named = is_eval_name(scope.name)
-            evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
-            if not named and not evals:
-                continue
-            for call in ctx.walk_body(scope.body):
-                flag = eval_flag(call) if call.__class__ is ast.Call else None
-                if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
-                        or under_no_grad(ctx, call):
-                    continue  # (outside an evaluation function: only after model.eval(); the pass run under no_grad)
-                callee = local_function(ctx, call)
-                if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
-                    continue
-                for node in ctx.walk_body(callee.body):
-                    if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
-                            and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
-                            _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
-                        yield ctx.finding(self.code, node, f"{scope.name}() runs {callee.name}(..., {flag}), whose "
-                                          f"{ctx.text(node.func)} records autograd; evaluation needs no graph",
-                                          suggestion=f"run it under `with torch.no_grad():` in {scope.name}() (and call "
-                                          "model.eval()), or torch.set_grad_enabled(train) in the loop")
-                        break
+        for node, message, suggestion in shared_loop_runs(ctx, scopes):
+            yield ctx.finding(self.code, node, message, suggestion=suggestion)
 
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
         is_module = scope.__class__ is ast.Module
