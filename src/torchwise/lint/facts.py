@@ -78,6 +78,8 @@ class ProjectFacts:
     # top-level folders ("lm/") that are GPU-only sub-projects of a collection (project.gpu_only_folders)
     gpu_only_dirs: tuple[str, ...] = ()
     cpu_path_files: int = 0  # files with any way to run without a GPU (a GPU check, a device flag, "cpu")
+    # files whose module-level imports reach a CUDA-only extension (project.extensions.kernel_importers)
+    kernel_files: frozenset[str] = frozenset()
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

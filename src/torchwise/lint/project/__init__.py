@@ -36,6 +36,7 @@ from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.datasets import dataset_facts
+from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path
@@ -65,12 +66,16 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     setups = candidate_blocks(texts, GPU_NEEDLES, GPU_SETUP_TEXT)
     builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
+    # files importing a CUDA-only extension (knn_cuda, the project's own CUDAExtension) are GPU-only files too
+    kernels = cuda_extension_files(texts)
+    words.gpu_files += [p for p in kernels if p not in words.gpu_files]
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
         words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
             words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         gpu_only_dirs=() if gpu_only else gpu_only_folders(words.folders),
+        kernel_files=kernel_importers(texts, kernels),
         cpu_path_files=words.cpu_paths,
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,

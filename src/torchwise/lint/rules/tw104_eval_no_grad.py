@@ -15,12 +15,14 @@ from torchwise.lint.semantics.models import helper_runs, is_module_instance, run
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
-from torchwise.lint.semantics.evalregions import called_for_training, eval_flag, eval_regions, evaluation_method, grad_events
+from torchwise.lint.semantics.evalregions import called_for_training, eval_regions, evaluation_method, grad_events
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
+from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
+from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
+from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
-from torchwise.lint.semantics.values import local_function
 
 
 
@@ -72,7 +74,6 @@ def _returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
     return None
 
 
-_GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -98,7 +99,8 @@ What it flags
   scoring methods such as `lm_model.log_prob(words)` or `net.predict_proba(x)`, included - unless the project decorates a method of that name
   with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
   transformers). Nothing in an evaluation function may need gradients (no `backward()`,
-  optimizer step, `torch.autograd.grad`, `requires_grad_`, adversarial `perturb()`), and the
+  optimizer step, `torch.autograd.grad`, `requires_grad_`, `img.requires_grad = True` - gradients
+  with respect to the input -, adversarial `perturb()`), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
   decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
   no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
@@ -120,12 +122,28 @@ What it flags
   `envs.step(actions)`), outside no_grad, when its output goes nowhere else - not collected,
   returned or summed into the loss (REINFORCE keeps its log-probabilities: not flagged) - or
   that is made host data on the spot (`action = policy_net(s)[0][0].detach().numpy()`) and
-  stepped with, whatever else keeps it. Likewise in the environment loop of a script that
-  trains nothing (an expert-trajectory collector, an evaluation rollout).
+  stepped with, whatever else keeps it (exploration noise added in place, `action += noise`,
+  keeps it an action). Likewise in the environment loop of a script that trains nothing (an
+  expert-trajectory collector, an evaluation rollout), and in one that hands its batches to a
+  trainer (`log_dict = trainer.train(batch)`, `agent.update(batch)`: the online phase of
+  offline-to-online RL).
+  And in a class that is no `nn.Module` and has no method named for training (`train`, `learn`,
+  `update`, `step`...), in a file that trains nothing and takes no gradients, a method that runs
+  `self.model` (or `self.model.decoder(z)`) bare and takes the output to the host on the spot
+  (`.cpu()`, `.numpy()`, `.tolist()`, `.item()`) while another method of the class runs
+  `self.model` under no_grad (a VAE visualiser's `_decode_latents()` beside its no_grad
+  `reconstruct()`), unless the class calls that method under no_grad. Likewise a module-level
+  function of such a file (a benchmark entry, `def test():` parsing its own arguments) that runs
+  other passes under no_grad and one model bare, outside loops, whose result it does not return.
+  And a generation run of the trained network after the optimizer step of its training loop,
+  for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
+  `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
+  no backward: it keeps the graph of a whole generation for a picture.
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`, or after `self.model.eval()` in any method:
   `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
-  itself (no `no_grad`, `set_grad_enabled`, `inference_mode`): reported at the loop's forward pass.
+  itself (no `no_grad`, `set_grad_enabled`, `inference_mode`) and the call is not under no_grad:
+  reported at the loop's forward pass.
   In an evaluation function, a method named for running the model it is handed counts as a run
   (`evaluate(model, dataset)` calling `model.predict(...)` per user).
   And after `self.model.eval()`, a helper method of the same class that runs `self.model`
@@ -139,7 +157,8 @@ What it flags
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
   returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and
-  its graph is never used.
+  its graph is never used - unless every call of it in the project sits under no_grad (`with
+  torch.no_grad(), utils.eval_mode(agent): action = agent.act(obs, step, eval_mode=True)`).
   And a frozen network in a training step: after `teacher.eval()` (or `encoder.eval()` in the
   training function it is handed to), a network that is never put back in training mode, whose
   `.parameters()` no optimizer of the file holds and whose `requires_grad` is left on, run on the
@@ -258,38 +277,15 @@ Lint and the doctor
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
+        for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
+            yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
+        for node, message in logging_samples(ctx):
+            yield ctx.finding(self.code, node, message, suggestion="generate it under `with torch.no_grad():`")
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
-        yield from self._shared_loop(ctx, scopes)
-
-    def _shared_loop(self, ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[Finding]:
-        """A test pass that reuses the training loop: ``def test(self, epoch): self.iteration(epoch,
-        self.test_data, train=False)`` where ``iteration`` runs the model with no ``no_grad`` of its
-        own (the backward sits under ``if train:``). Reported at the loop's forward pass."""
-        for scope in scopes.values():
-            if scope.__class__ is ast.Module:
-                continue
-            named = is_eval_name(scope.name)
-            evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
-            if not named and not evals:
-                continue
-            for call in ctx.walk_body(scope.body):
-                flag = eval_flag(call) if call.__class__ is ast.Call else None
-                if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals):
-                    continue  # (outside an evaluation function: only after model.eval())
-                callee = local_function(ctx, call)
-                if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
-                    continue
-                for node in ctx.walk_body(callee.body):
-                    if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
-                            and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
-                            _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
-                        yield ctx.finding(self.code, node, f"{scope.name}() runs {callee.name}(..., {flag}), whose "
-                                          f"{ctx.text(node.func)} records autograd; evaluation needs no graph",
-                                          suggestion=f"run it under `with torch.no_grad():` in {scope.name}() (and call "
-                                          "model.eval()), or torch.set_grad_enabled(train) in the loop")
-                        break
+        for node, message, suggestion in shared_loop_runs(ctx, scopes):
+            yield ctx.finding(self.code, node, message, suggestion=suggestion)
 
     def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
         is_module = scope.__class__ is ast.Module

@@ -171,14 +171,22 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
     return bool(uses)
 
 
+_GPU_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "with_cuda", "on_gpu"})
+_CPU_FLAGS = frozenset({"cpu", "use_cpu", "no_cuda", "no_gpu", "disable_cuda"})
+
+
 def _without_cuda(ctx: Context, call: ast.Call) -> bool:
-    """In the branch taken when there is no GPU (``else`` of ``if torch.cuda.is_available():``):
-    there DataParallel wraps nothing and DDP would not run either."""
+    """In the branch taken when there is no GPU (``else`` of ``if torch.cuda.is_available():``,
+    of ``if cuda:`` / ``if args.use_gpu:``, the body of ``if args.no_cuda:``): there
+    DataParallel wraps nothing and DDP would not run either."""
     for if_node, in_body in ctx.enclosing_ifs(call):
         test = if_node.test
         negated = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
         inner = test.operand if negated else test
         if inner.__class__ is ast.Call and ctx.qualname(inner.func) == "torch.cuda.is_available" and in_body == negated:
+            return True
+        flag = last_name(inner) if inner.__class__ in (ast.Name, ast.Attribute) else None
+        if flag is not None and (flag.lower() in _GPU_FLAGS and in_body == negated or flag.lower() in _CPU_FLAGS and in_body != negated):
             return True
     return False
 
@@ -295,7 +303,10 @@ What it flags
   where the code around it trains: the file runs a backward pass or an optimizer step, the
   wrapper is made in a function or class named for training (`def
   train(args)`, `class BaseTrainer`) or handed to a call named for it
-  (`GAN_training_function(G, D, GD, ...)`), or the module-level function or class that makes it
+  (`GAN_training_function(G, D, GD, ...)`), its parameters go to an optimizer that is handed to
+  such a call (`optimizer = lib.make_optimizer(..., model.parameters())`, then
+  `lib.train_with_auto_virtual_batch(optimizer, ...)` or `learn_with_auto_virtual_batch(...)`:
+  not an optimizer built only to load its state), or the module-level function or class that makes it
   is called by another file of the project that trains (a model builder in a utils module). A
   prediction script, an inference app or a metric's helper that trains nothing is left alone
   (a file linted on its own, whose callers lint cannot see, is still checked). The functional

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
@@ -22,15 +23,56 @@ def exclusive(ctx: Context, a: ast.AST, b: ast.AST) -> bool:
     return False
 
 
+_TOP_LINE = re.compile(r"^[^\s#]", re.M)
+_DET_LINE = re.compile(r"^([ \t]+)(?:torch\.backends\.)?cudnn\.deterministic[ \t]*=[ \t]*True\b", re.M)
+
+
+def _helper_sets_deterministic(ctx: Context, name: str) -> bool:
+    """The seeding helper ``name`` (``def seed_everything(seed=11):``), defined once in the project
+    (this file included), sets ``cudnn.deterministic = True`` directly in its body, under no ``if``."""
+    head = re.compile(r"^def[ \t]+" + re.escape(name) + r"[ \t]*\(", re.M)
+    found = []
+    for _, text in ctx.project.files or ((ctx.path, ctx.source),):
+        if f"def {name}" not in text:
+            continue
+        for m in head.finditer(text):
+            start = text.find("\n", m.end()) + 1
+            nxt = _TOP_LINE.search(text, start) if start else None  # the next line at column 0 ends the function
+            body = text[start:nxt.start() if nxt else len(text)] if start else ""
+            first = re.search(r"^([ \t]+)[^\s#]", body, re.M)
+            det = _DET_LINE.search(body)
+            found.append(det is not None and first is not None and det.group(1) == first.group(1))
+    return len(found) == 1 and found[0]
+
+
+def _seeded_deterministic(ctx: Context, bench: ast.Assign) -> ast.Call | None:
+    """A call before ``bench``, in its scope, of a helper that sets ``cudnn.deterministic = True``
+    (``seed_everything(seed)`` from the project's utils), not in another branch of an ``if``."""
+    if "seed" not in ctx.source:
+        return None
+    scope = ctx.scope_of(bench)
+    for call in ctx.nodes.get(ast.Call, ()):
+        name = last_name(call.func) or ""
+        if "seed" not in name.lower() or call.lineno >= bench.lineno or ctx.scope_of(call) is not scope \
+                or exclusive(ctx, bench, call):
+            continue
+        if _helper_sets_deterministic(ctx, name):
+            return call
+    return None
+
+
 class BenchmarkAndDeterministic(Rule):
     code = "TW302"
     name = "benchmark-with-deterministic"
-    triggers = ("deterministic",)
+    triggers = ("deterministic", "benchmark")
     doc = """\
 What it flags
   `torch.backends.cudnn.benchmark = True` in the same function (or at module level) as
   `torch.backends.cudnn.deterministic = True`, unless the two are in different branches of
-  one `if`.
+  one `if`. Also `cudnn.benchmark = True` after a call, in the same function or script, of a
+  seeding helper of the project (`seed_everything(seed)` from its utils, defined once) that sets
+  `cudnn.deterministic = True` in its body under no `if`: the later flag undoes what the helper
+  asked for.
 
 Why it matters
   Benchmark mode times several convolution algorithms and keeps the fastest, and which one
@@ -63,6 +105,15 @@ Fix
                     suggestion="set cudnn.benchmark = False for reproducible runs",
                 )
                 break
+            else:
+                seeded = _seeded_deterministic(ctx, bench) if not any(ctx.scope_of(bench) is ctx.scope_of(d) for d in dets) else None
+                if seeded is not None:
+                    yield ctx.finding(
+                        self.code, bench,
+                        f"cudnn.benchmark=True defeats the cudnn.deterministic=True that {ctx.text(seeded.func)}() "
+                        f"(line {seeded.lineno}) set: the chosen algorithms vary between runs",
+                        suggestion="set cudnn.benchmark = False for reproducible runs",
+                    )
 
 
 RULE = BenchmarkAndDeterministic()

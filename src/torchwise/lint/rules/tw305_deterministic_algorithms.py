@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
+from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.optiondefaults import option_default
 
@@ -29,7 +30,9 @@ What it flags
   and the flag set in a `__main__` block that runs the program (`main()` of the file). Not
   flagged: an option off by default (`store_true`,
   `config.CUDNN.DETERMINISTIC = False` in the config module): the project does not ask for
-  determinism unless a user turns it on; the `__main__` smoke test of a library module.
+  determinism unless a user turns it on; the `__main__` smoke test of a library module; a
+  seeding helper that nothing in the project calls (dead code, such as a stale copy
+  `segmentation/misc.py` of the `utils/misc.py` every script imports).
 
 Why it matters
   The cuDNN flag covers cuDNN convolutions only. Many other CUDA kernels - scatter/index_add
@@ -62,6 +65,8 @@ Fix
         for node in dets:
             if in_demo_main(ctx, node) and not _runs_program(ctx, node):
                 continue  # a smoke test that prints a shape: nothing to reproduce
+            if dead_code(ctx, node):
+                continue  # a seeding helper nothing in the project calls (a stale copy of a module): it never runs (R5)
             if node.value.__class__ is not ast.Constant and option_default(ctx, node.value) is False:
                 continue  # an option that is off by default: nothing asks for determinism
             when = "" if node.value.__class__ is ast.Constant else f" (when {ctx.text(node.value)} is on)"

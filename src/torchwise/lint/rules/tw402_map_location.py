@@ -16,8 +16,9 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
                                                 reload_after_training_method, restored_into, restores_device_state)
+from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.starnames import star_names, star_qualname
-from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
 
@@ -180,13 +181,28 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     project's training writes from a device - it runs on other machines and GPU counts than
     training did - and a load that every process of a distributed training run makes (all onto
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
+    if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load))
+                                                and restored_into(ctx, load) is not None and any(
+            p != ctx.path or _evaluation_function(ctx, load) for p in device_savers(ctx.project))):
+        return False
     names = file_names(ctx, argument(load, "f", 0), load)
-    if names and not names & set(save_index(ctx.project) if ctx.project.save_files else ()):
-        return False  # a file name no save of the project writes: weights shipped or downloaded with it
-    if every_rank_loads(ctx, load):
-        return True
-    return evaluation_script(ctx) and restored_into(ctx, load) is not None and any(
-        p != ctx.path for p in device_savers(ctx.project))
+    return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
+    # (a file name no save of the project writes: weights shipped or downloaded with it)
+
+
+def _evaluation_function(ctx: Context, load: ast.Call) -> bool:
+    """The load is in a function named for evaluation (``def test(args, io):``, run when
+    ``args.eval`` is set) that trains nothing itself: the evaluation path of a training script,
+    restoring the checkpoint its training wrote."""
+    func = ctx.function_of(load)
+    if func is None or not is_eval_name(func.name) or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return False
+    # a TensorRT engine (`TRTModule().load_state_dict(torch.load(trt_file))`) runs on the GPU it was built for only
+    return not any(n.__class__ in (ast.Import, ast.ImportFrom) and any(e in ctx.text(n) for e in _GPU_ENGINES)
+                   for n in ast.walk(func))
+
+
+_GPU_ENGINES = ("torch2trt", "tensorrt")
 
 
 def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
@@ -272,10 +288,18 @@ What it flags
   that the project saves with device tensors). Also in a project written only for GPUs: an
   evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
   model from a checkpoint the project's training writes from the GPU - it runs on other machines
-  and GPU counts than training did; not a file name no save of the project writes, such as shipped
-  weights - and a load in a distributed training script
+  and GPU counts than training did; so does a function named for evaluation that trains nothing
+  (`def test(args, io):` of a training script, run with `--eval`; not one restoring a TensorRT
+  engine, `torch2trt`'s `TRTModule`, which runs only on its GPU); not a file name no save of the
+  project writes, such as shipped weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
-  restores onto `cuda:0`. And a load helper in a module with no device code
+  restores onto `cuda:0` - also in a model's method (`def load_model_from_ckpt(self, path)`)
+  that such a script calls (`base_model.load_model_from_ckpt(args.ckpts)`; a definition inside
+  a sub-program's folder, one holding its own `__main__` script, counts only that folder's
+  callers), not a file named by the rank (`"queue" + str(args.rank) + ".pth"`: each process
+  reads back what it wrote from its own GPU). A projector that optimises a latent
+  (`optim.Adam([latent_in] + noises)`) around an eval-mode model it restores trains no model:
+  an inference script. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
   entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
   GPU, in a project that also runs on the CPU. A project
@@ -302,7 +326,10 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), a script's module-level reload, after
+  `torch.load(best_path)`: the same process and device), a reload of what a save helper of the
+  file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
+  `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every
+  call follows such a save of the same path (`net.to_file(p)` then `DynamicNet.from_file(p, ...)`), a script's module-level reload, after
   its loop called the file's training function, of a file name the project saves (`with
   open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
@@ -354,7 +381,7 @@ Fix
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
                     or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call):
+                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,

@@ -11,6 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.fallback import device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
@@ -103,7 +104,10 @@ What it flags
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
   device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves
-  its inputs with `.cuda()` instead of `.to(device)`. And in a training file that checks for a
+  its inputs with `.cuda()` instead of `.to(device)`. In a file that tests the device it chose
+  for the CPU (`device = lib.get_device()` ... `if device.type != 'cpu':`, `use_amp =
+  device.type == "cuda"`), every `.cuda()` and `device="cuda"` outside such a test: the file
+  means to run on either, and the hard-coded line breaks its CPU run. And in a training file that checks for a
   GPU and moves every batch under its flag (`if use_cuda: inputs = inputs.cuda()`), the model
   (or its loss) moved with a bare `.cuda()` as a whole statement (`model =
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
@@ -116,7 +120,12 @@ What it flags
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
-  unconditionally at module level, more than the files that check `torch.cuda.is_available()`,
+  unconditionally at module level - CUDA extensions included: modules named `*_cuda`
+  (`knn_cuda`, `emd_cuda`), kernel packages (`pointnet2_ops`), and the project's own kernels
+  built with `CUDAExtension(...)` (imported by their name or by the folder of their `setup.py`)
+  or JIT-compiled from `.cu` sources at import - more than the files that check `torch.cuda.is_available()`
+  (and, whatever the counts, a file whose module-level imports reach such an extension, directly
+  or through the project's modules: `from models import build` where a model imports `knn_cuda`),
   or a file hard-codes the NCCL backend (`init_process_group("nccl")`) and none checks for a GPU
   (`assert torch.cuda.is_available()` demands a GPU: it is no check and no CPU path);
   and a script that calls a set-up function of its project that is GPU-only (it initialises
@@ -126,6 +135,11 @@ What it flags
   itself), or it times itself with CUDA events or `torch.cuda.synchronize()` under no `if` (a
   speed-run or benchmark script).
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
+  A move in a `try` whose `except` carries on without it (`try: torch.sort(scores.cuda())` /
+  `except: torch.sort(scores)`: a CPU fallback), and one on the distributed path of a file whose
+  distributed set-up pins each process to a GPU (`torch.cuda.set_device(rank)`) - under `if
+  world_size > 1:` / `if args.distributed:`, or after `if world_size == 1: return` - are left
+  alone: no CPU run reaches them.
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
   `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
   the same script is still reported, since it breaks the CPU path the flag offers. So is one
@@ -177,6 +191,8 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         if ctx.project.gpu_only or len(ctx.project.files) > 1 and ctx.project.cpu_path_files == 0:
             return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
+        if ctx.path in ctx.project.kernel_files:
+            return  # its imports reach a CUDA-only extension (knn_cuda, the project's CUDAExtension): it cannot run on a CPU
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
@@ -192,6 +208,11 @@ Fix
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
+        yield from self._every_hardcoded(ctx)
+
+    def _every_hardcoded(self, ctx: Context) -> Iterator[Finding]:
+        """Every ``.cuda()``, ``.to("cuda")``, ``torch.device("cuda")`` and ``device="cuda"`` (each
+        still subject to :meth:`_finding`'s exceptions)."""
         src = ctx.source
         for call in ctx.calls_named("cuda"):
             func = call.func
@@ -227,6 +248,11 @@ Fix
         else "cpu")``) yet makes a tensor with ``torch.randn(x.shape).cuda()``: the CPU run it
         offers fails there (the one line that ignores the choice)."""
         src = ctx.source
+        if "cuda" not in src:
+            return
+        if tests_device_for_cpu(ctx):
+            yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
+            return
         if "cuda(" not in src:
             return
         yield from self._cuda_beside_choice(ctx)
@@ -291,6 +317,8 @@ Fix
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
         if under_device_flag(ctx, node, moves_too=True) and not _only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
+        if in_fallback_try(ctx, node) or on_gpu_distributed_path(ctx, node):
+            return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
         if in_dead_function(ctx, node):
             return None  # code nothing in the project calls never runs (METHOD R5)
         if _device_method(ctx, node):

@@ -145,6 +145,8 @@ def only_acts(ctx: Context, stmt: ast.stmt, loop: AST, by_binding: bool = False)
             names -= bound  # actions = actions.detach().cpu().numpy(): the name now holds host data
         elif node.__class__ is ast.Assign:
             names |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+        elif node.__class__ is ast.AugAssign and node.target.__class__ is ast.Name and node.target.id in names:
+            continue  # action += noise: the action itself changed (exploration noise), nothing collected
         else:
             return False  # collected, returned, logged as a tensor...: it may need its graph
     return stepped

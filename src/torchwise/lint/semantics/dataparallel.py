@@ -12,7 +12,9 @@
   optimizer step; the wrapper is made in a method of an ``nn.Module`` (the model's own forward
   path, run by whatever trains it) or in a function or class named for training (``def
   train(args)``, ``class BaseTrainer``); it is handed to a call named for training
-  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); or the module-level
+  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); its parameters go to an
+  optimizer that is handed to such a call (``lib.train_with_auto_virtual_batch(optimizer, ...)``,
+  ``learn_with_auto_virtual_batch(model, optimizer, ...)``); or the module-level
   function or class that makes it is called by another file of the project that trains (a model
   builder of a utils module). A file linted on its own cannot show its callers: there the
   wrapper counts as training.
@@ -64,6 +66,12 @@ def _training_name(name: str) -> bool:
     return any(w in low for w in _TRAIN_WORDS)
 
 
+def _stepping_name(name: str) -> bool:
+    """A call that steps an optimizer it is handed: named for training or learning
+    (``train_with_auto_virtual_batch``, ``learn_with_auto_virtual_batch``)."""
+    return _training_name(name) or name.lower().lstrip("_").startswith("learn")
+
+
 def _stored_name(ctx: Context, call: ast.Call) -> str | None:
     """What the wrapper is stored under (``model``, ``self.net``), through chained calls
     (``DataParallel(net).cuda()``)."""
@@ -91,9 +99,39 @@ def trains_through(ctx: Context, call: ast.Call) -> bool:
             callee = last_name(other.func) or ""
             if _training_name(callee) and any(ctx.text(a) == stored for a in [*other.args, *(k.value for k in other.keywords)]):
                 return True  # handed to a training function or a trainer
+        if _optimized(ctx, stored):
+            return True  # its optimizer is handed to a training helper (`lib.train_with_auto_virtual_batch(optimizer, ...)`)
     if len(ctx.project.files) <= 1:
         return True  # linted alone (or a project of one file): its callers are not known
     return _called_by_trainer(ctx, call)
+
+
+def _optimized(ctx: Context, stored: str) -> bool:
+    """``stored.parameters()`` go to an optimizer (``torch.optim.AdamW(model.parameters())``, a
+    helper named for it: ``lib.make_optimizer(cfg, param_groups, ...)`` with the groups built from
+    ``model.named_parameters()``) that is handed to a call named for training
+    (``lib.train_with_auto_virtual_batch(optimizer, loss_fn, step, batch)``, ``learn_*``): it trains. (An
+    optimizer built only to load its state, in a checkpoint converter, trains nothing.)"""
+    optimizers = [c for c in ctx.nodes.get(ast.Call, ()) if "optim" in (ctx.qualname(c.func) or last_name(c.func) or "").lower()]
+    if not optimizers:
+        return False
+    used = set()
+    for c in ctx.calls_named("parameters", "named_parameters"):
+        if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) != stored:
+            continue
+        used |= {id(o) for o in optimizers if ctx.contains(o, c)}
+        stmt = ctx.statement_of(c)  # params = [v for k, v in model.named_parameters() if ...], then optim(params)
+        if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
+            name = stmt.targets[0].id
+            used |= {id(o) for o in optimizers if any(n.__class__ is ast.Name and n.id == name for n in ast.walk(o))}
+    names = set()
+    for o in optimizers:
+        parent = ctx.parent(o)
+        if id(o) in used and parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ is ast.Name:
+            names.add(parent.targets[0].id)
+    return bool(names) and any(_stepping_name(last_name(c.func) or "") and any(
+        a.__class__ is ast.Name and a.id in names for a in [*c.args, *(k.value for k in c.keywords)])
+        for c in ctx.nodes.get(ast.Call, ()))
 
 
 def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:

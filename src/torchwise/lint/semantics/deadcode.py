@@ -22,10 +22,10 @@ import re
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, IMPORT_STMT, own_copy, owners_look_local, resolves_elsewhere,
+                                                used_beyond_import, words)
 from torchwise.lint.semantics.superseded import superseded
 
-# names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
-_CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
 _ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
 
 
@@ -36,8 +36,8 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
     top = _top_level_of(ctx, node)
-    if not _module_in_use(ctx):
-        return top is not None and superseded(ctx, top)  # an old version of a class the project imports from elsewhere
+    if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
+        return top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False))  # it imports elsewhere
     if top is not None and _dead(ctx, top, 2):
         return True
     return _in_named_once_function(ctx, node)
@@ -115,12 +115,22 @@ def _module_in_use(ctx: Context) -> bool:
         raw = os.path.splitext(os.path.basename(ctx.path))[0]
         others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
         stem = re.escape(raw)
-        imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
-                             r"[^\n]*\b" + stem + r"\b)", re.M)
-        imported = any(imports.search(t) is not None for t in others)
+        imports = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
+                             r"([^\n]*)\b" + stem + r"\b)", re.M)
+        imported = shadowed = False
+        for t in others:
+            for m in imports.finditer(t):
+                if resolves_elsewhere(ctx, raw, m):
+                    shadowed = True  # `from utils import misc` names utils/misc.py, not this segmentation/misc.py
+                else:
+                    imported = True
+                    break
+            if imported:
+                break
         ctx._cache["deadcode:imported"] = imported
         found = "__main__" in ctx.source or imported
         ctx._cache["deadcode:used"] = found
+        ctx._cache["deadcode:shadowed"] = shadowed and not found
     return found
 
 
@@ -135,51 +145,17 @@ def _main_block(ctx: Context) -> tuple[int, int] | None:
     return None
 
 
-def _owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
-    """Read from the indentation: every use of the name in ``text`` lies in a module-level ``def``
-    or ``class`` (or an ``if __name__`` block) whose own name no other module of the project
-    mentions - the only uses that can turn out to be dead code of that module."""
-    for m in word.finditer(text):
-        start = text.rfind("\n", 0, m.start()) + 1
-        if text.startswith(("from ", "import "), start) or "#" in text[start:m.start()]:
-            continue
-        head = _column_zero_line(text, start)
-        if head.startswith("if __name__"):
-            continue
-        for kind in ("def ", "async def ", "class "):
-            if head.startswith(kind):
-                owner = head[len(kind):].split("(")[0].split(":")[0].strip()
-                break
-        else:
-            return False  # module-level code (or unreadable by indentation): a use
-        if not owner or _CALLED_BY_NAME.match(owner) or any(
-                p != path and owner in t and _lines_naming(t, owner) for p, t in ctx.project.files):
-            return False
-    return True
-
-
-def _column_zero_line(text: str, start: int) -> str:
-    """The nearest line at or above ``start`` that starts at column 0 with code (a ``def``, a
-    ``class``, an ``if``, a statement)."""
-    while start > 0:
-        line = text[start:text.find("\n", start) if text.find("\n", start) >= 0 else len(text)]
-        if line[:1] not in ("", " ", "\t", "#", "@", ")", "]", "}"):
-            return line
-        start = text.rfind("\n", 0, start - 1) + 1
-    return text[:text.find("\n")] if "\n" in text else text
-
-
 def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str], depth: int) -> bool:
     """Every use of the name in the other module ``path`` lies in its own dead code - a class or
     function nothing uses, or the demo block of a module the project imports (``ModelNetDataLoader``
     built only under ``if __name__ == "__main__":`` of a dataset module)."""
-    if depth < 0 or not _owners_look_local(ctx, path, text, word):
+    if depth < 0 or not owners_look_local(ctx, path, text, word):
         return False  # a text test first: no module is parsed for a use that is evidently alive
     other = parsed_file(ctx.project, path, text)
     if other is None or not _module_in_use(other):
         return False
     spans, demo = _top_level_spans(other), _main_block(other)
-    imports = [m.span() for m in _IMPORT_STMT.finditer(text)]
+    imports = [m.span() for m in IMPORT_STMT.finditer(text)]
     for m in word.finditer(text):
         if any(a <= m.start() < b for a, b in imports):
             if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
@@ -231,7 +207,6 @@ def _dynamic(text: str) -> bool:
     return False
 
 
-
 def _looked_up_by_name(ctx: Context) -> bool:
     """This module, or one that names it, picks classes by a name it computes (``Model =
     eval(model_type)``, ``globals()[args.arch]``): its classes may be alive without being named."""
@@ -250,7 +225,7 @@ def _looked_up_by_name(ctx: Context) -> bool:
 
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
-    if top.decorator_list or name.startswith("__") or _CALLED_BY_NAME.match(name):
+    if top.decorator_list or name.startswith("__") or CALLED_BY_NAME.match(name):
         return False
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
@@ -273,83 +248,9 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
                 return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    return not any(p != ctx.path and name in text and word.search(text) and not _own_copy(ctx, text, name, stem)
-                   and _used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
+    return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
+                   and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files)  # named in another module: called, listed in a registry, re-exported...
-
-
-def _own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
-    """The other module uses a copy of ``name`` that is not this module's: it defines the name
-    itself at its top (``def farthest_point_sample`` copied into three utility modules; ``class
-    PointNetSetAbstraction`` in two), or imports it from another module of that name's copies
-    (``from pointnet_util import farthest_point_sample`` beside ``pointnet2_utils.py``, the module
-    it names defining its own). Never when it reaches the name through a module (``utils.name``)
-    or imports it from this one. String tests on the lines that hold the name, no regex."""
-    lines = _lines_naming(text, name)
-    if any(at and line[at - 1] == "." for line, at in lines):
-        return False  # utils.name: maybe this module's
-    imports = [line.strip() for line, _ in lines if line.lstrip().startswith(("from ", "import "))]
-    if any(_defines(line, name) for line, _ in lines):
-        return not imports
-    sources = {i.split()[1].rsplit(".", 1)[-1] for i in imports if i.startswith("from ") and " import " in i}
-    if not sources or stem in sources or len(sources) != len(imports):
-        return False
-    return all(any(os.path.splitext(os.path.basename(p))[0] == s and any(_defines(line, name) for line, _ in _lines_naming(t, name))
-                   for p, t in ctx.project.files if name in t) for s in sources)
-
-
-def _defines(line: str, name: str) -> bool:
-    """A module-level ``def name(`` / ``class name`` line."""
-    for head in ("def ", "class ", "async def "):
-        if line.startswith(head + name):
-            rest = line[len(head) + len(name):len(head) + len(name) + 1]
-            return not (rest.isalnum() or rest == "_")
-    return False
-
-
-def _lines_naming(text: str, name: str) -> list[tuple[str, int]]:
-    """``(line, column)`` of each whole-word occurrence of ``name`` in ``text``."""
-    out, size = [], len(name)
-    pos = text.find(name)
-    while pos >= 0:
-        before = text[pos - 1] if pos else " "
-        after = text[pos + size] if pos + size < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-            start = text.rfind("\n", 0, pos) + 1
-            end = text.find("\n", pos)
-            out.append((text[start:end if end >= 0 else len(text)], pos - start))
-        pos = text.find(name, pos + size)
-    return out
-
-
-_IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
-                          r"(?:[^\n\\]|\\\n)*)", re.M)
-# a module that picks what it imports by a name computed at run time
-_DYNAMIC = ("eval(", "getattr(", "globals()", "locals()", "__dict__", "vars(")
-
-
-def _used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
-    """The name occurs in ``text`` other than in an import statement or a comment: a module that
-    imports a helper whose only call is commented out (``# flops = count_flops(model, n)``) does
-    not use it. A package's ``__init__.py`` re-exports what it imports, and a module that picks a
-    name at run time (``eval(model_type)``) may use anything it imports."""
-    if os.path.basename(path) == "__init__.py":
-        return True
-    spans = [m.span() for m in _IMPORT_STMT.finditer(text)]
-    commented_call = False
-    for m in word.finditer(text):
-        at = m.start()
-        if any(a <= at < b for a, b in spans):
-            if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
-                return True  # from loops import train_vanilla as train: used under another name
-            continue
-        line_start = text.rfind("\n", 0, at) + 1
-        if "#" in text[line_start:at]:  # after a comment sign (a '#' in a string before it counts too: rare)
-            commented_call = commented_call or text.startswith("(", m.end())
-            continue
-        return True
-    # eval(model_type) may pick any name the module imports: only a call commented out says it is unused
-    return not commented_call and any(d in text for d in _DYNAMIC)
 
 
 def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:
@@ -386,21 +287,9 @@ def _named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> b
         found = 0
         for _, text in ctx.project.files:
             if name in text:
-                found += _words(text, name, 2 - found)
+                found += words(text, name, 2 - found)
                 if found > 1:
                     break
         ctx.project.answers[key] = found
     return found == 1
 
-
-def _words(text: str, name: str, limit: int) -> int:
-    """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``)."""
-    n, size = 0, len(name)
-    pos = text.find(name)
-    while pos >= 0 and n < limit:
-        before = text[pos - 1] if pos else " "
-        after = text[pos + size] if pos + size < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-            n += 1
-        pos = text.find(name, pos + 1)
-    return n

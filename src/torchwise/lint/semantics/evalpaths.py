@@ -40,6 +40,9 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         loops = list(hot_loops(ctx).values())
         if steps and not training_calls(ctx):  # a rollout that trains nothing (expert trajectories, evaluation episodes)
             loops += list({id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values())
+        elif steps:  # an online loop that steps the environment and hands its batches to a trainer (`trainer.train(batch)`)
+            loops += [lp for lp in {id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values()
+                      if all(lp is not h for h in loops) and _calls_update(ctx, lp)]
         for loop in loops:
             if not any(ctx.contains(loop, c) for c in steps):
                 continue  # no environment steps in this loop: nothing it computes is only an action
@@ -52,6 +55,16 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                     yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
         yield from _stepping_methods(ctx, steps)
     yield from _action_methods(ctx)
+
+
+_UPDATES = frozenset({"train", "update", "learn", "train_step", "update_parameters", "optimize"})
+
+
+def _calls_update(ctx: Context, loop: AST) -> bool:
+    """The loop calls a training method of another object (``log_dict = trainer.train(batch)``,
+    ``agent.update(batch)``) with arguments: it trains the agent that picks its actions."""
+    return any(n.__class__ is ast.Call and n.args and n.func.__class__ is ast.Attribute and n.func.attr in _UPDATES
+               for n in ctx.walk_body(loop.body))
 
 
 def _chained_assign(ctx: Context, call: ast.Call) -> ast.Assign | None:
@@ -148,7 +161,8 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if ctx.parent(func).__class__ is not ast.ClassDef or not _action_method(func):
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
-        if not returns or not all(_host_value(ctx, r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT):
+        if not returns or not all(_host_value(ctx, r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT) \
+                or _every_call_without_grad(ctx, func.name):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
@@ -156,6 +170,20 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 yield node, (f"{func.name}() runs {ctx.text(node.func)} with autograd recording on every environment step, "
                              "then returns the action detached from it; acting needs no graph")
                 break
+
+
+def _every_call_without_grad(ctx: Context, name: str) -> bool:
+    """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
+    this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
+    one: the training script chooses grad mode for the agent."""
+    needle = f".{name}("
+    calls: list[tuple[Context, ast.Call]] = [(ctx, c) for c in ctx.calls_named(name) if c.func.__class__ is ast.Attribute]
+    for path, text in ctx.project.files:
+        if path != ctx.path and needle in text:
+            other = parsed_file(ctx.project, path, text)
+            if other is not None:
+                calls += [(other, c) for c in other.calls_named(name) if c.func.__class__ is ast.Attribute]
+    return bool(calls) and all(under_no_grad(where, c) for where, c in calls)
 
 
 def _self_network(ctx: Context, call: ast.Call) -> bool:

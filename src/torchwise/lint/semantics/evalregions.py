@@ -39,6 +39,9 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
                 out.append(((node.lineno, node.col_offset), "grad"))
         elif node.__class__ is ast.keyword and node.arg == "requires_grad":
             out.append(((node.value.lineno, node.value.col_offset), "grad"))
+        elif node.__class__ is ast.Assign and node.value.__class__ is ast.Constant and node.value.value is True and any(
+                t.__class__ is ast.Attribute and t.attr == "requires_grad" for t in node.targets):
+            out.append(((node.lineno, node.col_offset), "grad"))  # img.requires_grad = True: gradients w.r.t. the input
         elif node.__class__ in (ast.With, ast.AsyncWith):
             if any(last_name(item.context_expr) in ("set_grad_enabled", "enable_grad") for item in node.items):
                 out.append(((node.lineno, node.col_offset), "grad"))

@@ -21,6 +21,8 @@ def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
     """The ``X.load_state_dict(...)`` call the loaded object feeds: ``m.load_state_dict(torch.load(p))``,
     or ``ckpt = torch.load(p)`` then ``m.load_state_dict(ckpt["state"])`` in the same scope."""
     parent = ctx.parent(load)
+    if parent.__class__ is ast.Subscript and parent.value is load:  # m.load_state_dict(torch.load(p)["g_ema"])
+        parent = ctx.parent(parent)
     if parent.__class__ is ast.Call and last_name(parent.func) == "load_state_dict":
         return parent
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
@@ -47,7 +49,27 @@ def evaluation_script(ctx: Context) -> bool:
     """A script (``__main__`` or ``parse_args()``) with no training step (no backward, no optimizer
     step): it evaluates or runs a model it restores."""
     src = ctx.source
-    return ("__main__" in src or "parse_args(" in src) and not training_calls(ctx)
+    return ("__main__" in src or "parse_args(" in src) and (not training_calls(ctx) or _optimizes_inputs_only(ctx))
+
+
+def _optimizes_inputs_only(ctx: Context) -> bool:
+    """Every optimizer of the script optimises tensors it made trainable itself - a list literal
+    (``optim.Adam([latent_in] + noises, lr=args.lr)`` after ``latent_in.requires_grad = True``),
+    no parameters - while the model it restores is in eval mode: a GAN inversion (a projector)
+    or an input search, which trains no model."""
+    src = ctx.source
+    if ".eval()" not in src or "requires_grad" not in src:
+        return False
+    optimizers = [c for c in ctx.nodes.get(ast.Call, ()) if (ctx.qualname(c.func) or "").startswith("torch.optim.")
+                  and not (ctx.qualname(c.func) or "").startswith("torch.optim.lr_scheduler.")]
+    return bool(optimizers) and all(_literal_tensors(c.args[0] if c.args else None) and "param" not in ctx.text(c.args[0]).lower()
+                                    for c in optimizers)
+
+
+def _literal_tensors(node: AST | None) -> bool:
+    if node.__class__ is ast.List:
+        return True
+    return node.__class__ is ast.BinOp and (_literal_tensors(node.left) or _literal_tensors(node.right))
 
 
 _RANK_WORDS = ("rank", "main_process", "is_main", "master", "gpu==0")
@@ -58,10 +80,66 @@ def every_rank_loads(ctx: Context, load: ast.Call) -> bool:
     """A load in a distributed training file (``DistributedDataParallel``, ``init_process_group``)
     inside a function, under no ``if`` on the rank: every process deserializes the checkpoint
     onto the device that saved it (``cuda:0``)."""
-    if not any(w in ctx.source for w in _DISTRIBUTED) or ctx.function_of(load) is None or not training_calls(ctx):
+    if ctx.function_of(load) is None or _per_rank_file(ctx, load):
         return False
-    return not any(any(w in ctx.text(if_node.test).lower().replace(" ", "") for w in _RANK_WORDS)
-                   for if_node, _ in ctx.enclosing_ifs(load))
+    if not any(w in ctx.source for w in _DISTRIBUTED) or not training_calls(ctx):
+        return _method_called_by_every_rank(ctx, load)
+    return not _under_rank_if(ctx, load)
+
+
+def _per_rank_file(ctx: Context, load: ast.Call) -> bool:
+    """``torch.load(os.path.join(d, "queue" + str(args.rank) + ".pth"))``: each process reads back
+    the file it wrote itself from its own GPU (a queue, a memory bank), named by its rank."""
+    path = argument(load, "f", 0)
+    if path is None:
+        return False
+    value = ctx.resolve(path, load) if path.__class__ is ast.Name else path
+    return any(n.__class__ in (ast.Name, ast.Attribute) and (n.id if n.__class__ is ast.Name else n.attr) in ("rank", "local_rank", "global_rank")
+               for n in ast.walk(value if value is not None else path))
+
+
+def _under_rank_if(ctx: Context, node: AST) -> bool:
+    return any(any(w in ctx.text(if_node.test).lower().replace(" ", "") for w in _RANK_WORDS)
+               for if_node, _ in ctx.enclosing_ifs(node))
+
+
+def _method_called_by_every_rank(ctx: Context, load: ast.Call) -> bool:
+    """``def load_model_from_ckpt(self, path): ckpt = torch.load(path)``, a method of a model class,
+    called (``base_model.load_model_from_ckpt(args.ckpts)``) inside a function of a distributed
+    training script of the project, under no ``if`` on the rank: every process restores the
+    checkpoint onto the device that saved it. A definition inside a sub-program's folder (a
+    folder holding its own ``__main__`` script) counts only callers of that folder."""
+    func = ctx.function_of(load)
+    if func.__class__ is ast.Lambda or ctx.parent(func).__class__ is not ast.ClassDef or func.name.startswith("__"):
+        return False
+    needle = f".{func.name}("
+    path = ctx.path.replace("\\", "/")
+    scope = _program_folder(ctx, path)
+    for other_path, text in ctx.project.files:
+        other_path = other_path.replace("\\", "/")
+        if other_path == path or needle not in text or not other_path.startswith(scope) \
+                or not any(w in text for w in _DISTRIBUTED):
+            continue
+        other = parsed_file(ctx.project, other_path, text)
+        if other is None or not training_calls(other):
+            continue
+        if any(call.func.__class__ is ast.Attribute and other.function_of(call) is not None and not _under_rank_if(other, call)
+               for call in other.calls_named(func.name)):
+            return True
+    return False
+
+
+def _program_folder(ctx: Context, path: str) -> str:
+    """The folder (a path prefix ending in "/", or "") whose scripts import the module at ``path``:
+    the nearest folder above it, below the project's top, that holds a ``__main__`` script."""
+    folders = {p.replace("\\", "/").rpartition("/")[0] for p, t in ctx.project.files if "__main__" in t}
+    top = min((p.replace("\\", "/").count("/") for p, _ in ctx.project.files), default=0)
+    folder = path.rpartition("/")[0]
+    while folder and folder.count("/") >= top:  # below the project's own folder
+        if folder in folders:
+            return folder + "/"
+        folder = folder.rpartition("/")[0]
+    return ""
 
 
 _EXISTS = frozenset({"exists", "isfile", "is_file"})

@@ -1,0 +1,154 @@
+"""Text tests behind the dead-code analysis (:mod:`torchwise.lint.semantics.deadcode`): whether
+another module of the project really uses a name - not only in an import or a comment, not a copy
+of its own, not an import that resolves to another file of the same name - read from the source
+text, before any module is parsed."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from torchwise.lint.engine import Context
+
+# names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
+CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
+
+
+def owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
+    """Read from the indentation: every use of the name in ``text`` lies in a module-level ``def``
+    or ``class`` (or an ``if __name__`` block) whose own name no other module of the project
+    mentions - the only uses that can turn out to be dead code of that module."""
+    for m in word.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if text.startswith(("from ", "import "), start) or "#" in text[start:m.start()]:
+            continue
+        head = column_zero_line(text, start)
+        if head.startswith("if __name__"):
+            continue
+        for kind in ("def ", "async def ", "class "):
+            if head.startswith(kind):
+                owner = head[len(kind):].split("(")[0].split(":")[0].strip()
+                break
+        else:
+            return False  # module-level code (or unreadable by indentation): a use
+        if not owner or CALLED_BY_NAME.match(owner) or any(
+                p != path and owner in t and lines_naming(t, owner) for p, t in ctx.project.files):
+            return False
+    return True
+
+
+def column_zero_line(text: str, start: int) -> str:
+    """The nearest line at or above ``start`` that starts at column 0 with code (a ``def``, a
+    ``class``, an ``if``, a statement)."""
+    while start > 0:
+        line = text[start:text.find("\n", start) if text.find("\n", start) >= 0 else len(text)]
+        if line[:1] not in ("", " ", "\t", "#", "@", ")", "]", "}"):
+            return line
+        start = text.rfind("\n", 0, start - 1) + 1
+    return text[:text.find("\n")] if "\n" in text else text
+
+
+def resolves_elsewhere(ctx: Context, stem: str, m: re.Match[str]) -> bool:
+    """The import ``m`` names the module ``stem`` through a package (``from utils import misc``,
+    ``from utils.misc import x``, ``import utils.misc``) that is not this file's folder, and another
+    file of the project sits at that package path (``utils/misc.py``): it imports that file."""
+    if m.group(1) is not None:
+        package = m.group(1).rstrip(".")
+    elif m.group(2) is not None:
+        package = m.group(2)  # from utils import misc
+    else:
+        head = m.group(3).rstrip().rsplit(" ", 1)[-1].rstrip(",")  # import utils.misc
+        package = head.rstrip(".") if head.endswith(".") else ""
+    if not package or package.startswith(".") or package.rsplit(".", 1)[-1] == os.path.basename(os.path.dirname(ctx.path)):
+        return False
+    tail = "/" + package.replace(".", "/") + "/" + stem + ".py"
+    return any(("/" + p.replace("\\", "/")).endswith(tail) for p, _ in ctx.project.files if p != ctx.path)
+
+
+def own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
+    """The other module uses a copy of ``name`` that is not this module's: it defines the name
+    itself at its top (``def farthest_point_sample`` copied into three utility modules; ``class
+    PointNetSetAbstraction`` in two), or imports it from another module of that name's copies
+    (``from pointnet_util import farthest_point_sample`` beside ``pointnet2_utils.py``, the module
+    it names defining its own). Never when it reaches the name through a module (``utils.name``)
+    or imports it from this one. String tests on the lines that hold the name, no regex."""
+    lines = lines_naming(text, name)
+    if any(at and line[at - 1] == "." for line, at in lines):
+        return False  # utils.name: maybe this module's
+    imports = [line.strip() for line, _ in lines if line.lstrip().startswith(("from ", "import "))]
+    if any(defines_at_top(line, name) for line, _ in lines):
+        return not imports
+    sources = {i.split()[1].rsplit(".", 1)[-1] for i in imports if i.startswith("from ") and " import " in i}
+    if not sources or stem in sources or len(sources) != len(imports):
+        return False
+    return all(any(os.path.splitext(os.path.basename(p))[0] == s and any(defines_at_top(line, name) for line, _ in lines_naming(t, name))
+                   for p, t in ctx.project.files if name in t) for s in sources)
+
+
+def defines_at_top(line: str, name: str) -> bool:
+    """A module-level ``def name(`` / ``class name`` line."""
+    for head in ("def ", "class ", "async def "):
+        if line.startswith(head + name):
+            rest = line[len(head) + len(name):len(head) + len(name) + 1]
+            return not (rest.isalnum() or rest == "_")
+    return False
+
+
+def lines_naming(text: str, name: str) -> list[tuple[str, int]]:
+    """``(line, column)`` of each whole-word occurrence of ``name`` in ``text``."""
+    out, size = [], len(name)
+    pos = text.find(name)
+    while pos >= 0:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + size] if pos + size < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            out.append((text[start:end if end >= 0 else len(text)], pos - start))
+        pos = text.find(name, pos + size)
+    return out
+
+
+IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+                          r"(?:[^\n\\]|\\\n)*)", re.M)
+
+
+# a module that picks what it imports by a name computed at run time
+DYNAMIC = ("eval(", "getattr(", "globals()", "locals()", "__dict__", "vars(")
+
+
+def used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
+    """The name occurs in ``text`` other than in an import statement or a comment: a module that
+    imports a helper whose only call is commented out (``# flops = count_flops(model, n)``) does
+    not use it. A package's ``__init__.py`` re-exports what it imports, and a module that picks a
+    name at run time (``eval(model_type)``) may use anything it imports."""
+    if os.path.basename(path) == "__init__.py":
+        return True
+    spans = [m.span() for m in IMPORT_STMT.finditer(text)]
+    commented_call = False
+    for m in word.finditer(text):
+        at = m.start()
+        if any(a <= at < b for a, b in spans):
+            if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
+                return True  # from loops import train_vanilla as train: used under another name
+            continue
+        line_start = text.rfind("\n", 0, at) + 1
+        if "#" in text[line_start:at]:  # after a comment sign (a '#' in a string before it counts too: rare)
+            commented_call = commented_call or text.startswith("(", m.end())
+            continue
+        return True
+    # eval(model_type) may pick any name the module imports: only a call commented out says it is unused
+    return not commented_call and any(d in text for d in DYNAMIC)
+
+
+def words(text: str, name: str, limit: int) -> int:
+    """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``)."""
+    n, size = 0, len(name)
+    pos = text.find(name)
+    while pos >= 0 and n < limit:
+        before = text[pos - 1] if pos else " "
+        after = text[pos + size] if pos + size < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            n += 1
+        pos = text.find(name, pos + 1)
+    return n

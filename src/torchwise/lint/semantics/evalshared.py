@@ -1,0 +1,59 @@
+"""A test pass that reuses the training loop (TW104): ``def test(self, epoch):
+self.iteration(epoch, self.test_data, train=False)`` - or, after ``self.model.eval()`` in any
+method, ``self._run_one_epoch(epoch, cross_valid=True)`` - where the loop runs the model with no
+``no_grad`` of its own (the backward sits under ``if train:``) and the call is not under no_grad
+either. Reported at the loop's forward pass."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from torchwise.lint.engine import Context
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.evalregions import eval_flag
+from torchwise.lint.semantics.frozen import eval_calls
+from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.steps import is_eval_name
+from torchwise.lint.semantics.values import local_function
+
+_GRAD_SWITCHES = ("no_grad", "set_grad_enabled", "inference_mode")
+
+
+def _plain_callee(func: ast.AST) -> bool:
+    """``model``, ``self.model``: not an arbitrary attribute chain like ``solver.model``."""
+    if func.__class__ is ast.Name:
+        return True
+    return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
+
+
+def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple[ast.Call, str, str]]:
+    """``(forward pass, message, suggestion)`` for each evaluation scope of ``scopes`` (functions
+    named for evaluation, and scopes that call ``X.eval()``) that runs the shared loop this way."""
+    for scope in scopes.values():
+        if scope.__class__ is ast.Module:
+            continue
+        named = is_eval_name(scope.name)
+        evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
+        if not named and not evals:
+            continue
+        for call in ctx.walk_body(scope.body):
+            flag = eval_flag(call) if call.__class__ is ast.Call else None
+            if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
+                    or under_no_grad(ctx, call):
+                continue  # (outside an evaluation function: only after model.eval(); the pass run under no_grad)
+            callee = local_function(ctx, call)
+            if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
+                continue
+            for node in ctx.walk_body(callee.body):
+                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
+                        and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
+                        _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
+                    yield node, (f"{scope.name}() runs {callee.name}(..., {flag}), whose {ctx.text(node.func)} records "
+                                 "autograd; evaluation needs no graph"), (
+                        f"run it under `with torch.no_grad():` in {scope.name}() (and call model.eval()), or "
+                        "torch.set_grad_enabled(train) in the loop")
+                    break
+
+
+__all__ = ["shared_loop_runs"]
