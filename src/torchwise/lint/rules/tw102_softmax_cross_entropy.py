@@ -108,6 +108,13 @@ def _looks_like_loss_fn(name: str) -> bool:
     return "criterion" in low or "loss" in low
 
 
+def _negated(ctx: Context, call: ast.Call) -> bool:
+    """``-F.nll_loss(probs, targets, reduction='none')``: nll_loss of probabilities negated is a
+    gather of each target's probability (``probs[range(n), targets]``), no loss."""
+    parent = ctx.parent(call)
+    return parent.__class__ is ast.UnaryOp and parent.op.__class__ is ast.USub
+
+
 class SoftmaxIntoCrossEntropy(Rule):
     code = "TW102"
     name = "softmax-into-cross-entropy"
@@ -118,6 +125,8 @@ What it flags
   instance), and softmax probabilities handed to `nll_loss`/`NLLLoss`; also a `log_softmax`
   in front of cross-entropy, which is redundant. It follows names (`probs = out.softmax(1)`),
   loss objects (`crit = nn.CrossEntropyLoss()`) and an `nn.Sequential` ending in `nn.Softmax`.
+  Not flagged: `-F.nll_loss(probs, targets, reduction='none')`, negated - the idiom that picks each
+  target's probability out of the rows, not a loss.
 
 Why it matters
   Cross-entropy takes raw scores and applies log-softmax internally (it is LogSoftmax followed
@@ -161,7 +170,7 @@ Lint and the doctor
                     "log_softmax before cross-entropy is redundant (cross-entropy applies it itself)",
                     suggestion="pass the raw logits to cross_entropy, or use nll_loss on log-probabilities",
                 )
-            elif kind == "nll" and act == "softmax":
+            elif kind == "nll" and act == "softmax" and not _negated(ctx, call):
                 yield ctx.finding(
                     self.code, first,
                     "nll_loss expects log-probabilities; it is given softmax probabilities here",

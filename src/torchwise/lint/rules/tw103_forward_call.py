@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.callers import project_arguments, project_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
@@ -161,6 +161,11 @@ def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     index = params.index(recv.id) if recv.id in params else None
     calls = [c for c in ctx.calls_named(func.name) if (c.func.__class__ is ast.Attribute) == method
              and (not method or c.func.value.__class__ is ast.Name and c.func.value.id in ("self", "cls"))]
+    if not calls and not method:
+        # a module-level function of a utilities module: what the other modules of the project pass
+        passed = list(project_arguments(ctx, func, recv.id))
+        return bool(passed) and len(passed) <= 20 and all(
+            _module_or_loss(other, value, call) or _modules_in_branches(other, value, call) for other, value, call in passed)
     if not calls or len(calls) > 20:
         return False
     for c in calls:
@@ -172,6 +177,30 @@ def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
         if value is None or not (is_module_instance(ctx, value, c) or _kept_module(ctx, value, c)):
             return False
     return True
+
+
+def _modules_in_branches(ctx: Context, value: ast.AST, use: ast.AST) -> bool:
+    """``train_loss = eval_loss`` or ``train_loss = SmoothCrossEntropyLoss(...)``, one per branch of
+    an ``if``: a name whose every assignment in the function is a module (directly, or another
+    name that is one)."""
+    if value.__class__ is not ast.Name:
+        return False
+    func = ctx.function_of(use)
+    made = [n.value for n in ctx.nodes.get(ast.Assign, ()) if len(n.targets) == 1 and n.targets[0].__class__ is ast.Name
+            and n.targets[0].id == value.id and ctx.function_of(n) is func]
+    return bool(made) and all(_module_or_loss(ctx, v, use) if v.__class__ is ast.Name
+                              else v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module"
+                                                                or _module_or_loss(ctx, v, v))
+                              for v in made)
+
+
+def _module_or_loss(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """An ``nn.Module``, a torch loss module among them (``nn.CrossEntropyLoss()``: a module
+    whose hooks ``forward`` skips like any other's)."""
+    if is_module_instance(ctx, expr, use):
+        return True
+    built = ctx.constructed_from(expr, use) or ""
+    return built.startswith("torch.nn.") and built.count(".") == 2 and built.endswith("Loss")
 
 
 def _kept_module(ctx: Context, value: ast.AST, use: ast.AST) -> bool:
@@ -209,9 +238,10 @@ What it flags
   (`for block in self.transformer_blocks: x = block.forward(x, mask)`), and a part built by a
   factory handed to the constructor (`self.feature = model_func()`) or the module a wrapper
   keeps under a wrapper's name for it (`self.module = module`, `self.layer`, `self.inner`...),
-  also when a base class in another module assigns it; in any
-  class, an attribute or name whose every value is an instance of a module class of another
-  module of the project (`self.rank_loss = networks.BCERankingLoss()`, set in any method).
+  also when a base class in another module assigns it; in any class, a torch loss module
+  (`crit = nn.CrossEntropyLoss()`, then `crit.forward(out, y)`), and an attribute or name whose
+  every value is an instance of a module class of another module of the project
+  (`self.rank_loss = networks.BCERankingLoss()`, set in any method).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`, or only plain
   classes of the project as bases: `class DistModel(BaseModel)`), here or in another module of
@@ -220,7 +250,10 @@ What it flags
   self.model.generator`), and a parameter under any name
   (`policy.forward(state)`) when every call of its function in the file passes a module for it
   (`self.pick_action(self.local_model, state)`, or an attribute whose `.parameters()` go to an
-  optimizer; or `self.policy` kept from the constructor, when every construction of the class in the
+  optimizer; for a module-level function nothing in its file calls, every call from the other
+  modules of the project: `train_epoch(..., loss_func, ...)` with `loss_func =
+  nn.CrossEntropyLoss()` or a loss class of the project, one per branch of an `if`; or
+  `self.policy` kept from the constructor, when every construction of the class in the
   project's other modules passes a module for it). The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
   left alone too.
@@ -249,7 +282,7 @@ Fix
                 continue
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
-            if not (is_module_instance(ctx, recv, call) or _submodule_in_module(ctx, recv, call)
+            if not (_module_or_loss(ctx, recv, call) or _submodule_in_module(ctx, recv, call)
                     or _project_submodule(ctx, recv, call) or _passed_in_submodule(ctx, recv, call)
                     or _filled_with_modules(ctx, recv, call) or _module_part(ctx, recv, call)) \
                     or _plain_class_instance(ctx, recv):

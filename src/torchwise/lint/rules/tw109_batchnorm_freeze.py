@@ -52,15 +52,32 @@ def _is_train_call(call: ast.Call) -> bool:
     return len(call.args) == 1 and call.args[0].__class__ is ast.Constant and call.args[0].value is True
 
 
+def _off_flags(node: ast.AST) -> frozenset[str]:
+    """The parameters of a freezing function that default to False (``def freeze_bn(self,
+    enable=False)``): ``requires_grad = enable`` turns the gradients off whenever it freezes."""
+    if node.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return frozenset()
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [*zip(positional[len(positional) - len(args.defaults):], args.defaults), *zip(args.kwonlyargs, args.kw_defaults)]
+    return frozenset(a.arg for a, d in pairs if d is not None and d.__class__ is ast.Constant and d.value is False)
+
+
 def _grad_off(node: ast.AST) -> bool:
-    """``p.requires_grad = False`` or ``.requires_grad_(False)`` somewhere in ``node``."""
+    """``p.requires_grad = False`` or ``.requires_grad_(False)`` somewhere in ``node`` (or the
+    same with a parameter of the function that defaults to False)."""
+    flags = _off_flags(node)
+
+    def off(value: ast.AST | None) -> bool:
+        return value is not None and (value.__class__ is ast.Constant and value.value is False
+                                      or value.__class__ is ast.Name and value.id in flags)
+
     for n in ast.walk(node):
-        if n.__class__ is ast.Assign and n.value.__class__ is ast.Constant and n.value.value is False and any(
+        if n.__class__ is ast.Assign and off(n.value) and any(
                 t.__class__ is ast.Attribute and t.attr == "requires_grad" for t in n.targets):
             return True
         if n.__class__ is ast.Call and last_name(n.func) == "requires_grad_":
-            flag = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "requires_grad"), None)
-            if flag is not None and flag.__class__ is ast.Constant and flag.value is False:
+            if off(n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "requires_grad"), None)):
                 return True
     return False
 
@@ -127,7 +144,8 @@ What it flags
     re-applies eval) or never undone, but nothing turns `requires_grad` off, so the layers'
     scale and shift keep training on the fine-tuning batches (reported at the `.eval()`).
   Not flagged: a freeze that also turns `requires_grad` off (in the freezing function, in the
-  code that calls it, or in a `train()` override that re-freezes), `FrozenBatchNorm2d`,
+  code that calls it, or in a `train()` override that re-freezes; also with the freezing function's
+  own flag, `def freeze_bn(self, enable=False)` setting `requires_grad = enable`), `FrozenBatchNorm2d`,
   `torchwise.freeze_batchnorm(model)`, and `.eval()` of other layers or of the whole model.
   Lint cannot see an optimizer that leaves the BatchNorm parameters out in another way (built
   from a head's parameters only): silence the line with `# noqa: TW109` there.

@@ -124,6 +124,14 @@ def _preprocessed(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _one_batch(ctx: Context, call: ast.Call, dataset: ast.AST) -> bool:
+    """``DataLoader(test_set, batch_size=len(test_set))``: the whole dataset in one batch, which a
+    single worker would load alone - workers have nothing to overlap."""
+    size = argument(call, "batch_size", 1)
+    return size.__class__ is ast.Call and last_name(size.func) == "len" and len(size.args) == 1 \
+        and ctx.text(size.args[0]) == ctx.text(dataset)
+
+
 class SynchronousDataLoader(Rule):
     code = "TW202"
     name = "dataloader-no-workers"
@@ -134,7 +142,8 @@ What it flags
   at all (by keyword or as the sixth positional argument), also through a helper's own `**kwargs`
   that none of its callers (in the file or the project, all in view) fills with it
   (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`). Left alone: an
-  explicit count (0 included: a decision), other `**kwargs` (the value may be in there), data that workers cannot
+  explicit count (0 included: a decision), other `**kwargs` (the value may be in there), the whole
+  dataset as one batch (`batch_size=len(test_set)`: one worker would load it alone), data that workers cannot
   speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
   the file whose `__getitem__` only indexes stored tensors, at a random offset too), data made
   on the device (a `__getitem__` or `collate_fn` that moves it there, or a `collate_fn` handed
@@ -143,7 +152,9 @@ What it flags
   class defined in another module of the linted project is judged by its own `__getitem__`,
   read in a first pass over the project (`torchwise.lint.project`): iterable, slicing in-memory
   tensors or making items on the device: left alone; reading, decoding or transforming each
-  item: flagged. (The flake8 plugin sees one file at a time and keeps the file-only judgement.)
+  item: flagged - also an element of what a method of such a class returns (`train_set, dev_set,
+  test_set = data.SpeechDataset.splits(config)`). (The flake8 plugin sees one file at a time and
+  keeps the file-only judgement.)
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
@@ -190,8 +201,8 @@ Lint and the doctor
                 continue  # main-process streams, slices of in-memory tensors, items made on the device
             if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call):
                 continue
-            if is_index_collection(ctx, dataset, call):
-                continue  # batches of indices: nothing to load per item
+            if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):
+                continue  # batches of indices: nothing to load per item; or the whole dataset as one batch
             if demo_loader(ctx, call) or never_read_loader(ctx, call):
                 continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
             if loader_yields_device_batches(ctx, call, dataset):

@@ -11,12 +11,13 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.configdefaults import false_pin_sources
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
-from torchwise.lint.semantics.loaderconfig import splat_without_pin
+from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
+from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -68,14 +69,24 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     func = ctx.function_of(call)
     if func is not None and moves_near(ctx, call) and (gpu_evident(ctx) or ctx.project.targets_gpu) and not _names_cpu(ctx, func):
         return True  # the function (or its class) moves batches to a device chosen elsewhere: self.device, get_device(cfg)
-    if _handed_to_trainer(ctx, call):
+    if _handed_to_trainer(ctx, call) or ctx.project.targets_gpu and (
+            handed_to_project_mover(ctx, call) or subclass_moves(ctx, call)):
         return True
+    return _returned_to_gpu(ctx, call)
+
+
+def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
+    """The loader (or what a loader helper returned) is returned by its function, whose callers in
+    the file show GPU evidence - or return it again (``get_all_data_loaders`` returning what
+    ``get_data_loader_folder`` built), up to ``depth`` helpers deep; with no caller in the file, a
+    module-level loader builder in a file or project that names CUDA."""
     if not _returned(ctx, call):
         return False
     func = ctx.function_of(call)
     callers = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
     if callers:
-        return any(gpu_evident_for(ctx, c) for c in callers)
+        return any(gpu_evident_for(ctx, c) or depth > 1 and ctx.function_of(c) is not func
+                   and _returned_to_gpu(ctx, c, depth - 1) for c in callers)
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
@@ -187,27 +198,6 @@ def _identity_collate(call: ast.Call) -> bool:
     return False
 
 
-def _unused_or_xla(ctx: Context, call: ast.Call) -> bool:
-    """The loader is stored under a name that nothing in the file reads, beside other loaders that
-    it does (evaluation indexes the dataset instead), or that is handed to torch_xla (``pl.ParallelLoader(train_loader, [device])``,
-    ``MpDeviceLoader``): its batches go to an XLA device, where pinned host memory does not apply."""
-    parent = ctx.parent(call)
-    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
-        return False
-    name = parent.targets[0].id
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is ast.Load]
-    if not uses:
-        return len(ctx.calls_to(DATALOADER)) > 1  # beside the loaders the file does iterate
-
-    if "torch_xla" not in ctx.source:
-        return False
-    for use in uses:
-        user = ctx.parent(use)
-        if user.__class__ is ast.Call and use in user.args and (ctx.qualname(user.func) or "").startswith("torch_xla."):
-            return True
-    return False
-
-
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     name = "dataloader-no-pin-memory"
@@ -221,15 +211,21 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict or
   yielded one by one) is judged by the helper's callers in
-  the file; a loader-building function nobody calls here (a data module) by the file or the
-  project linted with it - also one that streams the loader's batches to its callers
+  the file (also through a second helper of the file that returns it again: `get_all_loaders`
+  returning what `get_loader_folder` built); a loader-building function nobody calls here (a
+  data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
   (`while True: yield from loader`). A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module, or a
   `trainer_class(...)` chosen by the config) in a project that names CUDA (a framework's
-  trainer is not). Loaders of PyTorch Geometric (`torch_geometric.loader.DataLoader`; its
-  batches pin themselves) count like torch's. A `**` splat of settings counts as not
+  trainer is not), and a loader handed to a function of another module of the project that
+  moves data to a device (`train_epoch(epoch, model, train_loader, loss, opt)` whose loop does
+  `batch[0].to(get_device())`) in such a project, or kept on `self` by a class whose subclass in
+  another module of the project reads it and moves data to a device (`self.data_loader['train'] =
+  DataLoader(...)` in a base `Processor`, the training loop in `class Trainer(Processor)`).
+  Loaders of PyTorch Geometric (`torch_geometric.loader.DataLoader`; its batches pin
+  themselves) count like torch's. A `**` splat of settings counts as not
   pinning when it cannot hold the key: a config entry (`DataLoader(data,
   **self.params['train_args'])`, `**cfg.loader`) in a project whose text never names
   pin_memory, or a local dict written out without it (`kw = dict(batch_size=64)`) in a file
@@ -257,7 +253,9 @@ What it flags
   `config.train.dataloader.pin_memory = False` of a config tree (yacs, `_C.DATA_LOADER.PIN_MEMORY =
   False`; at module level or at the top of a function, not under an `if`) that a DataLoader
   feeding a GPU reads (`pin_memory=config.train.dataloader.pin_memory`): the finding is at the
-  setting. It is left alone where a comment
+  setting; so is a settings dict of the file with `pin_memory` off that loaders feeding a GPU
+  splat (`kwargs = {'pin_memory': False, 'num_workers': 4}`, `DataLoader(ds, **kwargs)`: one
+  finding for the dict, however many loaders share it). It is left alone where a comment
   naming pin_memory on its line or the line above gives the reason. Also left alone: loaders whose batches are already on the device (the
   dataset's `__getitem__` or the `collate_fn` moves them, the `collate_fn` is handed the device
   - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
@@ -282,7 +280,8 @@ What it flags
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
   (not a script's `__main__` block that hands the loader to a function of the file that moves
   data to a device: `train(args, loader, generator, device)`), a
-  loader stored under a name nothing in the file reads (beside loaders it uses), or one a helper
+  loader stored under a name nothing in the file reads (beside loaders it uses; not a module-level
+  loader another module of the project imports, `from common.train import *`), or one a helper
   returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
   a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
@@ -312,8 +311,16 @@ Fix
         if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
             calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader), DataLoaderMaskingPred of the project
         calls = [*calls, *loader_class_calls(ctx)]  # klass(dataset, **kwargs) of def loader(..., klass=DataLoader, **kwargs)
+        shared: set[int] = set()  # settings dicts already reported
         for call in calls:
             pin = argument(call, "pin_memory", 7)
+            off = splatted_false(ctx, call) if pin is None and any(k.arg is None for k in call.keywords) else None
+            if off is not None:  # kwargs = {'pin_memory': False, ...}; DataLoader(ds, **kwargs): reported at the dict
+                if id(off) not in shared and _explicit_false(ctx, off) and _feeds_gpu(ctx, call) and not _nothing_to_pin(ctx, call):
+                    shared.add(id(off))
+                    yield ctx.finding(self.code, off, "loader settings with pin_memory=False, splatted into a DataLoader "
+                                      f"feeding a GPU (line {call.lineno})", suggestion="set pin_memory=True")
+                continue
             explicit = _explicit_false(ctx, pin)
             if (pin is not None and not explicit) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
@@ -369,7 +376,7 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # each batch goes to a function that turns it into NumPy first (slices go to the GPU one by one)
     if _host_statistics(ctx, call):
         return True  # a statistics script: it checks for a GPU but no batch goes to a device
-    if _unused_or_xla(ctx, call) or never_read_loader(ctx, call):
+    if unused_or_xla(ctx, call) or never_read_loader(ctx, call):
         return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
     facts = project_dataset(ctx, dataset, call)
     return facts is not None and (facts.device or facts.constant or facts.text)  # its class, in another module: device tensors, constants, strings

@@ -35,6 +35,10 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
     loader where the loop runs (its DataLoader call, a function of the file or project that
     builds it, the callers that hand it in); else every loader of that name in the file, or a
     ``*loader`` parameter in a project (or file) whose loaders are all pinned."""
+    if src.__class__ is ast.Call and last_name(src.func) == "zip" and src.args and not src.keywords:
+        # loader = zip(labeled_loader, unlabeled_loader): pinned when every zipped loader is
+        verdicts = [_pinned_source(ctx, _loop_source(a), loop, names) for a in src.args]
+        return all(verdicts)
     verdict = loader_pinned(ctx, src, loop)
     if verdict is not None:
         return verdict
@@ -72,6 +76,8 @@ def _wrapped_source(ctx: Context, src: ast.AST, loop: ast.AST) -> ast.AST:
     b = ctx.binding_at(src.id, loop) if src.__class__ is ast.Name else None
     if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and last_name(b.value.func) in _WRAPPERS:
         return _loop_source(b.value)
+    if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and last_name(b.value.func) == "zip":
+        return b.value  # loader = zip(loader_l, loader_u, loader_u): the zip, each of its loaders decides
     return src
 
 
@@ -179,7 +185,8 @@ What it flags
   helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
-  `stream = tqdm(enumerate(loader))`) or a logging iterator given the loader
+  `stream = tqdm(enumerate(loader))`, or to a zip of loaders, `loader = zip(loader_l, loader_u)`,
+  when every zipped loader is pinned) or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in either branch of an
   `if` (`if fp16: x = x.to(device).half()` / `else: x = x.to(device)`), copies in a method the loop
   calls with the batch (one caller that hands it in is enough; also through one more method

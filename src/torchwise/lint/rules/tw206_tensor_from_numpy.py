@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.arraydtypes import same_dtype
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
@@ -130,8 +131,11 @@ What it flags
   dtype=torch.float)`: `torch.ones(n, 1)`), an array of a literal list (`np.array([0, 0, 1])`),
   or any array asked for in the dtype NumPy already gives Python ints or floats
   (`torch.tensor(np.array(edges).T, dtype=torch.long)`: `torch.as_tensor` takes it without a
-  copy). Left alone there: `np.array(rows)` cast to `torch.float` (one conversion either way),
-  a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
+  copy). Flagged there too: an array whose element type the code states (`dtype=` of the NumPy
+  call that made it, or `.astype(...)`) and asks for again (`data = np.array(group["data"],
+  dtype="f")`, then `torch.tensor(data, dtype=torch.float)`): the conversion changes nothing, the
+  copy is all that happens. Left alone there: `np.array(rows)` cast to `torch.float` (one
+  conversion either way), a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
   the per-item callers never take (`if labels:` on a parameter they leave at `None`), and a
   transform only its module's `__main__` self-test builds.
 
@@ -173,6 +177,12 @@ Fix
                                       "every item: the data is built twice", suggestion="build the tensor with torch "
                                       "directly (torch.tensor(list, dtype=...), torch.ones(...)), or wrap the array with "
                                       "torch.as_tensor(..., dtype=...), which copies only to change the dtype",
+                                      end_node=call.func)
+                elif keyword(call, "device") is None and same_dtype(ctx, arg, keyword(call, "dtype").value, call) \
+                        and _repeated(ctx, call):
+                    yield ctx.finding(self.code, call, "torch.tensor() copies an array that already has the dtype asked "
+                                      "for, for every item: the conversion changes nothing", suggestion="use "
+                                      "torch.from_numpy(a) (or torch.as_tensor(a)), which shares the array's memory",
                                       end_node=call.func)
                 continue
             if not plain and not _per_batch(ctx, call):

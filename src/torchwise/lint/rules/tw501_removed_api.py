@@ -14,13 +14,14 @@ from torchwise.lint.rule import Rule
 class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
-    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six")
+    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
   `torch.solve`, `torch.symeig`, `torch.matrix_rank`, `torch.lstsq`, `torch.eig` (under any
   import alias), `torch.autograd.gradcheck.zero_gradients`, and the names of `torch._six`
-  (`string_classes`, `int_classes`, `container_abcs`, `inf`...; the module went in PyTorch 2.0).
+  (`string_classes`, `int_classes`, `container_abcs`, `inf`...; the module went in PyTorch 2.0),
+  and `torch.utils.serialization.load_lua` (Lua Torch `.t7` files; gone since PyTorch 1.0).
   An import inside `try:` whose `except` catches the ImportError (a fallback for newer versions)
   is left alone.
 

@@ -8,9 +8,10 @@ from typing import Iterator
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
 from torchwise.lint.semantics.deprecated_usages import deprecated_usages
 from torchwise.lint.semantics.optionbranch import branch_kinds
+from torchwise.lint.semantics.warmupsteps import handed_on_epochs
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.files import in_compat_fallback
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, canonical
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 
@@ -28,7 +29,8 @@ What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
-  `torch.testing.assert_allclose`, `nn.utils.weight_norm` (and its module's `WeightNorm` class), `nn.utils.clip_grad_norm`
+  `torch.testing.assert_allclose`, `nn.utils.weight_norm` (and its module's `WeightNorm` class; also
+  each call through `import torch.nn.utils.weight_norm as weightNorm`), `nn.utils.clip_grad_norm`
   (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
   `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest` (`F.interpolate`; also named without a
   call, as in `self.up = F.upsample`), `nn.NLLLoss2d` (`nn.NLLLoss`), the `nn.init` functions without the
@@ -38,8 +40,14 @@ What it flags
   to `torch.func`; `scheduler.step(epoch)` on a scheduler of `torch.optim.lr_scheduler` (not
   `ReduceLROnPlateau.step(metric)`, not `step(None)`; a scheduler built by an option, one class
   per branch, is told by the option tests around the call: `if args.scheduler == 'cosine':
-  scheduler.step(train_step)` is the cosine schedule's); an import of several of them (`from torch.nn.init import normal, constant`)
-  is reported once per deprecated name. (`torch.cuda.amp.*` is TW220.) Names a module gets only
+  scheduler.step(train_step)` is the cosine schedule's); in a warm-up scheduler derived from
+  torch's `_LRScheduler` that wraps another, `self.after_scheduler.step(epoch - self.total_epoch)`
+  (an argument naming an epoch, in the branch of `if type(self.after_scheduler) !=
+  ReduceLROnPlateau:` - a plateau scheduler takes its one argument as the metric) and
+  `self.after_scheduler.step(metrics, epoch)` (a plateau scheduler given an epoch; not the
+  method's own `epoch=None` handed on unchecked), not `self.after_scheduler.step(metrics)`; an
+  import of several of them (`from torch.nn.init import normal, constant`) is reported once per
+  deprecated name. (`torch.cuda.amp.*` is TW220.) Names a module gets only
   through star imports of the project's own modules are followed (`from ..network import *`
   handing on that module's `import torch.nn.functional as F`: `F.upsample(x, ...)`,
   `torch.optim.lr_scheduler` there too). Not flagged: `F.sigmoid`/`F.tanh`, which warned in
@@ -90,9 +98,16 @@ Fix
             yield ctx.finding(self.code, call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
+        yield from _module_path_aliases(ctx)
         yield from _async_arguments(ctx)
         stars = star_names(ctx)
-        yield from _scheduler_epochs(ctx, bool(stars)) if "lr_scheduler" in ctx.source else ()
+        if "lr_scheduler" in ctx.source:
+            yield from _scheduler_epochs(ctx, bool(stars))
+            for call, attr in handed_on_epochs(ctx):
+                yield ctx.finding("TW502", call, f"self.{attr}.step() is given an epoch: the epoch argument of "
+                                  "lr_scheduler.step is deprecated (it switches to a closed form that ignores other "
+                                  "changes to the rate)", suggestion="step the wrapped scheduler without an epoch",
+                                  end_node=call.func)
         if stars:
             yield from self._star_uses(ctx, stars)
         resolve = (lambda node: star_qualname(ctx, node)) if stars else ctx.qualname
@@ -179,6 +194,22 @@ Fix
             fix = Fix("use Tensor.outer", (edit,)) if edit is not None else None
             yield ctx.finding(self.code, call, "Tensor.ger is deprecated; use Tensor.outer",
                               suggestion="use Tensor.outer", fix=fix, end_node=call.func)
+
+
+def _module_path_aliases(ctx: Context) -> Iterator[Finding]:
+    """``import torch.nn.utils.weight_norm as weightNorm``, then ``weightNorm(layer)``: the dotted
+    import names the deprecated function (the package attribute shadows its module), and each
+    call through the alias is a call of it (a ``from`` import is reported at the import line)."""
+    for node in ctx.nodes.get(ast.Import, ()):
+        for alias in node.names:
+            q = canonical(alias.name) if alias.asname and "." in alias.name else None
+            if q not in DEPRECATED or in_compat_fallback(ctx, node):
+                continue
+            new = DEPRECATED[q][0]
+            for call in ctx.calls_named(alias.asname):
+                if call.func.__class__ is ast.Name and ctx.qualname(call.func) == q:
+                    yield ctx.finding("TW502", call, f"{q} (imported as {alias.asname}) is deprecated; use {new}",
+                                      suggestion=f"use {new}", end_node=call.func)
 
 
 # the tensor methods whose async= argument became non_blocking= in PyTorch 0.4

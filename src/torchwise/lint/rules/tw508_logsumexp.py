@@ -20,7 +20,7 @@ def _shifted_by_max(ctx: Context, exp: ast.Call) -> bool:
     arg = exp.args[0] if exp.args else None
     if arg is None or arg.__class__ is not ast.BinOp or arg.op.__class__ is not ast.Sub:
         return False
-    shift, base = arg.right, ctx.text(arg.left)
+    shift, base = arg.right, _detached(arg.left)
     for _ in range(3):
         if shift.__class__ is ast.Name:
             b = ctx.binding_at(shift.id, shift)
@@ -37,7 +37,20 @@ def _shifted_by_max(ctx: Context, exp: ast.Call) -> bool:
         return False
     q = ctx.qualname(shift.func)
     of = shift.args[0] if q is not None and shift.args else (shift.func.value if q is None else None)
-    return of is not None and ctx.text(of) == base
+    return of is not None and _detached(of) == base
+
+
+def _detached(node: ast.AST) -> str:
+    """The text of ``node`` without a trailing ``.data`` or ``.detach()`` (``x.data.max()`` is the
+    maximum of ``x``)."""
+    while True:
+        if node.__class__ is ast.Attribute and node.attr == "data":
+            node = node.value
+        elif node.__class__ is ast.Call and not node.args and node.func.__class__ is ast.Attribute \
+                and node.func.attr == "detach":
+            node = node.func.value
+        else:
+            return ast.unparse(node)
 
 
 class LogSumExp(Rule):
@@ -49,7 +62,8 @@ What it flags
   `torch.log(torch.sum(torch.exp(x), dim))` written out, with a `dim` (logsumexp needs one).
   Not flagged: the stable form written out, where the exponent already subtracts the maximum
   of the same tensor (`m + torch.log(torch.sum(torch.exp(x - m), dim))` with `m` from
-  `torch.max(x, dim, keepdim=True)`, `x.max(dim)[0]`, `x.amax(...)`): nothing overflows there.
+  `torch.max(x, dim, keepdim=True)`, `x.max(dim)[0]`, `x.amax(...)`, also the maximum of
+  `x.data` or `x.detach()`, or of the whole tensor, `x_max = x.data.max()`): nothing overflows there.
 
 Why it matters
   `exp` overflows to inf for inputs above about 88 in float32 (about 11 in float16) and

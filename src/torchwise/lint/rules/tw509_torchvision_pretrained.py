@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
@@ -28,7 +29,8 @@ What it flags
   namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`.
   Also a builder taken from a dict of torchvision builders the code builds itself
   (`resnets = {18: models.resnet18, 50: models.resnet50}` then `resnets[num_layers](pretrained)`).
-  Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
+  Also a builder called by a name the file never binds although it imports torchvision
+  (`inception_v3(pretrained=False)` whose import was lost). Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
   `BUILDERS[arch](pretrained=True)` over the project's builders): their builders may still take
   `pretrained=`.
   The old-torchvision branch of version-compatible code is left alone: the fallback in
@@ -54,7 +56,7 @@ Fix
         for call in ctx.nodes.get(ast.Call, ()):
             if not call.keywords and not call.args:
                 continue
-            q = ctx.qualname(call.func) or _dynamic_builder(ctx, call.func)
+            q = ctx.qualname(call.func) or _dynamic_builder(ctx, call.func) or _unbound_builder(ctx, call)
             if q is None or not q.startswith("torchvision.models."):
                 continue
             if in_compat_fallback(ctx, call):
@@ -114,6 +116,28 @@ def _builder_table(ctx: Context, table: ast.Name, use: ast.AST) -> str | None:
         if q is None or q.rsplit(".", 1)[0] not in _BUILDER_MODULES or not q.rsplit(".", 1)[1][:1].islower():
             return None
     return "torchvision.models.builder"
+
+
+# the names of torchvision's model builders (classification, detection, segmentation, video)
+_BUILDER_NAME = re.compile(
+    r"(resnet|resnext|wide_resnet|vgg|densenet|inception_v3|googlenet|alexnet|squeezenet|mobilenet_v[23]|"
+    r"shufflenet_v2|mnasnet|efficientnet|regnet|convnext|fcn_resnet|deeplabv3|lraspp|fasterrcnn|maskrcnn|"
+    r"keypointrcnn|retinanet|r3d_18|mc3_18|r2plus1d_18)[\w]*$")
+
+
+def _unbound_builder(ctx: Context, call: ast.Call) -> str | None:
+    """``inception_v3(pretrained=False, ...)`` in a file that imports torchvision but never binds the
+    name (no import, definition, assignment or star import): a torchvision builder whose import was
+    lost when the code was copied."""
+    func = call.func
+    if func.__class__ is not ast.Name or not _BUILDER_NAME.match(func.id) or ctx.binding_at(func.id, call) is not None \
+            or not any(k.arg in _OLD_TO_NEW for k in call.keywords) or not ctx.imports_module("torchvision"):
+        return None
+    if any(a.name == "*" for n in ctx.nodes.get(ast.ImportFrom, ()) for a in n.names):
+        return None
+    if any(f.name == func.id for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) for f in ctx.nodes.get(kind, ())):
+        return None
+    return f"torchvision.models.{func.id}"
 
 
 def _pretrained_flag(arg: ast.AST) -> bool:

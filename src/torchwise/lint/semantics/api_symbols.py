@@ -20,6 +20,8 @@ REMOVED: dict[str, str] = {
     "torch.lstsq": "torch.linalg.lstsq (note the swapped argument order)",
     "torch.eig": "torch.linalg.eig",
     "torch.autograd.gradcheck.zero_gradients": "x.grad = None (or x.grad.zero_()) on the input tensor",
+    # torch.utils.serialization (Lua Torch .t7 files) was deleted in PyTorch 1.0
+    "torch.utils.serialization.load_lua": "the torchfile package (torchfile.load) to read a Lua Torch .t7 file",
     # torch._six (Python 2 compatibility names) was deleted in PyTorch 2.0
     "torch._six.string_classes": "str",
     "torch._six.int_classes": "int",

@@ -215,8 +215,23 @@ def project_dataset(ctx: Context, expr: AST | None, use: AST):
             return None
     call = producing_call(ctx, expr, use)
     if call is None:
-        return None
+        return _split_of(ctx, expr, use)
     return ctx.project.dataset(imported_class_name(ctx, call.func))
+
+
+def _split_of(ctx: Context, expr: AST, use: AST):
+    """``train_set, dev_set, test_set = mod.SpeechDataset.splits(config)``: an element of what a
+    method called on a project dataset class returns (a classmethod that builds the splits)."""
+    if expr.__class__ is not ast.Name:
+        return None
+    b = ctx.binding_at(expr.id, use)
+    call = b.value if b is not None and b.kind == "unpack" else None
+    if call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute or not call.func.attr[:1].islower():
+        return None
+    owner = call.func.value
+    if owner.__class__ not in (ast.Name, ast.Attribute) or not (last_name(owner) or "")[:1].isupper():
+        return None
+    return ctx.project.dataset(imported_class_name(ctx, owner))
 
 
 def demo_loader(ctx: Context, call: ast.Call) -> bool:

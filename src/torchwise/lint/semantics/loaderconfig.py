@@ -140,3 +140,40 @@ def _settings_function(ctx: Context, call: AST | None) -> bool:
         elif not _dict_without_pin(value):
             return False
     return True
+
+
+def splatted_false(ctx: Context, call: ast.Call) -> AST | None:
+    """The ``False`` of a settings dict of this file that the call splats and that turns pinning
+    off (``kwargs = {'pin_memory': False, 'num_workers': 4}``, then ``DataLoader(ds, **kwargs)``);
+    None when no splat is such a dict, or the dict may change in place (``kwargs.update(...)``,
+    ``kwargs['pin_memory'] = ...``)."""
+    for kw in call.keywords:
+        if kw.arg is not None or kw.value.__class__ is not ast.Name:
+            continue
+        b = ctx.binding_at(kw.value.id, call)
+        if b is None or b.kind != "assign" or ctx.enclosing_ifs(b.node) or not _only_binding(ctx, kw.value.id, b.node):
+            continue  # a parameter, a dict chosen by a condition, or one of several
+        bound = b.value
+        value = None
+        if bound.__class__ is ast.Dict:
+            value = next((v for k, v in zip(bound.keys, bound.values) if k.__class__ is ast.Constant and k.value == "pin_memory"), None)
+        elif bound.__class__ is ast.Call and bound.func.__class__ is ast.Name and bound.func.id == "dict":
+            value = next((k.value for k in bound.keywords if k.arg == "pin_memory"), None)
+        if value.__class__ is not ast.Constant or value.value is not False:
+            continue
+        name = kw.value.id
+        if f"{name}.update(" in ctx.source or f"{name}.setdefault(" in ctx.source or any(
+                n.value.__class__ is ast.Name and n.value.id == name and n.ctx.__class__ is ast.Store
+                for n in ctx.nodes.get(ast.Subscript, ())):
+            continue
+        return value
+    return None
+
+
+def _only_binding(ctx: Context, name: str, node: AST) -> bool:
+    """``name`` is bound once in the scope of ``node`` (no second assignment, parameter or loop)."""
+    scope = ctx.scope_of(node)
+    stores = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == name and n.ctx.__class__ is not ast.Load
+              and ctx.scope_of(n) is scope]
+    params = scope.args.args + scope.args.kwonlyargs if scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else []
+    return len(stores) == 1 and not any(a.arg == name for a in params)

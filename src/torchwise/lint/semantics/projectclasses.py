@@ -19,7 +19,8 @@ from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.callers import parsed_file
 
 _CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
-_TORCH_BASE = re.compile(r"^(?:torch\.)?nn\.(?:modules\.\w+\.)?_?[A-Z]\w*$|^Module$")
+# (torch's loss bases imported by name: ``from torch.nn.modules.loss import _Loss``)
+_TORCH_BASE = re.compile(r"^(?:torch\.)?nn\.(?:modules\.\w+\.)?_?[A-Z]\w*$|^Module$|^_Loss$|^_WeightedLoss$")
 
 
 def class_kinds(facts: ProjectFacts) -> dict[str, str]:
