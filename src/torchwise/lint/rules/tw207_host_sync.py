@@ -13,6 +13,7 @@ from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
+from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
@@ -367,6 +368,8 @@ Lint and the doctor
             return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
         if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
             return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
+        if looping and outside_batch_loop(ctx, region, node):
+            return None  # an epoch loop with a step of its own: outside its batch loop, once per epoch
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         if sync is not None:  # the read adds no wait: the synchronize before it is where the step waits
             reported = ctx._cache.setdefault("tw207:synchronizes", set())

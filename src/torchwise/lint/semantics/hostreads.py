@@ -12,7 +12,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import function_verdict
-from torchwise.lint.semantics.steps import is_eval_name, names_feeding_backward
+from torchwise.lint.semantics.steps import hot_loops, is_eval_name, names_feeding_backward
 from torchwise.lint.semantics.values import local_function
 
 # logging calls that read a tensor argument on the host: method name -> index of that argument
@@ -120,6 +120,16 @@ def _cached_host_read(ctx: Context, func: AST, call: ast.Call) -> tuple[int, str
         if guard is None or not gated_argument(ctx, call, func, guard):
             return line, what
     return None
+
+
+def read_in_own_loop(ctx: Context, target: AST, call: ast.Call) -> bool:
+    """Does the first read of the file's function ``target`` that ``call`` runs lie in a training
+    loop of ``target`` itself (a learner's ``_train_critic`` stepping the critic per time step)? It
+    is judged where it is, once per step of that loop, not again at every call."""
+    read = _cached_host_read(ctx, target, call)
+    return read is not None and any(
+        loop.lineno <= read[0] <= (loop.end_lineno or loop.lineno) and ctx.function_of(loop) is target
+        for loop in hot_loops(ctx).values())
 
 
 def read_arguments(ctx: Context, call: ast.Call) -> list[AST]:

@@ -12,7 +12,9 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegating_function_of
 from torchwise.lint.semantics.gradnorm import optimizer_step_method
 from torchwise.lint.semantics.hostconsumers import feeds_its_sampler
-from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments
+from torchwise.lint.semantics.hostreads import (
+    LOGGING_READERS, holds_device_values, host_reader, read_arguments, read_in_own_loop,
+)
 from torchwise.lint.semantics.steps import hot_region_of, step_functions
 from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.values import local_function
@@ -49,6 +51,8 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
                 continue  # not run every step, or the sampler of the step's inputs
             if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
                 continue  # update() calling self.update_critic(...)
+            if target is not None and read_in_own_loop(ctx, target, call):
+                continue  # the helper trains in a loop of its own and reads there: judged at the read
             where = host_reader(ctx, call)
             if where is not None and any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)
                                          for a in read_arguments(ctx, call)):
