@@ -18,6 +18,7 @@ from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections
 from torchwise.lint.semantics.offtraining import built_only_for_inference
 from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.roundtrips import forward_round_trips
 from torchwise.lint.semantics.syncs import parameter_read
 
 MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
@@ -64,7 +65,7 @@ def _forward_reads(ctx: Context) -> list[Found]:
     module's ``forward``, a helper it calls): the selection's size has to reach the host. Also
     ``if``/``assert`` tests of a tensor there, ``nonzero()``, and element reads in a loop."""
     out: list[Found] = []
-    for node, func, what in forward_reads(ctx):
+    for node, func, what in [*forward_reads(ctx), *forward_round_trips(ctx)]:
         if not _off_step(ctx, node, func):
             out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU", _FORWARD_FIX))
     for node, func in element_reads(ctx):

@@ -24,10 +24,11 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     """How ``call`` reads its tensor arguments on the host, said for a message (``"it calls
     .item() on line 12"``, ``"... at models/base_model.py:318"``, ``"it reads the tensor on the host"``);
     None when it evidently does not. Evaluation helpers (``test()``, ``evaluate()``) are left
-    out: reading their results is what they are for, whatever runs them."""
+    out: reading their results is what they are for, whatever runs them - not a helper of the
+    file that only reports on what it is handed (:func:`_reporter`)."""
     func = call.func
     name = last_name(func)
-    if not name or is_eval_name(name):
+    if not name or is_eval_name(name) and not _reporter(ctx, call):
         return None
     if func.__class__ is ast.Attribute and name in LOGGING_READERS and ctx.qualname(func) is None:
         owner = (last_name(func.value) or "").lower()
@@ -45,6 +46,17 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     if where is None and _metric_object(ctx, func):
         where = function_verdict(ctx.project, "host_read_blocks", "__call__", _host_read_line, every=False)
     return f"it reads its arguments on the host at {where}" if where else None
+
+
+def _reporter(ctx: Context, call: ast.Call) -> bool:
+    """``print_eval(name, scores, labels, loss)``: a function of this file named for evaluation that
+    only works on what it is handed - no loop of its own, no ``.eval()``, no ``no_grad`` - so it
+    evaluates nothing itself: a metric or a progress print, called wherever the step calls it."""
+    target = local_function(ctx, call)
+    if target is None or target.__class__ is ast.Lambda:
+        return False
+    return not any(n.__class__ in (ast.For, ast.While, ast.With) or n.__class__ is ast.Call and last_name(n.func) in (
+        "eval", "no_grad", "inference_mode") for n in ctx.walk_body(target.body))
 
 
 def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:

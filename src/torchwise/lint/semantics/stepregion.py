@@ -15,7 +15,8 @@ from torchwise.lint.semantics.hostconsumers import feeds_its_sampler
 from torchwise.lint.semantics.hostreads import (
     LOGGING_READERS, holds_device_values, host_reader, read_arguments, read_in_own_loop,
 )
-from torchwise.lint.semantics.steps import hot_region_of, step_functions
+from torchwise.lint.semantics.halfsteps import backward_helper_of
+from torchwise.lint.semantics.steps import backward_calls, hot_region_of, step_functions
 from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.values import local_function
 
@@ -24,9 +25,10 @@ def step_region(ctx: Context, node: AST) -> AST | None:
     """What runs ``node`` every training step: the hot loop or step function around it, the
     ``step()`` of an ``Optimizer`` subclass, a loop that hands each step to a call
     (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation), or a
-    method that calls its class's step methods once per call (an agent's ``update()``)."""
+    method that calls its class's step methods once per call (an agent's ``update()``), or a
+    method running the backward pass whose caller's loop steps the optimizer (semantics.halfsteps)."""
     return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node) \
-        or delegating_function_of(ctx, node)
+        or delegating_function_of(ctx, node) or (backward_helper_of(ctx, node) if backward_calls(ctx) else None)
 
 
 def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:

@@ -114,7 +114,8 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
         return step_device_value(ctx, call.args[0], use, depth)  # sum(losses), sum(d.values())
     name = (last_name(func) or "").lower()
     if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
-        return step_device_value(ctx, call.args[0], use, depth)  # reduce_loss_dict(loss_dict)
+        return step_device_value(ctx, call.args[0], use, depth) or _placed_by_helper(ctx, call)  # reduce_loss_dict(loss_dict);
+        # ddp_reduce(batch.ntokens, self.device, torch.long): a count made a tensor on the device to be summed
     if _project_callable(ctx, func, q) and any(step_device_value(ctx, a, use, depth - 1) for a in call.args[:3]):
         return True  # util.masked_mape(predict, real), model.discriminator(emb, summary): computed from the step's tensors
     return False
