@@ -184,7 +184,23 @@ def _device_value(ctx: Context, expr: AST, use: AST) -> bool:
     if is_device_tensor(ctx, expr, use) or is_loss_value(ctx, expr, use):
         return True
     # a term of the loss that is backpropagated in this function (l_total += l_pix)
-    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use))
+    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use)) \
+        and not _moved_later(ctx, expr, use)
+
+
+def _moved_later(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """``x`` read before the line that moves it to the device (``x, lengths = to_cuda(x, lengths)``,
+    ``x = x.cuda()``): what feeds the backward pass is the moved copy; here it is still the host's."""
+    pos = (use.lineno, use.col_offset)
+    for b in ctx.bindings(ctx.scope_of(use)).get(name.id, ()):
+        value = b.value
+        if b.pos > pos and b.kind in ("assign", "unpack") and value.__class__ is ast.Call and any(
+                a.__class__ is ast.Name and a.id == name.id for a in [value.func.value if value.func.__class__ is ast.Attribute
+                                                                    else None, *value.args]):
+            words = (last_name(value.func) or "").lower()
+            if words in ("cuda", "to") or "cuda" in words or "device" in words:
+                return True
+    return False
 
 
 def is_loop_counter(ctx: Context, expr: AST) -> bool:
