@@ -543,3 +543,38 @@ PROJECTS += [
         """),
     }, (("learner.py", 15),)),
 ]
+
+# ------------------------------------------------------------ TW207 an input read on the host before it is moved
+# A fine-tuning loop truncates the batch's sentences on the host (the helper reads the lengths
+# with .item()) and only then moves the batch to the GPU: the read is of a CPU tensor. The token
+# count read after the move is a read of every step.
+_TRUNCATE = """
+    import torch
+
+    def truncate(x, lengths, max_len):
+        if lengths.max().item() > max_len:
+            x, lengths = x[:max_len].clone(), lengths.clamp(max=max_len)
+        return x, lengths
+
+    def to_cuda(*tensors):
+        return [t.cuda() for t in tensors]
+
+    def finetune(embedder, proj, batches, opt, max_len):
+        words = 0
+        for (x, lengths), y in batches:
+            x, lengths = truncate(x, lengths, max_len)
+            x, y, lengths = to_cuda(x, y, lengths)
+            loss = torch.nn.functional.cross_entropy(proj(embedder(x, lengths)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            words += {count}
+"""
+QUIET += [
+    Shape("TW207", "look-alike: the batch truncated by a helper reading its lengths before the loop moves it",
+          d(_TRUNCATE).format(count="len(y)")),
+]
+FIND += [
+    Shape("TW207", "the token count of the moved batch read every step, after the host-side truncation",
+          d(_TRUNCATE).format(count="lengths.sum().item()"), 20),
+]
