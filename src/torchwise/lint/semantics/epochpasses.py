@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, LOOP_TYPES, Context, last_name
+from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.steps import training_loops
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "zip", "trange"})
@@ -21,9 +21,9 @@ def outside_batch_loop(ctx: Context, loop: AST, node: AST) -> bool:
     in meta-learning) makes the outer loop a loop of steps again."""
     key = ("sem:batch-loops", id(loop))
     inner = ctx._cache.get(key)
-    if inner is None:
-        inner = ctx._cache[key] = [n for n in ctx.walk_body(loop.body) if n.__class__ in LOOP_TYPES
-                                   and id(n) in training_loops(ctx) and _over_loader(ctx, n, loop)] if _LOADER in ctx.text(loop).lower() else []
+    if inner is None:  # (the loops that train are few: ask each whether it lies in this one)
+        inner = ctx._cache[key] = [n for n in training_loops(ctx).values() if n is not loop and n.__class__ is ast.For
+                                   and _over_loader(ctx, n, loop) and ctx.contains(loop, n)]
     return bool(inner) and not any(ctx.contains(n, node) for n in inner)
 
 

@@ -53,9 +53,8 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
                 continue  # not run every step, or the sampler of the step's inputs
             if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
                 continue  # update() calling self.update_critic(...)
-            if target is not None and read_in_own_loop(ctx, target, call):
-                continue  # the helper trains in a loop of its own and reads there: judged at the read
             where = host_reader(ctx, call)
             if where is not None and any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)
-                                         for a in read_arguments(ctx, call)):
-                yield call, name, where
+                                         for a in read_arguments(ctx, call)) \
+                    and not (target is not None and read_in_own_loop(ctx, target, call)):
+                yield call, name, where  # (not a helper training in a loop of its own: judged at its read)
