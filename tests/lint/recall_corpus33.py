@@ -578,3 +578,65 @@ FIND += [
     Shape("TW207", "the token count of the moved batch read every step, after the host-side truncation",
           d(_TRUNCATE).format(count="lengths.sum().item()"), 20),
 ]
+
+# ------------------------------------------------------------ TW207 torch.equal of the forward's tensors
+# Relative-position attention copied from an old release of torch's functional attention asks
+# `torch.equal(query, key)` on every call to choose its projection path: a Python bool of two
+# CUDA tensors, once per layer per step (torch itself now asks `query is key`).
+_ATTN = """
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    def attention_forward(query, key, value, w, b):
+        {same}
+        if same:
+            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)
+        else:
+            q, k, v = F.linear(query, w[:64], b[:64]), F.linear(key, w[64:128], b[64:128]), F.linear(value, w[128:], b[128:])
+        return torch.softmax(q @ k.transpose(-2, -1), -1) @ v
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w, self.b = nn.Parameter(torch.randn(192, 64)), nn.Parameter(torch.zeros(192))
+        def forward(self, x, memory):
+            return attention_forward(x, memory, memory, self.w, self.b)
+
+    def train(model, loader, opt):
+        model.cuda()
+        for x, m, y in loader:
+            loss = (model(x.cuda(), m.cuda()) - y.cuda()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+FIND += [
+    Shape("TW207", "torch.equal(query, key) in an attention function a module's forward calls every step",
+          d(_ATTN).format(same="same = torch.equal(query, key) and torch.equal(key, value)"), 6),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the same choice asked by identity (query is key), no read",
+          d(_ATTN).format(same="same = query is key and key is value")),
+    Shape("TW207", "look-alike: torch.equal in a check of tied weights run once at set-up", d("""
+        import torch
+        import torch.nn as nn
+        class LM(nn.Module):
+            def __init__(self, n, d):
+                super().__init__()
+                self.emb, self.out = nn.Embedding(n, d), nn.Linear(d, n, bias=False)
+                self.out.weight = self.emb.weight
+            def forward(self, x):
+                return self.out(self.emb(x))
+        def build(n, d):
+            model = LM(n, d).cuda()
+            assert torch.equal(model.out.weight, model.emb.weight)
+            return model
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x.cuda()), y.cuda())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """)),
+]

@@ -26,6 +26,7 @@ MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.su
 _GRAD_FIX = ("sum on the device (torch.stack of the norms, or clip_grad_norm_ / torch.linalg.vector_norm) and read the "
              "total once, if at all")
 _FORWARD_FIX = "keep it on the device (torch.where, masked_fill, weights by the mask) or check it once outside the training path"
+_EQUAL_FIX = "ask whether they are the same tensor (query is key), as torch's own attention does, or pass a flag"
 _ELEMENT_FIX = "read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, an index tensor)"
 
 Found = tuple[AST, str, str]
@@ -67,7 +68,8 @@ def _forward_reads(ctx: Context) -> list[Found]:
     out: list[Found] = []
     for node, func, what in [*forward_reads(ctx), *forward_round_trips(ctx)]:
         if not _off_step(ctx, node, func):
-            out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU", _FORWARD_FIX))
+            out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
+                        _EQUAL_FIX if what.startswith("torch.equal") else _FORWARD_FIX))
     for node, func in element_reads(ctx):
         if not _off_step(ctx, node, func):
             out.append((node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), which runs "
