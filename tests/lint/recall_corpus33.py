@@ -640,3 +640,29 @@ QUIET += [
                 opt.step()
     """)),
 ]
+
+# ------------------------------------------------------------ TW207 each parameter's gradient norm copied to the host
+# A VQA trainer accumulates every parameter's gradient norm on the host after each step (copied
+# with .cpu().data.numpy(), one wait per parameter), whether or not it logs them.
+_GRADS = """
+    import torch
+    def train(net, loader, opt):
+        net.cuda()
+        named = list(net.named_parameters())
+        norms = [0.0] * len(named)
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(net(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            for i in range(len(named)):
+                {read}
+"""
+FIND += [
+    Shape("TW207", "torch.norm of each parameter's gradient copied to the host after every step",
+          d(_GRADS).format(read="norms[i] += torch.norm(named[i][1].grad).cpu().data.numpy()"), 12),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the gradient norms summed on the device, no read",
+          d(_GRADS).format(read="norms[i] = norms[i] + torch.norm(named[i][1].grad).detach()")),
+]

@@ -153,7 +153,8 @@ What it flags
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
   helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
   reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward;
-  `torch.equal(query, key)` in an attention function a forward calls: a Python bool of two tensors);
+  `torch.equal(query, key)` in an attention function a forward calls: a Python bool of two tensors;
+  a parameter's gradient read in the loop, `torch.norm(named[i][1].grad).cpu()`, once per parameter);
   per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
   on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
   reads of a batch tensor element by element in a Python loop of code every step runs
