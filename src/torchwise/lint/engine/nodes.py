@@ -91,7 +91,7 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> AST | No
     kw = keyword(call, name)
     if kw is not None:
         return kw.value
-    if position is not None and len(call.args) > position:
+    if position is not None and 0 <= position < len(call.args):  # (a method's `self` asked by position: -1)
         if not any(a.__class__ is ast.Starred for a in call.args[: position + 1]):
             return call.args[position]
     return None

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
+from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
@@ -48,8 +49,8 @@ What it flags
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
-  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`: the result's
-  size has to reach the host), also in a loss function the step calls with device tensors, directly
+  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
+  the result's size has to reach the host), also in a loss function the step calls with device tensors, directly
   or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
@@ -66,13 +67,15 @@ What it flags
   the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,
   `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
-  already and is left alone); a call of a helper that does such a read on what it is given (a function
+  already and is left alone, unless the forward moves what it built from the copy back to the device:
+  `t = torch.zeros(n, c).scatter_(1, t.unsqueeze(1).cpu(), 1)`; `t = t.cuda()` in a label-smoothing loss); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)` - not for reads the helper makes only under a modulo test of its own,
   `if self.steps % 10 == 0:`, or under a test of a sink the call hands `None` or nothing -, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
   the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
-  another module that only prints does not hide it); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
+  another module that only prints does not hide it; a helper of the file named for evaluation counts
+  when it has no loop, `.eval()` or `no_grad` of its own: `print_eval("train", scores, y, loss)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
   reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
   a hand-written gradient-norm helper that reads each parameter's norm on the host
   (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters, also
@@ -93,7 +96,8 @@ What it flags
   `self.update_critic(...)` and `self.update_actor(...)`: outside its own loops; the step
   methods' reads are reported where they are, not at these calls), or anywhere in a function that runs one
   training step per call (backward and step with no loop of its own: `train_step(batch)`, a
-  model class's `optimize_parameters()`; the backward may sit in gradient-accumulation loops over
+  model class's `optimize_parameters()`; also a method running the backward pass whose calling loop
+  steps the optimizer, `loss = self._train_step(batch)`; the backward may sit in gradient-accumulation loops over
   `range(config["num_accumulations"])` before the function's one step - not in a loop over the
   data set, `range(len(loader))`, which makes one step per epoch), or in the `step()` of an `Optimizer` subclass of the
   file (an optimizer that runs the backward pass itself), or in a loop that hands its step to
@@ -125,6 +129,7 @@ What it flags
   `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; not from one
   named for losses or statistics: `compute_*`, `get_*`, `*_stats`), the dicts and lists it fills and the helpers it
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
+  `ddp_reduce(batch.ntokens, self.device)` (a reduction helper handed the device),
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
   `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, tensors a project
@@ -147,7 +152,9 @@ What it flags
   a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
   helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
-  reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward);
+  reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward;
+  `torch.equal(query, key)` in an attention function a forward calls: a Python bool of two tensors;
+  a parameter's gradient read in the loop, `torch.norm(named[i][1].grad).cpu()`, once per parameter);
   per-parameter gradient reads in a trainer's method that steps the optimizer or that it calls
   on `self` (`any(not isfinite(p.grad).all() for p in params)`, `(p.grad ** 2).sum().item()`);
   reads of a batch tensor element by element in a Python loop of code every step runs
@@ -181,7 +188,9 @@ What it flags
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
   update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
-  `time.time()`/`perf_counter()`), or in the branch for the one batch that holds an item fixed
+  `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
+  (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
+  ...; next_log += every`; not one whose branch runs a backward pass), or in the branch for the one batch that holds an item fixed
   before the loop (`if plot_id in ids:` with `ids` unpacked from the batch: about once per
   epoch); the pre-0.4 arm of a torch version test (`if torch.__version__ ...:` / a name bound
   from it, the arm that reads with `.data[0]`: it never runs on PyTorch 0.4 or later, and the
@@ -202,7 +211,13 @@ What it flags
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
-  flagged); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  flagged) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
+  continue` over time steps: R9; skipping a loader's batch is an input check, flagged); what an epoch
+  loop with a step of its own runs outside its batch loop over a loader made before it; methods of
+  a class whose every object is called only off the training path (a detector's `Detect` in the
+  `else` of `if self.training:`, a calibration metric built as a loss and called only where the
+  model is in `.eval()` or under `no_grad`); a call of a helper whose read lies in a training loop of
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
   sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
   draw the next step); the evaluation block of a training loop (`with torch.no_grad():
   model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what
@@ -287,11 +302,8 @@ Lint and the doctor
                                    check_subject=False, suggestion=_REPEAT_FIX) if _region(ctx, sub) is not None else None
             if finding is not None:
                 yield finding
-        for node, what, fix, hidden in hidden_reads(ctx):
-            finding = self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix) \
-                if _region(ctx, node) is not None else None
-            if finding is not None:
-                yield finding
+        yield from filter(None, (self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix)
+                                 for node, what, fix, hidden in hidden_reads(ctx) if _region(ctx, node) is not None))
         statements: set[int] = set()
         for sub in ctx.nodes.get(ast.Subscript, ()):
             stmt = ctx.statement_of(sub)
@@ -326,22 +338,15 @@ Lint and the doctor
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
         """``loss.data[0]`` (the pre-0.4 ``.item()``) and an unconditional ``torch.cuda.synchronize()``
         that measures no time and reads nothing after it, every step."""
-        for sub in legacy_reads(ctx):
-            finding = self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
-            if finding is not None:
-                yield finding
-        for call in needless_synchronizes(ctx):
-            finding = self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False,
-                                   suggestion="drop it: later kernels and reads wait for the GPU where they need to")
-            if finding is not None:
-                yield finding
+        yield from filter(None, (self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
+                                 for sub in legacy_reads(ctx)))
+        yield from filter(None, (self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False, suggestion=_DROP_FIX)
+                                 for call in needless_synchronizes(ctx)))
 
     def _host_readers(self, ctx: Context) -> Iterator[Finding]:
         """Calls that read their tensor arguments on the host (semantics.stepregion)."""
-        for call, name, where in host_reader_calls(ctx):
-            finding = self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
-            if finding is not None:
-                yield finding
+        yield from filter(None, (self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
+                                 for call, name, where in host_reader_calls(ctx)))
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
@@ -367,6 +372,8 @@ Lint and the doctor
             return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
         if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
             return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
+        if looping and outside_batch_loop(ctx, region, node):
+            return None  # an epoch loop with a step of its own: outside its batch loop, once per epoch
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         if sync is not None:  # the read adds no wait: the synchronize before it is where the step waits
             reported = ctx._cache.setdefault("tw207:synchronizes", set())
@@ -382,6 +389,7 @@ Lint and the doctor
         )
 
 
+_DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
 _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")

@@ -10,6 +10,7 @@ import ast
 from typing import Callable
 
 from torchwise.lint.engine import AST, last_name
+from torchwise.lint.semantics.branchgates import empty_skip, mark_gated
 from torchwise.lint.semantics.devices import SYNC_METHODS
 
 
@@ -83,8 +84,8 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
             recv = node.func.value
             if not (node.func.attr == "cpu" and (recv.__class__ is ast.Name or node.args or _names_model(recv))):
                 candidates.append(node)  # x.cpu() of a parameter may move a module; a computed tensor's .cpu() reads it
-        elif cls in (ast.If, ast.While):
-            candidates.append(node)
+        elif cls in (ast.If, ast.While) and not empty_skip(node):
+            candidates.append(node)  # (`if mask.sum() == 0: continue`: the algorithm's skip, ruling R9)
         elif cls is ast.Subscript and _legacy_read(node):
             candidates.append(node)  # losses[name].data[0]: the pre-0.4 .item()
     if not candidates:
@@ -141,9 +142,10 @@ def _sink_guards(func: AST, ifs: list[ast.If]) -> dict[int, str | bool]:
 
 
 def _log_intervals(ifs: list[ast.If]) -> list[ast.If]:
-    """The ``if`` tests with a modulo (``if self.n % self.every == 0:``) whose branch runs no
-    backward pass: what it reads, it reads once per interval."""
-    return [n for n in ifs if any(m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(n.test))
+    """The ``if`` tests with a modulo (``if self.n % self.every == 0:``) or of a mark the branch
+    moves (semantics.branchgates) whose branch runs no backward pass: what it reads, it reads once
+    per interval."""
+    return [n for n in ifs if mark_gated(n) or any(m.__class__ is ast.BinOp and m.op.__class__ is ast.Mod for m in ast.walk(n.test))
             and not any(c.__class__ is ast.Call and c.func.__class__ is ast.Attribute and c.func.attr == "backward"
                         for stmt in n.body for c in ast.walk(stmt))]
 

@@ -1,7 +1,8 @@
 """Host reads in what every forward pass runs (a module's ``forward``, a loss module's
 ``forward``, a helper they call): ``if``/``while``/``assert`` tests of a device tensor
-(``if positive_indices.sum() > 0:``, ``assert not torch.isnan(h).any()``) and ``nonzero()``
-(``edge = adj.nonzero().t()``), whose result size has to reach the host (TW207)."""
+(``if positive_indices.sum() > 0:``, ``assert not torch.isnan(h).any()``), ``nonzero()``
+(``edge = adj.nonzero().t()``), whose result size has to reach the host, and ``torch.equal(query,
+key)``, a Python bool of two of the forward's tensors (TW207)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,16 @@ def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
                 continue
             if is_device_tensor(ctx, subject, call) or (from_inputs(ctx, subject, func) and takes_batch(ctx, func)):
                 found.append((call, func, "nonzero()"))
+    if "torch.equal(" in ctx.source:  # qkv_same = torch.equal(query, key): a Python bool of two tensors
+        lines = set()  # (one finding per statement: qkv_same = torch.equal(q, k) and torch.equal(k, v))
+        for call in ctx.calls_named("equal"):
+            func = _forward_function(ctx, call) if len(call.args) == 2 and ctx.qualname(call.func) == "torch.equal" \
+                and id(ctx.statement_of(call)) not in lines else None
+            if func is not None and hot_region_of(ctx, call) is None and not sampler_off_step(ctx, func) \
+                    and all(from_inputs(ctx, a, func) for a in call.args) and func.name not in ("__call__", "__getitem__") \
+                    and (forward_path_function(ctx, call) is not None or takes_batch(ctx, func)):
+                lines.add(id(ctx.statement_of(call)))
+                found.append((call, func, "torch.equal() of two tensors"))
     if ".numpy()" in ctx.source:
         found += _host_copies(ctx)
     ctx._cache[key] = found

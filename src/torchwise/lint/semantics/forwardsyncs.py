@@ -16,7 +16,9 @@ from torchwise.lint.semantics.forwardreads import forward_reads
 from torchwise.lint.semantics.gatedreads import opt_in_branch
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
 from torchwise.lint.semantics.masks import forward_mask_selections
+from torchwise.lint.semantics.offtraining import built_only_for_inference
 from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.roundtrips import forward_round_trips
 from torchwise.lint.semantics.syncs import parameter_read
 
 MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.sum(), or use torch.where / "
@@ -24,6 +26,7 @@ MASK_FIX = ("keep shapes fixed: weight by the mask (loss * mask).sum() / mask.su
 _GRAD_FIX = ("sum on the device (torch.stack of the norms, or clip_grad_norm_ / torch.linalg.vector_norm) and read the "
              "total once, if at all")
 _FORWARD_FIX = "keep it on the device (torch.where, masked_fill, weights by the mask) or check it once outside the training path"
+_EQUAL_FIX = "ask whether they are the same tensor (query is key), as torch's own attention does, or pass a flag"
 _ELEMENT_FIX = "read the tensor once (.tolist()) before the loop, or vectorise (repeat_interleave, an index tensor)"
 
 Found = tuple[AST, str, str]
@@ -39,8 +42,10 @@ def forward_syncs(ctx: Context) -> list[Found]:
 def _off_step(ctx: Context, node: AST, func: AST) -> bool:
     """Not run on every training step: off the training path (semantics.evalblocks), in a branch
     that rarely runs (semantics.rarely: a value cached on the first call, a sink handed on at
-    intervals), or under a flag of ``func`` that training never sets (``if vis:``)."""
-    return off_training_path(ctx, node, func) or runs_rarely(ctx, node) or opt_in_branch(ctx, node, func)
+    intervals), under a flag of ``func`` that training never sets (``if vis:``), or in a class
+    that only inference and evaluation call (semantics.offtraining: a detector's ``Detect``)."""
+    return off_training_path(ctx, node, func) or runs_rarely(ctx, node) or opt_in_branch(ctx, node, func) \
+        or built_only_for_inference(ctx, func)
 
 
 def _parameter_reads(ctx: Context) -> list[Found]:
@@ -61,9 +66,10 @@ def _forward_reads(ctx: Context) -> list[Found]:
     module's ``forward``, a helper it calls): the selection's size has to reach the host. Also
     ``if``/``assert`` tests of a tensor there, ``nonzero()``, and element reads in a loop."""
     out: list[Found] = []
-    for node, func, what in forward_reads(ctx):
+    for node, func, what in [*forward_reads(ctx), *forward_round_trips(ctx)]:
         if not _off_step(ctx, node, func):
-            out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU", _FORWARD_FIX))
+            out.append((node, f"{what} in {func.name}(), which runs on every forward pass, waits for the GPU",
+                        _EQUAL_FIX if what.startswith("torch.equal") else _FORWARD_FIX))
     for node, func in element_reads(ctx):
         if not _off_step(ctx, node, func):
             out.append((node, f"{ctx.text(node)} reads one element per pass of a Python loop in {func.name}(), which runs "

@@ -12,7 +12,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import function_verdict
-from torchwise.lint.semantics.steps import is_eval_name, names_feeding_backward
+from torchwise.lint.semantics.steps import hot_loops, is_eval_name, names_feeding_backward
 from torchwise.lint.semantics.values import local_function
 
 # logging calls that read a tensor argument on the host: method name -> index of that argument
@@ -24,10 +24,11 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     """How ``call`` reads its tensor arguments on the host, said for a message (``"it calls
     .item() on line 12"``, ``"... at models/base_model.py:318"``, ``"it reads the tensor on the host"``);
     None when it evidently does not. Evaluation helpers (``test()``, ``evaluate()``) are left
-    out: reading their results is what they are for, whatever runs them."""
+    out: reading their results is what they are for, whatever runs them - not a helper of the
+    file that only reports on what it is handed (:func:`_reporter`)."""
     func = call.func
     name = last_name(func)
-    if not name or is_eval_name(name):
+    if not name or is_eval_name(name) and not _reporter(ctx, call):
         return None
     if func.__class__ is ast.Attribute and name in LOGGING_READERS and ctx.qualname(func) is None:
         owner = (last_name(func.value) or "").lower()
@@ -45,6 +46,17 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     if where is None and _metric_object(ctx, func):
         where = function_verdict(ctx.project, "host_read_blocks", "__call__", _host_read_line, every=False)
     return f"it reads its arguments on the host at {where}" if where else None
+
+
+def _reporter(ctx: Context, call: ast.Call) -> bool:
+    """``print_eval(name, scores, labels, loss)``: a function of this file named for evaluation that
+    only works on what it is handed - no loop of its own, no ``.eval()``, no ``no_grad`` - so it
+    evaluates nothing itself: a metric or a progress print, called wherever the step calls it."""
+    target = local_function(ctx, call)
+    if target is None or target.__class__ is ast.Lambda:
+        return False
+    return not any(n.__class__ in (ast.For, ast.While, ast.With) or n.__class__ is ast.Call and last_name(n.func) in (
+        "eval", "no_grad", "inference_mode") for n in ctx.walk_body(target.body))
 
 
 def _owner_module(ctx: Context, func: AST, call: ast.Call) -> str | bool:
@@ -122,6 +134,16 @@ def _cached_host_read(ctx: Context, func: AST, call: ast.Call) -> tuple[int, str
     return None
 
 
+def read_in_own_loop(ctx: Context, target: AST, call: ast.Call) -> bool:
+    """Does the first read of the file's function ``target`` that ``call`` runs lie in a training
+    loop of ``target`` itself (a learner's ``_train_critic`` stepping the critic per time step)? It
+    is judged where it is, once per step of that loop, not again at every call."""
+    read = _cached_host_read(ctx, target, call)
+    return read is not None and any(
+        loop.lineno <= read[0] <= (loop.end_lineno or loop.lineno) and ctx.function_of(loop) is target
+        for loop in hot_loops(ctx).values())
+
+
 def read_arguments(ctx: Context, call: ast.Call) -> list[AST]:
     """The arguments of ``call`` that its host read applies to."""
     index = LOGGING_READERS.get(last_name(call.func) or "")
@@ -162,7 +184,23 @@ def _device_value(ctx: Context, expr: AST, use: AST) -> bool:
     if is_device_tensor(ctx, expr, use) or is_loss_value(ctx, expr, use):
         return True
     # a term of the loss that is backpropagated in this function (l_total += l_pix)
-    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use))
+    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use)) \
+        and not _moved_later(ctx, expr, use)
+
+
+def _moved_later(ctx: Context, name: ast.Name, use: AST) -> bool:
+    """``x`` read before the line that moves it to the device (``x, lengths = to_cuda(x, lengths)``,
+    ``x = x.cuda()``): what feeds the backward pass is the moved copy; here it is still the host's."""
+    pos = (use.lineno, use.col_offset)
+    for b in ctx.bindings(ctx.scope_of(use)).get(name.id, ()):
+        value = b.value
+        if b.pos > pos and b.kind in ("assign", "unpack") and value.__class__ is ast.Call and any(
+                a.__class__ is ast.Name and a.id == name.id for a in [value.func.value if value.func.__class__ is ast.Attribute
+                                                                    else None, *value.args]):
+            words = (last_name(value.func) or "").lower()
+            if words in ("cuda", "to") or "cuda" in words or "device" in words:
+                return True
+    return False
 
 
 def is_loop_counter(ctx: Context, expr: AST) -> bool:

@@ -1,7 +1,9 @@
 """Branches of a training loop that do not run every step although no modulo test guards them
 (TW207): the pre-0.4 arm of a torch version test (dead on any PyTorch a user runs), a log
 written when some seconds have passed (``if now - last_log > args.log_freq_time:``), and the
-branch for the one batch that holds a chosen item (``if attn_example in ids:``), a branch that
+branch for the one batch that holds a chosen item (``if attn_example in ids:``), a branch gated by
+a mark it moves (``if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env``:
+:mod:`.branchgates`), a branch that
 ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement), a debugging
 switch (``if self.debug_mode:``), a sink or flag handed on only at intervals and a value cached
 on the first call (:mod:`.gatedreads`)."""
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.branchgates import empty_skip, mark_gated
 from torchwise.lint.semantics.gatedreads import first_call_cache, interval_gated_test
 from torchwise.lint.semantics.steps import backward_calls, modulo_test
 
@@ -30,7 +33,7 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
             return True
         if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)
                         or if_node.__class__ is ast.If and _ends_run(if_node.body) or _debug_flag(if_node.test)
-                        or interval_gated_test(ctx, if_node.test)):
+                        or interval_gated_test(ctx, if_node.test) or mark_gated(if_node) and not _updates(ctx, if_node)):
             return True
     return first_call_cache(ctx, node)
 
@@ -157,7 +160,10 @@ _GUARDS = frozenset({"isnan", "isinf", "isfinite"})
 def algorithm_stop(node: AST) -> bool:
     """``if torch.max(abs(h)) > 10: break``: a data-dependent stop of the algorithm's own loop (a
     convergence or early-stop test), which needs its value on the host; a NaN/inf guard that
-    breaks is a check of the inputs all the same."""
+    breaks is a check of the inputs all the same. Also the skip of an empty selection (``if
+    mask_t.sum() == 0: continue``: semantics.branchgates)."""
+    if empty_skip(node):
+        return True
     if node.__class__ is not ast.If or not node.body or node.body[-1].__class__ is not ast.Break or node.orelse:
         return False
     return not any(n.__class__ is ast.Call and (n.func.attr if n.func.__class__ is ast.Attribute else getattr(n.func, "id", ""))

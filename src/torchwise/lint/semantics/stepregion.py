@@ -12,8 +12,11 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegating_function_of
 from torchwise.lint.semantics.gradnorm import optimizer_step_method
 from torchwise.lint.semantics.hostconsumers import feeds_its_sampler
-from torchwise.lint.semantics.hostreads import LOGGING_READERS, holds_device_values, host_reader, read_arguments
-from torchwise.lint.semantics.steps import hot_region_of, step_functions
+from torchwise.lint.semantics.hostreads import (
+    LOGGING_READERS, holds_device_values, host_reader, read_arguments, read_in_own_loop,
+)
+from torchwise.lint.semantics.halfsteps import backward_helper_of
+from torchwise.lint.semantics.steps import backward_calls, hot_region_of, step_functions
 from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.values import local_function
 
@@ -22,9 +25,10 @@ def step_region(ctx: Context, node: AST) -> AST | None:
     """What runs ``node`` every training step: the hot loop or step function around it, the
     ``step()`` of an ``Optimizer`` subclass, a loop that hands each step to a call
     (``loss_scaler(loss, optimizer, ...)``, ``update_params(batch)``: semantics.delegation), or a
-    method that calls its class's step methods once per call (an agent's ``update()``)."""
+    method that calls its class's step methods once per call (an agent's ``update()``), or a
+    method running the backward pass whose caller's loop steps the optimizer (semantics.halfsteps)."""
     return hot_region_of(ctx, node) or optimizer_step_method(ctx, node) or delegated_loop_of(ctx, node) \
-        or delegating_function_of(ctx, node)
+        or delegating_function_of(ctx, node) or (backward_helper_of(ctx, node) if backward_calls(ctx) else None)
 
 
 def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
@@ -51,5 +55,6 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
                 continue  # update() calling self.update_critic(...)
             where = host_reader(ctx, call)
             if where is not None and any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)
-                                         for a in read_arguments(ctx, call)):
-                yield call, name, where
+                                         for a in read_arguments(ctx, call)) \
+                    and not (target is not None and read_in_own_loop(ctx, target, call)):
+                yield call, name, where  # (not a helper training in a loop of its own: judged at its read)

@@ -39,7 +39,23 @@ def step_subject(ctx: Context, subject: AST | None, node: AST) -> bool:
         return True
     if subject.__class__ is ast.Name and subject.id in summed_loss_terms(ctx, ctx.scope_of(node)):
         return True
-    return step_device_value(ctx, subject, node)
+    return step_device_value(ctx, subject, node) or _gradient(ctx, subject)
+
+
+def _gradient(ctx: Context, expr: AST | None) -> bool:
+    """``torch.norm(named_params[i][1].grad)``, ``p.grad.data.norm()``: a parameter's gradient (or
+    a reduction of one), which lives where the parameter does - read every step in the loop."""
+    while expr is not None:
+        if expr.__class__ is ast.Attribute:
+            if expr.attr == "grad":
+                return True
+            expr = expr.value if expr.attr == "data" else None
+        elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _KEEPING:
+            q = ctx.qualname(expr.func)
+            expr = expr.func.value if q is None else (expr.args[0] if q.startswith("torch.") and expr.args else None)
+        else:
+            return False
+    return False
 
 
 def _from_host_inputs(ctx: Context, subject: AST | None, use: AST) -> bool:
@@ -114,7 +130,8 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
         return step_device_value(ctx, call.args[0], use, depth)  # sum(losses), sum(d.values())
     name = (last_name(func) or "").lower()
     if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
-        return step_device_value(ctx, call.args[0], use, depth)  # reduce_loss_dict(loss_dict)
+        return step_device_value(ctx, call.args[0], use, depth) or _placed_by_helper(ctx, call)  # reduce_loss_dict(loss_dict);
+        # ddp_reduce(batch.ntokens, self.device, torch.long): a count made a tensor on the device to be summed
     if _project_callable(ctx, func, q) and any(step_device_value(ctx, a, use, depth - 1) for a in call.args[:3]):
         return True  # util.masked_mape(predict, real), model.discriminator(emb, summary): computed from the step's tensors
     return False

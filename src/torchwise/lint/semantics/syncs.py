@@ -68,10 +68,13 @@ def _compared_names(ctx: Context) -> frozenset[str]:
 
 def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
     """``out[mask]`` read with a boolean mask on the device (``pred[is_labeled]``,
-    ``outputs[mask == 0]``, ``out[data.train_mask]``) from a device tensor."""
+    ``outputs[mask == 0]``, ``out[data.train_mask]``, ``out[pred < n, :]``) from a device tensor."""
     if sub.ctx.__class__ is not ast.Load:
         return False
     index = sub.slice
+    if index.__class__ is ast.Tuple:  # out[mask, :], masks[:, :, keep]: the one entry that is no slice
+        rest = [e for e in index.elts if e.__class__ is not ast.Slice]
+        index = rest[0] if len(rest) == 1 and len(index.elts) > 1 else None
     if index.__class__ not in (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute):
         return False
     if index.__class__ is ast.Name and not (index.id.lower().endswith("mask") or index.id.startswith(("is_", "has_"))):
