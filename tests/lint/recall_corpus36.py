@@ -249,3 +249,131 @@ QUIET += [
             return torch.rand(sum(sizes), 4, device=device)
     """), None, "detector.py"),
 ]
+
+# ------------------------------------------------------------- TW402 the device from a project helper
+# A music model's scripts move the model with `.to(get_device())`, a helper of the project that
+# returns CUDA when there is one (and the CPU with `--force_cpu`); the evaluation script restores
+# the weights the training script saved, with no map_location.
+_DEVICE_HELPER = d("""
+    import torch
+    USE_CUDA = True
+    def use_cuda(flag):
+        global USE_CUDA
+        USE_CUDA = flag
+    def get_device():
+        if USE_CUDA and torch.cuda.is_available():
+            return torch.device("cuda")
+        return torch.device("cpu")
+""")
+_MUSIC_TRAIN = d("""
+    import torch
+    from utilities.device import get_device, use_cuda
+    def main(args):
+        if args.force_cpu:
+            use_cuda(False)
+        model = Transformer().to(get_device())
+        opt = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            loss = model(x.to(get_device()), y)
+            loss.backward()
+            opt.step()
+        torch.save(model.state_dict(), args.out)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "an evaluation script moving its model with .to(get_device()) of a project helper", {
+        "utilities/device.py": _DEVICE_HELPER, "train.py": _MUSIC_TRAIN,
+        "evaluate.py": d("""
+            import torch
+            from utilities.device import get_device
+            def main(args):
+                model = Transformer().to(get_device())
+                model.load_state_dict(torch.load(args.weights))
+                model.eval()
+            if __name__ == "__main__":
+                main(parse())
+        """)}, (("evaluate.py", 5),)),
+    ProjectShape("TW402", "look-alike: the same script mapping the weights to the helper's device", {
+        "utilities/device.py": _DEVICE_HELPER, "train.py": _MUSIC_TRAIN,
+        "evaluate.py": d("""
+            import torch
+            from utilities.device import get_device
+            def main(args):
+                model = Transformer().to(get_device())
+                model.load_state_dict(torch.load(args.weights, map_location=get_device()))
+            if __name__ == "__main__":
+                main(parse())
+        """)}),
+]
+
+# ------------------------------------------------------------- TW402 GPU-only projects: resume vs evaluation
+# An image-translation project (GPU-only: no file can run without one) has an inference script
+# that tries the checkpoint as it is and, failing that, converts an old format with a helper of
+# the project before restoring it. Both loads are an inference script's (R2). A VQA trainer in a
+# project with no CPU path anywhere resumes its own checkpoint inside its training method: the
+# same process, on the same GPU (R2: not counted); its evaluation method's load counts.
+_TRANS_TRAINER = d("""
+    import torch
+    class Trainer:
+        def __init__(self, cfg):
+            self.gen = Gen(cfg).cuda()
+        def save(self, path):
+            torch.save({"a": self.gen.state_dict()}, path)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "an inference script's fallback load passed through a conversion helper of the project", {
+        "trainer.py": _TRANS_TRAINER,
+        "utils.py": "def upgrade_keys(state):\n    return {k.replace('norm', 'bn'): v for k, v in state.items()}\n",
+        "infer.py": d("""
+            import torch
+            from trainer import Trainer
+            from utils import upgrade_keys
+            trainer = Trainer(load_config())
+            try:
+                state = torch.load(opts.checkpoint)
+                trainer.gen.load_state_dict(state["a"])
+            except KeyError:
+                state = upgrade_keys(torch.load(opts.checkpoint))
+                trainer.gen.load_state_dict(state["a"])
+            trainer.cuda()
+            if __name__ == "__main__":
+                run(trainer)
+        """)}, (("infer.py", 6), ("infer.py", 9))),
+]
+_VQA_EXEC = d("""
+    import torch
+    class Execution:
+        def train(self, data):
+            net = Net(self.cfg)
+            net.cuda()
+            optim = torch.optim.Adam(net.parameters())
+            if self.cfg.resume:
+                ckpt = torch.load(self.cfg.ckpt_path)
+                net.load_state_dict(ckpt["state_dict"])
+            for x, y in data:
+                loss = net(x.cuda(), y.cuda())
+                loss.backward()
+                optim.step()
+            torch.save({"state_dict": net.state_dict()}, self.cfg.out)
+        def eval(self, data):
+            net = Net(self.cfg)
+            net.load_state_dict(torch.load(self.cfg.ckpt_path)["state_dict"])
+            net.cuda()
+            net.eval()
+""")
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: a training method's resume in a project with no CPU path (its eval load counts)", {
+        "core/exec.py": _VQA_EXEC, "run.py": "from core.exec import Execution\nExecution().train(load())\n"},
+        (("core/exec.py", 17),)),
+    ProjectShape("TW402", "the same resume when another training script of the project chooses the CPU", {
+        "core/exec.py": _VQA_EXEC, "run.py": "from core.exec import Execution\nExecution().train(load())\n",
+        "probe.py": d("""
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            probe = Probe().to(device)
+            opt = torch.optim.SGD(probe.parameters(), lr=0.1)
+            for x, y in loader:
+                probe(x.to(device), y.to(device)).backward()
+                opt.step()
+        """)},
+        (("core/exec.py", 8), ("core/exec.py", 17))),
+]
