@@ -377,3 +377,281 @@ PROJECTS += [
         """)},
         (("core/exec.py", 8), ("core/exec.py", 17))),
 ]
+
+# ------------------------------------------------------------- TW104 old-style inputs, feature extraction, aliases
+# A keyword-spotting trainer's evaluate() wraps its inputs in `Variable(x, requires_grad=False)`
+# (the 0.3-era idiom), which asks for no gradient - it is no gradient use that would make the
+# function a training step. A skeleton-action demo's predict() runs `self.model.extract_feature(x)`.
+# An image-translation test script binds the generator's encoder and decoder to names
+# (`encode = trainer.gen_a.encode if a2b else trainer.gen_b.encode`) after `trainer.eval()` and runs
+# them in one loop per model kind (`if kind == "A": loop` / `elif kind == "B": loop`).
+FIND += [
+    Shape("TW104", "evaluate() after model.eval() with inputs wrapped in Variable(x, requires_grad=False)", d("""
+        import torch
+        from torch.autograd import Variable
+        def evaluate(config, model, loader):
+            model.eval()
+            total = 0
+            for x, y in loader:
+                x = Variable(x, requires_grad=False)
+                scores = model(x)
+                total += (scores.argmax(1) == y).sum().item()
+            return total
+    """), 8),
+    Shape("TW104", "an inference demo's predict() running model.extract_feature(x)", d("""
+        import torch
+        class Demo(IO):
+            def start(self):
+                self.model.eval()
+                data = torch.from_numpy(self.read_skeletons()).float().to(self.dev)
+                return self.predict(data)
+            def predict(self, data):
+                output, feature = self.model.extract_feature(data)
+                return output.sum(dim=3).argmax(dim=0).item(), feature.cpu().numpy()
+    """), 8, "demo.py"),
+]
+_TRANSLATE = d("""
+    import torch
+    trainer = Trainer(config)
+    trainer.load_state_dict(torch.load(opts.checkpoint, map_location="cpu"))
+    trainer.eval()
+    encode = trainer.gen_a.encode if opts.a2b else trainer.gen_b.encode
+    decode = trainer.gen_b.decode if opts.a2b else trainer.gen_a.decode
+    if opts.kind == "styled":
+        for i, images in enumerate(loader):
+            content, _ = encode(images)
+            for s in styles:
+                save(decode(content, s), i)
+    elif opts.kind == "plain":
+        for i, images in enumerate(loader):
+            content, _ = encode(images)
+            save(decode(content), i)
+""")
+FIND += [
+    Shape("TW104", "an encoder bound to a name after trainer.eval(), run in the first branch's loop", _TRANSLATE, 9, "test_batch.py"),
+    Shape("TW104", "the same script: the second branch's loop is an evaluation pass of its own", _TRANSLATE, 14, "test_batch.py"),
+]
+QUIET += [
+    Shape("TW104", "look-alike: a tokenizer's encode bound to a name in an evaluation loop", d("""
+        import torch
+        model.eval()
+        encode = tokenizer.encode
+        with torch.no_grad():
+            for text in texts:
+                ids = torch.tensor(encode(text))
+                print(model(ids[None]).argmax(-1))
+    """), None, "score.py"),
+]
+
+# ------------------------------------------------------------- TW104 who reaches an evaluation-named function
+# A NeRF renderer defines `def inference(model, xyz, ...)` inside `render_rays()`, which the
+# training step calls: the nested helper runs as its enclosing function does. An OOD-detection
+# library's `compute_ood_score()` puts the model in eval mode and runs it; it is reached only
+# through a closure its `eval_ood_detection()` builds, which the project's eval.py calls inside
+# `with torch.no_grad():`.
+PROJECTS += [
+    ProjectShape("TW104", "look-alike: a nested inference() helper of a renderer the training step calls", {
+        "models/rendering.py": d("""
+            import torch
+            def render_rays(model, rays, chunk=1024):
+                def inference(model, xyz):
+                    out = [model(xyz[i:i + chunk]) for i in range(0, len(xyz), chunk)]
+                    return torch.cat(out, 0)
+                return inference(model, sample(rays))
+        """),
+        "train.py": d("""
+            import torch
+            from models.rendering import render_rays
+            opt = torch.optim.Adam(model.parameters())
+            for rays, rgb in loader:
+                loss = ((render_rays(model, rays) - rgb) ** 2).mean()
+                loss.backward()
+                opt.step()
+        """)}),
+    ProjectShape("TW104", "the same nested helper inside an evaluation function", {
+        "models/rendering.py": d("""
+            import torch
+            def evaluate(model, rays, chunk=1024):
+                def inference(model, xyz):
+                    out = [model(xyz[i:i + chunk]) for i in range(0, len(xyz), chunk)]
+                    return torch.cat(out, 0)
+                model.eval()
+                return inference(model, sample(rays))
+        """),
+        "eval.py": "from models.rendering import evaluate\nprint(evaluate(model, rays))\n"},
+        (("models/rendering.py", 4),)),
+]
+_OOD_EVALS = d("""
+    import torch
+    def eval_ood_detection(model, id_loader, ood_loaders):
+        score_func = get_score_func(model)
+        return {k: get_scores(v, score_func) for k, v in ood_loaders.items()}
+    def get_score_func(model):
+        def score_func(x):
+            return compute_ood_score(model, x)
+        return score_func
+    def get_scores(loader, score_func):
+        return [score_func(x) for x, _ in loader]
+    def compute_ood_score(model, x):
+        model.eval()
+        return model(x).max(1)[0].cpu()
+""")
+PROJECTS += [
+    ProjectShape("TW104", "look-alike: an evaluation helper reached only through a caller under no_grad in eval.py", {
+        "evals/evals.py": _OOD_EVALS,
+        "eval.py": d("""
+            import torch
+            from evals.evals import eval_ood_detection
+            with torch.no_grad():
+                print(eval_ood_detection(model, test_loader, ood_loaders))
+        """)}),
+    ProjectShape("TW104", "the same helper when eval.py calls it with autograd on", {
+        "evals/evals.py": _OOD_EVALS,
+        "eval.py": "import torch\nfrom evals.evals import eval_ood_detection\nprint(eval_ood_detection(model, test_loader, ood_loaders))\n"},
+        (("evals/evals.py", 13),)),
+]
+
+# ------------------------------------------------------------- TW201 a builder beside a predictor; a base class
+# A translation toolkit's prediction module builds the model in `prepare()` for training and for
+# testing (`model = Wrapper(DP(model))` when several GPUs are there); its own `predict()` puts a
+# local `model` in eval mode - another function's variable, not the wrapped one. A skeleton-action
+# toolkit's `IO` base class wraps `self.model` in DataParallel; the recognition processor that
+# trains derives from it through `Processor(IO)`.
+PROJECTS += [
+    ProjectShape("TW201", "a model builder wrapping in DataParallel, beside another function's eval() of a local model", {
+        "nmt/prediction.py": d("""
+            import torch
+            from torch.nn import DataParallel as DP
+            def prepare(args):
+                model = build_model(args)
+                if args.n_gpu > 1:
+                    model = Wrapper(DP(model))
+                return model
+            def predict(model, data):
+                model.eval()
+                with torch.no_grad():
+                    return [model(x) for x in data]
+        """),
+        "nmt/training.py": d("""
+            from nmt.prediction import prepare
+            def train(args):
+                model = prepare(args)
+                for x, y in loader:
+                    model(x, y).backward()
+                    optimizer.step()
+        """)}, (("nmt/prediction.py", 6),)),
+    ProjectShape("TW201", "a base class's DataParallel around the model its training subclass trains", {
+        "processor/io.py": d("""
+            import torch.nn as nn
+            class IO:
+                def load_model(self):
+                    self.model = build(self.arg.model)
+                    if self.arg.use_gpu and len(self.gpus) > 1:
+                        self.model = nn.DataParallel(self.model, device_ids=self.gpus)
+        """),
+        "processor/processor.py": "from .io import IO\nclass Processor(IO):\n    def start(self):\n        self.train()\n",
+        "processor/recognition.py": d("""
+            from .processor import Processor
+            class REC_Processor(Processor):
+                def train(self):
+                    for data, label in self.loader:
+                        loss = self.loss(self.model(data), label)
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+        """)}, (("processor/io.py", 6),)),
+    ProjectShape("TW201", "look-alike: the same base class when no class of the project trains", {
+        "processor/io.py": d("""
+            import torch.nn as nn
+            class IO:
+                def load_model(self):
+                    self.model = build(self.arg.model)
+                    if self.arg.use_gpu and len(self.gpus) > 1:
+                        self.model = nn.DataParallel(self.model, device_ids=self.gpus)
+        """),
+        "processor/demo.py": d("""
+            import torch
+            from .io import IO
+            class Demo(IO):
+                def start(self):
+                    self.model.eval()
+                    with torch.no_grad():
+                        print(self.model(self.read()))
+        """)}),
+]
+
+# ------------------------------------------------------------- TW301 a seed only an evaluation script sets
+# An instance-segmentation project seeds Python's `random` only in eval.py (`random.seed(args.seed)`
+# for the order of its images); train.py seeds nothing and has no seed option. The loss's
+# `torch.randperm` and the augmentations' NumPy draws belong to training: an evaluation script's
+# seed asks nothing of them.
+_SEG_LOSS = "import torch\ndef pick(coef, k):\n    perm = torch.randperm(coef.size(0))\n    return coef[perm[:k]]\n"
+_SEG_AUG = "import numpy as np\nclass Contrast:\n    def __call__(self, img):\n        return img * np.random.uniform(0.5, 1.5)\n"
+PROJECTS += [
+    ProjectShape("TW301", "look-alike: draws of training modules when only an evaluation script seeds", {
+        "layers/loss.py": _SEG_LOSS, "utils/augment.py": _SEG_AUG,
+        "eval.py": d("""
+            import random
+            from layers.loss import pick
+            from utils.augment import Contrast
+            def main(args):
+                if args.seed is not None:
+                    random.seed(args.seed)
+                net.eval()
+                evaluate(net, shuffle(images))
+            if __name__ == "__main__":
+                main(parse())
+        """),
+        "train.py": d("""
+            from layers.loss import pick
+            from utils.augment import Contrast
+            for x, y in loader:
+                loss = net(Contrast()(x), pick(y, 8))
+                loss.backward()
+                optimizer.step()
+        """)}),
+    ProjectShape("TW301", "the same draws when the training script seeds random", {
+        "layers/loss.py": _SEG_LOSS, "utils/augment.py": _SEG_AUG,
+        "train.py": d("""
+            import random
+            from layers.loss import pick
+            from utils.augment import Contrast
+            random.seed(0)
+            for x, y in loader:
+                loss = net(Contrast()(x), pick(y, 8))
+                loss.backward()
+                optimizer.step()
+        """)}, (("layers/loss.py", 3), ("utils/augment.py", 4))),
+]
+
+# ------------------------------------------------------------- TW405 literal rendezvous handed to a set-up helper
+# A translation toolkit's __main__.py starts `train` with `mp.spawn(train, ...)`; train() calls
+# `ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)`, a helper that copies
+# them into MASTER_ADDR/MASTER_PORT.
+_DDP_HELPER = d("""
+    import os
+    import torch.distributed as dist
+    def ddp_setup(rank, world_size, master_addr="localhost", master_port=12355):
+        os.environ.setdefault("MASTER_ADDR", master_addr)
+        os.environ.setdefault("MASTER_PORT", str(master_port))
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)
+""")
+_NMT_TRAIN = d("""
+    from nmt.helpers import ddp_setup
+    def train(rank, world_size, cfg):
+        if cfg.use_ddp:
+            ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)
+        run(cfg)
+""")
+PROJECTS += [
+    ProjectShape("TW405", "literal master_addr/master_port handed to a set-up helper in a function mp.spawn starts", {
+        "nmt/helpers.py": _DDP_HELPER, "nmt/training.py": _NMT_TRAIN,
+        "nmt/__main__.py": d("""
+            import torch.multiprocessing as mp
+            from nmt.training import train
+            mp.spawn(train, args=(n_gpu, cfg), nprocs=n_gpu)
+        """)}, (("nmt/training.py", 4),)),
+    ProjectShape("TW405", "look-alike: the same call in a function that torchrun runs (nothing spawns it)", {
+        "nmt/helpers.py": _DDP_HELPER, "nmt/training.py": _NMT_TRAIN,
+        "nmt/__main__.py": "import os\nfrom nmt.training import train\ntrain(int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), cfg)\n"}),
+]
