@@ -655,3 +655,93 @@ PROJECTS += [
         "nmt/helpers.py": _DDP_HELPER, "nmt/training.py": _NMT_TRAIN,
         "nmt/__main__.py": "import os\nfrom nmt.training import train\ntrain(int(os.environ['RANK']), int(os.environ['WORLD_SIZE']), cfg)\n"}),
 ]
+
+# ------------------------------------------------------------- TW403 kernels required through a try, models loaded by name
+# A 3-D detection project vendors PointNet++ ops built with CUDAExtension; its wrapper imports the
+# built module in a `try:` whose `except ImportError:` raises again (a setup hint): the import is
+# required. Every model reaches the ops, so the scripts' `cuda if is_available() else cpu` is no
+# CPU path, and the loss helper's CUDA constructors break nothing.
+_PN_FILES = {
+    "pointnet2/setup.py": d("""
+        from setuptools import setup
+        from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+        setup(name="pointnet2", ext_modules=[CUDAExtension(name="pointnet2._ext", sources=["src/ops.cpp", "src/ops.cu"])],
+              cmdclass={"build_ext": BuildExtension})
+    """),
+    "pointnet2/pointnet2_utils.py": d("""
+        import torch
+        try:
+            import pointnet2._ext as _ext
+        except ImportError:
+            raise ImportError("build the ops first: see the README")
+        def furthest_point_sample(xyz, n):
+            return _ext.furthest_point_sampling(xyz, n)
+    """),
+    "pointnet2/pointnet2_modules.py": "import torch.nn as nn\nimport pointnet2_utils\nclass SAModule(nn.Module):\n    pass\n",
+    "models/backbone.py": "import torch.nn as nn\nfrom pointnet2_modules import SAModule\nclass Backbone(nn.Module):\n    pass\n",
+    "models/detector.py": "import torch.nn as nn\nfrom backbone import Backbone\nclass Detector(nn.Module):\n    pass\n",
+    "models/loss_helper.py": d("""
+        import torch
+        def box_loss(end_points, n_cls):
+            b, k = end_points["labels"].shape
+            one_hot = torch.cuda.FloatTensor(b, k, n_cls).zero_()
+            weights = torch.ones(b, k).cuda()
+            return (one_hot.sum(-1) * weights).mean()
+    """),
+    "train.py": d("""
+        import torch
+        from models.detector import Detector
+        from models.loss_helper import box_loss
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        net = Detector().to(device)
+        for points, labels in loader:
+            box_loss(net(points.to(device)), 10).backward()
+    """),
+}
+PROJECTS += [
+    ProjectShape("TW403", "look-alike: a loss helper of a project whose models all reach ops imported in a try that re-raises",
+                 _PN_FILES),
+    ProjectShape("TW403", "the same helper when the ops' import falls back quietly (the project may run without them)", {
+        **_PN_FILES, "pointnet2/pointnet2_utils.py": _PN_FILES["pointnet2/pointnet2_utils.py"].replace(
+            '    raise ImportError("build the ops first: see the README")', "    _ext = None")},
+        (("models/loss_helper.py", 4), ("models/loss_helper.py", 5))),
+]
+# A project that loads its model modules by name (`importlib.import_module(args.model)`): a model
+# module's `__main__` self-test makes it no stand-alone script, and its forward's hard-coded CUDA
+# breaks the CPU path the training script offers.
+PROJECTS += [
+    ProjectShape("TW403", "a model module loaded by name, with a __main__ self-test, hard-codes CUDA in its forward", {
+        "train.py": d("""
+            import importlib
+            import torch
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            MODEL = importlib.import_module(args.model)
+            net = MODEL.BoxNet().to(device)
+        """),
+        "models/boxnet.py": d("""
+            import torch
+            import torch.nn as nn
+            class BoxNet(nn.Module):
+                def forward(self, x):
+                    return x + torch.zeros(x.shape[-1]).cuda()
+            if __name__ == "__main__":
+                print(BoxNet()(torch.rand(2, 3)))
+        """)}, (("models/boxnet.py", 5),)),
+]
+QUIET += [
+    Shape("TW403", "look-alike: a benchmark that offers a CPU device and synchronises CUDA in its timing branch", d("""
+        import time
+        import torch
+        device = "cuda"
+        device_type = "cuda" if "cuda" in device else "cpu"
+        model = build().to(device)
+        if profile:
+            run_profiler(model)
+        else:
+            torch.cuda.synchronize()
+            t0 = time.time()
+            model(batch(device))
+            torch.cuda.synchronize()
+            print(time.time() - t0)
+    """), None, "bench.py"),
+]

@@ -70,14 +70,16 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     # files importing a CUDA-only extension (knn_cuda, the project's own CUDAExtension) are GPU-only files too
     kernels = cuda_extension_files(texts)
-    words.gpu_files += [p for p in kernels if p not in words.gpu_files]
+    # (every file whose imports reach a kernel cannot run without it: the model stack of a point-cloud project)
+    kernel_files = kernel_importers(texts, kernels)
+    words.gpu_files += [p for p in kernel_files if p not in words.gpu_files]
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
         words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
             words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         gpu_only_dirs=() if gpu_only else gpu_only_folders(words.folders),
-        kernel_files=kernel_importers(texts, kernels),
+        kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
         gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),
         moves_to_device=words.moves_to_device,

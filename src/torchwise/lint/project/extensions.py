@@ -21,6 +21,10 @@ Text only, no parsing: an import at column 0 (module level, not under ``try``/``
   (``from extensions.chamfer_dist import ChamferDistanceL1``);
 - a module of the project that JIT-builds ``.cu`` sources with ``cpp_extension.load(`` at
   module level (``fused = load("fused", sources=[...".cu"])``), by its module name.
+
+An import in a module-level ``try:`` whose ``except ImportError:`` re-raises (``try: import
+pointnet2._ext as _ext`` / ``except ImportError: raise ImportError("see the README")``) counts as
+unconditional: the module cannot do without it.
 """
 
 from __future__ import annotations
@@ -99,6 +103,16 @@ def imported(text: str, anywhere: bool = False) -> tuple[set[str], set[str]]:
     return modules, names
 
 
+_TRY_IMPORT = re.compile(r"^try[ \t]*:[ \t]*\n[ \t]+((?:import|from)[ \t][^\n]*)\n(?:[ \t]+[^\n]*\n){0,3}?"
+                         r"except[ \t]+ImportError[^\n]*:[ \t]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)+)", re.M)
+
+
+def _required_in_try(text: str) -> list[str]:
+    """``try: import pointnet2._ext as _ext`` / ``except ImportError: ... raise ImportError(...)``
+    at module level: an import the module cannot do without (its handler re-raises)."""
+    return [m.group(1) for m in _TRY_IMPORT.finditer(text) if "raise" in m.group(2)]
+
+
 def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
     """The files of the project that import a CUDA-only extension at module level (see the module doc)."""
     if not any("_cuda" in t or "pointnet2_ops" in t or "pointops" in t or "cpp_extension" in t for _, t in texts):
@@ -117,6 +131,14 @@ def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
             continue  # (a cheap text test before the import lines are read)
         stem, _ = _module_names(path)
         modules, names = imported(text)
+        if "except ImportError" in text:
+            for line in _required_in_try(text):
+                m = _IMPORT.match(line)
+                if m is not None and m.group(3) is not None:
+                    for item in m.group(3).split(","):
+                        modules.update(item.strip().split(" ")[0].split("."))
+                elif m is not None:
+                    modules.update(p for p in m.group(1).split(".") if p)
         if any(n.endswith("_cuda") and len(n) > 5 and n not in own for n in modules) \
                 or any(n in modules for n in KERNEL_PACKAGES) or ((modules | names) & built) - {stem}:
             out.append(path)

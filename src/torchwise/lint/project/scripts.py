@@ -18,7 +18,9 @@ Text only, no parsing. A file is such a script when
   option, a ``"cpu"`` device chosen - a ``map_location="cpu"`` or a ``.to("cpu")`` of results
   chooses nothing);
 - no module of the project that it imports has a CPU path (the options it parses with their
-  ``--no_cuda``, a ``get_device()`` helper it calls).
+  ``--no_cuda``, a ``get_device()`` helper it calls);
+- it is no model module that the project may load by computed name (``importlib``) and that
+  tests itself in a ``__main__`` block.
 """
 
 from __future__ import annotations
@@ -53,18 +55,26 @@ def _imported_by(path: str, texts: list[tuple[str, str]], cache: dict[str, tuple
     return False
 
 
+_MODULE_CLASS = re.compile(r"^class[ \t]+\w+[ \t]*\([ \t]*(?:torch\.)?(?:nn\.)?Module[ \t]*\)", re.M)
+_DYNAMIC = ("import_module(", "__import__(")
+
+
 def gpu_scripts(texts: list[tuple[str, str]], cpu_paths: set[str]) -> frozenset[str]:
     """The stand-alone GPU scripts among ``texts`` (see the module doc); ``cpu_paths``: the files
-    with a CPU path of their own."""
+    with a CPU path of their own. In a project that imports modules by computed name
+    (``importlib.import_module(FLAGS.model)``), a file defining an ``nn.Module`` may be such a
+    module with a ``__main__`` self-test: it is no stand-alone script."""
     if not cpu_paths:
         return frozenset()  # no CPU path anywhere: the project-level test already decides
+    dynamic = any(d in t for _, t in texts for d in _DYNAMIC)
     cpu_keys: set[str] = set()
     for path in cpu_paths:
         cpu_keys |= module_keys(path)
     cache: dict[str, tuple[set[str], set[str]]] = {}
     out = []
     for path, text in texts:
-        if path in cpu_paths or not any(c in text for c in _CUDA) or not _entry_point(text):
+        if path in cpu_paths or not any(c in text for c in _CUDA) or not _entry_point(text) or (
+                dynamic and "Module" in text and _MODULE_CLASS.search(text) is not None):
             continue
         modules, names = cache[path] = imported(text, anywhere=True)
         if (modules | names) & cpu_keys or _imported_by(path, texts, cache):
