@@ -50,7 +50,9 @@ def _cpu_path(text: str) -> bool:
     if "cpu" not in text:
         return False
     for m in _CPU_STRING.finditer(text):
-        if _NO_CHOICE.search(text, max(0, m.start() - 40), m.start()) is None:
+        before = text[max(0, m.start() - 40):m.start()]
+        if not ("map_location" in before or ".to(" in before or "load(" in before) \
+                or _NO_CHOICE.search(text, max(0, m.start() - 40), m.start()) is None:
             return True
     return False
 

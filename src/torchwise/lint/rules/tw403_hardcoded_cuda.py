@@ -272,7 +272,10 @@ Fix
         if "cuda." not in ctx.source:
             return
         for call in ctx.nodes.get(ast.Call, ()):
-            q = ctx.qualname(call.func)
+            func = call.func
+            if func.__class__ is not ast.Attribute or func.attr not in _CUDA_CALLS and not func.attr.endswith("Tensor"):
+                continue
+            q = ctx.qualname(func)
             if q is not None and q.startswith("torch.cuda.") and (q[11:] in _CUDA_CALLS or _CUDA_TYPED.match(q[11:])):
                 yield call, q
 

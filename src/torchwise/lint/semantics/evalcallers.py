@@ -86,7 +86,7 @@ def bound_method_run(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
     eval mode (one of ``receivers``) or of a submodule of it (``trainer.gen_a.encode`` after
     ``trainer.eval()``), also one of two such methods chosen by a condition."""
     func = call.func
-    if func.__class__ is not ast.Name or not receivers:
+    if func.__class__ is not ast.Name or not receivers or func.id not in _method_aliases(ctx):
         return False
     b = ctx.binding_at(func.id, call)
     if b is None or b.kind != "assign" or b.value is None:
@@ -95,6 +95,16 @@ def bound_method_run(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
     options = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
     return all(o.__class__ is ast.Attribute and _of_receiver(ctx.text(o.value), receivers) and runs_forward(ctx, o, call)
                for o in options)
+
+
+def _method_aliases(ctx: Context) -> frozenset[str]:
+    """Names the file assigns an attribute (or a choice of two) to: ``encode = net.encode``."""
+    found = ctx._cache.get("evalcallers:aliases")
+    if found is None:
+        found = ctx._cache["evalcallers:aliases"] = frozenset(
+            t.id for a in ctx.nodes.get(ast.Assign, ()) if a.value.__class__ in (ast.Attribute, ast.IfExp)
+            for t in a.targets if t.__class__ is ast.Name)
+    return found
 
 
 def _of_receiver(owner: str, receivers: set[str]) -> bool:

@@ -43,7 +43,8 @@ def has_cpu_fallback(ctx: Context) -> bool:
     found = ctx._cache.get(key)
     if found is None:
         src = ctx.source
-        found = ctx._cache[key] = _FALLBACK_HINTS.search(src) is not None or ("cpu" in src and any(
+        found = ctx._cache[key] = (("is_available" in src or "accelerator" in src or "select_device" in src
+                                    or "get_device(" in src or "mps" in src) and _FALLBACK_HINTS.search(src) is not None) or ("cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
             and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ()))) or any(
             a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs)
