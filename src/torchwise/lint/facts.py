@@ -80,6 +80,8 @@ class ProjectFacts:
     cpu_path_files: int = 0  # files with any way to run without a GPU (a GPU check, a device flag, "cpu")
     # files whose module-level imports reach a CUDA-only extension (project.extensions.kernel_importers)
     kernel_files: frozenset[str] = frozenset()
+    # entry points with no CPU path of their own nor in what they import (project.scripts.gpu_scripts)
+    gpu_scripts: frozenset[str] = frozenset()
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -5,7 +5,8 @@ project: what a dataset class imported from another module yields per item (tens
 the device, stored prompts, slices of an in-memory tensor, or items that are read and decoded);
 whether the project as a whole is written for GPUs only (it imports GPU-only kernel libraries
 unconditionally more often than it checks for a GPU, or it hard-codes the NCCL backend and never
-checks for a GPU, or several files hard-code CUDA and none has any CPU path), or puts anything on a device at all; which of its functions read their
+checks for a GPU, or several files hard-code CUDA and none has any CPU path), or puts anything on a device at all; which
+of its entry points are stand-alone GPU scripts (no CPU path of their own nor in what they import); which of its functions read their
 arguments on the host, make the program GPU-only, or build pinned loaders; which random
 generators it seeds; whether the checkpoints it writes hold host data only. :func:`scan`
 answers them with one light pass over the files being linted, before the rules run:
@@ -38,6 +39,7 @@ from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.datasets import dataset_facts
 from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
+from torchwise.lint.project.scripts import gpu_scripts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path
 
@@ -68,15 +70,18 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
     # files importing a CUDA-only extension (knn_cuda, the project's own CUDAExtension) are GPU-only files too
     kernels = cuda_extension_files(texts)
-    words.gpu_files += [p for p in kernels if p not in words.gpu_files]
+    # (every file whose imports reach a kernel cannot run without it: the model stack of a point-cloud project)
+    kernel_files = kernel_importers(texts, kernels)
+    words.gpu_files += [p for p in kernel_files if p not in words.gpu_files]
     gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
         words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
             words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         gpu_only_dirs=() if gpu_only else gpu_only_folders(words.folders),
-        kernel_files=kernel_importers(texts, kernels),
+        kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
+        gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,
         host_read_blocks=hosts,

@@ -15,10 +15,16 @@ Text only, no parsing: an import at column 0 (module level, not under ``try``/``
   Python module or package of the project itself (a helper ``to_cuda.py`` is not a kernel);
 - a known kernel package (``pointnet2_ops``, ``pointops``);
 - an extension the project builds for CUDA only (a ``CUDAExtension(`` with no ``CppExtension(``
-  in the same file), by its module name or by the folder holding its ``setup.py``
+  in the same file, or a set-up that picks ``CppExtension`` or ``CUDAExtension`` and raises
+  without CUDA: ``else: raise NotImplementedError("Cuda is not available")``), by its module
+  name (``extension("_ext", sources)`` too) or by the folder holding its ``setup.py``
   (``from extensions.chamfer_dist import ChamferDistanceL1``);
 - a module of the project that JIT-builds ``.cu`` sources with ``cpp_extension.load(`` at
   module level (``fused = load("fused", sources=[...".cu"])``), by its module name.
+
+An import in a module-level ``try:`` whose ``except ImportError:`` re-raises (``try: import
+pointnet2._ext as _ext`` / ``except ImportError: raise ImportError("see the README")``) counts as
+unconditional: the module cannot do without it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,10 @@ import re
 KERNEL_PACKAGES = ("pointnet2_ops", "pointops")
 _IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
 _CUDA_EXT = re.compile(r"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+# a set-up that picks CppExtension or CUDAExtension into a variable and refuses to build without
+# CUDA (`else: raise NotImplementedError("Cuda is not available")`): its CPU build is no build
+_NO_CPU_BUILD = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*\n[ \t]*raise[ \t]+\w+\([ \t]*(?:f?["'][^"'\n]*cuda|CUDA)""", re.M | re.I)
+_EXT_VAR = re.compile(r"""\b[a-z_]*extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
 _JIT_LOAD = re.compile(r"^\w+[ \t]*=[ \t]*(?:[\w.]+\.)?load\(", re.M)
 _CU_SOURCE = re.compile(r"""\.cu["']""")
 
@@ -47,8 +57,8 @@ def _built_extensions(texts: list[tuple[str, str]], root: str) -> set[str]:
     names: set[str] = set()
     for path, text in texts:
         stem, folder = _module_names(path)
-        if "CUDAExtension(" in text and "CppExtension(" not in text:
-            found = [m.group(1).split(".")[0] for m in _CUDA_EXT.finditer(text)]
+        if "CUDAExtension(" in text and "CppExtension(" not in text or "CUDAExtension" in text and _NO_CPU_BUILD.search(text):
+            found = [m.group(1).split(".")[0] for m in (*_CUDA_EXT.finditer(text), *_EXT_VAR.finditer(text))]
             names.update(found)
             if found and stem == "setup" and folder and os.path.dirname(path.replace("\\", "/")) != root:
                 names.add(folder)
@@ -57,27 +67,30 @@ def _built_extensions(texts: list[tuple[str, str]], root: str) -> set[str]:
     return names
 
 
-def _import_lines(text: str) -> list[str]:
+def _import_lines(text: str, anywhere: bool = False) -> list[str]:
     """The import statements that start at column 0 (``import a.b``, ``from x import (y, z)``),
-    found with ``str.find`` - no regex tried at every line."""
+    found with ``str.find`` - no regex tried at every line; with ``anywhere``, indented ones too
+    (imports inside functions and ``if`` blocks)."""
     out = []
     pos = text.find("import")
     while pos >= 0:
         start = text.rfind("\n", 0, pos) + 1
         end = text.find("\n", pos)
         line = text[start:end if end >= 0 else len(text)]
+        if anywhere:
+            line = line.lstrip()
         if line.startswith(("import ", "from ")):
             out.append(line)
         pos = text.find("import", end) if end >= 0 else -1
     return out
 
 
-def _imported(text: str) -> tuple[set[str], set[str]]:
-    """The dotted components of the modules the file imports at column 0, and the names it
-    imports from them (``from . import chamfer``)."""
+def imported(text: str, anywhere: bool = False) -> tuple[set[str], set[str]]:
+    """The dotted components of the modules the file imports at column 0 (with ``anywhere``: at
+    any indentation), and the names it imports from them (``from . import chamfer``)."""
     modules: set[str] = set()
     names: set[str] = set()
-    for line in _import_lines(text):
+    for line in _import_lines(text, anywhere):
         m = _IMPORT.match(line)
         if m is None:
             continue
@@ -88,6 +101,16 @@ def _imported(text: str) -> tuple[set[str], set[str]]:
             modules.update(p for p in m.group(1).split(".") if p)
             names.update(n.strip().split(" ")[0] for n in m.group(2).split(",") if n.strip())
     return modules, names
+
+
+_TRY_IMPORT = re.compile(r"^try[ \t]*:[ \t]*\n[ \t]+((?:import|from)[ \t][^\n]*)\n(?:[ \t]+[^\n]*\n){0,3}?"
+                         r"except[ \t]+ImportError[^\n]*:[ \t]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)+)", re.M)
+
+
+def _required_in_try(text: str) -> list[str]:
+    """``try: import pointnet2._ext as _ext`` / ``except ImportError: ... raise ImportError(...)``
+    at module level: an import the module cannot do without (its handler re-raises)."""
+    return [m.group(1) for m in _TRY_IMPORT.finditer(text) if "raise" in m.group(2)]
 
 
 def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
@@ -107,14 +130,22 @@ def cuda_extension_files(texts: list[tuple[str, str]]) -> list[str]:
         if "import" not in text or not any(n in text for n in needles):
             continue  # (a cheap text test before the import lines are read)
         stem, _ = _module_names(path)
-        modules, names = _imported(text)
+        modules, names = imported(text)
+        if "except ImportError" in text:
+            for line in _required_in_try(text):
+                m = _IMPORT.match(line)
+                if m is not None and m.group(3) is not None:
+                    for item in m.group(3).split(","):
+                        modules.update(item.strip().split(" ")[0].split("."))
+                elif m is not None:
+                    modules.update(p for p in m.group(1).split(".") if p)
         if any(n.endswith("_cuda") and len(n) > 5 and n not in own for n in modules) \
                 or any(n in modules for n in KERNEL_PACKAGES) or ((modules | names) & built) - {stem}:
             out.append(path)
     return out
 
 
-def _keys(path: str) -> set[str]:
+def module_keys(path: str) -> set[str]:
     """The names an import may reach this file by: its module name, or its package's for ``__init__.py``."""
     stem, folder = _module_names(path)
     return {folder} if stem == "__init__" and folder else {stem}
@@ -129,7 +160,7 @@ def kernel_importers(texts: list[tuple[str, str]], kernels: list[str]) -> frozen
     if not kernels:
         return frozenset()
     reached = set(kernels)
-    keys = set().union(*(_keys(p) for p in reached))
+    keys = set().union(*(module_keys(p) for p in reached))
     pending = [(p, t) for p, t in texts if p not in reached and "import" in t]
     names: dict[str, set[str]] = {}  # the import names of a file, read once it names a key at all
     grew = True
@@ -139,12 +170,12 @@ def kernel_importers(texts: list[tuple[str, str]], kernels: list[str]) -> frozen
             if path in reached or not any(k in text for k in keys):
                 continue
             if path not in names:
-                names[path] = set().union(*_imported(text))
+                names[path] = set().union(*imported(text))
             if names[path] & keys:
                 reached.add(path)
-                keys |= _keys(path)
+                keys |= module_keys(path)
                 grew = True
     return frozenset(reached)
 
 
-__all__ = ["KERNEL_PACKAGES", "cuda_extension_files", "kernel_importers"]
+__all__ = ["KERNEL_PACKAGES", "cuda_extension_files", "imported", "kernel_importers", "module_keys"]

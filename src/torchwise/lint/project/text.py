@@ -21,6 +21,10 @@ _CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cud
 _AVAILABLE = re.compile(r"is_available\(")
 _CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
 _MPS = re.compile(r"\bmps\b")
+# "cpu" where nothing is chosen: a checkpoint mapped while it loads (`map_location="cpu"`,
+# `map_location=torch.device("cpu")`, `torch.load(f, "cpu")`) or a result moved back (`.to("cpu")`)
+_NO_CHOICE = re.compile(r"(?:map_location[ \t]*=[ \t]*|\.to\([ \t]*(?:device[ \t]*=[ \t]*)?|torch\.load\([^()\n]*,[ \t]*)"
+                        r"(?:torch\.device\([ \t]*)?$")
 
 
 def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
@@ -46,8 +50,9 @@ def _cpu_path(text: str) -> bool:
     if "cpu" not in text:
         return False
     for m in _CPU_STRING.finditer(text):
-        before = text[max(0, m.start() - 13):m.start()]
-        if not before.endswith(("map_location=", ".to(")):
+        before = text[max(0, m.start() - 40):m.start()]
+        if not ("map_location" in before or ".to(" in before or "load(" in before) \
+                or _NO_CHOICE.search(text, max(0, m.start() - 40), m.start()) is None:
             return True
     return False
 
@@ -77,6 +82,7 @@ class TextFacts:
     checks: int = 0
     cuda_files: int = 0  # files that hard-code CUDA (`.cuda(`, a "cuda" string)
     cpu_paths: int = 0  # files with a way to run without a GPU (_CPU_PATH)
+    cpu_path_files: set[str] = field(default_factory=set)  # ... and which
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
     nccl: int = 0
@@ -100,9 +106,12 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         if ("is_available(" in text or "device_count(" in text) and gpu_check(text):
             out.checks += 1
         cuda = ".cuda(" in text or '"cuda' in text or "'cuda" in text
-        cpu = _cpu_path(text)
+        # (a package's setup.py builds, it runs no model: its GPU check chooses no device)
+        cpu = _cpu_path(text) and not path.replace("\\", "/").endswith(("/setup.py",)) and path != "setup.py"
         out.cuda_files += cuda
         out.cpu_paths += cpu
+        if cpu:
+            out.cpu_path_files.add(path)
         counts = out.folders.setdefault(path.replace("\\", "/").rpartition("/")[0], [0, 0, 0])
         counts[0] += cuda
         counts[1] += cpu

@@ -13,9 +13,11 @@ from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
+from torchwise.lint.semantics.evalcallers import bound_method_run, nested_in_plain_function, reached_only_under_no_grad
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
-from torchwise.lint.semantics.evalregions import called_for_training, eval_regions, evaluation_method, grad_events
+from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, grad_events,
+                                                  returning_branch, sibling_branches)
 from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
@@ -64,16 +66,6 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
-def _returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
-    """The ``if`` of the function's own body that holds ``line`` and ends in ``return``: a pass of
-    its own (``if name: ...predict one name...; return``), with another pass after it."""
-    for stmt in scope.body:
-        if stmt.__class__ is ast.If and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) and stmt.body \
-                and stmt.body[-1].__class__ is ast.Return and line <= (stmt.body[-1].end_lineno or 0) and not stmt.orelse:
-            return stmt
-    return None
-
-
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -96,15 +88,27 @@ What it flags
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
-  scoring methods such as `lm_model.log_prob(words)` or `net.predict_proba(x)`, included - unless the project decorates a method of that name
+  scoring methods such as `lm_model.log_prob(words)` or `net.predict_proba(x)`, and
+  `extract_feature(x)`, included; also such a method bound to a name first, `encode =
+  trainer.gen_a.encode if a2b else trainer.gen_b.encode` after `trainer.eval()`, then
+  `encode(images)` - unless the project decorates a method of that name
   with `@torch.no_grad()` or the class comes from a library whose `generate()` does so, such as
   transformers). Nothing in an evaluation function may need gradients (no `backward()`,
   optimizer step, `torch.autograd.grad`, `requires_grad_`, `img.requires_grad = True` - gradients
-  with respect to the input -, adversarial `perturb()`), and the
+  with respect to the input -, adversarial `perturb()`; `Variable(x, requires_grad=False)`
+  asks for none), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
   decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
   no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
-  self.predict(x), y); loss.backward()`).
+  self.predict(x), y); loss.backward()`), or in a module-level function that every way the
+  project reaches passes under no_grad (through the file's own functions and closures up to the
+  calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
+  reaching `compute_ood_score`). A function named for evaluation that is nested in a function
+  that is not evaluation (`def inference(model, xyz)` inside a renderer's `render_rays()`,
+  which the training step calls) runs as its enclosing function does: it is no evaluation of
+  its own. In a script's module-level evaluation, each later branch of the `if` holding the
+  first evaluation loop (`if kind == "a": loop` / `elif kind == "b": loop`) is a pass of its own
+  and is reported too.
   A decorator or context manager named for no_grad/inference_mode (`@smart_inference_mode()`),
   or a function of this file that applies one, counts as no_grad. Factory calls
   (`create_model(...)`, names bound to functions or classes) are not forward passes. Test
@@ -253,7 +257,9 @@ Lint and the doctor
             for func in ctx.nodes.get(kind, ()):
                 if is_eval_name(func.name) or (func.name.startswith("test") and ctx.parent(func) is ctx.tree
                                                and evaluation_method(ctx, func)):
-                    scopes[id(func)] = func
+                    if not nested_in_plain_function(ctx, func, lambda f: is_eval_name(f.name) or bool(eval_calls(
+                            ctx, list(ctx.walk_body(f.body, into_defs=True))))):
+                        scopes[id(func)] = func  # (a nested `inference()` helper runs as its enclosing function does)
         for call in ctx.calls_named("eval", "train"):
             if call.func.__class__ is ast.Attribute and (not call.args and call.func.attr == "eval" or is_eval_switch(call)):
                 scope = ctx.scope_of(call)
@@ -306,8 +312,8 @@ Lint and the doctor
             found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in eval_regions(evals, events)]
             out = {(f.line, f.col): f for f in found if f is not None}  # one per evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
-        if not is_module and self._only_called_without_grad(ctx, scope):
-            return None
+        if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)):
+            return None  # (also when every way the project reaches it passes under no_grad)
         if not is_module and called_for_training(ctx, scope):
             return None  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
@@ -315,8 +321,12 @@ Lint and the doctor
         # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
         start = None if named else min((c.lineno, c.col_offset) for c in evals)
         first = self._first_forward(ctx, scope, body, receivers, start, None)
-        branch = _returning_branch(ctx, scope, first.line) if first is not None and not is_module else None
+        branch = returning_branch(ctx, scope, first.line) if first is not None and not is_module else None
         if branch is None:
+            if first is not None and is_module:
+                more = [self._first_forward(ctx, scope, body, receivers, (a, 0), (b + 1, 0))
+                        for a, b in sibling_branches(scope, first.line)]
+                return [first, *(f for f in more if f is not None)]  # `if mode == "a": loop` / `elif mode == "b": loop`
             return first
         rest = self._first_forward(ctx, scope, body, receivers, (branch.end_lineno + 1, 0), None)
         return [first, rest] if rest is not None else first  # `if name: predict one; return` then the test loop
@@ -339,7 +349,8 @@ Lint and the doctor
             if ctx.text(func) not in receivers and not explicit and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
                 if not (func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
                         _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
-                        or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)):
+                        or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)
+                        or bound_method_run(ctx, node, receivers)):
                     inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
                     if inner is None:
                         continue

@@ -81,9 +81,12 @@ def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
     modes = [_mode_call(a) for a in ctx.ancestors(call) if a.__class__ is ast.Call and ctx.contains(a.func, call)]
     if call.args and call.args[0].__class__ is ast.Call:
         modes.append(_mode_call(call.args[0]))  # DataParallel(FAN(...).eval()): frozen before it is wrapped
+    scope = ctx.scope_of(call)
     for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
         if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
             continue
+        if c.func.value.__class__ is ast.Name and ctx.scope_of(c) is not scope and _mode_call(c) == "frozen":
+            continue  # another function's local of that name (`model.eval()` in predict(), beside the builder)
         if c.func.attr == "parameters":
             if any(a.__class__ is ast.Call and "optim" in (ctx.qualname(a.func) or last_name(a.func) or "").lower()
                    for a in ctx.ancestors(c)):
@@ -307,13 +310,18 @@ What it flags
   such a call (`optimizer = lib.make_optimizer(..., model.parameters())`, then
   `lib.train_with_auto_virtual_batch(optimizer, ...)` or `learn_with_auto_virtual_batch(...)`:
   not an optimizer built only to load its state), or the module-level function or class that makes it
-  is called by another file of the project that trains (a model builder in a utils module). A
+  is called by another file of the project that trains (a model builder in a utils module), or
+  the class that makes it is a base of a class of the project that trains, directly or through
+  other classes (`class IO` wrapping `self.model`, `class Processor(IO)`, `class
+  REC_Processor(Processor)` with the backward pass). A
   prediction script, an inference app or a metric's helper that trains nothing is left alone
   (a file linted on its own, whose callers lint cannot see, is still checked). The functional
   `data_parallel(G, inputs)` under `torch.no_grad()` is a forward pass for sampling: not
   flagged. `isinstance` checks are not flagged, nor a network that
   only runs inference - put in eval mode or with its parameters frozen, never back in training
-  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher), a
+  mode and never given to an optimizer (a metric's feature extractor, a frozen teacher; a
+  local name counts only in the function that wraps it: `model.eval()` in another function's
+  `predict(model)` is another model), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
   live model, an experiment class with no training in its file (a test-only experiment), a
   wrapper only ever called under `torch.no_grad()` (here or in the function of the file it is

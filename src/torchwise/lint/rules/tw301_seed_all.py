@@ -11,7 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_demo_main
-from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from
+from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
 from torchwise.lint.semantics.workerseeds import in_worker_code, loaders_use_workers
 
@@ -183,8 +183,12 @@ What it flags
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
   shuffles with Python's `random`); projects with a seed-everything helper are left alone, and
   a generator the project's entry point seeds counts as seeded for every module. Only modules
-  a seeding file imports (directly or through others) are on the seeded run's path: a notebook
-  of a course collection is its own program, whatever another notebook seeds; nor is a function
+  a seeding file that trains imports (directly or through others) are on the seeded run's
+  path - the file runs a backward pass and an optimizer step, itself or in a module it imports:
+  a notebook of a course collection is its own program, whatever another notebook seeds, and
+  an evaluation script that seeds its own shuffle (`random.seed(args.seed)` in `eval.py`, which
+  reaches no training code) asks nothing of the training loss and augmentations it happens to
+  import (`train.py` seeds nothing); nor is a function
   no file of the project calls (an inference helper only a notebook uses; `__getitem__` and other
   special methods are called for the user). A per-call seed
   option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
@@ -269,8 +273,9 @@ Fix
         project = ctx.project
         if not project.seeded or project.seeds_everything or split_seeds_only(ctx):
             return  # (seeds that only fix a data split are no attempt at a reproducible run)
-        if project.files and ctx.path not in reached_from(project, project.seed_files):
-            return  # no seeding script imports this module: another program (a notebook of a course)
+        if project.files and ctx.path not in reached_from(project, training_seeders(project)):
+            return  # no seeding script that trains imports this module: another program (a notebook of a
+            # course), or only an evaluation script seeds (`random.seed(args.seed)` for its shuffle)
         uses = self._uses(ctx, draws_only=True, workers_seeded="torch" in project.seeded)
         for family in ("random", "numpy", "torch"):
             if family in project.seeded or family not in uses:

@@ -14,8 +14,9 @@ from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, 
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
-from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, reads_device_keys,
-                                                reload_after_training_method, restored_into, restores_device_state)
+from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
+                                                reads_device_keys, reload_after_training_method, restored_into,
+                                                restores_device_state)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
@@ -302,7 +303,11 @@ What it flags
   an inference script. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
   entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
-  GPU, in a project that also runs on the CPU. A project
+  GPU, in a project that also runs on the CPU. A model moved with a device getter of the
+  project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
+  on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
+  before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
+  is restored like one loaded directly. A project
   whose every `.cuda()` is chosen by a flag (`Variable(x).cuda() if cuda else Variable(x)`, a
   `--no-gpus` option) has a CPU path. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
@@ -333,7 +338,10 @@ What it flags
   its loop called the file's training function, of a file name the project saves (`with
   open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
-  scripts always move the model they train to CUDA) - except a script that turns the GPU on
+  scripts always move the model they train to CUDA), a resume inside a training function
+  (`def train(self): ... if resume: ckpt = torch.load(path)`) in a project none of whose
+  files has a CPU path (a `map_location="cpu"` elsewhere is none: it restores where it trains;
+  the project's evaluation loads are still reported) - except a script that turns the GPU on
   by an opt-in flag (`parser.add_argument('-gpu', action='store_true')`, its default run is
   on the CPU, the model moved in a helper under `if args.gpu:`), a resume that only works on the wrapped
   model (`self.model.module.load_state_dict(package[...])`, unguarded) in a project that wraps
@@ -372,7 +380,7 @@ Fix
             on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)) or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
-            if not on_host and (ctx.project.gpu_only and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
+            if not on_host and (gpu_project_load(ctx, call) and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps

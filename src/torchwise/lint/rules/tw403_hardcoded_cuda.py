@@ -12,7 +12,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
-from torchwise.lint.semantics.fallback import device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
+from torchwise.lint.semantics.fallback import chooses_by_flag, device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -48,6 +48,9 @@ def _moved_name(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
+# calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
+_CUDA_CALLS = frozenset({"synchronize", "current_device"})
+_CUDA_TYPED = re.compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
 _CUDA_METHODS = frozenset({"cuda", "gpu", "to_cuda", "to_gpu", "cuda_"})
 
 
@@ -94,10 +97,15 @@ class HardcodedCuda(Rule):
     triggers = ("cuda",)
     doc = """\
 What it flags
-  `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")` and `device="cuda"` arguments in a
-  file that has no device fallback anywhere: it never checks `torch.cuda.is_available()` or
-  the device count, never names a `"cpu"` device (moving results back with `.cpu()` or
-  `.to("cpu")` does not count) and has no device parameter of its own. In a file that does
+  `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")`, `device="cuda"` arguments, the
+  typed CUDA constructors (`torch.cuda.FloatTensor(n, c)`) and `torch.cuda.current_device()`
+  (and `torch.cuda.synchronize()` in a file that moves to CUDA under a device flag, below) in a
+  file that has no device fallback anywhere: it never checks
+  `torch.cuda.is_available()`, never names a `"cpu"` device (moving results back with `.cpu()`
+  or `.to("cpu")`, or mapping a checkpoint with `map_location="cpu"` or
+  `map_location=torch.device("cpu")`, chooses nothing) and has no device parameter of its own
+  (`torch.cuda.device_count() > 1` chooses between GPUs, and `json.dumps` names no MPS
+  backend). In a file that does
   choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`, or
   `torch.device("cpu" if self.opt.no_cuda else "cuda")`), a
   tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
@@ -111,18 +119,32 @@ What it flags
   GPU and moves every batch under its flag (`if use_cuda: inputs = inputs.cuda()`), the model
   (or its loss) moved with a bare `.cuda()` as a whole statement (`model =
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
+  In any file that chooses its device, a call needing a GPU at its top level under no `if`
+  (`torch.cuda.current_device()` at import, a driver work-around): importing or starting it
+  fails without a GPU, whatever its functions' `device` parameters offer.
   Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
   "cuda:0"): such a file is written for a GPU.
   Linted with its project, only where the project offers a way to run without a GPU somewhere -
-  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device, has a device
-  flag (`--no_cuda`, `use_gpu`) or a `--device` option: a project with no CPU path anywhere is written for GPUs, and its
-  hard-coded CUDA breaks nothing it offers (a file linted on its own is judged by itself).
+  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device to run on, has
+  a device flag (`--no_cuda`, `use_gpu`) or a `--device` option (a `map_location="cpu"`, a
+  `.to("cpu")` of results or the GPU check of a package's `setup.py` is none): a project with no
+  CPU path anywhere is written for GPUs, and its hard-coded CUDA breaks nothing it offers (a
+  file linted on its own is judged by itself). Where it offers one, the project's libraries (the
+  modules other files import: models, datasets, losses) run wherever their importers do, and
+  their hard-coded CUDA breaks that path; an entry point (`if __name__ == "__main__":` or a
+  top-level `parse_args()`) that no file imports runs only on the device it sets up itself, so
+  one with no CPU path of its own and none in the project modules it imports (the options it
+  parses with their `--no_cuda`, a `get_device()` helper) is written for the GPU it names and
+  is left alone (an analysis script under `scripts/`, the test of a CUDA extension), whatever
+  its sibling scripts offer.
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
   unconditionally at module level - CUDA extensions included: modules named `*_cuda`
   (`knn_cuda`, `emd_cuda`), kernel packages (`pointnet2_ops`), and the project's own kernels
   built with `CUDAExtension(...)` (imported by their name or by the folder of their `setup.py`)
+  (also one whose `setup.py` falls back to `CppExtension` but raises when CUDA is missing:
+  `else: raise NotImplementedError("Cuda is not available")`)
   or JIT-compiled from `.cu` sources at import - more than the files that check `torch.cuda.is_available()`
   (and, whatever the counts, a file whose module-level imports reach such an extension, directly
   or through the project's modules: `from models import build` where a model imports `knn_cuda`),
@@ -133,7 +155,9 @@ What it flags
   A file that is written for a GPU by its own evidence is left alone too: it sets an imported
   library's CUDA switch to a constant (`Config.cuda = True`: the library moves the batches
   itself), or it times itself with CUDA events or `torch.cuda.synchronize()` under no `if` (a
-  speed-run or benchmark script).
+  speed-run or benchmark script) - unless it moves to CUDA under a device flag (`if args.cuda:
+  batch = batch.cuda()`): then it offers a CPU run, and its unguarded `.cuda()` and
+  `torch.cuda.synchronize()` break it.
   (The flake8 plugin sees one file at a time: there only the file's own evidence counts.)
   A move in a `try` whose `except` carries on without it (`try: torch.sort(scores.cuda())` /
   `except: torch.sort(scores)`: a CPU fallback), and one on the distributed path of a file whose
@@ -193,6 +217,8 @@ Fix
             return  # GPU-only by design (torchwise.lint.project), or no file offers a CPU path to break
         if ctx.path in ctx.project.kernel_files:
             return  # its imports reach a CUDA-only extension (knn_cuda, the project's CUDAExtension): it cannot run on a CPU
+        if ctx.path in ctx.project.gpu_scripts:
+            return  # an entry point with no CPU path of its own nor in what it imports: written for the GPU it names
         if ctx.project.gpu_only_dirs and ctx.path.replace("\\", "/").startswith(ctx.project.gpu_only_dirs):
             return  # a GPU-only sub-project of a collection (its own folder: a language model beside a classifier)
         setups = ctx.project.gpu_setup_blocks
@@ -202,7 +228,7 @@ Fix
         if has_cpu_fallback(ctx):
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
-        if gpu_only_file(ctx) or self._pinned_in_gpu_project(ctx):
+        if gpu_only_file(ctx) and not chooses_by_flag(ctx) or self._pinned_in_gpu_project(ctx):
             return  # configures a library for CUDA, times itself with CUDA events, or picks its one GPU: GPU-only by design
         if any(ctx.imports_module(m) for m in _GPU_ONLY_LIBS):
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
@@ -218,6 +244,9 @@ Fix
             func = call.func
             if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present"))
+        for call, q in self._cuda_calls(ctx):
+            if q != "torch.cuda.synchronize" or chooses_by_flag(ctx):  # (a benchmark's sync times the GPU it is about)
+                yield from self._opt(self._finding(ctx, call, f"{q}() assumes a CUDA GPU is present"))
         for call in ctx.calls_named("to", "device"):
             func = call.func
             if func.__class__ is ast.Attribute and func.attr == "to":
@@ -237,6 +266,30 @@ Fix
                 yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
 
     @staticmethod
+    def _cuda_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+        """``torch.cuda.synchronize()``, ``torch.cuda.current_device()`` and the typed constructors
+        (``torch.cuda.FloatTensor(n, c)``): each needs a CUDA GPU, with its qualified name."""
+        if "cuda." not in ctx.source:
+            return
+        for call in ctx.nodes.get(ast.Call, ()):
+            func = call.func
+            if func.__class__ is not ast.Attribute or func.attr not in _CUDA_CALLS and not func.attr.endswith("Tensor"):
+                continue
+            q = ctx.qualname(func)
+            if q is not None and q.startswith("torch.cuda.") and (q[11:] in _CUDA_CALLS or _CUDA_TYPED.match(q[11:])):
+                yield call, q
+
+    def _import_time_cuda(self, ctx: Context) -> Iterator[Finding]:
+        """A file that chooses its device yet calls ``torch.cuda.current_device()`` (or another
+        call needing a GPU) at its top level, under no ``if``/``try``: importing or starting it
+        fails without a GPU, whatever device it or its importers choose."""
+        for call, q in self._cuda_calls(ctx):
+            if ctx.scope_of(call).__class__ is ast.Module and not any(
+                    a.__class__ in (ast.If, ast.Try, ast.With) for a in ctx.ancestors(call)):
+                yield from self._opt(self._finding(ctx, call, f"{q}() at import time needs a CUDA GPU; "
+                                                   "every module importing this one fails without it"))
+
+    @staticmethod
     def _pinned_in_gpu_project(ctx: Context) -> bool:
         """The script picks its one GPU itself (``CUDA_VISIBLE_DEVICES = args.gpu``, then ``.cuda()``
         throughout) and no file of its project has any way to run without a GPU: written for a GPU
@@ -253,6 +306,7 @@ Fix
         if tests_device_for_cpu(ctx):
             yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
             return
+        yield from self._import_time_cuda(ctx)
         if "cuda(" not in src:
             return
         yield from self._cuda_beside_choice(ctx)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword
@@ -56,7 +57,7 @@ def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
 class SpawnWithFixedRendezvous(Rule):
     code = "TW405"
     name = "spawn-with-fixed-rendezvous"
-    triggers = ("spawn", "Process(", "tcp://")
+    triggers = ("spawn", "Process(", "tcp://", "master_addr", "master_port")
     doc = """\
 What it flags
   A script that starts its workers itself with `torch.multiprocessing.spawn(...)` (`mp.spawn`)
@@ -69,7 +70,9 @@ What it flags
   `ctx.Process(target=run, ...)`), and the address may sit in a helper module of the project
   (`def multi_init(...)`: `dist_init_method = "tcp://localhost:10000"` handed to
   `init_process_group`) called by a script that starts its workers by hand: reported there, at
-  the address.
+  the address. Likewise literal rendezvous arguments handed to a set-up helper
+  (`ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)`) in a function that
+  another module of the project starts with `mp.spawn(train, ...)`: reported at that call.
 
 Why it matters
   A fixed address ties the job to one machine, and a fixed port collides as soon as two jobs
@@ -92,6 +95,7 @@ Fix
         spawns = ctx.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes") + _processes(ctx)
         if not spawns:
             yield from self._rendezvous_for_launcher(ctx)
+            yield from _fixed_for_spawned(ctx)
             return
         fixed = _hardcoded_rendezvous(ctx)
         if not fixed:
@@ -126,6 +130,39 @@ Fix
                     suggestion="launch with torchrun and call init_process_group() without an address",
                 )
                 return
+
+
+_RENDEZVOUS_ARGS = frozenset({"master_addr", "master_port"})
+
+
+def _fixed_for_spawned(ctx: Context) -> Iterator[Finding]:
+    """``ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)`` - literal
+    rendezvous arguments handed to a set-up helper - in a function that another module of the
+    project starts with ``mp.spawn(train, ...)``: reported at the call, where the address is fixed."""
+    if "master_" not in ctx.source:
+        return
+    for call in ctx.nodes.get(ast.Call, ()):
+        if not any(k.arg is not None and k.arg.lower() in _RENDEZVOUS_ARGS and k.value.__class__ is ast.Constant
+                   for k in call.keywords):
+            continue
+        func = ctx.function_of(call)
+        while func is not None and ctx.function_of(func) is not None:
+            func = ctx.function_of(func)
+        if func is not None and func.__class__ is not ast.Lambda and _spawned_elsewhere(ctx, func.name):
+            yield ctx.finding(
+                "TW405", call,
+                f"hard-coded rendezvous for the workers mp.spawn starts with {func.name}(): one machine only, its port "
+                "can collide with another job's, and a failed worker is not restarted",
+                suggestion="launch with torchrun and call init_process_group() without an address",
+                end_node=call.func,
+            )
+
+
+def _spawned_elsewhere(ctx: Context, name: str) -> bool:
+    """Another file of the project that imports this module starts ``name`` with ``spawn(name, ...)``."""
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    needle = re.compile(rf"\bspawn\(\s*(?:[\w.]+\.)?{re.escape(name)}\b")
+    return any(p != ctx.path and "spawn(" in t and stem in t and needle.search(t) is not None for p, t in ctx.project.files)
 
 
 def _processes(ctx: Context) -> list[ast.Call]:

@@ -16,7 +16,8 @@
   optimizer that is handed to such a call (``lib.train_with_auto_virtual_batch(optimizer, ...)``,
   ``learn_with_auto_virtual_batch(model, optimizer, ...)``); or the module-level
   function or class that makes it is called by another file of the project that trains (a model
-  builder of a utils module). A file linted on its own cannot show its callers: there the
+  builder of a utils module), or the class that makes it is a base of a class of the project that
+  trains (a processor's ``IO`` base wrapping ``self.model`` for its recognition subclass). A file linted on its own cannot show its callers: there the
   wrapper counts as training.
 """
 
@@ -143,4 +144,27 @@ def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:
         return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     needle = f"{top.name}("
-    return any(p != ctx.path and needle in t and stem in t and _TRAINS.search(t) is not None for p, t in ctx.project.files)
+    if any(p != ctx.path and needle in t and stem in t and _TRAINS.search(t) is not None for p, t in ctx.project.files):
+        return True
+    return top.__class__ is ast.ClassDef and _subclassed_by_trainer(ctx.project, top.name)
+
+
+def _subclassed_by_trainer(facts: ProjectFacts, name: str, depth: int = 3) -> bool:
+    """A class of the project that trains derives from ``name``, directly or through other classes
+    of the project (``class REC_Processor(Processor)``, ``class Processor(IO)``): the base's
+    ``self.model = nn.DataParallel(self.model)`` wraps the model its subclass trains."""
+    names, seen = {name}, {name}
+    for _ in range(depth):
+        grown: set[str] = set()
+        for _, text in facts.files:
+            if "class " not in text or not any(n in text for n in names):
+                continue
+            subs = {m.group(1) for m in _CLASS.finditer(text) if any(
+                b.strip().rsplit(".", 1)[-1] in names for b in m.group(2).split(","))}
+            if subs and _TRAINS.search(text) is not None:
+                return True
+            grown |= subs - seen
+        if not grown:
+            return False
+        names, seen = grown, seen | grown
+    return False

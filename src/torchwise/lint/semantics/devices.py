@@ -46,7 +46,8 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
         return isinstance(expr.value, str) and bool(_DEVICE_STR.match(expr.value))
     if cls is ast.Call:
         q = ctx.qualname(expr.func)
-        if q is None and not expr.args:  # model._device(), self.get_device(): a getter of the device
+        if (q is None or not q.startswith("torch.")) and not expr.args:
+            # model._device(), self.get_device(), a project helper's get_device(): a getter of the device
             name = (last_name(expr.func) or "").lower()
             return "device" in name and not name.startswith(("set", "to_", "move"))
         return q == "torch.device"

@@ -1,6 +1,7 @@
 """Where a training function evaluates (TW104): the stretches from ``model.eval()`` to the next
 ``train()`` with no gradient use between, the keyword that runs a shared loop as evaluation, and the
-``test*`` functions that evaluate a trained model rather than test code."""
+``test*`` functions that evaluate a trained model rather than test code; and the branches of a
+function or script that run evaluation passes of their own."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
                 out.append(((node.lineno, node.col_offset), "train"))
             elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or _grad_helper(ctx, node):
                 out.append(((node.lineno, node.col_offset), "grad"))
-        elif node.__class__ is ast.keyword and node.arg == "requires_grad":
+        elif node.__class__ is ast.keyword and node.arg == "requires_grad" and not (
+                node.value.__class__ is ast.Constant and node.value.value is False):
+            # (`Variable(x, requires_grad=False)`, the 0.3-era input wrapper, asks for no gradient)
             out.append(((node.value.lineno, node.value.col_offset), "grad"))
         elif node.__class__ is ast.Assign and node.value.__class__ is ast.Constant and node.value.value is True and any(
                 t.__class__ is ast.Attribute and t.attr == "requires_grad" for t in node.targets):
@@ -149,3 +152,36 @@ def called_for_training(ctx: Context, func: ast.AST) -> bool:
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:
     return any(n is node for n in ast.walk(tree))
+
+
+def returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
+    """The ``if`` of the function's own body that holds ``line`` and ends in ``return``: a pass of
+    its own (``if name: ...predict one name...; return``), with another pass after it."""
+    for stmt in scope.body:
+        if stmt.__class__ is ast.If and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) and stmt.body \
+                and stmt.body[-1].__class__ is ast.Return and line <= (stmt.body[-1].end_lineno or 0) and not stmt.orelse:
+            return stmt
+    return None
+
+
+def sibling_branches(scope: ast.AST, line: int) -> list[tuple[int, int]]:
+    """The line ranges of the later branches (``elif``/``else``) of the top-level ``if`` of a
+    script that holds ``line`` in an earlier branch: each runs its own evaluation pass."""
+    for stmt in scope.body:
+        if stmt.__class__ is not ast.If or not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            continue
+        out, node, seen = [], stmt, False
+        while node is not None:
+            body_end = node.body[-1].end_lineno or node.lineno
+            if seen:
+                out.append((node.lineno, body_end))
+            seen = seen or node.lineno <= line <= body_end
+            nxt = node.orelse
+            if len(nxt) == 1 and nxt[0].__class__ is ast.If:
+                node = nxt[0]
+                continue
+            if nxt and seen:
+                out.append((nxt[0].lineno, nxt[-1].end_lineno or nxt[-1].lineno))
+            node = None
+        return out
+    return []

@@ -8,7 +8,9 @@ import re
 
 from torchwise.lint.engine import AST, Context
 
-_FALLBACK_HINTS = ("is_available", "device_count", "accelerator", "mps", "get_device", "select_device")
+# a GPU check, an accelerator helper or another backend, as whole names (`json.dumps` names no
+# "mps", `torch.cuda.get_device_name(0)` is no `get_device()`)
+_FALLBACK_HINTS = re.compile(r"is_available|accelerator|\bmps\b|\bget_device\(|select_device")
 # an `if` test that chooses the device: `if args.cuda:`, `if use_gpu:`, `if not args.use_cpu:`
 # (`if x.is_cuda:` follows where the data already is: it chooses nothing)
 _DISTRIBUTED = ("DistributedDataParallel", "init_process_group", "local_rank", "set_device")
@@ -16,20 +18,33 @@ _DEVICE_FLAG = re.compile(r"(?<!is_)cuda|gpu|cpu", re.I)
 
 
 def _moves_back(ctx: Context, const: ast.Constant) -> bool:
-    """``x0.to("cpu")``: a result moved back to the host, not a choice of device."""
-    parent = ctx.parent(const)
-    return parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "to"
+    """``"cpu"`` where nothing is chosen: a result moved back to the host (``x0.to("cpu")``,
+    ``.to(torch.device("cpu"))``) or a checkpoint mapped while it loads (``map_location="cpu"``,
+    ``map_location=torch.device("cpu")``, ``torch.load(f, "cpu")``)."""
+    node, parent = const, ctx.parent(const)
+    if parent.__class__ is ast.Call and node in parent.args and ctx.qualname(parent.func) == "torch.device":
+        node, parent = parent, ctx.parent(parent)
+    if parent.__class__ is ast.keyword:
+        return parent.arg == "map_location" or parent.arg == "device" and _is_to(ctx.parent(parent))
+    return parent.__class__ is ast.Call and node in parent.args and (
+        _is_to(parent) or ctx.qualname(parent.func) == "torch.load")
+
+
+def _is_to(call: ast.AST) -> bool:
+    return call.__class__ is ast.Call and call.func.__class__ is ast.Attribute and call.func.attr == "to"
 
 
 def has_cpu_fallback(ctx: Context) -> bool:
     """The file can choose the CPU: it checks for a GPU (``torch.cuda.is_available()``, the device
     count, an accelerator helper), names a ``"cpu"`` device (moving results back with
-    ``.to("cpu")`` does not count) or has a function taking a ``device`` parameter."""
+    ``.to("cpu")`` or mapping a checkpoint with ``map_location="cpu"`` does not count) or has a
+    function taking a ``device`` parameter."""
     key = ("sem:cpu-fallback",)
     found = ctx._cache.get(key)
     if found is None:
         src = ctx.source
-        found = ctx._cache[key] = any(h in src for h in _FALLBACK_HINTS) or ("cpu" in src and any(
+        found = ctx._cache[key] = (("is_available" in src or "accelerator" in src or "select_device" in src
+                                    or "get_device(" in src or "mps" in src) and _FALLBACK_HINTS.search(src) is not None) or ("cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
             and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ()))) or any(
             a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs)
@@ -50,6 +65,24 @@ def device_flag_ifs(ctx: Context, node: AST, moves_too: bool = False) -> list[as
         if _DEVICE_FLAG.search(text) or (moves_too and "is_cuda" in text):
             out.append(if_node)
     return out
+
+
+def chooses_by_flag(ctx: Context) -> bool:
+    """The file moves to CUDA under a plain device flag (``if args.cuda: batch = batch.cuda()``,
+    ``if not opt.no_cuda:``, ``if self.use_gpu:``): it offers its user a run without a GPU,
+    whatever else it hard-codes (a ``torch.cuda.synchronize()`` in a timing helper does not make
+    it a GPU-only benchmark)."""
+    found = ctx._cache.get("sem:flag-choice")
+    if found is None:
+        found = ctx._cache["sem:flag-choice"] = any(_flag_test(ctx, i.test) for c in ctx.calls_named("cuda")
+                                                    for i, _ in ctx.enclosing_ifs(c) if i.__class__ is ast.If)
+    return found
+
+
+def _flag_test(ctx: Context, test: ast.AST) -> bool:
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        test = test.operand
+    return (test.__class__ is ast.Name or test.__class__ is ast.Attribute) and _DEVICE_FLAG.search(ctx.text(test)) is not None
 
 
 def pinned_gpu_script(ctx: Context) -> bool:

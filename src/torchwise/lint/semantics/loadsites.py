@@ -2,7 +2,8 @@
 that trains nothing (an evaluation or inference script), a load that every process of a
 distributed run makes, a cache of prepared data read back in the branch beside the one that
 builds and saves it, a load helper of a module with no device code that restores what the
-project saves from a device, and the keys of a checkpoint the project writes with device tensors."""
+project saves from a device, the keys of a checkpoint the project writes with device tensors, and
+a training function's resume in a project with no way to run without a GPU."""
 
 from __future__ import annotations
 
@@ -19,10 +20,15 @@ from torchwise.lint.semantics.steps import training_calls
 
 def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
     """The ``X.load_state_dict(...)`` call the loaded object feeds: ``m.load_state_dict(torch.load(p))``,
-    or ``ckpt = torch.load(p)`` then ``m.load_state_dict(ckpt["state"])`` in the same scope."""
+    or ``ckpt = torch.load(p)`` then ``m.load_state_dict(ckpt["state"])`` in the same scope; also
+    through a conversion helper of the project (``sd = convert_old(torch.load(p), name)``)."""
     parent = ctx.parent(load)
     if parent.__class__ is ast.Subscript and parent.value is load:  # m.load_state_dict(torch.load(p)["g_ema"])
         parent = ctx.parent(parent)
+    if parent.__class__ is ast.Call and parent.args and parent.args[0] is load and last_name(parent.func) != "load_state_dict" \
+            and parent.func.__class__ is ast.Name and ctx.qualname(parent.func) not in (None, parent.func.id) \
+            and not (ctx.qualname(parent.func) or "").startswith(("torch.", "builtins.")):
+        load, parent = parent, ctx.parent(parent)  # a helper imported from the project converts the state first
     if parent.__class__ is ast.Call and last_name(parent.func) == "load_state_dict":
         return parent
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
@@ -43,6 +49,19 @@ def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
                 n.__class__ is ast.Name and n.id in names for n in ast.walk(call.args[0])):
             return call
     return None
+
+
+def gpu_project_load(ctx: Context, load: ast.Call) -> bool:
+    """The project is GPU-only by design (TW403's test), or the load resumes the training of its
+    own function (``def train(self): ... if resume: ckpt = torch.load(path)``, then the training
+    loop) in a project none of whose files has any way to run without a GPU (no GPU check that
+    chooses, no device flag or option, no "cpu" device chosen): it restores where it trains."""
+    if ctx.project.gpu_only:
+        return True
+    if len(ctx.project.files) < 2 or ctx.project.cpu_path_files:
+        return False
+    func = ctx.function_of(load)
+    return func is not None and any(ctx.function_of(c) is func for c in training_calls(ctx))
 
 
 def evaluation_script(ctx: Context) -> bool:

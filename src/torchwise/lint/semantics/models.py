@@ -123,7 +123,7 @@ _NOT_FORWARD_PREFIXES = ("save", "load", "register", "print", "set_", "get_num",
 # methods named for running the model (the class is not in view: imported)
 _FORWARD_VERBS = frozenset({
     "generate", "sample", "predict", "act", "set_forward", "get_action", "get_value", "get_action_and_value", "evaluate_actions",
-    "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "reconstruct",
+    "infer", "inference", "encode", "decode", "embed", "forward_features", "extract_features", "extract_feature", "reconstruct",
     "denoise", "translate", "detect", "segment", "classify",
     # scoring methods: the network's (log-)likelihood of the input
     "log_prob", "log_probs", "log_likelihood", "nll", "logits", "predict_proba", "perplexity",

@@ -55,6 +55,26 @@ def reached_from(facts: ProjectFacts, starts: tuple[str, ...]) -> frozenset[str]
     return found
 
 
+def training_seeders(facts: ProjectFacts) -> tuple[str, ...]:
+    """The files of the project that seed a generator, less the evaluation scripts among them: an
+    entry point (``__main__``, ``parse_args()``) that evaluates (``net.eval()``) and reaches no
+    training code - no file it is or imports runs ``.backward(`` with an optimizer step. Such a
+    script seeds its own shuffle (``random.seed(args.seed)`` in ``eval.py``) and asks nothing of
+    the training loss and augmentations it happens to import."""
+    key = ("training-seeders",)
+    found = facts.answers.get(key)
+    if found is None:
+        texts = dict(facts.files)
+        trainers = {p for p, t in facts.files if ".backward(" in t and (".step(" in t or "optim" in t)}
+        found = facts.answers[key] = tuple(p for p in facts.seed_files if not _evaluation_script(texts.get(p, "")) or (
+            reached_from(facts, (p,)) & trainers))
+    return found
+
+
+def _evaluation_script(text: str) -> bool:
+    return ("__main__" in text or "parse_args(" in text) and ".eval()" in text
+
+
 # text that moves data or a model to an accelerator
 _MOVES = (".cuda(", ".to(device", ".to(self.device", ".to(args.device", ".to(DEVICE", '"cuda', "'cuda")
 

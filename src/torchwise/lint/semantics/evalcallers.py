@@ -1,0 +1,114 @@
+"""Who runs an evaluation-named function, and under which grad mode (TW104).
+
+A model run through a bound method: ``encode = trainer.gen_a.encode if a2b else trainer.gen_b.encode``
+after ``trainer.eval()``, then ``content = encode(images)`` in the evaluation loop.
+
+Two shapes where a function named for evaluation is not an evaluation that records a graph:
+
+- a nested helper of another function (``def render_rays(...): def inference(model, x): ...``):
+  it runs wherever, and as, its enclosing function does - in a NeRF renderer that is the
+  training step as well. It is evaluation only when the function around it is;
+- a function of a library module that the project only ever reaches under ``no_grad``: an
+  ``eval.py`` wraps ``eval_ood_detection(...)`` in ``with torch.no_grad():``, and that function
+  reaches ``compute_ood_score`` through a closure (``score_func``) handed to a scoring loop.
+  Followed through the file's own functions (up to a few levels) to the functions other
+  modules call; every such call of the project must sit under no_grad.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.models import runs_forward
+
+_DEPTH = 3
+
+
+def nested_in_plain_function(ctx: Context, func: AST, is_evaluation) -> bool:
+    """``func`` is defined inside another function that is not evaluation itself (by
+    ``is_evaluation(outer)``: named for it, or it puts a model in eval mode), and calls no
+    ``.eval()`` of its own."""
+    outer = ctx.function_of(func)
+    if outer is None or outer.__class__ is ast.Lambda:
+        return False
+    if any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "eval" and not n.args
+           for n in ctx.walk_body(func.body)):
+        return False
+    while True:
+        above = ctx.function_of(outer)
+        if above is None or above.__class__ is ast.Lambda:
+            break
+        outer = above
+    return not is_evaluation(outer)
+
+
+def reached_only_under_no_grad(ctx: Context, func: AST) -> bool:
+    """Every way the project runs ``func`` (a module-level function of this file) passes under
+    ``no_grad``/``inference_mode``: through the file's own functions that name it, up to the
+    calls other modules make (see the module doc). False when any way is unknown."""
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
+        return False
+    key = ("evalcallers:no-grad", id(func))
+    found = ctx._cache.get(key)
+    if found is None:
+        found = ctx._cache[key] = _only_under_no_grad(ctx, func, _DEPTH, set())
+    return found
+
+
+def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> bool:
+    if id(func) in seen or depth < 0:
+        return False
+    seen.add(id(func))
+    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == func.name and n.ctx.__class__ is ast.Load]
+    outside = list(project_calls(ctx, func.name)) if ctx.project.files else []
+    if not uses and not outside:
+        return False  # nothing runs it that this file or the project shows
+    for other, call in outside:
+        if not under_no_grad(other, call):
+            return False
+    for use in uses:
+        if under_no_grad(ctx, use):
+            continue
+        holder = ctx.function_of(use)
+        while holder is not None and ctx.parent(holder) is not ctx.tree:
+            holder = ctx.function_of(holder)  # the module-level function around a closure
+        if holder is None or holder is func or not _only_under_no_grad(ctx, holder, depth - 1, seen):
+            return False
+    return True
+
+
+def bound_method_run(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
+    """``encode(images)`` where ``encode`` is bound to a running method (``generate``, ``encode``,
+    ``predict``... of :func:`~torchwise.lint.semantics.models.runs_forward`) of a model put in
+    eval mode (one of ``receivers``) or of a submodule of it (``trainer.gen_a.encode`` after
+    ``trainer.eval()``), also one of two such methods chosen by a condition."""
+    func = call.func
+    if func.__class__ is not ast.Name or not receivers or func.id not in _method_aliases(ctx):
+        return False
+    b = ctx.binding_at(func.id, call)
+    if b is None or b.kind != "assign" or b.value is None:
+        return False
+    value = b.value
+    options = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    return all(o.__class__ is ast.Attribute and _of_receiver(ctx.text(o.value), receivers) and runs_forward(ctx, o, call)
+               for o in options)
+
+
+def _method_aliases(ctx: Context) -> frozenset[str]:
+    """Names the file assigns an attribute (or a choice of two) to: ``encode = net.encode``."""
+    found = ctx._cache.get("evalcallers:aliases")
+    if found is None:
+        found = ctx._cache["evalcallers:aliases"] = frozenset(
+            t.id for a in ctx.nodes.get(ast.Assign, ()) if a.value.__class__ in (ast.Attribute, ast.IfExp)
+            for t in a.targets if t.__class__ is ast.Name)
+    return found
+
+
+def _of_receiver(owner: str, receivers: set[str]) -> bool:
+    return owner in receivers or any(owner.startswith(r + ".") for r in receivers)
+
+
+__all__ = ["bound_method_run", "nested_in_plain_function", "reached_only_under_no_grad"]
