@@ -103,6 +103,69 @@ def _bindings_of(node: AST, cls: type) -> Iterator[Binding]:
         yield Binding(node.name, pos(node), "def" if cls is not ast.ClassDef else "class", None, node)
 
 
+def file_bindings(nodes: dict[type, list[AST]]) -> dict[int, dict[str, list[Binding]]]:
+    """``id(scope) -> name -> bindings`` for every scope of a file at once, made from the file's
+    index of nodes by type (parent links set): each binding node is placed in the scope whose walk
+    (:func:`collect_bindings`) meets it - no walk of the tree. Parameters are not included, and a
+    scope's lists are not sorted yet (:func:`scope_table` does both for the scopes asked about)."""
+    out: dict[int, dict[str, list[Binding]]] = {}
+    for cls in _BINDERS:
+        for node in nodes.get(cls, ()):
+            scope = _walked_by(node)
+            if scope is None:
+                continue
+            table = out.get(id(scope))
+            if table is None:
+                table = out[id(scope)] = {}
+            for b in _bindings_of(node, cls):
+                chain = table.get(b.name)
+                if chain is None:
+                    table[b.name] = [b]
+                else:
+                    chain.append(b)
+    return out
+
+
+def _walked_by(node: AST) -> AST | None:
+    """The scope (function, lambda or module) whose walk meets ``node``: the body of a function
+    or lambda, a decorator in the scope around its def; nothing meets a class body, the defaults
+    and annotations of a def, or a lambda's defaults."""
+    child = node
+    anc = getattr(node, "_tw_parent", None)
+    while anc is not None:
+        cls = anc.__class__
+        if cls is ast.FunctionDef or cls is ast.AsyncFunctionDef:
+            field = getattr(child, "_tw_field", "")
+            if field == "body":
+                return anc
+            if field != "decorator_list":
+                return None
+        elif cls is ast.ClassDef:
+            if getattr(child, "_tw_field", "") != "decorator_list":
+                return None
+        elif cls is ast.Lambda:
+            return anc if getattr(child, "_tw_field", "") == "body" else None
+        elif cls is ast.Module:
+            return anc
+        child = anc
+        anc = getattr(anc, "_tw_parent", None)
+    return None
+
+
+def scope_table(scope: AST, found: dict[str, list[Binding]] | None) -> dict[str, list[Binding]]:
+    """What :func:`collect_bindings` gives for ``scope``, from its part of :func:`file_bindings`."""
+    out: dict[str, list[Binding]] = {}
+    if scope.__class__ in FUNCTION_TYPES:
+        for b in _parameters(scope):
+            out.setdefault(b.name, []).append(b)
+    for name, chain in (found or {}).items():
+        have = out.get(name)
+        out[name] = have + chain if have is not None else list(chain)
+    for chain in out.values():
+        chain.sort(key=lambda b: b.pos)
+    return out
+
+
 def collect_bindings(scope: AST) -> dict[str, list[Binding]]:
     """Name -> its bindings in ``scope`` (nested functions and classes excluded), by position."""
     out: dict[str, list[Binding]] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_right
 
-from torchwise.lint.engine.bindings import Binding, collect_bindings
+from torchwise.lint.engine.bindings import Binding, file_bindings, scope_table
 from torchwise.lint.engine.nodes import AST
 from torchwise.lint.engine.tree import SyntaxTree
 
@@ -26,7 +26,10 @@ class DataFlow(SyntaxTree):
         key = ("bindings", id(scope))
         found = self._cache.get(key)
         if found is None:
-            found = collect_bindings(scope)
+            every = self._cache.get("bindings:file")
+            if every is None:  # every scope's bindings in one pass over the index (no walk per scope)
+                every = self._cache["bindings:file"] = file_bindings(self.nodes)
+            found = scope_table(scope, every.get(id(scope)))
             self._cache[key] = found
         return found
 

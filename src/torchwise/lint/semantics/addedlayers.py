@@ -44,14 +44,20 @@ def added_pairs(ctx: Context) -> Iterator[ast.AST]:
     ``layers += [nn.Conv2d(...)]``) and followed, on the same container, by a BatchNorm added next
     - directly or under ``if batch_norm:``, a flag of the helper that some call of it turns on
     (``convRelu(2, True)``, ``make_layers(cfg, batch_norm=True)``)."""
-    for func in ctx.nodes.get(ast.FunctionDef, ()):
-        for block in ast.walk(func):
-            if block.__class__ is ast.FunctionDef and block is not func:
-                continue
-            for field in ("body", "orelse"):  # the else of `if nlayers == 1:` holds a list of layers too
-                body = getattr(block, field, None)
-                if isinstance(body, list) and body:
-                    yield from _block_pairs(ctx, func, body)
+    # the statement lists that add a layer somewhere (the else of `if nlayers == 1:` holds a list of
+    # layers too), found from the file's index; each is read for every function around it
+    blocks: dict[tuple[int, str], tuple[ast.AST, str]] = {}
+    for kind in (ast.Expr, ast.AugAssign, ast.Assign):
+        for stmt in ctx.nodes.get(kind, ()):
+            field = getattr(stmt, "_tw_field", "")
+            if field in ("body", "orelse") and _added(ctx, stmt) is not None:
+                block = ctx.parent(stmt)
+                blocks.setdefault((id(block), field), (block, field))
+    for block, field in blocks.values():
+        funcs = [block] if block.__class__ is ast.FunctionDef else \
+            [a for a in ctx.ancestors(block) if a.__class__ is ast.FunctionDef]
+        for func in funcs:
+            yield from _block_pairs(ctx, func, getattr(block, field))
 
 
 def _block_pairs(ctx: Context, func: ast.FunctionDef, body: list[ast.stmt]) -> Iterator[ast.AST]:

@@ -19,13 +19,15 @@ from __future__ import annotations
 import ast
 import os
 import re
+from bisect import bisect_right
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import parsed_file
-from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, IMPORT_STMT, own_copy, owners_look_local, resolves_elsewhere,
+from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, own_copy, owners_look_local, resolves_elsewhere,
                                                 used_beyond_import, words)
 from torchwise.lint.semantics.superseded import superseded
 
+_NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
 _ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
 
 
@@ -115,7 +117,7 @@ def _module_in_use(ctx: Context) -> bool:
         raw = os.path.splitext(os.path.basename(ctx.path))[0]
         others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
         stem = re.escape(raw)
-        imports = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
+        imports = _NEVER if not others else re.compile(r"^[ \t]*(?:from[ \t]+([\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
                              r"([^\n]*)\b" + stem + r"\b)", re.M)
         imported = shadowed = False
         for t in others:
@@ -155,7 +157,7 @@ def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str
     if other is None or not _module_in_use(other):
         return False
     spans, demo = _top_level_spans(other), _main_block(other)
-    imports = [m.span() for m in IMPORT_STMT.finditer(text)]
+    imports = import_spans(text)
     for m in word.finditer(text):
         if any(a <= m.start() < b for a, b in imports):
             if re.match(r"[ \t]+as[ \t]+\w", text[m.end():m.end() + 40]):
@@ -231,22 +233,29 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     spans, demo = _top_level_spans(ctx), _main_block(ctx)
-    lines = ctx._cache.get("deadcode:lines")
-    if lines is None:
-        lines = ctx._cache["deadcode:lines"] = ctx.source.splitlines()
-    for number, line in enumerate(lines, 1):  # this file first: a call at module level settles it cheaply
-        if name not in line:
-            continue
-        for m in word.finditer(line):
-            if number == top.lineno and line[:m.start()].rstrip().endswith(("def", "class")):
-                continue  # the definition itself
-            owner = _owner_at(spans, number)
-            if owner is top:
-                continue  # recursion, or the class naming itself
-            if owner is None and demo is not None and demo[0] <= number <= demo[1]:
-                continue  # the demo block of a module the project imports
-            if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
-                return False
+    starts = ctx._cache.get("deadcode:starts")
+    if starts is None:  # where each line starts (as str.splitlines counts them)
+        starts = [0]
+        for piece in ctx.source.splitlines(True):
+            starts.append(starts[-1] + len(piece))
+        ctx._cache["deadcode:starts"] = starts
+    source = ctx.source
+    at = source.find(name)
+    while at >= 0:  # every use of the name as a word: this file first, a call at module level settles it cheaply
+        start, at = at, source.find(name, at + 1)
+        if start and (source[start - 1].isalnum() or source[start - 1] == "_") or \
+                (source[start + len(name):start + len(name) + 1].isalnum() or source[start + len(name):start + len(name) + 1] == "_"):
+            continue  # part of a longer word
+        number = bisect_right(starts, start)
+        if number == top.lineno and source[starts[number - 1]:start].rstrip().endswith(("def", "class")):
+            continue  # the definition itself
+        owner = _owner_at(spans, number)
+        if owner is top:
+            continue  # recursion, or the class naming itself
+        if owner is None and demo is not None and demo[0] <= number <= demo[1]:
+            continue  # the demo block of a module the project imports
+        if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
+            return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)

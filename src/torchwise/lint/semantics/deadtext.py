@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 
 from torchwise.lint.engine import Context
 
@@ -113,6 +114,13 @@ IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)
                           r"(?:[^\n\\]|\\\n)*)", re.M)
 
 
+@lru_cache(maxsize=256)
+def import_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """Where the import statements of ``text`` lie (found once per text: the dead-code tests ask
+    about many names in the same modules)."""
+    return tuple(m.span() for m in IMPORT_STMT.finditer(text))
+
+
 # a module that picks what it imports by a name computed at run time
 DYNAMIC = ("eval(", "getattr(", "globals()", "locals()", "__dict__", "vars(")
 
@@ -124,7 +132,7 @@ def used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
     name at run time (``eval(model_type)``) may use anything it imports."""
     if os.path.basename(path) == "__init__.py":
         return True
-    spans = [m.span() for m in IMPORT_STMT.finditer(text)]
+    spans = import_spans(text)
     commented_call = False
     for m in word.finditer(text):
         at = m.start()

@@ -82,9 +82,9 @@ def delegating_function_of(ctx: Context, node: AST) -> AST | None:
     if found is None:
         steps = step_functions(ctx)
         found = ctx._cache[key] = id(func) not in steps and any(
-            ctx.function_of(c) is func and not ctx.enclosing_loops(c) and not ctx.enclosing_ifs(c)
-            and c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name and c.func.value.id == "self"
-            and id(local_function(ctx, c)) in steps for c in ctx.nodes.get(ast.Call, ()))
+            c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name and c.func.value.id == "self"
+            and ctx.function_of(c) is func and not ctx.enclosing_loops(c) and not ctx.enclosing_ifs(c)
+            and id(local_function(ctx, c)) in steps for c in ctx.nodes.get(ast.Call, ()))  # (the cheap tests first)
     return func if found else None
 
 

@@ -51,8 +51,12 @@ def eval_built_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """The first forward pass, outside no_grad, of each method that runs a model its class built
     in evaluation mode - in a class with no backward pass, optimizer step or grad switch, and
     unless every call of the method in the file is under no_grad."""
+    built = [n for n in ctx.nodes.get(ast.Assign, ()) if _eval_built(n.value)]
+    if not built:
+        return  # nothing in the file is built in evaluation mode: no class is walked
+    holders = {id(a) for n in built for a in ctx.ancestors(n) if a.__class__ is ast.ClassDef}
     for cls in ctx.nodes.get(ast.ClassDef, ()):
-        attrs = _model_attrs(cls)
+        attrs = _model_attrs(cls) if id(cls) in holders else {}
         if not attrs or any(w in ctx.text(cls) for w in _GRAD_WORDS):
             continue
         for method in cls.body:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import DEF_TYPES, Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.evalregions import eval_flag
 from torchwise.lint.semantics.frozen import eval_calls
@@ -54,6 +54,21 @@ def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple
                         f"run it under `with torch.no_grad():` in {scope.name}() (and call model.eval()), or "
                         "torch.set_grad_enabled(train) in the loop")
                     break
+
+
+def _flag_holders(ctx: Context) -> set[int]:
+    """The functions whose own body (nested defs aside) has a call that passes a flag running a
+    shared loop as evaluation (:func:`eval_flag`): found from the file's index of calls once, before
+    any function is walked."""
+    found = ctx._cache.get("sem:eval-flag-holders")
+    if found is None:
+        found = ctx._cache["sem:eval-flag-holders"] = set()
+        for call in ctx.nodes.get(ast.Call, ()):
+            if call.keywords and eval_flag(call) is not None:
+                holder = next((a for a in ctx.ancestors(call) if isinstance(a, DEF_TYPES)), None)
+                if holder is not None:
+                    found.add(id(holder))
+    return found
 
 
 __all__ = ["shared_loop_runs"]

@@ -75,6 +75,8 @@ def host_index_arrays(ctx: Context) -> Iterator[tuple[ast.Call, AST]]:
 
 def _drawn_index(ctx: Context, part: AST, use: AST) -> ast.Call | None:
     if part.__class__ is ast.Name:
+        if part.id not in _drawn_names(ctx):
+            return None  # never bound to such a draw in the file: no binding to look up
         b = ctx.binding_at(part.id, use)
         if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call or ctx.scope_of(b.node) is not ctx.scope_of(use):
             return None
@@ -82,10 +84,26 @@ def _drawn_index(ctx: Context, part: AST, use: AST) -> ast.Call | None:
         if any(b.pos <= pos < here for pos in name_positions(ctx).get(part.id, ())):
             return None  # used before: reported there, or changed on the host
         part = b.value
-    if part.__class__ is not ast.Call:
-        return None
-    q = ctx.qualname(part.func) or star_qualname(ctx, part.func, numpy=True) or ""
-    return part if q.startswith("numpy.random.") or q == "numpy.arange" else None
+    return part if part.__class__ is ast.Call and _host_draw(ctx, part) else None
+
+
+def _host_draw(ctx: Context, call: ast.Call) -> bool:
+    q = ctx.qualname(call.func) or star_qualname(ctx, call.func, numpy=True) or ""
+    return q.startswith("numpy.random.") or q == "numpy.arange"
+
+
+def _drawn_names(ctx: Context) -> set[str]:
+    """The names the file binds (``name = ...``) to a NumPy draw or ``np.arange``: the only names
+    :func:`_drawn_index` can follow to one (a text of the index, once per file)."""
+    found = ctx._cache.get("sem:drawn-names")
+    if found is None:
+        found = ctx._cache["sem:drawn-names"] = set()
+        for stmt in [*ctx.nodes.get(ast.Assign, ()), *ctx.nodes.get(ast.AnnAssign, ())]:
+            if stmt.value.__class__ is ast.Call and _host_draw(ctx, stmt.value):
+                for t in stmt.targets if stmt.__class__ is ast.Assign else [stmt.target]:
+                    if t.__class__ is ast.Name:
+                        found.add(t.id)
+    return found
 
 
 def _device_attribute(ctx: Context, expr: AST, use: AST) -> bool:
