@@ -1,0 +1,108 @@
+"""The recall corpus, round 16 part C: classes the sets 21 and 22 (tuning sets of round 16) showed
+for the data loaders (TW202, TW203, TW204, TW406) and the deprecated or removed APIs (TW501,
+TW502) - reported where the advice does not apply, or missed - each written in our own words and
+reduced to its shape, with look-alikes. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW502 scales first in a matrix product
+# Re-identification code computes squared distances as |x|^2 + |y|^2 - 2 x y^T with the old
+# overload of addmm_ that takes beta and alpha before the matrices; it warns on every call.
+FIND += [
+    Shape("TW502", "beta and alpha before the matrices of an in-place addmm_", d("""
+        import torch
+        def pairwise(a, b):
+            n, m = a.size(0), b.size(0)
+            out = a.pow(2).sum(1, keepdim=True).expand(n, m) + b.pow(2).sum(1, keepdim=True).expand(m, n).t()
+            out.addmm_(1, -2, a, b.t())
+            return out
+    """), 5),
+    Shape("TW502", "beta alone before the matrices", d("""
+        import torch
+        def scores(q, g, base):
+            base.addmm_(0.5, q, g.t())
+            return base
+    """), 3),
+    Shape("TW502", "the function form with beta, input and alpha first", d("""
+        import torch
+        def affine(bias, w, x):
+            return torch.addmm(1, bias, 1, x, w.t())
+    """), 3),
+    Shape("TW502", "a batched product with the scales first", d("""
+        import torch
+        def attend(acc, q, k):
+            return acc.baddbmm(0, 1.0, q, k.transpose(1, 2))
+    """), 3),
+    Shape("TW502", "the allocator's cached memory under its old name", d("""
+        import torch
+        def log_memory(logger):
+            logger.info("cached %.1f MB", torch.cuda.memory_cached() / 2 ** 20)
+    """), 3),
+]
+QUIET += [
+    Shape("TW502", "look-alike: addmm_ with beta and alpha by keyword", d("""
+        import torch
+        def pairwise(a, b, out):
+            out.addmm_(a, b.t(), beta=1, alpha=-2)
+            return torch.addmm(out, a, b.t(), alpha=-2)
+    """)),
+    Shape("TW502", "look-alike: a project's accumulator with an addmm method of three arguments", d("""
+        import torch
+        class Sketch:
+            def addmm(self, key, left, right):
+                self.parts[key] = (left, right)
+        def fill(s, names, xs, ys):
+            for name, x, y in zip(names, xs, ys):
+                s.addmm(name, x, y)
+    """)),
+    Shape("TW502", "look-alike: the current allocator statistics", d("""
+        import torch
+        def log_memory(logger):
+            logger.info("reserved %.1f MB", torch.cuda.memory_reserved() / 2 ** 20)
+    """)),
+]
+
+# ------------------------------------------------------------- TW501 torchvision's deleted transforms
+# Certification code built its ImageNet pipeline with the transform names of torchvision 0.1.
+FIND += [
+    Shape("TW501", "RandomSizedCrop in a training pipeline", d("""
+        from torchvision import transforms
+        train_tf = transforms.Compose([transforms.RandomSizedCrop(224), transforms.ToTensor()])
+    """), 2),
+    Shape("TW501", "Scale through an aliased module in a test pipeline", d("""
+        import torchvision.transforms as T
+        def test_pipeline(size):
+            return T.Compose([T.Scale(size), T.CenterCrop(224), T.ToTensor()])
+    """), 3),
+    Shape("TW501", "Scale imported by name", d("""
+        from torchvision.transforms import Scale, ToTensor
+        resize = Scale(128)
+    """), 1),
+]
+QUIET += [
+    Shape("TW501", "look-alike: the project's own Scale transform", d("""
+        import torch
+        from torchvision import transforms
+        class Scale:
+            def __init__(self, factor):
+                self.factor = factor
+            def __call__(self, x):
+                return x * self.factor
+        tf = transforms.Compose([transforms.ToTensor(), Scale(2.0)])
+    """)),
+    Shape("TW501", "look-alike: Scale of a project module named transforms", d("""
+        import transforms
+        tf = transforms.Compose([transforms.Scale(256), transforms.RandomSizedCrop(224)])
+    """)),
+    Shape("TW501", "look-alike: the current names", d("""
+        from torchvision import transforms
+        tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.Resize(256)])
+    """)),
+]
