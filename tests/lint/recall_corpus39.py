@@ -106,3 +106,85 @@ QUIET += [
         tf = transforms.Compose([transforms.RandomResizedCrop(224), transforms.Resize(256)])
     """)),
 ]
+
+# ------------------------------------------------------------- TW203 a loader handed to a looping function of the file
+# A chatbot's train() builds its loaders and hands them to train_epoch()/validate_epoch() of the
+# same file, whose loops move every batch to args.device; main() chose cuda when it is there. A
+# medical-imaging script's main() does the same with train(model, loader, ..., device).
+FIND += [
+    Shape("TW203", "loader built in train() and handed to an epoch function that moves each batch", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train_epoch(model, loader, optimizer, args):
+            for ids, labels in loader:
+                ids, labels = ids.to(args.device), labels.to(args.device)
+                loss = model(ids, labels=labels).loss
+                loss.backward()
+                optimizer.step()
+        def train(model, train_set, args):
+            train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, num_workers=4)
+            optimizer = torch.optim.Adam(model.parameters())
+            for epoch in range(args.epochs):
+                train_epoch(model, train_loader, optimizer, args)
+        def main(args, model, train_set):
+            args.device = "cuda:0" if torch.cuda.is_available() else "cpu"
+            train(model.to(args.device), train_set, args)
+    """), 10),
+    Shape("TW203", "loader handed by keyword to an evaluation loop under tqdm", d("""
+        import torch
+        from tqdm import tqdm
+        from torch.utils.data import DataLoader
+        def evaluate(model, device, loader=None):
+            with torch.no_grad():
+                for step, (x, y) in enumerate(tqdm(loader)):
+                    out = model(x.to(device))
+        def run(model, test_set, args):
+            test_loader = DataLoader(test_set, batch_size=64, num_workers=2)
+            evaluate(model, args.device, loader=test_loader)
+        def main():
+            args = parse()
+            args.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            run(build().to(args.device), load(), args)
+    """), 9),
+]
+QUIET += [
+    Shape("TW203", "look-alike: the function it is handed to loops over it on the CPU, moving nothing", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def channel_stats(loader):
+            total = 0
+            for images, _ in loader:
+                total += images.mean()
+            return total
+        def prepare(train_set):
+            stats_loader = DataLoader(train_set, batch_size=256, num_workers=4)
+            return channel_stats(stats_loader)
+        def main():
+            model = torch.nn.Linear(3, 3).cuda()
+    """)),
+    Shape("TW203", "look-alike: the function it is handed to keeps it and moves only the model", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        class Runner:
+            def __init__(self, model, loader, device):
+                self.model = model.to(device)
+                self.loader = loader
+        def build(model, ds, device):
+            loader = DataLoader(ds, batch_size=32, num_workers=2)
+            return Runner(model, loader, device)
+        def main():
+            build(make(), data(), torch.device("cuda"))
+    """)),
+    Shape("TW203", "look-alike: a CPU-only script handing its loader to a looping function", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def fit(model, loader, device):
+            for x, y in loader:
+                loss = model(x.to(device)).sum()
+                loss.backward()
+        def main(model, ds):
+            device = torch.device("cpu")
+            loader = DataLoader(ds, batch_size=32, num_workers=2)
+            fit(model, loader, device)
+    """)),
+]

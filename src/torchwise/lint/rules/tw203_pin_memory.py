@@ -18,6 +18,7 @@ from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
+from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -72,6 +73,8 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     if _handed_to_trainer(ctx, call) or ctx.project.targets_gpu and (
             handed_to_project_mover(ctx, call) or subclass_moves(ctx, call)):
         return True
+    if (ctx.project.targets_gpu or gpu_evident(ctx)) and handed_to_local_mover(ctx, call):
+        return True  # train_epoch(model, train_loader, ...) of this file loops over it and moves each batch
     return _returned_to_gpu(ctx, call)
 
 
@@ -216,7 +219,11 @@ What it flags
   data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
   (`while True: yield from loader`). A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
-  file or project that names CUDA; so does a loader handed to a trainer class of the project
+  file or project that names CUDA; so does a loader handed to a function of the file that loops
+  over the argument it receives and moves data to a device itself (`train_epoch(model,
+  train_loader, optimizer, args)` whose loop does `ids.to(args.device)`, the device chosen in
+  `main()`; a function that only keeps the loader, or loops over it without moving anything, does
+  not count); and a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module, or a
   `trainer_class(...)` chosen by the config) in a project that names CUDA (a framework's
   trainer is not), and a loader handed to a function of another module of the project that
