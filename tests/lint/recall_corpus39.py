@@ -188,3 +188,94 @@ QUIET += [
             fit(model, loader, device)
     """)),
 ]
+
+# ------------------------------------------------------------- TW202 a worker-count option that is 0 by default
+# A dialogue model's training script offers --num_workers but defaults it to 0; the loaders take
+# the option, so a run with the defaults reads and pads every batch in the main process.
+FIND += [
+    Shape("TW202", "num_workers from an argparse option whose default is 0", d("""
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader
+        from dataset import DialogueSet
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--num_workers", type=int, default=0, help="loader processes")
+        parser.add_argument("--batch_size", type=int, default=8)
+        def train(args, records):
+            loader = DataLoader(DialogueSet(records), batch_size=args.batch_size, shuffle=True,
+                                num_workers=args.num_workers, collate_fn=pad_batch)
+            for ids in loader:
+                pass
+    """), 9),
+]
+QUIET += [
+    Shape("TW202", "look-alike: the option defaults to a positive count", d("""
+        import argparse
+        from torch.utils.data import DataLoader
+        from dataset import DialogueSet
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=4)
+        def train(args, records):
+            return DataLoader(DialogueSet(records), batch_size=8, num_workers=args.workers)
+    """)),
+    Shape("TW202", "look-alike: an option defaulting to 0 over in-memory tensors", d("""
+        import argparse
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=0)
+        def train(args, x, y):
+            return DataLoader(TensorDataset(x, y), batch_size=64, num_workers=args.workers)
+    """)),
+    Shape("TW202", "look-alike: num_workers=0 written out", d("""
+        from torch.utils.data import DataLoader
+        from dataset import DialogueSet
+        def train(records):
+            return DataLoader(DialogueSet(records), batch_size=8, num_workers=0)
+    """)),
+]
+
+# ------------------------------------------------------------- TW202/TW203 the project's own class DataLoader
+# A captioning project defines `class DataLoader(TorchDataLoader)` in its data package (only to
+# fix the collate function) and the scripts import that name: its loaders are torch's loaders,
+# with the worker count from an option that is 0 by default and no pin_memory.
+_CAPTION_DATA = d("""
+    from torch.utils.data import DataLoader as TorchDataLoader
+    class DataLoader(TorchDataLoader):
+        def __init__(self, dataset, *args, **kwargs):
+            super().__init__(dataset, *args, collate_fn=dataset.collate_fn(), **kwargs)
+""")
+_CAPTION_TRAIN = d("""
+    import argparse
+    import torch
+    from data import DataLoader, Captions
+    device = torch.device("cuda")
+    def train(model, loader, optim):
+        for feats, caps in loader:
+            feats, caps = feats.to(device), caps.to(device)
+            model(feats, caps).backward()
+            optim.step()
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--workers", type=int, default=0)
+        args = parser.parse_args()
+        loader = DataLoader(Captions("train"), batch_size=50, shuffle=True, num_workers=args.workers)
+        train(build().to(device), loader, make_optim())
+""")
+PROJECTS += [
+    ProjectShape("TW203", "the project's DataLoader subclass of torch's, imported under torch's name",
+                 {"data/__init__.py": _CAPTION_DATA, "train.py": _CAPTION_TRAIN}, (("train.py", 14),)),
+    ProjectShape("TW202", "the same loader with the option's default of 0 workers",
+                 {"data/__init__.py": _CAPTION_DATA, "train.py": _CAPTION_TRAIN}, (("train.py", 14),)),
+    ProjectShape("TW203", "look-alike: the project's DataLoader subclass pins itself", {
+        "data/__init__.py": _CAPTION_DATA.replace("**kwargs)\n", "pin_memory=True, **kwargs)\n"), "train.py": _CAPTION_TRAIN}),
+    ProjectShape("TW202", "look-alike: the project's class DataLoader derives from its own base, which sets workers", {
+        "data/__init__.py": d("""
+            from torch.utils.data import DataLoader as TorchDataLoader
+            class BaseDataLoader(TorchDataLoader):
+                def __init__(self, dataset, **kwargs):
+                    super().__init__(dataset, num_workers=8, **kwargs)
+            class DataLoader(BaseDataLoader):
+                pass
+        """), "train.py": _CAPTION_TRAIN.replace(", num_workers=args.workers", "")}),
+]

@@ -10,7 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.configdefaults import false_pin_sources
-from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
@@ -19,6 +19,7 @@ from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
+from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -208,7 +209,9 @@ class LoaderWithoutPinMemory(Rule):
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
-  `class AudioDataLoader(DataLoader)`, here or in another module) that do not mention `pin_memory` at all (neither by keyword nor as
+  `class AudioDataLoader(DataLoader)`, here or in another module, or a class named
+  `DataLoader` itself deriving from torch's under an alias - `class DataLoader(TorchDataLoader)` - that the scripts
+  import from the project's module) that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
