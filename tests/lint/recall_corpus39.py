@@ -279,3 +279,48 @@ PROJECTS += [
                 pass
         """), "train.py": _CAPTION_TRAIN.replace(", num_workers=args.workers", "")}),
 ]
+
+# ------------------------------------------------------------- TW203 pinned for one dataset only
+# A certification project pins memory only when the dataset option is ImageNet; CIFAR-10
+# batches go to the same GPU unpinned.
+FIND += [
+    Shape("TW203", "pin_memory bound to a test of the dataset option", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def main(args, train_set):
+            pin = (args.dataset == "imagenet")
+            loader = DataLoader(train_set, batch_size=256, num_workers=4, pin_memory=pin)
+            model = build(args).cuda()
+            for x, y in loader:
+                model(x.cuda()).sum().backward()
+    """), 5),
+    Shape("TW203", "pin_memory written as membership of the dataset name", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def main(cfg, train_set):
+            loader = DataLoader(train_set, batch_size=64, num_workers=4,
+                                pin_memory=cfg.data in ("imagenet", "places"))
+            for x, y in loader:
+                x = x.cuda()
+    """), 4),
+]
+QUIET += [
+    Shape("TW203", "look-alike: pin_memory tied to the device choice", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def main(args, train_set):
+            pin = args.device == "cuda"
+            loader = DataLoader(train_set, batch_size=256, num_workers=4, pin_memory=pin)
+            for x, y in loader:
+                x = x.to(args.device)
+    """)),
+    Shape("TW203", "look-alike: pin_memory from an accelerator string", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def main(cfg, train_set):
+            loader = DataLoader(train_set, batch_size=256, num_workers=4, pin_memory=cfg.accelerator in ("gpu", "auto"))
+            model = build().cuda()
+            for x, y in loader:
+                model(x.cuda())
+    """)),
+]

@@ -20,6 +20,7 @@ from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -256,7 +257,10 @@ What it flags
   runs) is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
-  is set to False), also in a loader helper of another module, and so is `pin_memory=False` in
+  is set to False), and so is `pin_memory` tied to a choice that is not the device
+  (`pin_memory = (args.dataset == "imagenet")`, `pin_memory=cfg.data in ("imagenet", "places")`:
+  the other datasets' batches go to the GPU unpinned; a test naming the device - `args.device ==
+  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module, and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
@@ -332,13 +336,16 @@ Fix
                                       f"feeding a GPU (line {call.lineno})", suggestion="set pin_memory=True")
                 continue
             explicit = _explicit_false(ctx, pin)
-            if (pin is not None and not explicit) or has_star_args(call) and not splat_without_pin(ctx, call) \
+            choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
+            if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue
             if _nothing_to_pin(ctx, call):
                 continue
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
+            if choice is not None:
+                what = (f"pinned only when {ctx.text(choice)}: the other choices' batches go to the GPU unpinned")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
                               suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
         if "pin_memory" in ctx.source and ctx.project.files:
