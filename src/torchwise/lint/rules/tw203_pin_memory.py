@@ -21,6 +21,7 @@ from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclas
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
+from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -141,37 +142,7 @@ def _host_statistics(ctx: Context, call: ast.Call) -> bool:
     the CPU (a dataset's mean and std), and no batch reaches a GPU."""
     if any(w in ctx.source for w in _DEVICE_WORK) or _returned(ctx, call):
         return False
-    return _only_iterated(ctx, call)
-
-
-_WRAPPERS = frozenset({"enumerate", "iter", "next", "len", "tqdm", "zip"})
-
-
-def _only_iterated(ctx: Context, call: ast.Call) -> bool:
-    """The name the loader is stored under (``loader = DataLoader(...)``, ``loaders = {x:
-    DataLoader(...) for x in splits}``) is only looped over here (``for data in
-    loaders[phase]``, through ``enumerate``/``tqdm``/``iter``/``len``), never handed to anything
-    else - a function of another module could move its batches."""
-    stmt = ctx.statement_of(call)
-    names = {t.id for t in getattr(stmt, "targets", ()) if t.__class__ is ast.Name}
-    if len(names) != 1 or ctx.parent(call) is not stmt and ctx.parent(ctx.parent(call)) is not stmt:
-        return False
-    name = names.pop()
-    looped = False
-    for use in ctx.nodes.get(ast.Name, ()):
-        if use.id != name or use.ctx.__class__ is not ast.Load:
-            continue
-        node = use
-        while ctx.parent(node).__class__ is ast.Subscript and ctx.parent(node).value is node:
-            node = ctx.parent(node)
-        parent = ctx.parent(node)
-        while parent.__class__ is ast.Call and node in parent.args and last_name(parent.func) in _WRAPPERS:
-            node, parent = parent, ctx.parent(parent)
-        if parent.__class__ in (ast.For, ast.AsyncFor) and parent.iter is node:
-            looped = True
-        elif node is use or parent.__class__ is ast.Call:  # len(loader), next(iter(loader)) are no hand-off
-            return False
-    return looped
+    return only_iterated(ctx, call)
 
 
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
