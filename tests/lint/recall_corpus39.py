@@ -324,3 +324,49 @@ QUIET += [
                 model(x.cuda())
     """)),
 ]
+
+# ------------------------------------------------------------- TW406 a framework imported only to read a config file
+# A lane-detection project builds its DistributedSampler in a data module; train.py loops over
+# epochs and never calls set_epoch. Its vendored config reader imports mmcv lazily, only to
+# parse a YAML file - no mmcv runner drives the loop.
+_LANE_DATA = d("""
+    import torch
+    def get_train_loader(dataset, batch_size, distributed):
+        if distributed:
+            sampler = torch.utils.data.distributed.DistributedSampler(dataset)
+        else:
+            sampler = torch.utils.data.RandomSampler(dataset)
+        return torch.utils.data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=4)
+""")
+_LANE_TRAIN = d("""
+    from data.dataloader import get_train_loader
+    def main(cfg, dataset, net, optimizer):
+        loader = get_train_loader(dataset, cfg.batch_size, cfg.distributed)
+        for epoch in range(cfg.epochs):
+            for images, labels in loader:
+                net(images).sum().backward()
+                optimizer.step()
+""")
+_LANE_CONFIG = d("""
+    import json
+    class Config:
+        @staticmethod
+        def read(filename):
+            if filename.endswith((".yml", ".yaml")):
+                import mmcv
+                return mmcv.load(filename)
+            with open(filename) as f:
+                return json.load(f)
+""")
+PROJECTS += [
+    ProjectShape("TW406", "sampler of a data module; the only framework import reads a YAML file",
+                 {"data/dataloader.py": _LANE_DATA, "train.py": _LANE_TRAIN, "utils/config.py": _LANE_CONFIG},
+                 (("data/dataloader.py", 4),)),
+    ProjectShape("TW406", "look-alike: an mmcv runner drives the epochs", {
+        "data/dataloader.py": _LANE_DATA, "utils/config.py": _LANE_CONFIG,
+        "train.py": "from mmcv.runner import EpochBasedRunner\n" + _LANE_TRAIN}),
+    ProjectShape("TW406", "look-alike: Accelerate imported inside the training function", {
+        "data/dataloader.py": _LANE_DATA, "utils/config.py": _LANE_CONFIG,
+        "train.py": _LANE_TRAIN.replace("def main(cfg, dataset, net, optimizer):\n",
+                                        "def main(cfg, dataset, net, optimizer):\n    from accelerate import Accelerator\n")}),
+]
