@@ -370,3 +370,26 @@ PROJECTS += [
         "train.py": _LANE_TRAIN.replace("def main(cfg, dataset, net, optimizer):\n",
                                         "def main(cfg, dataset, net, optimizer):\n    from accelerate import Accelerator\n")}),
 ]
+
+# ------------------------------------------------------------- TW203 a TensorDataset of CUDA typed tensors
+# A traffic-forecasting project turns its NumPy windows into torch.cuda.FloatTensor when CUDA is
+# there and wraps them in a TensorDataset: the batches are slices of device tensors, nothing to pin.
+QUIET += [
+    Shape("TW203", "look-alike: TensorDataset of tensors made by a CUDA typed class chosen by availability", d("""
+        import torch
+        def data_loader(X, Y, batch_size, shuffle=True):
+            cuda = True if torch.cuda.is_available() else False
+            TensorFloat = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+            X, Y = TensorFloat(X), TensorFloat(Y)
+            data = torch.utils.data.TensorDataset(X, Y)
+            return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=shuffle)
+    """)),
+    Shape("TW203", "look-alike: TensorDataset of torch.cuda.FloatTensor made in place", d("""
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        def fit(model, x, y):
+            ds = TensorDataset(torch.cuda.FloatTensor(x), torch.cuda.LongTensor(y))
+            for xb, yb in DataLoader(ds, batch_size=32, shuffle=True):
+                model(xb).sum().backward()
+    """)),
+]

@@ -246,7 +246,9 @@ What it flags
   - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
   collate function of the file whose `device` parameter defaults to one -, an identity `collate_fn=lambda x: x`
   (lists of raw items - PIL images, paths - that the consumer converts itself), or a device tensor or a `TensorDataset` of device
-  tensors: `DataLoader(series.to(device)[:n])`), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
+  tensors: `DataLoader(series.to(device)[:n])`, also tensors of a CUDA typed class -
+  `torch.cuda.FloatTensor(x)`, or `TensorFloat(x)` after `TensorFloat = torch.cuda.FloatTensor if
+  cuda else torch.FloatTensor`), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no

@@ -9,6 +9,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
 from torchwise.lint.semantics.collates import device_collate
+from torchwise.lint.semantics.cudatyped import cuda_typed
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
 from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
@@ -85,7 +86,7 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
             return True  # DataLoader(train_y) where train_y = series.to(device): slices of a device tensor
         made = producing_call(ctx, dataset, loader)
         if made is not None and last_name(made.func) == "TensorDataset":
-            return any(is_device_tensor(ctx, a, made) for a in made.args)
+            return any(is_device_tensor(ctx, a, made) or cuda_typed(ctx, a, made) for a in made.args)
     return False
 
 
