@@ -393,3 +393,21 @@ QUIET += [
                 model(xb).sum().backward()
     """)),
 ]
+
+# ------------------------------------------------------------- TW202 a loader in a dataset's one-time process()
+# A graph dataset converts torchvision's MNIST into superpixel graphs once, in the process() hook
+# that writes its cached file; the loader there runs a single time, not per epoch.
+QUIET += [
+    Shape("TW202", "look-alike: a loader in process() of an in-memory graph dataset", d("""
+        import torch
+        from torchvision import datasets, transforms
+        from torch_geometric.data import InMemoryDataset
+        class PixelGraphs(InMemoryDataset):
+            def download(self):
+                self.train = datasets.MNIST(self.raw_dir, transform=transforms.ToTensor(), download=True)
+            def process(self):
+                loader = torch.utils.data.DataLoader(self.train)
+                graphs = [to_graph(img) for img, _ in loader]
+                torch.save(self.collate(graphs), self.processed_paths[0])
+    """)),
+]

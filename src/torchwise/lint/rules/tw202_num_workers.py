@@ -126,6 +126,16 @@ def _preprocessed(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _builds_cache(ctx: Context, call: ast.Call) -> bool:
+    """A loader inside the ``process()`` method of a dataset class (``class
+    ImageDataset(InMemoryDataset)``): the one-time pass that writes the processed file the dataset
+    then loads; it runs once, not per epoch."""
+    func = ctx.function_of(call)
+    klass = ctx.class_of(call)
+    return func is not None and func.name == "process" and klass is not None and ctx.parent(func) is klass \
+        and any((last_name(b) or "").endswith("Dataset") for b in klass.bases)
+
+
 def _graph_project(ctx: Context) -> bool:
     """The file or its project uses PyTorch Geometric: graph loaders that slice a collated
     in-memory dataset, where workers have little to do."""
@@ -175,6 +185,8 @@ What it flags
   item: flagged - also an element of what a method of such a class returns (`train_set, dev_set,
   test_set = data.SpeechDataset.splits(config)`). (The flake8 plugin sees one file at a time and
   keeps the file-only judgement.)
+  A loader in the `process()` method of a dataset class (`class ImageDataset(InMemoryDataset)`:
+  the one-time pass that writes the processed file) is left alone: it runs once, not per epoch.
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
@@ -231,7 +243,7 @@ Lint and the doctor
                 continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):
                 continue  # batches of indices: nothing to load per item; or the whole dataset as one batch
-            if demo_loader(ctx, call) or never_read_loader(ctx, call):
+            if demo_loader(ctx, call) or never_read_loader(ctx, call) or _builds_cache(ctx, call):
                 continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them
