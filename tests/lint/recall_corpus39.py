@@ -411,3 +411,41 @@ QUIET += [
                 torch.save(self.collate(graphs), self.processed_paths[0])
     """)),
 ]
+
+# ------------------------------------------------------------- TW203 a dataset that streams its own batches
+# An inpainting project's dataset has create_iterator(): an endless generator over a loader of
+# itself, from which the model's sampling step takes batches with next() and moves them to CUDA.
+_STREAM_DATA = d("""
+    import torch
+    from torch.utils.data import DataLoader
+    class MaskedImages(torch.utils.data.Dataset):
+        def __getitem__(self, index):
+            return self.load(index)
+        def create_iterator(self, batch_size):
+            while True:
+                sample_loader = DataLoader(dataset=self, batch_size=batch_size, drop_last=True)
+                for item in sample_loader:
+                    yield item
+""")
+PROJECTS += [
+    ProjectShape("TW203", "a dataset method yielding its loader's batches, taken by next() and moved to CUDA", {
+        "src/dataset.py": _STREAM_DATA,
+        "src/model.py": d("""
+            import torch
+            class Inpainter:
+                def __init__(self, val_set, n):
+                    self.samples = val_set.create_iterator(n)
+                def sample(self, net):
+                    images, masks = (t.cuda() for t in next(self.samples))
+                    return net(images, masks)
+        """)}, (("src/dataset.py", 8),)),
+    ProjectShape("TW203", "look-alike: the same dataset in a project that never names CUDA", {
+        "src/dataset.py": _STREAM_DATA,
+        "src/model.py": d("""
+            class Inpainter:
+                def __init__(self, val_set, n):
+                    self.samples = val_set.create_iterator(n)
+                def sample(self, net):
+                    return net(*next(self.samples))
+        """)}),
+]

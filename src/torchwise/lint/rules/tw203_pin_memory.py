@@ -22,6 +22,7 @@ from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.onlyiterated import only_iterated
+from torchwise.lint.semantics.loaderstreams import streaming_method, streams
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -61,6 +62,8 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
                 return True
         elif node.__class__ is ast.YieldFrom and node.value.__class__ is ast.Name and node.value.id in names:
             return True  # while True: yield from loader - an endless stream of its batches for the callers
+        elif streams(node, names):
+            return True  # for item in loader: yield item - the same stream, written out
     return False
 
 
@@ -93,6 +96,8 @@ def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if callers:
         return any(gpu_evident_for(ctx, c) or depth > 1 and ctx.function_of(c) is not func
                    and _returned_to_gpu(ctx, c, depth - 1) for c in callers)
+    if streaming_method(ctx, func, call):
+        return gpu_evident(ctx) or ctx.project.targets_gpu  # a dataset's create_iterator(): a stream of batches for the trainer
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
@@ -192,7 +197,9 @@ What it flags
   the file (also through a second helper of the file that returns it again: `get_all_loaders`
   returning what `get_loader_folder` built); a loader-building function nobody calls here (a
   data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
-  (`while True: yield from loader`). A function or class that moves its batches to a device chosen
+  (`while True: yield from loader`, or `for item in loader: yield item`), and a method of a dataset
+  class that streams batches of a loader over itself that way (`create_iterator(batch_size)`,
+  whose batches the model takes with `next(...)`) in such a file or project. A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
   file or project that names CUDA; so does a loader handed to a function of the file that loops
   over the argument it receives and moves data to a device itself (`train_epoch(model,
