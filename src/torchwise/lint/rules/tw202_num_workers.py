@@ -11,6 +11,8 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.data import demo_loader, getitem_of, getitem_slices_only, is_index_collection, loader_yields_device_batches, moves_to_device, project_dataset
 
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
+from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.optiondefaults import zero_by_default
 from torchwise.lint.semantics.unread import never_read_loader
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -124,6 +126,27 @@ def _preprocessed(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _builds_cache(ctx: Context, call: ast.Call) -> bool:
+    """A loader inside the ``process()`` method of a dataset class (``class
+    ImageDataset(InMemoryDataset)``): the one-time pass that writes the processed file the dataset
+    then loads; it runs once, not per epoch."""
+    func = ctx.function_of(call)
+    klass = ctx.class_of(call)
+    return func is not None and func.name == "process" and klass is not None and ctx.parent(func) is klass \
+        and any((last_name(b) or "").endswith("Dataset") for b in klass.bases)
+
+
+def _graph_project(ctx: Context) -> bool:
+    """The file or its project uses PyTorch Geometric: graph loaders that slice a collated
+    in-memory dataset, where workers have little to do."""
+    if "torch_geometric" in ctx.source:
+        return True
+    key = ("tw202:graph-project",)
+    if key not in ctx.project.answers:
+        ctx.project.answers[key] = any("torch_geometric" in text for _, text in ctx.project.files)
+    return ctx.project.answers[key]
+
+
 def _one_batch(ctx: Context, call: ast.Call, dataset: ast.AST) -> bool:
     """``DataLoader(test_set, batch_size=len(test_set))``: the whole dataset in one batch, which a
     single worker would load alone - workers have nothing to overlap."""
@@ -141,7 +164,14 @@ What it flags
   `torch.utils.data.DataLoader(...)` (under any import alias) that is not given `num_workers`
   at all (by keyword or as the sixth positional argument), also through a helper's own `**kwargs`
   that none of its callers (in the file or the project, all in view) fills with it
-  (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`). Left alone: an
+  (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`), and calls of a
+  project's own subclass that never names `num_workers` (`class DataLoader(TorchDataLoader)`
+  fixing only the collate function, imported as `from data import DataLoader`). Also
+  `num_workers=args.workers` where the file's `add_argument('--workers', type=int, default=0)`
+  declares it: 0 unless the user sets the option - such a loader counts even without visible
+  per-item work (the option says loading is meant to be worth workers), except over data that
+  workers cannot speed up (below) and in a project that uses PyTorch Geometric (graph loaders that
+  slice a collated in-memory dataset). Left alone: an
   explicit count (0 included: a decision), other `**kwargs` (the value may be in there), the whole
   dataset as one batch (`batch_size=len(test_set)`: one worker would load it alone), data that workers cannot
   speed up (lists, ranges, tensors, index tensors such as `train_idx`, `TensorDataset`, random/dummy datasets, a dataset class of
@@ -155,6 +185,8 @@ What it flags
   item: flagged - also an element of what a method of such a class returns (`train_set, dev_set,
   test_set = data.SpeechDataset.splits(config)`). (The flake8 plugin sees one file at a time and
   keeps the file-only judgement.)
+  A loader in the `process()` method of a dataset class (`class ImageDataset(InMemoryDataset)`:
+  the one-time pass that writes the processed file) is left alone: it runs once, not per epoch.
   Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
@@ -185,12 +217,19 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in [*ctx.calls_to(DATALOADER), *loader_class_calls(ctx)]:  # (klass=DataLoader: a helper's loader class)
+        calls = [*ctx.calls_to(DATALOADER), *loader_class_calls(ctx)]  # (klass=DataLoader: a helper's loader class)
+        if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
+            calls += loader_subclass_calls(ctx, "num_workers")  # the project's class DataLoader(TorchDataLoader)
+        for call in calls:
             value = argument(call, "num_workers", 5)
+            option = value is not None and zero_by_default(ctx, value)
             if value is None:
                 if has_star_args(call) and forwarded_key(ctx, call, "num_workers") is not False:
                     continue  # (a helper's own **kwargs that no caller fills with num_workers: unset)
                 message = "DataLoader without num_workers loads every batch in the training process"
+            elif option:
+                message = (f"num_workers={ctx.text(value)} is 0 unless the option is given: by default every batch "
+                           "is loaded in the main process, between steps")
             else:
                 continue  # an explicit count, 0 included, is a decision someone made
             dataset = argument(call, "dataset", 0)
@@ -199,11 +238,12 @@ Lint and the doctor
             facts = project_dataset(ctx, dataset, call)  # its class is in another module of the project
             if facts is not None and (facts.iterable or facts.in_memory or facts.device):
                 continue  # main-process streams, slices of in-memory tensors, items made on the device
-            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call):
-                continue
+            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call) \
+                    and not (option and not _graph_project(ctx)):
+                continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):
                 continue  # batches of indices: nothing to load per item; or the whole dataset as one batch
-            if demo_loader(ctx, call) or never_read_loader(ctx, call):
+            if demo_loader(ctx, call) or never_read_loader(ctx, call) or _builds_cache(ctx, call):
                 continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them

@@ -10,7 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import numpy_collate
 from torchwise.lint.semantics.configdefaults import false_pin_sources
-from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, loader_subclass_calls, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
+from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
@@ -18,6 +18,11 @@ from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
+from torchwise.lint.semantics.localmovers import handed_to_local_mover
+from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
+from torchwise.lint.semantics.onlyiterated import only_iterated
+from torchwise.lint.semantics.loaderstreams import streaming_method, streams
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -57,6 +62,8 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
                 return True
         elif node.__class__ is ast.YieldFrom and node.value.__class__ is ast.Name and node.value.id in names:
             return True  # while True: yield from loader - an endless stream of its batches for the callers
+        elif streams(node, names):
+            return True  # for item in loader: yield item - the same stream, written out
     return False
 
 
@@ -72,6 +79,8 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     if _handed_to_trainer(ctx, call) or ctx.project.targets_gpu and (
             handed_to_project_mover(ctx, call) or subclass_moves(ctx, call)):
         return True
+    if (ctx.project.targets_gpu or gpu_evident(ctx)) and handed_to_local_mover(ctx, call):
+        return True  # train_epoch(model, train_loader, ...) of this file loops over it and moves each batch
     return _returned_to_gpu(ctx, call)
 
 
@@ -87,6 +96,8 @@ def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if callers:
         return any(gpu_evident_for(ctx, c) or depth > 1 and ctx.function_of(c) is not func
                    and _returned_to_gpu(ctx, c, depth - 1) for c in callers)
+    if streaming_method(ctx, func, call):
+        return gpu_evident(ctx) or ctx.project.targets_gpu  # a dataset's create_iterator(): a stream of batches for the trainer
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
@@ -136,37 +147,7 @@ def _host_statistics(ctx: Context, call: ast.Call) -> bool:
     the CPU (a dataset's mean and std), and no batch reaches a GPU."""
     if any(w in ctx.source for w in _DEVICE_WORK) or _returned(ctx, call):
         return False
-    return _only_iterated(ctx, call)
-
-
-_WRAPPERS = frozenset({"enumerate", "iter", "next", "len", "tqdm", "zip"})
-
-
-def _only_iterated(ctx: Context, call: ast.Call) -> bool:
-    """The name the loader is stored under (``loader = DataLoader(...)``, ``loaders = {x:
-    DataLoader(...) for x in splits}``) is only looped over here (``for data in
-    loaders[phase]``, through ``enumerate``/``tqdm``/``iter``/``len``), never handed to anything
-    else - a function of another module could move its batches."""
-    stmt = ctx.statement_of(call)
-    names = {t.id for t in getattr(stmt, "targets", ()) if t.__class__ is ast.Name}
-    if len(names) != 1 or ctx.parent(call) is not stmt and ctx.parent(ctx.parent(call)) is not stmt:
-        return False
-    name = names.pop()
-    looped = False
-    for use in ctx.nodes.get(ast.Name, ()):
-        if use.id != name or use.ctx.__class__ is not ast.Load:
-            continue
-        node = use
-        while ctx.parent(node).__class__ is ast.Subscript and ctx.parent(node).value is node:
-            node = ctx.parent(node)
-        parent = ctx.parent(node)
-        while parent.__class__ is ast.Call and node in parent.args and last_name(parent.func) in _WRAPPERS:
-            node, parent = parent, ctx.parent(parent)
-        if parent.__class__ in (ast.For, ast.AsyncFor) and parent.iter is node:
-            looped = True
-        elif node is use or parent.__class__ is ast.Call:  # len(loader), next(iter(loader)) are no hand-off
-            return False
-    return looped
+    return only_iterated(ctx, call)
 
 
 def _names_cpu(ctx: Context, func: ast.AST) -> bool:
@@ -205,7 +186,9 @@ class LoaderWithoutPinMemory(Rule):
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
-  `class AudioDataLoader(DataLoader)`, here or in another module) that do not mention `pin_memory` at all (neither by keyword nor as
+  `class AudioDataLoader(DataLoader)`, here or in another module, or a class named
+  `DataLoader` itself deriving from torch's under an alias - `class DataLoader(TorchDataLoader)` - that the scripts
+  import from the project's module) that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
@@ -214,9 +197,15 @@ What it flags
   the file (also through a second helper of the file that returns it again: `get_all_loaders`
   returning what `get_loader_folder` built); a loader-building function nobody calls here (a
   data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
-  (`while True: yield from loader`). A function or class that moves its batches to a device chosen
+  (`while True: yield from loader`, or `for item in loader: yield item`), and a method of a dataset
+  class that streams batches of a loader over itself that way (`create_iterator(batch_size)`,
+  whose batches the model takes with `next(...)`) in such a file or project. A function or class that moves its batches to a device chosen
   elsewhere (`self.device` set in `__init__`, `define_device(...)` of another module) counts in a
-  file or project that names CUDA; so does a loader handed to a trainer class of the project
+  file or project that names CUDA; so does a loader handed to a function of the file that loops
+  over the argument it receives and moves data to a device itself (`train_epoch(model,
+  train_loader, optimizer, args)` whose loop does `ids.to(args.device)`, the device chosen in
+  `main()`; a function that only keeps the loader, or loops over it without moving anything, does
+  not count); and a loader handed to a trainer class of the project
   (`BERTTrainer(bert, train_dataloader=train_data_loader)`, defined in another module, or a
   `trainer_class(...)` chosen by the config) in a project that names CUDA (a framework's
   trainer is not), and a loader handed to a function of another module of the project that
@@ -246,7 +235,10 @@ What it flags
   runs) is left alone,
   and so are methods that return loaders to a framework (`train_dataloader()`). An explicit
   `pin_memory=False` on a loader whose batches go to the GPU is flagged too (the message says it
-  is set to False), also in a loader helper of another module, and so is `pin_memory=False` in
+  is set to False), and so is `pin_memory` tied to a choice that is not the device
+  (`pin_memory = (args.dataset == "imagenet")`, `pin_memory=cfg.data in ("imagenet", "places")`:
+  the other datasets' batches go to the GPU unpinned; a test naming the device - `args.device ==
+  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module, and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
@@ -261,7 +253,9 @@ What it flags
   - `lambda batch: collate(batch, args, device)`, `partial(collate, device=device)`, a
   collate function of the file whose `device` parameter defaults to one -, an identity `collate_fn=lambda x: x`
   (lists of raw items - PIL images, paths - that the consumer converts itself), or a device tensor or a `TensorDataset` of device
-  tensors: `DataLoader(series.to(device)[:n])`), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
+  tensors: `DataLoader(series.to(device)[:n])`, also tensors of a CUDA typed class -
+  `torch.cuda.FloatTensor(x)`, or `TensorFloat(x)` after `TensorFloat = torch.cuda.FloatTensor if
+  cuda else torch.FloatTensor`), where pinning would fail; loaders whose `collate_fn` returns NumPy arrays and no
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
@@ -322,13 +316,16 @@ Fix
                                       f"feeding a GPU (line {call.lineno})", suggestion="set pin_memory=True")
                 continue
             explicit = _explicit_false(ctx, pin)
-            if (pin is not None and not explicit) or has_star_args(call) and not splat_without_pin(ctx, call) \
+            choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
+            if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue
             if _nothing_to_pin(ctx, call):
                 continue
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
+            if choice is not None:
+                what = (f"pinned only when {ctx.text(choice)}: the other choices' batches go to the GPU unpinned")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
                               suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
         if "pin_memory" in ctx.source and ctx.project.files:

@@ -150,7 +150,9 @@ What it flags
   a helper takes as a parameter: `klass=DataLoader`) of a
   project that loops over epochs but never calls `set_epoch` (nor assigns `sampler.epoch`) in
   any file and imports no training framework that would (Lightning, Accelerate, transformers,
-  Ignite, mmcv/mmengine...). A sampler built inside a loop or given its own `seed=` is left
+  Ignite, mmcv/mmengine...; a lazy import inside a function of a file that never speaks of
+  loaders, trainers, runners or epochs - a vendored config reader's `import mmcv` to parse a YAML
+  file - runs no loop and does not count). A sampler built inside a loop or given its own `seed=` is left
   alone, and so is one handed to anything but a loader there (a project's batch iterator that
   freezes the batches and reshuffles them with its own seed). Samplers of evaluation data are left alone: built
   in an evaluation function (`validate()`), under no_grad, in the `else` of `if is_train:`, or over a dataset named for

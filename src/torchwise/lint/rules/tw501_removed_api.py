@@ -14,14 +14,17 @@ from torchwise.lint.rule import Rule
 class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
-    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua")
+    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
   `torch.solve`, `torch.symeig`, `torch.matrix_rank`, `torch.lstsq`, `torch.eig` (under any
   import alias), `torch.autograd.gradcheck.zero_gradients`, and the names of `torch._six`
   (`string_classes`, `int_classes`, `container_abcs`, `inf`...; the module went in PyTorch 2.0),
-  and `torch.utils.serialization.load_lua` (Lua Torch `.t7` files; gone since PyTorch 1.0).
+  and `torch.utils.serialization.load_lua` (Lua Torch `.t7` files; gone since PyTorch 1.0); and
+  torchvision's `transforms.Scale` and `transforms.RandomSizedCrop` (deprecated since 0.2,
+  deleted in torchvision 0.12: `Resize`, `RandomResizedCrop`). A class or function of the
+  project that happens to be called `Scale` is not torchvision's and is left alone.
   An import inside `try:` whose `except` catches the ImportError (a fallback for newer versions)
   is left alone.
 
@@ -32,6 +35,7 @@ Why it matters
 
 Example
   x = torch.solve(b, A)                                # TW501
+  resize = transforms.Scale(256)                       # TW501
 
 Fix
   Use the `torch.linalg` function named in the finding (`torch.linalg.solve(A, b)`: the
@@ -40,13 +44,17 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call, q in symbol_calls(ctx, REMOVED):
-            yield ctx.finding(self.code, call, f"{q} was removed from PyTorch; use {REMOVED[q]}",
+            yield ctx.finding(self.code, call, f"{q} was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}", end_node=call.func)
         for node, alias, q in symbol_imports(ctx, REMOVED):
             if _import_guarded(ctx, node):
                 continue  # try: from torch._six import inf / except ImportError: from torch import inf
-            yield ctx.finding(self.code, node, f"import of {q}, which was removed from PyTorch; use {REMOVED[q]}",
+            yield ctx.finding(self.code, node, f"import of {q}, which was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}")
+
+
+def _library(q: str) -> str:
+    return "torchvision" if q.startswith("torchvision.") else "PyTorch"
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})

@@ -29,7 +29,8 @@ What it flags
   A call of, or `from ... import` of, a deprecated function: the old linear-algebra functions
   (`torch.qr`, `torch.svd`, `torch.cholesky`, `torch.lu`, `torch.norm`, `torch.chain_matmul`,
   `torch.ger`, and its method form `a.ger(b)`...), `torch.range`, `nn.UpsamplingNearest2d`/`UpsamplingBilinear2d`,
-  `torch.testing.assert_allclose`, `nn.utils.weight_norm` (and its module's `WeightNorm` class; also
+  `torch.testing.assert_allclose`, `torch.cuda.memory_cached`/`max_memory_cached` (renamed
+  `memory_reserved`/`max_memory_reserved`), `nn.utils.weight_norm` (and its module's `WeightNorm` class; also
   each call through `import torch.nn.utils.weight_norm as weightNorm`), `nn.utils.clip_grad_norm`
   (`clip_grad_norm_`), `torch.backends.cuda.sdp_kernel`,
   `F.upsample`/`F.upsample_bilinear`/`F.upsample_nearest` (`F.interpolate`; also named without a
@@ -58,6 +59,11 @@ What it flags
   `reduction='elementwise_mean'`; the scalar-first overloads `t.add_(alpha, other)`,
   `t.sub_(alpha, other)`, `t.addcmul_(value, a, b)`, `t.addcdiv_(value, a, b)` (also
   `addcmul`/`addcdiv` and `torch.add(x, alpha, y)`), told by their extra positional argument;
+  the scales-first overloads of the products that add to a tensor, `d.addmm_(1, -2, x, y.t())`
+  and `d.addmm_(beta, x, y)` (also `addbmm`, `baddbmm`, `addmv`, `addr`, `sspaddmm`, in place or
+  not) and `torch.addmm(beta, d, alpha, x, y)`, told by one or two extra positional arguments
+  led by a number (a project's own `addmm(key, left, right)` method, whose first argument is no
+  number, is left alone);
   the same with `t.add(alpha, other)`/`t.sub(alpha, other)` inside an optimizer's loop over
   `group['params']` or `optimizer.param_groups` (`grad = grad.add(group['weight_decay'], p.data)`).
   Not flagged: `add(a, b)` methods of other objects (meters, sets) elsewhere, `dim` passed positionally.

@@ -31,6 +31,11 @@ REMOVED: dict[str, str] = {
     "torch._six.PY3": "nothing: PyTorch runs on Python 3 only",
     "torch._six.PY37": "a sys.version_info test",
     "torch._six.istuple": "isinstance(x, tuple)",
+    # torchvision's old transform names, deprecated since 0.2 and deleted in 0.12
+    "torchvision.transforms.Scale": "torchvision.transforms.Resize",
+    "torchvision.transforms.RandomSizedCrop": "torchvision.transforms.RandomResizedCrop",
+    "torchvision.transforms.transforms.Scale": "torchvision.transforms.Resize",
+    "torchvision.transforms.transforms.RandomSizedCrop": "torchvision.transforms.RandomResizedCrop",
 }
 
 # deprecated: still there, but warn and are slated for removal (name -> (replacement, exact alias?))
@@ -55,6 +60,9 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.utils._pytree._register_pytree_node": ("torch.utils._pytree.register_pytree_node", False),
     "torch.backends.cuda.sdp_kernel": ("torch.nn.attention.sdpa_kernel", False),
     "torch.nn.NLLLoss2d": ("torch.nn.NLLLoss (it takes (N, C, H, W) inputs)", False),
+    # the allocator's "cached" memory was renamed "reserved" (FutureWarning on each call)
+    "torch.cuda.memory_cached": ("torch.cuda.memory_reserved", True),
+    "torch.cuda.max_memory_cached": ("torch.cuda.max_memory_reserved", True),
     # (F.sigmoid/F.tanh warned until PyTorch 1.x; they are plain aliases again and warn no more)
     "torch.nn.functional.upsample": ("torch.nn.functional.interpolate", False),
     "torch.nn.functional.upsample_bilinear": ("torch.nn.functional.interpolate(mode='bilinear', align_corners=True)", False),

@@ -9,6 +9,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
 from torchwise.lint.semantics.collates import device_collate
+from torchwise.lint.semantics.cudatyped import cuda_typed
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.devices import device_move_target, is_device_tensor
 from torchwise.lint.semantics.values import body_nodes, local_function, producing_call
@@ -85,7 +86,7 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
             return True  # DataLoader(train_y) where train_y = series.to(device): slices of a device tensor
         made = producing_call(ctx, dataset, loader)
         if made is not None and last_name(made.func) == "TensorDataset":
-            return any(is_device_tensor(ctx, a, made) for a in made.args)
+            return any(is_device_tensor(ctx, a, made) or cuda_typed(ctx, a, made) for a in made.args)
     return False
 
 
@@ -345,43 +346,3 @@ def _only_stepped(ctx: Context, assign: AST) -> bool:
 
 
 _LOADER_BASES = ("DataLoader",)
-
-
-def loader_subclass_calls(ctx: Context) -> list[ast.Call]:
-    """Calls of a ``DataLoader`` subclass that does not choose ``pin_memory`` itself
-    (``AudioDataLoader(dataset, batch_size=...)``): a class of this file whose base is
-    ``torch.utils.data.DataLoader``, or one another file of the project defines as
-    ``class AudioDataLoader(DataLoader):``."""
-    key = ("sem:loader-subclasses",)
-    found = ctx._cache.get(key)
-    if found is not None:
-        return found
-    found = []
-    for name, calls in ctx.calls_by_name.items():
-        if "Loader" not in name or name == "DataLoader":  # AudioDataLoader, DataLoaderMaskingPred
-            continue
-        if _loader_subclass(ctx, name):
-            found.extend(c for c in calls if c.func.__class__ is ast.Name or ctx.qualname(c.func) is None)
-    ctx._cache[key] = found
-    return found
-
-
-def _loader_subclass(ctx: Context, name: str) -> bool:
-    if name in ctx.local_classes:
-        klass = ctx.local_classes[name]
-        return "torch.utils.data.DataLoader" in ctx.local_class_bases(name) and "pin_memory" not in ctx.text(klass)
-    facts = ctx.project
-    if not facts.files:
-        return False
-    key = ("loader-subclass", name)
-    if key not in facts.answers:
-        pattern = re.compile(rf"^class[ \t]+{re.escape(name)}[ \t]*\((?:[\w.]*\.)?DataLoader\)[ \t]*:", re.M)
-        answer = False
-        for _, text in facts.files:
-            m = pattern.search(text) if f"class {name}" in text else None
-            if m is not None:
-                end = text.find("\nclass ", m.end())
-                answer = "pin_memory" not in text[m.end():end if end >= 0 else len(text)]
-                break
-        facts.answers[key] = answer
-    return facts.answers[key]

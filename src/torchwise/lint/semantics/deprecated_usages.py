@@ -9,7 +9,11 @@ function itself is not deprecated (for TW502).
   ``t.addcmul_(value, a, b)``, ``t.addcdiv_(value, a, b)`` (and ``torch.add(x, alpha, y)``, and
   ``t.add(alpha, other)`` in a loop over an optimizer's parameters...):
   "This overload of add_ is deprecated". The current signatures take the scale as a keyword
-  (``alpha=``, ``value=``), so the positional count alone tells the overload.
+  (``alpha=``, ``value=``), so the positional count alone tells the overload;
+* the same for the matrix products that add to a tensor: ``t.addmm_(beta, alpha, m1, m2)`` and
+  ``t.addmm_(beta, m1, m2)`` (also ``addbmm``, ``baddbmm``, ``addmv``, ``addr``, ``sspaddmm``,
+  in place or not), ``torch.addmm(beta, t, alpha, m1, m2)`` and ``torch.addmm(beta, t, m1, m2)``:
+  the current forms take the tensors positionally and ``beta``/``alpha`` by keyword only.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ _LOSS_FUNCTIONS = frozenset({
 # method -> positional arguments of its deprecated scalar-first overload (the current one takes one fewer)
 _SCALAR_FIRST_METHODS = {"add_": 2, "sub_": 2, "addcmul_": 3, "addcdiv_": 3, "addcmul": 3, "addcdiv": 3}
 _SCALAR_FIRST_FUNCTIONS = {"torch.add": 3, "torch.sub": 3, "torch.addcmul": 4, "torch.addcdiv": 4}
+# products whose current method takes two positional tensors (three for the torch.* function)
+_PRODUCTS = frozenset({"addmm", "addbmm", "baddbmm", "addmv", "addr", "sspaddmm"})
 _KEYWORD = {"add_": "alpha", "sub_": "alpha", "add": "alpha", "sub": "alpha"}
 
 Usage = tuple[AST, str, str]  # (node, message, suggestion)
@@ -45,6 +51,8 @@ def deprecated_usages(ctx: Context, qualname: Callable[[AST], str | None]) -> It
     if "reduc" in src or "size_average" in src:  # reduce=, reduction='elementwise_mean'
         yield from _loss_arguments(ctx, qualname)
     yield from _scalar_first(ctx, qualname)  # calls by name: no text scan needed
+    if "add" in src:
+        yield from _scaled_products(ctx, qualname)
 
 
 def _no_dim(call: ast.Call, positional: int) -> bool:
@@ -150,3 +158,41 @@ def _scalar_first(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterat
         rest = ", ".join(ctx.text(a) for a in call.args if a is not scale)
         yield (call, f"the overload {name}(Number, Tensor{', Tensor' if keyword == 'value' else ''}) with the scale first "
                "is deprecated", f"pass the scale by keyword: {name}({rest}, {keyword}={ctx.text(scale)})")
+
+
+def _scaled_products(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    """``dist.addmm_(1, -2, x, y.t())``: beta (and alpha) first, the old overload of the products
+    that add to a tensor. The method takes two tensors now, ``torch.addmm`` three; one or two
+    more positional arguments, a plain number first and no number among the tensors, are the
+    deprecated form."""
+    names = [n for n in _PRODUCTS for n in (n, n + "_")]
+    for call in ctx.calls_named(*names):
+        func = call.func
+        if func.__class__ is not ast.Attribute or any(a.__class__ is ast.Starred for a in call.args) \
+                or any(k.arg in ("beta", "alpha") or k.arg is None for k in call.keywords):
+            continue
+        name = func.attr
+        q = qualname(func)
+        if q is not None:
+            if q != f"torch.{name}" or len(call.args) not in (4, 5):
+                continue
+            scales = [call.args[0], call.args[2]] if len(call.args) == 5 else [call.args[0]]
+            tensors = [call.args[1], *call.args[-2:]]
+        else:
+            if len(call.args) not in (3, 4):
+                continue
+            scales, tensors = call.args[:-2], call.args[-2:]
+        if not _numeric_scale(scales[0]) or any(_numeric(t) for t in tensors):
+            continue
+        words = ["beta", "alpha"][:len(scales)]
+        given = ", ".join(f"{w}={ctx.text(v)}" for w, v in zip(words, scales))
+        old = ", ".join(["beta", "alpha"][:len(scales)] if q is None else ["beta", "input", "alpha"][:len(scales) + 1])
+        yield (call, f"the overload {name}({old}, ...) with the scales first is deprecated",
+               f"pass them by keyword: {name}({', '.join(ctx.text(t) for t in tensors)}, {given})")
+
+
+def _numeric_scale(node: AST) -> bool:
+    """A number written out (``1``, ``-2``, ``0.5``)."""
+    if node.__class__ is ast.UnaryOp and node.op.__class__ in (ast.USub, ast.UAdd):
+        node = node.operand
+    return _numeric(node)

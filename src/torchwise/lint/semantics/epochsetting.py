@@ -27,7 +27,20 @@ def project_never_sets_epoch(facts: ProjectFacts) -> bool:
     if found is None:
         texts = [text for _, text in facts.files]
         found = bool(texts) and not any(
-            "set_epoch" in t or _SAMPLER_EPOCH.search(t) or _FRAMEWORK_IMPORT.search(t) for t in texts
+            "set_epoch" in t or _SAMPLER_EPOCH.search(t) or _framework_runs(t) for t in texts
         ) and any(_EPOCH_LOOP.search(t) for t in texts)
         facts.answers[key] = found
     return found
+
+
+_TRAINING_WORDS = re.compile(r"loader|trainer|runner|accelerat|epoch|fit\(", re.I)
+
+
+def _framework_runs(text: str) -> bool:
+    """The file imports a training framework that could run the loop: at module level, or inside a
+    function of a file that speaks of loaders, trainers, runners or epochs - not the lazy ``import
+    mmcv`` of a vendored config reader that only parses a YAML file with it."""
+    for m in _FRAMEWORK_IMPORT.finditer(text):
+        if not m.group(0)[:1].isspace() or _TRAINING_WORDS.search(text):
+            return True
+    return False

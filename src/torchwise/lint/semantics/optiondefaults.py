@@ -85,3 +85,19 @@ def _config_default(ctx: Context, value: ast.Attribute) -> bool | None:
             break
     ctx.project.answers[key] = found
     return found
+
+
+def zero_by_default(ctx: Context, value: AST) -> bool:
+    """``args.workers`` where this file's ``parser.add_argument('--workers', type=int, default=0)``
+    declares it: an option that is 0 unless the user sets it."""
+    if value.__class__ is not ast.Attribute or value.value.__class__ is not ast.Name or "add_argument" not in ctx.source:
+        return False
+    for call in ctx.calls_named("add_argument"):
+        dest = _value(call, "dest")
+        names = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]
+        if dest is not None and dest.__class__ is ast.Constant:
+            names = [dest.value]
+        if value.attr in {n.lstrip("-").replace("-", "_") for n in names}:
+            default = _value(call, "default")
+            return default.__class__ is ast.Constant and type(default.value) is int and default.value == 0
+    return False
