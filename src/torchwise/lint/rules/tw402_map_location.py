@@ -14,10 +14,12 @@ from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, 
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
+from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
                                                 restores_device_state)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
+from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
@@ -389,7 +391,8 @@ Fix
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
                     or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call):
+                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call) or host_fixture(ctx, call) \
+                    or option_never_passed(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,

@@ -1,0 +1,153 @@
+"""The recall corpus, round 16 part D: classes the sets 21 and 22 (tuning sets of round 16) showed
+for TW402, TW305, TW201, TW104, TW205/TW206 and TW301 - reported where the advice does not apply,
+or missed - each written in our own words and reduced to its shape, with look-alikes.
+``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW402 reference data read with .numpy()
+# A course's sanity-check script loads expected outputs and the inputs shipped with them from one
+# data folder and compares with `expected.numpy()`: `.numpy()` raises on a CUDA tensor, so the
+# folder holds CPU data.
+_CHECK = """
+    import sys
+    import numpy as np
+    import torch
+    from model import Seq2Seq
+
+    def check_encode(model, src):
+        padded = model.vocab.to_tensor(src, device=model.device)
+        expected = torch.load("./check_data/encoded.pkl")
+        with torch.no_grad():
+            got = model.encode(padded)
+        assert np.allclose(expected.numpy(), got.numpy()), "encode is wrong"
+
+    def check_step(model):
+        hidden = torch.load("./check_data/hidden_{}.pkl".format(0))
+        mask = torch.load("./check_data/mask.pkl")
+        expected_state = torch.load("./check_data/state.pkl")
+        with torch.no_grad():
+            state = model.step(hidden, mask)
+        assert np.allclose(expected_state[0].numpy(), state[0].numpy())
+    %s
+    def main():
+        torch.cuda.manual_seed(0)
+        model = Seq2Seq(device="cuda" if torch.cuda.is_available() else "cpu")
+        check_encode(model, sys.argv[1:])
+        check_step(model)
+        check_other(model)
+
+    if __name__ == "__main__":
+        main()
+"""
+QUIET += [
+    Shape("TW402", "look-alike: a sanity check's expected outputs (read with .numpy()) and the inputs of their folder",
+          d(_CHECK % "def check_other(model):\n        pass\n"), None, "sanity_check.py"),
+]
+FIND += [
+    Shape("TW402", "the same script restoring a network from that folder", d(_CHECK % (
+        "def check_other(model):\n        model.load_state_dict(torch.load('./check_data/net.pt'))\n")), 21, "sanity_check.py"),
+    Shape("TW402", "the same script loading from another folder, read after .cpu()", d(_CHECK % (
+        "def check_other(model):\n        out = torch.load('./runs/out.pt')\n"
+        "        print(out.cpu().numpy())\n")), 21, "sanity_check.py"),
+]
+
+# ------------------------------------------------------------- TW402 an option no caller passes
+# A trainer's static `test(model, args, loader, path=None)` restores a checkpoint only when given a
+# path, and every call in the project leaves it out: the branch never runs (R5).
+_TRAINER = d("""
+    import torch
+    class Trainer:
+        def __init__(self, model, args):
+            self.model, self.args = model, args
+        def train(self):
+            for x, y in self.args.loader:
+                loss = self.model(x.to(self.args.device), y)
+                loss.backward()
+            self.test(self.model, self.args, self.args.loader)
+        @staticmethod
+        def test(model, args, loader, path=None):
+            if path != None:
+                ckpt = torch.load(path)
+                model.load_state_dict(ckpt["state_dict"])
+            model.eval()
+            with torch.no_grad():
+                return [model(x.to(args.device)) for x, _ in loader]
+""")
+_RUN = """
+    import torch
+    from trainer import Trainer
+    args = parse()
+    args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net().to(args.device)
+    trainer = Trainer(model, args)
+    trainer.train()
+    trainer.test(model, args, args.loader%s)
+"""
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: the load under `if path != None:` of a parameter no call passes", {
+        "trainer.py": _TRAINER, "run.py": d(_RUN % "")}),
+    ProjectShape("TW402", "the same trainer when the run script passes a checkpoint path", {
+        "trainer.py": _TRAINER, "run.py": d(_RUN % ", path=args.ckpt")}, (("trainer.py", 13),)),
+]
+
+# ------------------------------------------------------------- TW305 an option off by default in a Hydra config
+# An imitation-learning trainer asks for cuDNN determinism only under `args.cuda_deterministic`,
+# which the Hydra config beside the script sets to False: a user's choice, not the project's.
+_HYDRA_TRAIN = """
+    import hydra
+    import torch
+    @hydra.main(config_path="conf", config_name="config")
+    def main(cfg):
+        torch.manual_seed(cfg.seed)
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if device.type == "cuda" and cfg.cuda_deterministic:
+            torch.backends.cudnn.benchmark = False
+            torch.backends.cudnn.deterministic = True
+        %s
+    if __name__ == "__main__":
+        main()
+"""
+PROJECTS += [
+    ProjectShape("TW305", "look-alike: cudnn.deterministic under a Hydra option whose YAML default is False", {
+        "iq/train.py": d(_HYDRA_TRAIN % "learn(cfg)"), "iq/conf/config.yaml": "seed: 0\ncuda_deterministic: False\n"}),
+    ProjectShape("TW305", "look-alike: the flag set from the Hydra option, off by default", {
+        "iq/train.py": d(_HYDRA_TRAIN % "torch.backends.cudnn.deterministic = cfg.strict"),
+        "iq/conf/config.yaml": "seed: 0\ncuda_deterministic: False\nstrict: false  # exact runs\n"}),
+    ProjectShape("TW305", "the same script whose Hydra config turns the option on", {
+        "iq/train.py": d(_HYDRA_TRAIN % "learn(cfg)"), "iq/conf/config.yaml": "seed: 0\ncuda_deterministic: True\n"},
+        (("iq/train.py", 9),)),
+    ProjectShape("TW305", "the same script with no config file to read: reported", {
+        "iq/train.py": d(_HYDRA_TRAIN % "learn(cfg)")}, (("iq/train.py", 9),)),
+]
+QUIET += [
+    Shape("TW305", "look-alike: the flag set under a store_true option", d("""
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--deterministic", action="store_true")
+        args = parser.parse_args()
+        if args.deterministic:
+            torch.backends.cudnn.deterministic = True
+        train(args)
+    """)),
+]
+FIND += [
+    Shape("TW305", "the flag set under an option on by default", d("""
+        import argparse
+        import torch
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--torch-deterministic", type=bool, default=True)
+        args = parser.parse_args()
+        if args.torch_deterministic:
+            torch.backends.cudnn.deterministic = True
+        train(args)
+    """), 7),
+]
