@@ -151,3 +151,50 @@ FIND += [
         train(args)
     """), 7),
 ]
+
+# ------------------------------------------------------------- TW201 an evaluator factory's wrapper
+# A re-identification engine builds its evaluator in a factory: the model is wrapped in
+# DataParallel when there are several GPUs, moved, and only called in the evaluator's step under
+# no_grad (R8). The trainer factory beside it, whose step runs backward, is still reported.
+_ENGINE = d("""
+    import torch
+    import torch.nn as nn
+    from ignite.engine import Engine
+
+    def create_trainer(model, optimizer, loss_fn, device=None):
+        if device:
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            model.to(device)
+        def _update(engine, batch):
+            model.train()
+            optimizer.zero_grad()
+            img, target = batch
+            loss = loss_fn(model(img.to(device)), target.to(device))
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+        return Engine(_update)
+
+    def create_evaluator(model, metrics, device=None):
+        if device:
+            if torch.cuda.device_count() > 1:
+                model = nn.DataParallel(model)
+            model.to(device)
+        def _inference(engine, batch):
+            model.eval()
+            with torch.no_grad():
+                data, pids = batch
+                return model(data.to(device)), pids
+        engine = Engine(_inference)
+        for name, metric in metrics.items():
+            metric.attach(engine, name)
+        return engine
+""")
+PROJECTS += [
+    ProjectShape("TW201", "an evaluator factory's DataParallel (step under no_grad) beside the trainer factory's", {
+        "engine/trainer.py": _ENGINE}, (("engine/trainer.py", 8),)),
+    ProjectShape("TW201", "look-alike: an evaluator factory that hands the wrapped model back to its caller", {
+        "engine/trainer.py": _ENGINE.replace("    return engine\n", "    return engine, model\n")},
+        (("engine/trainer.py", 8), ("engine/trainer.py", 23))),
+]
