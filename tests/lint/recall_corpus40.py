@@ -198,3 +198,68 @@ PROJECTS += [
         "engine/trainer.py": _ENGINE.replace("    return engine\n", "    return engine, model\n")},
         (("engine/trainer.py", 8), ("engine/trainer.py", 23))),
 ]
+
+# ------------------------------------------------------------- TW104 a decoder's own step; an export's dry run
+# A translation model's beam search calls `self.step(...)` - the decoder step its class defines,
+# unpacked into three values like an environment's - in a loop: no environment, no action.
+QUIET += [
+    Shape("TW104", "look-alike: a module's beam search calling its own decoder step", d("""
+        import torch
+        import torch.nn as nn
+        class NMT(nn.Module):
+            def __init__(self, vocab, size):
+                super().__init__()
+                self.embed = nn.Embedding(len(vocab), size)
+                self.cell = nn.LSTMCell(size, size)
+            def step(self, x, h, enc):
+                h = self.cell(x, h)
+                return h, self.att(h, enc), None
+            def beam_search(self, src, beam_size=5, max_steps=70):
+                enc = self.encode(src)
+                h, hyps, t = self.init_state(enc), [[1]], 0
+                while len(hyps) < beam_size and t < max_steps:
+                    t += 1
+                    y = self.embed(torch.tensor([hy[-1] for hy in hyps], device=self.device))
+                    y = torch.squeeze(y, dim=0)
+                    h, att, _ = self.step(y, h, enc)
+                    hyps = self.extend(hyps, att.log_softmax(-1).tolist())
+                return hyps
+    """), None, "nmt_model.py"),
+]
+FIND += [
+    Shape("TW104", "an evaluation rollout stepping its environment with the policy network's action", d("""
+        import gym
+        import torch
+        import torch.nn as nn
+        policy = nn.Sequential(nn.Linear(4, 64), nn.ReLU(), nn.Linear(64, 2))
+        policy.load_state_dict(torch.load("policy.pt", map_location="cpu"))
+        env = gym.make("CartPole-v1")
+        obs = env.reset()
+        for t in range(1000):
+            action = policy(torch.as_tensor(obs)).argmax().item()
+            obs, reward, done, info = env.step(action)
+            if done:
+                obs = env.reset()
+    """), 9),
+]
+# An export script restores a network, puts it in eval mode, runs it once on a dummy input and
+# traces it: the run is the trace's warm-up.
+_EXPORT = d("""
+    import torch
+    from model import LaneNet
+    net = LaneNet(backbone="18")
+    state = torch.load("weights.pth", map_location="cpu")["model"]
+    net.load_state_dict(state)
+    net.eval()
+    img = torch.zeros(1, 3, 288, 800)
+    y = net(img)
+    %s
+""")
+QUIET += [
+    Shape("TW104", "look-alike: a dry run right before torch.jit.trace of the same network",
+          _EXPORT % 'ts = torch.jit.trace(net, img)\nts.save("lanenet.pt")', None, "export.py"),
+]
+FIND += [
+    Shape("TW104", "the same script printing the output instead of exporting it",
+          _EXPORT % "print(y[0].shape)", 8, "export.py"),
+]

@@ -130,7 +130,8 @@ What it flags
   keeps it an action). Likewise in the environment loop of a script that trains nothing (an
   expert-trajectory collector, an evaluation rollout), and in one that hands its batches to a
   trainer (`log_dict = trainer.train(batch)`, `agent.update(batch)`: the online phase of
-  offline-to-online RL).
+  offline-to-online RL). A module's call of its own `step` method (`h, att, _ = self.step(x, h,
+  enc)` in a beam search of an `nn.Module` that defines `step`) is a decoder step, no environment.
   And in a class that is no `nn.Module` and has no method named for training (`train`, `learn`,
   `update`, `step`...), in a file that trains nothing and takes no gradients, a method that runs
   `self.model` (or `self.model.decoder(z)`) bare and takes the output to the host on the spot
@@ -208,7 +209,9 @@ What it flags
   that trains nothing, of a model it restored (`net.load_state_dict(state)`) or in the `__main__`
   block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
-  holds (a GAN projector rendering the latent it optimised).
+  holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
+  right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
+  or `torch.onnx.export(net, ...)`).
   Quiet besides: a single run outside loops on inputs made up in place (`data =
   torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
   before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function

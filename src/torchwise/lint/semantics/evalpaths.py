@@ -36,7 +36,7 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)`` for model runs that only pick an environment's action with autograd on:
     in an RL training loop, or in an agent's action-selection method that returns a detached action."""
     if "step(" in ctx.source:
-        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
+        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c) and not _own_module_step(ctx, c)]
         loops = list(hot_loops(ctx).values())
         if steps and not training_calls(ctx):  # a rollout that trains nothing (expert trajectories, evaluation episodes)
             loops += list({id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values())
@@ -55,6 +55,17 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                     yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
         yield from _stepping_methods(ctx, steps)
     yield from _action_methods(ctx)
+
+
+def _own_module_step(ctx: Context, call: ast.Call) -> bool:
+    """``self.step(x, h)`` in a method of a module class that defines ``step`` itself: a decoder's
+    step of a beam search, no environment."""
+    func = call.func
+    cls = ctx.class_of(call)
+    if func.value.__class__ is not ast.Name or func.value.id != "self" or cls is None:
+        return False
+    return any(n.__class__ is ast.FunctionDef and n.name == "step" for n in cls.body) and any(
+        b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name))
 
 
 _UPDATES = frozenset({"train", "update", "learn", "train_step", "update_parameters", "optimize"})
