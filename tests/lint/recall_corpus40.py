@@ -263,3 +263,14 @@ FIND += [
     Shape("TW104", "the same script printing the output instead of exporting it",
           _EXPORT % "print(y[0].shape)", 8, "export.py"),
 ]
+FIND += [
+    Shape("TW201", "a fine-tuning template that wraps and moves the model, its training left to fill in", d("""
+        import torch
+        def train(args):
+            model = Classifier(args.classes)
+            model.load_from_pretrain(args.checkpoint)
+            model = torch.nn.DataParallel(model)
+            if "cuda" in args.device:
+                model.to(args.device)
+    """), 5),
+]

@@ -156,15 +156,18 @@ def _runs_under_no_grad(ctx: Context, call: ast.Call) -> bool:
 def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[int, int], depth: int) -> bool:
     uses = [n for n in ctx.walk_body(scope.body, into_defs=True) if n.__class__ is ast.Name and n.id == name
             and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > after]  # (closures too: an evaluator's step)
+    runs = 0
     for use in uses:
         parent = ctx.parent(use)
-        if parent.__class__ is ast.Attribute and parent.attr in _PLACING and ctx.parent(parent).__class__ is ast.Call:
-            continue  # model.to(device), model.eval()
+        if parent.__class__ is ast.Attribute and parent.attr in _PLACING and ctx.parent(parent).__class__ is ast.Call \
+                and ctx.parent(ctx.parent(parent)).__class__ is ast.Expr:
+            continue  # model.to(device), model.eval() as statements (not `return model.cuda()`)
         if parent.__class__ is not ast.Call:
             return False  # net.parameters(), net.module...: used otherwise
         if parent.func is use:
             if not under_no_grad(ctx, use):
                 return False
+            runs += 1
             continue
         callee = local_function(ctx, parent)
         if depth <= 0 or callee is None or use not in parent.args:
@@ -173,7 +176,8 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
         index = parent.args.index(use) + (1 if params[:1] == ["self"] else 0)
         if index >= len(params) or not _name_calls_no_grad(ctx, params[index], callee, (0, 0), depth - 1):
             return False
-    return bool(uses)
+        runs += 1
+    return runs > 0  # (a wrapper only moved, never run, is a template's: the training it prepares is elsewhere)
 
 
 _PLACING = frozenset({"to", "cuda", "eval", "half", "float"})
