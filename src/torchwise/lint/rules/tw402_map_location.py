@@ -331,7 +331,11 @@ What it flags
   model and saves it to that path (a tokenised corpus), a file name this script itself saves with
   host data (another script's save of that name is another run's), a trainer's `test()` reloading
   the best checkpoint its `train()` writes when every call of it in the project follows
-  `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
+  `trainer.train()`, loads in code that nothing in the project calls or names or
+  under `if path != None:` of a parameter `path=None` that no call of the function passes
+  (`trainer.test(model, args, loader)`), reference data a test or sanity-check script reads with
+  `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
+  network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
