@@ -1,0 +1,143 @@
+"""The recall corpus, round 16 part D (second tuner): classes the sets 21 and 22 still missed for
+TW205, TW104, TW402 and TW301 - each written in our own words and reduced to its shape, with
+look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW205 a looping loss another module's forward calls
+# A contrastive loss module builds its positive/negative masks on the CPU, moves them and fills
+# them in a loop over the batch's nodes; a model in another module (star-importing the losses)
+# calls it from `forward`, so the masks are made every step.
+_LOSS = d("""
+    import torch
+    def node_graph_loss(node_emb, graph_emb, assign):
+        n, g = node_emb.shape[0], graph_emb.shape[0]
+        pos = torch.zeros((n, g)).cuda()
+        neg = torch.ones((n, g)).cuda()
+        for i, k in enumerate(assign):
+            pos[i][k] = 1.0
+            neg[i][k] = 0.0
+        scores = node_emb @ graph_emb.t()
+        return -(scores * pos).sum() / n + (scores * neg).sum() / (n * (g - 1))
+""")
+_MODEL = """
+    import torch.nn as nn
+    %s
+    class InfoNet(nn.Module):
+        def __init__(self, enc):
+            super().__init__()
+            self.enc = enc
+        def forward(self, x, edges, assign):
+            node_emb, graph_emb = self.enc(x, edges, assign)
+            return node_graph_loss(node_emb, graph_emb, assign)
+"""
+PROJECTS += [
+    ProjectShape("TW205", "masks of a looping loss, star-imported and called from another module's forward", {
+        "losses.py": _LOSS, "model.py": d(_MODEL % "from losses import *")}, (("losses.py", 4), ("losses.py", 5))),
+    ProjectShape("TW205", "the same loss imported by name", {
+        "losses.py": _LOSS, "model.py": d(_MODEL % "from losses import node_graph_loss")},
+        (("losses.py", 4), ("losses.py", 5))),
+    ProjectShape("TW205", "look-alike: the looping loss called once by a report script's main()", {
+        "losses.py": _LOSS, "report.py": d("""
+            import torch
+            from losses import *
+            def main():
+                emb, gemb, assign = torch.load("emb.pt")
+                print(node_graph_loss(emb, gemb, assign))
+            if __name__ == "__main__":
+                main()
+        """)}),
+]
+
+# ------------------------------------------------------------- TW205 a sample_* helper of an action method
+# An agent's `_sample_noise(actions)` makes its mean and scale on the CPU and moves them; its only
+# caller is the agent's noisy action choice, run every environment step - no sampler on request.
+_AGENT = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    class Controller:
+        def __init__(self, actor, sigma):
+            self.actor, self.sigma = actor, sigma
+        def noisy_action(self, state):
+            a = self.actor(torch.as_tensor(state, device=device))
+            return (a + self.%s(a)).detach().cpu().numpy()
+        def %s(self, actions):
+            mean = torch.zeros(actions.size()).to(device)
+            std = torch.ones(actions.size()).to(device)
+            return torch.normal(mean, self.sigma * std)
+"""
+FIND += [
+    Shape("TW205", "an exploration-noise sample_ helper only the agent's action method calls",
+          d(_AGENT % ("_sample_noise", "_sample_noise")), 10, "agent.py"),
+]
+QUIET += [
+    Shape("TW205", "look-alike: a generator's sample_grid() that a script asks for once", d("""
+        import torch
+        import torch.nn as nn
+        class Gen(nn.Module):
+            def __init__(self, net, zdim):
+                super().__init__()
+                self.net, self.zdim = net, zdim
+            def forward(self, z):
+                return self.net(z)
+            def sample_grid(self, n):
+                z = torch.randn(n, self.zdim).cuda()
+                return self.net(z)
+        gen = Gen(nn.Linear(8, 8), 8).cuda()
+        for epoch in range(10):
+            fit(gen)
+        grid = gen.sample_grid(64)
+    """), None, "gan.py"),
+]
+
+# ------------------------------------------------------------- TW205 moved by .type(input.type())
+# A separation network pads its input with zeros made on the CPU (wrapped in torch.Tensor) and
+# retyped to the input's type - torch.cuda.FloatTensor on the GPU - every forward.
+_PAD = """
+    import torch
+    import torch.nn as nn
+    class Chunker(nn.Module):
+        def __init__(self, k):
+            super().__init__()
+            self.k = k
+        def %s(self, x):
+            b, n, length = x.shape
+            gap = self.k - length %% self.k
+            if gap > 0:
+                pad = torch.Tensor(torch.zeros(b, n, gap)).type(x.type())
+                x = torch.cat([x, pad], dim=2)
+            edge = torch.zeros(b, n, self.k // 2).type(x.type())
+            return torch.cat([edge, x, edge], dim=2)
+"""
+FIND += [
+    Shape("TW205", "zeros wrapped in torch.Tensor and retyped to the input's type in forward",
+          d(_PAD % "forward"), 11, "dprnn.py"),
+    Shape("TW205", "zeros retyped to the input's type after the input was padded", d(_PAD % "forward"), 13, "dprnn.py"),
+]
+QUIET += [
+    Shape("TW205", "look-alike: a retyped table made once in __init__", d("""
+        import torch
+        import torch.nn as nn
+        class Win(nn.Module):
+            def __init__(self, proto):
+                super().__init__()
+                self.win = torch.hann_window(400).type(proto.type())
+            def forward(self, x):
+                return x * self.win
+    """), None, "win.py"),
+    Shape("TW205", "look-alike: a cast to another CPU tensor's type", d("""
+        import torch
+        def counts(labels, n):
+            ref = torch.zeros(n, dtype=torch.long)
+            for y in labels:
+                ref += torch.ones(n).type(ref.type()) * y
+            return ref
+    """), None, "stats.py"),
+]
