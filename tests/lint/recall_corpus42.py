@@ -141,3 +141,69 @@ QUIET += [
             return ref
     """), None, "stats.py"),
 ]
+
+# ------------------------------------------------------------- TW104 an actor's policy() with a NumPy default
+# A hierarchical RL controller's `policy(state, goal, to_numpy=True)` and its noisy twin run the
+# actor with autograd on and return NumPy when the flag keeps its default - which every caller
+# leaves: the tensor return never runs, and each environment step records a graph.
+_CONTROLLER = """
+    import torch
+    import torch.nn as nn
+    class Actor(nn.Module):
+        def __init__(self, s, g, a):
+            super().__init__()
+            self.net = nn.Linear(s + g, a)
+        def forward(self, s, g):
+            return torch.tanh(self.net(torch.cat([s, g], 1)))
+    class Controller:
+        def __init__(self, s, g, a):
+            self.actor = Actor(s, g, a)
+        def policy(self, state, goal, to_numpy=True):
+            state = torch.as_tensor(state, dtype=torch.float32)
+            action = self.actor(state, goal)
+            if to_numpy:
+                return action.cpu().data.numpy().squeeze()
+            return action.squeeze()
+        def policy_with_noise(self, state, goal, to_numpy=True):
+            action = self.actor(torch.as_tensor(state), goal)
+            action = action + 0.1 * torch.randn_like(action)
+            if to_numpy:
+                return action.detach().cpu().numpy()
+            return action
+"""
+_ROLLOUT = """
+    from controller import Controller
+    def run(env, con, goal, steps):
+        s = env.reset()
+        for t in range(steps):
+            a = con.policy_with_noise(s, goal)
+            s, r, done, _ = env.step(a)
+            if done:
+                s = env.reset()
+        return con.policy(s, goal%s)
+    if __name__ == "__main__":
+        print(run(make_env(), Controller(8, 2, 2), [0.0, 1.0], 1000))
+"""
+PROJECTS += [
+    ProjectShape("TW104", "an actor's policy()/policy_with_noise() whose to_numpy default no caller changes", {
+        "controller.py": d(_CONTROLLER), "rollout.py": d(_ROLLOUT % "")},
+        (("controller.py", 14), ("controller.py", 19))),
+    ProjectShape("TW104", "look-alike: a caller asks policy() for the tensor (an actor loss backpropagates it)", {
+        "controller.py": d(_CONTROLLER), "rollout.py": d(_ROLLOUT % ", to_numpy=False")},
+        (("controller.py", 19),)),
+]
+QUIET += [
+    Shape("TW104", "look-alike: a policy(state) that returns the tensor for the update", d("""
+        import torch
+        class Agent:
+            def __init__(self, actor, opt):
+                self.actor, self.opt = actor, opt
+            def policy(self, state):
+                return self.actor(state).squeeze()
+            def update(self, states, critic):
+                loss = -critic(states, self.policy(states)).mean()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+    """), None, "agent.py"),
+]

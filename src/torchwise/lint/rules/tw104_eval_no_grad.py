@@ -72,7 +72,7 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(",
+    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
                 "training=False")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
@@ -161,7 +161,9 @@ What it flags
   on to another function of its file that runs it) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
-  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and
+  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`; also an
+  actor's `policy(self, state, goal, to_numpy=True)`/`policy_with_noise(...)` whose tensor return
+  runs only when a caller passes `to_numpy=False`, which none does): it runs every environment step and
   its graph is never used - unless every call of it in the project sits under no_grad (`with
   torch.no_grad(), utils.eval_mode(agent): action = agent.act(obs, step, eval_mode=True)`).
   And a frozen network in a training step: after `teacher.eval()` (or `encoder.eval()` in the

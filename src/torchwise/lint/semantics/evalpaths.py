@@ -140,7 +140,11 @@ def _action_method(func: AST) -> bool:
     params = [a.arg for a in func.args.args]
     return name in ("act", "choose_action", "select_action", "get_action", "pick_action", "take_action") or (
         name.startswith(("select_", "choose_")) and name.endswith("action")) or (
-        name == "eval_step" and len(params) == 2 and params[1] in _STATES)  # an RL agent's evaluation action
+        name == "eval_step" and len(params) == 2 and params[1] in _STATES) or (  # an RL agent's evaluation action
+        name in ("policy", "policy_with_noise", "noisy_policy") and len(params) >= 2 and params[1] in _STATES)
+
+
+_RESHAPES = frozenset({"squeeze", "reshape", "flatten", "ravel", "astype", "copy", "clip"})
 
 
 def _host_value(ctx: Context, expr: AST | None, depth: int = 2) -> bool:
@@ -158,6 +162,8 @@ def _host_value(ctx: Context, expr: AST | None, depth: int = 2) -> bool:
     if expr.__class__ is not ast.Call:
         return False
     name = last_name(expr.func)
+    if name in _RESHAPES and expr.func.__class__ is ast.Attribute and expr.func.value.__class__ is ast.Call:
+        return _host_value(ctx, expr.func.value, depth)  # action.cpu().data.numpy().squeeze()
     return name in ("numpy", "item", "tolist", "detach") or host_helper(name) or (
         (ctx.qualname(expr.func) or ctx.text(expr.func)).startswith(("numpy.", "np.")))  # NumPy returns host arrays
 
@@ -172,8 +178,8 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if ctx.parent(func).__class__ is not ast.ClassDef or not _action_method(func):
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
-        if not returns or not all(_host_value(ctx, r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT) \
-                or _every_call_without_grad(ctx, func.name):
+        if not returns or not all(_host_value(ctx, r.value) or _off_by_default(ctx, func, r) for r in returns) \
+                or any(w in ctx.text(func) for w in _GRAD_TEXT) or _every_call_without_grad(ctx, func.name):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
@@ -183,10 +189,30 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 break
 
 
-def _every_call_without_grad(ctx: Context, name: str) -> bool:
-    """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
-    this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
-    one: the training script chooses grad mode for the agent."""
+def _off_by_default(ctx: Context, func: AST, ret: ast.Return) -> bool:
+    """``return action.squeeze()`` after ``if to_numpy: return action.cpu().numpy()``, where
+    ``to_numpy`` is a parameter that defaults to True and no call in the project passes: the
+    tensor return never runs."""
+    block = ctx.parent(ret)
+    body = getattr(block, "body", None)
+    if body is None or ret not in body:
+        return False
+    args = func.args
+    defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults):], args.defaults))
+    for stmt in body[:body.index(ret)]:
+        if stmt.__class__ is ast.If and not stmt.orelse and stmt.test.__class__ is ast.Name \
+                and stmt.body[-1].__class__ is ast.Return and _host_value(ctx, stmt.body[-1].value):
+            flag = stmt.test.id
+            default = defaults.get(flag)
+            if default.__class__ is ast.Constant and default.value is True:
+                index = [a.arg for a in args.args].index(flag) - 1  # (self)
+                return not any(len(c.args) > index or any(k.arg in (flag, None) for k in c.keywords)
+                               for _, c in _method_calls(ctx, func.name))
+    return False
+
+
+def _method_calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
+    """The calls ``x.name(...)`` of this file and of the project's other files that spell ``.name(``."""
     needle = f".{name}("
     calls: list[tuple[Context, ast.Call]] = [(ctx, c) for c in ctx.calls_named(name) if c.func.__class__ is ast.Attribute]
     for path, text in ctx.project.files:
@@ -194,6 +220,14 @@ def _every_call_without_grad(ctx: Context, name: str) -> bool:
             other = parsed_file(ctx.project, path, text)
             if other is not None:
                 calls += [(other, c) for c in other.calls_named(name) if c.func.__class__ is ast.Attribute]
+    return calls
+
+
+def _every_call_without_grad(ctx: Context, name: str) -> bool:
+    """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
+    this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
+    one: the training script chooses grad mode for the agent."""
+    calls = _method_calls(ctx, name)
     return bool(calls) and all(under_no_grad(where, c) for where, c in calls)
 
 
