@@ -207,3 +207,75 @@ QUIET += [
                 self.opt.step()
     """), None, "agent.py"),
 ]
+
+# ------------------------------------------------------------- TW402 released weights read by the training's key
+# A captioning project's training saves `{'state_dict': model.state_dict(), ...}` from the GPU; its
+# test script restores `data['state_dict']` from the released file, a name no save writes: the
+# same checkpoint format, so the same CUDA tensors.
+_CAP_TRAIN = d("""
+    import argparse
+    import torch
+    device = torch.device("cuda")
+    def main():
+        args = argparse.ArgumentParser().parse_args()
+        model = Captioner().to(device)
+        opt = torch.optim.Adam(model.parameters())
+        for epoch in range(args.epochs):
+            loss = model(next(batches)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            torch.save({"state_dict": model.state_dict(), "epoch": epoch}, "saved/%s_last.pth" % args.name)
+    if __name__ == "__main__":
+        main()
+""")
+_CAP_TEST = """
+    import torch
+    device = torch.device("cuda")
+    if __name__ == "__main__":
+        model = Captioner().to(device)
+        data = torch.load("%s")
+        model.load_state_dict(%s)
+        model.eval()
+        with torch.no_grad():
+            score(model)
+"""
+PROJECTS += [
+    ProjectShape("TW402", "a test script restoring released weights by the key the GPU training saves", {
+        "train.py": _CAP_TRAIN, "test.py": d(_CAP_TEST % ("captioner_release.pth", "data['state_dict']"))},
+        (("test.py", 5),)),
+    ProjectShape("TW402", "look-alike: shipped backbone weights restored whole (no key of the training's save)", {
+        "train.py": _CAP_TRAIN, "test.py": d(_CAP_TEST % ("resnet101_imagenet.pth", "data"))}),
+]
+
+# ------------------------------------------------------------- TW402 top-level load of a distributed script
+# A lane detector's training script (module-level code under `__main__`) wraps the net in
+# DistributedDataParallel and fine-tunes from `torch.load(cfg.finetune)['model']`: every process
+# deserializes onto the GPU that saved it.
+_DDP = """
+    import torch
+    import torch.distributed as dist
+    if __name__ == "__main__":
+        args, cfg = parse()
+        distributed = args.world_size > 1
+        if distributed:
+            dist.init_process_group(backend="nccl")
+        net = LaneNet().cuda()
+        if distributed:
+            net = torch.nn.parallel.DistributedDataParallel(net, device_ids=[args.local_rank])
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        if cfg.finetune is not None:
+            %s
+        for x, y in loader:
+            loss = crit(net(x.cuda()), y.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+PROJECTS += [
+    ProjectShape("TW402", "a fine-tuning load at the top level of a distributed training script", {
+        "train.py": d(_DDP % "net.load_state_dict(torch.load(cfg.finetune)['model'], strict=False)")},
+        (("train.py", 13),)),
+    ProjectShape("TW402", "look-alike: the same load mapped onto the process's device", {
+        "train.py": d(_DDP % "net.load_state_dict(torch.load(cfg.finetune, map_location='cuda:%d' % args.local_rank)['model'])")}),
+]
