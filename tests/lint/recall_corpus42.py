@@ -279,3 +279,60 @@ PROJECTS += [
     ProjectShape("TW402", "look-alike: the same load mapped onto the process's device", {
         "train.py": d(_DDP % "net.load_state_dict(torch.load(cfg.finetune, map_location='cuda:%d' % args.local_rank)['model'])")}),
 ]
+
+# ------------------------------------------------------------- TW301 a --seed option that seeds nothing
+# A chat script's parser offers `--seed` ("makes the results deterministic") and samples with
+# torch.multinomial, but no generator is ever seeded; likewise a training script whose shared parser
+# function in another module offers it.
+_CHAT = """
+    import argparse
+    import torch
+    def get_args():
+        p = argparse.ArgumentParser()
+        p.add_argument("--temperature", type=float, default=1.0)
+        p.add_argument("--seed", type=int, default=None, help="fix it for repeatable replies")
+        return p.parse_args()
+    def reply(model, ids, args):
+        logits = model(ids)[:, -1] / args.temperature
+        return torch.multinomial(logits.softmax(-1), 1)
+    if __name__ == "__main__":
+        args = get_args()
+        %s
+        print(reply(load_model(), encode(input()), args))
+"""
+FIND += [
+    Shape("TW301", "a --seed option that no seeding call reads", d(_CHAT % "pass"), 6, "chat.py"),
+]
+QUIET += [
+    Shape("TW301", "look-alike: the option seeds torch", d(_CHAT % "torch.manual_seed(args.seed)"), None, "chat.py"),
+    Shape("TW301", "look-alike: the options handed to a trainer of another module (it may seed)",
+          d(_CHAT % "Trainer(args).run()"), None, "chat.py"),
+]
+_ARGS = d("""
+    import argparse
+    def arg_parse():
+        p = argparse.ArgumentParser()
+        p.add_argument("--lr", type=float, default=0.01)
+        p.add_argument("--seed", type=int, default=0)
+        return p.parse_args()
+""")
+_INFOMAX = """
+    import torch
+    from arguments import arg_parse
+    if __name__ == "__main__":
+        args = arg_parse()
+        %s
+        model = torch.nn.Linear(16, 4)
+        opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        for x in torch.utils.data.DataLoader(load(), shuffle=True):
+            loss = model(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+PROJECTS += [
+    ProjectShape("TW301", "a training script whose shared parser offers --seed, seeding nothing", {
+        "arguments.py": _ARGS, "infomax.py": d(_INFOMAX % "pass")}, (("infomax.py", 4),)),
+    ProjectShape("TW301", "look-alike: the script seeds through a helper of the project", {
+        "arguments.py": _ARGS, "infomax.py": d(_INFOMAX % "setup_seed(args.seed)")}),
+]
