@@ -10,7 +10,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.offeredseeds import unused_seed_option
+from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
@@ -221,9 +221,7 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         if "seed" not in ctx.source and "rand" not in ctx.source:  # (a script whose parser lives in another module)
-            offer = unused_seed_option(ctx)
-            if offer is not None and self._uses(ctx):
-                yield self._offered(ctx, offer)
+            yield from self._offered(ctx)
             return
         seeded: set[str] = set()
         seeders: list[ast.Call] = []
@@ -241,11 +239,8 @@ Fix
         if any(ctx.calls_named(name) for name in _SEED_ALL) or self._unknown_seeder(ctx):
             return
         if not seeded or first_seed is None:
-            offer = unused_seed_option(ctx) if "__main__" in ctx.source else None
-            if offer is not None and self._uses(ctx):
-                yield self._offered(ctx, offer)
-                return
-            yield from self._unseeded_in_project(ctx)
+            offered = list(self._offered(ctx))
+            yield from offered or self._unseeded_in_project(ctx)
             return
         uses = self._uses(ctx, workers_seeded="torch" in seeded or "torch" in ctx.project.seeded)
         for family in ("random", "numpy", "torch"):
@@ -303,10 +298,10 @@ Fix
                 end_node=node.func if node.__class__ is ast.Call else node,
             )
 
-    def _offered(self, ctx: Context, offer: ast.Call) -> Finding:
-        return ctx.finding(self.code, offer, "this script offers a seed option but seeds no generator with it: runs differ "
-                           "whatever seed is given", suggestion="seed every generator from the option (torch.manual_seed("
-                           "args.seed), np.random.seed, random.seed) or call torchwise.seed_everything")
+    def _offered(self, ctx: Context) -> Iterator[Finding]:
+        offer = unused_seed_option(ctx)
+        if offer is not None and self._uses(ctx):
+            yield ctx.finding(self.code, offer, OFFERED, suggestion=SEED_FROM_OPTION)
 
     @staticmethod
     def _unknown_seeder(ctx: Context) -> bool:

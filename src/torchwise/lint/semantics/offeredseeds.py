@@ -11,6 +11,9 @@ import re
 from torchwise.lint.engine import AST, Context, last_name
 
 _SEED_OPTION = re.compile(r"""add_argument\(\s*['"]--seed['"]""")
+OFFERED = "this script offers a seed option but seeds no generator with it: runs differ whatever seed is given"
+SEED_FROM_OPTION = ("seed every generator from the option (torch.manual_seed(args.seed), np.random.seed, random.seed) "
+                    "or call torchwise.seed_everything")
 _PASSES = frozenset({"print", "str", "repr", "format", "info", "debug", "warning", "write", "pprint"})
 
 
