@@ -208,46 +208,6 @@ QUIET += [
     """), None, "agent.py"),
 ]
 
-# ------------------------------------------------------------- TW402 released weights read by the training's key
-# A captioning project's training saves `{'state_dict': model.state_dict(), ...}` from the GPU; its
-# test script restores `data['state_dict']` from the released file, a name no save writes: the
-# same checkpoint format, so the same CUDA tensors.
-_CAP_TRAIN = d("""
-    import argparse
-    import torch
-    device = torch.device("cuda")
-    def main():
-        args = argparse.ArgumentParser().parse_args()
-        model = Captioner().to(device)
-        opt = torch.optim.Adam(model.parameters())
-        for epoch in range(args.epochs):
-            loss = model(next(batches)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            torch.save({"state_dict": model.state_dict(), "epoch": epoch}, "saved/%s_last.pth" % args.name)
-    if __name__ == "__main__":
-        main()
-""")
-_CAP_TEST = """
-    import torch
-    device = torch.device("cuda")
-    if __name__ == "__main__":
-        model = Captioner().to(device)
-        data = torch.load("%s")
-        model.load_state_dict(%s)
-        model.eval()
-        with torch.no_grad():
-            score(model)
-"""
-PROJECTS += [
-    ProjectShape("TW402", "a test script restoring released weights by the key the GPU training saves", {
-        "train.py": _CAP_TRAIN, "test.py": d(_CAP_TEST % ("captioner_release.pth", "data['state_dict']"))},
-        (("test.py", 5),)),
-    ProjectShape("TW402", "look-alike: shipped backbone weights restored whole (no key of the training's save)", {
-        "train.py": _CAP_TRAIN, "test.py": d(_CAP_TEST % ("resnet101_imagenet.pth", "data"))}),
-]
-
 # ------------------------------------------------------------- TW402 top-level load of a distributed script
 # A lane detector's training script (module-level code under `__main__`) wraps the net in
 # DistributedDataParallel and fine-tunes from `torch.load(cfg.finetune)['model']`: every process

@@ -189,8 +189,7 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
             p != ctx.path or _evaluation_function(ctx, load) for p in device_savers(ctx.project))):
         return False
     names = file_names(ctx, argument(load, "f", 0), load)
-    return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ())) \
-        or reads_device_keys(ctx, load)  # (released weights read by the key training saves them under: `data['state_dict']`)
+    return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
     # (a file name no save of the project writes: weights shipped or downloaded with it)
 
 
@@ -295,9 +294,7 @@ What it flags
   and GPU counts than training did; so does a function named for evaluation that trains nothing
   (`def test(args, io):` of a training script, run with `--eval`; not one restoring a TensorRT
   engine, `torch2trt`'s `TRTModule`, which runs only on its GPU); not a file name no save of the
-  project writes, such as shipped weights, unless the script reads it by a key the training saves
-  from the GPU (`data = torch.load("release.pth")`, then `data["state_dict"]`: the training's
-  checkpoint format) - and a load in a distributed training script
+  project writes, such as shipped weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank, also at its top
   level under `__main__` (`torch.load(cfg.finetune)["model"]`): every process
   restores onto `cuda:0` - also in a model's method (`def load_model_from_ckpt(self, path)`)
