@@ -72,7 +72,7 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
     name = "eval-without-no-grad"
-    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(",
+    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
                 "training=False")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
@@ -130,7 +130,8 @@ What it flags
   keeps it an action). Likewise in the environment loop of a script that trains nothing (an
   expert-trajectory collector, an evaluation rollout), and in one that hands its batches to a
   trainer (`log_dict = trainer.train(batch)`, `agent.update(batch)`: the online phase of
-  offline-to-online RL).
+  offline-to-online RL). A module's call of its own `step` method (`h, att, _ = self.step(x, h,
+  enc)` in a beam search of an `nn.Module` that defines `step`) is a decoder step, no environment.
   And in a class that is no `nn.Module` and has no method named for training (`train`, `learn`,
   `update`, `step`...), in a file that trains nothing and takes no gradients, a method that runs
   `self.model` (or `self.model.decoder(z)`) bare and takes the output to the host on the spot
@@ -160,7 +161,9 @@ What it flags
   on to another function of its file that runs it) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
-  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`): it runs every environment step and
+  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`; also an
+  actor's `policy(self, state, goal, to_numpy=True)`/`policy_with_noise(...)` whose tensor return
+  runs only when a caller passes `to_numpy=False`, which none does): it runs every environment step and
   its graph is never used - unless every call of it in the project sits under no_grad (`with
   torch.no_grad(), utils.eval_mode(agent): action = agent.act(obs, step, eval_mode=True)`).
   And a frozen network in a training step: after `teacher.eval()` (or `encoder.eval()` in the
@@ -208,7 +211,9 @@ What it flags
   that trains nothing, of a model it restored (`net.load_state_dict(state)`) or in the `__main__`
   block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
-  holds (a GAN projector rendering the latent it optimised).
+  holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
+  right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
+  or `torch.onnx.export(net, ...)`).
   Quiet besides: a single run outside loops on inputs made up in place (`data =
   torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
   before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function

@@ -154,15 +154,20 @@ def _runs_under_no_grad(ctx: Context, call: ast.Call) -> bool:
 
 
 def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[int, int], depth: int) -> bool:
-    uses = [n for n in ctx.walk_body(scope.body) if n.__class__ is ast.Name and n.id == name
-            and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > after]
+    uses = [n for n in ctx.walk_body(scope.body, into_defs=True) if n.__class__ is ast.Name and n.id == name
+            and n.ctx.__class__ is ast.Load and (n.lineno, n.col_offset) > after]  # (closures too: an evaluator's step)
+    runs = 0
     for use in uses:
         parent = ctx.parent(use)
+        if parent.__class__ is ast.Attribute and parent.attr in _PLACING and ctx.parent(parent).__class__ is ast.Call \
+                and ctx.parent(ctx.parent(parent)).__class__ is ast.Expr:
+            continue  # model.to(device), model.eval() as statements (not `return model.cuda()`)
         if parent.__class__ is not ast.Call:
             return False  # net.parameters(), net.module...: used otherwise
         if parent.func is use:
             if not under_no_grad(ctx, use):
                 return False
+            runs += 1
             continue
         callee = local_function(ctx, parent)
         if depth <= 0 or callee is None or use not in parent.args:
@@ -171,9 +176,11 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
         index = parent.args.index(use) + (1 if params[:1] == ["self"] else 0)
         if index >= len(params) or not _name_calls_no_grad(ctx, params[index], callee, (0, 0), depth - 1):
             return False
-    return bool(uses)
+        runs += 1
+    return runs > 0  # (a wrapper only moved, never run, is a template's: the training it prepares is elsewhere)
 
 
+_PLACING = frozenset({"to", "cuda", "eval", "half", "float"})
 _GPU_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "with_cuda", "on_gpu"})
 _CPU_FLAGS = frozenset({"cpu", "use_cpu", "no_cuda", "no_gpu", "disable_cuda"})
 
@@ -324,7 +331,8 @@ What it flags
   `predict(model)` is another model), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
   live model, an experiment class with no training in its file (a test-only experiment), a
-  wrapper only ever called under `torch.no_grad()` (here or in the function of the file it is
+  wrapper only ever called under `torch.no_grad()` (here, in a closure such as an evaluator
+  factory's step `def _inference(engine, batch)`, besides `.to(device)`/`.eval()`, or in the function of the file it is
   handed to: a diffusion sampler), one made in the branch without a GPU (`else` of
   `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
   (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing), or in an evaluation

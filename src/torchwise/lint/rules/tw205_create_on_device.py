@@ -71,7 +71,8 @@ What it flags
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
-  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)`, `.type(torch.cuda.FloatTensor)` (also
+  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)`, `.type(other_tensor.type())` (also of `torch.Tensor(torch.zeros(...))`),
+  `.type(torch.cuda.FloatTensor)` (also
   `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`) or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use
   of the name it was stored under (`m = torch.ones(n); m = m.cuda()`, or reshaped as it moves:
@@ -103,7 +104,10 @@ What it flags
   reported at the `.cpu()`) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
-  loop that a forward pass calls - `farthest_point_sample` -, the `__init__` of a helper class
+  loop that a forward pass calls - `farthest_point_sample`, a loss with a loop over the batch's
+  nodes that a `forward` of another module calls, also through `from losses import *` -, a
+  `_sample_noise(actions)` helper that only another method of its class calls (not a sampler:
+  `self._sample_noise(a)` in the agent's noisy action choice), the `__init__` of a helper class
   that a forward pass builds every call, here or in another module of the project; a collate
   function, which runs for every batch; a method of a model whose `nn.Module` base lives in
   another module of the project).

@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
@@ -145,7 +146,7 @@ def _never_called(ctx: Context, node: ast.AST) -> bool:
 class PartialSeeding(Rule):
     code = "TW301"
     name = "partial-seeding"
-    triggers = ("seed", "rand")
+    triggers = ("seed", "rand", "__main__")
     doc = """\
 What it flags
   In a file that seeds at least one generator (`random.seed`, `np.random.seed`,
@@ -178,6 +179,10 @@ What it flags
   seeded and the project's loaders run workers (a `num_workers=` that is not 0, and no
   `--num_workers` option defaulting to 0): each worker seeds `random`, NumPy and torch from
   torch's seeded generator.
+  Also a `__main__` script that offers a seed option (`parser.add_argument("--seed", ...)`, here
+  or in a parser function of another module of the project it calls, `args = arg_parse()`),
+  draws from a generator and seeds none, reads no seed option and hands its parsed options to no
+  code of another module (which might seed from them): reported at the option (or the parser's call).
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
@@ -215,6 +220,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if "seed" not in ctx.source and "rand" not in ctx.source:  # (a script whose parser lives in another module)
+            yield from self._offered(ctx)
+            return
         seeded: set[str] = set()
         seeders: list[ast.Call] = []
         first_seed: ast.Call | None = None
@@ -231,7 +239,8 @@ Fix
         if any(ctx.calls_named(name) for name in _SEED_ALL) or self._unknown_seeder(ctx):
             return
         if not seeded or first_seed is None:
-            yield from self._unseeded_in_project(ctx)
+            offered = list(self._offered(ctx))
+            yield from offered or self._unseeded_in_project(ctx)
             return
         uses = self._uses(ctx, workers_seeded="torch" in seeded or "torch" in ctx.project.seeded)
         for family in ("random", "numpy", "torch"):
@@ -288,6 +297,11 @@ Fix
                 suggestion="seed every generator in use where the others are seeded (or call torchwise.seed_everything)",
                 end_node=node.func if node.__class__ is ast.Call else node,
             )
+
+    def _offered(self, ctx: Context) -> Iterator[Finding]:
+        offer = unused_seed_option(ctx)
+        if offer is not None and self._uses(ctx):
+            yield ctx.finding(self.code, offer, OFFERED, suggestion=SEED_FROM_OPTION)
 
     @staticmethod
     def _unknown_seeder(ctx: Context) -> bool:

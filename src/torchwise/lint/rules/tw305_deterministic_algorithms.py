@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
+from torchwise.lint.project.hydraconfig import hydra_config
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
 from torchwise.lint.semantics.deadcode import dead_code
@@ -25,12 +26,14 @@ What it flags
   the file, `= config.CUDNN.DETERMINISTIC` where a module of the project assigns
   `config.CUDNN.DETERMINISTIC = True`), in a file that never calls
   `torch.use_deterministic_algorithms(...)`; also an option whose default lint cannot read (a
-  parameter `cfg`, a YAML file). Also a misspelled flag set to True
+  parameter `cfg`, a YAML file other than a Hydra script's own config). Also a misspelled flag set to True
   (`torch.backends.cudnn.determinstic = True`: Python adds the attribute, cuDNN never reads it),
   and the flag set in a `__main__` block that runs the program (`main()` of the file). Not
   flagged: an option off by default (`store_true`,
-  `config.CUDNN.DETERMINISTIC = False` in the config module): the project does not ask for
-  determinism unless a user turns it on; the `__main__` smoke test of a library module; a
+  `config.CUDNN.DETERMINISTIC = False` in the config module, `cuda_deterministic: False` in the
+  `conf/config.yaml` that `@hydra.main(config_path="conf", config_name="config")` reads), also
+  as the guard of the assignment (`if args.cuda_deterministic: cudnn.deterministic = True`): the
+  project does not ask for determinism unless a user turns it on; the `__main__` smoke test of a library module; a
   seeding helper that nothing in the project calls (dead code, such as a stale copy
   `segmentation/misc.py` of the `utils/misc.py` every script imports).
 
@@ -67,7 +70,8 @@ Fix
                 continue  # a smoke test that prints a shape: nothing to reproduce
             if dead_code(ctx, node):
                 continue  # a seeding helper nothing in the project calls (a stale copy of a module): it never runs (R5)
-            if node.value.__class__ is not ast.Constant and option_default(ctx, node.value) is False:
+            if node.value.__class__ is not ast.Constant and self._default(ctx, node.value) is False \
+                    or node.value.__class__ is ast.Constant and _guarded_by_off_option(ctx, node, self._default):
                 continue  # an option that is off by default: nothing asks for determinism
             when = "" if node.value.__class__ is ast.Constant else f" (when {ctx.text(node.value)} is on)"
             yield ctx.finding(
@@ -75,6 +79,28 @@ Fix
                 f"cudnn.deterministic covers cuDNN only; other CUDA kernels stay nondeterministic{when}",
                 suggestion='also call torch.use_deterministic_algorithms(True) and set CUBLAS_WORKSPACE_CONFIG=":4096:8"',
             )
+
+
+    @staticmethod
+    def _default(ctx: Context, value: ast.AST) -> bool | None:
+        """The option's default: argparse, a field, a config module - or the YAML config of a Hydra script."""
+        found = option_default(ctx, value)
+        if found is None and value.__class__ is ast.Attribute and value.value.__class__ is ast.Name:
+            found = (hydra_config(ctx.path, ctx.source, ctx.project.answers) or {}).get(value.attr)
+        return found
+
+
+def _guarded_by_off_option(ctx: Context, node: ast.AST, default) -> bool:
+    """``if device.type == "cuda" and args.cuda_deterministic: cudnn.deterministic = True`` where the
+    option is off by default: set only when a user asks for it."""
+    for if_node, in_body in ctx.enclosing_ifs(node):
+        if not in_body:
+            continue
+        test = if_node.test
+        parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
+        if any(p.__class__ is ast.Attribute and p.value.__class__ is ast.Name and default(ctx, p) is False for p in parts):
+            return True
+    return False
 
 
 _CUDNN_FLAGS = frozenset({"deterministic", "benchmark", "enabled", "allow_tf32", "benchmark_limit", "version"})

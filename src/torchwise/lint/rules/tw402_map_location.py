@@ -14,10 +14,12 @@ from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, 
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
+from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
                                                 restores_device_state)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
+from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
@@ -293,7 +295,8 @@ What it flags
   (`def test(args, io):` of a training script, run with `--eval`; not one restoring a TensorRT
   engine, `torch2trt`'s `TRTModule`, which runs only on its GPU); not a file name no save of the
   project writes, such as shipped weights - and a load in a distributed training script
-  (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank: every process
+  (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank, also at its top
+  level under `__main__` (`torch.load(cfg.finetune)["model"]`): every process
   restores onto `cuda:0` - also in a model's method (`def load_model_from_ckpt(self, path)`)
   that such a script calls (`base_model.load_model_from_ckpt(args.ckpts)`; a definition inside
   a sub-program's folder, one holding its own `__main__` script, counts only that folder's
@@ -329,7 +332,11 @@ What it flags
   model and saves it to that path (a tokenised corpus), a file name this script itself saves with
   host data (another script's save of that name is another run's), a trainer's `test()` reloading
   the best checkpoint its `train()` writes when every call of it in the project follows
-  `trainer.train()`, loads in code that nothing in the project calls or names, the best checkpoint
+  `trainer.train()`, loads in code that nothing in the project calls or names or
+  under `if path != None:` of a parameter `path=None` that no call of the function passes
+  (`trainer.test(model, args, loader)`), reference data a test or sanity-check script reads with
+  `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
+  network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
   `torch.load(best_path)`: the same process and device), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
@@ -389,7 +396,8 @@ Fix
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
                     or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call):
+                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call) or host_fixture(ctx, call) \
+                    or option_never_passed(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,

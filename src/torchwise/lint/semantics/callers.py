@@ -79,6 +79,26 @@ def project_arguments(ctx: Context, func: AST, param: str) -> Iterator[tuple[Con
             yield other, value, call
 
 
+def star_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:
+    """``(caller's context, call)`` for the plain calls ``name(...)`` of the project's modules that
+    receive the top-level function ``name`` of this file through ``from <this module> import *``
+    (and bind no ``name`` of their own)."""
+    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    key = ("callers:star", ctx.path, name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = []
+        star = re.compile(rf"^from[ \t]+[\w.]*\b{re.escape(stem)}[ \t]+import[ \t]+\*", re.M)
+        files = [(p, t) for p, t in ctx.project.files if p != ctx.path and f"{name}(" in t and star.search(t)]
+        for path, text in files[:MAX_CALLER_FILES]:
+            other = parsed_file(ctx.project, path, text)
+            if other is not None:
+                found += [(other, c) for c in other.calls_named(name)
+                          if c.func.__class__ is ast.Name and other.binding_at(name, c) is None]
+        ctx.project.answers[key] = found
+    return iter(found)
+
+
 def _call_sites(ctx: Context, stem: str, name: str) -> list[ast.Call]:
     """Calls of ``stem.name(...)`` (``pkg.stem.name(...)``) or of ``name`` imported from the module ``stem``."""
     out = []

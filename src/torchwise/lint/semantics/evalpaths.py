@@ -36,7 +36,7 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)`` for model runs that only pick an environment's action with autograd on:
     in an RL training loop, or in an agent's action-selection method that returns a detached action."""
     if "step(" in ctx.source:
-        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c)]
+        steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c) and not _own_module_step(ctx, c)]
         loops = list(hot_loops(ctx).values())
         if steps and not training_calls(ctx):  # a rollout that trains nothing (expert trajectories, evaluation episodes)
             loops += list({id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values())
@@ -55,6 +55,17 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                     yield node, f"{ctx.text(node.func)} picks the action with autograd recording; the environment only needs its value"
         yield from _stepping_methods(ctx, steps)
     yield from _action_methods(ctx)
+
+
+def _own_module_step(ctx: Context, call: ast.Call) -> bool:
+    """``self.step(x, h)`` in a method of a module class that defines ``step`` itself: a decoder's
+    step of a beam search, no environment."""
+    func = call.func
+    cls = ctx.class_of(call)
+    if func.value.__class__ is not ast.Name or func.value.id != "self" or cls is None:
+        return False
+    return any(n.__class__ is ast.FunctionDef and n.name == "step" for n in cls.body) and any(
+        b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name))
 
 
 _UPDATES = frozenset({"train", "update", "learn", "train_step", "update_parameters", "optimize"})
@@ -129,7 +140,11 @@ def _action_method(func: AST) -> bool:
     params = [a.arg for a in func.args.args]
     return name in ("act", "choose_action", "select_action", "get_action", "pick_action", "take_action") or (
         name.startswith(("select_", "choose_")) and name.endswith("action")) or (
-        name == "eval_step" and len(params) == 2 and params[1] in _STATES)  # an RL agent's evaluation action
+        name == "eval_step" and len(params) == 2 and params[1] in _STATES) or (  # an RL agent's evaluation action
+        name in ("policy", "policy_with_noise", "noisy_policy") and len(params) >= 2 and params[1] in _STATES)
+
+
+_RESHAPES = frozenset({"squeeze", "reshape", "flatten", "ravel", "astype", "copy", "clip"})
 
 
 def _host_value(ctx: Context, expr: AST | None, depth: int = 2) -> bool:
@@ -147,6 +162,8 @@ def _host_value(ctx: Context, expr: AST | None, depth: int = 2) -> bool:
     if expr.__class__ is not ast.Call:
         return False
     name = last_name(expr.func)
+    if name in _RESHAPES and expr.func.__class__ is ast.Attribute and expr.func.value.__class__ is ast.Call:
+        return _host_value(ctx, expr.func.value, depth)  # action.cpu().data.numpy().squeeze()
     return name in ("numpy", "item", "tolist", "detach") or host_helper(name) or (
         (ctx.qualname(expr.func) or ctx.text(expr.func)).startswith(("numpy.", "np.")))  # NumPy returns host arrays
 
@@ -161,8 +178,8 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if ctx.parent(func).__class__ is not ast.ClassDef or not _action_method(func):
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
-        if not returns or not all(_host_value(ctx, r.value) for r in returns) or any(w in ctx.text(func) for w in _GRAD_TEXT) \
-                or _every_call_without_grad(ctx, func.name):
+        if not returns or not all(_host_value(ctx, r.value) or _off_by_default(ctx, func, r) for r in returns) \
+                or any(w in ctx.text(func) for w in _GRAD_TEXT) or _every_call_without_grad(ctx, func.name):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
@@ -172,10 +189,30 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 break
 
 
-def _every_call_without_grad(ctx: Context, name: str) -> bool:
-    """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
-    this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
-    one: the training script chooses grad mode for the agent."""
+def _off_by_default(ctx: Context, func: AST, ret: ast.Return) -> bool:
+    """``return action.squeeze()`` after ``if to_numpy: return action.cpu().numpy()``, where
+    ``to_numpy`` is a parameter that defaults to True and no call in the project passes: the
+    tensor return never runs."""
+    block = ctx.parent(ret)
+    body = getattr(block, "body", None)
+    if body is None or ret not in body:
+        return False
+    args = func.args
+    defaults = dict(zip([a.arg for a in args.args][len(args.args) - len(args.defaults):], args.defaults))
+    for stmt in body[:body.index(ret)]:
+        if stmt.__class__ is ast.If and not stmt.orelse and stmt.test.__class__ is ast.Name \
+                and stmt.body[-1].__class__ is ast.Return and _host_value(ctx, stmt.body[-1].value):
+            flag = stmt.test.id
+            default = defaults.get(flag)
+            if default.__class__ is ast.Constant and default.value is True:
+                index = [a.arg for a in args.args].index(flag) - 1  # (self)
+                return not any(len(c.args) > index or any(k.arg in (flag, None) for k in c.keywords)
+                               for _, c in _method_calls(ctx, func.name))
+    return False
+
+
+def _method_calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
+    """The calls ``x.name(...)`` of this file and of the project's other files that spell ``.name(``."""
     needle = f".{name}("
     calls: list[tuple[Context, ast.Call]] = [(ctx, c) for c in ctx.calls_named(name) if c.func.__class__ is ast.Attribute]
     for path, text in ctx.project.files:
@@ -183,6 +220,14 @@ def _every_call_without_grad(ctx: Context, name: str) -> bool:
             other = parsed_file(ctx.project, path, text)
             if other is not None:
                 calls += [(other, c) for c in other.calls_named(name) if c.func.__class__ is ast.Attribute]
+    return calls
+
+
+def _every_call_without_grad(ctx: Context, name: str) -> bool:
+    """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
+    this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
+    one: the training script chooses grad mode for the agent."""
+    calls = _method_calls(ctx, name)
     return bool(calls) and all(under_no_grad(where, c) for where, c in calls)
 
 

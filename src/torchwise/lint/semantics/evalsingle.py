@@ -50,6 +50,8 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 continue  # (a loop after eval() is the evaluation loop the rule reports itself)
             restored = any(ctx.text(n.func) == f"{who}.load_state_dict" and (n.lineno, n.col_offset) < start
                            and ctx.function_of(n) is None for n in ctx.calls_named("load_state_dict"))
+            if _exported_after(ctx, call, who):
+                continue  # a dry run right before `torch.jit.trace(net, img)`: the export script's warm-up
             if restored or (_main_guard(ctx, call) and _defines_module(ctx)):
                 yield call, (f"{who} runs once after {who}.eval() with autograd recording"
                              f"{' (a smoke test of the model)' if not restored else ''}; inference needs no graph")
@@ -59,6 +61,16 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if after and f"{who}.parameters(" not in ctx.source:
             yield after[0], (f"{who} (in eval mode, in no optimizer) runs after the last optimisation step with autograd "
                          "recording; its output needs no graph")
+
+
+_EXPORTS = ("torch.jit.trace", "torch.onnx.export", "torch.jit.script")
+
+
+def _exported_after(ctx: Context, call: ast.Call, who: str) -> bool:
+    """The script exports the model it just ran (``torch.jit.trace(net, img)``, ``torch.onnx.export(net, ...)``)
+    at module level after the run: the run is the export's dry run, the graph is the export's business."""
+    return any(c.args and ctx.text(c.args[0]) == who and (c.lineno, c.col_offset) > (call.lineno, call.col_offset)
+               and ctx.function_of(c) is None for c in ctx.calls_to(*_EXPORTS))
 
 
 _DUMMY_FACTORIES = frozenset({"torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty"})

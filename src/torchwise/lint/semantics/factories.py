@@ -157,6 +157,10 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     if q is None or not q.startswith("torch.") or q.count(".") != 1:
         return None
     factory = q.split(".", 1)[1]
+    if factory in LEGACY and len(inner.args) == 1 and not inner.keywords and inner.args[0].__class__ is ast.Call:
+        made = cpu_factory(ctx, inner.args[0])  # torch.Tensor(torch.zeros(b, n, k)): a CPU tensor retyped on the CPU
+        if made is not None:
+            return made[0], True, made[2]
     if factory in LEGACY:
         made = inner.args and (_legacy_sizes(ctx, inner, filled) or model_input_copy(ctx, inner)
                                or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)

@@ -98,8 +98,10 @@ _DISTRIBUTED = ("DistributedDataParallel", "init_process_group")
 def every_rank_loads(ctx: Context, load: ast.Call) -> bool:
     """A load in a distributed training file (``DistributedDataParallel``, ``init_process_group``)
     inside a function, under no ``if`` on the rank: every process deserializes the checkpoint
-    onto the device that saved it (``cuda:0``)."""
-    if ctx.function_of(load) is None or _per_rank_file(ctx, load):
+    onto the device that saved it (``cuda:0``) - also at the top level of such a script (``__main__``
+    or ``parse_args()``: `state = torch.load(cfg.finetune)['model']`), which every process runs."""
+    if ctx.function_of(load) is None and not ("__main__" in ctx.source or "parse_args(" in ctx.source) \
+            or _per_rank_file(ctx, load):
         return False
     if not any(w in ctx.source for w in _DISTRIBUTED) or not training_calls(ctx):
         return _method_called_by_every_rank(ctx, load)

@@ -1,5 +1,5 @@
 """Where a call moves a tensor (TW205): ``.cuda()``, ``.to(device)``, ``.to(other_tensor)``,
-``.type_as(other_tensor)``, ``.to(self._device())``, and ``.type(torch.cuda.FloatTensor)`` - not a
+``.type_as(other_tensor)``, ``.type(other_tensor.type())``, ``.to(self._device())``, and ``.type(torch.cuda.FloatTensor)`` - not a
 cast (``.to(torch.float16)``), a move to the CPU, or to the device of a tensor itself made on the
 CPU or of an attribute every construction sets to the CPU."""
 
@@ -18,9 +18,19 @@ from torchwise.lint.semantics.tensorlike import tensor_like
 _DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
 
 
+def _type_of(call: ast.Call) -> ast.AST | None:
+    """``x`` of ``.type(x.type())`` - the type string of a tensor, CUDA when ``x`` is on the GPU."""
+    arg = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if arg.__class__ is not ast.Call or arg.args or arg.keywords or arg.func.__class__ is not ast.Attribute \
+            or arg.func.attr != "type" or arg.func.value.__class__ not in (ast.Name, ast.Attribute):
+        return None
+    return arg.func.value  # (only a tensor's .type() gives what .type() takes)
+
+
 def tensor_target(ctx: Context, call: ast.Call) -> bool:
-    """``.to(other_tensor)`` / ``.type_as(other_tensor)``: a move (and cast) to where a tensor lives."""
-    return call.func.attr == "type_as" or (call.func.attr == "to" and device_move_target(ctx, call) is None
+    """``.to(other_tensor)`` / ``.type_as(other_tensor)`` / ``.type(other.type())``: a move (and cast)
+    to where a tensor lives."""
+    return call.func.attr == "type_as" or call.func.attr == "type" and _type_of(call) is not None or (call.func.attr == "to" and device_move_target(ctx, call) is None
                                             and _device_call(call) is None)
 
 
@@ -40,6 +50,10 @@ def move_target(ctx: Context, call: ast.Call) -> ast.AST | bool | None:
     if call.func.__class__ is not ast.Attribute:
         return None
     if call.func.attr == "type":  # .type(torch.cuda.FloatTensor): a move, like .cuda()
+        other = _type_of(call)
+        if other is not None:  # .type(x.type()): to x's type - its device too, like .type_as(x) - unless x is made on the CPU
+            return None if host_built(ctx, ctx.resolve(other, call), call, lambda e: cpu_factory(ctx, e) is not None,
+                                      SHAPE_METHODS) else other
         return True if len(call.args) == 1 and not call.keywords and _cuda_type(ctx, call.args[0], call) else None
     target = device_move_target(ctx, call)
     if target is not None:

@@ -8,7 +8,8 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
-from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
+from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls, star_calls
+from torchwise.lint.semantics.classhelpers import helper_of_its_class
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.settingsloops import settings_loop
@@ -76,7 +77,21 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     if not any(n.__class__ in (ast.For, ast.AsyncFor) or n.__class__ is ast.While and not _reshape_loop(n)
                for n in ctx.walk_body(scope.body)):
         return False
-    return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)))
+    return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)
+                                                       or _forward_calls_elsewhere(ctx, scope)))
+
+
+def _forward_calls_elsewhere(ctx: Context, func: AST) -> bool:
+    """A module-level function (a loss with a loop over the batch's nodes) that a ``forward`` of
+    another module of the project calls: it runs every step there."""
+    if ctx.parent(func) is not ctx.tree or not ctx.project.files:
+        return False
+    for where, call in [*project_calls(ctx, func.name), *star_calls(ctx, func.name)]:
+        caller = where.function_of(call)
+        if caller is not None and caller.__class__ is not ast.Lambda and _named_per_call(caller.name) \
+                and not runs_once(where, call, 0):
+            return True
+    return False
 
 
 def _reshape_loop(loop: ast.While) -> bool:
@@ -272,6 +287,9 @@ def sampler_off_step(ctx: Context, func: AST) -> bool:
     name = func.name.lstrip("_")
     if not (name in _SAMPLER_NAMES or name.startswith(("sample_", "generate_"))) or _named_per_call(name):
         return False
+    if helper_of_its_class(ctx, func, lambda n: n.lstrip("_").startswith(("sample", "generate", "infer", "synthes"))
+                           or n in _ONCE_NAMES):
+        return False  # self._sample_exploration_noise(action) in policy_with_noise(): per call of that method
     key = ("sem:sampler-off-step", name)
     found = ctx.project.answers.get(key)
     if found is None:

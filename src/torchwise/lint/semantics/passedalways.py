@@ -40,6 +40,49 @@ def fallback_never_taken(ctx: Context, node: AST) -> bool:
     return False
 
 
+def option_never_passed(ctx: Context, node: AST) -> bool:
+    """``node`` lies in the body of ``if P is not None:`` (``if P != None:``) of a parameter
+    ``P=None`` that no call of its function passes, and there are calls to see
+    (``trainer.test(model, args, loader)`` of ``def test(model, args, loader, path=None)``,
+    staticmethods too): the branch never runs (ruling R5 of issue 22)."""
+    func = ctx.function_of(node)
+    if func is None or func.__class__ is ast.Lambda or any(
+            getattr(d, "id", None) not in ("staticmethod", "classmethod") for d in func.decorator_list):
+        return False
+    for if_node, in_body in ctx.enclosing_ifs(node):
+        test = if_node.test
+        if not in_body or test.__class__ is not ast.Compare or len(test.ops) != 1 or test.left.__class__ is not ast.Name \
+                or test.ops[0].__class__ not in (ast.IsNot, ast.NotEq) \
+                or test.comparators[0].__class__ is not ast.Constant or test.comparators[0].value is not None:
+            continue
+        param = test.left.id
+        if not _defaults_to_none(func, param) or ctx.scope_of(if_node) is not func:
+            continue
+        b = ctx.binding_at(param, if_node)
+        if b is None or b.kind != "param":
+            continue
+        key = ("neverpassed", id(func), param)
+        found = ctx._cache.get(key)
+        if found is None:
+            found = ctx._cache[key] = _every_call_passes(ctx, func, param, _omits)
+        if found:
+            return True
+    return False
+
+
+def _omits(call: ast.Call, param: str, index: int | None) -> bool:
+    """The call leaves ``param`` out (or passes None); False when it cannot be seen."""
+    if has_star_args(call):
+        return False
+    for kw in call.keywords:
+        if kw.arg == param:
+            return kw.value.__class__ is ast.Constant and kw.value.value is None
+    if index is not None and len(call.args) > index:
+        value = call.args[index]
+        return value.__class__ is ast.Constant and value.value is None
+    return True
+
+
 def _none_branch(test: AST, in_body: bool) -> str | None:
     """``P`` of ``if P is None:`` (its body) or ``if P is not None:`` (its ``else``)."""
     if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.left.__class__ is not ast.Name:
@@ -90,9 +133,12 @@ def _always_passed(ctx: Context, func: AST, param: str) -> bool:
     return found
 
 
-def _every_call_passes(ctx: Context, func: AST, param: str) -> bool:
+def _every_call_passes(ctx: Context, func: AST, param: str, passes=None) -> bool:
     owner = ctx.parent(func)
     method = owner.__class__ is ast.ClassDef
+    if passes is not None and method and func.name == "forward":
+        return False  # (a module's calls: only whether they all pass the argument is followed)
+    passes = passes or _passes
     if method and func.name == "forward":
         return _module_calls_pass(ctx, owner, param, _position(ctx, func, param))
     if method and (func.name == "__call__" or func.name.startswith("__")):
@@ -117,7 +163,7 @@ def _every_call_passes(ctx: Context, func: AST, param: str) -> bool:
         if sites is None:
             return False
         for call in sites:
-            if not _passes(call, param, index):
+            if not passes(call, param, index):
                 return False
         calls += len(sites)
     return calls > 0
