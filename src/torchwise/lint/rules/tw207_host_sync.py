@@ -21,6 +21,7 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
+from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
@@ -132,7 +133,11 @@ What it flags
   `ddp_reduce(batch.ntokens, self.device)` (a reduction helper handed the device),
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, tensors a project
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, a batch unpacked from a
+  method of the file that hands its arguments back moved (`images, masks = self.cuda(*items)` with
+  `return (x.to(self.device) for x in args)`), the operands of the loss the function backpropagates
+  read with a tensor method (`-log_prob.mean().item()` and `self.alpha.item()` beside `loss =
+  (self.alpha * log_prob - q).mean(); loss.backward()`: the same binding the loss used), tensors a project
   function handed the device returns (`obs, reward = utils.to_torch(batch, self.device)`), values
   the function hands to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
   tensors), the log-probability and entropy of a distribution a model returned
@@ -148,7 +153,10 @@ What it flags
   module's loop) that selects with a mask from what it is handed (a metric's `output[output ==
   target]`) too. Also `.item()` of a tensor made from the inputs in a loss module's methods
   (`num_boxes = torch.clamp(num_boxes / world, min=1).item()`) or in a loss function the step
-  calls, also from another module (`n_word = non_pad_mask.sum().item()`), and of its own loss in
+  calls, also from another module (`n_word = non_pad_mask.sum().item()`; a call whose loss - alone
+  or first of what it hands back - the step backpropagates on an accelerator counts as handed the
+  step's tensors: `critic_loss, logs = iq_loss(agent, q, v, next_v, batch)`, also its selections
+  by a flag unpacked from the batch, `obs[is_expert.squeeze(1), ...]`), and of its own loss in
   a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
   helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
@@ -362,7 +370,7 @@ Lint and the doctor
         sync = synchronized_before(ctx, region, node) if looping and not hidden else None
         if not on_accelerator(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node)):
+        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node) or loss_operand(ctx, node)):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed
