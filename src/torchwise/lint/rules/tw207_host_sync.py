@@ -157,7 +157,9 @@ What it flags
   or first of what it hands back - the step backpropagates on an accelerator counts as handed the
   step's tensors: `critic_loss, logs = iq_loss(agent, q, v, next_v, batch)`, also its selections
   by a flag unpacked from the batch, `obs[is_expert.squeeze(1), ...]`), and of its own loss in
-  a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
+  a model's `forward` or in a model's method that opens the step - zeroes the gradients, computes
+  the losses and hands them back for a backward pass its caller runs (`logs = [("l_d", dis_loss.item())]`
+  in `process()`: reported at the read, not at the call); `assert`/`if` tests of the batch's tensors in a model's methods that a
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
   helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
   reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward;

@@ -23,6 +23,7 @@ from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
 from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.stepopeners import step_opener_reads
 from torchwise.lint.semantics.stepvalues import step_device_value, step_loss_terms
 from torchwise.lint.semantics.values import local_function
 
@@ -95,6 +96,9 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
             elif func.name == "forward" and takes_batch(ctx, func):  # a model's forward that computes its loss
                 reads = own_loss_reads(ctx, func)
                 where = "every training step" if reads else None
+            elif step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
+                reads = step_opener_reads(ctx, func)  # process(): zero_grad(), the losses, .item() of them for the logs
+                where = "which opens every training step (it zeroes the gradients)"
             elif "loss" in func.name.lower():
                 reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + _reader_calls(ctx, func)
                 where = every_step_call(ctx, func, per_step) if reads else None

@@ -1,0 +1,86 @@
+"""The recall corpus, round 16 part B (second tuner): TW207 classes the sets 21 and 22 (tuning sets
+of round 16) still missed after recall_corpus38 - each written in our own words and reduced to its
+shape, with look-alikes that must stay quiet. ``recall_corpus.py`` adds these to its lists.
+"""
+
+from __future__ import annotations
+
+from recall_shapes import ProjectShape, Shape, d
+
+FIND: list[Shape] = []
+QUIET: list[Shape] = []
+PROJECTS: list[ProjectShape] = []
+
+# ------------------------------------------------------------- TW207 a model method that opens the step
+# A GAN-style model splits its step in two methods: one zeroes the optimizers' gradients, computes
+# the losses and hands them back with a log list of `.item()` values; another runs the backward
+# passes. The trainer calls both every batch. The reads are reported in the method (one finding per
+# read), not at the trainer's call.
+_OPENER = d("""
+    import torch
+    import torch.nn as nn
+
+
+    class Painter(nn.Module):
+        def __init__(self, gen, disc, lr):
+            super().__init__()
+            self.gen, self.disc = gen, disc
+            self.g_opt = torch.optim.Adam(gen.parameters(), lr=lr)
+            self.d_opt = torch.optim.Adam(disc.parameters(), lr=lr)
+            self.steps = 0
+
+        def run_losses(self, img, hole):
+            self.steps += 1
+            self.g_opt.zero_grad()
+            self.d_opt.zero_grad()
+            fake = self.gen(img * (1 - hole))
+            d_loss = 0
+            d_loss += (self.disc(img).mean() - self.disc(fake.detach()).mean()).abs()
+            adv_loss = -self.disc(fake).mean()
+            rec_loss = (fake - img).abs().mean() * 10
+            g_loss = adv_loss + rec_loss
+            LOGS
+            return fake, g_loss, d_loss, logs
+
+        def apply(self, g_loss, d_loss):
+            d_loss.backward()
+            self.d_opt.step()
+            g_loss.backward()
+            self.g_opt.step()
+""")
+_OPENER_TRAIN = d("""
+    import torch
+    from painter import Painter
+    from nets import Gen, Disc
+
+
+    def train(loader, device):
+        model = Painter(Gen(), Disc(), 1e-4).to(device)
+        history = []
+        for img, hole in loader:
+            img, hole = img.to(device), hole.to(device)
+            fake, g_loss, d_loss, logs = model.run_losses(img, hole)
+            model.apply(g_loss, d_loss)
+            history.append(logs)
+
+
+    if __name__ == "__main__":
+        train(make_loader(), torch.device("cuda"))
+""")
+_READS = 'logs = [("d", d_loss.item()), ("adv", adv_loss.item()), ("rec", rec_loss.item())]'
+PROJECTS += [
+    ProjectShape("TW207", ".item() of its losses in a model method that zeroes the gradients and returns the losses (reported at the reads)",
+                 {"painter.py": _OPENER.replace("LOGS", _READS), "train.py": _OPENER_TRAIN},
+                 (("painter.py", 23), ("painter.py", 23), ("painter.py", 23))),
+    ProjectShape("TW207", "the same with one read per line into a dict",
+                 {"painter.py": _OPENER.replace("LOGS", 'logs = {\n            "d": d_loss.item(),\n            "adv": adv_loss.item(),\n        }'),
+                  "train.py": _OPENER_TRAIN},
+                 (("painter.py", 24), ("painter.py", 25))),
+    ProjectShape("TW207", "look-alike: the method keeps its logs on the device (.detach())",
+                 {"painter.py": _OPENER.replace("LOGS", _READS.replace(".item()", ".detach()")), "train.py": _OPENER_TRAIN}),
+    ProjectShape("TW207", "look-alike: the method reads its losses only every 100 steps",
+                 {"painter.py": _OPENER.replace("LOGS", "logs = []\n        if self.steps % 100 == 0:\n            " + _READS.replace("logs = ", "logs = logs + ")),
+                  "train.py": _OPENER_TRAIN}),
+    ProjectShape("TW207", "look-alike: a CPU-only project",
+                 {"painter.py": _OPENER.replace("LOGS", _READS), "train.py": _OPENER_TRAIN.replace(", device", "").replace(".to(device)", "").replace('torch.device("cuda")', "")}),
+]
