@@ -84,3 +84,38 @@ PROJECTS += [
     ProjectShape("TW207", "look-alike: a CPU-only project",
                  {"painter.py": _OPENER.replace("LOGS", _READS), "train.py": _OPENER_TRAIN.replace(", device", "").replace(".to(device)", "").replace('torch.device("cuda")', "")}),
 ]
+
+# ------------------------------------------------------------- TW207 the best-so-far test of a patience early stop
+# A full-graph contrastive pretraining script compares each step's loss with the best so far,
+# keeps a patience counter and breaks when it runs out (ruling R9: the algorithm's own stop needs
+# the comparison on the host).
+_PATIENCE = d("""
+    import torch
+
+
+    def pretrain(model, feats, adj, opt, patience, epochs):
+        model = model.cuda()
+        feats, adj = feats.cuda(), adj.cuda()
+        wait, best = 0, 1e9
+        for epoch in range(epochs):
+            model.train()
+            opt.zero_grad()
+            loss = model.contrast(feats, adj)
+            PRINT
+            if loss < best:
+                best = loss
+                wait = 0
+                torch.save(model.state_dict(), "best.pt")
+            else:
+                wait += 1
+            STOP
+            loss.backward()
+            opt.step()
+""")
+QUIET += [
+    Shape("TW207", "look-alike: the best-so-far test of a patience early stop (the algorithm's stop, R9)",
+          _PATIENCE.replace("PRINT", "").replace("STOP", "if wait == patience:\n                break"), None),
+    Shape("TW207", "look-alike: the same counting up a `bad_epochs` counter against a limit with >=",
+          _PATIENCE.replace("PRINT", "").replace("wait", "bad_epochs").replace("STOP", "if bad_epochs >= patience:\n                break")
+          .replace("loss < best", "best > loss"), None),
+]

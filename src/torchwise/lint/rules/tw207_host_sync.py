@@ -12,6 +12,7 @@ from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
+from torchwise.lint.semantics.earlystop import patience_stop
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
@@ -221,7 +222,8 @@ What it flags
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
-  flagged) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
+  flagged), or the best-so-far test of a patience early stop (`if loss < best: best = loss; wait = 0`
+  `else: wait += 1` with `if wait == patience: break` in the same loop: R9) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
   continue` over time steps: R9; skipping a loader's batch is an input check, flagged); what an epoch
   loop with a step of its own runs outside its batch loop over a loader made before it; methods of
   a class whose every object is called only off the training path (a detector's `Detect` in the
@@ -298,7 +300,7 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            if algorithm_stop(node):
+            if algorithm_stop(node) or patience_stop(ctx, node):
                 continue  # a data-dependent stop of the algorithm (R9)
             part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
             if part is None:
