@@ -119,3 +119,35 @@ QUIET += [
           _PATIENCE.replace("PRINT", "").replace("wait", "bad_epochs").replace("STOP", "if bad_epochs >= patience:\n                break")
           .replace("loss < best", "best > loss"), None),
 ]
+
+# ------------------------------------------------------------- TW207 gradients computed to be read (no training)
+# A graph attack backpropagates a classifier's loss to the adjacency matrix and sorts the gradient
+# with NumPy to choose the edges to flip. No
+# optimizer step, no hand-written update anywhere: the gradient is what the loop is for (R1).
+QUIET += [
+    Shape("TW207", "look-alike: an attack loop reading the adjacency gradient for np.argsort (no optimizer anywhere)", d("""
+        import numpy as np
+        import torch
+
+
+        def attack(model, graphs, labels, budget):
+            model = model.cuda()
+            flips = []
+            for g, y in zip(graphs, labels):
+                adj = g.adjacency().cuda().requires_grad_(True)
+                model.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(g.features.cuda(), adj), y.cuda())
+                loss.backward()
+                grad = adj.grad.detach().cpu().numpy().ravel()
+                flips.append(np.argsort(-grad)[:budget])
+            return flips
+    """), None),
+]
+            for img in images:
+                x = img.unsqueeze(0).cuda().requires_grad_()
+                score = model(x).max()
+                score.backward()
+                maps.append(x.grad.abs().amax(1)[0].cpu().numpy())
+            return maps
+    """), None),
+]

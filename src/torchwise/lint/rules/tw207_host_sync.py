@@ -22,6 +22,7 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
+from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
@@ -216,7 +217,9 @@ What it flags
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
   collected); a loop counter compared with a number
-  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
+  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; reads of a `.grad` in a
+  file that never steps an optimizer nor updates a tensor from a gradient by hand (an attack's
+  `grad = adj.grad.data.numpy()` for `np.argsort`, a saliency map: the gradient is the loop's result); the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
   pass, which waits for the GPU anyway. Nor: reads under a name bound to a modulo test
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
@@ -294,6 +297,8 @@ Lint and the doctor
             subject, what = found
             if subject.__class__ is ast.Call and host_reader(ctx, subject):
                 continue  # float(accuracy(out, y)): the helper reads on the host (reported as such), its result is a number
+            if reads_input_gradient(ctx, call):
+                continue  # an attack's or saliency map's gradient: the loop's result, no training step (R1)
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
