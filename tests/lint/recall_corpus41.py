@@ -122,8 +122,8 @@ QUIET += [
 
 # ------------------------------------------------------------- TW207 gradients computed to be read (no training)
 # A graph attack backpropagates a classifier's loss to the adjacency matrix and sorts the gradient
-# with NumPy to choose the edges to flip. No
-# optimizer step, no hand-written update anywhere: the gradient is what the loop is for (R1).
+# with NumPy to choose the edges to flip. No optimizer
+# step, no hand-written update anywhere: the gradient is what the loop is for (R1).
 QUIET += [
     Shape("TW207", "look-alike: an attack loop reading the adjacency gradient for np.argsort (no optimizer anywhere)", d("""
         import numpy as np
@@ -141,13 +141,5 @@ QUIET += [
                 grad = adj.grad.detach().cpu().numpy().ravel()
                 flips.append(np.argsort(-grad)[:budget])
             return flips
-    """), None),
-]
-            for img in images:
-                x = img.unsqueeze(0).cuda().requires_grad_()
-                score = model(x).max()
-                score.backward()
-                maps.append(x.grad.abs().amax(1)[0].cpu().numpy())
-            return maps
     """), None),
 ]
