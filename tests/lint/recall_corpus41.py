@@ -143,3 +143,42 @@ QUIET += [
             return flips
     """), None),
 ]
+
+# ------------------------------------------------------------- TW207 a log interval whose default is 1
+# A dialogue-model fine-tuning script logs the loss under `(i + 1) % args.log_every == 0`, but the
+# option defaults to 1 and nothing else in the project sets it: every run that does not pass the
+# option reads the loss on every step.
+_UNIT_LOG = d("""
+    import argparse
+    import torch
+
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--lr", type=float, default=1e-4)
+        parser.add_argument("--log_every", type=int, default=EVERY, help="steps between loss logs")
+        args = parser.parse_args()
+        model = build().cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
+        for i, (ids, labels) in enumerate(loader()):
+            loss = model(ids.cuda(), labels=labels.cuda()).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            if (i + 1) % args.log_every == 0:
+                print("step", i + 1, "loss", loss.item())
+""")
+FIND += [
+    Shape("TW207", "loss.item() under a modulo test of an option whose argparse default is 1", _UNIT_LOG.replace("EVERY", "1"), 18),
+]
+QUIET += [
+    Shape("TW207", "look-alike: the same option defaulting to 50", _UNIT_LOG.replace("EVERY", "50"), None),
+]
+PROJECTS += [
+    ProjectShape("TW207", "look-alike: default 1, but a launcher of the project passes --log_every",
+                 {"train.py": _UNIT_LOG.replace("EVERY", "1"),
+                  "launch.py": d("""
+                      import subprocess
+                      subprocess.run(["python", "train.py", "--log_every", "100"])
+                  """)}),
+]

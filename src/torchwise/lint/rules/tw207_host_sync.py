@@ -198,7 +198,9 @@ What it flags
   `boxes[scores > 0.5]`); reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
-  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update), under a test
+  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
+  nor one by an option whose argparse default is 1 that nothing else in the project sets,
+  `% args.log_step` with `default=1`: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
   (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
