@@ -307,11 +307,11 @@ Lint and the doctor
                 yield finding
         yield from self._host_readers(ctx)
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            if algorithm_stop(node) or patience_stop(ctx, node):
+            if algorithm_stop(node):
                 continue  # a data-dependent stop of the algorithm (R9)
             part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
-            if part is None:
-                continue
+            if part is None or patience_stop(ctx, node):
+                continue  # (the best-so-far test of a patience early stop: R9)
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding

@@ -96,7 +96,7 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
             elif func.name == "forward" and takes_batch(ctx, func):  # a model's forward that computes its loss
                 reads = own_loss_reads(ctx, func)
                 where = "every training step" if reads else None
-            elif step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
+            elif "zero_grad" in ctx.text(func) and step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
                 reads = step_opener_reads(ctx, func)  # process(): zero_grad(), the losses, .item() of them for the logs
                 where = "which opens every training step (it zeroes the gradients)"
             elif "loss" in func.name.lower():
