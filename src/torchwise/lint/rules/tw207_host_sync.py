@@ -12,6 +12,7 @@ from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
+from torchwise.lint.semantics.earlystop import patience_stop
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
@@ -21,6 +22,8 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostconsumers import consumed_on_host
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
+from torchwise.lint.semantics.inputgrads import reads_input_gradient
+from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
@@ -132,7 +135,11 @@ What it flags
   `ddp_reduce(batch.ntokens, self.device)` (a reduction helper handed the device),
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
   terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, tensors a project
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, a batch unpacked from a
+  method of the file that hands its arguments back moved (`images, masks = self.cuda(*items)` with
+  `return (x.to(self.device) for x in args)`), the operands of the loss the function backpropagates
+  read with a tensor method (`-log_prob.mean().item()` and `self.alpha.item()` beside `loss =
+  (self.alpha * log_prob - q).mean(); loss.backward()`: the same binding the loss used), tensors a project
   function handed the device returns (`obs, reward = utils.to_torch(batch, self.device)`), values
   the function hands to a collective (`dist.all_reduce(acc1)`, `acc = reduce_tensor(acc, args)`: NCCL sums CUDA
   tensors), the log-probability and entropy of a distribution a model returned
@@ -148,8 +155,13 @@ What it flags
   module's loop) that selects with a mask from what it is handed (a metric's `output[output ==
   target]`) too. Also `.item()` of a tensor made from the inputs in a loss module's methods
   (`num_boxes = torch.clamp(num_boxes / world, min=1).item()`) or in a loss function the step
-  calls, also from another module (`n_word = non_pad_mask.sum().item()`), and of its own loss in
-  a model's `forward`; `assert`/`if` tests of the batch's tensors in a model's methods that a
+  calls, also from another module (`n_word = non_pad_mask.sum().item()`; a call whose loss - alone
+  or first of what it hands back - the step backpropagates on an accelerator counts as handed the
+  step's tensors: `critic_loss, logs = iq_loss(agent, q, v, next_v, batch)`, also its selections
+  by a flag unpacked from the batch, `obs[is_expert.squeeze(1), ...]`), and of its own loss in
+  a model's `forward` or in a model's method that opens the step - zeroes the gradients, computes
+  the losses and hands them back for a backward pass its caller runs (`logs = [("l_d", dis_loss.item())]`
+  in `process()`: reported at the read, not at the call); `assert`/`if` tests of the batch's tensors in a model's methods that a
   step or forward calls (also of a class whose `nn.Module` base is another module's) and in a
   helper another module's forward calls (`assert (boxes1[:, 2:] >= boxes1[:, :2]).all()`; also a
   reduction bound to a name first: `n = torch.sum(obj_mask)` ... `if n != 0:` in a loss's forward;
@@ -186,7 +198,9 @@ What it flags
   `boxes[scores > 0.5]`); reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
-  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update), under a test
+  update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
+  nor one by an option whose argparse default is 1 that nothing else in the project sets,
+  `% args.log_step` with `default=1`: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
   (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
@@ -205,13 +219,16 @@ What it flags
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
   collected); a loop counter compared with a number
-  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; the read
+  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; reads of a `.grad` in a
+  file that never steps an optimizer nor updates a tensor from a gradient by hand (an attack's
+  `grad = adj.grad.data.numpy()` for `np.argsort`, a saliency map: the gradient is the loop's result); the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
   pass, which waits for the GPU anyway. Nor: reads under a name bound to a modulo test
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
-  flagged) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
+  flagged), or the best-so-far test of a patience early stop (`if loss < best: best = loss; wait = 0`
+  `else: wait += 1` with `if wait == patience: break` in the same loop: R9) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
   continue` over time steps: R9; skipping a loader's batch is an input check, flagged); what an epoch
   loop with a step of its own runs outside its batch loop over a loader made before it; methods of
   a class whose every object is called only off the training path (a detector's `Detect` in the
@@ -282,6 +299,8 @@ Lint and the doctor
             subject, what = found
             if subject.__class__ is ast.Call and host_reader(ctx, subject):
                 continue  # float(accuracy(out, y)): the helper reads on the host (reported as such), its result is a number
+            if reads_input_gradient(ctx, call):
+                continue  # an attack's or saliency map's gradient: the loop's result, no training step (R1)
             finding = self._report(ctx, call, subject, what)
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
@@ -291,8 +310,8 @@ Lint and the doctor
             if algorithm_stop(node):
                 continue  # a data-dependent stop of the algorithm (R9)
             part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
-            if part is None:
-                continue
+            if part is None or patience_stop(ctx, node):
+                continue  # (the best-so-far test of a patience early stop: R9)
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
             if finding is not None:
                 yield finding
@@ -362,7 +381,7 @@ Lint and the doctor
         sync = synchronized_before(ctx, region, node) if looping and not hidden else None
         if not on_accelerator(ctx, node):
             return None  # nothing here is evidently on an accelerator
-        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node)):
+        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node) or loss_operand(ctx, node)):
             return None
         if looping and feeds_environment(ctx, node, region):
             return None  # the environment steps on the host with this value: the read is needed

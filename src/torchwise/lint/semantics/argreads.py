@@ -73,6 +73,24 @@ def host_read_of_arguments(func: AST, live: Callable[[str], bool] | None = None)
     return None
 
 
+def opens_step_text(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A method that opens a training step without finishing it: it zeroes gradients
+    (``self.gen_optimizer.zero_grad()``), runs no backward pass of its own, and returns a loss (a
+    name with "loss" in it, alone or in a tuple). Its reads are of what it computes for the step,
+    reported where they are (semantics.stepopeners), not as reads of what its callers hand it."""
+    zeroes = returns_loss = False
+    for node in ast.walk(func):
+        cls = node.__class__
+        if cls is ast.Call and node.func.__class__ is ast.Attribute:
+            if node.func.attr == "backward":
+                return False
+            zeroes = zeroes or node.func.attr == "zero_grad"
+        elif cls is ast.Return and node.value is not None:
+            values = node.value.elts if node.value.__class__ is ast.Tuple else [node.value]
+            returns_loss = returns_loss or any(v.__class__ is ast.Name and "loss" in v.id.lower() for v in values)
+    return zeroes and returns_loss
+
+
 def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
     """Every such read, with the parameter whose test guards it (or None)."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
@@ -88,8 +106,8 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
             candidates.append(node)  # (`if mask.sum() == 0: continue`: the algorithm's skip, ruling R9)
         elif cls is ast.Subscript and _legacy_read(node):
             candidates.append(node)  # losses[name].data[0]: the pre-0.4 .item()
-    if not candidates:
-        return []
+    if not candidates or opens_step_text(func):
+        return []  # (a method opening a step reads what it computes: reported where it is)
     derived = _derived(func)
     guards = _sink_guards(func, [n for n in candidates if n.__class__ is ast.If])
     out: list[tuple[int, str, str | None]] = []

@@ -210,6 +210,33 @@ def returns_device_data(ctx: Context, call: ast.Call, depth: int = 0) -> bool:
     return scope_moves_to_device(ctx, func, depth)
 
 
+def _moving_method(ctx: Context, call: ast.Call) -> bool:
+    """``images, masks = self.cuda(*items)`` with ``def cuda(self, *args): return (x.to(self.device)
+    for x in args)``: a method of the file's class every ``return`` of which hands back its
+    arguments moved to a device (a generator, list or tuple of moves)."""
+    if call.func.__class__ is not ast.Attribute or not (call.args or call.keywords):
+        return False
+    func = local_function(ctx, call)
+    if func is None or func.__class__ is ast.Lambda:
+        return False
+    returns = [n.value for n in ast.walk(func) if n.__class__ is ast.Return]
+    return bool(returns) and all(_moved_items(ctx, r) for r in returns)
+
+
+def _moved_items(ctx: Context, value: AST | None) -> bool:
+    if value.__class__ in (ast.GeneratorExp, ast.ListComp):
+        value = value.elt
+    elif value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id in ("tuple", "list") \
+            and len(value.args) == 1 and value.args[0].__class__ in (ast.GeneratorExp, ast.ListComp):
+        value = value.args[0].elt
+    elif value.__class__ in (ast.Tuple, ast.List) and value.elts:
+        return all(_moved_items(ctx, e) for e in value.elts)
+    if value.__class__ is not ast.Call:
+        return False
+    target = device_move_target(ctx, value)
+    return target is not None and (target is True or not is_cpu_device(ctx, target, value))
+
+
 def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, depth: int = 8) -> bool:
     """Does ``expr`` evidently hold a tensor computed on the accelerator?
 
@@ -264,7 +291,7 @@ def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int
         return is_device_tensor(ctx, b.value, b.node, depth - 1)
     if b.kind == "unpack" and b.value is not None:
         if b.value.__class__ is ast.Call:
-            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value)
+            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value) or _moving_method(ctx, b.value)
         if b.value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(b.value.elts):
             return is_device_tensor(ctx, b.value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d), y.to(d)
     return False

@@ -233,9 +233,13 @@ def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
             if recv.__class__ is not ast.Name or ctx.enclosing_ifs(node) or ctx.enclosing_loops(node):
                 continue
             b = ctx.binding_at(recv.id, node)
-            if b is None or b.kind != "assign" or ctx.function_of(b.node) is not func:
+            if b is None or b.kind not in ("assign", "aug") or ctx.function_of(b.node) is not func:
                 continue
-            if is_loss_value(ctx, recv, node) or ("loss" in recv.id.lower() and b.value.__class__ in (ast.Call, ast.BinOp)):
+            if b.kind == "aug":  # dis_loss += (real + fake) / 2: a sum of loss terms
+                if "loss" in recv.id.lower():
+                    found.append(node)
+                continue
+            if is_loss_value(ctx, recv, node) or ("loss" in recv.id.lower() and b.value.__class__ in (ast.Call, ast.BinOp, ast.UnaryOp)):
                 found.append(node)  # loss_real = adv_loss(out, 1): a loss by its name and making
         ctx._cache[key] = found
     return found

@@ -22,7 +22,9 @@ from torchwise.lint.semantics.masks import in_loss_module, made_as_mask, on_host
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
-from torchwise.lint.semantics.stepvalues import step_device_value
+from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.stepopeners import step_opener_reads
+from torchwise.lint.semantics.stepvalues import step_device_value, step_loss_terms
 from torchwise.lint.semantics.values import local_function
 
 PerStep = Callable[[Context, ast.Call], bool]  # the rule's own check that a call of this file runs every step
@@ -52,7 +54,21 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1) 
 
 
 def _hands_device_values(ctx: Context, call: ast.Call) -> bool:
-    return any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)])
+    return any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call) for a in [*call.args, *(k.value for k in call.keywords)]) \
+        or _backwarded_result(ctx, call)
+
+
+def _backwarded_result(ctx: Context, call: ast.Call) -> bool:
+    """``critic_loss, loss_dict = iq_loss(agent, q, v, next_v, batch)`` ... ``critic_loss.backward()``
+    in code on an accelerator: the loss it hands back (alone or first) is the step's backward
+    pass, so it computed on the device what it was handed (however the caller got it)."""
+    stmt = ctx.parent(call)
+    if stmt.__class__ is not ast.Assign or stmt.value is not call or len(stmt.targets) != 1:
+        return False
+    target = stmt.targets[0]
+    if target.__class__ in (ast.Tuple, ast.List) and target.elts:
+        target = target.elts[0]
+    return target.__class__ is ast.Name and target.id in step_loss_terms(ctx, ctx.scope_of(call)) and on_accelerator(ctx, call)
 
 
 def _passes_parameters(call: ast.Call, func: AST) -> bool:
@@ -80,6 +96,9 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
             elif func.name == "forward" and takes_batch(ctx, func):  # a model's forward that computes its loss
                 reads = own_loss_reads(ctx, func)
                 where = "every training step" if reads else None
+            elif "zero_grad" in ctx.text(func) and step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
+                reads = step_opener_reads(ctx, func)  # process(): zero_grad(), the losses, .item() of them for the logs
+                where = "which opens every training step (it zeroes the gradients)"
             elif "loss" in func.name.lower():
                 reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + _reader_calls(ctx, func)
                 where = every_step_call(ctx, func, per_step) if reads else None
@@ -140,12 +159,15 @@ def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str
     (a metric: ``output[output == target]``) - outside the training loop itself."""
     found: list[tuple[AST, AST, str]] = []
     statements: set[int] = set()
-    for sub in ctx.nodes.get(ast.Subscript, ()):
-        if sub.ctx.__class__ is not ast.Load or sub.slice.__class__ not in _MASK_INDEXES:
+    for sub in sorted(ctx.nodes.get(ast.Subscript, ()), key=_position):  # (the first selection of a statement)
+        index = sub.slice
+        if index.__class__ is ast.Tuple and index.elts:  # obs[is_expert.squeeze(1), ...]: the mask, then the rest
+            index = index.elts[0]
+        if sub.ctx.__class__ is not ast.Load or index.__class__ not in _MASK_INDEXES:
             continue
         stmt = ctx.statement_of(sub)
         if id(stmt) not in statements and hot_region_of(ctx, sub) is None:
-            hit = _masked_in_loss(ctx, sub, sub.slice, per_step)
+            hit = _masked_in_loss(ctx, sub, index, per_step)
             if hit is not None:
                 statements.add(id(stmt))
                 found.append(hit)
@@ -155,6 +177,10 @@ def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str
             if hit is not None:
                 found.append(hit)
     return found
+
+
+def _position(node: AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset
 
 
 def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> tuple[AST, AST, str] | None:

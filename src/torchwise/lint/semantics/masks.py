@@ -33,7 +33,8 @@ def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
     """A boolean tensor by its making: a comparison (``conf_t > 0``), a test method or function
     (``gold.ne(pad)``, ``torch.ge(iou, 0.5)``, ``x.int().bool()``), its negation or combination
     (``~m``, ``a & b``), a reshaped mask (``pos.unsqueeze(2).expand_as(x)``), a name bound to
-    one, or any name ``mask_like`` accepts (``non_pad_mask``)."""
+    one, any name ``mask_like`` accepts (``non_pad_mask``), or a parameter or unpacked name of a
+    flag (``is_expert``, ``has_target``)."""
     cls = expr.__class__
     if cls is ast.Compare:
         return len(expr.ops) == 1 and expr.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.Lt, ast.Gt, ast.LtE, ast.GtE)
@@ -52,6 +53,8 @@ def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         if mask_like(ctx, expr, use):
             return True
         b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind in ("param", "unpack") and expr.id.startswith(("is_", "has_")):
+            return True  # obs, action, done, is_expert = batch: a flag per row, named as one
         return depth > 0 and b is not None and b.kind == "assign" and b.value is not None \
             and made_as_mask(ctx, b.value, b.node, depth - 1)
     return mask_like(ctx, expr, use)

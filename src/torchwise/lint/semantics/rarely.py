@@ -16,6 +16,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.branchgates import empty_skip, mark_gated
 from torchwise.lint.semantics.gatedreads import first_call_cache, interval_gated_test
 from torchwise.lint.semantics.steps import backward_calls, modulo_test
+from torchwise.lint.semantics.unitintervals import every_step_interval
 
 # clocks whose differences gate a time-based log
 _CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "timeit.default_timer",
@@ -44,7 +45,7 @@ def logged_periodically(ctx: Context, node: AST) -> bool:
     0:`` around the actor's loss, backward and step; ``if i % n_critic == 0:`` around the
     generator's) is the update of that network, and what it reads, it reads on every update."""
     for if_node, _ in ctx.enclosing_ifs(node):
-        if modulo_test(ctx, if_node.test) and not _updates(ctx, if_node):
+        if modulo_test(ctx, if_node.test) and not _updates(ctx, if_node) and not every_step_interval(ctx, if_node.test):
             return True
     return False
 
