@@ -13,6 +13,7 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
+from torchwise.lint.semantics.deadcode import dead_at
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -154,6 +155,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
+
+    def _check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images:
             return

@@ -101,6 +101,17 @@ def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, 
             and dead_code(ctx, f)]
 
 
+def dead_at(ctx: Context, line: int) -> bool:
+    """Line ``line`` of the file lies in dead code: a function :func:`dead_code` finds dead, or
+    a left-over module (:mod:`.deadmodules`) at its top level."""
+    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
+        return False
+    func = function_at(ctx, line)
+    if func is not None:
+        return dead_code(ctx, func)
+    return not _module_in_use(ctx) and left_over(ctx)
+
+
 def function_at(ctx: Context, line: int) -> AST | None:
     """The innermost function of the file whose lines hold ``line``."""
     best = None

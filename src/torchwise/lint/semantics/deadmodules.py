@@ -137,6 +137,8 @@ def _left_over(ctx: Context) -> bool:
     stem = name[:-3]
     if name == "__init__.py" or not stem.isidentifier() or "__main__" in ctx.source or not _definitions_only(ctx.tree.body):
         return False
+    if any(s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name in ("main", "run", "cli") for s in ctx.tree.body):
+        return False  # an entry point a launcher calls (a console script, `python -c "...main()"`)
     facts = ctx.project
     folder = os.path.dirname(ctx.path)
     if any(os.path.basename(p) in _PACKAGE_FILES and folder.startswith(os.path.dirname(p)) for p, _ in facts.files):
@@ -150,7 +152,7 @@ def _left_over(ctx: Context) -> bool:
         return False
     siblings = {os.path.basename(p)[:-3] for p, _ in facts.files
                 if os.path.dirname(p) == folder and p != ctx.path and not p.endswith("__init__.py")}
-    return any(_imported_stem(facts.files, s) for s in siblings)
+    return any(_imported_stem(facts.files, s, ctx.path) for s in siblings)
 
 
 _QUIET_CALLS = frozenset({"filterwarnings", "simplefilter", "getLogger", "append", "insert", "register", "use", "setdefault",
@@ -189,13 +191,19 @@ def _installable(ctx: Context, folder: str) -> bool:
     return any(os.path.basename(p) in _PACKAGE_FILES and os.path.abspath(folder).startswith(os.path.dirname(p)) for p, _ in refs)
 
 
-def _imported_stem(files: tuple[tuple[str, str], ...], stem: str) -> bool:
-    """Some file of the project imports a module named ``stem`` (by a text test)."""
+def _imported_stem(files: tuple[tuple[str, str], ...], stem: str, own: str, depth: int = 1) -> bool:
+    """A file of the project that runs imports a module named ``stem`` (text tests): a script
+    (``__main__``, ``parse_args()`` at its top) or, ``depth`` levels up, a module such a file
+    imports; never ``own``."""
     pattern = None
     for p, t in files:
-        if stem in t and "import" in t:
+        if p != own and stem in t and "import" in t:
             pattern = pattern or re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?"
                                             r"import[ \t][^\n]*\b" + re.escape(stem) + r"\b)", re.M)
-            if pattern.search(t):
+            if pattern.search(t) and ("__main__" in t or _TOP_ARGS.search(t) is not None or depth > 0 and _imported_stem(
+                    files, os.path.basename(p)[:-3], own, depth - 1)):
                 return True
     return False
+
+
+_TOP_ARGS = re.compile(r"^\S[^\n]*\bparse_args\(", re.M)
