@@ -12,6 +12,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
+from torchwise.lint.semantics.harmlessmoves import harmless_cuda
 from torchwise.lint.semantics.fallback import chooses_by_flag, device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
@@ -373,8 +374,8 @@ Fix
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         if in_fallback_try(ctx, node) or on_gpu_distributed_path(ctx, node):
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
-        if in_dead_function(ctx, node):
-            return None  # code nothing in the project calls never runs (METHOD R5)
+        if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):
+            return None  # code nothing runs (METHOD R5); nn.MSELoss().cuda() and the project's own cuda() need no GPU
         if _device_method(ctx, node):
             return None  # the body of a class's own cuda(): it runs when its caller asks for CUDA (the call is reported)
         if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
