@@ -12,7 +12,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
-from torchwise.lint.semantics.harmlessmoves import harmless_cuda
+from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
 from torchwise.lint.semantics.fallback import chooses_by_flag, device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
@@ -308,6 +308,9 @@ Fix
             yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
             return
         yield from self._import_time_cuda(ctx)
+        yield from (f for call in cuda_contexts_beside_choice(ctx, self._cpu_choices(ctx))
+                    for f in self._opt(self._finding(ctx, call, "torch.cuda.device() ignores the device this class "
+                                                     "chooses; its CPU path fails here")))
         if "cuda(" not in src:
             return
         yield from self._cuda_beside_choice(ctx)
@@ -359,10 +362,10 @@ Fix
     def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
         """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
         for call in ctx.calls_named("device"):
-            if ctx.qualname(call.func) == "torch.device" and call.args and call.args[0].__class__ is ast.Constant \
-                    and call.args[0].value == "cpu" and ctx.parent(call).__class__ is ast.Assign \
-                    and any(True for _ in ctx.enclosing_ifs(call)):
-                yield call
+            if ctx.qualname(call.func) == "torch.device" and call.args and ctx.parent(call).__class__ is ast.Assign and (
+                    call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu" and any(True for _ in ctx.enclosing_ifs(call))
+                    or cpu_alternative(call.args[0])):
+                yield call  # in a branch of an if/else, or torch.device(f"cuda:{i}" if gpus else "cpu")
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:

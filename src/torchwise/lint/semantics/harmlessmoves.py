@@ -7,6 +7,7 @@ for x in args)``)."""
 from __future__ import annotations
 
 import ast
+from typing import Iterable, Iterator
 
 from torchwise.lint.engine import AST, Context
 
@@ -64,3 +65,22 @@ def _own_device_method(ctx: Context, recv: AST, use: ast.Call) -> bool:
         bases = [b.id for b in cls.bases if b.__class__ is ast.Name]
         cls = ctx.local_classes.get(bases[0]) if bases else None
     return False
+
+
+def cpu_alternative(expr: AST) -> bool:
+    """``X if cond else "cpu"`` (or ``"cpu" if cond else X``): a device chosen, the CPU one branch."""
+    return expr.__class__ is ast.IfExp and any(b.__class__ is ast.Constant and b.value == "cpu" for b in (expr.body, expr.orelse))
+
+
+def cuda_contexts_beside_choice(ctx: Context, choices: Iterable[ast.Call]) -> Iterator[ast.Call]:
+    """``with torch.cuda.device(self.gpuid[0]):`` in a method of a class whose methods choose the
+    device with a CPU branch (``self.device = torch.device("cpu")`` in ``__init__``): entering it
+    needs a GPU, so the CPU branch the class offers fails there."""
+    classes = {id(c): c for c in (ctx.class_of(call) for call in choices) if c is not None}
+    if not classes or "cuda.device(" not in ctx.source:
+        return
+    for node in ctx.nodes.get(ast.With, ()):
+        for item in node.items:
+            call = item.context_expr
+            if call.__class__ is ast.Call and ctx.qualname(call.func) == "torch.cuda.device" and id(ctx.class_of(node)) in classes:
+                yield call
