@@ -258,6 +258,9 @@ What it flags
   project's other modules passes a module for it). The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
   left alone too.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward

@@ -251,6 +251,9 @@ What it flags
   one that merges only leading dimensions the transpose did not touch
   (`x.transpose(2, 3).view(-1, c, w)`), nor `view(dtype)`. Only files that import torch are
   checked.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   `view` never copies: it needs the memory layout to fit the new shape. Reordering

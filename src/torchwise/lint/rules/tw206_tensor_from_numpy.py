@@ -139,6 +139,9 @@ What it flags
   conversion either way), a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
   the per-item callers never take (`if labels:` on a parameter they leave at `None`), and a
   transform only its module's `__main__` self-test builds.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   `torch.tensor` always copies its input. For a large array that is a full extra allocation
