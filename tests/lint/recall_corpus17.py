@@ -138,7 +138,7 @@ PROJECTS += [
                     optimizer.zero_grad()
                     model.loss(points, label).backward()
                     optimizer.step()
-        """)}, (("train.py", 10), ("train.py", 11), ("train.py", 14), ("train.py", 14))),
+        """)}, (("train.py", 10), ("train.py", 14), ("train.py", 14))),  # (nn.MSELoss(...).cuda() on line 11 moves nothing: no GPU needed, round 16)
 ]
 
 # ------------------------------------------------------------ TW403 the model moved unguarded beside guarded batches
@@ -154,7 +154,7 @@ _GUARDED_BATCHES = """
     use_cuda = torch.cuda.is_available()
     model = build_resnet()
     {move}
-    criterion = nn.CrossEntropyLoss(){loss_move}
+    criterion = nn.CrossEntropyLoss(weight=class_weights){loss_move}
     optimizer = optim.SGD(model.parameters(), lr=0.1)
     def train(loader, model, criterion, optimizer, use_cuda):
         for inputs, targets in loader:

@@ -455,7 +455,7 @@ _CIFAR_TRAIN = d("""
         args = argparse.ArgumentParser().parse_args()
         model = torch.nn.DataParallel(resnet.__dict__[args.arch]())
         model.cuda()
-        criterion = nn.CrossEntropyLoss().cuda()
+        criterion = nn.CrossEntropyLoss(weight=class_weights).cuda()
         optimizer = torch.optim.SGD(model.parameters(), 0.1)
         for input, target in train_loader:
             output = model(input.cuda())

@@ -175,7 +175,7 @@ FIND += [
         device = torch.device(args.device if torch.cuda.is_available() else "cpu")
         use_amp = device.type == "cuda"
         model = build().to(device)
-        criterion = torch.nn.CrossEntropyLoss().cuda()
+        criterion = torch.nn.CrossEntropyLoss(weight=class_weights).cuda()
         for x, y in loader:
             with torch.autocast(device.type, enabled=use_amp):
                 loss = criterion(model(x.to(device)), y.to(device))

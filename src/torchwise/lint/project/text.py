@@ -100,6 +100,7 @@ class TextFacts:
 def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     """The text facts of the (non-test) files ``(path, text)`` of one project."""
     out = TextFacts()
+    cuda_only: list[str] = []  # training files that hard-code CUDA and have no CPU path of their own
     for path, text in texts:
         if any(lib in text for lib in GPU_ONLY_LIBS) and _GPU_IMPORT.search(text) is not None:
             out.gpu_files.append(path)  # an import statement at column 0: module level, unconditional
@@ -121,6 +122,8 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.cuda_trainers += cuda
             out.cpu_trainers += cpu
             counts[2] += cuda
+            if cuda and not cpu:
+                cuda_only.append(path)
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
         if not out.moves_to_device and any(m in text for m in _MOVES):
@@ -133,7 +136,25 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
             out.no_grad_functions.update(_NO_GRAD_DEF.findall(text))
         if "class " in text:
             out.plain_classes.update(_PLAIN_CLASS.findall(text))
+    out.cpu_trainers += sum(_driven_on_cpu(path, texts, out.cpu_path_files) for path in cuda_only)
     return out
+
+
+_ENTRY = re.compile(r"^\S[^\n]*\bparse_args\(|^if[ \t]+__name__[ \t]*==", re.M)
+
+
+def _driven_on_cpu(path: str, texts: list[tuple[str, str]], cpu_files: set[str]) -> bool:
+    """An entry script with a CPU path imports the training module ``path`` (``from
+    model.BasicTrainer import Trainer`` in a ``Run.py`` that falls back to ``args.device =
+    'cpu'``): the training runs on the device that script chooses, so its CPU path is the
+    trainer's."""
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1][:-3]
+    if not stem.isidentifier():
+        return False
+    pattern = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"[ \t]+import|import[ \t]+[\w.]*\b" + stem + r"\b"
+                         r"|from[ \t]+[\w.]+[ \t]+import[^\n]*\b" + stem + r"\b)", re.M)
+    return any(p != path and stem in t and pattern.search(t) is not None and _ENTRY.search(t) is not None
+               for p, t in texts if p in cpu_files)
 
 
 _MODEL_MOVE = re.compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"

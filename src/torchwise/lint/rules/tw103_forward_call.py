@@ -12,6 +12,7 @@ from torchwise.lint.semantics.callers import project_arguments, project_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
+from torchwise.lint.semantics.deadcode import dead_at
 
 
 def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
@@ -257,6 +258,9 @@ What it flags
   project's other modules passes a module for it). The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
   left alone too.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   Calling the module (`model(x)`) runs `__call__`, which wraps `forward` with the forward
@@ -273,6 +277,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
+
+    def _check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_named("forward"):
             func = call.func
             if func.__class__ is not ast.Attribute:

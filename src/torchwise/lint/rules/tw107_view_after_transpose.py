@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import is_dtype_expr
+from torchwise.lint.semantics.deadcode import dead_at
 
 _REORDERING_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
 _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
@@ -250,6 +251,9 @@ What it flags
   one that merges only leading dimensions the transpose did not touch
   (`x.transpose(2, 3).view(-1, c, w)`), nor `view(dtype)`. Only files that import torch are
   checked.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   `view` never copies: it needs the memory layout to fit the new shape. Reordering
@@ -267,6 +271,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
+
+    def _check(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch"):
             return
         for call in ctx.calls_named("view"):

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
+from torchwise.lint.semantics.deadcode import dead_at
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -138,6 +139,9 @@ What it flags
   conversion either way), a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
   the per-item callers never take (`if labels:` on a parameter they leave at `None`), and a
   transform only its module's `__main__` self-test builds.
+  Linted with its project, code that nothing runs is left alone: a function or class
+  nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
+  that no file imports, runs or names beside siblings the project does import.
 
 Why it matters
   `torch.tensor` always copies its input. For a large array that is a full extra allocation
@@ -154,6 +158,9 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
+
+    def _check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images:
             return

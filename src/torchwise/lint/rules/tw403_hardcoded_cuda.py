@@ -12,7 +12,9 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
-from torchwise.lint.semantics.fallback import chooses_by_flag, device_flag_ifs, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
+from torchwise.lint.semantics.defaultguards import only_default_guards
+from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
+from torchwise.lint.semantics.fallback import chooses_by_flag, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -61,34 +63,6 @@ def _device_method(ctx: Context, node: ast.AST) -> bool:
     func = ctx.function_of(node)
     return func is not None and func.__class__ is not ast.Lambda and func.name in _CUDA_METHODS \
         and ctx.parent(func).__class__ is ast.ClassDef
-
-
-def _only_default_guards(ctx: Context, node: ast.AST) -> bool:
-    """Every device ``if`` around ``node`` tests a parameter that defaults to True and that no call
-    passes (``def one_hot(idx, size, cuda=True): ... if cuda: v = v.cuda()``, called as
-    ``one_hot(t, n)``): the guard is always on, whatever device the script chose."""
-    ifs = device_flag_ifs(ctx, node, moves_too=True)
-    return bool(ifs) and all(_always_true_parameter(ctx, i) for i in ifs)
-
-
-def _always_true_parameter(ctx: Context, if_node: ast.AST) -> bool:
-    test, func = if_node.test, ctx.function_of(if_node)
-    if test.__class__ is not ast.Name or func is None:
-        return False
-    params = [*func.args.posonlyargs, *func.args.args]
-    defaults = dict(zip([a.arg for a in params][len(params) - len(func.args.defaults):], func.args.defaults))
-    defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None})
-    default = defaults.get(test.id)
-    if default is None or default.__class__ is not ast.Constant or default.value is not True:
-        return False
-    index = [a.arg for a in params].index(test.id) if test.id in [a.arg for a in params] else None
-    if index is not None and params and params[0].arg in ("self", "cls"):
-        index -= 1
-    calls = [c for c in ctx.calls_named(func.name) if c is not None]
-    if not calls or any((index is not None and len(c.args) > index) or any(k.arg in (test.id, None) for k in c.keywords)
-                        for c in calls):
-        return False
-    return not any(p != ctx.path and f"{func.name}(" in t and f"{test.id}=" in t for p, t in ctx.project.files)
 
 
 class HardcodedCuda(Rule):
@@ -169,7 +143,17 @@ What it flags
   the same script is still reported, since it breaks the CPU path the flag offers. So is one
   under `if cuda:` where `cuda` is a parameter of its function that defaults to True and that no
   call passes (`def one_hot(idx, size, cuda=True)`, called as `one_hot(t, n)`): that guard is
-  always on. Code that nothing in the project calls or names is left alone (it never runs), and
+  always on. So is a bare `.cuda()` in a function that chooses a device with a CPU alternative
+  (`torch.device("cuda:0" if gpu_ids else "cpu")`), and `with torch.cuda.device(...)` entered
+  unguarded in a class whose methods choose a CPU branch. A training module's CPU path is also
+  the entry script's that imports it (`Run.py` falling back to `args.device = "cpu"` before it
+  runs `model/BasicTrainer.py`). Not flagged: `.cuda()` of a built-in loss that holds no tensor
+  (`nn.MSELoss().cuda()` moves nothing and runs without a GPU; `nn.CrossEntropyLoss(weight=w)`
+  holds a buffer and is flagged), and a call of the project's own `cuda()` method that moves to
+  a configured device (`def cuda(self, *args): return (x.to(self.config.DEVICE) for x in args)`).
+  Code that nothing in the project calls or names is left alone (it never runs: a helper of a
+  script with no `__main__` guard that nothing calls, a call only quoted out in a string, a class
+  no code or config names, a left-over module nobody imports, runs or names), and
   so is an old version of a class kept in a module nobody imports while the project imports a
   class of that name from another module (`deepmind_version.py` beside `fatchord_version.py`,
   both defining `WaveRNN`). The body of a class's own `cuda()` method (`def cuda(self):
@@ -307,6 +291,9 @@ Fix
             yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
             return
         yield from self._import_time_cuda(ctx)
+        yield from (f for call in cuda_contexts_beside_choice(ctx, self._cpu_choices(ctx))
+                    for f in self._opt(self._finding(ctx, call, "torch.cuda.device() ignores the device this class "
+                                                     "chooses; its CPU path fails here")))
         if "cuda(" not in src:
             return
         yield from self._cuda_beside_choice(ctx)
@@ -358,10 +345,10 @@ Fix
     def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
         """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
         for call in ctx.calls_named("device"):
-            if ctx.qualname(call.func) == "torch.device" and call.args and call.args[0].__class__ is ast.Constant \
-                    and call.args[0].value == "cpu" and ctx.parent(call).__class__ is ast.Assign \
-                    and any(True for _ in ctx.enclosing_ifs(call)):
-                yield call
+            if ctx.qualname(call.func) == "torch.device" and call.args and ctx.parent(call).__class__ is ast.Assign and (
+                    call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu" and any(True for _ in ctx.enclosing_ifs(call))
+                    or cpu_alternative(call.args[0])):
+                yield call  # in a branch of an if/else, or torch.device(f"cuda:{i}" if gpus else "cpu")
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:
@@ -369,12 +356,12 @@ Fix
             yield finding
 
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
-        if under_device_flag(ctx, node, moves_too=True) and not _only_default_guards(ctx, node):
+        if under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         if in_fallback_try(ctx, node) or on_gpu_distributed_path(ctx, node):
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
-        if in_dead_function(ctx, node):
-            return None  # code nothing in the project calls never runs (METHOD R5)
+        if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):
+            return None  # code nothing runs (METHOD R5); nn.MSELoss().cuda() and the project's own cuda() need no GPU
         if _device_method(ctx, node):
             return None  # the body of a class's own cuda(): it runs when its caller asks for CUDA (the call is reported)
         if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):

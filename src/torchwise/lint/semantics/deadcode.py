@@ -22,9 +22,10 @@ import re
 from bisect import bisect_right
 
 from torchwise.lint.engine import AST, Context
-from torchwise.lint.semantics.callers import parsed_file
-from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, own_copy, owners_look_local, resolves_elsewhere,
+from torchwise.lint.semantics.callers import imports_module, parsed_file
+from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
                                                 used_beyond_import, words)
+from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.superseded import superseded
 
 _NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
@@ -39,7 +40,9 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
         return False
     top = _top_level_of(ctx, node)
     if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
-        return top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False))  # it imports elsewhere
+        if top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False)):  # it imports elsewhere
+            return True
+        return left_over(ctx)  # imported, run and named by nothing
     if top is not None and _dead(ctx, top, 2):
         return True
     return _in_named_once_function(ctx, node)
@@ -98,6 +101,17 @@ def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, 
             and dead_code(ctx, f)]
 
 
+def dead_at(ctx: Context, line: int) -> bool:
+    """Line ``line`` of the file lies in dead code: a function :func:`dead_code` finds dead, or
+    a left-over module (:mod:`.deadmodules`) at its top level."""
+    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
+        return False
+    func = function_at(ctx, line)
+    if func is not None:
+        return dead_code(ctx, func)
+    return not _module_in_use(ctx) and left_over(ctx)
+
+
 def function_at(ctx: Context, line: int) -> AST | None:
     """The innermost function of the file whose lines hold ``line``."""
     best = None
@@ -130,7 +144,7 @@ def _module_in_use(ctx: Context) -> bool:
             if imported:
                 break
         ctx._cache["deadcode:imported"] = imported
-        found = "__main__" in ctx.source or imported
+        found = "__main__" in ctx.source or imported or runs_as_script(ctx) or (not shadowed and configured_module(ctx, raw))
         ctx._cache["deadcode:used"] = found
         ctx._cache["deadcode:shadowed"] = shadowed and not found
     return found
@@ -219,10 +233,24 @@ def _looked_up_by_name(ctx: Context) -> bool:
             lookups = [(p, t) for p, t in ctx.project.files if _dynamic(t)]
             ctx.project.answers["deadcode:lookups"] = lookups
         stem = os.path.splitext(os.path.basename(ctx.path))[0]
-        found = any(p == ctx.path or stem in t for p, t in lookups) or (
+        found = any(p == ctx.path or stem in t and names_module(ctx, p, t, stem) for p, t in lookups) or (
             not ctx.project.files and _dynamic(ctx.source))
         ctx._cache["deadcode:dynamic"] = found
     return found
+
+
+def names_module(ctx: Context, path: str, text: str, stem: str) -> bool:
+    """The file ``path`` imports a module named ``stem`` that may be this one: not only by a bare
+    name that its own folder's ``stem.py`` answers (``from model import GNN`` in ``chem/``, beside
+    ``chem/model.py``)."""
+    if not imports_module(text, stem):
+        return False
+    folder = os.path.dirname(path)
+    if folder == os.path.dirname(ctx.path) or not any(os.path.dirname(p) == folder and os.path.basename(p) == stem + ".py"
+                                                       for p, _ in ctx.project.files):
+        return True
+    return re.search(r"^[ \t]*(?:from[ \t]+[\w.]+\." + re.escape(stem) + r"\b|import[ \t]+[\w.]+\." + re.escape(stem) + r"\b|from[ \t]+[\w.]*"
+                     r"[ \t]+import[^\n]*\b" + re.escape(stem) + r"\b)", text, re.M) is not None  # through a package: maybe this one
 
 
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
@@ -250,16 +278,31 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         if number == top.lineno and source[starts[number - 1]:start].rstrip().endswith(("def", "class")):
             continue  # the definition itself
         owner = _owner_at(spans, number)
-        if owner is top:
-            continue  # recursion, or the class naming itself
+        if owner is top or source[start - 1] == "." or _silent_at(ctx, number, source[starts[number - 1]:start]):
+            continue  # recursion, the class naming itself, another object's attribute (np.argmax), code quoted out
         if owner is None and demo is not None and demo[0] <= number <= demo[1]:
             continue  # the demo block of a module the project imports
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
+                   and not others_attribute(text, name, stem)
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
-                   for p, text in ctx.project.files)  # named in another module: called, listed in a registry, re-exported...
+                   for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
+    # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
+
+
+def _silent_at(ctx: Context, line: int, before: str) -> bool:
+    """A use on line ``line`` after the text ``before`` is in a comment, or in a string that is
+    a statement of its own (code quoted out with triple quotes, a docstring)."""
+    if "#" in before:
+        return True
+    spans = ctx._cache.get("deadcode:quoted")
+    if spans is None:
+        spans = [(e.lineno, e.end_lineno or e.lineno) for e in ctx.nodes.get(ast.Expr, ())
+                 if e.value.__class__ is ast.Constant and isinstance(e.value.value, str)]
+        ctx._cache["deadcode:quoted"] = spans
+    return any(a <= line <= b for a, b in spans)
 
 
 def _top_level_spans(ctx: Context) -> list[tuple[int, int, AST]]:
@@ -299,6 +342,8 @@ def _named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> b
                 found += words(text, name, 2 - found)
                 if found > 1:
                     break
+        if found == 1 and named_in_references(ctx, name):
+            found = 2  # named in a config, a shell script or a notebook
         ctx.project.answers[key] = found
     return found == 1
 
