@@ -67,7 +67,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     hosts = candidate_blocks(texts, HOST_NEEDLES) if words.moves_to_device else {}
     setups = candidate_blocks(texts, GPU_NEEDLES, GPU_SETUP_TEXT)
     builders = candidate_blocks(texts, LOADER_NEEDLES) if loaders else {}
-    saves = tuple((p, t) for p, t in texts if "torch.save(" in t) if any("torch.load(" in t for _, t in texts) else ()
+    saves = tuple((p, t) for p, t in texts if _calls_torch(t, "save")) if any(_calls_torch(t, "load") for _, t in texts) else ()
     # files importing a CUDA-only extension (knn_cuda, the project's own CUDAExtension) are GPU-only files too
     kernels = cuda_extension_files(texts)
     # (every file whose imports reach a kernel cannot run without it: the model stack of a point-cloud project)
@@ -123,6 +123,14 @@ def gpu_only_folders(folders: dict[str, list[int]]) -> tuple[str, ...]:
 
 
 _PINNED = re.compile(r"pin_memory[ \t]*=[ \t]*True")
+_TORCH_ALIAS = re.compile(r"^[ \t]*import[ \t]+torch[ \t]+as[ \t]+(\w+)", re.M)
+
+
+def _calls_torch(text: str, name: str) -> bool:
+    """The text calls ``torch.save(`` (``name``), also through an alias (``import torch as t``: ``t.save(``)."""
+    if f"torch.{name}(" in text:
+        return True
+    return "import torch as" in text and any(f"{a}.{name}(" in text for a in _TORCH_ALIAS.findall(text))
 _TOP_CLASS = re.compile(r"^class[ \t]+\w+[^\n]*", re.M)
 _TOP_CODE = re.compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0
 

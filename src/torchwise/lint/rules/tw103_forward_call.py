@@ -123,7 +123,9 @@ def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
         b = ctx.binding_at(recv.id, call)
         if b is None or b.kind != "for" or b.value is None:
             return False
-        recv = b.value  # for block in self.blocks
+        recv = _iterated(b.value, b.index)  # for block in self.blocks; for fc, gate in zip(self.fcs, self.gates)
+        if recv is None:
+            return False
     if recv.__class__ is not ast.Attribute or recv.value.__class__ is not ast.Name or recv.value.id != "self":
         return False
     for node in ast.walk(klass):
@@ -132,6 +134,20 @@ def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
             name = last_name(node.value.func) or ""
             return name[:1].isupper()  # built from a class: MultiHeadedAttention(...), nn.ModuleList([...])
     return False
+
+
+def _iterated(it: ast.AST, index: int) -> ast.AST | None:
+    """What a loop variable runs over: ``self.blocks`` itself, the ``index``-th sequence of
+    ``zip(self.linears, self.gates)``, or the items of ``enumerate(self.blocks)`` (index 1)."""
+    if index == -1:
+        return it
+    if it.__class__ is not ast.Call or it.func.__class__ is not ast.Name or it.keywords:
+        return None
+    if it.func.id == "zip" and 0 <= index < len(it.args) and not any(a.__class__ is ast.Starred for a in it.args):
+        return it.args[index]
+    if it.func.id == "enumerate" and index == 1 and len(it.args) == 1:
+        return it.args[0]
+    return None
 
 
 def _module_part(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
@@ -164,7 +180,7 @@ def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
              and (not method or c.func.value.__class__ is ast.Name and c.func.value.id in ("self", "cls"))]
     if not calls and not method:
         # a module-level function of a utilities module: what the other modules of the project pass
-        passed = list(project_arguments(ctx, func, recv.id))
+        passed = [p for p in project_arguments(ctx, func, recv.id) if not _unknown_or_none(*p)]
         return bool(passed) and len(passed) <= 20 and all(
             _module_or_loss(other, value, call) or _modules_in_branches(other, value, call) for other, value, call in passed)
     if not calls or len(calls) > 20:
@@ -188,11 +204,27 @@ def _modules_in_branches(ctx: Context, value: ast.AST, use: ast.AST) -> bool:
         return False
     func = ctx.function_of(use)
     made = [n.value for n in ctx.nodes.get(ast.Assign, ()) if len(n.targets) == 1 and n.targets[0].__class__ is ast.Name
-            and n.targets[0].id == value.id and ctx.function_of(n) is func]
+            and n.targets[0].id == value.id and ctx.function_of(n) is func and not _is_none(n.value)]
     return bool(made) and all(_module_or_loss(ctx, v, use) if v.__class__ is ast.Name
                               else v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module"
                                                                 or _module_or_loss(ctx, v, v))
                               for v in made)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return node.__class__ is ast.Constant and node.value is None
+
+
+def _unknown_or_none(ctx: Context, value: ast.AST, call: ast.AST) -> bool:
+    """A value passed that says nothing against a module: ``None`` (the branch where the optional
+    module is off: ``forward`` is not called on it) or a parameter of the caller handed on as is
+    (``train(args, model, ad_net, random_layer, ...)`` passing ``random_layer`` along)."""
+    if _is_none(value):
+        return True
+    if value.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(value.id, call)
+    return b is not None and b.kind == "param"
 
 
 def _module_or_loss(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
@@ -236,7 +268,8 @@ What it flags
   `__init__`), or it is named like a model (`model`, `net`, `*_model`, `*_net`); in a method of
   an `nn.Module` class, also a submodule built from any class in `__init__`
   (`self.attention.forward(...)`, inside a lambda too) and the loop variable over one
-  (`for block in self.transformer_blocks: x = block.forward(x, mask)`), and a part built by a
+  (`for block in self.transformer_blocks: x = block.forward(x, mask)`; also the parts of
+  `zip(self.linears, self.gates)` and the items of `enumerate(self.blocks)`), and a part built by a
   factory handed to the constructor (`self.feature = model_func()`) or the module a wrapper
   keeps under a wrapper's name for it (`self.module = module`, `self.layer`, `self.inner`...),
   also when a base class in another module assigns it; in any class, a torch loss module
@@ -253,11 +286,14 @@ What it flags
   (`self.pick_action(self.local_model, state)`, or an attribute whose `.parameters()` go to an
   optimizer; for a module-level function nothing in its file calls, every call from the other
   modules of the project: `train_epoch(..., loss_func, ...)` with `loss_func =
-  nn.CrossEntropyLoss()` or a loss class of the project, one per branch of an `if`; or
+  nn.CrossEntropyLoss()` or a loss class of the project, one per branch of an `if`; a `None`
+  passed in the branch where the optional module is off, or a caller's parameter handed on as is,
+  speaks neither way: `random_layer.forward([f, p])` under `if random_layer is not None`); or
   `self.policy` kept from the constructor, when every construction of the class in the
   project's other modules passes a module for it). The `__main__` smoke test of a
   model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
-  left alone too.
+  left alone too, and so is a `net` named like a model in a file that imports another framework
+  and nothing of torch (`import caffe`: `app.clf.net.forward()` is Caffe's).
   Linted with its project, code that nothing runs is left alone: a function or class
   nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
   that no file imports, runs or names beside siblings the project does import.

@@ -12,7 +12,8 @@ from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
 from torchwise.lint.semantics.files import in_demo_main
-from torchwise.lint.semantics.reach import implicit_torch_draws, reached_from, training_seeders
+from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
+from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
 from torchwise.lint.semantics.workerseeds import in_worker_code, loaders_use_workers
 
@@ -85,50 +86,13 @@ def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
     return bool(restores and saves)
 
 
-_DISPLAY_WORDS = ("plot", "show", "display", "visuali", "draw")
-
-
-def _display_only(ctx: Context, node: ast.AST) -> bool:
-    """A draw whose result only picks what to show: every later use of the names it is bound to
-    feeds a plotting call, or a loop whose body plots (``for path in random.sample(paths, k=3):
-    pred_and_plot_image(...)``)."""
-    stmt = ctx.statement_of(node)
-    if stmt.__class__ is ast.For and ctx.contains(stmt.iter, node):
-        return _plots(stmt.body)
-    if stmt.__class__ is not ast.Assign:
-        return False
-    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
-    scope = ctx.scope_of(stmt)
-    end = stmt.end_lineno or stmt.lineno
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
-            and _own_scope(ctx, n) is scope]
-    if not uses:
-        return False
-    for use in uses:
-        holder = ctx.statement_of(use)
-        if holder.__class__ is ast.For and ctx.contains(holder.iter, use):
-            if not _plots(holder.body):
-                return False
-        elif not _plots([holder]):
-            return False
-    return True
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.Module)
-
-
-def _own_scope(ctx: Context, node: ast.AST) -> ast.AST | None:
-    """The nearest def, class, lambda or module around ``node`` (what ``walk_body`` stops at)."""
-    return next((a for a in ctx.ancestors(node) if a.__class__ in _SCOPES), None)
-
-
-def _plots(body: list[ast.stmt]) -> bool:
-    """Does this code call something that plots or shows (``plt.imshow``, ``pred_and_plot_image``)?"""
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if n.__class__ is ast.Call and any(w in (last_name(n.func) or "").lower() for w in _DISPLAY_WORDS):
-                return True
-    return False
+def _module_reseeds(ctx: Context, seed: ast.Call) -> bool:
+    """The seed is in a function of a module that is no script (no ``__main__``, no ``parse_args(``)
+    and is not itself a seeding helper (``def set_seeds(seed)``, whose callers may seed torch too):
+    a data module's ``get_iterator(self, epoch)`` reseeding per epoch."""
+    func = ctx.function_of(seed)
+    src = ctx.source
+    return func is not None and "seed" not in func.name.lower() and "__main__" not in src and "parse_args(" not in src
 
 
 def _never_called(ctx: Context, node: ast.AST) -> bool:
@@ -202,7 +166,10 @@ What it flags
   but not torch, while a module it imports draws from torch's generator every step without
   naming a random function (`nn.Dropout(`, a `shuffle=True` loader, `random_split(`), in a
   project that seeds torch nowhere: reported at the seed (a layer's initial weights alone are
-  not counted across files).
+  not counted across files); likewise a data module whose function reseeds NumPy and `random`
+  (`def get_iterator(self, epoch): random.seed(epoch); np.random.seed(epoch)`) while a training
+  script that imports it draws from torch (`torch.randperm`, dropout, a shuffling loader) and
+  the project seeds torch nowhere.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -255,6 +222,8 @@ Fix
             )
         if "torch" not in seeded and "torch" not in uses and "torch" not in ctx.project.seeded and ctx.project.files:
             other = implicit_torch_draws(ctx.project, ctx.path)  # only NumPy/random seeded by the run's entry point
+            if other is None and _module_reseeds(ctx, first_seed):
+                other = importer_torch_draws(ctx.project, ctx.path)  # a data module's per-epoch seeds, the script draws
             if other is not None:
                 yield ctx.finding(self.code, first_seed, f"this file seeds {self._list(seeded)} only, while torch's generator, "
                                   f"which {os.path.basename(other)} draws from every step (dropout, shuffling), "
@@ -359,55 +328,13 @@ Fix
         uses: dict[str, ast.AST] = {}
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
-            first = next((n for n in nodes if not _under_test(ctx, n) and not _display_only(ctx, n) and not _draws_seed(ctx, n)
-                          and not _names_only(ctx, n)
+            first = next((n for n in nodes if not _under_test(ctx, n) and not display_only(ctx, n) and not draws_seed(ctx, n)
+                          and not names_only(ctx, n)
                           and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))
                           and not (workers_seeded and in_worker_code(ctx, n) and loaders_use_workers(ctx))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
                 uses[family] = first
         return uses
-
-
-_NAMING_WORDS = ("dir", "path", "name", "file", "folder", "suffix", "prefix", "tag", "uuid")
-
-
-def _naming(text: str) -> bool:
-    """``output_dir``, ``rand_suffix``, ``run_id``: a name for a place or a run, by its words."""
-    low = text.lower()
-    return any(w in low for w in _NAMING_WORDS) or low == "id" or low.endswith("_id")
-_PATH_CALLS = frozenset({"join", "makedirs", "mkdir", "Path"})
-
-
-def _names_only(ctx: Context, node: ast.AST) -> bool:
-    """``rand_suffix = "".join(random.choices(string.ascii_letters + string.digits, k=3))`` whose only
-    uses build a name (``output_dir += "_" + stamp + "_" + rand_suffix``, ``os.path.join(root,
-    tag)``): a random name for the run's output, not a draw the run computes with."""
-    stmt = ctx.statement_of(node)
-    if stmt.__class__ is not ast.Assign:
-        return False
-    names = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
-    args = [*getattr(node, "args", []), *(k.value for k in getattr(node, "keywords", []))]
-    if not names or not (any("string." in ctx.text(a) for a in args) or any(_naming(n) for n in names)):
-        return False
-    scope, end = ctx.scope_of(stmt), stmt.end_lineno or stmt.lineno
-    uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id in names and n.ctx.__class__ is ast.Load and n.lineno > end
-            and _own_scope(ctx, n) is scope]
-    for use in uses:
-        holder = ctx.statement_of(use)
-        targets = holder.targets if holder.__class__ is ast.Assign else [holder.target] if holder.__class__ is ast.AugAssign else []
-        if any(_naming(ctx.text(t)) for t in targets):
-            continue
-        if any(a.__class__ is ast.Call and last_name(a.func) in _PATH_CALLS for a in ctx.ancestors(use)):
-            continue
-        return False
-    return bool(uses)
-
-
-def _draws_seed(ctx: Context, node: ast.AST) -> bool:
-    """``args.manualSeed = random.randint(1, 10000)``: the draw picks the seed itself (stored under a
-    name holding "seed"), which then seeds the generators in use; nothing else draws from it."""
-    stmt = ctx.parent(node)
-    return stmt.__class__ is ast.Assign and any("seed" in ctx.text(t).lower() for t in stmt.targets)
 
 
 RULE = PartialSeeding()

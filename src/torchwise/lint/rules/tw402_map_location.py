@@ -17,12 +17,12 @@ from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
-                                                restores_device_state)
+                                                restores_device_state, serves_evaluate_mode)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
+from torchwise.lint.semantics.samerun import fresh_name, reload_in_process, returned_by_saver, trainer_attribute_reload
 from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
-from torchwise.lint.semantics.values import local_function
 
 
 def _host_keys(ctx: Context, load: ast.Call) -> bool:
@@ -53,99 +53,6 @@ def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     index.update(own)  # a script that writes the name itself reads back its own file (another script's is another run's)
     known = [index[n] for n in names if n in index]
     return bool(known) and all(known)
-
-
-# project helpers that save a model under a name they are given
-_SAVE_HELPERS = ("save_model", "save_checkpoint", "save_state", "save_weights", "save_network")
-
-
-def _returned_by_saver(ctx: Context, load: ast.Call) -> bool | None:
-    """``path = preprocess(dataset)`` where ``preprocess`` (a function of this file) saves to the
-    path it returns: whether that save writes host data (None when the path does not come so)."""
-    path = ctx.resolve(argument(load, "f", 0), load)
-    if path is None or path.__class__ is not ast.Call:
-        return None
-    func = local_function(ctx, path)
-    if func is None or func.__class__ is ast.Lambda:
-        return None
-    returned = {ctx.text(n.value) for n in ast.walk(func) if n.__class__ is ast.Return and n.value is not None}
-    saves = [c for c in ctx.calls_to("torch.save") if ctx.function_of(c) is func and ctx.text(argument(c, "f", 1) or c) in returned]
-    return all(saved_on_host(ctx, c) for c in saves) if saves else None
-
-
-def _reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
-    """The load reads back what this same run wrote on the same device: a ``torch.save`` of the
-    same path (or file name) earlier in the same function or script, or - after the training
-    loop of its function - a file the project saves (the best checkpoint an early-stopping
-    helper wrote during training)."""
-    scope = ctx.scope_of(load)
-    path = argument(load, "f", 0)
-    text = ctx.text(path) if path is not None else None
-    for save in ctx.calls_named("save", *_SAVE_HELPERS):
-        if ctx.scope_of(save) is not scope or (save.lineno, save.col_offset) >= (load.lineno, load.col_offset):
-            continue
-        if ctx.qualname(save.func) == "torch.save":
-            target = argument(save, "f", 1)
-            if target is not None and (ctx.text(target) == text or names & file_names(ctx, target, save)
-                                       or _same_template(target, path)):
-                return True
-        elif names and any(names & file_names(ctx, a, save) for a in [*save.args, *(k.value for k in save.keywords)]):
-            return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
-    if _best_after_training_call(ctx, load, scope, path):
-        return True
-    if not names:
-        return False
-    saved = set(save_index(ctx.project)) if ctx.project.save_files else set()
-    if not names & saved:
-        return False
-    if scope.__class__ is ast.Module:  # a script that called its training function first (`train()` in its epoch loop)
-        trainers = {ctx.function_of(c).name for c in training_calls(ctx) if ctx.function_of(c) is not None}
-        return any(ctx.scope_of(c) is scope and c.lineno < load.lineno and local_function(ctx, c) is not None
-                   for c in ctx.calls_named(*trainers)) if trainers else False
-    return any(ctx.function_of(c) is scope and c.lineno < load.lineno for c in training_calls(ctx))
-
-
-def _fresh_name(ctx: Context, load: ast.Call) -> bool:
-    """The load reads a path named afresh for this run (``checkpt_file = 'pretrained/' +
-    uuid.uuid4().hex + '.pt'``) that this file saves to: no other run or machine wrote it, so
-    it restores onto the device this run saved it from."""
-    path = argument(load, "f", 0)
-    if path is None or path.__class__ is not ast.Name:
-        return False
-    value = ctx.resolve(path, load)
-    if value is None or not any(n.__class__ is ast.Call and (ctx.qualname(n.func) or "").startswith("uuid.")
-                                for n in ast.walk(value)):
-        return False
-    return any(ctx.text(argument(save, "f", 1) or save) == path.id for save in ctx.calls_to("torch.save"))
-
-
-_TRAINING_FUNCTIONS = frozenset({"train", "fit", "train_model", "train_and_evaluate", "run_training"})
-
-
-def _best_after_training_call(ctx: Context, load: ast.Call, scope: ast.AST, path: ast.AST | None) -> bool:
-    """``best_acc = train.train(train_iter, dev_iter, cnn, args)`` and then, in the same function,
-    ``torch.load(best_path)`` where the path names the best checkpoint: the run reloads what its
-    training just wrote, in the same process and on the same device."""
-    if path is None:
-        return False
-    text = ctx.text(path)
-    if path.__class__ is ast.Name:
-        b = ctx.binding_at(path.id, load)
-        text += " " + (ctx.text(b.value) if b is not None and b.value is not None else "")
-    if "best" not in text.lower():
-        return False
-    return any(last_name(c.func) in _TRAINING_FUNCTIONS and ctx.scope_of(c) is scope and c.lineno < load.lineno
-               for c in ctx.nodes.get(ast.Call, ()))
-
-
-def _same_template(saved: ast.AST, loaded: ast.AST | None) -> bool:
-    """``torch.save(m, '{}.pkl'.format(epoch))`` and later ``torch.load('{}.pkl'.format(best_epoch))``:
-    the same file-name pattern filled in with the epoch to keep."""
-    if loaded is None or saved.__class__ is not ast.Call or loaded.__class__ is not ast.Call:
-        return False
-    a, b = saved.func, loaded.func
-    return a.__class__ is ast.Attribute and b.__class__ is ast.Attribute and a.attr == b.attr == "format" \
-        and a.value.__class__ is ast.Constant and b.value.__class__ is ast.Constant and a.value.value == b.value.value
 
 
 def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
@@ -184,9 +91,11 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     project's training writes from a device - it runs on other machines and GPU counts than
     training did - and a load that every process of a distributed training run makes (all onto
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
-    if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load))
+    if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load)
+                                                 or serves_evaluate_mode(ctx, load))
                                                 and restored_into(ctx, load) is not None and any(
-            p != ctx.path or _evaluation_function(ctx, load) for p in device_savers(ctx.project))):
+            p != ctx.path or _evaluation_function(ctx, load) or serves_evaluate_mode(ctx, load)
+            for p in device_savers(ctx.project))):
         return False
     names = file_names(ctx, argument(load, "f", 0), load)
     return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
@@ -292,7 +201,10 @@ What it flags
   evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
   model from a checkpoint the project's training writes from the GPU - it runs on other machines
   and GPU counts than training did; so does a function named for evaluation that trains nothing
-  (`def test(args, io):` of a training script, run with `--eval`; not one restoring a TensorRT
+  (`def test(args, io):` of a training script, run with `--eval`), and a `--resume` load that the
+  evaluation-only branch after it serves (`if args.evaluate: validate(val_loader, model, ...);
+  return`); a script whose backward passes only take the gradients of its inputs (a PGD attack
+  evaluating a robust model: no optimizer step) trains nothing either (not one restoring a TensorRT
   engine, `torch2trt`'s `TRTModule`, which runs only on its GPU); not a file name no save of the
   project writes, such as shipped weights - and a load in a distributed training script
   (`DistributedDataParallel`, `init_process_group`) outside an `if` on the rank, also at its top
@@ -338,7 +250,10 @@ What it flags
   `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
   network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), a reload of what a save helper of the
+  `torch.load(best_path)`: the same process and device), the path a trainer object keeps,
+  read back after that trainer's training in the same scope (`trainer.train(args.epochs)`, then
+  `torch.load(trainer.snapshot_path)`, where a module of the project saves to
+  `self.snapshot_path`), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
   `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every
   call follows such a save of the same path (`net.to_file(p)` then `DynamicNet.from_file(p, ...)`), a script's module-level reload, after
@@ -394,9 +309,9 @@ Fix
             if (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) and not reads_device_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
-            if _saved_files_on_host(ctx, call, names) or _returned_by_saver(ctx, call) or _reload_in_process(ctx, call, names) \
-                    or _fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call) or host_fixture(ctx, call) \
+            if _saved_files_on_host(ctx, call, names) or returned_by_saver(ctx, call) or reload_in_process(ctx, call, names) \
+                    or fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
+                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call) or trainer_attribute_reload(ctx, call) or host_fixture(ctx, call) \
                     or option_never_passed(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(

@@ -14,12 +14,18 @@ from torchwise.lint.rule import Rule
 class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
-    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop")
+    triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
+                "gesv", "gels", "potr", "pstrf", "trtrs", "btri")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
   `torch.solve`, `torch.symeig`, `torch.matrix_rank`, `torch.lstsq`, `torch.eig` (under any
-  import alias), `torch.autograd.gradcheck.zero_gradients`, and the names of `torch._six`
+  import alias; deleted in PyTorch 2.0), the LAPACK-named functions deleted in PyTorch 1.2/1.3
+  (`torch.gesv`, `torch.gels`, `torch.potrf`, `torch.potrs`, `torch.potri`, `torch.pstrf`,
+  `torch.trtrs`, `torch.btrifact`, `torch.btrifact_with_info`, `torch.btrisolve`,
+  `torch.btriunpack`) and their tensor-method forms (`A.potrf()`, `b.gesv(A)`: names no other
+  common library uses as methods; not where the file defines a function or method of that
+  name), `torch.autograd.gradcheck.zero_gradients`, and the names of `torch._six`
   (`string_classes`, `int_classes`, `container_abcs`, `inf`...; the module went in PyTorch 2.0),
   and `torch.utils.serialization.load_lua` (Lua Torch `.t7` files; gone since PyTorch 1.0); and
   torchvision's `transforms.Scale` and `transforms.RandomSizedCrop` (deprecated since 0.2,
@@ -51,6 +57,29 @@ Fix
                 continue  # try: from torch._six import inf / except ImportError: from torch import inf
             yield ctx.finding(self.code, node, f"import of {q}, which was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}")
+        yield from _method_forms(self.code, ctx)
+
+
+# Tensor methods deleted with their functions: LAPACK names nothing else calls as a method
+_LAPACK_METHODS = ("gesv", "gels", "potrf", "potrs", "potri", "pstrf", "trtrs", "btrifact", "btrifact_with_info",
+                   "btrisolve", "btriunpack")
+
+
+def _method_forms(code: str, ctx: Context) -> Iterator[Finding]:
+    """``A.potrf()``, ``b.gesv(A)``: the method of a deleted function, on a value (not a module
+    name: ``torch.gesv`` is reported above, ``scipy.linalg.lapack.dpotrf`` is another name), in a
+    file that defines no function of that name."""
+    for call in ctx.calls_named(*_LAPACK_METHODS):
+        func = call.func
+        if func.__class__ is not ast.Attribute or ctx.qualname(func) is not None:
+            continue
+        if func.value.__class__ is ast.Name and func.value.id in ctx.imports:
+            continue
+        if any(d.name == func.attr for d in ctx.nodes.get(ast.FunctionDef, ())):
+            continue  # the project's own method of that name
+        q = f"torch.{func.attr}"
+        yield ctx.finding(code, call, f"Tensor.{func.attr} was removed from PyTorch; use {REMOVED[q]}",
+                          suggestion=f"use {REMOVED[q]}", end_node=func)
 
 
 def _library(q: str) -> str:

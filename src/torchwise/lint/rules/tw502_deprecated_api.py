@@ -71,7 +71,9 @@ What it flags
   `non_blocking=True`): since Python 3.7 `async` is a reserved word, so such a file does not
   even parse; lint reads the rest of the file as if the argument were renamed, and reports each
   one. An `async=` keyword of another callable (a project's own `ReplayWrapper(..., async=True)`)
-  is not torch's and is left alone.
+  is not torch's and is left alone. And `ctx.saved_variables` (`self.saved_variables` in an
+  old-style Function) on the first parameter of a function, the deprecated alias of
+  `saved_tensors`.
 
 Why it matters
   Deprecated functions warn on every call and are removed in a later release; several of
@@ -123,6 +125,8 @@ Fix
                                   end_node=node.func if node.__class__ is ast.Call else None)
         yield from self._references(ctx)
         yield from self._unbound_init(ctx)
+        if "saved_variables" in ctx.source:
+            yield from _saved_variables(ctx)
         if "reduce_op" in ctx.source:
             for node in ctx.nodes.get(ast.Attribute, ()):
                 if node.attr == "reduce_op" and ctx.qualname(node) == "torch.distributed.reduce_op":
@@ -200,6 +204,19 @@ Fix
             fix = Fix("use Tensor.outer", (edit,)) if edit is not None else None
             yield ctx.finding(self.code, call, "Tensor.ger is deprecated; use Tensor.outer",
                               suggestion="use Tensor.outer", fix=fix, end_node=call.func)
+
+
+def _saved_variables(ctx: Context) -> Iterator[Finding]:
+    """``l, = ctx.saved_variables`` in an autograd Function's ``backward``: the deprecated alias of
+    ``saved_tensors`` (a DeprecationWarning each call), read on the function's first parameter."""
+    for node in ctx.nodes.get(ast.Attribute, ()):
+        if node.attr != "saved_variables" or node.value.__class__ is not ast.Name:
+            continue
+        func = ctx.function_of(node)
+        params = [*func.args.posonlyargs, *func.args.args] if func is not None and func.__class__ is not ast.Lambda else []
+        if params and params[0].arg == node.value.id:
+            yield ctx.finding("TW502", node, f"{node.value.id}.saved_variables is deprecated; use {node.value.id}.saved_tensors",
+                              suggestion="use saved_tensors")
 
 
 def _module_path_aliases(ctx: Context) -> Iterator[Finding]:

@@ -46,7 +46,8 @@ class Log1p(Rule):
     triggers = ("log",)
     doc = """\
 What it flags
-  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1. Not flagged: `x` that evidently
+  `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1, also the tensor-method form
+  `(1 + sigma ** 2).log()` in a file that imports torch. Not flagged: `x` that evidently
   holds whole counts (named for one, `torch.log(duration_targets.float() + 1)`, `n_tokens`, or
   made by `.long()`/`bincount`/`len`): `1 + x` is exact for whole numbers, so log1p gains nothing.
 
@@ -63,10 +64,17 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_to("torch.log"):
-            if len(call.args) != 1 or call.keywords:
+        for call in ctx.calls_named("log"):
+            func = call.func
+            if func.__class__ is not ast.Attribute or call.keywords:
                 continue
-            arg = call.args[0]
+            q = ctx.qualname(func)
+            if q == "torch.log" and len(call.args) == 1:
+                arg = call.args[0]
+            elif q is None and not call.args and any(v.split(".", 1)[0] == "torch" for v in ctx.imports.values()):
+                arg = func.value  # (1 + x).log(): the tensor method (NumPy arrays have none)
+            else:
+                continue
             if arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Add and (_is_one(arg.left) or _is_one(arg.right)):
                 if integer_valued(arg.right if _is_one(arg.left) else arg.left):
                     continue  # log(1 + count): exact at 0, nothing lost for whole numbers

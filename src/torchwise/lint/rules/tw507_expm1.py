@@ -30,7 +30,8 @@ class Expm1(Rule):
     triggers = ("exp",)
     doc = """\
 What it flags
-  `torch.exp(x) - 1` with a literal 1. Not flagged: a result rounded to a whole number right
+  `torch.exp(x) - 1` with a literal 1, also the tensor-method form `(beta * t).exp() - 1` in a
+  file that imports torch (NumPy arrays have no `exp` method). Not flagged: a result rounded to a whole number right
   away (`torch.round(torch.exp(log_d) - 1)`, `(...).long()`), whose lost digits do not matter.
 
 Why it matters
@@ -51,7 +52,12 @@ Fix
             right = node.right
             if not (right.__class__ is ast.Constant and type(right.value) in (int, float) and right.value == 1):
                 continue
-            if ctx.qualname(node.left.func) == "torch.exp" and not _rounded(ctx, node):
+            func = node.left.func
+            q = ctx.qualname(func)
+            method = q is None and func.__class__ is ast.Attribute and func.attr == "exp" and not node.left.args \
+                and not node.left.keywords and any(v.split(".", 1)[0] == "torch" for v in ctx.imports.values())
+            # (...).exp() - 1: the tensor method (NumPy arrays have none)
+            if (q == "torch.exp" or method) and not _rounded(ctx, node):
                 yield ctx.finding(self.code, node, "torch.exp(x) - 1 loses precision for small x; use torch.expm1(x)",
                                   suggestion="torch.expm1(x)")
 

@@ -19,6 +19,18 @@ REMOVED: dict[str, str] = {
     "torch.matrix_rank": "torch.linalg.matrix_rank",
     "torch.lstsq": "torch.linalg.lstsq (note the swapped argument order)",
     "torch.eig": "torch.linalg.eig",
+    # the LAPACK-named functions, renamed in PyTorch 1.0-1.2 and deleted in 1.2/1.3
+    "torch.gesv": "torch.linalg.solve(A, B) (note the swapped argument order)",
+    "torch.gels": "torch.linalg.lstsq(A, B) (note the swapped argument order)",
+    "torch.potrf": "torch.linalg.cholesky (which returns the lower factor; potrf returned the upper one)",
+    "torch.potrs": "torch.cholesky_solve",
+    "torch.potri": "torch.cholesky_inverse",
+    "torch.pstrf": "torch.linalg.cholesky",
+    "torch.trtrs": "torch.linalg.solve_triangular (note the swapped argument order)",
+    "torch.btrifact": "torch.linalg.lu_factor",
+    "torch.btrifact_with_info": "torch.linalg.lu_factor_ex",
+    "torch.btrisolve": "torch.linalg.lu_solve",
+    "torch.btriunpack": "torch.lu_unpack",
     "torch.autograd.gradcheck.zero_gradients": "x.grad = None (or x.grad.zero_()) on the input tensor",
     # torch.utils.serialization (Lua Torch .t7 files) was deleted in PyTorch 1.0
     "torch.utils.serialization.load_lua": "the torchfile package (torchfile.load) to read a Lua Torch .t7 file",

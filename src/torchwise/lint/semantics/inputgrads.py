@@ -20,10 +20,10 @@ def reads_input_gradient(ctx: Context, read: AST) -> bool:
         return False
     if not any(n.__class__ is ast.Attribute and n.attr == "grad" for n in ast.walk(read.func.value)):
         return False
-    return not _trains(ctx)
+    return not trains_by_gradient(ctx)
 
 
-def _trains(ctx: Context) -> bool:
+def trains_by_gradient(ctx: Context) -> bool:
     """The file steps an optimizer (``.step(``) or updates a tensor from a gradient by hand (once per file)."""
     found = ctx._cache.get("sem:trains-by-hand")
     if found is None:
@@ -42,4 +42,4 @@ def _trains(ctx: Context) -> bool:
     return found
 
 
-__all__ = ["reads_input_gradient"]
+__all__ = ["reads_input_gradient", "trains_by_gradient"]

@@ -13,9 +13,10 @@ import re
 from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys
+from torchwise.lint.semantics.inputgrads import trains_by_gradient
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers
-from torchwise.lint.semantics.steps import training_calls
+from torchwise.lint.semantics.steps import is_eval_name, training_calls
 
 
 def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
@@ -48,7 +49,21 @@ def restored_into(ctx: Context, load: ast.Call) -> ast.Call | None:
         if ctx.scope_of(call) is scope and call.lineno > load.lineno and call.args and any(
                 n.__class__ is ast.Name and n.id in names for n in ast.walk(call.args[0])):
             return call
-    return None
+    return _restored_from_helper(ctx, scope)
+
+
+def _restored_from_helper(ctx: Context, scope: AST) -> ast.Call | None:
+    """The load sits in a module-level function of the file (``def load_checkpoint(step, name)``
+    that strips the ``module.`` prefixes of a DataParallel checkpoint and returns the new dict)
+    whose every call in the file is restored: ``m.load_state_dict(load_checkpoint(step))``."""
+    if scope.__class__ is not ast.FunctionDef or ctx.parent(scope) is not ctx.tree:
+        return None
+    uses = [c for c in ctx.calls_named(scope.name) if c.func.__class__ is ast.Name]
+    fed = [ctx.parent(c) for c in uses]
+    if not uses or not all(p.__class__ is ast.Call and last_name(p.func) == "load_state_dict" and p.args
+                           and p.args[0] is c for p, c in zip(fed, uses)):
+        return None
+    return fed[0]
 
 
 def gpu_project_load(ctx: Context, load: ast.Call) -> bool:
@@ -66,9 +81,40 @@ def gpu_project_load(ctx: Context, load: ast.Call) -> bool:
 
 def evaluation_script(ctx: Context) -> bool:
     """A script (``__main__`` or ``parse_args()``) with no training step (no backward, no optimizer
-    step): it evaluates or runs a model it restores."""
+    step; or backward passes only for the gradients of its inputs - a PGD attack's - with no
+    optimizer step and no update by hand): it evaluates or runs a model it restores."""
     src = ctx.source
-    return ("__main__" in src or "parse_args(" in src) and (not training_calls(ctx) or _optimizes_inputs_only(ctx))
+    return ("__main__" in src or "parse_args(" in src) and (not training_calls(ctx) or _optimizes_inputs_only(ctx)
+                                                            or not trains_by_gradient(ctx))
+
+
+_EVAL_FLAGS = frozenset({"test_only", "testonly", "only_test", "eval_only", "evaluate_only", "test_mode", "eval_mode"})
+_EXITS = frozenset({"exit", "_exit", "quit"})
+
+
+def serves_evaluate_mode(ctx: Context, load: ast.Call) -> bool:
+    """After the load, the same function (or script) has an evaluation-only branch - ``if
+    args.evaluate: validate(val_loader, model, ...); return`` - that runs an evaluation function on
+    what it restored and ends without training: the ``--resume`` checkpoint is also the model an
+    ``-e`` run evaluates (an evaluation, R2)."""
+    scope = ctx.scope_of(load)
+    for node in ctx.walk_body(getattr(scope, "body", [])):
+        if node.__class__ is not ast.If or node.lineno <= load.lineno or not node.body:
+            continue
+        flags = [n.attr if n.__class__ is ast.Attribute else n.id for n in ast.walk(node.test)
+                 if n.__class__ in (ast.Attribute, ast.Name)]
+        if not any(is_eval_name(f) or f.lower() in _EVAL_FLAGS for f in flags):
+            continue
+        last = node.body[-1]
+        if not (last.__class__ is ast.Return or last.__class__ is ast.Expr and last.value.__class__ is ast.Call
+                and last_name(last.value.func) in _EXITS):
+            continue
+        calls = [n for n in ctx.walk_body(node.body) if n.__class__ is ast.Call]
+        if any(last_name(c.func) in ("backward", "step", "train", "fit") for c in calls):
+            continue
+        if any(is_eval_name(last_name(c.func) or "") for c in calls):
+            return True
+    return False
 
 
 def _optimizes_inputs_only(ctx: Context) -> bool:

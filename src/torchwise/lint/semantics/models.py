@@ -66,6 +66,21 @@ _WRAPPERS = frozenset({"torch.nn.parallel.DistributedDataParallel", "torch.nn.Da
                        "torch.distributed.fsdp.FullyShardedDataParallel"})
 
 
+# deep-learning frameworks whose scripts name their networks `net`/`model` too
+_OTHER_DL = frozenset({"caffe", "tensorflow", "keras", "jax", "flax", "mxnet", "paddle", "chainer", "theano",
+                       "lasagne", "onnxruntime", "tensorrt", "openvino", "tflite_runtime", "coremltools"})
+
+
+def _other_framework_file(ctx: Context) -> bool:
+    """The file imports another framework (``import caffe``) and nothing of torch: its ``net`` is
+    that framework's (``app.clf.net.forward()`` of a Caffe classifier), not a torch module."""
+    found = ctx._cache.get("sem:other-dl")
+    if found is None:
+        roots = {q.split(".", 1)[0] for q in ctx.imports.values()}
+        found = ctx._cache["sem:other-dl"] = bool(roots & _OTHER_DL) and "torch" not in roots
+    return found
+
+
 def is_model_name(name: str | None) -> bool:
     if not name or not _MODEL_NAME.match(name):
         return False
@@ -103,7 +118,7 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
         built = _self_attr_from_locals(ctx, expr, use or expr)
     if built is not None and built.split(".", 1)[0] in _OTHER_FRAMEWORKS:
         return False  # an OpenCV/ONNX Runtime/TensorFlow... model named like a torch one
-    if by_name and expr.__class__ in (ast.Name, ast.Attribute):
+    if by_name and expr.__class__ in (ast.Name, ast.Attribute) and not _other_framework_file(ctx):
         if expr.__class__ is ast.Name:
             b = ctx.binding_at(expr.id, use or expr)
             if b is not None and b.kind in ("def", "class", "import"):

@@ -109,3 +109,23 @@ def implicit_torch_draws(facts: ProjectFacts, path: str) -> str | None:
         if other != path and other in texts and any(w in texts[other] for w in _IMPLICIT_TORCH):
             return other
     return None
+
+
+_EXPLICIT_TORCH = ("torch.rand", "torch.randn(", "torch.randint(", "torch.randperm(", "torch.bernoulli(", "torch.multinomial(",
+                   ".normal_(", ".uniform_(")
+
+
+def importer_torch_draws(facts: ProjectFacts, path: str) -> str | None:
+    """The first training entry script (``__main__``/``parse_args()``, a backward pass) that imports
+    the module ``path`` (directly or not) and draws from torch's generator - itself or through a
+    module it reaches (``torch.randperm``, ``nn.Dropout(``, a shuffling loader): a data module that
+    seeds ``random`` and NumPy per epoch seeds only part of the run that uses it; None when none."""
+    texts = dict(facts.files)
+    for script in sorted(texts):
+        text = texts[script]
+        if script == path or not ("__main__" in text or "parse_args(" in text) or ".backward(" not in text:
+            continue
+        reached = reached_from(facts, (script,))
+        if path in reached and any(w in texts[o] for o in reached if o in texts for w in (*_IMPLICIT_TORCH, *_EXPLICIT_TORCH)):
+            return script
+    return None
