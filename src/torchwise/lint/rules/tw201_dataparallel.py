@@ -307,7 +307,7 @@ class DataParallelUsed(Rule):
     doc = """\
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
-  `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
+  `from torch.nn.parallel import DataParallel as DP`, `nn` from a project module's `import *`) and calls of the functional
   `torch.nn.parallel.data_parallel`, and the project's own subclasses of `nn.DataParallel`
   (`class BalancedDataParallel(DataParallel)`, also through a chain of project classes). Only
   where the code around it trains: the file runs a backward pass or an optimizer step, the

@@ -47,7 +47,8 @@ class CreateThenMove(Rule):
     doc = """\
 What it flags
   A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
-  of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
+  of Python data such as a list, and the random `rand/randn/randint/randperm`; also through a name
+  a project module hands on: `t.ones(n, n)` with `t` from `from module import *`) called without
   `device=` (nor a `generator=`, whose device decides) - also a window function
   (`torch.hann_window`...), or a factory scaled or wrapped before the move
   (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
