@@ -220,3 +220,63 @@ QUIET += [
                 return x
     """)),
 ]
+
+# ------------------------------------------------------------- TW205 branches no construction selects
+# A few-shot project whose head class picks a solver function by a string option; the scripts
+# build it only with some of the names, so the other solvers never run. A dropout wrapper whose
+# variational mode is off by default and never turned on by its one construction.
+_HEADS = d("""
+    import torch
+    import torch.nn as nn
+    def ridge_head(q, s):
+        return q @ s.t()
+    def svm_ww_head(q, s):
+        eye = torch.eye(s.size(0)).cuda()
+        return q @ (s.t() + eye[: s.size(1)])
+    class Head(nn.Module):
+        def __init__(self, kind='ridge'):
+            super(Head, self).__init__()
+            if 'ridge' in kind:
+                self.solve = ridge_head
+            elif 'svm-ww' in kind:
+                self.solve = svm_ww_head
+        def forward(self, q, s):
+            return self.solve(q, s)
+""")
+_DROP = d("""
+    import torch
+    import torch.nn as nn
+    class WeightNoise(nn.Module):
+        def __init__(self, module, p=0.5, variational=False):
+            super().__init__()
+            self.module, self.p = module, p
+            self.variational = variational
+        def forward(self, x):
+            w = self.module.weight
+            if self.variational:
+                mask = torch.ones(w.size(0), 1).cuda()
+                w = w * mask
+            return x @ w.t()
+""")
+PROJECTS += [
+    ProjectShape("TW205", "look-alike: a head solver only named in a branch no construction selects", {
+        "heads.py": _HEADS,
+        "train.py": d("""
+            from heads import Head
+            def main(args):
+                head = Head('ridge').cuda() if args.head == 'ridge' else Head(kind='ridge-exact').cuda()
+                return head
+        """),
+    }),
+    ProjectShape("TW205", "look-alike: a mode of a wrapper off by default that its one construction leaves off", {
+        "noise.py": _DROP,
+        "model.py": d("""
+            import torch.nn as nn
+            from noise import WeightNoise
+            class Net(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.fc = WeightNoise(nn.Linear(4, 4), p=0.2)
+        """),
+    }),
+]
