@@ -280,3 +280,40 @@ PROJECTS += [
         """),
     }),
 ]
+
+# ------------------------------------------------------------- TW201 a trainer looked up in a registry
+# A distillation launcher wraps the model in DataParallel and hands it to a trainer class picked
+# from a dictionary by the config; the training steps live in the trainer's module.
+_ENGINE = d("""
+    class BaseTrainer:
+        def __init__(self, name, model, loader):
+            self.model, self.loader = model, loader
+        def train(self):
+            for x, y in self.loader:
+                self.model(x, y).backward()
+    trainer_dict = {"base": BaseTrainer}
+""")
+PROJECTS += [
+    ProjectShape("TW201", "DataParallel handed to a trainer class picked from a registry dict", {
+        "engine.py": _ENGINE,
+        "launch.py": d("""
+            import torch
+            from engine import trainer_dict
+            def main(cfg, model, loader):
+                model = torch.nn.DataParallel(model.cuda())
+                trainer = trainer_dict[cfg.trainer]("run", model, loader)
+                trainer.train()
+        """),
+    }, (("launch.py", 4),)),
+    ProjectShape("TW201", "look-alike: DataParallel handed to an evaluator picked from a registry dict", {
+        "engine.py": _ENGINE + "class Evaluator:\n    def __init__(self, model):\n        self.model = model\n"
+                               "    def run(self, xs):\n        return [self.model(x) for x in xs]\nevaluator_dict = {'top1': Evaluator}\n",
+        "evaluate.py": d("""
+            import torch
+            from engine import evaluator_dict
+            def main(cfg, model, xs):
+                model = torch.nn.DataParallel(model.cuda())
+                return evaluator_dict[cfg.metric](model).run(xs)
+        """),
+    }),
+]
