@@ -15,6 +15,7 @@ from torchwise.lint.findings import SYNTAX_CODE, Finding
 from torchwise.lint.semantics.projectcode import shared_context
 from torchwise.lint.semantics.savefacts import note_linted
 from torchwise.lint.semantics.files import is_test_path
+from torchwise.lint.semantics.handedimports import hand_on_imports
 
 _RULES: list | None = None
 
@@ -136,6 +137,7 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
         ctx = ctx_or_problems
         if "TW402" in codes:
             note_linted(project, ctx)  # what the file saves, for TW402's project facts
+    hand_on_imports(ctx)  # torch names handed on by the project's modules (`from network import *`)
     out: list[Finding] = []
     in_tests = is_test_path(path, source)
     for rule in rules():

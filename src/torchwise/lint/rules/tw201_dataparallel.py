@@ -307,13 +307,13 @@ class DataParallelUsed(Rule):
     doc = """\
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
-  `from torch.nn.parallel import DataParallel as DP`...) and calls of the functional
+  `from torch.nn.parallel import DataParallel as DP`, `nn` from a project module's `import *`) and calls of the functional
   `torch.nn.parallel.data_parallel`, and the project's own subclasses of `nn.DataParallel`
   (`class BalancedDataParallel(DataParallel)`, also through a chain of project classes). Only
   where the code around it trains: the file runs a backward pass or an optimizer step, the
   wrapper is made in a function or class named for training (`def
   train(args)`, `class BaseTrainer`) or handed to a call named for it
-  (`GAN_training_function(G, D, GD, ...)`), its parameters go to an optimizer that is handed to
+  (`GAN_training_function(G, D, GD, ...)`, `trainer_dict[cfg.name](run, model, ...)`), its parameters go to an optimizer that is handed to
   such a call (`optimizer = lib.make_optimizer(..., model.parameters())`, then
   `lib.train_with_auto_virtual_batch(optimizer, ...)` or `learn_with_auto_virtual_batch(...)`:
   not an optimizer built only to load its state), or the module-level function or class that makes it

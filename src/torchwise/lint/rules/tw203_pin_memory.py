@@ -188,7 +188,8 @@ What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
   `class AudioDataLoader(DataLoader)`, here or in another module, or a class named
   `DataLoader` itself deriving from torch's under an alias - `class DataLoader(TorchDataLoader)` - that the scripts
-  import from the project's module) that do not mention `pin_memory` at all (neither by keyword nor as
+  import from the project's module, or torch's own `DataLoader` imported from a project module that
+  imported it: `from preprocess import DataLoader`) that do not mention `pin_memory` at all (neither by keyword nor as
   the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and

@@ -20,6 +20,7 @@ from torchwise.lint.semantics.projecthelpers import project_returned_new, round_
 from torchwise.lint.semantics.pulledback import pulled_back
 from torchwise.lint.semantics.remotemovers import handed_to_movers
 from torchwise.lint.semantics.sizebuilders import size_builder_call
+from torchwise.lint.semantics.unselected import only_unselected, unselected_branch
 from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
 
@@ -47,7 +48,8 @@ class CreateThenMove(Rule):
     doc = """\
 What it flags
   A tensor factory (`torch.zeros/ones/empty/full/arange/linspace/eye`, `torch.tensor`/`as_tensor`
-  of Python data such as a list, and the random `rand/randn/randint/randperm`) called without
+  of Python data such as a list, and the random `rand/randn/randint/randperm`; also through a name
+  a project module hands on: `t.ones(n, n)` with `t` from `from module import *`) called without
   `device=` (nor a `generator=`, whose device decides) - also a window function
   (`torch.hann_window`...), or a factory scaled or wrapped before the move
   (`(torch.ones(n) * i).to(x.device)`, `torch.triu(torch.ones(n, n)).to(device)`, rows picked
@@ -140,6 +142,9 @@ What it flags
   `th.from_numpy(arr).to(t.device)`), and a tuple of numbers `__init__` keeps on `self` (written
   out, or a parameter's default, `loc_normalize_mean=(0., 0., 0., 0.)`) converted where it is used
   (`t.Tensor(self.loc_normalize_mean).cuda()` per predicted image).
+  Code that never runs is not reported: a branch on a constructor option that no construction of the
+  class in the project selects (`elif 'svm-ww' in kind:` when scripts build only `Head('ridge')`,
+  `if self.variational:` left at its default False), and a function only such branches name.
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
   `make_one_hot(target, n)`, or a training step - in a training loop, or in a function that runs
@@ -312,7 +317,7 @@ Fix
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
         return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
             or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) \
-            or fallback_never_taken(ctx, here)
+            or fallback_never_taken(ctx, here) or unselected_branch(ctx, here) or only_unselected(ctx, ctx.function_of(here))
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

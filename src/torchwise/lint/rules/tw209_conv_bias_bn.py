@@ -11,6 +11,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
+from torchwise.lint.semantics.layerlists import copied_layer, see_through, zipped_source
 
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
@@ -29,10 +30,13 @@ What it flags
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
   assigns it in any branch), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
-  builds them (also when `self.conv` is an `nn.Sequential(...)` that ends with that
+  builds them (also through a slice of the time or space axes, `.contiguous()` or a method that
+  only returns its input or a slice of it: `self.bn(self.conv(x)[:, :, :-pad])`; also when `self.conv` is an `nn.Sequential(...)` that ends with that
   convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
-  (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`), or
+  (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`, or
+  lists of copies, `nn.ModuleList([nn.Conv1d(c, c, k) for k in ks])`, `clones(Conv(c, c, 5), 3)`;
+  paired by position in `for conv, bn in zip(self.convs, self.bns)`), or
   added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
   `cnn.add_module("bn1", nn.BatchNorm2d(...))` (also a name the builder binds to a biased
   convolution in each branch, `if index == 0: conv = nn.Conv2d(c_in, c, 3)` / `else: conv =
@@ -127,6 +131,8 @@ Lint and the doctor
                 d = conv_with_bias(ctx, value, item.args)
                 if d is None:
                     d = helper_conv_with_bias(ctx, value)
+                if d is None and value.__class__ is ast.Call:
+                    d = wrapped_conv_with_bias(ctx, value)  # self.conv1 = Conv(c, c, 5): the project's biased wrapper
                 if d is not None:
                     convs.setdefault(t.attr, []).append((d, value))  # one per branch (if asymmetric: ... else: ...)
                 b = bn_dims(ctx, node.value)
@@ -144,12 +150,13 @@ Lint and the doctor
                 bn = _self_attr_call(node)
                 if bn is None or bn not in bns or len(node.args) != 1:
                     continue
-                arg = node.args[0]
+                arg = _through(ctx, cls, node.args[0])
                 conv = _self_attr_call(arg) if arg.__class__ is ast.Call else None
                 if conv is None and arg.__class__ is ast.Name:
                     b = ctx.binding_at(arg.id, node)
-                    if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call:
-                        conv = _self_attr_call(b.value)
+                    value = _through(ctx, cls, b.value) if b is not None and b.kind == "assign" else None
+                    if value.__class__ is ast.Call:
+                        conv = _self_attr_call(value)
                 for d, conv_call in convs.get(conv or "", ()):
                     if _matches(d, bns[bn]) and id(conv_call) not in reported:
                         reported.add(id(conv_call))
@@ -161,7 +168,7 @@ Lint and the doctor
         in ``__init__`` (also through a local ``nn.ModuleList`` appended to ``self.conv_blocks``),
         then ``bn(conv(x))`` in a method where ``conv`` comes from one list and ``bn`` from the other."""
         text = ctx.text(cls)
-        if "append(" not in text or "BatchNorm" not in text:
+        if "BatchNorm" not in text or "append(" not in text and "ModuleList" not in text and "clones(" not in text:
             return
         convs, bns = _appended_layers(ctx, cls)
         if not convs or not bns:
@@ -173,9 +180,11 @@ Lint and the doctor
             if not any(f"self.{b}" in text for b in bns):
                 continue
             for node in ctx.walk_body(item.body):
-                if node.__class__ is not ast.Call or len(node.args) != 1 or node.args[0].__class__ is not ast.Call:
+                if node.__class__ is not ast.Call or len(node.args) != 1:
                     continue
-                inner = node.args[0]
+                inner = _through(ctx, cls, node.args[0])
+                if inner.__class__ is not ast.Call:
+                    continue
                 bn = _list_of(ctx, node.func, node, bns)
                 conv = _list_of(ctx, inner.func, inner, convs) if bn is not None else None
                 if conv is None:
@@ -196,6 +205,17 @@ def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[i
         return convs, bns
     appends = [n for n in ast.walk(init) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
                and n.func.attr == "append" and len(n.args) == 1]
+    for node in ctx.walk_body(init.body):
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Attribute \
+                and ctx.text(node.targets[0].value) == "self":
+            layer = copied_layer(ctx, node.value)
+            if layer is not None:
+                d = conv_with_bias(ctx, layer) or wrapped_conv_with_bias(ctx, layer)
+                b = bn_dims(ctx, layer)
+                if d is not None:
+                    convs.setdefault(node.targets[0].attr, (d, layer))
+                elif b is not None:
+                    bns[node.targets[0].attr] = b
     for call in sorted(appends, key=lambda c: (c.lineno, c.col_offset)):
         owner, arg = call.func.value, call.args[0]
         d, b = conv_with_bias(ctx, arg), bn_dims(ctx, arg)
@@ -231,6 +251,8 @@ def _list_of(ctx: Context, func: ast.AST, use: ast.AST, lists: dict) -> str | No
         expr = b.node.iter if b.kind == "for" and b.node.__class__ is ast.For else b.value
         if expr is None:
             return None
+        if b.kind == "for" and b.node.__class__ is ast.For:
+            expr = zipped_source(b.node, func.id) or expr  # for conv, bn in zip(self.convs, self.bns): conv's list
     for n in ast.walk(expr):
         if n.__class__ is ast.Attribute and n.value.__class__ is ast.Name and n.value.id == "self" and n.attr in lists:
             return n.attr
@@ -260,6 +282,10 @@ def _listed_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
         else:
             items.append([elt])
     return items
+
+
+def _through(ctx: Context, cls: ast.ClassDef, expr: ast.AST | None) -> ast.AST | None:
+    return see_through(ctx, cls, expr) if expr is not None else None
 
 
 def _self_attr_call(call: ast.Call) -> str | None:

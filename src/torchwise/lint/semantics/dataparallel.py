@@ -12,7 +12,8 @@
   optimizer step; the wrapper is made in a method of an ``nn.Module`` (the model's own forward
   path, run by whatever trains it) or in a function or class named for training (``def
   train(args)``, ``class BaseTrainer``); it is handed to a call named for training
-  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``); its parameters go to an
+  (``GAN_training_function(G, D, GD, ...)``, ``Trainer(model, ...)``, a trainer looked up in a
+  registry, ``trainer_dict[cfg.TRAINER](name, model, loader)``); its parameters go to an
   optimizer that is handed to such a call (``lib.train_with_auto_virtual_batch(optimizer, ...)``,
   ``learn_with_auto_virtual_batch(model, optimizer, ...)``); or the module-level
   function or class that makes it is called by another file of the project that trains (a model
@@ -97,7 +98,8 @@ def trains_through(ctx: Context, call: ast.Call) -> bool:
     stored = _stored_name(ctx, call)
     if stored is not None:
         for other in ctx.nodes.get(ast.Call, ()):
-            callee = last_name(other.func) or ""
+            func = other.func.value if other.func.__class__ is ast.Subscript else other.func  # trainer_dict[cfg.name](...)
+            callee = last_name(func) or ""
             if _training_name(callee) and any(ctx.text(a) == stored for a in [*other.args, *(k.value for k in other.keywords)]):
                 return True  # handed to a training function or a trainer
         if _optimized(ctx, stored):
