@@ -268,12 +268,12 @@ def in_loss_module(ctx: Context, func: AST) -> bool:
     if klass.__class__ is not ast.ClassDef:
         return False
     name = klass.name.lower()
-    named = "loss" in name or "criterion" in name or _in_losses_module(ctx)
+    named = "loss" in name or "criterion" in name or in_losses_module(ctx)
     return named and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
         and not _unused_class(ctx, klass)
 
 
-def _in_losses_module(ctx: Context) -> bool:
+def in_losses_module(ctx: Context) -> bool:
     """The file is a module of losses by its path (``kd_losses/rkd.py``, ``losses.py``,
     ``loss/focal.py``): its ``nn.Module`` classes are losses (``RKD``, ``Attention``)."""
     found = ctx._cache.get("sem:losses-module")
