@@ -207,3 +207,140 @@ PROJECTS += [
     ProjectShape("TW207", "look-alike: the imported constant stays on the CPU",
                  {"utils.py": _CONSTANTS.replace("MOVE", ""), "train.py": _FGSM}),
 ]
+
+# ------------------------------------------------------------- TW207 a loss function a model's training forward calls
+# A distiller (an nn.Module) computes its losses in `forward_train` with a loss function of its
+# file; that function normalises distances by the mean of the positive ones (`d[d > 0].mean()`).
+# A triplet loss's `__call__` mines hard examples with boolean masks (`dist[is_pos]`), and only
+# under `if return_inds:` - which its call leaves to the default False - selects indices too.
+_DISTILL = d("""
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+
+    def relation_loss(f_s, f_t, eps=1e-12):
+        with torch.no_grad():
+            t_d = torch.cdist(f_t, f_t).clamp(min=eps)
+            t_d = t_d / t_d[t_d > 0].mean()
+        d = torch.cdist(f_s, f_s).clamp(min=eps)
+        d = d / d[d > 0].mean()
+        return F.smooth_l1_loss(d, t_d)
+
+
+    class Relational(nn.Module):
+        def __init__(self, student, teacher):
+            super().__init__()
+            self.student, self.teacher = student, teacher
+
+        def forward_train(self, image, target):
+            logits, feat = self.student(image)
+            with torch.no_grad():
+                _, feat_t = self.teacher(image)
+            return logits, F.cross_entropy(logits, target) + relation_loss(feat, feat_t)
+
+        def forward_test(self, image):
+            return self.student(image)[0]
+
+        def forward(self, **kwargs):
+            if self.training:
+                return self.forward_train(**kwargs)
+            return self.forward_test(kwargs["image"])
+""")
+_DISTILL_TRAIN = d("""
+    import torch
+    from distillers.relational import Relational
+    def train(student, teacher, loader):
+        distiller = Relational(student, teacher).cuda()
+        opt = torch.optim.SGD(student.parameters(), lr=0.1)
+        for image, target in loader:
+            logits, loss = distiller(image=image.cuda(), target=target.cuda())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "mean of the positive distances selected by mask in a loss a distiller's forward_train calls",
+                 {"distillers/relational.py": _DISTILL, "train.py": _DISTILL_TRAIN},
+                 (("distillers/relational.py", 9), ("distillers/relational.py", 11))),
+    ProjectShape("TW207", "look-alike: the forward_train computes the cross-entropy only; the relation loss is unused",
+                 {"distillers/relational.py": _DISTILL.replace(
+                     "F.cross_entropy(logits, target) + relation_loss(feat, feat_t)", "F.cross_entropy(logits, target)"),
+                  "train.py": _DISTILL_TRAIN}),
+]
+_MINING = d("""
+    import torch
+    import torch.nn as nn
+
+
+    def hard_mining(dist, labels, return_inds=False):
+        n = dist.size(0)
+        is_pos = labels.expand(n, n).eq(labels.expand(n, n).t())
+        dist_ap, p_rel = torch.max(dist[is_pos].contiguous().view(n, -1), 1)
+        if return_inds:
+            ind = torch.arange(n, device=dist.device).unsqueeze(0).expand(n, n)
+            return dist_ap, torch.gather(ind[is_pos].contiguous().view(n, -1), 1, p_rel.unsqueeze(1))
+        return dist_ap
+
+
+    class Triplet(object):
+        def __init__(self, margin):
+            self.ranking = nn.MarginRankingLoss(margin=margin)
+
+        def __call__(self, feats, labels):
+            dist = torch.cdist(feats, feats)
+            dist_ap = hard_mining(dist, labels)
+            return self.ranking(dist_ap, dist_ap * 0, torch.ones_like(dist_ap))
+""")
+_MINING_TRAIN = d("""
+    import torch
+    from triplet import Triplet
+    def fit(model, loader, opt):
+        crit = Triplet(0.3)
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            loss = crit(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+QUIET += [
+    Shape("TW207", "look-alike: a random keep mask of a sparse dropout made on the host by NumPy", d("""
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class GraphConv(nn.Module):
+            def edge_drop(self, adj, rate):
+                keep = np.floor(1 - rate + np.random.rand(adj._nnz())).astype(bool)
+                i, v = adj._indices(), adj._values()
+                return torch.sparse_coo_tensor(i[:, keep], v[keep], adj.shape)
+            def forward(self, adj, x):
+                return torch.sparse.mm(self.edge_drop(adj, 0.1), x)
+    """)),
+]
+FIND += [
+    Shape("TW207", "a sparse edge dropout whose keep mask is floor(keep + rand).type(torch.bool) on the device", d("""
+        import torch
+        import torch.nn as nn
+        class GraphConv(nn.Module):
+            def edge_drop(self, adj, rate, n):
+                keep = 1 - rate
+                keep += torch.rand(n).to(adj.device)
+                mask = torch.floor(keep).type(torch.bool)
+                i, v = adj._indices(), adj._values()
+                return torch.sparse.FloatTensor(i[:, mask], v[mask], adj.shape).to(adj.device)
+            def forward(self, adj, x):
+                return torch.sparse.mm(self.edge_drop(adj, 0.1, adj._nnz()), x)
+        def fit(adj, x, y, opt):
+            model = GraphConv().cuda()
+            for epoch in range(100):
+                loss = ((model(adj.cuda(), x.cuda()) - y.cuda()) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 9),
+]
+PROJECTS += [
+    ProjectShape("TW207", "hard-example mining by mask in a triplet criterion's __call__; the index branch is left off",
+                 {"triplet.py": _MINING, "train.py": _MINING_TRAIN}, (("triplet.py", 8),)),
+]

@@ -37,22 +37,22 @@ class HostSyncInLoop(Rule):
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
-  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one -
-  a module-level torchrun loop included): `.item()`, `.cpu()`,
-  `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
+  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
+  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
-  the result's size has to reach the host), also in a loss function the step calls with device tensors, directly
-  or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
-  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
+  the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
+  through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
+  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`) or from a model's training
+  forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`), in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
   its path: `class RKD` in `kd_losses/rkd.py`, `dist[dist > 0].mean()`; `loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
   per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
-  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
+  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`, `.type(torch.bool)`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`;
   also with a mask a method of the file makes on the device: `center[~mask]` with `mask =
   self._draw_mask(center)` returning `m.to(center.device)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
@@ -184,9 +184,8 @@ What it flags
   only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
   off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
   a helper that receives the sink as a parameter, `verbose=it % 200 == 0`); selections under a
-  flag of a forward that defaults to `False` and is set only in files that run no backward pass
-  (`def forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on
-  the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
+  flag of a forward that defaults to `False` and is set only in files that run no backward pass (`def
+  forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -273,14 +272,15 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
         for finding in self._findings(ctx):
-            func = function_at(ctx, finding.line)
-            if func is not None and id(func) not in dead:
+            if (func := function_at(ctx, finding.line)) is not None and id(func) not in dead:
                 dead[id(func)] = never_runs(ctx, func)
             if func is None or not dead[id(func)]:
                 yield finding
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
+        forward = ctx._cache["tw207:forward"] = set()  # (statements reported here: not again as a loss's selection)
         for node, message, suggestion in forward_syncs(ctx):  # every forward pass, every gradient helper call
+            forward.add(id(ctx.statement_of(node)))
             yield ctx.finding(self.code, node, message, suggestion=suggestion)
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
@@ -336,8 +336,9 @@ Lint and the doctor
         """Boolean-mask selections in a loss function or a metric helper the training step calls
         every step with device tensors (``labels[~mask]`` in ``info_nce_loss(features)``)."""
         for node, func, where in loss_mask_reads(ctx, self._per_step):
-            yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
-                              f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
+            if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:
+                    yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
+                                  f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
 
     def _per_step(self, ctx: Context, call: ast.Call) -> bool:
         return self._report(ctx, call, None, "", check_subject=False) is not None

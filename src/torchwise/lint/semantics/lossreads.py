@@ -16,7 +16,8 @@ from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.callshapes import call_shape, left_off
 from torchwise.lint.semantics.devices import is_device_tensor
-from torchwise.lint.semantics.forwardpath import takes_batch
+from torchwise.lint.semantics.evalblocks import off_training_path
+from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
 from torchwise.lint.semantics.masks import in_loss_module, in_losses_module, made_as_mask, on_host, selects_from_arguments
@@ -43,6 +44,8 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1, 
     calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and _hands(func, c, param)]
     found = next((f"line {c.lineno}" for c in calls if hot_region_of(ctx, c) is not None
                   and _hands_device_values(ctx, c) and per_step(ctx, c)), None)
+    if found is None and ctx.parent(func) is ctx.tree:  # a model's training forward computes its loss with it
+        found = next((f"line {c.lineno}, in {f.name}()" for c in calls if (f := _training_forward(ctx, c)) is not None), None)
     if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
         callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
                    and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
@@ -53,6 +56,17 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1, 
                       and _hands(func, c, param) and _hands_device_values(other, c)), None)
     ctx._cache[key] = found
     return found
+
+
+def _training_forward(ctx: Context, call: ast.Call) -> AST | None:
+    """The method of a model class around ``call`` when it runs on every training forward pass
+    (``forward``, ``forward_train``: semantics.forwardpath) and hands the call what it was given
+    or what it computed from that (``rkd_loss(feature_student["pooled_feat"], ...)``)."""
+    func = batch_function(ctx, call)
+    if func is None or ctx.parent(func).__class__ is not ast.ClassDef or off_training_path(ctx, call, func) \
+            or runs_rarely(ctx, call) or not on_accelerator(ctx, call):
+        return None
+    return func if any(from_inputs(ctx, a, func) for a in call.args) else None
 
 
 def _hands(func: AST, call: ast.Call, param: str | None) -> bool:
@@ -216,5 +230,5 @@ def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> t
         return None
     if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
         return None  # (a metric helper: only a selection from what it is handed)
-    where = every_step_call(ctx, func, per_step)
+    where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None
