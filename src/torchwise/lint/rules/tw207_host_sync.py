@@ -8,33 +8,24 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.deadcode import function_at, never_runs
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.earlystop import patience_stop
 from torchwise.lint.semantics.elementreads import size_element_reads
-from torchwise.lint.semantics.epochpasses import outside_batch_loop
-from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
-from torchwise.lint.semantics.hostconsumers import consumed_on_host
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
-from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
 from torchwise.lint.semantics.ondevice import on_accelerator
-from torchwise.lint.semantics.rarely import algorithm_stop, logged_periodically, runs_rarely
-from torchwise.lint.semantics.steps import (
-    evaluated_every_call, full_batch_epochs, hot_loops, hot_region_of, step_functions,
-)
+from torchwise.lint.semantics.rarely import algorithm_stop
+from torchwise.lint.semantics.stepreads import every_step_read
+from torchwise.lint.semantics.steps import hot_loops, hot_region_of, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region
-from torchwise.lint.semantics.stepvalues import round_trip, step_subject
-from torchwise.lint.semantics.syncs import (
-    CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call, synchronized_before,
-)
+from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
 
 
 class HostSyncInLoop(Rule):
@@ -46,22 +37,22 @@ class HostSyncInLoop(Rule):
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
-  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one -
-  a module-level torchrun loop included): `.item()`, `.cpu()`,
-  `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
+  `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
+  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
   `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
-  the result's size has to reach the host), also in a loss function the step calls with device tensors, directly
-  or through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
-  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`), in the
+  the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
+  through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
+  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`) or from a model's training
+  forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`), in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
   its path: `class RKD` in `kd_losses/rkd.py`, `dist[dist > 0].mean()`; `loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
   per selection, naming the loss's other lines), in a model's `forward` where the selection feeds its loss
   (`logits.view(-1, n)[active_loss]` handed to `loss_fct`), with a mask drawn at random in a
-  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`),
+  module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`, `.type(torch.bool)`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`;
   also with a mask a method of the file makes on the device: `center[~mask]` with `mask =
   self._draw_mask(center)` returning `m.to(center.device)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
@@ -94,7 +85,8 @@ What it flags
   follow it (they wait on the other setting); `scaler.get_scale()` and `scaler.state_dict()["scale"]` of a `GradScaler` (or a project
   wrapper named `*scaler`), which read the scale with `.item()` - reported also after a
   synchronize. "Every step" means inside the loop that runs `backward()` or an optimizer `step()`
-  (the innermost such loop, or one nested in it), in a method that calls a step method of its
+  (the innermost such loop, or one nested in it; where each batch repeats the step, `for x, y in
+  loader: for _ in range(replays): ... opt.step()`, also the loop over the data), in a method that calls a step method of its
   class once per call, outside any loop or test (an agent's `update()` calling
   `self.update_critic(...)` and `self.update_actor(...)`: outside its own loops; the step
   methods' reads are reported where they are, not at these calls), or anywhere in a function that runs one
@@ -115,7 +107,8 @@ What it flags
   trains over a loader of its own (an epoch function), nor one that steps an environment itself
   (an RL update loop around its rollout). The value must evidently live on the accelerator -
   a loss or a term summed into the backward pass, a model output, something moved with
-  `.to(device)`/`.cuda()`, a reduction across processes of those (`reduce_tensor(loss)`) - and
+  `.to(device)`/`.cuda()`, a tensor another module of the project puts on the device
+  at import (`from utils import std` of `std = torch.tensor(s).view(3, 1, 1).cuda()`), a reduction across processes of those (`reduce_tensor(loss)`) - and
   the code must target one: its function moves data to a device, or it only receives its data
   (an `update(self, rollouts)` method) in a file that does, in a class whose base class in another
   module of the project moves data (`class DDPM(BaseModel)` calling the base's `self.set_device(x)`,
@@ -155,7 +148,9 @@ What it flags
   module's loop) that selects with a mask from what it is handed (a metric's `output[output ==
   target]`) too. Also `.item()` of a tensor made from the inputs in a loss module's methods
   (`num_boxes = torch.clamp(num_boxes / world, min=1).item()`) or in a loss function the step
-  calls, also from another module (`n_word = non_pad_mask.sum().item()`; a call whose loss - alone
+  calls, also from another module, or in any top-level function of a module of losses by its path
+  (`n_word = non_pad_mask.sum().item()`; `.item()` in `loss.CDAN(...)`, for a call that hands the
+  parameter its branch tests, `if entropy is not None:`; a call whose loss - alone
   or first of what it hands back - the step backpropagates on an accelerator counts as handed the
   step's tensors: `critic_loss, logs = iq_loss(agent, q, v, next_v, batch)`, also its selections
   by a flag unpacked from the batch, `obs[is_expert.squeeze(1), ...]`), and of its own loss in
@@ -178,16 +173,19 @@ What it flags
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
   `Variable(x.data, requires_grad=True)`, is a tensor condition.
-  Not flagged: code nothing in the project runs (a function or method of a script or an
+  Not flagged: reads in a helper under a test of a parameter the call hands `None` or leaves to a
+  `None` default (`loss.CDAN(x, net, None)`, `if entropy is not None:`); the branch opposite to the
+  step (`if phase != "inference": <backward, step> else: ...`; not of a modulo test); what a `def
+  train` runs before its loop (`net.train(True)` is no call of it); `int()` of the pieces of a
+  string (`[int(i) for i in config["gpu"].split(",")]`); code nothing in the project runs (a function or method of a script or an
   imported module whose name no file mentions but its own `def`, a helper only such code or a
   class nothing names calls - unless the project picks classes out of modules by a computed name,
   `getattr(importlib.import_module(m), name)`: ruling R5 of issue 22); reads under a test of a sink or flag the step hands on
   only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
   off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
   a helper that receives the sink as a parameter, `verbose=it % 200 == 0`); selections under a
-  flag of a forward that defaults to `False` and is set only in files that run no backward pass
-  (`def forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on
-  the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
+  flag of a forward that defaults to `False` and is set only in files that run no backward pass (`def
+  forward(self, pts, vis=False)` ... `if vis:`, set by a plotting script); a value cached on the first call (`if self._ready is None: self._ready = bool(self._flag.item())`); values already on the CPU, also results of a call whose every argument the
   function moved to the CPU (`loss, eer = model.loss(embeds.to(loss_device))` with `loss_device =
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
@@ -274,14 +272,15 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
         for finding in self._findings(ctx):
-            func = function_at(ctx, finding.line)
-            if func is not None and id(func) not in dead:
+            if (func := function_at(ctx, finding.line)) is not None and id(func) not in dead:
                 dead[id(func)] = never_runs(ctx, func)
             if func is None or not dead[id(func)]:
                 yield finding
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
+        forward = ctx._cache["tw207:forward"] = set()  # (statements reported here: not again as a loss's selection)
         for node, message, suggestion in forward_syncs(ctx):  # every forward pass, every gradient helper call
+            forward.add(id(ctx.statement_of(node)))
             yield ctx.finding(self.code, node, message, suggestion=suggestion)
         for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
             yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
@@ -337,8 +336,9 @@ Lint and the doctor
         """Boolean-mask selections in a loss function or a metric helper the training step calls
         every step with device tensors (``labels[~mask]`` in ``info_nce_loss(features)``)."""
         for node, func, where in loss_mask_reads(ctx, self._per_step):
-            yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
-                              f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
+            if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:
+                    yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
+                                  f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
 
     def _per_step(self, ctx: Context, call: ast.Call) -> bool:
         return self._report(ctx, call, None, "", check_subject=False) is not None
@@ -374,25 +374,10 @@ Lint and the doctor
         unconditional ``torch.cuda.synchronize()`` before it in the loop instead (once), which is
         where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
         reported where it is even after a synchronize (dropping the synchronize leaves it)."""
-        region = _region(ctx, node)
-        if region is None or logged_periodically(ctx, node) or runs_rarely(ctx, node):
-            return None  # once per interval, or a branch that rarely or never runs (semantics.rarely)
+        region, sync = every_step_read(ctx, node, subject, check_subject, hidden) or (None, None)
+        if region is None:
+            return None  # not every training step, or no device value of the step (semantics.stepreads)
         looping = region.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef)
-        sync = synchronized_before(ctx, region, node) if looping and not hidden else None
-        if not on_accelerator(ctx, node):
-            return None  # nothing here is evidently on an accelerator
-        if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node) or loss_operand(ctx, node)):
-            return None
-        if looping and feeds_environment(ctx, node, region):
-            return None  # the environment steps on the host with this value: the read is needed
-        if check_subject and consumed_on_host(ctx, node):
-            return None  # the algorithm works on it on the host (replay priorities): the read is needed
-        if evaluated_every_call(ctx, region) if not looping else full_batch_epochs(ctx, region):
-            return None  # a full-batch step per pass, and an evaluation each pass: this read adds no wait
-        if looping and after_evaluation(ctx, region, node) or in_evaluation_block(ctx, node):
-            return None  # the evaluation of each pass (with no_grad(): model.eval() ...), or after its read drained the GPU
-        if looping and outside_batch_loop(ctx, region, node):
-            return None  # an epoch loop with a step of its own: outside its batch loop, once per epoch
         where = f"the training loop (line {region.lineno})" if looping else f"the training step {region.name}() (line {region.lineno})"
         if sync is not None:  # the read adds no wait: the synchronize before it is where the step waits
             reported = ctx._cache.setdefault("tw207:synchronizes", set())
@@ -401,11 +386,7 @@ Lint and the doctor
             reported.add(id(sync))
             return ctx.finding(self.code, sync, f"{ctx.text(sync)} in {where} waits for the GPU to finish every step, "
                                f"for the {what} after it (line {node.lineno})", suggestion=_SYNC_FIX)
-        return ctx.finding(
-            self.code, node,
-            f"{what} in {where} waits for the GPU to finish every step",
-            suggestion=suggestion,
-        )
+        return ctx.finding(self.code, node, f"{what} in {where} waits for the GPU to finish every step", suggestion=suggestion)
 
 
 _DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
@@ -413,7 +394,7 @@ _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
 
-_region = step_region
+_region = step_region  # what runs a node every training step (semantics.stepregion)
 
 
 RULE = HostSyncInLoop()

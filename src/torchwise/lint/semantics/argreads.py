@@ -141,15 +141,18 @@ def _sink_guards(func: AST, ifs: list[ast.If]) -> dict[int, str | bool]:
         return out
     args = func.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} - {"self", "cls"}
-    rebound: dict[str, bool] = {}  # name -> rebound from a call handed it (True) or otherwise (False)
-    for n in ast.walk(func):
-        if n.__class__ is ast.Assign and len(n.targets) == 1 and n.targets[0].__class__ is ast.Name:
-            name = n.targets[0].id
-            filtered = n.value.__class__ is ast.Call and any(
-                a.__class__ is ast.Name and a.id == name for a in [*n.value.args, *(k.value for k in n.value.keywords)])
-            rebound[name] = rebound.get(name, True) and filtered
+    assigns = [n for n in ast.walk(func) if n.__class__ is ast.Assign and len(n.targets) == 1
+               and n.targets[0].__class__ is ast.Name]
     for if_node in tests:
         name = _tested_name(if_node.test)
+        # name -> rebound from a call handed it (True) or otherwise (False); not in the branch itself
+        # (``if entropy is not None: entropy = 1.0 + torch.exp(-entropy)`` still tests the parameter)
+        rebound: dict[str, bool] = {}
+        for n in assigns:
+            if n.targets[0].id == name and not if_node.lineno <= n.lineno <= (if_node.end_lineno or if_node.lineno):
+                filtered = n.value.__class__ is ast.Call and any(
+                    a.__class__ is ast.Name and a.id == name for a in [*n.value.args, *(k.value for k in n.value.keywords)])
+                rebound[name] = rebound.get(name, True) and filtered
         verdict: str | bool | None = False if rebound.get(name) else (name if name in params and name not in rebound else None)
         if verdict is None:
             continue

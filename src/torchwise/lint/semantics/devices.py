@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
+from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.values import local_function
@@ -287,6 +288,8 @@ def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int
     b = ctx.binding_at(expr.id, use)
     if b is None:
         return False
+    if b.kind == "import":  # from utils import std, of std = torch.tensor(...).cuda() in utils.py
+        return b.node.__class__ is ast.ImportFrom and imported_device_tensor(ctx, expr.id, b.node)
     if b.kind in ("assign", "walrus", "aug"):
         return is_device_tensor(ctx, b.value, b.node, depth - 1)
     if b.kind == "unpack" and b.value is not None:

@@ -90,9 +90,17 @@ def _on_the_device(ctx: Context, tensor: AST, use: AST, func: AST) -> bool:
     name = (last_name(tensor) or "").lower()
     if any(name == h or name.endswith("_" + h) or name.startswith(h + "_") for h in _HOST_NAMES):
         return False  # lengths handed in for packing: often a host tensor on purpose
-    if on_host(ctx, tensor, func):
+    if on_host(ctx, tensor, func) or _split_text(ctx, tensor, use):
         return False
     return is_device_tensor(ctx, tensor, use) or from_inputs(ctx, tensor, func)
+
+
+def _split_text(ctx: Context, tensor: AST, use: AST) -> bool:
+    """``gpus = config["gpu"].split(",")``: the pieces of a string, not a tensor."""
+    b = ctx.binding_at(tensor.id, use) if tensor.__class__ is ast.Name else None
+    value = b.value if b is not None and b.kind == "assign" else None
+    return value.__class__ is ast.Call and last_name(value.func) in ("split", "rsplit", "splitlines") and all(
+        a.__class__ is ast.Constant and isinstance(a.value, str) for a in value.args)
 
 
 # calls whose arguments are sizes or counts: a tensor element there is read with __index__

@@ -84,9 +84,11 @@ def outside_its_training_loop(ctx: Context, node: AST, func: AST) -> bool:
     loops = [loop for loop in hot_loops(ctx).values() if ctx.function_of(loop) is func]
     if not loops or any(loop in ctx.enclosing_loops(node) for loop in loops):
         return False
-    if any(hot_region_of(ctx, call) is not None for call in ctx.calls_named(func.name)):
+    top = ctx.parent(func) is ctx.tree  # a function of the module: called by its name (model.train(True) is no call of it)
+    if any(hot_region_of(ctx, call) is not None for call in ctx.calls_named(func.name)
+           if not top or call.func.__class__ is ast.Name):
         return False
-    if ctx.parent(func) is ctx.tree:
+    if top:
         return not any(hot_region_of(other, call) is not None for other, call in project_calls(ctx, func.name))
     return True
 

@@ -8,6 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.argreads import host_read_of_arguments, reads_of_arguments
+from torchwise.lint.semantics.callshapes import Shape, call_shape, left_off
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.losses import is_loss_value
@@ -42,7 +43,12 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     owner = _owner_module(ctx, func, call)
     if owner is False:
         return None  # a library's function or object (torch.log, np.log, a wandb run)
-    where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line, module=owner if isinstance(owner, str) else None)
+    module = owner if isinstance(owner, str) else None
+    where = function_verdict(ctx.project, "host_read_blocks", name, _host_read_line, module=module)
+    shape = call_shape(call) if where is not None else None
+    if shape is not None:  # not a read under a test of a parameter this call hands None: loss.CDAN(x, net, None)
+        where = function_verdict(ctx.project, "host_read_blocks", name, lambda f: _live_read_line(f, shape),
+                                 module=module, variant=shape)
     if where is None and _metric_object(ctx, func):
         where = function_verdict(ctx.project, "host_read_blocks", "__call__", _host_read_line, every=False)
     return f"it reads its arguments on the host at {where}" if where else None
@@ -118,6 +124,11 @@ def _metric_object(ctx: Context, func: AST) -> bool:
 
 def _host_read_line(func: AST) -> int | None:
     read = host_read_of_arguments(func)
+    return read[0] if read is not None else None
+
+
+def _live_read_line(func: AST, shape: Shape) -> int | None:
+    read = host_read_of_arguments(func, lambda param: not left_off(func, shape, param))
     return read[0] if read is not None else None
 
 

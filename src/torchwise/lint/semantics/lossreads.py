@@ -14,11 +14,13 @@ from typing import Callable
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.callshapes import call_shape, left_off
 from torchwise.lint.semantics.devices import is_device_tensor
-from torchwise.lint.semantics.forwardpath import takes_batch
+from torchwise.lint.semantics.evalblocks import off_training_path
+from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
-from torchwise.lint.semantics.masks import in_loss_module, made_as_mask, on_host, selects_from_arguments
+from torchwise.lint.semantics.masks import in_loss_module, in_losses_module, made_as_mask, on_host, selects_from_arguments
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
@@ -30,17 +32,20 @@ from torchwise.lint.semantics.values import local_function
 PerStep = Callable[[Context, ast.Call], bool]  # the rule's own check that a call of this file runs every step
 
 
-def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1) -> str | None:
+def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1, param: str | None = None) -> str | None:
     """Where the training step calls ``func`` every step with device tensors: ``"line N"`` for a
     call of this file (also through a helper of this file that hands its own parameters on), or
-    ``"path:N"`` for a call in the training loop of another module that imports this one."""
-    key = ("sem:loss-step-call", id(func), depth)
+    ``"path:N"`` for a call in the training loop of another module that imports this one. With
+    ``param``, only a call that hands something other than ``None`` for it."""
+    key = ("sem:loss-step-call", id(func), depth, param)
     if key in ctx._cache:
         return ctx._cache[key]
     ctx._cache[key] = None  # (a recursive helper)
-    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func]
+    calls = [c for c in ctx.calls_named(func.name) if local_function(ctx, c) is func and _hands(func, c, param)]
     found = next((f"line {c.lineno}" for c in calls if hot_region_of(ctx, c) is not None
                   and _hands_device_values(ctx, c) and per_step(ctx, c)), None)
+    if found is None and ctx.parent(func) is ctx.tree:  # a model's training forward computes its loss with it
+        found = next((f"line {c.lineno}, in {f.name}()" for c in calls if (f := _training_forward(ctx, c)) is not None), None)
     if found is None and depth > 0:  # through a helper that hands on its own arguments (cal_performance -> cal_loss)
         callers = {id(f): f for c in calls if (f := ctx.function_of(c)) is not None and f is not func
                    and hot_region_of(ctx, c) is None and _passes_parameters(c, f)}
@@ -48,9 +53,40 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1) 
     if found is None and ctx.parent(func) is ctx.tree:
         found = next((f"{other.path}:{c.lineno}" for other, c in project_calls(ctx, func.name)
                       if hot_region_of(other, c) is not None and not runs_periodically(other, c) and not runs_rarely(other, c)
-                      and _hands_device_values(other, c)), None)
+                      and _hands(func, c, param) and _hands_device_values(other, c)), None)
     ctx._cache[key] = found
     return found
+
+
+def _training_forward(ctx: Context, call: ast.Call) -> AST | None:
+    """The method of a model class around ``call`` when it runs on every training forward pass
+    (``forward``, ``forward_train``: semantics.forwardpath) and hands the call what it was given
+    or what it computed from that (``rkd_loss(feature_student["pooled_feat"], ...)``)."""
+    func = batch_function(ctx, call)
+    if func is None or ctx.parent(func).__class__ is not ast.ClassDef or off_training_path(ctx, call, func) \
+            or runs_rarely(ctx, call) or not on_accelerator(ctx, call):
+        return None
+    return func if any(from_inputs(ctx, a, func) for a in call.args) else None
+
+
+def _hands(func: AST, call: ast.Call, param: str | None) -> bool:
+    """Does ``call`` hand ``func`` something for ``param`` (not ``None``, nor a ``None`` default)?"""
+    shape = call_shape(call) if param is not None else None
+    return shape is None or not left_off(func, shape, param)
+
+
+def _guarding_parameter(ctx: Context, node: AST, func: AST) -> str | None:
+    """``p`` of the innermost ``if p is not None:`` / ``if p:`` around ``node`` in ``func``, for a
+    parameter ``p`` of ``func`` (``if entropy is not None:`` in ``def CDAN(x, net, entropy=None)``)."""
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    for if_node, in_body in ctx.enclosing_ifs(node):
+        test = if_node.test
+        name = test if test.__class__ is ast.Name else (
+            test.left if test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.IsNot
+            and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value is None else None)
+        if in_body and name.__class__ is ast.Name and name.id in params:
+            return name.id
+    return None
 
 
 def _hands_device_values(ctx: Context, call: ast.Call) -> bool:
@@ -99,10 +135,15 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
             elif "zero_grad" in ctx.text(func) and step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
                 reads = step_opener_reads(ctx, func)  # process(): zero_grad(), the losses, .item() of them for the logs
                 where = "which opens every training step (it zeroes the gradients)"
-            elif "loss" in func.name.lower():
-                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + _reader_calls(ctx, func)
-                where = every_step_call(ctx, func, per_step) if reads else None
-                where = f"which the training step calls every step ({where})" if where else None
+            elif "loss" in func.name.lower() or ctx.parent(func) is ctx.tree and in_losses_module(ctx):
+                # (a function named for a loss, or any function of a module of losses: loss.CDAN(...))
+                named = "loss" in func.name.lower()  # (a helper of a losses module handing on to a reader: found there)
+                reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + (_reader_calls(ctx, func) if named else [])
+                for read in dict.fromkeys(reads):  # (a read under `if entropy is not None:`: a call that hands it)
+                    where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, read, func))
+                    if where is not None:
+                        found.append((read, func, f"which the training step calls every step ({where})"))
+                continue
             else:
                 continue
             if where is not None:
@@ -189,5 +230,5 @@ def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> t
         return None
     if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
         return None  # (a metric helper: only a selection from what it is handed)
-    where = every_step_call(ctx, func, per_step)
+    where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None

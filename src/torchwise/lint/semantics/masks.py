@@ -48,6 +48,8 @@ def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         q = ctx.qualname(func)
         if name in _TESTS and (q is None or q.startswith("torch.")):
             return True
+        if name in ("type", "to") and q is None and any(ctx.qualname(a) == "torch.bool" for a in [*expr.args, *(k.value for k in expr.keywords)]):
+            return True  # torch.floor(keep + torch.rand(n)).type(torch.bool), x.to(dtype=torch.bool)
         return name in _SHAPING and q is None and func.__class__ is ast.Attribute and made_as_mask(ctx, func.value, use, depth)
     if cls is ast.Name:
         if mask_like(ctx, expr, use):
@@ -251,7 +253,7 @@ def _random_draw(ctx: Context, mask: AST, use: AST, depth: int = 3) -> bool:
             return True
         if node.__class__ is ast.Name and depth > 0:
             b = ctx.binding_at(node.id, use)
-            if b is not None and b.kind == "assign" and b.value is not None and _random_draw(ctx, b.value, b.node, depth - 1):
+            if b is not None and b.kind in ("assign", "aug") and b.value is not None and _random_draw(ctx, b.value, b.node, depth - 1):
                 return True
     return False
 
@@ -268,12 +270,12 @@ def in_loss_module(ctx: Context, func: AST) -> bool:
     if klass.__class__ is not ast.ClassDef:
         return False
     name = klass.name.lower()
-    named = "loss" in name or "criterion" in name or _in_losses_module(ctx)
+    named = "loss" in name or "criterion" in name or in_losses_module(ctx)
     return named and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name)) \
         and not _unused_class(ctx, klass)
 
 
-def _in_losses_module(ctx: Context) -> bool:
+def in_losses_module(ctx: Context) -> bool:
     """The file is a module of losses by its path (``kd_losses/rkd.py``, ``losses.py``,
     ``loss/focal.py``): its ``nn.Module`` classes are losses (``RKD``, ``Attention``)."""
     found = ctx._cache.get("sem:losses-module")

@@ -31,19 +31,20 @@ def _offset(facts: ProjectFacts, block: FunctionBlock, test: Callable[[ast.AST],
 
 
 def function_verdict(facts: ProjectFacts, kind: str, name: str | None, test: Callable[[ast.AST], int | None],
-                     every: bool = True, module: str | None = None) -> str | None:
+                     every: bool = True, module: str | None = None, variant: object = None) -> str | None:
     """``"path:line"`` where the project's function ``name`` does what ``test`` looks for (it
     returns the line within the function), when every definition of that name in the project
     does (several classes may define ``update``), or with ``every=False`` when one does; else
     None. With ``module`` (``data_setup.create_dataloaders(...)``), only the definitions in
-    files of that name count. ``kind``: the facts' block table."""
+    files of that name count. ``kind``: the facts' block table; ``variant``: what else ``test``
+    depends on (the answer is kept per variant)."""
     blocks = getattr(facts, kind).get(name or "")
     if module is not None:
         blocks = tuple(b for b in blocks or () if os.path.splitext(os.path.basename(b.path))[0] == module)
         every = False  # the definition of that module
     if not blocks:
         return None
-    key = (kind, name, every, module)
+    key = (kind, name, every, module, variant)
     if key not in facts.answers:
         found: list[str] = []
         # with ``every``, one definition that does not mention the needles, or fails the test, settles it

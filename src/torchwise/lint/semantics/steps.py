@@ -8,6 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.accumulation import accumulation_loops_only
+from torchwise.lint.semantics.replays import replays_batch
 from torchwise.lint.semantics.values import local_function
 
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
@@ -76,10 +77,12 @@ def hot_loops(ctx: Context) -> dict[int, AST]:
             loops = ctx.enclosing_loops(call)
             if loops:
                 found[id(loops[0])] = loops[0]
-            if len(loops) > 1 and _over_optimizers(ctx, loops[0]):
-                found[id(loops[1])] = loops[1]  # for opt, sched in zip(optimizers, schedulers): opt.step() - per step
+            if len(loops) > 1 and (_over_optimizers(ctx, loops[0]) or replays_batch(loops[0], loops[1]) and is_optimizer_step(ctx, call)):
+                # for opt, sched in zip(optimizers, schedulers): opt.step(); for _ in range(replays) over a batch
+                found[id(loops[1])] = loops[1]
         ctx._cache["sem:hot"] = found
     return found
+
 
 
 def _over_optimizers(ctx: Context, loop: AST) -> bool:
