@@ -36,7 +36,8 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
             n = last_name(node.func)
             if n == "train" and not is_eval_switch(node):
                 out.append(((node.lineno, node.col_offset), "train"))
-            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or _grad_helper(ctx, node):
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or (
+                    _grad_helper(ctx, node) and eval_flag(node) is None):  # (`backprop(..., training=False)` evaluates)
                 out.append(((node.lineno, node.col_offset), "grad"))
         elif node.__class__ is ast.keyword and node.arg == "requires_grad" and not (
                 node.value.__class__ is ast.Constant and node.value.value is False):

@@ -51,11 +51,19 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+def _loss_module(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
+    """``criterion(model.decoder.weight, ..., output, targets)``: a loss module on the outputs of
+    the pass, which is no pass of its own."""
+    built = ctx.constructed_from(func, use) or ""
+    name = (func.attr if func.__class__ is ast.Attribute else func.id).lower()
+    return built.endswith("Loss") or "loss" in name or "criterion" in name
+
+
 def _is_run(ctx: Context, scope: ast.AST, node: ast.Call, receivers: set[str]) -> tuple[bool, ast.Call | None]:
     """(a run of the model in ``node`` itself, the forward pass of a helper of the file it calls)."""
     func = node.func
     explicit = func.__class__ is ast.Attribute and func.attr == "forward" and ctx.text(func.value) in receivers
-    if ctx.text(func) in receivers or explicit or (_plain_callee(func) and is_module_instance(ctx, func, node)):
+    if ctx.text(func) in receivers or explicit or (_plain_callee(func) and is_module_instance(ctx, func, node) and not _loss_module(ctx, func, node)):
         return True, None
     if func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
             _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node))):  # model.predict(...) of a model handed in

@@ -29,31 +29,60 @@ def _plain_callee(func: ast.AST) -> bool:
 
 def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple[ast.Call, str, str]]:
     """``(forward pass, message, suggestion)`` for each evaluation scope of ``scopes`` (functions
-    named for evaluation, and scopes that call ``X.eval()``) that runs the shared loop this way."""
+    named for evaluation, and scopes - a script's module-level code too - that call ``X.eval()``)
+    that runs the shared loop this way: every forward pass of the loop outside the branches only
+    training takes (``if training: ... backward ...`` when ``training=False`` is passed)."""
     for scope in scopes.values():
-        if scope.__class__ is ast.Module:
-            continue
-        named = is_eval_name(scope.name)
+        is_module = scope.__class__ is ast.Module
+        named = not is_module and is_eval_name(scope.name)
         evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
         if not named and not evals:
             continue
+        where = "the script" if is_module else f"{scope.name}()"
+        done: set[int] = set()
         for call in ctx.walk_body(scope.body):
             flag = eval_flag(call) if call.__class__ is ast.Call else None
             if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
                     or under_no_grad(ctx, call):
                 continue  # (outside an evaluation function: only after model.eval(); the pass run under no_grad)
             callee = local_function(ctx, call)
-            if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
+            if callee is None or id(callee) in scopes or id(callee) in done or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
                 continue
+            done.add(id(callee))
+            skipped = _training_branches(callee, flag)
             for node in ctx.walk_body(callee.body):
-                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
-                        and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
-                        _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
-                    yield node, (f"{scope.name}() runs {callee.name}(..., {flag}), whose {ctx.text(node.func)} records "
+                if node.__class__ is ast.Call and (node.func.__class__ is ast.Attribute and node.func.attr == "forward"
+                                                   and is_module_instance(ctx, node.func.value, node) or
+                                                   _plain_callee(node.func) and is_module_instance(ctx, node.func, node)) \
+                        and not any(a <= node.lineno <= b for a, b in skipped):
+                    yield node, (f"{where} runs {callee.name}(..., {flag}), whose {ctx.text(node.func)} records "
                                  "autograd; evaluation needs no graph"), (
-                        f"run it under `with torch.no_grad():` in {scope.name}() (and call model.eval()), or "
+                        f"run it under `with torch.no_grad():` in {where} (and call model.eval()), or "
                         "torch.set_grad_enabled(train) in the loop")
-                    break
+
+
+def _training_branches(callee: ast.AST, flag: str) -> list[tuple[int, int]]:
+    """Line ranges of ``callee`` that run only in training under ``flag`` (``training=False``: the
+    body of ``if training:``, the ``else`` of ``if not training:``; ``cross_valid=True``: the
+    ``else`` of ``if cross_valid:``)."""
+    name, value = flag.split("=")
+    params = {a.arg for a in [*callee.args.args, *callee.args.kwonlyargs]}
+    if name not in params:
+        return []
+    out = []
+    for node in ast.walk(callee):
+        if node.__class__ is not ast.If:
+            continue
+        test, negated = node.test, False
+        if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+            test, negated = test.operand, True
+        if test.__class__ is not ast.Name or test.id != name:
+            continue
+        true_branch_trains = (value == "False") != negated  # the branch taken when the flag has its training value
+        branch = node.body if true_branch_trains else node.orelse
+        if branch:
+            out.append((branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno))
+    return out
 
 
 def _flag_holders(ctx: Context) -> set[int]:

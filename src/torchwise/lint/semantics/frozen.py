@@ -85,7 +85,8 @@ def _looped_over(ctx: Context, expr: ast.AST, use: ast.AST) -> list[ast.AST]:
 
 def _looped_modules(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
     items = _looped_over(ctx, expr, use)
-    return bool(items) and any(is_module_instance(ctx, e, use) or _class_instance(ctx, e, use) for e in items)
+    return bool(items) and any(is_module_instance(ctx, e, use) or _class_instance(ctx, e, use) or _called_here(ctx, e, use)
+                               for e in items)
 
 
 def _class_instance(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
