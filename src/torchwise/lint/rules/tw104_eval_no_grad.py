@@ -53,9 +53,13 @@ What it flags
   `inference`, module-level code after `model.eval()`, and - in a function or script that
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
-  training function; each stretch is reported, so a final test loop after the validation
-  passes gets its own finding; likewise the pass after an `if` that evaluates one item and
-  returns: `if name: ...; return`, then the test loop). A model run is a call of the module (`model(x)`) or of a method that runs
+  training function). Every model run of an evaluation is reported - the support and the query
+  embeddings and the head of a few-shot validation, each branch of an evaluator
+  (`if tar: model(x, lengths)` / `else: model(x)`), the final test loop after the validation
+  passes - but not a loss module on its outputs (`criterion(out, y)`). The receiver of `.eval()`
+  is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`), and a loop
+  that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
+  cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
@@ -87,7 +91,10 @@ What it flags
   `test(self, setting)` method of an experiment class that is no `TestCase`, a module-level
   `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, and a
   parameterless `def test():` that puts a global model in eval mode and loops, asserting nothing,
-  are evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  are evaluation; so is a `test*` function the project's own code calls, whatever it asserts -
+  `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
+  parameterless one the script calls after putting the global model it runs in eval mode, such
+  as a speed test `net.eval(); test_latency()`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
   `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
@@ -116,10 +123,11 @@ What it flags
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
   no backward: it keeps the graph of a whole generation for a picture.
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
-  self.test_data, train=False)`, or after `self.model.eval()` in any method:
-  `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
-  itself (no `no_grad`, `set_grad_enabled`, `inference_mode`) and the call is not under no_grad:
-  reported at the loop's forward pass.
+  self.test_data, train=False)`, or after `self.model.eval()` in any method or in a script:
+  `self._run_one_epoch(epoch, cross_valid=True)`, `backprop(0, model, data, opt, training=False)`)
+  when that loop never switches autograd off itself (no `no_grad`, `set_grad_enabled`,
+  `inference_mode`) and the call is not under no_grad: reported at each forward pass of the loop
+  outside the branches only training takes (`if training: ...backward...`).
   In an evaluation function, a method named for running the model it is handed counts as a run
   (`evaluate(model, dataset)` calling `model.predict(...)` per user).
   And after `self.model.eval()`, a helper method of the same class that runs `self.model`
