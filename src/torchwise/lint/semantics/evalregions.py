@@ -147,8 +147,11 @@ def _in_test(ctx: Context, node: ast.AST) -> bool:
 def global_eval_runs(ctx: Context, func: ast.AST) -> set[str]:
     """The global models ``func`` runs (``y = net(x)``, binding no ``net`` of its own) that the
     module-level code puts in eval mode (``net.eval()``)."""
-    evaluated = {c.func.value.id for c in ctx.calls_named("eval") if not c.args and not c.keywords and ctx.function_of(c) is None
-                 and c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name}
+    evaluated = ctx._cache.get("tw104:global-evals")
+    if evaluated is None:
+        evaluated = ctx._cache["tw104:global-evals"] = {
+            c.func.value.id for c in ctx.calls_named("eval") if not c.args and not c.keywords and ctx.function_of(c) is None
+            and c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name}
     if not evaluated:
         return set()
     own = ctx.bindings(func)

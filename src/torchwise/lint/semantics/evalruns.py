@@ -51,6 +51,21 @@ def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     return False
 
 
+_BUILTINS = frozenset({"print", "len", "range", "enumerate", "zip", "list", "dict", "tuple", "set", "float", "int", "str",
+                       "bool", "isinstance", "getattr", "hasattr", "setattr", "min", "max", "sum", "sorted", "open", "super",
+                       "round", "abs", "any", "all", "map", "iter", "next", "format", "repr", "type"})
+_LIBRARIES = ("torch.", "numpy.", "math.", "os.", "time.", "random.", "json.", "cv2.", "PIL.", "scipy.", "sklearn.",
+              "pandas.", "logging.", "tqdm.", "matplotlib.")
+
+
+def _library_call(ctx: Context, func: ast.AST) -> bool:
+    """``print(...)``, ``torch.cat(...)``, ``F.softmax(...)``, ``np.mean(...)``: no model of the project."""
+    if func.__class__ is ast.Name:
+        return func.id in _BUILTINS and ctx.binding_at(func.id, func) is None
+    name = ctx.qualname(func)
+    return name is not None and name.startswith(_LIBRARIES) and not name.startswith("torch.nn.parallel")
+
+
 def _loss_module(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
     """``criterion(model.decoder.weight, ..., output, targets)``: a loss module on the outputs of
     the pass, which is no pass of its own."""
@@ -86,7 +101,7 @@ def eval_runs(ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[
         if (start is not None and pos < start) or (end is not None and pos >= end):
             continue
         func = node.func
-        if func.__class__ not in (ast.Name, ast.Attribute):
+        if func.__class__ not in (ast.Name, ast.Attribute) or _library_call(ctx, func):
             continue
         direct, inner = _is_run(ctx, scope, node, receivers)
         if not direct and inner is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import DEF_TYPES, Context
+from torchwise.lint.engine import Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.evalregions import eval_flag
 from torchwise.lint.semantics.frozen import eval_calls
@@ -32,7 +32,13 @@ def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple
     named for evaluation, and scopes - a script's module-level code too - that call ``X.eval()``)
     that runs the shared loop this way: every forward pass of the loop outside the branches only
     training takes (``if training: ... backward ...`` when ``training=False`` is passed)."""
+    flagged = _flag_calls(ctx)
+    if not flagged:
+        return
     for scope in scopes.values():
+        calls = [c for c in flagged if ctx.scope_of(c) is scope]
+        if not calls:
+            continue
         is_module = scope.__class__ is ast.Module
         named = not is_module and is_eval_name(scope.name)
         evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
@@ -40,9 +46,9 @@ def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple
             continue
         where = "the script" if is_module else f"{scope.name}()"
         done: set[int] = set()
-        for call in ctx.walk_body(scope.body):
-            flag = eval_flag(call) if call.__class__ is ast.Call else None
-            if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
+        for call in calls:
+            flag = eval_flag(call)
+            if not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
                     or under_no_grad(ctx, call):
                 continue  # (outside an evaluation function: only after model.eval(); the pass run under no_grad)
             callee = local_function(ctx, call)
@@ -85,18 +91,13 @@ def _training_branches(callee: ast.AST, flag: str) -> list[tuple[int, int]]:
     return out
 
 
-def _flag_holders(ctx: Context) -> set[int]:
-    """The functions whose own body (nested defs aside) has a call that passes a flag running a
-    shared loop as evaluation (:func:`eval_flag`): found from the file's index of calls once, before
-    any function is walked."""
-    found = ctx._cache.get("sem:eval-flag-holders")
+def _flag_calls(ctx: Context) -> list[ast.Call]:
+    """The calls that pass a flag running a shared loop as evaluation (:func:`eval_flag`), in
+    source order: found from the file's index of calls once."""
+    found = ctx._cache.get("sem:eval-flag-calls")
     if found is None:
-        found = ctx._cache["sem:eval-flag-holders"] = set()
-        for call in ctx.nodes.get(ast.Call, ()):
-            if call.keywords and eval_flag(call) is not None:
-                holder = next((a for a in ctx.ancestors(call) if isinstance(a, DEF_TYPES)), None)
-                if holder is not None:
-                    found.add(id(holder))
+        found = ctx._cache["sem:eval-flag-calls"] = sorted(
+            (c for c in ctx.nodes.get(ast.Call, ()) if c.keywords and eval_flag(c) is not None), key=lambda c: (c.lineno, c.col_offset))
     return found
 
 
