@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.steps import names_feeding_backward, was_backwarded
 
 
@@ -81,6 +82,46 @@ def _summed_without_grad(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
     return bool(sums) and all(under_no_grad(ctx, a) for a in sums)
 
 
+def _loss_part(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
+    """``batch_mf_loss`` of ``batch_loss, batch_mf_loss, batch_emb_loss = model.create_bpr_loss(...)``
+    where the step backpropagates ``batch_loss``: a named part of the loss, unpacked beside it from
+    the same call, carries the same graph."""
+    if value.__class__ is not ast.Name or "loss" not in value.id.lower():
+        return False
+    b = ctx.binding_at(value.id, node)
+    if b is None or b.kind != "unpack" or b.node.__class__ is not ast.Assign:
+        return False
+    siblings = [n for t in b.node.targets for n in ast.walk(t) if n.__class__ is ast.Name and n.id != value.id]
+    return any(was_backwarded(ctx, n, node) for n in siblings)
+
+
+def _model_output_reduction(ctx: Context, target: ast.AST, value: ast.AST, node: ast.AST) -> bool:
+    """``total_loss += (rnn_outs[1:] - rnn_outs[:-1]).pow(2).mean()``: a total named for a loss takes
+    a reduction (``.mean()``/``.sum()``) of what a network returned in this scope (``scores, rnn_outs
+    = self.model(x)``) - a loss term written by hand, with the network's graph behind it."""
+    acc = root_name(target)
+    if acc is None or "loss" not in acc.id.lower() or value.__class__ is not ast.Call \
+            or value.func.__class__ is not ast.Attribute or value.func.attr not in ("mean", "sum") or value.args:
+        return False
+    for name in {n.id for n in ast.walk(value.func.value) if n.__class__ is ast.Name}:
+        b = ctx.binding_at(name, node)
+        if b is not None and b.kind in ("assign", "unpack") and b.value is not None and b.value.__class__ is ast.Call \
+                and b.value.func.__class__ in (ast.Name, ast.Attribute) and is_module_instance(ctx, b.value.func, b.value):
+            return True
+    return False
+
+
+def _evaluating(ctx: Context, scope: ast.AST, node: ast.AST) -> bool:
+    """The scope put a model in eval mode before ``node`` (``self.model.eval()``) and never back in
+    training mode: an evaluation pass, whose returned total nobody backpropagates."""
+    if ".eval()" not in ctx.source or scope.__class__ is ast.Module:
+        return False
+    calls = [n for n in ctx.walk_body(scope.body) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
+             and n.func.attr in ("eval", "train")]
+    return any(c.func.attr == "eval" and not c.args and (c.lineno, c.col_offset) < (node.lineno, node.col_offset) for c in calls) \
+        and not any(c.func.attr == "train" for c in calls)
+
+
 class RunningLossTensor(Rule):
     code = "TW101"
     name = "running-loss-tensor"
@@ -93,7 +134,12 @@ What it flags
   tensor itself: `total += loss`, `total = total + loss`, `losses.append(loss)`, where `loss`
   evidently is a loss - `backward()` was called on it, or it comes from a loss function or
   criterion and the total is not itself used for a backward pass or returned (summing losses
-  for one backward pass is legitimate). A list that collects a total summed under no_grad
+  for one backward pass is legitimate; a total returned by a function that put the model in eval
+  mode first is an evaluation's, which nobody backpropagates). A named part of the loss unpacked beside the one that
+  is backpropagated (`loss, mf_loss, emb_loss = model.bpr_loss(...)`, `loss.backward()`, then
+  `mf_loss_sum += mf_loss`) counts as a loss, and so does a reduction of a network's output
+  added to a total named for a loss (`total_loss += (rnn_outs[1:] - rnn_outs[:-1]).pow(2).mean()`
+  after `scores, rnn_outs = self.model(x)`, outside no_grad). A list that collects a total summed under no_grad
   (`test_losses.append(test_loss / n)` after `with torch.no_grad(): test_loss += ...`) holds no
   graph and is left alone.
 
@@ -146,7 +192,7 @@ Lint and the doctor
     def _check(self, ctx: Context, node: ast.AST, target: ast.AST, value: ast.AST) -> Iterator[Finding]:
         if not ctx.enclosing_loops(node):
             return
-        if not is_loss_value(ctx, value, node):
+        if not (is_loss_value(ctx, value, node) or _loss_part(ctx, value, node) or _model_output_reduction(ctx, target, value, node)):
             return
         if under_no_grad(ctx, node) or _summed_without_grad(ctx, value, node):
             return
@@ -160,8 +206,8 @@ Lint and the doctor
             return  # the graphs are kept on purpose: a later backward pass runs through them
         if was_backwarded(ctx, value, node) and _reset_in_loop(ctx, acc.id, node):
             return  # backward freed the buffers and the total restarts every step: nothing piles up
-        if acc.id in _returned_names(ctx, scope) and not was_backwarded(ctx, value, node):
-            return  # handing the losses to the caller, who runs the backward pass
+        if acc.id in _returned_names(ctx, scope) and not was_backwarded(ctx, value, node) and not _evaluating(ctx, scope, node):
+            return  # handing the losses to the caller, who runs the backward pass (no evaluation's caller does)
         fix = None
         if value.__class__ is ast.Name and is_loss_value(ctx, value, node, heuristic=False):
             fix = Fix(f"accumulate {value.id}.detach()", (ctx.replace(value, f"{value.id}.detach()"),))

@@ -10,35 +10,22 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.deadcode import dead_ranges
-from torchwise.lint.semantics.frozen import eval_calls, frozen_forwards, is_eval_switch, local_helper_runs, params_frozen
-from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
+from torchwise.lint.semantics.frozen import eval_calls, eval_receivers, frozen_forwards, is_eval_switch
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
-from torchwise.lint.semantics.evalcallers import bound_method_run, nested_in_plain_function, reached_only_under_no_grad
+from torchwise.lint.semantics.evalcallers import nested_in_plain_function, reached_only_under_no_grad
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
-from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, grad_events,
-                                                  returning_branch, sibling_branches)
-from torchwise.lint.semantics.evalpaths import acting_calls, project_helper_runs
+from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, global_eval_runs,
+                                                  grad_events)
+from torchwise.lint.semantics.evalruns import eval_runs
+from torchwise.lint.semantics.evalpaths import acting_calls
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
-from torchwise.lint.semantics.evalsingle import shape_probe, single_inferences
+from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
-
-
-def _plain_callee(func: ast.AST) -> bool:
-    """``model``, ``self.model``: not an arbitrary attribute chain like ``solver.model``."""
-    if func.__class__ is ast.Name:
-        return True
-    return func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
-
-
-def _handed_in(scope: ast.AST, value: ast.AST) -> bool:
-    """``model`` of ``def evaluate(model, dataset, args)``: a parameter of the (function) scope."""
-    return value.__class__ is ast.Name and scope.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and any(
-        a.arg == value.id for a in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs])
 
 
 def _is_module_method(ctx: Context, func: ast.AST) -> bool:
@@ -48,22 +35,6 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     bases = ctx.local_class_bases(cls.name)
     # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
     return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases)
-
-
-def _forward_without_grad(ctx: Context, func: ast.AST, use: ast.AST) -> bool:
-    """The called module is an instance of a class of this file whose ``forward`` already runs
-    under no_grad/inference_mode (a frozen feature extractor wrapper)."""
-    built = ctx.constructed_from(func, use)
-    if built is None or not built.startswith("local:"):
-        return False
-    klass = ctx.local_classes.get(built[6:])
-    if klass is None:
-        return False
-    for item in klass.body:
-        if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and item.name == "forward":
-            returns = [n for n in ast.walk(item) if n.__class__ is ast.Return and n.value is not None]
-            return bool(returns) and all(under_no_grad(ctx, r) for r in returns)
-    return False
 
 
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
@@ -82,9 +53,13 @@ What it flags
   `inference`, module-level code after `model.eval()`, and - in a function or script that
   also trains - the stretch from `model.eval()` to the next `model.train()` (or the end) when
   no backward, optimizer step or gradient use comes first (an evaluation pass inside the
-  training function; each stretch is reported, so a final test loop after the validation
-  passes gets its own finding; likewise the pass after an `if` that evaluates one item and
-  returns: `if name: ...; return`, then the test loop). A model run is a call of the module (`model(x)`) or of a method that runs
+  training function). Every model run of an evaluation is reported - the support and the query
+  embeddings and the head of a few-shot validation, each branch of an evaluator
+  (`if tar: model(x, lengths)` / `else: model(x)`), the final test loop after the validation
+  passes - but not a loss module on its outputs (`criterion(out, y)`). The receiver of `.eval()`
+  is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`), and a loop
+  that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
+  cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
   (for a class of this file, a method that calls the module or its submodules; for an imported
   class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
@@ -116,7 +91,10 @@ What it flags
   `test(self, setting)` method of an experiment class that is no `TestCase`, a module-level
   `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, and a
   parameterless `def test():` that puts a global model in eval mode and loops, asserting nothing,
-  are evaluation), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  are evaluation; so is a `test*` function the project's own code calls, whatever it asserts -
+  `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
+  parameterless one the script calls after putting the global model it runs in eval mode, such
+  as a speed test `net.eval(); test_latency()`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
   `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
@@ -145,10 +123,11 @@ What it flags
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
   no backward: it keeps the graph of a whole generation for a picture.
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
-  self.test_data, train=False)`, or after `self.model.eval()` in any method:
-  `self._run_one_epoch(epoch, cross_valid=True)`) when that loop never switches autograd off
-  itself (no `no_grad`, `set_grad_enabled`, `inference_mode`) and the call is not under no_grad:
-  reported at the loop's forward pass.
+  self.test_data, train=False)`, or after `self.model.eval()` in any method or in a script:
+  `self._run_one_epoch(epoch, cross_valid=True)`, `backprop(0, model, data, opt, training=False)`)
+  when that loop never switches autograd off itself (no `no_grad`, `set_grad_enabled`,
+  `inference_mode`) and the call is not under no_grad: reported at each forward pass of the loop
+  outside the branches only training takes (`if training: ...backward...`).
   In an evaluation function, a method named for running the model it is handed counts as a run
   (`evaluate(model, dataset)` calling `model.predict(...)` per user).
   And after `self.model.eval()`, a helper method of the same class that runs `self.model`
@@ -272,7 +251,6 @@ Lint and the doctor
                     scopes[id(scope)] = scope
         for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
             found = self._check_scope(ctx, scope)
-            found = found if isinstance(found, list) else [found] if found is not None else []
             if scope.__class__ is ast.Module or not scope.name.lstrip("_").startswith("test"):
                 found += [ctx.finding(self.code, node, f"{who} is frozen (eval mode, in no optimizer) but runs with autograd "
                                       "recording in every training step; its output needs no gradient",
@@ -298,82 +276,48 @@ Lint and the doctor
         for node, message, suggestion in shared_loop_runs(ctx, scopes):
             yield ctx.finding(self.code, node, message, suggestion=suggestion)
 
-    def _check_scope(self, ctx: Context, scope: ast.AST) -> Finding | list[Finding] | None:
+    def _check_scope(self, ctx: Context, scope: ast.AST) -> list[Finding]:
         is_module = scope.__class__ is ast.Module
         body = list(ctx.walk_body(scope.body))
         tested = not is_module and scope.name.lstrip("_").startswith("test")
         if tested and not evaluation_method(ctx, scope):
-            return None  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
+            return []  # unit tests and their helpers (_test_eval) check behaviour, grad mode included
         evals = eval_calls(ctx, body)
         named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
         if not evals and not named:
-            return None
+            return []
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
-            return None  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
-        receivers = {ctx.text(c.func.value) for c in evals}
+            return []  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
+        receivers = eval_receivers(ctx, evals) | (global_eval_runs(ctx, scope) if not is_module else set())
         events = grad_events(ctx, body if is_module else list(ast.walk(scope)))
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
-            found = [self._first_forward(ctx, scope, body, receivers, start, end) for start, end in eval_regions(evals, events)]
-            out = {(f.line, f.col): f for f in found if f is not None}  # one per evaluation stretch (validation, final test)
+            found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]
+            out = {(f.line, f.col): f for f in found}  # every run of each evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
         if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)):
-            return None  # (also when every way the project reaches it passes under no_grad)
+            return []  # (also when every way the project reaches it passes under no_grad)
         if not is_module and called_for_training(ctx, scope):
-            return None  # `predict()` that the file's own update step backpropagates through
+            return []  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):
-            return None  # a callback given to an evaluator of another module: that caller sets grad mode
+            return []  # a callback given to an evaluator of another module: that caller sets grad mode
         # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
         start = None if named else min((c.lineno, c.col_offset) for c in evals)
-        first = self._first_forward(ctx, scope, body, receivers, start, None)
-        branch = returning_branch(ctx, scope, first.line) if first is not None and not is_module else None
-        if branch is None:
-            if first is not None and is_module:
-                more = [self._first_forward(ctx, scope, body, receivers, (a, 0), (b + 1, 0))
-                        for a, b in sibling_branches(scope, first.line)]
-                return [first, *(f for f in more if f is not None)]  # `if mode == "a": loop` / `elif mode == "b": loop`
-            return first
-        rest = self._first_forward(ctx, scope, body, receivers, (branch.end_lineno + 1, 0), None)
-        return [first, rest] if rest is not None else first  # `if name: predict one; return` then the test loop
+        return self._runs(ctx, scope, body, receivers, start, None)  # every pass: branches and the loop after an early return too
 
-    def _first_forward(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
-                       start: tuple[int, int] | None, end: tuple[int, int] | None) -> Finding | None:
-        """The first forward pass in ``body`` between ``start`` and ``end`` run with autograd on."""
-        is_module = scope.__class__ is ast.Module
-        for node in body:
-            if node.__class__ is not ast.Call or not (node.args or node.keywords):
-                continue
-            pos = (node.lineno, node.col_offset)
-            if (start is not None and pos < start) or (end is not None and pos >= end):
-                continue
-            func = node.func
-            if func.__class__ not in (ast.Name, ast.Attribute):
-                continue
-            inner = None
-            explicit = func.__class__ is ast.Attribute and func.attr == "forward" and ctx.text(func.value) in receivers
-            if ctx.text(func) not in receivers and not explicit and not (_plain_callee(func) and is_module_instance(ctx, func, node)):
-                if not (func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
-                        _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node)))  # model.predict(...) of a model handed in
-                        or helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers)
-                        or bound_method_run(ctx, node, receivers)):
-                    inner = local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
-                    if inner is None:
-                        continue
-            if is_module and not ctx.enclosing_loops(node) and inner is None:
-                continue  # module-level script: only evaluation loops (or the helper of the file it hands the model)
-            if not is_module and start is not None and not is_eval_name(scope.name) and shape_probe(ctx, node):
-                continue  # model.eval(); feat = model(torch.randn(2, 3, 32, 32)): a one-off probe of output shapes
-            if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
-                    or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
-                continue  # (a helper handed a network whose parameters were all frozen records nothing)
-            where = "module-level evaluation" if is_module else f"{scope.name}()"
-            run = f"{ctx.text(inner.func)} (in {ctx.text(func)}())" if inner is not None else ctx.text(func)
-            return ctx.finding(
+    def _runs(self, ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],
+              start: tuple[int, int] | None, end: tuple[int, int] | None) -> list[Finding]:
+        """Every forward pass in ``body`` between ``start`` and ``end`` run with autograd on."""
+        where = "module-level evaluation" if scope.__class__ is ast.Module else f"{scope.name}()"
+        out = []
+        for node, inner in eval_runs(ctx, scope, body, receivers, start, end):
+            run = f"{ctx.text(inner.func)} (in {ctx.text(node.func)}())" if inner is not None else ctx.text(node.func)
+            out.append(ctx.finding(
                 self.code, inner or node,
                 f"{where} runs {run} with autograd recording; evaluation needs no graph",
                 suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
-            )
-        return None
+            ))
+        return out
 
     @staticmethod
     def _handed_over(ctx: Context, func: ast.AST) -> bool:

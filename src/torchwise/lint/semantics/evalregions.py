@@ -1,13 +1,13 @@
 """Where a training function evaluates (TW104): the stretches from ``model.eval()`` to the next
 ``train()`` with no gradient use between, the keyword that runs a shared loop as evaluation, and the
-``test*`` functions that evaluate a trained model rather than test code; and the branches of a
-function or script that run evaluation passes of their own."""
+``test*`` functions that evaluate a trained model rather than test code."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.semantics.callers import project_calls, star_calls
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import is_eval_switch
 from torchwise.lint.semantics.steps import backward_calls, is_optimizer_step
@@ -36,7 +36,8 @@ def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int
             n = last_name(node.func)
             if n == "train" and not is_eval_switch(node):
                 out.append(((node.lineno, node.col_offset), "train"))
-            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or _grad_helper(ctx, node):
+            elif n in _GRAD_WORDS or (n == "step" and is_optimizer_step(ctx, node)) or (
+                    _grad_helper(ctx, node) and eval_flag(node) is None):  # (`backprop(..., training=False)` evaluates)
                 out.append(((node.lineno, node.col_offset), "grad"))
         elif node.__class__ is ast.keyword and node.arg == "requires_grad" and not (
                 node.value.__class__ is ast.Constant and node.value.value is False):
@@ -97,12 +98,19 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
     ``test_net(net, dataset, ...)`` that takes what it runs (or ``def test():`` that puts a global
     model in eval mode), loops over it and asserts nothing (a smoke ``def test():
-    print(Net()(x).shape)`` takes nothing and stays a test)."""
+    print(Net()(x).shape)`` takes nothing and stays a test). One that the project's own code calls
+    (``ret = test(model, users)`` in ``main.py``, ``test(path)`` in the ``__main__`` block) is no unit
+    test whatever it asserts - a test runner calls those - and a parameterless one that runs a global
+    model the script put in eval mode before calling it (``net.eval(); test_practical()``) evaluates."""
     klass = ctx.parent(func)
     if klass is ctx.tree:
+        called = None
         if "assert" in ctx.text(func):
-            return False  # a unit test that asserts
-        if not func.args.args and not any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")):
+            called = project_called(ctx, func)
+            if not called:
+                return False  # a unit test that asserts
+        if not func.args.args and not any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")) and not (
+                global_eval_runs(ctx, func) and (project_called(ctx, func) if called is None else called)):
             return False  # a smoke test that takes nothing (a course's `def test(): model.eval(); for x in loader:` evaluates)
         key = ("tw104:evaluates", id(func))
         if key not in ctx._cache:
@@ -116,6 +124,39 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one
     return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
+
+
+def project_called(ctx: Context, func: ast.AST) -> bool:
+    """The module-level function ``func`` is called by the project's code: by this file outside
+    ``test*`` functions, or by a module of the project that imports it (also with ``import *``)
+    and is no test file."""
+    key = ("tw104:project-called", id(func))
+    if key not in ctx._cache:
+        ctx._cache[key] = any(c.func.__class__ is ast.Name and not ctx.contains(func, c) and not _in_test(ctx, c)
+                              for c in ctx.calls_named(func.name)) or bool(ctx.project.files) and any(
+            not is_test_path(other.path, other.source) and not _in_test(other, c)
+            for other, c in [*project_calls(ctx, func.name), *star_calls(ctx, func.name)])
+    return ctx._cache[key]
+
+
+def _in_test(ctx: Context, node: ast.AST) -> bool:
+    holder = ctx.function_of(node)
+    return holder is not None and holder.__class__ is not ast.Lambda and holder.name.lstrip("_").startswith("test")
+
+
+def global_eval_runs(ctx: Context, func: ast.AST) -> set[str]:
+    """The global models ``func`` runs (``y = net(x)``, binding no ``net`` of its own) that the
+    module-level code puts in eval mode (``net.eval()``)."""
+    evaluated = ctx._cache.get("tw104:global-evals")
+    if evaluated is None:
+        evaluated = ctx._cache["tw104:global-evals"] = {
+            c.func.value.id for c in ctx.calls_named("eval") if not c.args and not c.keywords and ctx.function_of(c) is None
+            and c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name}
+    if not evaluated:
+        return set()
+    own = ctx.bindings(func)
+    return {n.func.id for n in ctx.walk_body(func.body) if n.__class__ is ast.Call and n.func.__class__ is ast.Name
+            and n.func.id in evaluated and n.func.id not in own and (n.args or n.keywords)}
 
 
 def called_for_training(ctx: Context, func: ast.AST) -> bool:
@@ -152,36 +193,3 @@ def called_for_training(ctx: Context, func: ast.AST) -> bool:
 
 def _inside(node: ast.AST, tree: ast.AST) -> bool:
     return any(n is node for n in ast.walk(tree))
-
-
-def returning_branch(ctx: Context, scope: ast.AST, line: int) -> ast.If | None:
-    """The ``if`` of the function's own body that holds ``line`` and ends in ``return``: a pass of
-    its own (``if name: ...predict one name...; return``), with another pass after it."""
-    for stmt in scope.body:
-        if stmt.__class__ is ast.If and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno) and stmt.body \
-                and stmt.body[-1].__class__ is ast.Return and line <= (stmt.body[-1].end_lineno or 0) and not stmt.orelse:
-            return stmt
-    return None
-
-
-def sibling_branches(scope: ast.AST, line: int) -> list[tuple[int, int]]:
-    """The line ranges of the later branches (``elif``/``else``) of the top-level ``if`` of a
-    script that holds ``line`` in an earlier branch: each runs its own evaluation pass."""
-    for stmt in scope.body:
-        if stmt.__class__ is not ast.If or not stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
-            continue
-        out, node, seen = [], stmt, False
-        while node is not None:
-            body_end = node.body[-1].end_lineno or node.lineno
-            if seen:
-                out.append((node.lineno, body_end))
-            seen = seen or node.lineno <= line <= body_end
-            nxt = node.orelse
-            if len(nxt) == 1 and nxt[0].__class__ is ast.If:
-                node = nxt[0]
-                continue
-            if nxt and seen:
-                out.append((nxt[0].lineno, nxt[-1].end_lineno or nxt[-1].lineno))
-            node = None
-        return out
-    return []

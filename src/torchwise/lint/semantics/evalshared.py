@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import DEF_TYPES, Context
+from torchwise.lint.engine import Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.evalregions import eval_flag
 from torchwise.lint.semantics.frozen import eval_calls
@@ -29,45 +29,75 @@ def _plain_callee(func: ast.AST) -> bool:
 
 def shared_loop_runs(ctx: Context, scopes: dict[int, ast.AST]) -> Iterator[tuple[ast.Call, str, str]]:
     """``(forward pass, message, suggestion)`` for each evaluation scope of ``scopes`` (functions
-    named for evaluation, and scopes that call ``X.eval()``) that runs the shared loop this way."""
+    named for evaluation, and scopes - a script's module-level code too - that call ``X.eval()``)
+    that runs the shared loop this way: every forward pass of the loop outside the branches only
+    training takes (``if training: ... backward ...`` when ``training=False`` is passed)."""
+    flagged = _flag_calls(ctx)
+    if not flagged:
+        return
     for scope in scopes.values():
-        if scope.__class__ is ast.Module:
+        calls = [c for c in flagged if ctx.scope_of(c) is scope]
+        if not calls:
             continue
-        named = is_eval_name(scope.name)
+        is_module = scope.__class__ is ast.Module
+        named = not is_module and is_eval_name(scope.name)
         evals = [] if named else [(c.lineno, c.col_offset) for c in eval_calls(ctx, list(ctx.walk_body(scope.body)))]
         if not named and not evals:
             continue
-        for call in ctx.walk_body(scope.body):
-            flag = eval_flag(call) if call.__class__ is ast.Call else None
-            if flag is None or not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
+        where = "the script" if is_module else f"{scope.name}()"
+        done: set[int] = set()
+        for call in calls:
+            flag = eval_flag(call)
+            if not named and not any(e < (call.lineno, call.col_offset) for e in evals) \
                     or under_no_grad(ctx, call):
                 continue  # (outside an evaluation function: only after model.eval(); the pass run under no_grad)
             callee = local_function(ctx, call)
-            if callee is None or id(callee) in scopes or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
+            if callee is None or id(callee) in scopes or id(callee) in done or any(w in ctx.text(callee) for w in _GRAD_SWITCHES):
                 continue
+            done.add(id(callee))
+            skipped = _training_branches(callee, flag)
             for node in ctx.walk_body(callee.body):
-                if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "forward" \
-                        and is_module_instance(ctx, node.func.value, node) or node.__class__ is ast.Call and \
-                        _plain_callee(node.func) and is_module_instance(ctx, node.func, node):
-                    yield node, (f"{scope.name}() runs {callee.name}(..., {flag}), whose {ctx.text(node.func)} records "
+                if node.__class__ is ast.Call and (node.func.__class__ is ast.Attribute and node.func.attr == "forward"
+                                                   and is_module_instance(ctx, node.func.value, node) or
+                                                   _plain_callee(node.func) and is_module_instance(ctx, node.func, node)) \
+                        and not any(a <= node.lineno <= b for a, b in skipped):
+                    yield node, (f"{where} runs {callee.name}(..., {flag}), whose {ctx.text(node.func)} records "
                                  "autograd; evaluation needs no graph"), (
-                        f"run it under `with torch.no_grad():` in {scope.name}() (and call model.eval()), or "
+                        f"run it under `with torch.no_grad():` in {where} (and call model.eval()), or "
                         "torch.set_grad_enabled(train) in the loop")
-                    break
 
 
-def _flag_holders(ctx: Context) -> set[int]:
-    """The functions whose own body (nested defs aside) has a call that passes a flag running a
-    shared loop as evaluation (:func:`eval_flag`): found from the file's index of calls once, before
-    any function is walked."""
-    found = ctx._cache.get("sem:eval-flag-holders")
+def _training_branches(callee: ast.AST, flag: str) -> list[tuple[int, int]]:
+    """Line ranges of ``callee`` that run only in training under ``flag`` (``training=False``: the
+    body of ``if training:``, the ``else`` of ``if not training:``; ``cross_valid=True``: the
+    ``else`` of ``if cross_valid:``)."""
+    name, value = flag.split("=")
+    params = {a.arg for a in [*callee.args.args, *callee.args.kwonlyargs]}
+    if name not in params:
+        return []
+    out = []
+    for node in ast.walk(callee):
+        if node.__class__ is not ast.If:
+            continue
+        test, negated = node.test, False
+        if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+            test, negated = test.operand, True
+        if test.__class__ is not ast.Name or test.id != name:
+            continue
+        true_branch_trains = (value == "False") != negated  # the branch taken when the flag has its training value
+        branch = node.body if true_branch_trains else node.orelse
+        if branch:
+            out.append((branch[0].lineno, branch[-1].end_lineno or branch[-1].lineno))
+    return out
+
+
+def _flag_calls(ctx: Context) -> list[ast.Call]:
+    """The calls that pass a flag running a shared loop as evaluation (:func:`eval_flag`), in
+    source order: found from the file's index of calls once."""
+    found = ctx._cache.get("sem:eval-flag-calls")
     if found is None:
-        found = ctx._cache["sem:eval-flag-holders"] = set()
-        for call in ctx.nodes.get(ast.Call, ()):
-            if call.keywords and eval_flag(call) is not None:
-                holder = next((a for a in ctx.ancestors(call) if isinstance(a, DEF_TYPES)), None)
-                if holder is not None:
-                    found.add(id(holder))
+        found = ctx._cache["sem:eval-flag-calls"] = sorted(
+            (c for c in ctx.nodes.get(ast.Call, ()) if c.keywords and eval_flag(c) is not None), key=lambda c: (c.lineno, c.col_offset))
     return found
 
 

@@ -29,7 +29,9 @@ def is_eval_switch(call: ast.Call) -> bool:
 
 def eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
     """``model.eval()`` calls (no arguments) on something that evidently is a module, or an
-    instance of an imported class (``netG = Generator(); netG.eval()``)."""
+    instance of an imported class (``netG = Generator(); netG.eval()``), or a name the same function
+    also calls (``net_g.eval()`` then ``net_g(data)``: only a module is both), or the variable of a
+    loop over modules (``[x.eval() for x in (embedding_net, cls_head)]``)."""
     out = []
     for node in nodes:
         if node.__class__ is ast.Call and (not node.args and not node.keywords or is_eval_switch(node)):
@@ -37,10 +39,54 @@ def eval_calls(ctx: Context, nodes: list[ast.AST]) -> list[ast.Call]:
             if (
                 func.__class__ is ast.Attribute and (func.attr == "eval" or is_eval_switch(node))
                 and func.value.__class__ in (ast.Name, ast.Attribute)
-                and (is_module_instance(ctx, func.value, node) or _class_instance(ctx, func.value, node))
+                and (is_module_instance(ctx, func.value, node) or _class_instance(ctx, func.value, node)
+                     or _called_here(ctx, func.value, node) or _looped_modules(ctx, func.value, node))
             ):
                 out.append(node)
     return out
+
+
+def eval_receivers(ctx: Context, evals: list[ast.Call]) -> set[str]:
+    """What ``evals`` put in eval mode, as written: the receivers, and the modules a loop variable
+    runs over (``embedding_net`` and ``cls_head`` for ``[x.eval() for x in (embedding_net, cls_head)]``)."""
+    out = set()
+    for call in evals:
+        out.add(ctx.text(call.func.value))
+        out.update(ctx.text(e) for e in _looped_over(ctx, call.func.value, call))
+    return out
+
+
+def _called_here(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    """``net_g`` of ``net_g.eval()`` is also called by the same function: ``net_g(data)``."""
+    if expr.__class__ is not ast.Name:
+        return False
+    scope = ctx.function_of(use)
+    return scope is not None and any(c.func.__class__ is ast.Name and (c.args or c.keywords) and ctx.function_of(c) is scope
+                                     for c in ctx.calls_named(expr.id))
+
+
+def _looped_over(ctx: Context, expr: ast.AST, use: ast.AST) -> list[ast.AST]:
+    """The names a ``for``/comprehension variable ``expr`` takes, when it runs over a literal tuple
+    or list of names (``for m in (encoder, decoder)``)."""
+    if expr.__class__ is not ast.Name:
+        return []
+    for anc in ctx.ancestors(use):
+        gens = anc.generators if anc.__class__ in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp) else \
+            [anc] if anc.__class__ is ast.For else []
+        for gen in gens:
+            if gen.target.__class__ is ast.Name and gen.target.id == expr.id:
+                items = gen.iter.elts if gen.iter.__class__ in (ast.Tuple, ast.List) else []
+                named = [e for e in items if e.__class__ in (ast.Name, ast.Attribute)]
+                return named if len(named) == len(items) else []
+        if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            break
+    return []
+
+
+def _looped_modules(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
+    items = _looped_over(ctx, expr, use)
+    return bool(items) and any(is_module_instance(ctx, e, use) or _class_instance(ctx, e, use) or _called_here(ctx, e, use)
+                               for e in items)
 
 
 def _class_instance(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
