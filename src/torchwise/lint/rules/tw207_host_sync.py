@@ -177,9 +177,9 @@ What it flags
   `None` default (`loss.CDAN(x, net, None)`, `if entropy is not None:`); the branch opposite to the
   step (`if phase != "inference": <backward, step> else: ...`; not of a modulo test); what a `def
   train` runs before its loop (`net.train(True)` is no call of it); `int()` of the pieces of a
-  string (`[int(i) for i in config["gpu"].split(",")]`); code nothing in the project runs (a function or method of a script or an
-  imported module whose name no file mentions but its own `def`, a helper only such code or a
-  class nothing names calls - unless the project picks classes out of modules by a computed name,
+  string (`[int(i) for i in config["gpu"].split(",")]`); a Python number in the loss, logged (`add_scalar(tag, w, i)`,
+  `w = ramp(i)` returning `float(np.exp(...))`, `math.exp()`, a constant, an option times those); code nothing in the project runs (a function or method of a script or an
+  imported module whose name no file mentions but its own `def`, a helper only such code or a class nothing names calls - unless the project picks classes out of modules by a computed name,
   `getattr(importlib.import_module(m), name)`: ruling R5 of issue 22); reads under a test of a sink or flag the step hands on
   only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
   off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
