@@ -86,3 +86,35 @@ QUIET += [
                 writer.add_scalar("beta", beta, i)
     """)),
 ]
+
+# ------------------------------------------------------------- TW207 a synchronize that times the batch for a meter
+# The ImageNet-example loop keeps a `batch_time` meter: after the step (and the meters' reads)
+# it calls `torch.cuda.synchronize()` so that `time.time() - end` covers the GPU work. Timing
+# every batch that way makes the host wait for the GPU on every step of a real training run; a
+# benchmark of the step (a function or file named for it) waits on purpose.
+_TIMED = d("""
+    import time
+    import torch
+    def train_one_epoch(loader, model, crit, opt, batch_time, losses):
+        end = time.time()
+        for i, (x, y) in enumerate(loader):
+            x, y = x.cuda(non_blocking=True), y.cuda(non_blocking=True)
+            loss = crit(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.update(loss.detach(), x.size(0))
+            torch.cuda.synchronize()
+            batch_time.update(time.time() - end)
+            end = time.time()
+""")
+FIND += [
+    Shape("TW207", "torch.cuda.synchronize() before a batch_time meter update, every training step", _TIMED, 12),
+    Shape("TW207", "the same after the meters' .item() reads (the synchronize still waits every step)",
+          _TIMED.replace("loss.detach()", "loss.item()"), 12),
+]
+QUIET += [
+    Shape("TW207", "look-alike: a function named for benchmarking the training step times it on purpose",
+          _TIMED.replace("def train_one_epoch", "def benchmark_train_step")),
+    Shape("TW207", "look-alike: the same loop in a throughput benchmark script", _TIMED, path="bench_training.py"),
+]
