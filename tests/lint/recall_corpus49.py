@@ -118,3 +118,39 @@ QUIET += [
           _TIMED.replace("def train_one_epoch", "def benchmark_train_step")),
     Shape("TW207", "look-alike: the same loop in a throughput benchmark script", _TIMED, path="bench_training.py"),
 ]
+
+# ------------------------------------------------------------- TW206 a clip sliced from a decoded video, per item
+# A video dataset decodes the file in `__getitem__` (`skvideo.io.vread`, `imageio.mimread`),
+# slices a clip or picks frames, and, when no transform is given, copies the array with
+# `torch.tensor(clip)` in the `else` arm of `if self.transform:` - every item.
+_VIDEO = d("""
+    import random
+    import imageio
+    import torch
+    from torch.utils.data import Dataset
+    class Clips(Dataset):
+        def __init__(self, files, n, transform=None):
+            self.files, self.n, self.transform = files, n, transform
+        def __len__(self):
+            return len(self.files)
+        def __getitem__(self, idx):
+            video = imageio.mimread(self.files[idx])
+            start = random.randint(0, len(video) - self.n)
+            clip = video[start:start + self.n]
+            if self.transform:
+                clip = torch.stack([self.transform(f) for f in clip])
+            else:
+                clip = torch.tensor(clip)
+            return clip
+    train_set = Clips(["a.mp4", "b.mp4"], 16)
+""")
+FIND += [
+    Shape("TW206", "torch.tensor() of a clip sliced from a decoded video in __getitem__ (the no-transform arm)", _VIDEO, 17),
+    Shape("TW206", "torch.tensor() of one frame picked from a decoded video per item",
+          _VIDEO.replace("clip = video[start:start + self.n]", "clip = video[start]"), 17),
+]
+QUIET += [
+    Shape("TW206", "look-alike: the decoded clip converted with torch.from_numpy", _VIDEO.replace("torch.tensor(clip)", "torch.from_numpy(clip)")),
+    Shape("TW206", "look-alike: torch.tensor() of a pixel read from a decoded image", _VIDEO.replace(
+        "clip = video[start:start + self.n]", "clip = video[start][0, 0]")),
+]
