@@ -53,9 +53,11 @@ FIND += [
                 logger.update(lr=optimizer.param_groups[0]["lr"])
     """), 12),
 ]
+FIND += [  # (round 18: sets 22 and 26 count a synchronize that times every training step for a meter)
+    Shape("TW207", "the synchronize is followed only by host values (the learning rate, a timer)",
+          d(_SYNC_THEN_READ.format(read='meters["lr"].update(optimizer.param_groups[0]["lr"])')), 12),
+]
 QUIET += [
-    Shape("TW207", "look-alike: the synchronize is followed only by host values (the learning rate, a timer)",
-          d(_SYNC_THEN_READ.format(read='meters["lr"].update(optimizer.param_groups[0]["lr"])'))),
     Shape("TW207", "look-alike: the loss is read after the synchronize only under a print interval",
           d(_SYNC_THEN_READ.format(read='if step % 50 == 0:\n                print(loss.item())'))),
 ]

@@ -14,6 +14,7 @@ from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
 from torchwise.lint.semantics.deadcode import dead_at
+from torchwise.lint.semantics.decodedarrays import decoded_array
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -105,7 +106,7 @@ def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
 class TensorCopiesNdarray(Rule):
     code = "TW206"
     name = "tensor-copies-ndarray"
-    triggers = ("numpy", "cv2", "albumentations")
+    triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(")
     doc = """\
 What it flags
   `torch.tensor(a)` (also through a module-level alias, `tensor = torch.tensor`, of the file or
@@ -117,7 +118,9 @@ What it flags
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
-  load at set-up is left alone). Also an image decoded or transformed per item and copied
+  load at set-up is left alone). Also a video or image a file decoder returned (`skvideo.io.vread`,
+  `imageio.imread`/`mimread`), a clip sliced or a frame picked from it, copied per item (the
+  no-transform arm of `if self.transform:` sees the slice made before the `if`). Also an image decoded or transformed per item and copied
   there: `torch.tensor(image)` in `__getitem__` (or a loop) where `image` comes from an OpenCV
   image function (`cv2.imread`, `cv2.cvtColor`, `cv2.resize`...) or is the `["image"]` of an
   albumentations pipeline called with `image=` in a file without `ToTensor` (such a pipeline
@@ -162,7 +165,8 @@ Fix
 
     def _check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
-        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images:
+        decoders = "vread(" in ctx.source or "imread(" in ctx.source
+        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders:
             return
         for call in [*ctx.calls_to("torch.tensor"), *alias_calls(ctx, "torch.tensor")]:
             if not call.args or any(k.arg is None for k in call.keywords):
@@ -173,7 +177,8 @@ Fix
                                   "per call where one would do", suggestion="cast once: torch.from_numpy(a.astype(np.int64)), "
                                   "or torch.from_numpy(a).to(torch.long)", end_node=call.func)
                 continue
-            plain = is_ndarray(ctx, arg, call) or images and _per_batch(ctx, call) and is_decoded_image(ctx, arg, call)
+            plain = is_ndarray(ctx, arg, call) or images and _per_batch(ctx, call) and is_decoded_image(ctx, arg, call) \
+                or decoders and _per_batch(ctx, call) and decoded_array(ctx, arg, call)  # a clip sliced from vread(path)
             if not plain and not is_ndarray(ctx, arg, call, methods=True):
                 continue
             if any(k.arg in ("dtype", "device") for k in call.keywords):

@@ -24,7 +24,7 @@ from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, step_functions
-from torchwise.lint.semantics.stepregion import host_reader_calls, step_region
+from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
 from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
 
 
@@ -77,7 +77,8 @@ What it flags
   clip / (param_norm + 1e-6) < 1:`) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
   (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
-  training loop that measures no time and reads nothing on the host after it, and one that is
+  training loop that reads nothing on the host after it (also one timing the batch for a meter, `batch_time.update(time.time() - end)`;
+  not in a benchmark: a function or file named for one, a list of step times), and one that is
   followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
   reported at the synchronize, where the step waits - the reads after it add no wait of their
   own); one under a test of the run's settings (`if torch.cuda.is_available():`, `if
@@ -177,9 +178,9 @@ What it flags
   `None` default (`loss.CDAN(x, net, None)`, `if entropy is not None:`); the branch opposite to the
   step (`if phase != "inference": <backward, step> else: ...`; not of a modulo test); what a `def
   train` runs before its loop (`net.train(True)` is no call of it); `int()` of the pieces of a
-  string (`[int(i) for i in config["gpu"].split(",")]`); code nothing in the project runs (a function or method of a script or an
-  imported module whose name no file mentions but its own `def`, a helper only such code or a
-  class nothing names calls - unless the project picks classes out of modules by a computed name,
+  string (`[int(i) for i in config["gpu"].split(",")]`); a Python number in the loss, logged (`add_scalar(tag, w, i)`,
+  `w = ramp(i)` returning `float(np.exp(...))`, `math.exp()`, a constant, an option times those); code nothing in the project runs (a function or method of a script or an
+  imported module whose name no file mentions but its own `def`, a helper only such code or a class nothing names calls - unless the project picks classes out of modules by a computed name,
   `getattr(importlib.import_module(m), name)`: ruling R5 of issue 22); reads under a test of a sink or flag the step hands on
   only at intervals (`storer = self._pre_call(is_train, storer)` with a helper that gives `None`
   off every N-th step, then `if storer is not None: storer["loss"].append(loss.item())`, also in
@@ -393,8 +394,6 @@ _DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need t
 _REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
 _SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
              "to time steps, use CUDA events or time a whole interval")
-
-_region = step_region  # what runs a node every training step (semantics.stepregion)
 
 
 RULE = HostSyncInLoop()

@@ -11,6 +11,7 @@ from torchwise.lint.semantics.argreads import host_read_of_arguments, reads_of_a
 from torchwise.lint.semantics.callshapes import Shape, call_shape, left_off
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
+from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import hot_loops, is_eval_name, names_feeding_backward
@@ -192,11 +193,12 @@ def holds_device_values(ctx: Context, expr: AST, use: AST) -> bool:
 
 
 def _device_value(ctx: Context, expr: AST, use: AST) -> bool:
-    if is_device_tensor(ctx, expr, use) or is_loss_value(ctx, expr, use):
+    if is_device_tensor(ctx, expr, use):
         return True
-    # a term of the loss that is backpropagated in this function (l_total += l_pix)
-    return expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use)) \
-        and not _moved_later(ctx, expr, use)
+    # a loss, or a term of the loss that is backpropagated in this function (l_total += l_pix); not a
+    # Python number weighted into it (a ramp-up weight from a helper returning float(...))
+    return (is_loss_value(ctx, expr, use) or expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use))
+            and not _moved_later(ctx, expr, use)) and not host_number(ctx, expr, use)
 
 
 def _moved_later(ctx: Context, name: ast.Name, use: AST) -> bool:

@@ -7,6 +7,7 @@ parameters inside its methods (every forward), and explicit ``torch.cuda.synchro
 from __future__ import annotations
 
 import ast
+import os
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.delegation import delegated_loop_of
@@ -254,9 +255,24 @@ def needless_synchronizes(ctx: Context) -> list[ast.Call]:
         if ifs and not all(in_body and setting_test(ctx, node.test, loop) for node, in_body in ifs if ctx.contains(loop, node)):
             continue
         read = read_after(ctx, loop, call)
-        if not read and not measures_time(ctx, loop) or read and ifs:
+        if not read and not _benchmark(ctx, loop) or read and ifs:
             out.append(call)
     return out
+
+
+def _benchmark(ctx: Context, loop: AST) -> bool:
+    """A loop that measures time to benchmark the step (it waits on purpose): a timer in a function
+    named for benchmarking (``benchmark_train``, ``time_step``), a list of step times, a timed repeat of one step; not
+    a training loop that times its batches for a meter (``batch_time.update(time.time() - end)``)."""
+    if not measures_time(ctx, loop):
+        return False
+    func = ctx.function_of(loop) if loop.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) else loop
+    name = func.name.lower().lstrip("_") if func is not None else ""
+    stem = os.path.basename(ctx.path).lower()
+    return name.startswith(_BENCH_PREFIXES) or "benchmark" in name or timing_benchmark(ctx, loop) \
+        or any(word in stem for word in ("bench", "profil", "speed", "throughput")) or any(
+            n.__class__ is ast.Call and last_name(n.func) == "append" and n.args and any(  # times.append(perf_counter() - t0)
+                m.__class__ is ast.Call and last_name(m.func) in _TIMERS for m in ast.walk(n.args[0])) for n in ast.walk(loop))
 
 
 _SETTING_CALLS = frozenset({"is_available", "is_initialized", "device_count", "get_world_size"})
