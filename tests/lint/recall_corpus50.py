@@ -152,3 +152,180 @@ PROJECTS += [
                  {"depthnet.py": _LOWER_LOSS, "helpers.py": "def scale_inv_loss(focus):\n    return Wrapped(focus)\n",
                   "train.py": _LOWER_MAIN.replace("from depthnet import *", "from helpers import *")}),
 ]
+
+# ------------------------------------------------------------- TW402 a script's top level, device from the model module
+# A summariser whose model module picks `DEVICE = cuda if available else cpu`; the evaluation and the
+# training scripts import it and only write `.to(DEVICE)` in their functions, then, in `__main__`,
+# load the training status (a dict pickled beside the optimizer) and the whole pickled model.
+_S2S_MODEL = d("""
+    import torch
+    import torch.nn as nn
+    DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    class Summarizer(nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self.vocab = vocab
+            self.enc = nn.GRU(128, 128)
+""")
+_S2S_TRAIN = d("""
+    import argparse
+    import torch
+    from torch import optim
+    from model import DEVICE, Summarizer
+
+    def train(model, batches, prefix, status=None):
+        model.to(DEVICE)
+        opt = status["opt"] if status else optim.Adam(model.parameters())
+        for epoch in range(10):
+            for x in batches:
+                loss = model(x.to(DEVICE)).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            torch.save(model, "%s.%02d.pt" % (prefix, epoch))
+            torch.save({"epoch": epoch, "best_epoch": epoch, "opt": opt}, prefix + ".status.pt")
+
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--resume")
+        args = p.parse_args()
+        status = torch.load(args.resume)
+        net = torch.load("%s.%02d.pt" % (args.resume[:-10], status["epoch"]))
+        train(net, [], "runs/s2s", status)
+""")
+_S2S_TEST = d("""
+    import argparse
+    import torch
+    from model import DEVICE
+    from data import load_vocab
+
+    def evaluate(model, batches):
+        with torch.no_grad():
+            return [model(x.to(DEVICE)) for x in batches]
+
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--prefix")
+        args = p.parse_args()
+        status = torch.load(args.prefix + ".status.pt")
+        m = torch.load("%s.%02d.pt" % (args.prefix, status["best_epoch"]))
+        m.eval()
+        vocab = torch.load(args.prefix + ".vocab")
+        evaluate(m, [])
+""")
+_S2S_DATA = d("""
+    import torch
+    def save_vocab(words, path):
+        torch.save(words, path)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "__main__ loads of a status dict saved beside the optimizer and of a pickled model, device from the model module",
+                 {"model.py": _S2S_MODEL, "train.py": _S2S_TRAIN, "test.py": _S2S_TEST, "data.py": _S2S_DATA},
+                 (("test.py", 14), ("test.py", 15), ("train.py", 22), ("train.py", 23))),
+    ProjectShape("TW402", "look-alike: the same scripts in a project that never names CUDA",
+                 {"model.py": _S2S_MODEL.replace('torch.device("cuda" if torch.cuda.is_available() else "cpu")', 'torch.device("cpu")'),
+                  "data.py": _S2S_DATA, "train.py": _S2S_TRAIN, "test.py": _S2S_TEST}),
+    ProjectShape("TW402", "look-alike: only the pickled vocabulary is loaded at the top level",
+                 {"model.py": _S2S_MODEL, "data.py": _S2S_DATA, "train.py": _S2S_TRAIN.replace(
+                     '    status = torch.load(args.resume)\n    net = torch.load("%s.%02d.pt" % (args.resume[:-10], status["epoch"]))\n'
+                     '    train(net, [], "runs/s2s", status)', '    vocab = torch.load(args.resume + ".vocab")\n'
+                     '    train(Summarizer(vocab), [], "runs/s2s")')}),
+]
+
+# ------------------------------------------------------------- TW402 an evaluation script builds the model from the checkpoint
+# A super-resolution project keeps the model's spec and weights in one checkpoint; its test and demo
+# scripts build the network from it (`make(ckpt["model"], load_sd=True).cuda()`).
+_SR_TRAIN = d("""
+    import torch
+    import models
+    def main(cfg, loader):
+        model = models.make(cfg["model"]).cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for x, y in loader:
+            loss = (model(x.cuda()) - y.cuda()).abs().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        spec = cfg["model"]
+        spec["sd"] = model.state_dict()
+        torch.save({"model": spec, "epoch": 1}, "save/epoch-last.pth")
+""")
+_SR_TEST = d("""
+    import argparse
+    import torch
+    import models
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--model")
+        args = p.parse_args()
+        spec = torch.load(args.model)["model"]
+        net = models.make(spec, load_sd=True).cuda()
+        print(net(torch.rand(1, 3, 8, 8).cuda()).shape)
+""")
+_SR_DEMO = d("""
+    import argparse
+    import torch
+    import models
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--model")
+        args = p.parse_args()
+        net = models.make(torch.load(args.model)["model"], load_sd=True).cuda()
+        print(net(torch.rand(1, 3, 8, 8).cuda()).shape)
+""")
+PROJECTS += [
+    ProjectShape("TW402", "test and demo scripts of a GPU-only project build the model from its checkpoint",
+                 {"train.py": _SR_TRAIN, "test.py": _SR_TEST, "demo.py": _SR_DEMO},
+                 (("demo.py", 8), ("test.py", 8))),
+    ProjectShape("TW402", "look-alike: the training script's own resume of a GPU-only project",
+                 {"train.py": "import os\n" + _SR_TRAIN.replace('    model = models.make(cfg["model"]).cuda()\n',
+                                                '    os.environ["CUDA_VISIBLE_DEVICES"] = cfg["gpu"]\n'
+                                                '    model = models.make(torch.load(cfg["resume"])["model"], load_sd=True).cuda()\n')}),
+    ProjectShape("TW402", "look-alike: a demo that turns loaded data into a tensor and moves it",
+                 {"train.py": _SR_TRAIN,
+                  "demo.py": _SR_DEMO.replace('net = models.make(torch.load(args.model)["model"], load_sd=True).cuda()',
+                                              'net = torch.tensor(torch.load(args.model)).cuda()')}),
+]
+
+# ------------------------------------------------------------- TW402 every rank reloads rank 0's best model
+# An accelerate/DDP trainer saves the best model on the main process only and, after training, every
+# process reloads it for the final test: each rank restores rank 0's CUDA tensors onto rank 0's GPU.
+FIND += [
+    Shape("TW402", "DDP trainer: rank 0 saves the best model, every rank reloads it for the final test", d("""
+        import torch
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        def train_model(net, opt, loader, dev_loader, path, epochs, rank):
+            dist.init_process_group("nccl")
+            model = DDP(net.cuda(rank), device_ids=[rank])
+            best = -1
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = model(x.cuda(rank), y.cuda(rank))
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                score = evaluate(model, dev_loader)
+                if score > best and rank == 0:
+                    best = score
+                    torch.save(model.module.state_dict(), path)
+            model.module.load_state_dict(torch.load(path))
+            return evaluate(model, dev_loader)
+    """), 18),
+]
+QUIET += [
+    Shape("TW402", "look-alike: a single-process trainer reloading its own best model on the GPU", d("""
+        import torch
+        def train_model(model, opt, loader, path, epochs):
+            model.cuda()
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss = model(x.cuda(), y.cuda())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                torch.save(model.state_dict(), path)
+            model.load_state_dict(torch.load(path))
+            return model
+    """)),
+]
