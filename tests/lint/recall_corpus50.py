@@ -329,3 +329,83 @@ QUIET += [
             return model
     """)),
 ]
+
+# ------------------------------------------------------------- TW204 batch parts copied one by one
+# A world-model trainer maps a lambda over a nested batch read with next() from a pinned loader;
+# a video classifier loops over the clips of each pinned batch and copies each one.
+FIND += [
+    Shape("TW204", "a lambda mapped over a batch taken with next() from a pinned loader", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from tools import map_structure
+        def run(data, model, opt, device, steps):
+            it = iter(DataLoader(data, batch_size=None, num_workers=4, pin_memory=True))
+            for step in range(steps):
+                batch, wid = next(it)
+                obs = map_structure(batch, lambda x: x.to(device))
+                loss = model(obs)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 8),
+    Shape("TW204", "tree_map of a lambda over each batch of a pinned loader loop", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from torch.utils._pytree import tree_map
+        def fit(ds, model, opt):
+            loader = DataLoader(ds, batch_size=32, pin_memory=True, num_workers=4)
+            for batch in loader:
+                batch = tree_map(lambda t: t.cuda(), batch)
+                loss = model(**batch)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    """), 7),
+    Shape("TW204", "a loop over the clips of each pinned batch copies each clip", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def test(model, ds, device):
+            loader = DataLoader(ds, batch_size=8, pin_memory=True, num_workers=4)
+            model.eval()
+            with torch.no_grad():
+                for clips, labels in loader:
+                    labels = labels.to(device)
+                    outs = []
+                    for clip in clips:
+                        outs.append(model(clip.to(device)))
+                    acc = (torch.stack(outs).mean(0).argmax(1) == labels).float().mean()
+    """), 11),
+]
+QUIET += [
+    Shape("TW204", "look-alike: a lambda mapped over the model's state, not a batch", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        from tools import map_structure
+        def run(data, model, state, device, steps):
+            it = iter(DataLoader(data, batch_size=None, pin_memory=True))
+            for step in range(steps):
+                state = map_structure(state, lambda x: x.to(device))
+                batch = next(it)
+                model(batch.to(device, non_blocking=True), state)
+    """)),
+    Shape("TW204", "look-alike: a loop over a range inside the pinned batch loop copies a fresh tensor", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def fit(ds, model, device, masks):
+            loader = DataLoader(ds, batch_size=8, pin_memory=True)
+            for x in loader:
+                x = x.to(device, non_blocking=True)
+                for k in range(3):
+                    m = masks[k].to(device)
+                    model(x * m)
+    """)),
+    Shape("TW204", "look-alike: the clips of an unpinned loader's batches", d("""
+        import torch
+        from torch.utils.data import DataLoader
+        def test(model, ds, device):
+            loader = DataLoader(ds, batch_size=8, num_workers=4)
+            for clips, labels in loader:
+                for clip in clips:
+                    model(clip.to(device))
+    """)),
+]
