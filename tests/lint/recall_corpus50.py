@@ -409,3 +409,107 @@ QUIET += [
                     model(clip.to(device))
     """)),
 ]
+
+# ------------------------------------------------------------- TW203 a dev loader handed on to the evaluation
+# A tagger's main() builds train/dev/test loaders and hands all three to train_model(), which loops over
+# the training one itself and hands the dev and test loaders on to evaluate_model(), which moves each batch.
+_TAGGER = d("""
+    import torch
+    from torch.utils.data import DataLoader
+
+    def evaluate_model(cfg, model, loader, name):
+        model.eval()
+        with torch.no_grad():
+            for batch in loader:
+                model.decode(batch.words.to(cfg.device), batch.lens.to(cfg.device))
+
+    def train_model(cfg, epochs, train_loader, dev_loader, test_loader):
+        model = Tagger(cfg).to(cfg.device)
+        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+        for epoch in range(epochs):
+            model.train()
+            for batch in train_loader:
+                loss = model(batch.words.to(cfg.device), batch.labels.to(cfg.device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            evaluate_model(cfg, model, dev_loader, "dev")
+            evaluate_model(cfg, model, test_loader, "test")
+
+    def main(cfg, train_set, dev_set, test_set):
+        train_loader = DataLoader(train_set, batch_size=cfg.bs, shuffle=True, pin_memory=True, collate_fn=train_set.collate)
+        dev_loader = DataLoader(dev_set, batch_size=cfg.bs, collate_fn=dev_set.collate)
+        test_loader = DataLoader(test_set, batch_size=cfg.bs, collate_fn=test_set.collate)
+        train_model(cfg, cfg.epochs, train_loader, dev_loader, test_loader)
+""")
+PROJECTS += [
+    ProjectShape("TW203", "dev and test loaders handed through the training function to the evaluation function",
+                 {"trainer.py": _TAGGER, "config.py": 'DEFAULT_DEVICE = "cuda:0"\n'}, (("trainer.py", 25), ("trainer.py", 26))),
+    ProjectShape("TW203", "look-alike: the training function only logs the dev loader's size",
+                 {"trainer.py": _TAGGER.replace('        evaluate_model(cfg, model, dev_loader, "dev")\n        evaluate_model(cfg, model, test_loader, "test")\n',
+                                                '        report(len(dev_loader), len(test_loader))\n'),
+                  "config.py": 'DEFAULT_DEVICE = "cuda:0"\n'}),
+]
+
+# ------------------------------------------------------------- TW203 a wrapper class keeps the loader for the scripts
+# A depth-estimation data module: `class DepthLoader` builds `self.data = DataLoader(...)` for each mode
+# (pinned for training, pin_memory=False or nothing for the evaluation modes); the training and test
+# scripts build `DepthLoader(args, "online_eval").data` / `DepthLoader(args, "test").data` and move
+# every batch to the GPU.
+_DEPTH_DATA = d("""
+    import torch
+    from torch.utils.data import DataLoader
+
+    class DepthLoader(object):
+        def __init__(self, args, mode):
+            if mode == "train":
+                self.data = DataLoader(Frames(args, mode), args.bs, shuffle=True, num_workers=4, pin_memory=True)
+            elif mode == "online_eval":
+                self.data = DataLoader(Frames(args, mode), 1, shuffle=False, num_workers=1, pin_memory=False)
+            elif mode == "test":
+                self.data = DataLoader(Frames(args, mode), 1, shuffle=False, num_workers=1)
+""")
+_DEPTH_TRAIN = d("""
+    import torch
+    from data import DepthLoader
+
+    def main(args, model, opt):
+        train = DepthLoader(args, "train").data
+        val = DepthLoader(args, "online_eval").data
+        model.cuda()
+        for sample in train:
+            loss = model(sample["image"].cuda(non_blocking=True)).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            for sample in val:
+                model(sample["image"].cuda())
+""")
+_DEPTH_TEST = d("""
+    import torch
+    from data import DepthLoader
+
+    def test(args, model):
+        loader = DepthLoader(args, "test").data
+        model.cuda().eval()
+        with torch.no_grad():
+            for sample in loader:
+                model(sample["image"].cuda())
+""")
+_DEPTH_EXPORT = d("""
+    import numpy as np
+    from data import DepthLoader
+
+    def export(args):
+        for sample in DepthLoader(args, "test").data:
+            np.save(sample["path"][0], sample["image"].numpy())
+""")
+PROJECTS += [
+    ProjectShape("TW203", "evaluation-mode loaders of a wrapper class whose users move the batches to the GPU",
+                 {"data.py": _DEPTH_DATA, "train.py": _DEPTH_TRAIN, "test.py": _DEPTH_TEST},
+                 (("data.py", 9), ("data.py", 11))),
+    ProjectShape("TW203", "look-alike: the test mode is also read by an export script that runs on the CPU",
+                 {"data.py": _DEPTH_DATA.replace("pin_memory=False", "pin_memory=True"), "train.py": _DEPTH_TRAIN,
+                  "test.py": _DEPTH_TEST, "export.py": _DEPTH_EXPORT}),
+]
