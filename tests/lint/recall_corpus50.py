@@ -513,3 +513,80 @@ PROJECTS += [
                  {"data.py": _DEPTH_DATA.replace("pin_memory=False", "pin_memory=True"), "train.py": _DEPTH_TRAIN,
                   "test.py": _DEPTH_TEST, "export.py": _DEPTH_EXPORT}),
 ]
+
+# ------------------------------------------------------------- TW104 following the called method
+# A reading-comprehension trainer validates with `model.predict(batch)`, where the reader class the
+# script imports runs its network under `with torch.no_grad():` inside predict - another class of the
+# project (a serving wrapper the script never names) has a `predict` without it.
+_READER = d("""
+    import torch
+    class Reader(object):
+        def __init__(self, net):
+            self.net = net
+        def predict(self, ex):
+            self.net.eval()
+            with torch.no_grad():
+                s, e = self.net(*ex[:5])
+            return s.cpu(), e.cpu()
+""")
+_SERVING = d("""
+    class Service(object):
+        def __init__(self, reader):
+            self.reader = reader
+        def predict(self, question, doc):
+            return self.predict_batch([(question, doc)])[0]
+        def predict_batch(self, pairs):
+            return [self.reader.predict(self.encode(q, d)) for q, d in pairs]
+""")
+_VALIDATE = d("""
+    import torch
+    from reader import Reader
+    def validate(loader, model):
+        hits = 0
+        for ex in loader:
+            s, e = model.predict(ex)
+            hits += int((s.argmax(1) == ex[-2]).sum())
+        return hits
+    def main(args, loader):
+        model = Reader.load(args.checkpoint)
+        return validate(loader, model)
+""")
+PROJECTS += [
+    ProjectShape("TW104", "look-alike: predict() of the class the script imports runs under no_grad",
+                 {"reader.py": _READER, "serving.py": _SERVING, "train.py": _VALIDATE}),
+]
+
+# ------------------------------------------------------------- TW104 a predictor put in eval mode by its constructor
+# A tagger's predictor class restores the model and calls `self.model.eval()` in `__init__`; its
+# `predict_insts` runs `self.model.decode(words=..., lens=...)` (keyword arguments only) with autograd on.
+_PREDICTOR = d("""
+    import torch
+    from tagger.model import Tagger
+    class TagPredictor:
+        def __init__(self, path, conf):
+            self.conf = conf
+            self.model = Tagger(conf)
+            self.model.load_state_dict(torch.load(path, map_location="cpu"))
+            self.model.eval()
+        def predict_insts(self, batch):
+            scores, ids = self.model.decode(words=batch.words, lens=batch.lens)
+            return [self.conf.labels[i] for i in ids[0].tolist()]
+""")
+_TAGGER_MODEL = d("""
+    import torch.nn as nn
+    class Tagger(nn.Module):
+        def __init__(self, conf):
+            super().__init__()
+            self.emb = nn.Embedding(conf.vocab, 64)
+        def forward(self, words, lens, labels):
+            return self.emb(words).sum()
+        def decode(self, words, lens):
+            return self.emb(words).max(-1)
+""")
+PROJECTS += [
+    ProjectShape("TW104", "a keyword-only decode() of a model the predictor's constructor put in eval mode",
+                 {"predictor.py": _PREDICTOR, "tagger/model.py": _TAGGER_MODEL}, (("predictor.py", 10),)),
+    ProjectShape("TW104", "look-alike: the model class has no decode() any more (the call fails first)",
+                 {"predictor.py": _PREDICTOR,
+                  "tagger/model.py": _TAGGER_MODEL.replace("    def decode(self, words, lens):\n        return self.emb(words).max(-1)\n", "")}),
+]
