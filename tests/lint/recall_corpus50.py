@@ -590,3 +590,75 @@ PROJECTS += [
                  {"predictor.py": _PREDICTOR,
                   "tagger/model.py": _TAGGER_MODEL.replace("    def decode(self, words, lens):\n        return self.emb(words).max(-1)\n", "")}),
 ]
+
+# ------------------------------------------------------------- TW405 rendezvous made on the spot, launchers by hand
+# A depth trainer draws a port at random and formats `tcp://node:port` before mp.spawn; a
+# self-supervised project's main.py starts one Python multiprocessing.Process per GPU whose target
+# calls a helper module's init_distributed(), which hard-codes MASTER_ADDR and the port.
+FIND += [
+    Shape("TW405", "tcp:// address formatted with .format from a random port before mp.spawn", d("""
+        import numpy as np
+        import torch.distributed as dist
+        import torch.multiprocessing as mp
+        def worker(gpu, args):
+            dist.init_process_group(backend="nccl", init_method=args.dist_url, world_size=args.world_size, rank=gpu)
+        def main(args):
+            port = np.random.randint(15000, 15025)
+            args.dist_url = "tcp://{}:{}".format(args.node, port)
+            mp.spawn(worker, nprocs=args.ngpus, args=(args,))
+    """), 9),
+]
+_JEPA_DIST = d("""
+    import os
+    import torch
+    import torch.distributed as dist
+
+    def init_distributed(port=40112, rank_and_world_size=(None, None)):
+        rank, world_size = rank_and_world_size
+        os.environ["MASTER_ADDR"] = "localhost"
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group(backend="nccl", world_size=world_size, rank=rank)
+        return world_size, rank
+""")
+_JEPA_MAIN = d("""
+    import multiprocessing as mp
+    from utils.distributed import init_distributed
+    from train import main as app_main
+
+    def process_main(rank, world_size):
+        init_distributed(rank_and_world_size=(rank, world_size))
+        app_main()
+
+    if __name__ == "__main__":
+        mp.set_start_method("spawn")
+        for rank in range(4):
+            mp.Process(target=process_main, args=(rank, 4)).start()
+""")
+PROJECTS += [
+    ProjectShape("TW405", "a helper's hard-coded MASTER_ADDR for workers a Python multiprocessing launcher starts",
+                 {"utils/distributed.py": _JEPA_DIST, "main.py": _JEPA_MAIN, "train.py": "def main():\n    pass\n"},
+                 (("utils/distributed.py", 7),)),
+    ProjectShape("TW405", "look-alike: the same helper used only by a torchrun-launched script",
+                 {"utils/distributed.py": _JEPA_DIST,
+                  "train.py": "from utils.distributed import init_distributed\ndef main():\n    init_distributed()\n"}),
+    ProjectShape("TW405", "look-alike: a data-preparation pool of Python processes, no rendezvous",
+                 {"prep.py": d("""
+                     import multiprocessing as mp
+                     import os
+                     def shard(i):
+                         os.environ["OMP_NUM_THREADS"] = "1"
+                     if __name__ == "__main__":
+                         for i in range(4):
+                             mp.Process(target=shard, args=(i,)).start()
+                 """)}),
+]
+QUIET += [
+    Shape("TW405", "look-alike: a --dist-url option's default formatted once, torchrun-style launch", d("""
+        import argparse
+        import torch.distributed as dist
+        p = argparse.ArgumentParser()
+        p.add_argument("--dist-url", default="tcp://{}:{}".format("127.0.0.1", 23456))
+        args = p.parse_args()
+        dist.init_process_group("nccl", init_method=args.dist_url)
+    """)),
+]
