@@ -662,3 +662,39 @@ QUIET += [
         dist.init_process_group("nccl", init_method=args.dist_url)
     """)),
 ]
+
+# ------------------------------------------------------------- TW109 a BatchNorm setter another module applies
+# A depth network module defines `def bn_like_tf(m)` that puts BatchNorm2d layers in eval mode and
+# sets `m.requires_grad = True` on the module (a plain attribute: the parameters keep training); the
+# training script hands it to `model.apply(...)` when an option asks for it.
+_BN_NET = d("""
+    import torch.nn as nn
+    def bn_like_tf(m):
+        if isinstance(m, nn.BatchNorm2d):
+            m.track_running_stats = True
+            m.eval()
+            m.requires_grad = True
+    class DepthNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(8)
+""")
+_BN_MAIN = d("""
+    import torch
+    import depthnet
+    def main(args):
+        model = depthnet.DepthNet().cuda()
+        if args.bn_no_track_stats:
+            model.apply(depthnet.bn_like_tf)
+        return model
+""")
+PROJECTS += [
+    ProjectShape("TW109", "a BatchNorm eval-setter that another module hands to model.apply",
+                 {"depthnet.py": _BN_NET, "train.py": _BN_MAIN}, (("depthnet.py", 5),)),
+    ProjectShape("TW109", "look-alike: the setter also turns the parameters' requires_grad off",
+                 {"depthnet.py": _BN_NET.replace("        m.requires_grad = True\n",
+                                                 "        m.weight.requires_grad = False\n        m.bias.requires_grad = False\n"),
+                  "train.py": _BN_MAIN}),
+    ProjectShape("TW109", "look-alike: nothing applies the setter",
+                 {"depthnet.py": _BN_NET, "train.py": _BN_MAIN.replace("        model.apply(depthnet.bn_like_tf)\n", "        model.eval()\n")}),
+]
