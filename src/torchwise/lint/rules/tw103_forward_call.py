@@ -13,6 +13,7 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
 from torchwise.lint.semantics.deadcode import dead_at
+from torchwise.lint.semantics.subclassparts import lower_module_class, subclass_parts
 
 
 def _plain_class_instance(ctx: Context, recv: ast.AST) -> bool:
@@ -43,7 +44,8 @@ def _project_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     plain wrapper class or a method other than ``__init__``."""
     values = _values(ctx, recv, call)
     return bool(values) and all(
-        v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module" or is_module_class(ctx, ctx.qualname(v.func)))
+        v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module" or is_module_class(ctx, ctx.qualname(v.func))
+                                     or lower_module_class(ctx, v.func))
         for v in values)
 
 
@@ -133,7 +135,11 @@ def _submodule_in_module(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
                 t.__class__ is ast.Attribute and ctx.text(t) == ctx.text(recv) for t in node.targets):
             name = last_name(node.value.func) or ""
             return name[:1].isupper()  # built from a class: MultiHeadedAttention(...), nn.ModuleList([...])
-    return False
+    if ctx.self_attr_values(klass, recv.attr):
+        return False
+    # an abstract base whose subclasses of this file supply the part (self.layers = nn.Sequential(...))
+    parts = subclass_parts(ctx, klass, recv.attr)
+    return bool(parts) and all(v.__class__ is ast.Call and (last_name(v.func) or "")[:1].isupper() for v in parts)
 
 
 def _iterated(it: ast.AST, index: int) -> ast.AST | None:
@@ -269,13 +275,17 @@ What it flags
   an `nn.Module` class, also a submodule built from any class in `__init__`
   (`self.attention.forward(...)`, inside a lambda too) and the loop variable over one
   (`for block in self.transformer_blocks: x = block.forward(x, mask)`; also the parts of
-  `zip(self.linears, self.gates)` and the items of `enumerate(self.blocks)`), and a part built by a
+  `zip(self.linears, self.gates)` and the items of `enumerate(self.blocks)`; in an abstract base,
+  `self.layers.forward(x)` where the class itself never assigns `self.layers` and every subclass
+  in the file that does builds it from a class: `self.layers = nn.Sequential(*layers)`), and a part built by a
   factory handed to the constructor (`self.feature = model_func()`) or the module a wrapper
   keeps under a wrapper's name for it (`self.module = module`, `self.layer`, `self.inner`...),
   also when a base class in another module assigns it; in any class, a torch loss module
   (`crit = nn.CrossEntropyLoss()`, then `crit.forward(out, y)`), and an attribute or name whose
   every value is an instance of a module class of another module of the project
-  (`self.rank_loss = networks.BCERankingLoss()`, set in any method).
+  (`self.rank_loss = networks.BCERankingLoss()`, set in any method; also a module class under a
+  lower-case name, `crit = silog_loss(...)` with `class silog_loss(nn.Module)` in the project and
+  no function of that name).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`, or only plain
   classes of the project as bases: `class DistModel(BaseModel)`), here or in another module of

@@ -4,6 +4,7 @@ its affine weight and bias left training."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
@@ -94,7 +95,8 @@ def _freeze_code(ctx: Context, node: ast.AST) -> ast.AST:
 
 def _in_use(ctx: Context, site: ast.Call) -> bool:
     """Does the freeze run: module-level code, or a function called (or handed to ``apply``) in
-    this file, a method called from another module of the project, or a ``train()`` override."""
+    this file, a method called from another module of the project (or handed to ``apply`` there:
+    ``model.apply(bn_init_as_tf)``), or a ``train()`` override."""
     func = ctx.function_of(site)
     if func is None or func.name == "train":
         return True
@@ -104,7 +106,10 @@ def _in_use(ctx: Context, site: ast.Call) -> bool:
     if any(c.args and last_name(c.args[0]) == func.name for c in ctx.calls_named("apply")):
         return True
     text = f".{func.name}("
-    return any(text in t for p, t in ctx.project.files if p != ctx.path) or any(True for _ in project_calls(ctx, func.name))
+    if any(text in t for p, t in ctx.project.files if p != ctx.path) or any(True for _ in project_calls(ctx, func.name)):
+        return True
+    handed = re.compile(rf"\.apply\(\s*(?:[\w.]+\.)?{re.escape(func.name)}\s*\)")  # model.apply(bn_init_as_tf) in a script
+    return any(func.name in t and handed.search(t) for p, t in ctx.project.files if p != ctx.path)
 
 
 # torchvision builders whose models have no BatchNorm layer (their *_bn variants do)
@@ -134,7 +139,8 @@ What it flags
   BatchNorm layers frozen only with `.eval()` (`m.eval()` on a layer picked out by
   `isinstance(m, nn.BatchNorm2d)`, a class-name test for "BatchNorm", or built as BatchNorm;
   directly or through a helper, `freeze_bn(model)`, `model.apply(set_bn_eval)`, a model's
-  `freeze_bn()` method called here or by another module of the project). Eval mode freezes
+  `freeze_bn()` method called here or by another module of the project, or a function another
+  module hands to `apply`: `model.apply(bn_init_as_tf)`). Eval mode freezes
   the running statistics only, and only until the next `model.train()`; the message says which
   half of the freeze is missing:
   - the statistics: a `model.train()` in the same function or script runs after the freeze and

@@ -19,6 +19,7 @@ from torchwise.lint.semantics.numpybatches import batches_become_numpy
 from torchwise.lint.semantics.textitems import getitem_yields_text
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
+from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.onlyiterated import only_iterated
@@ -81,6 +82,8 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
         return True
     if (ctx.project.targets_gpu or gpu_evident(ctx)) and handed_to_local_mover(ctx, call):
         return True  # train_epoch(model, train_loader, ...) of this file loops over it and moves each batch
+    if ctx.project.targets_gpu and held_for_gpu_scripts(ctx, call):
+        return True  # self.data = DataLoader(...) of a wrapper class the project's GPU scripts build and read
     return _returned_to_gpu(ctx, call)
 
 

@@ -12,6 +12,7 @@ from torchwise.lint.semantics.devices import device_move_target
 from torchwise.lint.semantics.handedloaders import constructor_loader_params, copies_to_cuda_type, device_helper_call, keyword_callers_pinned, runs
 from torchwise.lint.semantics.pinning import loader_pinned, pin_value
 from torchwise.lint.semantics.values import local_function
+from torchwise.lint.semantics.batchsources import mapped_structures, next_source, unconverted
 
 DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
@@ -81,29 +82,12 @@ def _wrapped_source(ctx: Context, src: ast.AST, loop: ast.AST) -> ast.AST:
     return src
 
 
-_CONVERSIONS = frozenset({"float", "double", "half", "long", "int", "bool", "contiguous", "squeeze", "unsqueeze",
-                          "view", "reshape", "permute", "clone", "type"})
-
-
-def _unconverted(expr: ast.AST) -> ast.AST:
-    """``expr`` without an index or conversions applied before the copy (``images.float()``, ``batch[0]``)."""
-    while True:
-        if expr.__class__ is ast.Subscript:
-            expr = expr.value
-        elif expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _CONVERSIONS:
-            expr = expr.func.value
-        elif expr.__class__ is ast.Call and last_name(expr.func) == "Variable" and len(expr.args) == 1:
-            expr = expr.args[0]  # the pre-0.4 autograd wrapper: Variable(x).cuda()
-        else:
-            return expr
-
-
 def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bool:
     """Does ``expr`` hold (part of) the batch that ``loop`` takes from its loader? Also through
     a conversion before the copy (``images.float().cuda()``), a batch unpacked from a dict or
     tuple, a conditional (``target if len(target) > 0 else None``) and the elements of a
     comprehension over the batch (``tuple(d.cuda() for d in data)``)."""
-    expr = _unconverted(expr)
+    expr = unconverted(expr)
     if expr.__class__ is ast.IfExp:
         return depth > 0 and (_from_loop(ctx, expr.body, loop, depth - 1) or _from_loop(ctx, expr.orelse, loop, depth - 1))
     if expr.__class__ in (ast.Tuple, ast.List):  # data = (data,): the batch wrapped in a tuple
@@ -116,8 +100,9 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
     if b.kind == "for":
         if b.node is loop:
             return True
-        # a comprehension over the batch (for d in data), or a loop over a dict batch's items (for k, v in batch.items())
-        if b.node.__class__ is ast.comprehension:
+        # a comprehension over the batch (for d in data), a loop over a part of it (for clip in clips),
+        # or a loop over a dict batch's items (for k, v in batch.items())
+        if b.node.__class__ is ast.comprehension or b.node.__class__ is ast.For and b.index == -1 and b.value.__class__ is ast.Name:
             return _from_loop(ctx, b.value, loop, depth - 1)
         held = _items_of(b)
         return held is not None and _from_loop(ctx, held, loop, depth - 1)
@@ -126,6 +111,8 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
         value = value.elts[b.index]  # images, masks = batch["image"], batch["mask"]
     if b.kind in ("assign", "unpack") and value is not None:
         return _from_loop(ctx, value, loop, depth - 1)
+    if b.kind == "param" and ctx.parent(ctx.parent(b.node)).__class__ is ast.Lambda:  # map_structure(batch, lambda x: x.to(d))
+        return any(_from_loop(ctx, a, loop, depth - 1) for a in mapped_structures(ctx, expr))
     return False
 
 
@@ -242,7 +229,7 @@ Fix
             if call.func.attr == "to" and len(call.args) > 1:
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
             recv = call.func.value
-            if not any(batch_loop(l) and _from_loop(ctx, recv, l) for l in ctx.enclosing_loops(call)) and not (
+            if not any(batch_loop(l) and _from_loop(ctx, recv, l) for l in _loops_around(ctx, call)) and not (
                     _batch_parameter(ctx, recv, call, batch_loop)) and not _from_next(ctx, recv, call, names):
                 continue
             edit = ctx.add_keyword(call, "non_blocking=True")
@@ -252,6 +239,15 @@ Fix
                 suggestion="pass non_blocking=True",
                 fix=Fix("add non_blocking=True", (edit,)) if edit is not None else None,
             )
+
+
+def _loops_around(ctx: Context, call: ast.Call) -> list[ast.AST]:
+    """The loops around the copy; for a copy in a lambda (whose own scope has none), those around the lambda."""
+    loops = ctx.enclosing_loops(call)
+    if loops:
+        return loops
+    lam = next((a for a in ctx.ancestors(call) if a.__class__ is ast.Lambda), None)
+    return ctx.enclosing_loops(lam) if lam is not None else []
 
 
 def _other_copy(ctx: Context, call: ast.Call) -> bool:
@@ -271,70 +267,15 @@ def _runs_once(loop: ast.AST) -> bool:
     return any(s.__class__ in (ast.Break, ast.Return) for s in getattr(loop, "body", ()))
 
 
-_ITERATORS = frozenset({"iter", "enumerate"})
-
-
-def _next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> ast.AST | None:
-    """The loader that ``expr`` was taken from with ``next(...)``: ``images, targets =
-    next(batch_iterator)`` where ``batch_iterator = iter(data_loader)``, also through a
-    conversion or an element of the batch (``[ann.cuda() for ann in targets]``)."""
-    expr = _unconverted(expr)
-    if expr.__class__ is ast.Call and (last_name(expr.func) == "next" and len(expr.args) == 1 or (
-            not expr.args and expr.func.__class__ is ast.Attribute and expr.func.attr == "__next__")):
-        it = expr.args[0] if expr.args else expr.func.value  # next(it) / it.__next__()
-        if it.__class__ is ast.Call and last_name(it.func) in _ITERATORS and it.args:
-            return it.args[0]
-        if it.__class__ is ast.Subscript and it.value.__class__ is ast.Name:
-            return _stored_iterator(ctx, it.value.id, use)  # next(loaders_previous[context_id])
-        if it.__class__ is ast.Name:
-            b = ctx.binding_at(it.id, use)
-            values = [b.value] if b is not None and b.kind == "assign" else [
-                n.value for n in ctx.nodes.get(ast.Assign, ()) if b is None and len(n.targets) == 1
-                and n.targets[0].__class__ is ast.Name and n.targets[0].id == it.id
-                and ctx.function_of(n) is ctx.function_of(use)]  # bound later in the loop: `except StopIteration: it = iter(...)`
-            for value in values:  # it = iter(loader) / it = enumerate(loader)
-                if value is not None and value.__class__ is ast.Call and last_name(value.func) in _ITERATORS and value.args:
-                    return value.args[0]
-        return None
-    if expr.__class__ is not ast.Name or depth <= 0:
-        return None
-    b = ctx.binding_at(expr.id, use)
-    if b is None or b.value is None:
-        return None
-    value = b.value
-    if b.kind == "unpack" and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
-        value = value.elts[b.index]
-    if b.kind == "for" and b.node.__class__ is ast.comprehension:
-        return _next_source(ctx, b.value, b.node.iter, depth - 1)
-    return _next_source(ctx, value, b.node, depth - 1) if b.kind in ("assign", "unpack") else None
-
-
-def _stored_iterator(ctx: Context, name: str, use: ast.AST) -> ast.AST | None:
-    """The loader behind ``next(iterators[i])``: every item stored into ``iterators`` in the
-    function (``iterators[i] = iter(get_data_loader(...))``) is an iterator over a loader; the
-    first one's loader stands for them (None when some item is something else)."""
-    func = ctx.function_of(use)
-    found = None
-    for node in ctx.nodes.get(ast.Assign, ()):
-        target = node.targets[0]
-        if len(node.targets) != 1 or target.__class__ is not ast.Subscript or target.value.__class__ is not ast.Name \
-                or target.value.id != name or ctx.function_of(node) is not func:
-            continue
-        value = node.value
-        if value.__class__ is not ast.Call or last_name(value.func) not in _ITERATORS or not value.args:
-            return None
-        found = found or value.args[0]
-    return found
-
-
 def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set[bool | None]]) -> bool:
     """A batch read with ``next(batch_iterator)`` inside a loop (iteration-based training) from
-    a pinned loader."""
-    loops = ctx.enclosing_loops(call)
+    a pinned loader, also each element of it that a mapped lambda copies."""
+    mapped = mapped_structures(ctx, recv) if recv.__class__ is ast.Name else []
+    loops = _loops_around(ctx, call)
     if not loops or "next(" not in ctx.source and "__next__(" not in ctx.source:
         return False
-    src = _next_source(ctx, recv, call)
-    return src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names)
+    sources = [next_source(ctx, r, call) for r in [recv, *mapped]]
+    return any(src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names) for src in sources)
 
 
 def _items_of(b) -> ast.AST | None:

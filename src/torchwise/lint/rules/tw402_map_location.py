@@ -9,7 +9,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.checkpoints import file_names, loaded_keys, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.checkpoints import (file_names, handed_on_whole, loaded_keys, saved_keys, saved_on_host,
+                                                  saves_on_host)
 from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, final_weights_on_host, save_index
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
@@ -19,6 +20,7 @@ from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_scr
                                                 reads_device_keys, reload_after_training_method, restored_into,
                                                 restores_device_state, serves_evaluate_mode)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
+from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
 from torchwise.lint.semantics.samerun import fresh_name, reload_in_process, returned_by_saver, trainer_attribute_reload
 from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
@@ -29,8 +31,8 @@ def _host_keys(ctx: Context, load: ast.Call) -> bool:
     """Every key read from the loaded dict is saved (by this file or the project) with host data
     only: ``stats["mean"]`` where ``torch.save(dict(mean=np.mean(f, 0), ...))`` wrote it."""
     keys = loaded_keys(ctx, load)
-    if not keys:
-        return False
+    if not keys or handed_on_whole(ctx, load) or co_saved_with_device(ctx, load):
+        return False  # (the dict handed to another function is read there: train(..., train_status); one saved with device data)
     host, device = saved_keys(ctx)
     _, project_host, project_device = checkpoint_facts(ctx.project)
     host |= project_host
@@ -93,7 +95,7 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
     if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load)
                                                  or serves_evaluate_mode(ctx, load))
-                                                and restored_into(ctx, load) is not None and any(
+                                                and (restored_into(ctx, load) is not None or model_built_from(ctx, load)) and any(
             p != ctx.path or _evaluation_function(ctx, load) or serves_evaluate_mode(ctx, load)
             for p in device_savers(ctx.project))):
         return False
@@ -181,6 +183,17 @@ def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
     return "optim" in (last_name(parent.func.value) or "").lower() and ctx.project.targets_gpu
 
 
+def _same_run_reload(ctx: Context, load: ast.Call, names: set[str]) -> bool:
+    """A reload of what this run wrote a moment before (the best checkpoint after training), read
+    back onto the device that wrote it - not where every process of a distributed run loads it:
+    one rank wrote it (``if accelerator.is_main_process: torch.save(...)``) and every other rank
+    restores its tensors onto that rank's device."""
+    if not (returned_by_saver(ctx, load) or reload_in_process(ctx, load, names) or reload_after_training_method(ctx, load)
+            or reloads_own_save(ctx, load) or trainer_attribute_reload(ctx, load)):
+        return False
+    return not every_rank_loads(ctx, load)
+
+
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
     name = "torch-load-no-map-location"
@@ -199,7 +212,8 @@ What it flags
   `state = torch.load(p)` then `net.load_state_dict(state)`, or an entry read by key, `ckpt["g_ema"]`,
   that the project saves with device tensors). Also in a project written only for GPUs: an
   evaluation or inference script (`__main__` or `parse_args()`, no training step) restoring a
-  model from a checkpoint the project's training writes from the GPU - it runs on other machines
+  model from a checkpoint the project's training writes from the GPU (also a model built from the
+  checkpoint and moved: `models.make(torch.load(p)["model"], load_sd=True).cuda()`) - it runs on other machines
   and GPU counts than training did; so does a function named for evaluation that trains nothing
   (`def test(args, io):` of a training script, run with `--eval`), and a `--resume` load that the
   evaluation-only branch after it serves (`if args.evaluate: validate(val_loader, model, ...);
@@ -273,7 +287,15 @@ What it flags
   and can only run on it (`.cuda()` with no GPU check, no `"cpu"` device and no device flag
   anywhere): what they save comes from `cuda:0` of one visible device and resuming or
   evaluating restores it there; TW403 asks for the CPU fallback first, and once there is one
-  this rule speaks.
+  this rule speaks. The reloads of what the same run wrote are reported where every process of
+  a distributed run makes them (rank 0 saved the best model; every rank restores it onto rank 0's
+  GPU). At a script's top level (its `__main__` block), a device chosen in another module
+  (`.to(DEVICE)`, `DEVICE` imported from the model module) counts like one named here, for loads
+  that evidently read a checkpoint: restored into a model, a whole pickled model used as one
+  (`m.encoder.rnn.flatten_parameters()`, or handed to a function for its `model` parameter), or
+  the keys of a dict the project saves beside an optimizer or model state (deserialising reads
+  every entry: `status["best_epoch"]` of `{"best_epoch": e, "optimizer": optimizer}`); not a
+  pickled vocabulary.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -300,7 +322,8 @@ Fix
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
             on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
-            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call)) or in_dead_function(ctx, call):
+            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)) \
+                    or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
             if not on_host and (gpu_project_load(ctx, call) and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
@@ -309,10 +332,9 @@ Fix
             if (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) and not reads_device_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
-            if _saved_files_on_host(ctx, call, names) or returned_by_saver(ctx, call) or reload_in_process(ctx, call, names) \
+            if _saved_files_on_host(ctx, call, names) or _same_run_reload(ctx, call, names) \
                     or fresh_name(ctx, call) or _shipped_final_weights(ctx, call, names) or cached_in_branch(ctx, call) \
-                    or reload_after_training_method(ctx, call) or reloads_own_save(ctx, call) or trainer_attribute_reload(ctx, call) or host_fixture(ctx, call) \
-                    or option_never_passed(ctx, call):
+                    or host_fixture(ctx, call) or option_never_passed(ctx, call):
                 continue  # a file the project writes without GPU tensors; what this run just wrote; a data cache
             yield ctx.finding(
                 self.code, call,

@@ -16,16 +16,28 @@ _VARS = ("MASTER_ADDR", "MASTER_PORT")
 
 
 def _tcp_address(value: ast.AST | None) -> bool:
-    """``"tcp://10.0.0.1:23456"`` or an f-string made on the spot, ``f"tcp://localhost:{port}"``."""
+    """``"tcp://10.0.0.1:23456"`` or an address made on the spot, ``f"tcp://localhost:{port}"``,
+    ``"tcp://{}:{}".format(node, port)``, ``"tcp://%s:%d" % (node, port)``."""
+    value = _made_from(value)
     if value is not None and value.__class__ is ast.JoinedStr and value.values:
         value = value.values[0]
     return value is not None and value.__class__ is ast.Constant and isinstance(value.value, str) and value.value.startswith("tcp://")
 
 
+def _made_from(value: ast.AST | None) -> ast.AST | None:
+    """The template of ``"...".format(...)`` or ``"..." % (...)``; else the value itself."""
+    if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr == "format":
+        return value.func.value
+    if value.__class__ is ast.BinOp and value.op.__class__ is ast.Mod:
+        return value.left
+    return value
+
+
 def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
     out: list[ast.AST] = []
     for node in ctx.nodes.get(ast.Assign, ()):
-        if node.value.__class__ is ast.JoinedStr and _tcp_address(node.value) and ctx.calls_to("torch.distributed.init_process_group"):
+        if node.value.__class__ in (ast.JoinedStr, ast.Call, ast.BinOp) and _tcp_address(node.value) \
+                and ctx.calls_to("torch.distributed.init_process_group"):
             out.append(node)  # args.dist_url = f"tcp://localhost:{random.randrange(49152, 65535)}", handed to init_method=
             continue
         if node.value.__class__ is not ast.Constant:
@@ -57,18 +69,20 @@ def _hardcoded_rendezvous(ctx: Context) -> list[ast.AST]:
 class SpawnWithFixedRendezvous(Rule):
     code = "TW405"
     name = "spawn-with-fixed-rendezvous"
-    triggers = ("spawn", "Process(", "tcp://", "master_addr", "master_port")
+    triggers = ("spawn", "Process(", "tcp://", "master_addr", "master_port", "MASTER_ADDR", "MASTER_PORT")
     doc = """\
 What it flags
   A script that starts its workers itself with `torch.multiprocessing.spawn(...)` (`mp.spawn`)
   and hard-codes the rendezvous: `os.environ["MASTER_ADDR"] = "localhost"`,
   `os.environ["MASTER_PORT"] = "12355"`, or `init_process_group(init_method="tcp://...")` -
   also an address made on the spot for one machine, `args.dist_url =
-  f"tcp://localhost:{random.randrange(49152, 65535)}"`, handed to `init_process_group` by the
+  f"tcp://localhost:{random.randrange(49152, 65535)}"` (or `"tcp://{}:{}".format(node, port)`),
+  handed to `init_process_group` by the
   workers (a `--dist-url` option's default is configuration, not flagged). Workers started by
   hand as processes count as a spawn (`ctx = torch.multiprocessing.get_context("spawn")`, then
-  `ctx.Process(target=run, ...)`), and the address may sit in a helper module of the project
-  (`def multi_init(...)`: `dist_init_method = "tcp://localhost:10000"` handed to
+  `ctx.Process(target=run, ...)`, also Python's `multiprocessing.Process`), and the address may sit
+  in a helper module of the project (`def multi_init(...)`: `dist_init_method = "tcp://localhost:10000"`,
+  or `os.environ["MASTER_ADDR"] = "localhost"` in `def init_distributed(port=40112)`, handed to
   `init_process_group`) called by a script that starts its workers by hand: reported there, at
   the address. Likewise literal rendezvous arguments handed to a set-up helper
   (`ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)`) in a function that
@@ -113,7 +127,7 @@ Fix
         """A distributed helper module (``def multi_init(device_id, world_size, ranks)``) that
         hard-codes the rendezvous, called from a script of the project that starts its workers by
         hand: reported at the address, where the fix goes."""
-        if "init_process_group" not in ctx.source or "tcp://" not in ctx.source:
+        if "init_process_group" not in ctx.source or not any(w in ctx.source for w in ("tcp://", *_VARS)):
             return
         fixed = [n for n in _hardcoded_rendezvous(ctx) if ctx.function_of(n) is not None]
         for node in fixed:
@@ -165,21 +179,25 @@ def _spawned_elsewhere(ctx: Context, name: str) -> bool:
     return any(p != ctx.path and "spawn(" in t and stem in t and needle.search(t) is not None for p, t in ctx.project.files)
 
 
+# (Python's own multiprocessing starts workers by hand just the same: `mp.Process(target=process_main, ...)`)
+_MULTIPROCESSING = ("torch.multiprocessing.", "multiprocessing.")
+
+
 def _processes(ctx: Context) -> list[ast.Call]:
     """``mp.Process(target=run, ...)`` where ``mp = torch.multiprocessing.get_context("spawn")`` (or
-    ``torch.multiprocessing.Process``): worker processes started by hand."""
+    ``torch.multiprocessing.Process``, or Python's ``multiprocessing``): worker processes started by hand."""
     if "Process(" not in ctx.source:
         return []
     out = []
     for call in ctx.calls_named("Process"):
         func = call.func
         q = ctx.qualname(func) or ""
-        if q.startswith("torch.multiprocessing."):
+        if q.startswith(_MULTIPROCESSING):
             out.append(call)
         elif func.__class__ is ast.Attribute and func.value.__class__ is ast.Name:
             b = ctx.binding_at(func.value.id, call)
             if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call \
-                    and (ctx.qualname(b.value.func) or "").startswith("torch.multiprocessing.") \
+                    and (ctx.qualname(b.value.func) or "").startswith(_MULTIPROCESSING) \
                     and (ctx.qualname(b.value.func) or "").endswith("get_context"):
                 out.append(call)
     return out

@@ -47,7 +47,8 @@ class Log1p(Rule):
     doc = """\
 What it flags
   `torch.log(1 + x)` or `torch.log(x + 1)` with a literal 1, also the tensor-method form
-  `(1 + sigma ** 2).log()` in a file that imports torch. Not flagged: `x` that evidently
+  `(1 + sigma ** 2).log()` in a file that imports torch, and the in-place forms
+  `torch.log_(1 + z)` and `(1 + z).log_()`. Not flagged: `x` that evidently
   holds whole counts (named for one, `torch.log(duration_targets.float() + 1)`, `n_tokens`, or
   made by `.long()`/`bincount`/`len`): `1 + x` is exact for whole numbers, so log1p gains nothing.
 
@@ -60,16 +61,16 @@ Example
   y = torch.log(1 + x)                                 # TW506
 
 Fix
-  `torch.log1p(x)`.
+  `torch.log1p(x)` (in place: `x.log1p_()`).
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_named("log"):
+        for call in ctx.calls_named("log", "log_"):
             func = call.func
             if func.__class__ is not ast.Attribute or call.keywords:
                 continue
             q = ctx.qualname(func)
-            if q == "torch.log" and len(call.args) == 1:
+            if q in ("torch.log", "torch.log_") and len(call.args) == 1:
                 arg = call.args[0]
             elif q is None and not call.args and any(v.split(".", 1)[0] == "torch" for v in ctx.imports.values()):
                 arg = func.value  # (1 + x).log(): the tensor method (NumPy arrays have none)
@@ -78,8 +79,9 @@ Fix
             if arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Add and (_is_one(arg.left) or _is_one(arg.right)):
                 if integer_valued(arg.right if _is_one(arg.left) else arg.left):
                     continue  # log(1 + count): exact at 0, nothing lost for whole numbers
-                yield ctx.finding(self.code, call, "torch.log(1 + x) loses precision for small x; use torch.log1p(x)",
-                                  suggestion="torch.log1p(x)")
+                fix = "torch.log1p(x)" if func.attr == "log" else "torch.log1p(x) (or x.log1p_() in place)"
+                yield ctx.finding(self.code, call, f"torch.{func.attr}(1 + x) loses precision for small x; use {fix}",
+                                  suggestion=fix)
 
 
 RULE = Log1p()

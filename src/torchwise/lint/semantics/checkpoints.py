@@ -139,6 +139,20 @@ def saved_keys(ctx: Context) -> tuple[set[str], set[str]]:
     return host, device
 
 
+def saved_dict_keys(ctx: Context) -> tuple[set[str], set[str]]:
+    """The keys of the dicts this file saves that hold a device entry beside them (every key of
+    such a dict: ``{"epoch": n, "optimizer": optimizer}``), and those of dicts of host data only."""
+    mixed: set[str] = set()
+    plain: set[str] = set()
+    for call in ctx.calls_to("torch.save"):
+        items = _dict_items(ctx, argument(call, "obj", 0), call)
+        if items:
+            device = any(not (v.__class__ is ast.Constant or _plain_number(ctx, v, call) or is_host_data(ctx, v, call))
+                         for _, v in items)
+            (mixed if device else plain).update(k for k, _ in items)
+    return mixed, plain
+
+
 def loaded_keys(ctx: Context, load: ast.Call) -> set[str]:
     """The constant keys read from what ``load`` returns: ``torch.load(p)["mean"]``, or
     ``stats = torch.load(p); stats["mean"]``."""
@@ -157,6 +171,20 @@ def loaded_keys(ctx: Context, load: ast.Call) -> set[str]:
                 return set()  # some key we cannot read
             keys.add(s.value)
     return keys
+
+
+def handed_on_whole(ctx: Context, load: ast.Call) -> bool:
+    """``status = torch.load(p)`` and then ``status`` itself passed to a call in the same scope
+    (``train(model, params, status)``): the keys read there are not the ones read here."""
+    parent = ctx.parent(load)
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    name = parent.targets[0].id
+    for node in ctx.walk_body(getattr(ctx.scope_of(load), "body", [])):
+        if node.__class__ is ast.Call and node.lineno > load.lineno and any(
+                a.__class__ is ast.Name and a.id == name for a in [*node.args, *(k.value for k in node.keywords)]):
+            return True
+    return False
 
 
 # names of saved objects that hold settings, not tensors (``torch.save(self.args, ".../training_args.bin")``)

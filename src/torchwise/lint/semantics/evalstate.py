@@ -119,16 +119,33 @@ def _class_block(text: str, cls: str) -> str | None:
 def _first_run(ctx: Context, func: ast.AST, name: str, base: str, klass: str | None) -> ast.Call | None:
     if func.name in _SKIP:
         return None
-    node = next((n for n in ctx.walk_body(func.body) if n.__class__ is ast.Call and n.args and _run_of(ctx, n, name, base)
+    node = next((n for n in ctx.walk_body(func.body) if n.__class__ is ast.Call and (n.args or n.keywords) and _run_of(ctx, n, name, base)
                  and not under_no_grad(ctx, n)), None)
     if node is None or any(w in ctx.text(func) for w in _GRAD_WORDS):
         return None
     callers = ctx.calls_named(func.name)
     if callers and all(under_no_grad(ctx, c) for c in callers):
         return None
-    if node.func.__class__ is ast.Attribute and _method_without_grad(ctx, klass, node.func.attr):
-        return None  # the model's own method switches autograd off
+    if node.func.__class__ is ast.Attribute and (_method_without_grad(ctx, klass, node.func.attr)
+                                                 or _lacks_method(ctx, klass, node.func.attr)):
+        return None  # the model's own method switches autograd off; or the model has no such method (it fails first)
     return node
+
+
+def _lacks_method(ctx: Context, klass: str | None, method: str) -> bool:
+    """The model's class, defined once in the project as a direct ``nn.Module`` subclass, has no
+    method ``method`` (a predictor calling ``self.model.decode(...)`` of a model that lost it):
+    the call fails before any graph is recorded."""
+    if not klass or not ctx.project.files or method == "forward":
+        return False
+    module, _, cls = klass.rpartition(".")
+    texts = [t for _, t in ctx.project.files if f"class {cls}(" in t]
+    if len(texts) != 1:
+        return False
+    head = re.search(r"^class[ \t]+" + re.escape(cls) + r"\(([^)]*)\)", texts[0], re.M)
+    body = _class_block(texts[0], cls)
+    return head is not None and head.group(1).strip() in ("nn.Module", "torch.nn.Module", "Module") and body is not None \
+        and f"def {method}(" not in body
 
 
 def eval_state_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:

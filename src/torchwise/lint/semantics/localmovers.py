@@ -16,11 +16,17 @@ _WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "zip", "trange"})
 def handed_to_local_mover(ctx: Context, call: ast.Call) -> bool:
     """The loader, bound to a name, is handed to a function of this file that loops over the
     argument it receives and moves data to a device itself (``for x, y in loader: x =
-    x.to(device)``). A function that only keeps the loader, or moves nothing, does not count."""
+    x.to(device)``) - directly, or through one more function of the file that hands its
+    parameter on (``train_model(cfg, train_loader, dev_loader)`` calling ``evaluate(cfg, model,
+    dev_loader)``). A function that only keeps the loader, or moves nothing, does not count."""
     parent = ctx.parent(call)
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
         return False
-    name, scope, tried = parent.targets[0].id, ctx.scope_of(call), set()
+    return _handed_on(ctx, parent.targets[0].id, ctx.scope_of(call), 2)
+
+
+def _handed_on(ctx: Context, name: str, scope: AST, depth: int) -> bool:
+    tried = set()
     for use in ctx.nodes.get(ast.Name, ()):
         if use.id != name or use.ctx.__class__ is not ast.Load or ctx.scope_of(use) is not scope:
             continue
@@ -31,12 +37,16 @@ def handed_to_local_mover(ctx: Context, call: ast.Call) -> bool:
         if holder.__class__ is not ast.Call or holder.func is use:
             continue
         func = local_function(ctx, holder)
-        if func is None or func.__class__ is ast.Lambda or (id(func), keyword, use in holder.args) in tried:
+        if func is None or func.__class__ is ast.Lambda or func is scope or (id(func), keyword, use in holder.args) in tried:
             continue
         tried.add((id(func), keyword, use in holder.args))
         param = _parameter(func, holder, use, keyword)
-        if param is not None and _loops_over(ctx, func, param) and moves_to_device(ctx, func, follow_calls=0):
+        if param is None:
+            continue
+        if _loops_over(ctx, func, param) and moves_to_device(ctx, func, follow_calls=0):
             return True
+        if depth > 1 and _handed_on(ctx, param, func, depth - 1):
+            return True  # a training function that hands the dev loader on to the file's evaluation function
     return False
 
 

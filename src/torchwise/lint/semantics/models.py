@@ -9,6 +9,7 @@ import re
 from torchwise.lint.engine import AST, Context, last_name, root_name
 from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import is_eval_name
+from torchwise.lint.semantics.namedmethods import named_class_method_without_grad
 
 
 _MODEL_NAME = re.compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
@@ -182,7 +183,8 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
     """Does the method call ``func(...)`` (``agent.get_action_and_value(x)``, ``model.generate(ids)``)
     run the module's forward pass with autograd as the caller left it? For a class of this file,
     read the method (a ``no_grad`` decorator says no); for an imported one, go by its name, unless
-    the project decorates a method of that name with ``no_grad`` or a library's model is known to."""
+    the project decorates a method of that name with ``no_grad`` or a library's model is known to,
+    or every method of that name in the project classes this file mentions runs under no_grad."""
     name = func.attr
     if name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES) and name != "set_forward":
         return False  # (few-shot models name their forward over an episode's set `set_forward`)
@@ -195,7 +197,7 @@ def runs_forward(ctx: Context, func: ast.Attribute, call: ast.Call) -> bool:
     if built is not None and built.startswith(_LIBRARY_MODELS):
         return False
     return (name in _FORWARD_VERBS or name.startswith("forward_")) and name not in ctx.project.no_grad_functions \
-        and not _project_no_grad_bodies(ctx, name)
+        and not _project_no_grad_bodies(ctx, name) and not named_class_method_without_grad(ctx, name)
 
 
 def _project_no_grad_bodies(ctx: Context, name: str) -> bool:

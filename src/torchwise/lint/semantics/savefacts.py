@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from torchwise.lint.engine import Context, argument, last_name, legacy
 from torchwise.lint.facts import ProjectFacts
-from torchwise.lint.semantics.checkpoints import file_names, saved_keys, saved_on_host, saves_on_host
+from torchwise.lint.semantics.checkpoints import file_names, saved_dict_keys, saved_keys, saved_on_host, saves_on_host
 from torchwise.lint.semantics.projectcode import share_context
 
 
@@ -26,6 +26,9 @@ class FileSaves:
     names: dict[str, bool]
     # whether every model state saved outside any loop (the final weights) is host data (None: none)
     final_host: bool | None = None
+    # keys of saved dicts with a device entry among them; keys of saved dicts of host data only
+    mixed_keys: frozenset[str] = frozenset()
+    plain_keys: frozenset[str] = frozenset()
 
 
 def summarise(ctx: Context) -> FileSaves:
@@ -41,7 +44,9 @@ def summarise(ctx: Context) -> FileSaves:
                 and not ctx.enclosing_loops(save):
             final = (final is not False) and saved_on_host(ctx, save)
     host_keys, device_keys = saved_keys(ctx)
-    return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names, final)
+    mixed, plain = saved_dict_keys(ctx)
+    return FileSaves(saves_on_host(ctx), frozenset(host_keys), frozenset(device_keys), names, final,
+                     frozenset(mixed), frozenset(plain))
 
 
 def _known(facts: ProjectFacts) -> dict[str, FileSaves]:
@@ -122,4 +127,18 @@ def checkpoint_facts(facts: ProjectFacts) -> tuple[bool, frozenset[str], frozens
             device |= summary.device_keys
         found = (every and seen, frozenset(host), frozenset(device))
         facts.answers["checkpoints"] = found
+    return found
+
+
+def dict_key_facts(facts: ProjectFacts) -> tuple[frozenset[str], frozenset[str]]:
+    """Across the project: the keys of saved dicts that hold a device entry, and the keys of saved
+    dicts of host data only (see :func:`checkpoints.saved_dict_keys`)."""
+    found = facts.answers.get("save_dict_keys")
+    if found is None:
+        mixed: set[str] = set()
+        plain: set[str] = set()
+        for summary in _summaries(facts):
+            mixed |= summary.mixed_keys
+            plain |= summary.plain_keys
+        found = facts.answers["save_dict_keys"] = (frozenset(mixed), frozenset(plain))
     return found
