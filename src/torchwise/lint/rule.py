@@ -26,6 +26,11 @@ class Rule:
     fixable: bool = False
     # advice (performance, reproducibility, devices) that test code follows on purpose or need not follow
     skip_tests: bool = False
+    # advice about what happens when the code runs (a copy per batch, a sync per step, a load on
+    # another machine): code that never runs - nothing calls it, or a branch no caller selects -
+    # gets none (ruling R5 of issue 22). Every-occurrence rules (deprecated APIs, legacy
+    # constructors, weights_only, a biased conv before BatchNorm) keep it False.
+    per_call: bool = False
 
     def check(self, ctx: "Context") -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -30,6 +30,7 @@ from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_rea
 
 class HostSyncInLoop(Rule):
     code = "TW207"
+    per_call = True
     name = "host-sync-in-hot-loop"
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
                 "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")

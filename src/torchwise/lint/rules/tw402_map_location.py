@@ -183,6 +183,7 @@ def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
 
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
+    per_call = True
     name = "torch-load-no-map-location"
     triggers = ("load",)
     doc = """\

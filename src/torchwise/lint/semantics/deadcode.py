@@ -286,7 +286,7 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
-                   and not others_attribute(text, name, stem)
+                   and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)

@@ -1,0 +1,82 @@
+"""Branches of an ``if`` that no run of the project takes (for :mod:`.neverruns`), found where the
+test reads a value every run fixes:
+
+* a **local flag bound once to a constant**: ``parallel = False`` and, later in the same function,
+  ``if parallel:`` - nothing else binds the name (no second assignment, no loop, no ``global``);
+* an **option of a class that no construction selects** (:mod:`.unselected`): ``if is_batchnorm:``
+  or ``if self.kind == 'margin':`` where every construction of the class in the project passes, or
+  leaves at its default, a constant that fails the test - also the ``else`` of a test every
+  construction passes;
+* a **parameter of a function that no call passes**: ``def loss(self, pred, label, type='softmax')``
+  with ``if type == 'margin':``, where every call of that name in the project (``model.loss(ypred,
+  label)``) leaves it at its default or passes a constant that fails the test. Only when the name is
+  called and never used otherwise (no reference handed on, no ``*args``), and not for a public
+  function of an installable package or one in ``__all__`` (its callers are outside the project).
+
+Tests understood: the value itself, ``not``, ``==``/``!=`` a constant, ``in`` a tuple of
+constants, and ``'c' in value``. Spans are ``(first, last)`` lines, computed once per file.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import Context
+from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
+
+_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp)
+
+
+def unrun_spans(ctx: Context) -> list[tuple[int, int]]:
+    """``(first, last)`` lines of every branch that never runs (module doc)."""
+    spans = ctx._cache.get("unrun:spans")
+    if spans is None:
+        spans = []
+        for node in ctx.nodes.get(ast.If, ()):
+            if node.test.__class__ not in _CANDIDATE:
+                continue
+            outcome = _outcome(ctx, node)
+            if outcome is False:
+                spans.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
+            elif outcome is True and node.orelse:
+                spans.append((node.orelse[0].lineno, node.orelse[-1].end_lineno or node.orelse[-1].lineno))
+        ctx._cache["unrun:spans"] = spans
+    return spans
+
+
+def _outcome(ctx: Context, node: ast.If) -> bool | None:
+    """True / False when every run gives the test that value; None when it may vary."""
+    results = _local_constant(ctx, node)
+    if results is None:
+        results = branch_values(ctx, node)
+    if not results or any(r is _UNKNOWN for r in results):
+        return None
+    if all(r is True for r in results):
+        return True
+    if all(r is False for r in results):
+        return False
+    return None
+
+
+def _local_constant(ctx: Context, node: ast.If) -> list | None:
+    """``[value of the test]`` when it reads a local name bound once in its function to a
+    constant (``parallel = False``), else None."""
+    test = node.test
+    negate = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+    inner = test.operand if negate else test
+    if inner.__class__ is not ast.Name:
+        return None
+    func = ctx.function_of(node)
+    if func is None:
+        return None
+    chain = ctx.bindings(func).get(inner.id)
+    if not chain or len(chain) != 1:
+        return None
+    b = chain[0]
+    if b.kind != "assign" or b.value.__class__ is not ast.Constant or b.value.value not in (True, False, None, 0, 1):
+        return None
+    if b.pos > (node.lineno, node.col_offset) or ctx.enclosing_loops(b.node) or any(
+            n.__class__ in (ast.Global, ast.Nonlocal) and inner.id in n.names for n in ast.walk(func)):
+        return None
+    value = bool(b.value.value)
+    return [(not value) if negate else value]
