@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 
 from torchwise.lint.engine import Context
-from torchwise.lint.semantics.deadcode import dead_at, function_at
+from torchwise.lint.semantics.deadcode import dead_at
+from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.unrunbranches import unrun_spans
 
 _PACKAGE_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
