@@ -17,15 +17,11 @@ registry's ``@register``). The answers are computed once per file.
 
 from __future__ import annotations
 
-import os
-
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.deadmethods import function_at
+from torchwise.lint.semantics.callvalues import installable
 from torchwise.lint.semantics.unrunbranches import unrun_spans
-
-_PACKAGE_FILES = ("setup.py", "pyproject.toml", "setup.cfg")
-
 
 def never_runs_at(ctx: Context, line: int) -> bool:
     """Line ``line`` of the file never runs (module doc)."""
@@ -60,24 +56,4 @@ def _api(ctx: Context, line: int) -> bool:
         return True
     if top.name.startswith("_") or (func is not None and func.name.startswith("_") and func.name != "__init__"):
         return False
-    return _installable(ctx)
-
-
-def _installable(ctx: Context) -> bool:
-    found = ctx._cache.get("neverruns:package")
-    if found is None:
-        folder = os.path.dirname(os.path.abspath(ctx.path))
-        found = any(os.path.basename(p) in _PACKAGE_FILES and folder.startswith(os.path.dirname(os.path.abspath(p)))
-                    for p, _ in ctx.project.files)
-        if not found:
-            here = folder
-            for _ in range(6):  # setup.py / pyproject.toml are not Python files of the project: look on disk
-                if any(os.path.isfile(os.path.join(here, f)) for f in _PACKAGE_FILES):
-                    found = True
-                    break
-                root = ctx.project.root
-                if not root or os.path.abspath(here) == os.path.abspath(root) or os.path.dirname(here) == here:
-                    break
-                here = os.path.dirname(here)
-        ctx._cache["neverruns:package"] = found
-    return found
+    return installable(ctx)

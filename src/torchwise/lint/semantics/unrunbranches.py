@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context
+from torchwise.lint.semantics.callvalues import UNKNOWN, parameter_values
 from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
 
 _CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp)
@@ -49,7 +50,9 @@ def _outcome(ctx: Context, node: ast.If) -> bool | None:
     results = _local_constant(ctx, node)
     if results is None:
         results = branch_values(ctx, node)
-    if not results or any(r is _UNKNOWN for r in results):
+    if results is None:
+        results = _parameter_branch(ctx, node)
+    if not results or any(r is _UNKNOWN or r is UNKNOWN for r in results):
         return None
     if all(r is True for r in results):
         return True
@@ -80,3 +83,45 @@ def _local_constant(ctx: Context, node: ast.If) -> list | None:
         return None
     value = bool(b.value.value)
     return [(not value) if negate else value]
+
+
+def _parameter_branch(ctx: Context, node: ast.If) -> list | None:
+    """The test's value for each call of the enclosing function, when it tests one of the
+    function's parameters that nothing rebinds before the test (:mod:`.callvalues`)."""
+    func = ctx.function_of(node)
+    if func is None or func.__class__ is not ast.FunctionDef or func.name == "__init__":
+        return None
+    found = _parse(node.test)
+    if found is None:
+        return None
+    name, evaluate = found
+    b = ctx.binding_at(name, node)
+    if b is None or b.kind != "param" or ctx.function_of(b.node) is not func and b.node is not func:
+        return None
+    values = parameter_values(ctx, func, name)
+    if values is None:
+        return None
+    return [UNKNOWN if v is UNKNOWN else evaluate(v) for v in values]
+
+
+def _parse(test: ast.AST):
+    """``(name, evaluate(value) -> bool or UNKNOWN)`` for a test of one plain name: the name,
+    ``not name``, ``name ==``/``!= const``, ``name in (consts)``, ``'c' in name``."""
+    negate = test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not
+    inner = test.operand if negate else test
+    if inner.__class__ is ast.Name:
+        return inner.id, (lambda v: not v) if negate else bool
+    if negate or inner.__class__ is not ast.Compare or len(inner.ops) != 1:
+        return None
+    op, left, right = inner.ops[0].__class__, inner.left, inner.comparators[0]
+    if op in (ast.Eq, ast.NotEq) and left.__class__ is ast.Name and right.__class__ is ast.Constant:
+        c = right.value
+        return left.id, lambda v: (v == c) == (op is ast.Eq)
+    if op is ast.In and left.__class__ is ast.Constant and isinstance(left.value, str) and right.__class__ is ast.Name:
+        c = left.value
+        return right.id, lambda v: c in v if isinstance(v, str) else UNKNOWN
+    if op is ast.In and left.__class__ is ast.Name and right.__class__ in (ast.Tuple, ast.List, ast.Set) \
+            and all(e.__class__ is ast.Constant for e in right.elts):
+        cs = [e.value for e in right.elts]
+        return left.id, lambda v: v in cs
+    return None
