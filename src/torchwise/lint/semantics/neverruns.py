@@ -21,7 +21,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.callvalues import installable
-from torchwise.lint.semantics.unrunbranches import unrun_spans
+from torchwise.lint.semantics.unrunbranches import in_unrun_branch
 
 def never_runs_at(ctx: Context, line: int) -> bool:
     """Line ``line`` of the file never runs (module doc)."""
@@ -36,7 +36,7 @@ def never_runs_at(ctx: Context, line: int) -> bool:
 
 
 def _never_runs(ctx: Context, line: int) -> bool:
-    if any(a <= line <= b for a, b in unrun_spans(ctx)):
+    if in_unrun_branch(ctx, line):
         return True
     if not ctx.project.files or not dead_at(ctx, line):
         return False

@@ -14,7 +14,7 @@ test reads a value every run fixes:
   function of an installable package or one in ``__all__`` (its callers are outside the project).
 
 Tests understood: the value itself, ``not``, ``==``/``!=`` a constant, ``in`` a tuple of
-constants, and ``'c' in value``. Spans are ``(first, last)`` lines, computed once per file.
+constants, and ``'c' in value``. Only the ``if`` statements around a finding are judged.
 """
 
 from __future__ import annotations
@@ -28,21 +28,25 @@ from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
 _CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp)
 
 
-def unrun_spans(ctx: Context) -> list[tuple[int, int]]:
-    """``(first, last)`` lines of every branch that never runs (module doc)."""
-    spans = ctx._cache.get("unrun:spans")
-    if spans is None:
-        spans = []
-        for node in ctx.nodes.get(ast.If, ()):
-            if node.test.__class__ not in _CANDIDATE:
-                continue
-            outcome = _outcome(ctx, node)
-            if outcome is False:
-                spans.append((node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno))
-            elif outcome is True and node.orelse:
-                spans.append((node.orelse[0].lineno, node.orelse[-1].end_lineno or node.orelse[-1].lineno))
-        ctx._cache["unrun:spans"] = spans
-    return spans
+def in_unrun_branch(ctx: Context, line: int) -> bool:
+    """Line ``line`` lies in a branch of an ``if`` that never runs (module doc). Only the ``if``
+    statements around the line are judged, each once per file."""
+    cache = ctx._cache.get("unrun:ifs")
+    if cache is None:
+        cache = ctx._cache["unrun:ifs"] = {}
+    for node in ctx.nodes.get(ast.If, ()):
+        if not node.lineno < line <= (node.end_lineno or node.lineno) or node.test.__class__ not in _CANDIDATE:
+            continue
+        in_body = node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno)
+        in_else = bool(node.orelse) and node.orelse[0].lineno <= line <= (node.orelse[-1].end_lineno or node.orelse[-1].lineno)
+        if not (in_body or in_else):
+            continue
+        outcome = cache.get(id(node), 0)
+        if outcome == 0:
+            outcome = cache[id(node)] = _outcome(ctx, node)
+        if outcome is (not in_body):
+            return True
+    return False
 
 
 def _outcome(ctx: Context, node: ast.If) -> bool | None:
