@@ -52,6 +52,8 @@ _ENTRY = d("""
     from settings import SETTINGS
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     learner = Learner(make_net, SETTINGS, device)
+    learner.fit(labelled)
+    ranking = learner.scores(pool)
 """)
 PROJECTS += [
     ProjectShape("TW203", "an active learner's methods: DataLoader(data, **self.cfg['...']), batches to self.device", {

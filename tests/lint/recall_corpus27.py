@@ -365,6 +365,8 @@ PROJECTS += [
                     self.policy_new = make_net()
                     self.opt = torch.optim.Adam(self.policy_new.parameters(), lr=1e-3)
                     self.gen = ExperienceGenerator(env, self.policy_new)
+                def collect(self):
+                    return self.gen.play()
         """),
         "utils/generator.py": d("""
             import torch

@@ -52,7 +52,8 @@ _SEG3D_PREDICT = d("""
 _SEG3D_MODEL = "import torch.nn as nn\ndef get_model(cfg):\n    return nn.Conv3d(1, 1, 3)\n"
 PROJECTS += [
     ProjectShape("TW201", "look-alike: a prediction script wraps the restored model in DataParallel (trains nothing)", {
-        "unet3d/trainer.py": _SEG3D_TRAINER, "predict.py": _SEG3D_PREDICT, "unet3d/model.py": _SEG3D_MODEL},
+        "unet3d/trainer.py": _SEG3D_TRAINER, "predict.py": _SEG3D_PREDICT, "unet3d/model.py": _SEG3D_MODEL,
+        "train.py": "from unet3d.trainer import UNetTrainer\nUNetTrainer(model, optimizer, loaders).fit()\n"},
         (("unet3d/trainer.py", 6),)),
 ]
 # A model builder in a utils module: the training script calls it and backpropagates; the same
@@ -672,6 +673,8 @@ PROJECTS += [
                     if isinstance(device_ids, tuple):
                         return data_parallel(self.encoder, (inputs, hidden), device_ids=device_ids)
                     return self.encoder(inputs, hidden)
+                def forward(self, src, tgt, device_ids=None):
+                    return self.decoder(self.encode(src, device_ids=device_ids), tgt)
         """),
         "models/__init__.py": "from .base import Seq2Seq\n",
         "tools/trainer.py": d("""

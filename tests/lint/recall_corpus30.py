@@ -321,6 +321,7 @@ _SOLVER = d("""
     if __name__ == "__main__":
         args = parse()
         args.device = "cuda"
+        train(args, build(args), make_optimizer(args), make_dataset(args))
 """)
 PROJECTS += [
     ProjectShape("TW203", "speech enhancement: klass(...) of def loader(..., klass=DataLoader, **kwargs), no caller pins", {

@@ -549,7 +549,8 @@ PROJECTS += [
                     if self.arg.use_gpu and len(self.gpus) > 1:
                         self.model = nn.DataParallel(self.model, device_ids=self.gpus)
         """),
-        "processor/processor.py": "from .io import IO\nclass Processor(IO):\n    def start(self):\n        self.train()\n",
+        "processor/processor.py": "from .io import IO\nclass Processor(IO):\n    def start(self):\n        self.load_model()\n        self.train()\n",
+        "main.py": "from processor.recognition import REC_Processor\nREC_Processor().start()\n",
         "processor/recognition.py": d("""
             from .processor import Processor
             class REC_Processor(Processor):

@@ -16,6 +16,7 @@ from torchwise.lint.semantics.projectcode import shared_context
 from torchwise.lint.semantics.savefacts import note_linted
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.handedimports import hand_on_imports
+from torchwise.lint.semantics.neverruns import never_runs_at
 
 _RULES: list | None = None
 
@@ -147,8 +148,8 @@ def _check(source: str, path: str, codes: frozenset[str], project: ProjectFacts 
             continue
         try:
             for finding in rule.check(ctx):
-                if not ctx.suppressed(finding):
-                    out.append(finding)
+                if not ctx.suppressed(finding) and not (rule.per_call and never_runs_at(ctx, finding.line)):
+                    out.append(finding)  # a per-call rule says nothing where the code never runs (R5)
         except RecursionError:
             if SYNTAX_CODE in codes:
                 out.append(_problem(path, f"rule {rule.code} gave up: nesting too deep"))

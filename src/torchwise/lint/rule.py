@@ -10,6 +10,16 @@ if TYPE_CHECKING:
     from torchwise.lint.engine import Context
 
 
+# what every per-call rule's doc says about code that never runs (added to its "What it flags")
+PER_CALL_NOTE = """\
+  Code that never runs gets no finding (the advice is about what happens when it runs): a
+  function or method nothing in the project calls, or that only such functions call; a branch
+  on a local flag bound once to a constant (`multi = False` ... `if multi:`), on a class option
+  no construction sets, or on a parameter no call passes (`def loss(..., kind="ce")` with
+  `if kind == "hinge":`, every call leaving the default). Public names of an installable package
+  or in `__all__` count as called (their callers are outside the project)."""
+
+
 class Rule:
     """A static check for one catalog practice.
 
@@ -26,6 +36,11 @@ class Rule:
     fixable: bool = False
     # advice (performance, reproducibility, devices) that test code follows on purpose or need not follow
     skip_tests: bool = False
+    # advice about what happens when the code runs (a copy per batch, a sync per step, a load on
+    # another machine): code that never runs - nothing calls it, or a branch no caller selects -
+    # gets none (ruling R5 of issue 22). Every-occurrence rules (deprecated APIs, legacy
+    # constructors, weights_only, a biased conv before BatchNorm) keep it False.
+    per_call: bool = False
 
     def check(self, ctx: "Context") -> Iterator[Finding]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -44,6 +59,8 @@ class Rule:
         super().__init_subclass__(**kwargs)
         if "skip_tests" not in cls.__dict__ and cls.code[2:3] in ("2", "3", "4"):
             cls.skip_tests = True
+        if cls.__dict__.get("per_call") and "\n\nWhy it matters" in cls.doc and PER_CALL_NOTE not in cls.doc:
+            cls.doc = cls.doc.replace("\n\nWhy it matters", "\n" + PER_CALL_NOTE + "\n\nWhy it matters", 1)
 
     def applies_to(self, source: str) -> bool:
         return not self.triggers or any(t in source for t in self.triggers)

@@ -240,6 +240,11 @@ PROJECT_CODES = frozenset({"TW103", "TW104", "TW109", "TW201", "TW202", "TW203",
                            "TW301", "TW302", "TW305", "TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW502", "TW513"})
 
 
+def _project_codes() -> frozenset[str]:
+    """:data:`PROJECT_CODES` and every per-call rule: it needs the project to tell code that never runs."""
+    return PROJECT_CODES | {r.code for r in rules() if r.per_call}
+
+
 def _set_projects(projects: dict[str, ProjectFacts]) -> None:
     global _PROJECTS
     _PROJECTS = projects
@@ -250,8 +255,9 @@ def project_facts(jobs: list[FileJob]) -> dict[str, ProjectFacts]:
     named on its own is its own project), set each job's ``project`` key and scan each project
     once. Unreadable files are skipped here (their job reports the problem)."""
     by_root: dict[str, list[FileJob]] = {}
+    codes = _project_codes()
     for job in jobs:
-        if job.problem is not None or job.source is not None or not (job.codes & PROJECT_CODES):
+        if job.problem is not None or job.source is not None or not (job.codes & codes):
             continue
         root = os.path.abspath(job.base if job.base is not None else job.path)
         job.project = root

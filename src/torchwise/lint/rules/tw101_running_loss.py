@@ -124,6 +124,7 @@ def _evaluating(ctx: Context, scope: ast.AST, node: ast.AST) -> bool:
 
 class RunningLossTensor(Rule):
     code = "TW101"
+    per_call = True
     name = "running-loss-tensor"
     triggers = ("loss", "backward", "criterion")
     fixable = True

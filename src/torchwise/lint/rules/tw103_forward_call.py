@@ -12,7 +12,6 @@ from torchwise.lint.semantics.callers import project_arguments, project_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
-from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.subclassparts import lower_module_class, subclass_parts
 
 
@@ -264,6 +263,7 @@ def _kept_module(ctx: Context, value: ast.AST, use: ast.AST) -> bool:
 
 class ForwardCalledDirectly(Rule):
     code = "TW103"
+    per_call = True
     name = "forward-called-directly"
     triggers = ("forward",)
     skip_tests = True  # tests call forward() directly on purpose, to check it
@@ -323,9 +323,6 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
-
-    def _check(self, ctx: Context) -> Iterator[Finding]:
         for call in ctx.calls_named("forward"):
             func = call.func
             if func.__class__ is not ast.Attribute:

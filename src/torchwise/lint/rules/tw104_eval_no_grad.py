@@ -42,6 +42,7 @@ _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 class EvalWithoutNoGrad(Rule):
     code = "TW104"
+    per_call = True
     name = "eval-without-no-grad"
     triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
                 "training=False")

@@ -106,6 +106,7 @@ def _picked_from(ctx: Context, arg: ast.AST) -> ast.AST:
 
 class LogOfProbabilities(Rule):
     code = "TW105"
+    per_call = True
     name = "log-of-probabilities"
     triggers = ("log",)
     doc = """\

@@ -9,7 +9,6 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import is_dtype_expr
-from torchwise.lint.semantics.deadcode import dead_at
 
 _REORDERING_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
 _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
@@ -235,6 +234,7 @@ def _shape_args(ctx: Context, call: ast.Call) -> bool:
 
 class ViewAfterTranspose(Rule):
     code = "TW107"
+    per_call = True
     name = "view-after-transpose"
     triggers = ("view",)
     fixable = True
@@ -271,9 +271,6 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
-
-    def _check(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch"):
             return
         for call in ctx.calls_named("view"):

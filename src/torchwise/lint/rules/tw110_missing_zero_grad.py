@@ -56,6 +56,7 @@ def _built_in_loop(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
 
 class MissingZeroGrad(Rule):
     code = "TW110"
+    per_call = True
     name = "missing-zero-grad"
     triggers = ("backward",)
     doc = """\

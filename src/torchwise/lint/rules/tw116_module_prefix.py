@@ -103,6 +103,7 @@ def _wraps(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
 
 class ModulePrefixSlice(Rule):
     code = "TW116"
+    per_call = True
     name = "module-prefix-slice"
     triggers = ("7:", "7 :", "module.")
     doc = """\

@@ -302,6 +302,7 @@ def _hand_dp_steps(ctx: Context) -> Iterator[ast.Call]:
 
 class DataParallelUsed(Rule):
     code = "TW201"
+    per_call = True
     name = "data-parallel"
     triggers = ("DataParallel", "data_parallel", "parallel_apply", "device_count")
     doc = """\

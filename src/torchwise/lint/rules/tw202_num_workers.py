@@ -157,6 +157,7 @@ def _one_batch(ctx: Context, call: ast.Call, dataset: ast.AST) -> bool:
 
 class SynchronousDataLoader(Rule):
     code = "TW202"
+    per_call = True
     name = "dataloader-no-workers"
     triggers = ("DataLoader",)
     doc = """\

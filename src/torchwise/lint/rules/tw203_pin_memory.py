@@ -184,6 +184,7 @@ def _identity_collate(call: ast.Call) -> bool:
 
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
+    per_call = True
     name = "dataloader-no-pin-memory"
     triggers = ("DataLoader", "loader(", "pin_memory")  # (a project helper that builds loaders: get_data_loader(...))
     doc = """\

@@ -137,6 +137,7 @@ def _branch_binding(ctx: Context, name: ast.Name):
 
 class BlockingCopyFromPinned(Rule):
     code = "TW204"
+    per_call = True
     name = "blocking-copy-from-pinned"
     triggers = ("pin_memory", "loader", "Loader", ".to(", ".cuda(")
     fixable = True

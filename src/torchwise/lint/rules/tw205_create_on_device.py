@@ -42,6 +42,7 @@ def _traced(ctx: Context, node: ast.AST) -> bool:
 
 class CreateThenMove(Rule):
     code = "TW205"
+    per_call = True
     name = "create-then-move"
     triggers = ("cuda", "to", "type_as")
     fixable = True

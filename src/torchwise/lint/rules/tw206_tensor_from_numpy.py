@@ -13,7 +13,6 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
-from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.decodedarrays import decoded_array
 
 # numpy functions that return arrays (not scalars, not Python objects)
@@ -105,6 +104,7 @@ def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
 
 class TensorCopiesNdarray(Rule):
     code = "TW206"
+    per_call = True
     name = "tensor-copies-ndarray"
     triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(")
     doc = """\
@@ -161,9 +161,6 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        yield from (f for f in self._check(ctx) if not dead_at(ctx, f.line))  # code nothing runs (R5): no per-call advice
-
-    def _check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         decoders = "vread(" in ctx.source or "imread(" in ctx.source
         if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders:

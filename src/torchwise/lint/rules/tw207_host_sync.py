@@ -8,7 +8,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.deadcode import function_at, never_runs
+from torchwise.lint.semantics.deadcode import never_runs
+from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.earlystop import patience_stop
@@ -30,6 +31,7 @@ from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_rea
 
 class HostSyncInLoop(Rule):
     code = "TW207"
+    per_call = True
     name = "host-sync-in-hot-loop"
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
                 "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")

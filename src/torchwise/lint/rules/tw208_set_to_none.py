@@ -87,6 +87,7 @@ def _zero_fill(call: ast.Call) -> bool:
 
 class ZeroGradMemset(Rule):
     code = "TW208"
+    per_call = True
     name = "zero-grad-memset"
     triggers = ("zero_grad", "zero_", "fill_(0")
     fixable = True

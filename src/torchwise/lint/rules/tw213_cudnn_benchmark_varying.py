@@ -41,6 +41,7 @@ def _one_per_batch(call: ast.Call) -> bool:
 
 class BenchmarkWithVaryingShapes(Rule):
     code = "TW213"
+    per_call = True
     name = "cudnn-benchmark-varying-shapes"
     triggers = ("benchmark",)
     doc = """\

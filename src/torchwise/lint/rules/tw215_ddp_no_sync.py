@@ -46,6 +46,7 @@ def _helper_calls(ctx: Context) -> list[ast.Call]:
 
 class AccumulationWithoutNoSync(Rule):
     code = "TW215"
+    per_call = True
     name = "ddp-accumulation-without-no-sync"
     triggers = ("DistributedDataParallel", "backward(", "scaler(")
     doc = """\

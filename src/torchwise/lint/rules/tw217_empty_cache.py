@@ -14,6 +14,7 @@ from torchwise.lint.semantics.steps import hot_loop_of, in_except_handler, runs_
 
 class EmptyCacheInLoop(Rule):
     code = "TW217"
+    per_call = True
     name = "empty-cache-in-loop"
     triggers = ("empty_cache",)
     doc = """\

@@ -54,6 +54,7 @@ def _training_modes(ctx: Context) -> set[tuple[int, str]]:
 
 class HalfModelTraining(Rule):
     code = "TW218"
+    per_call = True
     name = "half-model-training"
     triggers = ("half", "float16")
     doc = """\

@@ -196,6 +196,7 @@ def _same_run_reload(ctx: Context, load: ast.Call, names: set[str]) -> bool:
 
 class LoadWithoutMapLocation(Rule):
     code = "TW402"
+    per_call = True
     name = "torch-load-no-map-location"
     triggers = ("load",)
     doc = """\

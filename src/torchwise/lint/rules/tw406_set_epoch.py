@@ -136,6 +136,7 @@ def _consumed_elsewhere(ctx: Context, sampler: ast.Call) -> bool:
 
 class SamplerWithoutSetEpoch(Rule):
     code = "TW406"
+    per_call = True
     name = "distributed-sampler-no-set-epoch"
     triggers = ("DistributedSampler",)
     doc = """\

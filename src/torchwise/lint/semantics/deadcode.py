@@ -24,7 +24,8 @@ from bisect import bisect_right
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
-                                                used_beyond_import, words)
+                                                used_beyond_import)
+from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.superseded import superseded
 
@@ -85,7 +86,7 @@ def _classes_by_name(ctx: Context) -> bool:
 def _in_named_once_function(ctx: Context, node: AST) -> bool:
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
     while func is not None:
-        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _named_once(ctx, func):
+        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and (named_once(ctx, func) or only_dead_callers(ctx, func, 3)):
             return True
         func = ctx.function_of(func)
     return False
@@ -110,16 +111,6 @@ def dead_at(ctx: Context, line: int) -> bool:
     if func is not None:
         return dead_code(ctx, func)
     return not _module_in_use(ctx) and left_over(ctx)
-
-
-def function_at(ctx: Context, line: int) -> AST | None:
-    """The innermost function of the file whose lines hold ``line``."""
-    best = None
-    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
-        for f in ctx.nodes.get(kind, ()):
-            if f.lineno <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
-                best = f
-    return best
 
 
 def _module_in_use(ctx: Context) -> bool:
@@ -286,7 +277,7 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
-                   and not others_attribute(text, name, stem)
+                   and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
@@ -322,28 +313,3 @@ def _owner_at(spans: list[tuple[int, int, AST]], line: int) -> AST | None:
         if first <= line <= last:
             return stmt
     return None
-
-
-# names that frameworks or Python call without the project naming them
-_HOOKS = frozenset({"forward", "main", "run", "setup", "teardown", "configure_optimizers", "training_step",
-                    "validation_step", "test_step", "predict_step"})
-
-
-def _named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    name = func.name
-    if func.decorator_list or name.startswith("__") or name.startswith("on_") or name in _HOOKS:
-        return False
-    key = ("dead:uses", name)
-    found = ctx.project.answers.get(key)
-    if found is None:
-        found = 0
-        for _, text in ctx.project.files:
-            if name in text:
-                found += words(text, name, 2 - found)
-                if found > 1:
-                    break
-        if found == 1 and named_in_references(ctx, name):
-            found = 2  # named in a config, a shell script or a notebook
-        ctx.project.answers[key] = found
-    return found == 1
-

@@ -86,18 +86,21 @@ def own_copy(ctx: Context, text: str, name: str, stem: str) -> bool:
                    for p, t in ctx.project.files if name in t) for s in sources)
 
 
-def others_attribute(text: str, name: str, stem: str) -> bool:
+def others_attribute(text: str, name: str, stem: str, package: str = "") -> bool:
     """Every use of ``name`` in ``text`` is an attribute of another object (``np.argmax(x)``,
-    ``scores.argmax()``), never of the module ``stem`` (``test.argmax``) nor of an alias a module
-    is imported under (``import test as t``): none is this module's function or class."""
-    if f"{stem} as " in text:
+    ``scores.argmax()``), never of the module ``stem`` (``test.argmax``), of the package
+    ``package`` that holds it (``utils.load_checkpoint``, re-exported by ``utils/__init__.py``)
+    nor of an alias a module is imported under (``import test as t``): none is this module's
+    function or class."""
+    if f"{stem} as " in text or package and f"{package} as " in text:
         return False
     for line, at in lines_naming(text, name):
         if at == 0 or line[at - 1] != ".":
             return False
         owner = line[:at - 1]
-        if owner.endswith(stem) and not (owner[-len(stem) - 1:-len(stem)].isalnum() or owner[-len(stem) - 1:-len(stem)] == "_"):
-            return False  # test.argmax: maybe this module's
+        for mod in (stem, package) if package else (stem,):
+            if owner.endswith(mod) and not (owner[-len(mod) - 1:-len(mod)].isalnum() or owner[-len(mod) - 1:-len(mod)] == "_"):
+                return False  # test.argmax, utils.argmax: maybe this module's
     return True
 
 

@@ -1,5 +1,5 @@
 """Batches that become NumPy arrays before anything reaches a device (for TW203): the loop over a
-loader hands the batch's tensors to a function - of this file, or of the project module it is
+loader hands the batch's tensors (the batch, or its parts: ``batch["image"]``) to a function - of this file, or of the project module it is
 imported from - whose first act is to turn them into arrays (``image, label =
 image.squeeze(0).cpu().detach().numpy(), label.squeeze(0).cpu().detach().numpy()``: a volume
 evaluated slice by slice, each slice resized on the host and copied on its own). The batch itself
@@ -88,7 +88,7 @@ def batches_become_numpy(ctx: Context, call: ast.Call) -> bool:
                 if func.attr in _MOVES:
                     return False  # the loop copies (part of) the batch itself
                 continue  # a method of the batch: .size(), .numpy()
-            given = {a.id for a in [*node.args, *(k.value for k in node.keywords)] if a.__class__ is ast.Name and a.id in derived}
+            given = {_part_of(a, derived) for a in [*node.args, *(k.value for k in node.keywords)]} - {None}
             if not given and not any(_mentions(a, derived) for a in [*node.args, *(k.value for k in node.keywords)]):
                 continue
             if last_name(func) in _HOST_CALLS or (ctx.qualname(func) or "").startswith(("numpy.", "logging.", "os.", "math.")):
@@ -111,11 +111,21 @@ def _params_given(func: AST, call: ast.Call, given: set[str]) -> set[str] | None
     for i, a in enumerate(call.args):
         if a.__class__ is ast.Starred:
             return None
-        if a.__class__ is ast.Name and a.id in given and i < len(names):
+        if _part_of(a, given) is not None and i < len(names):
             out.add(names[i])
     for k in call.keywords:
         if k.arg is None:
             return None
-        if k.value.__class__ is ast.Name and k.value.id in given:
+        if _part_of(k.value, given) is not None:
             out.add(k.arg)
     return out
+
+
+def _part_of(arg: AST, names: set[str]) -> str | None:
+    """The batch name ``arg`` hands on: the name itself, or a constant key, index or attribute of
+    it (``sampled_batch["image"]``, ``batch[0]``, ``data.x``)."""
+    while arg.__class__ in (ast.Subscript, ast.Attribute):
+        if arg.__class__ is ast.Subscript and arg.slice.__class__ is not ast.Constant:
+            return None
+        arg = arg.value
+    return arg.id if arg.__class__ is ast.Name and arg.id in names else None

@@ -113,27 +113,45 @@ def _value(call: ast.Call, init: ast.FunctionDef, param: str):
     return v.value if v is not None and v.__class__ is ast.Constant else _UNKNOWN
 
 
-def unselected_branch(ctx: Context, node: AST) -> bool:
-    """``node`` lies in the body of an option test that no construction selects (module doc)."""
-    if "__init__" not in ctx.source:
-        return False
+def _class_init(ctx: Context, node: AST) -> tuple[ast.ClassDef, ast.FunctionDef] | None:
     cls = ctx.class_of(node)
     if cls is None or ctx.parent(cls) is not ctx.tree:
-        return False
+        return None
     init = next((i for i in cls.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
     if init is None or init.args.vararg or init.args.kwarg or init.args.kwonlyargs:
+        return None
+    return cls, init
+
+
+def branch_values(ctx: Context, if_node: ast.If) -> list | None:
+    """The value of ``if_node``'s test (True, False or ``_UNKNOWN``) for each construction of its
+    class, when the test reads one constructor option; None otherwise or when the class has no
+    construction the project shows."""
+    if "__init__" not in ctx.source:
+        return None
+    found = _class_init(ctx, if_node)
+    if found is None:
+        return None
+    cls, init = found
+    test = _test(ctx, cls, init, if_node.test, if_node)
+    if test is None:
+        return None
+    builds = _constructions(ctx, cls)
+    if not builds:
+        return None
+    param, evaluate = test
+    return [_UNKNOWN if (v := _value(b, init, param)) is _UNKNOWN else evaluate(v) for b in builds]
+
+
+def unselected_branch(ctx: Context, node: AST) -> bool:
+    """``node`` lies in the body of an option test that no construction selects (module doc)."""
+    if "__init__" not in ctx.source or _class_init(ctx, node) is None:
         return False
     for if_node, in_body in ctx.enclosing_ifs(node):
         if not in_body or if_node.__class__ is not ast.If:
             continue
-        found = _test(ctx, cls, init, if_node.test, if_node)
-        if found is None:
-            continue
-        builds = _constructions(ctx, cls)
-        if not builds:
-            return False
-        param, evaluate = found
-        if all((v := _value(b, init, param)) is not _UNKNOWN and evaluate(v) is False for b in builds):
+        values = branch_values(ctx, if_node)
+        if values and all(v is False for v in values):
             return True
     return False
 

@@ -1,0 +1,99 @@
+"""Functions and methods that never run because nothing names them where code runs (for
+:mod:`.deadcode`): a function whose name occurs nowhere in the project but in its own ``def``
+(:func:`named_once`), and one named only inside such functions of its own file, a few levels
+deep (:func:`only_dead_callers`: the helpers of a prediction method nothing calls). Framework
+hooks (``forward``, ``training_step``, ``on_*``, dunders) and decorated functions (a registry's
+``@register``) never count; ``@classmethod`` and ``@staticmethod`` do."""
+
+from __future__ import annotations
+
+import ast
+
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.deadmodules import named_in_references
+from torchwise.lint.semantics.deadtext import words
+
+
+def function_at(ctx: Context, line: int) -> AST | None:
+    """The innermost function of the file whose lines hold ``line``."""
+    best = None
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for f in ctx.nodes.get(kind, ()):
+            if f.lineno <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
+                best = f
+    return best
+
+
+# names that frameworks or Python call without the project naming them
+_HOOKS = frozenset({"forward", "main", "run", "setup", "teardown", "configure_optimizers", "training_step",
+                    "validation_step", "test_step", "predict_step"})
+
+
+def _plain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """No framework reaches the function by itself: no decorator but ``@classmethod`` or
+    ``@staticmethod``, no dunder, hook or ``on_*`` name."""
+    name = func.name
+    return all(d.__class__ is ast.Name and d.id in ("classmethod", "staticmethod") for d in func.decorator_list) \
+        and not name.startswith(("__", "on_")) and name not in _HOOKS
+
+
+def only_dead_callers(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> bool:
+    """Every mention of ``func``'s name is in this file, inside functions that never run
+    themselves (named once, or again only by such functions, ``depth`` levels deep): the helpers
+    of a prediction method nothing calls (``self._internal_pred(...)`` only in ``predict_3D``)."""
+    name = func.name
+    if depth <= 0 or not _plain(func):
+        return False
+    key = ("dead:callers", id(func))
+    if key in ctx._cache:
+        return ctx._cache[key]
+    ctx._cache[key] = False  # recursion counts as alive while it is worked out
+    found = not any(p != ctx.path and name in t and words(t, name, 1) for p, t in ctx.project.files) \
+        and not named_in_references(ctx, name) and _mentions_dead(ctx, func, depth)
+    ctx._cache[key] = found
+    return found
+
+
+def _mentions_dead(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> bool:
+    source, name = ctx.source, func.name
+    at, seen = source.find(name), False
+    while at >= 0:
+        start, at = at, source.find(name, at + 1)
+        end = start + len(name)
+        if start and (source[start - 1].isalnum() or source[start - 1] == "_") or end < len(source) and (source[end].isalnum() or source[end] == "_"):
+            continue
+        line = source.count("\n", 0, start) + 1
+        if "#" in source[source.rfind("\n", 0, start) + 1:start]:
+            continue
+        owner = function_at(ctx, line)
+        if owner is func or owner is not None and line == owner.lineno and owner.name == name:
+            continue  # its own def (another class's method of that name counts below)
+        while owner is not None and owner is not func:
+            if owner.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and _plain(owner) and (
+                    named_once(ctx, owner) or only_dead_callers(ctx, owner, depth - 1)):
+                break
+            owner = ctx.function_of(owner)
+        if owner is None:
+            return False  # a mention where code runs
+        seen = True
+    return seen
+
+
+def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    name = func.name
+    if not _plain(func):
+        return False
+    key = ("dead:uses", name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = 0
+        for _, text in ctx.project.files:
+            if name in text:
+                found += words(text, name, 2 - found)
+                if found > 1:
+                    break
+        if found == 1 and named_in_references(ctx, name):
+            found = 2  # named in a config, a shell script or a notebook
+        ctx.project.answers[key] = found
+    return found == 1
+
