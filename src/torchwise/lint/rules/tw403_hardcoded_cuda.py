@@ -218,6 +218,8 @@ Fix
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
+        if len(ctx.project.files) > 1 and ctx.path not in ctx.project.cpu_driven:
+            return  # no CPU path of its own, and no CPU run of the project reaches it (project.cpudriven)
         yield from self._every_hardcoded(ctx)
 
     def _every_hardcoded(self, ctx: Context) -> Iterator[Finding]:
@@ -358,6 +360,9 @@ Fix
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
         if under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
+        lam = next((a for a in ctx.ancestors(node) if a.__class__ is ast.Lambda), None) if "lambda" in ctx.source else None
+        if lam is not None and under_device_flag(ctx, lam, moves_too=True) and not only_default_guards(ctx, lam):
+            return None  # `if to_gpu: cast = lambda x: Tensor(x).cuda()`: the lambda is chosen by the flag
         if in_fallback_try(ctx, node) or on_gpu_distributed_path(ctx, node):
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
         if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):
