@@ -80,11 +80,11 @@ _EVAL = d("""
 PROJECTS += [
     ProjectShape("TW403", "speedrun records assert a GPU and use NCCL; the eval module hard-codes cuda", {
         "records/a/train.py": _GPU_TRAIN, "records/b/train.py": _GPU_TRAIN, "evals/score.py": _EVAL}),
-    ProjectShape("TW403", "look-alike: a real GPU check elsewhere in the project keeps the eval module's findings", {
+    ProjectShape("TW403", "look-alike: a real GPU check elsewhere in the project keeps the eval module's findings" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "records/a/train.py": _GPU_TRAIN.replace("assert torch.cuda.is_available()",
                                                  'device = "cuda" if torch.cuda.is_available() else "cpu"'),
         "evals/score.py": _EVAL, "evals/run.py": "from score import score\nprint(score(model, items))\n"},  # (called: R5)
-        (("evals/score.py", 6), ("evals/score.py", 7), ("evals/score.py", 8))),
+        ()),
 ]
 
 # --------------------------------------------------------------------- TW403 files written for a GPU only
@@ -430,10 +430,10 @@ _QUERY = d("""
             return scores[:n]
 """)
 PROJECTS += [
-    ProjectShape("TW403", "attack query strategies (backward to the input, no optimizer) move the classifier back with .cuda()", {
+    ProjectShape("TW403", "attack query strategies (backward to the input, no optimizer) move the classifier back with .cuda()" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "demo.py": _DEMO, "nets.py": _NET, "strategies.py": _QUERY,
         "strategies2.py": _QUERY.replace("class AttackQuery", "class AdversarialQuery")},
-        (("strategies.py", 15), ("strategies2.py", 15))),
+        (('strategies.py', 15),)),
     ProjectShape("TW403", "look-alike: the same files as training scripts (an optimizer step) hard-coding CUDA: GPU-only by design", {
         "demo.py": _DEMO, "nets.py": _NET,
         "strategies.py": _QUERY.replace("return x.grad.abs().sum()", "self.opt.step()\n        return x.grad.abs().sum()"),

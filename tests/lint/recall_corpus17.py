@@ -75,13 +75,13 @@ PROJECTS += [
     ProjectShape("TW403", "a GPU-only language model beside an image classifier that chooses its device", _COLLECTION),
     ProjectShape("TW403", "the same collection under one more folder (experiments/lm, experiments/classify)",
                  {f"experiments/{p}": t for p, t in _COLLECTION.items()}),
-    ProjectShape("TW403", "look-alike: the language model's own folder checks for a GPU - its scripts keep their findings", {
+    ProjectShape("TW403", "look-alike: the language model's own folder checks for a GPU - its scripts keep their findings" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         **_COLLECTION, "lm/devices.py": 'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'},
-        (("lm/train.py", 5), ("lm/batches.py", 9), ("lm/batches.py", 9), ("lm/model.py", 9))),
-    ProjectShape("TW403", "look-alike: a folder of tools that hard-code CUDA but train nothing is no sub-project", {
+        ()),
+    ProjectShape("TW403", "look-alike: a folder of tools that hard-code CUDA but train nothing is no sub-project" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "tools/export.py": "import torch\nnet = torch.load('net.pt').cuda()\n",
         "tools/bench.py": "import torch\nx = torch.ones(8, device='cuda')\n",
-        "classify/train.py": _CLS_TRAIN}, (("tools/export.py", 2), ("tools/bench.py", 2))),
+        "classify/train.py": _CLS_TRAIN}, ()),
 ]
 
 # ------------------------------------------------------------ TW403 a script that picks its one GPU
@@ -120,7 +120,7 @@ PROJECTS += [
         "train.py": _PINNED_SCRIPT, "image.py": _DENSITY}),
     ProjectShape("TW403", "the same script without pinning a GPU, in a project with no CPU path anywhere: GPU-only by design", {
         "train.py": d(_PINNED.format(pin="print(args.gpu)")), "image.py": _DENSITY}),
-    ProjectShape("TW403", "look-alike: a sibling script offers --cpu - the pinned script keeps its findings", {
+    ProjectShape("TW403", "look-alike: a sibling script offers --cpu - the pinned script keeps its findings" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "train.py": _PINNED_SCRIPT, "train_cls.py": d("""
             import argparse
             import torch
@@ -138,7 +138,7 @@ PROJECTS += [
                     optimizer.zero_grad()
                     model.loss(points, label).backward()
                     optimizer.step()
-        """)}, (("train.py", 10), ("train.py", 14), ("train.py", 14))),  # (nn.MSELoss(...).cuda() on line 11 moves nothing: no GPU needed, round 16)
+        """)}, ()),  # (nn.MSELoss(...).cuda() on line 11 moves nothing: no GPU needed, round 16)
 ]
 
 # ------------------------------------------------------------ TW403 the model moved unguarded beside guarded batches

@@ -248,10 +248,10 @@ _VOC_TRAIN = d("""
 PROJECTS += [
     ProjectShape("TW403", "an old version of the model class in a module nobody imports (superseded: never runs)", {
         "vocoder/models/deepmind.py": _OLD_VOCODER, "vocoder/models/fatchord.py": _NEW_VOCODER, "train.py": _VOC_TRAIN}),
-    ProjectShape("TW403", "look-alike: a module nobody imports whose class is its own (a library entry point)", {
+    ProjectShape("TW403", "look-alike: a module nobody imports whose class is its own (a library entry point)" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "vocoder/models/deepmind.py": _OLD_VOCODER.replace("class WaveRNN", "class SampleRNN"),
         "vocoder/models/fatchord.py": _NEW_VOCODER, "train.py": _VOC_TRAIN},
-        (("vocoder/models/deepmind.py", 5), ("vocoder/models/deepmind.py", 6))),
+        ()),
 ]
 
 # ------------------------------------------------------------- TW301 draws in DataLoader workers
@@ -469,7 +469,7 @@ _CIFAR_MODEL = "import torch.nn as nn\nclass ResNet(nn.Module):\n    pass\ndef r
 PROJECTS += [
     ProjectShape("TW403", "a training script hard-codes CUDA in a project with no CPU path anywhere", {
         "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "hubconf.py": "from resnet import resnet20\n"}),
-    ProjectShape("TW403", "look-alike: a sibling training script falls back to the CPU", {
+    ProjectShape("TW403", "look-alike: a sibling training script falls back to the CPU" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "finetune.py": d("""
             import torch
             import resnet
@@ -479,8 +479,8 @@ PROJECTS += [
             for x, y in loader:
                 model(x.to(device), y.to(device)).backward()
                 optimizer.step()
-        """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
-    ProjectShape("TW403", "look-alike: another training script takes a --device option (cpu is one answer)", {
+        """)}, ()),
+    ProjectShape("TW403", "look-alike: another training script takes a --device option (cpu is one answer)" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "trainer.py": _CIFAR_TRAIN, "resnet.py": _CIFAR_MODEL, "main.py": d("""
             import argparse
             import torch
@@ -492,7 +492,7 @@ PROJECTS += [
             for x, y in loader:
                 model(x.to(args.device), y.to(args.device)).backward()
                 optimizer.step()
-        """)}, (("trainer.py", 8), ("trainer.py", 9), ("trainer.py", 12), ("trainer.py", 13))),
+        """)}, ()),
 ]
 
 # ------------------------------------------------------------- TW402 torch through a star import; a class picked by name

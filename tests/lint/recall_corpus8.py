@@ -105,29 +105,29 @@ PROJECTS += [
         "model.py": "import torch.nn as nn\nclass Embedder(nn.Module):\n    pass\n",
     }),
     # look-alikes: a real CPU path in the training script keeps the findings
-    ProjectShape("TW403", "look-alike: the model's move guarded on the same line (if use_gpu: model = model.cuda())", {
+    ProjectShape("TW403", "look-alike: the model's move guarded on the same line (if use_gpu: model = model.cuda())" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "train.py": _TRAIN_MODULE_LEVEL.replace("model = model.cuda()", "if use_gpu: model = model.cuda()"),
         "evaluate_gpu.py": _EVAL_GPU,
         "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
-    }, (("evaluate_gpu.py", 4), ("evaluate_gpu.py", 5))),
-    ProjectShape("TW403", "look-alike: the training script guards the model's move too (if use_gpu: model = model.cuda())", {
+    }, ()),
+    ProjectShape("TW403", "look-alike: the training script guards the model's move too (if use_gpu: model = model.cuda())" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "train.py": _TRAIN_MODULE_LEVEL.replace("model = model.cuda()", "if use_gpu:\n    model = model.cuda()"),
         "attack.py": _ATTACK, "evaluate_gpu.py": _EVAL_GPU,
         "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
-    }, (("attack.py", 3), ("attack.py", 4), ("evaluate_gpu.py", 4), ("evaluate_gpu.py", 5))),
+    }, (('attack.py', 3), ('attack.py', 4))),
     ProjectShape("TW403", "look-alike: the unconditional move in the training script is a class-weight tensor, "
-                 "not the model it trains", {
+                 "not the model it trains" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
                      "train.py": _TRAIN_MODULE_LEVEL.replace(
                          "model = model.cuda()", "weights = torch.ones(10).cuda()\nif use_gpu:\n    model = model.cuda()"),
                      "evaluate_gpu.py": _EVAL_GPU,
                      "model.py": "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n",
-                 }, (("evaluate_gpu.py", 4), ("evaluate_gpu.py", 5))),
-    ProjectShape("TW403", "look-alike: the model moved inside an `if` of main() (a device branch), not in its body", {
+                 }, ()),
+    ProjectShape("TW403", "look-alike: the model moved inside an `if` of main() (a device branch), not in its body" + " [round 18: quiet where no CPU run reaches the file - a sibling's fallback is no CPU path of it]", {
         "train.py": _TRAIN_IN_MAIN.replace("    net = Embedder(args.dim).cuda()  # the whole model on the GPU",
                                            "    net = Embedder(args.dim)\n    if device_ok:\n        net = net.cuda()"),
         "demo.py": _EVAL_GPU,
         "model.py": "import torch.nn as nn\nclass Embedder(nn.Module):\n    pass\n",
-    }, (("demo.py", 4), ("demo.py", 5))),
+    }, ()),
     ProjectShape("TW402", "look-alike: the same test script when training falls back to the CPU", {
         "train.py": _TRAIN_MODULE_LEVEL.replace("model = model.cuda()", "if use_gpu:\n    model = model.cuda()"),
         "attack.py": _ATTACK, "test.py": _TEST,

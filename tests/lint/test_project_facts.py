@@ -152,9 +152,12 @@ def test_hardcoded_cuda_kept_in_a_normal_project(tmp_path: Path) -> None:
     # GPU kernels behind a guard, CPU fallbacks elsewhere: not GPU-only by design
     (proj / "attn.py").write_text("try:\n    import flash_attn\nexcept ImportError:\n    flash_attn = None\n")
     (proj / "norm.py").write_text(GPU_KERNEL)
-    (proj / "train.py").write_text('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n')
+    (proj / "train.py").write_text('import torch\nimport generate\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n')
     (proj / "generate.py").write_text(STRAY)
     assert _codes_in(proj, "generate.py") == ["TW403"]
+    # a sibling's fallback that never imports it is no CPU path of the stray file (round 18)
+    (proj / "train.py").write_text('import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n')
+    assert _codes_in(proj, "generate.py") == []
 
 
 def test_gpu_only_needs_more_library_files_than_gpu_checks() -> None:
@@ -173,8 +176,8 @@ def test_nccl_only_project_without_any_gpu_check_is_gpu_only(tmp_path: Path) -> 
     (proj / "generation.py").write_text('import torch\ntorch.distributed.init_process_group("nccl")\n')
     (proj / "model.py").write_text('import torch\ncache = torch.zeros(4).cuda()\n')
     assert _codes_in(proj, "model.py") == []
-    # one GPU check anywhere in the project: it considers machines without one, keep the finding
-    (proj / "run.py").write_text('import torch\nuse_gpu = torch.cuda.is_available()\n')
+    # a script that imports the model and sets a device flag from a GPU check: a CPU run reaches it
+    (proj / "run.py").write_text('import torch\nimport model\nuse_gpu = torch.cuda.is_available()\n')
     assert _codes_in(proj, "model.py") == ["TW403"]
 
 
@@ -223,7 +226,7 @@ def test_pool_workers_get_the_project_facts(tmp_path: Path) -> None:
         (proj / f"kernel_{i}.py").write_text(GPU_KERNEL)
     (proj / "generate.py").write_text(STRAY)
     assert lint_paths([str(proj)], select="TW403", use_config=False, jobs=2) == []
-    (proj / "check.py").write_text("import torch\n" + "\n".join(f"c{i} = torch.cuda.is_available()" for i in range(3)) + "\n")
+    (proj / "check.py").write_text("import torch\nimport generate\n" + "\n".join(f"c{i} = torch.cuda.is_available()" for i in range(3)) + "\n")
     for i in range(18):  # now more files check for a GPU than import GPU-only libraries
         (proj / f"kernel_{i}.py").write_text("import torch\nok = torch.cuda.device_count()\n")
     assert [Path(f.path).name for f in lint_paths([str(proj)], select="TW403", use_config=False, jobs=2)] == ["generate.py"]
@@ -267,9 +270,12 @@ def test_a_module_and_its_callers_are_parsed_once_and_reported_in_path_order(
 
     # the caller comes first by name; the module it imports is linted first, and parses it
     (tmp_path / "a_main.py").write_text(
-        "import torch\nfrom torch.utils.data import DataLoader\nimport engine\n"
+        "import torch\nfrom torch.utils.data import DataLoader\nimport engine\nimport z_opts\nargs = z_opts.parser.parse_args()\n"
         "loader = DataLoader(ds, batch_size=8, num_workers=2, pin_memory=True)\n"
         "engine.train(model, loader, 'cuda')\nx = torch.ones(3).cuda()\n")
+    # its options offer --no_cuda: the CPU run it parses reaches the hard-coded line (round 18)
+    (tmp_path / "z_opts.py").write_text("import argparse\nparser = argparse.ArgumentParser()\n"
+                                        "parser.add_argument('--no_cuda', action='store_true')\n")
     (tmp_path / "engine.py").write_text(
         "def train(model, loader, device='cpu'):\n    for x, y in loader:\n        x = x.to(device)\n"
         "        loss = model(x).sum()\n        loss.backward()\n")

@@ -82,6 +82,8 @@ class ProjectFacts:
     kernel_files: frozenset[str] = frozenset()
     # entry points with no CPU path of their own nor in what they import (project.scripts.gpu_scripts)
     gpu_scripts: frozenset[str] = frozenset()
+    # files a CPU run reaches: entry points with a strong CPU path and the project modules they import (project.cpudriven)
+    cpu_driven: frozenset[str] = frozenset()
     # answers worked out on demand from the blocks and files above (one process's cache)
     answers: dict = field(default_factory=dict, repr=False, compare=False)
 

@@ -36,6 +36,7 @@ from bisect import bisect_right
 from typing import Iterable
 
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
+from torchwise.lint.project.cpudriven import cpu_driven
 from torchwise.lint.project.datasets import dataset_facts
 from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
@@ -82,6 +83,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
         gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),
+        cpu_driven=cpu_driven(texts) if words.cuda_files and not gpu_only else frozenset(),
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,
         host_read_blocks=hosts,

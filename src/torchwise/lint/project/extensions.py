@@ -34,7 +34,7 @@ import re
 
 # kernel packages with no CPU implementation (their names do not end in `_cuda`)
 KERNEL_PACKAGES = ("pointnet2_ops", "pointops")
-_IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)|import[ \t]+([\w., \t]+))", re.M)
+_IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t*]+)|import[ \t]+([\w., \t]+))", re.M)
 _CUDA_EXT = re.compile(r"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
 # a set-up that picks CppExtension or CUDAExtension into a variable and refuses to build without
 # CUDA (`else: raise NotImplementedError("Cuda is not available")`): its CPU build is no build

@@ -34,7 +34,8 @@ _TOP_ARGS = re.compile(r"^\S[^\n]*\bparse_args\(", re.M)
 _CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
 
 
-def _entry_point(text: str) -> bool:
+def entry_point(text: str) -> bool:
+    """``if __name__ == "__main__":`` or ``parse_args(`` at column 0: a script a user starts."""
     return ("__main__" in text and _MAIN.search(text) is not None) or (
         "parse_args(" in text and _TOP_ARGS.search(text) is not None)
 
@@ -73,7 +74,7 @@ def gpu_scripts(texts: list[tuple[str, str]], cpu_paths: set[str]) -> frozenset[
     cache: dict[str, tuple[set[str], set[str]]] = {}
     out = []
     for path, text in texts:
-        if path in cpu_paths or not any(c in text for c in _CUDA) or not _entry_point(text) or (
+        if path in cpu_paths or not any(c in text for c in _CUDA) or not entry_point(text) or (
                 dynamic and "Module" in text and _MODULE_CLASS.search(text) is not None):
             continue
         modules, names = cache[path] = imported(text, anywhere=True)
@@ -83,4 +84,4 @@ def gpu_scripts(texts: list[tuple[str, str]], cpu_paths: set[str]) -> frozenset[
     return frozenset(out)
 
 
-__all__ = ["gpu_scripts"]
+__all__ = ["entry_point", "gpu_scripts"]

@@ -89,7 +89,8 @@ What it flags
   its inputs with `.cuda()` instead of `.to(device)`. In a file that tests the device it chose
   for the CPU (`device = lib.get_device()` ... `if device.type != 'cpu':`, `use_amp =
   device.type == "cuda"`), every `.cuda()` and `device="cuda"` outside such a test: the file
-  means to run on either, and the hard-coded line breaks its CPU run. And in a training file that checks for a
+  means to run on either, and the hard-coded line breaks its CPU run (not when it asserts its
+  device is no CPU: `assert self.get_device() != "cpu", "CPU not implemented"` demands a GPU). And in a training file that checks for a
   GPU and moves every batch under its flag (`if use_cuda: inputs = inputs.cuda()`), the model
   (or its loss) moved with a bare `.cuda()` as a whole statement (`model =
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
@@ -98,19 +99,24 @@ What it flags
   fails without a GPU, whatever its functions' `device` parameters offer.
   Not when the file also uses "cuda" unguarded elsewhere (autocast on "cuda", a tensor made on
   "cuda:0"): such a file is written for a GPU.
-  Linted with its project, only where the project offers a way to run without a GPU somewhere -
-  a file checks `torch.cuda.is_available()` in a choice, names a `"cpu"` device to run on, has
-  a device flag (`--no_cuda`, `use_gpu`) or a `--device` option (a `map_location="cpu"`, a
-  `.to("cpu")` of results or the GPU check of a package's `setup.py` is none): a project with no
-  CPU path anywhere is written for GPUs, and its hard-coded CUDA breaks nothing it offers (a
-  file linted on its own is judged by itself). Where it offers one, the project's libraries (the
-  modules other files import: models, datasets, losses) run wherever their importers do, and
-  their hard-coded CUDA breaks that path; an entry point (`if __name__ == "__main__":` or a
-  top-level `parse_args()`) that no file imports runs only on the device it sets up itself, so
-  one with no CPU path of its own and none in the project modules it imports (the options it
-  parses with their `--no_cuda`, a `get_device()` helper) is written for the GPU it names and
-  is left alone (an analysis script under `scripts/`, the test of a CUDA extension), whatever
-  its sibling scripts offer.
+  Linted with its project, a file with no CPU path of its own is reported only where a CPU run
+  of the project reaches it (`torchwise.lint.project.cpudriven`): an entry point (`if __name__
+  == "__main__":`, a top-level `parse_args()`, or a script no file imports that runs code at its
+  top level) with strong evidence of a CPU run - it chooses a `"cpu"` device as the other side
+  of a choice (`"cuda" if torch.cuda.is_available() else "cpu"`, `else: device =
+  torch.device("cpu")`, `args.device = "cpu"`), sets a device flag from the GPU check (`use_gpu
+  = torch.cuda.is_available()`), or parses a CPU option (`--no_cuda`, `--cpu`, `--use_cpu`,
+  `--device`) or a boolean GPU switch (`--cuda` with `type=str2bool`, `--use_gpu` with
+  `action="store_true"`), also through the options module it imports - and every project module
+  such an entry point imports, directly or through other modules (the models, losses and
+  trainers it runs). A sibling script's fallback is no CPU path of a file it never imports; an
+  option that holds a GPU id (`--cuda 1` written into `CUDA_VISIBLE_DEVICES`, `--gpu 0`,
+  `--gpu_ids`) is none; a GPU check that only guards the entry's own moves (`if
+  torch.cuda.is_available(): model = model.cuda()`) is none for its libraries; a `"cpu"` chosen
+  inside a library's function for a tensor of its own is none for its importers. A file linted
+  on its own is judged by itself. Entry points with no CPU path of their own nor in the project
+  modules they import (the options they parse with their `--no_cuda`, a `get_device()` helper)
+  are left alone (an analysis script under `scripts/`, the test of a CUDA extension).
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
   NCCL backend, and every file of a project that is GPU-only by design: a first pass over the
   linted project (`torchwise.lint.project`) finds at least 3 files importing such libraries
@@ -139,7 +145,8 @@ What it flags
   world_size > 1:` / `if args.distributed:`, or after `if world_size == 1: return` - are left
   alone: no CPU run reaches them.
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
-  `if not args.use_cpu:`) are the user's choice and stay quiet; an unconditional `.cuda()` in
+  `if not args.use_cpu:`, also a lambda chosen there: `if to_gpu: cast = lambda x:
+  Tensor(x).cuda()`) are the user's choice and stay quiet; an unconditional `.cuda()` in
   the same script is still reported, since it breaks the CPU path the flag offers. So is one
   under `if cuda:` where `cuda` is a parameter of its function that defaults to True and that no
   call passes (`def one_hot(idx, size, cuda=True)`, called as `one_hot(t, n)`): that guard is
@@ -218,6 +225,8 @@ Fix
             return  # GPU kernels and GPU-only serving engines: CUDA-only by nature
         if any(c.value == "nccl" for c in ctx.nodes.get(ast.Constant, ()) if isinstance(c.value, str)):
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
+        if len(ctx.project.files) > 1 and ctx.path not in ctx.project.cpu_driven:
+            return  # no CPU path of its own, and no CPU run of the project reaches it (project.cpudriven)
         yield from self._every_hardcoded(ctx)
 
     def _every_hardcoded(self, ctx: Context) -> Iterator[Finding]:
@@ -358,6 +367,9 @@ Fix
     def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
         if under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
+        lam = next((a for a in ctx.ancestors(node) if a.__class__ is ast.Lambda), None) if "lambda" in ctx.source else None
+        if lam is not None and under_device_flag(ctx, lam, moves_too=True) and not only_default_guards(ctx, lam):
+            return None  # `if to_gpu: cast = lambda x: Tensor(x).cuda()`: the lambda is chosen by the flag
         if in_fallback_try(ctx, node) or on_gpu_distributed_path(ctx, node):
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
         if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):

@@ -9,7 +9,8 @@ the GPU by testing their own device (TW403).
   gets there, and the multi-process run is GPU-only by the file's own set-up.
 - A file that tests the device it chose for the CPU (``if device.type != 'cpu':``,
   ``use_amp = device.type == "cuda"``): it means to run on both, so a bare ``.cuda()`` in it
-  breaks the CPU run it offers.
+  breaks the CPU run it offers - unless it asserts the device is no CPU (``assert
+  self.get_device() != "cpu", "CPU not implemented"``): then it demands the GPU.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ def tests_device_for_cpu(ctx: Context) -> bool:
     src = ctx.source
     if "device" not in src or not ("'cpu'" in src or '"cpu"' in src or "'cuda'" in src or '"cuda"' in src):
         return False
+    if any(_demands_gpu(a.test) for a in ctx.nodes.get(ast.Assert, ())):
+        return False  # `assert self.get_device() != "cpu", "CPU not implemented"`: it demands the GPU
+    found = False
     for cmp in ctx.nodes.get(ast.Compare, ()):
         if len(cmp.ops) != 1 or cmp.ops[0].__class__ not in (ast.Eq, ast.NotEq):
             continue
@@ -95,8 +99,14 @@ def tests_device_for_cpu(ctx: Context) -> bool:
         if left.__class__ is ast.Constant:
             left, right = right, left
         if right.__class__ is ast.Constant and right.value in ("cpu", "cuda") and _CHOSEN.match(ctx.text(left)):
-            return True
-    return False
+            found = True
+    return found
+
+
+def _demands_gpu(test: ast.AST) -> bool:
+    """An assert test ``x != "cpu"`` (the device of a model or tensor is no CPU)."""
+    return test.__class__ is ast.Compare and len(test.ops) == 1 and test.ops[0].__class__ is ast.NotEq and any(
+        c.__class__ is ast.Constant and c.value == "cpu" for c in (test.left, test.comparators[0]))
 
 
 __all__ = ["in_fallback_try", "on_gpu_distributed_path", "tests_device_for_cpu"]

@@ -1,0 +1,114 @@
+"""Files that a CPU run of the project reaches: where hard-coded CUDA breaks a CPU path.
+
+A ``.cuda()`` in a file that offers no CPU path of its own breaks something only when a CPU run
+reaches it. Loose evidence somewhere in the project (a ``torch.cuda.is_available()`` anywhere, an
+option named ``--cuda`` that holds a GPU id, ``if opt.gpu is not None:``) kept misfiring on
+projects written for GPUs. Here the evidence must be *strong* and *linked*:
+
+- strong: a file chooses a ``"cpu"`` device as the alternative of a choice (``"cuda" if c else
+  "cpu"``, ``"cpu" if opt.no_cuda else "cuda"``, ``else: device = torch.device("cpu")``,
+  ``args.device = "cpu"``), sets a device flag from the GPU check (``use_gpu =
+  torch.cuda.is_available()``) or parses an option that asks for the CPU (``--no_cuda``, ``--cpu``,
+  ``--use_cpu``, ``--device``) or a boolean GPU switch (``--cuda`` with ``type=str2bool``,
+  ``--use_gpu`` with ``action="store_true"``; an option holding a GPU id is none);
+- linked: the file is such a file and an entry point (``if __name__ == "__main__":``, a top-level
+  ``parse_args(``) or a script no other file imports that runs code at its top level, or an entry point that imports the
+  project module defining such an option (the options it parses), and the CPU run reaches every project module such an entry point
+  imports, directly or through other project modules (``run.py`` imports ``model_factory``,
+  which imports the model).
+
+Text only, matched by module names like :mod:`torchwise.lint.project.extensions` (a name that
+several files share counts for each).
+"""
+
+from __future__ import annotations
+
+import re
+
+from torchwise.lint.project.extensions import imported, module_keys
+from torchwise.lint.project.scripts import entry_point
+
+# a "cpu" device as the other side of a choice
+_CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
+                         r"""|["']cpu["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cuda(?::\d+)?["']""")
+# `else:` followed by a "cpu" device assigned (`device = torch.device("cpu")`, `args.device = 'cpu'`)
+_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n)*[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
+                       r"""(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
+_ELSE_CPU_ONE_LINE = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*[\w.]+[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
+# `args.device = "cpu"` / `args.device = torch.device("cpu")` under a GPU check
+_AVAILABLE_CPU = re.compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*device[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""")
+# a device flag set from the GPU check, for the file's moves to test (`use_gpu = torch.cuda.is_available()`)
+_FLAG_FROM_CHECK = re.compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
+# a statement at column 0 that calls something (a script that runs when started), not a def/class/import
+_TOP_CALL = re.compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
+_OPTION = re.compile(r"""add_argument\([ \t]*["'](--?[\w-]+)["']([^)]*)""")
+_CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
+                          "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
+_GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})
+_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False)\b""")
+
+
+def cpu_option(text: str) -> bool:
+    """The file parses an option that asks for the CPU, or a boolean GPU switch (not a GPU id)."""
+    if "add_argument(" not in text:
+        return False
+    for m in _OPTION.finditer(text):
+        name = m.group(1)
+        if name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(m.group(2)) is not None:
+            return True
+    return False
+
+
+def strong_cpu_path(text: str) -> bool:
+    """The file chooses a ``"cpu"`` device as the alternative of a choice or parses a CPU option
+    (see the module doc). A GPU check that only guards moves (``if torch.cuda.is_available():
+    model.cuda()``) is not enough on its own here: it guards the file's own moves."""
+    if "cpu" in text and ("else" in text and (_CPU_CHOICE.search(text) or _ELSE_CPU.search(text)
+                                              or _ELSE_CPU_ONE_LINE.search(text))
+                          or "is_available" in text and _AVAILABLE_CPU.search(text)):
+        return True
+    if "is_available" in text and _FLAG_FROM_CHECK.search(text):
+        return True
+    return cpu_option(text)
+
+
+def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
+    """The files a CPU run of the project reaches (see the module doc)."""
+    strong = {p for p, t in texts if strong_cpu_path(t)}
+    if not strong:
+        return frozenset()
+    option_keys: set[str] = set()
+    for p, t in texts:
+        if p in strong and cpu_option(t):
+            option_keys |= module_keys(p)
+    names: dict[str, set[str]] = {}
+
+    def imports_of(path: str, text: str) -> set[str]:
+        if path not in names:
+            names[path] = set().union(*imported(text, anywhere=True)) if "import" in text else set()
+        return names[path]
+
+    entries = {p for p, t in texts if entry_point(t)}
+    # a strong file that is an entry point, or that no other file imports (a script run at its top level)
+    seeds = {p for p, t in texts if p in strong and (p in entries or _TOP_CALL.search(t) and not _imported(p, texts, imports_of))}
+    if option_keys:
+        seeds |= {p for p, t in texts if p in entries and any(k in t for k in option_keys) and imports_of(p, t) & option_keys}
+    if not seeds:
+        return frozenset()
+    reached = set(seeds)
+    frontier = set().union(*(imports_of(p, t) for p, t in texts if p in seeds))
+    while frontier:
+        new = [(p, t) for p, t in texts if p not in reached and module_keys(p) & frontier]
+        frontier = set()
+        for p, t in new:
+            reached.add(p)
+            frontier |= imports_of(p, t)
+    return frozenset(reached)
+
+
+def _imported(path: str, texts: list[tuple[str, str]], imports_of) -> bool:
+    keys = module_keys(path)
+    return any(p != path and any(k in t for k in keys) and imports_of(p, t) & keys for p, t in texts)
+
+
+__all__ = ["cpu_driven", "cpu_option", "strong_cpu_path"]
