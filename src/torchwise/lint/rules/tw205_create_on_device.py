@@ -85,8 +85,14 @@ What it flags
   is reported: `alpha = torch.rand(1)` / `else: alpha = torch.FloatTensor([0.5])`, then `alpha.to(device)`)
   and moved after `if x is not None:` - a test, not a use -, or joined and moved: `torch.cat([y, m], 1).float().to(device)`, also a join stored first,
   `grid = torch.cat([rows, cols], 1)` then `if self.use_cuda: grid = grid.cuda()`;
-  every part of a join is on one device), also after host arithmetic and a retype
-  (`(torch.ones(s) / n).type_as(x).to(x.device)`), through a helper of the file that returns
+  every part of a join is on one device; also a part appended to a list that is joined and moved,
+  `parts.append(torch.eye(n))`, `x = torch.cat([p.reshape(b, -1) for p in parts], 1)`, then
+  `x = x.cuda()` - here, or by the caller of a helper that returns the join, `a, b =
+  self._inputs(batch, t)`, reported at the factory; a mask reshaped by a chain of views under its
+  own name, `m = m.view(-1, 1).repeat(1, d)`, before the move; a state a method resets,
+  `def init_hidden(self, n): self.h = torch.zeros(n, k)`, stored back moved where it is used,
+  `self.h = self.h.cuda()`, reported at the reset when that method runs per step), also after host arithmetic and a retype
+  (`(torch.ones(s) / n).type_as(x).to(x.device)`, a cast `torch.ones(k).byte().cuda()`), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a
   sinc kernel from `th.hann_window(4 * zeros + 1)`; `importance_matrix(b, n_data).to(z.device)` from a

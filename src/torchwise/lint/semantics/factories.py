@@ -63,7 +63,7 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
 SHAPE_METHODS = frozenset({
     "unsqueeze", "squeeze", "unfold", "repeat", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "flatten",
     "t", "transpose", "permute",
-    "flip", "float", "long", "int", "bool", "half", "double", "contiguous", "repeat_interleave", "tril", "triu",
+    "flip", "float", "long", "int", "bool", "half", "double", "byte", "char", "short", "bfloat16", "contiguous", "repeat_interleave", "tril", "triu",
     "fill_", "zero_", "type", "type_as",
     "scatter_", "scatter_add_",  # a one-hot filled in on the host: torch.zeros(s).scatter_(1, idx, 1)
     # drawn or rescaled in place on the host: torch.rand(s).sub_(0.5).mul_(2.0), FloatTensor(b, 1).uniform_(0, 1)

@@ -11,6 +11,7 @@ import ast
 from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.semantics.appendedjoins import appended_parts, reset_attribute
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
@@ -103,26 +104,32 @@ def passed_new(ctx: Context, func: AST, index: int, made: Made) -> Iterator[tupl
 
 
 def reshaped_source(ctx: Context, recv: ast.Name, use: AST, methods: frozenset[str], depth: int = 3) -> AST | None:
-    """``eta = torch.FloatTensor(b, 1).uniform_(0, 1); eta = eta.expand(...); eta.cuda()``: the
+    """``eta = torch.FloatTensor(b, 1).uniform_(0, 1); eta = eta.expand(...); eta.cuda()`` (also
+    reshapes chained, ``m = m.view(-1, 1).repeat(1, d)``): the
     value ``recv`` was made from through reshapes stored under names, each used next by the
     following one; None when it was not reshaped that way."""
     for _ in range(depth):
         b = ctx.binding_at(recv.id, use)
         value = b.value if b is not None and b.kind == "assign" else None
-        if not _reshape_of_name(value, methods) or not stored_then_moved(ctx, recv, use):
+        base = _reshaped_name(value, methods)
+        if base is None or not stored_then_moved(ctx, recv, use):
             return None
-        recv, use = value.func.value, value
+        recv, use = base, value
         if not stored_then_moved(ctx, recv, use):
             return None
         source = ctx.resolve(recv, use)
-        if not _reshape_of_name(source, methods):
+        if _reshaped_name(source, methods) is None:
             return source
     return None
 
 
-def _reshape_of_name(value: AST | None, methods: frozenset[str]) -> bool:
-    return value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in methods \
-        and value.func.value.__class__ is ast.Name
+def _reshaped_name(value: AST | None, methods: frozenset[str]) -> ast.Name | None:
+    """The name under ``m.view(-1, 1).repeat(1, d).view(n, -1)`` (reshapes chained on a name)."""
+    if value.__class__ is not ast.Call or value.func.__class__ is not ast.Attribute or value.func.attr not in methods:
+        return None
+    while value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in methods:
+        value = value.func.value
+    return value if value.__class__ is ast.Name else None
 
 
 def rarely_moved(ctx: Context, node: AST) -> bool:
@@ -183,6 +190,16 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
         if made is not None and stored_then_moved(ctx, part, use):
             yield call, made, True, ""
             return
+    joined = False
+    # inputs.append(torch.eye(n)); inputs = torch.cat(inputs, 1), moved here or by the caller of the helper returning it
+    for site, made in appended_parts(ctx, recv, call, made_by, methods, lambda c: called_helper(ctx, c)):
+        joined = True
+        yield site, made, True, f" (appended to a list joined on the CPU and moved at line {call.lineno})"
+    for site, made in reset_attribute(ctx, recv, call, made_by):  # def init_hidden(self): self.h = torch.zeros(...)
+        joined = True
+        yield site, made, True, f" (stored in {ctx.text(recv)}, moved at line {call.lineno})"
+    if joined:
+        return
     made = returned_new(ctx, recv, made_by)  # t = diffusion.sample_timesteps(n).to(device)
     if made is not None:
         yield call, made, True, f" (made in {last_name(recv.func)}())"

@@ -303,7 +303,10 @@ def sampler_off_step(ctx: Context, func: AST) -> bool:
 def _called_in_step(ctx: Context, name: str) -> bool:
     """Some call of ``name`` - in this file or another module of the project - runs every training
     step: in a training loop, or in a function that runs one step per call (``def train(line):``
-    with its backward pass and optimizer step outside any loop of its own)."""
+    with its backward pass and optimizer step outside any loop of its own); this file's own calls
+    however many modules name it (``self.init_hidden(n)`` in a policy's ``learn()``)."""
+    if any(hot_region_of(ctx, c) is not None for c in ctx.calls_named(name)):
+        return True
     key = ("sem:called-in-step", name)
     answers = ctx.project.answers if ctx.project.files else ctx._cache  # a file alone: its own answer
     found = answers.get(key)
