@@ -152,3 +152,161 @@ QUIET += [
         from torchvision.models.detection import backbone_utils
     """)),
 ]
+
+# ------------------------------------------------------------- TW201 one training setup, reported once
+# An instance-segmentation script wraps its model in DataParallel and then its loss module too, so
+# the loss runs per GPU as well: one setup, reported at the model's wrapper. A BERT-style Trainer
+# wraps the model in train() (reported) and again in eval(), where the wrapper is only handed to
+# an evaluate callback inside `torch.no_grad()`.
+_SEG_TRAIN = d("""
+    import torch
+    from models import get_model
+    from criterions import EmbeddingLoss
+    device = torch.device("cuda")
+    model = torch.nn.DataParallel(get_model("erfnet")).to(device)
+    criterion = EmbeddingLoss(n_sigma=2)
+    criterion = torch.nn.DataParallel(criterion).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4)
+    for sample in loader:
+        out = model(sample["image"].to(device))
+        loss = criterion(out, sample["instance"], sample["label"]).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""")
+_BERT_TRAINER = d("""
+    import torch
+    import torch.nn as nn
+    class Trainer:
+        def __init__(self, model, data_iter, optimizer, device):
+            self.model, self.data_iter, self.optimizer, self.device = model, data_iter, optimizer, device
+        def train(self, get_loss, data_parallel=True):
+            self.model.train()
+            model = self.model.to(self.device)
+            if data_parallel:
+                model = nn.DataParallel(model)
+            for batch in self.data_iter:
+                batch = [t.to(self.device) for t in batch]
+                self.optimizer.zero_grad()
+                loss = get_loss(model, batch).mean()
+                loss.backward()
+                self.optimizer.step()
+        def eval(self, evaluate, data_parallel=True):
+            self.model.eval()
+            model = self.model.to(self.device)
+            if data_parallel:
+                model = nn.DataParallel(model)
+            results = []
+            for batch in self.data_iter:
+                batch = [t.to(self.device) for t in batch]
+                with torch.no_grad():
+                    accuracy, result = evaluate(model, batch)
+                results.append(result)
+            return results
+""")
+PROJECTS += [
+    ProjectShape("TW201", "the loss module wrapped in DataParallel after the model: reported once, at the model",
+                 {"train.py": _SEG_TRAIN}, (("train.py", 5),)),
+    ProjectShape("TW201", "a trainer's eval() hands its wrapper to a callback under no_grad: only train()'s wrapper",
+                 {"trainer.py": _BERT_TRAINER, "classify.py": d("""
+                     from trainer import Trainer
+                     def main(model, it, opt):
+                         t = Trainer(model, it, opt, "cuda")
+                         t.train(lambda m, b: m(*b))
+                         t.eval(lambda m, b: (0.0, m(*b)))
+                 """)}, (("trainer.py", 10),)),
+]
+FIND += [
+    Shape("TW201", "a lone loss wrapper (no model wrapper beside it) is still reported", d("""
+        import torch
+        import torch.nn as nn
+        def fit(model, loader, loss_module):
+            criterion = nn.DataParallel(loss_module)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                criterion(model(x), y).mean().backward()
+                opt.step()
+        fit(Net(), [], Loss())
+    """), 4),
+]
+
+# ------------------------------------------------------------- TW208 the gradient of an input, read as a result
+# An autograd tutorial builds a Jacobian one column per backward pass: it makes the input a leaf
+# with `requires_grad=True`, reads `x.grad` into the matrix and zeroes it between passes. No
+# parameter is trained; a hand-written gradient-descent loop on such a tensor still counts.
+QUIET += [
+    Shape("TW208", "Jacobian of a Variable input, one column per backward, at module level", d("""
+        import torch
+        from torch.autograd import Variable
+        x = Variable(torch.FloatTensor([[2, 1]]), requires_grad=True)
+        y = torch.mm(x, torch.FloatTensor([[1, 2], [3, 4]]))
+        jac = torch.zeros(2, 2)
+        y.backward(torch.FloatTensor([[1, 0]]), retain_graph=True)
+        jac[:, 0] = x.grad.data
+        x.grad.data.zero_()
+        y.backward(torch.FloatTensor([[0, 1]]))
+        jac[:, 1] = x.grad.data
+    """)),
+    Shape("TW208", "per-output input sensitivities of a model, the input made with requires_grad=True", d("""
+        import torch
+        def sensitivities(model, sample):
+            inp = torch.tensor(sample, requires_grad=True)
+            out = model(inp)
+            rows = []
+            for k in range(out.shape[-1]):
+                out[..., k].sum().backward(retain_graph=True)
+                rows.append(inp.grad.clone())
+                inp.grad.zero_()
+            return torch.stack(rows)
+    """)),
+]
+FIND += [
+    Shape("TW208", "a weight made with requires_grad=True and updated by hand each step", d("""
+        import torch
+        w = torch.randn(3, requires_grad=True)
+        for x, y in pairs:
+            loss = ((x @ w) - y).pow(2).mean()
+            loss.backward()
+            w.data = w.data - 0.01 * w.grad.data
+            w.grad.data.zero_()
+    """), 7),
+    Shape("TW208", "a bias tensor made with requires_grad=True and handed to an optimizer", d("""
+        import torch
+        b = torch.zeros(4, requires_grad=True)
+        opt = torch.optim.SGD([b], lr=0.1)
+        def step(loss):
+            loss.backward()
+            opt.step()
+            b.grad.zero_()
+        step(b.sum())
+    """), 7),
+]
+
+# ------------------------------------------------------------- TW506 log(1 + x) in code nothing runs
+# A vendored Lovasz-loss module keeps a stable BCE module whose only user is a helper nothing
+# imports; the training code imports only the hinge loss. Precision advice is about what runs.
+_LOVASZ = d("""
+    import torch
+    def lovasz_hinge(logits, labels):
+        return (logits * labels).mean()
+    class StableBCE(torch.nn.Module):
+        def forward(self, x, target):
+            neg_abs = -x.abs()
+            return (x.clamp(min=0) - x * target + (1 + neg_abs.exp()).log()).mean()
+    def binary_xloss(logits, labels):
+        return StableBCE()(logits, labels.float())
+""")
+_LOVASZ_TRAIN = d("""
+    from lovasz import lovasz_hinge
+    def train_step(out, labels, opt):
+        loss = lovasz_hinge(out, labels)
+        loss.backward()
+        opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW506", "look-alike: log(1 + exp(-|x|)) in a loss only an unused helper builds",
+                 {"lovasz.py": _LOVASZ, "train.py": _LOVASZ_TRAIN}),
+    ProjectShape("TW506", "the same loss imported and used by the training step is reported",
+                 {"lovasz.py": _LOVASZ, "train.py": _LOVASZ_TRAIN.replace("import lovasz_hinge", "import binary_xloss as lovasz_hinge")},
+                 (("lovasz.py", 7),)),
+]
