@@ -310,3 +310,143 @@ PROJECTS += [
                  {"lovasz.py": _LOVASZ, "train.py": _LOVASZ_TRAIN.replace("import lovasz_hinge", "import binary_xloss as lovasz_hinge")},
                  (("lovasz.py", 7),)),
 ]
+
+# ------------------------------------------------------------- TW220 apex amp's internals set by hand
+# A fine-grained classifier trains with apex amp and then sets apex's internal loss scale by hand.
+FIND += [
+    Shape("TW220", "apex amp's internal loss scaler set by hand after initialize", d("""
+        import torch
+        from apex import amp
+        def setup(model, optimizer):
+            model, optimizer = amp.initialize(model, optimizer, opt_level="O2")
+            amp._amp_state.loss_scalers[0]._loss_scale = 2 ** 20
+            return model, optimizer
+    """), 5),
+    Shape("TW220", "apex amp told to run a function in fp32", d("""
+        import torch
+        import apex.amp as amp
+        amp.register_float_function(torch, "sigmoid")
+    """), 3),
+]
+QUIET += [
+    Shape("TW220", "look-alike: a project's own amp helper module", d("""
+        import torch
+        from utils import amp
+        amp._state.scale = 2 ** 16
+        amp.register_float_function(torch, "sigmoid")
+    """)),
+]
+
+# ------------------------------------------------------------- TW209 a biased conv joined with a pool, then BatchNorm
+# ENet-style downsampling: a strided biased conv and a max-pool run side by side, their outputs are
+# joined along the channels and normalised together: each of the conv's channels is still
+# normalised on its own, so its bias is cancelled.
+FIND += [
+    Shape("TW209", "conv and pool joined with torch.cat along the channels, then the block's BatchNorm", d("""
+        import torch
+        import torch.nn as nn
+        class Down(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout - cin, 3, stride=2, padding=1)
+                self.pool = nn.MaxPool2d(2, 2)
+                self.bn = nn.BatchNorm2d(cout)
+            def forward(self, x):
+                y = torch.cat([self.conv(x), self.pool(x)], 1)
+                return torch.relu(self.bn(y))
+    """), 6),
+    Shape("TW209", "the conv's output bound to a name, padded pool beside it, joined with dim=1", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Reduce(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.branch = nn.Conv2d(cin, cout - cin, 3, 2, 1, bias=True)
+                self.pool = nn.MaxPool2d(2, stride=2)
+                self.norm = nn.BatchNorm2d(cout, eps=1e-3)
+            def forward(self, inp):
+                a = self.pool(inp)
+                b = self.branch(inp)
+                a = F.pad(a, [0, b.size(3) - a.size(3), 0, b.size(2) - a.size(2)])
+                return self.norm(torch.cat([b, a], dim=1))
+    """), 7),
+]
+QUIET += [
+    Shape("TW209", "look-alike: the join is along another axis (time), not the channels", d("""
+        import torch
+        import torch.nn as nn
+        class Stack(nn.Module):
+            def __init__(self, c):
+                super().__init__()
+                self.conv = nn.Conv1d(c, c, 3, padding=1)
+                self.bn = nn.BatchNorm1d(c)
+            def forward(self, x, memory):
+                return self.bn(torch.cat([self.conv(x), memory], 2))
+    """)),
+    Shape("TW209", "look-alike: the joined conv has no bias", d("""
+        import torch
+        import torch.nn as nn
+        class Down(nn.Module):
+            def __init__(self, cin, cout):
+                super().__init__()
+                self.conv = nn.Conv2d(cin, cout - cin, 3, stride=2, padding=1, bias=False)
+                self.pool = nn.MaxPool2d(2, 2)
+                self.bn = nn.BatchNorm2d(cout)
+            def forward(self, x):
+                return self.bn(torch.cat([self.conv(x), self.pool(x)], 1))
+    """)),
+]
+
+# ------------------------------------------------------------- TW102 a model whose forward ends in log_softmax, then cross-entropy
+# A tutorial tagger returns `F.log_softmax(...)` from forward and trains with nn.CrossEntropyLoss:
+# log-softmax applied twice.
+FIND += [
+    Shape("TW102", "a tagger's forward returns log_softmax; the script applies CrossEntropyLoss to its output", d("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Tagger(nn.Module):
+            def __init__(self, n_word, n_tag):
+                super().__init__()
+                self.emb = nn.Embedding(n_word, 64)
+                self.out = nn.Linear(64, n_tag)
+            def forward(self, words):
+                y = F.log_softmax(self.out(self.emb(words)), dim=1)
+                return y
+        model = Tagger(100, 10)
+        if torch.cuda.is_available():
+            model = model.cuda()
+        criterion = nn.CrossEntropyLoss()
+        for words, tags in data:
+            out = model(words)
+            loss = criterion(out, tags)
+            loss.backward()
+    """), 18),
+]
+QUIET += [
+    Shape("TW102", "look-alike: forward returns log_softmax only in evaluation, logits in training", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 3)
+            def forward(self, x):
+                if self.training:
+                    return self.fc(x)
+                return F.log_softmax(self.fc(x), dim=1)
+        net = Net()
+        loss = F.cross_entropy(net(x), y)
+    """)),
+    Shape("TW102", "look-alike: a log_softmax model trained with NLLLoss", d("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def forward(self, x):
+                return F.log_softmax(x, dim=1)
+        net = Net()
+        crit = nn.NLLLoss()
+        loss = crit(net(x), y)
+    """)),
+]
