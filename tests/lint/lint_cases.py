@@ -2247,10 +2247,11 @@ NEGATIVE["TW510"] = [
 POSITIVE["TW511"] = [
     ("import torchvision.models as models\n", 1),
     ("import torchvision.transforms as transforms\n", 1),
+    ("import torchvision.transforms as T\nimport torchvision.models.detection as detection\n", 2),
 ]
 NEGATIVE["TW511"] = [
     "from torchvision import models\n",
-    "import torchvision.transforms as T\nimport torchvision.models.detection as detection\n",
+    "import torchvision.transforms as T\nimport torchvision.utils as vutils\nimport torchvision\n",
 ]
 
 # ----------------------------------------------------------------------------------- TW512

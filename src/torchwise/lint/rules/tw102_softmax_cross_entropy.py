@@ -37,6 +37,8 @@ def activation_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None
     ):
         return func.attr
     built = ctx._call_target(func) if func.__class__ is ast.Call else ctx.constructed_from(func, expr)
+    if built is not None and built.startswith("local:") and depth > 0:
+        return _forward_returns(ctx, built[6:], depth - 1)
     if built == "torch.nn.Softmax":
         return "softmax"
     if built == "torch.nn.LogSoftmax":
@@ -50,6 +52,18 @@ def activation_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None
             if last == "torch.nn.LogSoftmax":
                 return "log_softmax"
     return None
+
+
+def _forward_returns(ctx: Context, name: str, depth: int) -> str | None:
+    """A module of the file whose ``forward`` ends in ``return F.log_softmax(x)`` (every return of
+    it the same activation): calling it gives that activation's output."""
+    klass = ctx.local_classes.get(name)
+    forward = next((f for f in klass.body if f.__class__ is ast.FunctionDef and f.name == "forward"), None) if klass else None
+    if forward is None:
+        return None
+    kinds = {activation_of(ctx, r.value, r, depth) if r.value is not None else None
+             for r in ctx.walk_body(forward.body) if r.__class__ is ast.Return}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def loss_kind(ctx: Context, call: ast.Call) -> str | None:
@@ -124,7 +138,9 @@ What it flags
   The output of a softmax handed to cross-entropy (`F.cross_entropy`, an `nn.CrossEntropyLoss`
   instance), and softmax probabilities handed to `nll_loss`/`NLLLoss`; also a `log_softmax`
   in front of cross-entropy, which is redundant. It follows names (`probs = out.softmax(1)`),
-  loss objects (`crit = nn.CrossEntropyLoss()`) and an `nn.Sequential` ending in `nn.Softmax`.
+  loss objects (`crit = nn.CrossEntropyLoss()`) and an `nn.Sequential` ending in `nn.Softmax`,
+  and the output of a module of the file whose `forward` returns one (`out = model(x)` with
+  `return F.log_softmax(self.fc(h))` the only return of `forward`).
   Not flagged: `-F.nll_loss(probs, targets, reduction='none')`, negated - the idiom that picks each
   target's probability out of the rows, not a loss.
 

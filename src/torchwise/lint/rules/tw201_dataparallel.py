@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
-from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.dataparallel import dataparallel_classes, trains_through
+from torchwise.lint.semantics.handdp import hand_dp_steps
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 
@@ -169,6 +170,9 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
                 return False
             runs += 1
             continue
+        if use in parent.args and under_no_grad(ctx, parent):
+            runs += 1  # evaluate(model, batch) inside `with torch.no_grad():` - whatever evaluate is
+            continue
         callee = local_function(ctx, parent)
         if depth <= 0 or callee is None or use not in parent.args:
             return False
@@ -247,6 +251,29 @@ def _evaluation_script(ctx: Context, call: ast.Call) -> bool:
     return handed
 
 
+_LOSS_WORDS = re.compile(r"(?:^|_|(?<=[a-z]))(?:loss|losses|criterion|criterions|crit)(?:$|_|(?=[A-Z0-9]))", re.I)
+
+
+def _loss_beside_model(ctx: Context, call: ast.Call, reported: list[ast.Call]) -> bool:
+    """A loss module wrapped too (``criterion = DataParallel(criterion)``, the module built from a
+    ``...Loss`` class or named for a loss) in the scope that also wraps the model: one training
+    setup, reported once, at the model's wrapper (moving to DDP removes both)."""
+    scope = ctx.scope_of(call)
+    others = [c for c in reported if c is not call and ctx.scope_of(c) is scope]
+    return bool(others) and _wraps_loss(ctx, call) and not all(_wraps_loss(ctx, c) for c in others)
+
+
+def _wraps_loss(ctx: Context, call: ast.Call) -> bool:
+    names = [n.rsplit(".", 1)[-1] for n in _names_of(ctx, call)]
+    if any("model" in n.lower() or "net" in n.lower() for n in names):
+        return False  # model_with_loss = DataParallel(ModelWithLoss(model, loss)): the model itself
+    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
+    built = ctx.constructed_from(first, call) if first is not None else None
+    if built is not None and built.rsplit(".", 1)[-1].rsplit(":", 1)[-1].endswith(("Loss", "Criterion")):
+        return True
+    return any(_LOSS_WORDS.search(n) for n in names)
+
+
 _INFERENCE_METHODS = ("test", "evaluate", "predict", "sample", "inference", "infer")
 
 
@@ -260,44 +287,6 @@ def _inference_class(ctx: Context, call: ast.Call) -> bool:
     if any(m.startswith(("train", "fit")) for m in methods):
         return False
     return any(m.startswith(_INFERENCE_METHODS) for m in methods)
-
-
-def _hand_dp(where: Context, func: ast.AST) -> bool:
-    """A function that runs a module on several GPUs by hand: ``torch.nn.parallel.replicate``
-    and ``parallel_apply`` (with ``scatter``/``gather`` around them) - DataParallel written out."""
-    names = {where.qualname(n.func) for n in ast.walk(func) if n.__class__ is ast.Call}
-    return "torch.nn.parallel.replicate" in names and "torch.nn.parallel.parallel_apply" in names
-
-
-def _hand_dp_names(ctx: Context) -> set[str]:
-    """Names of the hand-written DataParallel functions of this file and of the project
-    (the project's files are searched for them once per process)."""
-    key = "tw201:hand-dp"
-    found = ctx.project.answers.get(key)
-    if found is None:
-        found = set()
-        for path, text in ctx.project.files:
-            other = parsed_file(ctx.project, path, text) if "parallel_apply(" in text and "replicate(" in text else None
-            if other is not None:
-                found |= {f.name for f in other.nodes.get(ast.FunctionDef, ()) if _hand_dp(other, f)}
-        ctx.project.answers[key] = found
-    if "parallel_apply(" in ctx.source:
-        return found | {f.name for f in ctx.nodes.get(ast.FunctionDef, ()) if _hand_dp(ctx, f)}
-    return found
-
-
-def _hand_dp_steps(ctx: Context) -> Iterator[ast.Call]:
-    """Calls of a hand-written DataParallel function in a function (or script) that trains -
-    it runs a backward pass or an optimizer step - outside ``no_grad`` and the no-GPU branch."""
-    names = _hand_dp_names(ctx)
-    if not names:
-        return
-    trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
-    for call in ctx.calls_named(*names):
-        func = ctx.function_of(call)
-        if id(func) in trainers and (func is None or func.name not in names) and not under_no_grad(ctx, call) and not (
-                _without_cuda(ctx, call)):
-            yield call
 
 
 class DataParallelUsed(Rule):
@@ -334,12 +323,15 @@ What it flags
   live model, an experiment class with no training in its file (a test-only experiment), a
   wrapper only ever called under `torch.no_grad()` (here, in a closure such as an evaluator
   factory's step `def _inference(engine, batch)`, besides `.to(device)`/`.eval()`, or in the function of the file it is
-  handed to: a diffusion sampler), one made in the branch without a GPU (`else` of
+  handed to: a diffusion sampler; or handed to any call made under `torch.no_grad()`: a
+  trainer's `eval()` method running `evaluate(model, batch)` there), one made in the branch without a GPU (`else` of
   `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
   (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing), or in an evaluation
   script (a `__main__` script with no backward, optimizer or `train(...)` call that hands the
   wrapper to `validate(...)`/`evaluate(...)`): DistributedDataParallel
-  only speeds up training.
+  only speeds up training. A loss module wrapped beside the model in the same function or
+  script (`criterion = DataParallel(SpatialLoss(...))` after `model = DataParallel(model)`) is
+  the same training setup: reported once, at the model's wrapper.
   Also DataParallel written by hand: a function of the file or of the project that calls
   `torch.nn.parallel.replicate` and `parallel_apply` (with `scatter`/`gather`), called in a
   function or script that trains (`y_hat = data_parallel_workaround(model, x, m)` when several
@@ -362,6 +354,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        reported: list[ast.Call] = []
         for call in self._wrappers(ctx):
             if _wraps_for_caller(ctx, call):
                 continue  # a library helper that offers DataParallel to its caller, who chooses
@@ -373,8 +366,11 @@ Fix
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
                     _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call):
                 continue  # no gradients to synchronise: DDP has nothing to offer
-            yield self._finding(ctx, call, "nn.DataParallel drives all GPUs from one process")
-        for call in _hand_dp_steps(ctx):
+            reported.append(call)
+        for call in reported:
+            if not _loss_beside_model(ctx, call, reported):
+                yield self._finding(ctx, call, "nn.DataParallel drives all GPUs from one process")
+        for call in hand_dp_steps(ctx, _without_cuda):
             yield self._finding(ctx, call, f"{ctx.text(call.func)}() is DataParallel written by hand (replicate/scatter/"
                                 "parallel_apply/gather): one process drives all GPUs every step")
 

@@ -79,6 +79,50 @@ def _marked_requires_grad(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
+def _read_input_gradient(ctx: Context, call: ast.Call) -> bool:
+    """``m.grad.data.zero_()`` where ``m`` was made a leaf with ``requires_grad=True`` by the call
+    that built it (``Variable(x, requires_grad=True)``, ``torch.zeros(2, requires_grad=True)``) and
+    is never updated (no ``m -= ...``, ``m.data = ...``, ``m.sub_(...)``, no optimizer given it):
+    an input whose gradient is read as a result (a Jacobian built column by column, a saliency
+    map), not a parameter trained by hand."""
+    base = call.func.value
+    base = base.value if base.attr == "data" else base  # type: ignore[attr-defined]
+    owner = base.value  # type: ignore[attr-defined]
+    if owner.__class__ is not ast.Name:
+        return False
+    bound = ctx.binding_at(owner.id, call)
+    made = bound.value if bound is not None and bound.kind == "assign" else None
+    flag = keyword(made, "requires_grad") if made.__class__ is ast.Call else None
+    if flag is None or flag.value.__class__ is not ast.Constant or flag.value.value is not True:
+        return False
+    name = owner.id
+    for node in ast.walk(ctx.scope_of(bound.node)):  # (a module-level tensor: every function too)
+        cls = node.__class__
+        if cls is ast.AugAssign and _root_is(node.target, name):
+            return False  # m -= lr * m.grad
+        if cls is ast.Assign and any(t.__class__ in (ast.Attribute, ast.Subscript) and _root_is(t, name)
+                                     and not _grad_chain(t) for t in node.targets):
+            return False  # m.data = m.data - lr * m.grad
+        if cls is ast.Assign and any(t.__class__ is ast.Name and t.id == name for t in node.targets) and any(
+                n.__class__ is ast.Attribute and n.attr == "grad" and _root_is(n, name) for n in ast.walk(node.value)):
+            return False  # m = m - lr * m.grad
+        if cls is ast.Call:
+            func = node.func
+            if func.__class__ is ast.Attribute and func.attr.endswith("_") and func.attr not in ("zero_", "requires_grad_") \
+                    and _root_is(func.value, name) and not _grad_chain(func.value):
+                return False  # m.data.sub_(lr * m.grad)
+            if "optim" in (ctx.qualname(func) or "") and any(n.__class__ is ast.Name and n.id == name
+                                                             for a in node.args for n in ast.walk(a)):
+                return False  # torch.optim.SGD([m], lr=...)
+    return True
+
+
+def _root_is(expr: ast.AST, name: str) -> bool:
+    while expr.__class__ in (ast.Attribute, ast.Subscript):
+        expr = expr.value  # type: ignore[attr-defined]
+    return expr.__class__ is ast.Name and expr.id == name
+
+
 def _zero_fill(call: ast.Call) -> bool:
     """``p.grad.data.fill_(0)``: a memset written with ``fill_``."""
     return len(call.args) == 1 and call.args[0].__class__ is ast.Constant and call.args[0].value == 0 \
@@ -98,7 +142,11 @@ What it flags
   `set_to_none` itself (an implementation of both behaviours). Not flagged: the gradient of a
   tensor the same function turned on itself (`x.requires_grad_()` or `x.requires_grad = True`,
   then `loss.backward()`, `x.grad.zero_()`): an input perturbed by an adversarial attack or
-  read as a saliency map, not the model's parameters.
+  read as a saliency map, not the model's parameters; nor the gradient of a tensor made a leaf by
+  the call that built it (`m = Variable(x, requires_grad=True)`, `torch.zeros(2,
+  requires_grad=True)`) and never updated (no `m -= lr * m.grad`, `m.data = ...`, in-place
+  method or optimizer): an input whose gradient is read as a result, such as a Jacobian built
+  one column per backward pass.
 
 Why it matters
   Zeroing writes every gradient tensor with zeros - a memory pass over as many bytes as the
@@ -141,7 +189,7 @@ Fix
             if func.__class__ is not ast.Attribute or not _grad_chain(func.value) or call.keywords or (
                     call.args if func.attr == "zero_" else not _zero_fill(call)):
                 continue
-            if self._implements_both(ctx, call) or _marked_requires_grad(ctx, call):
+            if self._implements_both(ctx, call) or _marked_requires_grad(ctx, call) or _read_input_gradient(ctx, call):
                 continue
             yield ctx.finding(
                 self.code, call,

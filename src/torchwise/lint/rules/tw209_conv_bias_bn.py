@@ -30,7 +30,8 @@ What it flags
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
   assigns it in any branch), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
-  builds them (also through a slice of the time or space axes, `.contiguous()` or a method that
+  builds them (also through a join along the channels, `self.bn(torch.cat([self.conv(x),
+  self.pool(x)], 1))`, as in ENet/ERFNet downsampling blocks; also through a slice of the time or space axes, `.contiguous()` or a method that
   only returns its input or a slice of it: `self.bn(self.conv(x)[:, :, :-pad])`; also when `self.conv` is an `nn.Sequential(...)` that ends with that
   convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
@@ -151,16 +152,21 @@ Lint and the doctor
                 if bn is None or bn not in bns or len(node.args) != 1:
                     continue
                 arg = _through(ctx, cls, node.args[0])
-                conv = _self_attr_call(arg) if arg.__class__ is ast.Call else None
-                if conv is None and arg.__class__ is ast.Name:
+                if arg.__class__ is ast.Name:
                     b = ctx.binding_at(arg.id, node)
                     value = _through(ctx, cls, b.value) if b is not None and b.kind == "assign" else None
-                    if value.__class__ is ast.Call:
-                        conv = _self_attr_call(value)
-                for d, conv_call in convs.get(conv or "", ()):
-                    if _matches(d, bns[bn]) and id(conv_call) not in reported:
-                        reported.add(id(conv_call))
-                        yield self._finding(ctx, conv_call)
+                    arg = value if value.__class__ is ast.Call else arg
+                parts = _channel_cat_parts(ctx, arg) if arg.__class__ is ast.Call else None
+                for part in parts if parts is not None else [arg]:
+                    if parts is not None and part.__class__ is ast.Name:  # x2 = self.conv(x); torch.cat([x2, x1], 1)
+                        b = ctx.binding_at(part.id, arg)
+                        part = b.value if b is not None and b.kind == "assign" and b.value is not None else part
+                    part = _through(ctx, cls, part)
+                    conv = _self_attr_call(part) if part.__class__ is ast.Call else None
+                    for d, conv_call in convs.get(conv or "", ()):
+                        if _matches(d, bns[bn]) and id(conv_call) not in reported:
+                            reported.add(id(conv_call))
+                            yield self._finding(ctx, conv_call)
 
 
     def _module_list_pairs(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:
@@ -282,6 +288,20 @@ def _listed_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
         else:
             items.append([elt])
     return items
+
+
+_CATS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
+
+
+def _channel_cat_parts(ctx: Context, call: ast.Call) -> list[ast.AST] | None:
+    """The tensors ``torch.cat([self.conv(x), self.pool(x)], 1)`` joins along the channels: the
+    BatchNorm after it still normalises each of the conv's channels on its own."""
+    if ctx.qualname(call.func) not in _CATS or not call.args or call.args[0].__class__ not in (ast.List, ast.Tuple):
+        return None
+    dim = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg in ("dim", "axis")), None)
+    if dim is None or dim.__class__ is not ast.Constant or dim.value != 1 or dim.value is True:
+        return None
+    return list(call.args[0].elts)
 
 
 def _through(ctx: Context, cls: ast.ClassDef, expr: ast.AST | None) -> ast.AST | None:

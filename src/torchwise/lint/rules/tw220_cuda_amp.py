@@ -60,7 +60,9 @@ What it flags
   the assignment), and of NVIDIA apex's `amp`
   (`from apex import amp`, and its calls `amp.initialize(model, optimizer, opt_level=...)` and
   `with amp.scale_loss(loss, optimizer) as scaled:`, `amp.master_params(optimizer)` for clipping,
-  `amp.state_dict()`/`amp.load_state_dict(...)` in checkpoints); the module imported under a name of its
+  `amp.state_dict()`/`amp.load_state_dict(...)` in checkpoints, and any other use of the module,
+  once per statement: its internal loss scaler set by hand, `amp._amp_state.loss_scalers[0]._loss_scale = 2**20`,
+  `amp.register_float_function(torch, "sigmoid")`); the module imported under a name of its
   own (`import torch.cuda.amp as amp`, the line, when `amp.GradScaler()`... is used); apex's older
   `apex.fp16_utils`: the calls `FP16_Optimizer(optimizer, ...)`, `network_to_half(model)`,
   `convert_network(...)`, `prep_param_lists(...)`..., and the line importing them (a star import
@@ -137,6 +139,25 @@ Fix
                 yield ctx.finding(self.code, call, f"apex amp.{call.func.attr if call.func.__class__ is ast.Attribute else call.func.id}"
                                   f"(...) {what}: apex amp is unmaintained, native torch.amp replaces it",
                                   suggestion=_APEX_NEW[what], end_node=call.func)
+            yield from self._apex_other_uses(ctx)
+
+    def _apex_other_uses(self, ctx: Context) -> Iterator[Finding]:
+        """Any other use of apex amp's module: its internals set by hand
+        (``amp._amp_state.loss_scalers[0]._loss_scale = 2**20``), ``amp.register_half_function(...)``,
+        ``amp.init()``: once per statement, where the calls above are not."""
+        seen: set[int] = set()
+        for node in ctx.nodes.get(ast.Attribute, ()):
+            if node.value.__class__ is not ast.Name or node.value.id not in ctx.imports:
+                continue
+            q = ctx.qualname(node)
+            if q is None or not q.startswith("apex.amp.") or q in _APEX_CALLS:
+                continue
+            stmt = ctx.statement_of(node)
+            if id(stmt) not in seen:
+                seen.add(id(stmt))
+                yield ctx.finding(self.code, node, f"apex {ctx.text(node)} is part of apex amp, which is unmaintained; "
+                                  "native torch.amp replaces it", suggestion='use torch.autocast("cuda", ...) and '
+                                  'torch.amp.GradScaler("cuda") (its loss scale: GradScaler(init_scale=...))')
 
     def _apex_fp16(self, ctx: Context) -> Iterator[Finding]:
         """apex's legacy mixed precision: the calls of its entry points (``optimizer =

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.semantics.api_symbols import REMOVED, symbol_calls, symbol_imports
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.semantics.api_symbols import REMOVED, REMOVED_MODULES, removed_module, symbol_calls, symbol_imports
+from torchwise.lint.engine import Context, canonical, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
@@ -15,7 +15,7 @@ class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
     triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
-                "gesv", "gels", "potr", "pstrf", "trtrs", "btri")
+                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
@@ -31,6 +31,11 @@ What it flags
   torchvision's `transforms.Scale` and `transforms.RandomSizedCrop` (deprecated since 0.2,
   deleted in torchvision 0.12: `Resize`, `RandomResizedCrop`). A class or function of the
   project that happens to be called `Scale` is not torchvision's and is left alone.
+  Any import of a module PyTorch deleted: `torch.utils.ffi` (`from torch.utils.ffi import
+  create_extension`, the generated `_wrap_function` wrappers of old C extensions; gone in
+  PyTorch 1.0, use `torch.utils.cpp_extension`), `torch.utils.serialization`,
+  `torch.utils.trainer` and `torch.legacy` (gone in 1.0), and `torch._six` (gone in 2.0), once
+  per import line.
   An import inside `try:` whose `except` catches the ImportError (a fallback for newer versions)
   is left alone.
 
@@ -58,6 +63,27 @@ Fix
             yield ctx.finding(self.code, node, f"import of {q}, which was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}")
         yield from _method_forms(self.code, ctx)
+        yield from _module_imports(self.code, ctx)
+
+
+def _module_imports(code: str, ctx: Context) -> Iterator[Finding]:
+    """``from torch.utils.ffi import create_extension``, ``import torch.legacy.nn``: an import of a
+    deleted module (a line whose names are reported above is not reported again)."""
+    for node in ctx.nodes.get(ast.ImportFrom, ()):
+        if node.level or not node.module:
+            continue
+        module = removed_module(node.module) or next(
+            (m for a in node.names if (m := removed_module(f"{node.module}.{a.name}"))), None)
+        if module is None or any(canonical(f"{node.module}.{a.name}") in REMOVED for a in node.names):
+            continue
+        if not _import_guarded(ctx, node):
+            yield ctx.finding(code, node, f"import of {module}, which was removed from PyTorch; use {REMOVED_MODULES[module]}",
+                              suggestion=f"use {REMOVED_MODULES[module]}")
+    for node in ctx.nodes.get(ast.Import, ()):
+        module = next((m for a in node.names if (m := removed_module(a.name))), None)
+        if module is not None and not _import_guarded(ctx, node):
+            yield ctx.finding(code, node, f"import of {module}, which was removed from PyTorch; use {REMOVED_MODULES[module]}",
+                              suggestion=f"use {REMOVED_MODULES[module]}")
 
 
 # Tensor methods deleted with their functions: LAPACK names nothing else calls as a method

@@ -48,7 +48,9 @@ What it flags
   `self.after_scheduler.step(metrics, epoch)` (a plateau scheduler given an epoch; not the
   method's own `epoch=None` handed on unchecked), not `self.after_scheduler.step(metrics)`; an
   import of several of them (`from torch.nn.init import normal, constant`) is reported once per
-  deprecated name. (`torch.cuda.amp.*` is TW220.) Names a module gets only
+  deprecated name, and each call of a name such an import binds is reported as well
+  (`from torch.nn.utils.weight_norm import weight_norm`, then `weight_norm(nn.Linear(a, b))`:
+  every call warns; not where the file binds the name again). (`torch.cuda.amp.*` is TW220.) Names a module gets only
   through star imports of the project's own modules are followed (`from ..network import *`
   handing on that module's `import torch.nn.functional as F`: `F.upsample(x, ...)`,
   `torch.optim.lr_scheduler` there too). Not flagged: `F.sigmoid`/`F.tanh`, which warned in
@@ -107,6 +109,7 @@ Fix
                               fix=fix, end_node=call.func)
         yield from self._method_forms(ctx)
         yield from _module_path_aliases(ctx)
+        yield from _from_import_calls(ctx)
         yield from _async_arguments(ctx)
         stars = star_names(ctx)
         if "lr_scheduler" in ctx.source:
@@ -133,13 +136,8 @@ Fix
                     yield ctx.finding(self.code, node, "torch.distributed.reduce_op is deprecated; use torch.distributed.ReduceOp",
                                       suggestion="use torch.distributed.ReduceOp")
         for node, alias, q in symbol_imports(ctx, DEPRECATED):
-            new, same = DEPRECATED[q]
-            fix = None
-            if same and len(node.names) == 1 and "#" not in ctx.text(node) and "\\" not in ctx.text(node):
-                module, name = new.rsplit(".", 1)
-                text = f"from {module} import {name}" + (f" as {alias.asname}" if alias.asname else "")
-                if alias.name == name:
-                    fix = Fix(f"import {name} from {module}", (ctx.replace(node, text),))
+            new = DEPRECATED[q][0]
+            fix = _import_fix(ctx, node, alias, q)
             where = alias if len(node.names) > 1 and getattr(alias, "lineno", None) else node  # each name of the line
             yield ctx.finding(self.code, where, f"import of {q}, which is deprecated; use {new}",
                               suggestion=f"use {new}", fix=fix)
@@ -219,10 +217,38 @@ def _saved_variables(ctx: Context) -> Iterator[Finding]:
                               suggestion="use saved_tensors")
 
 
+def _import_fix(ctx: Context, node: ast.ImportFrom, alias: ast.alias, q: str) -> Fix | None:
+    """The rewrite of a one-name import of an exact alias (``from functorch import vmap``), which
+    also fixes every call through the name."""
+    new, same = DEPRECATED[q]
+    if same and len(node.names) == 1 and "#" not in ctx.text(node) and "\\" not in ctx.text(node):
+        module, name = new.rsplit(".", 1)
+        text = f"from {module} import {name}" + (f" as {alias.asname}" if alias.asname else "")
+        if alias.name == name:
+            return Fix(f"import {name} from {module}", (ctx.replace(node, text),))
+    return None
+
+
+def _from_import_calls(ctx: Context) -> Iterator[Finding]:
+    """``from torch.nn.utils.weight_norm import weight_norm``, then ``weight_norm(layer)``: each call
+    through the imported name warns when it runs, like a call through the module (the import line
+    is reported too, with the fix). A name the file binds again before the call is not torch's."""
+    for node, alias, q in symbol_imports(ctx, DEPRECATED):
+        local = alias.asname or alias.name
+        new = DEPRECATED[q][0]
+        fix = _import_fix(ctx, node, alias, q)  # shared with the import line's finding
+        for call in ctx.calls_named(local):
+            if call.func.__class__ is ast.Name:
+                bound = ctx.binding_at(local, call)
+                if bound is not None and bound.node is node:
+                    yield ctx.finding("TW502", call, f"{q} is deprecated; use {new}", suggestion=f"use {new}",
+                                      fix=fix, end_node=call.func)
+
+
 def _module_path_aliases(ctx: Context) -> Iterator[Finding]:
     """``import torch.nn.utils.weight_norm as weightNorm``, then ``weightNorm(layer)``: the dotted
     import names the deprecated function (the package attribute shadows its module), and each
-    call through the alias is a call of it (a ``from`` import is reported at the import line)."""
+    call through the alias is a call of it."""
     for node in ctx.nodes.get(ast.Import, ()):
         for alias in node.names:
             q = canonical(alias.name) if alias.asname and "." in alias.name else None

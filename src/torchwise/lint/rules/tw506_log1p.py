@@ -42,6 +42,7 @@ def integer_valued(node: ast.AST) -> bool:
 
 class Log1p(Rule):
     code = "TW506"
+    per_call = True  # a loss of precision matters only where the code runs (R5)
     name = "log-one-plus"
     triggers = ("log",)
     doc = """\

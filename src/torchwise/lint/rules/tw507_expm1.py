@@ -26,6 +26,7 @@ def _rounded(ctx: Context, node: ast.AST) -> bool:
 
 class Expm1(Rule):
     code = "TW507"
+    per_call = True  # a loss of precision matters only where the code runs (R5)
     name = "exp-minus-one"
     triggers = ("exp",)
     doc = """\

@@ -55,6 +55,7 @@ def _detached(node: ast.AST) -> str:
 
 class LogSumExp(Rule):
     code = "TW508"
+    per_call = True  # a loss of precision matters only where the code runs (R5)
     name = "log-sum-exp"
     triggers = ("exp",)
     doc = """\

@@ -9,9 +9,6 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 
-_MODULES = ("datasets", "models", "transforms")
-
-
 class TorchvisionModuleImport(Rule):
     code = "TW511"
     name = "torchvision-module-import"
@@ -19,8 +16,14 @@ class TorchvisionModuleImport(Rule):
     fixable = True
     doc = """\
 What it flags
-  `import torchvision.models as models` (also `datasets`, `transforms`): a submodule imported
-  under its own last name.
+  `import torchvision.models as models` (also `datasets`, `transforms`, `utils`, `ops`...): a
+  torchvision submodule imported under its own last name, at any depth
+  (`import torchvision.models.detection.backbone_utils as backbone_utils`,
+  `import torchvision.models._utils as _utils`: `from torchvision.models import _utils`).
+
+Not flagged
+  A submodule bound to another name (`import torchvision.utils as vutils`,
+  `import torchvision.datasets as dset`): the alias says which module is meant.
 
 Why it matters
   It binds exactly what `from torchvision import models` binds, but reads as if a different
@@ -39,12 +42,13 @@ Fix
         for node in ctx.nodes.get(ast.Import, ()):
             for alias in node.names:
                 parts = alias.name.split(".")
-                if len(parts) == 2 and parts[0] == "torchvision" and parts[1] in _MODULES and alias.asname == parts[1]:
+                if len(parts) >= 2 and parts[0] == "torchvision" and alias.asname == parts[-1]:
+                    better = f"from {'.'.join(parts[:-1])} import {parts[-1]}"
                     fix = None
                     if len(node.names) == 1 and "#" not in ctx.text(node):
-                        fix = Fix(f"from torchvision import {parts[1]}", (ctx.replace(node, f"from torchvision import {parts[1]}"),))
-                    yield ctx.finding(self.code, node, f"import torchvision.{parts[1]} as {parts[1]}: write from torchvision import {parts[1]}",
-                                      suggestion=f"from torchvision import {parts[1]}", fix=fix)
+                        fix = Fix(better, (ctx.replace(node, better),))
+                    yield ctx.finding(self.code, node, f"import {alias.name} as {parts[-1]}: write {better}",
+                                      suggestion=better, fix=fix)
 
 
 RULE = TorchvisionModuleImport()

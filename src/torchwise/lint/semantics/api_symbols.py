@@ -50,6 +50,25 @@ REMOVED: dict[str, str] = {
     "torchvision.transforms.transforms.RandomSizedCrop": "torchvision.transforms.RandomResizedCrop",
 }
 
+# whole modules that were deleted: any import of them fails (module -> replacement advice)
+REMOVED_MODULES: dict[str, str] = {
+    # the cffi-based C extensions, deleted in PyTorch 1.0 (its __init__ only raises ImportError)
+    "torch.utils.ffi": "torch.utils.cpp_extension (C++/CUDA extensions built with setuptools or load())",
+    "torch.utils.serialization": "the torchfile package (torchfile.load) to read a Lua Torch .t7 file",
+    "torch.utils.trainer": "a training loop of your own (or a library's trainer)",
+    "torch.legacy": "the torch.nn modules",
+    "torch._six": "the Python 3 built-ins and collections.abc",
+}
+
+
+def removed_module(name: str) -> str | None:
+    """The deleted module that dotted ``name`` is or lies in, else None."""
+    for module in REMOVED_MODULES:
+        if name == module or name.startswith(module + "."):
+            return module
+    return None
+
+
 # deprecated: still there, but warn and are slated for removal (name -> (replacement, exact alias?))
 DEPRECATED: dict[str, tuple[str, bool]] = {
     "torch.qr": ("torch.linalg.qr", False),
