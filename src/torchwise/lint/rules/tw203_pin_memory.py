@@ -51,8 +51,9 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
     if func is None:
         return False
     parent = ctx.parent(call)
-    if parent.__class__ is ast.Dict and call in parent.values:
-        parent = ctx.parent(parent)  # return {"train": DataLoader(...), "val": DataLoader(...)}
+    if parent.__class__ is ast.Dict and call in parent.values or parent.__class__ is ast.DictComp and parent.value is call \
+            or parent.__class__ in (ast.ListComp, ast.GeneratorExp) and parent.elt is call:
+        parent = ctx.parent(parent)  # return {"train": DataLoader(...), ...}; {split: DataLoader(ds) for split, ds in ...}
     if parent.__class__ in (ast.Return, ast.Yield):
         return True  # (yield DataLoader(...): loaders made lazily, one per test volume, for the callers)
     names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
@@ -372,8 +373,9 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # batches of indices (range(n), train_idx) that slice data held elsewhere
     if _identity_collate(call):
         return True  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
-    if demo_loader(ctx, call):
+    if demo_loader(ctx, call) and not handed_to_project_mover(ctx, call):
         return True  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+        # (a script's __main__ block handing it to the project's train()/evaluate() is no smoke test)
     if batches_become_numpy(ctx, call):
         return True  # each batch goes to a function that turns it into NumPy first (slices go to the GPU one by one)
     if _host_statistics(ctx, call):
