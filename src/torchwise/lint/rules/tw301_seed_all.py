@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
@@ -269,8 +270,18 @@ Fix
 
     def _offered(self, ctx: Context) -> Iterator[Finding]:
         offer = unused_seed_option(ctx)
-        if offer is not None and self._uses(ctx):
+        if offer is not None and (self._uses(ctx) or self._imported_draws(ctx)):
             yield ctx.finding(self.code, offer, OFFERED, suggestion=SEED_FROM_OPTION)
+
+    def _imported_draws(self, ctx: Context) -> bool:
+        """A module of the project that the script imports (directly or not) draws random numbers
+        or builds randomly initialised layers: the run draws, though the script itself does not."""
+        texts = dict(ctx.project.files)
+        for path in sorted(reached_from(ctx.project, (ctx.path,))):
+            other = parsed_file(ctx.project, path, texts[path]) if path != ctx.path and path in texts else None
+            if other is not None and self._uses(other):
+                return True
+        return False
 
     @staticmethod
     def _unknown_seeder(ctx: Context) -> bool:
