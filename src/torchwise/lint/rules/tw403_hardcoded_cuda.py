@@ -11,6 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -307,6 +308,12 @@ Fix
             return
         yield from self._cuda_beside_choice(ctx)
         yield from self._model_beside_guarded_batches(ctx)
+        for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() assumes a GPU while this file moves its "
+                                               "model only when one is there; its CPU path fails here"))
+        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
+                                               "CPU option this file's device flag honours", flag_ok=True))
         if not ("else 'cpu'" in src or 'else "cpu"' in src or "else 'cuda'" in src or 'else "cuda"' in src) \
                 or not _CHOSEN_DEVICE.search(src):
             return
@@ -364,8 +371,8 @@ Fix
         if finding is not None:
             yield finding
 
-    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
-        if under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
+    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None, flag_ok: bool = False) -> Finding | None:
+        if not flag_ok and under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         lam = next((a for a in ctx.ancestors(node) if a.__class__ is ast.Lambda), None) if "lambda" in ctx.source else None
         if lam is not None and under_device_flag(ctx, lam, moves_too=True) and not only_default_guards(ctx, lam):
