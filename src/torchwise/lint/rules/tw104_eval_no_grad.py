@@ -45,7 +45,7 @@ class EvalWithoutNoGrad(Rule):
     per_call = True
     name = "eval-without-no-grad"
     triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
-                "training=False")
+                "training=False", "no_grad")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags

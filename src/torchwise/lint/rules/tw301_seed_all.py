@@ -11,7 +11,8 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import parsed_file
-from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
+from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, project_names_seed, unused_seed_option
+from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
@@ -270,12 +271,13 @@ Fix
 
     def _offered(self, ctx: Context) -> Iterator[Finding]:
         offer = unused_seed_option(ctx)
-        if offer is not None and (self._uses(ctx) or self._imported_draws(ctx)):
+        if offer is not None and (self._uses(ctx) or (training_calls(ctx) or not project_names_seed(ctx)) and self._imported_draws(ctx)):
             yield ctx.finding(self.code, offer, OFFERED, suggestion=SEED_FROM_OPTION)
 
     def _imported_draws(self, ctx: Context) -> bool:
         """A module of the project that the script imports (directly or not) draws random numbers
-        or builds randomly initialised layers: the run draws, though the script itself does not."""
+        or builds randomly initialised layers: the run draws, though the script itself does not.
+        (Asked only of a script that trains, or whose project names no seed anywhere else.)"""
         texts = dict(ctx.project.files)
         for path in sorted(reached_from(ctx.project, (ctx.path,))):
             other = parsed_file(ctx.project, path, texts[path]) if path != ctx.path and path in texts else None

@@ -52,7 +52,7 @@ def unused_seed_option(ctx: Context) -> ast.Call | None:
     for call in ctx.nodes.get(ast.Call, ()):
         handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if _whole(a, names)]
         if handed and last_name(call.func) not in _PASSES and not (call.func.__class__ is ast.Name and call.func.id in local) \
-                and not (_project_callee(ctx, call) and not _project_names_seed(ctx)):
+                and not (_project_callee(ctx, call) and not project_names_seed(ctx)):
             return None  # the options go to code that may seed from them (not: project code that never names a seed)
     return offer
 
@@ -72,7 +72,7 @@ def _mentions_seed(text: str) -> bool:
     return "seed" in text.replace("--seed", "")
 
 
-def _project_names_seed(ctx: Context) -> bool:
+def project_names_seed(ctx: Context) -> bool:
     """Does a file of the project name a seed beyond its ``--seed`` options? (once per project)"""
     key = ("sem:project-names-seed",)
     found = ctx.project.answers.get(key)
