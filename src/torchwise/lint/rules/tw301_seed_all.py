@@ -148,7 +148,11 @@ What it flags
   Also a `__main__` script that offers a seed option (`parser.add_argument("--seed", ...)`, here
   or in a parser function of another module of the project it calls, `args = arg_parse()`),
   draws from a generator and seeds none, reads no seed option and hands its parsed options to no
-  code of another module (which might seed from them): reported at the option (or the parser's call).
+  code of another module (which might seed from them; handing them to the project's own code
+  counts when no file of the project names a seed beyond its `--seed` options, help texts
+  included): reported at the option (or the parser's call). The draws may be in the project
+  modules the script imports (the models it builds, a data module that shuffles) when the
+  script trains (a backward pass and an optimizer step) or its project names no seed otherwise.
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`

@@ -21,24 +21,30 @@ def _moves(ctx: Context) -> list[ast.Call]:
     return [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
 
 
-def _model_name(ctx: Context, call: ast.Call) -> str | None:
-    """``model = model.cuda()`` / ``D.cuda()`` as a whole statement, of a name whose parameters the
-    file reads (``optim.Adam(model.parameters())``): the model's name."""
+def moved_name(ctx: Context, call: ast.Call) -> str | None:
+    """``model = DataParallel(model).cuda()`` / ``model.cuda()`` as a whole statement: the name
+    moved (its target, or the object of a bare ``name.cuda()``); None for any other shape."""
     stmt = ctx.parent(call)
-    name = None
     if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-        name = stmt.targets[0].id
-    elif stmt.__class__ is ast.Expr and call.func.value.__class__ is ast.Name:
-        name = call.func.value.id
+        return stmt.targets[0].id
+    if stmt.__class__ is ast.Expr and call.func.value.__class__ is ast.Name:
+        return call.func.value.id
+    return None
+
+
+def _model_name(ctx: Context, call: ast.Call) -> str | None:
+    """:func:`moved_name` of a name whose parameters the file reads (``optim.Adam(model.parameters())``): a model."""
+    name = moved_name(ctx, call)
     return name if name is not None and f"{name}.parameters(" in ctx.source else None
 
 
 def bare_beside_guarded_model(ctx: Context) -> list[ast.Call]:
     """In a file that moves its model to the GPU only under a device check (``if
     torch.cuda.is_available(): G = G.cuda()``: on a CPU machine the model stays there), the
-    ``.cuda()`` moves of batches and states under no device check (``Variable(img).cuda()``,
-    ``torch.zeros(1, 20, 1024).cuda()``): the CPU run the check offers fails on them. Not when
-    the file also names a "cuda" device outside any check (written for a GPU)."""
+    ``.cuda()`` moves of batches and states under no device check, in a loop or a helper
+    (``Variable(img).cuda()``, ``torch.zeros(1, 20, 1024).cuda()``): the CPU run the check
+    offers fails on them. Not when the file also names a "cuda" device outside any check
+    (written for a GPU)."""
     if "cuda(" not in ctx.source:
         return []
     moves = _moves(ctx)
@@ -48,7 +54,8 @@ def bare_beside_guarded_model(ctx: Context) -> list[ast.Call]:
     if any(isinstance(k.value, str) and _CUDA_STR.match(k.value) and not under_device_flag(ctx, k)
            for k in ctx.nodes.get(ast.Constant, ())):
         return []
-    return [c for c in moves if not under_device_flag(ctx, c, moves_too=True)]
+    # per-step moves only: in a loop, or in a helper the loop calls (a tensor made once beside the model is left alone)
+    return [c for c in moves if not under_device_flag(ctx, c, moves_too=True) and (ctx.enclosing_loops(c) or ctx.function_of(c))]
 
 
 def _option_flag(ctx: Context) -> bool:
