@@ -45,7 +45,7 @@ class EvalWithoutNoGrad(Rule):
     per_call = True
     name = "eval-without-no-grad"
     triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
-                "training=False")
+                "training=False", "no_grad")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -119,6 +119,9 @@ What it flags
   `reconstruct()`), unless the class calls that method under no_grad. Likewise a module-level
   function of such a file (a benchmark entry, `def test():` parsing its own arguments) that runs
   other passes under no_grad and one model bare, outside loops, whose result it does not return.
+  And in the top-level code of such a file (an inference script), a model run bare whose result
+  the passes under no_grad take (`sF = vgg(styleV)`, then `with torch.no_grad(): feature =
+  matrix(cF, sF)`): the features need no graph either.
   And a generation run of the trained network after the optimizer step of its training loop,
   for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.collates import numpy_collate
+from torchwise.lint.semantics.collates import identity_collate, numpy_collate
 from torchwise.lint.semantics.configdefaults import false_pin_sources
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
@@ -51,8 +51,9 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
     if func is None:
         return False
     parent = ctx.parent(call)
-    if parent.__class__ is ast.Dict and call in parent.values:
-        parent = ctx.parent(parent)  # return {"train": DataLoader(...), "val": DataLoader(...)}
+    if parent.__class__ is ast.Dict and call in parent.values or parent.__class__ is ast.DictComp and parent.value is call \
+            or parent.__class__ in (ast.ListComp, ast.GeneratorExp) and parent.elt is call:
+        parent = ctx.parent(parent)  # return {"train": DataLoader(...), ...}; {split: DataLoader(ds) for split, ds in ...}
     if parent.__class__ in (ast.Return, ast.Yield):
         return True  # (yield DataLoader(...): loaders made lazily, one per test volume, for the callers)
     names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
@@ -173,15 +174,6 @@ def _maps_location(ctx: Context, const: ast.AST) -> bool:
     return holder.__class__ is ast.keyword and holder.arg == "map_location"
 
 
-def _identity_collate(call: ast.Call) -> bool:
-    """``collate_fn=lambda x: x`` (or ``lambda batch: batch``): batches are lists of raw items."""
-    for kw in call.keywords:
-        if kw.arg == "collate_fn" and kw.value.__class__ is ast.Lambda:
-            args, body = kw.value.args.args, kw.value.body
-            return len(args) == 1 and body.__class__ is ast.Name and body.id == args[0].arg
-    return False
-
-
 class LoaderWithoutPinMemory(Rule):
     code = "TW203"
     per_call = True
@@ -197,7 +189,8 @@ What it flags
   the eighth positional argument, and no `**kwargs` that could hold it) where the code evidently trains on a GPU:
   the function that builds the loader (or one enclosing it, or the module's top level) calls
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
-  returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict or
+  returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict -
+  written out or a comprehension, `{split: DataLoader(ds) for split, ds in datasets.items()}` - or
   yielded one by one) is judged by the helper's callers in
   the file (also through a second helper of the file that returns it again: `get_all_loaders`
   returning what `get_loader_folder` built); a loader-building function nobody calls here (a
@@ -277,8 +270,10 @@ What it flags
   and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
-  (not a script's `__main__` block that hands the loader to a function of the file that moves
-  data to a device: `train(args, loader, generator, device)`), a
+  (not a script's `__main__` block that hands the loader to a function of the file, or of another
+  module of the project - also one imported inside the block -, that moves data to a device:
+  `train(args, loader, generator, device)`, `train(model, train_loader, eval_loader, ...)` of
+  `train.py`), a
   loader stored under a name nothing in the file reads (beside loaders it uses; not a module-level
   loader another module of the project imports, `from common.train import *`), or one a helper
   returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
@@ -370,10 +365,11 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # items are stored constants, text prompts or strings: no tensor worth pinning
     if is_index_collection(ctx, dataset, call):
         return True  # batches of indices (range(n), train_idx) that slice data held elsewhere
-    if _identity_collate(call):
+    if identity_collate(call):
         return True  # collate_fn=lambda x: x: raw items (PIL images, paths) that the consumer converts itself
-    if demo_loader(ctx, call):
+    if demo_loader(ctx, call) and not handed_to_project_mover(ctx, call):
         return True  # only next(iter(loader)) to show a sample: nothing reaches the GPU
+        # (a script's __main__ block handing it to the project's train()/evaluate() is no smoke test)
     if batches_become_numpy(ctx, call):
         return True  # each batch goes to a function that turns it into NumPy first (slices go to the GPU one by one)
     if _host_statistics(ctx, call):

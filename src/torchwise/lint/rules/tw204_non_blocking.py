@@ -156,7 +156,10 @@ What it flags
   feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
   attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =
   dataloader`, also in a base class of the file) in such a project (or such a file, linted
-  alone) - or where every
+  alone), or an attribute stored from any constructor parameter (`self.train_ds = train_ds`)
+  where the constructor calls of the file hand in pinned loaders (`Trainer(train_ds, test_ds,
+  rank)` after `train_ds, test_ds = loaders.load_data(...)`), or an attribute unpacked once from
+  a call (`self.loader, self.class_num = get_train_loader(conf)`: that function's loaders) - or where every
   call of the project that passes that parameter by keyword (`trainer_class(...,
   train_dataloader=train_dataloader)`, a class chosen by the config) hands in a pinned loader;
   or is a parameter (whatever its name: `gen`) whose callers - in the

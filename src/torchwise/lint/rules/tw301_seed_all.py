@@ -10,7 +10,9 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, unused_seed_option
+from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, project_names_seed, unused_seed_option
+from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
@@ -146,7 +148,11 @@ What it flags
   Also a `__main__` script that offers a seed option (`parser.add_argument("--seed", ...)`, here
   or in a parser function of another module of the project it calls, `args = arg_parse()`),
   draws from a generator and seeds none, reads no seed option and hands its parsed options to no
-  code of another module (which might seed from them): reported at the option (or the parser's call).
+  code of another module (which might seed from them; handing them to the project's own code
+  counts when no file of the project names a seed beyond its `--seed` options, help texts
+  included): reported at the option (or the parser's call). The draws may be in the project
+  modules the script imports (the models it builds, a data module that shuffles) when the
+  script trains (a backward pass and an optimizer step) or its project names no seed otherwise.
   Across the files linted together: in a module that seeds nothing itself, a draw from a
   generator (`random.shuffle`, `np.random.rand`, `torch.randperm`...) that no file of the
   project seeds, while the project seeds others (`train.py` seeds numpy and torch, `data.py`
@@ -269,8 +275,19 @@ Fix
 
     def _offered(self, ctx: Context) -> Iterator[Finding]:
         offer = unused_seed_option(ctx)
-        if offer is not None and self._uses(ctx):
+        if offer is not None and (self._uses(ctx) or (training_calls(ctx) or not project_names_seed(ctx)) and self._imported_draws(ctx)):
             yield ctx.finding(self.code, offer, OFFERED, suggestion=SEED_FROM_OPTION)
+
+    def _imported_draws(self, ctx: Context) -> bool:
+        """A module of the project that the script imports (directly or not) draws random numbers
+        or builds randomly initialised layers: the run draws, though the script itself does not.
+        (Asked only of a script that trains, or whose project names no seed anywhere else.)"""
+        texts = dict(ctx.project.files)
+        for path in sorted(reached_from(ctx.project, (ctx.path,))):
+            other = parsed_file(ctx.project, path, texts[path]) if path != ctx.path and path in texts else None
+            if other is not None and self._uses(other):
+                return True
+        return False
 
     @staticmethod
     def _unknown_seeder(ctx: Context) -> bool:

@@ -11,6 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, moved_name
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -37,17 +38,6 @@ _CHOSEN_DEVICE = re.compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\
                             r"""|["']cpu["']\s+if\s+[\w.]+\s+else\s+["']cuda["'])""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
-
-
-def _moved_name(ctx: Context, call: ast.Call) -> str | None:
-    """``model = DataParallel(model).cuda()`` / ``model.cuda()`` as a whole statement: the name
-    moved (its target, or the object of a bare ``name.cuda()``); None for any other shape."""
-    stmt = ctx.parent(call)
-    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-        return stmt.targets[0].id
-    if stmt.__class__ is ast.Expr and call.func.value.__class__ is ast.Name:
-        return call.func.value.id
-    return None
 
 
 # calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
@@ -94,6 +84,13 @@ What it flags
   GPU and moves every batch under its flag (`if use_cuda: inputs = inputs.cuda()`), the model
   (or its loss) moved with a bare `.cuda()` as a whole statement (`model =
   torch.nn.DataParallel(model).cuda()`): the per-batch fallback is broken by the model move.
+  Likewise the bare `.cuda()` moves of batches and states (in a loop or a helper) in a file that moves its model only
+  under a device check (`if torch.cuda.is_available(): G = G.cuda()`, then
+  `Variable(img).cuda()`; not when the file names a "cuda" device outside any check), and a
+  `.cuda()` whose only device check is a bare `if torch.cuda.is_available():` in a file whose
+  device flag honours a CPU option (`args.cuda = not args.no_cuda and
+  torch.cuda.is_available()`): run with `--no-cuda` on a GPU machine, it moves the model to
+  CUDA while the data stays on the CPU.
   In any file that chooses its device, a call needing a GPU at its top level under no `if`
   (`torch.cuda.current_device()` at import, a driver work-around): importing or starting it
   fails without a GPU, whatever its functions' `device` parameters offer.
@@ -307,6 +304,12 @@ Fix
             return
         yield from self._cuda_beside_choice(ctx)
         yield from self._model_beside_guarded_batches(ctx)
+        for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() assumes a GPU while this file moves its "
+                                               "model only when one is there; its CPU path fails here"))
+        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
+                                               "CPU option this file's device flag honours", flag_ok=True))
         if not ("else 'cpu'" in src or 'else "cpu"' in src or "else 'cuda'" in src or 'else "cuda"' in src) \
                 or not _CHOSEN_DEVICE.search(src):
             return
@@ -340,7 +343,7 @@ Fix
         if not any(under_device_flag(ctx, c) for c in moves):
             return
         bare = [c for c in moves if not under_device_flag(ctx, c, moves_too=True)]
-        named = [_moved_name(ctx, c) for c in bare]
+        named = [moved_name(ctx, c) for c in bare]
         if not bare or None in named or not any(f"{n}.parameters(" in ctx.source for n in named):
             return
         if any(isinstance(k.value, str) and _CUDA_STR.match(k.value) and not under_device_flag(ctx, k)
@@ -364,8 +367,8 @@ Fix
         if finding is not None:
             yield finding
 
-    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None) -> Finding | None:
-        if under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
+    def _finding(self, ctx: Context, node: ast.AST, message: str, at: ast.AST | None = None, flag_ok: bool = False) -> Finding | None:
+        if not flag_ok and under_device_flag(ctx, node, moves_too=True) and not only_default_guards(ctx, node):
             return None  # under `if args.cuda:` / `if use_gpu:` / `if not args.use_cpu:`: the user chose the device
         lam = next((a for a in ctx.ancestors(node) if a.__class__ is ast.Lambda), None) if "lambda" in ctx.source else None
         if lam is not None and under_device_flag(ctx, lam, moves_too=True) and not only_default_guards(ctx, lam):

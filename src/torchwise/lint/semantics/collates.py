@@ -202,3 +202,12 @@ def _helper_def(ctx: Context, name: str) -> tuple[Context, ast.FunctionDef] | No
     other = parsed_file(ctx.project, *files[0])
     node = next((n for n in other.tree.body if n.__class__ is ast.FunctionDef and n.name == alias.name), None) if other else None
     return (other, node) if node is not None else None
+
+
+def identity_collate(call: ast.Call) -> bool:
+    """``collate_fn=lambda x: x`` (or ``lambda batch: batch``): batches are lists of raw items."""
+    for kw in call.keywords:
+        if kw.arg == "collate_fn" and kw.value.__class__ is ast.Lambda:
+            args, body = kw.value.args.args, kw.value.body
+            return len(args) == 1 and body.__class__ is ast.Name and body.id == args[0].arg
+    return False

@@ -109,6 +109,29 @@ def mixed_function_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
             yield call, (f"{func.name}() runs {ctx.text(call.func)} with autograd recording while its other passes run "
                          "under no_grad; this one needs no graph either")
             break
+    yield from _script_feeds(ctx)
+
+
+def _script_feeds(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """The top-level code of an inference script (the file trains nothing) that runs a model bare
+    (``sF = vgg(styleV)``, in its loop or before it) and hands the result to the passes it runs
+    under ``torch.no_grad()`` (``feature = matrix(cF, sF)``): the features need no graph either."""
+    top = [n for n in ctx.walk_body(ctx.tree.body) if n.__class__ is ast.Call]
+    guarded = [c for c in top if under_no_grad(ctx, c)]
+    if not guarded:
+        return
+    read = {n.id for c in guarded for a in [*c.args, *(k.value for k in c.keywords)] for n in ast.walk(a)
+            if n.__class__ is ast.Name}
+    for call in top:
+        if not call.args or call.func.__class__ is not ast.Name or under_no_grad(ctx, call):
+            continue
+        stmt = ctx.statement_of(call)
+        if stmt.__class__ is not ast.Assign or stmt.value is not call:
+            continue
+        bound = {n.id for t in stmt.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+        if bound & read and is_module_instance(ctx, call.func, call, by_name=False):
+            yield call, (f"{ctx.text(call.func)}(...) runs with autograd recording, and its result feeds the passes this "
+                         "script runs under no_grad: it needs no graph either")
 
 
 __all__ = ["mixed_function_runs", "peer_runs"]

@@ -121,7 +121,10 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
         return _item_pinned(ctx, expr, use, depth - 1)
     if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
         value = ctx.single_self_value(expr, use)
-        return loader_pinned(ctx, value, value, depth - 1) if value is not None else None
+        if value is None:
+            unpacked = _self_unpacked(ctx, expr, use)  # self.loader, self.class_num = get_train_loader(conf)
+            return _call_pinned(ctx, unpacked[0], unpacked[1], depth - 1) if unpacked is not None else None
+        return loader_pinned(ctx, value, value, depth - 1)
     if cls is not ast.Name:
         return None
     b = ctx.binding_at(expr.id, use)
@@ -145,6 +148,23 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
             return None
         return loader_pinned(ctx, it, b.node if b.node.__class__ is not ast.comprehension else it, depth - 1)
     return None
+
+
+def _self_unpacked(ctx: Context, expr: ast.Attribute, use: AST) -> tuple[ast.Call, int] | None:
+    """``self.<attr>`` assigned once in its class, unpacked from a call (``self.loader,
+    self.class_num = get_train_loader(conf)``): the call and the attribute's place in the tuple."""
+    cls = ctx.class_of(use)
+    if cls is None or ctx.self_attr_values(cls, expr.attr):
+        return None
+    found = []
+    methods = [item for item in cls.body if item.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)]
+    for node in (n for m in methods for n in ctx.walk_body(m.body)):
+        if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Tuple \
+                and node.value.__class__ is ast.Call:
+            for i, t in enumerate(node.targets[0].elts):
+                if t.__class__ is ast.Attribute and t.attr == expr.attr and t.value.__class__ is ast.Name and t.value.id == "self":
+                    found.append((node.value, i))
+    return found[0] if len(found) == 1 else None
 
 
 def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> bool | None:
@@ -259,6 +279,13 @@ def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
     method = ctx.parent(func).__class__ is ast.ClassDef and params[:1] in (["self"], ["cls"])
     index = params.index(binding.name) if binding.name in params else None
     verdicts = []
+    owner = ctx.parent(func)
+    if func.name == "__init__" and owner.__class__ is ast.ClassDef and method:
+        # self.train_ds = train_ds in __init__: what the constructor calls of the file hand in
+        calls = [c for c in ctx.calls_named(owner.name) if c.func.__class__ is ast.Name and ctx.local_classes.get(owner.name) is owner]
+        for call in calls:
+            value = argument(call, binding.name, index - 1 if index is not None and index >= 1 else None)
+            verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
     for call in ctx.calls_named(func.name):
         if local_function(ctx, call) is not func:
             continue
