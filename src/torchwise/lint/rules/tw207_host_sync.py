@@ -20,11 +20,10 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
-from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
-from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
-from torchwise.lint.semantics.steps import hot_loops, hot_region_of, step_functions
+from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
 from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
 
@@ -200,8 +199,9 @@ What it flags
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
   update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
-  nor one by an option whose argparse default is 1 that nothing else in the project sets,
-  `% args.log_step` with `default=1`: every step), under a test
+  nor one by an option whose argparse default is 1 that nothing else in the project sets - a
+  sibling script's own `--log_step` does not -, `% args.log_step` with `default=1`, also joined
+  by `and` to another test: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
   (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
@@ -234,8 +234,12 @@ What it flags
   loop with a step of its own runs outside its batch loop over a loader made before it; methods of
   a class whose every object is called only off the training path (a detector's `Detect` in the
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
-  model is in `.eval()` or under `no_grad`); a call of a helper whose read lies in a training loop of
-  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
+  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); a call of a helper whose read lies in a training loop of
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); a
+  synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
+  timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
+  on: `--no-cuda` a `store_true` option with `default=True`); tensors handed back to the sampler that drew the step's inputs (`t, w =
   sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
   draw the next step); the evaluation block of a training loop (`with torch.no_grad():
   model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what
@@ -350,12 +354,8 @@ Lint and the doctor
         """``.item()`` inside a loss function the training step calls every step (``d_loss, logs =
         compute_d_loss(...)``; ``n_word = non_pad_mask.sum().item()`` in ``cal_loss``), or in a
         loss module's method on the forward path: reported at the read."""
-        for read, func, where in loss_reads(ctx, self._per_step):
-            if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
-                what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
-                    f"{ctx.text(read.func)}(), which reads what it is given on the host,")
-                yield ctx.finding(self.code, read, f"{what} in {func.name}(), {where}, waits for the GPU",
-                                  suggestion="return the detached tensors and read them once per log interval")
+        for read, message in loss_read_messages(ctx, self._per_step):
+            yield ctx.finding(self.code, read, message, suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
         """``loss.data[0]`` (the pre-0.4 ``.item()``) and an unconditional ``torch.cuda.synchronize()``
