@@ -229,3 +229,32 @@ PROJECTS += [
                       "net(c.cuda(), s.cuda())", "net(c.cuda(), s.cuda(), [], [])")},
                  (("libs/multest.py", 13), ("libs/multest.py", 14))),
 ]
+
+# ------------------------------------------------------------- TW207 %-formatting of the step's tensors in a print
+# Style-transfer and image-translation loops print `'loss: %.4f' % (it, loss, ...)` of the loss tensors on
+# every iteration: `%f` calls float() on each, a host read per tensor.
+_PCT = d("""
+    import torch
+    def train(net, opt, loader, device):
+        for it, (x, y) in enumerate(loader):
+            x, y = x.to(device), y.to(device)
+            rec = (net(x) - y).abs().mean()
+            loss = rec * 10
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            print('iter %d loss %.4f rec %.4f lr %.6f' %
+                  (it, loss, rec, opt.param_groups[0]['lr']))
+""")
+FIND += [
+    Shape("TW207", "print of '%.4f' % (..., loss, ...) of the step's tensors every iteration", _PCT, 10),
+    Shape("TW207", "the same with one tensor after %", _PCT.replace(
+        "print('iter %d loss %.4f rec %.4f lr %.6f' %\n              (it, loss, rec, opt.param_groups[0]['lr']))",
+        "print('loss %.4f' % loss)"), 10),
+]
+QUIET += [
+    Shape("TW207", "look-alike: %-formatting of Python numbers read once per interval", _PCT.replace(
+        "        print(", "        if it % 100 == 0:\n            print(").replace("              (it,", "                  (it,")),
+    Shape("TW207", "look-alike: %-formatting of host numbers (the step count and the learning rate)", _PCT.replace(
+        "(it, loss, rec, opt.param_groups[0]['lr'])", "(it, 0.0, 0.0, opt.param_groups[0]['lr'])")),
+]

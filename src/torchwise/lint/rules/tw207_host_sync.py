@@ -25,7 +25,8 @@ from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
 from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
-from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
+from torchwise.lint.semantics.syncs import CASTS, DROP_FIX as _DROP_FIX, REPEAT_FIX as _REPEAT_FIX, SYNC_FIX as _SYNC_FIX, \
+    boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
 
 
 class HostSyncInLoop(Rule):
@@ -39,8 +40,8 @@ What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
   `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
-  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
-  `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
+  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string,
+  `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
@@ -390,12 +391,6 @@ Lint and the doctor
             return ctx.finding(self.code, sync, f"{ctx.text(sync)} in {where} waits for the GPU to finish every step, "
                                f"for the {what} after it (line {node.lineno})", suggestion=_SYNC_FIX)
         return ctx.finding(self.code, node, f"{what} in {where} waits for the GPU to finish every step", suggestion=suggestion)
-
-
-_DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
-_REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
-_SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
-             "to time steps, use CUDA events or time a whole interval")
 
 
 RULE = HostSyncInLoop()

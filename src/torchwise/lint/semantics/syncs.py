@@ -18,6 +18,12 @@ from torchwise.lint.semantics.optiondefaults import option_default
 from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step
 from torchwise.lint.semantics.stepvalues import step_subject
 
+# TW207's suggestions for an explicit synchronize and for a repeat by counts read per element
+DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
+REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
+SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
+            "to time steps, use CUDA events or time a whole interval")
+
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
 
