@@ -20,13 +20,13 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
-from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_reads
-from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
-from torchwise.lint.semantics.steps import hot_loops, hot_region_of, step_functions
+from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
-from torchwise.lint.semantics.syncs import CASTS, boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
+from torchwise.lint.semantics.syncs import CASTS, DROP_FIX as _DROP_FIX, REPEAT_FIX as _REPEAT_FIX, SYNC_FIX as _SYNC_FIX, \
+    boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
 
 
 class HostSyncInLoop(Rule):
@@ -40,8 +40,8 @@ What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
   `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
-  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string or
-  `"...".format(t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
+  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string,
+  `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
@@ -200,8 +200,9 @@ What it flags
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
   update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
-  nor one by an option whose argparse default is 1 that nothing else in the project sets,
-  `% args.log_step` with `default=1`: every step), under a test
+  nor one by an option whose argparse default is 1 that nothing else in the project sets - a
+  sibling script's own `--log_step` does not -, `% args.log_step` with `default=1`, also joined
+  by `and` to another test: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
   (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
@@ -234,8 +235,12 @@ What it flags
   loop with a step of its own runs outside its batch loop over a loader made before it; methods of
   a class whose every object is called only off the training path (a detector's `Detect` in the
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
-  model is in `.eval()` or under `no_grad`); a call of a helper whose read lies in a training loop of
-  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); tensors handed back to the sampler that drew the step's inputs (`t, w =
+  model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
+  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); a call of a helper whose read lies in a training loop of
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); a
+  synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
+  timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
+  on: `--no-cuda` a `store_true` option with `default=True`); tensors handed back to the sampler that drew the step's inputs (`t, w =
   sampler.sample(...)` ... `sampler.update_with_losses(t, losses)`: it keeps them on the host to
   draw the next step); the evaluation block of a training loop (`with torch.no_grad():
   model.eval(); ...`) and reads after it in the same pass (the evaluation drained the GPU); what
@@ -350,12 +355,8 @@ Lint and the doctor
         """``.item()`` inside a loss function the training step calls every step (``d_loss, logs =
         compute_d_loss(...)``; ``n_word = non_pad_mask.sum().item()`` in ``cal_loss``), or in a
         loss module's method on the forward path: reported at the read."""
-        for read, func, where in loss_reads(ctx, self._per_step):
-            if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
-                what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
-                    f"{ctx.text(read.func)}(), which reads what it is given on the host,")
-                yield ctx.finding(self.code, read, f"{what} in {func.name}(), {where}, waits for the GPU",
-                                  suggestion="return the detached tensors and read them once per log interval")
+        for read, message in loss_read_messages(ctx, self._per_step):
+            yield ctx.finding(self.code, read, message, suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
         """``loss.data[0]`` (the pre-0.4 ``.item()``) and an unconditional ``torch.cuda.synchronize()``
@@ -390,12 +391,6 @@ Lint and the doctor
             return ctx.finding(self.code, sync, f"{ctx.text(sync)} in {where} waits for the GPU to finish every step, "
                                f"for the {what} after it (line {node.lineno})", suggestion=_SYNC_FIX)
         return ctx.finding(self.code, node, f"{what} in {where} waits for the GPU to finish every step", suggestion=suggestion)
-
-
-_DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
-_REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
-_SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
-             "to time steps, use CUDA events or time a whole interval")
 
 
 RULE = HostSyncInLoop()

@@ -9,6 +9,7 @@ training path (post-processing, what a function training in its own loop does ar
 from __future__ import annotations
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.cpuonly import runs_only_on_cpu
 from torchwise.lint.semantics.devices import gpu_evident
 from torchwise.lint.semantics.elementreads import element_reads
 from torchwise.lint.semantics.evalblocks import off_training_path
@@ -34,7 +35,7 @@ Found = tuple[AST, str, str]
 
 def forward_syncs(ctx: Context) -> list[Found]:
     """Every such read of the file (nothing when the project evidently uses no accelerator)."""
-    if not (gpu_evident(ctx) or ctx.project.moves_to_device):
+    if not (gpu_evident(ctx) or ctx.project.moves_to_device) or runs_only_on_cpu(ctx):
         return []
     return [*_parameter_reads(ctx), *_forward_reads(ctx), *_grad_norm_helpers(ctx)]
 

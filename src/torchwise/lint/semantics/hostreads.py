@@ -259,7 +259,8 @@ def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
 
 
 def printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
-    """The device tensor ``print(...)`` shows: an argument, an f-string field, a ``.format()`` argument."""
+    """The device tensor ``print(...)`` shows: an argument, an f-string field, a ``.format()`` or
+    ``%``-format argument."""
     for arg in call.args:
         if arg.__class__ is ast.Name:
             if is_device_tensor(ctx, arg, call):
@@ -270,6 +271,12 @@ def printed_tensor(ctx: Context, call: ast.Call) -> ast.AST | None:
                     return part.value
         elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr == "format":
             for part in arg.args:  # print("loss {:.4f}".format(loss)): formatting reads the value
+                if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
+                    return part
+        elif arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Mod and arg.left.__class__ is ast.Constant \
+                and isinstance(arg.left.value, str):  # print("loss %.4f" % (step, loss)): %-formatting reads it too
+            parts = arg.right.elts if arg.right.__class__ is ast.Tuple else [arg.right]
+            for part in parts:
                 if part.__class__ is ast.Name and is_device_tensor(ctx, part, call):
                     return part
     return None

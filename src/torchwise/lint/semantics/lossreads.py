@@ -15,7 +15,7 @@ from typing import Callable
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.callshapes import call_shape, left_off
-from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.evalblocks import off_training_path
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
@@ -232,3 +232,15 @@ def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> t
         return None  # (a metric helper: only a selection from what it is handed)
     where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None
+
+
+def loss_read_messages(ctx: Context, per_step: Callable[[Context, ast.Call], bool]) -> list[tuple[AST, str]]:
+    """``(read, message)`` of each :func:`loss_reads` read outside the training loop itself (reads
+    there are the rule's own loop checks), on an accelerator where the step calls it directly."""
+    out: list[tuple[AST, str]] = []
+    for read, func, where in loss_reads(ctx, per_step):
+        if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
+            what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
+                f"{ctx.text(read.func)}(), which reads what it is given on the host,")
+            out.append((read, f"{what} in {func.name}(), {where}, waits for the GPU"))
+    return out

@@ -15,6 +15,7 @@ from torchwise.lint.semantics.deadcode import never_runs
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
 _MOVES = frozenset({"to", "cuda", "cpu", "eval", "float", "half"})  # Detect(...).to(device): the same object
+_KEEPING = _MOVES | {"load_state_dict"}  # matrix.load_state_dict(...); matrix.cuda(): no training use
 _TEST_PHASES = frozenset({"test", "eval", "inference", "infer", "predict", "val"})
 
 
@@ -31,12 +32,15 @@ def built_only_for_inference(ctx: Context, func: AST) -> bool:
     key = ("sem:inference-only-class", ctx.path, klass.name)
     found = ctx.project.answers.get(key)
     if found is None:
+        ctx.project.answers[key] = False  # (a cycle of classes building each other: not proven)
         found = ctx.project.answers[key] = _inference_only(ctx, klass.name)
     return found
 
 
 def _inference_only(ctx: Context, name: str) -> bool:
     needle = f"{name}("
+    others = {p.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".py") for p, t in ctx.project.files
+              if p != ctx.path and (f"class {name}(" in t or f"class {name}:" in t)}  # modules with a class of that name
     texts = [(p, t) for p, t in ctx.project.files if needle in t] or [(ctx.path, ctx.source)]
     if len(texts) > MAX_CALLER_FILES:
         return False
@@ -48,6 +52,9 @@ def _inference_only(ctx: Context, name: str) -> bool:
         for call in where.calls_named(name):
             if call.func.__class__ is not ast.Name:
                 continue  # (module.Name(...) too rare to be worth resolving: then the class counts as used)
+            q = where.qualname(call.func) if where is not ctx else None
+            if others and (q is not None and "." in q and q.rsplit(".", 2)[-2] in others or where is not ctx and name in where.local_classes):
+                continue  # a class of the same name from another module (libs.Matrix.MulLayer, not libs.MatrixTest's)
             target = _bound_target(where, call)
             if target is None:
                 return False  # handed on, returned, built in place: assume training may use it
@@ -88,6 +95,8 @@ def _calls_of(ctx: Context, target: str, built: ast.Call) -> list[ast.Call] | No
         parent = ctx.parent(node)
         if parent.__class__ is ast.Call and parent.func is node:
             calls.append(parent)
+        elif parent.__class__ is ast.Attribute and parent.attr in _KEEPING and ctx.parent(parent).__class__ is ast.Call:
+            continue  # loaded, moved or put in evaluation mode: the same object, not handed on
         elif node.ctx.__class__ is ast.Load:
             others += 1
     return None if others else calls
@@ -97,10 +106,10 @@ def _off_training(ctx: Context, call: ast.Call) -> bool:
     if _inference_arm(ctx, call):
         return True
     func = ctx.function_of(call)
-    if func is None:
-        return False
-    if is_eval_name(func.name) or never_runs(ctx, func):
-        return True
+    if func is None:  # a script's top level: an inference script runs no backward pass nor step at all
+        return not backward_calls(ctx) and not optimizer_steps(ctx) and _under_no_grad(ctx, call)
+    if is_eval_name(func.name) or never_runs(ctx, func) or built_only_for_inference(ctx, func):
+        return True  # (the last: a part, self.cnet = CNN(...), called by a module that only inference builds)
     trains = any(ctx.function_of(c) is func for c in [*backward_calls(ctx), *optimizer_steps(ctx)])
     return not trains and (_under_no_grad(ctx, call) or any(
         n.__class__ is ast.Call and last_name(n.func) == "eval" and not n.args and n.func.__class__ is ast.Attribute

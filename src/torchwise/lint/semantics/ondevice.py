@@ -1,7 +1,8 @@
 """Whether the code around a node evidently runs on an accelerator (TW207): its function moves
 data to a device, or it only receives its data in a file that targets a GPU or in a module that
 a file of the project moving data to a device imports. A CPU-only helper module of a course,
-imported by nothing that uses a GPU, and a function that names a ``"cpu"`` device do not."""
+imported by nothing that uses a GPU, a function that names a ``"cpu"`` device and a script that
+can only run on the CPU (semantics.cpuonly) do not."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.cpuonly import runs_only_on_cpu
 from torchwise.lint.semantics.devices import gpu_evident, scope_moves_to_device
 from torchwise.lint.semantics.reach import on_a_mover_path
 
@@ -17,6 +19,8 @@ def on_accelerator(ctx: Context, node: AST) -> bool:
     """Is the code around ``node`` evidently on an accelerator? Its function (or script) moves
     data to a device; or it only receives its data (a method such as ``update(self, rollouts)``)
     in a file that targets a GPU, or in a module that a file moving data to a device imports."""
+    if runs_only_on_cpu(ctx):
+        return False  # every CUDA choice of the script is behind an option no run turns on
     scope = ctx.scope_of(node)
     if scope_moves_to_device(ctx, scope):
         return True

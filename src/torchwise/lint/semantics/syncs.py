@@ -2,7 +2,8 @@
 ``print(t)``, ``nonzero()``: :func:`sync_call`), and those that are not a value read: indexing with a boolean mask (the result's
 size depends on the data, so the host waits to learn it), reads of a module's own
 parameters inside its methods (every forward), and explicit ``torch.cuda.synchronize()`` calls
-(where a loop already waits, where it measures time, where a read follows)."""
+(where a loop already waits, where it measures time, where a read follows; not under an opt-in
+timing option, ``if args.time_exp:`` with ``default=0``, whose branch reads a timer)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,15 @@ from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
+from torchwise.lint.semantics.optiondefaults import option_default
 from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step
 from torchwise.lint.semantics.stepvalues import step_subject
+
+# TW207's suggestions for an explicit synchronize and for a repeat by counts read per element
+DROP_FIX = "drop it: later kernels and reads wait for the GPU where they need to"
+REPEAT_FIX = "repeat by the whole count tensor at once: torch.repeat_interleave(x, counts, dim=0)"
+SYNC_FIX = ("drop it, keep the values on the device (loss.detach()) and read them once per log interval; "
+            "to time steps, use CUDA events or time a whole interval")
 
 _NOT_PER_CALL = ("__init__", "reset", "init", "extra_repr", "__repr__", "__str__", "load", "save", "build")
 
@@ -252,6 +260,8 @@ def needless_synchronizes(ctx: Context) -> list[ast.Call]:
         if loop is None:
             continue
         ifs = ctx.enclosing_ifs(call)
+        if any(in_body and _timing_switch(ctx, node) for node, in_body in ifs):
+            continue  # `if args.time_exp: torch.cuda.synchronize(); t1 = time.time()`: opt-in, and the timer needs it
         if ifs and not all(in_body and setting_test(ctx, node.test, loop) for node, in_body in ifs if ctx.contains(loop, node)):
             continue
         read = read_after(ctx, loop, call)
@@ -273,6 +283,13 @@ def _benchmark(ctx: Context, loop: AST) -> bool:
         or any(word in stem for word in ("bench", "profil", "speed", "throughput")) or any(
             n.__class__ is ast.Call and last_name(n.func) == "append" and n.args and any(  # times.append(perf_counter() - t0)
                 m.__class__ is ast.Call and last_name(m.func) in _TIMERS for m in ast.walk(n.args[0])) for n in ast.walk(loop))
+
+
+def _timing_switch(ctx: Context, node: AST) -> bool:
+    """An ``if`` on an option that is off unless the user sets it (``--time_exp`` with ``default=0``)
+    whose branch reads a timer: the synchronize in it makes the measurement right."""
+    return node.__class__ is ast.If and node.test.__class__ is ast.Attribute and option_default(ctx, node.test) is False \
+        and any(n.__class__ is ast.Call and last_name(n.func) in _TIMERS for n in ctx.walk_body(node.body))
 
 
 _SETTING_CALLS = frozenset({"is_available", "is_initialized", "device_count", "get_world_size"})

@@ -12,7 +12,10 @@ from torchwise.lint.engine import AST, Context, keyword
 
 def every_step_interval(ctx: Context, test: AST) -> bool:
     """``test`` is ``<count> % args.<option> == 0`` with the option's argparse default 1 (the only
-    setting of it in the project)."""
+    setting of it in the project), also as a part of ``and`` (``... == 0 and args.model == "tfn"``:
+    the other parts are no interval)."""
+    if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And:
+        return any(every_step_interval(ctx, part) for part in test.values)
     if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.ops[0].__class__ is not ast.Eq:
         return False
     left = test.left
@@ -39,11 +42,18 @@ def _default_one(ctx: Context, option: str) -> bool:
 
 
 def _set_nowhere_else(ctx: Context, option: str) -> bool:
-    """No assignment to ``<x>.<option>`` in the file, and no other file of the project names it."""
+    """No assignment to ``<x>.<option>`` in the file, and no other file of the project names it
+    but in a declaration of its own parser (``add_argument('--log_interval', default=20)`` of a
+    sibling script)."""
     if any(t.__class__ is ast.Attribute and t.attr == option for node in ctx.nodes.get(ast.Assign, ()) for t in node.targets):
         return False
     spelled = (option, option.replace("_", "-"))
-    return not any(p != ctx.path and any(s in t for s in spelled) for p, t in ctx.project.files)
+    return not any(p != ctx.path and any(s in t for s in spelled) and not _own_option(t, spelled) for p, t in ctx.project.files)
+
+
+def _own_option(text: str, spelled: tuple[str, str]) -> bool:
+    """``text`` declares the option for a parser of its own (a sibling script's ``add_argument``)."""
+    return any("add_argument" in line for line in text.splitlines() if any(s in line for s in spelled))
 
 
 __all__ = ["every_step_interval"]
