@@ -47,6 +47,8 @@ def _names_of(ctx: Context, call: ast.Call) -> set[str]:
     while ctx.parent(node).__class__ is ast.Attribute and ctx.parent(ctx.parent(node)).__class__ is ast.Call:
         node = ctx.parent(ctx.parent(node))  # DataParallel(net).eval().cuda()
     parent = ctx.parent(node)
+    if parent.__class__ is ast.ListComp and parent.elt is node:
+        parent = ctx.parent(parent)  # scores = [DataParallel(s) for s in scores]: used as scores[i]
     targets = parent.targets if parent.__class__ is ast.Assign else [parent.target] if parent.__class__ is ast.AnnAssign else []
     for t in [*targets, first]:
         inner = t
@@ -55,6 +57,21 @@ def _names_of(ctx: Context, call: ast.Call) -> set[str]:
         if inner is not None and inner.__class__ in (ast.Name, ast.Attribute):
             names.add(ctx.text(inner))
     return names
+
+
+_MOVES = frozenset({"cuda", "to", "cpu", "float", "half"})
+
+
+def _receiver(node: ast.AST) -> ast.AST:
+    """The module a mode call acts on, past moves and indexing: ``model.cuda().eval()`` and
+    ``scores[i].eval()`` act on ``model`` and ``scores``."""
+    while True:
+        if node.__class__ is ast.Subscript:
+            node = node.value
+        elif node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _MOVES:
+            node = node.func.value
+        else:
+            return node
 
 
 def _is_false(node: ast.AST) -> bool:
@@ -84,9 +101,9 @@ def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
         modes.append(_mode_call(call.args[0]))  # DataParallel(FAN(...).eval()): frozen before it is wrapped
     scope = ctx.scope_of(call)
     for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
-        if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
+        if c.func.__class__ is not ast.Attribute or ctx.text(_receiver(c.func.value)) not in names:
             continue
-        if c.func.value.__class__ is ast.Name and ctx.scope_of(c) is not scope and _mode_call(c) == "frozen":
+        if _receiver(c.func.value).__class__ is ast.Name and ctx.scope_of(c) is not scope and _mode_call(c) == "frozen":
             continue  # another function's local of that name (`model.eval()` in predict(), beside the builder)
         if c.func.attr == "parameters":
             if any(a.__class__ is ast.Call and "optim" in (ctx.qualname(a.func) or last_name(a.func) or "").lower()
@@ -117,7 +134,7 @@ def _function_only_evaluates(ctx: Context, call: ast.Call) -> bool:
     if any(id(local_function(ctx, c)) in trainers for c in ctx.walk_body(func.body) if c.__class__ is ast.Call):
         return False  # it calls the file's training function (train_epoch(model, ...)): the wrapper trains
     modes = [_mode_call(c) for c in ctx.calls_named("eval", "train", "requires_grad_")
-             if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(c.func.value) in names]
+             if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(_receiver(c.func.value)) in names]
     return "frozen" in modes and "trains" not in modes
 
 

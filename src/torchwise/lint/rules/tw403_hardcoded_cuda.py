@@ -9,6 +9,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, moved_name
@@ -16,6 +17,7 @@ from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distribute
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
 from torchwise.lint.semantics.fallback import chooses_by_flag, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
+from torchwise.lint.semantics.optinmodes import module_device_only_opt_in
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import training_calls
 
@@ -297,6 +299,9 @@ Fix
             yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
             return
         yield from self._import_time_cuda(ctx)
+        for call in gpu_lines_beside_choice(ctx):  # device = "cuda" if available else "cpu"; x.to(device); torch.cuda.synchronize()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() needs a GPU while this file chooses "
+                                               "its device with a CPU alternative; its CPU path fails here"))
         yield from (f for call in cuda_contexts_beside_choice(ctx, self._cpu_choices(ctx))
                     for f in self._opt(self._finding(ctx, call, "torch.cuda.device() ignores the device this class "
                                                      "chooses; its CPU path fails here")))
@@ -377,6 +382,8 @@ Fix
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
         if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):
             return None  # code nothing runs (METHOD R5); nn.MSELoss().cuda() and the project's own cuda() need no GPU
+        if node.__class__ is ast.Call and module_device_only_opt_in(ctx, node):
+            return None  # device = torch.device("cuda:0") used only under `if mixmode:` (a mode off by default)
         if _device_method(ctx, node):
             return None  # the body of a class's own cuda(): it runs when its caller asks for CUDA (the call is reported)
         if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
