@@ -3,7 +3,8 @@
 moved with ``.to(device)``, and then
 
 - ``torch.cuda.synchronize()`` (or ``current_device()``) in the same function or top level as
-  such a move, under no device test: the CPU run the choice offers raises there;
+  such a move, under no device test nor an option switch (``if args.time_exp:``, a timing mode
+  the user opts into): the CPU run the choice offers raises there;
 - the model moved with a bare ``net.cuda()`` statement (a name whose ``.parameters()`` the file
   reads): on a CPU machine it raises, on a GPU one the choice was idle.
 
@@ -47,6 +48,12 @@ def _cuda_elsewhere(ctx: Context) -> bool:
     return False
 
 
+def _under_switch(ctx: Context, node: ast.AST) -> bool:
+    """Under ``if args.time_exp:`` (a plain option switch): a timing mode the user opts into."""
+    return any(in_body and i.__class__ is ast.If and i.test.__class__ in (ast.Name, ast.Attribute)
+               for i, in_body in ctx.enclosing_ifs(node))
+
+
 def gpu_lines_beside_choice(ctx: Context) -> list[ast.Call]:
     """The calls described in the module doc."""
     src = ctx.source
@@ -62,7 +69,7 @@ def gpu_lines_beside_choice(ctx: Context) -> list[ast.Call]:
         for call in ctx.nodes.get(ast.Call, ()):
             if call.func.__class__ is ast.Attribute and call.func.attr in ("synchronize", "current_device") \
                     and ctx.qualname(call.func) in _GPU_CALLS and id(ctx.scope_of(call)) in scopes \
-                    and not under_device_flag(ctx, call, moves_too=True):
+                    and not under_device_flag(ctx, call, moves_too=True) and not _under_switch(ctx, call):
                 found.append(call)
     for call in ctx.calls_named("cuda"):
         stmt = ctx.parent(call)
