@@ -75,7 +75,8 @@ What it flags
   with respect to the input -, adversarial `perturb()`; `Variable(x, requires_grad=False)`
   asks for none), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
-  decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
+  decorator, after `torch.set_grad_enabled(False)`, in a function every caller of this file hands
+  a model it froze with `requires_grad_(False)`, in a function this file only calls under
   no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
   self.predict(x), y); loss.backward()`), or in a module-level function that every way the
   project reaches passes under no_grad (through the file's own functions and closures up to the

@@ -126,7 +126,9 @@ What it flags
   seed (`args.manualSeed = random.randint(1, 10000)` when none is given) is no use of its
   generator, nor is a draw that only names the run's output (`rand_suffix =
   "".join(random.choices(string.ascii_letters, k=3))` used only in an output folder's name or a
-  path). Files
+  path). Also `torch.cuda.manual_seed(s)` on the GPU branch of `if torch.cuda.is_available():`
+  whose `else` alone calls `torch.manual_seed(s)`: on a GPU run the CPU generator (weight init,
+  shuffling, `torch.randperm`) stays unseeded. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
   `test_*` function, a `TestCase`, under `if args.test:`) do not count, nor do seeds and draws

@@ -20,7 +20,8 @@ class CudaManualSeed(Rule):
     doc = """\
 What it flags
   `torch.cuda.manual_seed(s)` in a function (or module level) that does not also call
-  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device. Not when
+  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device (in a
+  multi-GPU script, a `torch.manual_seed` only in the `else` of the GPU check covers nothing). Not when
   the seed is the clock (`torch.cuda.manual_seed(int(time.time()))`, or `args.seed =
   time.time()` in the same file): it differs on every run, so no reproducibility is intended.
 
