@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.frozenargs import frozen_by_every_caller
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, eval_receivers, frozen_forwards, is_eval_switch
@@ -74,7 +75,8 @@ What it flags
   with respect to the input -, adversarial `perturb()`; `Variable(x, requires_grad=False)`
   asks for none), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
-  decorator, after `torch.set_grad_enabled(False)`, in a function this file only calls under
+  decorator, after `torch.set_grad_enabled(False)`, in a function every caller of this file hands
+  a model it froze with `requires_grad_(False)`, in a function this file only calls under
   no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
   self.predict(x), y); loss.backward()`), or in a module-level function that every way the
   project reaches passes under no_grad (through the file's own functions and closures up to the
@@ -299,8 +301,9 @@ Lint and the doctor
             found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]
             out = {(f.line, f.col): f for f in found}  # every run of each evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
-        if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)):
-            return []  # (also when every way the project reaches it passes under no_grad)
+        if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)
+                              or frozen_by_every_caller(ctx, scope)):
+            return []  # (also when every way the project reaches it passes under no_grad, or hands it a frozen model)
         if not is_module and called_for_training(ctx, scope):
             return []  # `predict()` that the file's own update step backpropagates through
         if not is_module and self._handed_over(ctx, scope):

@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.dpmodes import frozen_inference_only, mode_call, names_of, receiver
 from torchwise.lint.semantics.dataparallel import dataparallel_classes, trains_through
 from torchwise.lint.semantics.handdp import hand_dp_steps
 from torchwise.lint.semantics.values import local_function
@@ -39,85 +40,18 @@ def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
     )
 
 
-def _names_of(ctx: Context, call: ast.Call) -> set[str]:
-    """The wrapped module and what the wrapper is stored under, as written (``net``, ``self.inception``)."""
-    names = set()
-    first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
-    node: ast.AST = call
-    while ctx.parent(node).__class__ is ast.Attribute and ctx.parent(ctx.parent(node)).__class__ is ast.Call:
-        node = ctx.parent(ctx.parent(node))  # DataParallel(net).eval().cuda()
-    parent = ctx.parent(node)
-    targets = parent.targets if parent.__class__ is ast.Assign else [parent.target] if parent.__class__ is ast.AnnAssign else []
-    for t in [*targets, first]:
-        inner = t
-        while inner is not None and inner.__class__ is ast.Call and inner.func.__class__ is ast.Attribute:
-            inner = inner.func.value  # DataParallel(net.eval()): the module is net
-        if inner is not None and inner.__class__ in (ast.Name, ast.Attribute):
-            names.add(ctx.text(inner))
-    return names
-
-
-def _is_false(node: ast.AST) -> bool:
-    return node.__class__ is ast.Constant and node.value is False
-
-
-def _mode_call(c: ast.Call) -> str | None:
-    """``"frozen"`` for ``eval()``, ``train(False)``, ``requires_grad_(False)``; ``"trains"`` for
-    ``train()``, ``requires_grad_()``; else None."""
-    attr = c.func.attr if c.func.__class__ is ast.Attribute else None
-    if attr == "eval":
-        return "frozen"
-    if attr in ("train", "requires_grad_"):
-        return "frozen" if c.args and _is_false(c.args[0]) else "trains"
-    return None
-
-
-def _frozen_inference_only(ctx: Context, call: ast.Call) -> bool:
-    """The wrapped network only runs inference: it is put in eval mode or its parameters stop
-    requiring grad, it is never put back into training mode, and no optimizer gets its
-    parameters (a metric's feature extractor, a frozen teacher)."""
-    names = _names_of(ctx, call)
-    if not names:
-        return False
-    modes = [_mode_call(a) for a in ctx.ancestors(call) if a.__class__ is ast.Call and ctx.contains(a.func, call)]
-    if call.args and call.args[0].__class__ is ast.Call:
-        modes.append(_mode_call(call.args[0]))  # DataParallel(FAN(...).eval()): frozen before it is wrapped
-    scope = ctx.scope_of(call)
-    for c in ctx.calls_named("eval", "train", "requires_grad_", "parameters"):
-        if c.func.__class__ is not ast.Attribute or ctx.text(c.func.value) not in names:
-            continue
-        if c.func.value.__class__ is ast.Name and ctx.scope_of(c) is not scope and _mode_call(c) == "frozen":
-            continue  # another function's local of that name (`model.eval()` in predict(), beside the builder)
-        if c.func.attr == "parameters":
-            if any(a.__class__ is ast.Call and "optim" in (ctx.qualname(a.func) or last_name(a.func) or "").lower()
-                   for a in ctx.ancestors(c)):
-                return False  # optimizer = SGD(net.parameters()): it trains
-            continue
-        modes.append(_mode_call(c))
-    for a in ctx.nodes.get(ast.Assign, ()):
-        t = a.targets[0]
-        if t.__class__ is ast.Attribute and t.attr == "requires_grad" and _is_false(a.value):
-            loops = ctx.enclosing_loops(a)
-            if loops and loops[0].__class__ is not ast.While and any(
-                n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and ctx.text(n.func.value) in names
-                for n in ast.walk(loops[0].iter)
-            ):
-                modes.append("frozen")  # for p in net.parameters(): p.requires_grad = False
-    return "frozen" in modes and "trains" not in modes
-
-
 def _function_only_evaluates(ctx: Context, call: ast.Call) -> bool:
     """The function that wraps a local module puts it in eval mode and never trains (a sampling
     method beside a ``train()`` method of the same class): the wrapper runs inference only."""
     func = ctx.function_of(call)
-    names = {n for n in _names_of(ctx, call) if "." not in n}
+    names = {n for n in names_of(ctx, call) if "." not in n}
     trainers = {id(ctx.function_of(c)) for c in training_calls(ctx)}
     if func is None or not names or id(func) in trainers:
         return False
     if any(id(local_function(ctx, c)) in trainers for c in ctx.walk_body(func.body) if c.__class__ is ast.Call):
         return False  # it calls the file's training function (train_epoch(model, ...)): the wrapper trains
-    modes = [_mode_call(c) for c in ctx.calls_named("eval", "train", "requires_grad_")
-             if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(c.func.value) in names]
+    modes = [mode_call(c) for c in ctx.calls_named("eval", "train", "requires_grad_")
+             if ctx.function_of(c) is func and c.func.__class__ is ast.Attribute and ctx.text(receiver(c.func.value)) in names]
     return "frozen" in modes and "trains" not in modes
 
 
@@ -264,7 +198,7 @@ def _loss_beside_model(ctx: Context, call: ast.Call, reported: list[ast.Call]) -
 
 
 def _wraps_loss(ctx: Context, call: ast.Call) -> bool:
-    names = [n.rsplit(".", 1)[-1] for n in _names_of(ctx, call)]
+    names = [n.rsplit(".", 1)[-1] for n in names_of(ctx, call)]
     if any("model" in n.lower() or "net" in n.lower() for n in names):
         return False  # model_with_loss = DataParallel(ModelWithLoss(model, loss)): the model itself
     first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
@@ -315,7 +249,9 @@ What it flags
   (a file linted on its own, whose callers lint cannot see, is still checked). The functional
   `data_parallel(G, inputs)` under `torch.no_grad()` is a forward pass for sampling: not
   flagged. `isinstance` checks are not flagged, nor a network that
-  only runs inference - put in eval mode or with its parameters frozen, never back in training
+  only runs inference - put in eval mode or with its parameters frozen (also through a move or an
+  index: `model.cuda().eval()`, `scores[i].eval()` of `scores = [DataParallel(s) for s in
+  scores]`), never back in training
   mode and never given to an optimizer (a metric's feature extractor, a frozen teacher; a
   local name counts only in the function that wraps it: `model.eval()` in another function's
   `predict(model)` is another model), a
@@ -362,7 +298,7 @@ Fix
                 continue  # nothing around it trains (a prediction script, an inference app): no gradients to gather
             if under_no_grad(ctx, call) and ctx.qualname(call.func) == "torch.nn.parallel.data_parallel":
                 continue  # the functional form is the forward pass itself: sampling under no_grad
-            if _frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
+            if frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
                     _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call):
                 continue  # no gradients to synchronise: DDP has nothing to offer

@@ -14,6 +14,7 @@ from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, project_names_seed, unused_seed_option
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
+from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
@@ -125,7 +126,9 @@ What it flags
   seed (`args.manualSeed = random.randint(1, 10000)` when none is given) is no use of its
   generator, nor is a draw that only names the run's output (`rand_suffix =
   "".join(random.choices(string.ascii_letters, k=3))` used only in an output folder's name or a
-  path). Files
+  path). Also `torch.cuda.manual_seed(s)` on the GPU branch of `if torch.cuda.is_available():`
+  whose `else` alone calls `torch.manual_seed(s)`: on a GPU run the CPU generator (weight init,
+  shuffling, `torch.randperm`) stays unseeded. Files
   that call a seed-everything helper (`seed_everything`, `set_seed`, or any other function of
   their own with "seed" in its name) are left alone, and seeds that only run under test (in a
   `test_*` function, a `TestCase`, under `if args.test:`) do not count, nor do seeds and draws
@@ -215,6 +218,10 @@ Fix
             offered = list(self._offered(ctx))
             yield from offered or self._unseeded_in_project(ctx)
             return
+        for call in cuda_branch_seeds(ctx):  # if torch.cuda.is_available(): torch.cuda.manual_seed(s) / else: torch.manual_seed(s)
+            yield ctx.finding(self.code, call, "on a GPU run only the CUDA generator is seeded: torch.manual_seed runs only "
+                              "on the CPU branch, so weight init, shuffling and torch.randperm stay unseeded",
+                              suggestion="call torch.manual_seed(seed) on every run (it seeds the CUDA devices too)")
         uses = self._uses(ctx, workers_seeded="torch" in seeded or "torch" in ctx.project.seeded)
         for family in ("random", "numpy", "torch"):
             if family in seeded or family not in uses or family in ctx.project.seeded:

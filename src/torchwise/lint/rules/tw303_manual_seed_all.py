@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds, multi_gpu
 
 
 class CudaManualSeed(Rule):
@@ -19,7 +20,8 @@ class CudaManualSeed(Rule):
     doc = """\
 What it flags
   `torch.cuda.manual_seed(s)` in a function (or module level) that does not also call
-  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device. Not when
+  `torch.manual_seed` or `torch.cuda.manual_seed_all`, which seed every device (in a
+  multi-GPU script, a `torch.manual_seed` only in the `else` of the GPU check covers nothing). Not when
   the seed is the clock (`torch.cuda.manual_seed(int(time.time()))`, or `args.seed =
   time.time()` in the same file): it differs on every run, so no reproducibility is intended.
 
@@ -42,10 +44,11 @@ Fix
         if not calls:
             return
         covering = ctx.calls_to("torch.manual_seed", "torch.cuda.manual_seed_all")
+        split = cuda_branch_seeds(ctx) if multi_gpu(ctx) else []
         covered = {id(ctx.scope_of(c)) for c in covering}
         for call in calls:
-            if id(ctx.scope_of(call)) in covered:
-                continue
+            if id(ctx.scope_of(call)) in covered and call not in split:
+                continue  # (not when torch.manual_seed runs only on the CPU branch of a multi-GPU script)
             if call.args and clock_seed(ctx.source, ctx.text(call.args[0])):
                 continue  # seeded with the clock (args.seed = time.time()): no reproducibility intended
             fix = None

@@ -251,7 +251,9 @@ What it flags
   (`train.py` ends with `net.cpu()` and the save; `stylize.py` loads `transforms/mosaic.pth`), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
   only ever writes with host data, tensors built from NumPy in code that touches no device or
-  pickled arguments, reloads of the checkpoint the same run wrote a few lines before or under a
+  pickled arguments, reloads of the checkpoint the same run wrote a few lines before (also
+  through the file object: `with open(p, "wb") as f: torch.save(m, f)`, then `torch.load(open(p,
+  "rb"))`) or under a
   name made fresh for the run (`ckpt = 'pretrained/' + uuid.uuid4().hex + '.pt'`), loads
   whose keys (`stats["mean"]`) are only ever saved with host data, the load in the GPU branch of
   `if torch.cuda.is_available():` (its `else` branch is the one reported), a cache read in the

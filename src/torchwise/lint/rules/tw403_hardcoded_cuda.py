@@ -9,6 +9,8 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
+from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, moved_name
@@ -16,22 +18,11 @@ from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distribute
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
 from torchwise.lint.semantics.fallback import chooses_by_flag, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
+from torchwise.lint.semantics.optinmodes import module_device_only_opt_in
 from torchwise.lint.semantics.projectcode import function_verdict
-from torchwise.lint.semantics.steps import training_calls
 
 _CUDA_STR = re.compile(r"^cuda(:\d+)?$")
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
-
-
-def _demo_script(ctx: Context) -> bool:
-    """A demo: a file that runs a model on random inputs (``torch.randn(...).cuda()``) and neither
-    trains (no backward, no optimizer step), reads data (no DataLoader) nor loads a checkpoint -
-    drawing the autograd graph, timing a forward. Its module-level code shows the model on the GPU
-    it was written for; it is no program a CPU user runs."""
-    src = ctx.source
-    if "randn(" not in src and "rand(" not in src or "DataLoader" in src or "load(" in src:
-        return False
-    return not training_calls(ctx)
 
 
 _CHOSEN_DEVICE = re.compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
@@ -43,18 +34,6 @@ _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "aran
 # calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
 _CUDA_CALLS = frozenset({"synchronize", "current_device"})
 _CUDA_TYPED = re.compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
-_CUDA_METHODS = frozenset({"cuda", "gpu", "to_cuda", "to_gpu", "cuda_"})
-
-
-def _device_method(ctx: Context, node: ast.AST) -> bool:
-    """``node`` is in a method named for moving its object to CUDA (``def cuda(self): self.prob =
-    self.prob.cuda()``, mirroring ``nn.Module.cuda()``): it runs only when its caller asks for the
-    GPU, and an unconditional call of it is where a CPU path breaks."""
-    func = ctx.function_of(node)
-    return func is not None and func.__class__ is not ast.Lambda and func.name in _CUDA_METHODS \
-        and ctx.parent(func).__class__ is ast.ClassDef
-
-
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -141,6 +120,13 @@ What it flags
   distributed set-up pins each process to a GPU (`torch.cuda.set_device(rank)`) - under `if
   world_size > 1:` / `if args.distributed:`, or after `if world_size == 1: return` - are left
   alone: no CPU run reaches them.
+  In a file that chooses `"cuda" if ... else "cpu"` and moves with `.to(device)`, a
+  `torch.cuda.synchronize()` beside such a move (not under an option switch such as `if
+  args.time_exp:`) and the trained net's bare `net.cuda()`: the CPU run it offers fails there.
+  Moves under a flag derived from the GPU check (`args.mixmode = args.no_cuda and args.mixmode
+  and torch.cuda.is_available()`, then `if args.mixmode:`) only run with a GPU, and a module-level
+  `torch.device("cuda:0")` used only under a mode parameter that defaults to False (`if
+  self.mixmode:`) is the caller's choice: both are left alone.
   Moves under an `if` that tests a device flag (`if args.cuda:`, `if use_gpu:`,
   `if not args.use_cpu:`, also a lambda chosen there: `if to_gpu: cast = lambda x:
   Tensor(x).cuda()`) are the user's choice and stay quiet; an unconditional `.cuda()` in
@@ -297,6 +283,9 @@ Fix
             yield from self._every_hardcoded(ctx)  # `if device.type != 'cpu':`: the file runs on either
             return
         yield from self._import_time_cuda(ctx)
+        for call in gpu_lines_beside_choice(ctx):  # device = "cuda" if available else "cpu"; x.to(device); torch.cuda.synchronize()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() needs a GPU while this file chooses "
+                                               "its device with a CPU alternative; its CPU path fails here"))
         yield from (f for call in cuda_contexts_beside_choice(ctx, self._cpu_choices(ctx))
                     for f in self._opt(self._finding(ctx, call, "torch.cuda.device() ignores the device this class "
                                                      "chooses; its CPU path fails here")))
@@ -377,9 +366,11 @@ Fix
             return None  # `try: x.cuda() except: <CPU version>`; the distributed path of a file that pins GPUs
         if in_dead_function(ctx, node) or node.__class__ is ast.Call and harmless_cuda(ctx, node):
             return None  # code nothing runs (METHOD R5); nn.MSELoss().cuda() and the project's own cuda() need no GPU
-        if _device_method(ctx, node):
+        if node.__class__ is ast.Call and module_device_only_opt_in(ctx, node):
+            return None  # device = torch.device("cuda:0") used only under `if mixmode:` (a mode off by default)
+        if device_method(ctx, node):
             return None  # the body of a class's own cuda(): it runs when its caller asks for CUDA (the call is reported)
-        if ctx.scope_of(node).__class__ is ast.Module and _demo_script(ctx):
+        if ctx.scope_of(node).__class__ is ast.Module and demo_script(ctx):
             return None  # module-level demo on random inputs (draw the graph, time a forward)
         return ctx.finding(
             self.code, at or node, message,

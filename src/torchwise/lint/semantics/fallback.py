@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.availflags import availability_ifs
 
 # a GPU check, an accelerator helper or another backend, as whole names (`json.dumps` names no
 # "mps", `torch.cuda.get_device_name(0)` is no `get_device()`)
@@ -64,6 +65,7 @@ def device_flag_ifs(ctx: Context, node: AST, moves_too: bool = False) -> list[as
         text = ctx.text(if_node.test)
         if _DEVICE_FLAG.search(text) or (moves_too and "is_cuda" in text):
             out.append(if_node)
+    out.extend(i for i in availability_ifs(ctx, node) if i not in out)  # `if args.mixmode:`, mixmode = ... and is_available()
     return out
 
 

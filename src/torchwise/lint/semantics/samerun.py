@@ -42,13 +42,14 @@ def reload_in_process(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     scope = ctx.scope_of(load)
     path = argument(load, "f", 0)
     text = ctx.text(path) if path is not None else None
+    opened = _opened(ctx, path)
     for save in ctx.calls_named("save", *_SAVE_HELPERS):
         if ctx.scope_of(save) is not scope or (save.lineno, save.col_offset) >= (load.lineno, load.col_offset):
             continue
         if ctx.qualname(save.func) == "torch.save":
             target = argument(save, "f", 1)
             if target is not None and (ctx.text(target) == text or names & file_names(ctx, target, save)
-                                       or _same_template(target, path)):
+                                       or _same_template(target, path) or opened and _opened(ctx, target) == opened):
                 return True
         elif names and any(names & file_names(ctx, a, save) for a in [*save.args, *(k.value for k in save.keywords)]):
             return True  # utils.save_model(model=m, target_dir="models", model_name="m.pth"), then this load
@@ -97,6 +98,20 @@ def _best_after_training_call(ctx: Context, load: ast.Call, scope: ast.AST, path
         return False
     return any(last_name(c.func) in _TRAINING_FUNCTIONS and ctx.scope_of(c) is scope and c.lineno < load.lineno
                for c in ctx.nodes.get(ast.Call, ()))
+
+
+def _opened(ctx: Context, node: ast.AST | None) -> str | None:
+    """The path text of a file object: ``open(name, "rb")``, or ``f`` bound by ``with open(name,
+    "wb") as f:`` (``torch.save(model, f)`` there, ``torch.load(open(name, "rb"))`` later)."""
+    if node is not None and node.__class__ is ast.Name:
+        with_item = next((i for w in ctx.nodes.get(ast.With, ()) for i in w.items
+                          if i.optional_vars.__class__ is ast.Name and i.optional_vars.id == node.id
+                          and any(a is w for a in ctx.ancestors(node))), None)
+        node = with_item.context_expr if with_item is not None else None
+    if node is None or node.__class__ is not ast.Call or node.func.__class__ is not ast.Name or node.func.id != "open" \
+            or not node.args:
+        return None
+    return ctx.text(node.args[0])
 
 
 def _same_template(saved: ast.AST, loaded: ast.AST | None) -> bool:

@@ -7,8 +7,8 @@ when the loader's iterator starts. So where the run seeds torch, the draws of a 
 ``random.random()``, a masking transform's ``random.sample``) are reproducible in the workers,
 whatever the script seeds besides: they are no unseeded use.
 
-The evidence that the project's loaders run workers is textual: a ``num_workers=`` that is not
-the literal 0, and no ``--num_workers``/``--workers`` option whose default is 0.
+The evidence that the project's loaders run workers is textual: a ``num_workers=`` (or a
+``'num_workers':`` key of the loader's keyword dict) that is not the literal 0, and no ``--num_workers``/``--workers`` option whose default is 0.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 from torchwise.lint.engine import AST, Context
 
 _WORKER_METHODS = frozenset({"__getitem__", "__call__", "__getitems__"})
-_WORKERS = re.compile(r"num_workers[ \t]*=[ \t]*([^,)\n]+)")
+_WORKERS = re.compile(r"""num_workers(?:[ \t]*=|["'][ \t]*:)[ \t]*([^,)}\n]+)""")  # num_workers=4, {'num_workers': opt.num_workers}
 _NO_WORKERS_OPTION = re.compile(r"""["']--?(?:num_)?workers["'][^)]*?default[ \t]*=[ \t]*0\b""", re.S)
 
 
