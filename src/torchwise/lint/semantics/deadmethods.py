@@ -4,8 +4,7 @@
 deep (:func:`only_dead_callers`: the helpers of a prediction method nothing calls), or only in a
 branch no run selects (:mod:`.unrunbranches`). Framework hooks (``forward``, ``training_step``,
 ``on_*``, dunders) and decorated functions (a registry's ``@register``) never count;
-``@classmethod``, ``@staticmethod`` and torch's own decorators (``@torch.jit.script``,
-``@torch.no_grad()``) do."""
+``@classmethod``, ``@staticmethod`` and TorchScript's (``@torch.jit.script``) do."""
 
 from __future__ import annotations
 
@@ -41,9 +40,8 @@ def _plain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                for d in func.decorator_list) and not name.startswith(("__", "on_")) and name not in _HOOKS
 
 
-# torch's decorators change how a function runs, not who reaches it (no registry)
-_TORCH_DECORATORS = frozenset({"torch.jit.script", "torch.jit.unused", "torch.jit.ignore", "torch.no_grad",
-                               "torch.inference_mode", "torch.enable_grad", "torch.compile"})
+# TorchScript's decorators compile a function, they do not hand it to anyone (no registry)
+_TORCH_DECORATORS = frozenset({"torch.jit.script", "torch.jit.unused", "torch.jit.ignore"})
 
 
 def _dotted(node: AST) -> str:
