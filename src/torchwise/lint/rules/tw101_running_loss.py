@@ -125,6 +125,10 @@ def _model_output_reduction(ctx: Context, target: ast.AST, value: ast.AST, node:
     return False
 
 
+# array libraries whose values carry no torch graph
+_OTHER_ARRAYS = ("caffe2", "numpy", "tensorflow", "jax", "mxnet", "paddle", "onnxruntime")
+
+
 def _torch_file(ctx: Context) -> bool:
     """Does the file import torch (or take names through a star import)?"""
     return ctx.imports_module("torch") or any(a.name == "*" for n in ctx.nodes.get(ast.ImportFrom, ()) for a in n.names)
@@ -162,7 +166,8 @@ What it flags
   after `scores, rnn_outs = self.model(x)`, outside no_grad). A list that collects a total summed under no_grad
   (`test_losses.append(test_loss / n)` after `with torch.no_grad(): test_loss += ...`) holds no
   graph and is left alone, and so is a loss known only by its name (`L = net.get_loss()`) in a
-  file that does not import torch (a Caffe2 or NumPy script: no autograd graph); so is a backpropagated loss summed into a total that restarts every
+  file that imports Caffe2, NumPy or another array library but not torch, and runs no backward
+  pass (no autograd graph); so is a backpropagated loss summed into a total that restarts every
   step, or at each optimizer step of gradient accumulation. A total that restarts only where it
   is logged (`if i % args.log_interval == 0: print(total.item() / n); total = 0`, no optimizer step
   in that branch) keeps the graphs of every step in between and is flagged.
@@ -220,7 +225,7 @@ Lint and the doctor
             return
         if under_no_grad(ctx, node) or _summed_without_grad(ctx, value, node):
             return
-        if not _torch_file(ctx) and not was_backwarded(ctx, value, node):
+        if not _torch_file(ctx) and "backward(" not in ctx.source and any(ctx.imports_module(m) for m in _OTHER_ARRAYS):
             return  # L = dlrm.get_loss() in a Caffe2/NumPy script: a loss by name, but no torch graph behind it
         acc = root_name(target)
         if acc is None:
