@@ -67,9 +67,23 @@ def _reset_in_loop(ctx: Context, name: str, node: ast.AST) -> bool:
         for sub in ctx.walk_body(loop.body):
             if sub.__class__ is ast.Assign and sub is not node and any(
                 t.__class__ is ast.Name and t.id == name for t in sub.targets
-            ) and not any(n.__class__ is ast.Name and n.id == name for n in ast.walk(sub.value)):
+            ) and not any(n.__class__ is ast.Name and n.id == name for n in ast.walk(sub.value)) \
+                    and not _log_interval_reset(ctx, name, sub, loop):
                 return True
     return False
+
+
+def _log_interval_reset(ctx: Context, name: str, reset: ast.AST, loop: ast.AST) -> bool:
+    """``if i % args.log_interval == 0: print(total.item() / n); total = 0``: the total restarts
+    only when it is logged, every so many steps, in a branch that takes no optimizer step (not
+    gradient accumulation's restart at each step): the graphs of all the steps between pile up."""
+    branch = next((a for a, _ in ctx.enclosing_ifs(reset) if ctx.contains(loop, a)), None)
+    if branch is None or not any(n.__class__ is ast.BinOp and n.op.__class__ is ast.Mod for n in ast.walk(branch.test)):
+        return False
+    body = list(ctx.walk_body(branch.body))
+    if any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr == "step" for n in body):
+        return False
+    return any(n.__class__ is ast.Name and n.id == name and n.ctx.__class__ is ast.Load for n in body)
 
 
 def _summed_without_grad(ctx: Context, value: ast.AST, node: ast.AST) -> bool:
@@ -111,6 +125,15 @@ def _model_output_reduction(ctx: Context, target: ast.AST, value: ast.AST, node:
     return False
 
 
+# array libraries whose values carry no torch graph
+_OTHER_ARRAYS = ("caffe2", "numpy", "tensorflow", "jax", "mxnet", "paddle", "onnxruntime")
+
+
+def _torch_file(ctx: Context) -> bool:
+    """Does the file import torch (or take names through a star import)?"""
+    return ctx.imports_module("torch") or any(a.name == "*" for n in ctx.nodes.get(ast.ImportFrom, ()) for a in n.names)
+
+
 def _evaluating(ctx: Context, scope: ast.AST, node: ast.AST) -> bool:
     """The scope put a model in eval mode before ``node`` (``self.model.eval()``) and never back in
     training mode: an evaluation pass, whose returned total nobody backpropagates."""
@@ -142,7 +165,12 @@ What it flags
   added to a total named for a loss (`total_loss += (rnn_outs[1:] - rnn_outs[:-1]).pow(2).mean()`
   after `scores, rnn_outs = self.model(x)`, outside no_grad). A list that collects a total summed under no_grad
   (`test_losses.append(test_loss / n)` after `with torch.no_grad(): test_loss += ...`) holds no
-  graph and is left alone.
+  graph and is left alone, and so is a loss known only by its name (`L = net.get_loss()`) in a
+  file that imports Caffe2, NumPy or another array library but not torch, and runs no backward
+  pass (no autograd graph); so is a backpropagated loss summed into a total that restarts every
+  step, or at each optimizer step of gradient accumulation. A total that restarts only where it
+  is logged (`if i % args.log_interval == 0: print(total.item() / n); total = 0`, no optimizer step
+  in that branch) keeps the graphs of every step in between and is flagged.
 
 Why it matters
   A loss tensor carries its autograd graph, and the graph holds on to the activations of the
@@ -197,6 +225,8 @@ Lint and the doctor
             return
         if under_no_grad(ctx, node) or _summed_without_grad(ctx, value, node):
             return
+        if not _torch_file(ctx) and "backward(" not in ctx.source and any(ctx.imports_module(m) for m in _OTHER_ARRAYS):
+            return  # L = dlrm.get_loss() in a Caffe2/NumPy script: a loss by name, but no torch graph behind it
         acc = root_name(target)
         if acc is None:
             return

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.outputkinds import SHAPE_ONLY, model_output
 from torchwise.lint.semantics.values import producing_call
 
 _PROB_FUNCS = {
@@ -18,8 +19,16 @@ _LOGS = {"torch.log", "torch.special.log", "torch.Tensor.log"}
 
 
 def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 4) -> str | None:
-    """``"softmax"``/``"sigmoid"`` when ``expr`` evidently is such an output, else None."""
+    """``"softmax"``/``"sigmoid"`` when ``expr`` evidently is such an output, else None: also
+    ``1 - p`` of such ``p``, after shape-only methods (``.squeeze(0)``, ``.float()``), and the output
+    of a module of the project whose ``forward`` returns one (``output = model(x)``)."""
+    if expr.__class__ is ast.BinOp and expr.op.__class__ is ast.Sub and expr.left.__class__ is ast.Constant \
+            and expr.left.value == 1:
+        return probability_of(ctx, expr.right, use, depth)  # log(1 - p): as small as p is close to 1
     expr = producing_call(ctx, expr, use, depth)
+    while expr is not None and expr.func.__class__ is ast.Attribute and expr.func.attr in SHAPE_ONLY \
+            and ctx.qualname(expr.func) is None:
+        expr = producing_call(ctx, expr.func.value, expr, depth)
     if expr is None:
         return None
     func = expr.func
@@ -36,6 +45,8 @@ def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = Non
         return "softmax"
     if built == "torch.nn.Sigmoid":
         return "sigmoid"
+    if built is not None and depth > 0 and (not built.startswith("torch") or built == "torch.load"):
+        return model_output(ctx, expr, probability_of, depth - 1)
     return None
 
 
@@ -114,7 +125,12 @@ What it flags
   `torch.log(...)` or `.log()` applied directly to a softmax or sigmoid output
   (`torch.log(F.softmax(x, 1))`, `probs.log()` where `probs = x.softmax(1)`), with no epsilon or
   clamp in between, also of the entries picked from them (`torch.log(probs.gather(1, actions))`,
-  `torch.log(probs[range(n), actions])`). Also the log of probabilities that come back from another function or
+  `torch.log(probs[range(n), actions])`), and of `1 - p` for such `p` (a binary cross-entropy
+  written by hand: `y * torch.log(p) + (1 - y) * torch.log(1 - p)`), through shape-only methods
+  (`output = model(x).squeeze(0)`). The output of a module of the project whose `forward`
+  returns a sigmoid or softmax on every path (`return self.sig(out)` with `self.sig =
+  nn.Sigmoid()`; the class defined in the file or imported from the one project file that defines
+  it) counts as probabilities. Also the log of probabilities that come back from another function or
   method, unfloored: a name holding `prob` bound to a call (`probs = self.predict_prob(data)`,
   `pb = probs.mean(0)`), or a call's result whose log is stored as `log_probs`
   (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and

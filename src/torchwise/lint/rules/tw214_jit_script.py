@@ -21,6 +21,7 @@ _ARTIFACT_ATTRS = frozenset({"graph", "code", "inlined_graph", "save", "code_wit
 class JitScriptForSpeed(Rule):
     code = "TW214"
     name = "jit-script-for-speed"
+    per_call = True  # speed advice: only where the code runs (R5)
     triggers = ("script",)
     doc = """\
 What it flags

@@ -12,6 +12,7 @@ from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.ddpwrap import DDPS, inner_accumulation, wraps_through_helper
 from torchwise.lint.semantics.delegation import backward_helper
 from torchwise.lint.semantics.steps import backward_calls, modulo_test, optimizer_steps
+from torchwise.lint.semantics.values import local_function
 
 
 def _conditional_step(ctx: Context, step: ast.Call, loop: ast.AST) -> bool:
@@ -66,7 +67,10 @@ What it flags
   a helper of the project the file calls (`model = apply_wrapper(config, model)`). Also a
   backward pass on every chunk of the batch in an inner loop over what the pass took
   (`for x, y in zip(data_chunks, target_chunks): ... loss.backward()`) with one optimizer step
-  after that loop. One finding per accumulating loop, at its last backward call (`optimizer.backward(loss)`
+  after that loop, or a function of the file that runs the backward pass called once per part
+  of the batch in such a loop (`for i in range(batch_split): _train_step(model, X[part], ...)`,
+  then one `optimizer.step()` after it; the file that wraps may call it through other functions of
+  this file). One finding per accumulating loop, at its last backward call (`optimizer.backward(loss)`
   in the fp16 arm and `loss.backward()` in the other are one pitfall).
 
 Why it matters
@@ -108,6 +112,10 @@ Fix
             elif not steps and inner_accumulation(ctx, bw, loops):
                 per_loop[id(loop)] = (bw, "gradient accumulation over the chunks of a batch under DistributedDataParallel "
                                           "all-reduces on every chunk's backward pass")
+        for call, bw in _chunk_helper_calls(ctx):  # reported at the helper's backward pass, once
+            per_loop.setdefault(id(bw), (bw, f"gradient accumulation over the parts of a batch under DistributedDataParallel: "
+                                             f"{ctx.text(call.func)}() (line {call.lineno}) runs this backward pass, an "
+                                             "all-reduce, for each part"))
         found += per_loop.values()
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
@@ -118,6 +126,30 @@ Fix
             if here or where is not None:
                 yield ctx.finding(self.code, node, message + (f" (called at {where}, in a file that wraps the model)" if where else ""),
                                   suggestion="run non-final micro-steps inside model.no_sync()")
+
+
+def _chunk_helper_calls(ctx: Context) -> list[tuple[ast.Call, ast.Call]]:
+    """``for i in range(batch_split): ... _train_step(model, X[part], ...)`` where ``_train_step``,
+    a function of this file, runs ``backward()``, and the function steps the optimizer once after
+    that loop (no step inside it): a backward pass per part of the batch, one step. With the
+    helper's (last) backward call."""
+    helpers = {id(f): bw for bw in backward_calls(ctx) if (f := ctx.function_of(bw)) is not None}
+    steps = optimizer_steps(ctx)
+    out = []
+    for call in ctx.nodes.get(ast.Call, ()) if helpers else ():
+        if call.func.__class__ is not ast.Name:
+            continue
+        target = local_function(ctx, call)
+        loops = ctx.enclosing_loops(call) if target is not None and id(target) in helpers else []
+        if not loops or loops[0].__class__ is not ast.For:
+            continue
+        loop, scope = loops[0], ctx.scope_of(call)
+        if any(loop in ctx.enclosing_loops(st) for st in steps):
+            continue
+        end = loop.end_lineno or loop.lineno
+        if any(ctx.scope_of(st) is scope and st.lineno > end and ctx.enclosing_loops(st)[:1] == loops[1:2] for st in steps):
+            out.append((call, helpers[id(target)]))
+    return out
 
 
 def _project_wraps_in_ddp(ctx: Context) -> bool:
@@ -135,9 +167,19 @@ def _ddp_caller(ctx: Context, node: ast.AST) -> str | None:
     func = ctx.function_of(node)
     if func is None or ctx.parent(func) is not ctx.tree:
         return None
-    for other, call in project_calls(ctx, func.name):
-        if "DistributedDataParallel(" in other.source and "no_sync" not in other.source:
-            return f"{other.path}:{call.lineno}"
+    frontier, seen = [func], {id(func)}
+    for _ in range(3):  # a helper of the file: follow its callers here (_train_batch <- train_iteration <- main.py)
+        callers = []
+        for func in frontier:
+            for other, call in project_calls(ctx, func.name):
+                if "DistributedDataParallel(" in other.source and "no_sync" not in other.source:
+                    return f"{other.path}:{call.lineno}"
+            for c in ctx.calls_named(func.name):
+                f = ctx.function_of(c) if local_function(ctx, c) is func else None
+                if f is not None and ctx.parent(f) is ctx.tree and id(f) not in seen:
+                    seen.add(id(f))
+                    callers.append(f)
+        frontier = callers[:4]
     return None
 
 

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.semantics.api_symbols import REMOVED, REMOVED_MODULES, removed_module, symbol_calls, symbol_imports
+from torchwise.lint.semantics.files import in_compat_fallback
 from torchwise.lint.engine import Context, canonical, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
@@ -35,9 +36,10 @@ What it flags
   create_extension`, the generated `_wrap_function` wrappers of old C extensions; gone in
   PyTorch 1.0, use `torch.utils.cpp_extension`), `torch.utils.serialization`,
   `torch.utils.trainer` and `torch.legacy` (gone in 1.0), and `torch._six` (gone in 2.0), once
-  per import line.
-  An import inside `try:` whose `except` catches the ImportError (a fallback for newer versions)
-  is left alone.
+  per import line; and a name of such a module reached as an attribute of `torch`
+  (`isinstance(root, torch._six.string_classes)`, `torch._six.inf`), once per statement.
+  An import (or attribute use) inside `try:` whose `except` catches the ImportError (or AttributeError: a fallback
+  for newer versions), or in a branch gated on the torch version, is left alone.
 
 Why it matters
   These were deprecated for several releases and then deleted; the line fails with an
@@ -64,6 +66,38 @@ Fix
                               suggestion=f"use {REMOVED[q]}")
         yield from _method_forms(self.code, ctx)
         yield from _module_imports(self.code, ctx)
+        yield from _module_attributes(self.code, ctx)
+
+
+# the last part of each deleted module's name (``torch._six`` -> ``_six``): attribute pre-filter
+_MODULE_TAILS = frozenset(m.rsplit(".", 1)[-1] for m in REMOVED_MODULES)
+
+
+def _module_attributes(code: str, ctx: Context) -> Iterator[Finding]:
+    """``isinstance(root, torch._six.string_classes)``: a name of a deleted module reached as an
+    attribute of an imported ``torch`` (the module is gone, so the attribute lookup fails), once per
+    statement; a call already reported by name, a ``try:`` whose ``except`` catches the
+    AttributeError and a version-gated branch are left alone."""
+    seen: set[int] = set()
+    for node in ctx.nodes.get(ast.Attribute, ()):
+        if node.attr not in _MODULE_TAILS or node.value.__class__ not in (ast.Name, ast.Attribute):
+            continue
+        module = ctx.qualname(node)
+        if module not in REMOVED_MODULES:
+            continue
+        use = ctx.parent(node)
+        if use.__class__ is not ast.Attribute or use.value is not node:
+            use = node
+        parent = ctx.parent(use)
+        if parent.__class__ is ast.Call and parent.func is use and ctx.qualname(use) in REMOVED:
+            continue  # torch._six.something(...): reported as a call above
+        stmt = ctx.statement_of(use)
+        if id(stmt) in seen or _import_guarded(ctx, use, _ATTRIBUTE_ERRORS) or in_compat_fallback(ctx, use):
+            continue
+        seen.add(id(stmt))
+        fix = REMOVED.get(ctx.qualname(use) or "") or REMOVED_MODULES[module]
+        yield ctx.finding(code, use, f"{ctx.text(use)}: {module} was removed from PyTorch; use {fix}",
+                          suggestion=f"use {fix}")
 
 
 def _module_imports(code: str, ctx: Context) -> Iterator[Finding]:
@@ -113,16 +147,17 @@ def _library(q: str) -> str:
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_ATTRIBUTE_ERRORS = _IMPORT_ERRORS | {"AttributeError"}
 
 
-def _import_guarded(ctx: Context, node: ast.AST) -> bool:
-    """The import sits in the body of a ``try:`` whose handlers catch its ImportError."""
+def _import_guarded(ctx: Context, node: ast.AST, errors: frozenset = _IMPORT_ERRORS) -> bool:
+    """The import (or use) sits in the body of a ``try:`` whose handlers catch its error."""
     child = node
     for anc in ctx.ancestors(node):
         if anc.__class__ is ast.Try and child in anc.body:
             for h in anc.handlers:
                 types = [] if h.type is None else h.type.elts if h.type.__class__ is ast.Tuple else [h.type]
-                if h.type is None or any(last_name(t) in _IMPORT_ERRORS for t in types):
+                if h.type is None or any(last_name(t) in errors for t in types):
                     return True
         if isinstance(anc, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False

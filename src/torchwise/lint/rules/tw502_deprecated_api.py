@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.semantics.api_symbols import DEPRECATED, symbol_calls, symbol_imports
 from torchwise.lint.semantics.deprecated_usages import deprecated_usages
 from torchwise.lint.semantics.optionbranch import branch_kinds
+from torchwise.lint.semantics.schedulerparams import epoch_like, handed_scheduler
 from torchwise.lint.semantics.warmupsteps import handed_on_epochs
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.files import in_compat_fallback
@@ -41,7 +42,11 @@ What it flags
   to `torch.func`; `scheduler.step(epoch)` on a scheduler of `torch.optim.lr_scheduler` (not
   `ReduceLROnPlateau.step(metric)`, not `step(None)`; a scheduler built by an option, one class
   per branch, is told by the option tests around the call: `if args.scheduler == 'cosine':
-  scheduler.step(train_step)` is the cosine schedule's); in a warm-up scheduler derived from
+  scheduler.step(train_step)` is the cosine schedule's; a scheduler handed in as a parameter or
+  `self.` attribute named for one, `scheduler.step(checkpoint['scheduler_iter'])` in a
+  `load_checkpoint(..., scheduler, ...)` helper, counts where the project builds only torch's
+  epoch schedulers - no `ReduceLROnPlateau`, no scheduler library or class of its own - and the
+  argument does not read as a metric); in a warm-up scheduler derived from
   torch's `_LRScheduler` that wraps another, `self.after_scheduler.step(epoch - self.total_epoch)`
   (an argument naming an epoch, in the branch of `if type(self.after_scheduler) !=
   ReduceLROnPlateau:` - a plateau scheduler takes its one argument as the metric) and
@@ -112,7 +117,7 @@ Fix
         yield from _from_import_calls(ctx)
         yield from _async_arguments(ctx)
         stars = star_names(ctx)
-        if "lr_scheduler" in ctx.source:
+        if "lr_scheduler" in ctx.source or "sched" in ctx.source:
             yield from _scheduler_epochs(ctx, bool(stars))
             for call, attr in handed_on_epochs(ctx):
                 yield ctx.finding("TW502", call, f"self.{attr}.step() is given an epoch: the epoch argument of "
@@ -301,6 +306,8 @@ def _scheduler_epochs(ctx: Context, stars: bool = False) -> Iterator[Finding]:
         kinds = branch_kinds(ctx, func.value, call)  # built by an option, used under the same option
         if kinds is None:
             kinds = {ctx.constructed_from(func.value, call) or (_star_built(ctx, func.value, call) if stars else None)}
+        if kinds == {None} and handed_scheduler(ctx, func.value, call) and epoch_like(ctx, epoch):
+            kinds = {"torch.optim.lr_scheduler.LRScheduler"}  # handed in; the project builds only torch's epoch schedulers
         if kinds and all(k is not None and k.startswith("torch.optim.lr_scheduler.") and not k.endswith("ReduceLROnPlateau")
                          for k in kinds):
             built = min(kinds) if len(kinds) == 1 else "scheduler.LRScheduler"

@@ -17,12 +17,15 @@ _LAST = frozenset(q.rsplit(".", 1)[1] for q in NON_PUBLIC)
 class NonPublicApi(Rule):
     code = "TW505"
     name = "non-public-api"
-    triggers = ("_utils",)
+    triggers = ("_utils", "_ops", "_tensor", "_lowrank")
     fixable = True
     doc = """\
 What it flags
   Calls or imports of a public function through a private module, such as
-  `torch.utils.data._utils.collate.default_collate` (public: `torch.utils.data.default_collate`).
+  `torch.utils.data._utils.collate.default_collate` (public: `torch.utils.data.default_collate`),
+  `torch.utils.data._utils.worker.get_worker_info`, and the objects `torch/__init__.py` re-exports
+  from private modules: `torch._ops.ops` (`from torch._ops import ops`; public: `torch.ops`),
+  `torch._tensor.Tensor`, `torch._lowrank.svd_lowrank`/`pca_lowrank`.
 
 Why it matters
   Modules whose names start with an underscore are internal: PyTorch moves and renames them
@@ -39,8 +42,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for node in ctx.nodes.get(ast.Attribute, ()):
-            if node.attr not in _LAST or ctx.parent(node).__class__ is ast.Attribute:
-                continue
+            if node.attr not in _LAST:
+                continue  # (the private path as the head of a longer chain too: torch._ops.ops.mylib.fn(x))
             q = ctx.qualname(node)
             if q in NON_PUBLIC:  # called or passed on (collate_fn=torch.utils.data._utils.collate.default_collate)
                 yield ctx.finding(self.code, node, f"{q} is a private path; use {NON_PUBLIC[q]}",

@@ -23,13 +23,35 @@ _INTEGER_CASTS = frozenset({"long", "int", "short", "bincount", "count_nonzero",
 _FLOAT_CASTS = frozenset({"float", "double", "half", "type"})
 
 
-def integer_valued(node: ast.AST) -> bool:
+_KEEP = frozenset({"clone", "detach", "contiguous"})
+_TENSOR_MAKERS = frozenset({"tensor", "as_tensor", "FloatTensor", "DoubleTensor"})
+# words of a name for integer-typed data, which a float cast before the log confirms (``X_int``)
+_INTEGER_WORDS = frozenset({"int", "ints", "integer", "integers"})
+
+
+def _float_made(node: ast.Call) -> bool:
+    """``torch.tensor(x, dtype=torch.float)``, ``torch.FloatTensor(x)``: a float tensor made of ``x``."""
+    name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
+    if name not in _TENSOR_MAKERS or len(node.args) != 1:
+        return False
+    return name.endswith("Tensor") or any(k.arg == "dtype" and "float" in ast.dump(k.value) for k in node.keywords)
+
+
+def integer_valued(node: ast.AST, target: str = "") -> bool:
     """``x`` in ``log(1 + x)`` evidently holds whole counts: named for a count (``n_tokens``,
     ``lengths``: the last word; ``duration_targets.float()``: any word, with the cast to float that
-    a count needs), or made by an integer cast or count (``.long()``, ``torch.bincount(...)``, ``len(...)``)."""
+    a count needs), or made by an integer cast or count (``.long()``, ``torch.bincount(...)``, ``len(...)``);
+    or integer-typed data cast to float (``torch.tensor(X_int, dtype=torch.float)``,
+    ``x_int.clone().detach().type(torch.float)``, or an element stored as ``X_int`` (``target``):
+    ``X_int = torch.log(torch.tensor(batch[0], dtype=torch.float) + 1)``)."""
     cast = False
-    while node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in _FLOAT_CASTS:
-        node, cast = node.func.value, True
+    while node.__class__ is ast.Call:
+        if node.func.__class__ is ast.Attribute and node.func.attr in _FLOAT_CASTS | _KEEP:
+            node, cast = node.func.value, cast or node.func.attr in _FLOAT_CASTS
+        elif _float_made(node):
+            node, cast = node.args[0], True
+        else:
+            break
     if node.__class__ is ast.Call:
         name = node.func.attr if node.func.__class__ is ast.Attribute else getattr(node.func, "id", "")
         return name in _INTEGER_CASTS or name == "len"
@@ -37,7 +59,18 @@ def integer_valued(node: ast.AST) -> bool:
     words = name.lower().strip("_").split("_")
     if name.lower() in ("n", "num", "cnt"):
         return True
+    if cast and (any(w in _INTEGER_WORDS for w in words)
+                 or node.__class__ is ast.Subscript and any(w in _INTEGER_WORDS for w in target.lower().strip("_").split("_"))):
+        return True
     return any(w in _COUNT_WORDS for w in words) if cast else words[-1] in _COUNT_WORDS
+
+
+def _stored_as(ctx: Context, call: ast.Call) -> str:
+    """The name the log is assigned to (``X_int = torch.log(...)``), else ``""``."""
+    parent = ctx.parent(call)
+    if parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ is ast.Name:
+        return parent.targets[0].id
+    return ""
 
 
 class Log1p(Rule):
@@ -51,7 +84,10 @@ What it flags
   `(1 + sigma ** 2).log()` in a file that imports torch, and the in-place forms
   `torch.log_(1 + z)` and `(1 + z).log_()`. Not flagged: `x` that evidently
   holds whole counts (named for one, `torch.log(duration_targets.float() + 1)`, `n_tokens`, or
-  made by `.long()`/`bincount`/`len`): `1 + x` is exact for whole numbers, so log1p gains nothing.
+  made by `.long()`/`bincount`/`len`), nor integer-typed data cast to float
+  (`torch.log(torch.tensor(X_int, dtype=torch.float) + 1)`, `x_int.clone().type(torch.float)`, or an
+  element stored as integer features: `X_int = torch.log(torch.tensor(batch[0], dtype=torch.float) + 1)`):
+  `1 + x` is exact for whole numbers, so log1p gains nothing.
 
 Why it matters
   For small `x`, `1 + x` rounds away most of `x` before the logarithm is taken (in float32,
@@ -78,7 +114,7 @@ Fix
             else:
                 continue
             if arg.__class__ is ast.BinOp and arg.op.__class__ is ast.Add and (_is_one(arg.left) or _is_one(arg.right)):
-                if integer_valued(arg.right if _is_one(arg.left) else arg.left):
+                if integer_valued(arg.right if _is_one(arg.left) else arg.left, _stored_as(ctx, call)):
                     continue  # log(1 + count): exact at 0, nothing lost for whole numbers
                 fix = "torch.log1p(x)" if func.attr == "log" else "torch.log1p(x) (or x.log1p_() in place)"
                 yield ctx.finding(self.code, call, f"torch.{func.attr}(1 + x) loses precision for small x; use {fix}",

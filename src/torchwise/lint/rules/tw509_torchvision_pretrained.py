@@ -30,7 +30,10 @@ What it flags
   Also a builder taken from a dict of torchvision builders the code builds itself
   (`resnets = {18: models.resnet18, 50: models.resnet50}` then `resnets[num_layers](pretrained)`).
   Also a builder called by a name the file never binds although it imports torchvision
-  (`inception_v3(pretrained=False)` whose import was lost). Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
+  (`inception_v3(pretrained=False)` whose import was lost), and a thin wrapper of the file that
+  hands its `**kwargs`/`*args` on to a builder unchanged (`def _inception_v3(*args, **kwargs):
+  return torchvision.models.inception_v3(*args, **kwargs)` called as `_inception_v3(pretrained=True)`;
+  not a wrapper whose code names `pretrained` itself, which may translate it). Not flagged: the same lookups in a dict or module of your own (`my_models.__dict__[arch](...)`,
   `BUILDERS[arch](pretrained=True)` over the project's builders): their builders may still take
   `pretrained=`.
   The old-torchvision branch of version-compatible code is left alone: the fallback in
@@ -56,7 +59,8 @@ Fix
         for call in ctx.nodes.get(ast.Call, ()):
             if not call.keywords and not call.args:
                 continue
-            q = ctx.qualname(call.func) or _dynamic_builder(ctx, call.func) or _unbound_builder(ctx, call)
+            q = ctx.qualname(call.func) or _dynamic_builder(ctx, call.func) or _unbound_builder(ctx, call) \
+                or _forwarding_builder(ctx, call)
             if q is None or not q.startswith("torchvision.models."):
                 continue
             if in_compat_fallback(ctx, call):
@@ -138,6 +142,34 @@ def _unbound_builder(ctx: Context, call: ast.Call) -> str | None:
     if any(f.name == func.id for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef) for f in ctx.nodes.get(kind, ())):
         return None
     return f"torchvision.models.{func.id}"
+
+
+def _forwarding_builder(ctx: Context, call: ast.Call) -> str | None:
+    """``_inception_v3(pretrained=True)`` where ``_inception_v3`` is a module-level function of this
+    file that hands its ``**kwargs`` (or ``*args``) on to a torchvision builder unchanged (its text
+    never names the flag, so nothing strips or translates it): the builder gets the flag."""
+    func = call.func
+    if func.__class__ is not ast.Name or not (any(k.arg in _OLD_TO_NEW for k in call.keywords)
+                                              or call.args and call.args[0].__class__ is ast.Constant):
+        return None
+    defs = [d for d in ctx.nodes.get(ast.FunctionDef, ()) if d.name == func.id]
+    if len(defs) != 1 or ctx.parent(defs[0]) is not ctx.tree or ctx.binding_at(func.id, call) is None:
+        return None
+    d = defs[0]
+    keep = {a.arg for a in (d.args.kwarg, d.args.vararg) if a is not None}
+    if not keep or "pretrain" in ctx.text(d):
+        return None
+    for inner in ctx.walk_body(d.body):
+        if inner.__class__ is not ast.Call:
+            continue
+        q = ctx.qualname(inner.func)
+        if q is None or q.rsplit(".", 1)[0] not in _BUILDER_MODULES or not q.rsplit(".", 1)[1][:1].islower():
+            continue
+        handed = {k.value.id for k in inner.keywords if k.arg is None and k.value.__class__ is ast.Name}
+        handed |= {a.value.id for a in inner.args if a.__class__ is ast.Starred and a.value.__class__ is ast.Name}
+        if handed & keep:
+            return q
+    return None
 
 
 def _pretrained_flag(arg: ast.AST) -> bool:

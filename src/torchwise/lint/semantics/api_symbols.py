@@ -123,6 +123,12 @@ DEPRECATED: dict[str, tuple[str, bool]] = {
 NON_PUBLIC: dict[str, str] = {
     "torch.utils.data._utils.collate.default_collate": "torch.utils.data.default_collate",
     "torch.utils.data._utils.collate.default_convert": "torch.utils.data.default_convert",
+    "torch.utils.data._utils.worker.get_worker_info": "torch.utils.data.get_worker_info",
+    # torch/__init__.py re-exports these very objects under their public names
+    "torch._ops.ops": "torch.ops",
+    "torch._tensor.Tensor": "torch.Tensor",
+    "torch._lowrank.svd_lowrank": "torch.svd_lowrank",
+    "torch._lowrank.pca_lowrank": "torch.pca_lowrank",
 }
 
 

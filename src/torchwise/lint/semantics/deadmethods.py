@@ -1,9 +1,10 @@
 """Functions and methods that never run because nothing names them where code runs (for
 :mod:`.deadcode`): a function whose name occurs nowhere in the project but in its own ``def``
 (:func:`named_once`), and one named only inside such functions of its own file, a few levels
-deep (:func:`only_dead_callers`: the helpers of a prediction method nothing calls). Framework
-hooks (``forward``, ``training_step``, ``on_*``, dunders) and decorated functions (a registry's
-``@register``) never count; ``@classmethod`` and ``@staticmethod`` do."""
+deep (:func:`only_dead_callers`: the helpers of a prediction method nothing calls), or only in a
+branch no run selects (:mod:`.unrunbranches`). Framework hooks (``forward``, ``training_step``,
+``on_*``, dunders) and decorated functions (a registry's ``@register``) never count;
+``@classmethod``, ``@staticmethod`` and TorchScript's (``@torch.jit.script``) do."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import ast
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.deadmodules import named_in_references
 from torchwise.lint.semantics.deadtext import words
+from torchwise.lint.semantics.unrunbranches import in_unrun_branch
 
 
 def function_at(ctx: Context, line: int) -> AST | None:
@@ -19,7 +21,8 @@ def function_at(ctx: Context, line: int) -> AST | None:
     best = None
     for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
         for f in ctx.nodes.get(kind, ()):
-            if f.lineno <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
+            start = min([f.lineno, *(d.lineno for d in f.decorator_list)])  # its decorators' lines too
+            if start <= line <= (f.end_lineno or f.lineno) and (best is None or f.lineno > best.lineno):
                 best = f
     return best
 
@@ -33,8 +36,22 @@ def _plain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """No framework reaches the function by itself: no decorator but ``@classmethod`` or
     ``@staticmethod``, no dunder, hook or ``on_*`` name."""
     name = func.name
-    return all(d.__class__ is ast.Name and d.id in ("classmethod", "staticmethod") for d in func.decorator_list) \
-        and not name.startswith(("__", "on_")) and name not in _HOOKS
+    return all(d.__class__ is ast.Name and d.id in ("classmethod", "staticmethod") or _dotted(d) in _TORCH_DECORATORS
+               for d in func.decorator_list) and not name.startswith(("__", "on_")) and name not in _HOOKS
+
+
+# TorchScript's decorators compile a function, they do not hand it to anyone (no registry)
+_TORCH_DECORATORS = frozenset({"torch.jit.script", "torch.jit.unused", "torch.jit.ignore"})
+
+
+def _dotted(node: AST) -> str:
+    if node.__class__ is ast.Call:
+        node = node.func
+    parts = []
+    while node.__class__ is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if node.__class__ is ast.Name else ""
 
 
 def only_dead_callers(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, depth: int) -> bool:
@@ -64,6 +81,9 @@ def _mentions_dead(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, d
             continue
         line = source.count("\n", 0, start) + 1
         if "#" in source[source.rfind("\n", 0, start) + 1:start]:
+            continue
+        if in_unrun_branch(ctx, line):
+            seen = True  # named in a branch no run selects (`elif method == 'fast':` no caller passes)
             continue
         owner = function_at(ctx, line)
         if owner is func or owner is not None and line == owner.lineno and owner.name == name:
