@@ -35,25 +35,6 @@ def _converted_back(ctx: Context, call: ast.Call) -> bool:
     return False
 
 
-_EXPORT = re.compile(r"onnx|tensorrt|torch2trt|\btrt\b|jit\.trace|coreml|tflite", re.I)
-_FP16_FLAG = re.compile(r"fp16|float16|half", re.I)
-
-
-def _option_flag(ctx: Context, test: ast.AST) -> bool:
-    """An fp16 option tested as a flag (``use_float16``, ``args.fp16``, ``opt.half``), not a dtype
-    comparison (``x.dtype == torch.float16``)."""
-    if test.__class__ is ast.BoolOp:
-        return any(_option_flag(ctx, v) for v in test.values)
-    name = test.id if test.__class__ is ast.Name else test.attr if test.__class__ is ast.Attribute else ""
-    if not name or _FP16_FLAG.search(name) is None:
-        return False
-    if test.__class__ is ast.Name:  # use_float16 = False at the top of a script: a setting that is off
-        values = [b.value for b in ctx.bindings(ctx.tree).get(name, ())]
-        if values and all(v.__class__ is ast.Constant and v.value is False for v in values):
-            return False
-    return True
-
-
 # a function that turns autograd off may put a model in train mode for inference (Monte Carlo dropout)
 _GRAD_OFF = re.compile(r"no_grad|inference_mode|set_grad_enabled\(False")
 
@@ -88,10 +69,7 @@ What it flags
   puts in training mode, whatever its name (`G = G.half()` ... `G.train()` in a training script whose
   update runs in another module), unless that function also turns autograd off (`model.train()`
   for Monte Carlo dropout at inference).
-  In code that does not train, a whole model converted behind an fp16 option (`if
-  use_float16: model.half()`, `if args.fp16:`) for fp16 evaluation, where autocast gives the same
-  speed (not in a file that exports to ONNX/TensorRT, which needs the converted model; not under a
-  flag no run sets). Other inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
+  Inference code is not flagged, nor a round trip (`model.half().float()` rounds the weights
   and goes on in fp32) or a cast that matches an input's dtype (`if x.dtype == torch.float16`).
 
 Why it matters
@@ -120,7 +98,6 @@ Lint and the doctor
         training_scopes = {id(ctx.scope_of(c)) for c in training_calls(ctx)}
         modes = _training_modes(ctx)
         if not training_scopes and not modes:
-            yield from self._fp16_option(ctx)
             return
         for call in ctx.calls_named("half", "to"):
             func = call.func
@@ -159,27 +136,6 @@ Lint and the doctor
             suggestion='keep fp32 weights and use torch.autocast("cuda", dtype=torch.float16) with torch.amp.GradScaler',
         )
 
-
-    def _fp16_option(self, ctx: Context) -> Iterator[Finding]:
-        """Code that does not train: ``if use_float16: model.half()`` - a whole model converted
-        behind an fp16 option (``args.fp16``, ``half``), in a file that exports nothing (ONNX,
-        TensorRT need the converted model)."""
-        if _EXPORT.search(ctx.source):
-            return
-        for call in ctx.calls_named("half"):
-            func = call.func
-            if func.__class__ is not ast.Attribute or call.args or call.keywords or _converted_back(ctx, call):
-                continue
-            if not any(_option_flag(ctx, if_node.test) for if_node, in_body in ctx.enclosing_ifs(call) if in_body):
-                continue
-            recv = func.value
-            while recv.__class__ is ast.Call and recv.func.__class__ is ast.Attribute and recv.func.attr in ("cuda", "to", "eval"):
-                recv = recv.func.value
-            if recv.__class__ in (ast.Name, ast.Attribute) and (is_module_instance(ctx, recv, call) or self._assigned_to_model(ctx, call)
-                                                               or is_model_name(last_name(recv))):
-                yield ctx.finding(self.code, call, "the whole model is converted to fp16 behind an fp16 option: BatchNorm "
-                                  "statistics and softmax run in half precision",
-                                  suggestion='keep fp32 weights and run the forward under torch.autocast("cuda", dtype=torch.float16)')
 
     @staticmethod
     def _trains_here(ctx: Context, scope: ast.AST, training_scopes: set[int]) -> bool:
