@@ -21,6 +21,7 @@ from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
+from torchwise.lint.semantics.metricobjects import metric_object_reads
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
 from torchwise.lint.semantics.steps import hot_loops, step_functions
@@ -295,6 +296,8 @@ Lint and the doctor
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
+        yield from (ctx.finding(self.code, n, m, suggestion="accumulate the metric on the device, read it once per log interval")
+                    for n, m in metric_object_reads(ctx))  # result.evaluate(pred, target) with result = Result()
         if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx) and not delegated_loops(ctx):
             return
         seen: set[int] = set()
