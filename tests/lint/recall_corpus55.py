@@ -23,9 +23,9 @@ _DEPTH_METRICS = d("""
         def __init__(self):
             self.rmse = 0.0
         def measure(self, pred, gt):
-            keep = gt > 0
-            pred = pred[keep]
-            err = (pred - gt[keep]).abs()
+            valid_mask = gt > 0
+            pred = pred[valid_mask]
+            err = (pred - gt[valid_mask]).abs()
             self.rmse = math.sqrt((err ** 2).mean())
             self.mae = float(err.mean())
 """)

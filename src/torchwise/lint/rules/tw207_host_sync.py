@@ -35,7 +35,7 @@ class HostSyncInLoop(Rule):
     per_call = True
     name = "host-sync-in-hot-loop"
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
-                "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(", "float(", "math.")
+                "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the

@@ -63,20 +63,33 @@ def metric_object_reads(ctx: Context) -> list[tuple[AST, str]]:
     if "float(" not in ctx.source and "math." not in ctx.source and "[" not in ctx.source:
         return out
     for klass in ctx.tree.body:
-        if klass.__class__ is not ast.ClassDef:
-            continue
+        if klass.__class__ is not ast.ClassDef or any(w in (last_name(b) or "") for b in klass.bases for w in ("Module", "Dataset")) \
+                or not _built_somewhere(ctx, klass.name):
+            continue  # (a model's layers are no metric objects; a class nothing builds by name has no such call)
         for method in klass.body:
             if method.__class__ is not ast.FunctionDef or method.name.startswith("__") or len(method.args.args) < 2 \
-                    or _evaluation_routine(method):
+                    or not _called_beside(ctx, klass.name, method.name):
                 continue
-            if not is_eval_name(method.name) and host_read_of_arguments(method) is not None:
-                continue  # ada.tune(real_pred) calling .item(): reported at the call (semantics.hostreads)
             reads = _reads(method)
+            if reads and not is_eval_name(method.name) and host_read_of_arguments(method) is not None:
+                continue  # ada.tune(real_pred) calling .item(): reported at the call (semantics.hostreads)
             where = _step_caller(ctx, klass, method) if reads else None
             for node, what in reads if where is not None else ():
                 out.append((node, f"{what} in {klass.name}.{method.name}(), which the training loop calls every step ({where}), "
                                   "waits for the GPU"))
     return out
+
+
+def _built_somewhere(ctx: Context, name: str) -> bool:
+    """Some file of the project calls ``name(`` other than in its ``class`` line (a text test)."""
+    needle, head = f"{name}(", f"class {name}("
+    return any(t.count(needle) > t.count(head) for _, t in ctx.project.files or [(ctx.path, ctx.source)] if needle in t)
+
+
+def _called_beside(ctx: Context, name: str, method: str) -> bool:
+    """Some file of the project both builds ``name(`` and calls ``.method(`` (a text test)."""
+    built, called = f"{name}(", f".{method}("
+    return any(built in t and called in t for _, t in ctx.project.files or [(ctx.path, ctx.source)])
 
 
 def _step_caller(ctx: Context, klass: ast.ClassDef, method: ast.FunctionDef) -> str | None:
@@ -99,28 +112,36 @@ def _step_caller(ctx: Context, klass: ast.ClassDef, method: ast.FunctionDef) -> 
 
 def _reads(method: ast.FunctionDef) -> list[tuple[AST, str]]:
     """The host reads of the method's arguments (module doc), the first of each statement."""
+    if not any(n.__class__ in (ast.Call, ast.Subscript) and _read(n, _ANY, _ANY, None) for n in ast.walk(method)) \
+            or _evaluation_routine(method):
+        return []  # (no cast, math function, sync method or selection by a name at all: no data flow to follow)
     derived = _derived(method)
     masks = {t.id for n in ast.walk(method) if n.__class__ is ast.Assign and n.value.__class__ is ast.Compare
              and _mentions(n.value, derived) for t in n.targets if t.__class__ is ast.Name}
     found: dict[int, tuple[AST, str]] = {}
-    for stmt in ast.walk(method):
-        if not isinstance(stmt, ast.stmt) or stmt.__class__ in (ast.FunctionDef, ast.If, ast.For, ast.While, ast.With):
-            continue
-        for node in ast.walk(stmt):
+    for node in ast.walk(method):  # (the first read of each line)
+        if node.__class__ in (ast.Call, ast.Subscript) and node.lineno not in found:
             what = _read(node, derived, masks, method)
             if what is not None:
-                found.setdefault(stmt.lineno, (node, what))
-                break
+                found[node.lineno] = (node, what)
     return [found[k] for k in sorted(found)]
 
 
-def _read(node: AST, derived: set[str], masks: set[str], method: ast.FunctionDef) -> str | None:
+class _Everything(frozenset):
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+_ANY = _Everything()  # (every name taken for derived: the cheap first pass of _reads)
+
+
+def _read(node: AST, derived: set[str], masks: set[str], method: ast.FunctionDef | None) -> str | None:
     cls = node.__class__
     if cls is ast.Call:
         func = node.func
         if node.args and _mentions(node.args[0], derived) and (func.__class__ is ast.Name and func.id in _CASTS or func.__class__
                                                                is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "math"):
-            if node.args[0].__class__ is ast.Name and node.args[0].id in _plain_params(method):
+            if method is not None and node.args[0].__class__ is ast.Name and node.args[0].id in _plain_params(method):
                 return None  # float(threshold): a parameter as given, maybe a number
             return f"{func.id if func.__class__ is ast.Name else 'math.' + func.attr}() of a tensor"
         if func.__class__ is ast.Attribute and func.attr in SYNC_METHODS and func.attr != "cpu" and _mentions(func.value, derived):
