@@ -21,6 +21,7 @@ from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
+from torchwise.lint.semantics.metricobjects import metric_object_reads
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
 from torchwise.lint.semantics.steps import hot_loops, step_functions
@@ -149,7 +150,7 @@ What it flags
   helper reading its `**kwargs` (`metric_logger.update(**loss_dict)`) or copying what it is given
   (`to_cpu(loss)`) is such a helper; a helper the step calls every step (here or from another
   module's loop) that selects with a mask from what it is handed (a metric's `output[output ==
-  target]`) too. Also `.item()` of a tensor made from the inputs in a loss module's methods
+  target]`) too; and the reads (`float(err.mean())`, `math.sqrt(...)`, `out[gt > 0]`) in a method of a project metric object the loop builds and calls every step (`r = Result(); r.evaluate(pred, gt)`: reported at the reads). Also `.item()` of a tensor made from the inputs in a loss module's methods
   (`num_boxes = torch.clamp(num_boxes / world, min=1).item()`) or in a loss function the step
   calls, also from another module, or in any top-level function of a module of losses by its path
   (`n_word = non_pad_mask.sum().item()`; `.item()` in `loss.CDAN(...)`, for a call that hands the
@@ -236,7 +237,7 @@ What it flags
   a class whose every object is called only off the training path (a detector's `Detect` in the
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
   model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
-  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); a call of a helper whose read lies in a training loop of
+  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); dead code (a vendored `@add_start_docstrings` task head named only in docstrings; a call under `if False:`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
   its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); a
   synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
   timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
@@ -295,6 +296,8 @@ Lint and the doctor
                               "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
+        yield from (ctx.finding(self.code, n, m, suggestion="accumulate the metric on the device, read it once per log interval")
+                    for n, m in metric_object_reads(ctx))  # result.evaluate(pred, target) with result = Result()
         if not hot_loops(ctx) and not step_functions(ctx) and not has_optimizer_steps(ctx) and not delegated_loops(ctx):
             return
         seen: set[int] = set()

@@ -156,8 +156,10 @@ def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str
     """Every use of the name in the other module ``path`` lies in its own dead code - a class or
     function nothing uses, or the demo block of a module the project imports (``ModelNetDataLoader``
     built only under ``if __name__ == "__main__":`` of a dataset module)."""
-    if depth < 0 or not owners_look_local(ctx, path, text, word):
-        return False  # a text test first: no module is parsed for a use that is evidently alive
+    if depth < 0:
+        return False
+    if not owners_look_local(ctx, path, text, word):  # a text test first: no module is parsed for a use that is evidently alive
+        return '"""' in text and _only_quoted(ctx, path, text, word)
     other = parsed_file(ctx.project, path, text)
     if other is None or not _module_in_use(other):
         return False
@@ -176,6 +178,23 @@ def _only_in_dead_parts(ctx: Context, path: str, text: str, word: re.Pattern[str
             if demo is None or not demo[0] <= line <= demo[1]:
                 return False
         elif not _dead(other, owner, depth):
+            return False
+    return True
+
+
+def _only_quoted(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
+    """Every use of the name in the other module ``path`` outside its imports lies in a comment or
+    a docstring (``model = BertForTokenClassification.from_pretrained(...)`` in the usage example
+    of another class's docstring)."""
+    other = parsed_file(ctx.project, path, text)
+    if other is None:
+        return False
+    imports = import_spans(text)
+    for m in word.finditer(text):
+        if any(a <= m.start() < b for a, b in imports):
+            return False  # imported by name: maybe used under an alias or re-exported
+        start = text.rfind("\n", 0, m.start()) + 1
+        if not _silent_at(other, text.count("\n", 0, m.start()) + 1, text[start:m.start()]):
             return False
     return True
 
@@ -246,8 +265,8 @@ def names_module(ctx: Context, path: str, text: str, stem: str) -> bool:
 
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
-    if top.decorator_list or name.startswith("__") or CALLED_BY_NAME.match(name):
-        return False
+    if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or CALLED_BY_NAME.match(name):
+        return False  # a decorator may register it (`@register_model`): alive unless it only writes a docstring
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
@@ -281,6 +300,18 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
+
+
+# decorators that only document or fill in a class, registering nothing (the docstring helpers of
+# a vendored Hugging Face modeling file, `@add_start_docstrings(...)`; `@dataclass`)
+_INERT_DECORATORS = frozenset({"add_start_docstrings", "add_start_docstrings_to_model_forward", "add_start_docstrings_to_callable",
+                                "add_code_sample_docstrings", "replace_return_docstrings", "dataclass", "total_ordering"})
+
+
+def _inert_decorator(node: AST) -> bool:
+    node = node.func if node.__class__ is ast.Call else node
+    name = node.attr if node.__class__ is ast.Attribute else node.id if node.__class__ is ast.Name else ""
+    return name in _INERT_DECORATORS
 
 
 def _silent_at(ctx: Context, line: int, before: str) -> bool:

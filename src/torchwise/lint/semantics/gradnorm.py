@@ -44,7 +44,7 @@ def per_parameter_reads(ctx: Context) -> dict[int, tuple[AST, list[ast.Call]]]:
                 out.setdefault(id(func), (func, []))[1].append(node)
         for node in ast.walk(loop):  # if clip_coef < 1: with clip_coef = clip / (p.grad.norm() + eps)
             if node.__class__ is ast.If and node.test.__class__ is ast.Compare and derived \
-                    and all(op.__class__ in _ORDER_TESTS for op in node.test.ops) and _mentions_grad(node.test, "", derived):
+                    and all(op.__class__ in _ORDER_TESTS for op in node.test.ops) and _mentions_grad(_without_metadata(node.test), "", derived):
                 out.setdefault(id(func), (func, []))[1].append(node.test)
     if "any(" in ctx.source or "all(" in ctx.source:
         for call in ctx.calls_named("any", "all"):
@@ -86,6 +86,24 @@ def _mentions_grad(expr: ast.AST, var: str, derived: set[str]) -> bool:
         if node.__class__ is ast.Attribute and node.attr == "grad" and node.value.__class__ is ast.Name and node.value.id == var:
             return True
     return False
+
+
+_METADATA = frozenset({"numel", "nelement", "size", "dim", "ndimension", "shape", "ndim", "is_sparse", "dtype", "device"})
+
+
+def _without_metadata(expr: ast.AST) -> ast.AST:
+    """``expr`` with its reads of a tensor's metadata dropped (``grad_values.numel() > 0``,
+    ``g.size(0)``, ``g.shape[0]``): shapes live on the host, testing them reads no value."""
+    if expr.__class__ is ast.Compare:
+        return ast.Tuple(elts=[_without_metadata(e) for e in (expr.left, *expr.comparators)], ctx=ast.Load())
+    if expr.__class__ is ast.BinOp:
+        return ast.Tuple(elts=[_without_metadata(expr.left), _without_metadata(expr.right)], ctx=ast.Load())
+    if expr.__class__ is ast.Subscript:
+        return _without_metadata(expr.value) if expr.value.__class__ is ast.Attribute and expr.value.attr in _METADATA else expr
+    if expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _METADATA \
+            or expr.__class__ is ast.Attribute and expr.attr in _METADATA:
+        return ast.Tuple(elts=[], ctx=ast.Load())
+    return expr
 
 
 def _steps_optimizer(ctx: Context, func: AST) -> bool:

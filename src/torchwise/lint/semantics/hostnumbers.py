@@ -30,6 +30,8 @@ def host_number(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> boo
         return host_number(ctx, expr.body, use, depth) and host_number(ctx, expr.orelse, use, depth)
     if cls is ast.Attribute:
         return _option(ctx, expr, use)
+    if cls is ast.Subscript:
+        return _learning_rate(ctx, expr, use) or depth > 0 and _returned_element(ctx, expr, use, depth - 1)
     if cls is ast.Name:
         if depth <= 0:
             return False
@@ -67,6 +69,40 @@ def _returns_numbers(where: Context, func: AST, depth: int) -> bool:
         found = bool(returns) and all(r.value is not None and host_number(where, r.value, r, depth) for r in returns)
         where._cache[key] = found
     return found
+
+
+def _learning_rate(ctx: Context, expr: ast.Subscript, use: AST) -> bool:
+    """``group['lr']`` of an optimizer's parameter group (``for group in optimizer.param_groups``,
+    ``optimizer.param_groups[0]['lr']``): a Python float the scheduler sets."""
+    key = expr.slice
+    if key.__class__ is not ast.Constant or key.value != "lr":
+        return False
+    base = expr.value
+    if base.__class__ is ast.Subscript:
+        base = base.value
+    elif base.__class__ is ast.Name:
+        b = ctx.binding_at(base.id, use)
+        base = b.value if b is not None and b.kind == "for" else None
+    return base.__class__ is ast.Attribute and base.attr == "param_groups"
+
+
+def _returned_element(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> bool:
+    """``outputs[4]`` with ``outputs = train(...)``, a function of the project every ``return`` of
+    which hands back a tuple whose element 4 is a Python number (``get_lr(optimizer)``,
+    ``loss.item()``)."""
+    index, base = expr.slice, expr.value
+    if index.__class__ is not ast.Constant or type(index.value) is not int or index.value < 0 or base.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(base.id, use)
+    if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call:
+        return False
+    found = project_function(ctx, b.value)
+    if found is None:
+        return False
+    where, func = found
+    returns = [n for n in where.walk_body(func.body) if n.__class__ in (ast.Return, ast.Yield, ast.YieldFrom)]
+    return bool(returns) and all(r.__class__ is ast.Return and r.value.__class__ is ast.Tuple and len(r.value.elts) > index.value
+                                 and host_number(where, r.value.elts[index.value], r, depth) for r in returns)
 
 
 def _option(ctx: Context, expr: ast.Attribute, use: AST) -> bool:

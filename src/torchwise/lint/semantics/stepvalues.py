@@ -15,6 +15,7 @@ from torchwise.lint.engine import AST, Binding, Context, last_name
 from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_expr, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.handedvalues import param_from_callers, returned_tensor, self_device_attr
+from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
@@ -92,7 +93,7 @@ def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
     if cls is ast.Call:
         return _call_value(ctx, expr, use, depth)
     if cls is ast.Subscript:
-        return _beyond(ctx, expr.value, use, depth)
+        return _beyond(ctx, expr.value, use, depth) and not host_number(ctx, expr, use)
     if cls is ast.Attribute and expr.attr == "data":  # acc.data: the same tensor
         return _beyond(ctx, expr.value, use, depth)
     if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":

@@ -1,6 +1,8 @@
 """Branches of an ``if`` that no run of the project takes (for :mod:`.neverruns`), found where the
 test reads a value every run fixes:
 
+* a **constant test**: ``if False:`` (or ``if 0:``) around a call switched off by hand, the ``else``
+  of ``if True:``;
 * a **local flag bound once to a constant**: ``parallel = False`` and, later in the same function,
   ``if parallel:`` - nothing else binds the name (no second assignment, no loop, no ``global``);
 * an **option of a class that no construction selects** (:mod:`.unselected`): ``if is_batchnorm:``
@@ -25,7 +27,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callvalues import UNKNOWN, parameter_values
 from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
 
-_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp)
+_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Constant)
 
 
 def in_unrun_branch(ctx: Context, line: int) -> bool:
@@ -51,6 +53,8 @@ def in_unrun_branch(ctx: Context, line: int) -> bool:
 
 def _outcome(ctx: Context, node: ast.If) -> bool | None:
     """True / False when every run gives the test that value; None when it may vary."""
+    if node.test.__class__ is ast.Constant:  # `if False:` around code switched off by hand
+        return bool(node.test.value) if node.test.value in (True, False, None, 0, 1) else None
     results = _local_constant(ctx, node)
     if results is None:
         results = branch_values(ctx, node)
