@@ -161,6 +161,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         made = cpu_factory(ctx, inner.args[0])  # torch.Tensor(torch.zeros(b, n, k)): a CPU tensor retyped on the CPU
         if made is not None:
             return made[0], True, made[2]
+    if _empty(factory, inner) and _returned_in_branch(ctx, inner):
+        return None  # if len(boxes) == 0: return torch.zeros(0, 5).cuda(): an empty placeholder, nothing to copy
     if factory in LEGACY:
         made = inner.args and (_legacy_sizes(ctx, inner, filled) or model_input_copy(ctx, inner)
                                or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)
@@ -182,6 +184,34 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
                 or host_round_trip(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+_SIZED = frozenset({"zeros", "ones", "empty", "rand", "randn", "full"}) | LEGACY
+
+
+def _empty(factory: str, call: ast.Call) -> bool:
+    """A tensor with no elements (a placeholder: nothing is copied when it moves): a size written as ``0`` (``torch.zeros(0, d)``,
+    ``torch.empty((0, 4))``, ``torch.full((0,), v)``, ``torch.LongTensor(0, 2)``) or ``torch.tensor([])``."""
+    args = call.args
+    if factory in ("tensor", "as_tensor"):
+        return len(args) == 1 and args[0].__class__ in (ast.List, ast.Tuple) and not args[0].elts
+    if factory not in _SIZED or not args:
+        return False
+    if factory in LEGACY:
+        sizes = args if len(args) >= 2 else []  # torch.FloatTensor([0, 1]) is data, torch.LongTensor(0) left to the rule
+    elif args[0].__class__ in (ast.Tuple, ast.List) and (len(args) == 1 or factory == "full"):
+        sizes = args[0].elts
+    else:
+        sizes = args[:1] if factory == "full" else args
+    return any(a.__class__ is ast.Constant and a.value == 0 and a.value is not False for a in sizes)
+
+
+def _returned_in_branch(ctx: Context, node: ast.AST) -> bool:
+    """``node`` is (in) the value of a ``return`` in the body of an ``if``: an early exit."""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, ast.stmt):
+            return anc.__class__ is ast.Return and ctx.parent(anc).__class__ is ast.If and anc in ctx.parent(anc).body
+    return False
 
 
 def _retyped(ctx: Context, call: ast.Call) -> bool:
