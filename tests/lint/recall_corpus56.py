@@ -80,6 +80,14 @@ FIND += [
                 grid = torch.stack((gx, gy), 2).view(1, ny, nx, 2).float().to(x.device)
                 return x.permute(0, 2, 3, 1)[..., :2] + grid
     """), 6),
+    Shape("TW205", "cell corners: torch.stack(torch.meshgrid(...)) scaled, retyped and moved in a per-call helper", d("""
+        import torch
+        def cell_corners(heat, w):
+            hc, wc = heat.shape[2] // w, heat.shape[3] // w
+            cells = torch.stack(torch.meshgrid(torch.arange(hc), torch.arange(wc)), dim=2) * w
+            cells = cells.type(torch.FloatTensor).to(heat.device)
+            return heat[:, :2] + cells.permute(2, 0, 1)
+    """), 5),
 ]
 QUIET += [
     Shape("TW205", "look-alike: meshgrid of aranges made on the device already", d("""

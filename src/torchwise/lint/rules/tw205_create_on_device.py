@@ -95,7 +95,8 @@ What it flags
   `self.h = self.h.cuda()`, reported at the reset when that method runs per step), also after host arithmetic and a retype
   (`(torch.ones(s) / n).type_as(x).to(x.device)`, a cast `torch.ones(k).byte().cuda()`), a coordinate grid
   `torch.meshgrid` makes of CPU factories, unpacked and moved (`yy, xx = torch.meshgrid(torch.arange(h),
-  torch.arange(w))`, then `xx, yy = xx.cuda(), yy.cuda()` or `torch.stack((xx, yy), 2).to(device)`;
+  torch.arange(w))`, then `xx, yy = xx.cuda(), yy.cuda()` or `torch.stack((xx, yy), 2).to(device)`,
+  also `torch.stack(torch.meshgrid(...), dim=2)` moved;
   reported once per meshgrid, at its first factory), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a

@@ -14,6 +14,7 @@ from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
                                                 python_value)
+from torchwise.lint.semantics.meshgrids import meshgrid_inputs
 from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import stored_then_moved
 
@@ -30,6 +31,8 @@ _WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_emb
 _ELEMENTWISE = frozenset({f"torch.{n}" for n in (
     "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sigmoid", "tanh",
     "abs", "neg", "reciprocal", "square", "floor", "ceil", "round")})
+# joins of the grids torch.meshgrid makes (torch.stack(torch.meshgrid(torch.arange(h), ...), 2))
+_GRID_JOINS = frozenset({"torch.stack", "torch.cat"})
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
 # (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
 RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
@@ -147,6 +150,10 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
             filled = filled or func.attr in _FILLS
         elif (q in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
             inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
+        elif q in _GRID_JOINS and inner.args and inner.args[0].__class__ is ast.Call \
+                and ctx.qualname(inner.args[0].func) == "torch.meshgrid":
+            grids = [cpu_factory(ctx, g) for g in meshgrid_inputs(inner.args[0])]  # torch.stack(torch.meshgrid(...), 2)
+            return (grids[0][0], True, grids[0][2]) if grids and all(grids) else None
         elif q in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
             made = cpu_factory(ctx, _stored_factory(ctx, inner.args[0], inner))  # th.exp(-c * th.arange(h) / h)
             return (made[0], True, made[2]) if made is not None else None

@@ -1,6 +1,7 @@
 """Coordinate grids ``torch.meshgrid`` builds from new CPU tensors (TW205): ``yy, xx =
 torch.meshgrid(torch.arange(h), torch.arange(w))`` gives CPU tensors, which code then moves
-(``xx, yy = xx.cuda(), yy.cuda()``) or joins and moves (``torch.stack((xx, yy), 2).to(device)``)."""
+(``xx, yy = xx.cuda(), yy.cuda()``) or joins and moves (``torch.stack((xx, yy), 2).to(device)``,
+``torch.stack(torch.meshgrid(...), dim=2).to(device)``)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,21 @@ def meshgrid_part(ctx: Context, name: ast.Name, use: AST, made_by: Callable[[AST
     grid = b.value
     if ctx.qualname(grid.func) != "torch.meshgrid" or any(k.arg != "indexing" for k in grid.keywords):
         return None
-    args = grid.args
-    if len(args) == 1 and args[0].__class__ in (ast.List, ast.Tuple):
-        args = args[0].elts  # torch.meshgrid([torch.arange(h), torch.arange(w)])
-    if not 2 <= len(args) or b.index >= len(args) or any(a.__class__ is ast.Starred for a in args):
+    args = meshgrid_inputs(grid)
+    if b.index >= len(args):
         return None
     made = [made_by(ctx.resolve(a, grid)) for a in args]
     if any(m is None for m in made) or not stored_then_moved(ctx, name, use, unpacked=True):
         return None
     return made[0]
+
+
+def meshgrid_inputs(grid: ast.Call) -> list[ast.AST]:
+    """The tensors ``torch.meshgrid(a, b)`` / ``torch.meshgrid([a, b])`` is given (empty when
+    there are fewer than two, or a starred one)."""
+    args = grid.args
+    if len(args) == 1 and args[0].__class__ in (ast.List, ast.Tuple):
+        args = args[0].elts  # torch.meshgrid([torch.arange(h), torch.arange(w)])
+    if len(args) < 2 or any(a.__class__ is ast.Starred for a in args):
+        return []
+    return list(args)
