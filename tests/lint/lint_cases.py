@@ -1346,11 +1346,14 @@ NEGATIVE["TW205"] = [
 
 # ----------------------------------------------------------------------------------- TW206
 POSITIVE["TW206"] = [
-    ("import numpy as np\nimport torch\nx = torch.tensor(np.load('a.npy'))\n", 3),
-    ("import numpy as np\nimport torch\narr = np.zeros((3, 4))\nt = torch.tensor(arr)\n", 4),
-    ("import numpy\nfrom torch import tensor\nt = tensor(numpy.random.rand(3, 4))\n", 3),
+    ("import numpy as np\nimport torch\ndef __getitem__(self, i):\n    return torch.tensor(np.load(self.paths[i]))\n", 4),
+    ("import numpy as np\nimport torch\nfor i in range(10):\n    arr = np.zeros((3, 4))\n    t = torch.tensor(arr)\n", 5),
+    ("import numpy\nfrom torch import tensor\ndef augment(x):\n    return x + tensor(numpy.random.rand(3, 4))\n", 4),
 ]
 NEGATIVE["TW206"] = [
+    # one-time set-up: module level outside loops, a set-up function
+    "import numpy as np\nimport torch\nx = torch.tensor(np.load('a.npy'))\n",
+    "import numpy as np\nimport torch\nclass M:\n    def __init__(self):\n        self.t = torch.tensor(np.zeros((3, 4)))\n",
     # a dtype change or a device copy copies anyway
     "import numpy as np\nimport torch\nlam = np.ones(4)\nt = torch.tensor(lam, device=x.device, dtype=x.dtype)\n",
     "import numpy as np\nimport torch\nt = torch.from_numpy(np.load('a.npy'))\nu = torch.as_tensor(arr)\n",

@@ -14,7 +14,8 @@ from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
 from torchwise.lint.semantics.movetargets import move_target, tensor_target
-from torchwise.lint.semantics.once import memoized, runs_once, sampler_off_step
+from torchwise.lint.semantics.memos import memoized
+from torchwise.lint.semantics.once import runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.pulledback import pulled_back
@@ -92,7 +93,11 @@ What it flags
   own name, `m = m.view(-1, 1).repeat(1, d)`, before the move; a state a method resets,
   `def init_hidden(self, n): self.h = torch.zeros(n, k)`, stored back moved where it is used,
   `self.h = self.h.cuda()`, reported at the reset when that method runs per step), also after host arithmetic and a retype
-  (`(torch.ones(s) / n).type_as(x).to(x.device)`, a cast `torch.ones(k).byte().cuda()`), through a helper of the file that returns
+  (`(torch.ones(s) / n).type_as(x).to(x.device)`, a cast `torch.ones(k).byte().cuda()`), a coordinate grid
+  `torch.meshgrid` makes of CPU factories, unpacked and moved (`yy, xx = torch.meshgrid(torch.arange(h),
+  torch.arange(w))`, then `xx, yy = xx.cuda(), yy.cuda()` or `torch.stack((xx, yy), 2).to(device)`,
+  also `torch.stack(torch.meshgrid(...), dim=2)` moved;
+  reported once per meshgrid, at its first factory), through a helper of the file that returns
   it (`t = diffusion.sample_timesteps(n).to(device)`, the helper returning `torch.randint(...)`)
   or that builds a table from numbers alone (`kernel = kernel_up(zeros).to(x)`, the helper making a
   sinc kernel from `th.hann_window(4 * zeros + 1)`; `importance_matrix(b, n_data).to(z.device)` from a
@@ -154,14 +159,19 @@ What it flags
   `if self.variational:` left at its default False), and a function only such branches name.
   One-time set-up is not reported: module-level code outside loops, `__init__`, `setup`/
   `build`/`main`-like functions (a `make_*`/`init_*` helper that a forward pass or loss calls,
-  `make_one_hot(target, n)`, or a training step - in a training loop, or in a function that runs
+  `make_one_hot(target, n)`, a `build_targets(...)` that a loss `forward` of another module of the
+  project calls for every YOLO layer, or a training step - in a training loop, or in a function that runs
   one step per call, `hidden = model.init_hidden()` in `def train(line)`, here or in another
   module -, is per call - not when only `__init__` calls it, or a
   `generate()` outside its loop: `hidden = self.init_hidden()`), allocations before the loop of a function that loops (not when
   it is called inside a loop over batches or items, `for x, y in test_loader: pgd(model, x, y)`, or
   inside a training loop: its own loop - an attack's steps - is then per call; a call in
-  `for epoch in range(n):` stays set-up),
-  helpers only `__init__` or an evaluation calls, a model's `sample()`/`generate()` method
+  `for epoch in range(n):` stays set-up; also before or after the training loop of a
+  `def train(self):` that runs its steps in loops of its own, and one item per layer of a
+  comprehension over the model's parts, `[torch.zeros(b, k).to(device) for layer in
+  model.module.layers]`),
+  helpers only `__init__` or an evaluation calls (also from a package's `__init__.py`,
+  `from . import get_sigmas` / `from models import get_sigmas`), a model's `sample()`/`generate()` method
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
   `if not state:` set-up), NaN-recovery branches
@@ -191,7 +201,8 @@ What it flags
   reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
   computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
   tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
-  weights]`), a parameter that holds data put in a list or array (the observation of
+  weights]`), numbers unpacked from a routine's result (`loss_train, pos = train_iteration(...)`,
+  then `torch.tensor([loss_train, loss_val]).to(device)` for a reduce), a parameter that holds data put in a list or array (the observation of
   `torch.FloatTensor([state])` or `np.array([state])`; not a number the function uses as a
   size), a list built item by item from the function's data (`[ord(c) for c in text]`, token
   ids `[r[0] for r in rows]`, weights computed from sampled entries), and a tensor whose
@@ -202,7 +213,8 @@ What it flags
   back to None in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
   numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it; also an
   allocation inside such a loop, `for K in args.nmb_prototypes:` in a clustering step run once per epoch).
-  Nor is a move to the device of a tensor made on the CPU in the same function
+  Nor is an empty placeholder returned early, `if len(boxes) == 0: return torch.zeros(0, 5).cuda()`
+  (no element to copy). Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
   nothing goes to a GPU there - nor a move to a device attribute that is the CPU by construction
   (`.to(self.loss_device)`, kept by `__init__` from a parameter that every construction of the

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
+from torchwise.lint.semantics.setupcode import set_up_only
 from torchwise.lint.semantics.decodedarrays import decoded_array
 
 # numpy functions that return arrays (not scalars, not Python objects)
@@ -142,6 +143,12 @@ What it flags
   conversion either way), a helper only set-up code calls (a `process()` that builds the whole dataset once), a branch
   the per-item callers never take (`if labels:` on a parameter they leave at `None`), and a
   transform only its module's `__main__` self-test builds.
+  One-time set-up is left alone (the copy is paid once): module-level code outside loops, a
+  function named for set-up (`__init__`, `create_mlp` drawing initial weights in a loop over
+  layers, `build_*`, `load_*`...), the code before or after the training loop of a function that
+  runs it, and a helper every caller of which is one of these (a noise schedule `get_sigmas(config)`
+  that a model's `__init__` and a runner's `train()` call before their loops; also through a
+  package's `__init__.py`, `from . import get_sigmas`).
   Linted with its project, code that nothing runs is left alone: a function or class
   nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
   that no file imports, runs or names beside siblings the project does import.
@@ -152,7 +159,8 @@ Why it matters
   `torch.from_numpy` and `torch.as_tensor` wrap the same memory without copying.
 
 Example
-  x = torch.tensor(np.load("features.npy"))          # TW206
+  def __getitem__(self, i):
+      return torch.tensor(np.load(self.paths[i]))    # TW206
 
 Fix
   `torch.from_numpy(a)` (or `torch.as_tensor(a)`, which also accepts `dtype`/`device`). Both
@@ -196,6 +204,8 @@ Fix
                 continue
             if not plain and not _per_batch(ctx, call):
                 continue  # np.stack(rows).astype(np.float32) copied once at set-up
+            if set_up_only(ctx, call):
+                continue  # one-time set-up: a noise schedule built in __init__, weights drawn in create_mlp()
             if in_demo_main(ctx, call):
                 continue  # made-up inputs of a library module's smoke test: a copy of a few numbers
             yield ctx.finding(

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
+from torchwise.lint.semantics.handbias import hand_biases
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
 from torchwise.lint.semantics.layerlists import copied_layer, see_through, zipped_source
 
@@ -44,7 +45,9 @@ What it flags
   nn.Conv2d(c, c, 3)`, then `stage.add_module(f"conv{index}", conv)`), or appended to one list of layers
   (`layers += [nn.Conv2d(...)]`, `layers.append(...)` or a list started `layers =
   [nn.Linear(in_dim, hidden)]`, then the BatchNorm; or one statement `layers += [conv2d,
-  nn.BatchNorm2d(v), nn.ReLU()]` with `conv2d = nn.Conv2d(...)` bound before it) - also under
+  nn.BatchNorm2d(v), nn.ReLU()]` with `conv2d = nn.Conv2d(...)` bound before it or written in
+  the list, `layers += [nn.Conv2d(c, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU()]`, also
+  `layers.extend([...])`) - also under
   `if batch_norm:`, a flag of the building helper that some call turns on (`conv_relu(2, True)`,
   `make_layers(cfg, batch_norm=True)`, or for an `__init__` a construction of the class here
   or in another module, `Head(dim, n, use_bn=args.use_bn_in_head)`; never turned on: quiet).
@@ -61,6 +64,11 @@ What it flags
   calls `F.batch_norm`; one whose `forward` computes something else stays quiet), or a
   `self.norm3` put in the `nn.Sequential` by the method that assigns it a BatchNorm in some branch (`elif norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)`; a
   norm that is only ever GroupNorm, InstanceNorm or an identity stays quiet).
+  Also a bias a module adds by hand right before its BatchNorm: a hand-written linear or graph
+  layer whose `forward` does `output = torch.mm(x, self.weight)`, `output = output + self.bias`
+  and next `self.bn(output)`, with `self.bias = nn.Parameter(...)` and `self.bn =
+  nn.BatchNorm1d(...)` made in `__init__` (reported at the bias `Parameter`; not when either is
+  made under a flag of `__init__` that is off by default).
 
 Why it matters
   BatchNorm subtracts the per-channel mean right after the convolution, which removes any
@@ -100,6 +108,11 @@ Lint and the doctor
                         yield self._finding(ctx, first)
         for cls in ctx.nodes.get(ast.ClassDef, ()):
             yield from self._check_class(ctx, cls, reported)
+            for bias in hand_biases(ctx, cls) if "Parameter" in ctx.source else ():
+                if id(bias) not in reported:  # output = output + self.bias; output = self.bn(output)
+                    reported.add(id(bias))
+                    yield ctx.finding(self.code, bias, "bias added by hand right before BatchNorm is cancelled by the "
+                                      "normalisation", suggestion="drop the bias parameter where the BatchNorm follows")
         if "add_module" in ctx.source or "BatchNorm" in ctx.source:
             for conv in added_pairs(ctx):
                 if id(conv) not in reported:

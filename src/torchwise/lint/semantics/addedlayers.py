@@ -21,7 +21,8 @@ def _matches(conv: int, bn: int) -> bool:
 
 def _added(ctx: Context, stmt: ast.AST) -> tuple[str, list[ast.AST]] | None:
     """Layers added to a container by one statement: ``container.add_module(name, layer)``,
-    ``layers.append(layer)`` or ``layers += [conv, bn, ...]`` - (the container as written, the layers)."""
+    ``layers.append(layer)``, ``layers += [conv, bn, ...]`` or ``layers.extend([conv, bn, ...])`` -
+    (the container as written, the layers)."""
     if stmt.__class__ is ast.AugAssign:
         if stmt.op.__class__ is ast.Add and stmt.value.__class__ in (ast.List, ast.Tuple) and stmt.value.elts:
             return ctx.text(stmt.target), list(stmt.value.elts)
@@ -36,6 +37,9 @@ def _added(ctx: Context, stmt: ast.AST) -> tuple[str, list[ast.AST]] | None:
         return ctx.text(call.func.value), [call.args[1]]
     if call.func.attr == "append" and len(call.args) == 1 and call.func.value.__class__ is ast.Name:
         return ctx.text(call.func.value), [call.args[0]]
+    if call.func.attr == "extend" and len(call.args) == 1 and call.func.value.__class__ is ast.Name \
+            and call.args[0].__class__ in (ast.List, ast.Tuple) and call.args[0].elts:
+        return ctx.text(call.func.value), list(call.args[0].elts)  # layers.extend([conv, bn, relu])
     return None
 
 
@@ -98,18 +102,19 @@ def _bound_convs(ctx: Context, func: ast.FunctionDef, layer: ast.AST, use: ast.A
 
 def _listed_pair(ctx: Context, func: ast.FunctionDef, stmt: ast.AST) -> Iterator[ast.AST]:
     """``layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]`` with ``conv2d =
-    nn.Conv2d(...)`` just before (a VGG's ``make_layers``), under ``if batch_norm:`` when some call
+    nn.Conv2d(...)`` just before (a VGG's ``make_layers``), or written in the list
+    (``layers += [nn.Conv2d(c, v, 3, padding=1), nn.BatchNorm2d(v)]``), under ``if batch_norm:`` when some call
     turns that flag on: the convolution bound to the name, followed by the BatchNorm in one list."""
-    if stmt.__class__ is not ast.AugAssign:
+    if stmt.__class__ is not ast.AugAssign and stmt.__class__ is not ast.Expr:
         return
     added = _added(ctx, stmt)
     if added is None or len(added[1]) < 2:
         return
     for first, second in zip(added[1], added[1][1:]):
-        if first.__class__ is not ast.Name or second.__class__ is not ast.Call:
+        if first.__class__ not in (ast.Name, ast.Call) or second.__class__ is not ast.Call:
             continue
-        conv = ctx.resolve(first, stmt)
-        d = conv_with_bias(ctx, conv) if conv is not None and conv is not first else None
+        conv = ctx.resolve(first, stmt) if first.__class__ is ast.Name else first  # also written in the list
+        d = conv_with_bias(ctx, conv) if conv is not None and (conv is not first or first.__class__ is ast.Call) else None
         b = bn_dims(ctx, second) if d is not None else None
         if b is not None and _matches(d, b) and all(_flag_set(ctx, func, test) for test in _flags_around(ctx, stmt)):
             yield conv

@@ -47,15 +47,29 @@ def _param_index(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int
     return index - 1 if params and params[0] in ("self", "cls") else index
 
 
+def module_stem(path: str) -> str:
+    """The name a module is imported by: the file's stem, the folder's name for a package's ``__init__.py``."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(path)) or stem if stem == "__init__" else stem
+
+
+def _imports_package(ctx: Context, path: str, text: str) -> bool:
+    """``from . import name`` in a module of the package whose ``__init__.py`` ``ctx`` is."""
+    return os.path.basename(ctx.path) == "__init__.py" and "from . import" in text \
+        and os.path.dirname(path) == os.path.dirname(ctx.path)
+
+
 def project_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:
     """``(caller's context, call)`` for every call of ``name`` - a function or class defined at
-    the top of this file - from another module of the project that imports it."""
+    the top of this file - from another module of the project that imports it (also a package's
+    ``__init__.py``, imported by the package's name or ``from . import``)."""
     facts = ctx.project
-    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    stem = module_stem(ctx.path)
     key = ("callers", ctx.path, name)
     found = facts.answers.get(key)
     if found is None:
-        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and imports_module(t, stem)]
+        files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t
+                 and (imports_module(t, stem) or _imports_package(ctx, p, t))]
         found = []
         if len(files) <= MAX_CALLER_FILES:
             for path, text in files:
@@ -83,7 +97,7 @@ def star_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:
     """``(caller's context, call)`` for the plain calls ``name(...)`` of the project's modules that
     receive the top-level function ``name`` of this file through ``from <this module> import *``
     (and bind no ``name`` of their own)."""
-    stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    stem = module_stem(ctx.path)
     key = ("callers:star", ctx.path, name)
     found = ctx.project.answers.get(key)
     if found is None:
@@ -112,16 +126,18 @@ def _call_sites(ctx: Context, stem: str, name: str) -> list[ast.Call]:
                 ok = owner.__class__ is ast.Attribute and owner.attr == stem
         else:
             parts = (ctx.imports.get(name) or "").split(".")
-            ok = (len(parts) >= 2 and parts[-2] == stem) or _relative_import(ctx, name, stem)
+            ok = (len(parts) >= 2 and parts[-2] == stem) or _relative_import(ctx, name, stem) \
+                or _relative_import(ctx, name, "") and os.path.basename(os.path.dirname(ctx.path)) == stem
         if ok:
             out.append(call)
     return out
 
 
 def _relative_import(ctx: Context, name: str, stem: str) -> bool:
-    """``from .engine import train`` (relative imports are not in ``ctx.imports``)."""
+    """``from .engine import train`` (relative imports are not in ``ctx.imports``); with ``stem``
+    empty, ``from . import train`` (from the package's ``__init__.py``)."""
     for node in ctx.nodes.get(ast.ImportFrom, ()):
-        if node.level and (node.module or "").rsplit(".", 1)[-1] == stem and any(
+        if node.level and (stem or node.level == 1) and (node.module or "").rsplit(".", 1)[-1] == stem and any(
                 (a.asname or a.name) == name for a in node.names):
             return True
     return False

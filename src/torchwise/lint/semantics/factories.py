@@ -14,6 +14,7 @@ from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
                                                 python_value)
+from torchwise.lint.semantics.meshgrids import meshgrid_inputs
 from torchwise.lint.semantics.starnames import star_qualname
 from torchwise.lint.semantics.stored import stored_then_moved
 
@@ -30,6 +31,8 @@ _WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_emb
 _ELEMENTWISE = frozenset({f"torch.{n}" for n in (
     "exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "sigmoid", "tanh",
     "abs", "neg", "reciprocal", "square", "floor", "ceil", "round")})
+# joins of the grids torch.meshgrid makes (torch.stack(torch.meshgrid(torch.arange(h), ...), 2))
+_GRID_JOINS = frozenset({"torch.stack", "torch.cat"})
 # Random factories draw from a different generator on the device: same advice, no automatic fix.
 # (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
 RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
@@ -147,6 +150,10 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
             filled = filled or func.attr in _FILLS
         elif (q in _WRAPPING or last_name(func) == "Variable") and inner.args and inner.args[0].__class__ is ast.Call:
             inner, chained = inner.args[0], True  # torch.triu(torch.ones(n, n), diagonal=1).to(dev); Variable(...)
+        elif q in _GRID_JOINS and inner.args and inner.args[0].__class__ is ast.Call \
+                and ctx.qualname(inner.args[0].func) == "torch.meshgrid":
+            grids = [cpu_factory(ctx, g) for g in meshgrid_inputs(inner.args[0])]  # torch.stack(torch.meshgrid(...), 2)
+            return (grids[0][0], True, grids[0][2]) if grids and all(grids) else None
         elif q in _ELEMENTWISE and len(inner.args) == 1 and not inner.keywords:
             made = cpu_factory(ctx, _stored_factory(ctx, inner.args[0], inner))  # th.exp(-c * th.arange(h) / h)
             return (made[0], True, made[2]) if made is not None else None
@@ -161,6 +168,8 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         made = cpu_factory(ctx, inner.args[0])  # torch.Tensor(torch.zeros(b, n, k)): a CPU tensor retyped on the CPU
         if made is not None:
             return made[0], True, made[2]
+    if _empty(factory, inner) and _returned_in_branch(ctx, inner):
+        return None  # if len(boxes) == 0: return torch.zeros(0, 5).cuda(): an empty placeholder, nothing to copy
     if factory in LEGACY:
         made = inner.args and (_legacy_sizes(ctx, inner, filled) or model_input_copy(ctx, inner)
                                or len(inner.args) == 1 and (host_round_trip(ctx, inner.args[0], inner)
@@ -182,6 +191,34 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
                 or host_round_trip(ctx, inner.args[0], inner)):
             return None  # data that may already be a tensor on the device, or positional extras
     return inner, chained, factory
+
+
+_SIZED = frozenset({"zeros", "ones", "empty", "rand", "randn", "full"}) | LEGACY
+
+
+def _empty(factory: str, call: ast.Call) -> bool:
+    """A tensor with no elements (a placeholder: nothing is copied when it moves): a size written as ``0`` (``torch.zeros(0, d)``,
+    ``torch.empty((0, 4))``, ``torch.full((0,), v)``, ``torch.LongTensor(0, 2)``) or ``torch.tensor([])``."""
+    args = call.args
+    if factory in ("tensor", "as_tensor"):
+        return len(args) == 1 and args[0].__class__ in (ast.List, ast.Tuple) and not args[0].elts
+    if factory not in _SIZED or not args:
+        return False
+    if factory in LEGACY:
+        sizes = args if len(args) >= 2 else []  # torch.FloatTensor([0, 1]) is data, torch.LongTensor(0) left to the rule
+    elif args[0].__class__ in (ast.Tuple, ast.List) and (len(args) == 1 or factory == "full"):
+        sizes = args[0].elts
+    else:
+        sizes = args[:1] if factory == "full" else args
+    return any(a.__class__ is ast.Constant and a.value == 0 and a.value is not False for a in sizes)
+
+
+def _returned_in_branch(ctx: Context, node: ast.AST) -> bool:
+    """``node`` is (in) the value of a ``return`` in the body of an ``if``: an early exit."""
+    for anc in ctx.ancestors(node):
+        if isinstance(anc, ast.stmt):
+            return anc.__class__ is ast.Return and ctx.parent(anc).__class__ is ast.If and anc in ctx.parent(anc).body
+    return False
 
 
 def _retyped(ctx: Context, call: ast.Call) -> bool:

@@ -13,6 +13,7 @@ from typing import Callable, Iterator, TypeVar
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.appendedjoins import appended_parts, reset_attribute
 from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.meshgrids import meshgrid_part
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 from torchwise.lint.semantics.stored import joined_names, stored_then_moved
@@ -185,10 +186,18 @@ def moved_sources(ctx: Context, call: ast.Call, made_by: Made, methods: frozense
         if made is not None:
             yield call, made, True, ""
             return
+        made = meshgrid_part(ctx, name, call, made_by)  # yy, xx = torch.meshgrid(torch.arange(h), ...); xx.cuda()
+        if made is not None:
+            yield made[0], made, True, f" (a grid of torch.meshgrid, moved at line {call.lineno})"
+            return
     for part, use in _join_parts(ctx, recv, call, methods):
         made = made_by(ctx.resolve(part, use))  # m = torch.zeros(s); torch.cat([y, m]).to(dev)
         if made is not None and stored_then_moved(ctx, part, use):
             yield call, made, True, ""
+            return
+        made = meshgrid_part(ctx, part, use, made_by)  # torch.stack((xx, yy), 2) of meshgrid's grids, moved
+        if made is not None:
+            yield made[0], made, True, f" (a grid of torch.meshgrid, joined and moved at line {call.lineno})"
             return
     joined = False
     # inputs.append(torch.eye(n)); inputs = torch.cat(inputs, 1), moved here or by the caller of the helper returning it

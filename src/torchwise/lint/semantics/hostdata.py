@@ -90,12 +90,13 @@ def _constant(node: AST) -> bool:
 
 
 def _computed_value(ctx: Context, elt: AST, use: AST) -> bool:
-    """``value`` bound just before to what a routine returned (``util.l2(a, b).astype('float')``):
-    a number computed on the host, not a size, a constant or a NumPy draw."""
+    """``value`` bound just before to what a routine returned (``util.l2(a, b).astype('float')``,
+    also unpacked: ``loss, pos = train_iteration(...)``): a number computed on the host, not a
+    size, a constant or a NumPy draw."""
     if elt.__class__ is not ast.Name:
         return False
     b = ctx.binding_at(elt.id, use)
-    if b is None or b.kind != "assign" or b.value is None or b.value.__class__ is not ast.Call:
+    if b is None or b.kind not in ("assign", "unpack") or b.value is None or b.value.__class__ is not ast.Call:
         return False
     call = b.value
     while call.__class__ is ast.Call and call.func.__class__ is ast.Attribute and call.func.attr in ("astype", "item", "tolist"):

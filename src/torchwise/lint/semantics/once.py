@@ -12,14 +12,14 @@ from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, proj
 from torchwise.lint.semantics.classhelpers import helper_of_its_class
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
-from torchwise.lint.semantics.settingsloops import settings_loop
+from torchwise.lint.semantics.settingsloops import settings_comprehension, settings_loop
 from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
 from torchwise.lint.semantics.values import local_function
 
 # functions that run once per program or per object: set-up
-_ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "main", "_main", "reset_parameters", "_reset_parameters",
+ONCE_NAMES = frozenset({"__init__", "__post_init__", "__new__", "main", "_main", "reset_parameters", "_reset_parameters",
                          "init_weights", "_init_weights", "reset", "setup", "_setup", "build", "_build"})
-_ONCE_PREFIXES = ("setup_", "_setup_", "build_", "_build_", "init_", "_init_", "initialize", "create_", "configure_",
+ONCE_PREFIXES = ("setup_", "_setup_", "build_", "_build_", "init_", "_init_", "initialize", "create_", "configure_",
                   "prepare_", "make_", "load_", "register_")
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -51,11 +51,14 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
     loops = ctx.enclosing_loops(node)
     if loops and not all(settings_loop(ctx, loop) for loop in loops):
         return False  # (a loop over a few settings, `for res in RESOLUTIONS:`, `for K in args.nmb_prototypes:`, runs once per setting)
+    comps = []
     for anc in ctx.ancestors(node):
         if anc.__class__ in _COMPREHENSIONS:
-            return False
+            comps.append(anc)
         if isinstance(anc, DEF_TYPES):
             break
+    if comps and not settings_comprehension(ctx, comps):
+        return False  # (one item per layer, [torch.zeros(n) for layer in model.layers], is made once)
     if _recovery_path(ctx, node):
         return True
     scope = ctx.scope_of(node)
@@ -65,20 +68,31 @@ def runs_once(ctx: Context, node: AST, depth: int = 2) -> bool:
         return False  # a loader's collate function (variable_time_collate_fn): it runs for every batch
     if scope.__class__ is not ast.Lambda and _HOOK.match(scope.name):
         return True  # begin_task / end_epoch: once per task or epoch
-    if scope.__class__ is not ast.Lambda and scope.name in _ONCE_NAMES:
+    if scope.__class__ is not ast.Lambda and scope.name in ONCE_NAMES:
         return not (scope.name == "__init__" and _built_per_call(ctx, scope))
-    if scope.__class__ is not ast.Lambda and scope.name.startswith(_ONCE_PREFIXES):
+    if scope.__class__ is not ast.Lambda and scope.name.startswith(ONCE_PREFIXES):
         # make_one_hot(...) in a loss's forward, hidden = model.init_hidden() in a per-example training step: every step
-        return not (called_per_call(ctx, scope, skip_samplers=True) or _called_in_step(ctx, scope.name))
+        return not (called_per_call(ctx, scope, skip_samplers=True) or _called_in_step(ctx, scope.name)
+                    or _forward_calls_elsewhere(ctx, scope))  # build_targets(...) in another module's loss forward
     if scope.__class__ is not ast.Lambda and scope.name not in ("forward", "__call__") and depth > 0 and _called_at_setup(ctx, scope, depth):
         return True  # a method of a module, but only called from its __init__ (a dummy forward to size layers)
-    if is_per_call_function(ctx, scope):
+    if is_per_call_function(ctx, scope) and not outside_its_steps(ctx, scope, node):
         return False
     if not any(n.__class__ in (ast.For, ast.AsyncFor) or n.__class__ is ast.While and not _reshape_loop(n)
                for n in ctx.walk_body(scope.body)):
         return False
     return not (scope.__class__ is not ast.Lambda and (called_per_call(ctx, scope) or called_per_item(ctx, scope)
                                                        or _forward_calls_elsewhere(ctx, scope)))
+
+
+def outside_its_steps(ctx: Context, func: AST, node: AST) -> bool:
+    """``node`` is outside every loop of a function (not forward-like) that runs its training
+    steps in loops of its own (``def train(self):`` ... ``for epoch in ...:`` ... ``loss.backward()``):
+    it runs once per call of that function, before or after its loop."""
+    if func.__class__ is ast.Lambda or _forward_like(ctx, func) or ctx.enclosing_loops(node):
+        return False
+    steps = [c for c in training_calls(ctx) if ctx.scope_of(c) is func]
+    return bool(steps) and all(ctx.enclosing_loops(c) for c in steps)
 
 
 def _forward_calls_elsewhere(ctx: Context, func: AST) -> bool:
@@ -143,7 +157,7 @@ def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool
         if caller is None or caller is func:
             continue
         if skip_samplers and caller.__class__ is not ast.Lambda and (
-                caller.name in _ONCE_NAMES or caller.name.startswith(_ONCE_PREFIXES)
+                caller.name in ONCE_NAMES or caller.name.startswith(ONCE_PREFIXES)
                 or not ctx.enclosing_loops(call) and sampler_off_step(ctx, caller)):
             continue  # self.table = make_table(...) in __init__; hidden = self.init_hidden() once per generate()
         if _forward_like(ctx, caller) or (depth > 0 and called_per_call(ctx, caller, depth - 1)):
@@ -166,7 +180,7 @@ _HOOK = re.compile(r"^_*(begin|end|start|finish|before|after|on)_(task|epoch|tra
 def _hook_or_eval(name: str) -> bool:
     """A model's once-per-task or once-per-epoch hook (``begin_task``, ``end_task``, ``end_epoch``)
     or its evaluation method (``evaluate_bias``): not part of every step's computation."""
-    return bool(_HOOK.match(name)) or name in _ONCE_NAMES or name.startswith(_ONCE_PREFIXES) or is_eval_name(name)
+    return bool(_HOOK.match(name)) or name in ONCE_NAMES or name.startswith(ONCE_PREFIXES) or is_eval_name(name)
 
 
 def _named_per_call(name: str) -> bool:
@@ -264,7 +278,7 @@ def forward_path_function(ctx: Context, node: AST) -> AST | None:
     (:func:`is_per_call_function`, e.g. a module's ``forward``) or a helper a forward pass calls
     (:func:`called_per_call`); None otherwise (set-up, evaluation, module level)."""
     func = ctx.function_of(node)
-    if func is None or func.name in _ONCE_NAMES or func.name.startswith(_ONCE_PREFIXES):
+    if func is None or func.name in ONCE_NAMES or func.name.startswith(ONCE_PREFIXES):
         return None
     key = ("sem:forward-path", id(func))
     found = ctx._cache.get(key)
@@ -288,7 +302,7 @@ def sampler_off_step(ctx: Context, func: AST) -> bool:
     if not (name in _SAMPLER_NAMES or name.startswith(("sample_", "generate_"))) or _named_per_call(name):
         return False
     if helper_of_its_class(ctx, func, lambda n: n.lstrip("_").startswith(("sample", "generate", "infer", "synthes"))
-                           or n in _ONCE_NAMES):
+                           or n in ONCE_NAMES):
         return False  # self._sample_exploration_noise(action) in policy_with_noise(): per call of that method
     key = ("sem:sampler-off-step", name)
     found = ctx.project.answers.get(key)
@@ -328,70 +342,5 @@ def _calls_in_step(where: Context | None, name: str) -> bool:
             return True
         caller = where.function_of(call)
         if caller is not None and (_forward_like(where, caller) or any(where.scope_of(c) is caller for c in training_calls(where))):
-            return True
-    return False
-
-
-def memoized(ctx: Context, call: ast.Call) -> bool:
-    """Stored into a cache the first time only: ``if key not in hann_window: hann_window[key] =
-    torch.hann_window(n).to(...)``, or an optimizer's lazy state (``if not state:`` / ``if len(state)
-    == 0: state["v"] = torch.zeros([]).to(p.device)``). Made once per key, not per step."""
-    stmt = ctx.parent(call)
-    if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
-        return _lazy_in_loop(ctx, stmt, stmt.targets[0].id)
-    if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Subscript:
-        return False
-    store = ast.dump(stmt.targets[0].value)
-    for if_node, in_body in ctx.enclosing_ifs(stmt):
-        if in_body and if_node.__class__ is ast.If and _tests_missing(if_node.test, store):
-            return True
-    return False
-
-
-def _lazy_in_loop(ctx: Context, stmt: ast.Assign, name: str) -> bool:
-    """``features = None`` before a loop, then inside it ``if features is None: features =
-    torch.zeros(n, d); features = features.cuda()``: a store made on the first pass only (its size
-    known from the first batch; also when a checkpoint may have restored it in between,
-    ``queue = None``, ``if os.path.isfile(p): queue = torch.load(p)``). Not a parameter filled in when it is None (``if h is None: h =
-    torch.zeros(...)`` in a ``forward``): that runs on every call."""
-    loops = ctx.enclosing_loops(stmt)
-    if not loops:
-        return False
-    loop = loops[0]
-    for if_node, in_body in ctx.enclosing_ifs(stmt):
-        if if_node.lineno < loop.lineno:
-            break
-        if in_body and if_node.__class__ is ast.If and _tests_none(if_node.test, name):
-            start, stop = (loop.lineno, loop.col_offset), (loop.end_lineno or loop.lineno, 10**6)
-            nones = [b.pos for b in ctx.bindings(ctx.scope_of(stmt)).get(name, ())
-                     if b.kind == "assign" and b.value.__class__ is ast.Constant and b.value.value is None]
-            # queue = None before the loop (maybe loaded since); never set back to None in it
-            return any(p < start for p in nones) and not any(start <= p <= stop for p in nones)
-    return False
-
-
-def _tests_none(test: ast.AST, name: str) -> bool:
-    """``name is None``, alone or in an ``and`` (``rank == 0 and name is None``)."""
-    parts = test.values if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And else [test]
-    return any(p.__class__ is ast.Compare and len(p.ops) == 1 and p.ops[0].__class__ is ast.Is
-               and p.left.__class__ is ast.Name and p.left.id == name and p.comparators[0].__class__ is ast.Constant
-               and p.comparators[0].value is None for p in parts)
-
-
-def _tests_missing(test: ast.AST, store: str) -> bool:
-    """``k not in C``, ``not C``, ``len(C) == 0`` or ``C.get(k) is None`` for the container ``C``."""
-    for node in ast.walk(test):
-        if node.__class__ is ast.Compare and len(node.ops) == 1:
-            op, right = node.ops[0], node.comparators[0]
-            if op.__class__ is ast.NotIn and ast.dump(right) == store:
-                return True
-            left = node.left
-            if left.__class__ is ast.Call and left.args and ast.dump(left.args[0]) == store and last_name(left.func) == "len" \
-                    and op.__class__ is ast.Eq and right.__class__ is ast.Constant and right.value == 0:
-                return True
-            if op.__class__ is ast.Is and right.__class__ is ast.Constant and right.value is None and left.__class__ is ast.Call \
-                    and left.func.__class__ is ast.Attribute and left.func.attr == "get" and ast.dump(left.func.value) == store:
-                return True
-        if node.__class__ is ast.UnaryOp and node.op.__class__ is ast.Not and ast.dump(node.operand) == store:
             return True
     return False

@@ -12,11 +12,13 @@ from torchwise.lint.semantics.devices import is_device_tensor
 _JOINS = ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack")
 
 
-def stored_then_moved(ctx: Context, recv: ast.Name, call: ast.Call) -> bool:
+def stored_then_moved(ctx: Context, recv: ast.Name, call: ast.Call, unpacked: bool = False) -> bool:
     """``recv`` was assigned in the same function (and loop) as ``call`` with no use of it in
-    between (writing a constant into it, ``m[:, 0] = 4``, is part of making it): the move (or the join that is moved) is the next thing done with the new tensor."""
+    between (writing a constant into it, ``m[:, 0] = 4``, is part of making it): the move (or the join that is moved) is the next thing done with the new tensor.
+    ``unpacked``: also a name unpacked from a tuple (``yy, xx = torch.meshgrid(...)``)."""
     b = ctx.binding_at(recv.id, call)
-    if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(call):
+    if b is None or b.kind not in (("assign", "unpack") if unpacked else ("assign",)) or b.value is None \
+            or ctx.scope_of(b.node) is not ctx.scope_of(call):
         return False
     start, here = b.pos, (recv.lineno, recv.col_offset)
     other = _other_branch(ctx, recv)
