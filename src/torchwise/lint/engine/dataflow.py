@@ -111,6 +111,15 @@ class DataFlow(SyntaxTree):
         values = self.self_attr_values(cls, expr.attr) if cls is not None else []
         return values[0] if len(values) == 1 else None
 
+    def init_self_value(self, expr: AST, use: AST) -> AST | None:
+        """The one value assigned to ``self.<attr>`` (``expr``), when that assignment is made in
+        ``__init__``: a value the object is built with and keeps. None otherwise."""
+        if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+            return None
+        value = self.single_self_value(expr, use)
+        func = self.function_of(value) if value is not None else None
+        return value if func is not None and func.__class__ is not ast.Lambda and func.name == "__init__" else None
+
     def constructed_from(self, expr: AST | None, use: AST | None = None, depth: int = 2) -> str | None:
         """What class built the object ``expr`` refers to: a canonical dotted name, or
         ``"local:Name"`` for a class defined in this file; None when unknown.

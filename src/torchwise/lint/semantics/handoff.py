@@ -247,14 +247,8 @@ def kept_attribute(ctx: Context, recv: AST, use: AST, made_by: Made) -> T | None
     """``self.pe`` (also through ``nn.Parameter(self.pe, requires_grad=False)``/``Variable``)
     assigned once, in ``__init__``, from a new CPU tensor and moved where it is used: a constant
     table that is not a buffer, copied again on every call."""
-    attr = _unwrap_attribute(recv)
-    if attr.__class__ is not ast.Attribute or attr.value.__class__ is not ast.Name or attr.value.id != "self":
-        return None
-    value = ctx.single_self_value(attr, use)
-    func = ctx.function_of(value) if value is not None else None
-    if func is None or func.__class__ is ast.Lambda or func.name != "__init__":
-        return None
-    return made_by(value)
+    value = ctx.init_self_value(_unwrap_attribute(recv), use)
+    return made_by(value) if value is not None else None
 
 
 def host_round_trip(ctx: Context, array: AST, use: AST, depth: int = 2) -> bool:

@@ -295,23 +295,17 @@ def _set_once(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         b = ctx.binding_at(expr.id, use)
         return b is not None and b.kind in ("assign", "unpack") and b.value is not None \
             and _set_once(ctx, b.value, b.node, depth - 1)
-    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
-        value = ctx.single_self_value(expr, use)
-        where = ctx.function_of(value) if value is not None else None
-        return where is not None and where.__class__ is not ast.Lambda and where.name == "__init__"
-    return False
+    return ctx.init_self_value(expr, use) is not None
 
 
 def constant_attribute(ctx: Context, expr: AST, use: AST) -> bool:
     """``self.loc_normalize_mean``, set once in ``__init__`` to a tuple or list of numbers written
     out, or to a parameter whose default is one (``loc_normalize_mean=(0., 0., 0., 0.)``): a
     constant table, converted again wherever a method turns it into a tensor."""
-    if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+    value = ctx.init_self_value(expr, use)
+    if value is None:
         return False
-    value = ctx.single_self_value(expr, use)
-    init = ctx.function_of(value) if value is not None else None
-    if init is None or init.__class__ is ast.Lambda or init.name != "__init__":
-        return False
+    init = ctx.function_of(value)
     if value.__class__ is ast.Name:
         positional = [*init.args.posonlyargs, *init.args.args]
         defaults = dict(zip([a.arg for a in positional][::-1], init.args.defaults[::-1]))
