@@ -22,6 +22,7 @@ from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
 from torchwise.lint.semantics.metricobjects import metric_object_reads
+from torchwise.lint.semantics.nanguards import nan_guard
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
 from torchwise.lint.semantics.steps import hot_loops, step_functions
@@ -319,7 +320,7 @@ Lint and the doctor
         for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
             if algorithm_stop(node):
                 continue  # a data-dependent stop of the algorithm (R9)
-            part = tensor_test(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
+            part = tensor_test(ctx, node.test, node.test) or nan_guard(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
             if part is None or patience_stop(ctx, node):
                 continue  # (the best-so-far test of a patience early stop: R9)
             finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)

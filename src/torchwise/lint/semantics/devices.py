@@ -9,6 +9,7 @@ import re
 from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
 from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
+from torchwise.lint.semantics.mappedmoves import maps_a_move
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.values import local_function
 
@@ -324,6 +325,8 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
         return target is True or not is_cpu_device(ctx, target, expr)  # not x.to(loss_device), loss_device = torch.device("cpu")
     if _is_model_call(ctx, expr) or is_loss_call(ctx, expr) or returns_device_data(ctx, expr):
         return True
+    if any(a.__class__ is ast.Lambda for a in expr.args) and maps_a_move(expr, lambda c: _moves_to_accelerator(ctx, c)):
+        return True  # nest.map(lambda t: t.to(device), batch): semantics.mappedmoves
     q = ctx.qualname(func)
     if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in _FACTORIES:
         dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
@@ -352,6 +355,11 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
                 return q.startswith("torch.") and bool(expr.args) and is_device_tensor(ctx, expr.args[0], use, depth)
             return is_device_tensor(ctx, func.value, use, depth)
     return False
+
+
+def _moves_to_accelerator(ctx: Context, call: ast.Call) -> bool:
+    target = device_move_target(ctx, call)
+    return target is not None and (target is True or not is_cpu_device(ctx, target, call))
 
 
 def _is_model_call(ctx: Context, call: ast.Call) -> bool:
