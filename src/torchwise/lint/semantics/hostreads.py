@@ -18,7 +18,9 @@ from torchwise.lint.semantics.steps import hot_loops, is_eval_name, names_feedin
 from torchwise.lint.semantics.values import local_function
 
 # logging calls that read a tensor argument on the host: method name -> index of that argument
-LOGGING_READERS = {"add_scalar": 1, "add_scalars": 1, "add_histogram": 1}
+LOGGING_READERS = {"add_scalar": 1, "add_scalars": 1, "add_histogram": 1, "log_value": 1}
+# library functions among them that read what they are handed (tensorboard_logger's float(value))
+_LIBRARY_READERS = frozenset({"tensorboard_logger.log_value", "tensorboard_logger.tensorboard_logger.log_value"})
 _WRITER_HINTS = ("writer", "summary", "tb", "logger", "board")
 
 
@@ -32,6 +34,9 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     name = last_name(func)
     if not name or is_eval_name(name) and not _reporter(ctx, call):
         return None
+    if name == "log_value":  # tensorboard_logger's, by name or as a method of its Logger; not a project's own
+        built = ctx.constructed_from(func.value, call) or "" if func.__class__ is ast.Attribute else ""
+        return "it reads the tensor on the host" if ctx.qualname(func) in _LIBRARY_READERS or built.startswith("tensorboard_logger.") else None
     if func.__class__ is ast.Attribute and name in LOGGING_READERS and ctx.qualname(func) is None:
         owner = (last_name(func.value) or "").lower()
         built = ctx.constructed_from(func.value, call) or ""

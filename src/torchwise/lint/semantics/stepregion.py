@@ -54,7 +54,13 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
             if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
                 continue  # update() calling self.update_critic(...)
             where = host_reader(ctx, call)
-            if where is not None and any(holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)
+            if where is not None and any((holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)) and not _legacy_read(a)
                                          for a in read_arguments(ctx, call)) \
                     and not (target is not None and read_in_own_loop(ctx, target, call)):
                 yield call, name, where  # (not a helper training in a loop of its own: judged at its read)
+
+
+def _legacy_read(expr: AST) -> bool:
+    """``loss.data[0]``: the pre-0.4 ``.item()``, a number already read (reported as such)."""
+    return expr.__class__ is ast.Subscript and expr.value.__class__ is ast.Attribute and expr.value.attr == "data" \
+        and expr.slice.__class__ is ast.Constant and expr.slice.value == 0

@@ -25,6 +25,7 @@ from torchwise.lint.semantics.values import local_function
 _KEEPING = frozenset({"mean", "sum", "detach", "float", "double", "half", "clone", "view", "reshape", "squeeze",
                       "unsqueeze", "abs", "max", "min", "norm", "flatten", "contiguous", "long", "int", "clamp",
                       "new_tensor", "new_zeros", "new_ones", "new_full", "new_empty", "values", "items",
+                      "exp", "exp_", "mul", "mul_", "sqrt", "pow",  # z_lsgms.mul(0.5).exp_(): tensor arithmetic
                       "log_prob", "entropy"})  # of a distribution a model returned: dist = self.actor(obs)
 # libraries whose functions named like a reduction are not collectives over tensors
 _NOT_COLLECTIVES = ("functools.", "operator.", "numpy.", "builtins.", "math.", "statistics.")
@@ -125,6 +126,8 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     if func.__class__ is ast.Attribute and func.attr in _KEEPING and (q is None or q.startswith("torch.")):
         target = func.value if q is None else (call.args[0] if call.args else None)
         return step_device_value(ctx, target, use, depth)
+    if q in _PACKING and call.args:  # pad_packed_sequence(pack_padded_sequence(z, lens))[0]: the same tensors, packed or padded
+        return step_device_value(ctx, call.args[0], use, depth)
     if q in ("torch.cat", "torch.stack", "torch.concat") and call.args and call.args[0].__class__ in (ast.Tuple, ast.List):
         return any(step_device_value(ctx, e, use, depth) for e in call.args[0].elts)  # torch.cat((lbox, lobj, lcls))
     if func.__class__ is ast.Name and func.id == "sum" and call.args and q in (None, "builtins.sum", "sum"):
@@ -138,6 +141,7 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     return False
 
 
+_PACKING = frozenset(f"torch.nn.utils.rnn.{f}" for f in ("pack_padded_sequence", "pad_packed_sequence", "pack_sequence", "pad_sequence"))
 # calls that hand back no tensor computed from their arguments: builtins, and the methods of
 # containers, strings, loggers and meters
 _HOST_CALLS = frozenset({
