@@ -50,6 +50,9 @@ def _host_consumer(ctx: Context, call: AST, arg: AST) -> bool:
         return False  # logged, collected, or a library function (np.mean(...): a metric)
     if call.func.value.__class__ is ast.Name and call.func.value.id in _MODULE_ALIASES:
         return False  # np.isnan(...) with NumPy reached through a star import: a library function all the same
+    outer = ctx.parent(call)
+    if outer.__class__ is ast.Call and call in outer.args:  # mae(normalizer.denorm(out.cpu()), y): what takes the result decides
+        return _host_consumer(ctx, outer, call)
     return not is_device_tensor(ctx, call.func.value, call)
 
 

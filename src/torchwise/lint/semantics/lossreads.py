@@ -107,6 +107,14 @@ def _backwarded_result(ctx: Context, call: ast.Call) -> bool:
     return target.__class__ is ast.Name and target.id in step_loss_terms(ctx, ctx.scope_of(call)) and on_accelerator(ctx, call)
 
 
+def _hands_back_step_loss(ctx: Context, func: AST) -> bool:
+    """A function of the file whose call in a training loop hands back (alone or first) the loss
+    that loop backpropagates: ``loss, correct = _do_fwd_pass(model, batch)`` ... ``loss.backward()``
+    - a forward-pass helper that runs every step, like a loss function."""
+    return any(local_function(ctx, c) is func and hot_region_of(ctx, c) is not None and _backwarded_result(ctx, c)
+               for c in ctx.calls_named(func.name))
+
+
 def _passes_parameters(call: ast.Call, func: AST) -> bool:
     """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
     params = {a.arg for a in func.args.args}
@@ -135,7 +143,7 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
             elif "zero_grad" in ctx.text(func) and step_opener_reads(ctx, func) and on_accelerator(ctx, func.body[0]):
                 reads = step_opener_reads(ctx, func)  # process(): zero_grad(), the losses, .item() of them for the logs
                 where = "which opens every training step (it zeroes the gradients)"
-            elif "loss" in func.name.lower() or ctx.parent(func) is ctx.tree and in_losses_module(ctx):
+            elif "loss" in func.name.lower() or ctx.parent(func) is ctx.tree and (in_losses_module(ctx) or _hands_back_step_loss(ctx, func)):
                 # (a function named for a loss, or any function of a module of losses: loss.CDAN(...))
                 named = "loss" in func.name.lower()  # (a helper of a losses module handing on to a reader: found there)
                 reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + (_reader_calls(ctx, func) if named else [])

@@ -75,6 +75,9 @@ def _compared_names(ctx: Context) -> frozenset[str]:
     return found
 
 
+_RESHAPES = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous"})
+
+
 def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
     """``out[mask]`` read with a boolean mask on the device (``pred[is_labeled]``,
     ``outputs[mask == 0]``, ``out[data.train_mask]``, ``out[pred < n, :]``) from a device tensor."""
@@ -84,6 +87,8 @@ def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
     if index.__class__ is ast.Tuple:  # out[mask, :], masks[:, :, keep]: the one entry that is no slice
         rest = [e for e in index.elts if e.__class__ is not ast.Slice]
         index = rest[0] if len(rest) == 1 and len(index.elts) > 1 else None
+    while index.__class__ is ast.Call and index.func.__class__ is ast.Attribute and index.func.attr in _RESHAPES:
+        index = index.func.value  # logit.flatten(0, 1)[mask.view(-1)]: the same mask, reshaped
     if index.__class__ not in (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute):
         return False
     if index.__class__ is ast.Name and not (index.id.lower().endswith("mask") or index.id.startswith(("is_", "has_"))):
