@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.steps import modulo_test
 from torchwise.lint.semantics.stepvalues import step_subject
 
 _CHECKS = frozenset({"isnan", "isinf", "isfinite", "isneginf", "isposinf"})
@@ -23,7 +24,12 @@ def nan_guard(ctx: Context, test: AST, use: AST) -> AST | None:
     number read already, or raise on a CUDA tensor: reported at the read)."""
     cls = test.__class__
     if cls is ast.BoolOp:
-        return next((p for v in test.values if (p := nan_guard(ctx, v, use)) is not None), None)
+        for v in test.values:
+            if test.op.__class__ is ast.And and modulo_test(ctx, v):
+                return None  # `if i % 200 == 0 and torch.isnan(loss).any():` tests only once per interval
+            if (part := nan_guard(ctx, v, use)) is not None:
+                return part
+        return None
     if cls is ast.UnaryOp and test.op.__class__ is ast.Not:
         return nan_guard(ctx, test.operand, use)
     if cls is not ast.Call or test.func.__class__ is not ast.Attribute:
