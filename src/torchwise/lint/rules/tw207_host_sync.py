@@ -177,7 +177,13 @@ What it flags
   pos.sum()`, `x[mask] = x.min()`) is flagged too: only a number or a CPU scalar takes the
   `masked_fill_` path; a tensor value goes through `index_put_`, which runs `nonzero`. An `if` on a
   comparison's test (`if (grad_norms == 0).any():`) of a device tensor, also one kept in a pre-0.4
-  `Variable(x.data, requires_grad=True)`, is a tensor condition.
+  `Variable(x.data, requires_grad=True)`, is a tensor condition; so is a NaN/inf guard of any device value of
+  the step, whatever its branch does (`if torch.isnan(loss).any(): raise ...` with `loss = self.train_step(batch)`,
+  `if not torch.isfinite(penalty):`; not joined by `and` after a modulo test). Also: tensorboard_logger's
+  `log_value(tag, t, step)` of a tensor; a reshaped mask (`logits.flatten(0, 1)[mask.view(-1)]`); `.item()` in a
+  function whose loss (alone or first) the training loop backpropagates (`loss, hits = forward_pass(model, batch)`);
+  a batch moved by mapping a lambda over it (`nest.map(lambda t: t.to(device), batch)`) is on the device, and a host
+  object's transform handed straight to a metric (`mae(normalizer.denorm(out.cpu()), y)`) is no host consumer.
   Not flagged: reads in a helper under a test of a parameter the call hands `None` or leaves to a
   `None` default (`loss.CDAN(x, net, None)`, `if entropy is not None:`); the branch opposite to the
   step (`if phase != "inference": <backward, step> else: ...`; not of a modulo test); what a `def
@@ -345,8 +351,7 @@ Lint and the doctor
                 yield finding
 
     def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
-        """Boolean-mask selections in a loss function or a metric helper the training step calls
-        every step with device tensors (``labels[~mask]`` in ``info_nce_loss(features)``)."""
+        """Boolean-mask selections in a loss function or metric helper the step calls with device tensors."""
         for node, func, where in loss_mask_reads(ctx, self._per_step):
             if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:
                     yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
@@ -356,15 +361,12 @@ Lint and the doctor
         return self._report(ctx, call, None, "", check_subject=False) is not None
 
     def _loss_function_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``.item()`` inside a loss function the training step calls every step (``d_loss, logs =
-        compute_d_loss(...)``; ``n_word = non_pad_mask.sum().item()`` in ``cal_loss``), or in a
-        loss module's method on the forward path: reported at the read."""
+        """``.item()`` in a loss function (or forward helper, loss module method) the step calls every step."""
         for read, message in loss_read_messages(ctx, self._per_step):
             yield ctx.finding(self.code, read, message, suggestion="return the detached tensors and read them once per log interval")
 
     def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``loss.data[0]`` (the pre-0.4 ``.item()``) and an unconditional ``torch.cuda.synchronize()``
-        that measures no time and reads nothing after it, every step."""
+        """``loss.data[0]`` (pre-0.4 ``.item()``) and a needless ``torch.cuda.synchronize()``, every step."""
         yield from filter(None, (self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
                                  for sub in legacy_reads(ctx)))
         yield from filter(None, (self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False, suggestion=_DROP_FIX)
@@ -378,10 +380,8 @@ Lint and the doctor
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",
                 hidden: bool = False) -> Finding | None:
-        """A finding at ``node`` when it runs every training step on an accelerator; at the
-        unconditional ``torch.cuda.synchronize()`` before it in the loop instead (once), which is
-        where the step waits. ``hidden``: a read inside a library call (``scaler.get_scale()``),
-        reported where it is even after a synchronize (dropping the synchronize leaves it)."""
+        """A finding at ``node`` when it runs every training step on an accelerator; at the synchronize before
+        it (once) where there is one. ``hidden``: a read inside a library call, reported even after a synchronize."""
         region, sync = every_step_read(ctx, node, subject, check_subject, hidden) or (None, None)
         if region is None:
             return None  # not every training step, or no device value of the step (semantics.stepreads)
