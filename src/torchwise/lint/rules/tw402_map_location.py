@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Iterator
 
@@ -11,7 +12,8 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import (file_names, handed_on_whole, loaded_keys, saved_keys, saved_on_host,
                                                   saves_on_host)
-from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, final_weights_on_host, save_index
+from torchwise.lint.semantics.savefacts import (checkpoint_facts, device_savers, final_weights_on_host, folder_save_index,
+                                                save_index)
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
@@ -21,6 +23,7 @@ from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_scr
                                                 restores_device_state, serves_evaluate_mode)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
+from torchwise.lint.semantics.selfsaves import restores_own_class_save
 from torchwise.lint.semantics.samerun import fresh_name, reload_in_process, returned_by_saver, trainer_attribute_reload
 from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
@@ -47,6 +50,9 @@ def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     if not names:
         return False
     index = dict(save_index(ctx.project)) if ctx.project.save_files else {}
+    if index and names & set(index):  # a name a script of its own folder writes is that script's file
+        local = folder_save_index(ctx.project, os.path.dirname(ctx.path))
+        index.update((n, local[n]) for n in names if n in local)
     own: dict[str, bool] = {}
     for save in ctx.calls_to("torch.save"):  # this file's own saves (also when linted alone)
         host = saved_on_host(ctx, save)
@@ -127,7 +133,7 @@ def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
     if ctx.function_of(load) is None or gpu_evident(ctx) or not ctx.project.targets_gpu or ctx.project.gpu_only \
             or not ctx.project.cpu_path_files or not ctx.project.save_files:
         return False
-    return restores_device_state(ctx, load)
+    return restores_device_state(ctx, load) or restores_own_class_save(ctx, load)
 
 
 def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
@@ -164,6 +170,13 @@ def _shipped_final_weights(ctx: Context, load: ast.Call, names: set[str]) -> boo
     if names & set(save_index(ctx.project)) or training_calls(ctx):
         return False
     return final_weights_on_host(ctx.project)
+
+
+def _gpu_only_folder(ctx: Context) -> bool:
+    """The file lies in a sub-project of a collection that is GPU-only by itself (TW403's
+    ``gpu_only_dirs``: a text classifier's folder beside image classifiers, no CPU path in it)."""
+    dirs = ctx.project.gpu_only_dirs
+    return bool(dirs) and ctx.path.replace("\\", "/").startswith(dirs)
 
 
 def _gpu_switch(ctx: Context) -> bool:
@@ -328,7 +341,8 @@ Fix
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)) \
                     or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
-            if not on_host and (gpu_project_load(ctx, call) and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
+            if not on_host and ((gpu_project_load(ctx, call) or _gpu_only_folder(ctx)) and not _gpu_switch(ctx)
+                                or pinned_gpu_script(ctx) or gpu_only_file(ctx)
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps

@@ -346,10 +346,14 @@ Fix
     def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
         """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
         for call in ctx.calls_named("device"):
-            if ctx.qualname(call.func) == "torch.device" and call.args and ctx.parent(call).__class__ is ast.Assign and (
-                    call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu" and any(True for _ in ctx.enclosing_ifs(call))
-                    or cpu_alternative(call.args[0])):
-                yield call  # in a branch of an if/else, or torch.device(f"cuda:{i}" if gpus else "cpu")
+            if ctx.qualname(call.func) != "torch.device" or not call.args:
+                continue
+            parent = ctx.parent(call)
+            cpu = call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu"
+            if parent.__class__ is ast.Assign and (cpu and any(True for _ in ctx.enclosing_ifs(call)) or cpu_alternative(call.args[0])) \
+                    or cpu and parent.__class__ is ast.IfExp and ctx.parent(parent).__class__ is ast.Assign:
+                yield call  # in a branch of an if/else, torch.device(f"cuda:{i}" if gpus else "cpu"), or
+                # device = torch.device("cuda") if opt.use_gpu else torch.device("cpu")
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:
