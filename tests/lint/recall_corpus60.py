@@ -65,7 +65,7 @@ _COUNT_SCORE = d("""
 """)
 PROJECTS += [
     ProjectShape("TW403", "--ngpu option, net moved under `if args.ngpu > 0:`, batches moved with a bare .cuda() in the loop",
-                 {"nets.py": _NETS, "baseline.py": _COUNT_TRAIN}, (("baseline.py", 16),)),
+                 {"nets.py": _NETS, "baseline.py": _COUNT_TRAIN}, (("baseline.py", 16), ("baseline.py", 16))),
     ProjectShape("TW403", "--num_gpus option with `>= 1` guarding the model move; the scoring loop hard-codes .cuda()",
                  {"nets.py": _NETS, "score.py": _COUNT_SCORE}, (("score.py", 14),)),
 ]

@@ -128,8 +128,9 @@ _GPU_ENGINES = ("torch2trt", "tensorrt")
 def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
     """A load helper in a module with no device code (``def load_checkpoint(model, model_dir)``,
     a model's ``from_pretrained(self, path)``) restoring what the project's training saves from a
-    GPU (the same dict key, the same submodule's state), in a project that also runs on the CPU:
-    the helper runs wherever its caller does."""
+    GPU (the same dict key, the same submodule's state; a model class's ``load`` of what its own
+    ``save`` writes, :mod:`.selfsaves`), in a project that also runs on the CPU: the helper runs
+    wherever its caller does."""
     if ctx.function_of(load) is None or gpu_evident(ctx) or not ctx.project.targets_gpu or ctx.project.gpu_only \
             or not ctx.project.cpu_path_files or not ctx.project.save_files:
         return False
@@ -246,7 +247,10 @@ What it flags
   an inference script. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
   entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
-  GPU, in a project that also runs on the CPU. A model moved with a device getter of the
+  GPU, in a project that also runs on the CPU - also a model class that saves and restores
+  itself (`def save(self): torch.save(self.state_dict(), name)` beside `def load(self, path):
+  self.load_state_dict(torch.load(path))`, the tutorial `BasicModule` whose subclasses the
+  scripts move to `opt.device`). A model moved with a device getter of the
   project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
   on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
@@ -258,7 +262,11 @@ What it flags
   helper of the file returns, every entry moved in a loop
   `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
   conversion script with no device code, a module moved to the host in place first: `net.cpu()`
-  then `torch.save(net.state_dict(), f)`, NumPy statistics), weights shipped with the project
+  then `torch.save(net.state_dict(), f)`, also through a state variable, `state =
+  net.module.state_dict() if hasattr(net, "module") else net.state_dict()`, NumPy statistics) -
+  where a script of the loading file's own folder writes the file name it reads, that script's
+  save decides (an old version's `evaluate.py` reads what `old/train.py` writes after `net.cpu()`,
+  not what the new `tools/train.py` writes under the same name) -, weights shipped with the project
   (a file name no save of it writes) loaded into a model by a script that trains nothing, when
   the final weights its training saves - outside the loop, not the checkpoints - are host data
   (`train.py` ends with `net.cpu()` and the save; `stylize.py` loads `transforms/mosaic.pth`), loads
@@ -276,7 +284,8 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names or
   under `if path != None:` of a parameter `path=None` that no call of the function passes
-  (`trainer.test(model, args, loader)`), reference data a test or sanity-check script reads with
+  (`trainer.test(model, args, loader)`; a function of a script ending in `fire.Fire()` is a
+  command of it, never dead code), reference data a test or sanity-check script reads with
   `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
   network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
@@ -290,7 +299,9 @@ What it flags
   its loop called the file's training function, of a file name the project saves (`with
   open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
-  scripts always move the model they train to CUDA), a resume inside a training function
+  scripts always move the model they train to CUDA; also a GPU-only sub-project folder of a
+  collection, and a project whose only device "flag" is a GPU id, `os.environ["CUDA_VISIBLE_DEVICES"]
+  = str(args.cuda)`), a resume inside a training function
   (`def train(self): ... if resume: ckpt = torch.load(path)`) in a project none of whose
   files has a CPU path (a `map_location="cpu"` elsewhere is none: it restores where it trains;
   the project's evaluation loads are still reported) - except a script that turns the GPU on

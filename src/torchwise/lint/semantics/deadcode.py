@@ -11,7 +11,8 @@ a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it
 is an entry point of a library, whose callers are not in the project - unless it is an old version
 of a class or function the project imports from another module (:mod:`.superseded`). A class is
 never dead where its module, or one that names it, picks classes by a computed name (``Model =
-eval(model_type)``, ``globals()[name]``). A text test per name,
+eval(model_type)``, ``globals()[name]``), and a module-level function of a script that ends in
+``fire.Fire()`` with no argument is a command of it. A text test per name,
 cached per project or file."""
 
 from __future__ import annotations
