@@ -74,12 +74,18 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     # (every file whose imports reach a kernel cannot run without it: the model stack of a point-cloud project)
     kernel_files = kernel_importers(texts, kernels)
     words.gpu_files += [p for p in kernel_files if p not in words.gpu_files]
-    gpu_only = (len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks) or (
-        words.nccl > 0 and words.checks == 0) or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
-            words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
+    libs_only = len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks
+    nccl_only = words.nccl > 0 and words.checks == 0
+    # (GPU-only libraries or NCCL in one sub-project of a collection - the CUDA-extension and the
+    # distributed chapters of a book - are those folders' design only)
+    confined = confined_sub_projects(words.folders, ({p.replace("\\", "/").rpartition("/")[0] for p in words.gpu_files}
+                                                     if libs_only else set()) | (words.nccl_folders if nccl_only else set())) \
+        if libs_only or nccl_only else ()
+    gpu_only = (libs_only or nccl_only) and not confined or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
+        words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
-        gpu_only_dirs=() if gpu_only else gpu_only_folders(words.folders),
+        gpu_only_dirs=() if gpu_only else tuple(dict.fromkeys(gpu_only_folders(words.folders) + confined)),
         kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
         gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),
@@ -109,19 +115,43 @@ def gpu_only_folders(folders: dict[str, list[int]]) -> tuple[str, ...]:
     files has a way to run without a GPU. Each is returned as a path prefix ending in "/"."""
     if len(folders) < 2:
         return ()
-    base = os.path.commonpath(list(folders)) if all(folders) else ""
-    tops: dict[str, list[int]] = {}
-    for folder, counts in folders.items():
-        rest = folder[len(base):].lstrip("/")
-        if not rest:
-            continue  # a file at the top of the project belongs to no sub-project
-        top = tops.setdefault(f"{base}/{rest.split('/')[0]}/" if base else f"{rest.split('/')[0]}/", [0, 0, 0])
-        for i, n in enumerate(counts):
-            top[i] += n
+    _, tops = _top_folders(folders)
     if len(tops) < 2:
         return ()  # one folder holds the whole project: the project-level test decides
     return tuple(top for top, (cuda, cpu, trainers) in tops.items()
                  if cuda >= CUDA_ONLY_MIN_FILES and trainers > 0 and cpu == 0)
+
+
+def _top_folders(folders: dict[str, list[int]]) -> tuple[str, dict[str, list[int]]]:
+    """The common base of ``folders`` and the summed counts of each top-level folder under it
+    (a path prefix ending in "/"); files at the top of the project belong to none."""
+    base = os.path.commonpath(list(folders)) if all(folders) else ""
+    tops: dict[str, list[int]] = {}
+    for folder, counts in folders.items():
+        rest = folder[len(base):].lstrip("/")
+        if rest:
+            top = tops.setdefault(f"{base}/{rest.split('/')[0]}/" if base else f"{rest.split('/')[0]}/", [0, 0, 0])
+            for i, n in enumerate(counts):
+                top[i] += n
+    return base, tops
+
+
+def confined_sub_projects(folders: dict[str, list[int]], evidence: set[str]) -> tuple[str, ...]:
+    """In a collection of sub-projects (chapters of a book side by side), the top-level folders
+    holding the GPU-only evidence (the folders ``evidence`` of files that hard-code NCCL or import
+    GPU-only libraries and kernels), when none of those folders has a CPU path and another folder
+    does: the distributed chapter is GPU-only by design, the others are judged by themselves.
+    Empty when the project is no such collection (then the evidence makes it GPU-only as a whole)."""
+    if len(folders) < 2:
+        return ()
+    _, tops = _top_folders(folders)
+    if len(tops) < 2:
+        return ()
+    hit = [top for top in tops if any((f + "/").startswith(top) for f in evidence)]
+    if not hit or any(tops[t][1] for t in hit) or not any(c[1] for t, c in tops.items() if t not in hit) \
+            or any(not any((f + "/").startswith(t) for t in tops) for f in evidence):
+        return ()  # (evidence at the top of the project, or in a folder that also falls back: the project's design)
+    return tuple(hit)
 
 
 _PINNED = re.compile(r"pin_memory[ \t]*=[ \t]*True")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from torchwise.lint.project.extensions import imported, module_keys
+from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
 
 # a "cpu" device as the other side of a choice
@@ -69,7 +70,7 @@ def strong_cpu_path(text: str) -> bool:
         return True
     if "is_available" in text and _FLAG_FROM_CHECK.search(text):
         return True
-    return cpu_option(text)
+    return cpu_option(text) or gpu_count_gate(text)  # (`if args.ngpu > 0: net.cuda()`: R17)
 
 
 def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:

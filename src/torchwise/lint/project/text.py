@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchwise.lint.project.gpucount import gpu_count_gate
+
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
 GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
                  "deepspeed", "mamba_ssm", "causal_conv1d")
@@ -40,13 +42,21 @@ def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
 _DEVICE_OPTION = re.compile(r"""add_argument\([ \t]*["']--device["']""")
 
 
+_GPU_ID_FLAG = re.compile(r"""CUDA_VISIBLE_DEVICES["']\][ \t]*=[ \t]*(?:str\([ \t]*)?args\.cuda\b""")
+
+
 def _cpu_path(text: str) -> bool:
     if "is_available(" in text and gpu_check(text, _AVAILABLE):
         return True
     if "--device" in text and _DEVICE_OPTION.search(text) is not None:
         return True  # a device option: "cpu" is one answer
-    if any(w in text for w in _CPU_PATH[1:]) or ("mps" in text and _MPS.search(text) is not None):
+    words = [w for w in _CPU_PATH[1:] if w in text]
+    if words == ["args.cuda"] and "CUDA_VISIBLE_DEVICES" in text and _GPU_ID_FLAG.search(text) is not None:
+        words = []  # `os.environ["CUDA_VISIBLE_DEVICES"] = str(args.cuda)`: a GPU id, no way to run without one
+    if words or ("mps" in text and _MPS.search(text) is not None):
         return True
+    if "gpu" in text and gpu_count_gate(text):
+        return True  # `if args.ngpu > 0: net.cuda()`: a count of zero runs on the CPU
     if "cpu" not in text:
         return False
     for m in _CPU_STRING.finditer(text):
@@ -86,6 +96,7 @@ class TextFacts:
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
     nccl: int = 0
+    nccl_folders: set[str] = field(default_factory=set)  # folders of the files that hard-code NCCL
     # folder of a file -> [files hard-coding CUDA, files with a CPU path, training files hard-coding CUDA]
     folders: dict[str, list[int]] = field(default_factory=dict)
     moves_to_device: bool = False
@@ -126,6 +137,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
                 cuda_only.append(path)
         if "nccl" in text and _NCCL_ONLY.search(text):
             out.nccl += 1
+            out.nccl_folders.add(path.replace("\\", "/").rpartition("/")[0])
         if not out.moves_to_device and any(m in text for m in _MOVES):
             out.moves_to_device = True
         if not out.targets_gpu and "cuda" in text and any(m in text for m in _CUDA):

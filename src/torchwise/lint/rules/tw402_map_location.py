@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Iterator
 
@@ -11,7 +12,8 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import (file_names, handed_on_whole, loaded_keys, saved_keys, saved_on_host,
                                                   saves_on_host)
-from torchwise.lint.semantics.savefacts import checkpoint_facts, device_savers, final_weights_on_host, save_index
+from torchwise.lint.semantics.savefacts import (checkpoint_facts, device_savers, final_weights_on_host, folder_save_index,
+                                                save_index)
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
@@ -21,6 +23,7 @@ from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_scr
                                                 restores_device_state, serves_evaluate_mode)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
+from torchwise.lint.semantics.selfsaves import restores_own_class_save
 from torchwise.lint.semantics.samerun import fresh_name, reload_in_process, returned_by_saver, trainer_attribute_reload
 from torchwise.lint.semantics.passedalways import option_never_passed
 from torchwise.lint.semantics.starnames import star_names, star_qualname
@@ -47,6 +50,9 @@ def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     if not names:
         return False
     index = dict(save_index(ctx.project)) if ctx.project.save_files else {}
+    if index and names & set(index):  # a name a script of its own folder writes is that script's file
+        local = folder_save_index(ctx.project, os.path.dirname(ctx.path))
+        index.update((n, local[n]) for n in names if n in local)
     own: dict[str, bool] = {}
     for save in ctx.calls_to("torch.save"):  # this file's own saves (also when linted alone)
         host = saved_on_host(ctx, save)
@@ -122,12 +128,13 @@ _GPU_ENGINES = ("torch2trt", "tensorrt")
 def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
     """A load helper in a module with no device code (``def load_checkpoint(model, model_dir)``,
     a model's ``from_pretrained(self, path)``) restoring what the project's training saves from a
-    GPU (the same dict key, the same submodule's state), in a project that also runs on the CPU:
-    the helper runs wherever its caller does."""
+    GPU (the same dict key, the same submodule's state; a model class's ``load`` of what its own
+    ``save`` writes, :mod:`.selfsaves`), in a project that also runs on the CPU: the helper runs
+    wherever its caller does."""
     if ctx.function_of(load) is None or gpu_evident(ctx) or not ctx.project.targets_gpu or ctx.project.gpu_only \
             or not ctx.project.cpu_path_files or not ctx.project.save_files:
         return False
-    return restores_device_state(ctx, load)
+    return restores_device_state(ctx, load) or restores_own_class_save(ctx, load)
 
 
 def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
@@ -164,6 +171,13 @@ def _shipped_final_weights(ctx: Context, load: ast.Call, names: set[str]) -> boo
     if names & set(save_index(ctx.project)) or training_calls(ctx):
         return False
     return final_weights_on_host(ctx.project)
+
+
+def _gpu_only_folder(ctx: Context) -> bool:
+    """The file lies in a sub-project of a collection that is GPU-only by itself (TW403's
+    ``gpu_only_dirs``: a text classifier's folder beside image classifiers, no CPU path in it)."""
+    dirs = ctx.project.gpu_only_dirs
+    return bool(dirs) and ctx.path.replace("\\", "/").startswith(dirs)
 
 
 def _gpu_switch(ctx: Context) -> bool:
@@ -233,7 +247,10 @@ What it flags
   an inference script. And a load helper in a module with no device code
   (`def load_checkpoint(model, model_dir)`, a model's `from_pretrained(self, path)`) restoring the
   entry (`checkpoint["state"]`) or the submodule class that the project's training saves from a
-  GPU, in a project that also runs on the CPU. A model moved with a device getter of the
+  GPU, in a project that also runs on the CPU - also a model class that saves and restores
+  itself (`def save(self): torch.save(self.state_dict(), name)` beside `def load(self, path):
+  self.load_state_dict(torch.load(path))`, the tutorial `BasicModule` whose subclasses the
+  scripts move to `opt.device`). A model moved with a device getter of the
   project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
   on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
@@ -245,7 +262,11 @@ What it flags
   helper of the file returns, every entry moved in a loop
   `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
   conversion script with no device code, a module moved to the host in place first: `net.cpu()`
-  then `torch.save(net.state_dict(), f)`, NumPy statistics), weights shipped with the project
+  then `torch.save(net.state_dict(), f)`, also through a state variable, `state =
+  net.module.state_dict() if hasattr(net, "module") else net.state_dict()`, NumPy statistics) -
+  where a script of the loading file's own folder writes the file name it reads, that script's
+  save decides (an old version's `evaluate.py` reads what `old/train.py` writes after `net.cpu()`,
+  not what the new `tools/train.py` writes under the same name) -, weights shipped with the project
   (a file name no save of it writes) loaded into a model by a script that trains nothing, when
   the final weights its training saves - outside the loop, not the checkpoints - are host data
   (`train.py` ends with `net.cpu()` and the save; `stylize.py` loads `transforms/mosaic.pth`), loads
@@ -263,7 +284,8 @@ What it flags
   the best checkpoint its `train()` writes when every call of it in the project follows
   `trainer.train()`, loads in code that nothing in the project calls or names or
   under `if path != None:` of a parameter `path=None` that no call of the function passes
-  (`trainer.test(model, args, loader)`), reference data a test or sanity-check script reads with
+  (`trainer.test(model, args, loader)`; a function of a script ending in `fire.Fire()` is a
+  command of it, never dead code), reference data a test or sanity-check script reads with
   `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
   network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
@@ -277,7 +299,9 @@ What it flags
   its loop called the file's training function, of a file name the project saves (`with
   open(os.path.join(args.work_dir, "model.pt"), "rb") as f: model = torch.load(f)`), projects that are
   GPU-only by design (see TW403: no file of them can run without a GPU, or their training
-  scripts always move the model they train to CUDA), a resume inside a training function
+  scripts always move the model they train to CUDA; also a GPU-only sub-project folder of a
+  collection, and a project whose only device "flag" is a GPU id, `os.environ["CUDA_VISIBLE_DEVICES"]
+  = str(args.cuda)`), a resume inside a training function
   (`def train(self): ... if resume: ckpt = torch.load(path)`) in a project none of whose
   files has a CPU path (a `map_location="cpu"` elsewhere is none: it restores where it trains;
   the project's evaluation loads are still reported) - except a script that turns the GPU on
@@ -328,7 +352,8 @@ Fix
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)) \
                     or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
-            if not on_host and (gpu_project_load(ctx, call) and not _gpu_switch(ctx) or pinned_gpu_script(ctx) or gpu_only_file(ctx)
+            if not on_host and ((gpu_project_load(ctx, call) or _gpu_only_folder(ctx)) and not _gpu_switch(ctx)
+                                or pinned_gpu_script(ctx) or gpu_only_file(ctx)
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or _other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps

@@ -83,7 +83,9 @@ What it flags
   torch.device("cpu")`, `args.device = "cpu"`), sets a device flag from the GPU check (`use_gpu
   = torch.cuda.is_available()`), or parses a CPU option (`--no_cuda`, `--cpu`, `--use_cpu`,
   `--device`) or a boolean GPU switch (`--cuda` with `type=str2bool`, `--use_gpu` with
-  `action="store_true"`), also through the options module it imports - and every project module
+  `action="store_true"`), or moves to the GPU only when a GPU count is positive (`if args.ngpu >
+  0: net.cuda()`: `--ngpu 0` is its CPU run; a count tested only against 1, `if args.ngpu > 1:
+  DataParallel(...)`, or guarding only seeding is none), also through the options module it imports - and every project module
   such an entry point imports, directly or through other modules (the models, losses and
   trainers it runs). A sibling script's fallback is no CPU path of a file it never imports; an
   option that holds a GPU id (`--cuda 1` written into `CUDA_VISIBLE_DEVICES`, `--gpu 0`,
@@ -99,6 +101,9 @@ What it flags
   unconditionally at module level - CUDA extensions included: modules named `*_cuda`
   (`knn_cuda`, `emd_cuda`), kernel packages (`pointnet2_ops`), and the project's own kernels
   built with `CUDAExtension(...)` (imported by their name or by the folder of their `setup.py`)
+  (in a collection of sub-projects side by side - the chapters of a book - where those files
+  or the NCCL files below lie in folders with no CPU path while another folder has one, only those
+  folders are GPU-only: the distributed chapter's NCCL is no design of the chapter beside it)
   (also one whose `setup.py` falls back to `CppExtension` but raises when CUDA is missing:
   `else: raise NotImplementedError("Cuda is not available")`)
   or JIT-compiled from `.cu` sources at import - more than the files that check `torch.cuda.is_available()`
@@ -134,7 +139,8 @@ What it flags
   under `if cuda:` where `cuda` is a parameter of its function that defaults to True and that no
   call passes (`def one_hot(idx, size, cuda=True)`, called as `one_hot(t, n)`): that guard is
   always on. So is a bare `.cuda()` in a function that chooses a device with a CPU alternative
-  (`torch.device("cuda:0" if gpu_ids else "cpu")`), and `with torch.cuda.device(...)` entered
+  (`torch.device("cuda:0" if gpu_ids else "cpu")`, `device = torch.device("cuda") if
+  opt.use_gpu else torch.device("cpu")`), and `with torch.cuda.device(...)` entered
   unguarded in a class whose methods choose a CPU branch. A training module's CPU path is also
   the entry script's that imports it (`Run.py` falling back to `args.device = "cpu"` before it
   runs `model/BasicTrainer.py`). Not flagged: `.cuda()` of a built-in loss that holds no tensor
@@ -346,10 +352,14 @@ Fix
     def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
         """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
         for call in ctx.calls_named("device"):
-            if ctx.qualname(call.func) == "torch.device" and call.args and ctx.parent(call).__class__ is ast.Assign and (
-                    call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu" and any(True for _ in ctx.enclosing_ifs(call))
-                    or cpu_alternative(call.args[0])):
-                yield call  # in a branch of an if/else, or torch.device(f"cuda:{i}" if gpus else "cpu")
+            if ctx.qualname(call.func) != "torch.device" or not call.args:
+                continue
+            parent = ctx.parent(call)
+            cpu = call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu"
+            if parent.__class__ is ast.Assign and (cpu and any(True for _ in ctx.enclosing_ifs(call)) or cpu_alternative(call.args[0])) \
+                    or cpu and parent.__class__ is ast.IfExp and ctx.parent(parent).__class__ is ast.Assign:
+                yield call  # in a branch of an if/else, torch.device(f"cuda:{i}" if gpus else "cpu"), or
+                # device = torch.device("cuda") if opt.use_gpu else torch.device("cpu")
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:

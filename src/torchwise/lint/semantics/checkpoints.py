@@ -284,11 +284,11 @@ def saved_on_host(ctx: Context, save: ast.Call) -> bool:
 def _moved_to_host_first(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
     """``net.cpu()`` (or ``net = net.to("cpu")``) as a statement before ``torch.save(net.state_dict(),
     f)`` in the same scope, with no later move of ``net`` before the save: a module moved to the
-    host in place writes host tensors."""
-    if obj is None or obj.__class__ is not ast.Call or obj.func.__class__ is not ast.Attribute \
-            or obj.func.attr != "state_dict" or obj.func.value.__class__ is not ast.Name:
+    host in place writes host tensors. Also through the wrapped module and a name bound in the
+    same scope (``state = net.module.state_dict() if hasattr(net, "module") else net.state_dict()``)."""
+    name, scope = _state_owner(ctx, obj, save), ctx.scope_of(save)
+    if name is None:
         return False
-    name, scope = obj.func.value.id, ctx.scope_of(save)
     moves = [c for c in ctx.calls_named("cpu", "cuda", "to") if c.func.__class__ is ast.Attribute
              and c.func.value.__class__ is ast.Name and c.func.value.id == name and ctx.scope_of(c) is scope
              and (c.lineno, c.col_offset) < (save.lineno, save.col_offset)]
@@ -298,6 +298,29 @@ def _moved_to_host_first(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
     to_cpu = last.func.attr == "cpu" or last.func.attr == "to" and bool(last.args) and ctx.text(last.args[0]) in ('"cpu"', "'cpu'")
     stmt = ctx.parent(last)
     return to_cpu and (stmt.__class__ is ast.Expr or stmt.__class__ is ast.Assign and ctx.text(stmt.targets[0]) == name)
+
+
+def _state_owner(ctx: Context, obj: AST | None, save: ast.Call) -> str | None:
+    """The one name whose state ``obj`` is: ``net`` for ``net.state_dict()``, ``net.module.state_dict()``,
+    or a name bound to such an expression in the save's scope (a conditional of both included)."""
+    if obj is not None and obj.__class__ is ast.Name:
+        b = ctx.binding_at(obj.id, save)
+        if b is None or b.kind != "assign" or b.value is None or ctx.scope_of(b.node) is not ctx.scope_of(save):
+            return None
+        obj = b.value
+    if obj is None or obj.__class__ not in (ast.Call, ast.IfExp):
+        return None
+    roots = set()
+    for call in (obj.body, obj.orelse) if obj.__class__ is ast.IfExp else (obj,):
+        if call.__class__ is not ast.Call or call.func.__class__ is not ast.Attribute or call.func.attr != "state_dict":
+            return None
+        owner = call.func.value
+        if owner.__class__ is ast.Attribute and owner.attr == "module":
+            owner = owner.value
+        if owner.__class__ is not ast.Name:
+            return None
+        roots.add(owner.id)
+    return roots.pop() if len(roots) == 1 else None
 
 
 def _fresh_model_state(ctx: Context, obj: AST | None, save: ast.Call) -> bool:

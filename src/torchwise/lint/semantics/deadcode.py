@@ -11,7 +11,8 @@ a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it
 is an entry point of a library, whose callers are not in the project - unless it is an old version
 of a class or function the project imports from another module (:mod:`.superseded`). A class is
 never dead where its module, or one that names it, picks classes by a computed name (``Model =
-eval(model_type)``, ``globals()[name]``). A text test per name,
+eval(model_type)``, ``globals()[name]``), and a module-level function of a script that ends in
+``fire.Fire()`` with no argument is a command of it. A text test per name,
 cached per project or file."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from torchwise.lint.semantics.deadmethods import function_at, named_once, only_d
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.superseded import superseded
 
+_FIRE_ALL = re.compile(r"^[ \t]*(?:fire\.)?Fire\(\)", re.M)
 _NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
 _ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
 
@@ -87,9 +89,15 @@ def _in_named_once_function(ctx: Context, node: AST) -> bool:
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
     while func is not None:
         if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and (named_once(ctx, func) or only_dead_callers(ctx, func, 3)):
-            return True
+            return not _fire_command(ctx, func)
         func = ctx.function_of(func)
     return False
+
+
+def _fire_command(ctx: Context, func: AST) -> bool:
+    """A module-level function of a script that ends in ``fire.Fire()`` with no argument: Fire
+    makes every module-level function a command of the script (``python main.py gen ...``)."""
+    return "Fire()" in ctx.source and ctx.scope_of(func).__class__ is ast.Module and _FIRE_ALL.search(ctx.source) is not None
 
 
 def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, int]]:
@@ -269,6 +277,8 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         return False  # a decorator may register it (`@register_model`): alive unless it only writes a docstring
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
+    if _fire_command(ctx, top):
+        return False  # `fire.Fire()` with no argument: every module-level function is a command of the script
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     spans, demo = _top_level_spans(ctx), _main_block(ctx)
     starts = ctx._cache.get("deadcode:starts")

@@ -6,6 +6,7 @@ small summaries are kept, not the parsed files."""
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 
 from torchwise.lint.engine import Context, argument, last_name, legacy
@@ -89,6 +90,19 @@ def device_savers(facts: ProjectFacts) -> list[str]:
     _summaries(facts)
     known = _known(facts)
     return [path for path, _ in facts.save_files if path in known and known[path].host_only is False]
+
+
+def folder_save_index(facts: ProjectFacts, folder: str) -> dict[str, bool]:
+    """:func:`save_index` of the saves written by the files of one folder only (a sub-project's
+    ``train.py`` beside the ``evaluate.py`` that reads its file back)."""
+    _summaries(facts)
+    known = _known(facts)
+    found: dict[str, bool] = {}
+    for path, _ in facts.save_files:
+        if path in known and os.path.dirname(path) == folder:
+            for name, host in known[path].names.items():
+                found[name] = found.get(name, True) and host
+    return found
 
 
 def final_weights_on_host(facts: ProjectFacts) -> bool:
