@@ -257,8 +257,6 @@ Lint and the doctor
                     scopes[id(scope)] = scope
         for scope in sorted(scopes.values(), key=lambda s: getattr(s, "lineno", 0)):
             found = self._check_scope(ctx, scope)
-            import os, sys
-            if os.environ.get("DBG"): print("DBG scope", getattr(scope, "name", "mod"), found, file=sys.stderr)
             if scope.__class__ is ast.Module or not scope.name.lstrip("_").startswith("test"):
                 found += [ctx.finding(self.code, node, f"{who} is frozen (eval mode, in no optimizer) but runs with autograd "
                                       "recording in every training step; its output needs no gradient",
@@ -303,8 +301,6 @@ Lint and the doctor
             found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]
             out = {(f.line, f.col): f for f in found}  # every run of each evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
-        import os, sys
-        if os.environ.get("DBG"): print("DBG", scope.name if not is_module else "mod", evals, receivers, events, self._only_called_without_grad(ctx, scope) if not is_module else None, reached_only_under_no_grad(ctx, scope), frozen_by_every_caller(ctx, scope) if not is_module else None, called_for_training(ctx, scope) if not is_module else None, self._handed_over(ctx, scope) if not is_module else None, file=sys.stderr)
         if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)
                               or frozen_by_every_caller(ctx, scope)):
             return []  # (also when every way the project reaches it passes under no_grad, or hands it a frozen model)
