@@ -300,7 +300,7 @@ What it flags
   speaks neither way: `random_layer.forward([f, p])` under `if random_layer is not None`); or
   `self.policy` kept from the constructor, when every construction of the class in the
   project's other modules passes a module for it). A `net` named like a model in a file that imports another framework
-  and nothing of torch (`import caffe`: `app.clf.net.forward()` is Caffe's).
+  and nothing of torch (`import caffe`: `app.clf.net.forward()` is Caffe's) is left alone too.
   The `__main__` smoke test of a model file (`net = C3D(); print(net.forward(torch.rand(1, 3,
   16, 112, 112)).size())`) is live code and is reported (ruling R15 of issue 22).
   Linted with its project, code that nothing runs is left alone: a function or class

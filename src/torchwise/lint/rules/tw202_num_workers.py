@@ -192,13 +192,15 @@ What it flags
   keeps the file-only judgement.)
   A loader in the `process()` method of a dataset class (`class ImageDataset(InMemoryDataset)`:
   the one-time pass that writes the processed file) is left alone: it runs once, not per epoch.
-  Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
+  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `loader.__iter__().__next__()`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
   that hands the loader to a function of the file that moves data to a device - `train(args,
   loader, generator, device)` - is no smoke test); and a loader a helper
-  returns whose every caller in the project only hands it to methods that never read that
-  argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise instead).
+  returns whose every caller in the project (its own file included) only hands it to methods that
+  never read that argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise
+  instead), takes only its `.dataset` (`return model, test_loader.dataset`) or leaves it unused
+  (ruling R16: no batch is loaded).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training

@@ -99,10 +99,9 @@ def _param_unread(ctx: Context, method: str, index: int) -> bool:
     at ``index`` (after ``self``)."""
     needle = f"def {method}("
     seen = 0
-    stem = module_stem(ctx.path)
     for path, text in ctx.project.files:
-        if needle not in text or path != ctx.path and not imports_module(text, stem):
-            continue  # (another module's own function of that name is another helper)
+        if needle not in text:
+            continue
         other = parsed_file(ctx.project, path, text)
         if other is None:
             return False
