@@ -9,7 +9,6 @@ from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import project_arguments, project_calls
-from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
 from torchwise.lint.semantics.subclassparts import lower_module_class, subclass_parts
@@ -300,10 +299,10 @@ What it flags
   passed in the branch where the optional module is off, or a caller's parameter handed on as is,
   speaks neither way: `random_layer.forward([f, p])` under `if random_layer is not None`); or
   `self.policy` kept from the constructor, when every construction of the class in the
-  project's other modules passes a module for it). The `__main__` smoke test of a
-  model file (`net = C3D(); print(net.forward(torch.rand(1, 3, 16, 112, 112)).size())`) is
-  left alone too, and so is a `net` named like a model in a file that imports another framework
-  and nothing of torch (`import caffe`: `app.clf.net.forward()` is Caffe's).
+  project's other modules passes a module for it). A `net` named like a model in a file that imports another framework
+  and nothing of torch (`import caffe`: `app.clf.net.forward()` is Caffe's) is left alone too.
+  The `__main__` smoke test of a model file (`net = C3D(); print(net.forward(torch.rand(1, 3,
+  16, 112, 112)).size())`) is live code and is reported (ruling R15 of issue 22).
   Linted with its project, code that nothing runs is left alone: a function or class
   nothing calls or names (not even a config, a shell script or a notebook), and a left-over module
   that no file imports, runs or names beside siblings the project does import.
@@ -337,8 +336,6 @@ Fix
                     or _filled_with_modules(ctx, recv, call) or _module_part(ctx, recv, call)) \
                     or _plain_class_instance(ctx, recv):
                 continue
-            if in_demo_main(ctx, call):
-                continue  # the __main__ smoke test of a model file: no hooks, one forward to print a shape
             shown = ctx.text(recv)
             yield ctx.finding(
                 self.code, call,

@@ -59,7 +59,8 @@ What it flags
   embeddings and the head of a few-shot validation, each branch of an evaluator
   (`if tar: model(x, lengths)` / `else: model(x)`), the final test loop after the validation
   passes - but not a loss module on its outputs (`criterion(out, y)`). The receiver of `.eval()`
-  is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`), and a loop
+  is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`; also
+  `self.generator.eval()`, then `self.generator(z, y)`), and a loop
   that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
   cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
@@ -81,7 +82,9 @@ What it flags
   self.predict(x), y); loss.backward()`), or in a module-level function that every way the
   project reaches passes under no_grad (through the file's own functions and closures up to the
   calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
-  reaching `compute_ood_score`). A function named for evaluation that is nested in a function
+  reaching `compute_ood_score`), or in a method of an evaluator class that only its class's own
+  methods call (`self.eval_chip(net, crop)` from `crop_eval`, from a `__call__` decorated
+  `@torch.no_grad()`; no other module names the method). A function named for evaluation that is nested in a function
   that is not evaluation (`def inference(model, xyz)` inside a renderer's `render_rays()`,
   which the training step calls) runs as its enclosing function does: it is no evaluation of
   its own. In a script's module-level evaluation, each later branch of the `if` holding the
@@ -206,7 +209,8 @@ What it flags
   definition in the project runs under no_grad itself or hands over to another object's method of
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
   helper of its file (`self.cac_jacobian(...)` calling `torch.autograd.grad`), and functions that
-  nothing in the project calls or names (dead code never runs).
+  nothing in the project calls or names (dead code never runs; a module-level function of a file
+  that calls a bare `fire.Fire()` is a command-line sub-command, and runs).
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name, root_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.manualupdates import manual_update
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.steps import hot_loops, is_backward_call, is_optimizer_step, is_zero_grad_like
 from torchwise.lint.semantics.syncs import timing_benchmark
@@ -71,6 +72,11 @@ What it flags
   pass (a test that trains a fresh module for one step per case), and timing benchmarks - a
   function named `test_*`/`benchmark*`/`time_*`... that reads a timer before and after a
   `for i in range(n):` loop repeating one step on the same inputs (the loop variable unused).
+  Likewise a loop that runs `backward()` and then updates the parameters by hand from their
+  gradients, with no optimizer (`for name, p in model.named_parameters(): p.data -= lr *
+  p.grad`, also from a value derived from `p.grad` such as an all-reduced mean, or
+  `p.data.add_(p.grad, alpha=-lr)`): reported at the `backward()`. Not flagged: a loop over
+  the parameters that reads no `.grad` (an EMA, a clamp).
 
 Why it matters
   `backward()` adds into `.grad`; it never overwrites it. Without clearing once per optimizer
@@ -90,7 +96,8 @@ Fix
 
 Lint and the doctor
   Lint reads training loops (and the local functions they call) that run `backward()` and an
-  optimizer step with no gradient clearing. The doctor (run time) observes gradients carried
+  optimizer step with no gradient clearing (or a hand-written update over the parameters from
+  their `.grad`). The doctor (run time) observes gradients carried
   over from one optimizer step into the next, however the loop is written.
 """
 
@@ -100,13 +107,16 @@ Lint and the doctor
             calls = [n for n in nodes if n.__class__ is ast.Call]
             steps = [c for c in calls if is_optimizer_step(ctx, c)]
             backwards = [c for c in calls if is_backward_call(ctx, c)]
-            if not steps or not backwards:
+            if not backwards:
+                continue
+            update = manual_update(ctx, nodes) if not steps else None
+            if not steps and update is None:
                 continue
             if all(_per_context_backward(ctx, c) for c in backwards):
                 continue  # distributed autograd: each context holds its own gradients, nothing piles up
             if any(is_zero_grad_like(ctx, n) for n in nodes):
                 continue
-            if all(_built_in_loop(ctx, s, loop) for s in steps):
+            if steps and all(_built_in_loop(ctx, s, loop) for s in steps):
                 continue  # a fresh optimizer (and model) per pass: one step each, no accumulation
             if timing_benchmark(ctx, loop):
                 continue  # a speed/memory benchmark repeating one step: its training result is thrown away
@@ -121,6 +131,13 @@ Lint and the doctor
                 for c in calls
             ):
                 continue  # the optimizer or the model is handed to code we cannot see (it may clear the gradients)
+            if update is not None:
+                yield ctx.finding(
+                    self.code, backwards[0],
+                    "backward() adds into .grad every pass and the loop updates the parameters from .grad by hand, "
+                    "but never clears it; the gradients pile up across steps",
+                    suggestion="set `p.grad = None` (or call model.zero_grad()) after each update")
+                continue
             step = steps[0]
             yield ctx.finding(
                 self.code, loop,

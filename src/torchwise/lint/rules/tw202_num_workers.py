@@ -12,6 +12,7 @@ from torchwise.lint.semantics.data import demo_loader, getitem_of, getitem_slice
 
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.handedoptions import zero_through_callers
 from torchwise.lint.semantics.optiondefaults import zero_by_default
 from torchwise.lint.semantics.unread import never_read_loader
 
@@ -169,7 +170,10 @@ What it flags
   project's own subclass that never names `num_workers` (`class DataLoader(TorchDataLoader)`
   fixing only the collate function, imported as `from data import DataLoader`). Also
   `num_workers=args.workers` where the file's `add_argument('--workers', type=int, default=0)`
-  declares it: 0 unless the user sets the option - such a loader counts even without visible
+  declares it, or a helper's parameter `num_workers=num_workers` that every call of the helper in
+  the project fills with such an option (`get_train_val_test_loader(dataset, ...,
+  num_workers=args.workers)` in `main.py` with `-j` defaulting to 0; a call that passes nothing
+  counts when the parameter's default is 0): 0 unless the user sets the option - such a loader counts even without visible
   per-item work (the option says loading is meant to be worth workers), except over data that
   workers cannot speed up (below) and in a project that uses PyTorch Geometric (graph loaders that
   slice a collated in-memory dataset). Left alone: an
@@ -188,13 +192,15 @@ What it flags
   keeps the file-only judgement.)
   A loader in the `process()` method of a dataset class (`class ImageDataset(InMemoryDataset)`:
   the one-time pass that writes the processed file) is left alone: it runs once, not per epoch.
-  Demo loaders are left alone too: one only looked at (`next(iter(loader))`,
+  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `loader.__iter__().__next__()`,
   `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
   that hands the loader to a function of the file that moves data to a device - `train(args,
   loader, generator, device)` - is no smoke test); and a loader a helper
-  returns whose every caller in the project only hands it to methods that never read that
-  argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise instead).
+  returns whose every caller in the project (its own file included) only hands it to methods that
+  never read that argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise
+  instead), takes only its `.dataset` (`return model, test_loader.dataset`) or leaves it unused
+  (ruling R16: no batch is loaded).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -223,7 +229,7 @@ Lint and the doctor
             calls += loader_subclass_calls(ctx, "num_workers")  # the project's class DataLoader(TorchDataLoader)
         for call in calls:
             value = argument(call, "num_workers", 5)
-            option = value is not None and zero_by_default(ctx, value)
+            option = value is not None and (zero_by_default(ctx, value) or zero_through_callers(ctx, value))
             if value is None:
                 if has_star_args(call) and forwarded_key(ctx, call, "num_workers") is not False:
                     continue  # (a helper's own **kwargs that no caller fills with num_workers: unset)

@@ -267,7 +267,8 @@ What it flags
   loaders whose every batch the loop hands only to a function (of the file, or imported from a
   module of the project) that first turns it into NumPy (`image = image.squeeze(0).cpu().numpy()`
   in a volume evaluation that copies each resized slice on its own);
-  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `len(loader)`,
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`,
+  `loader.__iter__().__next__()`, `len(loader)`,
   `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
   (not a script's `__main__` block that hands the loader to a function of the file, or of another
@@ -276,7 +277,8 @@ What it flags
   `train.py`), a
   loader stored under a name nothing in the file reads (beside loaders it uses; not a module-level
   loader another module of the project imports, `from common.train import *`), or one a helper
-  returns whose every caller only hands it to methods that never read that argument, and loaders handed to torch_xla
+  returns whose every caller (in other modules or its own file) only hands it to methods that never read that
+  argument, takes only its `.dataset` or leaves it unused (ruling R16), and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
   a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
   check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or

@@ -264,12 +264,23 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
         if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
                 and last_name(ctx.parent(holder).func) == "next":
             continue  # img, label = next(iter(loader))
+        if _dunder_next(ctx, holder):
+            continue  # img, label = loader.__iter__().__next__()
         if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and _only_stepped(ctx, ctx.parent(holder)):
             continue  # dataiter = iter(loader); images, labels = next(dataiter)
         if _takes_first_samples(ctx, use):
             continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
     return seen
+
+
+def _dunder_next(ctx: Context, holder: AST) -> bool:
+    """``holder`` is ``loader.__iter__`` in ``loader.__iter__().__next__()``: one batch drawn."""
+    if holder.__class__ is not ast.Attribute or holder.attr != "__iter__":
+        return False
+    call = ctx.parent(holder)
+    step = ctx.parent(call) if call.__class__ is ast.Call and not call.args else None
+    return step.__class__ is ast.Attribute and step.attr == "__next__" and ctx.parent(step).__class__ is ast.Call
 
 
 def _handed_to_mover(ctx: Context, call: ast.Call) -> bool:

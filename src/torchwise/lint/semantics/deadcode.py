@@ -24,6 +24,7 @@ from bisect import bisect_right
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import imports_module, parsed_file
+from torchwise.lint.semantics.cliexposed import cli_exposed
 from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
                                                 used_beyond_import)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
@@ -42,6 +43,8 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
     top = _top_level_of(ctx, node)
+    if cli_exposed(ctx, top):
+        return False  # a sub-command of `fire.Fire()`
     if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
         if top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False)):  # it imports elsewhere
             return True
@@ -60,7 +63,7 @@ def never_named(ctx: Context, node: AST) -> bool:
     classes, which plug-in registries - classes looked up by a string - defeat)."""
     if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES or not _module_in_use(ctx):
         return False
-    return _in_named_once_function(ctx, node)
+    return not cli_exposed(ctx, _top_level_of(ctx, node)) and _in_named_once_function(ctx, node)
 
 
 def never_runs(ctx: Context, node: AST) -> bool:

@@ -13,6 +13,11 @@ Two shapes where a function named for evaluation is not an evaluation that recor
   reaches ``compute_ood_score`` through a closure (``score_func``) handed to a scoring loop.
   Followed through the file's own functions (up to a few levels) to the functions other
   modules call; every such call of the project must sit under no_grad.
+- a method of an evaluator class that only the class's own methods call (``self.eval_chip(net,
+  crop)`` in ``crop_eval``, itself called by ``scale_crop_eval``, called by a ``__call__``
+  decorated ``@torch.no_grad()``): followed up the ``self.<name>(...)`` calls, every one of
+  which must sit under no_grad or in a method reached that way; no other module of the project
+  may call a method of that name.
 """
 
 from __future__ import annotations
@@ -49,13 +54,43 @@ def reached_only_under_no_grad(ctx: Context, func: AST) -> bool:
     """Every way the project runs ``func`` (a module-level function of this file) passes under
     ``no_grad``/``inference_mode``: through the file's own functions that name it, up to the
     calls other modules make (see the module doc). False when any way is unknown."""
-    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
+    if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
+        return False
+    parent = ctx.parent(func)
+    if parent is not ctx.tree and parent.__class__ is not ast.ClassDef:
         return False
     key = ("evalcallers:no-grad", id(func))
     found = ctx._cache.get(key)
     if found is None:
-        found = ctx._cache[key] = _only_under_no_grad(ctx, func, _DEPTH, set())
+        only = _only_under_no_grad if parent is ctx.tree else _method_only_under_no_grad
+        found = ctx._cache[key] = only(ctx, func, _DEPTH, set())
     return found
+
+
+def _method_only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> bool:
+    """Every call of the method ``func`` is ``self.<name>(...)`` in a method of its own class,
+    under no_grad or in a method reached only that way; nothing else in the project names it."""
+    if id(func) in seen or depth < 0:
+        return False
+    seen.add(id(func))
+    cls, name = ctx.parent(func), func.name
+    if name.startswith("__") or any(p != ctx.path and t.count(f".{name}") > t.count(f"self.{name}")
+                                    for p, t in ctx.project.files):
+        return False  # dunder methods run implicitly; another module may call it (not on `self`)
+    uses = [n for n in ctx.nodes.get(ast.Attribute, ()) if n.attr == name]
+    if not uses:
+        return False
+    for use in uses:
+        holder = ctx.function_of(use)
+        if use.value.__class__ is not ast.Name or use.value.id != "self" or holder is None or ctx.parent(holder) is not cls:
+            return False  # called on another object, or from outside the class
+        if ctx.parent(use).__class__ is not ast.Call or ctx.parent(use).func is not use:
+            return False  # handed on as a value
+        if under_no_grad(ctx, use):
+            continue
+        if holder is func or not _method_only_under_no_grad(ctx, holder, depth - 1, seen):
+            return False
+    return True
 
 
 def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> bool:

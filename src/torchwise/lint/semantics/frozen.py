@@ -57,12 +57,18 @@ def eval_receivers(ctx: Context, evals: list[ast.Call]) -> set[str]:
 
 
 def _called_here(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
-    """``net_g`` of ``net_g.eval()`` is also called by the same function: ``net_g(data)``."""
+    """``net_g`` of ``net_g.eval()`` is also called by the same function: ``net_g(data)``; likewise
+    an attribute of ``self`` (``self.generator.eval()``, then ``self.generator(z, y)``)."""
+    scope = ctx.function_of(use)
+    if scope is None:
+        return False
+    if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
+        return any(c.func.__class__ is ast.Attribute and c.func.value.__class__ is ast.Name and c.func.value.id == "self"
+                   and (c.args or c.keywords) and ctx.function_of(c) is scope for c in ctx.calls_named(expr.attr))
     if expr.__class__ is not ast.Name:
         return False
-    scope = ctx.function_of(use)
-    return scope is not None and any(c.func.__class__ is ast.Name and (c.args or c.keywords) and ctx.function_of(c) is scope
-                                     for c in ctx.calls_named(expr.id))
+    return any(c.func.__class__ is ast.Name and (c.args or c.keywords) and ctx.function_of(c) is scope
+               for c in ctx.calls_named(expr.id))
 
 
 def _looped_over(ctx: Context, expr: ast.AST, use: ast.AST) -> list[ast.AST]:

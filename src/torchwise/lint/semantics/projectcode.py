@@ -86,7 +86,7 @@ def def_bodies(text: str, name: str, method: bool = False) -> list[str]:
         head = text[start:pos]
         if head.strip(" \t") in ("", "async") and (not method or text.startswith("self", pos + len(needle))):
             indent = len(head) - len(head.lstrip(" \t"))
-            cursor = text.find("\n", pos)
+            cursor = text.find("\n", _signature_end(text, pos + len(needle)))
             cursor = len(text) if cursor < 0 else cursor + 1
             begin = cursor
             while cursor < len(text):
@@ -99,6 +99,22 @@ def def_bodies(text: str, name: str, method: bool = False) -> list[str]:
             out.append(text[begin:cursor])
         pos = text.find(needle, pos + 1)
     return out
+
+
+def _signature_end(text: str, pos: int) -> int:
+    """Where the parameter list opened just before ``pos`` closes (a signature over several
+    lines, ``def setup(`` then a parameter per line then ``) -> nn.Module:``); ``pos`` when it
+    does not close."""
+    depth = 1
+    for i in range(pos, min(len(text), pos + 4000)):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return pos
 
 
 def module_texts(facts: ProjectFacts) -> dict[str, list[str]]:

@@ -1,13 +1,17 @@
 """Loaders nothing reads: a loader a helper builds and returns, whose callers in the project only
 hand it to methods that never touch that argument (``model.evaluate(test_loader, d_path,
-g_path)`` whose body samples noise and never names ``test_loader``). No batch of it is loaded."""
+g_path)`` whose body samples noise and never names ``test_loader``), or never name it, or only
+take its ``.dataset`` (``return model, test_loader.dataset``: a visualisation script that indexes
+the dataset itself) - callers in other modules and in the helper's own file. No batch of it is
+loaded (ruling R16 of issue 22)."""
 
 from __future__ import annotations
 
 import ast
 
 from torchwise.lint.engine import AST, Context
-from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.callers import imports_module, module_stem, parsed_file
+from torchwise.lint.semantics.values import local_function
 
 
 def _returned_at(ctx: Context, call: ast.Call) -> tuple[AST, int] | None:
@@ -39,13 +43,16 @@ def never_read_loader(ctx: Context, call: ast.Call) -> bool:
     func, index = found
     needle = f"{func.name}("
     callers = 0
+    stem = module_stem(ctx.path)
     for path, text in ctx.project.files:
-        if path == ctx.path or needle not in text:
-            continue
-        other = parsed_file(ctx.project, path, text)
+        if needle not in text or path != ctx.path and not imports_module(text, stem):
+            continue  # (another module's own function of that name is another helper)
+        other = ctx if path == ctx.path else parsed_file(ctx.project, path, text)
         if other is None:
             return False
         for site in other.calls_named(func.name):
+            if other is ctx and (site.func.__class__ is not ast.Name or local_function(ctx, site) is not func):
+                continue  # (in its own file: the plain calls of this very function)
             held = _bound_name(other, site, index)
             if held is None or not _only_handed_unread(ctx, other, held, other.parent(site)):
                 return False
@@ -78,6 +85,8 @@ def _only_handed_unread(project_ctx: Context, ctx: Context, name: str, bound: AS
         uses = reads
     for use in uses:
         holder = ctx.parent(use)
+        if holder.__class__ is ast.Attribute and holder.attr == "dataset":
+            continue  # test_loader.dataset: the dataset, indexed or measured by the caller itself
         if holder.__class__ is not ast.Call or use not in holder.args or holder.func.__class__ is not ast.Attribute:
             return False
         if not _param_unread(project_ctx, holder.func.attr, holder.args.index(use)):
