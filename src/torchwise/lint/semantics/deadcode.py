@@ -5,9 +5,13 @@ comment, ``# flops = count_flops(model, n)``; a copy of it that another module d
 from a third is no use either), or that only dead code names (``sequence_mask`` called only by the
 ``forward`` of a ``GlobalAttention`` class nobody builds; also in another module, or the ``if
 __name__ == "__main__":`` demo of a module the project imports); and a function or method whose name
-occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
-a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
-(ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
+occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string;
+a mention in a comment, ``# train_graph_completion(args)``, is no use either). A
+``test*`` function is called by a test runner only in a test module: in a training script it is
+dead like any other name. A script that no other file imports or names calls nothing of theirs,
+so their own functions of the same name (``train`` of another script) do not keep its ``train``
+alive. A module that fails at import (:mod:`.brokenimports`) is dead throughout. Per-call rules
+(TW104, TW205, TW402, TW403) report nothing there: it never runs (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
 is an entry point of a library, whose callers are not in the project - unless it is an old version
 of a class or function the project imports from another module (:mod:`.superseded`). A class is
 never dead where its module, or one that names it, picks classes by a computed name (``Model =
@@ -22,9 +26,10 @@ import re
 from bisect import bisect_right
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.brokenimports import fails_at_import
 from torchwise.lint.semantics.callers import imports_module, parsed_file
-from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
-                                                used_beyond_import)
+from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
+                                                used_beyond_import, words)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.superseded import superseded
@@ -39,6 +44,8 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     is linted with its project (a file linted alone cannot know its callers)."""
     if node is None or not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
+    if fails_at_import(ctx):
+        return True  # `from utils import batchify` where the project's utils has no batchify
     top = _top_level_of(ctx, node)
     if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
         if top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False)):  # it imports elsewhere
@@ -110,7 +117,7 @@ def dead_at(ctx: Context, line: int) -> bool:
     func = function_at(ctx, line)
     if func is not None:
         return dead_code(ctx, func)
-    return not _module_in_use(ctx) and left_over(ctx)
+    return not _module_in_use(ctx) and left_over(ctx) or fails_at_import(ctx)
 
 
 def _module_in_use(ctx: Context) -> bool:
@@ -265,7 +272,7 @@ def names_module(ctx: Context, path: str, text: str, stem: str) -> bool:
 
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
-    if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or CALLED_BY_NAME.match(name):
+    if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or called_by_name(name, ctx.path):
         return False  # a decorator may register it (`@register_model`): alive unless it only writes a docstring
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
@@ -295,11 +302,28 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    if _named_by_no_file(ctx, stem):
+        return not named_in_references(ctx, name)  # a script no file imports: the others' names are their own
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
+
+
+def _named_by_no_file(ctx: Context, stem: str) -> bool:
+    """No other Python file of the project imports this module or names it at all (no import, no
+    ``runpy``/``subprocess`` path, no string): a script run by hand, whose functions no other
+    module can call - a ``train`` of another script is that script's own. Not where the script
+    hands its functions to a command line by name (``fire.Fire()``) or picks one by a computed
+    name (``globals()[args.cmd]``, ``eval(name)``, ``sys.modules``)."""
+    found = ctx._cache.get("deadcode:unnamed")
+    if found is None:
+        source = ctx.source
+        found = not ctx._cache.get("deadcode:imported", True) and "Fire(" not in source and "sys.modules" not in source \
+            and not _dynamic(source) and not any(p != ctx.path and stem in t and words(t, stem, 1) for p, t in ctx.project.files)
+        ctx._cache["deadcode:unnamed"] = found
+    return found
 
 
 # decorators that only document or fill in a class, registering nothing (the docstring helpers of
