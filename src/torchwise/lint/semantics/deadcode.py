@@ -274,6 +274,8 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
     if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or called_by_name(name, ctx.path):
         return False  # a decorator may register it (`@register_model`): alive unless it only writes a docstring
+    if "Fire(" in ctx.source:
+        return False  # fire.Fire(): every function of the module is a command-line command
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
