@@ -260,3 +260,43 @@ QUIET += [
                 return self.bn(h.view(-1, self.a))
     """)),
 ]
+
+# ------------------------------------------------------------- TW301 a dataset's fixed order
+# A dataset that seeds Python's random with a literal default of its __init__ and shuffles its own
+# items once: the order its train/validation/test indices are cut from, no run's seeding.
+_CRYSTALS = d("""
+    import random
+    import torch
+    from torch.utils.data import Dataset
+    class Crystals(Dataset):
+        def __init__(self, rows, random_seed=123):
+            self.rows = list(rows)
+            random.seed(random_seed)
+            random.shuffle(self.rows)
+        def __len__(self):
+            return len(self.rows)
+        def __getitem__(self, i):
+            return torch.tensor(self.rows[i])
+""")
+_FIT = d("""
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+    from ds.data import Crystals
+    def main():
+        model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+        loader = DataLoader(Crystals([[0.0] * 4] * 10), batch_size=2, shuffle=True)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in loader:
+            model(x).sum().backward()
+            opt.step()
+    if __name__ == "__main__":
+        main()
+""")
+PROJECTS += [
+    ProjectShape("TW301", "dataset __init__ seeding random with a literal default (random_seed=123) to shuffle its own "
+                 "items once; the project seeds nothing else", {"ds/__init__.py": "", "ds/data.py": _CRYSTALS, "main.py": _FIT}),
+    ProjectShape("TW301", "look-alike: the seed is handed in with no default (the run's seed)", {
+        "ds/__init__.py": "", "ds/data.py": _CRYSTALS.replace("random_seed=123", "random_seed"),
+        "main.py": _FIT.replace("Crystals([[0.0] * 4] * 10)", "Crystals([[0.0] * 4] * 10, 7)")}, (("ds/data.py", 7),)),
+]
