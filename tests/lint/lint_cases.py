@@ -2208,10 +2208,11 @@ NEGATIVE["TW506"] = [
 # ----------------------------------------------------------------------------------- TW507
 POSITIVE["TW507"] = [
     ("import torch\ny = torch.exp(x) - 1\n", 2),
+    ("import torch\nw = 1 - torch.exp(x)\n", 2),  # -torch.expm1(x)
 ]
 NEGATIVE["TW507"] = [
-    "import torch\ny = torch.expm1(x)\nz = torch.exp(x) - 2\nw = 1 - torch.exp(x)\n",
-    "import numpy as np\ny = np.exp(x) - 1\n",
+    "import torch\ny = torch.expm1(x)\nz = torch.exp(x) - 2\nw = 2 - torch.exp(x)\n",
+    "import numpy as np\ny = np.exp(x) - 1\nw = 1 - np.exp(x)\n",
 ]
 
 # ----------------------------------------------------------------------------------- TW508

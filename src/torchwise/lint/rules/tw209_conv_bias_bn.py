@@ -31,14 +31,17 @@ What it flags
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
   assigns it in any branch), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
-  builds them (also through a join along the channels, `self.bn(torch.cat([self.conv(x),
+  builds them (also `h = self.fc(x); self.bn(h.view(-1, c))` for an `nn.Linear` whose output
+  size is written as the BatchNorm1d's feature count; also through a join along the channels, `self.bn(torch.cat([self.conv(x),
   self.pool(x)], 1))`, as in ENet/ERFNet downsampling blocks; also through a slice of the time or space axes, `.contiguous()` or a method that
   only returns its input or a slice of it: `self.bn(self.conv(x)[:, :, :-pad])`; also when `self.conv` is an `nn.Sequential(...)` that ends with that
   convolution, in any branch of `__init__`: `if asymmetric: self.conv2 = nn.Sequential(...,
   nn.Conv2d(c, c, (5, 1)))`), or `bn(conv(x))` over pairs of `nn.ModuleList`s that `__init__` fills
   (`self.mlp_convs.append(nn.Conv2d(...))`, `self.mlp_bns.append(nn.BatchNorm2d(...))`, or
   lists of copies, `nn.ModuleList([nn.Conv1d(c, c, k) for k in ks])`, `clones(Conv(c, c, 5), 3)`;
-  paired by position in `for conv, bn in zip(self.convs, self.bns)`), or
+  paired by position in `for conv, bn in zip(self.convs, self.bns)`; also `h = self.convs[i](h)`
+  then `if self.is_bn: h = self.bns[i](h)`, and a list of copies assigned in each branch of an
+  `if`, every branch reported), or
   added one after the other to one container, `cnn.add_module("conv1", nn.Conv2d(...))` then
   `cnn.add_module("bn1", nn.BatchNorm2d(...))` (also a name the builder binds to a biased
   convolution in each branch, `if index == 0: conv = nn.Conv2d(c_in, c, 3)` / `else: conv =
@@ -130,6 +133,7 @@ Lint and the doctor
     def _check_class(self, ctx: Context, cls: ast.ClassDef, reported: set[int]) -> Iterator[Finding]:
         convs: dict[str, list[tuple[int, ast.AST]]] = {}
         bns: dict[str, int] = {}
+        bn_nodes: dict[str, ast.AST] = {}
         for item in cls.body:
             if item.__class__ is not ast.FunctionDef or item.name != "__init__":
                 continue
@@ -152,6 +156,7 @@ Lint and the doctor
                 b = bn_dims(ctx, node.value)
                 if b is not None:
                     bns[t.attr] = b
+                    bn_nodes[t.attr] = node.value
         yield from self._module_list_pairs(ctx, cls, reported)
         if not convs or not bns:
             return
@@ -165,6 +170,9 @@ Lint and the doctor
                 if bn is None or bn not in bns or len(node.args) != 1:
                     continue
                 arg = _through(ctx, cls, node.args[0])
+                flat = _flattened(arg)  # self.bn1(h.view(-1, c)) after h = self.fc(x): the Linear's features stay last
+                if flat is not None:
+                    arg = flat
                 if arg.__class__ is ast.Name:
                     b = ctx.binding_at(arg.id, node)
                     value = _through(ctx, cls, b.value) if b is not None and b.kind == "assign" else None
@@ -177,6 +185,8 @@ Lint and the doctor
                     part = _through(ctx, cls, part)
                     conv = _self_attr_call(part) if part.__class__ is ast.Call else None
                     for d, conv_call in convs.get(conv or "", ()):
+                        if flat is not None and not _same_features(ctx, conv_call, bn_nodes.get(bn)):
+                            continue
                         if _matches(d, bns[bn]) and id(conv_call) not in reported:
                             reported.add(id(conv_call))
                             yield self._finding(ctx, conv_call)
@@ -202,21 +212,26 @@ Lint and the doctor
                 if node.__class__ is not ast.Call or len(node.args) != 1:
                     continue
                 inner = _through(ctx, cls, node.args[0])
+                if inner.__class__ is ast.Name:  # h = self.convs[i](h); if self.is_bn: h = self.bns[i](h)
+                    b = ctx.binding_at(inner.id, node)
+                    inner = _through(ctx, cls, b.value) if b is not None and b.kind == "assign" else inner
                 if inner.__class__ is not ast.Call:
                     continue
                 bn = _list_of(ctx, node.func, node, bns)
                 conv = _list_of(ctx, inner.func, inner, convs) if bn is not None else None
                 if conv is None:
                     continue
-                d, conv_call = convs[conv]
-                if _matches(d, bns[bn]) and id(conv_call) not in reported:
-                    reported.add(id(conv_call))
-                    yield self._finding(ctx, conv_call)
+                for d, conv_call in convs[conv]:
+                    if _matches(d, bns[bn]) and id(conv_call) not in reported:
+                        reported.add(id(conv_call))
+                        yield self._finding(ctx, conv_call)
 
 
-def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[int, ast.AST]], dict[str, int]]:
-    """The ``self.`` lists of ``__init__`` that biased convolutions / BatchNorms are appended to."""
-    convs: dict[str, tuple[int, ast.AST]] = {}
+def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, list[tuple[int, ast.AST]]], dict[str, int]]:
+    """The ``self.`` lists of ``__init__`` that biased convolutions / BatchNorms are appended to
+    (a list of copies assigned in each branch, ``if dilated: self.convs = nn.ModuleList([...])``
+    / ``else: ...``, gives one per branch)."""
+    convs: dict[str, list[tuple[int, ast.AST]]] = {}
     bns: dict[str, int] = {}
     local: dict[str, tuple[str, tuple[int, ast.AST] | int]] = {}
     init = next((i for i in cls.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
@@ -232,7 +247,7 @@ def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[i
                 d = conv_with_bias(ctx, layer) or wrapped_conv_with_bias(ctx, layer)
                 b = bn_dims(ctx, layer)
                 if d is not None:
-                    convs.setdefault(node.targets[0].attr, (d, layer))
+                    convs.setdefault(node.targets[0].attr, []).append((d, layer))
                 elif b is not None:
                     bns[node.targets[0].attr] = b
     for call in sorted(appends, key=lambda c: (c.lineno, c.col_offset)):
@@ -251,8 +266,8 @@ def _appended_layers(ctx: Context, cls: ast.ClassDef) -> tuple[dict[str, tuple[i
             d, b = (value, None) if kind == "conv" else (None, value)  # type: ignore[assignment]
             d = d[0] if d is not None else None  # type: ignore[index]
             arg = local[arg.id][1][1] if kind == "conv" else arg  # type: ignore[index]
-        if d is not None:
-            convs.setdefault(owner.attr, (d, arg))  # the first: an MLP's last Linear (its output) often has no norm after it
+        if d is not None and owner.attr not in convs:
+            convs[owner.attr] = [(d, arg)]  # the first: an MLP's last Linear (its output) often has no norm after it
         elif b is not None:
             bns[owner.attr] = b
     return convs, bns
@@ -315,6 +330,28 @@ def _channel_cat_parts(ctx: Context, call: ast.Call) -> list[ast.AST] | None:
     if dim is None or dim.__class__ is not ast.Constant or dim.value != 1 or dim.value is True:
         return None
     return list(call.args[0].elts)
+
+
+def _flattened(expr: ast.AST | None) -> ast.AST | None:
+    """``h.view(-1, c)`` / ``h.reshape(-1, c)``: ``h``, its leading axes folded into one."""
+    if expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in ("view", "reshape") \
+            and len(expr.args) == 2 and not expr.keywords and ast.dump(expr.args[0]) == _MINUS_ONE:
+        return expr.func.value
+    return None
+
+
+_MINUS_ONE = ast.dump(ast.parse("-1", mode="eval").body)
+
+
+def _same_features(ctx: Context, linear: ast.AST, bn: ast.AST | None) -> bool:
+    """An ``nn.Linear`` whose output size is written as the BatchNorm1d's feature count
+    (``nn.Linear(n, 2 * c)``, ``nn.BatchNorm1d(2 * c)``): folding the leading axes keeps its
+    features as the BatchNorm's channels, each bias entry a constant of one channel."""
+    if linear.__class__ is not ast.Call or ctx.qualname(linear.func) != "torch.nn.Linear" or bn.__class__ is not ast.Call:
+        return False
+    out = linear.args[1] if len(linear.args) > 1 else next((k.value for k in linear.keywords if k.arg == "out_features"), None)
+    feats = bn.args[0] if bn.args else next((k.value for k in bn.keywords if k.arg == "num_features"), None)
+    return out is not None and feats is not None and ast.dump(out) == ast.dump(feats)
 
 
 def _through(ctx: Context, cls: ast.ClassDef, expr: ast.AST | None) -> ast.AST | None:

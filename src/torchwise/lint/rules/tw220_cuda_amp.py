@@ -62,7 +62,8 @@ What it flags
   `with amp.scale_loss(loss, optimizer) as scaled:`, `amp.master_params(optimizer)` for clipping,
   `amp.state_dict()`/`amp.load_state_dict(...)` in checkpoints, and any other use of the module,
   once per statement: its internal loss scaler set by hand, `amp._amp_state.loss_scalers[0]._loss_scale = 2**20`,
-  `amp.register_float_function(torch, "sigmoid")`); the module imported under a name of its
+  `amp.register_float_function(torch, "sigmoid")`, also written through the package,
+  `apex.amp.register_half_function(torch, "einsum")`); the module imported under a name of its
   own (`import torch.cuda.amp as amp`, the line, when `amp.GradScaler()`... is used); apex's older
   `apex.fp16_utils`: the calls `FP16_Optimizer(optimizer, ...)`, `network_to_half(model)`,
   `convert_network(...)`, `prep_param_lists(...)`..., and the line importing them (a star import
@@ -147,7 +148,10 @@ Fix
         ``amp.init()``: once per statement, where the calls above are not."""
         seen: set[int] = set()
         for node in ctx.nodes.get(ast.Attribute, ()):
-            if node.value.__class__ is not ast.Name or node.value.id not in ctx.imports:
+            if node.value.__class__ is ast.Attribute:  # import apex; apex.amp.register_half_function(torch, "einsum")
+                if node.value.value.__class__ is not ast.Name or node.value.value.id not in ctx.imports or ctx.qualname(node.value) != "apex.amp":
+                    continue
+            elif node.value.__class__ is not ast.Name or node.value.id not in ctx.imports:
                 continue
             q = ctx.qualname(node)
             if q is None or not q.startswith("apex.amp.") or q in _APEX_CALLS:
@@ -155,7 +159,7 @@ Fix
             stmt = ctx.statement_of(node)
             if id(stmt) not in seen:
                 seen.add(id(stmt))
-                yield ctx.finding(self.code, node, f"apex {ctx.text(node)} is part of apex amp, which is unmaintained; "
+                yield ctx.finding(self.code, node, f"{'' if ctx.text(node).startswith('apex.') else 'apex '}{ctx.text(node)} is part of apex amp, which is unmaintained; "
                                   "native torch.amp replaces it", suggestion='use torch.autocast("cuda", ...) and '
                                   'torch.amp.GradScaler("cuda") (its loss scale: GradScaler(init_scale=...))')
 

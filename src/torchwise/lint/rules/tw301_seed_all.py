@@ -137,7 +137,9 @@ What it flags
   np.random.set_state(state)`), nor a DataLoader worker's reseeding (`def worker_init_fn(worker_id):
   numpy.random.seed(... + worker_id)`) or a worker process's (`np.random.seed(SEED)` in the
   function a `Process(target=...)` runs, with the seed it is handed), nor a literal seed that fixes a train/test split
-  (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`) in a file that seeds
+  (`random.seed(1234); random.shuffle(ids)`, then `ids[-n:]` / `ids[:-n]`; or a dataset's
+  `__init__(self, root, random_seed=123)` that seeds with that default and shuffles its own
+  items, `random.shuffle(self.rows)`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
   reproducible run for an unseeded torch generator to break. Nor does a seed that is the clock
   (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):

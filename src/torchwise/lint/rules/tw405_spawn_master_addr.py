@@ -83,8 +83,9 @@ What it flags
   `ctx.Process(target=run, ...)`, also Python's `multiprocessing.Process`), and the address may sit
   in a helper module of the project (`def multi_init(...)`: `dist_init_method = "tcp://localhost:10000"`,
   or `os.environ["MASTER_ADDR"] = "localhost"` in `def init_distributed(port=40112)`, handed to
-  `init_process_group`) called by a script that starts its workers by hand: reported there, at
-  the address. Likewise literal rendezvous arguments handed to a set-up helper
+  `init_process_group`) called by a script that starts its workers by hand, or the worker function
+  itself (`def train_distributed(rank, ...)`: `os.environ['MASTER_ADDR'] = 'localhost'`) that
+  another module starts with `spawn(train_distributed, ...)`: reported there, at the address. Likewise literal rendezvous arguments handed to a set-up helper
   (`ddp_setup(rank, world_size, master_addr="localhost", master_port=12355)`) in a function that
   another module of the project starts with `mp.spawn(train, ...)`: reported at that call.
 
@@ -135,7 +136,8 @@ Fix
             while ctx.function_of(func) is not None:
                 func = ctx.function_of(func)
             launcher = next((other.path for other, _ in project_calls(ctx, func.name) if _processes(other) or
-                             other.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")), None)
+                             other.calls_to("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes")), None) \
+                or _spawner_of(ctx, func.name)  # spawn(train_distributed, args=(...), nprocs=n) in __main__.py
             if launcher is not None:
                 yield ctx.finding(
                     self.code, node,
@@ -174,9 +176,15 @@ def _fixed_for_spawned(ctx: Context) -> Iterator[Finding]:
 
 def _spawned_elsewhere(ctx: Context, name: str) -> bool:
     """Another file of the project that imports this module starts ``name`` with ``spawn(name, ...)``."""
+    return _spawner_of(ctx, name) is not None
+
+
+def _spawner_of(ctx: Context, name: str) -> str | None:
+    """The path of another file of the project, naming this module, that starts ``name`` with
+    ``spawn(name, ...)``."""
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     needle = re.compile(rf"\bspawn\(\s*(?:[\w.]+\.)?{re.escape(name)}\b")
-    return any(p != ctx.path and "spawn(" in t and stem in t and needle.search(t) is not None for p, t in ctx.project.files)
+    return next((p for p, t in ctx.project.files if p != ctx.path and "spawn(" in t and stem in t and needle.search(t) is not None), None)
 
 
 # (Python's own multiprocessing starts workers by hand just the same: `mp.Process(target=process_main, ...)`)

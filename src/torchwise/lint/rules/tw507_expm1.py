@@ -32,7 +32,8 @@ class Expm1(Rule):
     doc = """\
 What it flags
   `torch.exp(x) - 1` with a literal 1, also the tensor-method form `(beta * t).exp() - 1` in a
-  file that imports torch (NumPy arrays have no `exp` method). Not flagged: a result rounded to a whole number right
+  file that imports torch (NumPy arrays have no `exp` method), and the negated form
+  `1 - torch.exp(-x)` (`1. - t.exp()`), which `-torch.expm1(-x)` computes exactly. Not flagged: a result rounded to a whole number right
   away (`torch.round(torch.exp(log_d) - 1)`, `(...).long()`), whose lost digits do not matter.
 
 Why it matters
@@ -43,24 +44,31 @@ Example
   y = torch.exp(x) - 1                                 # TW507
 
 Fix
-  `torch.expm1(x)` (also `torch.special.expm1`).
+  `torch.expm1(x)` (also `torch.special.expm1`); `1 - torch.exp(x)` is `-torch.expm1(x)`.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         for node in ctx.nodes.get(ast.BinOp, ()):
-            if node.op.__class__ is not ast.Sub or node.left.__class__ is not ast.Call:
+            if node.op.__class__ is not ast.Sub:
                 continue
-            right = node.right
-            if not (right.__class__ is ast.Constant and type(right.value) in (int, float) and right.value == 1):
+            if node.left.__class__ is ast.Call and _one(node.right):
+                exp, message, better = node.left, "torch.exp(x) - 1 loses precision for small x; use torch.expm1(x)", "torch.expm1(x)"
+            elif node.right.__class__ is ast.Call and _one(node.left):
+                exp, message, better = node.right, "1 - torch.exp(x) loses precision for small x; use -torch.expm1(x)", "-torch.expm1(x)"
+            else:
                 continue
-            func = node.left.func
+            func = exp.func
             q = ctx.qualname(func)
-            method = q is None and func.__class__ is ast.Attribute and func.attr == "exp" and not node.left.args \
-                and not node.left.keywords and any(v.split(".", 1)[0] == "torch" for v in ctx.imports.values())
+            method = q is None and func.__class__ is ast.Attribute and func.attr == "exp" and not exp.args \
+                and not exp.keywords and any(v.split(".", 1)[0] == "torch" for v in ctx.imports.values())
             # (...).exp() - 1: the tensor method (NumPy arrays have none)
             if (q == "torch.exp" or method) and not _rounded(ctx, node):
-                yield ctx.finding(self.code, node, "torch.exp(x) - 1 loses precision for small x; use torch.expm1(x)",
-                                  suggestion="torch.expm1(x)")
+                yield ctx.finding(self.code, node, message, suggestion=better)
+
+
+def _one(node: ast.AST) -> bool:
+    """A literal 1 (``1``, ``1.``, ``1.0``)."""
+    return node.__class__ is ast.Constant and type(node.value) in (int, float) and node.value == 1
 
 
 RULE = Expm1()

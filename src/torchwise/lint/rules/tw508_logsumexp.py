@@ -18,6 +18,9 @@ def _shifted_by_max(ctx: Context, exp: ast.Call) -> bool:
     ``x.max(dim, keepdim=True)[0]``, ``x.amax(...)``, ``.values``, directly or through a name
     bound from it, ``m, _ = torch.max(x, dim=1)``): the written-out stable log-sum-exp."""
     arg = exp.args[0] if exp.args else None
+    if arg is not None and arg.__class__ is ast.Name:  # value0 = value - m; torch.exp(value0)
+        b = ctx.binding_at(arg.id, arg)
+        arg = b.value if b is not None and b.kind == "assign" else None
     if arg is None or arg.__class__ is not ast.BinOp or arg.op.__class__ is not ast.Sub:
         return False
     shift, base = arg.right, _detached(arg.left)
@@ -64,7 +67,9 @@ What it flags
   Not flagged: the stable form written out, where the exponent already subtracts the maximum
   of the same tensor (`m + torch.log(torch.sum(torch.exp(x - m), dim))` with `m` from
   `torch.max(x, dim, keepdim=True)`, `x.max(dim)[0]`, `x.amax(...)`, also the maximum of
-  `x.data` or `x.detach()`, or of the whole tensor, `x_max = x.data.max()`): nothing overflows there.
+  `x.data` or `x.detach()`, or of the whole tensor, `x_max = x.data.max()`), also through a
+  name bound to the shifted tensor (`x0 = x - m; torch.log(torch.sum(torch.exp(x0), dim))`):
+  nothing overflows there.
 
 Why it matters
   `exp` overflows to inf for inputs above about 88 in float32 (about 11 in float16) and

@@ -88,18 +88,38 @@ def _exported(ctx: Context, name: str) -> bool:
     return installable(ctx)
 
 
+def extension_only(setup_text: str) -> bool:
+    """A ``setup.py`` that only builds a compiled extension (``ext_modules=[CppExtension(...)]``)
+    and installs no Python module (no ``packages``, ``py_modules``, ``package_dir``, ``scripts``,
+    ``entry_points``, no ``**kwargs``): the scripts beside it are no API."""
+    return "ext_modules" in setup_text and not any(w in setup_text for w in (
+        "packages", "py_modules", "package_dir", "scripts", "entry_points", "**"))
+
+
+def _extension_setup_at(folder: str) -> bool:
+    """``folder`` holds a ``setup.py`` that only builds an extension, and no other package file."""
+    if any(os.path.isfile(os.path.join(folder, f)) for f in _PACKAGE_FILES if f != "setup.py"):
+        return False
+    try:
+        with open(os.path.join(folder, "setup.py"), encoding="utf-8", errors="replace") as fh:
+            return extension_only(fh.read())
+    except OSError:
+        return False
+
+
 def installable(ctx: Context) -> bool:
     """The file lies in an installable package: ``setup.py``, ``pyproject.toml`` or ``setup.cfg``
-    at or above its folder (found once per file)."""
+    at or above its folder (found once per file) - not a ``setup.py`` that only compiles an
+    extension (:func:`extension_only`)."""
     found = ctx._cache.get("neverruns:package")
     if found is None:
         folder = os.path.dirname(os.path.abspath(ctx.path))
         found = any(os.path.basename(p) in _PACKAGE_FILES and folder.startswith(os.path.dirname(os.path.abspath(p)))
-                    for p, _ in ctx.project.files)
+                    and not extension_only(t) for p, t in ctx.project.files)
         if not found:
             here = folder
             for _ in range(6):  # setup.py / pyproject.toml are not Python files of the project: look on disk
-                if any(os.path.isfile(os.path.join(here, f)) for f in _PACKAGE_FILES):
+                if any(os.path.isfile(os.path.join(here, f)) for f in _PACKAGE_FILES) and not _extension_setup_at(here):
                     found = True
                     break
                 root = ctx.project.root

@@ -5,9 +5,13 @@ comment, ``# flops = count_flops(model, n)``; a copy of it that another module d
 from a third is no use either), or that only dead code names (``sequence_mask`` called only by the
 ``forward`` of a ``GlobalAttention`` class nobody builds; also in another module, or the ``if
 __name__ == "__main__":`` demo of a module the project imports); and a function or method whose name
-occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string or
-a comment). Per-call rules (TW104, TW205, TW402, TW403) report nothing there: it never runs
-(ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
+occurs nowhere in the project but in its own ``def`` (no call, no reference, not even a string;
+a mention in a comment, ``# train_graph_completion(args)``, is no use either). A
+``test*`` function is called by a test runner only in a test module: in a training script it is
+dead like any other name. A script that no other file imports or names calls nothing of theirs,
+so their own functions of the same name (``train`` of another script) do not keep its ``train``
+alive. Per-call rules
+(TW104, TW205, TW402, TW403) report nothing there: it never runs (ruling R5 of issue 22). Only in a script or a module the project imports: a module nobody imports
 is an entry point of a library, whose callers are not in the project - unless it is an old version
 of a class or function the project imports from another module (:mod:`.superseded`). A class is
 never dead where its module, or one that names it, picks classes by a computed name (``Model =
@@ -25,13 +29,12 @@ from bisect import bisect_right
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.cliexposed import cli_exposed
-from torchwise.lint.semantics.deadtext import (CALLED_BY_NAME, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
-                                                used_beyond_import)
+from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
+                                                used_beyond_import, words)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.superseded import superseded
 
-_FIRE_ALL = re.compile(r"^[ \t]*(?:fire\.)?Fire\(\)", re.M)
 _NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
 _ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
 
@@ -92,15 +95,9 @@ def _in_named_once_function(ctx: Context, node: AST) -> bool:
     func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
     while func is not None:
         if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and (named_once(ctx, func) or only_dead_callers(ctx, func, 3)):
-            return not _fire_command(ctx, func)
+            return not (ctx.scope_of(func).__class__ is ast.Module and cli_exposed(ctx, func))  # a `fire.Fire()` command
         func = ctx.function_of(func)
     return False
-
-
-def _fire_command(ctx: Context, func: AST) -> bool:
-    """A module-level function of a script that ends in ``fire.Fire()`` with no argument: Fire
-    makes every module-level function a command of the script (``python main.py gen ...``)."""
-    return "Fire()" in ctx.source and ctx.scope_of(func).__class__ is ast.Module and _FIRE_ALL.search(ctx.source) is not None
 
 
 def dead_ranges(ctx: Context, lines: set[int] | None = None) -> list[tuple[int, int]]:
@@ -276,12 +273,10 @@ def names_module(ctx: Context, path: str, text: str, stem: str) -> bool:
 
 def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     name = top.name
-    if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or CALLED_BY_NAME.match(name):
+    if not all(map(_inert_decorator, top.decorator_list)) or name.startswith("__") or called_by_name(name, ctx.path):
         return False  # a decorator may register it (`@register_model`): alive unless it only writes a docstring
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
-    if _fire_command(ctx, top):
-        return False  # `fire.Fire()` with no argument: every module-level function is a command of the script
     word = re.compile(r"\b" + re.escape(name) + r"\b")
     spans, demo = _top_level_spans(ctx), _main_block(ctx)
     starts = ctx._cache.get("deadcode:starts")
@@ -308,11 +303,28 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    if _named_by_no_file(ctx, stem):
+        return not named_in_references(ctx, name)  # a script no file imports: the others' names are their own
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
                    and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
+
+
+def _named_by_no_file(ctx: Context, stem: str) -> bool:
+    """No other Python file of the project imports this module or names it at all (no import, no
+    ``runpy``/``subprocess`` path, no string): a script run by hand, whose functions no other
+    module can call - a ``train`` of another script is that script's own. Not where the script
+    hands its functions to a command line by name (``fire.Fire()``) or picks one by a computed
+    name (``globals()[args.cmd]``, ``eval(name)``, ``sys.modules``)."""
+    found = ctx._cache.get("deadcode:unnamed")
+    if found is None:
+        source = ctx.source
+        found = not ctx._cache.get("deadcode:imported", True) and "Fire(" not in source and "sys.modules" not in source \
+            and not _dynamic(source) and not any(p != ctx.path and stem in t and words(t, stem, 1) for p, t in ctx.project.files)
+        ctx._cache["deadcode:unnamed"] = found
+    return found
 
 
 # decorators that only document or fill in a class, registering nothing (the docstring helpers of

@@ -65,7 +65,7 @@ def only_dead_callers(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef
     if key in ctx._cache:
         return ctx._cache[key]
     ctx._cache[key] = False  # recursion counts as alive while it is worked out
-    found = not any(p != ctx.path and name in t and words(t, name, 1) for p, t in ctx.project.files) \
+    found = not any(p != ctx.path and name in t and words(t, name, 1, code=True) for p, t in ctx.project.files) \
         and not named_in_references(ctx, name) and _mentions_dead(ctx, func, depth)
     ctx._cache[key] = found
     return found
@@ -100,6 +100,9 @@ def _mentions_dead(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, d
 
 
 def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``func``'s name occurs in no Python file of the project but in its own ``def`` (a mention
+    in a comment, ``# train_graph_completion(args, loader)``, calls nothing) and in no config,
+    shell script or notebook."""
     name = func.name
     if not _plain(func):
         return False
@@ -109,7 +112,7 @@ def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         found = 0
         for _, text in ctx.project.files:
             if name in text:
-                found += words(text, name, 2 - found)
+                found += words(text, name, 2 - found, code=True)
                 if found > 1:
                     break
         if found == 1 and named_in_references(ctx, name):

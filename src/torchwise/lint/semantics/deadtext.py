@@ -10,9 +10,22 @@ import re
 from functools import lru_cache
 
 from torchwise.lint.engine import Context
+from torchwise.lint.semantics.files import is_test_path
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
 CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
+
+
+def called_by_name(name: str, path: str) -> bool:
+    """A framework calls ``name`` by itself: an entry point's name (``main``, ``run``), or a
+    ``test*`` function of a test module (``test_*.py``, ``*_test.py``, a ``tests/`` folder) that
+    pytest collects. A ``test_vae_epoch`` of a training script is no test: pytest never collects
+    it, only a call runs it."""
+    if not CALLED_BY_NAME.match(name):
+        return False
+    if not name.startswith("test") or name in ("main", "setup", "run", "cli"):
+        return True
+    return is_test_path(path)
 
 
 def owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str]) -> bool:
@@ -32,7 +45,7 @@ def owners_look_local(ctx: Context, path: str, text: str, word: re.Pattern[str])
                 break
         else:
             return False  # module-level code (or unreadable by indentation): a use
-        if not owner or CALLED_BY_NAME.match(owner) or any(
+        if not owner or called_by_name(owner, path) or any(
                 p != path and owner in t and lines_naming(t, owner) for p, t in ctx.project.files):
             return False
     return True
@@ -167,14 +180,29 @@ def used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
     return not commented_call and any(d in text for d in DYNAMIC)
 
 
-def words(text: str, name: str, limit: int) -> int:
-    """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``)."""
+def words(text: str, name: str, limit: int, code: bool = False) -> int:
+    """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``); with
+    ``code``, not in a comment (``# train_graph_completion(args, loader)``: a call commented out
+    runs nothing)."""
     n, size = 0, len(name)
     pos = text.find(name)
     while pos >= 0 and n < limit:
         before = text[pos - 1] if pos else " "
         after = text[pos + size] if pos + size < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_") and not (code and commented(text, pos)):
             n += 1
         pos = text.find(name, pos + 1)
     return n
+
+
+def commented(text: str, pos: int) -> bool:
+    """The text at ``pos`` lies in a comment: a ``#`` before it on its line, outside a string
+    (quotes counted on the line before the ``#``; a ``#`` in ``"#%d"`` opens no comment)."""
+    start = text.rfind("\n", 0, pos) + 1
+    hash_at = text.find("#", start, pos)
+    while hash_at >= 0:
+        head = text[start:hash_at]
+        if head.count("'") % 2 == 0 and head.count('"') % 2 == 0:
+            return True
+        hash_at = text.find("#", hash_at + 1, pos)
+    return False

@@ -26,22 +26,48 @@ def split_seed(ctx: Context, call: ast.Call, family: str) -> bool:
     """``random.seed(1234); random.shuffle(ids)``: a literal seed that fixes one reordering of the
     data for a train/test split - the next statement draws it from the same generator, the
     statements after it cut it into parts (``ids[-n:]``), and no other generator is seeded in
-    the file. The split is reproducible on purpose; the run makes no attempt at reproducibility
+    the file. Also a dataset's ``__init__`` that seeds with a parameter defaulting to a literal
+    (``random_seed=123``) and shuffles its own items (``random.shuffle(self.items)``): one fixed
+    order for the split made from it. The split is reproducible on purpose; the run makes no attempt at reproducibility
     that an unseeded torch generator would break."""
     stmt = ctx.statement_of(call)
     body = getattr(ctx.parent(stmt), getattr(stmt, "_tw_field", ""), None)
     if not isinstance(body, list) or stmt not in body or body.index(stmt) + 1 >= len(body):
         return False
-    if not call.args or call.args[0].__class__ is not ast.Constant:
+    if not call.args or call.args[0].__class__ is not ast.Constant and not _literal_default(ctx, call.args[0]):
         return False  # a seed handed in (per epoch, per run) is the run's seeding
     after = body[body.index(stmt) + 1]
     draws = [c for c in ast.walk(after) if c.__class__ is ast.Call and (ctx.qualname(c.func) or "") in _SPLIT_DRAWS
              and SEEDERS.get((ctx.qualname(c.func) or "").rsplit(".", 1)[0] + ".seed") == family]
-    if not draws or not _sliced_after(body[body.index(stmt) + 1:body.index(stmt) + 6], draws[0], after):
+    if not draws or not (_sliced_after(body[body.index(stmt) + 1:body.index(stmt) + 6], draws[0], after)
+                         or _orders_own_items(ctx, draws[0])):
         return False
     return not any(
         SEEDERS.get(ctx.qualname(c.func) or "") not in (None, family) for name in ("seed", "manual_seed", "manual_seed_all")
         for c in ctx.calls_named(name))
+
+
+def _literal_default(ctx: Context, seed: ast.AST) -> bool:
+    """``random.seed(random_seed)`` in ``def __init__(self, root, random_seed=123)``: a parameter
+    of ``__init__`` whose default is a literal number - the dataset's own fixed order."""
+    func = ctx.function_of(seed)
+    if seed.__class__ is not ast.Name or func is None or func.__class__ is not ast.FunctionDef or func.name != "__init__":
+        return False
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][::-1], args.defaults[::-1]))
+    defaults.update({a.arg: v for a, v in zip(args.kwonlyargs, args.kw_defaults) if v is not None})
+    value = defaults.get(seed.id)
+    return value is not None and value.__class__ is ast.Constant and type(value.value) is int
+
+
+def _orders_own_items(ctx: Context, draw: ast.Call) -> bool:
+    """``random.shuffle(self.items)`` in ``__init__``: the dataset fixes the order of its own items
+    once (the order its train/validation/test indices are cut from)."""
+    func = ctx.function_of(draw)
+    target = draw.args[0] if len(draw.args) == 1 else None
+    return func is not None and func.__class__ is ast.FunctionDef and func.name == "__init__" and \
+        target.__class__ is ast.Attribute and target.value.__class__ is ast.Name and target.value.id == "self"
 
 
 def _sliced_after(stmts: list[ast.stmt], draw: ast.Call, first: ast.stmt) -> bool:
