@@ -40,6 +40,8 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
         # loader = zip(labeled_loader, unlabeled_loader): pinned when every zipped loader is
         verdicts = [_pinned_source(ctx, _loop_source(a), loop, names) for a in src.args]
         return all(verdicts)
+    if src.__class__ is ast.IfExp:  # tqdm(self.dataset) if self.is_master else self.dataset: one loader either way
+        return all(_pinned_source(ctx, _loop_source(a), loop, names) for a in (src.body, src.orelse))
     verdict = loader_pinned(ctx, src, loop)
     if verdict is not None:
         return verdict

@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.arraydtypes import same_dtype
+from torchwise.lint.semantics.arrayflow import helper_returns, param_from_every_caller
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
@@ -32,6 +33,7 @@ def _assigned(ctx: Context, name: ast.Name, use: ast.AST | None) -> tuple[ast.AS
     return (b.value, b.node) if b is not None and b.kind == "assign" else None
 
 
+_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
 # array methods that return a new (or reshaped) array
 _ARRAY_METHODS = frozenset({"astype", "reshape", "transpose", "copy", "flatten", "ravel", "squeeze", "swapaxes"})
 
@@ -43,20 +45,38 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
         return False
     if expr.__class__ is ast.Name:
         bound = _assigned(ctx, expr, use)
+        if bound is None and methods:  # a parameter every caller hands an array (_write_back(net, total))
+            return param_from_every_caller(ctx, expr, use or expr, _deep_ndarray, depth, "ndarray")
         return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
     if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
         return is_ndarray(ctx, expr.value, use, depth, methods)
+    if methods and expr.__class__ is ast.BinOp and expr.op.__class__ in _ELEMENTWISE:  # total / n: an array
+        return is_ndarray(ctx, expr.left, use, depth - 1, methods) or is_ndarray(ctx, expr.right, use, depth - 1, methods)
+    if methods and expr.__class__ is ast.Subscript and _sliced(expr.slice):
+        return is_ndarray(ctx, expr.value, use, depth, methods)  # flat[at:at + n]: a slice of an array is one
     if expr.__class__ is not ast.Call:
         return False
     if methods and expr.func.__class__ is ast.Attribute and expr.func.attr in _ARRAY_METHODS and ctx.qualname(expr.func) is None:
         return is_ndarray(ctx, expr.func.value, use, depth, methods)
     q = ctx.qualname(expr.func)
-    if q is not None:
+    if q is not None and q.startswith("numpy."):
         if q.startswith("numpy.random."):
             return q.rsplit(".", 1)[1] in _NP_RANDOM and bool(expr.args)
-        return q.startswith("numpy.") and q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
+        return q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
     func = expr.func
-    return func.__class__ is ast.Attribute and func.attr == "numpy" and not expr.args and last_name(func.value) != "np"
+    if func.__class__ is ast.Attribute and func.attr == "numpy":
+        return not expr.args and last_name(func.value) != "np"
+    # a helper of the project every return of which is an array (heat_targets(...) from `from utils import *`)
+    return methods and (q is None or not q.startswith("torch.")) and helper_returns(ctx, expr, _deep_ndarray, depth, "ndarray")
+
+
+def _deep_ndarray(ctx: Context, expr: ast.AST, use: ast.AST, depth: int) -> bool:
+    return is_ndarray(ctx, expr, use, depth, methods=True)
+
+
+def _sliced(index: ast.AST) -> bool:
+    """``a[i:j]``, ``a[:, k:]``: an index with a slice in it, which keeps an array an array."""
+    return index.__class__ is ast.Slice or index.__class__ is ast.Tuple and any(e.__class__ is ast.Slice for e in index.elts)
 
 
 # OpenCV functions that return a new image array
@@ -107,7 +127,7 @@ class TensorCopiesNdarray(Rule):
     code = "TW206"
     per_call = True
     name = "tensor-copies-ndarray"
-    triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(")
+    triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(", "import *")
     doc = """\
 What it flags
   `torch.tensor(a)` (also through a module-level alias, `tensor = torch.tensor`, of the file or
@@ -171,8 +191,9 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         decoders = "vread(" in ctx.source or "imread(" in ctx.source
-        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders:
-            return
+        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders \
+                and "import *" not in ctx.source:
+            return  # (a star import may hand on a helper that returns arrays)
         for call in [*ctx.calls_to("torch.tensor"), *alias_calls(ctx, "torch.tensor")]:
             if not call.args or any(k.arg is None for k in call.keywords):
                 continue
