@@ -135,7 +135,12 @@ What it flags
   NumPy array function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of
   `.numpy()`, or a name bound to one of these; where it is paid per batch (see below), also an
   array method's result on one (`mels = np.stack(windows).astype(np.float32)` in a collate
-  function). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
+  function), a slice of one or arithmetic on one (`flat[at:at + n]`, `total / size`), a parameter
+  every caller - in the file and in the modules importing it, one at least - hands such an array
+  (`_write_back(net, np.zeros_like(flat))`), and the result of a helper of the project - of the
+  file, the module it is imported from, or a module the file star-imports (`from utils import *`)
+  - every `return` of which is one (`target = gt_creator(...)`, then `t.tensor(target)` every
+  batch). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off

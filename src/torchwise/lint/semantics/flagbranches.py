@@ -1,4 +1,4 @@
-"""Branches a call selects, and the calls that run a class's ``__call__``. Branches:  the DataLoaders a loader-building function makes on the side of an
+"""Branches a call selects:  the DataLoaders a loader-building function makes on the side of an
 ``if`` on one of its parameters that a call's constant decides (``create_dataloader(hp, args,
 train=True)`` with ``if train: return DataLoader(..., pin_memory=True)`` / ``else: return
 DataLoader(...)``): only the pinned training loader comes back to that caller (TW204)."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from torchwise.lint.engine import AST, Context, argument, last_name
+from torchwise.lint.engine import AST, argument, last_name
 
 _UNKNOWN = object()
 
@@ -86,25 +86,3 @@ def selected_test(call: ast.Call, test: Callable[..., int | None]) -> Callable[[
         return test(func, dropped) if dropped else None
     return run
 
-
-def instance_calls(ctx: Context, cls: ast.ClassDef) -> list[ast.Call]:
-    """Calls of instances of the file's class ``cls`` (which run its ``__call__``): ``ev(net, dl)``
-    where ``ev = Evaluator(...)`` in the same function, or ``Evaluator(...)(net, dl)``."""
-    if ctx.local_classes.get(cls.name) is not cls:
-        return []
-    out = []
-    for made in ctx.calls_named(cls.name):
-        if made.func.__class__ is not ast.Name:
-            continue
-        parent = ctx.parent(made)
-        if parent.__class__ is ast.Call and parent.func is made:
-            out.append(parent)
-        elif parent.__class__ is ast.Assign and len(parent.targets) == 1 and parent.targets[0].__class__ is ast.Name:
-            name = parent.targets[0].id
-            scope = ctx.function_of(made)
-            for call in ctx.calls_named(name):
-                if call.func.__class__ is ast.Name and ctx.function_of(call) is scope:
-                    b = ctx.binding_at(name, call)
-                    if b is not None and b.node is parent:
-                        out.append(call)
-    return out

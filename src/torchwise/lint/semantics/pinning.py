@@ -11,7 +11,8 @@ import ast
 from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
 from torchwise.lint.semantics.callers import project_arguments
 from torchwise.lint.semantics.configdefaults import default_off
-from torchwise.lint.semantics.flagbranches import call_constants, instance_calls, selected_test, unselected_loaders
+from torchwise.lint.semantics.flagbranches import call_constants, selected_test, unselected_loaders
+from torchwise.lint.semantics.instancecalls import instance_calls
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
