@@ -259,3 +259,34 @@ FIND += [
                     opt.step()
     """), 3),
 ]
+
+# ------------------------------------------------------------- TW206 a dataset built once
+_FP = d("""
+    import numpy as np
+    def fingerprint(mol, size):
+        arr = np.zeros((size,))
+        arr[hash(mol) % size] = 1
+        return arr
+""")
+PROJECTS += [
+    ProjectShape("TW206", "look-alike: a helper's arrays copied in the loop of a Dataset's _process(), which builds it once",
+                 {"feats.py": _FP, "data.py": d("""
+                     import pickle
+                     import torch
+                     from torch.utils.data import Dataset
+                     from feats import fingerprint
+                     class Prints(Dataset):
+                         def __init__(self, mols, path):
+                             self.mols, self.path = mols, path
+                             self._process()
+                         def _process(self):
+                             rows = []
+                             for m in self.mols:
+                                 rows.append(torch.tensor(fingerprint(m, 512)))
+                             with open(self.path, "wb") as f:
+                                 pickle.dump(rows, f)
+                             self.rows = rows
+                         def __getitem__(self, i):
+                             return self.rows[i]
+                 """)}),
+]

@@ -115,6 +115,15 @@ def _per_batch(ctx: Context, call: ast.Call) -> bool:
     return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in BATCH_WORDS)
 
 
+def _dataset_build(ctx: Context, call: ast.Call) -> bool:
+    """In a method of a Dataset class that is not its per-item path (``_process()`` looping over every
+    molecule to build and save the dataset once): construction, not per item."""
+    func = ctx.function_of(call)
+    cls = ctx.parent(func) if func is not None else None
+    return cls.__class__ is ast.ClassDef and any("Dataset" in b for b in [*ctx.local_class_bases(cls.name), cls.name]) \
+        and per_item_function(ctx, call) is None
+
+
 def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
     """``buf.astype(np.int32)`` (a NumPy dtype, or its name as a string): a fresh array."""
     if expr.__class__ is not ast.Call or expr.func.__class__ is not ast.Attribute or expr.func.attr != "astype" or not expr.args:
@@ -140,7 +149,8 @@ What it flags
   (`_write_back(net, np.zeros_like(flat))`), and the result of a helper of the project - of the
   file, the module it is imported from, or a module the file star-imports (`from utils import *`)
   - every `return` of which is one (`target = gt_creator(...)`, then `t.tensor(target)` every
-  batch). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
+  batch; not in a Dataset's methods other than its per-item path: a `_process()` building the
+  dataset once). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
@@ -228,8 +238,8 @@ Fix
                                       "torch.from_numpy(a) (or torch.as_tensor(a)), which shares the array's memory",
                                       end_node=call.func)
                 continue
-            if not plain and not _per_batch(ctx, call):
-                continue  # np.stack(rows).astype(np.float32) copied once at set-up
+            if not plain and (not _per_batch(ctx, call) or _dataset_build(ctx, call)):
+                continue  # np.stack(rows).astype(np.float32) copied once at set-up; a dataset's _process() loop
             if set_up_only(ctx, call):
                 continue  # one-time set-up: a noise schedule built in __init__, weights drawn in create_mlp()
             if in_demo_main(ctx, call):
