@@ -40,6 +40,8 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
         # loader = zip(labeled_loader, unlabeled_loader): pinned when every zipped loader is
         verdicts = [_pinned_source(ctx, _loop_source(a), loop, names) for a in src.args]
         return all(verdicts)
+    if src.__class__ is ast.IfExp:  # tqdm(self.dataset) if self.is_master else self.dataset: one loader either way
+        return all(_pinned_source(ctx, _loop_source(a), loop, names) for a in (src.body, src.orelse))
     verdict = loader_pinned(ctx, src, loop)
     if verdict is not None:
         return verdict
@@ -162,9 +164,13 @@ What it flags
   a call (`self.loader, self.class_num = get_train_loader(conf)`: that function's loaders) - or where every
   call of the project that passes that parameter by keyword (`trainer_class(...,
   train_dataloader=train_dataloader)`, a class chosen by the config) hands in a pinned loader;
+  or comes from a project function that pins the loaders of the branch the call's constant selects
+  (`create_dataloader(hp, args, train=True)` with `if train: return DataLoader(..., pin_memory=True)`
+  and an unpinned test loader in the `else`; `if mode == "train":`, `if not train:` too),
   or is a parameter (whatever its name: `gen`) whose callers - in the
   file, or in the modules that import it (`engine.train(model, train_loader, ...)`,
-  `fit_one_epoch(model, ..., gen, gen_val, ...)`) - hand in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
+  `fit_one_epoch(model, ..., gen, gen_val, ...)`; for a parameter of a class's `__call__`, the calls
+  of its instances, `ev = SegEval(...)`, `ev(net, val_loader)`) - hand in pinned loaders - also when the copying file never names a loader or `pin_memory` (the
   loaders come from `get_sets(...)` of a data module). Loaders kept in a dict count: built in a
   dict comprehension (`{split: DataLoader(..., pin_memory=True) for split in splits}`) and
   iterated as `loaders[phase]`, or stored as an item (`loaders["aux"] = DataLoader(...)`; with a
@@ -177,7 +183,8 @@ What it flags
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
   `stream = tqdm(enumerate(loader))`, or to a zip of loaders, `loader = zip(loader_l, loader_u)`,
-  when every zipped loader is pinned) or a logging iterator given the loader
+  when every zipped loader is pinned; a conditional `tqdm(loader) if is_master else loader` when
+  each arm is) or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in either branch of an
   `if` (`if fp16: x = x.to(device).half()` / `else: x = x.to(device)`), copies in a method the loop
   calls with the batch (one caller that hands it in is enough; also through one more method

@@ -12,6 +12,8 @@ from torchwise.lint.semantics.builtmodules import built_module
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METHODS, cpu_factory
+from torchwise.lint.semantics.exampleinputs import example_input
+from torchwise.lint.semantics.instancecalls import once_per_instance_call
 from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
 from torchwise.lint.semantics.movetargets import move_target, tensor_target
 from torchwise.lint.semantics.memos import memoized
@@ -24,22 +26,6 @@ from torchwise.lint.semantics.sizebuilders import size_builder_call
 from torchwise.lint.semantics.unselected import only_unselected, unselected_branch
 from torchwise.lint.semantics.stored import branch_alternatives, stored_then_moved
 from torchwise.lint.semantics.handoff import copied_by_new_tensor, moved_sources, rarely_moved, unwrap_variable
-
-# calls whose argument is an example input, used once (to trace or draw the graph)
-_EXAMPLE_TAKERS = frozenset({"add_graph", "trace", "summary", "export", "profile"})
-
-
-def _traced(ctx: Context, node: ast.AST) -> bool:
-    """An example input: inside ``torch.jit.trace(...)``/``torch.onnx``/``torch.fx`` (where the
-    move is recorded), or an argument of ``writer.add_graph(...)``, ``summary(...)``: made once."""
-    for anc in ctx.ancestors(node):
-        if anc.__class__ is ast.Call:
-            if (ctx.qualname(anc.func) or "").startswith(("torch.jit.", "torch.onnx.", "torch.fx.")):
-                return True
-            if last_name(anc.func) in _EXAMPLE_TAKERS:
-                return True
-    return False
-
 
 class CreateThenMove(Rule):
     code = "TW205"
@@ -213,6 +199,13 @@ What it flags
   back to None in it), nor a helper a script calls once per setting (`for k in args.nb_knn:` over
   numbers given on the command line, `for res in RESOLUTIONS:` over constants written in it; also an
   allocation inside such a loop, `for K in args.nmb_prototypes:` in a clustering step run once per epoch).
+  Nor is what an evaluator object allocates before walking the data in its `__call__` (a plain class,
+  not an `nn.Module`, whose instances the file calls outside any loop and no other module names:
+  `hist = torch.zeros(n, n).cuda()` before `for imgs, label in dl:`, one per evaluation), nor what a
+  helper makes before its loop when the helper is what a `for` loop iterates (`for x in
+  batch_iter(X, shuffle=True):` drawing `torch.randperm(n).cuda()` first) and that loop runs the
+  training steps inside epoch loops only (`while True:`, `for epoch in range(n):`), or a pass sits
+  under a modulo test (`if itr % args.val_freq == 0:`): once per pass over the data.
   Nor is an empty placeholder returned early, `if len(boxes) == 0: return torch.zeros(0, 5).cuda()`
   (no element to copy). Nor is a move to the device of a tensor made on the CPU in the same function
   (`coin = torch.bernoulli(torch.tensor(self.p))`, then `torch.tensor(1.).to(coin.device)`):
@@ -334,9 +327,10 @@ Fix
 
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
-        return dead_code(ctx, here) or runs_once(ctx, here) or _traced(ctx, site) or _made_once_per_request(ctx, site) \
+        return dead_code(ctx, here) or runs_once(ctx, here) or example_input(ctx, site) or _made_once_per_request(ctx, site) \
             or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) \
-            or fallback_never_taken(ctx, here) or unselected_branch(ctx, here) or only_unselected(ctx, ctx.function_of(here))
+            or fallback_never_taken(ctx, here) or unselected_branch(ctx, here) or only_unselected(ctx, ctx.function_of(here)) \
+            or once_per_instance_call(ctx, here)
 
     def _finding(self, ctx: Context, call: ast.Call, site: ast.Call, made: tuple[ast.Call, bool, str], separate: bool,
                  via: str, target: ast.AST | bool) -> Finding:

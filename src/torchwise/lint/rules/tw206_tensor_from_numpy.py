@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.arraydtypes import same_dtype
+from torchwise.lint.semantics.arrayflow import helper_returns, param_from_every_caller
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
@@ -32,6 +33,7 @@ def _assigned(ctx: Context, name: ast.Name, use: ast.AST | None) -> tuple[ast.AS
     return (b.value, b.node) if b is not None and b.kind == "assign" else None
 
 
+_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
 # array methods that return a new (or reshaped) array
 _ARRAY_METHODS = frozenset({"astype", "reshape", "transpose", "copy", "flatten", "ravel", "squeeze", "swapaxes"})
 
@@ -43,20 +45,38 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
         return False
     if expr.__class__ is ast.Name:
         bound = _assigned(ctx, expr, use)
+        if bound is None and methods:  # a parameter every caller hands an array (_write_back(net, total))
+            return param_from_every_caller(ctx, expr, use or expr, _deep_ndarray, depth, "ndarray")
         return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
     if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
         return is_ndarray(ctx, expr.value, use, depth, methods)
+    if methods and expr.__class__ is ast.BinOp and expr.op.__class__ in _ELEMENTWISE:  # total / n: an array
+        return is_ndarray(ctx, expr.left, use, depth - 1, methods) or is_ndarray(ctx, expr.right, use, depth - 1, methods)
+    if methods and expr.__class__ is ast.Subscript and _sliced(expr.slice):
+        return is_ndarray(ctx, expr.value, use, depth, methods)  # flat[at:at + n]: a slice of an array is one
     if expr.__class__ is not ast.Call:
         return False
     if methods and expr.func.__class__ is ast.Attribute and expr.func.attr in _ARRAY_METHODS and ctx.qualname(expr.func) is None:
         return is_ndarray(ctx, expr.func.value, use, depth, methods)
     q = ctx.qualname(expr.func)
-    if q is not None:
+    if q is not None and q.startswith("numpy."):
         if q.startswith("numpy.random."):
             return q.rsplit(".", 1)[1] in _NP_RANDOM and bool(expr.args)
-        return q.startswith("numpy.") and q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
+        return q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
     func = expr.func
-    return func.__class__ is ast.Attribute and func.attr == "numpy" and not expr.args and last_name(func.value) != "np"
+    if func.__class__ is ast.Attribute and func.attr == "numpy":
+        return not expr.args and last_name(func.value) != "np"
+    # a helper of the project every return of which is an array (heat_targets(...) from `from utils import *`)
+    return methods and (q is None or not q.startswith("torch.")) and helper_returns(ctx, expr, _deep_ndarray, depth, "ndarray")
+
+
+def _deep_ndarray(ctx: Context, expr: ast.AST, use: ast.AST, depth: int) -> bool:
+    return is_ndarray(ctx, expr, use, depth, methods=True)
+
+
+def _sliced(index: ast.AST) -> bool:
+    """``a[i:j]``, ``a[:, k:]``: an index with a slice in it, which keeps an array an array."""
+    return index.__class__ is ast.Slice or index.__class__ is ast.Tuple and any(e.__class__ is ast.Slice for e in index.elts)
 
 
 # OpenCV functions that return a new image array
@@ -95,6 +115,15 @@ def _per_batch(ctx: Context, call: ast.Call) -> bool:
     return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in BATCH_WORDS)
 
 
+def _dataset_build(ctx: Context, call: ast.Call) -> bool:
+    """In a method of a Dataset class that is not its per-item path (``_process()`` looping over every
+    molecule to build and save the dataset once): construction, not per item."""
+    func = ctx.function_of(call)
+    cls = ctx.parent(func) if func is not None else None
+    return cls.__class__ is ast.ClassDef and any("Dataset" in b for b in [*ctx.local_class_bases(cls.name), cls.name]) \
+        and per_item_function(ctx, call) is None
+
+
 def _numpy_astype(ctx: Context, expr: ast.AST) -> bool:
     """``buf.astype(np.int32)`` (a NumPy dtype, or its name as a string): a fresh array."""
     if expr.__class__ is not ast.Call or expr.func.__class__ is not ast.Attribute or expr.func.attr != "astype" or not expr.args:
@@ -107,7 +136,7 @@ class TensorCopiesNdarray(Rule):
     code = "TW206"
     per_call = True
     name = "tensor-copies-ndarray"
-    triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(")
+    triggers = ("numpy", "cv2", "albumentations", "vread(", "imread(", "import *")
     doc = """\
 What it flags
   `torch.tensor(a)` (also through a module-level alias, `tensor = torch.tensor`, of the file or
@@ -115,7 +144,13 @@ What it flags
   NumPy array function (`np.array`, `np.load`, `np.zeros`, `np.random.rand(...)`...), of
   `.numpy()`, or a name bound to one of these; where it is paid per batch (see below), also an
   array method's result on one (`mels = np.stack(windows).astype(np.float32)` in a collate
-  function). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
+  function), a slice of one or arithmetic on one (`flat[at:at + n]`, `total / size`), a parameter
+  every caller - in the file and in the modules importing it, one at least - hands such an array
+  (`_write_back(net, np.zeros_like(flat))`), and the result of a helper of the project - of the
+  file, the module it is imported from, or a module the file star-imports (`from utils import *`)
+  - every `return` of which is one (`target = gt_creator(...)`, then `t.tensor(target)` every
+  batch; not in a Dataset's methods other than its per-item path: a `_process()` building the
+  dataset once). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
   and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
@@ -171,8 +206,9 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         images = ctx.imports_module("cv2") or ctx.imports_module("albumentations")
         decoders = "vread(" in ctx.source or "imread(" in ctx.source
-        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders:
-            return
+        if not ctx.imports_module("numpy") and ".numpy()" not in ctx.source and not images and not decoders \
+                and "import *" not in ctx.source:
+            return  # (a star import may hand on a helper that returns arrays)
         for call in [*ctx.calls_to("torch.tensor"), *alias_calls(ctx, "torch.tensor")]:
             if not call.args or any(k.arg is None for k in call.keywords):
                 continue
@@ -202,8 +238,8 @@ Fix
                                       "torch.from_numpy(a) (or torch.as_tensor(a)), which shares the array's memory",
                                       end_node=call.func)
                 continue
-            if not plain and not _per_batch(ctx, call):
-                continue  # np.stack(rows).astype(np.float32) copied once at set-up
+            if not plain and (not _per_batch(ctx, call) or _dataset_build(ctx, call)):
+                continue  # np.stack(rows).astype(np.float32) copied once at set-up; a dataset's _process() loop
             if set_up_only(ctx, call):
                 continue  # one-time set-up: a noise schedule built in __init__, weights drawn in create_mlp()
             if in_demo_main(ctx, call):

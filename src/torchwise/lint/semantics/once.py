@@ -13,7 +13,7 @@ from torchwise.lint.semantics.classhelpers import helper_of_its_class
 from torchwise.lint.semantics.deadcode import dead_code
 from torchwise.lint.semantics.projecthelpers import module_class
 from torchwise.lint.semantics.settingsloops import settings_comprehension, settings_loop
-from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, training_calls
+from torchwise.lint.semantics.steps import hot_loops, hot_region_of, is_eval_name, modulo_test, training_calls
 from torchwise.lint.semantics.values import local_function
 
 # functions that run once per program or per object: set-up
@@ -131,6 +131,8 @@ def called_per_item(ctx: Context, func: AST) -> bool:
             continue
         if hot is None:
             hot = hot_loops(ctx)
+        if _pass_iterable(ctx, call, hot):
+            continue  # for x in batch_iter(X): made once per pass over the batches, not per batch
         if any(id(loop) in hot for loop in loops):
             return True
         loop = next((loop for loop in loops if not settings_loop(ctx, loop)), None)  # for k in args.nb_knn: per setting
@@ -142,6 +144,28 @@ def called_per_item(ctx: Context, func: AST) -> bool:
         if not (it.__class__ is ast.Call and last_name(it.func) in _EPOCH_ITERS):
             return True
     return False
+
+
+def _pass_iterable(ctx: Context, call: ast.Call, hot: set[int]) -> bool:
+    """``call`` is what a ``for`` loop iterates (through ``enumerate``/``tqdm``): it runs once per
+    pass - where that loop runs the training steps itself, or is an evaluation under a modulo test
+    (``if itr % args.val_freq == 0:``)."""
+    node, parent = call, ctx.parent(call)
+    while parent.__class__ is ast.Call and last_name(parent.func) in _ITER_WRAPPERS and node in parent.args:
+        node, parent = parent, ctx.parent(parent)
+    if parent.__class__ not in (ast.For, ast.AsyncFor, ast.comprehension) or parent.iter is not node:
+        return False  # (the first iterable of a comprehension, too: sum(f(x) for x in batches(X)))
+    if any(modulo_test(ctx, i.test) for i, body in ctx.enclosing_ifs(call) if body):
+        return True
+    # for xb in loader: for x in chunks(xb): per batch of the outer loop
+    return id(parent) in hot and all(loop.__class__ is ast.While or _epoch_iter(loop.iter) for loop in ctx.enclosing_loops(parent))
+
+
+def _epoch_iter(it: AST) -> bool:
+    """``range(n)``, ``tqdm(range(n))``: an epoch count, not data."""
+    while it.__class__ is ast.Call and last_name(it.func) in _ITER_WRAPPERS and it.args:
+        it = it.args[0]
+    return it.__class__ is ast.Call and last_name(it.func) in _EPOCH_ITERS
 
 
 def called_per_call(ctx: Context, func: AST, depth: int = 2, skip_samplers: bool = False) -> bool:

@@ -11,6 +11,8 @@ import ast
 from torchwise.lint.engine import AST, Binding, Context, argument, keyword, last_name
 from torchwise.lint.semantics.callers import project_arguments
 from torchwise.lint.semantics.configdefaults import default_off
+from torchwise.lint.semantics.flagbranches import call_constants, selected_test, unselected_loaders
+from torchwise.lint.semantics.instancecalls import instance_calls
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
@@ -58,10 +60,11 @@ def pin_value(ctx: Context, call: ast.Call) -> bool | None:
     return False
 
 
-def pinned_loaders_line(func: AST) -> int | None:
+def pinned_loaders_line(func: AST, dropped: set[int] | None = None) -> int | None:
     """A function that builds DataLoaders, all with ``pin_memory=True``, and returns something:
-    the line of its first loader; else None."""
-    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"]
+    the line of its first loader; else None. ``dropped``: loaders a call rules out (:mod:`flagbranches`)."""
+    loaders = [n for n in ast.walk(func) if n.__class__ is ast.Call and last_name(n.func) == "DataLoader"
+               and (dropped is None or id(n) not in dropped)]
     if not loaders or not any(n.__class__ is ast.Return and n.value is not None for n in ast.walk(func)):
         return None
     for call in loaders:
@@ -207,8 +210,9 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: b
     target = local_function(ctx, call)
     if target is not None and target.__class__ is not ast.Lambda:
         verdicts = []
+        dropped = unselected_loaders(target, call_constants(target, call)) if target.__class__ is ast.FunctionDef else None
         for node in ctx.walk_body(target.body):
-            if node.__class__ is ast.Return and node.value is not None:
+            if node.__class__ is ast.Return and node.value is not None and (dropped is None or id(node) not in dropped):
                 value = node.value
                 if index >= 0 and value.__class__ in (ast.Tuple, ast.List):
                     value = value.elts[index] if index < len(value.elts) else None
@@ -221,6 +225,10 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: b
     if module is not None and ctx.imports.get(module) is not None:
         module = ctx.imports[module].rsplit(".", 1)[-1]  # from pkg import data_setup as ds
     where = function_verdict(ctx.project, "loader_blocks", last_name(func), pinned_loaders_line, module=module)
+    if not where and call.keywords or not where and any(a.__class__ is ast.Constant for a in call.args):
+        # create_dataloader(hp, args, train=True): the loaders of the branches that call selects
+        where = function_verdict(ctx.project, "loader_blocks", last_name(func), selected_test(call, pinned_loaders_line),
+                                 module=module, variant=(ctx.path, call.lineno, call.col_offset))
     if where:  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
         return not _flag_left_off(ctx, call, where, last_name(func) or "") and not (
             config and _config_off(ctx, where, last_name(func) or ""))
@@ -285,6 +293,11 @@ def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
         calls = [c for c in ctx.calls_named(owner.name) if c.func.__class__ is ast.Name and ctx.local_classes.get(owner.name) is owner]
         for call in calls:
             value = argument(call, binding.name, index - 1 if index is not None and index >= 1 else None)
+            verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
+    if func.name == "__call__" and owner.__class__ is ast.ClassDef and method and index:
+        # evaluator = Evaluator(...); evaluator(net, loader): the calls of the file's instances of the class
+        for call in instance_calls(ctx, owner):
+            value = argument(call, binding.name, index - 1)
             verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
     for call in ctx.calls_named(func.name):
         if local_function(ctx, call) is not func:
