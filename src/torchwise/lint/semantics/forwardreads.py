@@ -12,7 +12,7 @@ import re
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
-from torchwise.lint.semantics.hostbuilt import moves_host_build
+from torchwise.lint.semantics.hostbuilt import moved_in_function, moves_host_build
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.rarely import algorithm_stop
@@ -99,7 +99,8 @@ def _host_copies(ctx: Context) -> list[tuple[AST, AST, str]]:
         if func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None:
             continue
         if not (_module_forward(ctx, func) and not _handed_in(ctx, node)) and not (
-                _module_method(ctx, func) and from_inputs(ctx, node, func) and moves_host_build(ctx, func)):
+                _module_method(ctx, func) and from_inputs(ctx, node, func) and moves_host_build(ctx, func)
+                and not (node.func.value.__class__ is ast.Name and moved_in_function(ctx, node.func.value.id, func))):
             continue  # (a method that moves back what it built from the copy: semantics.hostbuilt)
         out.append((call, func, "a copy to the host (.cpu() ... .numpy())"))
     return out

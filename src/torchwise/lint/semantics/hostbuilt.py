@@ -34,6 +34,11 @@ def _called_by_its_class(ctx: Context, func: AST) -> bool:
         and (f := ctx.function_of(c)) is not None and f is not func and ctx.parent(f) is klass for c in ctx.calls_named(func.name))
 
 
+def moved_in_function(ctx: Context, name: str, func: AST) -> bool:
+    """``labels.cuda()`` / ``labels.to(device)`` in ``func``: the tensor comes from the host (its copy is no read)."""
+    return any((r := _to_device(n)) is not None and r.__class__ is ast.Name and r.id == name for n in ctx.walk_body(func.body))
+
+
 def _to_device(node: AST) -> AST | None:
     """The receiver of ``x.cuda()`` / ``x.to(<...device...>)`` (not a dtype change)."""
     if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute:
