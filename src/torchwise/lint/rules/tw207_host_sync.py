@@ -36,7 +36,7 @@ class HostSyncInLoop(Rule):
     per_call = True
     name = "host-sync-in-hot-loop"
     triggers = ("backward", "step", ".item()", ".tolist()", "mask", "nonzero", ".any()", ".all()", ".sum()", "Loss(", "_loss(", "Criterion(", ".bool()", "rand(",
-                "scaler(", "synchronize(", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
+                "scaler(", "synchronize(", ".cpu().numpy()", ".train_a", ".train_step", ".train_batch", ".train_on", ".learn(", "update_params(")
     doc = """\
 What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
@@ -66,7 +66,7 @@ What it flags
   `.detach().cpu().numpy()`) of a tensor an `nn.Module`'s `forward` computed, on the training path and
   outside any `if` (a tensor handed to forward as it is - labels, lengths - may be on the host
   already and is left alone, unless the forward moves what it built from the copy back to the device:
-  `t = torch.zeros(n, c).scatter_(1, t.unsqueeze(1).cpu(), 1)`; `t = t.cuda()` in a label-smoothing loss); a call of a helper that does such a read on what it is given (a function
+  `t = torch.zeros(n, c).scatter_(1, t.unsqueeze(1).cpu(), 1)`; `t = t.cuda()` in a label-smoothing loss, or a method its class calls builds a tensor from the copy and moves it to the device: `lens.cpu().numpy()` ... `torch.tensor(w).to(self.opt.device)`, also `self.weights(pos).to(device)` at the call); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
   `calculate_accuracy(out, y)` - not for reads the helper makes only under a modulo test of its own,
   `if self.steps % 10 == 0:`, or under a test of a sink the call hands `None` or nothing -, a progress logger of another module that reads `losses[k].data[0]`
@@ -233,7 +233,7 @@ What it flags
   file that never steps an optimizer nor updates a tensor from a gradient by hand (an attack's
   `grad = adj.grad.data.numpy()` for `np.argsort`, a saliency map: the gradient is the loop's result); the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
-  pass, which waits for the GPU anyway. Nor: reads under a name bound to a modulo test
+  pass, which waits for the GPU anyway (not `evaluate_node(pred.cpu(), y)`, handed host copies: it runs no pass of its own). Nor: reads under a name bound to a modulo test
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
   loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still

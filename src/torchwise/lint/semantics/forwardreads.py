@@ -12,6 +12,7 @@ import re
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
+from torchwise.lint.semantics.hostbuilt import moved_in_function, moves_host_build
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.rarely import algorithm_stop
@@ -92,12 +93,15 @@ def _host_copies(ctx: Context) -> list[tuple[AST, AST, str]]:
         while node is not None and node.__class__ is ast.Attribute and node.attr == "data" or (
                 node.__class__ is ast.Call and last_name(node.func) == "detach"):
             node = node.value if node.__class__ is ast.Attribute else node.func.value
-        if node.__class__ is not ast.Call or last_name(node.func) != "cpu" or ctx.enclosing_ifs(call) or _handed_in(ctx, node):
+        if node.__class__ is not ast.Call or last_name(node.func) != "cpu" or ctx.enclosing_ifs(call):
             continue
         func = ctx.function_of(call)
-        if func is None or not _module_forward(ctx, func) or forward_path_function(ctx, call) is None \
-                or hot_region_of(ctx, call) is not None:
+        if func is None or forward_path_function(ctx, call) is None or hot_region_of(ctx, call) is not None:
             continue
+        if not (_module_forward(ctx, func) and not _handed_in(ctx, node)) and not (
+                _module_method(ctx, func) and from_inputs(ctx, node, func) and moves_host_build(ctx, func)
+                and not (node.func.value.__class__ is ast.Name and moved_in_function(ctx, node.func.value.id, func))):
+            continue  # (a method that moves back what it built from the copy: semantics.hostbuilt)
         out.append((call, func, "a copy to the host (.cpu() ... .numpy())"))
     return out
 
@@ -118,9 +122,12 @@ def _handed_in(ctx: Context, cpu: ast.Call) -> bool:
 def _module_forward(ctx: Context, func: AST) -> bool:
     """``forward`` of an ``nn.Module`` class of this file: its parameters are the tensors of the
     batch (a NumPy transform's ``__call__`` is not)."""
+    return func.name == "forward" and _module_method(ctx, func)
+
+
+def _module_method(ctx: Context, func: AST) -> bool:
     klass = ctx.parent(func)
-    return func.name == "forward" and klass.__class__ is ast.ClassDef and any(
-        b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    return klass.__class__ is ast.ClassDef and any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
 
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "any", "all", "prod", "norm", "item", "equal", "allclose"})

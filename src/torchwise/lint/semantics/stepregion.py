@@ -12,6 +12,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.delegation import delegated_loop_of, delegating_function_of
 from torchwise.lint.semantics.gradnorm import optimizer_step_method
 from torchwise.lint.semantics.hostconsumers import feeds_its_sampler
+from torchwise.lint.semantics.hostcopies import host_copy
 from torchwise.lint.semantics.hostreads import (
     LOGGING_READERS, holds_device_values, host_reader, read_arguments, read_in_own_loop,
 )
@@ -53,7 +54,7 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
                 continue  # not run every step, or the sampler of the step's inputs
             if target is not None and id(target) in step_functions(ctx) and region is delegating_function_of(ctx, call):
                 continue  # update() calling self.update_critic(...)
-            where = host_reader(ctx, call)
+            where = host_reader(ctx, call) if not any(map(host_copy, read_arguments(ctx, call))) else None
             if where is not None and any((holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)) and not _legacy_read(a)
                                          for a in read_arguments(ctx, call)) \
                     and not (target is not None and read_in_own_loop(ctx, target, call)):

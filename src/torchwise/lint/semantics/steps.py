@@ -8,6 +8,7 @@ import ast
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.semantics.accumulation import accumulation_loops_only
+from torchwise.lint.semantics.hostcopies import handed_host_copies
 from torchwise.lint.semantics.replays import replays_batch
 from torchwise.lint.semantics.values import local_function
 
@@ -180,8 +181,8 @@ def _evaluates(ctx: Context, stmt: AST) -> bool:
     value = stmt.value if stmt.__class__ in (ast.Assign, ast.Expr, ast.AugAssign) else None
     if value is None or value.__class__ is not ast.Call:
         return False
-    name = last_name(value.func) or ""
-    return is_eval_name(name) or (name == "eval" and value.func.__class__ is ast.Attribute and not value.args)
+    name = last_name(value.func) or ""  # (evaluate_node(ypred.cpu(), y): scores host copies, runs no pass of its own)
+    return is_eval_name(name) and not handed_host_copies(value) or (name == "eval" and value.func.__class__ is ast.Attribute and not value.args)
 
 
 def full_batch_epochs(ctx: Context, loop: AST) -> bool:
