@@ -25,6 +25,7 @@ from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
+from torchwise.lint.semantics.paramfree import parameter_free_run
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
 
@@ -240,7 +241,9 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         found = list({(f.line, f.col): f for f in self._findings(ctx)}.values())  # one finding per forward pass
         dead = dead_ranges(ctx, {f.line for f in found}) if found else []
-        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
+        calls = {(c.lineno, c.col_offset + 1): c for c in ctx.nodes.get(ast.Call, ())} if found else {}
+        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead)  # code nothing runs (METHOD R5)
+                    and not ((c := calls.get((f.line, f.col))) is not None and parameter_free_run(ctx, c)))  # no graph to record
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
