@@ -203,7 +203,11 @@ What it flags
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
   or `torch.onnx.export(net, ...)`).
-  Quiet besides: a single run outside loops on inputs made up in place (`data =
+  Quiet besides: code after `torch.set_grad_enabled(False)` as a statement that the file never undoes -
+  in the `__init__` of the class whose method runs the model (an inference wrapper), or at module level
+  before any module-level call of the running function; a module without parameters (torchaudio
+  transforms, and classes of the project built only from them, such as a mel-spectrogram front end)
+  whose output goes to no other network; a single run outside loops on inputs made up in place (`data =
   torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
   before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every

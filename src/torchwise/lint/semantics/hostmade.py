@@ -36,6 +36,8 @@ def host_made(ctx: Context, expr: AST | None, use: AST, depth: int = 10) -> bool
         return host_made(ctx, expr.left, use, depth) and host_made(ctx, expr.right, use, depth)
     if cls is ast.UnaryOp:
         return host_made(ctx, expr.operand, use, depth)
+    if cls is ast.Subscript and expr.value.__class__ is ast.Attribute and expr.value.attr == "shape":
+        return True  # a.shape[0]: a Python int
     if cls is ast.Name:
         func = ctx.function_of(use)
         b = ctx.binding_at(expr.id, use)

@@ -37,7 +37,22 @@ def parameter_free_run(ctx: Context, call: ast.Call) -> bool:
         values = [b.value] if b is not None and b.kind == "assign" and b.value is not None else []
     else:
         return False
-    return bool(values) and all(v.__class__ is ast.Call and _free_construction(ctx, v, 3) for v in values)
+    return bool(values) and all(v.__class__ is ast.Call and _free_construction(ctx, v, 3) for v in values) \
+        and not _fed_on(ctx, call)
+
+
+def _fed_on(ctx: Context, call: ast.Call) -> bool:
+    """The output goes on into another call that may run a network (``inception(upsample(x))``: the
+    run reported there is the network's); torch's and NumPy's own functions are no networks."""
+    child: AST = call
+    for anc in ctx.ancestors(call):
+        if anc.__class__ is ast.Call and child is not anc.func:
+            if (ctx.qualname(anc.func) or "").split(".", 1)[0] not in ("torch", "numpy", "math", "builtins"):
+                return True
+        if isinstance(anc, ast.stmt):
+            return False
+        child = anc
+    return False
 
 
 def _free_construction(ctx: Context, call: ast.Call, depth: int) -> bool:
