@@ -62,7 +62,8 @@ def _free_construction(ctx: Context, call: ast.Call, depth: int) -> bool:
     name = last_name(call.func)
     if depth <= 0 or not name or q.startswith(("torch.", "numpy.")):
         return False
-    found = _project_class(ctx, name)
+    local = ctx.local_classes.get(name) if call.func.__class__ is ast.Name else None
+    found = (ctx, local) if local is not None else _project_class(ctx, name)
     return found is not None and _free_class(found[0], found[1], depth - 1)
 
 
@@ -86,15 +87,26 @@ def _project_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | No
 
 
 def _free_class(where: Context, cls: ast.ClassDef, depth: int) -> bool:
+    """Free, and evidently a transform: torchaudio is among its bases or what its ``__init__``
+    builds (a bare ``nn.Module`` subclass that builds nothing is no evidence of anything)."""
+    evidence = False
     for base in cls.bases:
         q = where.qualname(base) or ""
-        if q.startswith("torchaudio.transforms.") or q in _MODULE_BASES:
+        if q.startswith("torchaudio.transforms."):
+            evidence = True
+            continue
+        if q in _MODULE_BASES:
             continue
         local = last_name(base)
         if not (local in where.local_classes and depth > 0 and _free_class(where, where.local_classes[local], depth - 1)):
             return False
+        evidence = True
     init = next((n for n in cls.body if n.__class__ is ast.FunctionDef and n.name == "__init__"), None)
-    return init is None or all(_free_call(where, c, depth) for c in _calls(init))
+    calls = _calls(init) if init is not None else []
+    if not all(_free_call(where, c, depth) for c in calls):
+        return False
+    return evidence or any((where.qualname(c.func) or "").startswith("torchaudio.") or (
+        c.func.__class__ is ast.Name and c.func.id in where.local_classes) for c in calls)
 
 
 def _calls(func: ast.FunctionDef) -> list[ast.Call]:
