@@ -25,6 +25,7 @@ from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
+from torchwise.lint.semantics.paramfree import parameter_free_run
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
 
@@ -202,7 +203,11 @@ What it flags
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
   or `torch.onnx.export(net, ...)`).
-  Quiet besides: a single run outside loops on inputs made up in place (`data =
+  Quiet besides: code after `torch.set_grad_enabled(False)` as a statement that the file never undoes -
+  in the `__init__` of the class whose method runs the model (an inference wrapper), or at module level
+  before any module-level call of the running function; a module without parameters (torchaudio
+  transforms, and classes of the project built only from them, such as a mel-spectrogram front end)
+  whose output goes to no other network; a single run outside loops on inputs made up in place (`data =
   torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
   before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
@@ -240,7 +245,9 @@ Lint and the doctor
     def check(self, ctx: Context) -> Iterator[Finding]:
         found = list({(f.line, f.col): f for f in self._findings(ctx)}.values())  # one finding per forward pass
         dead = dead_ranges(ctx, {f.line for f in found}) if found else []
-        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead))  # code nothing runs (METHOD R5)
+        calls = {(c.lineno, c.col_offset + 1): c for c in ctx.nodes.get(ast.Call, ())} if found else {}
+        yield from (f for f in found if not any(a <= f.line <= b for a, b in dead)  # code nothing runs (METHOD R5)
+                    and not ((c := calls.get((f.line, f.col))) is not None and parameter_free_run(ctx, c)))  # no graph to record
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):

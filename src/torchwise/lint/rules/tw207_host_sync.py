@@ -245,7 +245,7 @@ What it flags
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
   model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
   loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); dead code (a vendored `@add_start_docstrings` task head named only in docstrings; a call under `if False:`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
-  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); a
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
   synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
   timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
   on: `--no-cuda` a `store_true` option with `default=True`); tensors handed back to the sampler that drew the step's inputs (`t, w =

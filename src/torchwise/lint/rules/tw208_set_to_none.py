@@ -61,10 +61,12 @@ def _marked_requires_grad(ctx: Context, call: ast.Call) -> bool:
     base = call.func.value
     base = base.value if base.attr == "data" else base  # type: ignore[attr-defined]
     owner = base.value  # type: ignore[attr-defined]
-    if owner.__class__ is not ast.Name:
-        return False
     scope = ctx.scope_of(call)
     if scope.__class__ is ast.Module:
+        return False
+    if _self_attr(owner):
+        return _returned_input_gradient(ctx, scope, ctx.text(owner))
+    if owner.__class__ is not ast.Name:
         return False
     for node in ast.walk(scope):
         if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "requires_grad_":
@@ -77,6 +79,34 @@ def _marked_requires_grad(ctx: Context, call: ast.Call) -> bool:
         if target.__class__ is ast.Name and target.id == owner.id:
             return True
     return False
+
+
+def _self_attr(expr: ast.AST) -> bool:
+    return expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self"
+
+
+def _returned_input_gradient(ctx: Context, func: ast.AST, owner: str) -> bool:
+    """``self.adj.grad.zero_()`` in a method that turns on ``self.adj.requires_grad`` itself, updates
+    ``self.adj`` nowhere and returns its gradient (``return self.adj.grad, self.x.grad``): a
+    saliency map of an input the object holds, not a parameter trained by hand."""
+    marked = returned = False
+    for node in ast.walk(func):
+        cls = node.__class__
+        if cls is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Attribute \
+                and node.targets[0].attr == "requires_grad" and ctx.text(node.targets[0].value) == owner:
+            marked = True
+        elif cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr == "requires_grad_" \
+                and ctx.text(node.func.value) == owner:
+            marked = True
+        elif cls is ast.Return and node.value is not None:
+            returned = returned or any(n.__class__ is ast.Attribute and n.attr == "grad" and ctx.text(n.value) == owner
+                                       for n in ast.walk(node.value))
+        elif cls is ast.AugAssign and ctx.text(node.target).startswith(owner):
+            return False  # self.adj -= lr * self.adj.grad: trained by hand
+        elif cls is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr.endswith("_") \
+                and node.func.attr not in ("zero_", "requires_grad_") and ctx.text(node.func.value) in (owner, owner + ".data"):
+            return False  # self.w.data.sub_(lr * self.w.grad)
+    return marked and returned
 
 
 def _read_input_gradient(ctx: Context, call: ast.Call) -> bool:
@@ -142,7 +172,8 @@ What it flags
   `set_to_none` itself (an implementation of both behaviours). Not flagged: the gradient of a
   tensor the same function turned on itself (`x.requires_grad_()` or `x.requires_grad = True`,
   then `loss.backward()`, `x.grad.zero_()`): an input perturbed by an adversarial attack or
-  read as a saliency map, not the model's parameters; nor the gradient of a tensor made a leaf by
+  read as a saliency map, not the model's parameters - also an input the object holds, when the
+  method turns on `self.adj.requires_grad` itself, updates it nowhere and returns `self.adj.grad`; nor the gradient of a tensor made a leaf by
   the call that built it (`m = Variable(x, requires_grad=True)`, `torch.zeros(2,
   requires_grad=True)`) and never updated (no `m -= lr * m.grad`, `m.data = ...`, in-place
   method or optimizer): an input whose gradient is read as a result, such as a Jacobian built

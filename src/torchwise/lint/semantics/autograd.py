@@ -70,4 +70,31 @@ def under_no_grad(ctx: Context, node: AST) -> bool:
         if call.args and _is_false(call.args[0]) and ctx.scope_of(call) is scope and (call.lineno, call.col_offset) < (node.lineno, node.col_offset):
             if ctx.parent(call).__class__ is ast.Expr:
                 return True
+    return _switched_off_for_good(ctx, node, scope) if "set_grad_enabled(False" in ctx.source else False
+
+
+def _switched_off_for_good(ctx: Context, node: AST, scope: AST) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement turns autograd off for the thread until
+    something turns it back on. Off for ``node`` when the file never turns it on again (no other
+    ``set_grad_enabled`` statement, no ``enable_grad``) and the switch sits in the ``__init__`` of
+    the class whose method holds ``node`` (an inference wrapper: every method runs after the
+    object is built), or at module level, before any module-level call of the function holding
+    ``node`` (a script that switches autograd off, then evaluates)."""
+    if scope.__class__ is ast.Module or "enable_grad" in ctx.source:
+        return False
+    switches = [c for c in ctx.calls_named("set_grad_enabled") if ctx.parent(c).__class__ is ast.Expr]
+    if any(not (c.args and _is_false(c.args[0])) for c in switches):
+        return False  # (set_grad_enabled(True), or (is_train): switched back on somewhere)
+    outer = scope
+    while ctx.parent(outer) is not ctx.tree and ctx.parent(outer) is not None:
+        outer = ctx.parent(outer)  # the module-level def or class holding node
+    for call in switches:
+        where = ctx.scope_of(call)
+        if where.__class__ is ast.Module:
+            name = getattr(outer, "name", None)
+            if name is not None and not any(ctx.scope_of(c) is where and c.lineno < call.lineno for c in ctx.calls_named(name)):
+                return True
+        elif getattr(where, "name", "") == "__init__" and ctx.parent(where).__class__ is ast.ClassDef \
+                and ctx.parent(where) is ctx.class_of(node) and scope is not where:
+            return True
     return False

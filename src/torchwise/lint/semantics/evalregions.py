@@ -161,7 +161,8 @@ def global_eval_runs(ctx: Context, func: ast.AST) -> set[str]:
 
 def called_for_training(ctx: Context, func: ast.AST) -> bool:
     """Called by this file in computing a value that is backpropagated
-    (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``): part of training."""
+    (``loss = F.cross_entropy(self.predict(x), y); loss.backward()``; also through an unpacking,
+    ``d_real, _ = self.infer_D(x, y)`` then ``criterion(d_real, lab).backward()``): part of training."""
     calls = ctx.calls_named(func.name)
     if not calls:
         return False
@@ -179,7 +180,8 @@ def called_for_training(ctx: Context, func: ast.AST) -> bool:
             grown = False
             for a in assigns:
                 targets = a.targets if a.__class__ is ast.Assign else [a.target]
-                names = {t.id for t in targets if t.__class__ is ast.Name}
+                names = {n.id for t in targets for n in ([t] if t.__class__ is ast.Name else t.elts if t.__class__ in (
+                    ast.Tuple, ast.List) else ()) if n.__class__ is ast.Name}  # (also d_real, _ = self.infer_D(x, y))
                 if names & feeding and a.value not in values:
                     values.append(a.value)
                     feeding |= {n.id for n in ast.walk(a.value) if n.__class__ is ast.Name}

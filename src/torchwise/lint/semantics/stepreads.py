@@ -14,6 +14,7 @@ from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.hostconsumers import consumed_on_host
+from torchwise.lint.semantics.hostmade import host_made
 from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.rarely import logged_periodically, runs_rarely
@@ -40,6 +41,8 @@ def every_step_read(ctx: Context, node: AST, subject: AST | None, check_subject:
         return None  # nothing here is evidently on an accelerator
     if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node) or loss_operand(ctx, node)):
         return None
+    if subject is not None and host_made(ctx, subject, node):
+        return None  # a tensor the function built on the CPU itself (semantics.hostmade)
     if looping and feeds_environment(ctx, node, region):
         return None  # the environment steps on the host with this value: the read is needed
     if check_subject and consumed_on_host(ctx, node):

@@ -17,6 +17,8 @@ from torchwise.lint.semantics.hostreads import (
     LOGGING_READERS, holds_device_values, host_reader, read_arguments, read_in_own_loop,
 )
 from torchwise.lint.semantics.halfsteps import backward_helper_of
+from torchwise.lint.semantics.hostmade import host_made
+from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.steps import backward_calls, hot_region_of, step_functions
 from torchwise.lint.semantics.stepvalues import step_device_value
 from torchwise.lint.semantics.values import local_function
@@ -56,6 +58,7 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
                 continue  # update() calling self.update_critic(...)
             where = host_reader(ctx, call) if not any(map(host_copy, read_arguments(ctx, call))) else None
             if where is not None and any((holds_device_values(ctx, a, call) or step_device_value(ctx, a, call)) and not _legacy_read(a)
+                                         and not host_number(ctx, a, call) and not host_made(ctx, a, call)  # a float, a CPU tensor
                                          for a in read_arguments(ctx, call)) \
                     and not (target is not None and read_in_own_loop(ctx, target, call)):
                 yield call, name, where  # (not a helper training in a loop of its own: judged at its read)
