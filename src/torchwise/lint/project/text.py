@@ -39,7 +39,7 @@ def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
     return False
 
 
-_DEVICE_OPTION = re.compile(r"""add_argument\([ \t]*["']--device["']""")
+_DEVICE_OPTION = re.compile(r"""add_argument\(\s*["']--device["']""")
 
 
 _GPU_ID_FLAG = re.compile(r"""CUDA_VISIBLE_DEVICES["']\][ \t]*=[ \t]*(?:str\([ \t]*)?args\.cuda\b""")
@@ -95,6 +95,7 @@ class TextFacts:
     cpu_path_files: set[str] = field(default_factory=set)  # ... and which
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
+    cuda_only_trainers: list[str] = field(default_factory=list)  # training files hard-coding CUDA with no CPU path of their own
     nccl: int = 0
     nccl_folders: set[str] = field(default_factory=set)  # folders of the files that hard-code NCCL
     # folder of a file -> [files hard-coding CUDA, files with a CPU path, training files hard-coding CUDA]
@@ -149,6 +150,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         if "class " in text:
             out.plain_classes.update(_PLAIN_CLASS.findall(text))
     out.cpu_trainers += sum(_driven_on_cpu(path, texts, out.cpu_path_files) for path in cuda_only)
+    out.cuda_only_trainers = cuda_only
     return out
 
 
