@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchwise.lint.project.cpudriven import cpu_option
 from torchwise.lint.project.gpucount import gpu_count_gate
 
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
@@ -50,6 +51,8 @@ def _cpu_path(text: str) -> bool:
         return True
     if "--device" in text and _DEVICE_OPTION.search(text) is not None:
         return True  # a device option: "cpu" is one answer
+    if "add_argument(" in text and cpu_option(text):
+        return True  # `--no_cuda`, or a boolean GPU switch (`--gpu` stored as True/False): its off side runs on the CPU
     words = [w for w in _CPU_PATH[1:] if w in text]
     if words == ["args.cuda"] and "CUDA_VISIBLE_DEVICES" in text and _GPU_ID_FLAG.search(text) is not None:
         words = []  # `os.environ["CUDA_VISIBLE_DEVICES"] = str(args.cuda)`: a GPU id, no way to run without one
