@@ -250,3 +250,97 @@ PROJECTS += [
     ProjectShape("TW403", "look-alike: the multi-line --gpu option holds a GPU id, no CPU switch",
                  {"nets.py": _NETS, "explain_main.py": _EXPLAIN_MAIN_ID}),
 ]
+
+# ------------------------------------------------------------- TW402 quiet: the best checkpoint this run's training returns
+# A classifier's `_train()` saves the best state_dict during its epochs and returns that path;
+# `run()` reloads it for the test right away: the same process, the same device (R2).
+QUIET += [
+    Shape("TW402", "look-alike: best_path = self._train(...) saved the best state in its loop; run() reloads it", d("""
+        import torch
+        import torch.nn.functional as F
+
+        class Instructor:
+            def __init__(self, model, opt):
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.model = model.to(self.device)
+                self.opt = opt
+
+            def _train(self, optimizer, loader, epochs):
+                best, path = 0.0, None
+                for _ in range(epochs):
+                    for x, y in loader:
+                        loss = F.cross_entropy(self.model(x.to(self.device)), y.to(self.device))
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                    acc = self._evaluate(loader)
+                    if acc > best:
+                        best, path = acc, "state_dict/best_{:.4f}".format(acc)
+                        torch.save(self.model.state_dict(), path)
+                return path
+
+            def _evaluate(self, loader):
+                return 1.0
+
+            def run(self, loader):
+                optimizer = torch.optim.Adam(self.model.parameters())
+                best_path = self._train(optimizer, loader, 3)
+                self.model.load_state_dict(torch.load(best_path))
+                return self._evaluate(loader)
+    """)),
+]
+
+# ------------------------------------------------------------- TW402 quiet: a load in a method only a dead method calls
+# A checkpoint keeper's `restore()` is called only by the model's `load()`, which nothing calls:
+# the other "load" words of the project are library functions (`pickle.load(`, `torch.load(`)
+# and prose in a help text ("pre-load"), which call no method of the project.
+_KEEPER = d("""
+    import os
+    import torch
+
+    class Keeper:
+        def __init__(self, model, folder):
+            self.model = model
+            self.folder = folder
+            self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def save(self, step):
+            torch.save(self.model.state_dict(), os.path.join(self.folder, "w_%d" % step))
+
+        def restore(self):
+            self.model.load_state_dict(torch.load(os.path.join(self.folder, "w_last")))
+
+    class Base(torch.nn.Module):
+        def keep(self, folder, step):
+            Keeper(self, folder).save(step)
+
+        def load(self, folder):
+            Keeper(self, folder).restore()
+""")
+_KEEPER_TRAIN = d("""
+    import argparse
+    import pickle
+    import torch
+    from keeper import Base
+
+    class Net(Base):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+
+    def main():
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--ckpt", default=None, help="checkpoint to pre-load before training")
+        args = parser.parse_args()
+        stats = pickle.load(open("stats.pkl", "rb"))
+        net = Net().cuda()
+        net.keep("ckpt", 0)
+        return stats
+
+    if __name__ == "__main__":
+        main()
+""")
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: Keeper.restore() reached only from Base.load(), which nothing calls (pickle.load, 'pre-load')",
+                 {"keeper.py": _KEEPER, "train.py": _KEEPER_TRAIN}),
+]
