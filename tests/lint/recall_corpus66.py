@@ -344,3 +344,58 @@ PROJECTS += [
     ProjectShape("TW402", "look-alike: Keeper.restore() reached only from Base.load(), which nothing calls (pickle.load, 'pre-load')",
                  {"keeper.py": _KEEPER, "train.py": _KEEPER_TRAIN}),
 ]
+
+# ------------------------------------------------------------- TW403 a factory's .cuda() in a function handed its device
+# A speech-enhancement GAN's `train(..., device='cpu')` moves its batches with `.to(device)` but
+# makes its real/fake labels with `torch.ones(d.size()).cuda()`: the CPU run the parameter's
+# default promises fails there.
+FIND += [
+    Shape("TW403", "torch.ones(...).cuda() labels in a train() whose device parameter defaults to 'cpu'", d("""
+        import torch
+        import torch.nn.functional as F
+
+        class Enhancer:
+            def __init__(self, gen, disc):
+                self.gen, self.disc = gen, disc
+
+            def train(self, loader, opt, device="cpu"):
+                for clean, noisy in loader:
+                    clean, noisy = clean.to(device), noisy.to(device)
+                    d_real = self.disc(clean)
+                    real = torch.ones(d_real.size()).cuda()
+                    loss = F.mse_loss(d_real, real)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+    """), 12),
+]
+QUIET += [
+    Shape("TW403", "look-alike: the labels follow the device parameter (torch.ones(..., device=device))", d("""
+        import torch
+        import torch.nn.functional as F
+
+        class Enhancer:
+            def __init__(self, gen, disc):
+                self.gen, self.disc = gen, disc
+
+            def train(self, loader, opt, device="cpu"):
+                for clean, noisy in loader:
+                    clean, noisy = clean.to(device), noisy.to(device)
+                    d_real = self.disc(clean)
+                    real = torch.ones(d_real.size(), device=device)
+                    if clean.is_cuda:
+                        real = real.cuda()
+                    loss = F.mse_loss(d_real, real)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+    """)),
+    Shape("TW403", "look-alike: the device parameter defaults to 'cuda' (a GPU function; the caller chooses)", d("""
+        import torch
+
+        def sample(gen, n, device="cuda"):
+            z = torch.randn(n, 16).to(device)
+            noise = torch.randn(n, 16).cuda()
+            return gen(z + noise)
+    """)),
+]

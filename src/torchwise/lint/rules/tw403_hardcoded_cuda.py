@@ -12,6 +12,7 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
 from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
+from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, moved_name
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
@@ -297,6 +298,10 @@ Fix
                                                      "chooses; its CPU path fails here")))
         if "cuda(" not in src:
             return
+        handed = list(factories_ignoring_device(ctx))
+        for call in handed:  # def train(..., device='cpu'): x.to(device); torch.ones(n).cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() ignores the device this function is "
+                                               "handed (default \"cpu\"); its CPU run fails here"))
         yield from self._cuda_beside_choice(ctx)
         yield from self._model_beside_guarded_batches(ctx)
         for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
@@ -313,7 +318,7 @@ Fix
             if func.__class__ is not ast.Attribute or call.args or call.keywords or func.value.__class__ is not ast.Call:
                 continue
             q = ctx.qualname(func.value.func) or ""
-            if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES:
+            if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES and call not in handed:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
                                                    "its CPU path fails here"))
 
