@@ -39,6 +39,7 @@ from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.cpudriven import cpu_driven
 from torchwise.lint.project.datasets import dataset_facts
 from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers
+from torchwise.lint.project.fallbackhelpers import helper_callers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
 from torchwise.lint.project.scripts import gpu_scripts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
@@ -81,15 +82,18 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     confined = confined_sub_projects(words.folders, ({p.replace("\\", "/").rpartition("/")[0] for p in words.gpu_files}
                                                      if libs_only else set()) | (words.nccl_folders if nccl_only else set())) \
         if libs_only or nccl_only else ()
+    # files calling a helper of the project that moves to CUDA only when a GPU is there: their CPU path (R17)
+    callers = helper_callers(texts) if words.cuda_files and words.checks else frozenset()
+    cpu_trainers = words.cpu_trainers + len(callers.intersection(words.cuda_only_trainers))
     gpu_only = (libs_only or nccl_only) and not confined or (words.cuda_files >= CUDA_ONLY_MIN_FILES and (
-        words.cpu_paths == 0 or words.cuda_trainers > 0 and words.cpu_trainers == 0))
+        words.cpu_paths == 0 or words.cuda_trainers > 0 and cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
         gpu_only_dirs=() if gpu_only else tuple(dict.fromkeys(gpu_only_folders(words.folders) + confined)),
         kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
         gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),
-        cpu_driven=cpu_driven(texts) if words.cuda_files and not gpu_only else frozenset(),
+        cpu_driven=cpu_driven(texts) | callers if words.cuda_files and not gpu_only else frozenset(),
         moves_to_device=words.moves_to_device,
         targets_gpu=words.targets_gpu,
         host_read_blocks=hosts,

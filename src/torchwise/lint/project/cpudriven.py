@@ -42,7 +42,7 @@ _AVAILABLE_CPU = re.compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*devic
 _FLAG_FROM_CHECK = re.compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
 # a statement at column 0 that calls something (a script that runs when started), not a def/class/import
 _TOP_CALL = re.compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
-_OPTION = re.compile(r"""add_argument\([ \t]*["'](--?[\w-]+)["']([^)]*)""")
+_OPTION = re.compile(r"""add_argument\(\s*["'](--?[\w-]+)["']([^)]*)""")
 _CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
                           "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 _GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchwise.lint.project.cpudriven import cpu_option
 from torchwise.lint.project.gpucount import gpu_count_gate
 
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
@@ -39,7 +40,7 @@ def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
     return False
 
 
-_DEVICE_OPTION = re.compile(r"""add_argument\([ \t]*["']--device["']""")
+_DEVICE_OPTION = re.compile(r"""add_argument\(\s*["']--device["']""")
 
 
 _GPU_ID_FLAG = re.compile(r"""CUDA_VISIBLE_DEVICES["']\][ \t]*=[ \t]*(?:str\([ \t]*)?args\.cuda\b""")
@@ -50,6 +51,8 @@ def _cpu_path(text: str) -> bool:
         return True
     if "--device" in text and _DEVICE_OPTION.search(text) is not None:
         return True  # a device option: "cpu" is one answer
+    if "add_argument(" in text and cpu_option(text):
+        return True  # `--no_cuda`, or a boolean GPU switch (`--gpu` stored as True/False): its off side runs on the CPU
     words = [w for w in _CPU_PATH[1:] if w in text]
     if words == ["args.cuda"] and "CUDA_VISIBLE_DEVICES" in text and _GPU_ID_FLAG.search(text) is not None:
         words = []  # `os.environ["CUDA_VISIBLE_DEVICES"] = str(args.cuda)`: a GPU id, no way to run without one
@@ -95,6 +98,7 @@ class TextFacts:
     cpu_path_files: set[str] = field(default_factory=set)  # ... and which
     cuda_trainers: int = 0  # files with a training step (`.backward(`) that hard-code CUDA
     cpu_trainers: int = 0  # files with a training step and a way to run without a GPU
+    cuda_only_trainers: list[str] = field(default_factory=list)  # training files hard-coding CUDA with no CPU path of their own
     nccl: int = 0
     nccl_folders: set[str] = field(default_factory=set)  # folders of the files that hard-code NCCL
     # folder of a file -> [files hard-coding CUDA, files with a CPU path, training files hard-coding CUDA]
@@ -149,6 +153,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         if "class " in text:
             out.plain_classes.update(_PLAIN_CLASS.findall(text))
     out.cpu_trainers += sum(_driven_on_cpu(path, texts, out.cpu_path_files) for path in cuda_only)
+    out.cuda_only_trainers = cuda_only
     return out
 
 

@@ -256,7 +256,9 @@ What it flags
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
   is restored like one loaded directly. A project
   whose every `.cuda()` is chosen by a flag (`Variable(x).cuda() if cuda else Variable(x)`, a
-  `--no-gpus` option) has a CPU path. Left alone: files that cannot hold GPU
+  `--no-gpus` option) has a CPU path, and so does one whose scripts call a helper of it that
+  moves to CUDA only when a GPU is there (`tensor2var(x)`, `models.make(name)`: see TW403); their
+  resumes are reported. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
   data (`torch.save({k: v.cpu() ...})`, `.to("cpu")`, `model.cpu().state_dict()`, NumPy arrays a
   helper of the file returns, every entry moved in a loop
@@ -289,10 +291,12 @@ What it flags
   `.numpy()` (`expected.numpy()`: CPU tensors) and the other files it loads from that folder (not a
   network restored from it), the best checkpoint
   reloaded after a training call in the same function or script (`train.train(...)`, then
-  `torch.load(best_path)`: the same process and device), the path a trainer object keeps,
+  `torch.load(best_path)`: the same process and device; also the path a training method of the
+  file saves the best state to and returns, `best_path = self._train(...)`), the path a trainer object keeps,
   read back after that trainer's training in the same scope (`trainer.train(args.epochs)`, then
   `torch.load(trainer.snapshot_path)`, where a module of the project saves to
-  `self.snapshot_path`), a reload of what a save helper of the
+  `self.snapshot_path`), loads in a method only a method nothing calls reaches (a `Model.load()`
+  nothing calls; `pickle.load(` and `torch.load(` name no method of the project), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
   `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every
   call follows such a save of the same path (`net.to_file(p)` then `DynamicNet.from_file(p, ...)`), a script's module-level reload, after

@@ -12,8 +12,9 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
 from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
+from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
-from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, moved_name
+from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -55,7 +56,10 @@ What it flags
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
   device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves
-  its inputs with `.cuda()` instead of `.to(device)`. In a file that tests the device it chose
+  its inputs with `.cuda()` instead of `.to(device)`, and a factory's bare `.cuda()`
+  (`torch.ones(d.size()).cuda()`) in a function whose device parameter defaults to `"cpu"` and
+  is used there (`def train(self, loader, device='cpu'):` moving its batches `.to(device)`).
+  In a file that tests the device it chose
   for the CPU (`device = lib.get_device()` ... `if device.type != 'cpu':`, `use_amp =
   device.type == "cuda"`), every `.cuda()` and `device="cuda"` outside such a test: the file
   means to run on either, and the hard-coded line breaks its CPU run (not when it asserts its
@@ -83,11 +87,15 @@ What it flags
   torch.device("cpu")`, `args.device = "cpu"`), sets a device flag from the GPU check (`use_gpu
   = torch.cuda.is_available()`), or parses a CPU option (`--no_cuda`, `--cpu`, `--use_cpu`,
   `--device`) or a boolean GPU switch (`--cuda` with `type=str2bool`, `--use_gpu` with
-  `action="store_true"`), or moves to the GPU only when a GPU count is positive (`if args.ngpu >
+  `action="store_true"`, `--gpu` with `default=False`, also declared over several lines), or moves to the GPU only when a GPU count is positive (`if args.ngpu >
   0: net.cuda()`: `--ngpu 0` is its CPU run; a count tested only against 1, `if args.ngpu > 1:
   DataParallel(...)`, or guarding only seeding is none), also through the options module it imports - and every project module
   such an entry point imports, directly or through other modules (the models, losses and
-  trainers it runs). A sibling script's fallback is no CPU path of a file it never imports; an
+  trainers it runs) - and every file that calls a helper of its project which moves what it is
+  handed or returns to CUDA only when a GPU is there (`def tensor2var(x): if
+  torch.cuda.is_available(): x = x.cuda(); return Variable(x)`, a model factory `models.make(name)`
+  doing the same), imported from the helper's module: the helper is the CPU path the file uses
+  (not the modules it imports; not a helper whose check ends in `raise`). A sibling script's fallback is no CPU path of a file it never imports; an
   option that holds a GPU id (`--cuda 1` written into `CUDA_VISIBLE_DEVICES`, `--gpu 0`,
   `--gpu_ids`) is none; a GPU check that only guards the entry's own moves (`if
   torch.cuda.is_available(): model = model.cuda()`) is none for its libraries; a `"cpu"` chosen
@@ -297,6 +305,10 @@ Fix
                                                      "chooses; its CPU path fails here")))
         if "cuda(" not in src:
             return
+        handed = list(factories_ignoring_device(ctx))
+        for call in handed:  # def train(..., device='cpu'): x.to(device); torch.ones(n).cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() ignores the device this function is "
+                                               "handed (default \"cpu\"); its CPU run fails here"))
         yield from self._cuda_beside_choice(ctx)
         yield from self._model_beside_guarded_batches(ctx)
         for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
@@ -313,7 +325,7 @@ Fix
             if func.__class__ is not ast.Attribute or call.args or call.keywords or func.value.__class__ is not ast.Call:
                 continue
             q = ctx.qualname(func.value.func) or ""
-            if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES:
+            if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES and call not in handed:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
                                                    "its CPU path fails here"))
 
@@ -328,23 +340,7 @@ Fix
                                                        "function chooses; its CPU path fails here"))
 
     def _model_beside_guarded_batches(self, ctx: Context) -> Iterator[Finding]:
-        """A training file that checks for a GPU and moves every batch under its flag (``if
-        use_cuda: inputs = inputs.cuda()``) while the model it trains goes ``.cuda()`` unguarded
-        (``model = DataParallel(model).cuda()``): the per-batch fallback is there, the model move
-        breaks it. Only when the unguarded moves are whole statements of named objects (the
-        model, its loss) and no "cuda" string is used unguarded: a file that also builds tensors
-        on "cuda" or autocasts on it is written for a GPU (project.text.unguarded_model_move)."""
-        moves = [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
-        if not any(under_device_flag(ctx, c) for c in moves):
-            return
-        bare = [c for c in moves if not under_device_flag(ctx, c, moves_too=True)]
-        named = [moved_name(ctx, c) for c in bare]
-        if not bare or None in named or not any(f"{n}.parameters(" in ctx.source for n in named):
-            return
-        if any(isinstance(k.value, str) and _CUDA_STR.match(k.value) and not under_device_flag(ctx, k)
-               for k in ctx.nodes.get(ast.Constant, ())):
-            return
-        for call, name in zip(bare, named):
+        for call, name in model_beside_guarded_batches(ctx):  # if use_cuda: x = x.cuda(); model = DataParallel(model).cuda()
             yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() moves {name} to CUDA unguarded while "
                                                "the batches fall back to the CPU; the CPU path fails here"))
 

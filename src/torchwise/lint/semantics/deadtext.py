@@ -183,16 +183,34 @@ def used_beyond_import(path: str, text: str, word: re.Pattern[str]) -> bool:
 def words(text: str, name: str, limit: int, code: bool = False) -> int:
     """How often ``name`` occurs in ``text`` as a whole word (counting stops at ``limit``); with
     ``code``, not in a comment (``# train_graph_completion(args, loader)``: a call commented out
-    runs nothing)."""
+    runs nothing) nor as a function of a library module (``pickle.load(``, ``torch.save(``: no
+    method of the project of that name runs there) nor as part of a hyphenated word of prose
+    (``help="ckpt to pre-load"``)."""
     n, size = 0, len(name)
     pos = text.find(name)
     while pos >= 0 and n < limit:
         before = text[pos - 1] if pos else " "
         after = text[pos + size] if pos + size < len(text) else " "
-        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_") and not (code and commented(text, pos)):
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_") and not (
+                code and (commented(text, pos) or before == "." and library_attribute(text, pos - 1)
+                          or before == "-" and pos > 1 and text[pos - 2].isalpha() and after != "(")):  # "pre-load" in a help text
             n += 1
         pos = text.find(name, pos + 1)
     return n
+
+
+# library modules whose functions share names with the project's methods (`load`, `save`, `dump`)
+_LIBRARIES = frozenset({"torch", "pickle", "cPickle", "json", "yaml", "np", "numpy", "librosa", "joblib", "dill",
+                        "torchaudio", "soundfile", "sf", "h5py", "imageio", "cv2", "os", "shutil", "scipy", "io"})
+
+
+def library_attribute(text: str, dot: int) -> bool:
+    """The ``.`` at ``dot`` follows the name of a library module (``pickle`` in ``pickle.load``),
+    itself no attribute of something else."""
+    start = dot
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return text[start:dot] in _LIBRARIES and (start == 0 or text[start - 1] != ".")
 
 
 def commented(text: str, pos: int) -> bool:

@@ -83,3 +83,27 @@ def availability_beside_option(ctx: Context) -> list[ast.Call]:
         if tests == {_AVAILABLE} and all(body for i, body in ifs if ctx.text(i.test) == _AVAILABLE):
             found.append(call)
     return found
+
+
+_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+
+
+def model_beside_guarded_batches(ctx: Context) -> list[tuple[ast.Call, str]]:
+    """A training file that checks for a GPU and moves every batch under its flag (``if
+    use_cuda: inputs = inputs.cuda()``) while the model it trains goes ``.cuda()`` unguarded
+    (``model = DataParallel(model).cuda()``): the per-batch fallback is there, the model move
+    breaks it. Only when the unguarded moves are whole statements of named objects (the
+    model, its loss) and no "cuda" string is used unguarded: a file that also builds tensors
+    on "cuda" or autocasts on it is written for a GPU (project.text.unguarded_model_move).
+    Each such move with the name it moves."""
+    moves = [c for c in ctx.calls_named("cuda") if c.func.__class__ is ast.Attribute and ctx.qualname(c.func) is None]
+    if not any(under_device_flag(ctx, c) for c in moves):
+        return []
+    bare = [c for c in moves if not under_device_flag(ctx, c, moves_too=True)]
+    named = [moved_name(ctx, c) for c in bare]
+    if not bare or None in named or not any(f"{n}.parameters(" in ctx.source for n in named):
+        return []
+    if any(isinstance(k.value, str) and _CUDA_STR.match(k.value) and not under_device_flag(ctx, k)
+           for k in ctx.nodes.get(ast.Constant, ())):
+        return []
+    return list(zip(bare, named))  # type: ignore[arg-type]

@@ -22,7 +22,9 @@ _SAVE_HELPERS = ("save_model", "save_checkpoint", "save_state", "save_weights", 
 
 def returned_by_saver(ctx: Context, load: ast.Call) -> bool | None:
     """``path = preprocess(dataset)`` where ``preprocess`` (a function of this file) saves to the
-    path it returns: whether that save writes host data (None when the path does not come so)."""
+    path it returns: whether that save writes host data (None when the path does not come so);
+    True also when that function trains (``best_path = self._train(...)``, saving the best state
+    during its loop): the caller reloads what this process wrote on its device."""
     path = ctx.resolve(argument(load, "f", 0), load)
     if path is None or path.__class__ is not ast.Call:
         return None
@@ -31,6 +33,8 @@ def returned_by_saver(ctx: Context, load: ast.Call) -> bool | None:
         return None
     returned = {ctx.text(n.value) for n in ast.walk(func) if n.__class__ is ast.Return and n.value is not None}
     saves = [c for c in ctx.calls_to("torch.save") if ctx.function_of(c) is func and ctx.text(argument(c, "f", 1) or c) in returned]
+    if saves and any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return True  # `best = self._train(...)` saved the best model during its training and returns its path: this run's file
     return all(saved_on_host(ctx, c) for c in saves) if saves else None
 
 

@@ -1,0 +1,90 @@
+"""Files that call a helper of their project which falls back to the CPU.
+
+A short helper that moves what it is handed (or what it builds and returns) to CUDA only when a
+GPU is there - ``def tensor2var(x): if torch.cuda.is_available(): x = x.cuda(); return
+Variable(x)``, a model factory ``def make(name): model = models[name](); if
+torch.cuda.is_available(): model.cuda(); return model`` - is the project's CPU path. A file that
+calls it (its model or its batches go through the fallback) offers that CPU path itself; a bare
+``.cuda()`` beside the call breaks it (METHOD R17: a helper the file itself calls that falls back
+to the CPU is linked evidence). Only the calling file is linked: the modules it imports are not.
+
+Text first (a GPU check followed by a ``.cuda()`` on the next line, in a function of at most
+:data:`MAX_LINES` lines); the few blocks that match are parsed to check that the move is of a
+parameter or of a value the helper returns. A call is linked by its import: ``from utils import
+tensor2var`` / ``from utils import *`` and ``tensor2var(``, or ``import models`` and
+``models.make(``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from torchwise.lint.project.extensions import imported, module_keys
+from torchwise.lint.project.functions import function_blocks
+
+MAX_LINES = 25
+# `if torch.cuda.is_available():` and a `.cuda(` move on the next line of its body
+_GUARDED_MOVE = re.compile(r"^([ \t]*)if[ \t]+torch\.cuda\.is_available\(\)[ \t]*:[ \t]*\r?\n\1[ \t]+[^\n]*\.cuda\(", re.M)
+
+
+def _moves_handed_value(block: str) -> bool:
+    """The parsed helper moves, under its GPU check, a parameter or a name it returns, has no
+    ``else`` branch there, and returns something."""
+    try:
+        func = ast.parse(block).body[0]
+    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+        return False
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value is not None
+                for n in ast.walk(r.value) if isinstance(n, ast.Name)}
+    if not returned and not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(func)):
+        return False
+    for node in func.body:
+        if not (isinstance(node, ast.If) and not node.orelse and isinstance(node.test, ast.Call)
+                and ast.unparse(node.test.func) == "torch.cuda.is_available"):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "cuda" \
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id in params | returned:
+                return True
+    return False
+
+
+def fallback_helpers(texts: list[tuple[str, str]]) -> dict[str, set[str]]:
+    """Helper name -> the module keys of the files defining it (see the module doc)."""
+    found: dict[str, set[str]] = {}
+    for path, text in texts:
+        if "is_available()" not in text or ".cuda(" not in text or _GUARDED_MOVE.search(text) is None:
+            continue
+        for name, _, block in function_blocks(text, ("is_available()",), MAX_LINES):
+            if _GUARDED_MOVE.search(block) is not None and _moves_handed_value(block):
+                found.setdefault(name, set()).update(module_keys(path))
+    return found
+
+
+def helper_callers(texts: list[tuple[str, str]]) -> frozenset[str]:
+    """The files that call a fallback helper of their project, imported from the module that
+    defines it (not the defining file itself: its own moves are judged by itself)."""
+    helpers = fallback_helpers(texts)
+    if not helpers:
+        return frozenset()
+    out = []
+    for path, text in texts:
+        if "import" not in text or not any(f"{h}(" in text for h in helpers):
+            continue
+        modules, names = imported(text, anywhere=True)
+        for helper, keys in helpers.items():
+            if f"{helper}(" not in text or module_keys(path) & keys and f"def {helper}(" in text:
+                continue
+            direct = (helper in names or "*" in names) and modules & keys
+            dotted = any(re.search(rf"(?<![\w.]){re.escape(k)}\.{helper}\(", text) for k in keys & (modules | names))
+            if direct and re.search(rf"(?<![\w.]){helper}\(", text) or dotted:
+                out.append(path)
+                break
+    return frozenset(out)
+
+
+__all__ = ["fallback_helpers", "helper_callers"]
