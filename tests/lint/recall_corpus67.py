@@ -203,3 +203,41 @@ PROJECTS += [
         """),
     }, (("layers.py", 13),)),
 ]
+
+# ------------------------------------------------------------- TW205 a star-imported helper that moves what it is given
+# A GAN trainer star-imports its utilities and wraps every fresh noise batch with a helper that
+# moves it to the GPU when one is there: the noise is drawn on the host and copied every step.
+_WRAP = d("""
+    import torch
+    from torch.autograd import Variable
+    def as_var(t, grad=False):
+        if torch.cuda.is_available():
+            t = t.cuda()
+        return Variable(t, requires_grad=grad)
+""")
+_GAN_STEP = d("""
+    import torch
+    from helpers import *
+    def fit(G, D, loader, opt, zdim):
+        probe = as_var(torch.randn(16, zdim))
+        for x, _ in loader:
+            x = as_var(x)
+            z = as_var(torch.randn(x.size(0), zdim))
+            loss = D(G(z)).mean() - D(x).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return G(probe)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "noise wrapped every step by a moving helper from `from helpers import *`", {
+        "helpers.py": _WRAP, "train.py": _GAN_STEP,
+    }, (("train.py", 7),)),
+    ProjectShape("TW205", "look-alike: the star-imported helper only wraps, it moves nothing", {
+        "helpers.py": _WRAP.replace("    if torch.cuda.is_available():\n        t = t.cuda()\n", ""), "train.py": _GAN_STEP,
+    }),
+    ProjectShape("TW205", "look-alike: the trainer defines its own as_var that keeps the tensor where it is", {
+        "helpers.py": _WRAP,
+        "train.py": _GAN_STEP.replace("from helpers import *\n", "from helpers import *\ndef as_var(t):\n    return t\n"),
+    }),
+]

@@ -93,7 +93,8 @@ What it flags
   with its `__init__` registering buffers it makes with torch (a model built once before training is set-up)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it; also a function of another
-  module of the project, found through the `__init__.py` files that re-export it, `scores =
+  module of the project, found through the `__init__.py` files that re-export it or a star import
+  (`from utils import *`, `z = tensor2var(torch.randn(b, d))`), `scores =
   async_copy_to(scores, gpu)` with `obj.cuda(dev)` in it, reported where the tensor is made), a constant table made in
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
