@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.buffercopies import buffer_copies
 from torchwise.lint.semantics.builtmodules import built_module
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
@@ -15,7 +16,7 @@ from torchwise.lint.semantics.factories import DETERMINISTIC, LEGACY, SHAPE_METH
 from torchwise.lint.semantics.exampleinputs import example_input
 from torchwise.lint.semantics.instancecalls import once_per_instance_call
 from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
-from torchwise.lint.semantics.movetargets import move_target, tensor_target
+from torchwise.lint.semantics.movetargets import device_args, move_target, tensor_target
 from torchwise.lint.semantics.memos import memoized
 from torchwise.lint.semantics.once import runs_once, sampler_off_step
 from torchwise.lint.semantics.passedalways import fallback_never_taken
@@ -92,7 +93,8 @@ What it flags
   with its `__init__` registering buffers it makes with torch (a model built once before training is set-up)
   or that moves what it is given (`self.to_var(torch.randn(b, d))` with `def to_var(self, x):
   return Variable(x).cuda()`, reported at the call that passes it; also a function of another
-  module of the project, found through the `__init__.py` files that re-export it, `scores =
+  module of the project, found through the `__init__.py` files that re-export it or a star import
+  (`from utils import *`, `z = tensor2var(torch.randn(b, d))`), `scores =
   async_copy_to(scores, gpu)` with `obj.cuda(dev)` in it, reported where the tensor is made), a constant table made in
   `__init__` as a plain attribute and moved where it is used (`self.pe.to(x.device)` in
   `forward`; a buffer moves with the model once), and a device tensor pulled
@@ -101,7 +103,10 @@ What it flags
   pulled to NumPy for `env.step`, converted back with `torch.as_tensor(act)` and written into a device
   tensor; a device tensor pulled to the host for an operation torch runs on the device too and moved
   back, `labels = det[:, -1].cpu().unique()` then `labels = labels.cuda()` under `if x.is_cuda:`,
-  reported at the `.cpu()`) - where the code runs
+  reported at the `.cpu()`), and noise drawn on the host into a buffer the module registered
+  (`self.eps.copy_(torch.randn(n))`, also through a helper of the class and tensor math on its result,
+  `a = self._scale_noise(k)`, `self.eps.copy_(b.ger(a))`) by a `forward` or a method something other than
+  `__init__` calls (an agent's `self.net.reset_noise()` every update) - where the code runs
   repeatedly: inside a loop, in `forward()` and other
   per-call functions (a training step, a helper without a loop of its own, a helper with a
   loop that a forward pass calls - `farthest_point_sample`, a loss with a loop over the batch's
@@ -131,7 +136,8 @@ What it flags
   array NumPy draws on the host for a tensor on the device (`idx = np.random.randint(0, n, size=b)`,
   then `self._states[idx]` of a replay buffer that `__init__` made with `device=` - not when every
   construction leaves that device at a `"cpu"` default or passes the CPU;
-  `fps_idx[:, np.random.choice(n, k, False)]` of a GPU op's output), or a CPU tensor written into one
+  `fps_idx[:, np.random.choice(n, k, False)]` of a GPU op's output; not one number drawn without a size,
+  `q[0, np.random.randint(0, n)]`, a plain integer index), or a CPU tensor written into one
   (`gain[2:6] = torch.tensor(p.shape)[[3, 2, 3, 2]]`); Python values converted on every call -
   a constant table given as a parameter's default that no caller overrides
   (`def augment(img, kernel=SYM6)`), `th.tensor(x).to(t)` where `x` is not a tensor and some
@@ -284,6 +290,12 @@ Fix
                 seen.add(id(inner))
                 yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied to the device "
                                   f"by {last_name(call.func)}()", suggestion=f"create it there: torch.{factory}(..., device=...)")
+        for call, (inner, _, factory) in buffer_copies(ctx, lambda e: cpu_factory(ctx, e)):
+            if id(inner) not in seen:  # (buffer_copies leaves out what runs only at set-up)
+                seen.add(id(inner))
+                yield ctx.finding(self.code, inner, f"torch.{factory}(...) is built on the CPU and then copied into the "
+                                  f"device buffer {ctx.text(call.func.value)} at line {call.lineno}",
+                                  suggestion=f"create it there: torch.{factory}(..., device={ctx.text(call.func.value)}.device)")
         for call, owner, (inner, _, factory) in copied_by_new_tensor(ctx, lambda e: cpu_factory(ctx, e)):
             if id(inner) not in seen and not (runs_once(ctx, call) or never_called(ctx, ctx.function_of(call)) or dead_code(ctx, call)):
                 seen.add(id(inner))
@@ -340,11 +352,11 @@ Fix
             fix = self._fix(ctx, call, inner, target)
         where = f"{ctx.text(target)}'s device" if target is not True and tensor_target(ctx, call) else "the device"
         if factory in LEGACY or factory == "from_numpy":
-            suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {_device_args(ctx, call, target)})"
+            suggestion = (f"create it there with a factory or torch.tensor(data, dtype=..., {device_args(ctx, call, target)})"
                           if factory in LEGACY else
-                          f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {_device_args(ctx, call, target)})")
+                          f"draw or build it with torch on the device: torch.rand/eye/tensor(..., {device_args(ctx, call, target)})")
         else:
-            suggestion = f"create it there: torch.{factory}(..., {_device_args(ctx, call, target)})"
+            suggestion = f"create it there: torch.{factory}(..., {device_args(ctx, call, target)})"
         if via.startswith(" every call"):  # a constant table kept as a plain attribute
             suggestion = "make it once in __init__ with self.register_buffer(name, tensor) and use it as it is"
         return ctx.finding(self.code, site, f"torch.{factory}(...) is built on the CPU and then copied to {where}{via}",
@@ -377,15 +389,6 @@ def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
     calls (:func:`sampler_off_step`): one allocation per request for samples."""
     func = ctx.function_of(call)
     return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)
-
-
-def _device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
-    if target is True:
-        return 'device="cuda"'
-    text = ctx.text(target)
-    if tensor_target(ctx, call):
-        return f"device={text}.device, dtype={text}.dtype"
-    return f"device={text}"
 
 
 RULE = CreateThenMove()

@@ -16,6 +16,7 @@ from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
 from torchwise.lint.semantics.setupcode import set_up_only
 from torchwise.lint.semantics.decodedarrays import decoded_array
+from torchwise.lint.semantics.selfarrays import per_forward, self_array
 
 # numpy functions that return arrays (not scalars, not Python objects)
 _NP_ARRAY_FUNCS = frozenset({
@@ -50,6 +51,8 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
         return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
     if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
         return is_ndarray(ctx, expr.value, use, depth, methods)
+    if methods and expr.__class__ is ast.Attribute:  # self.frames: an array every store in its class makes
+        return self_array(ctx, expr, lambda e, at: is_ndarray(ctx, e, at, depth - 1, methods))
     if methods and expr.__class__ is ast.BinOp and expr.op.__class__ in _ELEMENTWISE:  # total / n: an array
         return is_ndarray(ctx, expr.left, use, depth - 1, methods) or is_ndarray(ctx, expr.right, use, depth - 1, methods)
     if methods and expr.__class__ is ast.Subscript and _sliced(expr.slice):
@@ -109,7 +112,7 @@ def is_decoded_image(ctx: Context, expr: ast.AST | None, use: ast.AST | None = N
 def _per_batch(ctx: Context, call: ast.Call) -> bool:
     """In a loop, or in a function named for producing a batch or an item (``next_batch``,
     ``__getitem__``, ``collate_fn``): paid again for every batch, not once at set-up."""
-    if ctx.enclosing_loops(call):
+    if ctx.enclosing_loops(call) or per_forward(ctx, call):
         return True
     func = ctx.function_of(call)
     return func is not None and func.__class__ is not ast.Lambda and any(w in func.name.lower() for w in BATCH_WORDS)
@@ -146,13 +149,16 @@ What it flags
   array method's result on one (`mels = np.stack(windows).astype(np.float32)` in a collate
   function), a slice of one or arithmetic on one (`flat[at:at + n]`, `total / size`), a parameter
   every caller - in the file and in the modules importing it, one at least - hands such an array
-  (`_write_back(net, np.zeros_like(flat))`), and the result of a helper of the project - of the
+  (`_write_back(net, np.zeros_like(flat))`), an attribute every store of which in its class is
+  such an array (`self.obs = np.zeros((cap, d))` in `__init__`, then `torch.tensor(self.obs[i:j])`),
+  and the result of a helper of the project - of the
   file, the module it is imported from, or a module the file star-imports (`from utils import *`)
   - every `return` of which is one (`target = gt_creator(...)`, then `t.tensor(target)` every
   batch; not in a Dataset's methods other than its per-item path: a `_process()` building the
   dataset once). Also `torch.tensor(a.astype(np.int32), dtype=torch.long)` (a
   NumPy dtype, or its name as a string), with or without a dtype: `astype` already made a copy,
-  and `torch.tensor` makes a second one - where that is paid per batch (in a loop, or in a
+  and `torch.tensor` makes a second one - where that is paid per batch (in a loop, in the `forward`
+  of an `nn.Module`, or in a
   function named for a batch or an item: `next_batch()`, `__getitem__`, `collate_fn`; a one-off
   load at set-up is left alone). Also a video or image a file decoder returned (`skvideo.io.vread`,
   `imageio.imread`/`mimread`), a clip sliced or a frame picked from it, copied per item (the
@@ -166,7 +172,8 @@ What it flags
   device copy copies anyway) - except an array NumPy builds in the call itself only to be
   copied, for every item: in `__getitem__`, a collate or batch function, a transform's
   `__call__`, a helper one of them calls (in the file, or from another module of the project:
-  a graph-building function a transform calls per sample), or a training loop. Flagged there
+  a graph-building function a transform calls per sample), a training loop, or the `forward` of an
+  `nn.Module` (`torch.tensor(np.zeros(s, dtype=np.float32), dtype=torch.float32)` every step). Flagged there
   when building it in NumPy is evidently wasted: a maker torch has too (`torch.tensor(np.ones(n).reshape(-1, 1),
   dtype=torch.float)`: `torch.ones(n, 1)`), an array of a literal list (`np.array([0, 0, 1])`),
   or any array asked for in the dtype NumPy already gives Python ints or floats
@@ -293,8 +300,9 @@ def _literal(node: ast.AST) -> bool:
 
 
 def _repeated(ctx: Context, call: ast.Call) -> bool:
-    """Run for every item or batch (:func:`per_item_function`), or in a training loop."""
-    if per_item_function(ctx, call) is not None:
+    """Run for every item or batch (:func:`per_item_function`), in a training loop, or in the
+    ``forward`` of an ``nn.Module`` (every step; its ``__main__`` smoke test and dead code aside)."""
+    if per_item_function(ctx, call) is not None or per_forward(ctx, call):
         return True
     hot = hot_loops(ctx)
     return any(id(loop) in hot for loop in ctx.enclosing_loops(call))

@@ -89,7 +89,16 @@ def _drawn_index(ctx: Context, part: AST, use: AST) -> ast.Call | None:
 
 def _host_draw(ctx: Context, call: ast.Call) -> bool:
     q = ctx.qualname(call.func) or star_qualname(ctx, call.func, numpy=True) or ""
-    return q.startswith("numpy.random.") or q == "numpy.arange"
+    if not q.startswith("numpy.random."):
+        return q == "numpy.arange"
+    # a draw without a size is one number: `Q[0, np.random.randint(0, n)]` is a plain integer index
+    sized = _SIZE_AT.get(q[13:])
+    return sized is None or len(call.args) >= sized or any(k.arg == "size" for k in call.keywords)
+
+
+# NumPy draws that give one number unless given a size: the size's place among the arguments
+_SIZE_AT = {"randint": 3, "choice": 2, "uniform": 3, "normal": 3, "rand": 1, "randn": 1, "random": 1,
+            "random_sample": 1, "integers": 3, "binomial": 3, "poisson": 2, "exponential": 2}
 
 
 def _drawn_names(ctx: Context) -> set[str]:

@@ -92,3 +92,13 @@ def _cuda_type(ctx: Context, expr: ast.AST, use: ast.AST) -> bool:
         return isinstance(expr.value, str) and expr.value.startswith("torch.cuda.")
     q = ctx.qualname(expr) if expr.__class__ is ast.Attribute else None
     return bool(q) and q.startswith("torch.cuda.") and q.endswith("Tensor")
+
+
+def device_args(ctx: Context, call: ast.Call, target: ast.AST | bool) -> str:
+    """The ``device=`` (and ``dtype=``) arguments that create the tensor where ``call`` moves it."""
+    if target is True:
+        return 'device="cuda"'
+    text = ctx.text(target)
+    if tensor_target(ctx, call):
+        return f"device={text}.device, dtype={text}.dtype"
+    return f"device={text}"

@@ -25,15 +25,16 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
     if not ctx.project.files:
         return
     local = {name for name, q in ctx.imports.items() if _project_module(ctx, q.split(".", 1)[0])}
-    if not local:
+    starred = _star_functions(ctx)  # tensor2var from `from utils import *`
+    if not local and not starred:
         return
     for call in ctx.nodes.get(ast.Call, ()):
         func = call.func
         root = func.id if func.__class__ is ast.Name else func.value.id if func.__class__ is ast.Attribute \
             and func.value.__class__ is ast.Name else None
-        if not call.args or root not in local:
+        if not call.args or root not in local and (func.__class__ is not ast.Name or root not in starred):
             continue  # only names imported from the project: async_copy_to, utils.to_gpu
-        q = ctx.qualname(func)
+        q = ctx.qualname(func) if root in local else starred[root] if ctx.binding_at(root, call) is None else None
         if q is None or "." not in q or q.startswith(("torch.", "numpy.")) or local_function(ctx, call) is not None \
                 or not _may_move(ctx, q):
             continue
@@ -44,6 +45,26 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
             found = found if found is not None and stored_then_moved(ctx, arg, call) else None
         if found is not None and _mover(ctx, q):  # (the helper's module is read only for a new CPU tensor)
             yield call, found
+
+
+_TOP_DEF = re.compile(r"^def (\w+)\(", re.M)
+
+
+def _star_functions(ctx: Context) -> dict[str, str]:
+    """Name -> ``module.name`` for the module-level functions of the project modules this file
+    star-imports by absolute name (``from utils import *``), that it does not import otherwise."""
+    found = ctx._cache.get("sem:star-functions")
+    if found is None:
+        found = ctx._cache["sem:star-functions"] = {}
+        if "import *" in ctx.source:
+            texts = dict(ctx.project.files)
+            for node in ctx.tree.body:
+                if node.__class__ is ast.ImportFrom and node.names[0].name == "*" and node.level == 0 and node.module:
+                    path = module_file(ctx.project, ctx.path, node.module, 0)
+                    for name in _TOP_DEF.findall(texts.get(path, "")) if path is not None else ():
+                        if name not in ctx.imports:
+                            found.setdefault(name, f"{node.module}.{name}")
+    return found
 
 
 def _project_module(ctx: Context, top: str) -> bool:
