@@ -68,3 +68,117 @@ PROJECTS += [
                                      "        self.net = self.build()\n        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)\n"),
         "train.py": _STATS_TRAIN}, (("metrics.py", 16),)),
 ]
+
+# ------------------------------------------------------------- TW301 another program of the project seeds NumPy
+# A collection of RL algorithms, a folder per algorithm with its own main.py: one main.py seeds NumPy
+# and torch, another seeds torch only while its agent module draws from NumPy every step.
+_SEEDS_BOTH = d("""
+    import argparse
+    import numpy as np
+    import torch
+    from agent import Agent
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0)
+    opt = parser.parse_args()
+    def main():
+        np.random.seed(opt.seed)
+        torch.manual_seed(opt.seed)
+        agent = Agent()
+        for step in range(1000):
+            agent.train()
+    if __name__ == "__main__":
+        main()
+""")
+_SEEDS_TORCH = _SEEDS_BOTH.replace("    np.random.seed(opt.seed)\n", "")
+_EPS_AGENT = d("""
+    import numpy as np
+    import torch
+    class Agent:
+        def __init__(self):
+            self.q = torch.nn.Linear(4, 2)
+            self.opt = torch.optim.Adam(self.q.parameters())
+        def act(self, s, eps):
+            if np.random.rand() < eps:
+                return np.random.randint(0, 2)
+            return self.q(s).argmax().item()
+        def train(self):
+            a = self.act(torch.zeros(4), 0.1)
+            loss = self.q(torch.zeros(4)).sum()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+""")
+_SHUFFLE_AGENT = d("""
+    import math
+    import numpy as np
+    import torch
+    class Agent:
+        def __init__(self):
+            self.pi = torch.nn.Linear(4, 2)
+            self.opt = torch.optim.Adam(self.pi.parameters())
+        def train(self):
+            perm = np.arange(256)
+            np.random.shuffle(perm)
+            for i in range(math.ceil(256 / 64)):
+                idx = perm[i * 64:(i + 1) * 64]
+                loss = self.pi(torch.zeros(len(idx), 4)).sum()
+                self.opt.zero_grad()
+                loss.backward()
+                self.opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW301", "one program's main.py seeds torch only; its agent draws epsilon-greedy actions from NumPy; another program seeds NumPy", {
+        "dqn/main.py": _SEEDS_TORCH, "dqn/agent.py": _EPS_AGENT, "td3/main.py": _SEEDS_BOTH, "td3/agent.py": _EPS_AGENT,
+    }, (("dqn/main.py", 9),)),
+    ProjectShape("TW301", "a PPO program seeds torch only and shuffles its minibatches with NumPy; a sibling program seeds NumPy", {
+        "ppo/main.py": _SEEDS_TORCH, "ppo/agent.py": _SHUFFLE_AGENT, "sac/main.py": _SEEDS_BOTH, "sac/agent.py": _EPS_AGENT,
+    }, (("ppo/main.py", 9),)),
+    ProjectShape("TW301", "look-alike: the program's own utils module seeds NumPy (the run seeds it)", {
+        "dqn/main.py": _SEEDS_TORCH.replace("from agent import Agent\n", "from agent import Agent\nimport utils\n"),
+        "dqn/utils.py": "import numpy as np\nnp.random.seed(0)\n", "dqn/agent.py": _EPS_AGENT,
+        "td3/main.py": _SEEDS_BOTH, "td3/agent.py": _EPS_AGENT,
+    }),
+    ProjectShape("TW301", "look-alike: the agent's NumPy draw is in a method nothing calls", {
+        "dqn/main.py": _SEEDS_TORCH, "dqn/agent.py": _EPS_AGENT.replace("        a = self.act(torch.zeros(4), 0.1)\n", ""),
+        "td3/main.py": _SEEDS_BOTH, "td3/agent.py": _EPS_AGENT,
+    }),
+    ProjectShape("TW301", "look-alike: the program's agent draws only from torch (which it seeds)", {
+        "dqn/main.py": _SEEDS_TORCH, "dqn/agent.py": _SHUFFLE_AGENT.replace("np.random.shuffle(perm)", "perm = torch.randperm(256)"),
+        "td3/main.py": _SEEDS_BOTH, "td3/agent.py": _EPS_AGENT,
+    }),
+]
+
+# ------------------------------------------------------------- TW301 a literal seed that picks a dataset's subset
+# A dataset's constructor seeds NumPy with a literal to pick a fixed subset of classes: not a per-epoch reseed.
+PROJECTS += [
+    ProjectShape("TW301", "look-alike: np.random.seed(0) in a dataset's __init__ fixes which classes form the subset", {
+        "data/tiered.py": d("""
+            import numpy as np
+            from torch.utils.data import Dataset
+            class Tiered(Dataset):
+                def __init__(self, images, labels, mini=False):
+                    if mini:
+                        np.random.seed(0)
+                        keep = np.random.choice(max(labels) + 1, 64, replace=False).tolist()
+                        images = [x for x, y in zip(images, labels) if y in keep]
+                    self.images = images
+                def __len__(self):
+                    return len(self.images)
+                def __getitem__(self, i):
+                    return self.images[i]
+        """),
+        "train.py": d("""
+            import torch
+            from torch.utils.data import DataLoader
+            from data.tiered import Tiered
+            def main(model, opt):
+                loader = DataLoader(Tiered([], []), batch_size=8, shuffle=True)
+                for x in loader:
+                    loss = model(x).sum()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            if __name__ == "__main__":
+                main(None, None)
+        """)}),
+]
