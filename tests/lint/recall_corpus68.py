@@ -182,3 +182,104 @@ PROJECTS += [
                 main(None, None)
         """)}),
 ]
+
+# ------------------------------------------------------------- dead code: mentions that cannot reach the method
+# A per-call rule (TW205) in a method that nothing reaches: its name is common, but the other mentions are
+# a module's attribute (torch.load, json.load) or other classes' own methods of that name.
+_MEMNET = d("""
+    import torch
+    import torch.nn as nn
+    class MemNet(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.fc = nn.Linear(n, n)
+        def position_weight(self, memory, lengths):
+            weight = torch.ones(memory.size(0), memory.size(1)).cuda()
+            return memory * weight.unsqueeze(2)
+        def forward(self, memory, lengths):
+            # memory = self.position_weight(memory, lengths)
+            return self.fc(memory.sum(1))
+""")
+_RAM = d("""
+    import torch
+    import torch.nn as nn
+    class RAM(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.fc = nn.Linear(n, n)
+        def position_weight(self, memory, lengths):
+            return memory * lengths.unsqueeze(2)
+        def forward(self, memory, lengths):
+            memory = self.position_weight(memory, lengths)
+            return self.fc(memory.sum(1))
+""")
+_TRAIN_MODELS = d("""
+    import torch
+    from models.memnet import MemNet
+    from models.ram import RAM
+    def main(args, loader):
+        model = {"memnet": MemNet, "ram": RAM}[args.model](8).cuda()
+        opt = torch.optim.Adam(model.parameters())
+        for memory, lengths in loader:
+            loss = model(memory.cuda(), lengths.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    if __name__ == "__main__":
+        main(None, [])
+""")
+_MEMNET_LOAD = _MEMNET.replace("import torch\n", "import json\nimport torch\n", 1).replace("    def forward(", """    def load(self, path):
+        state = torch.load(path)
+        cfg = json.load(open(path + ".json"))
+        return self.position_weight(state["memory"], cfg["lengths"])
+    def forward(""")
+PROJECTS += [
+    ProjectShape("TW205", "look-alike: a method whose only call in its class is commented out; other classes call their own method of that name", {
+        "models/memnet.py": _MEMNET, "models/ram.py": _RAM, "models/__init__.py": "", "train.py": _TRAIN_MODELS}),
+    ProjectShape("TW205", "a subclass that does not define the method calls it on self: the method runs", {
+        "models/memnet.py": _MEMNET, "models/ram.py": _RAM.replace("class RAM(nn.Module):", "from models.memnet import MemNet\nclass RAM(MemNet):").replace(
+            "    def position_weight(self, memory, lengths):\n        return memory * lengths.unsqueeze(2)\n", ""),
+        "models/__init__.py": "", "train.py": _TRAIN_MODELS}, (("models/memnet.py", 8),)),
+    ProjectShape("TW205", "look-alike: a helper reached only from a method `load` nothing calls (torch.load and json.load are other names)", {
+        "models/memnet.py": _MEMNET_LOAD, "models/ram.py": _RAM, "models/__init__.py": "", "train.py": _TRAIN_MODELS}),
+    ProjectShape("TW205", "the model's `load` is called on an instance: the helper it calls runs", {
+        "models/memnet.py": _MEMNET_LOAD, "models/ram.py": _RAM, "models/__init__.py": "",
+        "train.py": _TRAIN_MODELS.replace("    opt = torch.optim", "    model.load(args.init)\n    opt = torch.optim")},
+        (("models/memnet.py", 9),)),
+]
+
+# ------------------------------------------------------------- dead code: a drop-in module the README only mentions
+_AUX = d("""
+    import torch
+    def embed_all(model, loader):
+        out = []
+        for x in loader:
+            mask = torch.ones(len(x)).cuda()
+            out.append((model(x.cuda()) * mask[:, None]).cpu())
+        return torch.cat(out)
+    def eval_recall(model, loader):
+        feats = embed_all(model, loader)
+        ids = torch.arange(len(feats)).cuda()
+        return (feats.argmax(1) == ids).float().mean()
+""")
+_AUX_TRAIN = d("""
+    import torch
+    import aux
+    def main(model, loader, opt):
+        for x in loader:
+            loss = model(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print(aux.eval_recall(model, loader))
+    if __name__ == "__main__":
+        main(None, [], None)
+""")
+PROJECTS += [
+    ProjectShape("TW205", "look-alike: a drop-in variant of an imported module that only the README mentions (nothing imports it)", {
+        "aux.py": _AUX, "aux_sklearn.py": _AUX, "train.py": _AUX_TRAIN,
+        "README.md": "To avoid faiss, use `aux_sklearn.py` in place of `aux.py` when importing.\n"}, (("aux.py", 5),)),
+    ProjectShape("TW205", "a variant module the README tells the user to import: it runs in the user's code", {
+        "aux.py": _AUX, "aux_sklearn.py": _AUX, "train.py": _AUX_TRAIN,
+        "README.md": "To avoid faiss:\n\n    from aux_sklearn import eval_recall\n"}, (("aux.py", 5), ("aux_sklearn.py", 5))),
+]
