@@ -17,7 +17,7 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
-from torchwise.lint.semantics.runseeds import imported_for_sure, run_seeded
+from torchwise.lint.semantics.runseeds import imported_for_sure, lone_trainer, run_seeded
 from torchwise.lint.semantics.seedkinds import scoped_seed as _scoped_seed, worker_reseed as _worker_reseed
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
 from torchwise.lint.semantics.workerseeds import in_worker_code, loaders_use_workers
@@ -229,7 +229,8 @@ Fix
                 yield ctx.finding(self.code, first_seed, f"this file seeds {self._list(seeded)} only, while torch's generator, "
                                   f"which {os.path.basename(other)} draws from every step (dropout, shuffling), "
                                   "is seeded nowhere", suggestion="also call torch.manual_seed(seed) (or torchwise.seed_everything)")
-        if ctx.project.files and ("__main__" in ctx.source or "parse_args(" in ctx.source) and ctx.path in training_seeders(ctx.project):
+        if ctx.project.files and ("__main__" in ctx.source or "parse_args(" in ctx.source) and ctx.path in training_seeders(ctx.project) \
+                and not in_demo_main(ctx, first_seed) and lone_trainer(ctx.project, ctx.path):
             yield from self._other_programs_seed(ctx, seeded, first_seed)
         seeding_scopes = {id(ctx.scope_of(c)) for c in seeders}
         for call in ctx.calls_named("default_rng", "Random", "RandomState"):

@@ -80,3 +80,14 @@ def imported_for_sure(facts: ProjectFacts, script: str) -> tuple[str, ...]:
                         todo.append(other)
         found = facts.answers[key] = tuple(sorted(seen - {script}))
     return found
+
+
+def lone_trainer(facts: ProjectFacts, script: str) -> bool:
+    """``script`` is a program of its own: no other file of the project imports it (a dataset
+    module with a ``__main__`` demo is no entry point of a run), and it or a module it imports for
+    sure runs a backward pass."""
+    texts = dict(facts.files)
+    stem = _stem(script)
+    if any(p != script and stem in t and stem in _imported(t) for p, t in facts.files):
+        return False
+    return any(".backward(" in texts.get(p, "") for p in (script, *imported_for_sure(facts, script)))
