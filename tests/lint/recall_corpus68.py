@@ -283,3 +283,48 @@ PROJECTS += [
         "aux.py": _AUX, "aux_sklearn.py": _AUX, "train.py": _AUX_TRAIN,
         "README.md": "To avoid faiss:\n\n    from aux_sklearn import eval_recall\n"}, (("aux.py", 5), ("aux_sklearn.py", 5))),
 ]
+
+# ------------------------------------------------------------- TW105 the log of one picked softmax probability
+# A saliency helper or explainer keeps the probability of the predicted class (`p = p[label]`) and
+# takes its log without a floor.
+FIND += [
+    Shape("TW105", "softmax module output indexed by the label into the same name, then -torch.log", d("""
+        import torch
+        import torch.nn as nn
+        def saliency(model, x, label):
+            out = model(x)
+            prob = nn.Softmax(dim=0)(out[0])
+            prob = prob[label]
+            loss = -torch.log(prob)
+            loss.backward()
+            return x.grad
+    """), 7),
+    Shape("TW105", "F.softmax output picked by the target into another name, log taken per step", d("""
+        import torch
+        import torch.nn.functional as F
+        def step(model, opt, x, y):
+            probs = F.softmax(model(x), dim=1)
+            picked = probs[torch.arange(len(y)), y]
+            loss = -torch.log(picked).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """), 6),
+]
+QUIET += [
+    Shape("TW105", "look-alike: the picked probability gets an epsilon before the log", d("""
+        import torch
+        import torch.nn.functional as F
+        def step(model, x, y):
+            probs = F.softmax(model(x), dim=1)
+            picked = probs[torch.arange(len(y)), y]
+            return -torch.log(picked + 1e-8).mean()
+    """)),
+    Shape("TW105", "look-alike: a normalised histogram (no softmax) indexed and logged", d("""
+        import torch
+        def surprisal(hist, y):
+            p = hist / hist.sum()
+            p = p[y]
+            return -torch.log(p)
+    """)),
+]
