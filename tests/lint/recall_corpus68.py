@@ -328,3 +328,33 @@ QUIET += [
             return -torch.log(p)
     """)),
 ]
+
+# ------------------------------------------------------------- dead code: a base class's self call reaches the override
+PROJECTS += [
+    ProjectShape("TW205", "a base trainer calls self._epoch(), which it defines as abstract; the subclass's override runs", {
+        "base.py": d("""
+            class BaseTrainer:
+                def __init__(self, model, loader):
+                    self.model, self.loader = model, loader
+                def fit(self, epochs):
+                    for epoch in range(epochs):
+                        self._epoch(epoch)
+                def _epoch(self, epoch):
+                    raise NotImplementedError
+        """),
+        "trainer.py": d("""
+            import torch
+            from base import BaseTrainer
+            class Trainer(BaseTrainer):
+                def _epoch(self, epoch):
+                    for x, y in self.loader:
+                        w = torch.ones(len(y)).cuda()
+                        loss = (self.model(x.cuda()) * w).sum()
+                        loss.backward()
+        """),
+        "train.py": d("""
+            from trainer import Trainer
+            if __name__ == "__main__":
+                Trainer(None, []).fit(3)
+        """)}, (("trainer.py", 6),)),
+]

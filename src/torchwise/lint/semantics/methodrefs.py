@@ -7,7 +7,9 @@ Read from the syntax of the files that name it, none of these is a use of this m
   attribute is never a method of a class;
 - ``self.name`` inside a class that defines ``name`` itself (another class than the method's):
   Python finds that class's own method first;
-- a ``def name`` of another class or function (a definition, no use).
+- a ``def name`` of another class or function (a definition, no use) - unless the class is a base
+  or a subclass of the method's class: an override pair is an interface a caller outside the
+  project (a training script not shipped) may call.
 
 Every other mention counts: a bare name, an attribute of any other object, a string naming it
 (``getattr(obj, "load")``), an import of the name."""
@@ -38,7 +40,7 @@ def method_uses(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, limi
             if name not in text or others and path == ctx.path or not words(text, name, 1, code=True):
                 continue
             other = ctx if path == ctx.path else parsed_file(ctx.project, path, text)
-            found += limit if other is None else _mentions(other, name, func if other is ctx else None, limit - found)
+            found += limit if other is None else _mentions(other, name, func if other is ctx else None, cls, limit - found)
             if found >= limit:
                 found = limit
                 break
@@ -62,9 +64,35 @@ def _defines(cls: AST, name: str) -> bool:
     return any(s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == name for s in cls.body)
 
 
-def _mentions(ctx: Context, name: str, own: AST | None, limit: int) -> int:
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+
+
+def _ancestors(ctx: Context, cls: ast.ClassDef) -> set[str]:
+    """The names of ``cls``'s base classes, their bases and so on, through every class of the
+    project of that name (read from the text): a ``self.name(...)`` in one of them may dispatch
+    to ``cls``'s override."""
+    table = ctx.project.answers.get("methodrefs:bases")
+    if table is None:
+        table = {}
+        for _, text in ctx.project.files:
+            if "class" in text:
+                for m in _CLASS.finditer(text):
+                    table.setdefault(m.group(1), set()).update(b.strip().split(".")[-1].split("[")[0] for b in m.group(2).split(",") if b.strip())
+        ctx.project.answers["methodrefs:bases"] = table
+    found: set[str] = set()
+    todo = [b.attr if b.__class__ is ast.Attribute else getattr(b, "id", "") for b in cls.bases]
+    while todo:
+        name = todo.pop()
+        if name and name not in found:
+            found.add(name)
+            todo.extend(table.get(name, ()))
+    return found
+
+
+def _mentions(ctx: Context, name: str, own: AST | None, owner: ast.ClassDef, limit: int) -> int:
     modules = _module_names(ctx)
-    owner = ctx.parent(own) if own is not None else None
+    ancestors = _ancestors(ctx, owner)
+    home = owner if own is not None else None  # the method's own class node, in its own file
     count = 0
     for node in ctx.nodes.get(ast.Attribute, ()):
         if node.attr != name:
@@ -75,11 +103,19 @@ def _mentions(ctx: Context, name: str, own: AST | None, limit: int) -> int:
                 continue  # json.load, torch.load: a module's attribute
             if value.id == "self":
                 cls = ctx.class_of(node)
-                if cls is not None and cls is not owner and _defines(cls, name):
-                    continue  # another class's own method of that name
+                if cls is not None and cls is not home and _defines(cls, name) and cls.name not in ancestors:
+                    continue  # another class's own method of that name (not a base class's call of its override)
         count += 1
         if count >= limit:
             return count
+    for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
+        for node in ctx.nodes.get(kind, ()):
+            cls = ctx.parent(node)
+            if node.name == name and node is not own and cls.__class__ is ast.ClassDef and (
+                    cls.name in ancestors or owner.name in _ancestors(ctx, cls)):
+                count += 1  # an override in the same hierarchy: an interface method its framework calls
+                if count >= limit:
+                    return count
     for node in ctx.nodes.get(ast.Name, ()):
         if node.id == name:
             count += 1
