@@ -358,3 +358,50 @@ PROJECTS += [
                 Trainer(None, []).fit(3)
         """)}, (("trainer.py", 6),)),
 ]
+
+# ------------------------------------------------------------- TW209 a biased convolution inside a weight reparametrisation
+# SAGAN-style generators wrap each transposed convolution in spectral norm (which keeps the bias) and put
+# a BatchNorm right after it.
+FIND += [
+    Shape("TW209", "the project's SpectralNorm around a transposed convolution, appended before a BatchNorm", d("""
+        import torch.nn as nn
+        from spectral import SpectralNorm
+        class Generator(nn.Module):
+            def __init__(self, z_dim, ch):
+                super().__init__()
+                block = []
+                block.append(SpectralNorm(nn.ConvTranspose2d(z_dim, ch * 8, 4)))
+                block.append(nn.BatchNorm2d(ch * 8))
+                block.append(nn.ReLU())
+                self.block = nn.Sequential(*block)
+            def forward(self, z):
+                return self.block(z)
+    """), 7),
+    Shape("TW209", "torch's spectral_norm around a convolution, then BatchNorm2d in a Sequential", d("""
+        import torch.nn as nn
+        from torch.nn.utils import spectral_norm
+        def down(c_in, c_out):
+            return nn.Sequential(spectral_norm(nn.Conv2d(c_in, c_out, 4, 2, 1)), nn.BatchNorm2d(c_out), nn.LeakyReLU(0.2))
+    """), 4),
+]
+QUIET += [
+    Shape("TW209", "look-alike: spectral norm around a convolution without bias, then BatchNorm", d("""
+        import torch.nn as nn
+        from torch.nn.utils import spectral_norm
+        def down(c_in, c_out):
+            return nn.Sequential(spectral_norm(nn.Conv2d(c_in, c_out, 4, 2, 1, bias=False)), nn.BatchNorm2d(c_out), nn.LeakyReLU(0.2))
+    """)),
+    Shape("TW209", "look-alike: spectral norm around a biased convolution, no BatchNorm after it", d("""
+        import torch.nn as nn
+        from spectral import SpectralNorm
+        class Critic(nn.Module):
+            def __init__(self, ch):
+                super().__init__()
+                block = []
+                block.append(SpectralNorm(nn.Conv2d(3, ch, 4, 2, 1)))
+                block.append(nn.LeakyReLU(0.1))
+                self.block = nn.Sequential(*block)
+            def forward(self, x):
+                return self.block(x)
+    """)),
+]
