@@ -25,6 +25,12 @@ def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = Non
     if expr.__class__ is ast.BinOp and expr.op.__class__ is ast.Sub and expr.left.__class__ is ast.Constant \
             and expr.left.value == 1:
         return probability_of(ctx, expr.right, use, depth)  # log(1 - p): as small as p is close to 1
+    if expr.__class__ is ast.Subscript and depth > 0:
+        return probability_of(ctx, expr.value, use, depth - 1)  # log(p[label]): one of the probabilities
+    if expr.__class__ is ast.Name and depth > 0:
+        b = ctx.binding_at(expr.id, use or expr)
+        if b is not None and b.kind == "assign" and b.value.__class__ is ast.Subscript and b.node is not (use or expr):
+            return probability_of(ctx, b.value.value, b.node, depth - 1)  # p = probs[label]; log(p)
     expr = producing_call(ctx, expr, use, depth)
     while expr is not None and expr.func.__class__ is ast.Attribute and expr.func.attr in SHAPE_ONLY \
             and ctx.qualname(expr.func) is None:
@@ -125,7 +131,8 @@ What it flags
   `torch.log(...)` or `.log()` applied directly to a softmax or sigmoid output
   (`torch.log(F.softmax(x, 1))`, `probs.log()` where `probs = x.softmax(1)`), with no epsilon or
   clamp in between, also of the entries picked from them (`torch.log(probs.gather(1, actions))`,
-  `torch.log(probs[range(n), actions])`), and of `1 - p` for such `p` (a binary cross-entropy
+  `torch.log(probs[range(n), actions])`, also when the pick is first stored: `prob = prob[label]`
+  then `-torch.log(prob)`), and of `1 - p` for such `p` (a binary cross-entropy
   written by hand: `y * torch.log(p) + (1 - y) * torch.log(1 - p)`), through shape-only methods
   (`output = model(x).squeeze(0)`). The output of a module of the project whose `forward`
   returns a sigmoid or softmax on every path (`return self.sig(out)` with `self.sig =

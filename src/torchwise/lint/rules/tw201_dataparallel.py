@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.builtwrappers import returned_for_inference
 from torchwise.lint.semantics.dpmodes import frozen_inference_only, mode_call, names_of, receiver
 from torchwise.lint.semantics.dataparallel import dataparallel_classes, trains_through
 from torchwise.lint.semantics.handdp import hand_dp_steps
@@ -260,7 +261,9 @@ What it flags
   wrapper only ever called under `torch.no_grad()` (here, in a closure such as an evaluator
   factory's step `def _inference(engine, batch)`, besides `.to(device)`/`.eval()`, or in the function of the file it is
   handed to: a diffusion sampler; or handed to any call made under `torch.no_grad()`: a
-  trainer's `eval()` method running `evaluate(model, batch)` there), one made in the branch without a GPU (`else` of
+  trainer's `eval()` method running `evaluate(model, batch)` there; or, for a wrapper a builder method returns and
+  its class stores, `self.model = self.load_model()`, at every use of `self.model` in the class: a metric's
+  feature extractor run under `torch.inference_mode()`), one made in the branch without a GPU (`else` of
   `if torch.cuda.is_available():`) or in an evaluation-only branch that ends the program
   (`if args.testOnly: ... net.eval() ... sys.exit(0)`, training nothing), or in an evaluation
   script (a `__main__` script with no backward, optimizer or `train(...)` call that hands the
@@ -300,7 +303,7 @@ Fix
                 continue  # the functional form is the forward pass itself: sampling under no_grad
             if frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
-                    _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call):
+                    _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call) or returned_for_inference(ctx, call):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             reported.append(call)
         for call in reported:

@@ -56,7 +56,9 @@ What it flags
   or in another module, `Head(dim, n, use_bn=args.use_bn_in_head)`; never turned on: quiet).
   In an `nn.Sequential(...)` the BatchNorm may be chosen by a conditional expression,
   `nn.BatchNorm2d(c) if use_bn else nn.Sequential()` (not when `use_bn` is a parameter off by
-  default). The
+  default). The convolution may sit inside a weight reparametrisation, which keeps its bias
+  (`SpectralNorm(nn.ConvTranspose2d(...))`, the usual hand-written SAGAN class;
+  `nn.utils.spectral_norm(nn.Conv2d(...))`, `weight_norm(...)`). The
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`

@@ -17,6 +17,8 @@ from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds
 from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
+from torchwise.lint.semantics.runseeds import imported_for_sure, lone_trainer, run_seeded
+from torchwise.lint.semantics.seedkinds import scoped_seed as _scoped_seed, worker_reseed as _worker_reseed
 from torchwise.lint.semantics.splitseeds import SEEDERS, split_seed, split_seeds_only
 from torchwise.lint.semantics.workerseeds import in_worker_code, loaders_use_workers
 
@@ -65,36 +67,14 @@ def _under_test(ctx: Context, node: ast.AST) -> bool:
     return False
 
 
-def _worker_reseed(ctx: Context, call: ast.Call) -> bool:
-    """``def worker_init_fn(worker_id): numpy.random.seed(numpy.random.get_state()[1][0] +
-    worker_id)``: each DataLoader worker's stream made distinct, not the run's seeding."""
-    func = ctx.function_of(call)
-    if func is None or func.__class__ is ast.Lambda:
-        return False
-    if "worker" in func.name.lower() or any(a.arg == "worker_id" for a in func.args.args):
-        return True
-    # a process's target (Process(target=sample_function, args=(..., np.random.randint(2e9)))) seeded
-    # with a value it is handed: each worker's own stream
-    handed = bool(call.args) and call.args[0].__class__ is ast.Name and call.args[0].id in {a.arg for a in func.args.args}
-    return any((k.arg == "worker_init_fn" or handed and k.arg in ("target", "initializer")) and ctx.text(k.value) == func.name
-               for k in ctx.nodes.get(ast.keyword, ()))
-
-
-def _scoped_seed(ctx: Context, call: ast.Call) -> bool:
-    """``state = np.random.get_state(); np.random.seed(2019); ...; np.random.set_state(state)``:
-    a fixed seed for one split, with the global state put back - not the run's seeding."""
-    scope = ctx.scope_of(call)
-    restores = [c for c in ctx.calls_named("set_state", "setstate") if ctx.scope_of(c) is scope and c.lineno > call.lineno]
-    saves = [c for c in ctx.calls_named("get_state", "getstate") if ctx.scope_of(c) is scope and c.lineno < call.lineno]
-    return bool(restores and saves)
-
-
 def _module_reseeds(ctx: Context, seed: ast.Call) -> bool:
     """The seed is in a function of a module that is no script (no ``__main__``, no ``parse_args(``)
     and is not itself a seeding helper (``def set_seeds(seed)``, whose callers may seed torch too):
     a data module's ``get_iterator(self, epoch)`` reseeding per epoch."""
     func = ctx.function_of(seed)
     src = ctx.source
+    if func is not None and func.name == "__init__" and seed.args and seed.args[0].__class__ is ast.Constant:
+        return False  # np.random.seed(0) in a dataset's constructor: a fixed pick of its data (which classes form a subset)
     return func is not None and "seed" not in func.name.lower() and "__main__" not in src and "parse_args(" not in src
 
 
@@ -180,7 +160,13 @@ What it flags
   not counted across files); likewise a data module whose function reseeds NumPy and `random`
   (`def get_iterator(self, epoch): random.seed(epoch); np.random.seed(epoch)`) while a training
   script that imports it draws from torch (`torch.randperm`, dropout, a shuffling loader) and
-  the project seeds torch nowhere.
+  the project seeds torch nowhere (not a literal seed in a constructor, `np.random.seed(0)` in a dataset's
+  `__init__` before it picks which classes form a subset: a fixed choice of data, not a per-epoch reseed).
+  And, in a project of several programs (a folder per algorithm, each with its `main.py`), an
+  entry script that trains and seeds some generators while a module it imports (its own folder's
+  first) draws from another (`np.random.rand() < eps` in the agent's `select_action`,
+  `np.random.shuffle` of minibatches) that no file on its run seeds - only another program of the
+  project does: reported at the script's first seed.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -243,6 +229,9 @@ Fix
                 yield ctx.finding(self.code, first_seed, f"this file seeds {self._list(seeded)} only, while torch's generator, "
                                   f"which {os.path.basename(other)} draws from every step (dropout, shuffling), "
                                   "is seeded nowhere", suggestion="also call torch.manual_seed(seed) (or torchwise.seed_everything)")
+        if ctx.project.files and ("__main__" in ctx.source or "parse_args(" in ctx.source) and ctx.path in training_seeders(ctx.project) \
+                and not in_demo_main(ctx, first_seed) and lone_trainer(ctx.project, ctx.path):
+            yield from self._other_programs_seed(ctx, seeded, first_seed)
         seeding_scopes = {id(ctx.scope_of(c)) for c in seeders}
         for call in ctx.calls_named("default_rng", "Random", "RandomState"):
             q = ctx.qualname(call.func)
@@ -257,6 +246,34 @@ Fix
                 f"{q}() without a seed is not affected by the global seeds this file sets (line {first_seed.lineno})",
                 suggestion=f"pass a seed: {last_name(call.func)}(seed)",
             )
+
+    def _other_programs_seed(self, ctx: Context, seeded: set[str], first_seed: ast.Call) -> Iterator[Finding]:
+        """An entry script that trains, whose run (it and the modules it may import) leaves a
+        generator unseeded that only another program of the project seeds, while a module it
+        imports for sure draws from it (``np.random.rand() < eps`` in the agent's
+        ``select_action``): reported at the script's first seed."""
+        project = ctx.project
+        run = run_seeded(project, ctx.path)
+        if run is None:
+            return
+        for family in ("random", "numpy", "torch"):
+            if family in seeded or family in run or family not in project.seeded:
+                continue  # seeded on this run; or seeded nowhere, which the module's own check reports
+            texts = dict(project.files)
+            program = (ctx.path, *imported_for_sure(project, ctx.path))
+            for path in program[1:]:
+                other = parsed_file(project, path, texts[path]) if path in texts else None
+                draw = self._uses(other, draws_only=True, workers_seeded="torch" in seeded).get(family) if other else None
+                func = other.function_of(draw) if draw is not None else None
+                if func is not None and not func.name.startswith("__") and sum(
+                        texts[p].count(func.name + "(") for p in program if p in texts) <= 1:
+                    continue  # in a function this program never calls (only another program's copy of it may)
+                if draw is not None:
+                    yield ctx.finding(self.code, first_seed, f"this run seeds {self._list(seeded)} only, while {_LABELS[family]}, "
+                                      f"which {os.path.basename(path)} draws from (line {draw.lineno}), is seeded on no file "
+                                      "it imports (only another program of the project seeds it)",
+                                      suggestion="seed every generator in use (or call torchwise.seed_everything)")
+                    break
 
     def _unseeded_in_project(self, ctx: Context) -> Iterator[Finding]:
         """A module that seeds nothing and draws from a generator the project never seeds, while

@@ -1,13 +1,14 @@
 """Layers that add a bias BatchNorm would cancel (TW209): ``nn.ConvNd``/``nn.ConvTransposeNd``
 and ``nn.Linear`` that keep their bias, the file's own subclass of one (``class Conv2d_fw(nn.Conv2d)``
 with ``bias=True`` by default), a module-level helper that only returns one, and the project's
-own wrapper class around one (``ConvNorm(...)``)."""
+own wrapper class around one (``ConvNorm(...)``); also inside a weight reparametrisation, which
+keeps the bias (``SpectralNorm(nn.ConvTranspose2d(...))``, ``nn.utils.weight_norm(nn.Conv1d(...))``)."""
 
 from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.normlayers import BN_DIMS
 from torchwise.lint.semantics.values import local_function
@@ -18,6 +19,13 @@ CONV_DIMS = {
 }
 # nn.Linear before BatchNorm1d: the features are BatchNorm1d's channels (Linear(in, out, bias=True))
 LAYER_DIMS = {**CONV_DIMS, "torch.nn.Linear": 1}
+
+
+# wrappers that reparametrise a layer's weight and keep its bias (torch's and the usual hand-written SAGAN class)
+_REPARAMETRIZE = frozenset({"torch.nn.utils.spectral_norm", "torch.nn.utils.weight_norm", "torch.nn.utils.parametrizations.spectral_norm",
+                            "torch.nn.utils.parametrizations.weight_norm", "torch.nn.utils.spectral_norm.spectral_norm",
+                            "torch.nn.utils.weight_norm.weight_norm"})
+_REPARAMETRIZE_NAMES = frozenset({"SpectralNorm", "spectral_norm", "weight_norm", "WeightNorm"})
 
 
 def _bias_position(q: str) -> int:
@@ -35,6 +43,9 @@ def conv_with_bias(ctx: Context, call: ast.AST, params: ast.arguments | None = N
     if call.__class__ is not ast.Call or has_star_args(call):
         return None
     q = ctx.qualname(call.func) or ""
+    if call.args and call.args[0].__class__ is ast.Call and (q in _REPARAMETRIZE or not q.startswith("torch.") and (
+            last_name(call.func) or "") in _REPARAMETRIZE_NAMES):
+        return conv_with_bias(ctx, call.args[0], params)  # SpectralNorm(nn.ConvTranspose2d(...)): the wrapper keeps the bias
     dims = LAYER_DIMS.get(q)
     if dims is None:
         sub = conv_subclass(ctx, call.func)

@@ -13,6 +13,7 @@ import ast
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.deadmodules import named_in_references
 from torchwise.lint.semantics.deadtext import words
+from torchwise.lint.semantics.methodrefs import method_uses
 from torchwise.lint.semantics.unrunbranches import in_unrun_branch
 
 
@@ -65,8 +66,9 @@ def only_dead_callers(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef
     if key in ctx._cache:
         return ctx._cache[key]
     ctx._cache[key] = False  # recursion counts as alive while it is worked out
-    found = not any(p != ctx.path and name in t and words(t, name, 1, code=True) for p, t in ctx.project.files) \
-        and not named_in_references(ctx, name) and _mentions_dead(ctx, func, depth)
+    found = not any(p != ctx.path and name in t and words(t, name, 1, code=True) for p, t in ctx.project.files) or (
+        ctx.parent(func).__class__ is ast.ClassDef and method_uses(ctx, func, others=True) == 0)  # other classes' own methods
+    found = found and not named_in_references(ctx, name) and _mentions_dead(ctx, func, depth)
     ctx._cache[key] = found
     return found
 
@@ -102,7 +104,8 @@ def _mentions_dead(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, d
 def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``func``'s name occurs in no Python file of the project but in its own ``def`` (a mention
     in a comment, ``# train_graph_completion(args, loader)``, calls nothing) and in no config,
-    shell script or notebook."""
+    shell script or notebook. For a method, a mention that cannot reach it is none
+    (:mod:`.methodrefs`: ``torch.load``, another class's own ``self.load``)."""
     name = func.name
     if not _plain(func):
         return False
@@ -118,5 +121,7 @@ def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         if found == 1 and named_in_references(ctx, name):
             found = 2  # named in a config, a shell script or a notebook
         ctx.project.answers[key] = found
+    if found > 1 and ctx.parent(func).__class__ is ast.ClassDef and not named_in_references(ctx, name):
+        return method_uses(ctx, func) == 0  # a common name: `torch.load`, other classes' own `self.load` reach it not
     return found == 1
 

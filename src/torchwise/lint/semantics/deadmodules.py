@@ -120,7 +120,8 @@ def runs_as_script(ctx: Context) -> bool:
 def left_over(ctx: Context) -> bool:
     """No file of the project imports this module (the caller checked), it is no script and no
     package's ``__init__``, no other file of the project names it (no Python file, config, shell
-    script or notebook: ``python -m``, a dotted path, a module name in a list), the project
+    script or notebook: ``python -m``, a dotted path, a module name in a list; a README only in a
+    command or an import), the project
     imports no module by a computed name, it is no installable package (``setup.py`` /
     ``pyproject.toml`` at or above the module's folder: its modules are an API), and another
     module of its folder is imported by the project (``gan_losses`` of a ``functions/`` folder
@@ -148,7 +149,7 @@ def _left_over(ctx: Context) -> bool:
     word = re.compile(r"(?<![\w])" + re.escape(stem) + r"(?![\w])")
     if any(p != ctx.path and stem in t and word.search(t) for p, t in facts.files):
         return False  # named somewhere (an import, a string, a list of modules)
-    if _installable(ctx, folder) or named_in_references(ctx, stem, docs=True):
+    if _installable(ctx, folder) or named_in_references(ctx, stem) or _run_in_docs(ctx, stem):
         return False
     siblings = {os.path.basename(p)[:-3] for p, _ in facts.files
                 if os.path.dirname(p) == folder and p != ctx.path and not p.endswith("__init__.py")}
@@ -157,6 +158,24 @@ def _left_over(ctx: Context) -> bool:
 
 _QUIET_CALLS = frozenset({"filterwarnings", "simplefilter", "getLogger", "append", "insert", "register", "use", "setdefault",
                           "namedtuple", "TypeVar", "compile", "join", "dirname", "abspath"})
+
+
+def _run_in_docs(ctx: Context, stem: str) -> bool:
+    """A README or other prose of the project runs or imports the module in a command or code
+    (``python tools/convert.py``, ``python -m pkg.convert``, ``from convert import x``): its user
+    does. A mention in prose (``use auxiliaries_nofaiss.py to replace auxiliaries.py``: a drop-in
+    the user would have to wire in by editing the imports) runs nothing."""
+    refs = reference_texts(ctx)
+    if refs is None:
+        return True
+    pattern = None
+    for path, text in refs:
+        if stem in text and path.endswith(_DOCS):
+            pattern = pattern or re.compile(r"(?:python[\d.]*[ \t][^\n]*?|-m[ \t]+[\w.]*?|^[ \t>]*(?:from|import)[ \t]+[\w.]*?)\b"
+                                            + re.escape(stem) + r"\b", re.M)
+            if pattern.search(text):
+                return True
+    return False
 
 
 def _definitions_only(body: list[ast.stmt]) -> bool:
