@@ -158,7 +158,7 @@ def confined_sub_projects(folders: dict[str, list[int]], evidence: set[str]) -> 
     return tuple(hit)
 
 
-_PINNED = re.compile(r"pin_memory[ \t]*=[ \t]*True")
+_PINNED = re.compile(r"(?:pin_memory[ \t]*=|[\"']pin_memory[\"'][ \t]*:)[ \t]*True")  # (also {'pin_memory': True})
 _TORCH_ALIAS = re.compile(r"^[ \t]*import[ \t]+torch[ \t]+as[ \t]+(\w+)", re.M)
 
 

@@ -80,14 +80,15 @@ def project_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]
     return iter(found)
 
 
-def project_arguments(ctx: Context, func: AST, param: str) -> Iterator[tuple[Context, AST, ast.Call]]:
+def project_arguments(ctx: Context, func: AST, param: str, star: bool = False) -> Iterator[tuple[Context, AST, ast.Call]]:
     """``(caller's context, argument, call)`` for every call of the module-level function ``func``
-    of this file made from another module of the project that imports it, passing ``param``.
+    of this file made from another module of the project that imports it, passing ``param``
+    (with ``star``, also from modules that take it with ``from <this module> import *``).
     Yields nothing when the function is not reachable that way or has too many callers."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
         return
     index = _param_index(func, param)
-    for other, call in project_calls(ctx, func.name):
+    for other, call in [*project_calls(ctx, func.name), *(star_calls(ctx, func.name) if star else ())]:
         value = argument(call, param, index)
         if value is not None:
             yield other, value, call

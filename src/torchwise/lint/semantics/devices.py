@@ -7,6 +7,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
+from torchwise.lint.semantics.globalnames import every_global, placeholder
 from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
 from torchwise.lint.semantics.mappedmoves import maps_a_move
@@ -53,8 +54,8 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
             name = (last_name(expr.func) or "").lower()
             return "device" in name and not name.startswith(("set", "to_", "move"))
         return q == "torch.device"
-    if cls is ast.Attribute:
-        return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES
+    if cls is ast.Attribute:  # (args.device.type: the device's kind, "cuda")
+        return "device" in expr.attr.lower() or expr.attr in _DEVICE_NAMES or expr.attr == "type" and is_device_expr(ctx, expr.value, use, depth - 1)
     if cls is ast.IfExp:
         return is_device_expr(ctx, expr.body, use, depth - 1) and is_device_expr(ctx, expr.orelse, use, depth - 1)
     if cls is ast.Name:
@@ -62,7 +63,9 @@ def is_device_expr(ctx: Context, expr: AST | None, use: AST | None = None, depth
         if "device" in low or low in _DEVICE_NAMES:
             return True
         b = ctx.binding_at(expr.id, use or expr)
-        if b is not None and b.kind == "assign":
+        if b is None or placeholder(ctx, b):  # global cuda; cuda = torch.device('cuda') in main()
+            return every_global(ctx, expr.id, lambda v: is_device_expr(ctx, v, v, depth - 1))
+        if b.kind == "assign":
             return is_device_expr(ctx, b.value, b.node, depth - 1)
     return False
 
@@ -175,11 +178,7 @@ def scope_moves_to_device(ctx: Context, scope: AST, depth: int = 1) -> bool:
     key = ("sem:moves", id(scope), depth)
     found = ctx._cache.get(key)
     if found is None:
-        found = False
-        for call in ctx.calls_named("cuda", "to"):
-            if device_move_target(ctx, call) is not None and ctx.scope_of(call) is scope:
-                found = True
-                break
+        found = any(ctx.scope_of(c) is scope and device_move_target(ctx, c) is not None for c in ctx.calls_named("cuda", "to"))
         if not found:
             for call in ctx.calls_named(*_PLACERS):
                 func = call.func

@@ -219,7 +219,8 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: b
                 verdicts.append(loader_pinned(ctx, value, node, depth - 1))
         if target.__class__ is ast.FunctionDef and flag_unset(target, call):
             return False  # get_data_loader(ds, 32) of def get_data_loader(ds, bs, cuda=False): pinned only with cuda=True
-        return _combine(verdicts)
+        verdict = _combine(verdicts)
+        return True if verdict is None and handed_pin(ctx, call) else verdict
     func = call.func
     module = func.value.id if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name else None
     if module is not None and ctx.imports.get(module) is not None:
@@ -232,7 +233,20 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: b
     if where:  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
         return not _flag_left_off(ctx, call, where, last_name(func) or "") and not (
             config and _config_off(ctx, where, last_name(func) or ""))
-    return None
+    return True if handed_pin(ctx, call) else None
+
+
+def handed_pin(ctx: Context, call: ast.Call) -> bool:
+    """The call hands the function that builds the loader ``pin_memory`` itself, as a keyword
+    (``get_loaders(cfg, pin_memory=True)``) or in a ``**kwargs`` dict (``kwargs = {'num_workers':
+    4, 'pin_memory': True}``, ``make_data_loader(args, **kwargs)``): a builder that takes the
+    setting passes it on to its DataLoaders."""
+    for k in call.keywords:
+        if k.arg == "pin_memory":
+            return _truthy(k.value) and not default_off(ctx, k.value)
+        if k.arg is None and _dict_pin(ctx, k.value, call):
+            return True
+    return False
 
 
 def _config_off(ctx: Context, where: str, name: str) -> bool:
@@ -306,7 +320,7 @@ def _param_pinned(ctx: Context, binding: Binding, depth: int) -> bool | None:
         value = argument(call, binding.name, index - shift if index is not None and index >= shift else None)
         verdicts.append(loader_pinned(ctx, value, call, depth) if value is not None else None)
     if not verdicts and depth > 0:
-        for other, value, call in project_arguments(ctx, func, binding.name):
+        for other, value, call in project_arguments(ctx, func, binding.name, star=True):
             verdicts.append(loader_pinned(other, value, call, depth))
     # one caller that hands in a pinned loader is enough: non_blocking=True helps it and costs
     # the others nothing (a copy from pageable memory is synchronous either way)
