@@ -21,6 +21,7 @@ from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclas
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.optionpins import option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
@@ -319,6 +320,7 @@ Fix
                 continue
             explicit = _explicit_false(ctx, pin)
             choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
+            choice = option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
             if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue
@@ -327,7 +329,8 @@ Fix
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
             if choice is not None:
-                what = (f"pinned only when {ctx.text(choice)}: the other choices' batches go to the GPU unpinned")
+                what = (f"pinned only when {ctx.text(choice)}: the other choices' batches go to the GPU unpinned"
+                        if choice.__class__ is not ast.Attribute else f"pinned only when the option {ast.unparse(choice)} is set (off by default)")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",
                               suggestion="pass pin_memory=True (or pin_memory=torch.cuda.is_available())", end_node=call.func)
         if "pin_memory" in ctx.source and ctx.project.files:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import DEF_TYPES, Context, argument, keyword, last_name, root_name
+from torchwise.lint.engine import AST, DEF_TYPES, Context, argument, keyword, last_name, root_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import device_move_target
 from torchwise.lint.semantics.handedloaders import constructor_loader_params, copies_to_cuda_type, device_helper_call, keyword_callers_pinned, runs
 from torchwise.lint.semantics.pinning import loader_pinned, pin_value
+from torchwise.lint.semantics.callers import project_arguments
+from torchwise.lint.semantics.remotecallers import method_calls
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.batchsources import mapped_structures, next_source, unconverted
 
@@ -311,7 +313,7 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
     func = ctx.function_of(call)
     if root is None or func is None:
         return False
-    b = ctx.binding_at(root.id, recv)
+    b = _branch_binding(ctx, root)  # (if basic: images = images.cuda() else: images = images.cuda())
     if b is not None and b.kind == "for":
         held = _items_of(b)
         root = root_name(held) if held is not None else None
@@ -331,7 +333,20 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
             return True
         if depth > 1 and _batch_parameter(ctx, value, caller, pinned_loop, depth - 1):
             return True
-    return False
+    # model.train_emb(images, captions) in another module's loop over its pinned loader
+    # (utils.batch_to_gpu(batch, device) of another module, too)
+    remote = method_calls(ctx, func, root.id) if method else project_arguments(ctx, func, root.id, star=True)
+    return any(_remote_batch(other, value, caller) for other, value, caller in remote)
+
+
+def _remote_batch(ctx: Context, value: AST, call: ast.Call) -> bool:
+    """Is ``value``, passed at ``call`` (in another file), the batch of a pinned loader's loop there?"""
+    loops = [l for l in ctx.enclosing_loops(call) if getattr(l, "iter", None) is not None and not _runs_once(l)]
+    if not loops:
+        return False
+    names = _loader_names(ctx)
+    return any(_from_loop(ctx, value, l) and _pinned_source(ctx, _wrapped_source(ctx, _loop_source(l.iter), l), l, names)
+               for l in loops)
 
 
 RULE = BlockingCopyFromPinned()
