@@ -21,7 +21,7 @@ from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclas
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
-from torchwise.lint.semantics.optionpins import option_off
+from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false, option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
@@ -237,7 +237,11 @@ What it flags
   is set to False), and so is `pin_memory` tied to a choice that is not the device
   (`pin_memory = (args.dataset == "imagenet")`, `pin_memory=cfg.data in ("imagenet", "places")`:
   the other datasets' batches go to the GPU unpinned; a test naming the device - `args.device ==
-  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module, and so is `pin_memory=False` in
+  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module;
+  so is `pin_memory` read from a command-line option that is off by default (`pin_memory=args.pin_mem`
+  with `action="store_true"`, or `pin_memory=self.pin_memory` stored from `args.pin_memory` of
+  `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another
+  module: every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
@@ -383,17 +387,6 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
     facts = project_dataset(ctx, dataset, call)
     return facts is not None and (facts.device or facts.constant or facts.text)  # its class, in another module: device tensors, constants, strings
-
-
-def _explicit_false(ctx: Context, pin: ast.AST | None) -> bool:
-    """``pin_memory=False`` written out with no reason given next to it: a comment naming
-    pin_memory on its line or the line above (``# pin_memory=False: the batches stay on the CPU``)
-    is the author's reason, and the call is left alone."""
-    if pin is None or pin.__class__ is not ast.Constant or pin.value is not False:
-        return False
-    lines = ctx.source.splitlines()
-    near = lines[max(pin.lineno - 2, 0):pin.lineno]
-    return not any("#" in line and "pin" in line[line.index("#"):].lower() for line in near)
 
 
 RULE = LoaderWithoutPinMemory()

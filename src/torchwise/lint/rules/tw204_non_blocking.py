@@ -190,7 +190,10 @@ What it flags
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in either branch of an
   `if` (`if fp16: x = x.to(device).half()` / `else: x = x.to(device)`), copies in a method the loop
   calls with the batch (one caller that hands it in is enough; also through one more method
-  that hands its parameter on: `forward_loss(x, y)` calling `self.forward(x)`), after a
+  that hands its parameter on: `forward_loss(x, y)` calling `self.forward(x)`; also a method of a
+  class, defined once in the project, that another module calls on an instance inside its loop -
+  `model.train_emb(images, captions)` reaching `images.cuda()` in `forward_emb` - and a helper of
+  another module handed the batch, `utils.batch_to_gpu(batch, device)`), after a
   conversion (`images.float().cuda()`, `Variable(x).cuda()`), of every part of the
   batch (`tuple(d.cuda() for d in data)`) or of every entry of a dict batch (`for key, ipt in
   inputs.items(): inputs[key] = ipt.cuda()`); in iteration-based training, the batch read inside
@@ -199,7 +202,13 @@ What it flags
   (`next(iterators[task])`, `iterators[task] = iter(get_loader(...))`). Copies count also when
   the device comes from a helper named for it (`x.to(self._device())`, `get_device(t)`) or the
   batch is cast to a CUDA tensor type (`x.type(torch.cuda.FloatTensor)`, or a `Tensor` alias
-  chosen by a GPU check). A loop whose body
+  chosen by a GPU check), or is a name a function sets under `global` (`global cuda; cuda =
+  torch.device('cuda')` in `main()`, `x.to(cuda)` in `train()`), or the device's kind
+  (`x.to(args.device.type)`). Loaders count as pinned also when the project function that builds
+  them is handed the setting (`make_data_loader(args, **kwargs)` with `kwargs = {'pin_memory':
+  True, ...}`), when they reach the loop through a module the script takes with `from train
+  import *`, and - for a `*loader` parameter - in a project whose every DataLoader is pinned
+  through a settings dict (`{'num_workers': 4, 'pin_memory': True} if cuda else {}`). A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
   and so is a function that nothing runs: one whose name occurs nowhere in the project beyond
   its `def`, in a module that other files of the project import (an unused helper).

@@ -3,7 +3,7 @@ TW203): ``DataLoader(..., pin_memory=args.pin_memory)`` or ``pin_memory=self.pin
 ``self.pin_memory = args.pin_memory`` (in the class, a base class of the file, or a base class of
 another module of the project: a runner's subclass), where ``parser.add_argument('--pin_memory',
 type=int, default=0)`` (or ``action='store_true'``) declares it. Every run that does not pass the
-option copies unpinned batches."""
+option copies unpinned batches. Also: whether ``pin_memory=False`` is written without a reason."""
 
 from __future__ import annotations
 
@@ -59,3 +59,14 @@ def _project_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | No
     other = parsed_file(ctx.project, *files[0])
     cls = other.local_classes.get(name) if other is not None else None
     return (other, cls) if cls is not None else None
+
+
+def explicit_false(ctx: Context, pin: AST | None) -> bool:
+    """``pin_memory=False`` written out with no reason given next to it: a comment naming
+    pin_memory on its line or the line above (``# pin_memory=False: the batches stay on the CPU``)
+    is the author's reason, and the call is left alone."""
+    if pin is None or pin.__class__ is not ast.Constant or pin.value is not False:
+        return False
+    lines = ctx.source.splitlines()
+    near = lines[max(pin.lineno - 2, 0):pin.lineno]
+    return not any("#" in line and "pin" in line[line.index("#"):].lower() for line in near)
