@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.outputkinds import SHAPE_ONLY, model_output
+from torchwise.lint.semantics.probcombos import combined_probability, unpacked_probability
 from torchwise.lint.semantics.values import producing_call
 
 _PROB_FUNCS = {
@@ -31,12 +32,18 @@ def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = Non
         b = ctx.binding_at(expr.id, use or expr)
         if b is not None and b.kind == "assign" and b.value.__class__ is ast.Subscript and b.node is not (use or expr):
             return probability_of(ctx, b.value.value, b.node, depth - 1)  # p = probs[label]; log(p)
+        if b is not None and b.kind == "unpack":
+            return unpacked_probability(ctx, expr, use or expr, depth, probability_of)  # pos, neg = probs[:, 0], probs[:, 1:]
+    if expr.__class__ is ast.BinOp:
+        return combined_probability(ctx, expr, use or expr, depth, probability_of)  # p * w of two probabilities
     expr = producing_call(ctx, expr, use, depth)
     while expr is not None and expr.func.__class__ is ast.Attribute and expr.func.attr in SHAPE_ONLY \
             and ctx.qualname(expr.func) is None:
         expr = producing_call(ctx, expr.func.value, expr, depth)
     if expr is None:
         return None
+    if (combined := combined_probability(ctx, expr, use or expr, depth, probability_of)) is not None:
+        return combined  # torch.where(mask, p, torch.ones_like(p)), (p * w).sum(-1) (semantics.probcombos)
     func = expr.func
     q = ctx.qualname(func)
     if q is not None:
