@@ -141,7 +141,10 @@ What it flags
   `torch.log(probs[range(n), actions])`, also when the pick is first stored: `prob = prob[label]`
   then `-torch.log(prob)`), and of `1 - p` for such `p` (a binary cross-entropy
   written by hand: `y * torch.log(p) + (1 - y) * torch.log(1 - p)`), through shape-only methods
-  (`output = model(x).squeeze(0)`). The output of a module of the project whose `forward`
+  (`output = model(x).squeeze(0)`), unpacked from a tuple (`pos, neg = probs[:, 0], probs[:, 1:]`;
+  `pos.log()`, `(1 - neg).log()`), padded by `torch.where` with a constant
+  (`p = torch.where(mask == 1, p, torch.ones_like(p))`; `p.log()`), or averaged with
+  probabilities as weights (`((pos - neg).sigmoid() * neg.softmax(1)).sum(1).log()`). The output of a module of the project whose `forward`
   returns a sigmoid or softmax on every path (`return self.sig(out)` with `self.sig =
   nn.Sigmoid()`; the class defined in the file or imported from the one project file that defines
   it) counts as probabilities. Also the log of probabilities that come back from another function or
@@ -150,7 +153,8 @@ What it flags
   (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and
   BALD scores, beam search. Not flagged: a function that also takes `log_softmax` of the same
   logits (a snippet showing that the two agree), a value floored where it is bound (`.clamp(...)`,
-  `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), an `exp(...)`, the top-k
+  `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), a `torch.where` that tests the
+  probabilities themselves (`torch.where(p != 1, p, 0)` before `log(1 - p)`), an `exp(...)`, the top-k
   values (`probs.topk(k)`: the largest), names without `prob` (`dist = model.distance(x)`) and
   `keep_prob`/`drop_prob` settings.
 
