@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.outputkinds import SHAPE_ONLY, model_output
+from torchwise.lint.semantics.probcombos import combined_probability, unpacked_probability
 from torchwise.lint.semantics.values import producing_call
 
 _PROB_FUNCS = {
@@ -31,12 +32,18 @@ def probability_of(ctx: Context, expr: ast.AST | None, use: ast.AST | None = Non
         b = ctx.binding_at(expr.id, use or expr)
         if b is not None and b.kind == "assign" and b.value.__class__ is ast.Subscript and b.node is not (use or expr):
             return probability_of(ctx, b.value.value, b.node, depth - 1)  # p = probs[label]; log(p)
+        if b is not None and b.kind == "unpack":
+            return unpacked_probability(ctx, expr, use or expr, depth, probability_of)  # pos, neg = probs[:, 0], probs[:, 1:]
+    if expr.__class__ is ast.BinOp:
+        return combined_probability(ctx, expr, use or expr, depth, probability_of)  # p * w of two probabilities
     expr = producing_call(ctx, expr, use, depth)
     while expr is not None and expr.func.__class__ is ast.Attribute and expr.func.attr in SHAPE_ONLY \
             and ctx.qualname(expr.func) is None:
         expr = producing_call(ctx, expr.func.value, expr, depth)
     if expr is None:
         return None
+    if (combined := combined_probability(ctx, expr, use or expr, depth, probability_of)) is not None:
+        return combined  # torch.where(mask, p, torch.ones_like(p)), (p * w).sum(-1) (semantics.probcombos)
     func = expr.func
     q = ctx.qualname(func)
     if q is not None:
@@ -134,7 +141,10 @@ What it flags
   `torch.log(probs[range(n), actions])`, also when the pick is first stored: `prob = prob[label]`
   then `-torch.log(prob)`), and of `1 - p` for such `p` (a binary cross-entropy
   written by hand: `y * torch.log(p) + (1 - y) * torch.log(1 - p)`), through shape-only methods
-  (`output = model(x).squeeze(0)`). The output of a module of the project whose `forward`
+  (`output = model(x).squeeze(0)`), unpacked from a tuple (`pos, neg = probs[:, 0], probs[:, 1:]`;
+  `pos.log()`, `(1 - neg).log()`), padded by `torch.where` with a constant
+  (`p = torch.where(mask == 1, p, torch.ones_like(p))`; `p.log()`), or averaged with
+  probabilities as weights (`((pos - neg).sigmoid() * neg.softmax(1)).sum(1).log()`). The output of a module of the project whose `forward`
   returns a sigmoid or softmax on every path (`return self.sig(out)` with `self.sig =
   nn.Sigmoid()`; the class defined in the file or imported from the one project file that defines
   it) counts as probabilities. Also the log of probabilities that come back from another function or
@@ -143,7 +153,8 @@ What it flags
   (`log_probs = torch.log(final_dist)` after `final_dist, state = decoder(...)`) - entropy and
   BALD scores, beam search. Not flagged: a function that also takes `log_softmax` of the same
   logits (a snippet showing that the two agree), a value floored where it is bound (`.clamp(...)`,
-  `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), an `exp(...)`, the top-k
+  `.clamp_min(...)`, `torch.max(...)`, `+ eps` in the log's argument), a `torch.where` that tests the
+  probabilities themselves (`torch.where(p != 1, p, 0)` before `log(1 - p)`), an `exp(...)`, the top-k
   values (`probs.topk(k)`: the largest), names without `prob` (`dist = model.distance(x)`) and
   `keep_prob`/`drop_prob` settings.
 

@@ -42,7 +42,7 @@ What it flags
   Reads of a device value on the host that happen every training step (in the loop around the
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
   `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
-  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)`, `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string,
+  module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)` (also NumPy's old alias `np.float(top1)`), `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string,
   `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
@@ -127,8 +127,12 @@ What it flags
   that made the loss (`loss, acc = segmentation_module(batch)`; not of a loss or metric
   function, which may hand statistics back as numbers), tensors unpacked from a project
   function handed them (`prec1, prec5 = accuracy(output, target, topk=(1, 5))`,
-  `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; not from one
-  named for losses or statistics: `compute_*`, `get_*`, `*_stats`), the dicts and lists it fills and the helpers it
+  `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; from one named
+  for losses or statistics, `compute_*`, `get_*`, `calc_*`, only where every `return` of it hands
+  back there a tensor computed by torch operations from a tensor the call hands it: `top1, top5 =
+  calc_topk_accuracy(out, y, (1, 5))` returning `[correct[:k].float().sum() / n for k in topk]` or
+  a list it appends such sums to, in this file or the project module it is imported from; never
+  from a helper whose returns are host values, `.item()`, `float()`, NumPy, whatever its name), the dicts and lists it fills and the helpers it
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `ddp_reduce(batch.ntokens, self.device)` (a reduction helper handed the device),
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),

@@ -18,6 +18,7 @@ from torchwise.lint.semantics.handedvalues import param_from_callers, returned_t
 from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
+from torchwise.lint.semantics.returnkinds import returned_kind
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
 from torchwise.lint.semantics.values import local_function
 
@@ -136,6 +137,8 @@ def _call_value(ctx: Context, call: ast.Call, use: AST, depth: int) -> bool:
     if ("reduce" in name or "gather" in name) and not (q or "").startswith(_NOT_COLLECTIVES) and call.args:
         return step_device_value(ctx, call.args[0], use, depth) or _placed_by_helper(ctx, call)  # reduce_loss_dict(loss_dict);
         # ddp_reduce(batch.ntokens, self.device, torch.long): a count made a tensor on the device to be summed
+    if (kind := returned_kind(ctx, call, None, step_device_value, depth)) is not None:
+        return kind  # calc_accuracy(out, y): a tensor the helper computes from the step's, or a number it reads
     if _project_callable(ctx, func, q) and any(step_device_value(ctx, a, use, depth - 1) for a in call.args[:3]):
         return True  # util.masked_mape(predict, real), model.discriminator(emb, summary): computed from the step's tensors
     return False
@@ -194,6 +197,8 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
             return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
         if value.__class__ is ast.Call and _beside_loss(ctx, b, use):
             return True  # loss, acc = segmentation_module(batch): made by the forward that made the loss
+        if value.__class__ is ast.Call and (kind := returned_kind(ctx, value, b.index, step_device_value, depth)) is not None:
+            return kind  # top1, top5 = calc_topk_accuracy(out, y, (1, 5)): what the helper's returns are (semantics.returnkinds)
         if value.__class__ is ast.Call and _project_callable(ctx, value.func, ctx.qualname(value.func)) \
                 and not any(w in (last_name(value.func) or "").lower() for w in _STATISTICS_MAKERS) \
                 and any(step_device_value(ctx, a, b.node, depth - 1) for a in value.args[:3]):

@@ -184,6 +184,7 @@ SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchroniz
 
 
 CASTS = ("float", "int", "bool")
+_NUMPY_CASTS = frozenset({"numpy.float", "numpy.int", "numpy.bool"})  # the builtins under NumPy's removed aliases
 
 
 def sync_call(ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
@@ -194,8 +195,8 @@ def sync_call(ctx: Context, call: ast.Call) -> tuple[ast.AST, str] | None:
         subject = printed_tensor(ctx, call) if func.__class__ is ast.Name else None
         return (subject, "print() of a tensor") if subject is not None else None
     if name in CASTS:  # float(loss), bool(loss == 0): the Python value of a tensor
-        if func.__class__ is not ast.Name or len(call.args) != 1 or call.keywords:
-            return None
+        if func.__class__ is not ast.Name and ctx.qualname(func) not in _NUMPY_CASTS or len(call.args) != 1 or call.keywords:
+            return None  # (np.float(top1): NumPy's old alias of float)
         arg = call.args[0]
         subject = arg.left if arg.__class__ is ast.Compare and len(arg.ops) == 1 else arg
         return subject, f"{name}() of a tensor"
