@@ -19,6 +19,13 @@ def redefined_later(ctx: Context, top: AST | None) -> bool:
     default value, a call run at import)."""
     if top is None or top.__class__ not in _DEFS or ctx.parent(top) is not ctx.tree:
         return False
+    twice = ctx._cache.get("redefined:names")
+    if twice is None:  # the names the module defines more than once at its top level (usually none)
+        seen: set[str] = set()
+        twice = ctx._cache["redefined:names"] = {s.name for s in ctx.tree.body if s.__class__ in _DEFS
+                                                 and (s.name in seen or seen.add(s.name))}
+    if top.name not in twice:
+        return False
     body = ctx.tree.body
     name = top.name
     start = body.index(top)
