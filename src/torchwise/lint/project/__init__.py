@@ -38,10 +38,10 @@ from typing import Iterable
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.cpudriven import cpu_driven
 from torchwise.lint.project.datasets import dataset_facts
-from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers
+from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers, vendored_only
 from torchwise.lint.project.fallbackhelpers import helper_callers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
-from torchwise.lint.project.scripts import gpu_scripts
+from torchwise.lint.project.scripts import entry_point, gpu_scripts
 from torchwise.lint.project.text import GPU_ONLY_LIBS, text_facts
 from torchwise.lint.semantics.files import is_test_path
 
@@ -74,7 +74,9 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     kernels = cuda_extension_files(texts)
     # (every file whose imports reach a kernel cannot run without it: the model stack of a point-cloud project)
     kernel_files = kernel_importers(texts, kernels)
-    words.gpu_files += [p for p in kernel_files if p not in words.gpu_files]
+    if not (vendored_only(kernels, kernel_files) and not any(entry_point(t) for p, t in texts if p in kernel_files)):
+        # (a vendored kernel package that no script of the project and nothing beside it imports: optional)
+        words.gpu_files += [p for p in kernel_files if p not in words.gpu_files]
     libs_only = len(words.gpu_files) >= GPU_ONLY_MIN_FILES and len(words.gpu_files) > words.checks
     nccl_only = words.nccl > 0 and words.checks == 0
     # (GPU-only libraries or NCCL in one sub-project of a collection - the CUDA-extension and the

@@ -178,4 +178,13 @@ def kernel_importers(texts: list[tuple[str, str]], kernels: list[str]) -> frozen
     return frozenset(reached)
 
 
-__all__ = ["KERNEL_PACKAGES", "cuda_extension_files", "imported", "kernel_importers", "module_keys"]
+def vendored_only(kernels: list[str], reached: frozenset[str]) -> bool:
+    """Every file that reaches a kernel lies in a folder of a file importing the extension itself
+    (the vendored kernel package and its wrappers, ``losses/cuda/emd/layer.py``): no module of the
+    project's own code elsewhere imports them at module level - with no script among them (the
+    caller checks), an optional extension the project may do without, not a GPU-only design."""
+    folders = {os.path.dirname(p.replace("\\", "/")) for p in kernels}
+    return bool(kernels) and all(os.path.dirname(p.replace("\\", "/")) in folders for p in reached)
+
+
+__all__ = ["KERNEL_PACKAGES", "cuda_extension_files", "imported", "kernel_importers", "module_keys", "vendored_only"]

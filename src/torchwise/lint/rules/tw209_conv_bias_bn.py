@@ -62,10 +62,13 @@ What it flags
   convolution may also be the project's own wrapper class (`ConvNorm(...)`, here or in another
   module: one biased `nn.ConvNd` whose bias parameter defaults to True, returned by `forward`)
   or a helper function of the file that only returns one (`conv3x3(in_planes, planes)`
-  returning `nn.Conv2d(..., bias=True)`), or the file's own subclass of `nn.ConvNd` that hands a
-  `bias` parameter (True by default) to its base and still convolves (`class Conv2d_fw(nn.Conv2d)`
-  with fast weights). The BatchNorm may be the file's own subclass of one
-  (`class _BatchNorm2d(nn.BatchNorm2d)` with other defaults, or a `forward` of its own that still
+  returning `nn.Conv2d(..., bias=True)`), or the project's own subclass of `nn.ConvNd` (or of
+  `nn.Linear`) that hands a `bias` parameter (True by default) to its base, by keyword or in the
+  base's own position, and still convolves (`class Conv2d_fw(nn.Conv2d)` with fast weights; a
+  pruning library's masked `layers.Conv2d` whose `forward` calls `self._conv_forward`), in this
+  file or imported from another module of the project (`from Layers import layers`,
+  `from .layers import Conv2d`). The BatchNorm may be the project's own subclass of one, also
+  imported (`layers.BatchNorm2d(c)`; `class _BatchNorm2d(nn.BatchNorm2d)` with other defaults, or a `forward` of its own that still
   calls `F.batch_norm`; one whose `forward` computes something else stays quiet), or a
   `self.norm3` put in the `nn.Sequential` by the method that assigns it a BatchNorm in some branch (`elif norm_fn == 'batch': self.norm3 = nn.BatchNorm2d(planes)`; a
   norm that is only ever GroupNorm, InstanceNorm or an identity stays quiet).

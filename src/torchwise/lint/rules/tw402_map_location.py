@@ -16,6 +16,7 @@ from torchwise.lint.semantics.savefacts import (checkpoint_facts, device_savers,
                                                 save_index)
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
+from torchwise.lint.semantics.branchloads import other_branch_maps
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
 from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
@@ -23,9 +24,11 @@ from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_scr
                                                 restores_device_state, serves_evaluate_mode)
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
+from torchwise.lint.semantics.selfmoving import restores_self_moving_model
 from torchwise.lint.semantics.selfsaves import restores_own_class_save
 from torchwise.lint.semantics.samerun import fresh_name, reload_in_process, returned_by_saver, trainer_attribute_reload
 from torchwise.lint.semantics.passedalways import option_never_passed
+from torchwise.lint.semantics.passednames import passed_other_file
 from torchwise.lint.semantics.starnames import star_names, star_qualname
 from torchwise.lint.semantics.steps import is_eval_name, training_calls
 
@@ -61,22 +64,6 @@ def _saved_files_on_host(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     index.update(own)  # a script that writes the name itself reads back its own file (another script's is another run's)
     known = [index[n] for n in names if n in index]
     return bool(known) and all(known)
-
-
-def _other_branch_maps(ctx: Context, load: ast.Call) -> bool:
-    """``if torch.cuda.is_available(): torch.load(f)``: the GPU branch restores where a GPU is
-    (the ``else`` branch is the one that needs ``map_location``), also when its ``else`` loads
-    with ``map_location``."""
-    for if_node, in_body in ctx.enclosing_ifs(load):
-        if in_body and ctx.qualname(getattr(if_node.test, "func", None) or if_node.test) == "torch.cuda.is_available":
-            return True
-        other = if_node.orelse if in_body else if_node.body
-        for stmt in other if isinstance(other, list) else [other]:
-            for node in ast.walk(stmt):
-                if node.__class__ is ast.Call and ctx.qualname(node.func) == "torch.load" and (
-                        argument(node, "map_location", 1) is not None):
-                    return True
-    return False
 
 
 def _host_script_restores_gpu_save(ctx: Context, load: ast.Call) -> bool:
@@ -326,7 +313,21 @@ What it flags
   (`m.encoder.rnn.flatten_parameters()`, or handed to a function for its `model` parameter), or
   the keys of a dict the project saves beside an optimizer or model state (deserialising reads
   every entry: `status["best_epoch"]` of `{"best_epoch": e, "optimizer": optimizer}`); not a
-  pickled vocabulary.
+  pickled vocabulary. A script or helper that names no device itself but restores a checkpoint
+  into a model of a project class whose constructor moves it to CUDA (`model = VSEModel(opt)`,
+  whose `__init__` does `if torch.cuda.is_available(): self.img_enc.cuda()`, here or in another
+  module) runs on the GPU: its resume or `evalrank(path)` load is reported. A load inside an
+  evaluation-only branch (`if args.test: ckpt = torch.load(args.test); ...; test(loader, model);
+  sys.exit()`) is an evaluation load, also in a GPU-only project. The `args.gpu is None` side of a
+  load whose other side maps to `cuda:{gpu}` is reported where the file offers a CPU run (the
+  ImageNet example's `print("using CPU, this will be slow")`). A file whose own saves are host
+  data still reports a load whose path is a parameter its calls fill with another file
+  (`PSPNet(backbone_file="A0-train.pth")` in a demo that saves its converted model from the CPU).
+  Not a function a later module-level definition of the same name replaces (nothing can call
+  it, R5), nor any load of a single-process training script (its set-up helpers too: the
+  pretrained initialisation of `init_basic_elems(args)`) in a project none of whose files has a
+  CPU path (R2); a vendored CUDA kernel package that no module of the project imports does not
+  make a project GPU-only.
 
 Why it matters
   Tensors are restored onto the device they were saved from. A checkpoint written on
@@ -353,15 +354,17 @@ Fix
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
             on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
-            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)) \
+            if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)
+                    or restores_self_moving_model(ctx, call)) \
                     or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
             if not on_host and ((gpu_project_load(ctx, call) or _gpu_only_folder(ctx)) and not _gpu_switch(ctx)
                                 or pinned_gpu_script(ctx) or gpu_only_file(ctx)
                                 or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
-                    or _other_branch_maps(ctx, call):
+                    or other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
-            if (saves_on_host(ctx) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) and not reads_device_keys(ctx, call):
+            if (saves_on_host(ctx) and not passed_other_file(ctx, call) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) \
+                    and not reads_device_keys(ctx, call):
                 continue  # reads back what this file (or project) saves from host data: .cpu() tensors, NumPy
             names = file_names(ctx, argument(call, "f", 0), call)
             if _saved_files_on_host(ctx, call, names) or _same_run_reload(ctx, call, names) \

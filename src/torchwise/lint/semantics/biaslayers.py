@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context, argument, has_star_args, last_name
+from torchwise.lint.engine import AST, Context, argument, has_star_args, last_name
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.normlayers import BN_DIMS
+from torchwise.lint.semantics.projectlayers import project_class
 from torchwise.lint.semantics.values import local_function
 
 CONV_DIMS = {
@@ -72,33 +73,39 @@ def _default_of(params: ast.arguments, name: str) -> ast.AST | None:
     return None
 
 
-def conv_subclass(ctx: Context, func: ast.AST) -> tuple[int, int, ast.AST | None] | None:
-    """``class Conv2d_fw(nn.Conv2d)`` of this file (a fast-weight variant) whose ``__init__`` takes a
-    ``bias`` parameter and hands it to the base unchanged, and whose ``forward``, if it has one,
-    still convolves (``super().forward(x)`` or ``F.conv2d(x, w, self.bias...)``): its dimensionality,
-    the position of ``bias`` among the call's arguments, and its default."""
-    if func.__class__ is not ast.Name or func.id not in ctx.local_classes:
+def conv_subclass(ctx: Context, func: AST) -> tuple[int, int, ast.AST | None] | None:
+    """``class Conv2d_fw(nn.Conv2d)`` of this file (a fast-weight variant), or of another module of
+    the project (``layers.Conv2d`` of a pruning library, :mod:`.projectlayers`), whose ``__init__``
+    takes a ``bias`` parameter and hands it to the base unchanged (``bias=bias``, or in the base's
+    own position: ``super().__init__(cin, cout, k, stride, padding, dilation, groups, bias)``), and
+    whose ``forward``, if it has one, still convolves (``super().forward(x)``,
+    ``F.conv2d(x, w, self.bias...)`` or ``self._conv_forward(x, w, b)``): its dimensionality, the
+    position of ``bias`` among the call's arguments, and its default."""
+    found = project_class(ctx, func) if func.__class__ in (ast.Name, ast.Attribute) else None
+    if found is None:
         return None
-    klass = ctx.local_classes[func.id]
-    dims = next((LAYER_DIMS[q] for q in (ctx.qualname(b) for b in klass.bases) if q in CONV_DIMS), None)
+    where, klass = found
+    q = next((q for q in (where.qualname(b) for b in klass.bases) if q in LAYER_DIMS), None)
     init = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "__init__"), None)
-    if dims is None or init is None:
+    if q is None or init is None:
         return None
     names = [a.arg for a in init.args.args]
     if "bias" not in names:
         return None
     supers = [n for n in ast.walk(init) if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
-              and n.func.attr == "__init__" and n.func.value.__class__ is ast.Call and ctx.text(n.func.value.func) == "super"]
-    passed = [k.value for s in supers for k in s.keywords if k.arg == "bias"]
+              and n.func.attr == "__init__" and n.func.value.__class__ is ast.Call and where.text(n.func.value.func) == "super"]
+    passed = [argument(s, "bias", _bias_position(q)) for s in supers]
     if len(supers) != 1 or len(passed) != 1 or passed[0].__class__ is not ast.Name or passed[0].id != "bias":
         return None
     forward = next((i for i in klass.body if i.__class__ is ast.FunctionDef and i.name == "forward"), None)
     if forward is not None and not any(
-            n.__class__ is ast.Call and (ctx.qualname(n.func) or "").startswith(("torch.nn.functional.conv", "torch.conv"))
+            n.__class__ is ast.Call and (where.qualname(n.func) or "").startswith(("torch.nn.functional.conv", "torch.conv", "torch.nn.functional.linear"))
             or n.__class__ is ast.Attribute and n.attr == "forward" and n.value.__class__ is ast.Call
-            and ctx.text(n.value.func) == "super" for n in ast.walk(forward)):
+            and where.text(n.value.func) == "super"
+            or n.__class__ is ast.Attribute and n.attr == "_conv_forward" and where.text(n.value) in ("self", "super()")
+            for n in ast.walk(forward)):
         return None
-    return dims, names.index("bias") - 1, _default_of(init.args, "bias")
+    return LAYER_DIMS[q], names.index("bias") - 1, _default_of(init.args, "bias")
 
 
 def helper_conv_with_bias(ctx: Context, call: ast.AST) -> int | None:

@@ -33,6 +33,7 @@ from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, oth
                                                 used_beyond_import, words)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
+from torchwise.lint.semantics.redefined import redefined_later
 from torchwise.lint.semantics.superseded import superseded
 
 _NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
@@ -48,6 +49,8 @@ def dead_code(ctx: Context, node: AST | None) -> bool:
     top = _top_level_of(ctx, node)
     if cli_exposed(ctx, top):
         return False  # a sub-command of `fire.Fire()`
+    if redefined_later(ctx, top):
+        return True  # a later def of the same name replaces it: nothing can call it
     if not _module_in_use(ctx):  # an old version of a class the project imports from elsewhere; a copy of a module
         if top is not None and (superseded(ctx, top) or ctx._cache.get("deadcode:shadowed", False)):  # it imports elsewhere
             return True

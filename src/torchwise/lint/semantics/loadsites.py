@@ -70,13 +70,23 @@ def gpu_project_load(ctx: Context, load: ast.Call) -> bool:
     """The project is GPU-only by design (TW403's test), or the load resumes the training of its
     own function (``def train(self): ... if resume: ckpt = torch.load(path)``, then the training
     loop) in a project none of whose files has any way to run without a GPU (no GPU check that
-    chooses, no device flag or option, no "cpu" device chosen): it restores where it trains."""
+    chooses, no device flag or option, no "cpu" device chosen): it restores where it trains; so
+    does any load of a single-process training script of such a project."""
     if ctx.project.gpu_only:
         return True
     if len(ctx.project.files) < 2 or ctx.project.cpu_path_files:
         return False
     func = ctx.function_of(load)
-    return func is not None and any(ctx.function_of(c) is func for c in training_calls(ctx))
+    if func is not None and any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return True
+    # a single-process training script of such a project: its set-up helpers (the pretrained
+    # initialisation of `init_model(args)`) run where it trains (R2)
+    src = ctx.source
+    return ("__main__" in src or "parse_args(" in src) and not any(w in src for w in _MULTI_PROCESS) \
+        and bool(training_calls(ctx))
+
+
+_MULTI_PROCESS = ("DistributedDataParallel", "init_process_group", "local_rank", "spawn(")
 
 
 def evaluation_script(ctx: Context) -> bool:
@@ -96,10 +106,12 @@ def serves_evaluate_mode(ctx: Context, load: ast.Call) -> bool:
     """After the load, the same function (or script) has an evaluation-only branch - ``if
     args.evaluate: validate(val_loader, model, ...); return`` - that runs an evaluation function on
     what it restored and ends without training: the ``--resume`` checkpoint is also the model an
-    ``-e`` run evaluates (an evaluation, R2)."""
+    ``-e`` run evaluates (an evaluation, R2). Also a load inside such a branch (``if args.test:
+    checkpoint = torch.load(args.test); ...; test(test_loader, model); sys.exit()``)."""
     scope = ctx.scope_of(load)
-    for node in ctx.walk_body(getattr(scope, "body", [])):
-        if node.__class__ is not ast.If or node.lineno <= load.lineno or not node.body:
+    around = [i for i, in_body in ctx.enclosing_ifs(load) if in_body and ctx.scope_of(i) is scope]
+    for node in [*around, *ctx.walk_body(getattr(scope, "body", []))]:
+        if node.__class__ is not ast.If or node.lineno <= load.lineno and node not in around or not node.body:
             continue
         flags = [n.attr if n.__class__ is ast.Attribute else n.id for n in ast.walk(node.test)
                  if n.__class__ in (ast.Attribute, ast.Name)]

@@ -6,18 +6,21 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context
+from torchwise.lint.semantics.projectlayers import project_class
 
 BN_DIMS = {"torch.nn.BatchNorm1d": 1, "torch.nn.BatchNorm2d": 2, "torch.nn.BatchNorm3d": 3, "torch.nn.SyncBatchNorm": 0}
 
 
 def bn_dims(ctx: Context, call: ast.AST) -> int | None:
-    """Dimensionality of a BatchNorm call - ``nn.BatchNorm2d(...)`` or the file's own subclass of
-    one (``class _BatchNorm2d(nn.BatchNorm2d)`` with other defaults) - else None."""
+    """Dimensionality of a BatchNorm call - ``nn.BatchNorm2d(...)`` or the project's own subclass of
+    one (``class _BatchNorm2d(nn.BatchNorm2d)`` with other defaults, in this file or imported from
+    another module: ``layers.BatchNorm2d(c)``) - else None."""
     if call.__class__ is not ast.Call:
         return None
     dims = BN_DIMS.get(ctx.qualname(call.func) or "")
-    if dims is None and call.func.__class__ is ast.Name and call.func.id in ctx.local_classes:
-        return _bn_subclass_dims(ctx, ctx.local_classes[call.func.id], 3)
+    if dims is None and call.func.__class__ in (ast.Name, ast.Attribute):
+        found = project_class(ctx, call.func)  # also `layers.BatchNorm2d(c)` of another module of the project
+        return _bn_subclass_dims(*found, 3) if found is not None else None
     return dims
 
 
