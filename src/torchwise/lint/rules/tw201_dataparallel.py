@@ -265,7 +265,9 @@ What it flags
   `predict(model)` is another model), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
   live model, an experiment class with no training in its file (a test-only experiment), a
-  wrapper only ever called under `torch.no_grad()` (here, in a closure such as an evaluator
+  wrapper only ever called under `torch.no_grad()` - its parameters may go to an optimizer and its
+  weights be saved, trained through another wrapper (a distiller's `d_net` beside `s_net =
+  DataParallel(s_net).cuda()` that only `validate()` runs) - (here, in a closure such as an evaluator
   factory's step `def _inference(engine, batch)`, besides `.to(device)`/`.eval()`, or in the function of the file it is
   handed to: a diffusion sampler; or handed to any call made under `torch.no_grad()`: a
   trainer's `eval()` method running `evaluate(model, batch)` there; or, for a wrapper a builder method returns and
