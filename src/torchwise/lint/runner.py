@@ -237,7 +237,7 @@ def default_workers() -> int:
 _PROJECTS: dict[str, ProjectFacts] = {}
 # The rules that consult project facts: when none of them is selected the first pass is skipped.
 PROJECT_CODES = frozenset({"TW103", "TW104", "TW109", "TW201", "TW202", "TW203", "TW204", "TW205", "TW206", "TW207", "TW209", "TW215", "TW217",
-                           "TW301", "TW302", "TW305", "TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW502", "TW513"})
+                           "TW301", "TW302", "TW303", "TW305", "TW401", "TW402", "TW403", "TW404", "TW405", "TW406", "TW502", "TW513"})
 
 
 def _project_codes() -> frozenset[str]:

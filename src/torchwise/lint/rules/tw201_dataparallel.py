@@ -84,6 +84,8 @@ def _runs_under_no_grad(ctx: Context, call: ast.Call) -> bool:
     of the file it is handed to (``evaluate(net_sampler, net_model)``): a diffusion sampler, a
     generator drawn from for figures. No gradient flows through it, so DDP has nothing to offer."""
     parent = ctx.parent(call)
+    while parent.__class__ is ast.Attribute and parent.attr in _PLACING and ctx.parent(parent).__class__ is ast.Call:
+        parent = ctx.parent(ctx.parent(parent))  # t_net = DataParallel(t_net).cuda()
     if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
         return False
     return _name_calls_no_grad(ctx, parent.targets[0].id, ctx.scope_of(call), (parent.end_lineno, parent.end_col_offset), 1)
@@ -98,8 +100,10 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
         if parent.__class__ is ast.Attribute and parent.attr in _PLACING and ctx.parent(parent).__class__ is ast.Call \
                 and ctx.parent(ctx.parent(parent)).__class__ is ast.Expr:
             continue  # model.to(device), model.eval() as statements (not `return model.cuda()`)
+        if parent.__class__ is ast.Attribute and (parent.attr == "module" or parent.attr in _HELD and ctx.parent(parent).__class__ is ast.Call):
+            continue  # s_net.parameters() for an optimizer, s_net.state_dict() saved: the wrapper does not run there
         if parent.__class__ is not ast.Call:
-            return False  # net.parameters(), net.module...: used otherwise
+            return False  # return net, self.net = net...: used otherwise
         if parent.func is use:
             if not under_no_grad(ctx, use):
                 return False
@@ -120,6 +124,9 @@ def _name_calls_no_grad(ctx: Context, name: str, scope: ast.AST, after: tuple[in
 
 
 _PLACING = frozenset({"to", "cuda", "eval", "half", "float"})
+# uses of a wrapper that do not run it: its parameters handed to an optimizer (trained through
+# another wrapper, a distiller's), its weights saved or loaded
+_HELD = frozenset({"parameters", "named_parameters", "state_dict", "load_state_dict", "train"})
 _GPU_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "with_cuda", "on_gpu"})
 _CPU_FLAGS = frozenset({"cpu", "use_cpu", "no_cuda", "no_gpu", "disable_cuda"})
 
@@ -258,7 +265,9 @@ What it flags
   `predict(model)` is another model), a
   wrapper made in a function that puts it in eval mode (sampling), an EMA copy loaded from the
   live model, an experiment class with no training in its file (a test-only experiment), a
-  wrapper only ever called under `torch.no_grad()` (here, in a closure such as an evaluator
+  wrapper only ever called under `torch.no_grad()` - its parameters may go to an optimizer and its
+  weights be saved, trained through another wrapper (a distiller's `d_net` beside `s_net =
+  DataParallel(s_net).cuda()` that only `validate()` runs) - (here, in a closure such as an evaluator
   factory's step `def _inference(engine, batch)`, besides `.to(device)`/`.eval()`, or in the function of the file it is
   handed to: a diffusion sampler; or handed to any call made under `torch.no_grad()`: a
   trainer's `eval()` method running `evaluate(model, batch)` there; or, for a wrapper a builder method returns and

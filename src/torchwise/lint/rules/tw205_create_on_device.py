@@ -166,7 +166,7 @@ What it flags
   `from . import get_sigmas` / `from models import get_sigmas`), a model's `sample()`/`generate()` method
   outside its loops when no training step of the project calls it, values stored in a cache
   the first time only (`if key not in cache: cache[key] = ...`, an optimizer's lazy
-  `if not state:` set-up), NaN-recovery branches
+  `if not state:` set-up, `if not hasattr(self, "id_tensor"): self.id_tensor = ...`), NaN-recovery branches
   (`if torch.isnan(k).any():`), example inputs for `add_graph`, allocations under a periodic
   branch (`if (i + 1) % 1000 == 0:` or `% args.log_every`, a sample grid for a figure; not
   `% 2`, every other step, nor the optimizer step of gradient accumulation) and in an

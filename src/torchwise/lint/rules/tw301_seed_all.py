@@ -126,7 +126,9 @@ What it flags
   it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`). Nor is a draw in a dataset's `__getitem__` or a
-  transform's `__call__` (`GaussianBlur.__call__` drawing `random.random()`) where torch is
+  transform's `__call__` (`GaussianBlur.__call__` drawing `random.random()`), or in a helper only
+  such code calls (a transform's static `get_params`, a data module's `add_noise` that `__getitem__`
+  calls), where torch is
   seeded and the project's loaders run workers (a `num_workers=` that is not 0, and no
   `--num_workers` option defaulting to 0): each worker seeds `random`, NumPy and torch from
   torch's seeded generator.

@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.entryseeds import importers_seed_torch
 from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds, multi_gpu
 
 
@@ -24,6 +25,10 @@ What it flags
   multi-GPU script, a `torch.manual_seed` only in the `else` of the GPU check covers nothing). Not when
   the seed is the clock (`torch.cuda.manual_seed(int(time.time()))`, or `args.seed =
   time.time()` in the same file): it differs on every run, so no reproducibility is intended.
+  Nor in a module that is no script (a model file calling `torch.cuda.manual_seed(233)` in its
+  `__init__`) when every entry script of the project that imports it, directly or through other
+  modules, calls `torch.manual_seed(s)` outside any `if`: every GPU is seeded already, the CUDA
+  seed is redundant.
 
 Why it matters
   `torch.cuda.manual_seed` seeds the generator of the current device only. In a process that
@@ -51,6 +56,8 @@ Fix
                 continue  # (not when torch.manual_seed runs only on the CPU branch of a multi-GPU script)
             if call.args and clock_seed(ctx.source, ctx.text(call.args[0])):
                 continue  # seeded with the clock (args.seed = time.time()): no reproducibility intended
+            if importers_seed_torch(ctx):
+                continue  # a model module whose every script seeds torch (every GPU) unconditionally: redundant
             fix = None
             if call.func.__class__ is ast.Attribute:
                 edit = ctx.replace_attr(call.func, "manual_seed_all")

@@ -157,6 +157,6 @@ def never_called(ctx: Context, func: AST | None) -> bool:
     if src.count(func.name) != 1 or ("__main__" not in src and "parse_args(" not in src):
         return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    imports = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+    imports = re.compile(r"^[ \t]*(?:from[ \t]+(?:\.+[ \t]*)?[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                          r"[^\n]*\b" + re.escape(stem) + r"\b)", re.M)
     return not any(p != ctx.path and stem in t and imports.search(t) is not None for p, t in ctx.project.files)

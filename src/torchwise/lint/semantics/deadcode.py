@@ -133,7 +133,7 @@ def _module_in_use(ctx: Context) -> bool:
         raw = os.path.splitext(os.path.basename(ctx.path))[0]
         others = [t for p, t in ctx.project.files if p != ctx.path and raw in t]
         stem = re.escape(raw)
-        imports = _NEVER if not others else re.compile(r"^[ \t]*(?:from[ \t]+([\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
+        imports = _NEVER if not others else re.compile(r"^[ \t]*(?:from[ \t]+((?:\.+[ \t]*)?[\w.]*)\b" + stem + r"\b[ \t]+import|(?:from[ \t]+([\w.]+)[ \t]+)?import[ \t]"
                              r"([^\n]*)\b" + stem + r"\b)", re.M)
         imported = shadowed = False
         for t in others:
@@ -296,8 +296,8 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
                 (source[start + len(name):start + len(name) + 1].isalnum() or source[start + len(name):start + len(name) + 1] == "_"):
             continue  # part of a longer word
         number = bisect_right(starts, start)
-        if number == top.lineno and source[starts[number - 1]:start].rstrip().endswith(("def", "class")):
-            continue  # the definition itself
+        if source[starts[number - 1]:start].strip() in ("def", "async def", "class"):
+            continue  # the definition itself, or a method of the same name (`PCRNetTransform.convert2transformation`)
         owner = _owner_at(spans, number)
         if owner is top or source[start - 1] == "." or _silent_at(ctx, number, source[starts[number - 1]:start]):
             continue  # recursion, the class naming itself, another object's attribute (np.argmax), code quoted out

@@ -217,7 +217,7 @@ def _imported_stem(files: tuple[tuple[str, str], ...], stem: str, own: str, dept
     pattern = None
     for p, t in files:
         if p != own and stem in t and "import" in t:
-            pattern = pattern or re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?"
+            pattern = pattern or re.compile(r"^[ \t]*(?:from[ \t]+(?:\.+[ \t]*)?[\w.]*\b" + re.escape(stem) + r"\b[ \t]+import|(?:from[ \t]+[\w.]+[ \t]+)?"
                                             r"import[ \t][^\n]*\b" + re.escape(stem) + r"\b)", re.M)
             if pattern.search(t) and ("__main__" in t or _TOP_ARGS.search(t) is not None or depth > 0 and _imported_stem(
                     files, os.path.basename(p)[:-3], own, depth - 1)):

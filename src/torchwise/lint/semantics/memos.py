@@ -14,6 +14,8 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
     torch.hann_window(n).to(...)``, or an optimizer's lazy state (``if not state:`` / ``if len(state)
     == 0: state["v"] = torch.zeros([]).to(p.device)``). Made once per key, not per step."""
     stmt = ctx.parent(call)
+    if _stored_once_on_object(ctx, call):
+        return True
     if stmt.__class__ is ast.Assign and len(stmt.targets) == 1 and stmt.targets[0].__class__ is ast.Name:
         return _lazy_in_loop(ctx, stmt, stmt.targets[0].id)
     if stmt.__class__ is not ast.Assign or len(stmt.targets) != 1 or stmt.targets[0].__class__ is not ast.Subscript:
@@ -21,6 +23,24 @@ def memoized(ctx: Context, call: ast.Call) -> bool:
     store = ast.dump(stmt.targets[0].value)
     for if_node, in_body in ctx.enclosing_ifs(stmt):
         if in_body and if_node.__class__ is ast.If and _tests_missing(if_node.test, store):
+            return True
+    return False
+
+
+def _stored_once_on_object(ctx: Context, call: ast.Call) -> bool:
+    """Made in the body of ``if not hasattr(self, 'id_tensor'):`` that stores ``self.id_tensor =
+    ...``: built the first time only and kept on the object (a conversion's identity kernel)."""
+    for if_node, in_body in ctx.enclosing_ifs(call):
+        test = if_node.test
+        if not in_body or if_node.__class__ is not ast.If or test.__class__ is not ast.UnaryOp or test.op.__class__ is not ast.Not:
+            continue
+        probe = test.operand
+        if probe.__class__ is not ast.Call or last_name(probe.func) != "hasattr" or len(probe.args) != 2 \
+                or probe.args[1].__class__ is not ast.Constant or not isinstance(probe.args[1].value, str):
+            continue
+        owner, attr = ast.dump(probe.args[0]), probe.args[1].value
+        if any(n.__class__ is ast.Attribute and n.attr == attr and n.ctx.__class__ is ast.Store and ast.dump(n.value) == owner
+               for stmt in if_node.body for n in ast.walk(stmt)):
             return True
     return False
 

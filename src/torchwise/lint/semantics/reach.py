@@ -11,7 +11,7 @@ import re
 
 from torchwise.lint.facts import ProjectFacts
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([\w, \t()\\*]+)|import[ \t]+([\w., \t]+))", re.M)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[ \t]*[\w.]*)[ \t]+import[ \t]+([\w, \t()\\*]+)|import[ \t]+([\w., \t]+))", re.M)
 
 
 def _stem(path: str) -> str:
@@ -27,7 +27,7 @@ def _imported(text: str) -> set[str]:
             for part in m.group(3).split(","):
                 out.update(part.split(" as ")[0].strip().split("."))
         else:
-            out.update(p for p in m.group(1).split(".") if p)
+            out.update(p.strip() for p in m.group(1).split(".") if p.strip())  # (`from .. ops.x import`)
             out.update(n.split(" as ")[0].strip(" \t()\\") for n in m.group(2).split(","))
     return out
 

@@ -17,6 +17,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import project_calls
 
 _WORKER_METHODS = frozenset({"__getitem__", "__call__", "__getitems__"})
 _WORKERS = re.compile(r"""num_workers(?:[ \t]*=|["'][ \t]*:)[ \t]*([^,)}\n]+)""")  # num_workers=4, {'num_workers': opt.num_workers}
@@ -35,13 +36,40 @@ def loaders_use_workers(ctx: Context) -> bool:
     return found
 
 
-def in_worker_code(ctx: Context, node: AST) -> bool:
+def in_worker_code(ctx: Context, node: AST, depth: int = 2) -> bool:
     """``node`` is in a dataset's ``__getitem__`` or a transform's ``__call__`` (a method of a class
-    that is no ``nn.Module``): code a DataLoader runs in its workers."""
+    that is no ``nn.Module``): code a DataLoader runs in its workers. Also in a helper only such
+    code calls (``depth`` levels): a method of the class named only by its worker methods
+    (``ColorJitter.get_params`` called from ``__call__``), or a module-level function every call of
+    which, here or in the project's modules that import it, is worker code (``common.add_noise(lr)``
+    in a dataset's ``__getitem__``)."""
     func = ctx.function_of(node)
-    if func is None or func.__class__ is ast.Lambda or func.name not in _WORKER_METHODS:
+    if func is None or func.__class__ is ast.Lambda:
         return False
     klass = ctx.parent(func)
-    if klass.__class__ is not ast.ClassDef:
+    if func.name in _WORKER_METHODS:
+        return klass.__class__ is ast.ClassDef and not any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    if depth <= 0 or func.name.startswith("__"):
         return False
-    return not any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))
+    key = ("workerseeds:helper", id(func), depth)
+    found = ctx._cache.get(key)
+    if found is None:
+        ctx._cache[key] = False  # (recursion: not worker code while it is worked out)
+        found = ctx._cache[key] = _only_called_by_workers(ctx, func, klass, depth)
+    return found
+
+
+def _only_called_by_workers(ctx: Context, func: ast.FunctionDef, klass: AST, depth: int) -> bool:
+    name = func.name
+    calls = [c for c in ctx.calls_named(name) if c is not None]
+    if klass.__class__ is ast.ClassDef:  # self.get_params(...) / ColorJitter.get_params(...) in the class
+        if ctx.source.count(name) != len(calls) + 1 or any(ctx.class_of(c) is not klass for c in calls):
+            return False  # named otherwise too (a reference, another class's call)
+        return bool(calls) and all(in_worker_code(ctx, c, depth - 1) for c in calls)
+    if klass is not ctx.tree or not ctx.project.files:
+        return False
+    local = [c for c in calls if c.func.__class__ is ast.Name]
+    remote = list(project_calls(ctx, name))
+    if len(local) != len(calls) or not local and not remote:
+        return False
+    return all(in_worker_code(ctx, c, depth - 1) for c in local) and all(in_worker_code(o, c, depth - 1) for o, c in remote)
