@@ -13,7 +13,8 @@ from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, eval_receivers, frozen_forwards, is_eval_switch
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
-from torchwise.lint.semantics.evalcallers import nested_in_plain_function, reached_only_under_no_grad
+from torchwise.lint.semantics.evalloaders import loader_eval_runs
+from torchwise.lint.semantics.evalcallers import bare_live_call, nested_in_plain_function, reached_only_under_no_grad
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, global_eval_runs,
@@ -26,6 +27,7 @@ from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
+from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
 
@@ -36,7 +38,8 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
         return False
     bases = ctx.local_class_bases(cls.name)
     # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
-    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases)
+    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases) \
+        or is_module_class_def(ctx, cls)  # (also through a module class of another file: `class S3Rec(SequentialModel)`)
 
 
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
@@ -47,7 +50,8 @@ class EvalWithoutNoGrad(Rule):
     per_call = True
     name = "eval-without-no-grad"
     triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
-                "training=False", "no_grad")
+                "training=False", "no_grad", "valloader", "val_loader", "val_dataloader", "val_data_loader", "dev_loader",
+                "devloader", "dev_dataloader")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -285,6 +289,8 @@ Lint and the doctor
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
+        for node, message in loader_eval_runs(ctx):
+            yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.no_grad():` (and model.eval())")
         for node, message in logging_samples(ctx):
             yield ctx.finding(self.code, node, message, suggestion="generate it under `with torch.no_grad():`")
         for node, message in acting_calls(ctx):
@@ -354,10 +360,12 @@ Lint and the doctor
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
+        """This file calls ``func`` under no_grad, and nowhere bare on a path that runs (``if
+        args.evaluate: validate(...)`` beside ``with torch.no_grad(): validate(...)`` runs it bare)."""
         calls = ctx.calls_named(func.name)
-        if not calls:
+        if not any(under_no_grad(ctx, c) for c in calls):
             return False
-        return any(under_no_grad(ctx, c) for c in calls)
+        return not any(bare_live_call(ctx, func, c) for c in calls if not under_no_grad(ctx, c))
 
 
 
