@@ -52,7 +52,7 @@ def loader_eval_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         body = list(ast.walk(loop))
         if grad_events(ctx, body):
             continue  # the loop takes gradients (an attack, test-time training): it needs the graph
-        params = {a.arg for a in scope.args.args} if scope.__class__ is not ast.Module else set()
+        params = {a.arg for a in scope.args.args} - {"self", "cls"} if scope.__class__ is not ast.Module else set()
         for node, inner in eval_runs(ctx, scope, body, set(), None, None):
             root = (inner or node).func
             while root.__class__ is ast.Attribute:
