@@ -65,7 +65,8 @@ What it flags
   (`if tar: model(x, lengths)` / `else: model(x)`), the final test loop after the validation
   passes - but not a loss module on its outputs (`criterion(out, y)`). The receiver of `.eval()`
   is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`; also
-  `self.generator.eval()`, then `self.generator(z, y)`), and a loop
+  `self.generator.eval()`, then `self.generator(z, y)`; also through a method of the class named
+  for inference that the training step backpropagates, `self.G.eval()` then `self.infer_G(x)`), and a loop
   that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
   cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
@@ -82,8 +83,9 @@ What it flags
   asks for none), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
   decorator, after `torch.set_grad_enabled(False)`, in a function every caller of this file hands
-  a model it froze with `requires_grad_(False)`, in a function this file only calls under
-  no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
+  a model it froze with `requires_grad_(False)`, in a function this file calls under no_grad and
+  nowhere bare on a path that runs (`with torch.no_grad(): validate(...)` in the epoch loop beside
+  a bare `validate(...)` on the `--evaluate` path is reported), or in one whose result this file backpropagates (`loss = F.cross_entropy(
   self.predict(x), y); loss.backward()`), or in a module-level function that every way the
   project reaches passes under no_grad (through the file's own functions and closures up to the
   calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
@@ -106,7 +108,8 @@ What it flags
   `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
   parameterless one the script calls after putting the global model it runs in eval mode, such
   as a speed test `net.eval(); test_latency()`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
-  `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
+  `PreTrainedModel` subclasses (part of some forward pass; also a class whose module base another
+  file of the project defines, `class S3Rec(SequentialModel)`), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
   followed by a backward pass (BatchNorm frozen for training) are left alone.
@@ -136,6 +139,14 @@ What it flags
   for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
   no backward: it keeps the graph of a whole generation for a picture.
+  And a pass over a validation or test loader (`for i, (x, y, *rest) in enumerate(valloader):`,
+  `for x, y in self.val_loader:`; names like `val_loader`, `valid_loader`, `test_dataloader`,
+  `dev_loader`) that runs the model with no `.eval()` before it in its function or script and no
+  no_grad around it, and takes no gradients inside (no backward, optimizer step, `autograd.grad`,
+  `requires_grad`): a segmentation script scoring its validation images every few epochs.
+  Not in a function named for evaluation or that calls `.eval()` (checked as above), an `nn.Module`
+  method, a function only called under no_grad or whose result is backpropagated, or on a model
+  the function is handed (its caller is reported).
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`, or after `self.model.eval()` in any method or in a script:
   `self._run_one_epoch(epoch, cross_valid=True)`, `backprop(0, model, data, opt, training=False)`)
@@ -202,7 +213,9 @@ What it flags
   project puts the model in eval mode and runs it with no grad switch of its own while another call
   of it sits under no_grad. And single module-level runs after `.eval()`, outside loops: in a script
   that trains nothing, of a model it restored (`net.load_state_dict(state)`) or in the `__main__`
-  block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
+  block of a file that defines the model class or builds it with a class or builder function of
+  another module of the project (a smoke test: `model = create_net(deploy=False); model.eval(); out =
+  model(x)`) - every such run, also the second one after a conversion (`switch_to_deploy()`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
