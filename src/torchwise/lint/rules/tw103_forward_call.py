@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.boundforward import bound_forwards
 from torchwise.lint.semantics.callers import project_arguments, project_calls
 from torchwise.lint.semantics.models import is_module_class, is_module_instance
 from torchwise.lint.semantics.projectclasses import inherited_classes, is_module_class_def, project_kind
@@ -285,6 +286,9 @@ What it flags
   (`self.rank_loss = networks.BCERankingLoss()`, set in any method; also a module class under a
   lower-case name, `crit = silog_loss(...)` with `class silog_loss(nn.Module)` in the project and
   no function of that name).
+  Also such a module's `forward` bound to a name that the same function calls or hands on
+  (`forward_func = self._chop_forward if chop else self.model.forward`, then `forward_func(x)`
+  or `self.forward_x8(x, forward_func)`; not in a file that patches some `X.forward = ...`).
   `super().forward(...)` and `self.forward(...)` are left alone, and so is `forward()` of an
   instance of a plain class (no base, or `object`: `class KEModel(object)`, or only plain
   classes of the project as bases: `class DistModel(BaseModel)`), here or in another module of
@@ -331,10 +335,7 @@ Fix
                 continue
             if recv.__class__ is ast.Name and recv.id in ("self", "cls", "super"):
                 continue
-            if not (_module_or_loss(ctx, recv, call) or _submodule_in_module(ctx, recv, call)
-                    or _project_submodule(ctx, recv, call) or _passed_in_submodule(ctx, recv, call)
-                    or _filled_with_modules(ctx, recv, call) or _module_part(ctx, recv, call)) \
-                    or _plain_class_instance(ctx, recv):
+            if not _module_receiver(ctx, recv, call):
                 continue
             shown = ctx.text(recv)
             yield ctx.finding(
@@ -343,6 +344,20 @@ Fix
                 suggestion=f"call the module instead: {shown}(...)",
                 end_node=func,
             )
+        for attr in bound_forwards(ctx):
+            recv = attr.value
+            if recv.__class__ is ast.Name and recv.id in ("self", "cls") or recv.__class__ is ast.Call \
+                    or not _module_receiver(ctx, recv, attr):
+                continue
+            shown = ctx.text(recv)
+            yield ctx.finding(self.code, attr, f"{shown}.forward is bound to a name and called: each call skips the "
+                              "hooks registered on the module", suggestion=f"bind the module itself: {shown}")
+
+
+def _module_receiver(ctx: Context, recv: ast.AST, use: ast.AST) -> bool:
+    return (_module_or_loss(ctx, recv, use) or _submodule_in_module(ctx, recv, use) or _project_submodule(ctx, recv, use)
+            or _passed_in_submodule(ctx, recv, use) or _filled_with_modules(ctx, recv, use)
+            or _module_part(ctx, recv, use)) and not _plain_class_instance(ctx, recv)
 
 
 RULE = ForwardCalledDirectly()

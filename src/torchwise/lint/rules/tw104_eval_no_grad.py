@@ -13,7 +13,8 @@ from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, eval_receivers, frozen_forwards, is_eval_switch
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
-from torchwise.lint.semantics.evalcallers import nested_in_plain_function, reached_only_under_no_grad
+from torchwise.lint.semantics.evalloaders import loader_eval_runs
+from torchwise.lint.semantics.evalcallers import bare_live_call, nested_in_plain_function, reached_only_under_no_grad
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, global_eval_runs,
@@ -26,6 +27,7 @@ from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
+from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
 
@@ -36,7 +38,8 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
         return False
     bases = ctx.local_class_bases(cls.name)
     # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
-    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases)
+    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases) \
+        or is_module_class_def(ctx, cls)  # (also through a module class of another file: `class S3Rec(SequentialModel)`)
 
 
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
@@ -47,7 +50,8 @@ class EvalWithoutNoGrad(Rule):
     per_call = True
     name = "eval-without-no-grad"
     triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
-                "training=False", "no_grad")
+                "training=False", "no_grad", "valloader", "val_loader", "val_dataloader", "val_data_loader", "dev_loader",
+                "devloader", "dev_dataloader")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
     doc = """\
 What it flags
@@ -61,7 +65,8 @@ What it flags
   (`if tar: model(x, lengths)` / `else: model(x)`), the final test loop after the validation
   passes - but not a loss module on its outputs (`criterion(out, y)`). The receiver of `.eval()`
   is a model when the function also calls it (`net_g.eval()`, then `net_g(data)`; also
-  `self.generator.eval()`, then `self.generator(z, y)`), and a loop
+  `self.generator.eval()`, then `self.generator(z, y)`; also through a method of the class named
+  for inference that the training step backpropagates, `self.G.eval()` then `self.infer_G(x)`), and a loop
   that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
   cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
@@ -78,8 +83,9 @@ What it flags
   asks for none), and the
   run must not be inside `with torch.no_grad()`/`torch.inference_mode()`, under such a
   decorator, after `torch.set_grad_enabled(False)`, in a function every caller of this file hands
-  a model it froze with `requires_grad_(False)`, in a function this file only calls under
-  no_grad, or in one whose result this file backpropagates (`loss = F.cross_entropy(
+  a model it froze with `requires_grad_(False)`, in a function this file calls under no_grad and
+  nowhere bare on a path that runs (`with torch.no_grad(): validate(...)` in the epoch loop beside
+  a bare `validate(...)` on the `--evaluate` path is reported), or in one whose result this file backpropagates (`loss = F.cross_entropy(
   self.predict(x), y); loss.backward()`), or in a module-level function that every way the
   project reaches passes under no_grad (through the file's own functions and closures up to the
   calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
@@ -102,7 +108,8 @@ What it flags
   `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
   parameterless one the script calls after putting the global model it runs in eval mode, such
   as a speed test `net.eval(); test_latency()`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
-  `PreTrainedModel` subclasses (part of some forward pass), functions that are only handed to
+  `PreTrainedModel` subclasses (part of some forward pass; also a class whose module base another
+  file of the project defines, `class S3Rec(SequentialModel)`), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
   `forward` runs under no_grad itself, `stack.enter_context(torch.no_grad())`, and an `eval()`
   followed by a backward pass (BatchNorm frozen for training) are left alone.
@@ -132,6 +139,14 @@ What it flags
   for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
   no backward: it keeps the graph of a whole generation for a picture.
+  And a pass over a validation or test loader (`for i, (x, y, *rest) in enumerate(valloader):`,
+  `for x, y in self.val_loader:`; names like `val_loader`, `valid_loader`, `test_dataloader`,
+  `dev_loader`) that runs the model with no `.eval()` before it in its function or script and no
+  no_grad around it, and takes no gradients inside (no backward, optimizer step, `autograd.grad`,
+  `requires_grad`): a segmentation script scoring its validation images every few epochs.
+  Not in a function named for evaluation or that calls `.eval()` (checked as above), an `nn.Module`
+  method, a function only called under no_grad or whose result is backpropagated, or on a model
+  the function is handed (its caller is reported).
   And a test pass that reuses the training loop (`def test(self, epoch): self.iteration(epoch,
   self.test_data, train=False)`, or after `self.model.eval()` in any method or in a script:
   `self._run_one_epoch(epoch, cross_valid=True)`, `backprop(0, model, data, opt, training=False)`)
@@ -198,7 +213,9 @@ What it flags
   project puts the model in eval mode and runs it with no grad switch of its own while another call
   of it sits under no_grad. And single module-level runs after `.eval()`, outside loops: in a script
   that trains nothing, of a model it restored (`net.load_state_dict(state)`) or in the `__main__`
-  block of a file that defines the model class (a smoke test: `model.eval(); out = model(x)`); in a
+  block of a file that defines the model class or builds it with a class or builder function of
+  another module of the project (a smoke test: `model = create_net(deploy=False); model.eval(); out =
+  model(x)`) - every such run, also the second one after a conversion (`switch_to_deploy()`); in a
   script that trains, after its last backward/optimizer step, of an eval-mode network no optimizer
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
@@ -285,6 +302,8 @@ Lint and the doctor
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
+        for node, message in loader_eval_runs(ctx):
+            yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.no_grad():` (and model.eval())")
         for node, message in logging_samples(ctx):
             yield ctx.finding(self.code, node, message, suggestion="generate it under `with torch.no_grad():`")
         for node, message in acting_calls(ctx):
@@ -354,10 +373,12 @@ Lint and the doctor
 
     @staticmethod
     def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
+        """This file calls ``func`` under no_grad, and nowhere bare on a path that runs (``if
+        args.evaluate: validate(...)`` beside ``with torch.no_grad(): validate(...)`` runs it bare)."""
         calls = ctx.calls_named(func.name)
-        if not calls:
+        if not any(under_no_grad(ctx, c) for c in calls):
             return False
-        return any(under_no_grad(ctx, c) for c in calls)
+        return not any(bare_live_call(ctx, func, c) for c in calls if not under_no_grad(ctx, c))
 
 
 

@@ -61,6 +61,29 @@ def _seeded_deterministic(ctx: Context, bench: ast.Assign) -> ast.Call | None:
     return None
 
 
+def _deterministic_caller(ctx: Context, bench: ast.AST, dets: list[ast.AST], depth: int = 2) -> tuple[ast.AST, ast.Call] | None:
+    """``main()`` sets ``cudnn.deterministic = True`` (for a seeded run) and then calls
+    ``main_worker(...)`` of this file in the same process, which sets ``cudnn.benchmark = True``:
+    ``(det, call)`` for a direct call (up to ``depth`` functions up) made after the flag, in a branch
+    the flag's ``if`` does not exclude. A function only handed to ``mp.spawn`` starts in a fresh
+    process that never saw the flag: not followed."""
+    func = ctx.function_of(bench)
+    seen: set[int] = set()
+    for _ in range(depth):
+        if func is None or func.__class__ is ast.Lambda or id(func) in seen:
+            return None
+        seen.add(id(func))
+        calls = [c for c in ctx.calls_named(func.name) if c.func.__class__ is ast.Name and not ctx.contains(func, c)]
+        for call in calls:
+            scope = ctx.scope_of(call)
+            for det in dets:
+                if ctx.scope_of(det) is scope and (det.lineno, det.col_offset) < (call.lineno, call.col_offset) \
+                        and not exclusive(ctx, det, call):
+                    return det, call
+        func = ctx.function_of(calls[0]) if len(calls) == 1 else None
+    return None
+
+
 class BenchmarkAndDeterministic(Rule):
     code = "TW302"
     name = "benchmark-with-deterministic"
@@ -72,7 +95,11 @@ What it flags
   one `if`. Also `cudnn.benchmark = True` after a call, in the same function or script, of a
   seeding helper of the project (`seed_everything(seed)` from its utils, defined once) that sets
   `cudnn.deterministic = True` in its body under no `if`: the later flag undoes what the helper
-  asked for.
+  asked for. And `cudnn.benchmark = True` in a function of the file that is called (directly, up
+  to two levels) after `cudnn.deterministic = True` was set: `main()` setting the flag for a
+  seeded run, then calling `main_worker(gpu, ngpus, args)`, which turns benchmark on. A worker
+  only started with `mp.spawn(main_worker, ...)` runs in a fresh process that never saw the flag:
+  not followed.
 
 Why it matters
   Benchmark mode times several convolution algorithms and keeps the fastest, and which one
@@ -106,8 +133,18 @@ Fix
                 )
                 break
             else:
-                seeded = _seeded_deterministic(ctx, bench) if not any(ctx.scope_of(bench) is ctx.scope_of(d) for d in dets) else None
-                if seeded is not None:
+                same = any(ctx.scope_of(bench) is ctx.scope_of(d) for d in dets)
+                seeded = _seeded_deterministic(ctx, bench) if not same else None
+                caller = _deterministic_caller(ctx, bench, dets) if seeded is None and not same and dets else None
+                if caller is not None:
+                    det, call = caller
+                    yield ctx.finding(
+                        self.code, bench,
+                        f"cudnn.benchmark=True defeats cudnn.deterministic=True (line {det.lineno}), set before "
+                        f"{ctx.text(call.func)}() is called (line {call.lineno}): the chosen algorithms vary between runs",
+                        suggestion="set cudnn.benchmark = False for reproducible runs",
+                    )
+                elif seeded is not None:
                     yield ctx.finding(
                         self.code, bench,
                         f"cudnn.benchmark=True defeats the cudnn.deterministic=True that {ctx.text(seeded.func)}() "

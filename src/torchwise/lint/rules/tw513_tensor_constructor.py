@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.starnames import star_qualname
+from torchwise.lint.semantics.selfconstructors import self_alias
 
 # typed legacy constructor -> the dtype it always makes
 TYPED: dict[str, str] = {
@@ -109,6 +110,9 @@ What it flags
   `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
   torch.FloatTensor`, then `Tensor(n, 1)`), one reached through a name that stands for the
   torch module (`self.tt = torch.cuda if cuda else torch`, then `self.tt.FloatTensor(n)`), one
+  kept on the object by its class or a base class of the project (`self.Tensor =
+  torch.cuda.FloatTensor if self.gpu_ids else torch.Tensor` in a `BaseModel`, then
+  `self.Tensor(n, c, h, w)` or `self.Tensor()` in a subclass of another module), one
   a star import of the project's own modules hands on (`LongTensor = torch.LongTensor` in a
   utilities module, then `from utils import *` and `LongTensor(perm)`; `torch.Tensor(x)` with
   `torch` itself from `from model import *`; reported without an automatic fix), and
@@ -152,6 +156,8 @@ Fix
             if not call.args and not call.keywords:
                 if q in CONSTRUCTORS:
                     yield self._empty(ctx, call, q, fixable=not starred)
+                elif q is None and (kept := self_alias(ctx, call)) is not None:
+                    yield self._empty(ctx, call, kept, fixable=False)  # self.LR = self.Tensor()
                 continue
             alias = None
             if q in SPARSE:
@@ -160,7 +166,7 @@ Fix
                     suggestion=f"use torch.sparse_coo_tensor(indices, values, size, dtype={SPARSE[q]})", end_node=call.func)
                 continue
             if q not in CONSTRUCTORS:
-                alias = _alias_target(ctx, call) or _module_alias(ctx, call)
+                alias = _alias_target(ctx, call) or _module_alias(ctx, call) or self_alias(ctx, call)
                 if alias is None:
                     continue
             name = ctx.text(call.func) + "(...)" if alias is None else f"{ctx.text(call.func)}(...) ({alias})"

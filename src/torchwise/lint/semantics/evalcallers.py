@@ -27,6 +27,7 @@ import ast
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.models import runs_forward
 
 _DEPTH = 3
@@ -115,6 +116,19 @@ def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> 
     return True
 
 
+def bare_live_call(ctx: Context, func: AST, call: ast.Call) -> bool:
+    """``validate(val_loader, model)`` on the ``--evaluate`` path of ``main()``, beside the training
+    loop's ``with torch.no_grad(): validate(...)``: a call of ``func`` outside no_grad (checked by the
+    caller), not inside ``func`` itself, in code that runs (not dead) and in no module-level function
+    that every way the project reaches passes under no_grad."""
+    if call.func.__class__ is not ast.Name or ctx.contains(func, call) or dead_at(ctx, call.lineno):
+        return False
+    holder = ctx.function_of(call)
+    while holder is not None and ctx.parent(holder) is not ctx.tree:
+        holder = ctx.function_of(holder)
+    return holder is None or not reached_only_under_no_grad(ctx, holder)
+
+
 def bound_method_run(ctx: Context, call: ast.Call, receivers: set[str]) -> bool:
     """``encode(images)`` where ``encode`` is bound to a running method (``generate``, ``encode``,
     ``predict``... of :func:`~torchwise.lint.semantics.models.runs_forward`) of a model put in
@@ -146,4 +160,4 @@ def _of_receiver(owner: str, receivers: set[str]) -> bool:
     return owner in receivers or any(owner.startswith(r + ".") for r in receivers)
 
 
-__all__ = ["bound_method_run", "nested_in_plain_function", "reached_only_under_no_grad"]
+__all__ = ["bare_live_call", "bound_method_run", "nested_in_plain_function", "reached_only_under_no_grad"]

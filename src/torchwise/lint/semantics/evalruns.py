@@ -14,6 +14,7 @@ from torchwise.lint.engine import Context
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.evalcallers import bound_method_run
 from torchwise.lint.semantics.evalpaths import project_helper_runs
+from torchwise.lint.semantics.evalregions import called_for_training
 from torchwise.lint.semantics.evalsingle import shape_probe
 from torchwise.lint.semantics.frozen import local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
@@ -83,9 +84,30 @@ def _is_run(ctx: Context, scope: ast.AST, node: ast.Call, receivers: set[str]) -
     if func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
             _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node))):  # model.predict(...) of a model handed in
         return True, None
-    if helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers) or bound_method_run(ctx, node, receivers):
+    if helper_runs(ctx, scope, node, receivers) or project_helper_runs(ctx, node, receivers) or bound_method_run(ctx, node, receivers) \
+            or _training_helper_run(ctx, scope, node, receivers):
         return True, None
     return False, local_helper_runs(ctx, node, receivers)  # reported at the helper's forward pass
+
+
+def _training_helper_run(ctx: Context, scope: ast.AST, call: ast.Call, receivers: set[str]) -> bool:
+    """``self.infer_G(x)`` after ``self.G.eval()``: a method of the same class named for evaluation
+    (so not one of :func:`helper_runs`) that is no evaluation of its own - the training step
+    backpropagates what it returns - and only runs one of ``receivers``, with no grad switch: its own
+    check stays quiet, so the evaluation that calls it is where the graph is recorded for nothing."""
+    func = call.func
+    if func.__class__ is not ast.Attribute or func.value.__class__ is not ast.Name or func.value.id != "self" \
+            or not is_eval_name(func.attr) or not any(r.startswith("self.") for r in receivers):
+        return False
+    klass = ctx.parent(scope)
+    method = next((m for m in getattr(klass, "body", ()) if m.__class__ is ast.FunctionDef and m.name == func.attr
+                   and m is not scope), None) if klass.__class__ is ast.ClassDef else None
+    if method is None or not called_for_training(ctx, method):
+        return False
+    text = ctx.text(method)
+    if any(w in text for w in ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward", ".eval()")):
+        return False
+    return any(n.__class__ is ast.Call and ctx.text(n.func) in receivers for n in ast.walk(method))
 
 
 def eval_runs(ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[str],

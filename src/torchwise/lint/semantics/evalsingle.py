@@ -12,6 +12,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.frozen import eval_calls
+from torchwise.lint.semantics.projectclasses import project_kind
 from torchwise.lint.semantics.steps import training_calls
 
 
@@ -52,15 +53,34 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                            and ctx.function_of(n) is None for n in ctx.calls_named("load_state_dict"))
             if _exported_after(ctx, call, who):
                 continue  # a dry run right before `torch.jit.trace(net, img)`: the export script's warm-up
-            if restored or (_main_guard(ctx, call) and _defines_module(ctx)):
-                yield call, (f"{who} runs once after {who}.eval() with autograd recording"
-                             f"{' (a smoke test of the model)' if not restored else ''}; inference needs no graph")
+            if restored or (_main_guard(ctx, call) and (_defines_module(ctx) or _project_built(ctx, ev.func.value, ev))):
+                for run in runs:  # each pass: the check's second run after `switch_to_deploy()` records a graph too
+                    if not under_no_grad(ctx, run):
+                        yield run, (f"{who} runs once after {who}.eval() with autograd recording"
+                                    f"{' (a smoke test of the model)' if not restored else ''}; inference needs no graph")
             continue
         after = [n for n in runs if (n.lineno, n.col_offset) > last_train and not ctx.enclosing_loops(n)
                  and not under_no_grad(ctx, n)]
         if after and f"{who}.parameters(" not in ctx.source:
             yield after[0], (f"{who} (in eval mode, in no optimizer) runs after the last optimisation step with autograd "
                          "recording; its output needs no graph")
+
+
+def _project_built(ctx: Context, model: ast.AST, use: ast.AST) -> bool:
+    """``model = create_RepVGG_B1(deploy=False)`` in a ``__main__`` check of a script: the model is
+    built by a module class or a builder function another file of the project defines."""
+    if model.__class__ is not ast.Name or not ctx.project.files:
+        return False
+    b = ctx.binding_at(model.id, use)
+    if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call:
+        return False
+    name = last_name(b.value.func)
+    if name is None or name in ctx.local_classes:
+        return False
+    if project_kind(ctx, b.value.func) == "module":
+        return True
+    head = f"def {name}("
+    return any(head in text for path, text in ctx.project.files if path != ctx.path)
 
 
 _EXPORTS = ("torch.jit.trace", "torch.onnx.export", "torch.jit.script")

@@ -106,7 +106,7 @@ def inherited_classes(ctx: Context, klass: ast.ClassDef, depth: int = 2) -> list
         key = ("projectclasses:defined", name)
         files = ctx.project.answers.get(key)
         if files is None:
-            files = [(p, t) for p, t in ctx.project.files if f"class {name}(" in t]
+            files = [(p, t) for p, t in ctx.project.files if f"class {name}(" in t or f"class {name}:" in t]
             ctx.project.answers[key] = files
         if len(files) != 1 or files[0][0] == ctx.path:
             continue
