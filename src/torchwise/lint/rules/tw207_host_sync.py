@@ -21,6 +21,7 @@ from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader, tensor_test
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
+from torchwise.lint.semantics.losstests import TEST_FIX, loss_tests
 from torchwise.lint.semantics.metricobjects import metric_object_reads
 from torchwise.lint.semantics.nanguards import nan_guard
 from torchwise.lint.semantics.rarely import algorithm_stop
@@ -355,11 +356,11 @@ Lint and the doctor
                 yield finding
 
     def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
-        """Boolean-mask selections in a loss function or metric helper the step calls with device tensors."""
-        for node, func, where in loss_mask_reads(ctx, self._per_step):
-            if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:
-                    yield ctx.finding(self.code, node, f"boolean-mask selection in {func.name}(), which the training step calls "
-                                  f"every step ({where}), waits for the GPU", suggestion=_MASK_FIX)
+        """Boolean-mask selections (and tests of reductions: semantics.losstests) in a loss function or metric helper the step calls with device tensors."""
+        for node, func, where, what in [*((n, f, w, "boolean-mask selection") for n, f, w in loss_mask_reads(ctx, self._per_step)),
+                                  *((n, f, w, "a tensor condition") for n, f, w in loss_tests(ctx, self._per_step))]:
+            if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:  # (one line each: the rule module is at its size)
+                yield ctx.finding(self.code, node, f"{what} in {func.name}(), which the training step calls every step ({where}), waits for the GPU", suggestion=_MASK_FIX if what[0] == "b" else TEST_FIX)
 
     def _per_step(self, ctx: Context, call: ast.Call) -> bool:
         return self._report(ctx, call, None, "", check_subject=False) is not None

@@ -54,8 +54,23 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1, 
         found = next((f"{other.path}:{c.lineno}" for other, c in project_calls(ctx, func.name)
                       if hot_region_of(other, c) is not None and not runs_periodically(other, c) and not runs_rarely(other, c)
                       and _hands(func, c, param) and _hands_device_values(other, c)), None)
+    if found is None and depth > 0 and ctx.parent(func) is ctx.tree:  # through a helper of another module that hands
+        found = next((w for other, c in project_calls(ctx, func.name)  # its own arguments on (loss_calc -> cross_entropy_2d)
+                      if (w := _via_remote_helper(other, c, func, per_step, depth, param)) is not None), None)
     ctx._cache[key] = found
     return found
+
+
+def _via_remote_helper(other: Context, call: ast.Call, func: AST, per_step: PerStep, depth: int, param: str | None) -> str | None:
+    """Where a module-level helper of another module, which hands ``func`` its own parameters
+    (``def loss_calc(pred, label, device): ... return cross_entropy_2d(pred, label)``), is itself
+    called every step with device tensors (semantics of :func:`every_step_call` there)."""
+    helper = other.function_of(call)
+    if helper is None or other.parent(helper) is not other.tree or hot_region_of(other, call) is not None \
+            or not _hands(func, call, param) or not _passes_parameters(call, helper) \
+            or runs_periodically(other, call) or runs_rarely(other, call):
+        return None
+    return every_step_call(other, helper, per_step, depth - 1)
 
 
 def _training_forward(ctx: Context, call: ast.Call) -> AST | None:
@@ -75,7 +90,7 @@ def _hands(func: AST, call: ast.Call, param: str | None) -> bool:
     return shape is None or not left_off(func, shape, param)
 
 
-def _guarding_parameter(ctx: Context, node: AST, func: AST) -> str | None:
+def guarding_parameter(ctx: Context, node: AST, func: AST) -> str | None:
     """``p`` of the innermost ``if p is not None:`` / ``if p:`` around ``node`` in ``func``, for a
     parameter ``p`` of ``func`` (``if entropy is not None:`` in ``def CDAN(x, net, entropy=None)``)."""
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
@@ -148,7 +163,7 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
                 named = "loss" in func.name.lower()  # (a helper of a losses module handing on to a reader: found there)
                 reads = own_loss_reads(ctx, func) + _input_reads(ctx, func) + (_reader_calls(ctx, func) if named else [])
                 for read in dict.fromkeys(reads):  # (a read under `if entropy is not None:`: a call that hands it)
-                    where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, read, func))
+                    where = every_step_call(ctx, func, per_step, param=guarding_parameter(ctx, read, func))
                     if where is not None:
                         found.append((read, func, f"which the training step calls every step ({where})"))
                 continue
@@ -238,7 +253,7 @@ def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> t
         return None
     if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
         return None  # (a metric helper: only a selection from what it is handed)
-    where = every_step_call(ctx, func, per_step, param=_guarding_parameter(ctx, node, func))
+    where = every_step_call(ctx, func, per_step, param=guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None
 
 

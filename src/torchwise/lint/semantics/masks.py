@@ -42,6 +42,8 @@ def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         return expr.op.__class__ is ast.Invert and made_as_mask(ctx, expr.operand, use, depth)
     if cls is ast.BinOp and expr.op.__class__ in (ast.BitAnd, ast.BitOr, ast.BitXor):
         return made_as_mask(ctx, expr.left, use, depth) or made_as_mask(ctx, expr.right, use, depth)
+    if cls is ast.BinOp and expr.op.__class__ is ast.Mult:  # (t >= 0) * (t != 255): a logical and of two masks
+        return _compared_mask(expr.left) and _compared_mask(expr.right)
     if cls is ast.Call:
         func = expr.func
         name = last_name(func)
@@ -60,6 +62,12 @@ def made_as_mask(ctx: Context, expr: AST, use: AST, depth: int = 3) -> bool:
         return depth > 0 and b is not None and b.kind == "assign" and b.value is not None \
             and made_as_mask(ctx, b.value, b.node, depth - 1)
     return mask_like(ctx, expr, use)
+
+
+def _compared_mask(expr: AST) -> bool:
+    """A comparison or a ``.bool()`` cast: a factor of a mask product by its making."""
+    return expr.__class__ is ast.Compare and len(expr.ops) == 1 and expr.ops[0].__class__ in (ast.Eq, ast.NotEq, ast.Lt, ast.Gt, ast.LtE, ast.GtE) \
+        or expr.__class__ is ast.Call and last_name(expr.func) == "bool" and not expr.args
 
 
 def mask_of(ctx: Context, sub: ast.Subscript) -> AST | None:
