@@ -49,9 +49,10 @@ What it flags
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
   the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
-  through a helper that hands its arguments on (`labels[~mask]` in `info_nce_loss(features)`,
+  through a helper that hands its arguments on, also a helper of another module (`labels[~mask]` in `info_nce_loss(features)`, `target[(target >= 0) * (target != 255)]` in `seg_ce(pred, label)` called by `utils.loss_calc(pred, label, device)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`) or from a model's training
-  forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`), in the
+  forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`) - there also a test of a reduction of what it was handed (`if torch.sum(y == -1) > 0:`,
+  `n = hard.sum()` ... `if n > 0:`/`assert`; not a skip with `continue`, nor under `if proto is not None:`) -, in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
   its path: `class RKD` in `kd_losses/rkd.py`, `dist[dist > 0].mean()`; `loc_data[pos_idx]` with `pos_idx = (conf_t > 0).unsqueeze(2).expand_as(loc_data)`,
   `regression[positive_indices, :]` with `positive_indices = torch.ge(iou_max, 0.5)`: one finding
