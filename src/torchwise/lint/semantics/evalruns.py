@@ -19,7 +19,6 @@ from torchwise.lint.semantics.evalsingle import shape_probe
 from torchwise.lint.semantics.frozen import local_helper_runs, params_frozen
 from torchwise.lint.semantics.models import helper_runs, is_module_instance, runs_forward
 from torchwise.lint.semantics.steps import is_eval_name
-from torchwise.lint.semantics.trainedruns import feeds_backward, frozen_by_callers
 
 Position = tuple[int, int]
 
@@ -136,9 +135,6 @@ def eval_runs(ctx: Context, scope: ast.AST, body: list[ast.AST], receivers: set[
         if under_no_grad(ctx, node) or _forward_without_grad(ctx, func, node) or params_frozen(ctx, scope, func, node) \
                 or any(ctx.text(a) in receivers and params_frozen(ctx, scope, a, node) for a in node.args):
             continue  # (a helper handed a network whose parameters were all frozen records nothing)
-        if not is_module and start is not None and inner is None and (feeds_backward(ctx, scope, node) or (
-                func.__class__ is ast.Name and frozen_by_callers(ctx, scope, func.id))):
-            continue  # the student's training pass after teacher.eval(); a teacher every caller froze
         out.append((node, inner))
     return out
 
