@@ -227,7 +227,8 @@ _DEF_HEAD = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)")
 def _per_call_seed(text: str, start: int, end: int) -> bool:
     """``np.random.seed(seed)`` in a method that takes ``seed`` as a parameter
     (``def read_frames(self, path, jitter=0, seed=None)``): an option of one call, not the
-    run's seeding (a method named for seeding, or ``__init__``, still is)."""
+    run's seeding (a method named for seeding, or ``__init__``, still is; so is a required ``seed``
+    parameter, ``def _setup_data(self, name, shuffle, seed)``: every call hands the run's seed in)."""
     close = text.find(")", end)
     arg = text[end:close].strip() if close >= 0 else ""
     if not arg.isidentifier():
@@ -250,7 +251,8 @@ def _per_call_seed(text: str, start: int, end: int) -> bool:
             if m is None or "seed" in m.group(1).lower() or m.group(1) == "__init__":
                 return False
             params = [p.split("=")[0].split(":")[0].strip() for p in m.group(2).split(",")]
-            return bool(params) and params[0] == "self" and arg in params
+            required = [p.split(":")[0].strip() for p in m.group(2).split(",") if "=" not in p]
+            return bool(params) and params[0] == "self" and arg in params and arg not in required
         pos = prev
     return False
 

@@ -190,7 +190,9 @@ What it flags
   function whose loss (alone or first) the training loop backpropagates (`loss, hits = forward_pass(model, batch)`);
   a batch moved by mapping a lambda over it (`nest.map(lambda t: t.to(device), batch)`) is on the device, and a host
   object's transform handed straight to a metric (`mae(normalizer.denorm(out.cpu()), y)`) is no host consumer.
-  Not flagged: reads in a helper under a test of a parameter the call hands `None` or leaves to a
+  Not flagged: reads in a dataset module's data pipeline (a crop helper only an augmentation's
+  `__call__` or a dataset's `__getitem__` runs, `[float(x) for x in bbox]`: host arrays in the loader's
+  workers, in a file that moves nothing to the device); reads in a helper under a test of a parameter the call hands `None` or leaves to a
   `None` default (`loss.CDAN(x, net, None)`, `if entropy is not None:`); the branch opposite to the
   step (`if phase != "inference": <backward, step> else: ...`; not of a modulo test); what a `def
   train` runs before its loop (`net.train(True)` is no call of it); `int()` of the pieces of a

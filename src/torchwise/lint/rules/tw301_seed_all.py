@@ -154,7 +154,8 @@ What it flags
   no file of the project calls (an inference helper only a notebook uses; `__getitem__` and other
   special methods are called for the user). A per-call seed
   option of a method (`def read_frames(self, path, seed=None): np.random.seed(seed)`) is not
-  the project's seeding, and draws in a `__main__` smoke test of a library module (a random
+  the project's seeding (a required `seed` parameter, `def _setup(self, name, shuffle, seed):
+  np.random.seed(seed)`, is: every call hands the run's seed in), and draws in a `__main__` smoke test of a library module (a random
   input whose output shape is printed) are not uses. And a script that seeds NumPy or `random`
   but not torch, while a module it imports draws from torch's generator every step without
   naming a random function (`nn.Dropout(`, a `shuffle=True` loader, `random_split(`), in a

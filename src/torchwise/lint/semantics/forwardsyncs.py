@@ -16,6 +16,7 @@ from torchwise.lint.semantics.evalblocks import off_training_path
 from torchwise.lint.semantics.forwardreads import forward_reads
 from torchwise.lint.semantics.gatedreads import opt_in_branch
 from torchwise.lint.semantics.gradnorm import per_parameter_reads, step_call_of
+from torchwise.lint.semantics.loaderhost import data_pipeline_code
 from torchwise.lint.semantics.masks import forward_mask_selections
 from torchwise.lint.semantics.offtraining import built_only_for_inference
 from torchwise.lint.semantics.rarely import runs_rarely
@@ -44,9 +45,10 @@ def _off_step(ctx: Context, node: AST, func: AST) -> bool:
     """Not run on every training step: off the training path (semantics.evalblocks), in a branch
     that rarely runs (semantics.rarely: a value cached on the first call, a sink handed on at
     intervals), under a flag of ``func`` that training never sets (``if vis:``), or in a class
-    that only inference and evaluation call (semantics.offtraining: a detector's ``Detect``)."""
+    that only inference and evaluation call (semantics.offtraining: a detector's ``Detect``), or
+    in a dataset's data pipeline (semantics.loaderhost: host arrays in loader workers)."""
     return off_training_path(ctx, node, func) or runs_rarely(ctx, node) or opt_in_branch(ctx, node, func) \
-        or built_only_for_inference(ctx, func)
+        or built_only_for_inference(ctx, func) or data_pipeline_code(ctx, node)
 
 
 def _parameter_reads(ctx: Context) -> list[Found]:
