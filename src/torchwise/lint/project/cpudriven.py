@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
@@ -33,7 +34,9 @@ from torchwise.lint.project.scripts import entry_point
 _CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
                          r"""|["']cpu["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cuda(?::\d+)?["']""")
 # `else:` followed by a "cpu" device assigned (`device = torch.device("cpu")`, `args.device = 'cpu'`)
-_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n)*[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
+# (after comments and a warning printed or logged: `print("CUDA unavailable, using CPU")`)
+_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n|[ \t]+(?:print|warnings\.warn|log\w*\.\w+)\([^\n]*\n)*"""
+                       r"""[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
                        r"""(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
 _ELSE_CPU_ONE_LINE = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*[\w.]+[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
 # `args.device = "cpu"` / `args.device = torch.device("cpu")` under a GPU check
@@ -56,6 +59,22 @@ def cpu_option(text: str) -> bool:
     for m in _OPTION.finditer(text):
         name = m.group(1)
         if name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(m.group(2)) is not None:
+            return True
+    return False
+
+
+# `--device` whose default names a device type (not a GPU id: `--device 0`)
+_DEVICE_DEFAULT = re.compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
+
+
+def explicit_cpu_option(text: str) -> bool:
+    """The file parses an option whose only purpose is a CPU run (``--no_cuda``, ``--cpu``,
+    ``--use_cpu``) or a ``--device`` defaulting to ``"cuda"``/``"cpu"``: its user is promised a CPU run."""
+    if "add_argument(" not in text:
+        return False
+    for m in _OPTION.finditer(text):
+        name = m.group(1)
+        if name in _CPU_OPTIONS and (name != "--device" or _DEVICE_DEFAULT.search(m.group(2))):
             return True
     return False
 
@@ -98,12 +117,15 @@ def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
         return frozenset()
     reached = set(seeds)
     frontier = set().union(*(imports_of(p, t) for p, t in texts if p in seeds))
-    while frontier:
-        new = [(p, t) for p, t in texts if p not in reached and module_keys(p) & frontier]
-        frontier = set()
+    # (packages whose modules a reached file imports by a run-time name: `import_module("approach." + name)`)
+    packages = set().union(*(dynamic_packages(t) for p, t in texts if p in seeds))
+    while frontier or packages:
+        new = [(p, t) for p, t in texts if p not in reached and (module_keys(p) & frontier or packages and in_packages(p, packages))]
+        frontier, packages = set(), set()
         for p, t in new:
             reached.add(p)
             frontier |= imports_of(p, t)
+            packages |= dynamic_packages(t)
     return frozenset(reached)
 
 
@@ -112,4 +134,4 @@ def _imported(path: str, texts: list[tuple[str, str]], imports_of) -> bool:
     return any(p != path and any(k in t for k in keys) and imports_of(p, t) & keys for p, t in texts)
 
 
-__all__ = ["cpu_driven", "cpu_option", "strong_cpu_path"]
+__all__ = ["cpu_driven", "cpu_option", "explicit_cpu_option", "strong_cpu_path"]

@@ -15,6 +15,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
+from torchwise.lint.semantics.handeddevice import promised_cpu_run
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -214,6 +215,13 @@ Fix
                           for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         if has_cpu_fallback(ctx):
+            if promised_cpu_run(ctx):  # `--no_cuda` parsed here; a `device` handed in by a CPU-driven entry
+                yield from self._every_hardcoded(ctx)
+                for call in ctx.calls_named("set_device") if "set_device" in ctx.source else ():
+                    if ctx.qualname(call.func) == "torch.cuda.set_device":  # (raises on a build without CUDA)
+                        yield from self._opt(self._finding(ctx, call, "torch.cuda.set_device() needs a CUDA GPU "
+                                                           "while this file offers a CPU run"))
+                return
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
         if gpu_only_file(ctx) and not chooses_by_flag(ctx) or self._pinned_in_gpu_project(ctx):
