@@ -229,3 +229,46 @@ QUIET += [
             opt.step()
     """)),
 ]
+
+# ------------------------------------------------------------- TW403 a yes/no GPU switch, methods by name
+# The entry point takes `--cuda` as a 'yes'/'no' string (default 'no') and imports the learner it
+# runs by name; the learner moves its buffers under its flag but one label with a bare `.cuda()`.
+_YN_MAIN = d("""
+    import argparse
+    import importlib
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--learner", type=str, default="buffer")
+    p.add_argument("--cuda", type=str, default="no", help="yes or no")
+    args = p.parse_args()
+    args.cuda = args.cuda == "yes"
+    Learner = importlib.import_module("learners." + args.learner).Learner
+    net = Learner(args)
+    if args.cuda:
+        net.cuda()
+    for x, y in []:
+        if args.cuda:
+            x, y = x.cuda(), y.cuda()
+        net.observe(x, y)
+""")
+_YN_LEARNER = d("""
+    import torch
+    class Learner(torch.nn.Module):
+        def __init__(self, args):
+            super().__init__()
+            self.gpu = args.cuda
+            self.fc = torch.nn.Linear(4, 3)
+            self.opt = torch.optim.SGD(self.parameters(), lr=0.1)
+        def observe(self, x, y):
+            labels = torch.unique(y)
+            first = labels[0].cuda()
+            self.opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(self.fc(x), y) + (y == first).float().mean()
+            loss.backward()
+            self.opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW403", "--cuda 'yes'/'no' switch; a learner imported by name moves a label with a bare .cuda()",
+                 {"main.py": _YN_MAIN, "learners/__init__.py": "", "learners/buffer.py": _YN_LEARNER},
+                 (("learners/buffer.py", 10),)),
+]

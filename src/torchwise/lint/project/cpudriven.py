@@ -49,7 +49,7 @@ _OPTION = re.compile(r"""add_argument\(\s*["'](--?[\w-]+)["']([^)]*)""")
 _CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
                           "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 _GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})
-_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False)\b""")
+_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False\b|["'](?:yes|no)["'])""")
 
 
 def cpu_option(text: str) -> bool:

@@ -14,9 +14,17 @@ outside a device flag breaks the CPU run:
 
 from __future__ import annotations
 
+import ast
+import re
+from typing import Iterator
+
 from torchwise.lint.engine import Context
 from torchwise.lint.project.cpudriven import explicit_cpu_option
 from torchwise.lint.semantics.fallback import own_cpu_choice
+
+# calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
+_CUDA_CALLS = frozenset({"synchronize", "current_device"})
+_CUDA_TYPED = re.compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
 
 
 def promised_cpu_run(ctx: Context) -> bool:
@@ -28,4 +36,25 @@ def promised_cpu_run(ctx: Context) -> bool:
     return len(project.files) > 1 and ctx.path in project.cpu_driven and not own_cpu_choice(ctx)
 
 
-__all__ = ["promised_cpu_run"]
+def cuda_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
+    """``torch.cuda.synchronize()``, ``torch.cuda.current_device()`` and the typed constructors
+    (``torch.cuda.FloatTensor(n, c)``): each needs a CUDA GPU, with its qualified name."""
+    if "cuda." not in ctx.source:
+        return
+    for call in ctx.nodes.get(ast.Call, ()):
+        func = call.func
+        if func.__class__ is not ast.Attribute or func.attr not in _CUDA_CALLS and not func.attr.endswith("Tensor"):
+            continue
+        q = ctx.qualname(func)
+        if q is not None and q.startswith("torch.cuda.") and (q[11:] in _CUDA_CALLS or _CUDA_TYPED.match(q[11:])):
+            yield call, q
+
+
+def set_device_calls(ctx: Context) -> Iterator[ast.Call]:
+    """``torch.cuda.set_device(args.gpu)``: it raises on a build without CUDA."""
+    for call in ctx.calls_named("set_device") if "set_device" in ctx.source else ():
+        if ctx.qualname(call.func) == "torch.cuda.set_device":
+            yield call
+
+
+__all__ = ["cuda_calls", "promised_cpu_run", "set_device_calls"]
