@@ -272,3 +272,32 @@ PROJECTS += [
                  {"main.py": _YN_MAIN, "learners/__init__.py": "", "learners/buffer.py": _YN_LEARNER},
                  (("learners/buffer.py", 10),)),
 ]
+
+# the `__main__` smoke test of a module handed its device: the entry's CPU run never runs it
+_SMOKE_NET = d("""
+    import torch
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 2)
+        def forward(self, x, device):
+            return self.fc(x.to(device))
+    if __name__ == "__main__":
+        net = Net().cuda()
+        print(net(torch.zeros(1, 4), "cuda").shape)
+""")
+_SMOKE_MAIN = d("""
+    import torch
+    from net import Net
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Net().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in []:
+        opt.zero_grad()
+        model(x, device).sum().backward()
+        opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW403", "look-alike: .cuda() in the __main__ smoke test of a module that is handed its device",
+                 {"train.py": _SMOKE_MAIN, "net.py": _SMOKE_NET, "other.py": "import torch\nx = torch.zeros(1).cuda()\n"}),
+]

@@ -15,7 +15,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
-from torchwise.lint.semantics.handeddevice import cuda_calls, promised_cpu_run, set_device_calls
+from torchwise.lint.semantics.handeddevice import cuda_calls, main_block_lines, promised_cpu_run, set_device_calls
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -221,11 +221,10 @@ Fix
                           for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         if has_cpu_fallback(ctx):
-            if promised_cpu_run(ctx):  # `--no_cuda` parsed here; a `device` handed in by a CPU-driven entry
-                yield from self._every_hardcoded(ctx)
-                for call in set_device_calls(ctx):
-                    yield from self._opt(self._finding(ctx, call, "torch.cuda.set_device() needs a CUDA GPU while "
-                                                       "this file offers a CPU run"))
+            promise = promised_cpu_run(ctx)  # `--no_cuda` parsed here; a `device` handed in by a CPU-driven entry
+            if promise:
+                own_test = main_block_lines(ctx) if promise == "handed" else range(0)  # (importers never run it)
+                yield from (f for f in self._promised(ctx) if f.line not in own_test)
                 return
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
@@ -313,9 +312,7 @@ Fix
         for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
             yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() assumes a GPU while this file moves its "
                                                "model only when one is there; its CPU path fails here"))
-        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
-            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
-                                               "CPU option this file's device flag honours", flag_ok=True))
+        yield from self._beside_option(ctx)
         if not ("else 'cpu'" in src or 'else "cpu"' in src or "else 'cuda'" in src or 'else "cuda"' in src) \
                 or not _CHOSEN_DEVICE.search(src):
             return
@@ -327,6 +324,19 @@ Fix
             if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES and call not in handed:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
                                                    "its CPU path fails here"))
+
+    def _promised(self, ctx: Context) -> Iterator[Finding]:
+        """Every hard-coded CUDA line of a file that promises a CPU run (semantics.handeddevice)."""
+        yield from self._every_hardcoded(ctx)
+        for call in set_device_calls(ctx):
+            yield from self._opt(self._finding(ctx, call, "torch.cuda.set_device() needs a CUDA GPU while this file "
+                                               "offers a CPU run"))
+        yield from self._beside_option(ctx)
+
+    def _beside_option(self, ctx: Context) -> Iterator[Finding]:
+        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
+                                               "CPU option this file's device flag honours", flag_ok=True))
 
     def _cuda_beside_choice(self, ctx: Context) -> Iterator[Finding]:
         """A function that chooses its device by a setting (``if config['cuda']: device =

@@ -27,13 +27,22 @@ _CUDA_CALLS = frozenset({"synchronize", "current_device"})
 _CUDA_TYPED = re.compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
 
 
-def promised_cpu_run(ctx: Context) -> bool:
-    """See the module doc: the file offers a CPU run by an option of its own, or only takes the
-    device a CPU-driven caller hands it."""
+def promised_cpu_run(ctx: Context) -> str:
+    """See the module doc: ``"option"`` when the file offers a CPU run by an option of its own,
+    ``"handed"`` when it only takes the device a CPU-driven caller hands it, else ``""``."""
     if "add_argument(" in ctx.source and explicit_cpu_option(ctx.source):
-        return True
+        return "option"
     project = ctx.project
-    return len(project.files) > 1 and ctx.path in project.cpu_driven and not own_cpu_choice(ctx)
+    return "handed" if len(project.files) > 1 and ctx.path in project.cpu_driven and not own_cpu_choice(ctx) else ""
+
+
+def main_block_lines(ctx: Context) -> range:
+    """The lines of the module's ``if __name__ == "__main__":`` block (its own smoke test: the CPU
+    run of its importers never reaches it); empty when there is none."""
+    for stmt in ctx.tree.body if "__main__" in ctx.source else ():
+        if stmt.__class__ is ast.If and "__name__" in ctx.text(stmt.test) and "__main__" in ctx.text(stmt.test):
+            return range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)
+    return range(0)
 
 
 def cuda_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
@@ -57,4 +66,4 @@ def set_device_calls(ctx: Context) -> Iterator[ast.Call]:
             yield call
 
 
-__all__ = ["cuda_calls", "promised_cpu_run", "set_device_calls"]
+__all__ = ["cuda_calls", "main_block_lines", "promised_cpu_run", "set_device_calls"]
