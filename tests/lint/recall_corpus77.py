@@ -273,15 +273,18 @@ PROJECTS += [
                  (("learners/buffer.py", 10),)),
 ]
 
-# the `__main__` smoke test of a module handed its device: the entry's CPU run never runs it
+# the `__main__` smoke test of a module handed its device (the entry's CPU run never runs it), and
+# a parameter default every caller replaces with the device it hands
 _SMOKE_NET = d("""
     import torch
+    def grid(h, w, device=torch.device("cuda")):
+        return torch.zeros(h, w).to(device)
     class Net(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = torch.nn.Linear(4, 2)
         def forward(self, x, device):
-            return self.fc(x.to(device))
+            return self.fc(x.to(device)) + grid(1, 2, device=x.device)
     if __name__ == "__main__":
         net = Net().cuda()
         print(net(torch.zeros(1, 4), "cuda").shape)
@@ -298,6 +301,6 @@ _SMOKE_MAIN = d("""
         opt.step()
 """)
 PROJECTS += [
-    ProjectShape("TW403", "look-alike: .cuda() in the __main__ smoke test of a module that is handed its device",
+    ProjectShape("TW403", "look-alike: a handed-device module's __main__ .cuda() and a device default its callers replace",
                  {"train.py": _SMOKE_MAIN, "net.py": _SMOKE_NET, "other.py": "import torch\nx = torch.zeros(1).cuda()\n"}),
 ]

@@ -15,7 +15,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
-from torchwise.lint.semantics.handeddevice import cuda_calls, main_block_lines, promised_cpu_run, set_device_calls
+from torchwise.lint.semantics.handeddevice import cuda_calls, promised_cpu_run, set_device_calls, unhanded_lines
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -223,8 +223,8 @@ Fix
         if has_cpu_fallback(ctx):
             promise = promised_cpu_run(ctx)  # `--no_cuda` parsed here; a `device` handed in by a CPU-driven entry
             if promise:
-                own_test = main_block_lines(ctx) if promise == "handed" else range(0)  # (importers never run it)
-                yield from (f for f in self._promised(ctx) if f.line not in own_test)
+                unhanded = unhanded_lines(ctx) if promise == "handed" else ()  # its own __main__, defaults callers replace
+                yield from (f for f in self._promised(ctx) if f.line not in unhanded)
                 return
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter

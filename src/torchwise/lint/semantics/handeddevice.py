@@ -36,13 +36,19 @@ def promised_cpu_run(ctx: Context) -> str:
     return "handed" if len(project.files) > 1 and ctx.path in project.cpu_driven and not own_cpu_choice(ctx) else ""
 
 
-def main_block_lines(ctx: Context) -> range:
-    """The lines of the module's ``if __name__ == "__main__":`` block (its own smoke test: the CPU
-    run of its importers never reaches it); empty when there is none."""
+def unhanded_lines(ctx: Context) -> set[int]:
+    """Lines of a file handed its device where a hard-coded CUDA line is not the CPU run's: the
+    module's ``if __name__ == "__main__":`` block (its own smoke test, which importers never run)
+    and the signatures of its functions (``def mask(h, w, device=torch.device("cuda"))``: a default
+    the callers replace with the device they hand, ``device=x.device``)."""
+    lines: set[int] = set()
     for stmt in ctx.tree.body if "__main__" in ctx.source else ():
         if stmt.__class__ is ast.If and "__name__" in ctx.text(stmt.test) and "__main__" in ctx.text(stmt.test):
-            return range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1)
-    return range(0)
+            lines.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+    for f in ctx.nodes.get(ast.FunctionDef, ()):
+        if f.args.defaults or f.args.kw_defaults:
+            lines.update(range(f.lineno, f.body[0].lineno))
+    return lines
 
 
 def cuda_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
@@ -66,4 +72,4 @@ def set_device_calls(ctx: Context) -> Iterator[ast.Call]:
             yield call
 
 
-__all__ = ["cuda_calls", "main_block_lines", "promised_cpu_run", "set_device_calls"]
+__all__ = ["cuda_calls", "unhanded_lines", "promised_cpu_run", "set_device_calls"]
