@@ -29,6 +29,7 @@ from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
+from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, OPTION as _OPTION, explicit_cpu_option
 
 # a "cpu" device as the other side of a choice
 _CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
@@ -45,9 +46,6 @@ _AVAILABLE_CPU = re.compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*devic
 _FLAG_FROM_CHECK = re.compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
 # a statement at column 0 that calls something (a script that runs when started), not a def/class/import
 _TOP_CALL = re.compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
-_OPTION = re.compile(r"""add_argument\(\s*["'](--?[\w-]+)["']([^)]*)""")
-_CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
-                          "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 _GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})
 _BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False\b|["'](?:yes|no)["'])""")
 
@@ -59,22 +57,6 @@ def cpu_option(text: str) -> bool:
     for m in _OPTION.finditer(text):
         name = m.group(1)
         if name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(m.group(2)) is not None:
-            return True
-    return False
-
-
-# `--device` whose default names a device type (not a GPU id: `--device 0`)
-_DEVICE_DEFAULT = re.compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
-
-
-def explicit_cpu_option(text: str) -> bool:
-    """The file parses an option whose only purpose is a CPU run (``--no_cuda``, ``--cpu``,
-    ``--use_cpu``) or a ``--device`` defaulting to ``"cuda"``/``"cpu"``: its user is promised a CPU run."""
-    if "add_argument(" not in text:
-        return False
-    for m in _OPTION.finditer(text):
-        name = m.group(1)
-        if name in _CPU_OPTIONS and (name != "--device" or _DEVICE_DEFAULT.search(m.group(2))):
             return True
     return False
 

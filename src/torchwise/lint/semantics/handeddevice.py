@@ -19,7 +19,7 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
-from torchwise.lint.project.cpudriven import explicit_cpu_option
+from torchwise.lint.semantics.cpuoptions import explicit_cpu_option
 from torchwise.lint.semantics.fallback import own_cpu_choice
 
 # calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
