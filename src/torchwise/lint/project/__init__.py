@@ -38,6 +38,7 @@ from typing import Iterable
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.cpudriven import cpu_driven
 from torchwise.lint.project.datasets import dataset_facts
+from torchwise.lint.project.dynimports import in_packages, run_time_packages
 from torchwise.lint.project.extensions import cuda_extension_files, kernel_importers, vendored_only
 from torchwise.lint.project.fallbackhelpers import helper_callers
 from torchwise.lint.project.functions import GPU_NEEDLES, GPU_SETUP_TEXT, HOST_NEEDLES, LOADER_NEEDLES, candidate_blocks, definition_counts
@@ -91,7 +92,8 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         words.cpu_paths == 0 or words.cuda_trainers > 0 and cpu_trainers == 0))
     return ProjectFacts(
         "", datasets, gpu_only, tuple(words.gpu_files), words.checks, words.nccl,
-        gpu_only_dirs=() if gpu_only else tuple(dict.fromkeys(gpu_only_folders(words.folders) + confined)),
+        gpu_only_dirs=() if gpu_only else tuple(d for d in dict.fromkeys(gpu_only_folders(words.folders) + confined)
+                                                if not in_packages(d + "x.py", run_time_packages(texts, words.cpu_path_files))),
         kernel_files=kernel_files,
         cpu_path_files=words.cpu_paths,
         gpu_scripts=frozenset() if gpu_only or len(texts) < 2 else gpu_scripts(texts, words.cpu_path_files),

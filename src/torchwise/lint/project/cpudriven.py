@@ -25,15 +25,19 @@ from __future__ import annotations
 
 import re
 
+from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
+from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, OPTION as _OPTION, explicit_cpu_option
 
 # a "cpu" device as the other side of a choice
 _CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
                          r"""|["']cpu["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cuda(?::\d+)?["']""")
 # `else:` followed by a "cpu" device assigned (`device = torch.device("cpu")`, `args.device = 'cpu'`)
-_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n)*[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
+# (after comments and a warning printed or logged: `print("CUDA unavailable, using CPU")`)
+_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n|[ \t]+(?:print|warnings\.warn|log\w*\.\w+)\([^\n]*\n)*"""
+                       r"""[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
                        r"""(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
 _ELSE_CPU_ONE_LINE = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*[\w.]+[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
 # `args.device = "cpu"` / `args.device = torch.device("cpu")` under a GPU check
@@ -42,11 +46,8 @@ _AVAILABLE_CPU = re.compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*devic
 _FLAG_FROM_CHECK = re.compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
 # a statement at column 0 that calls something (a script that runs when started), not a def/class/import
 _TOP_CALL = re.compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
-_OPTION = re.compile(r"""add_argument\(\s*["'](--?[\w-]+)["']([^)]*)""")
-_CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
-                          "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 _GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})
-_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False)\b""")
+_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False\b|["'](?:yes|no)["'])""")
 
 
 def cpu_option(text: str) -> bool:
@@ -98,12 +99,15 @@ def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
         return frozenset()
     reached = set(seeds)
     frontier = set().union(*(imports_of(p, t) for p, t in texts if p in seeds))
-    while frontier:
-        new = [(p, t) for p, t in texts if p not in reached and module_keys(p) & frontier]
-        frontier = set()
+    # (packages whose modules a reached file imports by a run-time name: `import_module("approach." + name)`)
+    packages = set().union(*(dynamic_packages(t) for p, t in texts if p in seeds))
+    while frontier or packages:
+        new = [(p, t) for p, t in texts if p not in reached and (module_keys(p) & frontier or packages and in_packages(p, packages))]
+        frontier, packages = set(), set()
         for p, t in new:
             reached.add(p)
             frontier |= imports_of(p, t)
+            packages |= dynamic_packages(t)
     return frozenset(reached)
 
 
@@ -112,4 +116,4 @@ def _imported(path: str, texts: list[tuple[str, str]], imports_of) -> bool:
     return any(p != path and any(k in t for k in keys) and imports_of(p, t) & keys for p, t in texts)
 
 
-__all__ = ["cpu_driven", "cpu_option", "strong_cpu_path"]
+__all__ = ["cpu_driven", "cpu_option", "explicit_cpu_option", "strong_cpu_path"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from torchwise.lint.project.cpudriven import cpu_option
+from torchwise.lint.project.cpudriven import cpu_option, explicit_cpu_option
+from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.gpucount import gpu_count_gate
 
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
@@ -133,7 +134,8 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
         counts[1] += cpu
         if ".backward(" in text and (".step(" in text or "optim" in text):  # trains (an attack's backward to its input does not)
             # a GPU check that never guards the trained model's move is no CPU path of the training
-            cpu = cpu and not (cuda and unguarded_model_move(text) is not None)
+            # (unless the file offers its user a CPU run by an option of its own, `--no_cuda`: R17)
+            cpu = cpu and not (cuda and unguarded_model_move(text) is not None and not explicit_cpu_option(text))
             out.cuda_trainers += cuda
             out.cpu_trainers += cpu
             counts[2] += cuda
@@ -163,15 +165,15 @@ _ENTRY = re.compile(r"^\S[^\n]*\bparse_args\(|^if[ \t]+__name__[ \t]*==", re.M)
 def _driven_on_cpu(path: str, texts: list[tuple[str, str]], cpu_files: set[str]) -> bool:
     """An entry script with a CPU path imports the training module ``path`` (``from
     model.BasicTrainer import Trainer`` in a ``Run.py`` that falls back to ``args.device =
-    'cpu'``): the training runs on the device that script chooses, so its CPU path is the
-    trainer's."""
+    'cpu'``), also by a name built at run time (``import_module("approach." + args.approach)``):
+    the training runs on the device that script chooses, so its CPU path is the trainer's."""
     stem = path.replace("\\", "/").rsplit("/", 1)[-1][:-3]
     if not stem.isidentifier():
         return False
     pattern = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]*\b" + stem + r"[ \t]+import|import[ \t]+[\w.]*\b" + stem + r"\b"
                          r"|from[ \t]+[\w.]+[ \t]+import[^\n]*\b" + stem + r"\b)", re.M)
-    return any(p != path and stem in t and pattern.search(t) is not None and _ENTRY.search(t) is not None
-               for p, t in texts if p in cpu_files)
+    return any(p != path and (stem in t and pattern.search(t) is not None or in_packages(path, dynamic_packages(t)))
+               and _ENTRY.search(t) is not None for p, t in texts if p in cpu_files)
 
 
 _MODEL_MOVE = re.compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"

@@ -15,6 +15,7 @@ from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
+from torchwise.lint.semantics.handeddevice import cuda_calls, promised_cpu_run, set_device_calls, unhanded_lines
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
@@ -32,9 +33,6 @@ _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "aran
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
 
 
-# calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
-_CUDA_CALLS = frozenset({"synchronize", "current_device"})
-_CUDA_TYPED = re.compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
 class HardcodedCuda(Rule):
     code = "TW403"
     name = "hardcoded-cuda"
@@ -151,7 +149,16 @@ What it flags
   opt.use_gpu else torch.device("cpu")`), and `with torch.cuda.device(...)` entered
   unguarded in a class whose methods choose a CPU branch. A training module's CPU path is also
   the entry script's that imports it (`Run.py` falling back to `args.device = "cpu"` before it
-  runs `model/BasicTrainer.py`). Not flagged: `.cuda()` of a built-in loss that holds no tensor
+  runs `model/BasicTrainer.py`). A file that parses an option meant only for a CPU run
+  (`--no_cuda`, `--cpu`, `--use_cpu`, a `--device` defaulting to `"cuda"`) gets every `.cuda()`,
+  `device="cuda"` and `torch.cuda.set_device(args.gpu)` outside a device flag (`model.cuda(args.gpu)`
+  beside batches moved under `if not args.no_cuda and torch.cuda.is_available():`); so does a file
+  whose only device handling is a `device` parameter (`def __init__(self, model, device)`, then
+  `.to(self.device)`) when a CPU run of the project reaches it: the device it is handed may be the
+  CPU. An entry point reaches the modules it imports by a name built at run time
+  (`importlib.import_module("approach." + args.approach)`, `import_module(f"trainers.{name}")`);
+  its fallback may print a warning before it assigns `"cpu"` (`else: print(...)` / `device =
+  'cpu'`), and `--cuda` with a `'yes'`/`'no'` default is a boolean GPU switch. Not flagged: `.cuda()` of a built-in loss that holds no tensor
   (`nn.MSELoss().cuda()` moves nothing and runs without a GPU; `nn.CrossEntropyLoss(weight=w)`
   holds a buffer and is flagged), and a call of the project's own `cuda()` method that moves to
   a configured device (`def cuda(self, *args): return (x.to(self.config.DEVICE) for x in args)`).
@@ -214,6 +221,11 @@ Fix
                           for name in ctx.calls_by_name if name in setups):
             return  # it calls the project's GPU-only set-up (NCCL, exit without a GPU): GPU-only by design
         if has_cpu_fallback(ctx):
+            promise = promised_cpu_run(ctx)  # `--no_cuda` parsed here; a `device` handed in by a CPU-driven entry
+            if promise:
+                unhanded = unhanded_lines(ctx) if promise == "handed" else ()  # its own __main__, defaults callers replace
+                yield from (f for f in self._promised(ctx) if f.line not in unhanded)
+                return
             yield from self._factories_beside_fallback(ctx)
             return  # it checks for a GPU, names a "cpu" device or takes a device parameter
         if gpu_only_file(ctx) and not chooses_by_flag(ctx) or self._pinned_in_gpu_project(ctx):
@@ -234,7 +246,7 @@ Fix
             func = call.func
             if func.__class__ is ast.Attribute and ctx.qualname(func) is None:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() assumes a CUDA GPU is present"))
-        for call, q in self._cuda_calls(ctx):
+        for call, q in cuda_calls(ctx):
             if q != "torch.cuda.synchronize" or chooses_by_flag(ctx):  # (a benchmark's sync times the GPU it is about)
                 yield from self._opt(self._finding(ctx, call, f"{q}() assumes a CUDA GPU is present"))
         for call in ctx.calls_named("to", "device"):
@@ -255,25 +267,11 @@ Fix
             if v.__class__ is ast.Constant and isinstance(v.value, str) and _CUDA_STR.match(v.value):
                 yield from self._opt(self._finding(ctx, kw_call, f'hard-coded device="{v.value}" with no CPU fallback', kw.value))
 
-    @staticmethod
-    def _cuda_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
-        """``torch.cuda.synchronize()``, ``torch.cuda.current_device()`` and the typed constructors
-        (``torch.cuda.FloatTensor(n, c)``): each needs a CUDA GPU, with its qualified name."""
-        if "cuda." not in ctx.source:
-            return
-        for call in ctx.nodes.get(ast.Call, ()):
-            func = call.func
-            if func.__class__ is not ast.Attribute or func.attr not in _CUDA_CALLS and not func.attr.endswith("Tensor"):
-                continue
-            q = ctx.qualname(func)
-            if q is not None and q.startswith("torch.cuda.") and (q[11:] in _CUDA_CALLS or _CUDA_TYPED.match(q[11:])):
-                yield call, q
-
     def _import_time_cuda(self, ctx: Context) -> Iterator[Finding]:
         """A file that chooses its device yet calls ``torch.cuda.current_device()`` (or another
         call needing a GPU) at its top level, under no ``if``/``try``: importing or starting it
         fails without a GPU, whatever device it or its importers choose."""
-        for call, q in self._cuda_calls(ctx):
+        for call, q in cuda_calls(ctx):
             if ctx.scope_of(call).__class__ is ast.Module and not any(
                     a.__class__ in (ast.If, ast.Try, ast.With) for a in ctx.ancestors(call)):
                 yield from self._opt(self._finding(ctx, call, f"{q}() at import time needs a CUDA GPU; "
@@ -314,9 +312,7 @@ Fix
         for call in bare_beside_guarded_model(ctx):  # if torch.cuda.is_available(): G = G.cuda(); then Variable(img).cuda()
             yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() assumes a GPU while this file moves its "
                                                "model only when one is there; its CPU path fails here"))
-        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
-            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
-                                               "CPU option this file's device flag honours", flag_ok=True))
+        yield from self._beside_option(ctx)
         if not ("else 'cpu'" in src or 'else "cpu"' in src or "else 'cuda'" in src or 'else "cuda"' in src) \
                 or not _CHOSEN_DEVICE.search(src):
             return
@@ -328,6 +324,19 @@ Fix
             if q.startswith("torch.") and q.count(".") == 1 and last_name(func.value.func) in _FACTORIES and call not in handed:
                 yield from self._opt(self._finding(ctx, call, f"{ctx.text(func)}() ignores the device this file chooses; "
                                                    "its CPU path fails here"))
+
+    def _promised(self, ctx: Context) -> Iterator[Finding]:
+        """Every hard-coded CUDA line of a file that promises a CPU run (semantics.handeddevice)."""
+        yield from self._every_hardcoded(ctx)
+        for call in set_device_calls(ctx):
+            yield from self._opt(self._finding(ctx, call, "torch.cuda.set_device() needs a CUDA GPU while this file "
+                                               "offers a CPU run"))
+        yield from self._beside_option(ctx)
+
+    def _beside_option(self, ctx: Context) -> Iterator[Finding]:
+        for call in availability_beside_option(ctx):  # args.cuda = not args.no_cuda and ...; if torch.cuda.is_available(): model.cuda()
+            yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() runs whenever a GPU exists, ignoring the "
+                                               "CPU option this file's device flag honours", flag_ok=True))
 
     def _cuda_beside_choice(self, ctx: Context) -> Iterator[Finding]:
         """A function that chooses its device by a setting (``if config['cuda']: device =

@@ -43,12 +43,22 @@ def has_cpu_fallback(ctx: Context) -> bool:
     key = ("sem:cpu-fallback",)
     found = ctx._cache.get(key)
     if found is None:
+        found = ctx._cache[key] = own_cpu_choice(ctx) or any(
+            a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs)
+    return found
+
+
+def own_cpu_choice(ctx: Context) -> bool:
+    """:func:`has_cpu_fallback` but for a ``device`` parameter: the file itself checks for a GPU or
+    names a ``"cpu"`` device (a parameter only takes the device its callers choose)."""
+    key = ("sem:own-cpu-choice",)
+    found = ctx._cache.get(key)
+    if found is None:
         src = ctx.source
         found = ctx._cache[key] = (("is_available" in src or "accelerator" in src or "select_device" in src
                                     or "get_device(" in src or "mps" in src) and _FALLBACK_HINTS.search(src) is not None) or ("cpu" in src and any(
             n.__class__ is ast.Constant and isinstance(n.value, str) and n.value.strip().lower().startswith("cpu")
-            and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ()))) or any(
-            a.arg == "device" for f in ctx.nodes.get(ast.FunctionDef, ()) for a in f.args.args + f.args.kwonlyargs)
+            and not _moves_back(ctx, n) for n in ctx.nodes.get(ast.Constant, ())))
     return found
 
 
