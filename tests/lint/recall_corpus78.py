@@ -109,3 +109,57 @@ FIND += [
             net = nn.DataParallel(net)
     """), 9),
 ]
+
+# ------------------------------------------------------------- TW501 the FFT functions deleted in PyTorch 1.8
+# A knowledge-graph embedding or a spectral layer written for PyTorch 1.x: circular correlation
+# through torch.rfft/torch.ifft on a trailing real/imaginary pair.
+FIND += [
+    Shape("TW501", "circular correlation through torch.rfft with onesided=False", d("""
+        import torch
+        def correlate(a, b):
+            fa = torch.rfft(a, signal_ndim=1, onesided=False)
+            fb = torch.rfft(b, signal_ndim=1, onesided=False)
+            return fa * fb
+    """), 3),
+    Shape("TW501", "inverse through torch.ifft of a product of spectra", d("""
+        import torch as th
+        def back(spec):
+            return th.ifft(spec, 1)[..., 0]
+    """), 3),
+    Shape("TW501", "torch.irfft of a 2-D spectrum in a spectral pooling layer", d("""
+        import torch
+        from torch import nn
+        class SpectralPool(nn.Module):
+            def forward(self, x):
+                f = torch.rfft(x, 2, onesided=True)
+                return torch.irfft(f[..., :8, :8, :], 2, onesided=True)
+    """), 6),
+    Shape("TW501", "torch.fft called as the old function on an interleaved real/imaginary tensor", d("""
+        import torch
+        def spectrum(x):
+            pair = torch.stack([x, torch.zeros_like(x)], -1)
+            return torch.fft(pair, 1)
+    """), 4),
+]
+QUIET += [
+    Shape("TW501", "look-alike: the torch.fft module's functions (the 1.8 API)", d("""
+        import torch
+        from torch import fft
+        def correlate(a, b):
+            return torch.fft.irfft(torch.conj(torch.fft.rfft(a)) * fft.rfft(b), n=a.shape[-1])
+    """)),
+    Shape("TW501", "look-alike: the old call only in the branch of a version test", d("""
+        import torch
+        def spectrum(x):
+            if torch.__version__ >= "1.8":
+                return torch.fft.rfft(x)
+            else:
+                return torch.rfft(x, 1)
+    """)),
+    Shape("TW501", "look-alike: numpy's fft functions", d("""
+        import numpy as np
+        import torch
+        def spectrum(x):
+            return torch.from_numpy(np.fft.rfft(x.numpy()))
+    """)),
+]
