@@ -108,6 +108,16 @@ FIND += [
         if parallel:
             net = nn.DataParallel(net)
     """), 9),
+    Shape("TW201", "look-alike: a count defaulted with `or 1` (`x or 1` may be any count the option gives)", d("""
+        import torch
+        from torch import nn
+        def build(cfg):
+            net = nn.Linear(4, 4)
+            gpus = cfg.gpus or 1
+            if gpus > 1:
+                net = nn.DataParallel(net)
+            return net
+    """), 7),
 ]
 
 # ------------------------------------------------------------- TW501 the FFT functions deleted in PyTorch 1.8

@@ -39,33 +39,40 @@ _CMP = {
 
 def folded_test(ctx: Context, test: AST) -> object:
     """The truth value (True/False) of ``test`` on every run, or :data:`UNKNOWN`."""
-    value = fold(ctx, test, 3)
+    value = fold(ctx, test, 3, truth=True)
     return UNKNOWN if value is UNKNOWN else bool(value)
 
 
-def fold(ctx: Context, expr: AST, depth: int) -> object:
+def fold(ctx: Context, expr: AST, depth: int, truth: bool = False) -> object:
+    """The value of ``expr`` on every run, or :data:`UNKNOWN`; with ``truth``, only its truth value
+    counts (``x and False`` is false whatever ``x`` is, though its value is not known)."""
     cls = expr.__class__
     if cls is ast.Constant:
         return expr.value if expr.value is None or isinstance(expr.value, (bool, int, float, str)) else UNKNOWN
     if cls is ast.Name:
         return _name_value(ctx, expr, depth) if depth > 0 else UNKNOWN
     if cls is ast.UnaryOp and expr.op.__class__ is ast.Not:
-        v = fold(ctx, expr.operand, depth)
+        v = fold(ctx, expr.operand, depth, truth=True)
         return UNKNOWN if v is UNKNOWN else not v
     if cls is ast.BoolOp:
         decisive = expr.op.__class__ is ast.Or  # `or` decided by a true operand, `and` by a false one
-        values = [fold(ctx, v, depth) for v in expr.values]
-        if any(v is not UNKNOWN and bool(v) is decisive for v in values):
-            return decisive
-        return UNKNOWN if any(v is UNKNOWN for v in values) else (not decisive)
+        values = [fold(ctx, v, depth, truth) for v in expr.values]
+        if truth:
+            if any(v is not UNKNOWN and bool(v) is decisive for v in values):
+                return decisive
+            return UNKNOWN if any(v is UNKNOWN for v in values) else (not decisive)
+        for v in values:  # the value itself: Python's left-to-right short circuit
+            if v is UNKNOWN or bool(v) is decisive:
+                return v
+        return values[-1]
     if cls is ast.Compare and len(expr.ops) == 1 and expr.ops[0].__class__ in _CMP:
         a, b = fold(ctx, expr.left, depth), fold(ctx, expr.comparators[0], depth)
         if a is UNKNOWN or b is UNKNOWN or a is None or b is None or isinstance(a, str) != isinstance(b, str):
             return UNKNOWN
         return _CMP[expr.ops[0].__class__](a, b)
     if cls is ast.IfExp:
-        t = fold(ctx, expr.test, depth)
-        return UNKNOWN if t is UNKNOWN else fold(ctx, expr.body if t else expr.orelse, depth)
+        t = fold(ctx, expr.test, depth, truth=True)
+        return UNKNOWN if t is UNKNOWN else fold(ctx, expr.body if t else expr.orelse, depth, truth)
     return UNKNOWN
 
 
