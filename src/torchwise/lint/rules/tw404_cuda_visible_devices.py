@@ -10,6 +10,7 @@ from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.late_env import built_after_init, constructor_runs
+from torchwise.lint.semantics.unrunbranches import in_unrun_branch
 
 VAR = "CUDA_VISIBLE_DEVICES"
 # torch.cuda functions that initialise the driver (and so fix the set of visible devices)
@@ -71,13 +72,15 @@ class LateCudaVisibleDevices(Rule):
     code = "TW404"
     name = "late-cuda-visible-devices"
     triggers = (VAR,)
+    per_call = True  # a setting that never runs, or after an initialisation that never runs, is harmless
     doc = """\
 What it flags
   `os.environ["CUDA_VISIBLE_DEVICES"] = ...` (also `setdefault`, `update`, `os.putenv`) placed
   after code in the same function or script that initialises CUDA: `torch.cuda.is_available()`,
   `device_count()`, `set_device(...)`, `.cuda()`, `.to("cuda")`... An initialisation in the
   other branch of the same `if` (`set_device` when distributed, the variable set otherwise)
-  does not count: one run never does both. Across modules: a setting in a class's constructor
+  does not count: one run never does both, nor does one in a block switched off by a constant
+  (`flag = 0` before `if flag:`). Across modules: a setting in a class's constructor
   (or a method the constructor calls, as experiment classes' `_acquire_device()` do) when
   another file of the project initialises CUDA and then, in the same scope, builds that class,
   a subclass of it, or an alias of either (`Exp = Exp_Main; exp = Exp(args)`).
@@ -101,7 +104,7 @@ Fix
         sets = _env_sets(ctx)
         if not sets:
             return
-        inits = [c for c in ctx.nodes.get(ast.Call, ()) if cuda_init(ctx, c)]
+        inits = [c for c in ctx.nodes.get(ast.Call, ()) if cuda_init(ctx, c) and not in_unrun_branch(ctx, c.lineno)]
         for node in sets:
             scope = ctx.scope_of(node)
             pos = (node.lineno, node.col_offset)

@@ -16,7 +16,7 @@ class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
     triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
-                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization")
+                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
@@ -24,7 +24,9 @@ What it flags
   import alias; deleted in PyTorch 2.0), the LAPACK-named functions deleted in PyTorch 1.2/1.3
   (`torch.gesv`, `torch.gels`, `torch.potrf`, `torch.potrs`, `torch.potri`, `torch.pstrf`,
   `torch.trtrs`, `torch.btrifact`, `torch.btrifact_with_info`, `torch.btrisolve`,
-  `torch.btriunpack`) and their tensor-method forms (`A.potrf()`, `b.gesv(A)`: names no other
+  `torch.btriunpack`), the old FFT functions deleted in PyTorch 1.8 (`torch.rfft`, `torch.irfft`,
+  `torch.ifft`, and `torch.fft(x, signal_ndim)` called as a function: `torch.fft` is now a
+  module, whose `torch.fft.fft(...)` is not flagged) and their tensor-method forms (`A.potrf()`, `b.gesv(A)`: names no other
   common library uses as methods; not where the file defines a function or method of that
   name), `torch.autograd.gradcheck.zero_gradients`, and the names of `torch._six`
   (`string_classes`, `int_classes`, `container_abcs`, `inf`...; the module went in PyTorch 2.0),
@@ -65,8 +67,21 @@ Fix
             yield ctx.finding(self.code, node, f"import of {q}, which was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}")
         yield from _method_forms(self.code, ctx)
+        yield from _fft_called(self.code, ctx)
         yield from _module_imports(self.code, ctx)
         yield from _module_attributes(self.code, ctx)
+
+
+def _fft_called(code: str, ctx: Context) -> Iterator[Finding]:
+    """``torch.fft(x, 2)``: the function PyTorch 1.8 replaced by the ``torch.fft`` module (calling
+    the module fails); ``torch.fft.fft(x)`` and a version-gated old branch are left alone."""
+    if "fft(" not in ctx.source:
+        return
+    for call in ctx.calls_named("fft"):
+        if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) == "torch.fft" and not in_compat_fallback(ctx, call):
+            yield ctx.finding(code, call, "torch.fft(...) as a function was removed from PyTorch 1.8 (torch.fft is a module now); "
+                              "use torch.fft.fft (torch.fft.fftn for several signal dimensions)",
+                              suggestion="use torch.fft.fft / torch.fft.fftn", end_node=call.func)
 
 
 # the last part of each deleted module's name (``torch._six`` -> ``_six``): attribute pre-filter

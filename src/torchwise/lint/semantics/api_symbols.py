@@ -31,6 +31,10 @@ REMOVED: dict[str, str] = {
     "torch.btrifact_with_info": "torch.linalg.lu_factor_ex",
     "torch.btrisolve": "torch.linalg.lu_solve",
     "torch.btriunpack": "torch.lu_unpack",
+    # the old FFT functions, deleted in PyTorch 1.8 (torch.fft became a module of NumPy-style functions)
+    "torch.rfft": "torch.fft.rfft (or torch.fft.fft for onesided=False; signal_ndim becomes rfftn/fftn's dim)",
+    "torch.irfft": "torch.fft.irfft (torch.fft.irfftn for several signal dimensions)",
+    "torch.ifft": "torch.fft.ifft (torch.fft.ifftn for several signal dimensions; complex tensors, not a trailing pair)",
     "torch.autograd.gradcheck.zero_gradients": "x.grad = None (or x.grad.zero_()) on the input tensor",
     # torch.utils.serialization (Lua Torch .t7 files) was deleted in PyTorch 1.0
     "torch.utils.serialization.load_lua": "the torchfile package (torchfile.load) to read a Lua Torch .t7 file",

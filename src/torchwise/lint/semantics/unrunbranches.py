@@ -5,6 +5,9 @@ test reads a value every run fixes:
   of ``if True:``;
 * a **local flag bound once to a constant**: ``parallel = False`` and, later in the same function,
   ``if parallel:`` - nothing else binds the name (no second assignment, no loop, no ``global``);
+  also a **switch a script sets by hand** (:mod:`.constflow`): ``flag = 0`` right before ``if flag:``
+  at module level, rebound before the next block, and names computed from such constants
+  (``ngpu = 0``; ``parallel = ngpu > 1``; ``if parallel and torch.cuda.device_count() > 1:``);
 * an **option of a class that no construction selects** (:mod:`.unselected`): ``if is_batchnorm:``
   or ``if self.kind == 'margin':`` where every construction of the class in the project passes, or
   leaves at its default, a constant that fails the test - also the ``else`` of a test every
@@ -25,9 +28,10 @@ import ast
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callvalues import UNKNOWN, parameter_values
+from torchwise.lint.semantics.constflow import UNKNOWN as FOLD_UNKNOWN, folded_test
 from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
 
-_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Constant)
+_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Constant, ast.BoolOp)
 
 
 def in_unrun_branch(ctx: Context, line: int) -> bool:
@@ -55,6 +59,11 @@ def _outcome(ctx: Context, node: ast.If) -> bool | None:
     """True / False when every run gives the test that value; None when it may vary."""
     if node.test.__class__ is ast.Constant:  # `if False:` around code switched off by hand
         return bool(node.test.value) if node.test.value in (True, False, None, 0, 1) else None
+    folded = folded_test(ctx, node.test)  # `flag = 0` ... `if flag:`; `ngpu = 0` ... `if ngpu > 1 and ...:`
+    if folded is not FOLD_UNKNOWN:
+        return folded
+    if node.test.__class__ is ast.BoolOp:
+        return None
     results = _local_constant(ctx, node)
     if results is None:
         results = branch_values(ctx, node)
