@@ -21,7 +21,8 @@ from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclas
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
-from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false, option_off
+from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false
+from torchwise.lint.semantics.pinorigin import handed_option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
@@ -58,6 +59,9 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
     if parent.__class__ in (ast.Return, ast.Yield):
         return True  # (yield DataLoader(...): loaders made lazily, one per test volume, for the callers)
     names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
+    if parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "append" \
+            and parent.func.value.__class__ is ast.Name:
+        names = {parent.func.value.id}  # trn_load.append(DataLoader(...)) ... return trn_load, val_load: a list of loaders
     for node in ctx.walk_body(func.body):
         if node.__class__ is ast.Return and node.value is not None:
             parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
@@ -324,7 +328,7 @@ Fix
                 continue
             explicit = _explicit_false(ctx, pin)
             choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
-            choice = option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
+            choice = handed_option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
             if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue

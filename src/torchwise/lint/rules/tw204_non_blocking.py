@@ -327,6 +327,11 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
         held = _items_of(b)
         root = root_name(held) if held is not None else None
         b = ctx.binding_at(root.id, held) if root is not None else None
+    for _ in range(2):  # _, feat, feat_len, txt = data: a part of the parameter unpacked first
+        if b is None or b.kind not in ("assign", "unpack") or b.value.__class__ is not ast.Name:
+            break
+        root = b.value
+        b = ctx.binding_at(root.id, b.node)
     if b is None or b.kind != "param" or root.id in ("self", "cls"):
         return False
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
@@ -351,9 +356,11 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
 def _remote_batch(ctx: Context, value: AST, call: ast.Call) -> bool:
     """Is ``value``, passed at ``call`` (in another file), the batch of a pinned loader's loop there?"""
     loops = [l for l in ctx.enclosing_loops(call) if getattr(l, "iter", None) is not None and not _runs_once(l)]
+    names = _loader_names(ctx) if loops or "next" in ctx.source else {}
+    if value.__class__ is ast.Name and _from_next(ctx, value, call, names):
+        return True  # loss_calc(pred, labels, device) with labels from batch_iter.__next__() in a step loop
     if not loops:
         return False
-    names = _loader_names(ctx)
     return any(_from_loop(ctx, value, l) and _pinned_source(ctx, _wrapped_source(ctx, _loop_source(l.iter), l), l, names)
                for l in loops)
 
