@@ -148,6 +148,16 @@ def _graph_project(ctx: Context) -> bool:
     return ctx.project.answers[key]
 
 
+def _split_source(ctx: Context, dataset: ast.AST | None, call: ast.Call) -> tuple[ast.AST | None, ast.AST]:
+    """The dataset that ``random_split`` cut a part from (``train_set, val_set = random_split(train_set,
+    [n, m])``), and where to read it; else the dataset itself, at the loader."""
+    b = ctx.binding_at(dataset.id, call) if dataset.__class__ is ast.Name else None
+    if b is not None and b.kind == "unpack" and b.value.__class__ is ast.Call and last_name(b.value.func) == "random_split" \
+            and b.value.args:
+        return b.value.args[0], b.node
+    return dataset, call
+
+
 def _one_batch(ctx: Context, call: ast.Call, dataset: ast.AST) -> bool:
     """``DataLoader(test_set, batch_size=len(test_set))``: the whole dataset in one batch, which a
     single worker would load alone - workers have nothing to overlap."""
@@ -240,12 +250,13 @@ Lint and the doctor
             else:
                 continue  # an explicit count, 0 included, is a decision someone made
             dataset = argument(call, "dataset", 0)
-            if dataset is None or _cheap_dataset(ctx, dataset, call):
+            dataset, call_site = _split_source(ctx, dataset, call)
+            if dataset is None or _cheap_dataset(ctx, dataset, call_site):
                 continue
-            facts = project_dataset(ctx, dataset, call)  # its class is in another module of the project
+            facts = project_dataset(ctx, dataset, call_site)  # its class is in another module of the project
             if facts is not None and (facts.iterable or facts.in_memory or facts.device):
                 continue  # main-process streams, slices of in-memory tensors, items made on the device
-            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call) \
+            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call_site) \
                     and not (option and not _graph_project(ctx)):
                 continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):

@@ -24,6 +24,7 @@ from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false
 from torchwise.lint.semantics.pinorigin import handed_option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
+from torchwise.lint.semantics.remoteloaders import returned_to_remote_gpu
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
 from torchwise.lint.semantics.unread import never_read_loader
@@ -105,6 +106,8 @@ def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if callers:
         return any(gpu_evident_for(ctx, c) or depth > 1 and ctx.function_of(c) is not func
                    and _returned_to_gpu(ctx, c, depth - 1) for c in callers)
+    if returned_to_remote_gpu(ctx, func):
+        return True  # train_iterator, ... = get_iterators(config, ...) in a script of the project that trains on a GPU
     if streaming_method(ctx, func, call):
         return gpu_evident(ctx) or ctx.project.targets_gpu  # a dataset's create_iterator(): a stream of batches for the trainer
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
