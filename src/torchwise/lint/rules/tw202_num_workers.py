@@ -178,7 +178,9 @@ What it flags
   that none of its callers (in the file or the project, all in view) fills with it
   (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`), and calls of a
   project's own subclass that never names `num_workers` (`class DataLoader(TorchDataLoader)`
-  fixing only the collate function, imported as `from data import DataLoader`). Also
+  fixing only the collate function, imported as `from data import DataLoader`). A part that
+  `random_split` cuts from a dataset (`train_set, val_set = random_split(full, [n, m])`) is judged
+  by the dataset it was cut from. Also
   `num_workers=args.workers` where the file's `add_argument('--workers', type=int, default=0)`
   declares it, or a helper's parameter `num_workers=num_workers` that every call of the helper in
   the project fills with such an option (`get_train_val_test_loader(dataset, ...,

@@ -16,7 +16,7 @@ from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_c
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
-from torchwise.lint.semantics.textitems import getitem_yields_text
+from torchwise.lint.semantics.textitems import getitem_yields_text, prompt_dataset as _prompt_dataset
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
@@ -33,17 +33,6 @@ from torchwise.lint.semantics.values import local_function
 DATALOADER = "torch.utils.data.DataLoader"
 # PyTorch Geometric's loaders: DataLoader subclasses that hand pin_memory on (Data/Batch pin themselves)
 PYG_LOADERS = ("torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader")
-
-
-def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
-    """An instance of a ``*PromptDataset`` class (defined here or imported): text prompts to
-    sample from, not tensors."""
-    if dataset is None:
-        return False
-    built = ctx.constructed_from(ctx.resolve(dataset, use), use)
-    if built is None:
-        return False
-    return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
 
 
 def _returned(ctx: Context, call: ast.Call) -> bool:
@@ -199,8 +188,9 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict -
   written out or a comprehension, `{split: DataLoader(ds) for split, ds in datasets.items()}` - or
-  yielded one by one) is judged by the helper's callers in
-  the file (also through a second helper of the file that returns it again: `get_all_loaders`
+  yielded one by one, or appended to a returned list: `train_out.append(DataLoader(...))`) is judged by the
+  helper's callers in the file, else by its callers in other modules (`get_iterators(...)` taken with
+  `from utils import *` by a script that moves batches to a GPU) (also through a second helper of the file that returns it again: `get_all_loaders`
   returning what `get_loader_folder` built); a loader-building function nobody calls here (a
   data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
   (`while True: yield from loader`, or `for item in loader: yield item`), and a method of a dataset
@@ -248,7 +238,9 @@ What it flags
   so is `pin_memory` read from a command-line option that is off by default (`pin_memory=args.pin_mem`
   with `action="store_true"`, or `pin_memory=self.pin_memory` stored from `args.pin_memory` of
   `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another
-  module: every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
+  module, or a parameter of a loader builder whose every caller hands in such an option -
+  `get_loaders(..., pin_memory=args.pin_memory)` of another module: reported at the builder's loaders;
+  every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default

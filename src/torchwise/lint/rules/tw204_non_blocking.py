@@ -179,7 +179,9 @@ What it flags
   constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`; not
   a config setting whose default a module of the project sets to False -
   `pin_memory=config.test.dataloader.pin_memory` with `config.test.dataloader.pin_memory = False`:
-  TW203 reports that default) and
+  TW203 reports that default, nor a command-line option off by default - `pin_memory=args.pin_memory`
+  with `default=False`, also handed down through a parameter of the project function that builds the
+  loaders, `get_loaders(..., pin_memory=args.pin_memory)`: on the default path nothing is pinned) and
   `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`), also in a
   helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
@@ -208,7 +210,14 @@ What it flags
   them is handed the setting (`make_data_loader(args, **kwargs)` with `kwargs = {'pin_memory':
   True, ...}`), when they reach the loop through a module the script takes with `from train
   import *`, and - for a `*loader` parameter - in a project whose every DataLoader is pinned
-  through a settings dict (`{'num_workers': 4, 'pin_memory': True} if cuda else {}`). A loop whose body
+  through a settings dict (`{'num_workers': 4, 'pin_memory': True} if cuda else {}`). A loader
+  rebuilt from another (`DataLoader(loader.dataset + extra, ..., pin_memory=loader.pin_memory)`) is
+  pinned as that loader is, and not claimed pinned when lint cannot tell. Also: a batch read with
+  `next()` (`batch_iter.__next__()`, an old iterator's `.next()`) and handed to a helper of another
+  module (`loss_calc(pred, labels, device)`), a batch unpacked in the method it is handed to
+  (`_, feat, txt = data` in `fetch_data(data)`), a `self` attribute a class unpacks from calls of one
+  builder in several methods (`self.tr_set, ... = load_dataset(...)`, renewed later), and loaders
+  iterated from a list (`for ds in [self.dv_set, self.tt_set]`). A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
   and so is a function that nothing runs: one whose name occurs nowhere in the project beyond
   its `def`, in a module that other files of the project import (an unused helper).

@@ -55,9 +55,12 @@ def pin_value(ctx: Context, call: ast.Call, depth: int = 3) -> bool | None:
     parameter of the loader's builder); ``pin_memory=trn_loader.pin_memory`` is what that loader is."""
     pin = argument(call, "pin_memory", 7)
     if pin is not None:
-        if pin.__class__ is ast.Attribute and pin.attr == "pin_memory" and "loader" in (last_name(pin.value) or "").lower():
-            # DataLoader(trn_loader.dataset + extra, ..., pin_memory=trn_loader.pin_memory): a loader rebuilt from another
-            return loader_pinned(ctx, pin.value, call, depth) if depth > 0 else None
+        if pin.__class__ is ast.Attribute and pin.attr == "pin_memory" and pin.value.__class__ in (ast.Name, ast.Attribute):
+            # DataLoader(trn_loader.dataset + extra, ..., pin_memory=trn_loader.pin_memory): a loader rebuilt from
+            # another is what that one is (unknown when lint cannot tell, for a *loader name)
+            source = loader_pinned(ctx, pin.value, call, depth) if depth > 0 else None
+            if source is not None or "loader" in (last_name(pin.value) or "").lower():
+                return source
         return _truthy(pin) and not default_off(ctx, pin) and handed_option_off(ctx, pin, call) is None
     for k in call.keywords:
         if k.arg is None:
