@@ -148,6 +148,16 @@ def _graph_project(ctx: Context) -> bool:
     return ctx.project.answers[key]
 
 
+def _split_source(ctx: Context, dataset: ast.AST | None, call: ast.Call) -> tuple[ast.AST | None, ast.AST]:
+    """The dataset that ``random_split`` cut a part from (``train_set, val_set = random_split(train_set,
+    [n, m])``), and where to read it; else the dataset itself, at the loader."""
+    b = ctx.binding_at(dataset.id, call) if dataset.__class__ is ast.Name else None
+    if b is not None and b.kind == "unpack" and b.value.__class__ is ast.Call and last_name(b.value.func) == "random_split" \
+            and b.value.args:
+        return b.value.args[0], b.node
+    return dataset, call
+
+
 def _one_batch(ctx: Context, call: ast.Call, dataset: ast.AST) -> bool:
     """``DataLoader(test_set, batch_size=len(test_set))``: the whole dataset in one batch, which a
     single worker would load alone - workers have nothing to overlap."""
@@ -168,7 +178,9 @@ What it flags
   that none of its callers (in the file or the project, all in view) fills with it
   (`def get_dataloaders(name, **kwargs): return DataLoader(dataset, **kwargs)`), and calls of a
   project's own subclass that never names `num_workers` (`class DataLoader(TorchDataLoader)`
-  fixing only the collate function, imported as `from data import DataLoader`). Also
+  fixing only the collate function, imported as `from data import DataLoader`). A part that
+  `random_split` cuts from a dataset (`train_set, val_set = random_split(full, [n, m])`) is judged
+  by the dataset it was cut from. Also
   `num_workers=args.workers` where the file's `add_argument('--workers', type=int, default=0)`
   declares it, or a helper's parameter `num_workers=num_workers` that every call of the helper in
   the project fills with such an option (`get_train_val_test_loader(dataset, ...,
@@ -240,12 +252,13 @@ Lint and the doctor
             else:
                 continue  # an explicit count, 0 included, is a decision someone made
             dataset = argument(call, "dataset", 0)
-            if dataset is None or _cheap_dataset(ctx, dataset, call):
+            dataset, call_site = _split_source(ctx, dataset, call)
+            if dataset is None or _cheap_dataset(ctx, dataset, call_site):
                 continue
-            facts = project_dataset(ctx, dataset, call)  # its class is in another module of the project
+            facts = project_dataset(ctx, dataset, call_site)  # its class is in another module of the project
             if facts is not None and (facts.iterable or facts.in_memory or facts.device):
                 continue  # main-process streams, slices of in-memory tensors, items made on the device
-            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call) \
+            if not (facts is not None and facts.decodes) and not _per_item_work(ctx, dataset, call_site) \
                     and not (option and not _graph_project(ctx)):
                 continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):

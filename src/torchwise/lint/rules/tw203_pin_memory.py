@@ -16,13 +16,15 @@ from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_c
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
-from torchwise.lint.semantics.textitems import getitem_yields_text
+from torchwise.lint.semantics.textitems import getitem_yields_text, prompt_dataset as _prompt_dataset
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
 from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
-from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false, option_off
+from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false
+from torchwise.lint.semantics.pinorigin import handed_option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
+from torchwise.lint.semantics.remoteloaders import returned_to_remote_gpu
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
 from torchwise.lint.semantics.unread import never_read_loader
@@ -31,17 +33,6 @@ from torchwise.lint.semantics.values import local_function
 DATALOADER = "torch.utils.data.DataLoader"
 # PyTorch Geometric's loaders: DataLoader subclasses that hand pin_memory on (Data/Batch pin themselves)
 PYG_LOADERS = ("torch_geometric.loader.DataLoader", "torch_geometric.data.DataLoader")
-
-
-def _prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
-    """An instance of a ``*PromptDataset`` class (defined here or imported): text prompts to
-    sample from, not tensors."""
-    if dataset is None:
-        return False
-    built = ctx.constructed_from(ctx.resolve(dataset, use), use)
-    if built is None:
-        return False
-    return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
 
 
 def _returned(ctx: Context, call: ast.Call) -> bool:
@@ -58,6 +49,9 @@ def _returned(ctx: Context, call: ast.Call) -> bool:
     if parent.__class__ in (ast.Return, ast.Yield):
         return True  # (yield DataLoader(...): loaders made lazily, one per test volume, for the callers)
     names = {t.id for t in getattr(parent, "targets", ()) if t.__class__ is ast.Name}
+    if parent.__class__ is ast.Call and parent.func.__class__ is ast.Attribute and parent.func.attr == "append" \
+            and parent.func.value.__class__ is ast.Name:
+        names = {parent.func.value.id}  # trn_load.append(DataLoader(...)) ... return trn_load, val_load: a list of loaders
     for node in ctx.walk_body(func.body):
         if node.__class__ is ast.Return and node.value is not None:
             parts = node.value.elts if node.value.__class__ in (ast.Tuple, ast.List) else [node.value]
@@ -101,6 +95,8 @@ def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if callers:
         return any(gpu_evident_for(ctx, c) or depth > 1 and ctx.function_of(c) is not func
                    and _returned_to_gpu(ctx, c, depth - 1) for c in callers)
+    if returned_to_remote_gpu(ctx, func):
+        return True  # train_iterator, ... = get_iterators(config, ...) in a script of the project that trains on a GPU
     if streaming_method(ctx, func, call):
         return gpu_evident(ctx) or ctx.project.targets_gpu  # a dataset's create_iterator(): a stream of batches for the trainer
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
@@ -192,8 +188,9 @@ What it flags
   `.cuda()`, names a `"cuda"` device or uses `torch.cuda`. A loader that a helper builds and
   returns (`def get_loaders(...): ... return train_loader`, also as a value of a returned dict -
   written out or a comprehension, `{split: DataLoader(ds) for split, ds in datasets.items()}` - or
-  yielded one by one) is judged by the helper's callers in
-  the file (also through a second helper of the file that returns it again: `get_all_loaders`
+  yielded one by one, or appended to a returned list: `train_out.append(DataLoader(...))`) is judged by the
+  helper's callers in the file, else by its callers in other modules (`get_iterators(...)` taken with
+  `from utils import *` by a script that moves batches to a GPU) (also through a second helper of the file that returns it again: `get_all_loaders`
   returning what `get_loader_folder` built); a loader-building function nobody calls here (a
   data module) by the file or the project linted with it - also one that streams the loader's batches to its callers
   (`while True: yield from loader`, or `for item in loader: yield item`), and a method of a dataset
@@ -241,7 +238,9 @@ What it flags
   so is `pin_memory` read from a command-line option that is off by default (`pin_memory=args.pin_mem`
   with `action="store_true"`, or `pin_memory=self.pin_memory` stored from `args.pin_memory` of
   `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another
-  module: every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
+  module, or a parameter of a loader builder whose every caller hands in such an option -
+  `get_loaders(..., pin_memory=args.pin_memory)` of another module: reported at the builder's loaders;
+  every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
@@ -324,7 +323,7 @@ Fix
                 continue
             explicit = _explicit_false(ctx, pin)
             choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
-            choice = option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
+            choice = handed_option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
             if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue

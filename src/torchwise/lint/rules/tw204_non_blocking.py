@@ -179,7 +179,9 @@ What it flags
   constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`; not
   a config setting whose default a module of the project sets to False -
   `pin_memory=config.test.dataloader.pin_memory` with `config.test.dataloader.pin_memory = False`:
-  TW203 reports that default) and
+  TW203 reports that default, nor a command-line option off by default - `pin_memory=args.pin_memory`
+  with `default=False`, also handed down through a parameter of the project function that builds the
+  loaders, `get_loaders(..., pin_memory=args.pin_memory)`: on the default path nothing is pinned) and
   `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`), also in a
   helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
@@ -208,7 +210,14 @@ What it flags
   them is handed the setting (`make_data_loader(args, **kwargs)` with `kwargs = {'pin_memory':
   True, ...}`), when they reach the loop through a module the script takes with `from train
   import *`, and - for a `*loader` parameter - in a project whose every DataLoader is pinned
-  through a settings dict (`{'num_workers': 4, 'pin_memory': True} if cuda else {}`). A loop whose body
+  through a settings dict (`{'num_workers': 4, 'pin_memory': True} if cuda else {}`). A loader
+  rebuilt from another (`DataLoader(loader.dataset + extra, ..., pin_memory=loader.pin_memory)`) is
+  pinned as that loader is, and not claimed pinned when lint cannot tell. Also: a batch read with
+  `next()` (`batch_iter.__next__()`, an old iterator's `.next()`) and handed to a helper of another
+  module (`loss_calc(pred, labels, device)`), a batch unpacked in the method it is handed to
+  (`_, feat, txt = data` in `fetch_data(data)`), a `self` attribute a class unpacks from calls of one
+  builder in several methods (`self.tr_set, ... = load_dataset(...)`, renewed later), and loaders
+  iterated from a list (`for ds in [self.dv_set, self.tt_set]`). A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
   and so is a function that nothing runs: one whose name occurs nowhere in the project beyond
   its `def`, in a module that other files of the project import (an unused helper).
@@ -327,6 +336,11 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
         held = _items_of(b)
         root = root_name(held) if held is not None else None
         b = ctx.binding_at(root.id, held) if root is not None else None
+    for _ in range(2):  # _, feat, feat_len, txt = data: a part of the parameter unpacked first
+        if b is None or b.kind not in ("assign", "unpack") or b.value.__class__ is not ast.Name:
+            break
+        root = b.value
+        b = ctx.binding_at(root.id, b.node)
     if b is None or b.kind != "param" or root.id in ("self", "cls"):
         return False
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
@@ -351,9 +365,11 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
 def _remote_batch(ctx: Context, value: AST, call: ast.Call) -> bool:
     """Is ``value``, passed at ``call`` (in another file), the batch of a pinned loader's loop there?"""
     loops = [l for l in ctx.enclosing_loops(call) if getattr(l, "iter", None) is not None and not _runs_once(l)]
+    names = _loader_names(ctx) if loops or "next" in ctx.source else {}
+    if value.__class__ is ast.Name and _from_next(ctx, value, call, names):
+        return True  # loss_calc(pred, labels, device) with labels from batch_iter.__next__() in a step loop
     if not loops:
         return False
-    names = _loader_names(ctx)
     return any(_from_loop(ctx, value, l) and _pinned_source(ctx, _wrapped_source(ctx, _loop_source(l.iter), l), l, names)
                for l in loops)
 

@@ -31,12 +31,12 @@ _ITERATORS = frozenset({"iter", "enumerate"})
 
 def next_source(ctx: Context, expr: ast.AST, use: ast.AST, depth: int = 4) -> ast.AST | None:
     """The loader that ``expr`` was taken from with ``next(...)``: ``images, targets =
-    next(batch_iterator)`` where ``batch_iterator = iter(data_loader)``, also through a
+    next(batch_iterator)`` (or ``batch_iterator.next()``) where ``batch_iterator = iter(data_loader)``, also through a
     conversion or an element of the batch (``[ann.cuda() for ann in targets]``)."""
     expr = unconverted(expr)
     if expr.__class__ is ast.Call and (last_name(expr.func) == "next" and len(expr.args) == 1 or (
-            not expr.args and expr.func.__class__ is ast.Attribute and expr.func.attr == "__next__")):
-        it = expr.args[0] if expr.args else expr.func.value  # next(it) / it.__next__()
+            not expr.args and expr.func.__class__ is ast.Attribute and expr.func.attr in ("__next__", "next"))):
+        it = expr.args[0] if expr.args else expr.func.value  # next(it) / it.__next__() / it.next() (old loader iterators)
         if it.__class__ is ast.Call and last_name(it.func) in _ITERATORS and it.args:
             return it.args[0]
         if it.__class__ is ast.Subscript and it.value.__class__ is ast.Name:

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.callers import project_arguments
 from torchwise.lint.semantics.configdefaults import default_off
 from torchwise.lint.semantics.flagbranches import call_constants, selected_test, unselected_loaders
 from torchwise.lint.semantics.instancecalls import instance_calls
+from torchwise.lint.semantics.pinorigin import handed_option_off
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
@@ -46,12 +47,21 @@ def _dict_pin(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> bool 
     return None
 
 
-def pin_value(ctx: Context, call: ast.Call) -> bool | None:
+def pin_value(ctx: Context, call: ast.Call, depth: int = 3) -> bool | None:
     """True/False for ``DataLoader(..., pin_memory=...)`` (absent: False), also through
-    ``**loader_args`` dicts written in the file; None for ``**kwargs`` that are not evident."""
+    ``**loader_args`` dicts written in the file; None for ``**kwargs`` that are not evident.
+    A value that is off on the default path is False: a config default (``config.test.dataloader.
+    pin_memory``), an option off unless set (``args.pin_memory``, also handed down through a
+    parameter of the loader's builder); ``pin_memory=trn_loader.pin_memory`` is what that loader is."""
     pin = argument(call, "pin_memory", 7)
     if pin is not None:
-        return _truthy(pin) and not default_off(ctx, pin)  # (config.test.dataloader.pin_memory, False by default)
+        if pin.__class__ is ast.Attribute and pin.attr == "pin_memory" and pin.value.__class__ in (ast.Name, ast.Attribute):
+            # DataLoader(trn_loader.dataset + extra, ..., pin_memory=trn_loader.pin_memory): a loader rebuilt from
+            # another is what that one is (unknown when lint cannot tell, for a *loader name)
+            source = loader_pinned(ctx, pin.value, call, depth) if depth > 0 else None
+            if source is not None or "loader" in (last_name(pin.value) or "").lower():
+                return source
+        return _truthy(pin) and not default_off(ctx, pin) and handed_option_off(ctx, pin, call) is None
     for k in call.keywords:
         if k.arg is None:
             found = _dict_pin(ctx, k.value, call)
@@ -122,6 +132,8 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
         return _call_pinned(ctx, expr, -1, depth)
     if cls is ast.Subscript:
         return _item_pinned(ctx, expr, use, depth - 1)
+    if cls in (ast.List, ast.Tuple) and expr.elts:  # for ds in [self.dv_set, self.tt_set]: every one of them
+        return _combine([loader_pinned(ctx, e, use, depth - 1) for e in expr.elts])
     if cls is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
         value = ctx.single_self_value(expr, use)
         if value is None:
@@ -154,8 +166,9 @@ def loader_pinned(ctx: Context, expr: AST | None, use: AST, depth: int = 4) -> b
 
 
 def _self_unpacked(ctx: Context, expr: ast.Attribute, use: AST) -> tuple[ast.Call, int] | None:
-    """``self.<attr>`` assigned once in its class, unpacked from a call (``self.loader,
-    self.class_num = get_train_loader(conf)``): the call and the attribute's place in the tuple."""
+    """``self.<attr>`` assigned in its class only by unpacking a call of one function (``self.loader,
+    self.class_num = get_train_loader(conf)``, also again to renew it): the call and the attribute's
+    place in the tuple."""
     cls = ctx.class_of(use)
     if cls is None or ctx.self_attr_values(cls, expr.attr):
         return None
@@ -167,7 +180,9 @@ def _self_unpacked(ctx: Context, expr: ast.Attribute, use: AST) -> tuple[ast.Cal
             for i, t in enumerate(node.targets[0].elts):
                 if t.__class__ is ast.Attribute and t.attr == expr.attr and t.value.__class__ is ast.Name and t.value.id == "self":
                     found.append((node.value, i))
-    return found[0] if len(found) == 1 else None
+    if len(found) > 1 and len({(last_name(c.func), i) for c, i in found}) > 1:
+        return None  # (the same builder called again to renew the loader, self.tr_set, ... = load_dataset(...): one answer)
+    return found[0] if found else None
 
 
 def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> bool | None:
@@ -206,7 +221,7 @@ def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> boo
 def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: bool = True) -> bool | None:
     """The loader a call returns (element ``index`` of a returned tuple; -1: the whole value)."""
     if ctx.qualname(call.func) == DATALOADER:
-        return pin_value(ctx, call)
+        return pin_value(ctx, call, depth - 1)
     target = local_function(ctx, call)
     if target is not None and target.__class__ is not ast.Lambda:
         verdicts = []
@@ -232,7 +247,7 @@ def _call_pinned(ctx: Context, call: ast.Call, index: int, depth: int, config: b
                                  module=module, variant=(ctx.path, call.lineno, call.col_offset))
     if where:  # train_loader, val_loader = data_setup.get_loaders(...): a project function that pins them
         return not _flag_left_off(ctx, call, where, last_name(func) or "") and not (
-            config and _config_off(ctx, where, last_name(func) or ""))
+            config and _config_off(ctx, where, last_name(func) or "")) and not _handed_off(ctx, call)
     return True if handed_pin(ctx, call) else None
 
 
@@ -243,10 +258,19 @@ def handed_pin(ctx: Context, call: ast.Call) -> bool:
     setting passes it on to its DataLoaders."""
     for k in call.keywords:
         if k.arg == "pin_memory":
-            return _truthy(k.value) and not default_off(ctx, k.value)
+            return _truthy(k.value) and not default_off(ctx, k.value) and handed_option_off(ctx, k.value, call) is None
         if k.arg is None and _dict_pin(ctx, k.value, call):
             return True
     return False
+
+
+def _handed_off(ctx: Context, call: ast.Call) -> bool:
+    """The call hands the builder ``pin_memory`` off: ``get_loaders(..., pin_memory=False)``, or an
+    option that is off unless set (``pin_memory=args.pin_memory``, ``default=False``)."""
+    pin = keyword(call, "pin_memory")
+    if pin is None:
+        return False
+    return pin.value.__class__ is ast.Constant and not pin.value.value or handed_option_off(ctx, pin.value, call) is not None
 
 
 def _config_off(ctx: Context, where: str, name: str) -> bool:
@@ -342,6 +366,7 @@ def unpinned_helper_calls(ctx: Context) -> list[ast.Call]:
             if target is not None:
                 if target.__class__ is ast.FunctionDef and flag_unset(target, call) and ctx.function_of(call) is not target:
                     out.append(call)
-            elif _call_pinned(ctx, call, -1, 2, config=False) is False:  # (a config default: TW203 reports the default)
+            elif _call_pinned(ctx, call, -1, 2, config=False) is False and not _handed_off(ctx, call):
+                # (a config default, an option handed down: TW203 reports them where the loader takes them)
                 out.append(call)
     return out

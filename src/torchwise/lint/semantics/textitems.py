@@ -105,3 +105,14 @@ def _csv_rows(ctx: Context, it: AST, use: AST, depth: int = 3) -> bool:
         break
     it = ctx.resolve(it, use)
     return it.__class__ is ast.Call and (ctx.qualname(it.func) or "") == "csv.reader"
+
+
+def prompt_dataset(ctx: Context, dataset: ast.AST | None, use: ast.AST) -> bool:
+    """An instance of a ``*PromptDataset`` class (defined here or imported): text prompts to
+    sample from, not tensors."""
+    if dataset is None:
+        return False
+    built = ctx.constructed_from(ctx.resolve(dataset, use), use)
+    if built is None:
+        return False
+    return built.rsplit(":", 1)[-1].rsplit(".", 1)[-1].lower().endswith(("promptdataset", "promptsdataset"))
