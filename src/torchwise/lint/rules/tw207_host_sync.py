@@ -12,24 +12,22 @@ from torchwise.lint.semantics.deadcode import never_runs
 from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
-from torchwise.lint.semantics.earlystop import patience_stop
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
-from torchwise.lint.semantics.hostreads import host_reader, tensor_test
+from torchwise.lint.semantics.hostreads import host_reader
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
 from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
 from torchwise.lint.semantics.losstests import TEST_FIX, loss_tests
 from torchwise.lint.semantics.metricobjects import metric_object_reads
-from torchwise.lint.semantics.nanguards import nan_guard
-from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepreads import every_step_read
+from torchwise.lint.semantics.stepscans import mask_selections, tensor_conditions
 from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
 from torchwise.lint.semantics.syncs import CASTS, DROP_FIX as _DROP_FIX, REPEAT_FIX as _REPEAT_FIX, SYNC_FIX as _SYNC_FIX, \
-    boolean_mask_index, legacy_reads, needless_synchronizes, sync_call
+    legacy_reads, needless_synchronizes, sync_call
 
 
 class HostSyncInLoop(Rule):
@@ -331,15 +329,7 @@ Lint and the doctor
                 seen.add(id(call))
                 yield finding
         yield from self._host_readers(ctx)
-        for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-            if algorithm_stop(node):
-                continue  # a data-dependent stop of the algorithm (R9)
-            part = tensor_test(ctx, node.test, node.test) or nan_guard(ctx, node.test, node.test) if _region(ctx, node.test) is not None else None
-            if part is None or patience_stop(ctx, node):
-                continue  # (the best-so-far test of a patience early stop: R9)
-            finding = self._report(ctx, node.test, None, "a tensor condition", check_subject=False)
-            if finding is not None:
-                yield finding
+        yield from tensor_conditions(ctx, self._report)
         yield from self._legacy_reads(ctx)
         for sub in size_element_reads(ctx):
             finding = self._report(ctx, sub, None, f"{ctx.text(sub)} as a size (read on the host once per element)",
@@ -348,15 +338,7 @@ Lint and the doctor
                 yield finding
         yield from filter(None, (self._report(ctx, node, None, what, check_subject=False, hidden=hidden, suggestion=fix)
                                  for node, what, fix, hidden in hidden_reads(ctx) if _region(ctx, node) is not None))
-        statements: set[int] = set()
-        for sub in ctx.nodes.get(ast.Subscript, ()):
-            stmt = ctx.statement_of(sub)
-            if id(stmt) in statements or _region(ctx, sub) is None or not boolean_mask_index(ctx, sub):
-                continue
-            finding = self._report(ctx, sub, None, "boolean-mask indexing", check_subject=False, suggestion=_MASK_FIX)
-            if finding is not None:
-                statements.add(id(stmt))
-                yield finding
+        yield from mask_selections(ctx, self._report)
 
     def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
         """Boolean-mask selections (and tests of reductions: semantics.losstests) in a loss function or metric helper the step calls with device tensors."""
