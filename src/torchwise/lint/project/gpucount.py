@@ -23,7 +23,7 @@ _COUNT_GATE = re.compile(r"^[ \t]*if[ \t]+\(?[\w.\[\]'\"]*\bn(?:um)?_?gpus?\b[\]
 def gpu_count_gate(text: str) -> bool:
     """The file moves to the GPU only when a GPU count is positive (``if args.ngpu > 0:
     net.cuda()``): a count of zero runs on the CPU (see the module doc)."""
-    return "gpu" in text and _COUNT_GATE.search(text) is not None
+    return "gpu" in text.lower() and _COUNT_GATE.search(text) is not None
 
 
 __all__ = ["gpu_count_gate"]

@@ -52,7 +52,7 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
     if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
         return is_ndarray(ctx, expr.value, use, depth, methods)
     if methods and expr.__class__ is ast.Attribute:  # self.frames: an array every store in its class makes
-        return self_array(ctx, expr, lambda e, at: is_ndarray(ctx, e, at, depth - 1, methods))
+        return self_array(ctx, expr, lambda e, at: is_ndarray(ctx, e, at, depth - 1, methods), f"ndarray:{depth}")
     if methods and expr.__class__ is ast.BinOp and expr.op.__class__ in _ELEMENTWISE:  # total / n: an array
         return is_ndarray(ctx, expr.left, use, depth - 1, methods) or is_ndarray(ctx, expr.right, use, depth - 1, methods)
     if methods and expr.__class__ is ast.Subscript and _sliced(expr.slice):

@@ -64,16 +64,22 @@ def reached_only_under_no_grad(ctx: Context, func: AST) -> bool:
     found = ctx._cache.get(key)
     if found is None:
         only = _only_under_no_grad if parent is ctx.tree else _method_only_under_no_grad
-        found = ctx._cache[key] = only(ctx, func, _DEPTH, set())
+        found = ctx._cache[key] = only(ctx, func, _DEPTH, {})
     return found
 
 
-def _method_only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> bool:
+def _method_only_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:
     """Every call of the method ``func`` is ``self.<name>(...)`` in a method of its own class,
-    under no_grad or in a method reached only that way; nothing else in the project names it."""
+    under no_grad or in a method reached only that way; nothing else in the project names it.
+    ``seen``: answers so far (False while one is being worked out: a cycle proves nothing)."""
     if id(func) in seen or depth < 0:
-        return False
-    seen.add(id(func))
+        return seen.get(id(func), False)
+    seen[id(func)] = False
+    seen[id(func)] = found = _method_calls_under_no_grad(ctx, func, depth, seen)
+    return found
+
+
+def _method_calls_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:
     cls, name = ctx.parent(func), func.name
     if name.startswith("__") or any(p != ctx.path and t.count(f".{name}") > t.count(f"self.{name}")
                                     for p, t in ctx.project.files):
@@ -94,10 +100,15 @@ def _method_only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[in
     return True
 
 
-def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: set[int]) -> bool:
+def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:
     if id(func) in seen or depth < 0:
-        return False
-    seen.add(id(func))
+        return seen.get(id(func), False)
+    seen[id(func)] = False
+    seen[id(func)] = found = _calls_under_no_grad(ctx, func, depth, seen)
+    return found
+
+
+def _calls_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:
     uses = [n for n in ctx.nodes.get(ast.Name, ()) if n.id == func.name and n.ctx.__class__ is ast.Load]
     outside = list(project_calls(ctx, func.name)) if ctx.project.files else []
     if not uses and not outside:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import device_move_target
 
 _BUILDERS = frozenset({"tensor", "from_numpy", "as_tensor", "Tensor", "FloatTensor", "LongTensor", "ByteTensor", "BoolTensor"})
 
@@ -36,17 +37,14 @@ def _called_by_its_class(ctx: Context, func: AST) -> bool:
 
 def moved_in_function(ctx: Context, name: str, func: AST) -> bool:
     """``labels.cuda()`` / ``labels.to(device)`` in ``func``: the tensor comes from the host (its copy is no read)."""
-    return any((r := _to_device(n)) is not None and r.__class__ is ast.Name and r.id == name for n in ctx.walk_body(func.body))
+    return any((r := _to_device(ctx, n)) is not None and r.__class__ is ast.Name and r.id == name for n in ctx.walk_body(func.body))
 
 
-def _to_device(node: AST) -> AST | None:
-    """The receiver of ``x.cuda()`` / ``x.to(<...device...>)`` (not a dtype change)."""
+def _to_device(ctx: Context, node: AST) -> AST | None:
+    """The receiver of ``x.cuda()`` / ``x.to(<a device>)`` (not a dtype change): :func:`devices.device_move_target`."""
     if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute:
         return None
-    if node.func.attr == "cuda" or node.func.attr == "to" and node.args and "device" in ast.unparse(node.args[0]) or (
-            node.func.attr == "to" and any(k.arg == "device" for k in node.keywords)):
-        return node.func.value
-    return None
+    return node.func.value if device_move_target(ctx, node) is not None else None
 
 
 def _built(ctx: Context, expr: AST, func: AST, depth: int = 2) -> bool:
@@ -66,7 +64,7 @@ def _built(ctx: Context, expr: AST, func: AST, depth: int = 2) -> bool:
 
 
 def _moves(ctx: Context, node: AST, func: AST) -> bool:
-    receiver = _to_device(node)
+    receiver = _to_device(ctx, node)
     return receiver is not None and _built(ctx, receiver, func)
 
 
@@ -78,6 +76,6 @@ def _moved_by_caller(ctx: Context, func: AST) -> bool:
     returns_build = any(n.__class__ is ast.Return and n.value is not None and _built(ctx, n.value, func)
                         for n in ctx.walk_body(func.body))
     return returns_build and any(
-        (r := _to_device(ctx.parent(ctx.parent(c)))) is c and c.func.__class__ is ast.Attribute
+        (r := _to_device(ctx, ctx.parent(ctx.parent(c)))) is c and c.func.__class__ is ast.Attribute
         and c.func.value.__class__ is ast.Name and c.func.value.id == "self" and ctx.parent(ctx.function_of(c)) is klass
         for c in ctx.calls_named(func.name))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.deadtext import words
 from torchwise.lint.semantics.projecthelpers import module_class
 
 
@@ -53,5 +54,5 @@ def once_per_instance_call(ctx: Context, node: AST) -> bool:
         ctx._cache[key] = bool(calls) and all(not ctx.enclosing_loops(c) and ctx.function_of(c) is not None
                                               and ctx.function_of(c).__class__ is not ast.Lambda
                                               and ctx.function_of(c).name != "forward" for c in calls) \
-            and not any(needle in text and f"class {needle}" not in text for path, text in ctx.project.files if path != ctx.path)
+            and not any(words(text, needle, 1, code=True) and f"class {needle}" not in text for path, text in ctx.project.files if path != ctx.path)
     return ctx._cache[key]

@@ -11,7 +11,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.optiondefaults import option_default
 
 
@@ -54,7 +54,7 @@ def _project_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | No
         return None
     define = re.compile(rf"^class[ \t]+{re.escape(name)}\b", re.M)
     files = [(p, t) for p, t in ctx.project.files if define.search(t)]
-    if len(files) != 1 or len(files) > MAX_CALLER_FILES:
+    if len(files) != 1:
         return None
     other = parsed_file(ctx.project, *files[0])
     cls = other.local_classes.get(name) if other is not None else None

@@ -42,7 +42,7 @@ def _imported(ctx: Context, func: ast.AST) -> tuple[str, str] | None:
     relative import)."""
     q = ctx.qualname(func)
     if q is not None:
-        if q.startswith("torch") or "." not in q:
+        if q.split(".", 1)[0] in ("torch", "torchvision", "torchaudio") or "." not in q:
             return None
         module, name = q.rsplit(".", 1)
         return module, name

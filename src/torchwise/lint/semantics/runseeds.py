@@ -48,14 +48,12 @@ def run_seeded(facts: ProjectFacts, script: str) -> set[str] | None:
     return found
 
 
+_SEED_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)
+
+
 def _defines_seed_function(text: str) -> bool:
-    pos = text.find("def ")
-    while pos >= 0:
-        name = text[pos + 4:text.find("(", pos)] if text.find("(", pos) >= 0 else ""
-        if "seed" in name.lower():
-            return True
-        pos = text.find("def ", pos + 4)
-    return False
+    """A ``def`` at the start of a line whose name holds ``seed`` (``def set_seed(``, ``def seed_all(``)."""
+    return _SEED_DEF.search(text) is not None
 
 
 def imported_for_sure(facts: ProjectFacts, script: str) -> tuple[str, ...]:

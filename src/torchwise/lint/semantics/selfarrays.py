@@ -24,15 +24,16 @@ def per_forward(ctx: Context, node: AST) -> bool:
     return klass.__class__ is ast.ClassDef and module_class(ctx, klass) and not dead_code(ctx, func)
 
 
-def self_array(ctx: Context, attr: ast.Attribute, is_array: Callable[[AST, AST], bool]) -> bool:
+def self_array(ctx: Context, attr: ast.Attribute, is_array: Callable[[AST, AST], bool], kind: str = "") -> bool:
     """``self.<name>`` in a method, where the class stores the attribute at least once and every
-    store of it (``self.<name> = value`` in any method) is an array by ``is_array(value, store)``."""
+    store of it (``self.<name> = value`` in any method) is an array by ``is_array(value, store)``;
+    ``kind`` names the test (and its depth) in the cache key, so two tests never share an answer."""
     if attr.value.__class__ is not ast.Name or attr.value.id != "self":
         return False
     klass = ctx.class_of(attr)
     if klass is None:
         return False
-    key = ("sem:self-array", id(klass), attr.attr)
+    key = ("sem:self-array", id(klass), attr.attr, kind)
     found = ctx._cache.get(key)
     if found is None:
         ctx._cache[key] = False  # a store whose value reads the attribute itself: no loop
