@@ -16,6 +16,7 @@ from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_c
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
+from torchwise.lint.semantics.jsonrecords import text_record_loader
 from torchwise.lint.semantics.textitems import getitem_yields_text, prompt_dataset as _prompt_dataset
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
@@ -368,6 +369,8 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # batches already on the device: pinning them would fail
     if numpy_collate(ctx, call):
         return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
+    if text_record_loader(ctx, call):
+        return True  # JSON records regrouped by a collate that makes no tensor: lists of strings
     klass = local_dataset_class(ctx, dataset, call)
     if getitem_reads_nothing(klass) or _prompt_dataset(ctx, dataset, call) or getitem_yields_text(ctx, klass):
         return True  # items are stored constants, text prompts or strings: no tensor worth pinning
