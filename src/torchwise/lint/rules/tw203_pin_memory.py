@@ -262,7 +262,11 @@ What it flags
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
-  tensor): `pin_memory` pins tensors only; datasets (of this file or another module) whose
+  tensor): `pin_memory` pins tensors only; loaders of parsed JSON records - the dataset's
+  `__getitem__` hands back fields of `json.load(...)`/`json.loads(...)`, also through
+  `super().__getitem__(i)` - whose own `collate_fn` (also a `def` nested where the loader is
+  built) regroups, filters or splits them without naming a tensor (lists of strings; without a
+  `collate_fn` the default collate makes tensors of numbers and the loader counts); datasets (of this file or another module) whose
   `__getitem__` only hands back entries of lists of strings the class read (`self.names[i],
   self.countries[i]` with `self.names = [row[0] for row in csv.reader(f)]`, the stripped lines of
   a text file): batches of strings, the loop builds its tensors itself; datasets of this file whose `__getitem__` only hands back
