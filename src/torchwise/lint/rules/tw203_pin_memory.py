@@ -16,6 +16,7 @@ from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_c
 from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_for, moves_near
 from torchwise.lint.semantics.pinning import unpinned_helper_calls
 from torchwise.lint.semantics.numpybatches import batches_become_numpy
+from torchwise.lint.semantics.jsonrecords import text_record_loader
 from torchwise.lint.semantics.textitems import getitem_yields_text, prompt_dataset as _prompt_dataset
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
@@ -261,7 +262,11 @@ What it flags
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
-  tensor): `pin_memory` pins tensors only; datasets (of this file or another module) whose
+  tensor): `pin_memory` pins tensors only; loaders of parsed JSON records - the dataset's
+  `__getitem__` hands back fields of `json.load(...)`/`json.loads(...)`, also through
+  `super().__getitem__(i)` - whose own `collate_fn` (also a `def` nested where the loader is
+  built) regroups, filters or splits them without naming a tensor (lists of strings; without a
+  `collate_fn` the default collate makes tensors of numbers and the loader counts); datasets (of this file or another module) whose
   `__getitem__` only hands back entries of lists of strings the class read (`self.names[i],
   self.countries[i]` with `self.names = [row[0] for row in csv.reader(f)]`, the stripped lines of
   a text file): batches of strings, the loop builds its tensors itself; datasets of this file whose `__getitem__` only hands back
@@ -368,6 +373,8 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # batches already on the device: pinning them would fail
     if numpy_collate(ctx, call):
         return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
+    if text_record_loader(ctx, call):
+        return True  # JSON records regrouped by a collate that makes no tensor: lists of strings
     klass = local_dataset_class(ctx, dataset, call)
     if getitem_reads_nothing(klass) or _prompt_dataset(ctx, dataset, call) or getitem_yields_text(ctx, klass):
         return True  # items are stored constants, text prompts or strings: no tensor worth pinning

@@ -140,8 +140,10 @@ def numpy_collate(ctx: Context, loader: ast.Call) -> bool:
     return _numpy_only(octx, func, klass)
 
 
-def _numpy_only(ctx: Context, func: ast.FunctionDef, klass: ast.ClassDef | None) -> bool:
-    """``func`` and what it calls (two levels) name no tensor, and some of it calls NumPy."""
+def _numpy_only(ctx: Context, func: ast.FunctionDef, klass: ast.ClassDef | None, need_numpy: bool = True) -> bool:
+    """``func`` and what it calls (two levels) name no tensor, and some of it calls NumPy (unless
+    ``need_numpy`` is False: then also library functions imported by name - ``unzip``, ``concat`` -
+    from modules other than torch's and the project's are let through)."""
     methods = {n.name: n for n in klass.body if n.__class__ is ast.FunctionDef} if klass is not None else {}
     todo, seen, numpy_used = [(ctx, func, 2)], set(), False
     while todo:
@@ -173,10 +175,43 @@ def _numpy_only(ctx: Context, func: ast.FunctionDef, klass: ast.ClassDef | None)
             if any(n.__class__ is ast.FunctionDef and n.name == f.id for n in ast.walk(fn)):
                 continue  # a helper nested in the function (checked with it)
             found = _helper_def(octx, f.id)
+            if found is None and not need_numpy and _library_name(octx, f):
+                continue
             if found is None or depth <= 0:
                 return False
             todo.append((found[0], found[1], depth - 1))
-    return numpy_used
+    return numpy_used or not need_numpy
+
+
+def _library_name(ctx: Context, f: ast.Name) -> bool:
+    """A name imported from a library other than torch (``from toolz.sandbox import unzip``)."""
+    q = ctx.qualname(f) or ""
+    return "." in q and q.split(".")[0] not in ("torch", "torchvision", "torchtext", "transformers") \
+        and not _project_module(ctx, q.rsplit(".", 1)[0])
+
+
+def collate_names_no_tensor(ctx: Context, loader: ast.Call) -> bool:
+    """Does the loader's ``collate_fn`` (a function of this file or the project, or a ``def`` nested
+    in the function that builds the loader) and what it calls name no tensor?"""
+    target = _collate_target(ctx, loader)
+    if target is None:
+        value = _collate_value(ctx, loader)
+        if value.__class__ is ast.FunctionDef:
+            return _numpy_only(ctx, value, None, need_numpy=False)
+        outer = ctx.function_of(loader)
+        if value.__class__ is not ast.Name or outer is None:
+            return False
+        nested = [n for n in outer.body if n.__class__ is ast.FunctionDef and n.name == value.id]
+        if len(nested) != 1:
+            return False
+        target = (ctx, nested[0], None)
+    octx, func, klass = target
+    return _numpy_only(octx, func, klass, need_numpy=False)
+
+
+def top_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | None:
+    """The top-level class ``name`` of this file or of exactly one other module of the project."""
+    return _top_class(ctx, name)
 
 
 def _project_module(ctx: Context, qualname: str) -> bool:
