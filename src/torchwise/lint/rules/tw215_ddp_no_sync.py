@@ -108,7 +108,7 @@ Fix
             if not loops:
                 continue
             loop = loops[0]
-            if _conditional_step(ctx, bw, loop) or forward_bypasses_wrapper(ctx, loop):
+            if _conditional_step(ctx, bw, loop):
                 continue
             steps = [c for c in optimizer_steps(ctx) if loop in ctx.enclosing_loops(c) and not _other_arm(ctx, c, bw, loop)]
             if steps and all(_conditional_step(ctx, s, loop) for s in steps):
@@ -120,7 +120,7 @@ Fix
             per_loop.setdefault(id(bw), (bw, f"gradient accumulation over the parts of a batch under DistributedDataParallel: "
                                              f"{ctx.text(call.func)}() (line {call.lineno}) runs this backward pass, an "
                                              "all-reduce, for each part"))
-        found += per_loop.values()
+        found += [v for k, v in per_loop.items() if not forward_bypasses_wrapper(ctx, v[0], k)]
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
                                 "backward pass (an all-reduce) on every micro-step and steps only every N"))

@@ -23,11 +23,14 @@ def _unwrapped_of(value: ast.AST) -> str | None:
     return None
 
 
-def forward_bypasses_wrapper(ctx: Context, loop: AST) -> bool:
-    """Does ``loop`` run a forward through a name bound (in its function) to a wrapper's
+def forward_bypasses_wrapper(ctx: Context, bw: AST, loop_id: int) -> bool:
+    """Does the loop around ``bw`` (the one whose id is ``loop_id``) run a forward through a name bound (in its function) to a wrapper's
     ``.module`` - or call ``X.module(...)`` itself - while no wrapper so unwrapped is called
     in the loop?"""
     if ".module" not in ctx.source:
+        return False
+    loop = next((lp for lp in ctx.enclosing_loops(bw) if id(lp) == loop_id), None)
+    if loop is None:
         return False
     scope = ctx.function_of(loop) or ctx.tree
     aliases: dict[str, str] = {}
