@@ -93,6 +93,11 @@ def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
     entries = {p for p, t in texts if entry_point(t)}
     # a strong file that is an entry point, or that no other file imports (a script run at its top level)
     seeds = {p for p, t in texts if p in strong and (p in entries or _TOP_CALL.search(t) and not _imported(p, texts, imports_of))}
+    # an entry point importing a module of the project that falls back to the CPU and places the run's model there
+    # (a trainer's `device = torch.device("cuda:0" if n_gpu > 0 else "cpu")` ... `self.model = model.to(self.device)`)
+    placing = set().union(*(module_keys(p) for p, t in texts if p in strong and p not in entries and _places_model(t)))
+    if placing:
+        seeds |= {p for p, t in texts if p in entries and imports_of(p, t) & placing}
     if option_keys:
         seeds |= {p for p, t in texts if p in entries and any(k in t for k in option_keys) and imports_of(p, t) & option_keys}
     if not seeds:
@@ -109,6 +114,16 @@ def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
             frontier |= imports_of(p, t)
             packages |= dynamic_packages(t)
     return frozenset(reached)
+
+
+# the model of the run placed on the device the file chose (`self.model = model.to(self.device)`)
+_MODEL_TO = re.compile(r"^[ \t]*(?:self\.)?\w*model\w*[ \t]*=[ \t]*(?:self\.)?\w*model\w*\.to\([ \t]*(?:self\.)?\w*device\w*[ \t]*\)", re.M)
+
+
+def _places_model(text: str) -> bool:
+    """A ``"cpu"`` alternative of a device choice, and the model placed on the chosen device."""
+    return ".to(" in text and "model" in text and bool(_CPU_CHOICE.search(text) or _ELSE_CPU.search(text)) \
+        and _MODEL_TO.search(text) is not None
 
 
 def _imported(path: str, texts: list[tuple[str, str]], imports_of) -> bool:

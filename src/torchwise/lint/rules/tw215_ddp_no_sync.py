@@ -12,6 +12,7 @@ from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.ddpwrap import DDPS, inner_accumulation, wraps_through_helper
 from torchwise.lint.semantics.delegation import backward_helper
 from torchwise.lint.semantics.steps import backward_calls, modulo_test, optimizer_steps
+from torchwise.lint.semantics.unwrappedforward import forward_bypasses_wrapper
 from torchwise.lint.semantics.values import local_function
 
 
@@ -57,7 +58,10 @@ What it flags
   as `if (i + 1) % accum_steps == 0:` - without ever using `no_sync()` (or
   `require_backward_grad_sync`). An optimizer step in the other arm of an `if` than the
   backward pass (`if accum > 1: ... backward() ... else: ... scaler.step(opt)`) never runs in
-  the same pass and does not count. Also a helper handed the loss first and the optimizer that
+  the same pass and does not count, nor does a loop whose forward bypasses the wrapper
+  (`raw = model.module if isinstance(model, DistributedDataParallel) else model` ... `raw(x)`,
+  or `model.module(x)`, the wrapper itself never called there): its backward pass all-reduces
+  nothing. Also a helper handed the loss first and the optimizer that
   runs the backward pass on every call and steps only when a keyword's modulo test holds
   (`loss_scaler(loss, optimizer, ..., update_grad=(idx + 1) % accum == 0)`), reported at the call.
   The loop may live in another file than the wrapping: a module-level `train_one_epoch(model,
@@ -116,7 +120,7 @@ Fix
             per_loop.setdefault(id(bw), (bw, f"gradient accumulation over the parts of a batch under DistributedDataParallel: "
                                              f"{ctx.text(call.func)}() (line {call.lineno}) runs this backward pass, an "
                                              "all-reduce, for each part"))
-        found += per_loop.values()
+        found += [v for k, v in per_loop.items() if not forward_bypasses_wrapper(ctx, v[0], k)]
         for call in _helper_calls(ctx):
             found.append((call, f"gradient accumulation under DistributedDataParallel: {ctx.text(call.func)}() runs the "
                                 "backward pass (an all-reduce) on every micro-step and steps only every N"))

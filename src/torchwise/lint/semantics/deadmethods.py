@@ -14,6 +14,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.deadmodules import named_in_references
 from torchwise.lint.semantics.deadtext import words
 from torchwise.lint.semantics.methodrefs import method_uses
+from torchwise.lint.semantics.prefixdispatch import dispatched_by_prefix
 from torchwise.lint.semantics.unrunbranches import in_unrun_branch
 
 
@@ -123,5 +124,7 @@ def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         ctx.project.answers[key] = found
     if found > 1 and ctx.parent(func).__class__ is ast.ClassDef and not named_in_references(ctx, name):
         return method_uses(ctx, func) == 0  # a common name: `torch.load`, other classes' own `self.load` reach it not
+    if found == 1 and ctx.parent(func).__class__ is ast.ClassDef and dispatched_by_prefix(ctx, name):
+        return False  # getattr(self, '_' + mode)(...): called by a name built at run time
     return found == 1
 
