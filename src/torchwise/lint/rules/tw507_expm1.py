@@ -33,7 +33,8 @@ class Expm1(Rule):
 What it flags
   `torch.exp(x) - 1` with a literal 1, also the tensor-method form `(beta * t).exp() - 1` in a
   file that imports torch (NumPy arrays have no `exp` method), and the negated form
-  `1 - torch.exp(-x)` (`1. - t.exp()`), which `-torch.expm1(-x)` computes exactly. Not flagged: a result rounded to a whole number right
+  `1 - torch.exp(-x)` (`1. - t.exp()`), which `-torch.expm1(-x)` computes exactly, and
+  `torch.exp(d) - d - 1` (the k3 KL estimator: the exp's own argument subtracted, `torch.expm1(d) - d`). Not flagged: a result rounded to a whole number right
   away (`torch.round(torch.exp(log_d) - 1)`, `(...).long()`), whose lost digits do not matter.
 
 Why it matters
@@ -53,6 +54,9 @@ Fix
                 continue
             if node.left.__class__ is ast.Call and _one(node.right):
                 exp, message, better = node.left, "torch.exp(x) - 1 loses precision for small x; use torch.expm1(x)", "torch.expm1(x)"
+            elif (exp := _exp_minus_own_argument(node)) is not None:
+                message = "torch.exp(x) - x - 1 loses precision for small x; use torch.expm1(x) - x"
+                better = "torch.expm1(x) - x"
             elif node.right.__class__ is ast.Call and _one(node.left):
                 exp, message, better = node.right, "1 - torch.exp(x) loses precision for small x; use -torch.expm1(x)", "-torch.expm1(x)"
             else:
@@ -64,6 +68,19 @@ Fix
             # (...).exp() - 1: the tensor method (NumPy arrays have none)
             if (q == "torch.exp" or method) and not _rounded(ctx, node):
                 yield ctx.finding(self.code, node, message, suggestion=better)
+
+
+def _exp_minus_own_argument(node: ast.BinOp) -> ast.Call | None:
+    """``torch.exp(d) - d - 1`` (the k3 KL estimator, a Taylor remainder): the exp call, when the
+    middle term is the exp's own argument written again."""
+    left = node.left
+    if not _one(node.right) or left.__class__ is not ast.BinOp or left.op.__class__ is not ast.Sub \
+            or left.left.__class__ is not ast.Call:
+        return None
+    exp = left.left
+    arg = exp.args[0] if len(exp.args) == 1 and not exp.keywords else \
+        exp.func.value if not exp.args and exp.func.__class__ is ast.Attribute else None
+    return exp if arg is not None and ast.dump(arg) == ast.dump(left.right) else None
 
 
 def _one(node: ast.AST) -> bool:

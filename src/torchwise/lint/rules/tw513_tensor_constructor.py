@@ -96,10 +96,25 @@ def _alias_target(ctx: Context, call: ast.Call) -> str | None:
     return None
 
 
+def _picked_names(ctx: Context) -> tuple[str, ...]:
+    """``tensor_type = torch.cuda.LongTensor if cuda else torch.LongTensor``: local names of any
+    spelling bound to a choice between typed constructors (their calls go through
+    :func:`_alias_target`)."""
+    if "Tensor if " not in ctx.source:
+        return ()
+    names = []
+    for node in ctx.nodes.get(ast.Assign, ()):
+        value = node.value
+        if value.__class__ is ast.IfExp and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
+                and all(ctx.qualname(v) in CONSTRUCTORS for v in (value.body, value.orelse)):
+            names.append(node.targets[0].id)
+    return tuple(names)
+
+
 class TensorConstructor(Rule):
     code = "TW513"
     name = "legacy-tensor-constructor"
-    triggers = ("Tensor(", "Tensor,")
+    triggers = ("Tensor(", "Tensor,", "Tensor if ")
     fixable = True
     doc = """\
 What it flags
@@ -108,7 +123,8 @@ What it flags
   `IntTensor`, `ShortTensor`, `CharTensor`, `ByteTensor`, `BoolTensor`, their `torch.cuda.*`
   twins, the sparse ones (`torch.sparse.FloatTensor(indices, values, size)`: use
   `torch.sparse_coo_tensor`), and a local name that stands for one (`Tensor = torch.cuda.FloatTensor if cuda else
-  torch.FloatTensor`, then `Tensor(n, 1)`), one reached through a name that stands for the
+  torch.FloatTensor`, then `Tensor(n, 1)`; also under another name, `tensor_type =
+  torch.cuda.LongTensor if cuda else torch.LongTensor`, then `tensor_type(ids)`), one reached through a name that stands for the
   torch module (`self.tt = torch.cuda if cuda else torch`, then `self.tt.FloatTensor(n)`), one
   kept on the object by its class or a base class of the project (`self.Tensor =
   torch.cuda.FloatTensor if self.gpu_ids else torch.Tensor` in a `BaseModel`, then
@@ -150,7 +166,7 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        for call in ctx.calls_named("Tensor", *TYPED):
+        for call in ctx.calls_named("Tensor", *TYPED, *_picked_names(ctx)):
             q = ctx.qualname(call.func)
             starred = q is None and (q := star_qualname(ctx, call.func)) is not None  # LongTensor from `from utils import *`
             if not call.args and not call.keywords:

@@ -20,11 +20,11 @@ def bn_dims(ctx: Context, call: ast.AST) -> int | None:
     dims = BN_DIMS.get(ctx.qualname(call.func) or "")
     if dims is None and call.func.__class__ in (ast.Name, ast.Attribute):
         found = project_class(ctx, call.func)  # also `layers.BatchNorm2d(c)` of another module of the project
-        return _bn_subclass_dims(*found, 3) if found is not None else None
+        return _bn_subclass_dims(*found, 3, found[1].name) if found is not None else None
     return dims
 
 
-def _bn_subclass_dims(ctx: Context, klass: ast.ClassDef, depth: int) -> int | None:
+def _bn_subclass_dims(ctx: Context, klass: ast.ClassDef, depth: int, name: str = "") -> int | None:
     """A class of this file deriving from a BatchNorm (directly or through another such class)
     that keeps BatchNorm's ``forward``, or whose own ``forward`` still normalises with
     ``F.batch_norm(...)`` (a fast-weight variant for meta-learning); any other ``forward`` may
@@ -34,9 +34,13 @@ def _bn_subclass_dims(ctx: Context, klass: ast.ClassDef, depth: int) -> int | No
             n.__class__ is ast.Call and ctx.qualname(n.func) == "torch.nn.functional.batch_norm" for n in ast.walk(forward)):
         return None
     for base in klass.bases:
-        dims = BN_DIMS.get(ctx.qualname(base) or "")
+        q = ctx.qualname(base) or ""
+        dims = BN_DIMS.get(q)
+        if dims is None and q in ("torch.nn._BatchNorm", "torch.nn.modules.batchnorm._BatchNorm"):
+            tail = (name or klass.name)[-2:]
+            dims = int(tail[0]) if tail in ("1d", "2d", "3d") else 0
         if dims is None and base.__class__ is ast.Name and base.id in ctx.local_classes and base.id != klass.name:
-            dims = _bn_subclass_dims(ctx, ctx.local_classes[base.id], depth - 1)
+            dims = _bn_subclass_dims(ctx, ctx.local_classes[base.id], depth - 1, name or klass.name)
         if dims is not None:
             return dims
     return None

@@ -12,6 +12,7 @@ process, :func:`~torchwise.lint.semantics.callers.parsed_file`).
 from __future__ import annotations
 
 import ast
+import os
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callers import module_stem, parsed_file
@@ -62,13 +63,29 @@ def _imported(ctx: Context, func: ast.AST) -> tuple[str, str] | None:
     return None
 
 
-def _find(ctx: Context, stem: str, name: str) -> tuple[Context, ast.ClassDef] | None:
+def _find(ctx: Context, stem: str, name: str, depth: int = 1) -> tuple[Context, ast.ClassDef] | None:
     needle = f"class {name}"
     for path, text in ctx.project.files:
-        if needle not in text or path == ctx.path or module_stem(path) != stem:
+        if path == ctx.path or module_stem(path) != stem:
+            continue
+        if needle not in text:
+            if depth and text.count(name) and os.path.basename(path) == "__init__.py":
+                found = _reexported(ctx, path, text, name, depth)  # from .batchnorm import SynchronizedBatchNorm2d
+                if found is not None:
+                    return found
             continue
         other = parsed_file(ctx.project, path, text)
         klass = other.local_classes.get(name) if other is not None else None
         if klass is not None:
             return other, klass
+    return None
+
+
+def _reexported(ctx: Context, path: str, text: str, name: str, depth: int) -> tuple[Context, ast.ClassDef] | None:
+    """A package's ``__init__.py`` handing on a class of one of its modules
+    (``from .batchnorm import SynchronizedBatchNorm2d``): that module's class."""
+    init = parsed_file(ctx.project, path, text)
+    for node in init.nodes.get(ast.ImportFrom, ()) if init is not None else ():
+        if node.level == 1 and node.module and any(a.name == name and a.asname in (None, name) for a in node.names):
+            return _find(ctx, node.module.rsplit(".", 1)[-1], name, depth - 1)
     return None
