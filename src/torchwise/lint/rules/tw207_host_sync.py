@@ -216,7 +216,7 @@ What it flags
   update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
   nor one by an option whose argparse default is 1 that nothing else in the project sets - a
   sibling script's own `--log_step` does not -, `% args.log_step` with `default=1`, also joined
-  by `and` to another test: every step), under a test
+  by `and` or `or` to another test, `or step == iters`: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
   (`if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env`, `if step >= next_log:
@@ -235,14 +235,14 @@ What it flags
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
   collected); a loop counter compared with a number
-  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) called from a step; reads of a `.grad` in a
+  (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) and generation (`engine.rollout(ids, mask)`, `generate()`: token lists for decoding, R9) called from a step; reads of a `.grad` in a
   file that never steps an optimizer nor updates a tensor from a gradient by hand (an attack's
   `grad = adj.grad.data.numpy()` for `np.argsort`, a saliency map: the gradient is the loop's result); the read
   of a full-batch step function (one step per call) whose calling loop also evaluates on every
   pass, which waits for the GPU anyway (not `evaluate_node(pred.cpu(), y)`, handed host copies: it runs no pass of its own). Nor: reads under a name bound to a modulo test
   (`early = i % freq == 0 and step < 2000; if early or late:`); in a branch that ends the run or
   its loop (`print(loss_dict); sys.exit(1)`, `raise`, `break`); a test whose branch breaks the
-  loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; a NaN guard is still
+  loop (`if torch.max(abs(h)) > 10: break`: the algorithm's own stop; also through a flag, `if kl > target: stop = True` ... `if stop: break`; a NaN guard is still
   flagged), or the best-so-far test of a patience early stop (`if loss < best: best = loss; wait = 0`
   `else: wait += 1` with `if wait == patience: break` in the same loop: R9) or skips a pass of a `range` loop when a selection is empty (`if mask_t.sum() == 0:
   continue` over time steps: R9; skipping a loader's batch is an input check, flagged); what an epoch
@@ -251,7 +251,7 @@ What it flags
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
   model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
   loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); dead code (a vendored `@add_start_docstrings` task head named only in docstrings; a call under `if False:`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
-  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`, also and-ed: `if args.debug_ratio and i == 0:`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
   synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
   timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
   on: `--no-cuda` a `store_true` option with `default=True`); tensors handed back to the sampler that drew the step's inputs (`t, w =

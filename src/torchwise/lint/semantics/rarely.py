@@ -61,7 +61,10 @@ def _updates(ctx: Context, if_node: AST) -> bool:
 
 
 def _debug_flag(test: AST) -> bool:
-    """``if self.debug_mode:``, ``if args.debug:``: a debugging switch, off in a normal run."""
+    """``if self.debug_mode:``, ``if args.debug:``: a debugging switch, off in a normal run; also
+    as a part of ``and`` (``if args.debug_log_ratio and i == 0:``: the branch needs the switch)."""
+    if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And:
+        return any(_debug_flag(part) for part in test.values)
     if test.__class__ is ast.Name:
         return "debug" in test.id.lower()
     return test.__class__ is ast.Attribute and "debug" in test.attr.lower()

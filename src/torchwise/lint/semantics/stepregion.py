@@ -34,6 +34,11 @@ def step_region(ctx: Context, node: AST) -> AST | None:
         or delegating_function_of(ctx, node) or (backward_helper_of(ctx, node) if backward_calls(ctx) else None)
 
 
+# generation called by a training step (an RL rollout, a GRPO group of samples): what it reads on the host -
+# stop tests, token lists for a tokenizer or an inference server - the decoding needs there (R1, R9)
+_DECODING = frozenset({"rollout", "generate", "sample", "decode", "beam_search", "greedy_decode", "sample_sequence"})
+
+
 def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
     """``(call, name, how it reads)`` for each call in a step region that hands a device value to
     a function reading its arguments on the host: a helper of this file or of the project
@@ -45,7 +50,7 @@ def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
     metrics = "__call__" in ctx.project.host_read_blocks
     for name, calls in ctx.calls_by_name.items():
         metric = metrics and "metric" in name.lower()
-        if name not in names and name not in local and not metric:
+        if name in _DECODING or name not in names and name not in local and not metric:
             continue
         for call in calls:
             target = local_function(ctx, call)

@@ -15,6 +15,7 @@ from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.nanguards import nan_guard
 from torchwise.lint.semantics.rarely import algorithm_stop
 from torchwise.lint.semantics.stepregion import step_region
+from torchwise.lint.semantics.stopflags import flag_stop
 from torchwise.lint.semantics.syncs import boolean_mask_index
 
 Report = Callable[..., "Finding | None"]
@@ -23,8 +24,8 @@ Report = Callable[..., "Finding | None"]
 def tensor_conditions(ctx: Context, report: Report) -> Iterator[Finding]:
     """``if``/``while`` tests that read a device tensor (not a data-dependent stop of the algorithm, R9)."""
     for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.While, ())]:
-        if algorithm_stop(node):
-            continue
+        if algorithm_stop(node) or flag_stop(ctx, node):
+            continue  # (a stop of the algorithm, also through a flag a later test breaks on: R9)
         part = tensor_test(ctx, node.test, node.test) or nan_guard(ctx, node.test, node.test) if step_region(ctx, node.test) is not None else None
         if part is None or patience_stop(ctx, node):
             continue  # (the best-so-far test of a patience early stop: R9)

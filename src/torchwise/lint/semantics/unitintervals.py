@@ -13,8 +13,9 @@ from torchwise.lint.engine import AST, Context, keyword
 def every_step_interval(ctx: Context, test: AST) -> bool:
     """``test`` is ``<count> % args.<option> == 0`` with the option's argparse default 1 (the only
     setting of it in the project), also as a part of ``and`` (``... == 0 and args.model == "tfn"``:
-    the other parts are no interval)."""
-    if test.__class__ is ast.BoolOp and test.op.__class__ is ast.And:
+    the other parts are no interval) or of ``or`` (``... == 0 or step == iters``: the branch runs
+    whenever the interval test holds)."""
+    if test.__class__ is ast.BoolOp:
         return any(every_step_interval(ctx, part) for part in test.values)
     if test.__class__ is not ast.Compare or len(test.ops) != 1 or test.ops[0].__class__ is not ast.Eq:
         return False
