@@ -29,7 +29,7 @@ from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
-from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, OPTION as _OPTION, explicit_cpu_option
+from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, explicit_cpu_option, option_calls
 
 # a "cpu" device as the other side of a choice
 _CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
@@ -54,9 +54,8 @@ def cpu_option(text: str) -> bool:
     """The file parses an option that asks for the CPU, or a boolean GPU switch (not a GPU id)."""
     if "add_argument(" not in text:
         return False
-    for m in _OPTION.finditer(text):
-        name = m.group(1)
-        if name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(m.group(2)) is not None:
+    for flags, body in option_calls(text):
+        if any(name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(body) is not None for name in flags):
             return True
     return False
 

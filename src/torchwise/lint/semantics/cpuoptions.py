@@ -6,12 +6,43 @@ Text only, shared by the project pass (:mod:`torchwise.lint.project.cpudriven`) 
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
-OPTION = re.compile(r"""add_argument\(\s*["'](--?[\w-]+)["']([^)]*)""")
 CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
                          "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 # `--device` whose default names a device type (not a GPU id: `--device 0`)
 _DEVICE_DEFAULT = re.compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
+
+
+_FLAG = re.compile(r"""["'](--?[\w-]+)["']""")
+
+
+def option_calls(text: str) -> Iterator[tuple[tuple[str, ...], str]]:
+    """``(flags, arguments)`` for every ``add_argument(...)`` call of ``text``: every quoted flag
+    before the first keyword (``'-c', '--cpu'``), and the text of the whole call (its end found by
+    balancing brackets, so ``help='device (cuda/cpu)', default='cuda'`` is part of it)."""
+    pos = text.find("add_argument(")
+    while pos >= 0:
+        start = pos + len("add_argument(")
+        depth, end, quote = 1, start, ""
+        while end < len(text) and depth:
+            ch = text[end]
+            if quote:
+                quote = "" if ch == quote and text[end - 1] != "\\" else quote
+            elif ch in "'\"":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            end += 1
+        body = text[start:end - 1]
+        head = body.split("=", 1)[0]
+        flags = tuple(m.group(1) for m in _FLAG.finditer(head) if head[:m.start()].strip(" \t\n,") == ""
+                      or head[:m.start()].rstrip(" \t\n").endswith(","))
+        if flags:
+            yield flags, body
+        pos = text.find("add_argument(", end)
 
 
 def explicit_cpu_option(text: str) -> bool:
@@ -19,11 +50,11 @@ def explicit_cpu_option(text: str) -> bool:
     ``--use_cpu``) or a ``--device`` defaulting to ``"cuda"``/``"cpu"``: its user is promised a CPU run."""
     if "add_argument(" not in text:
         return False
-    for m in OPTION.finditer(text):
-        name = m.group(1)
-        if name in CPU_OPTIONS and (name != "--device" or _DEVICE_DEFAULT.search(m.group(2))):
-            return True
+    for flags, body in option_calls(text):
+        for name in flags:
+            if name in CPU_OPTIONS and (name != "--device" or _DEVICE_DEFAULT.search(body)):
+                return True
     return False
 
 
-__all__ = ["CPU_OPTIONS", "OPTION", "explicit_cpu_option"]
+__all__ = ["CPU_OPTIONS", "explicit_cpu_option", "option_calls"]

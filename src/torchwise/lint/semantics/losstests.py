@@ -25,7 +25,7 @@ def loss_tests(ctx: Context, per_step: PerStep) -> Iterator[tuple[AST, AST, str]
     """``(test, function, where it runs every step)``: each test above in a function named for a
     loss or a criterion (or any top-level function of a module of losses) that the training step
     calls every step with device tensors (semantics.lossreads)."""
-    if ".sum()" not in ctx.source and "torch.sum(" not in ctx.source and ".any()" not in ctx.source:
+    if not any(f".{r}(" in ctx.source for r in _REDUCTIONS):  # (the reductions the test reads)
         return
     for node in [*ctx.nodes.get(ast.If, ()), *ctx.nodes.get(ast.Assert, ())]:
         func = ctx.function_of(node)

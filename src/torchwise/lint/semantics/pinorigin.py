@@ -39,8 +39,8 @@ def handed_option_off(ctx: Context, pin: AST | None, use: AST, depth: int = 2) -
         if local_function(ctx, call) is func and ctx.function_of(call) is not func:
             shift = 1 if method and call.func.__class__ is ast.Attribute else 0
             handed.append((ctx, argument(call, pin.id, index - shift if index >= shift else None), call))
-    if not handed and not method and ctx.parent(func) is ctx.tree:
-        handed = [(other, argument(call, pin.id, index), call) for other, call in project_calls(ctx, func.name)]
+    if not method and ctx.parent(func) is ctx.tree:  # and every caller in other modules ("every caller")
+        handed += [(other, argument(call, pin.id, index), call) for other, call in project_calls(ctx, func.name)]
     if not handed or any(value is None for _, value, _ in handed):
         return None  # (a caller that leaves the parameter at its default: not an option)
     # callers that pass False outright (an auxiliary loader unpinned on purpose) agree with the option
