@@ -45,7 +45,13 @@ def _field_default(ctx: Context, attr: str) -> bool | None:
 
 
 def _argparse_default(ctx: Context, attr: str) -> bool | None:
-    """``parser.add_argument("--attr", ...)`` in this file: its default (``store_true``: off)."""
+    """``parser.add_argument("--attr", ...)`` in this file: its default (``store_true``: off);
+    ``parser.set_defaults(attr=...)`` overrides it, as argparse does (``--pin_mem`` /
+    ``--no_pin_mem`` pairs with ``set_defaults(pin_mem=True)``)."""
+    for call in ctx.calls_named("set_defaults"):
+        given = _value(call, attr)
+        if given is not None:
+            return bool(given.value) if given.__class__ is ast.Constant else None
     for call in ctx.calls_named("add_argument"):
         dest = _value(call, "dest")
         names = [a.value for a in call.args if a.__class__ is ast.Constant and isinstance(a.value, str)]
