@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from torchwise.lint.project.cpudriven import cpu_option, explicit_cpu_option
 from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.gpucount import gpu_count_gate
+from torchwise.lint.semantics.seedtext import SEED_HELPERS as _SEED_ALL, SEEDS
 
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
 GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
@@ -74,15 +75,6 @@ def _cpu_path(text: str) -> bool:
 # substrings (faster than a regex over every file): naming CUDA, and moving data to a device
 _CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
 _MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
-# seeding calls as written (aliases of numpy as np included): family -> (substring, pattern)
-SEEDS = {
-    "random": ("random.seed(", re.compile(r"(?<![\w.])random\.seed\(")),
-    "numpy": ("random.seed(", re.compile(r"\b(?:np|numpy)\.random\.seed\(")),
-    "torch": ("manual_seed", re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\(")),
-}
-# helpers that seed every generator (frameworks' and the usual hand-written ones)
-_SEED_ALL = ("seed_everything(", "set_seed(", "set_random_seed(", "fix_seed(", "setup_seed(", "seed_all(", "set_seeds(",
-             "init_seeds(", "fix_seeds(", "seed_torch(", "set_global_seed(", "random_seed(", "init_seed(")
 
 
 # classes with no base or only ``object``: plain Python classes, never modules

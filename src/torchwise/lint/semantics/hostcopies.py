@@ -9,7 +9,7 @@ import ast
 
 from torchwise.lint.engine import AST, last_name
 
-_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})
+_TO_HOST = frozenset({"cpu", "numpy", "tolist", "item"})  # = devices.SYNC_METHODS (devices imports this module through steps)
 
 
 def handed_host_copies(call: AST) -> bool:

@@ -16,16 +16,8 @@ import re
 
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.reach import _imported, _stem, reached_from
+from torchwise.lint.semantics.seedtext import SEED_HELPERS as _HELPERS, SEEDS
 
-# the seeding calls of each family, as text (project/text.py reads the same for the project's facts)
-SEEDS = {
-    "random": ("random.seed(", re.compile(r"(?<![\w.])random\.seed\(")),
-    "numpy": ("random.seed(", re.compile(r"\b(?:np|numpy)\.random\.seed\(")),
-    "torch": ("manual_seed", re.compile(r"\btorch\.(?:cuda\.)?manual_seed(?:_all)?\(")),
-}
-# calls of a seed-everything helper, or any function of the project with "seed" in its name
-_HELPERS = ("seed_everything(", "set_seed(", "set_random_seed(", "fix_seed(", "setup_seed(", "seed_all(", "set_seeds(",
-            "init_seeds(", "fix_seeds(", "seed_torch(", "set_global_seed(", "random_seed(", "init_seed(")
 
 
 def run_seeded(facts: ProjectFacts, script: str) -> set[str] | None:
