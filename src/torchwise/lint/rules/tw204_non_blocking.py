@@ -79,8 +79,8 @@ def _loop_source(it: ast.AST) -> ast.AST:
 def _wrapped_source(ctx: Context, src: ast.AST, loop: ast.AST) -> ast.AST:
     """A name bound to a wrapped loader: ``data_stream = tqdm(enumerate(data_loader, 1))``."""
     b = ctx.binding_at(src.id, loop) if src.__class__ is ast.Name else None
-    if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and last_name(b.value.func) in _WRAPPERS:
-        return _loop_source(b.value)
+    if b is not None and b.kind in ("assign", "with") and b.value.__class__ is ast.Call and last_name(b.value.func) in _WRAPPERS:
+        return _loop_source(b.value)  # (also with tqdm(loader) as bar: for x in bar)
     if b is not None and b.kind == "assign" and b.value.__class__ is ast.Call and last_name(b.value.func) == "zip":
         return b.value  # loader = zip(loader_l, loader_u, loader_u): the zip, each of its loaders decides
     return src

@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.epochsetting import project_never_sets_epoch
+from torchwise.lint.semantics.flaggedepochs import built_regardless, flag_only_set_epoch
 from torchwise.lint.semantics.loaderhelpers import is_loader_call
 from torchwise.lint.semantics.steps import is_eval_name
 from torchwise.lint.semantics.values import local_function
@@ -158,6 +159,12 @@ What it flags
   freezes the batches and reshuffles them with its own seed). Samplers of evaluation data are left alone: built
   in an evaluation function (`validate()`), under no_grad, in the `else` of `if is_train:`, or over a dataset named for
   validation or test (`valset`): the order of evaluation batches changes nothing.
+  Also a sampler built on every run (in no `if`, or under `if True:  # args.distributed:`) in a
+  file whose every `set_epoch` runs only under a flag (`if args.distributed:
+  loader.sampler.set_epoch(epoch)`): a single-process run without the flag still shuffles with
+  the sampler and replays one order. Left alone there: a sampler built under a condition, or in
+  a function that tests the flag before building it, and `set_epoch` guarded by a test of the
+  sampler itself (`if sampler is not None:`, `isinstance(...)`).
 
 Why it matters
   The sampler shuffles with a generator seeded from `seed + epoch`. Without `set_epoch` the
@@ -177,7 +184,8 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         samplers = ctx.calls_to("torch.utils.data.DistributedSampler")
-        if not samplers or ctx.calls_named("set_epoch"):
+        flags = None
+        if not samplers or ctx.calls_named("set_epoch") and (flags := flag_only_set_epoch(ctx)) is None:
             return
         local = _has_epoch_loop(ctx) or _endless_passes(ctx)
         if not local and not project_never_sets_epoch(ctx.project):
@@ -189,6 +197,16 @@ Fix
                 continue  # validation data: the order of its batches does not matter
             if ctx.enclosing_loops(call) or keyword(call, "seed") is not None:
                 continue  # a sampler made anew in a loop, or given its own seed: maybe per epoch
+            if flags is not None:
+                if built_regardless(ctx, call, flags):
+                    yield ctx.finding(
+                        self.code, call,
+                        f"DistributedSampler is built on every run but set_epoch() runs only if {sorted(flags)[0]}: "
+                        "a run without it sees the same order every epoch",
+                        suggestion="call sampler.set_epoch(epoch) whenever the sampler is used",
+                        end_node=call.func,
+                    )
+                continue
             if _handed_on(ctx, call) and (not project_never_sets_epoch(ctx.project) or _consumed_elsewhere(ctx, call)):
                 continue  # the sampler (or its loader) goes to a function of another module, which may call set_epoch
             yield ctx.finding(

@@ -11,6 +11,7 @@ import re
 from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.values import local_function
+from torchwise.lint.semantics.movedsaves import saved_after_self_to_host
 
 
 _CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -104,7 +105,7 @@ def saves_on_host(ctx: Context) -> bool | None:
     if not saves:
         return None
     return all(is_host_data(ctx, argument(call, "obj", 0), call) or _fresh_model_state(ctx, argument(call, "obj", 0), call)
-               for call in saves)
+               or saved_after_self_to_host(ctx, call) for call in saves)
 
 
 def _dict_items(ctx: Context, expr: AST | None, use: AST) -> list[tuple[str, AST]] | None:
@@ -133,8 +134,9 @@ def saved_keys(ctx: Context) -> tuple[set[str], set[str]]:
     device: set[str] = set()
     for call in ctx.calls_to("torch.save"):
         items = _dict_items(ctx, argument(call, "obj", 0), call)
+        moved = bool(items) and saved_after_self_to_host(ctx, call)  # (the object moved itself to the host first)
         for key, value in items or ():
-            plain = value.__class__ is ast.Constant or _plain_number(ctx, value, call)
+            plain = moved or value.__class__ is ast.Constant or _plain_number(ctx, value, call)
             (host if plain or is_host_data(ctx, value, call) else device).add(key)
     return host, device
 
@@ -278,7 +280,7 @@ def saved_on_host(ctx: Context, save: ast.Call) -> bool:
     """Does this ``torch.save`` write host data or no tensors at all?"""
     obj = argument(save, "obj", 0)
     return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save) \
-        or _fresh_model_state(ctx, obj, save) or _moved_to_host_first(ctx, obj, save)
+        or _fresh_model_state(ctx, obj, save) or _moved_to_host_first(ctx, obj, save) or saved_after_self_to_host(ctx, save)
 
 
 def _moved_to_host_first(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
