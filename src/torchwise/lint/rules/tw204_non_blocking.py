@@ -186,7 +186,7 @@ What it flags
   helper of the file or project (`get_data_loader(ds, bs, cuda=cuda)`); a call that leaves such
   a flag at its false default (`get_data_loader(ds, bs)`) gets an unpinned loader. Loops over
   `enumerate(...)`, `tqdm(...)`, `zip(...)` of loaders (also a name bound to one:
-  `stream = tqdm(enumerate(loader))`, or to a zip of loaders, `loader = zip(loader_l, loader_u)`,
+  `stream = tqdm(enumerate(loader))` or `with tqdm(loader) as bar:`, or to a zip of loaders, `loader = zip(loader_l, loader_u)`,
   when every zipped loader is pinned; a conditional `tqdm(loader) if is_master else loader` when
   each arm is) or a logging iterator given the loader
   (`metric_logger.log_every(data_loader, 50)`) count, and so do copies in either branch of an
