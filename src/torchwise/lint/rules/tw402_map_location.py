@@ -247,7 +247,9 @@ What it flags
   moves to CUDA only when a GPU is there (`tensor2var(x)`, `models.make(name)`: see TW403); their
   resumes are reported. Left alone: files that cannot hold GPU
   tensors because the file, or the project linted with it, writes every checkpoint from host
-  data (`torch.save({k: v.cpu() ...})`, `.to("cpu")`, `model.cpu().state_dict()`, NumPy arrays a
+  data (`torch.save({k: v.cpu() ...})`, `.to("cpu")`, `model.cpu().state_dict()`, a method's save
+  after the object moved itself to the host - `self.cpu()`, `self.prep(device="cpu")` with a
+  method of the class that calls `.cpu()` -, NumPy arrays a
   helper of the file returns, every entry moved in a loop
   `for k in sd: sd[k] = sd[k].to(torch.device("cpu"))`, the state of a model built in a
   conversion script with no device code, a module moved to the host in place first: `net.cpu()`
