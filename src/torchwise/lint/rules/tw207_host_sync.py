@@ -45,7 +45,7 @@ What it flags
   `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
-  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`:
+  boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`, `ids[pos]` with a device mask cast `pos = pos.to(device).to(torch.bool)` or `.bool()`:
   the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
   through a helper that hands its arguments on, also a helper of another module (`labels[~mask]` in `info_nce_loss(features)`, `target[(target >= 0) * (target != 255)]` in `seg_ce(pred, label)` called by `utils.loss_calc(pred, label, device)`,
   `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`) or from a model's training
@@ -124,7 +124,7 @@ What it flags
   them (`util.masked_mape(predict, real, 0.0).item()`, `model.discriminator(emb, summary)`; not
   builtins, container or logger methods, library functions, nor helpers named for the host such
   as `to_cpu()`), dtype changes (`acc.to(torch.float32)`), the other outputs of the module call
-  that made the loss (`loss, acc = segmentation_module(batch)`; not of a loss or metric
+  that made the loss (`loss, acc = segmentation_module(batch)`; also a model's outputs kept under a name and unpacked later, `out = model(x)`; `recon, z, terms = out`; einops' `rearrange`/`repeat`/`reduce` of a device tensor; not of a loss or metric
   function, which may hand statistics back as numbers), tensors unpacked from a project
   function handed them (`prec1, prec5 = accuracy(output, target, topk=(1, 5))`,
   `intersection, union, target = intersectionAndUnionGPU(output, target, n)`; from one named
@@ -208,7 +208,7 @@ What it flags
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
   `masked_fill_`, no sync - the `.item()` is a read of its own where the step runs it); selections in a loss class nothing in the project names (a losses
   module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
-  masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), masks in a data
+  masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), and tests of them in a loss's forward (`flat = t.cpu().numpy()`; `n = (flat != ignore).sum()`; `if n < k:`: the copy is reported, not the test), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as
   `if step % 100 == 0:` (or a helper of the file that returns such a modulo test; not one whose

@@ -12,6 +12,7 @@ from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
 from torchwise.lint.semantics.mappedmoves import maps_a_move
 from torchwise.lint.semantics.models import is_module_instance
+from torchwise.lint.semantics.unpackednames import unpacked_value
 from torchwise.lint.semantics.values import local_function
 
 
@@ -275,8 +276,8 @@ def is_device_tensor(ctx: Context, expr: AST | None, use: AST | None = None, dep
     return False
 
 
-# pre-0.4 wrappers that keep their tensor's device
-_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+# pre-0.4 wrappers and einops' reshapes (rearrange(x, 'b c h w -> b (h w) c')): the result is on their tensor's device
+_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable", "einops.rearrange", "einops.repeat", "einops.reduce"})
 # attributes of a tensor or batch object that are plain Python values, not device tensors
 _METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "grad_fn", "layout",
                        "is_leaf", "names", "batch_size", "size"})
@@ -293,8 +294,8 @@ def _name_holds_device_tensor(ctx: Context, expr: ast.Name, use: AST, depth: int
     if b.kind in ("assign", "walrus", "aug"):
         return is_device_tensor(ctx, b.value, b.node, depth - 1)
     if b.kind == "unpack" and b.value is not None:
-        if b.value.__class__ is ast.Call:
-            return _is_model_call(ctx, b.value) or returns_device_data(ctx, b.value) or _moving_method(ctx, b.value)
+        if (value := unpacked_value(ctx, b)).__class__ is ast.Call:  # (output, z, q = model_output: semantics.unpackednames)
+            return _is_model_call(ctx, value) or returns_device_data(ctx, value) or _moving_method(ctx, value)
         if b.value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(b.value.elts):
             return is_device_tensor(ctx, b.value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d), y.to(d)
     return False

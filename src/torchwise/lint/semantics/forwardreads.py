@@ -172,11 +172,36 @@ def from_inputs(ctx: Context, expr: AST, func: AST, depth: int = 10, seen: set[i
         if b.kind == "param" and node.id in params:
             return True
         if depth > 0 and b.kind in ("assign", "unpack") and b.value is not None and id(b.value) not in seen \
-                and ctx.function_of(b.node) is func and b.value is not expr:
+                and ctx.function_of(b.node) is func and b.value is not expr and not host_array(ctx, b.value):
             seen.add(id(b.value))
             if from_inputs(ctx, b.value, func, depth - 1, seen):
                 return True
     return False
+
+
+def host_array(ctx: Context, value: AST) -> bool:
+    """``value`` is a NumPy array (or a number of one) by its own text: a chain of methods, indexings and
+    comparisons that meets ``.numpy()`` or a NumPy function before any move back to a device
+    (``target.data.cpu().numpy().ravel()``, ``np.rollaxis(p.cpu().numpy(), 1)``, ``arr != ignore``):
+    what is computed from it is on the host, whatever tensor it was copied from."""
+    node = value
+    while True:
+        cls = node.__class__
+        if cls is ast.Compare and len(node.comparators) == 1:
+            node = node.left
+        elif cls is ast.Subscript or cls is ast.Attribute:
+            node = node.value
+        elif cls is ast.Call:
+            q = ctx.qualname(node.func)
+            if q is not None:
+                return q.startswith("numpy.")
+            if node.func.__class__ is not ast.Attribute or node.func.attr in ("cuda", "to", "from_numpy", "tensor", "as_tensor"):
+                return False
+            if node.func.attr == "numpy":
+                return True
+            node = node.func.value
+        else:
+            return False
 
 
 def lightning_step_reads(ctx: Context) -> list[tuple[ast.Call, AST]]:

@@ -20,6 +20,7 @@ from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
 from torchwise.lint.semantics.returnkinds import returned_kind
 from torchwise.lint.semantics.steps import backwarded_names, summed_loss_terms
+from torchwise.lint.semantics.unpackednames import unpacked_value
 from torchwise.lint.semantics.values import local_function
 
 # methods whose result stays on the receiver's device (a reduction, a view, a new tensor like it)
@@ -188,14 +189,14 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
     if b.kind == "for" and b.value is not None:  # for k, v in loss_dict.items(): the loop takes the container's values
         return step_device_value(ctx, b.value, b.value, depth - 1)
     if b.kind == "unpack" and b.value is not None:
-        value = b.value
+        value = unpacked_value(ctx, b)  # (output, z, q = model_output: semantics.unpackednames)
         if value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
             return step_device_value(ctx, value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d()), y.to(d())
         if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _SPLITS:
             return step_device_value(ctx, value.func.value, b.node, depth - 1)  # _, pred = y_hat.max(1)
         if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "self":
             return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
-        if value.__class__ is ast.Call and _beside_loss(ctx, b, use):
+        if value.__class__ is ast.Call and value is b.value and _beside_loss(ctx, b, use):
             return True  # loss, acc = segmentation_module(batch): made by the forward that made the loss
         if value.__class__ is ast.Call and (kind := returned_kind(ctx, value, b.index, step_device_value, depth)) is not None:
             return kind  # top1, top5 = calc_topk_accuracy(out, y, (1, 5)): what the helper's returns are (semantics.returnkinds)

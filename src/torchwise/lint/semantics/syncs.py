@@ -41,6 +41,8 @@ def _is_mask(ctx: Context, expr: AST, use: AST, depth: int = 2) -> bool:
         b = ctx.binding_at(expr.id, use)
         if b is not None and b.kind == "assign" and b.value is not None and b.value.__class__ in (ast.Compare, ast.UnaryOp):
             return _is_mask(ctx, b.value, b.node, depth - 1)
+        if b is not None and b.kind == "assign" and bool_cast(ctx, b.value):
+            return is_device_tensor(ctx, b.value.func.value, b.node)  # pos = pos.to(device).to(torch.bool)
     if cls in (ast.Name, ast.Attribute):
         return (last_name(expr) or "").lower().endswith("mask") and is_device_tensor(ctx, expr, use)
     return False
@@ -91,11 +93,23 @@ def boolean_mask_index(ctx: Context, sub: ast.Subscript) -> bool:
         index = index.func.value  # logit.flatten(0, 1)[mask.view(-1)]: the same mask, reshaped
     if index.__class__ not in (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute):
         return False
+    cast = False  # a device mask cast to bool (ids[pos]): indexing with it sizes the result on the host whatever ids is
     if index.__class__ is ast.Name and not (index.id.lower().endswith("mask") or index.id.startswith(("is_", "has_"))):
         bound = ctx.binding_at(index.id, sub)
-        if bound is None or bound.kind != "assign" or bound.value.__class__ not in (ast.Compare, ast.UnaryOp):
+        cast = bound is not None and bound.kind == "assign" and bool_cast(ctx, bound.value)
+        if bound is None or bound.kind != "assign" or bound.value.__class__ not in (ast.Compare, ast.UnaryOp) and not cast:
             return False
-    return _is_mask(ctx, index, sub) and is_device_tensor(ctx, sub.value, sub)
+    return _is_mask(ctx, index, sub) and (cast or is_device_tensor(ctx, sub.value, sub))
+
+
+def bool_cast(ctx: Context, value: AST | None) -> bool:
+    """A tensor cast to ``bool`` by the call that makes it: ``m.bool()``, ``m.to(torch.bool)``,
+    ``m.type(torch.bool)`` (``pos = pos.to(device).flatten(1).to(torch.bool)``: a mask, whatever its name)."""
+    if value.__class__ is not ast.Call or value.func.__class__ is not ast.Attribute or value.keywords:
+        return False
+    if value.func.attr == "bool":
+        return not value.args
+    return value.func.attr in ("to", "type") and len(value.args) == 1 and ctx.qualname(value.args[0]) == "torch.bool"
 
 
 def parameter_read(ctx: Context, call: ast.Call) -> str | None:
