@@ -23,7 +23,7 @@ def parse(source: str, path: str = "<unknown>") -> ast.Module:
     """``ast.parse``, but a file that fails only for pre-0.4 ``async=`` arguments is read with
     them as ``non_blocking=`` (positions unchanged). Raises the original ``SyntaxError`` otherwise."""
     try:
-        tree = ast.parse(source, filename=path)
+        return ast.parse(source, filename=path)
     except SyntaxError as exc:
         if "async" not in source:
             raise
@@ -34,9 +34,6 @@ def parse(source: str, path: str = "<unknown>") -> ast.Module:
             tree = ast.parse(patched, filename=path)
         except SyntaxError:
             raise exc from None
-    else:
-        if _PLACEHOLDER not in source:  # no keyword argument can carry the name: nothing to rename
-            return tree
     for node in ast.walk(tree):
         if node.__class__ is ast.keyword and node.arg == _PLACEHOLDER:
             node.arg = "non_blocking"
