@@ -7,10 +7,8 @@ Never imports torch.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,6 +124,8 @@ def _plural(n: int, word: str, plural: str = "s") -> str:
 
 def _diff_report(results: list["FileResult"], findings: list) -> tuple[str, str, int]:
     """The fixes as one unified diff, the trailer line, and the exit status (1 when there are changes)."""
+    import difflib  # only for --diff (lint's start-up stays without it)
+
     patch: list[str] = []
     for r in results:
         if r.fixed is not None and r.original is not None:
@@ -192,6 +192,8 @@ def _write(path: str, text: str, encoding: str) -> None:
 
     A symbolic link stays a link: the file it points to is the one rewritten.
     """
+    import tempfile  # only for --fix (it imports shutil, random, bz2 and lzma)
+
     target = os.path.realpath(path)
     data = text.encode(encoding)
     mode = os.stat(target).st_mode & 0o7777

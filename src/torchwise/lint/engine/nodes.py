@@ -108,12 +108,25 @@ def str_consts(node: AST) -> Iterator[str]:
             yield sub.value
 
 
+# node class -> its fields less SKIP_FIELDS, in order (so the walks test no field name per node)
+KEPT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def kept_fields(cls: type) -> tuple[str, ...]:
+    """``cls._fields`` without :data:`SKIP_FIELDS` (remembered per class)."""
+    found = KEPT_FIELDS.get(cls)
+    if found is None:
+        found = KEPT_FIELDS[cls] = tuple(f for f in cls._fields if f not in SKIP_FIELDS)
+    return found
+
+
 def children(node: AST) -> list[AST]:
     """Child nodes (like ``ast.iter_child_nodes``, faster, without the shared context singletons)."""
     out: list[AST] = []
-    for fname in node._fields:
-        if fname in SKIP_FIELDS:
-            continue
+    fields = KEPT_FIELDS.get(node.__class__)
+    if fields is None:
+        fields = kept_fields(node.__class__)
+    for fname in fields:
         value = getattr(node, fname, None)
         if value.__class__ is list:
             for child in value:

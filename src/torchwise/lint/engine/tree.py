@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Iterable, Iterator
 
-from torchwise.lint.engine.nodes import AST, DEF_TYPES, LOOP_TYPES, SCOPE_TYPES, SKIP_FIELDS, canonical, children, pos
+from torchwise.lint.engine.nodes import AST, DEF_TYPES, KEPT_FIELDS, LOOP_TYPES, SCOPE_TYPES, canonical, children, kept_fields, pos
 
 
 class SyntaxTree:
@@ -32,7 +32,7 @@ class SyntaxTree:
         tree._tw_field = ""  # type: ignore[attr-defined]
         stack: list[AST] = [tree]
         pop, push = stack.pop, stack.append
-        skip = SKIP_FIELDS
+        kept = KEPT_FIELDS
         while stack:
             node = pop()
             cls = node.__class__
@@ -41,9 +41,10 @@ class SyntaxTree:
                 nodes[cls] = [node]
             else:
                 bucket.append(node)
-            for fname in node._fields:
-                if fname in skip:
-                    continue
+            fields = kept.get(cls)
+            if fields is None:
+                fields = kept_fields(cls)
+            for fname in fields:
                 value = getattr(node, fname, None)
                 if value.__class__ is list:
                     for child in value:

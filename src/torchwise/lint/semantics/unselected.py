@@ -40,13 +40,28 @@ def _subject(ctx: Context, cls: ast.ClassDef, init: ast.FunctionDef, expr: AST, 
         b = ctx.binding_at(expr.id, here)
         return expr.id if b is not None and b.kind == "param" else None
     if expr.__class__ is ast.Attribute and expr.value.__class__ is ast.Name and expr.value.id == "self":
-        sets = [n for n in ast.walk(cls) if n.__class__ in (ast.Assign, ast.AugAssign, ast.AnnAssign)
-                and any(t.__class__ is ast.Attribute and t.attr == expr.attr and ctx.text(t.value) == "self"
-                        for t in (n.targets if n.__class__ is ast.Assign else [n.target]))]
+        sets = _self_sets(ctx, cls).get(expr.attr, ())
         if len(sets) == 1 and sets[0].__class__ is ast.Assign and ctx.function_of(sets[0]) is init \
                 and sets[0].value.__class__ is ast.Name and sets[0].value.id in params[1:] and not ctx.enclosing_ifs(sets[0]):
             return sets[0].value.id
     return None
+
+
+def _self_sets(ctx: Context, cls: ast.ClassDef) -> dict[str, list[AST]]:
+    """``attr`` -> the assignments to ``self.attr`` anywhere in ``cls`` (walk order), read once per class."""
+    key = ("unselected:sets", cls)
+    found = ctx._cache.get(key)
+    if found is None:
+        found = {}
+        for n in ast.walk(cls):
+            if n.__class__ not in (ast.Assign, ast.AugAssign, ast.AnnAssign):
+                continue
+            attrs = {t.attr for t in (n.targets if n.__class__ is ast.Assign else [n.target])
+                     if t.__class__ is ast.Attribute and ctx.text(t.value) == "self"}
+            for attr in attrs:
+                found.setdefault(attr, []).append(n)
+        ctx._cache[key] = found
+    return found
 
 
 def _test(ctx: Context, cls: ast.ClassDef, init: ast.FunctionDef, test: AST, here: AST):
