@@ -29,7 +29,8 @@ What it flags
   before a `BatchNorm1d`, immediately followed by a BatchNorm of the same dimensionality:
   adjacent in an `nn.Sequential(...)` (also `nn.Sequential(*layers)` over a list written out
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
-  assigns it in any branch), or
+  assigns it in any branch, and `nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1",
+  nn.SyncBatchNorm(b)), ...]))` over named pairs), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
   builds them (also `h = self.fc(x); self.bn(h.view(-1, c))` for an `nn.Linear` whose output
   size is written as the BatchNorm1d's feature count; also through a join along the channels, `self.bn(torch.cat([self.conv(x),
@@ -102,7 +103,7 @@ Lint and the doctor
         for seq in ctx.calls_to("torch.nn.Sequential"):
             func = ctx.function_of(seq)
             params = func.args if func is not None and func.__class__ is ast.FunctionDef else None
-            items = _listed_layers(ctx, seq) or [[a] for a in seq.args]
+            items = _listed_layers(ctx, seq) or _named_layers(ctx, seq) or [[a] for a in seq.args]
             for firsts, seconds in zip(items, items[1:]):
                 for first in firsts:
                     b = next((b for b in (_optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else
@@ -321,6 +322,21 @@ def _listed_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
         else:
             items.append([elt])
     return items
+
+
+def _named_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
+    """``nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1", nn.BatchNorm1d(b)), ...]))``:
+    the layers of the named pairs, in order."""
+    if len(seq.args) != 1 or seq.args[0].__class__ is not ast.Call or seq.keywords:
+        return []
+    od = seq.args[0]
+    if len(od.args) != 1 or od.args[0].__class__ not in (ast.List, ast.Tuple) \
+            or ctx.qualname(od.func) != "collections.OrderedDict":
+        return []
+    pairs = od.args[0].elts
+    if not all(p.__class__ is ast.Tuple and len(p.elts) == 2 for p in pairs):
+        return []
+    return [[p.elts[1]] for p in pairs]
 
 
 _CATS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
