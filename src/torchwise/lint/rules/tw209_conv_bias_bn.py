@@ -12,7 +12,7 @@ from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.handbias import hand_biases
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
-from torchwise.lint.semantics.layerlists import copied_layer, see_through, zipped_source
+from torchwise.lint.semantics.layerlists import copied_layer, named_layers, see_through, zipped_source
 
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
@@ -103,7 +103,7 @@ Lint and the doctor
         for seq in ctx.calls_to("torch.nn.Sequential"):
             func = ctx.function_of(seq)
             params = func.args if func is not None and func.__class__ is ast.FunctionDef else None
-            items = _listed_layers(ctx, seq) or _named_layers(ctx, seq) or [[a] for a in seq.args]
+            items = _listed_layers(ctx, seq) or named_layers(ctx, seq) or [[a] for a in seq.args]
             for firsts, seconds in zip(items, items[1:]):
                 for first in firsts:
                     b = next((b for b in (_optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else
@@ -322,21 +322,6 @@ def _listed_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
         else:
             items.append([elt])
     return items
-
-
-def _named_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
-    """``nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1", nn.BatchNorm1d(b)), ...]))``:
-    the layers of the named pairs, in order."""
-    if len(seq.args) != 1 or seq.args[0].__class__ is not ast.Call or seq.keywords:
-        return []
-    od = seq.args[0]
-    if len(od.args) != 1 or od.args[0].__class__ not in (ast.List, ast.Tuple) \
-            or ctx.qualname(od.func) != "collections.OrderedDict":
-        return []
-    pairs = od.args[0].elts
-    if not all(p.__class__ is ast.Tuple and len(p.elts) == 2 for p in pairs):
-        return []
-    return [[p.elts[1]] for p in pairs]
 
 
 _CATS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
