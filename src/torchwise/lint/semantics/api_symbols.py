@@ -73,6 +73,7 @@ REMOVED_MODULES: dict[str, str] = {
     "torch.nn._functions.loss": "the torch.nn.functional losses",
     "torch.nn._functions.activation": "the torch.nn.functional activations",
     "torch.nn._functions.packing": "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.nn._functions.conv": "torch.nn.functional.conv2d (and the other F.conv* functions)",
 }
 
 
