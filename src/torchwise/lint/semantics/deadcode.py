@@ -306,11 +306,12 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    is_class = top.__class__ is ast.ClassDef  # a class named elsewhere only in prose (help='prop alpha') is built nowhere
     if _named_by_no_file(ctx, stem):
         return not named_in_references(ctx, name)  # a script no file imports: the others' names are their own
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
-                   and used_beyond_import(p, text, word) and not only_in_prose(text, word)
+                   and used_beyond_import(p, text, word) and not (is_class and only_in_prose(text, word))
                    and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
