@@ -12,7 +12,7 @@ from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.handbias import hand_biases
 from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
-from torchwise.lint.semantics.layerlists import copied_layer, see_through, zipped_source
+from torchwise.lint.semantics.layerlists import copied_layer, named_layers, see_through, zipped_source
 
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
@@ -29,7 +29,8 @@ What it flags
   before a `BatchNorm1d`, immediately followed by a BatchNorm of the same dimensionality:
   adjacent in an `nn.Sequential(...)` (also `nn.Sequential(*layers)` over a list written out
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
-  assigns it in any branch), or
+  assigns it in any branch, and `nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1",
+  nn.SyncBatchNorm(b)), ...]))` over named pairs), or
   `self.bn(self.conv(x))` / `x = self.conv(x); x = self.bn(x)` in a module whose `__init__`
   builds them (also `h = self.fc(x); self.bn(h.view(-1, c))` for an `nn.Linear` whose output
   size is written as the BatchNorm1d's feature count; also through a join along the channels, `self.bn(torch.cat([self.conv(x),
@@ -102,7 +103,7 @@ Lint and the doctor
         for seq in ctx.calls_to("torch.nn.Sequential"):
             func = ctx.function_of(seq)
             params = func.args if func is not None and func.__class__ is ast.FunctionDef else None
-            items = _listed_layers(ctx, seq) or [[a] for a in seq.args]
+            items = _listed_layers(ctx, seq) or named_layers(ctx, seq) or [[a] for a in seq.args]
             for firsts, seconds in zip(items, items[1:]):
                 for first in firsts:
                     b = next((b for b in (_optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else

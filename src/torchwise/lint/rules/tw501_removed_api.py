@@ -16,7 +16,7 @@ class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
     triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
-                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft")
+                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft", "nn._functions", "Function")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
@@ -37,9 +37,16 @@ What it flags
   Any import of a module PyTorch deleted: `torch.utils.ffi` (`from torch.utils.ffi import
   create_extension`, the generated `_wrap_function` wrappers of old C extensions; gone in
   PyTorch 1.0, use `torch.utils.cpp_extension`), `torch.utils.serialization`,
-  `torch.utils.trainer` and `torch.legacy` (gone in 1.0), and `torch._six` (gone in 2.0), once
+  `torch.utils.trainer` and `torch.legacy` (gone in 1.0), `torch._six` (gone in 2.0), and the
+  submodules of the pre-0.4 package `torch.nn._functions` (`from torch.nn._functions.padding
+  import ConstantPad2d`, `.thnn`, `.rnn`, `.linear`...; `torch.nn._functions` is one small module
+  now, and `from torch.nn._functions import SyncBatchNorm` still works and is not flagged), once
   per import line; and a name of such a module reached as an attribute of `torch`
   (`isinstance(root, torch._six.string_classes)`, `torch._six.inf`), once per statement.
+  A legacy autograd Function: a subclass of `torch.autograd.Function` whose `forward` is a plain
+  method and which is used as an instance (it defines `__init__`, or the file calls
+  `Pad(n)(x)`): calling an instance raises RuntimeError since PyTorch 1.5 (reported at the
+  class). Not flagged: a static `forward(ctx, ...)`, or a non-static one only used through `.apply`.
   An import (or attribute use) inside `try:` whose `except` catches the ImportError (or AttributeError: a fallback
   for newer versions), or in a branch gated on the torch version, is left alone.
 
@@ -70,6 +77,35 @@ Fix
         yield from _fft_called(self.code, ctx)
         yield from _module_imports(self.code, ctx)
         yield from _module_attributes(self.code, ctx)
+        if "Function" in ctx.source:
+            yield from _legacy_functions(self.code, ctx)
+
+
+_FUNCTION_BASES = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+_STATIC = frozenset({"staticmethod", "classmethod"})
+
+
+def _legacy_functions(code: str, ctx: Context) -> Iterator[Finding]:
+    """``class Pad(Function)`` with ``__init__`` and a plain ``def forward(self, x)``, used as
+    ``Pad(n)(x)``: the pre-0.4 style of autograd Function. Calling an instance raises RuntimeError
+    since PyTorch 1.5. Told by a non-static ``forward`` plus instance state (``__init__``) or an
+    instance made in the same file; a non-static ``forward(ctx, ...)`` used through ``.apply`` works
+    and is left alone."""
+    for cls in ctx.nodes.get(ast.ClassDef, ()):
+        if not any(ctx.qualname(b) in _FUNCTION_BASES for b in cls.bases):
+            continue
+        methods = {d.name: d for d in cls.body if d.__class__ is ast.FunctionDef}
+        forward = methods.get("forward")
+        if forward is None or any(last_name(d) in _STATIC for d in forward.decorator_list):
+            continue
+        if "__init__" not in methods and not any(
+                c.func.__class__ is ast.Name and ctx.parent(c).__class__ is ast.Call and ctx.parent(c).func is c
+                for c in ctx.calls_named(cls.name)):
+            continue
+        yield ctx.finding(code, cls, f"{cls.name} is a legacy autograd Function (non-static forward, used as an instance): "
+                          "calling an instance raises RuntimeError since PyTorch 1.5",
+                          suggestion="make forward/backward @staticmethods taking ctx, and call "
+                                     f"{cls.name}.apply(...)")
 
 
 def _fft_called(code: str, ctx: Context) -> Iterator[Finding]:

@@ -63,7 +63,10 @@ What it flags
   Deprecated usages of current functions, which warn when they run: `F.softmax`/`F.log_softmax`/
   `F.softmin` without `dim` (or `dim=None`) and `nn.Softmax()`/`nn.LogSoftmax()`/`nn.Softmin()`
   built without it; the `size_average=`/`reduce=` arguments of a torch loss and
-  `reduction='elementwise_mean'`; the scalar-first overloads `t.add_(alpha, other)`,
+  `reduction='elementwise_mean'`; the `verbose=` argument of torch's LR schedulers
+  (`ReduceLROnPlateau(opt, verbose=True)`, `StepLR(..., verbose=...)`: deprecated in PyTorch 2.2,
+  it warns when the scheduler is built; not a scheduler class of another library or the
+  project's own); the scalar-first overloads `t.add_(alpha, other)`,
   `t.sub_(alpha, other)`, `t.addcmul_(value, a, b)`, `t.addcdiv_(value, a, b)` (also
   `addcmul`/`addcdiv` and `torch.add(x, alpha, y)`), told by their extra positional argument;
   the scales-first overloads of the products that add to a tensor, `d.addmm_(1, -2, x, y.t())`

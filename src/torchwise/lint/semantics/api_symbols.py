@@ -62,6 +62,18 @@ REMOVED_MODULES: dict[str, str] = {
     "torch.utils.trainer": "a training loop of your own (or a library's trainer)",
     "torch.legacy": "the torch.nn modules",
     "torch._six": "the Python 3 built-ins and collections.abc",
+    # the package of Python autograd Functions behind torch.nn before 0.4 (torch/nn/_functions/*.py);
+    # torch.nn._functions is one small module now, without these submodules
+    "torch.nn._functions.padding": "torch.nn.functional.pad (or nn.ConstantPad*d)",
+    "torch.nn._functions.thnn": "the torch.nn.functional functions",
+    "torch.nn._functions.rnn": "nn.LSTM/nn.GRU (or torch._VF through nn.RNNBase)",
+    "torch.nn._functions.linear": "torch.nn.functional.linear / bilinear",
+    "torch.nn._functions.dropout": "torch.nn.functional.dropout",
+    "torch.nn._functions.vision": "torch.nn.functional.grid_sample / affine_grid",
+    "torch.nn._functions.loss": "the torch.nn.functional losses",
+    "torch.nn._functions.activation": "the torch.nn.functional activations",
+    "torch.nn._functions.packing": "torch.nn.utils.rnn.pack_padded_sequence",
+    "torch.nn._functions.conv": "torch.nn.functional.conv2d (and the other F.conv* functions)",
 }
 
 

@@ -29,8 +29,8 @@ from bisect import bisect_right
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.cliexposed import cli_exposed
-from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, others_attribute, own_copy, owners_look_local, resolves_elsewhere,
-                                                used_beyond_import, words)
+from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, only_in_prose, others_attribute, own_copy, owners_look_local,
+                                                resolves_elsewhere, used_beyond_import, words)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.redefined import redefined_later
@@ -306,11 +306,13 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
+    is_class = top.__class__ is ast.ClassDef  # a class named elsewhere only in prose (help='prop alpha') is built nowhere
     if _named_by_no_file(ctx, stem):
         return not named_in_references(ctx, name)  # a script no file imports: the others' names are their own
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
-                   and used_beyond_import(p, text, word) and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
+                   and used_beyond_import(p, text, word) and not (is_class and only_in_prose(text, word))
+                   and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)
 

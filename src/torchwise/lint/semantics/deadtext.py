@@ -213,6 +213,24 @@ def library_attribute(text: str, dot: int) -> bool:
     return text[start:dot] in _LIBRARIES and (start == 0 or text[start - 1] != ".")
 
 
+def only_in_prose(text: str, word: re.Pattern[str]) -> bool:
+    """Every mention of the name in ``text`` lies inside a one-line string literal that holds
+    prose (a space in it: ``help='prop alpha'``): such a string looks nothing up by name, unlike
+    ``'prop'`` or ``'layers.prop'``, which a registry or config lookup may use."""
+    for m in word.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        line, at = text[start:end if end >= 0 else len(text)], m.start() - start
+        head = line[:at]
+        quote = next((q for q in ("'", '"') if head.count(q) % 2 == 1), None)
+        if quote is None:
+            return False
+        close = line.find(quote, m.end() - start)
+        if close < 0 or " " not in line[head.rfind(quote) + 1:close]:
+            return False
+    return True
+
+
 def commented(text: str, pos: int) -> bool:
     """The text at ``pos`` lies in a comment: a ``#`` before it on its line, outside a string
     (quotes counted on the line before the ``#``; a ``#`` in ``"#%d"`` opens no comment)."""

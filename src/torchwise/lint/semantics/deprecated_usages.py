@@ -13,7 +13,9 @@ function itself is not deprecated (for TW502).
 * the same for the matrix products that add to a tensor: ``t.addmm_(beta, alpha, m1, m2)`` and
   ``t.addmm_(beta, m1, m2)`` (also ``addbmm``, ``baddbmm``, ``addmv``, ``addr``, ``sspaddmm``,
   in place or not), ``torch.addmm(beta, t, alpha, m1, m2)`` and ``torch.addmm(beta, t, m1, m2)``:
-  the current forms take the tensors positionally and ``beta``/``alpha`` by keyword only.
+  the current forms take the tensors positionally and ``beta``/``alpha`` by keyword only;
+* the ``verbose=`` argument of torch's LR schedulers (``ReduceLROnPlateau(opt, verbose=True)``):
+  deprecated in PyTorch 2.2, any value but the default warns at construction.
 """
 
 from __future__ import annotations
@@ -39,6 +41,13 @@ _SCALAR_FIRST_FUNCTIONS = {"torch.add": 3, "torch.sub": 3, "torch.addcmul": 4, "
 _PRODUCTS = frozenset({"addmm", "addbmm", "baddbmm", "addmv", "addr", "sspaddmm"})
 _KEYWORD = {"add_": "alpha", "sub_": "alpha", "add": "alpha", "sub": "alpha"}
 
+# torch.optim.lr_scheduler classes whose constructors took ``verbose=`` (deprecated in PyTorch 2.2)
+_VERBOSE_SCHEDULERS = frozenset({
+    "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR", "ExponentialLR",
+    "SequentialLR", "CosineAnnealingLR", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
+    "OneCycleLR", "PolynomialLR",
+})
+
 Usage = tuple[AST, str, str]  # (node, message, suggestion)
 
 
@@ -53,6 +62,21 @@ def deprecated_usages(ctx: Context, qualname: Callable[[AST], str | None]) -> It
     yield from _scalar_first(ctx, qualname)  # calls by name: no text scan needed
     if "add" in src:
         yield from _scaled_products(ctx, qualname)
+    if "verbose" in src:
+        yield from _scheduler_verbose(ctx, qualname)
+
+
+def _scheduler_verbose(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    """``ReduceLROnPlateau(opt, verbose=True)``: a torch scheduler built with ``verbose=`` (a project's
+    own scheduler class of the same name resolves elsewhere and is left alone)."""
+    for call in ctx.calls_named(*_VERBOSE_SCHEDULERS):
+        if not any(k.arg == "verbose" for k in call.keywords):
+            continue
+        q = qualname(call.func)
+        if q is not None and q.startswith("torch.optim.lr_scheduler.") and q.rsplit(".", 1)[1] in _VERBOSE_SCHEDULERS:
+            name = q.rsplit(".", 1)[1]
+            yield (call, f"{name}(verbose=...) is deprecated since PyTorch 2.2: the argument warns when the scheduler is built",
+                   "drop verbose= and log scheduler.get_last_lr() yourself")
 
 
 def _no_dim(call: ast.Call, positional: int) -> bool:

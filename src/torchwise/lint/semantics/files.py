@@ -60,7 +60,19 @@ def _body(text: str, start: int, end: int) -> str:
     return "\n".join(block)
 
 
-_VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|hasattr|TORCH_\d|torch_\d|_\d_\d", re.I)
+_VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|TORCH_\d|torch_\d|_\d_\d", re.I)
+
+
+def _probes_module(ctx: Context, test: AST) -> bool:
+    """``hasattr(torch, "amp")``, ``hasattr(F, "gelu")``: a test for a name in an imported module or
+    class (a feature probe). ``hasattr(m, 'weight')`` on a module instance or ``self`` is no such test."""
+    if "hasattr" not in ctx.text(test):
+        return False
+    for node in ast.walk(test):
+        if node.__class__ is ast.Call and node.func.__class__ is ast.Name and node.func.id == "hasattr" and node.args:
+            if ctx.qualname(node.args[0]) is not None:
+                return True
+    return False
 _FALLBACK_ERRORS = frozenset({"AttributeError", "ImportError", "ModuleNotFoundError", "TypeError", "NameError"})
 
 
@@ -82,7 +94,7 @@ def in_compat_fallback(ctx: Context, node: AST, new_api: re.Pattern[str] | None 
         if cls in (ast.If, ast.IfExp):
             field = getattr(child, "_tw_field", "")
             if field in ("body", "orelse"):
-                if _VERSION_TEST.search(ctx.text(anc.test)):
+                if _VERSION_TEST.search(ctx.text(anc.test)) or _probes_module(ctx, anc.test):
                     return True
                 if new_api is not None:
                     other = anc.orelse if field == "body" else anc.body

@@ -9,6 +9,7 @@
   constant offset are set aside - a slice of the time or space axes (``conv(x)[:, :, :-4]``, a
   causal trim), ``.contiguous()``, and a method of the class that only returns its first
   parameter or a slice of it (``self._fit(conv(x), k)``).
+- :func:`named_layers`: the layers of ``nn.Sequential(OrderedDict([(name, layer), ...]))``.
 """
 
 from __future__ import annotations
@@ -98,3 +99,18 @@ def see_through(ctx: Context, cls: ast.ClassDef, expr: ast.AST) -> ast.AST:
         else:
             return expr
     return expr
+
+
+def named_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
+    """``nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1", nn.BatchNorm1d(b)), ...]))``:
+    the layers of the named pairs, in order."""
+    if len(seq.args) != 1 or seq.args[0].__class__ is not ast.Call or seq.keywords:
+        return []
+    od = seq.args[0]
+    if len(od.args) != 1 or od.args[0].__class__ not in (ast.List, ast.Tuple) \
+            or ctx.qualname(od.func) != "collections.OrderedDict":
+        return []
+    pairs = od.args[0].elts
+    if not all(p.__class__ is ast.Tuple and len(p.elts) == 2 for p in pairs):
+        return []
+    return [[p.elts[1]] for p in pairs]
