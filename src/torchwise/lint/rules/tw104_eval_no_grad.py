@@ -25,6 +25,7 @@ from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
+from torchwise.lint.semantics.hostresults import host_result_runs
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
 from torchwise.lint.semantics.projectclasses import is_module_class_def
@@ -42,6 +43,7 @@ def _is_module_method(ctx: Context, func: ast.AST) -> bool:
         or is_module_class_def(ctx, cls)  # (also through a module class of another file: `class S3Rec(SequentialModel)`)
 
 
+_HOST_TRIGGERS = (".numpy()", ".tolist()", "beam_search(")  # (files only host_result_runs reads)
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -49,7 +51,7 @@ class EvalWithoutNoGrad(Rule):
     code = "TW104"
     per_call = True
     name = "eval-without-no-grad"
-    triggers = ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
+    triggers = _HOST_TRIGGERS + ("eval", "train(False", "train(mode=False", "valid", "test", "predict", "infer", "step(", "_action(", "def act(", "def policy",
                 "training=False", "no_grad", "valloader", "val_loader", "val_dataloader", "val_data_loader", "dev_loader",
                 "devloader", "dev_dataloader")
     skip_tests = True  # tests check what a model computes; the memory of a graph there is no concern
@@ -220,6 +222,12 @@ What it flags
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
   or `torch.onnx.export(net, ...)`).
+  And a function that runs a network and returns only host data, keeping nothing else of it (a
+  model's `predict(self, data)` returning `score.cpu().data.numpy()`, an agent's bonus returned
+  `.data.cpu().numpy()`, `generate_fast()` gathering NumPy samples, a `beam_search(src, model, ...)`
+  returning text, at each run; a helper only it calls is reported at its own runs): not when it
+  stores or hands on a value with a graph (`self.log_probs.append(...)`), takes gradients or
+  switches grad mode, is a loss class's method, or a call of its name sits under no_grad.
   Quiet besides: code after `torch.set_grad_enabled(False)` as a statement that the file never undoes -
   in the `__init__` of the class whose method runs the model (an inference wrapper), or at module level
   before any module-level call of the running function; a module without parameters (torchaudio
@@ -269,6 +277,10 @@ Lint and the doctor
     def _findings(self, ctx: Context) -> Iterator[Finding]:
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
             return  # a TensorFlow/JAX file of a mixed project: no autograd of torch to turn off
+        if not any(t in ctx.source for t in self.triggers[len(_HOST_TRIGGERS):]):
+            for node, message in host_result_runs(ctx):  # (the only pass that reads such a file)
+                yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():`")
+            return
         # candidates: functions named like evaluation, and scopes that call X.eval()
         scopes: dict[int, ast.AST] = {}
         for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
@@ -309,6 +321,8 @@ Lint and the doctor
         for node, message in acting_calls(ctx):
             yield ctx.finding(self.code, node, message,
                               suggestion="compute the action under `with torch.no_grad():` (or torch.inference_mode())")
+        for node, message in host_result_runs(ctx):
+            yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` (or decorate the function)")
         for node, message, suggestion in shared_loop_runs(ctx, scopes):
             yield ctx.finding(self.code, node, message, suggestion=suggestion)
 

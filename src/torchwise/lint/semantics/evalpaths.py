@@ -144,6 +144,8 @@ def _action_method(func: AST) -> bool:
         name in ("policy", "policy_with_noise", "noisy_policy") and len(params) >= 2 and params[1] in _STATES)
 
 
+action_method = _action_method  # (read by hostresults)
+
 _RESHAPES = frozenset({"squeeze", "reshape", "flatten", "ravel", "astype", "copy", "clip"})
 
 
@@ -179,7 +181,7 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
         if not returns or not all(_host_value(ctx, r.value) or _off_by_default(ctx, func, r) for r in returns) \
-                or any(w in ctx.text(func) for w in _GRAD_TEXT) or _every_call_without_grad(ctx, func.name):
+                or any(w in ctx.text(func) for w in _GRAD_TEXT) or every_call_without_grad(ctx, func.name):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
@@ -207,11 +209,11 @@ def _off_by_default(ctx: Context, func: AST, ret: ast.Return) -> bool:
             if default.__class__ is ast.Constant and default.value is True:
                 index = [a.arg for a in args.args].index(flag) - 1  # (self)
                 return not any(len(c.args) > index or any(k.arg in (flag, None) for k in c.keywords)
-                               for _, c in _method_calls(ctx, func.name))
+                               for _, c in method_calls(ctx, func.name))
     return False
 
 
-def _method_calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
+def method_calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
     """The calls ``x.name(...)`` of this file and of the project's other files that spell ``.name(``."""
     needle = f".{name}("
     calls: list[tuple[Context, ast.Call]] = [(ctx, c) for c in ctx.calls_named(name) if c.func.__class__ is ast.Attribute]
@@ -223,11 +225,11 @@ def _method_calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
     return calls
 
 
-def _every_call_without_grad(ctx: Context, name: str) -> bool:
+def every_call_without_grad(ctx: Context, name: str) -> bool:
     """Every call of the method ``name`` (``agent.act(obs, step, eval_mode=True)``) in the project -
     this file and the others that call ``.name(`` - sits under ``torch.no_grad()``, and there is
     one: the training script chooses grad mode for the agent."""
-    calls = _method_calls(ctx, name)
+    calls = method_calls(ctx, name)
     return bool(calls) and all(under_no_grad(where, c) for where, c in calls)
 
 

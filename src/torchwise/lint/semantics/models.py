@@ -144,6 +144,7 @@ _FORWARD_VERBS = frozenset({
     # scoring methods: the network's (log-)likelihood of the input
     "log_prob", "log_probs", "log_likelihood", "nll", "logits", "predict_proba", "perplexity",
 })
+FORWARD_VERBS = _FORWARD_VERBS  # (read by hostresults)
 # libraries whose models' generate()/predict() turn autograd off themselves
 _LIBRARY_MODELS = ("transformers.", "diffusers.", "timm.", "torchvision.", "open_clip.", "sentence_transformers.",
                    "ultralytics.", "peft.")
