@@ -29,6 +29,8 @@ def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
     func = ctx.scope_of(call)
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef):
         return False
+    if _own_step(ctx, func):
+        return False  # self.model = self._init_model(model): the class wraps the model it trains itself
     params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
     first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "module"), None)
     if first is None or first.__class__ is not ast.Name or first.id not in params:
@@ -39,6 +41,22 @@ def _wraps_for_caller(ctx: Context, call: ast.Call) -> bool:
         n.__class__ is ast.Return and n.value is not None and n.value.__class__ is ast.Name and n.value.id == returned_name
         for n in ctx.walk_body(func.body)
     )
+
+
+def _own_step(ctx: Context, func: ast.AST) -> bool:
+    """A method of a class whose result the class stores on itself in another of its methods
+    (``self.model = self._init_model(model)`` in a trainer's ``__init__``): a step of the class's own
+    set-up, not a helper that offers DataParallel to callers who choose."""
+    klass = ctx.parent(func)
+    if klass.__class__ is not ast.ClassDef:
+        return False
+    for c in ctx.calls_named(func.name):
+        stmt = ctx.parent(c)
+        if c.func.__class__ is ast.Attribute and ctx.text(c.func.value) == "self" and ctx.contains(klass, c) \
+                and ctx.function_of(c) is not func and stmt.__class__ is ast.Assign and len(stmt.targets) == 1 \
+                and stmt.targets[0].__class__ is ast.Attribute and ctx.text(stmt.targets[0].value) == "self":
+            return True
+    return False
 
 
 def _function_only_evaluates(ctx: Context, call: ast.Call) -> bool:
@@ -249,14 +267,20 @@ What it flags
   such a call (`optimizer = lib.make_optimizer(..., model.parameters())`, then
   `lib.train_with_auto_virtual_batch(optimizer, ...)` or `learn_with_auto_virtual_batch(...)`:
   not an optimizer built only to load its state), or the module-level function or class that makes it
-  is called by another file of the project that trains (a model builder in a utils module), or
+  is called by another file of the project that trains (a model builder in a utils module; also
+  through a function of another module that returns what the builder gives, `return
+  build_model(...)`, called by a script that builds an optimizer and runs a training function:
+  `run_training(model=model, optimizer=optimizer)`), or
   the class that makes it is a base of a class of the project that trains, directly or through
   other classes (`class IO` wrapping `self.model`, `class Processor(IO)`, `class
   REC_Processor(Processor)` with the backward pass). A
   prediction script, an inference app or a metric's helper that trains nothing is left alone
   (a file linted on its own, whose callers lint cannot see, is still checked). The functional
   `data_parallel(G, inputs)` under `torch.no_grad()` is a forward pass for sampling: not
-  flagged. `isinstance` checks are not flagged, nor a network that
+  flagged. A function that wraps the module it is handed and returns it (`def wrap(m): return
+  DataParallel(m)`) offers DataParallel to its callers and is not flagged - unless it is a method
+  whose class stores the result on itself (`self.model = self._init_model(model)` in a trainer's
+  `__init__`): the class wraps the model it trains. `isinstance` checks are not flagged, nor a network that
   only runs inference - put in eval mode or with its parameters frozen (also through a move or an
   index: `model.cuda().eval()`, `scores[i].eval()` of `scores = [DataParallel(s) for s in
   scores]`), never back in training

@@ -21,13 +21,14 @@ from torchwise.lint.semantics.textitems import getitem_yields_text, prompt_datas
 from torchwise.lint.semantics.loaderuses import handed_to_project_mover, subclass_moves, unused_or_xla
 from torchwise.lint.semantics.localmovers import handed_to_local_mover
 from torchwise.lint.semantics.heldloaders import held_for_gpu_scripts
-from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
+from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls, monai_loader_calls
 from torchwise.lint.semantics.optionpins import explicit_false as _explicit_false
 from torchwise.lint.semantics.pinorigin import handed_option_off
 from torchwise.lint.semantics.pinchoice import pinned_for_one_choice
 from torchwise.lint.semantics.remoteloaders import returned_to_remote_gpu
 from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
+from torchwise.lint.semantics.trainerloaders import handed_to_trainer
 from torchwise.lint.semantics.unread import never_read_loader
 from torchwise.lint.semantics.values import local_function
 
@@ -74,7 +75,7 @@ def _feeds_gpu(ctx: Context, call: ast.Call) -> bool:
     func = ctx.function_of(call)
     if func is not None and moves_near(ctx, call) and (gpu_evident(ctx) or ctx.project.targets_gpu) and not _names_cpu(ctx, func):
         return True  # the function (or its class) moves batches to a device chosen elsewhere: self.device, get_device(cfg)
-    if _handed_to_trainer(ctx, call) or ctx.project.targets_gpu and (
+    if handed_to_trainer(ctx, call) or ctx.project.targets_gpu and (
             handed_to_project_mover(ctx, call) or subclass_moves(ctx, call)):
         return True
     if (ctx.project.targets_gpu or gpu_evident(ctx)) and handed_to_local_mover(ctx, call):
@@ -103,38 +104,6 @@ def _returned_to_gpu(ctx: Context, call: ast.Call, depth: int = 2) -> bool:
     if ctx.parent(func).__class__ is ast.ClassDef or not any(w in func.name.lower() for w in ("load", "data")):
         return False  # a method (a framework's *_dataloader hook: its trainer decides), or not a loader builder
     return gpu_evident(ctx) or ctx.project.targets_gpu
-
-
-_FRAMEWORKS = ("pytorch_lightning", "lightning", "transformers", "accelerate", "catalyst", "ignite", "fastai", "keras")
-
-
-# a trainer class chosen by the config: trainer_class = initialize_config(config["trainer"])
-_TRAINER_CLASSES = frozenset({"trainer_class", "trainer_cls"})
-
-
-def _handed_to_trainer(ctx: Context, call: ast.Call) -> bool:
-    """The loader is handed to a trainer class of the project (``BERTTrainer(bert, ...,
-    train_dataloader=train_data_loader)``, defined in another module, or ``trainer_class(...)``
-    chosen by the config) in a project that targets a GPU: the trainer moves its batches to the
-    device. (A framework's trainer is left alone.)"""
-    parent = ctx.parent(call)
-    if parent.__class__ is ast.IfExp:
-        parent = ctx.parent(parent)  # loader = DataLoader(...) if test_dataset is not None else None
-    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name \
-            or not ctx.project.targets_gpu:
-        return False
-    name = parent.targets[0].id
-    for use in ctx.nodes.get(ast.Name, ()):
-        if use.id != name or use.ctx.__class__ is not ast.Load:
-            continue
-        user = ctx.parent(use)
-        if user.__class__ is ast.keyword:
-            user = ctx.parent(user)
-        callee = last_name(user.func) if user.__class__ is ast.Call else None
-        if callee and (callee.endswith("Trainer") or callee.lower() in _TRAINER_CLASSES) \
-                and not (ctx.qualname(user.func) or "").startswith(_FRAMEWORKS):
-            return True
-    return False
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -180,7 +149,9 @@ class LoaderWithoutPinMemory(Rule):
     doc = """\
 What it flags
   `DataLoader(...)` calls (also of a project's subclass that leaves `pin_memory` to its callers:
-  `class AudioDataLoader(DataLoader)`, here or in another module, or a class named
+  `class AudioDataLoader(DataLoader)`, here or in another module, and MONAI's `monai.data.DataLoader`
+  - torch's class, `pin_memory` off by default - unless the file's transforms move the data to a device,
+  `ToDeviced`, `EnsureTyped(..., device=device)`, or a class named
   `DataLoader` itself deriving from torch's under an alias - `class DataLoader(TorchDataLoader)` - that the scripts
   import from the project's module, or torch's own `DataLoader` imported from a project module that
   imported it: `from preprocess import DataLoader`) that do not mention `pin_memory` at all (neither by keyword nor as
@@ -241,7 +212,10 @@ What it flags
   `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another
   module, or a parameter of a loader builder whose every caller hands in such an option -
   `get_loaders(..., pin_memory=args.pin_memory)` of another module: reported at the builder's loaders;
-  every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
+  also a lookup in a settings dict with a `False` fallback - `in_config("pin_memory", settings, False)`,
+  `settings.get("pin_memory", False)` - where every dict of the project's code that fills that key fills it
+  from such an option, `{"pin_memory": namespace.pin_memory}`, or with `False`; a key only a YAML or
+  JSON file fills is not judged; every run that does not pass the option copies unpinned batches), and so is `pin_memory=False` in
   the loader settings of a config module (`loader=dict(batch_size=32, pin_memory=False)`, or
   `{"pin_memory": False}` under a key) that another module of the project splats into a
   DataLoader feeding a GPU (`DataLoader(dataset, **cfg.loader)`), and the default
@@ -313,6 +287,7 @@ Fix
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         calls = ctx.calls_to(DATALOADER, *PYG_LOADERS) if "torch_geometric" in ctx.source else ctx.calls_to(DATALOADER)
+        calls = [*calls, *monai_loader_calls(ctx)]  # MONAI's DataLoader (unless its transforms move data to a device)
         if ctx.source.count("Loader") > ctx.source.count("DataLoader("):
             calls = [*calls, *loader_subclass_calls(ctx)]  # AudioDataLoader(DataLoader), DataLoaderMaskingPred of the project
         calls = [*calls, *loader_class_calls(ctx)]  # klass(dataset, **kwargs) of def loader(..., klass=DataLoader, **kwargs)

@@ -33,7 +33,7 @@ def _loader_names(ctx: Context) -> dict[str, set[bool | None]]:
     return names
 
 
-def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, set[bool | None]]) -> bool:
+def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, set[bool | None]], depth: int = 2) -> bool:
     """Does the loop iterate over a pinned loader? What :func:`loader_pinned` tells of the
     loader where the loop runs (its DataLoader call, a function of the file or project that
     builds it, the callers that hand it in); else every loader of that name in the file, or a
@@ -50,6 +50,9 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
     every = set().union(*names.values()) if names else set()
     if src.__class__ is ast.Name:
         b = ctx.binding_at(src.id, loop)
+        outer = _listed_loaders(b) if depth > 0 and b is not None and "loader" in src.id.lower() else None
+        if outer is not None:  # for i_set, loader in enumerate(self.valid_loaders): a loader of a list (handed in)
+            return _pinned_source(ctx, outer, b.node, names, depth - 1)
         if b is not None and b.kind == "param" and "loader" in src.id.lower() and runs(ctx, ctx.function_of(loop)):
             if ctx.project.all_loaders_pinned or every == {True}:
                 return True  # a loader handed in, where every loader of the project (or file) is pinned
@@ -62,6 +65,19 @@ def _pinned_source(ctx: Context, src: ast.AST, loop: ast.AST, names: dict[str, s
             return True
     found = names.get(last_name(src) or "")
     return bool(found) and found == {True}
+
+
+def _listed_loaders(b) -> ast.AST | None:
+    """For a loader name bound by ``for loader in loaders`` / ``for i, loader in enumerate(loaders)``
+    (a loop over a list of loaders, each then iterated): the list; else None."""
+    if b.kind != "for" or b.node.__class__ is not ast.For or b.value is None:
+        return None
+    it = b.value
+    if it.__class__ is ast.Call and last_name(it.func) == "enumerate" and b.index == 1 and len(it.args) == 1:
+        it = it.args[0]
+    elif b.index != -1:
+        return None
+    return it if it.__class__ in (ast.Name, ast.Attribute) else None
 
 
 def _loop_source(it: ast.AST) -> ast.AST:
@@ -159,7 +175,8 @@ What it flags
   file or project whose every DataLoader is pinned (loaders built inside a dataset class, which
   feed that dataset's `__getitem__`, do not count; `pin_memory = True` counts), or is an
   attribute a class stores from a `*loader` parameter of its constructor (`self.dataloader =
-  dataloader`, also in a base class of the file) in such a project (or such a file, linted
+  dataloader`, also in a base class of the file or one another module of the project defines, and
+  one part of a tuple assignment, `self.train_loader, self.valid_loader = train_loader, valid_loader`) in such a project (or such a file, linted
   alone), or an attribute stored from any constructor parameter (`self.train_ds = train_ds`)
   where the constructor calls of the file hand in pinned loaders (`Trainer(train_ds, test_ds,
   rank)` after `train_ds, test_ds = loaders.load_data(...)`), or an attribute unpacked once from
@@ -217,7 +234,10 @@ What it flags
   module (`loss_calc(pred, labels, device)`), a batch unpacked in the method it is handed to
   (`_, feat, txt = data` in `fetch_data(data)`), a `self` attribute a class unpacks from calls of one
   builder in several methods (`self.tr_set, ... = load_dataset(...)`, renewed later), and loaders
-  iterated from a list (`for ds in [self.dv_set, self.tt_set]`). A loop whose body
+  iterated from a list (`for ds in [self.dv_set, self.tt_set]`; also a `*loader` name taken from a list
+  of loaders handed in, `for i, loader in enumerate(self.valid_loaders)`, that list judged as above).
+  A copy of a new tensor built from the batch on the host (`torch.cat([img1, img2], 1).to(device)`) is
+  not flagged: the new tensor is not pinned, and `non_blocking=True` would not make that copy overlap. A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
   and so is a function that nothing runs: one whose name occurs nowhere in the project beyond
   its `def`, in a module that other files of the project import (an unused helper).

@@ -30,6 +30,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.facts import ProjectFacts
+from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import training_calls
 
@@ -146,9 +147,42 @@ def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:
         return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
     needle = f"{top.name}("
-    if any(p != ctx.path and needle in t and stem in t and _TRAINS.search(t) is not None for p, t in ctx.project.files):
+    callers = [(p, t) for p, t in ctx.project.files if p != ctx.path and needle in t and stem in t]
+    if any(_trains_text(t) for _, t in callers):
         return True
-    return top.__class__ is ast.ClassDef and _subclassed_by_trainer(ctx.project, top.name)
+    if top.__class__ is ast.ClassDef:
+        return _subclassed_by_trainer(ctx.project, top.name)
+    for path, text in callers:  # build_or_load_model_from_config(...) returning build_or_load_model(...): one more module
+        other = parsed_file(ctx.project, path, text)
+        if other is None:
+            continue
+        outer_stem = os.path.splitext(os.path.basename(path))[0]
+        for outer in _returning_callers(other, top.name):
+            if any(q not in (path, ctx.path) and f"{outer}(" in u and outer_stem in u and _trains_text(u)
+                   for q, u in ctx.project.files):
+                return True
+    return False
+
+
+# a script that builds an optimizer and hands its model to a training function: run_training(model=model, ...)
+_TRAINING_CALL = re.compile(r"(?<![.\w])(?:run_|start_|do_)?train(?:ing)?\(")
+
+
+def _trains_text(text: str) -> bool:
+    """The text of a file that trains: a backward pass or an optimizer step, or an optimizer built
+    beside a call of a training function (``run_training(model=model, optimizer=optimizer)``)."""
+    return _TRAINS.search(text) is not None or "optim" in text and _TRAINING_CALL.search(text) is not None
+
+
+def _returning_callers(ctx: Context, name: str) -> list[str]:
+    """Module-level functions of ``ctx`` that return what a call of ``name`` gives (``return
+    build_or_load_model(...)``): thin wrappers of a model builder."""
+    out = []
+    for call in ctx.calls_named(name):
+        func = ctx.function_of(call)
+        if func is not None and ctx.parent(func) is ctx.tree and ctx.parent(call).__class__ is ast.Return:
+            out.append(func.name)
+    return out
 
 
 def _subclassed_by_trainer(facts: ProjectFacts, name: str, depth: int = 3) -> bool:

@@ -11,6 +11,7 @@ import re
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import imports_module, parsed_file
+from torchwise.lint.semantics.projectclasses import inherited_classes
 
 
 def _class_and_bases(ctx: Context, cls: ast.ClassDef, depth: int = 3) -> list[ast.ClassDef]:
@@ -30,24 +31,53 @@ def _class_and_bases(ctx: Context, cls: ast.ClassDef, depth: int = 3) -> list[as
 
 def constructor_loader_params(ctx: Context, expr: AST, use: AST) -> list[str]:
     """For ``self.<attr>`` used in a method: the parameters it is stored from, when every
-    assignment of the attribute (in the class or its bases of this file) stores a parameter of
-    the method that assigns it whose name names a loader (``self.dataloader = dataloader`` in
-    ``__init__``): a loader built elsewhere and handed in. Empty otherwise."""
+    assignment of the attribute (in the class or its bases: of this file, or a base class another
+    module of the project defines - a base trainer's ``__init__``) stores a parameter of the
+    method that assigns it whose name names a loader (``self.dataloader = dataloader``, or one
+    part of ``self.train_loader, self.valid_loader = train_loader, valid_loader``): a loader built
+    elsewhere and handed in. Empty otherwise."""
     if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
         return []
     cls = ctx.class_of(use)
     if cls is None:
         return []
-    values = [v for c in _class_and_bases(ctx, cls) for v in ctx.self_attr_values(c, expr.attr)]
+    chain = [(ctx, c) for c in _class_and_bases(ctx, cls)]
+    if ctx.project.files:
+        chain += [pair for _, c in list(chain) for pair in inherited_classes(ctx, c)]
+    values = [(where, v) for where, c in chain for v in _stored(where, c, expr.attr)]
     names = []
-    for value in values:
+    for where, value in values:
         if value.__class__ is not ast.Name or "loader" not in value.id.lower():
             return []
-        b = ctx.binding_at(value.id, value)
+        b = where.binding_at(value.id, value)
         if b is None or b.kind != "param":
             return []
         names.append(value.id)
     return names
+
+
+def _stored(ctx: Context, cls: ast.ClassDef, attr: str) -> list[AST]:
+    """Values stored in ``self.<attr>`` by the methods of ``cls``: plain assignments, and the
+    matching part of a tuple assignment (``self.a, self.b = a, b``)."""
+    values = list(ctx.self_attr_values(cls, attr))
+    key = ("handedloaders:tuples", id(cls))
+    table = ctx._cache.get(key)
+    if table is None:
+        table = {}
+        for item in cls.body:
+            if item.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or not item.args.args:
+                continue
+            me = item.args.args[0].arg
+            for node in ctx.walk_body(item.body):
+                if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Tuple:
+                    continue
+                for t in node.targets:
+                    if t.__class__ is ast.Tuple and len(t.elts) == len(node.value.elts):
+                        for part, value in zip(t.elts, node.value.elts):
+                            if part.__class__ is ast.Attribute and part.value.__class__ is ast.Name and part.value.id == me:
+                                table.setdefault(part.attr, []).append(value)
+        ctx._cache[key] = table
+    return values + table.get(attr, [])
 
 
 def keyword_callers_pinned(ctx: Context, names: list[str], pinned) -> bool:

@@ -62,3 +62,17 @@ def _loader_subclass(ctx: Context, name: str, setting: str) -> bool:
                 break
         facts.answers[key] = answer
     return facts.answers[key]
+
+
+MONAI_LOADERS = ("monai.data.DataLoader", "monai.data.dataloader.DataLoader")
+# MONAI transforms that put the data on a device before it is batched (pinning would fail there)
+_ON_DEVICE = re.compile(r"ToDevice|EnsureType\w*\([^)]*\bdevice\s*=")
+
+
+def monai_loader_calls(ctx: Context) -> list[ast.Call]:
+    """Calls of MONAI's ``DataLoader`` (torch's class, with a worker seed and a list collate;
+    ``pin_memory`` off by default as in torch), in a file whose transforms do not move the data
+    to a device (``ToDeviced``, ``EnsureTyped(..., device=device)``)."""
+    if "monai" not in ctx.source or _ON_DEVICE.search(ctx.source) is not None:
+        return []
+    return ctx.calls_to(*MONAI_LOADERS)

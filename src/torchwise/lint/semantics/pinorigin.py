@@ -12,6 +12,7 @@ import ast
 from torchwise.lint.engine import AST, Context, argument
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.optionpins import option_off
+from torchwise.lint.semantics.pinlookups import lookup_off
 from torchwise.lint.semantics.values import local_function
 
 
@@ -22,7 +23,7 @@ def handed_option_off(ctx: Context, pin: AST | None, use: AST, depth: int = 2) -
     (or ``False``). None when any caller passes something else or leaves it out, or there is none."""
     if pin is None:
         return None
-    found = option_off(ctx, pin, use)
+    found = option_off(ctx, pin, use) or lookup_off(ctx, pin)
     if found is not None or pin.__class__ is not ast.Name or depth <= 0:
         return found
     b = ctx.binding_at(pin.id, use)
