@@ -229,7 +229,7 @@ QUIET += [
         def conv(cin, cout, bias=True):
             return nn.Conv2d(cin, cout, 3, padding=1, bias=bias)
         def conv_bn(cin, cout):
-            layer = nn.Conv2d(cin, cout, 3)
+            layer = nn.Conv2d(cin, cout, 3, bias=False)  # (a biased one bound here would be a pair of its own)
             return nn.Sequential(layer, nn.BatchNorm2d(cout))
         stem = nn.Sequential(conv(3, 16, bias=False), nn.BatchNorm2d(16), conv_bn(16, 32), nn.BatchNorm2d(32))
     """)),

@@ -106,10 +106,23 @@ def _in_use(ctx: Context, site: ast.Call) -> bool:
     if any(c.args and last_name(c.args[0]) == func.name for c in ctx.calls_named("apply")):
         return True
     text = f".{func.name}("
-    if any(text in t for p, t in ctx.project.files if p != ctx.path) or any(True for _ in project_calls(ctx, func.name)):
+    if any(text in t and _uncommented(t, text) for p, t in ctx.project.files if p != ctx.path) \
+            or any(True for _ in project_calls(ctx, func.name)):
         return True
     handed = re.compile(rf"\.apply\(\s*(?:[\w.]+\.)?{re.escape(func.name)}\s*\)")  # model.apply(bn_init_as_tf) in a script
     return any(func.name in t and handed.search(t) for p, t in ctx.project.files if p != ctx.path)
+
+
+def _uncommented(text: str, needle: str) -> bool:
+    """``needle`` occurs in ``text`` on a line before any ``#``: a call, not one left in a comment
+    (``#     model.module.freeze_bn()``)."""
+    start = text.find(needle)
+    while start >= 0:
+        line = text.rfind("\n", 0, start) + 1
+        if "#" not in text[line:start]:
+            return True
+        start = text.find(needle, start + 1)
+    return False
 
 
 # torchvision builders whose models have no BatchNorm layer (their *_bn variants do)
@@ -140,7 +153,8 @@ What it flags
   `isinstance(m, nn.BatchNorm2d)`, a class-name test for "BatchNorm", or built as BatchNorm;
   directly or through a helper, `freeze_bn(model)`, `model.apply(set_bn_eval)`, a model's
   `freeze_bn()` method called here or by another module of the project, or a function another
-  module hands to `apply`: `model.apply(bn_init_as_tf)`). Eval mode freezes
+  module hands to `apply`: `model.apply(bn_init_as_tf)`; a method whose only calls elsewhere are
+  commented out, `# model.freeze_bn()`, freezes nothing and is not flagged). Eval mode freezes
   the running statistics only, and only until the next `model.train()`; the message says which
   half of the freeze is missing:
   - the statistics: a `model.train()` in the same function or script runs after the freeze and

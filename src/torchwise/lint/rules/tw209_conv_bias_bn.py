@@ -11,8 +11,9 @@ from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.addedlayers import added_pairs
 from torchwise.lint.semantics.biaslayers import conv_with_bias, helper_conv_with_bias, wrapped_conv_with_bias
 from torchwise.lint.semantics.handbias import hand_biases
-from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims
-from torchwise.lint.semantics.layerlists import copied_layer, named_layers, see_through, zipped_source
+from torchwise.lint.semantics.helperpairs import helper_pair_calls
+from torchwise.lint.semantics.normlayers import bn_dims, held_bn_dims, optional_bn
+from torchwise.lint.semantics.layerlists import bound_layer, copied_layer, named_layers, see_through, zipped_source
 
 def _matches(conv: int, bn: int) -> bool:
     return bn == 0 or conv == bn
@@ -27,7 +28,8 @@ What it flags
   An `nn.ConvNd`/`nn.ConvTransposeNd` that keeps its bias (no `bias=False`; also `bias=bias`
   where that parameter of `__init__` defaults to True), or an `nn.Linear` that keeps its bias
   before a `BatchNorm1d`, immediately followed by a BatchNorm of the same dimensionality:
-  adjacent in an `nn.Sequential(...)` (also `nn.Sequential(*layers)` over a list written out
+  adjacent in an `nn.Sequential(...)` (also a layer the function bound to a name just before,
+  `conv = nn.Conv2d(c, k, 3, bias=bias)` then `nn.Sequential(conv, nn.BatchNorm2d(k))`; also `nn.Sequential(*layers)` over a list written out
   just before, `self.layers = [self.C, self.BN, self.relu]`, each `self.` layer as `__init__`
   assigns it in any branch, and `nn.Sequential(OrderedDict([("fc1", nn.Linear(a, b)), ("bn1",
   nn.SyncBatchNorm(b)), ...]))` over named pairs), or
@@ -78,6 +80,11 @@ What it flags
   and next `self.bn(output)`, with `self.bias = nn.Parameter(...)` and `self.bn =
   nn.BatchNorm1d(...)` made in `__init__` (reported at the bias `Parameter`; not when either is
   made under a flag of `__init__` that is off by default).
+  Also a call of the project's layer-building helper function whose bias and BatchNorm are both
+  parameters, `def conv(cin, cout, bn=True, bias=True)` starting a list of layers with
+  `nn.Conv2d(..., bias=bias)` and appending `nn.BatchNorm2d(cout)` under `if bn:`: reported at
+  each call that leaves both on, `conv(c, c)` (here or in a module that imports the helper); not
+  `conv(c, c, bias=False)`, `conv(c, c, bn=False)`, nor a call passing a variable for either.
 
 Why it matters
   BatchNorm subtracts the per-channel mean right after the convolution, which removes any
@@ -98,15 +105,21 @@ Lint and the doctor
   output of a biased convolution, however the model is built.
 """
 
+    def applies_to(self, source: str) -> bool:
+        return "BatchNorm" in source or "Module" in source or "Sequential" in source  # (calls of a helper elsewhere)
+
     def check(self, ctx: Context) -> Iterator[Finding]:
+        yield from self._helper_calls(ctx)
+        if "BatchNorm" not in ctx.source:
+            return
         reported: set[int] = set()
         for seq in ctx.calls_to("torch.nn.Sequential"):
             func = ctx.function_of(seq)
             params = func.args if func is not None and func.__class__ is ast.FunctionDef else None
-            items = _listed_layers(ctx, seq) or named_layers(ctx, seq) or [[a] for a in seq.args]
+            items = _listed_layers(ctx, seq) or named_layers(ctx, seq) or [[bound_layer(ctx, a, seq)] for a in seq.args]
             for firsts, seconds in zip(items, items[1:]):
                 for first in firsts:
-                    b = next((b for b in (_optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else
+                    b = next((b for b in (optional_bn(ctx, s, params) if s.__class__ is ast.IfExp else
                                           bn_dims(ctx, s) if s.__class__ is ast.Call else held_bn_dims(ctx, s)
                                           for s in seconds) if b is not None), None)
                     d = conv_with_bias(ctx, first, params) if b is not None else None
@@ -127,6 +140,11 @@ Lint and the doctor
                 if id(conv) not in reported:
                     reported.add(id(conv))
                     yield self._finding(ctx, conv)
+
+    def _helper_calls(self, ctx: Context) -> Iterator[Finding]:
+        for call in helper_pair_calls(ctx):  # conv(c, c) of `def conv(..., bn=True, bias=True)`: both left on
+            yield ctx.finding(self.code, call, f"{ctx.text(call.func)}() builds a convolution with its bias on right before "
+                              "BatchNorm, which cancels it", suggestion="pass bias=False (or make it the helper's default)")
 
     def _finding(self, ctx: Context, conv: ast.AST) -> Finding:
         layer = "linear layer" if conv.__class__ is ast.Call and ctx.qualname(conv.func) == "torch.nn.Linear" else "convolution"
@@ -372,15 +390,3 @@ def _self_attr_call(call: ast.Call) -> str | None:
 
 
 RULE = ConvBiasBeforeBatchNorm()
-
-
-def _optional_bn(ctx: Context, expr: ast.IfExp, params: ast.arguments | None) -> int | None:
-    """``nn.BatchNorm2d(c) if use_bn else nn.Sequential()`` in an ``nn.Sequential``: the BatchNorm's
-    dimensionality when the flag may be on (not a parameter whose default is off)."""
-    b = next((bn_dims(ctx, e) for e in (expr.body, expr.orelse) if e.__class__ is ast.Call and bn_dims(ctx, e) is not None), None)
-    test = expr.test
-    if b is None or test.__class__ is not ast.Name or params is None:
-        return b
-    positional = [*params.posonlyargs, *params.args]
-    default = dict(zip([a.arg for a in positional][::-1], params.defaults[::-1])).get(test.id)
-    return None if default is not None and default.__class__ is ast.Constant and not default.value else b

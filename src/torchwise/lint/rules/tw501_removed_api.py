@@ -16,7 +16,8 @@ class RemovedApi(Rule):
     code = "TW501"
     name = "removed-api"
     triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
-                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft", "nn._functions", "Function")
+                "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft", "nn._functions", "Function",
+                "models.utils")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
@@ -43,12 +44,16 @@ What it flags
   now, and `from torch.nn._functions import SyncBatchNorm` still works and is not flagged), once
   per import line; and a name of such a module reached as an attribute of `torch`
   (`isinstance(root, torch._six.string_classes)`, `torch._six.inf`), once per statement.
+  Also torchvision's `torchvision.models.utils` (`from torchvision.models.utils import
+  load_state_dict_from_url`: the module went in torchvision 0.10; the function lives in
+  `torch.hub`); `torchvision.models._utils` still exists and is not flagged.
   A legacy autograd Function: a subclass of `torch.autograd.Function` whose `forward` is a plain
   method and which is used as an instance (it defines `__init__`, or the file calls
   `Pad(n)(x)`): calling an instance raises RuntimeError since PyTorch 1.5 (reported at the
   class). Not flagged: a static `forward(ctx, ...)`, or a non-static one only used through `.apply`.
   An import (or attribute use) inside `try:` whose `except` catches the ImportError (or AttributeError: a fallback
-  for newer versions), or in a branch gated on the torch version, is left alone.
+  for newer versions), in such an `except` (the old-version fallback), or in a branch gated on the torch version,
+  is left alone.
 
 Why it matters
   These were deprecated for several releases and then deleted; the line fails with an
@@ -147,7 +152,7 @@ def _module_attributes(code: str, ctx: Context) -> Iterator[Finding]:
             continue
         seen.add(id(stmt))
         fix = REMOVED.get(ctx.qualname(use) or "") or REMOVED_MODULES[module]
-        yield ctx.finding(code, use, f"{ctx.text(use)}: {module} was removed from PyTorch; use {fix}",
+        yield ctx.finding(code, use, f"{ctx.text(use)}: {module} was removed from {_library(module)}; use {fix}",
                           suggestion=f"use {fix}")
 
 
@@ -161,14 +166,14 @@ def _module_imports(code: str, ctx: Context) -> Iterator[Finding]:
             (m for a in node.names if (m := removed_module(f"{node.module}.{a.name}"))), None)
         if module is None or any(canonical(f"{node.module}.{a.name}") in REMOVED for a in node.names):
             continue
-        if not _import_guarded(ctx, node):
-            yield ctx.finding(code, node, f"import of {module}, which was removed from PyTorch; use {REMOVED_MODULES[module]}",
-                              suggestion=f"use {REMOVED_MODULES[module]}")
+        if not _import_guarded(ctx, node) and not in_compat_fallback(ctx, node):
+            yield ctx.finding(code, node, f"import of {module}, which was removed from {_library(module)}; "
+                              f"use {REMOVED_MODULES[module]}", suggestion=f"use {REMOVED_MODULES[module]}")
     for node in ctx.nodes.get(ast.Import, ()):
         module = next((m for a in node.names if (m := removed_module(a.name))), None)
-        if module is not None and not _import_guarded(ctx, node):
-            yield ctx.finding(code, node, f"import of {module}, which was removed from PyTorch; use {REMOVED_MODULES[module]}",
-                              suggestion=f"use {REMOVED_MODULES[module]}")
+        if module is not None and not _import_guarded(ctx, node) and not in_compat_fallback(ctx, node):
+            yield ctx.finding(code, node, f"import of {module}, which was removed from {_library(module)}; "
+                              f"use {REMOVED_MODULES[module]}", suggestion=f"use {REMOVED_MODULES[module]}")
 
 
 # Tensor methods deleted with their functions: LAPACK names nothing else calls as a method

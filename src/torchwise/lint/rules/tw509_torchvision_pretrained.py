@@ -26,7 +26,8 @@ What it flags
   the flag: `pretrained`, `args.pretrained`, or a boolean expression: `not opt.load_path`) as its
   first argument; also a builder chosen by
   name, `getattr(torchvision.models, backbone)(pretrained=False)`, or looked up in the module's
-  namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`.
+  namespace, `models.__dict__[args.arch](pretrained=True)` / `vars(models)[arch](...)`, also in one of
+  the zoo's modules, `from torchvision.models import resnet` then `resnet.__dict__[name](pretrained=p)`.
   Also a builder taken from a dict of torchvision builders the code builds itself
   (`resnets = {18: models.resnet18, 50: models.resnet50}` then `resnets[num_layers](pretrained)`).
   Also a builder called by a name the file never binds although it imports torchvision
@@ -105,7 +106,17 @@ def _dynamic_builder(ctx: Context, func: ast.AST) -> str | None:
         owner = ctx.qualname(func.args[0])
     else:
         return None
-    return f"{owner}.builder" if owner in _BUILDER_MODULES else None
+    return f"{owner}.builder" if owner in _BUILDER_MODULES or _builder_submodule(owner) else None
+
+
+def _builder_submodule(owner: str | None) -> bool:
+    """A module of torchvision's model zoo that defines builders (``torchvision.models.resnet``,
+    ``torchvision.models.segmentation.deeplabv3``): its namespace holds them too, and its classes
+    take no ``pretrained``; not a private helper module (``torchvision.models._utils``)."""
+    if owner is None or not owner.startswith("torchvision.models.") or owner in _BUILDER_MODULES:
+        return False
+    tail = owner.rsplit(".", 1)[-1]
+    return not tail.startswith("_") and tail not in ("utils", "feature_extraction")
 
 
 def _builder_table(ctx: Context, table: ast.Name, use: ast.AST) -> str | None:

@@ -10,7 +10,7 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument
-from torchwise.lint.semantics.biaslayers import conv_with_bias
+from torchwise.lint.semantics.biaslayers import LAYER_DIMS, conv_with_bias
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.normlayers import bn_dims
 
@@ -151,3 +151,36 @@ def _flag_set(ctx: Context, func: ast.FunctionDef, flag: ast.AST) -> bool:
         if value is not None and not (value.__class__ is ast.Constant and not value.value):
             return True
     return False
+
+
+def param_bias_pairs(ctx: Context, func: ast.FunctionDef) -> Iterator[tuple[ast.Call, str, str | None]]:
+    """In a layer-building helper: a convolution (or ``nn.Linear``) whose bias is a parameter of
+    the helper (``nn.Conv2d(..., bias=bias)``) added to a list of layers, and a BatchNorm of the same
+    dimensionality added next to that list - directly, or under ``if bn:`` on another parameter:
+    ``(the convolution, the bias parameter, the flag parameter or None)``."""
+    params = [a.arg for a in func.args.args]
+    for node in ast.walk(func):
+        body = getattr(node, "body", None)
+        if node is not func and node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda) \
+                or not isinstance(body, list):
+            continue
+        for block in (body, getattr(node, "orelse", [])):
+            for stmt, nxt in zip(block, block[1:]):
+                first = _added(ctx, stmt)
+                convs = _bound_convs(ctx, func, first[1][-1], stmt) if first is not None else []
+                conv = convs[0] if len(convs) == 1 and convs[0].__class__ is ast.Call else None
+                dims = LAYER_DIMS.get(ctx.qualname(conv.func) or "") if conv is not None else None
+                bias = argument(conv, "bias", 2 if dims and ctx.qualname(conv.func) == "torch.nn.Linear" else 7) \
+                    if dims is not None else None
+                if bias.__class__ is not ast.Name or bias.id not in params:
+                    continue
+                follow, flag = nxt, None
+                if nxt.__class__ is ast.If and nxt.body and not nxt.orelse:
+                    follow, flag = nxt.body[0], nxt.test
+                    if flag.__class__ is not ast.Name or flag.id not in params:
+                        continue
+                second = _added(ctx, follow)
+                b = bn_dims(ctx, second[1][0]) if second is not None and second[0] == first[0] \
+                    and second[1][0].__class__ is ast.Call else None
+                if b is not None and _matches(dims, b):
+                    yield conv, bias.id, flag.id if flag is not None else None

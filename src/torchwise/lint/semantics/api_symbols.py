@@ -74,6 +74,8 @@ REMOVED_MODULES: dict[str, str] = {
     "torch.nn._functions.activation": "the torch.nn.functional activations",
     "torch.nn._functions.packing": "torch.nn.utils.rnn.pack_padded_sequence",
     "torch.nn._functions.conv": "torch.nn.functional.conv2d (and the other F.conv* functions)",
+    # torchvision's re-export of the hub helpers (load_state_dict_from_url), gone in torchvision 0.10+
+    "torchvision.models.utils": "torch.hub (from torch.hub import load_state_dict_from_url)",
 }
 
 

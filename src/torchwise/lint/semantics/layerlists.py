@@ -114,3 +114,14 @@ def named_layers(ctx: Context, seq: ast.Call) -> list[list[ast.AST]]:
     if not all(p.__class__ is ast.Tuple and len(p.elts) == 2 for p in pairs):
         return []
     return [[p.elts[1]] for p in pairs]
+
+
+def bound_layer(ctx: Context, item: ast.AST, seq: ast.Call) -> ast.AST:
+    """An item of ``nn.Sequential(conv_mod, nn.BatchNorm2d(c))`` that names a layer the same function
+    built just before (``conv_mod = nn.Conv2d(..., bias=bias)``): that construction, else the item."""
+    if item.__class__ is not ast.Name:
+        return item
+    b = ctx.binding_at(item.id, seq)
+    if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call or ctx.function_of(b.node) is not ctx.function_of(seq):
+        return item
+    return b.value

@@ -64,3 +64,15 @@ def held_bn_dims(ctx: Context, expr: ast.AST) -> int | None:
                 if dims is not None:
                     return dims
     return None
+
+
+def optional_bn(ctx: Context, expr: ast.IfExp, params: ast.arguments | None) -> int | None:
+    """``nn.BatchNorm2d(c) if use_bn else nn.Sequential()`` in an ``nn.Sequential``: the BatchNorm's
+    dimensionality when the flag may be on (not a parameter whose default is off)."""
+    b = next((bn_dims(ctx, e) for e in (expr.body, expr.orelse) if e.__class__ is ast.Call and bn_dims(ctx, e) is not None), None)
+    test = expr.test
+    if b is None or test.__class__ is not ast.Name or params is None:
+        return b
+    positional = [*params.posonlyargs, *params.args]
+    default = dict(zip([a.arg for a in positional][::-1], params.defaults[::-1])).get(test.id)
+    return None if default is not None and default.__class__ is ast.Constant and not default.value else b
