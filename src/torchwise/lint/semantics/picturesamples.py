@@ -109,15 +109,21 @@ def picture_samples(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(run, message)`` for each network run whose output only becomes a picture (module doc)."""
     if not any(n in ctx.source for n in _NEEDLES):
         return
-    for call in ctx.nodes.get(ast.Call, ()):
+    sinks = [c for c in ctx.nodes.get(ast.Call, ()) if last_name(c.func) in _SINKS]
+    pictured = {n.id for c in sinks for a in c.args for n in ast.walk(a) if n.__class__ is ast.Name}
+    for node in ctx.nodes.get(ast.Assign, ()) if pictured else ():
+        if any(t.__class__ is ast.Name and t.id in pictured for t in node.targets):
+            pictured |= {n.id for n in ast.walk(node.value) if n.__class__ is ast.Name}
+    for call in ctx.nodes.get(ast.Call, ()) if sinks else ():
         if call.func.__class__ not in (ast.Name, ast.Attribute) or not call.args or last_name(call.func) in _SINKS:
             continue
+        kind, where = _consumer(ctx, call)
+        if kind == "other" or kind == "assign" and not any(t.__class__ is ast.Name and t.id in pictured for t in where.targets):
+            continue  # (cheap tests first: most calls feed something else)
         loop = hot_loop_of(ctx, call)
         region = loop if loop is not None else ctx.function_of(call) if _training_helper(ctx, call) else None
-        if region is None or under_no_grad(ctx, call) or not (
+        if region is None or not _only_pictures(ctx, call, region) or under_no_grad(ctx, call) or not (
                 is_module_instance(ctx, call.func, call) or _trained(ctx, call, loop or region)):
-            continue
-        if not _only_pictures(ctx, call, region):
             continue
         stmt = ctx.statement_of(call)
         bound = {n.id for t in getattr(stmt, "targets", ()) for n in ast.walk(t) if n.__class__ is ast.Name}
