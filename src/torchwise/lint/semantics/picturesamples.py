@@ -81,6 +81,14 @@ def _trained(ctx: Context, call: ast.Call, region: AST) -> bool:
     """The network ``call`` runs is trained in the loop (or, for a helper, in the loops that call
     it): the same callee runs in a statement that binds a name a backward pass starts from
     (``loss_g = -disc(gen(z)).mean()``) or runs the backward itself."""
+    root = call.func
+    while root.__class__ is ast.Attribute:
+        root = root.value
+    if root.__class__ is not ast.Name or root.id in ctx.imports:
+        return False  # torch.argmax(...), F.interpolate(...): a library function, no network of the project
+    b = ctx.binding_at(root.id, call)
+    if b is not None and b.kind in ("def", "class", "import"):
+        return False
     text = ctx.text(call.func)
     loops = [region] if region.__class__ is not ast.FunctionDef else [
         hot_loop_of(ctx, c) for c in ctx.calls_named(region.name) if hot_loop_of(ctx, c) is not None]
