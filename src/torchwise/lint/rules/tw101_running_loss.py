@@ -10,6 +10,7 @@ from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.meteradds import folding_call
 from torchwise.lint.semantics.models import is_module_instance
 from torchwise.lint.semantics.steps import names_feeding_backward, was_backwarded
 
@@ -217,8 +218,14 @@ Lint and the doctor
             func = call.func
             if func.__class__ is ast.Attribute and len(call.args) == 1 and not call.keywords:
                 yield from self._check(ctx, call, func.value, call.args[0])
+        for call in ctx.nodes.get(ast.Call, ()):
+            func = call.func  # tl.add(loss) on a running-mean object of the project (semantics/meteradds.py)
+            if func.__class__ is ast.Attribute and func.attr != "append" and func.value.__class__ is ast.Name and call.args \
+                    and call.args[0].__class__ is ast.Name and ctx.enclosing_loops(call) \
+                    and is_loss_value(ctx, call.args[0], call) and (via := folding_call(ctx, call)) is not None:
+                yield from self._check(ctx, call, func.value, call.args[0], via)
 
-    def _check(self, ctx: Context, node: ast.AST, target: ast.AST, value: ast.AST) -> Iterator[Finding]:
+    def _check(self, ctx: Context, node: ast.AST, target: ast.AST, value: ast.AST, via: str | None = None) -> Iterator[Finding]:
         if not ctx.enclosing_loops(node):
             return
         if not (is_loss_value(ctx, value, node) or _loss_part(ctx, value, node) or _model_output_reduction(ctx, target, value, node)):
@@ -247,6 +254,7 @@ Lint and the doctor
         yield ctx.finding(
             self.code,
             node,
+            f"{via}() folds {what} itself into a running value, keeping every step's autograd graph alive" if via else
             f"{ctx.text(target)} collects {what} itself, keeping every step's autograd graph alive",
             suggestion=f"accumulate {shown}.detach() or {shown}.item() instead"
             if value.__class__ is ast.Name

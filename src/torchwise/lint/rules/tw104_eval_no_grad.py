@@ -31,8 +31,6 @@ from torchwise.lint.semantics.paramfree import parameter_free_run
 from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
-
-
 def _is_module_method(ctx: Context, func: ast.AST) -> bool:
     cls = ctx.parent(func)
     if cls.__class__ is not ast.ClassDef:
@@ -140,7 +138,9 @@ What it flags
   And a generation run of the trained network after the optimizer step of its training loop,
   for the logs (`(y_gen, *_), *_ = generator.module(x[:1], x_lengths[:1], gen=True)`,
   `model.infer(text)`, also `generate=True`/`sample=True`), outside no_grad, whose result feeds
-  no backward: it keeps the graph of a whole generation for a picture.
+  no backward: it keeps the graph of a whole generation for a picture. So does any network run in
+  the training loop (or in a helper it calls bare) whose output goes only to pictures
+  (`fake = net_G(sample_z).cpu()`, then `make_grid(fake)`, `save_image(...)`, `add_image(...)`).
   And a pass over a validation or test loader (`for i, (x, y, *rest) in enumerate(valloader):`,
   `for x, y in self.val_loader:`; names like `val_loader`, `valid_loader`, `test_dataloader`,
   `dev_loader`) that runs the model with no `.eval()` before it in its function or script and no
@@ -188,8 +188,8 @@ What it flags
   its first forward pass - unless the class backpropagates, steps an optimizer or switches grad
   mode itself, or the file calls that method only under no_grad.
   And an inference API whose model one function puts in eval mode and others run: a class's
-  `load()` (`self._model.eval()`) and its `synthesize(...)` running `self._model.generate(...)`,
-  or a module's `load_model()` (`global _model; ...; _model.eval()`) and its `embed(frames)`
+  `load()` (`self._model.eval()`, or `model.eval(); return model` bound as `self.model =
+  self.init_model()`) and its `synthesize(...)` running `self._model.generate(...)`, or a module's `load_model()` (`global _model; ...; _model.eval()`) and its `embed(frames)`
   running `_model.forward(frames)` - reported once per running function, unless the model is put
   back in training mode, the class or file trains, the function switches grad mode, every call of
   it is under no_grad, or the model's class runs that method under no_grad itself.

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.batchpasses import batch_pass_loop
 from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.steps import hot_loop_of, in_except_handler, runs_periodically
 
@@ -27,6 +28,13 @@ What it flags
   periodic test (`if step % 500 == 0:`, e.g. after deleting a validation pipeline), one in an
   `except` clause (recovery after an out-of-memory error), and one in a loop that calls a
   function training over a loader of its own (once per epoch): none runs every step.
+  Also a call in a loop that runs once per batch of an evaluation or inference pass: a loop over
+  a data loader (`for i, item in enumerate(val_loader):` after each validation batch), or a loop
+  that runs a network itself while it or a loop around it walks the data in pieces
+  (`range(len(chunks))`, `range(0, n, chunk)`, `torch.split(...)`: a renderer emptying the cache
+  after every chunk). Not a loop over epochs, over a literal list of settings, or one whose
+  network the loop picks (`for net in nets:`): emptying the cache between models or settings is
+  the fix's own advice.
 
 Why it matters
   The caching allocator keeps freed blocks to hand them out again on the next step without
@@ -48,11 +56,13 @@ Fix
     def check(self, ctx: Context) -> Iterator[Finding]:
         for call in _empty_cache_calls(ctx):
             loop = hot_loop_of(ctx, call) or delegated_loop_of(ctx, call)
-            if loop is None or runs_periodically(ctx, call) or in_except_handler(ctx, call):
+            batches = batch_pass_loop(ctx, call) if loop is None else None
+            if loop is None and batches is None or runs_periodically(ctx, call) or in_except_handler(ctx, call):
                 continue  # not every step: once per interval, or only on the error path
+            where = f"the training loop (line {loop.lineno})" if loop is not None else f"the loop over the data (line {batches.lineno})"
             yield ctx.finding(
                 self.code, call,
-                f"empty_cache() in the training loop (line {loop.lineno}) forces slow re-allocation every step and frees nothing PyTorch would not reuse",
+                f"empty_cache() in {where} forces slow re-allocation every step and frees nothing PyTorch would not reuse",
                 suggestion="remove it; lower peak memory with a smaller batch, checkpointing or AMP",
             )
 

@@ -5,6 +5,8 @@ and runs it in ``synthesize_spectrograms()``; a speaker encoder's inference modu
 model in ``load_model()`` (``global _model; ...; _model.eval()``) and runs it in
 ``embed_frames_batch()``, returning ``.detach().cpu().numpy()``. The mode set once persists: the
 other functions are evaluation, although none of them calls ``.eval()`` or is named for it.
+Also a model a method of the class puts in eval mode and returns (``model.eval(); return model``
+in ``init_model(self)``), bound by the class (``self.model = self.init_model()``).
 
 Only where nothing trains the model there: no ``.train()`` call on it, no backward pass, optimizer
 step or grad switch in the class (or the running function), and a class that is no ``nn.Module``
@@ -51,7 +53,36 @@ def _switched(ctx: Context, holder: ast.AST, base: str) -> dict[str, str]:
                 on.setdefault(name, func.name)
         else:
             off.add(name)
+    if base == "self":
+        for attr, func in _loaded_in_eval(ctx, holder).items():
+            on.setdefault(attr, func)
     return {n: f for n, f in on.items() if n not in off}
+
+
+def _returns_in_eval(ctx: Context, call: ast.Call) -> ast.FunctionDef | None:
+    """The method of a class that puts a local model in eval mode and returns it (``model.eval();
+    return model`` in ``init_model(self)``), for that ``.eval()`` call."""
+    target = call.func.value
+    func = ctx.function_of(call)
+    if target.__class__ is not ast.Name or func is None or ctx.parent(func).__class__ is not ast.ClassDef:
+        return None
+    returned = any(n.__class__ is ast.Return and n.value.__class__ is ast.Name and n.value.id == target.id
+                   for n in ctx.walk_body(func.body))
+    return func if returned else None
+
+
+def _loaded_in_eval(ctx: Context, cls: ast.AST) -> dict[str, str]:
+    """``self.<attr>`` bound from such a method (``self.model = self.init_model()``): attr -> method."""
+    methods = {f.name for c in ctx.calls_named("eval") if c.func.__class__ is ast.Attribute and not c.args
+               and ctx.contains(cls, c) and (f := _returns_in_eval(ctx, c)) is not None}
+    out: dict[str, str] = {}
+    for node in ctx.walk_body(cls.body, into_defs=True) if methods else ():
+        if node.__class__ is ast.Assign and node.value.__class__ is ast.Call and node.value.func.__class__ is ast.Attribute \
+                and node.value.func.attr in methods and ctx.text(node.value.func.value) == "self":
+            for t in node.targets:
+                if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == "self":
+                    out.setdefault(t.attr, node.value.func.attr)
+    return out
 
 
 def _global_models(ctx: Context) -> dict[str, str]:
@@ -153,6 +184,7 @@ def eval_state_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     evals = [c for c in ctx.calls_named("eval") if c.func.__class__ is ast.Attribute and not c.args]
     on_self = [c for c in evals if c.func.value.__class__ is ast.Attribute and c.func.value.value.__class__ is ast.Name
                and c.func.value.value.id == "self"]
+    on_self += [c for c in evals if _returns_in_eval(ctx, c) is not None]  # (model.eval(); return model)
     on_globals = ctx.nodes.get(ast.Global) and any(c.func.value.__class__ is ast.Name for c in evals)
     if not (on_self or on_globals) or training_calls(ctx):
         return

@@ -11,6 +11,7 @@ from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.autograd import under_no_grad
+from torchwise.lint.semantics.picturesamples import picture_samples
 from torchwise.lint.semantics.steps import hot_loop_of, names_feeding_backward, optimizer_steps
 
 _GEN_FLAGS = frozenset({"gen", "generate", "inference", "infer", "sample", "synthesize"})
@@ -33,7 +34,9 @@ def _generation_call(call: ast.Call) -> bool:
 
 def logging_samples(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     """``(call, message)`` for each generation run of the trained network after the optimizer step
-    of its training loop (see the module doc)."""
+    of its training loop (see the module doc), and each run whose output only becomes a picture
+    (:mod:`.picturesamples`)."""
+    yield from picture_samples(ctx)
     src = ctx.source
     if not any(n in src for n in _NEEDLES):
         return
