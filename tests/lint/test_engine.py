@@ -186,3 +186,38 @@ def test_a_crashing_rule_is_reported_not_raised(monkeypatch):
 @pytest.mark.parametrize("src", ["", "\n", "# only a comment\n", "pass", "\ufeff"])
 def test_trivial_files(src):
     assert lint_source(src) == []
+
+
+def test_lazy_pattern_compiles_on_first_use_and_then_acts_as_the_pattern():
+    import re
+
+    from torchwise.lint.engine.lazyre import lazy_compile
+
+    lazy = lazy_compile(r"a(?P<n>\d+)", re.I)
+    assert "search" not in vars(lazy)  # nothing compiled yet
+    assert lazy.search("xA12").group("n") == "12"
+    assert "search" in vars(lazy)  # the compiled pattern's methods are now its own
+    assert lazy.sub("-", "a1 b a2") == "- b -" and lazy.findall("a3a4") == ["3", "4"]
+    assert (lazy.pattern, lazy.flags & re.I, lazy.groups, dict(lazy.groupindex)) == (r"a(?P<n>\d+)", re.I, 1, {"n": 1})
+
+
+def test_lint_compiles_no_pattern_at_import():
+    """Start-up: module-level patterns go through lazy_compile (a run on a few files reaches few of them)."""
+    import ast
+    from pathlib import Path
+
+    import torchwise.lint
+
+    root = Path(torchwise.lint.__file__).parent
+    eager = []
+    for path in root.rglob("*.py"):
+        stack = [(ast.parse(path.read_text()), False)]
+        while stack:
+            node, in_function = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                if (not inside and isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
+                        and child.func.attr == "compile" and getattr(child.func.value, "id", None) == "re"):
+                    eager.append(f"{path.relative_to(root)}:{child.lineno}")
+                stack.append((child, inside))
+    assert not eager, f"re.compile at import time (use lazy_compile): {eager}"

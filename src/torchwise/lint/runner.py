@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 from torchwise.core.errors import UsageError
 from torchwise.lint.config import LintConfig, find_config
 from torchwise.lint.core import SYNTAX_CODE, _check, decode, fix_source, resolve_codes, rules
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.project import scan
@@ -281,7 +282,7 @@ def _texts(jobs: list[FileJob]) -> Iterable[tuple[str, str]]:
             yield job.display, text
 
 
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
+_IMPORT_LINE = lazy_compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([\w, \t()]+)|import[ \t]+([\w., \t]+))", re.M)
 
 
 def _imported_names(texts: Iterable[tuple[str, str]]) -> set[str]:

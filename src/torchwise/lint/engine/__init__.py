@@ -2,6 +2,7 @@
 
 Layers, lowest first (each module imports only those before it):
 
+* :mod:`~torchwise.lint.engine.lazyre` -- regular expressions compiled on first use;
 * :mod:`~torchwise.lint.engine.nodes` -- node kinds and pure node utilities (``last_name``, ``argument``...);
 * :mod:`~torchwise.lint.engine.legacy` -- parsing pre-0.4 files (``x.cuda(async=True)``);
 * :mod:`~torchwise.lint.engine.bindings` -- every binding of every name in a scope;

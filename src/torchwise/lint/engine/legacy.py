@@ -12,10 +12,11 @@ the code means, and TW502 reports the old spelling, with a fix.
 from __future__ import annotations
 
 import ast
-import re
+
+from torchwise.lint.engine.lazyre import lazy_compile
 
 #: ``(async=`` / ``, async =`` (not ``async ==``): the argument name, with what precedes it
-_ASYNC_KEYWORD = re.compile(r"([(,]\s*)async(\s*=)(?!=)")
+_ASYNC_KEYWORD = lazy_compile(r"([(,]\s*)async(\s*=)(?!=)")
 _PLACEHOLDER = "Async"  # same length as ``async``, so positions in the text are unchanged
 
 

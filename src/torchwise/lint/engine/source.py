@@ -4,12 +4,12 @@ character offsets, and the edits fixes are made of."""
 from __future__ import annotations
 
 import ast
-import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.engine.nodes import AST
 from torchwise.lint.findings import Edit
 
-_NEWLINE = re.compile(r"\r\n|\r|\n")
+_NEWLINE = lazy_compile(r"\r\n|\r|\n")
 
 
 class SourceText:

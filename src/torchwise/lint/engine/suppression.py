@@ -9,9 +9,10 @@ import re
 import tokenize
 from typing import Callable
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.engine.nodes import AST
 
-_NOQA = re.compile(r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.I)
+_NOQA = lazy_compile(r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]*(?:[\s,]+[A-Za-z]+[0-9]*)*))?", re.I)
 
 
 def noqa_table(source: str, line_count: int, line_text: Callable[[int], str]) -> dict[int, frozenset[str]]:

@@ -35,6 +35,7 @@ from bisect import bisect_right
 
 from typing import Iterable
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import NO_FACTS, DatasetFacts, ProjectFacts
 from torchwise.lint.project.cpudriven import cpu_driven
 from torchwise.lint.project.datasets import dataset_facts
@@ -162,8 +163,8 @@ def confined_sub_projects(folders: dict[str, list[int]], evidence: set[str]) -> 
     return tuple(hit)
 
 
-_PINNED = re.compile(r"(?:pin_memory[ \t]*=|[\"']pin_memory[\"'][ \t]*:)[ \t]*True")  # (also {'pin_memory': True})
-_TORCH_ALIAS = re.compile(r"^[ \t]*import[ \t]+torch[ \t]+as[ \t]+(\w+)", re.M)
+_PINNED = lazy_compile(r"(?:pin_memory[ \t]*=|[\"']pin_memory[\"'][ \t]*:)[ \t]*True")  # (also {'pin_memory': True})
+_TORCH_ALIAS = lazy_compile(r"^[ \t]*import[ \t]+torch[ \t]+as[ \t]+(\w+)", re.M)
 
 
 def _calls_torch(text: str, name: str) -> bool:
@@ -171,8 +172,8 @@ def _calls_torch(text: str, name: str) -> bool:
     if f"torch.{name}(" in text:
         return True
     return "import torch as" in text and any(f"{a}.{name}(" in text for a in _TORCH_ALIAS.findall(text))
-_TOP_CLASS = re.compile(r"^class[ \t]+\w+[^\n]*", re.M)
-_TOP_CODE = re.compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0
+_TOP_CLASS = lazy_compile(r"^class[ \t]+\w+[^\n]*", re.M)
+_TOP_CODE = lazy_compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0
 
 
 def _all_pinned(texts: list[tuple[str, str]]) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
@@ -32,22 +33,22 @@ from torchwise.lint.project.scripts import entry_point
 from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, explicit_cpu_option, option_calls
 
 # a "cpu" device as the other side of a choice
-_CPU_CHOICE = re.compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
+_CPU_CHOICE = lazy_compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
                          r"""|["']cpu["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cuda(?::\d+)?["']""")
 # `else:` followed by a "cpu" device assigned (`device = torch.device("cpu")`, `args.device = 'cpu'`)
 # (after comments and a warning printed or logged: `print("CUDA unavailable, using CPU")`)
-_ELSE_CPU = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n|[ \t]+(?:print|warnings\.warn|log\w*\.\w+)\([^\n]*\n)*"""
+_ELSE_CPU = lazy_compile(r"""^[ \t]*else[ \t]*:[ \t]*(?:#[^\n]*)?\n(?:[ \t]*#[^\n]*\n|[ \t]+(?:print|warnings\.warn|log\w*\.\w+)\([^\n]*\n)*"""
                        r"""[ \t]*[\w.\[\]"']+[ \t]*=[ \t]*"""
                        r"""(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
-_ELSE_CPU_ONE_LINE = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*[\w.]+[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
+_ELSE_CPU_ONE_LINE = lazy_compile(r"""^[ \t]*else[ \t]*:[ \t]*[\w.]+[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""", re.M)
 # `args.device = "cpu"` / `args.device = torch.device("cpu")` under a GPU check
-_AVAILABLE_CPU = re.compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*device[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""")
+_AVAILABLE_CPU = lazy_compile(r"""is_available\(\)[^\n]*:[ \t]*\n[ \t]*[\w.]*device[ \t]*=[ \t]*(?:torch\.device\([ \t]*)?["']cpu["']""")
 # a device flag set from the GPU check, for the file's moves to test (`use_gpu = torch.cuda.is_available()`)
-_FLAG_FROM_CHECK = re.compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
+_FLAG_FROM_CHECK = lazy_compile(r"^[ \t]*[\w.]+[ \t]*=[ \t]*torch\.cuda\.is_available\(\)[ \t]*(?:#[^\n]*)?$", re.M)
 # a statement at column 0 that calls something (a script that runs when started), not a def/class/import
-_TOP_CALL = re.compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
+_TOP_CALL = lazy_compile(r"^(?!def |class |import |from |if __name__|async def )[A-Za-z_][^\n]*\(", re.M)
 _GPU_SWITCHES = frozenset({"--cuda", "--use_cuda", "--use-cuda", "--use_gpu", "--use-gpu", "--gpu", "--with_cuda"})
-_BOOLEAN = re.compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False\b|["'](?:yes|no)["'])""")
+_BOOLEAN = lazy_compile(r"""store_true|store_false|str2bool|type[ \t]*=[ \t]*bool\b|default[ \t]*=[ \t]*(?:True|False\b|["'](?:yes|no)["'])""")
 
 
 def cpu_option(text: str) -> bool:
@@ -116,7 +117,7 @@ def cpu_driven(texts: list[tuple[str, str]]) -> frozenset[str]:
 
 
 # the model of the run placed on the device the file chose (`self.model = model.to(self.device)`)
-_MODEL_TO = re.compile(r"^[ \t]*(?:self\.)?\w*model\w*[ \t]*=[ \t]*(?:self\.)?\w*model\w*\.to\([ \t]*(?:self\.)?\w*device\w*[ \t]*\)", re.M)
+_MODEL_TO = lazy_compile(r"^[ \t]*(?:self\.)?\w*model\w*[ \t]*=[ \t]*(?:self\.)?\w*model\w*\.to\([ \t]*(?:self\.)?\w*device\w*[ \t]*\)", re.M)
 
 
 def _places_model(text: str) -> bool:

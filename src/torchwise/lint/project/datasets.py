@@ -8,6 +8,7 @@ import re
 from bisect import bisect_right
 
 from torchwise.lint.engine import Context, last_name, legacy
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import DatasetFacts
 from torchwise.lint.semantics.data import getitem_of, getitem_reads_nothing, getitem_slices_only, moves_to_device
 from torchwise.lint.semantics.textitems import getitem_yields_text
@@ -47,9 +48,9 @@ def dataset_facts(texts: list[tuple[str, str]]) -> dict[str, DatasetFacts]:
     return _merge(collected)
 
 
-_CLASS_LINE = re.compile(r"^class[ \t]+(\w+)([^\n]*)", re.M)
-_TOP_LINE = re.compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0 (not a comment or a closing bracket)
-_IMPORTS = re.compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:import|from)[ \t][^\n]*)", re.M)
+_CLASS_LINE = lazy_compile(r"^class[ \t]+(\w+)([^\n]*)", re.M)
+_TOP_LINE = lazy_compile(r"^(?=[^\s#)\]}])", re.M)  # a line starting at column 0 (not a comment or a closing bracket)
+_IMPORTS = lazy_compile(r"^(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:import|from)[ \t][^\n]*)", re.M)
 
 
 def _dataset_excerpt(text: str) -> str | None:

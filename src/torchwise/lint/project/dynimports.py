@@ -9,10 +9,10 @@ packages such a call names as the prefix of a name built at run time.
 
 from __future__ import annotations
 
-import re
+from torchwise.lint.engine.lazyre import lazy_compile
 
 # import_module("pkg." + x) / import_module(name='pkg.' + x) / import_module(f"pkg.{x}") / __import__("pkg." + x)
-_DYNAMIC = re.compile(r"""(?:import_module|__import__)\(\s*(?:name\s*=\s*)?f?["']((?:\w+\.)*\w+)\.(?:\{|["']\s*\+)""")
+_DYNAMIC = lazy_compile(r"""(?:import_module|__import__)\(\s*(?:name\s*=\s*)?f?["']((?:\w+\.)*\w+)\.(?:\{|["']\s*\+)""")
 
 
 def dynamic_packages(text: str) -> set[str]:

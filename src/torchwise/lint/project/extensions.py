@@ -32,16 +32,18 @@ from __future__ import annotations
 import os
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
+
 # kernel packages with no CPU implementation (their names do not end in `_cuda`)
 KERNEL_PACKAGES = ("pointnet2_ops", "pointops")
-_IMPORT = re.compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t*]+)|import[ \t]+([\w., \t]+))", re.M)
-_CUDA_EXT = re.compile(r"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_IMPORT = lazy_compile(r"^(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t*]+)|import[ \t]+([\w., \t]+))", re.M)
+_CUDA_EXT = lazy_compile(r"""CUDAExtension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
 # a set-up that picks CppExtension or CUDAExtension into a variable and refuses to build without
 # CUDA (`else: raise NotImplementedError("Cuda is not available")`): its CPU build is no build
-_NO_CPU_BUILD = re.compile(r"""^[ \t]*else[ \t]*:[ \t]*\n[ \t]*raise[ \t]+\w+\([ \t]*(?:f?["'][^"'\n]*cuda|CUDA)""", re.M | re.I)
-_EXT_VAR = re.compile(r"""\b[a-z_]*extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
-_JIT_LOAD = re.compile(r"^\w+[ \t]*=[ \t]*(?:[\w.]+\.)?load\(", re.M)
-_CU_SOURCE = re.compile(r"""\.cu["']""")
+_NO_CPU_BUILD = lazy_compile(r"""^[ \t]*else[ \t]*:[ \t]*\n[ \t]*raise[ \t]+\w+\([ \t]*(?:f?["'][^"'\n]*cuda|CUDA)""", re.M | re.I)
+_EXT_VAR = lazy_compile(r"""\b[a-z_]*extension\(\s*(?:name\s*=\s*)?["']([\w.]+)["']""")
+_JIT_LOAD = lazy_compile(r"^\w+[ \t]*=[ \t]*(?:[\w.]+\.)?load\(", re.M)
+_CU_SOURCE = lazy_compile(r"""\.cu["']""")
 
 
 def _module_names(path: str) -> tuple[str, str]:
@@ -103,7 +105,7 @@ def imported(text: str, anywhere: bool = False) -> tuple[set[str], set[str]]:
     return modules, names
 
 
-_TRY_IMPORT = re.compile(r"^try[ \t]*:[ \t]*\n[ \t]+((?:import|from)[ \t][^\n]*)\n(?:[ \t]+[^\n]*\n){0,3}?"
+_TRY_IMPORT = lazy_compile(r"^try[ \t]*:[ \t]*\n[ \t]+((?:import|from)[ \t][^\n]*)\n(?:[ \t]+[^\n]*\n){0,3}?"
                          r"except[ \t]+ImportError[^\n]*:[ \t]*\n((?:[ \t]+[^\n]*\n|[ \t]*\n)+)", re.M)
 
 

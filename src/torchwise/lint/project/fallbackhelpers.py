@@ -20,12 +20,13 @@ from __future__ import annotations
 import ast
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.functions import function_blocks
 
 MAX_LINES = 25
 # `if torch.cuda.is_available():` and a `.cuda(` move on the next line of its body
-_GUARDED_MOVE = re.compile(r"^([ \t]*)if[ \t]+torch\.cuda\.is_available\(\)[ \t]*:[ \t]*\r?\n\1[ \t]+[^\n]*\.cuda\(", re.M)
+_GUARDED_MOVE = lazy_compile(r"^([ \t]*)if[ \t]+torch\.cuda\.is_available\(\)[ \t]*:[ \t]*\r?\n\1[ \t]+[^\n]*\.cuda\(", re.M)
 
 
 def _moves_handed_value(block: str) -> bool:

@@ -10,6 +10,7 @@ import re
 import textwrap
 from typing import Iterator
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import FunctionBlock
 
 HOST_NEEDLES = (".item()", ".tolist()", ".numpy()", ".cpu().", ".cpu()\n", ".cpu()\r", "if torch.", ".data[0]")
@@ -17,7 +18,7 @@ GPU_NEEDLES = ("nccl", "is_available")
 # what semantics.devices.gpu_setup_line can find in a block, as text: NCCL, or a GPU check asserted
 # or negated on one line (``if not torch.cuda.is_available():``); the many functions that only
 # choose a device (``"cuda" if torch.cuda.is_available() else "cpu"``) are not kept
-GPU_SETUP_TEXT = re.compile(r"nccl|(?:assert|if\s+not)\b[^\n]*(?:is_available|device_count)")
+GPU_SETUP_TEXT = lazy_compile(r"nccl|(?:assert|if\s+not)\b[^\n]*(?:is_available|device_count)")
 LOADER_NEEDLES = ("pin_memory",)
 
 
@@ -80,7 +81,7 @@ def function_blocks(text: str, needles: tuple[str, ...], max_lines: int = MAX_LI
             yield name.group(1), text.count("\n", 0, start) + 1, textwrap.dedent("\n".join(lines[:keep]))
 
 
-_DEF_NAME = re.compile(r"def ([A-Za-z_]\w*)\(")
+_DEF_NAME = lazy_compile(r"def ([A-Za-z_]\w*)\(")
 
 
 def candidate_blocks(texts: list[tuple[str, str]], needles: tuple[str, ...],

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 
-_COUNT_GATE = re.compile(r"^[ \t]*if[ \t]+\(?[\w.\[\]'\"]*\bn(?:um)?_?gpus?\b[\]'\"]*[ \t]*(?:>[ \t]*0|>=[ \t]*1|!=[ \t]*0)[ \t]*\)?[ \t]*:"
+from torchwise.lint.engine.lazyre import lazy_compile
+
+_COUNT_GATE = lazy_compile(r"^[ \t]*if[ \t]+\(?[\w.\[\]'\"]*\bn(?:um)?_?gpus?\b[\]'\"]*[ \t]*(?:>[ \t]*0|>=[ \t]*1|!=[ \t]*0)[ \t]*\)?[ \t]*:"
                          r"[ \t]*(?:#[^\n]*)?\n(?:[ \t]*(?:#[^\n]*)?\n)*[^\n]*\.(?:cuda|to)\(", re.M | re.I)
 
 

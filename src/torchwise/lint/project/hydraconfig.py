@@ -9,9 +9,11 @@ from __future__ import annotations
 import os
 import re
 
-_DECORATOR = re.compile(r"@hydra\.main\(([^)]*)\)")
-_ARG = re.compile(r"""(config_path|config_name)\s*=\s*["']([^"']*)["']""")
-_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(True|true|False|false|yes|no|on|off|0|1)[ \t]*(?:#.*)?$", re.M)
+from torchwise.lint.engine.lazyre import lazy_compile
+
+_DECORATOR = lazy_compile(r"@hydra\.main\(([^)]*)\)")
+_ARG = lazy_compile(r"""(config_path|config_name)\s*=\s*["']([^"']*)["']""")
+_LINE = lazy_compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(True|true|False|false|yes|no|on|off|0|1)[ \t]*(?:#.*)?$", re.M)
 _TRUE = frozenset({"True", "true", "yes", "on", "1"})
 
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.project.extensions import imported, module_keys
 
-_MAIN = re.compile(r"""^if[ \t]+__name__[ \t]*==[ \t]*["']__main__["'][ \t]*:""", re.M)
-_TOP_ARGS = re.compile(r"^\S[^\n]*\bparse_args\(", re.M)
+_MAIN = lazy_compile(r"""^if[ \t]+__name__[ \t]*==[ \t]*["']__main__["'][ \t]*:""", re.M)
+_TOP_ARGS = lazy_compile(r"^\S[^\n]*\bparse_args\(", re.M)
 _CUDA = (".cuda(", '"cuda', "'cuda", "torch.cuda.")
 
 
@@ -56,7 +57,7 @@ def _imported_by(path: str, texts: list[tuple[str, str]], cache: dict[str, tuple
     return False
 
 
-_MODULE_CLASS = re.compile(r"^class[ \t]+\w+[ \t]*\([ \t]*(?:torch\.)?(?:nn\.)?Module[ \t]*\)", re.M)
+_MODULE_CLASS = lazy_compile(r"^class[ \t]+\w+[ \t]*\([ \t]*(?:torch\.)?(?:nn\.)?Module[ \t]*\)", re.M)
 _DYNAMIC = ("import_module(", "__import__(")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.project.cpudriven import cpu_option, explicit_cpu_option
 from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.gpucount import gpu_count_gate
@@ -15,20 +16,20 @@ from torchwise.lint.semantics.seedtext import SEED_HELPERS as _SEED_ALL, SEEDS
 # Libraries whose code runs on NVIDIA (or AMD) GPUs only: kernels, fused ops, GPU-only engines.
 GPU_ONLY_LIBS = ("triton", "flash_attn", "apex", "transformer_engine", "xformers", "pycuda", "cupy", "vllm",
                  "deepspeed", "mamba_ssm", "causal_conv1d")
-_GPU_IMPORT = re.compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
-_GPU_CHECK = re.compile(r"cuda\.(?:is_available|device_count)\(")
-_NCCL_ONLY = re.compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
+_GPU_IMPORT = lazy_compile(r"^(?:import|from)[ \t]+(" + "|".join(GPU_ONLY_LIBS) + r")\b", re.M)
+_GPU_CHECK = lazy_compile(r"cuda\.(?:is_available|device_count)\(")
+_NCCL_ONLY = lazy_compile(r"init_process_group\(\s*(?:backend\s*=\s*)?[\"']nccl[\"']|backend\s*=\s*[\"']nccl[\"']")
 # a way to run without a GPU: a GPU check (not `device_count() > 1`, a multi-GPU choice), a device
 # flag (`--no_cuda`, `use_gpu`, `args.cuda`) or option (`add_argument("--device")`), another
 # accelerator (substrings), or a "cpu" device chosen (not a map_location or a move back)
 _CPU_PATH = ("is_available(", "select_device", "accelerator", "no_cuda", "no-cuda", "use_cpu", "use-cpu",
              "--cpu", "use_gpu", "use_cuda", "args.cuda", "if cuda else", "if cuda:")
-_AVAILABLE = re.compile(r"is_available\(")
-_CPU_STRING = re.compile(r"[\"']cpu(?::\d)?[\"']")
-_MPS = re.compile(r"\bmps\b")
+_AVAILABLE = lazy_compile(r"is_available\(")
+_CPU_STRING = lazy_compile(r"[\"']cpu(?::\d)?[\"']")
+_MPS = lazy_compile(r"\bmps\b")
 # "cpu" where nothing is chosen: a checkpoint mapped while it loads (`map_location="cpu"`,
 # `map_location=torch.device("cpu")`, `torch.load(f, "cpu")`) or a result moved back (`.to("cpu")`)
-_NO_CHOICE = re.compile(r"(?:map_location[ \t]*=[ \t]*|\.to\([ \t]*(?:device[ \t]*=[ \t]*)?|torch\.load\([^()\n]*,[ \t]*)"
+_NO_CHOICE = lazy_compile(r"(?:map_location[ \t]*=[ \t]*|\.to\([ \t]*(?:device[ \t]*=[ \t]*)?|torch\.load\([^()\n]*,[ \t]*)"
                         r"(?:torch\.device\([ \t]*)?$")
 
 
@@ -42,10 +43,10 @@ def gpu_check(text: str, pattern: re.Pattern[str] = _GPU_CHECK) -> bool:
     return False
 
 
-_DEVICE_OPTION = re.compile(r"""add_argument\(\s*["']--device["']""")
+_DEVICE_OPTION = lazy_compile(r"""add_argument\(\s*["']--device["']""")
 
 
-_GPU_ID_FLAG = re.compile(r"""CUDA_VISIBLE_DEVICES["']\][ \t]*=[ \t]*(?:str\([ \t]*)?args\.cuda\b""")
+_GPU_ID_FLAG = lazy_compile(r"""CUDA_VISIBLE_DEVICES["']\][ \t]*=[ \t]*(?:str\([ \t]*)?args\.cuda\b""")
 
 
 def _cpu_path(text: str) -> bool:
@@ -78,8 +79,8 @@ _MOVES = _CUDA + (".to(device", ".to(self.device", ".to(args.device")
 
 
 # classes with no base or only ``object``: plain Python classes, never modules
-_PLAIN_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\([ \t]*(?:object)?[ \t]*\))?[ \t]*:", re.M)
-_NO_GRAD_DEF = re.compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
+_PLAIN_CLASS = lazy_compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\([ \t]*(?:object)?[ \t]*\))?[ \t]*:", re.M)
+_NO_GRAD_DEF = lazy_compile(r"@(?:torch\.)?(?:no_grad|inference_mode)\(\)[^\n]*\n(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)")
 
 
 @dataclass
@@ -151,7 +152,7 @@ def text_facts(texts: list[tuple[str, str]]) -> TextFacts:
     return out
 
 
-_ENTRY = re.compile(r"^\S[^\n]*\bparse_args\(|^if[ \t]+__name__[ \t]*==", re.M)
+_ENTRY = lazy_compile(r"^\S[^\n]*\bparse_args\(|^if[ \t]+__name__[ \t]*==", re.M)
 
 
 def _driven_on_cpu(path: str, texts: list[tuple[str, str]], cpu_files: set[str]) -> bool:
@@ -168,7 +169,7 @@ def _driven_on_cpu(path: str, texts: list[tuple[str, str]], cpu_files: set[str])
                and _ENTRY.search(t) is not None for p, t in texts if p in cpu_files)
 
 
-_MODEL_MOVE = re.compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"
+_MODEL_MOVE = lazy_compile(r"^[ \t]*(\w+)(?:[ \t]*=[ \t]*[^\n]*)?\.(?:cuda\([^()\n]*\)|to\([ \t]*[\"']cuda(?::\d+)?[\"'][ \t]*\))"
                          r"[ \t]*(?:#[^\n]*)?$", re.M)
 
 
@@ -215,7 +216,7 @@ def _defines_seed_helper(text: str) -> bool:
     return False
 
 
-_DEF_HEAD = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)")
+_DEF_HEAD = lazy_compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(([^)]*)\)")
 
 
 def _per_call_seed(text: str, start: int, end: int) -> bool:
@@ -307,7 +308,7 @@ def _process_target_seed(text: str, start: int) -> bool:
 
 
 # the clock as a seed: `time.time()`, `int(time.time())`, `int(time.time() * 1000) % 2**32`
-_CLOCK = re.compile(r"(?:int\(\s*)?(?:time\.)?time(?:_ns)?\(\)(?:\s*[*%]\s*[\w.*]+)*\s*\)?(?:\s*[*%]\s*[\w.*]+)*")
+_CLOCK = lazy_compile(r"(?:int\(\s*)?(?:time\.)?time(?:_ns)?\(\)(?:\s*[*%]\s*[\w.*]+)*\s*\)?(?:\s*[*%]\s*[\w.*]+)*")
 
 
 def clock_seed(text: str, arg: str) -> bool:

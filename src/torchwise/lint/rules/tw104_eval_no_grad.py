@@ -18,7 +18,7 @@ from torchwise.lint.semantics.evalcallers import bare_live_call, nested_in_plain
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, global_eval_runs,
-                                                  grad_events)
+                                                  event_nodes, grad_events)
 from torchwise.lint.semantics.evalruns import eval_runs
 from torchwise.lint.semantics.evalpaths import acting_calls
 from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_test_loops
@@ -339,7 +339,7 @@ Lint and the doctor
         if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
             return []  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = eval_receivers(ctx, evals) | (global_eval_runs(ctx, scope) if not is_module else set())
-        events = grad_events(ctx, body if is_module else list(ast.walk(scope)))
+        events = grad_events(ctx, body if is_module else event_nodes(scope))
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
             found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]

@@ -7,10 +7,11 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
-_STATE_WORDS = re.compile(r"state|dict|ckpt|checkpoint|weights|params|^sd$|^d$|model", re.I)
+_STATE_WORDS = lazy_compile(r"state|dict|ckpt|checkpoint|weights|params|^sd$|^d$|model", re.I)
 
 
 def _seven(node: ast.AST | None) -> bool:

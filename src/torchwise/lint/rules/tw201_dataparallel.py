@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
@@ -211,7 +212,7 @@ def _evaluation_script(ctx: Context, call: ast.Call) -> bool:
     return handed
 
 
-_LOSS_WORDS = re.compile(r"(?:^|_|(?<=[a-z]))(?:loss|losses|criterion|criterions|crit)(?:$|_|(?=[A-Z0-9]))", re.I)
+_LOSS_WORDS = lazy_compile(r"(?:^|_|(?<=[a-z]))(?:loss|losses|criterion|criterions|crit)(?:$|_|(?=[A-Z0-9]))", re.I)
 
 
 def _loss_beside_model(ctx: Context, call: ast.Call, reported: list[ast.Call]) -> bool:

@@ -7,14 +7,15 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 
 JIT_SCRIPT = "torch.jit.script"
 
 
-_OPT_IN = re.compile(r"script|jit|export|trace|onnx", re.I)
-_TORCHSCRIPT_FILE = re.compile(r"(^|/)(jit|torchscript|scripting)(/|[_.])", re.I)
+_OPT_IN = lazy_compile(r"script|jit|export|trace|onnx", re.I)
+_TORCHSCRIPT_FILE = lazy_compile(r"(^|/)(jit|torchscript|scripting)(/|[_.])", re.I)
 _ARTIFACT_ATTRS = frozenset({"graph", "code", "inlined_graph", "save", "code_with_constants", "_c"})
 
 

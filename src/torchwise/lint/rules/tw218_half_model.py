@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.models import is_model_name, is_module_instance
@@ -16,7 +16,7 @@ from torchwise.lint.semantics.values import local_function
 _HALF_DTYPES = ("torch.float16", "torch.half")
 
 
-_DTYPE_TEST = re.compile(r"dtype|float16|half")
+_DTYPE_TEST = lazy_compile(r"dtype|float16|half")
 _BACK_TO_FULL = frozenset({"float", "double", "bfloat16"})
 
 
@@ -36,7 +36,7 @@ def _converted_back(ctx: Context, call: ast.Call) -> bool:
 
 
 # a function that turns autograd off may put a model in train mode for inference (Monte Carlo dropout)
-_GRAD_OFF = re.compile(r"no_grad|inference_mode|set_grad_enabled\(False")
+_GRAD_OFF = lazy_compile(r"no_grad|inference_mode|set_grad_enabled\(False")
 
 
 def _training_modes(ctx: Context) -> set[tuple[int, str]]:

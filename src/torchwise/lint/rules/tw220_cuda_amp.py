@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Edit
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
@@ -43,7 +43,7 @@ _APEX_FP16 = frozenset({"apex.optimizers.FP16_Optimizer", *(f"apex.fp16_utils.{n
 _FP16_MESSAGE = "apex.fp16_utils (FP16_Optimizer, network_to_half) is apex's legacy mixed precision, unmaintained; native torch.amp replaces it"
 _FP16_SUGGESTION = 'keep the model in fp32, run the forward under torch.autocast("cuda", ...) and scale with torch.amp.GradScaler("cuda")'
 
-_NEW_API = re.compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
+_NEW_API = lazy_compile(r"torch\.amp\.|torch\.autocast|\bamp\.GradScaler\(\s*['\"]|device_type")
 
 
 class LegacyAmp(Rule):

@@ -7,6 +7,7 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.backends import cudnn_flag_assignments
@@ -23,8 +24,8 @@ def exclusive(ctx: Context, a: ast.AST, b: ast.AST) -> bool:
     return False
 
 
-_TOP_LINE = re.compile(r"^[^\s#]", re.M)
-_DET_LINE = re.compile(r"^([ \t]+)(?:torch\.backends\.)?cudnn\.deterministic[ \t]*=[ \t]*True\b", re.M)
+_TOP_LINE = lazy_compile(r"^[^\s#]", re.M)
+_DET_LINE = lazy_compile(r"^([ \t]+)(?:torch\.backends\.)?cudnn\.deterministic[ \t]*=[ \t]*True\b", re.M)
 
 
 def _helper_sets_deterministic(ctx: Context, name: str) -> bool:

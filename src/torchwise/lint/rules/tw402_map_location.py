@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import (file_names, handed_on_whole, loaded_keys, saved_keys, saved_on_host,
@@ -144,7 +144,7 @@ def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
 
 # an option that turns the GPU on (`parser.add_argument('-gpu', action='store_true')`): off by
 # default, so the script's default run is on the CPU
-_GPU_SWITCH = re.compile(r"""add_argument\(\s*["']--?(?:gpu|cuda|use[-_]gpu|use[-_]cuda)["'][^)]*store_true""")
+_GPU_SWITCH = lazy_compile(r"""add_argument\(\s*["']--?(?:gpu|cuda|use[-_]gpu|use[-_]cuda)["'][^)]*store_true""")
 
 
 def _shipped_final_weights(ctx: Context, load: ast.Call, names: set[str]) -> bool:

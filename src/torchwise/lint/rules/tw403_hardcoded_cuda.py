@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
@@ -23,11 +23,11 @@ from torchwise.lint.semantics.fallback import chooses_by_flag, gpu_only_file, ha
 from torchwise.lint.semantics.optinmodes import module_device_only_opt_in
 from torchwise.lint.semantics.projectcode import function_verdict
 
-_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
 
 
-_CHOSEN_DEVICE = re.compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
+_CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
                             r"""|["']cpu["']\s+if\s+[\w.]+\s+else\s+["']cuda["'])""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
                         "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, keyword
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.late_env import built_after_init, constructor_runs
@@ -19,7 +19,7 @@ _INIT_FUNCS = frozenset({
     "get_device_properties", "get_device_capability", "synchronize", "mem_get_info", "memory_allocated",
     "memory_reserved", "max_memory_allocated", "empty_cache", "init", "Stream", "Event", "current_stream",
 })
-_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 
 
 def _env_sets(ctx: Context) -> list[ast.AST]:

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, has_star_args, keyword
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_compat_fallback
 
 _CHECKPOINTS = ("torch.utils.checkpoint.checkpoint", "torch.utils.checkpoint.checkpoint_sequential")
-_NEW_API = re.compile(r"\buse_reentrant\b")
+_NEW_API = lazy_compile(r"\buse_reentrant\b")
 
 
 class CheckpointReentrant(Rule):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.files import in_compat_fallback
@@ -134,7 +134,7 @@ def _builder_table(ctx: Context, table: ast.Name, use: ast.AST) -> str | None:
 
 
 # the names of torchvision's model builders (classification, detection, segmentation, video)
-_BUILDER_NAME = re.compile(
+_BUILDER_NAME = lazy_compile(
     r"(resnet|resnext|wide_resnet|vgg|densenet|inception_v3|googlenet|alexnet|squeezenet|mobilenet_v[23]|"
     r"shufflenet_v2|mnasnet|efficientnet|regnet|convnext|fcn_resnet|deeplabv3|lraspp|fasterrcnn|maskrcnn|"
     r"keypointrcnn|retinanet|r3d_18|mc3_18|r2plus1d_18)[\w]*$")

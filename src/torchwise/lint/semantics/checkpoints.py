@@ -6,9 +6,9 @@ from NumPy in code that never touches a device), objects that are no tensors at 
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, argument, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.movedsaves import saved_after_self_to_host
@@ -337,7 +337,7 @@ def _fresh_model_state(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
     return not gpu_evident(ctx) and not file_moves_to_device(ctx)
 
 
-_FILE_NAME = re.compile(r"[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}$")
+_FILE_NAME = lazy_compile(r"[\w\-]+(?:\.[\w\-]+)*\.[A-Za-z0-9]{1,8}$")
 
 
 def file_names(ctx: Context, expr: AST | None, use: AST, depth: int = 2) -> set[str]:

@@ -13,13 +13,13 @@ Not when the file names a "cuda" device elsewhere outside any device test (writt
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.fallback import under_device_flag
 from torchwise.lint.semantics.harmlessmoves import cpu_alternative
 
-_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 _GPU_CALLS = ("torch.cuda.synchronize", "torch.cuda.current_device")
 
 

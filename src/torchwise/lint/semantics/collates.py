@@ -10,6 +10,7 @@ import builtins
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.devices import is_device_expr
 
@@ -69,7 +70,7 @@ def device_collate(ctx: Context, loader: ast.Call) -> bool:
 # ----------------------------------------------------------------------------- NumPy batches
 
 _BUILTINS = frozenset(dir(builtins))  # len, max, sorted, ValueError, ...
-_TENSOR_WORDS = re.compile(r"torch|[Tt]ensor|default_collate")
+_TENSOR_WORDS = lazy_compile(r"torch|[Tt]ensor|default_collate")
 
 
 def _torch_imported(ctx: Context) -> bool:

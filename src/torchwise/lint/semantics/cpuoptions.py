@@ -5,16 +5,17 @@ Text only, shared by the project pass (:mod:`torchwise.lint.project.cpudriven`) 
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
+
+from torchwise.lint.engine.lazyre import lazy_compile
 
 CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_cpu", "--use-cpu", "--disable_cuda",
                          "--disable-cuda", "--device", "--no_gpu", "--no-gpu", "--cpu_only", "--cpu-only"})
 # `--device` whose default names a device type (not a GPU id: `--device 0`)
-_DEVICE_DEFAULT = re.compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
+_DEVICE_DEFAULT = lazy_compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
 
 
-_FLAG = re.compile(r"""["'](--?[\w-]+)["']""")
+_FLAG = lazy_compile(r"""["'](--?[\w-]+)["']""")
 
 
 def option_calls(text: str) -> Iterator[tuple[tuple[str, ...], str]]:

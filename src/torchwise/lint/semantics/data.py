@@ -8,6 +8,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.collates import device_collate
 from torchwise.lint.semantics.cudatyped import cuda_typed
 from torchwise.lint.semantics.files import in_demo_main
@@ -90,7 +91,7 @@ def loader_yields_device_batches(ctx: Context, loader: ast.Call, dataset: AST | 
     return False
 
 
-_INDEX_NAME = re.compile(r"(^|_)(idx|index|indices|perm)$", re.I)
+_INDEX_NAME = lazy_compile(r"(^|_)(idx|index|indices|perm)$", re.I)
 _INDEX_MAKERS = frozenset({"nonzero", "arange", "randperm", "argwhere"})
 
 

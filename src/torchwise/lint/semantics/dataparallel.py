@@ -29,15 +29,16 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import training_calls
 
-_DP_BASE = re.compile(r"^(?:torch\.)?(?:nn\.)?(?:parallel\.)?(?:data_parallel\.)?DataParallel$")
-_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.M)
+_DP_BASE = lazy_compile(r"^(?:torch\.)?(?:nn\.)?(?:parallel\.)?(?:data_parallel\.)?DataParallel$")
+_CLASS = lazy_compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*:", re.M)
 _TRAIN_WORDS = ("train", "fit", "finetune", "fine_tune")
-_TRAINS = re.compile(r"\.backward\(|\boptim(?:izer)?\.step\(|\.fit\(")
+_TRAINS = lazy_compile(r"\.backward\(|\boptim(?:izer)?\.step\(|\.fit\(")
 
 
 def dataparallel_classes(facts: ProjectFacts) -> frozenset[str]:

@@ -10,12 +10,13 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import optimizer_steps, runs_periodically
 
 DDPS = ("torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.distributed.DistributedDataParallel",
         "apex.parallel.DistributedDataParallel")
-_DEF = re.compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
+_DEF = lazy_compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
 
 
 def wraps_through_helper(ctx: Context) -> bool:

@@ -27,6 +27,7 @@ import re
 from bisect import bisect_right
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.cliexposed import cli_exposed
 from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, only_in_prose, others_attribute, own_copy, owners_look_local,
@@ -36,7 +37,7 @@ from torchwise.lint.semantics.deadmodules import configured_module, left_over, n
 from torchwise.lint.semantics.redefined import redefined_later
 from torchwise.lint.semantics.superseded import superseded
 
-_NEVER = re.compile(r"(?!)")  # matches nothing: no other file names the module
+_NEVER = lazy_compile(r"(?!)")  # matches nothing: no other file names the module
 _ENTRY_FILES = frozenset({"hubconf.py", "setup.py", "conftest.py", "__main__.py"})
 
 
@@ -82,7 +83,7 @@ def never_runs(ctx: Context, node: AST) -> bool:
     return not _classes_by_name(ctx) and dead_code(ctx, node)
 
 
-_GETATTR_COMPUTED = re.compile(r"getattr\([ \t]*[\w.]+[ \t]*,[ \t]*(?![ \t]*['\"])")
+_GETATTR_COMPUTED = lazy_compile(r"getattr\([ \t]*[\w.]+[ \t]*,[ \t]*(?![ \t]*['\"])")
 
 
 def _classes_by_name(ctx: Context) -> bool:

@@ -13,6 +13,7 @@ import os
 import re
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
 # what other than Python may name a module, a class or a function of the project
 _REFERENCE_EXT = (".yaml", ".yml", ".json", ".sh", ".bash", ".cfg", ".ini", ".toml", ".txt", ".md", ".rst", ".ipynb",
@@ -225,4 +226,4 @@ def _imported_stem(files: tuple[tuple[str, str], ...], stem: str, own: str, dept
     return False
 
 
-_TOP_ARGS = re.compile(r"^\S[^\n]*\bparse_args\(", re.M)
+_TOP_ARGS = lazy_compile(r"^\S[^\n]*\bparse_args\(", re.M)

@@ -10,10 +10,11 @@ import re
 from functools import lru_cache
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.files import is_test_path
 
 # names a framework calls by itself (a test runner, torch.hub, an entry point): never dead
-CALLED_BY_NAME = re.compile(r"^(?:test|main$|setup$|run$|cli$)")
+CALLED_BY_NAME = lazy_compile(r"^(?:test|main$|setup$|run$|cli$)")
 
 
 def called_by_name(name: str, path: str) -> bool:
@@ -141,7 +142,7 @@ def lines_naming(text: str, name: str) -> list[tuple[str, int]]:
     return out
 
 
-IMPORT_STMT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
+IMPORT_STMT = lazy_compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*\([^)]*\)|(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]"
                           r"(?:[^\n\\]|\\\n)*)", re.M)
 
 

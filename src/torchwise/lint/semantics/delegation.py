@@ -27,6 +27,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, LOOP_TYPES, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.actions import steps_environment
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import def_bodies, module_texts
@@ -37,7 +38,7 @@ from torchwise.lint.semantics.values import functions_by_name, local_function
 _ONCE, _REPEAT, _EPOCH = "once", "repeat", "epoch"
 _COUNTERS = frozenset({"range", "trange"})
 _TRAIN_WORDS = frozenset({"step", "train", "update", "optimize", "learn", "fit"})
-_FOR_LINE = re.compile(r"^\s*(?:async\s+)?for\s.*?\sin\s(.*):", re.M)
+_FOR_LINE = lazy_compile(r"^\s*(?:async\s+)?for\s.*?\sin\s(.*):", re.M)
 
 
 def delegated_loops(ctx: Context) -> dict[int, AST]:

@@ -4,9 +4,9 @@ targets a GPU, and values that evidently hold a tensor on the accelerator."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.globalnames import every_global, placeholder
 from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
@@ -16,7 +16,7 @@ from torchwise.lint.semantics.unpackednames import unpacked_value
 from torchwise.lint.semantics.values import local_function
 
 
-_DEVICE_STR = re.compile(r"^(cuda|cpu|mps|xpu|hpu|meta|npu|xla)(:\d+)?$")
+_DEVICE_STR = lazy_compile(r"^(cuda|cpu|mps|xpu|hpu|meta|npu|xla)(:\d+)?$")
 _DEVICE_NAMES = frozenset({"rank", "local_rank", "gpu", "gpu_id", "device_id", "devices", "dev"})
 DTYPES = frozenset({
     "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16",

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 
 # trainers that call set_epoch on their loaders' samplers themselves (Lightning, Accelerate, the
 # Hugging Face Trainer, Ignite, mmcv/mmengine runners...), or that bring their own samplers
-_FRAMEWORK_IMPORT = re.compile(
+_FRAMEWORK_IMPORT = lazy_compile(
     r"^[ \t]*(?:from|import)[ \t]+(?:pytorch_lightning|lightning|accelerate|transformers|ignite|catalyst|mmcv|mmengine"
     r"|deepspeed|detectron2|fairseq|composer|fastai|torchtnt|keras)\b", re.M)
-_SAMPLER_EPOCH = re.compile(r"sampler\w*\.epoch[ \t]*=(?!=)")
-_EPOCH_LOOP = re.compile(r"^[ \t]*for\b[^\n#]*epoch[^\n]*:", re.M | re.I)  # a for statement naming epochs
+_SAMPLER_EPOCH = lazy_compile(r"sampler\w*\.epoch[ \t]*=(?!=)")
+_EPOCH_LOOP = lazy_compile(r"^[ \t]*for\b[^\n#]*epoch[^\n]*:", re.M | re.I)  # a for statement naming epochs
 
 
 def project_never_sets_epoch(facts: ProjectFacts) -> bool:
@@ -33,7 +34,7 @@ def project_never_sets_epoch(facts: ProjectFacts) -> bool:
     return found
 
 
-_TRAINING_WORDS = re.compile(r"loader|trainer|runner|accelerat|epoch|fit\(", re.I)
+_TRAINING_WORDS = lazy_compile(r"loader|trainer|runner|accelerat|epoch|fit\(", re.I)
 
 
 def _framework_runs(text: str) -> bool:

@@ -19,6 +19,7 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.evalcallers import reached_only_under_no_grad
 from torchwise.lint.semantics.evalregions import called_for_training, grad_events
@@ -28,7 +29,7 @@ from torchwise.lint.semantics.frozen import eval_calls
 from torchwise.lint.semantics.steps import is_eval_name
 
 # valloader, val_loader, test_dataloader, valid_loader, eval_loader, dev_loader, val_data_loader
-_EVAL_LOADER = re.compile(r"^_?(?:val|valid|validation|test|eval|dev)_?(?:data_?)?loader$", re.I)
+_EVAL_LOADER = lazy_compile(r"^_?(?:val|valid|validation|test|eval|dev)_?(?:data_?)?loader$", re.I)
 
 
 def _loader_name(node: AST) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine import Context, children, last_name
 from torchwise.lint.semantics.callers import project_calls, star_calls
 from torchwise.lint.semantics.files import is_test_path
 from torchwise.lint.semantics.frozen import is_eval_switch
@@ -26,6 +26,20 @@ def eval_flag(call: ast.Call) -> str | None:
                                                   or k.arg in _EVAL_FLAGS and k.value.value is True):
             return f"{k.arg}={k.value.value}"
     return None
+
+
+_EVENT_CLASSES = frozenset({ast.Call, ast.keyword, ast.Assign, ast.With, ast.AsyncWith})
+
+
+def event_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes :func:`grad_events` reads under ``scope`` (calls, keywords, assignments, ``with``
+    blocks), in ``ast.walk``'s breadth-first order: its cached helpers (``_grad_helper`` follows
+    calls two levels deep and remembers the answer) must meet the calls in the same order."""
+    queue = [scope]
+    for node in queue:  # a list extended while iterated: breadth-first, like ast.walk
+        queue.extend(children(node))
+    classes = _EVENT_CLASSES
+    return [node for node in queue if node.__class__ in classes]
 
 
 def grad_events(ctx: Context, nodes: list[ast.AST]) -> list[tuple[tuple[int, int], str]]:

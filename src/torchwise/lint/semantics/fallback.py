@@ -7,15 +7,16 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.availflags import availability_ifs
 
 # a GPU check, an accelerator helper or another backend, as whole names (`json.dumps` names no
 # "mps", `torch.cuda.get_device_name(0)` is no `get_device()`)
-_FALLBACK_HINTS = re.compile(r"is_available|accelerator|\bmps\b|\bget_device\(|select_device")
+_FALLBACK_HINTS = lazy_compile(r"is_available|accelerator|\bmps\b|\bget_device\(|select_device")
 # an `if` test that chooses the device: `if args.cuda:`, `if use_gpu:`, `if not args.use_cpu:`
 # (`if x.is_cuda:` follows where the data already is: it chooses nothing)
 _DISTRIBUTED = ("DistributedDataParallel", "init_process_group", "local_rank", "set_device")
-_DEVICE_FLAG = re.compile(r"(?<!is_)cuda|gpu|cpu", re.I)
+_DEVICE_FLAG = lazy_compile(r"(?<!is_)cuda|gpu|cpu", re.I)
 
 
 def _moves_back(ctx: Context, const: ast.Constant) -> bool:

@@ -7,15 +7,16 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name, str_consts
+from torchwise.lint.engine.lazyre import lazy_compile
 
 
 _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests", "unit_tests", "integration_tests"})
 
 
-_TEST_IMPORT = re.compile(r"^\s*(?:import|from)\s+(?:pytest|unittest|hypothesis|nose)\b", re.M)
-_TEST_FUNC = re.compile(r"^\s*def test\w*\(", re.M)
-_SCRIPT_ARGS = re.compile(r"^\S.*\bparse_args\(", re.M)  # a script's arguments parsed at its top level
-_ASSERTS = re.compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|assert_allclose", re.M)
+_TEST_IMPORT = lazy_compile(r"^\s*(?:import|from)\s+(?:pytest|unittest|hypothesis|nose)\b", re.M)
+_TEST_FUNC = lazy_compile(r"^\s*def test\w*\(", re.M)
+_SCRIPT_ARGS = lazy_compile(r"^\S.*\bparse_args\(", re.M)  # a script's arguments parsed at its top level
+_ASSERTS = lazy_compile(r"^\s*assert\b|\.assert\w*\(|pytest\.raises|assert_close|assert_allclose", re.M)
 
 
 def is_test_path(path: str, text: str | None = None) -> bool:
@@ -60,7 +61,7 @@ def _body(text: str, start: int, end: int) -> str:
     return "\n".join(block)
 
 
-_VERSION_TEST = re.compile(r"version|greater|less|_ge_|_lt_|TORCH_\d|torch_\d|_\d_\d", re.I)
+_VERSION_TEST = lazy_compile(r"version|greater|less|_ge_|_lt_|TORCH_\d|torch_\d|_\d_\d", re.I)
 
 
 def _probes_module(ctx: Context, test: AST) -> bool:

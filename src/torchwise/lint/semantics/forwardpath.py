@@ -11,11 +11,12 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically, training_calls
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_CLASS = lazy_compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
 
 
 def batch_function(ctx: Context, node: AST) -> AST | None:

@@ -7,9 +7,9 @@ key)``, a Python bool of two of the forward's tensors (TW207)."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.hostbuilt import moved_in_function, moves_host_build
@@ -81,7 +81,7 @@ def _forward_function(ctx: Context, node: AST) -> AST | None:
     return batch_function(ctx, node) if _REDUCING.search(text) else None
 
 
-_REDUCING = re.compile(r"\.(?:sum|mean|max|min|any|all|prod|norm|item|equal|allclose)\(|nonzero")
+_REDUCING = lazy_compile(r"\.(?:sum|mean|max|min|any|all|prod|norm|item|equal|allclose)\(|nonzero")
 
 
 def _host_copies(ctx: Context) -> list[tuple[AST, AST, str]]:

@@ -16,13 +16,13 @@ the GPU by testing their own device (TW403).
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
 _DISTRIBUTED_WORDS = ("world_size", "distributed", "is_initialized", "ddp")
 # the device the code chose, by name: `device`, `self.device`, `args.device`, `str(device)`
-_CHOSEN = re.compile(r"^(?:str\()?(?:(?:self|args|opt|cfg|config|self\.args|self\.opt|self\.cfg)\.)?\w*device\w*(?:\.type)?\)?$")
+_CHOSEN = lazy_compile(r"^(?:str\()?(?:(?:self|args|opt|cfg|config|self\.args|self\.opt|self\.cfg)\.)?\w*device\w*(?:\.type)?\)?$")
 
 
 def in_fallback_try(ctx: Context, node: AST) -> bool:

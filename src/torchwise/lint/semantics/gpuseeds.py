@@ -7,11 +7,11 @@ shuffles the loaders and draws ``torch.randperm`` stays unseeded (TW301); and
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
-_MULTI_GPU = re.compile(r"DataParallel|device_count\(|num_gpus|n_gpu|gpu_ids|device_ids")
+_MULTI_GPU = lazy_compile(r"DataParallel|device_count\(|num_gpus|n_gpu|gpu_ids|device_ids")
 
 
 def opposite_branches(ctx: Context, a: AST, b: AST) -> bool:

@@ -7,12 +7,12 @@ its batches and states with a bare ``.cuda()``; or it chooses its device from a 
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.fallback import device_flag_ifs, under_device_flag
 
-_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 _AVAILABLE = "torch.cuda.is_available()"
 
 
@@ -85,7 +85,7 @@ def availability_beside_option(ctx: Context) -> list[ast.Call]:
     return found
 
 
-_CUDA_STR = re.compile(r"^cuda(:\d+)?$")
+_CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 
 
 def model_beside_guarded_batches(ctx: Context) -> list[tuple[ast.Call, str]]:

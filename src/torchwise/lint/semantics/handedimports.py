@@ -19,11 +19,12 @@ import os
 import re
 
 from torchwise.lint.engine import Context, canonical
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.starnames import _files, _star_names, module_file, star_names
 
-_FROM = re.compile(r"^from[ \t]+((?:torch|numpy|functorch)(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
-_AS = re.compile(r"^import[ \t]+((?:torch|numpy|functorch)(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.M)
+_FROM = lazy_compile(r"^from[ \t]+((?:torch|numpy|functorch)(?:\.\w+)*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.M)
+_AS = lazy_compile(r"^import[ \t]+((?:torch|numpy|functorch)(?:\.\w+)*)[ \t]+as[ \t]+(\w+)", re.M)
 
 
 def hand_on_imports(ctx: Context) -> None:

@@ -10,6 +10,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.projectclasses import inherited_classes
 
@@ -118,7 +119,7 @@ def runs(ctx: Context, func: AST | None) -> bool:
 
 
 # a method or function that hands back the device of a module or tensor: self._device(), get_device(x), dist_util.dev()
-_DEVICE_HELPER = re.compile(r"^_*(get_|current_|default_|model_)?(device|dev)$")
+_DEVICE_HELPER = lazy_compile(r"^_*(get_|current_|default_|model_)?(device|dev)$")
 
 
 def device_helper_call(expr: AST | None) -> bool:

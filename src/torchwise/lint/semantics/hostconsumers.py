@@ -8,6 +8,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.steps import names_feeding_backward
 
@@ -37,7 +38,7 @@ def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
 
 
 _MODULE_ALIASES = frozenset({"np", "numpy", "math", "torch", "F", "scipy", "sp"})
-_DISPLAY = re.compile(r"scalar|plot|vis|show|display|summar|image|histogram", re.I)
+_DISPLAY = lazy_compile(r"scalar|plot|vis|show|display|summar|image|histogram", re.I)
 
 
 def _host_consumer(ctx: Context, call: AST, arg: AST) -> bool:

@@ -7,14 +7,14 @@ as a parameter (``def loader(dataset, *args, klass=DataLoader, **kwargs): return
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import project_calls
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
-_DEFAULT_LOADER = re.compile(r"=[ \t]*(?:[\w.]+\.)?DataLoader\b[ \t]*[,)]")  # klass=DataLoader in a signature
+_DEFAULT_LOADER = lazy_compile(r"=[ \t]*(?:[\w.]+\.)?DataLoader\b[ \t]*[,)]")  # klass=DataLoader in a signature
 _CHANGES = frozenset({"update", "setdefault", "__setitem__"})
 
 

@@ -6,6 +6,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.steps import backwarded_names
 
 
@@ -16,7 +17,7 @@ LOSS_FUNCTIONALS = frozenset({
     "multilabel_soft_margin_loss", "multi_margin_loss", "soft_margin_loss", "triplet_margin_loss",
     "triplet_margin_with_distance_loss", "cosine_embedding_loss", "ctc_loss",
 })
-_LOSS_CALLABLE = re.compile(
+_LOSS_CALLABLE = lazy_compile(
     r"^(criterion|criterion_\w+|\w+_criterion|loss_fn|loss_func|lossfn|loss_function|loss_fct|"
     r"\w+_loss_fn|compute_loss|calc_loss|get_loss)$",
     re.I,

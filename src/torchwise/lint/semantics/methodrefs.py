@@ -20,6 +20,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.deadtext import words
 
@@ -64,7 +65,7 @@ def _defines(cls: AST, name: str) -> bool:
     return any(s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == name for s in cls.body)
 
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+_CLASS = lazy_compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
 
 
 def _ancestors(ctx: Context, cls: ast.ClassDef) -> set[str]:

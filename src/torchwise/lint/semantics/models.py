@@ -4,15 +4,15 @@ module instances (built from one here, used as one, or named ``model``/``net``).
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.projectcode import def_bodies
 from torchwise.lint.semantics.steps import is_eval_name
 from torchwise.lint.semantics.namedmethods import named_class_method_without_grad
 
 
-_MODEL_NAME = re.compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
+_MODEL_NAME = lazy_compile(r"^_?(model|net|network|[a-z0-9_]+_model|[a-z0-9_]+_net|model_[a-z0-9_]+)$")
 
 
 # first words that make ``create_model``/``unwrap_model`` a function returning a model, not one

@@ -6,16 +6,16 @@ CPU or of an attribute every construction sets to the CPU."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.cpudevices import cpu_attribute
 from torchwise.lint.semantics.devices import device_move_target, is_dtype_expr
 from torchwise.lint.semantics.factories import SHAPE_METHODS, cpu_factory
 from torchwise.lint.semantics.stored import host_built
 from torchwise.lint.semantics.tensorlike import tensor_like
 
-_DEVICE_FUNC = re.compile(r"^_*(get_|current_)?\w*device$")
+_DEVICE_FUNC = lazy_compile(r"^_*(get_|current_)?\w*device$")
 
 
 def _type_of(call: ast.Call) -> ast.AST | None:

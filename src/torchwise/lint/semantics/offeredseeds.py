@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 
-_SEED_OPTION = re.compile(r"""add_argument\(\s*['"]--seed['"]""")
+_SEED_OPTION = lazy_compile(r"""add_argument\(\s*['"]--seed['"]""")
 OFFERED = "this script offers a seed option but seeds no generator with it: runs differ whatever seed is given"
 SEED_FROM_OPTION = ("seed every generator from the option (torch.manual_seed(args.seed), np.random.seed, random.seed) "
                     "or call torchwise.seed_everything")

@@ -5,9 +5,9 @@ run for every batch or step instead."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file, project_calls, star_calls
 from torchwise.lint.semantics.classhelpers import helper_of_its_class
 from torchwise.lint.semantics.deadcode import dead_code
@@ -198,7 +198,7 @@ def _forward_like(ctx: Context, func: AST) -> bool:
     return klass.__class__ is ast.ClassDef and not _hook_or_eval(func.name) and module_class(ctx, klass)
 
 
-_HOOK = re.compile(r"^_*(begin|end|start|finish|before|after|on)_(task|epoch|train|training|experience|stage)")
+_HOOK = lazy_compile(r"^_*(begin|end|start|finish|before|after|on)_(task|epoch|train|training|experience|stage)")
 
 
 def _hook_or_eval(name: str) -> bool:

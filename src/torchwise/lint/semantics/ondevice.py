@@ -10,6 +10,7 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.cpuonly import runs_only_on_cpu
 from torchwise.lint.semantics.devices import gpu_evident, scope_moves_to_device
 from torchwise.lint.semantics.reach import on_a_mover_path
@@ -46,7 +47,7 @@ def _base_moves(ctx: Context, scope: AST) -> bool:
                and c.func.attr not in own for c in ast.walk(klass) if c.__class__ is ast.Call)
 
 
-_MOVES = re.compile(r"\.to\([ \t]*self\.device|\.cuda\(")
+_MOVES = lazy_compile(r"\.to\([ \t]*self\.device|\.cuda\(")
 
 
 def _moving_class(ctx: Context, name: str) -> bool:

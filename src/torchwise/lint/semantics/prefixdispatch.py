@@ -6,11 +6,11 @@ project."""
 
 from __future__ import annotations
 
-import re
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
-_DISPATCH = re.compile(r"""getattr\([ \t]*self[ \t]*,[ \t]*(?:["'](\w+)["'][ \t]*\+|f["'](\w+)\{)""")
+_DISPATCH = lazy_compile(r"""getattr\([ \t]*self[ \t]*,[ \t]*(?:["'](\w+)["'][ \t]*\+|f["'](\w+)\{)""")
 
 
 def dispatched_by_prefix(ctx: Context, name: str) -> bool:

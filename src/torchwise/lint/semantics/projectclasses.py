@@ -12,15 +12,15 @@ demand, for attributes a base class's ``__init__`` assigns (``self.feature = mod
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.callers import parsed_file
 
-_CLASS = re.compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
+_CLASS = lazy_compile(r"class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:")
 # (torch's loss bases imported by name: ``from torch.nn.modules.loss import _Loss``)
-_TORCH_BASE = re.compile(r"^(?:torch\.)?nn\.(?:modules\.\w+\.)?_?[A-Z]\w*$|^Module$|^_Loss$|^_WeightedLoss$")
+_TORCH_BASE = lazy_compile(r"^(?:torch\.)?nn\.(?:modules\.\w+\.)?_?[A-Z]\w*$|^Module$|^_Loss$|^_WeightedLoss$")
 
 
 def class_kinds(facts: ProjectFacts) -> dict[str, str]:

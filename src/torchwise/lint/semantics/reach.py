@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 
-_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[ \t]*[\w.]*)[ \t]+import[ \t]+([\w, \t()\\*]+)|import[ \t]+([\w., \t]+))", re.M)
+_IMPORT = lazy_compile(r"^[ \t]*(?:from[ \t]+(\.*[ \t]*[\w.]*)[ \t]+import[ \t]+([\w, \t()\\*]+)|import[ \t]+([\w., \t]+))", re.M)
 
 
 def _stem(path: str) -> str:

@@ -11,6 +11,7 @@ import re
 from typing import Callable, Iterator, TypeVar
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.starnames import module_file
 from torchwise.lint.semantics.stored import stored_then_moved
@@ -47,7 +48,7 @@ def handed_to_movers(ctx: Context, made: Callable[[AST | None], T | None]) -> It
             yield call, found
 
 
-_TOP_DEF = re.compile(r"^def (\w+)\(", re.M)
+_TOP_DEF = lazy_compile(r"^def (\w+)\(", re.M)
 
 
 def _star_functions(ctx: Context) -> dict[str, str]:
@@ -102,7 +103,7 @@ def _may_move(ctx: Context, q: str) -> bool:
     return found
 
 
-_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^)\n]*)", re.M)
+_FROM_IMPORT = lazy_compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([^)\n]*)", re.M)
 
 
 def _text_may_move(ctx: Context, path: str, text: str, name: str, depth: int) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.reach import _imported, _stem, reached_from
 from torchwise.lint.semantics.seedtext import SEED_HELPERS as _HELPERS, SEEDS
@@ -40,7 +41,7 @@ def run_seeded(facts: ProjectFacts, script: str) -> set[str] | None:
     return found
 
 
-_SEED_DEF = re.compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)
+_SEED_DEF = lazy_compile(r"^[ \t]*(?:async[ \t]+)?def[ \t]+\w*seed\w*[ \t]*\(", re.M | re.I)
 
 
 def _defines_seed_function(text: str) -> bool:

@@ -15,17 +15,18 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
 _TORCH_SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR", "MultiplicativeLR",
                      "CyclicLR", "OneCycleLR", "CosineAnnealingWarmRestarts", "LinearLR", "ConstantLR", "PolynomialLR",
                      "SequentialLR", "ChainedScheduler")
-_BUILT = re.compile(r"lr_scheduler\.(?:" + "|".join(_TORCH_SCHEDULERS) + r")\(|from[ \t]+torch\.optim\.lr_scheduler[ \t]+import")
+_BUILT = lazy_compile(r"lr_scheduler\.(?:" + "|".join(_TORCH_SCHEDULERS) + r")\(|from[ \t]+torch\.optim\.lr_scheduler[ \t]+import")
 # anything whose step() takes a metric or an epoch by design
-_OTHER = re.compile(r"Plateau|\btimm\b|fairseq|mmcv|^[ \t]*(?:from|import)[ \t]+(?!torch\.optim\.lr_scheduler\b)[\w.]*sched",
+_OTHER = lazy_compile(r"Plateau|\btimm\b|fairseq|mmcv|^[ \t]*(?:from|import)[ \t]+(?!torch\.optim\.lr_scheduler\b)[\w.]*sched",
                     re.M | re.I)
-_OWN_CLASS = re.compile(r"^[ \t]*class[ \t]+\w*(?:Sched|LR\b|LR\(|Warmup)", re.M)
+_OWN_CLASS = lazy_compile(r"^[ \t]*class[ \t]+\w*(?:Sched|LR\b|LR\(|Warmup)", re.M)
 # an argument that reads as a metric, which a plateau-like step would take
-_METRIC = re.compile(r"loss|acc|metric|score|val|err|perf|dice|iou|map\b|bleu|f1|psnr|reward", re.I)
+_METRIC = lazy_compile(r"loss|acc|metric|score|val|err|perf|dice|iou|map\b|bleu|f1|psnr|reward", re.I)
 
 
 def _torch_schedulers_only(ctx: Context) -> bool:

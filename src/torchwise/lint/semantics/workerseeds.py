@@ -17,11 +17,12 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import project_calls
 
 _WORKER_METHODS = frozenset({"__getitem__", "__call__", "__getitems__"})
-_WORKERS = re.compile(r"""num_workers(?:[ \t]*=|["'][ \t]*:)[ \t]*([^,)}\n]+)""")  # num_workers=4, {'num_workers': opt.num_workers}
-_NO_WORKERS_OPTION = re.compile(r"""["']--?(?:num_)?workers["'][^)]*?default[ \t]*=[ \t]*0\b""", re.S)
+_WORKERS = lazy_compile(r"""num_workers(?:[ \t]*=|["'][ \t]*:)[ \t]*([^,)}\n]+)""")  # num_workers=4, {'num_workers': opt.num_workers}
+_NO_WORKERS_OPTION = lazy_compile(r"""["']--?(?:num_)?workers["'][^)]*?default[ \t]*=[ \t]*0\b""", re.S)
 
 
 def loaders_use_workers(ctx: Context) -> bool:
