@@ -80,6 +80,10 @@ PROJECTS += [
         "agent.py": _AGENT,
         "run.py": _RUN.replace("env.seed(SEED)", "env.seed(worker_id)").replace('def main(name="CartPole-v1"):', 'def main(worker_id=0, name="CartPole-v1"):'),
     }),
+    ProjectShape("TW301", "look-alike: the environment's seed is fresh entropy (seed = os.urandom ...)", {
+        "agent.py": _AGENT,
+        "run.py": _RUN.replace("    env.seed(SEED)\n", "    seed = int.from_bytes(os.urandom(4), 'little')\n    env.seed(seed)\n").replace("import gym\n", "import os\nimport gym\n"),
+    }),
     ProjectShape("TW301", "look-alike: a random-agent demo that trains nothing", {
         "demo.py": d("""
             import gym

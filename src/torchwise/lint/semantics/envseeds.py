@@ -24,6 +24,20 @@ def _env_receiver(ctx: Context, node: ast.AST) -> bool:
     return "env" in last.lower() and "environ" not in last.lower()
 
 
+def _fixed_name(ctx: Context, call: ast.Call, name: str) -> bool:
+    """Every assignment of ``name`` in the call's function (or the module) is a fixed value: a
+    number, an option (``args.seed``), another name - no call (``seed = actor_index ^
+    int.from_bytes(os.urandom(4))`` asks for fresh entropy)."""
+    scope = ctx.function_of(call)
+    for body in ([scope] if scope is not None else []) + [ctx.tree]:
+        nodes = ast.walk(body) if body is not ctx.tree else iter(body.body)
+        for node in nodes:
+            if node.__class__ is ast.Assign and any(t.__class__ is ast.Name and t.id == name for t in node.targets) \
+                    and any(n.__class__ is ast.Call for n in ast.walk(node.value)):
+                return False
+    return True
+
+
 def env_seeds(ctx: Context) -> list[ast.Call]:
     """The calls that seed an environment with the run's seed: a literal number or a value named
     for a seed (``RANDOM_SEED``, ``args.seed``), not ``None`` or a worker's index."""
@@ -43,7 +57,8 @@ def env_seeds(ctx: Context) -> list[ast.Call]:
         value = arg.value if arg is not None else call.args[0] if func.attr == "seed" and call.args else None
         if value is None or value.__class__ is ast.Constant and value.value is None:
             continue
-        if not (value.__class__ is ast.Constant and value.value.__class__ is int or "seed" in ctx.text(value).lower()):
+        if not (value.__class__ is ast.Constant and value.value.__class__ is int or "seed" in ctx.text(value).lower()) \
+                or value.__class__ is ast.Name and not _fixed_name(ctx, call, value.id):
             continue  # (`env.seed(worker_id)` in a worker process: environments made to differ, not a run made reproducible)
         found.append(call)
     return sorted(found, key=lambda c: (c.lineno, c.col_offset))
