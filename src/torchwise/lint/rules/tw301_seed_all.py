@@ -11,6 +11,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.project.text import clock_seed
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.envseeds import env_only_draws
 from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, project_names_seed, unused_seed_option
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
@@ -127,7 +128,7 @@ What it flags
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`). Nor is a draw in a dataset's `__getitem__` or a
   transform's `__call__` (`GaussianBlur.__call__` drawing `random.random()`), or in a helper only
-  such code calls (a transform's static `get_params`, a data module's `add_noise` that `__getitem__`
+  such code calls (a transform's static `get_params`, also where each transform defines one, a data module's `add_noise` that `__getitem__`
   calls), where torch is
   seeded and the project's loaders run workers (a `num_workers=` that is not 0, and no
   `--num_workers` option defaulting to 0): each worker seeds `random`, NumPy and torch from
@@ -170,6 +171,9 @@ What it flags
   first) draws from another (`np.random.rand() < eps` in the agent's `select_action`,
   `np.random.shuffle` of minibatches) that no file on its run seeds - only another program of the
   project does: reported at the script's first seed.
+  And a training run whose only seed is its gym environment's (`env.seed(SEED)`,
+  `env.reset(seed=args.seed)`; not `env.seed(worker_id)`) while it or a module it imports draws:
+  reported at that seed.
 
 Why it matters
   Each library keeps its own generator. Seeding one leaves the others on fresh entropy, so
@@ -206,7 +210,7 @@ Fix
         if any(ctx.calls_named(name) for name in _SEED_ALL) or self._unknown_seeder(ctx):
             return
         if not seeded or first_seed is None:
-            offered = list(self._offered(ctx))
+            offered = list(self._offered(ctx)) or list(self._env_only(ctx))
             yield from offered or self._unseeded_in_project(ctx)
             return
         for call in cuda_branch_seeds(ctx):  # if torch.cuda.is_available(): torch.cuda.manual_seed(s) / else: torch.manual_seed(s)
@@ -277,6 +281,14 @@ Fix
                                       "it imports (only another program of the project seeds it)",
                                       suggestion="seed every generator in use (or call torchwise.seed_everything)")
                     break
+
+    def _env_only(self, ctx: Context) -> Iterator[Finding]:
+        found = env_only_draws(ctx, self._uses)
+        if found is not None:
+            call, draws = found
+            used = ", ".join(f"{_LABELS[f]} ({os.path.basename(p)})" for f, p in sorted(draws.items()))
+            yield ctx.finding(self.code, call, f"only the environment is seeded here; {used} stay unseeded on this run",
+                              suggestion="also seed random, numpy and torch (or call torchwise.seed_everything)")
 
     def _unseeded_in_project(self, ctx: Context) -> Iterator[Finding]:
         """A module that seeds nothing and draws from a generator the project never seeds, while

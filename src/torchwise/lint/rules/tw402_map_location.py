@@ -22,6 +22,7 @@ from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
                                                 restores_device_state, serves_evaluate_mode)
+from torchwise.lint.semantics.modefunctions import inference_mode_function
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
 from torchwise.lint.semantics.selfmoving import restores_self_moving_model
@@ -102,8 +103,9 @@ def _evaluation_function(ctx: Context, load: ast.Call) -> bool:
     ``args.eval`` is set) that trains nothing itself: the evaluation path of a training script,
     restoring the checkpoint its training wrote."""
     func = ctx.function_of(load)
-    if func is None or not is_eval_name(func.name) or any(ctx.function_of(c) is func for c in training_calls(ctx)):
-        return False
+    if func is None or not (is_eval_name(func.name) or inference_mode_function(ctx, load)) \
+            or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return False  # (an inference mode: `if FLAGS.generate: generate() else: train()`)
     # a TensorRT engine (`TRTModule().load_state_dict(torch.load(trt_file))`) runs on the GPU it was built for only
     return not any(n.__class__ in (ast.Import, ast.ImportFrom) and any(e in ctx.text(n) for e in _GPU_ENGINES)
                    for n in ast.walk(func))

@@ -60,13 +60,24 @@ def in_worker_code(ctx: Context, node: AST, depth: int = 2) -> bool:
     return found
 
 
+def _own_call(ctx: Context, call: ast.Call, name: str) -> bool:
+    """``self.get_params(...)`` in another class of the file that defines its own ``get_params``
+    (each transform of a module has one): a call of that class's method, not of ours."""
+    other = ctx.class_of(call)
+    func = call.func
+    return other is not None and func.__class__ is ast.Attribute and func.value.__class__ is ast.Name \
+        and func.value.id in ("self", "cls") and any(
+            s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == name for s in other.body)
+
+
 def _only_called_by_workers(ctx: Context, func: ast.FunctionDef, klass: AST, depth: int) -> bool:
     name = func.name
     calls = [c for c in ctx.calls_named(name) if c is not None]
     if klass.__class__ is ast.ClassDef:  # self.get_params(...) / ColorJitter.get_params(...) in the class
-        if ctx.source.count(name) != len(calls) + 1 or any(ctx.class_of(c) is not klass for c in calls):
-            return False  # named otherwise too (a reference, another class's call)
-        return bool(calls) and all(in_worker_code(ctx, c, depth - 1) for c in calls)
+        inside = [c for c in calls if ctx.class_of(c) is klass]
+        if ctx.text(klass).count(name) != len(inside) + 1 or any(not _own_call(ctx, c, name) for c in calls if c not in inside):
+            return False  # named otherwise too (a reference, another class's call of this one)
+        return bool(inside) and all(in_worker_code(ctx, c, depth - 1) for c in inside)
     if klass is not ctx.tree or not ctx.project.files:
         return False
     local = [c for c in calls if c.func.__class__ is ast.Name]
