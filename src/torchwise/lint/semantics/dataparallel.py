@@ -166,7 +166,7 @@ def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:
 
 
 # a script that builds an optimizer and hands its model to a training function: run_training(model=model, ...)
-_TRAINING_CALL = re.compile(r"(?<![.\w])(?:run_|start_|do_)?train(?:ing)?\(")
+_TRAINING_CALL = lazy_compile(r"(?<![.\w])(?:run_|start_|do_)?train(?:ing)?\(")
 
 
 def _trains_text(text: str) -> bool:

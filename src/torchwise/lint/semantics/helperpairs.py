@@ -12,6 +12,7 @@ import re
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.addedlayers import param_bias_pairs
 from torchwise.lint.semantics.projecthelpers import project_function
 from torchwise.lint.semantics.values import functions_by_name
@@ -44,7 +45,7 @@ def helper_pair_calls(ctx: Context) -> Iterator[ast.Call]:
 
 
 # a module-level function with a parameter `bias=True` (the signature may span lines)
-_BIAS_HELPER = re.compile(r"^def[ \t]+(\w+)\([^)]*\bbias[ \t]*=[ \t]*True\b", re.M)
+_BIAS_HELPER = lazy_compile(r"^def[ \t]+(\w+)\([^)]*\bbias[ \t]*=[ \t]*True\b", re.M)
 
 
 def _helper_names(ctx: Context) -> frozenset[str]:

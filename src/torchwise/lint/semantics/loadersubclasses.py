@@ -9,6 +9,7 @@ import ast
 import re
 
 from torchwise.lint.engine import Context
+from torchwise.lint.engine.lazyre import lazy_compile
 
 
 def loader_subclass_calls(ctx: Context, setting: str = "pin_memory") -> list[ast.Call]:
@@ -66,7 +67,7 @@ def _loader_subclass(ctx: Context, name: str, setting: str) -> bool:
 
 MONAI_LOADERS = ("monai.data.DataLoader", "monai.data.dataloader.DataLoader")
 # MONAI transforms that put the data on a device before it is batched (pinning would fail there)
-_ON_DEVICE = re.compile(r"ToDevice|EnsureType\w*\([^)]*\bdevice\s*=")
+_ON_DEVICE = lazy_compile(r"ToDevice|EnsureType\w*\([^)]*\bdevice\s*=")
 
 
 def monai_loader_calls(ctx: Context) -> list[ast.Call]:
