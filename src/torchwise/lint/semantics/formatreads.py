@@ -10,6 +10,8 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.devices import is_device_tensor
+from torchwise.lint.semantics.losses import is_loss_value
 
 
 def formatted_names(ctx: Context) -> Iterator[tuple[AST, AST, ast.Name, str]]:
@@ -17,6 +19,8 @@ def formatted_names(ctx: Context) -> Iterator[tuple[AST, AST, ast.Name, str]]:
     formatting of a plain name (the caller asks whether the name holds a device value of the
     step); reported at the call the text is handed to (``pbar.set_postfix(loss='%.4f' % loss)``)."""
     for text, name in _formatted(ctx):
+        if not (is_device_tensor(ctx, name, text) or is_loss_value(ctx, name, text)):
+            continue  # (a number read before, a dict's key: only what is evidently a device tensor or a loss)
         sink = ctx.parent(text)
         sink = ctx.parent(sink) if sink.__class__ is ast.keyword else sink
         called = last_name(sink.func) if sink.__class__ is ast.Call else None
