@@ -5,82 +5,18 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from torchwise.lint.engine import Context, keyword, last_name
+from torchwise.lint.engine import Context, keyword
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.arraydtypes import same_dtype
-from torchwise.lint.semantics.arrayflow import helper_returns, param_from_every_caller
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.peritem import BATCH_WORDS, per_item_function
 from torchwise.lint.semantics.starnames import alias_calls
 from torchwise.lint.semantics.steps import hot_loops
 from torchwise.lint.semantics.setupcode import set_up_only
 from torchwise.lint.semantics.decodedarrays import decoded_array
-from torchwise.lint.semantics.selfarrays import per_forward, self_array
-
-# numpy functions that return arrays (not scalars, not Python objects)
-_NP_ARRAY_FUNCS = frozenset({
-    "array", "asarray", "ascontiguousarray", "zeros", "ones", "empty", "full", "arange", "linspace",
-    "load", "loadtxt", "genfromtxt", "fromfile", "frombuffer", "stack", "concatenate", "vstack", "hstack",
-    "zeros_like", "ones_like", "empty_like", "full_like", "eye", "identity", "tile", "repeat", "where",
-    "clip", "reshape", "transpose", "expand_dims", "squeeze",
-})
-_NP_RANDOM = frozenset({"rand", "randn", "randint", "random", "uniform", "normal", "choice", "permutation"})
-
-
-def _assigned(ctx: Context, name: ast.Name, use: ast.AST | None) -> tuple[ast.AST, ast.AST] | None:
-    """The value ``name`` was last assigned before ``use``, and the statement that did it."""
-    b = ctx.binding_at(name.id, use or name)
-    return (b.value, b.node) if b is not None and b.kind == "assign" else None
-
-
-_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
-# array methods that return a new (or reshaped) array
-_ARRAY_METHODS = frozenset({"astype", "reshape", "transpose", "copy", "flatten", "ravel", "squeeze", "swapaxes"})
-
-
-def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, depth: int = 3, methods: bool = False) -> bool:
-    """Does ``expr`` evidently hold a NumPy array? With ``methods``, also the result of an array
-    method on one (``np.stack(mels).astype(np.float32)``, ``np.array(edges).T``)."""
-    if expr is None or depth <= 0:
-        return False
-    if expr.__class__ is ast.Name:
-        bound = _assigned(ctx, expr, use)
-        if bound is None and methods:  # a parameter every caller hands an array (_write_back(net, total))
-            return param_from_every_caller(ctx, expr, use or expr, _deep_ndarray, depth, "ndarray")
-        return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
-    if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
-        return is_ndarray(ctx, expr.value, use, depth, methods)
-    if methods and expr.__class__ is ast.Attribute:  # self.frames: an array every store in its class makes
-        return self_array(ctx, expr, lambda e, at: is_ndarray(ctx, e, at, depth - 1, methods), f"ndarray:{depth}")
-    if methods and expr.__class__ is ast.BinOp and expr.op.__class__ in _ELEMENTWISE:  # total / n: an array
-        return is_ndarray(ctx, expr.left, use, depth - 1, methods) or is_ndarray(ctx, expr.right, use, depth - 1, methods)
-    if methods and expr.__class__ is ast.Subscript and _sliced(expr.slice):
-        return is_ndarray(ctx, expr.value, use, depth, methods)  # flat[at:at + n]: a slice of an array is one
-    if expr.__class__ is not ast.Call:
-        return False
-    if methods and expr.func.__class__ is ast.Attribute and expr.func.attr in _ARRAY_METHODS and ctx.qualname(expr.func) is None:
-        return is_ndarray(ctx, expr.func.value, use, depth, methods)
-    q = ctx.qualname(expr.func)
-    if q is not None and q.startswith("numpy."):
-        if q.startswith("numpy.random."):
-            return q.rsplit(".", 1)[1] in _NP_RANDOM and bool(expr.args)
-        return q.count(".") == 1 and q.split(".")[1] in _NP_ARRAY_FUNCS
-    func = expr.func
-    if func.__class__ is ast.Attribute and func.attr == "numpy":
-        return not expr.args and last_name(func.value) != "np"
-    # a helper of the project every return of which is an array (heat_targets(...) from `from utils import *`)
-    return methods and (q is None or not q.startswith("torch.")) and helper_returns(ctx, expr, _deep_ndarray, depth, "ndarray")
-
-
-def _deep_ndarray(ctx: Context, expr: ast.AST, use: ast.AST, depth: int) -> bool:
-    return is_ndarray(ctx, expr, use, depth, methods=True)
-
-
-def _sliced(index: ast.AST) -> bool:
-    """``a[i:j]``, ``a[:, k:]``: an index with a slice in it, which keeps an array an array."""
-    return index.__class__ is ast.Slice or index.__class__ is ast.Tuple and any(e.__class__ is ast.Slice for e in index.elts)
-
+from torchwise.lint.semantics.ndarrays import ARRAY_METHODS, assigned_value, is_ndarray
+from torchwise.lint.semantics.selfarrays import per_forward
 
 # OpenCV functions that return a new image array
 _CV2_IMAGE_FUNCS = frozenset({
@@ -97,7 +33,7 @@ def is_decoded_image(ctx: Context, expr: ast.AST | None, use: ast.AST | None = N
     if expr is None or depth <= 0:
         return False
     if expr.__class__ is ast.Name:
-        bound = _assigned(ctx, expr, use)
+        bound = assigned_value(ctx, expr, use)
         return bound is not None and is_decoded_image(ctx, *bound, depth - 1)
     if expr.__class__ is ast.Call:
         q = ctx.qualname(expr.func) or ""
@@ -275,7 +211,7 @@ def _built_for_copy(ctx: Context, call: ast.Call, arg: ast.AST) -> bool:
     while True:  # through .T, .reshape(...), .astype(...) to the NumPy call
         if arg.__class__ is ast.Attribute and arg.attr == "T":
             arg = arg.value
-        elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in _ARRAY_METHODS \
+        elif arg.__class__ is ast.Call and arg.func.__class__ is ast.Attribute and arg.func.attr in ARRAY_METHODS \
                 and ctx.qualname(arg.func) is None:
             arg = arg.func.value
         else:

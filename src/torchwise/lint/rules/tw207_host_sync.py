@@ -14,6 +14,7 @@ from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
 from torchwise.lint.semantics.forwardreads import lightning_step_reads
+from torchwise.lint.semantics.formatreads import formatted_names
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
@@ -42,7 +43,9 @@ What it flags
   backward pass or optimizer step; where the optimizers are stepped in a loop of their own,
   `for opt, sched in zip(optimizers, schedulers): opt.step()`, the loop around that one - a
   module-level torchrun loop included): `.item()`, `.cpu()`, `.numpy()`, `.tolist()`, `float(loss)`/`int(t)`/`bool(loss == 0)` (also NumPy's old alias `np.float(top1)`), `.nonzero()`/`torch.nonzero`, `print(t)` (also in an f-string,
-  `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), `if`/`while` tests that
+  `"...".format(t)` or `"%.4f" % (i, t)`; a gradient norm from `clip_grad_norm_` is such a tensor), text formatted from a
+  tensor wherever it goes (`pbar.set_postfix(loss='%.4f' % loss)`, `bar.set_description("{:.5f}".format(cls_loss))`,
+  `logging.info(f"{loss:.3f}")`: reported at the call the text is handed to), `if`/`while` tests that
   compare a tensor (also a field of a moved batch object: `if data.train_mask.sum() == 0:`) or
   ask whether it holds a value (`if class_id in y:`: `(y == class_id).any()` read as a bool),
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`, `ids[pos]` with a device mask cast `pos = pos.to(device).to(torch.bool)` or `.bool()`:
@@ -250,7 +253,10 @@ What it flags
   a class whose every object is called only off the training path (a detector's `Detect` in the
   `else` of `if self.training:`, a calibration metric built as a loss and called only where the
   model is in `.eval()` or under `no_grad`, a variant of a module that only an inference script
-  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); dead code (a vendored `@add_start_docstrings` task head named only in docstrings; a call under `if False:`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
+  loads and calls under `no_grad`, and the parts it builds, `self.cnet = CNN()`); dead code (a vendored `@add_start_docstrings` task head named only in docstrings; a call under `if False:`; a
+  private method named only in a comment, `# adj = self._sparse_dropout(adj)`, also in a model module a registry
+  imports by a computed name); NumPy data a project helper makes, handed to a converter (`one_hot =
+  index_to_one_hot(batch.actions, n)` returning `np.zeros(...)`, then `to_tensor_var(one_hot)`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
   its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`, also and-ed: `if args.debug_ratio and i == 0:`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
   synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
   timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
@@ -329,6 +335,8 @@ Lint and the doctor
                 seen.add(id(call))
                 yield finding
         yield from self._host_readers(ctx)
+        yield from {id(t): f for t, f in ((t, self._report(ctx, at, n, w)) for t, at, n, w in formatted_names(ctx)  # one per text
+                                          if _region(ctx, t) is not None) if f is not None}.values()
         yield from tensor_conditions(ctx, self._report)
         yield from self._legacy_reads(ctx)
         for sub in size_element_reads(ctx):

@@ -32,7 +32,7 @@ from torchwise.lint.semantics.callers import imports_module, parsed_file
 from torchwise.lint.semantics.cliexposed import cli_exposed
 from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, only_in_prose, others_attribute, own_copy, owners_look_local,
                                                 resolves_elsewhere, used_beyond_import, words)
-from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers
+from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers, private_named_once
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
 from torchwise.lint.semantics.redefined import redefined_later
 from torchwise.lint.semantics.superseded import superseded
@@ -68,8 +68,10 @@ def never_named(ctx: Context, node: AST) -> bool:
     """``node`` lies in a function or method whose name occurs nowhere in the project but in its
     own ``def`` (the named-once half of :func:`dead_code`, without the test of unreferenced
     classes, which plug-in registries - classes looked up by a string - defeat)."""
-    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES or not _module_in_use(ctx):
+    if not ctx.project.files or os.path.basename(ctx.path) in _ENTRY_FILES:
         return False
+    if not _module_in_use(ctx):  # a library's entry module: its users call its public names, not its private ones
+        return private_named_once(ctx, node)
     return not cli_exposed(ctx, _top_level_of(ctx, node)) and _in_named_once_function(ctx, node)
 
 

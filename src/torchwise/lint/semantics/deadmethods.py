@@ -128,3 +128,22 @@ def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
         return False  # getattr(self, '_' + mode)(...): called by a name built at run time
     return found == 1
 
+
+# private names that torch and transformers call on a project's subclasses themselves
+_LIBRARY_PRIVATE_HOOKS = frozenset({"_check_input_dim", "_conv_forward", "_load_from_state_dict", "_save_to_state_dict",
+                                    "_init_weights", "_apply", "_get_name", "_reset_parameters", "_set_gradient_checkpointing",
+                                    "_forward_unimplemented", "_get_closed_form_lr"})
+
+
+def private_named_once(ctx: Context, node: AST) -> bool:
+    """``node`` lies in a private function or method (``def _sparse_dropout(self, x)``: one leading
+    underscore) whose name occurs nowhere in the project but in its ``def`` and comments
+    (``# adj = self._sparse_dropout(adj)``): in a module that nothing imports by name (a model
+    a registry loads by a computed name, a library's entry module) no user calls it either."""
+    func = node if node.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) else ctx.function_of(node)
+    while func is not None:
+        if func.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and func.name.startswith("_") \
+                and not func.name.startswith("__") and func.name not in _LIBRARY_PRIVATE_HOOKS and named_once(ctx, func):
+            return True
+        func = ctx.function_of(func)
+    return False

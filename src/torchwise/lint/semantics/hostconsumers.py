@@ -22,6 +22,8 @@ def consumed_on_host(ctx: Context, read: ast.Call) -> bool:
     to a method of an object that works on it on the host, rather than logged or collected:
     ``memory.update_priorities(idxs, loss.detach().cpu().numpy())``? Then the algorithm needs it
     there every step (a NumPy segment tree, hard-example mining), and the read is no waste."""
+    if read.__class__ is not ast.Call:
+        return False  # text formatted from a tensor (semantics.formatreads): shown, not worked on
     node: AST = read
     while True:  # the whole chain: loss.detach().cpu().numpy()
         parent = ctx.parent(node)

@@ -13,6 +13,7 @@ from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.losses import is_loss_value
+from torchwise.lint.semantics.ndarrays import is_ndarray
 from torchwise.lint.semantics.projectcode import function_verdict
 from torchwise.lint.semantics.steps import hot_loops, is_eval_name, names_feeding_backward
 from torchwise.lint.semantics.values import local_function
@@ -203,7 +204,9 @@ def _device_value(ctx: Context, expr: AST, use: AST) -> bool:
     # a loss, or a term of the loss that is backpropagated in this function (l_total += l_pix); not a
     # Python number weighted into it (a ramp-up weight from a helper returning float(...))
     return (is_loss_value(ctx, expr, use) or expr.__class__ is ast.Name and expr.id in names_feeding_backward(ctx, ctx.scope_of(use))
-            and not _moved_later(ctx, expr, use)) and not host_number(ctx, expr, use)
+            and not _moved_later(ctx, expr, use) and not is_ndarray(ctx, expr, use, methods=True)) and not host_number(ctx, expr, use)
+    # (a NumPy array feeds the backward pass only through its conversion: one_hot = index_to_one_hot(actions, n) of a
+    # project helper returning np.zeros(...), then to_tensor_var(one_hot): host data handed to a converter)
 
 
 def _moved_later(ctx: Context, name: ast.Name, use: AST) -> bool:

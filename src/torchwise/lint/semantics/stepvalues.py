@@ -282,7 +282,7 @@ def _names_device(func: AST) -> bool:
 def round_trip(ctx: Context, read: ast.Call) -> bool:
     """``to_one_hot(y.cpu(), n).to(y.device)``: the value read with ``.cpu()`` comes back to its own
     device in the same expression - the code expects it on an accelerator."""
-    subject = read.func.value if read.func.__class__ is ast.Attribute else None
+    subject = read.func.value if read.__class__ is ast.Call and read.func.__class__ is ast.Attribute else None
     if subject is None or read.func.attr != "cpu":
         return False
     text = ast.dump(subject)
