@@ -47,7 +47,8 @@ What it flags
   a typed legacy constructor of sizes or Python literals
   (`torch.LongTensor(range(n))`, a list built in Python from sizes `torch.LongTensor([i * 2 for i in range(n)])`,
   `torch.BoolTensor(x.size()).fill_(0)`, two or more sizes
-  `torch.FloatTensor(n, opt.dim).zero_()`, anything zeroed or filled right away, an index array a
+  `torch.FloatTensor(n, opt.dim).zero_()`, a task number the function also indexes with `torch.LongTensor([t])`
+  with `outputs[t]`, anything zeroed or filled right away, an index array a
   model method makes with NumPy from sizes `torch.LongTensor(positions).to(self.dev)`; not of data
   read from somewhere, which has to cross anyway: an agent's observation
   `torch.FloatTensor(state).to(device)`, a replay minibatch, the arrays a model method is handed)
@@ -62,7 +63,7 @@ What it flags
   and no `self`, given `x.shape`, constants, `self.strides[i]`; arrays joined from the
   function's input data have to cross anyway) - and then moved with `.cuda()`,
   `.to(device)`, `.to(other_tensor)` (also the forward's input after scaling, layers or a reshape:
-  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)`, `.type(other_tensor.type())` (also of `torch.Tensor(torch.zeros(...))`),
+  `x = F.relu(self.conv1(x / 255)); x = x.view(b, -1)`), `.type_as(other_tensor)` (also a reshaped row of an input, `e = out[i].unsqueeze(0)`), `.type(other_tensor.type())` (also of `torch.Tensor(torch.zeros(...))`),
   `.type(torch.cuda.FloatTensor)` (also
   `FloatTensor = torch.cuda.FloatTensor if x.is_cuda else torch.FloatTensor`) or `other.new_tensor(name)`
   (`frame = torch.arange(n).unfold(0, k, s); frame = signal.new_tensor(frame)`) - chained, or in the next use

@@ -36,7 +36,8 @@ def data_parameter(ctx: Context, name: AST, use: AST) -> bool:
 
 
 def _used_as_size(ctx: Context, func: AST, name: str) -> bool:
-    """The function uses ``name`` as a number: ``x[:, :k]``, ``range(k)``, ``[0] * k``."""
+    """The function uses ``name`` as a number: ``x[:, :k]``, ``range(k)``, ``[0] * k``, or as the
+    index of a subscript, ``outputs[t]`` (a task or class number picking one head's output)."""
     key = ("sem:size-names", id(func))
     sizes = ctx._cache.get(key)
     if sizes is None:
@@ -46,6 +47,8 @@ def _used_as_size(ctx: Context, func: AST, name: str) -> bool:
                 parts = (node.lower, node.upper, node.step)
             elif node.__class__ is ast.Call and last_name(node.func) == "range":
                 parts = tuple(node.args)
+            elif node.__class__ is ast.Subscript and node.slice.__class__ is ast.Name and node.ctx.__class__ is ast.Load:
+                parts = (node.slice,)
             elif node.__class__ is ast.BinOp and node.op.__class__ is ast.Mult and ast.List in (
                     node.left.__class__, node.right.__class__):
                 parts = (node.left, node.right)

@@ -28,6 +28,12 @@ def _derived(ctx: Context, value: ast.AST, depth: int) -> bool:
     q = ctx.qualname(func) or ""
     if not q and func.__class__ is ast.Attribute and func.attr in _SAME_PLACE and func.value.__class__ is ast.Name:
         return tensor_like(ctx, func.value, func.value, depth - 1)  # the name as the right side reads it
+    if not q and func.__class__ is ast.Attribute and func.attr in _SAME_PLACE and func.value.__class__ is ast.Subscript \
+            and func.value.value.__class__ is ast.Name:  # e = enc_out[i].unsqueeze(0): a row of the input, reshaped
+        base = func.value.value
+        b = ctx.binding_at(base.id, base)
+        return is_device_tensor(ctx, base, base) or b is not None and b.kind in ("param", "for", "unpack") \
+            and tensor_like(ctx, base, base, depth - 1)
     layer = func.__class__ is ast.Attribute and func.value.__class__ is ast.Name and func.value.id == "self"
     if (layer or q.startswith("torch.") and q.count(".") <= 3) and value.args:
         first = value.args[0]
