@@ -210,8 +210,9 @@ What it flags
   data["x"].append(image)`, nothing but container, reshaping, NumPy, torch - not `torch.nn` - or
   standard-library calls in the loop: no model, no device copy) and then stacks or saves
   (`torch.stack(data["x"])`, `torch.save(...)`): training slices those tensors, never the loader.
-  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `loader.__iter__().__next__()`,
-  `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
+  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `iter(loader).next()`,
+  `loader.__iter__().__next__()`, `dataiter = iter(loader); next(dataiter)`, `len(loader)`) or bound
+  again under its name before any use (`train_loader` rebuilt over a `random_split` part: ruling R16) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
   that hands the loader to a function of the file that moves data to a device - `train(args,
   loader, generator, device)` - is no smoke test); and a loader a helper

@@ -253,9 +253,10 @@ What it flags
   loaders whose every batch the loop hands only to a function (of the file, or imported from a
   module of the project) that first turns it into NumPy (`image = image.squeeze(0).cpu().numpy()`
   in a volume evaluation that copies each resized slice on its own);
-  and a notebook's demo loader that is only looked at (`next(iter(loader))`,
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `iter(loader).next()`,
   `loader.__iter__().__next__()`, `len(loader)`,
-  `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
+  `dataiter = iter(loader); next(dataiter)`, or never: bound again before any use - `train_loader` rebuilt over a
+  `random_split` part -, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
   (not a script's `__main__` block that hands the loader to a function of the file, or of another
   module of the project - also one imported inside the block -, that moves data to a device:
