@@ -15,6 +15,7 @@ from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.handedoptions import zero_through_callers
 from torchwise.lint.semantics.optiondefaults import zero_by_default
 from torchwise.lint.semantics.unread import never_read_loader
+from torchwise.lint.semantics.conversionpass import conversion_pass
 
 DATALOADER = "torch.utils.data.DataLoader"
 
@@ -203,9 +204,15 @@ What it flags
   test_set = data.SpeechDataset.splits(config)`). (The flake8 plugin sees one file at a time and
   keeps the file-only judgement.)
   A loader in the `process()` method of a dataset class (`class ImageDataset(InMemoryDataset)`:
-  the one-time pass that writes the processed file) is left alone: it runs once, not per epoch.
-  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `loader.__iter__().__next__()`,
-  `dataiter = iter(loader); next(dataiter)`, `len(loader)`) and one built in the `__main__`
+  the one-time pass that writes the processed file) is left alone: it runs once, not per epoch;
+  so is a one-time conversion pass - a loader of single items (`batch_size=1` or unset) that a
+  set-up function walks only to gather every sample into lists (`for image, target in loader:
+  data["x"].append(image)`, nothing but container, reshaping, NumPy, torch - not `torch.nn` - or
+  standard-library calls in the loop: no model, no device copy) and then stacks or saves
+  (`torch.stack(data["x"])`, `torch.save(...)`): training slices those tensors, never the loader.
+  Demo loaders are left alone too: one only looked at (`next(iter(loader))`, `iter(loader).next()`,
+  `loader.__iter__().__next__()`, `dataiter = iter(loader); next(dataiter)`, `len(loader)`) or bound
+  again under its name before any use (`train_loader` rebuilt over a `random_split` part: ruling R16) and one built in the `__main__`
   smoke test of a dataset module that only prints what it yields (a script's `__main__` block
   that hands the loader to a function of the file that moves data to a device - `train(args,
   loader, generator, device)` - is no smoke test); and a loader a helper
@@ -263,8 +270,8 @@ Lint and the doctor
                 continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):
                 continue  # batches of indices: nothing to load per item; or the whole dataset as one batch
-            if demo_loader(ctx, call) or never_read_loader(ctx, call) or _builds_cache(ctx, call):
-                continue  # only next(iter(loader)) to show a batch, or a __main__ smoke test: nothing trains on it
+            if demo_loader(ctx, call) or never_read_loader(ctx, call) or _builds_cache(ctx, call) or conversion_pass(ctx, call):
+                continue  # only next(iter(loader)) to show a batch, a __main__ smoke test, a one-time conversion
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them
             yield ctx.finding(

@@ -8,7 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.collates import identity_collate, numpy_collate
+from torchwise.lint.semantics.collates import graph_collate, identity_collate, numpy_collate
 from torchwise.lint.semantics.configdefaults import false_pin_sources
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
@@ -236,7 +236,10 @@ What it flags
   tensor (a function of the file or of another module, or a method of the dataset's class -
   `collate_fn=dataset.collate_fn` -, in a module that imports no torch beyond
   `torch.utils.data`, building arrays with NumPy, and calling only helpers that name no
-  tensor): `pin_memory` pins tensors only; loaders of parsed JSON records - the dataset's
+  tensor): `pin_memory` pins tensors only; loaders whose `collate_fn` returns DGL graph batches
+  (`dgl.batch(graphs)`, alone or first in the returned tuple - also from a factory,
+  `collate_fn=batcher()` returning an inner `def`, or either arm of a conditional): graphs are not
+  pinned; loaders of parsed JSON records - the dataset's
   `__getitem__` hands back fields of `json.load(...)`/`json.loads(...)`, also through
   `super().__getitem__(i)` - whose own `collate_fn` (also a `def` nested where the loader is
   built) regroups, filters or splits them without naming a tensor (lists of strings; without a
@@ -250,9 +253,10 @@ What it flags
   loaders whose every batch the loop hands only to a function (of the file, or imported from a
   module of the project) that first turns it into NumPy (`image = image.squeeze(0).cpu().numpy()`
   in a volume evaluation that copies each resized slice on its own);
-  and a notebook's demo loader that is only looked at (`next(iter(loader))`,
+  and a notebook's demo loader that is only looked at (`next(iter(loader))`, `iter(loader).next()`,
   `loader.__iter__().__next__()`, `len(loader)`,
-  `dataiter = iter(loader); next(dataiter)`, the iterator made once outside any loop and not
+  `dataiter = iter(loader); next(dataiter)`, or never: bound again before any use - `train_loader` rebuilt over a
+  `random_split` part -, the iterator made once outside any loop and not
   stepped in one: `it = iter(loader)` every epoch, `it.next()` every step is flagged) or built in a module's `__main__` smoke test
   (not a script's `__main__` block that hands the loader to a function of the file, or of another
   module of the project - also one imported inside the block -, that moves data to a device:
@@ -348,6 +352,8 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # batches already on the device: pinning them would fail
     if numpy_collate(ctx, call):
         return True  # the collate function returns NumPy arrays: pin_memory pins tensors only
+    if graph_collate(ctx, call):
+        return True  # the collate function returns DGL graph batches (dgl.batch): nothing pinnable
     if text_record_loader(ctx, call):
         return True  # JSON records regrouped by a collate that makes no tensor: lists of strings
     klass = local_dataset_class(ctx, dataset, call)

@@ -247,3 +247,51 @@ def identity_collate(call: ast.Call) -> bool:
             args, body = kw.value.args.args, kw.value.body
             return len(args) == 1 and body.__class__ is ast.Name and body.id == args[0].arg
     return False
+
+
+def graph_collate(ctx: Context, loader: ast.Call) -> bool:
+    """Does the loader's ``collate_fn`` return DGL graph batches - ``dgl.batch(graphs)``, alone or
+    first in the returned tuple? A function of this file or the project, also one a factory returns
+    (``collate_fn=batcher()`` with an inner ``def`` that batches), each arm of a conditional
+    (``labeled_batcher() if finetune else batcher()``). ``pin_memory`` pins tensors, not graphs."""
+    value = next((k.value for k in loader.keywords if k.arg == "collate_fn"), None)
+    if value is None or "dgl" not in ctx.source and not any("dgl.batch(" in t for _, t in ctx.project.files):
+        return False
+    arms = [value.body, value.orelse] if value.__class__ is ast.IfExp else [value]
+    return all(_batches_graphs(ctx, arm) for arm in arms)
+
+
+def _batches_graphs(ctx: Context, value: AST) -> bool:
+    factory = value.__class__ is ast.Call and not value.args and not value.keywords
+    name = value.func if factory else value
+    if name.__class__ is not ast.Name:
+        return False
+    found = _helper_def(ctx, name.id)
+    if found is None:
+        return False
+    octx, func = found
+    if factory:  # def batcher(): def batcher_dev(batch): ...; return batcher_dev
+        ret = next((s.value for s in func.body if s.__class__ is ast.Return), None)
+        func = next((s for s in func.body if s.__class__ is ast.FunctionDef and ret.__class__ is ast.Name and s.name == ret.id), None)
+        if func is None:
+            return False
+    returns = [n for n in octx.walk_body(func.body) if n.__class__ is ast.Return and n.value is not None]
+    return bool(returns) and all(_graph_value(octx, r.value.elts[0] if r.value.__class__ is ast.Tuple and r.value.elts else r.value, r)
+                                 for r in returns)
+
+
+def _graph_value(ctx: Context, expr: AST, at: AST) -> bool:
+    if expr.__class__ is ast.Name:
+        b = ctx.binding_at(expr.id, at)
+        if b is None or b.kind not in ("assign", "unpack") or b.node.__class__ is not ast.Assign:
+            return False
+        return _graph_value(ctx, _part(b.node, expr.id), b.node)
+    return expr.__class__ is ast.Call and (ctx.qualname(expr.func) or "") == "dgl.batch"
+
+
+def _part(assign: ast.Assign, name: str) -> AST:
+    """The value a name takes in ``a, b = dgl.batch(qs), dgl.batch(ks)`` (or ``a = dgl.batch(qs)``)."""
+    target, value = assign.targets[0], assign.value
+    if target.__class__ is ast.Tuple and value.__class__ is ast.Tuple and len(target.elts) == len(value.elts):
+        return next((v for t, v in zip(target.elts, value.elts) if t.__class__ is ast.Name and t.id == name), value)
+    return value if target.__class__ is ast.Name else assign

@@ -265,6 +265,8 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
         if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and ctx.parent(holder).__class__ is ast.Call \
                 and last_name(ctx.parent(holder).func) == "next":
             continue  # img, label = next(iter(loader))
+        if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and _old_next(ctx, holder):
+            continue  # x, _ = iter(loader).next(): the Python 2 spelling
         if _dunder_next(ctx, holder):
             continue  # img, label = loader.__iter__().__next__()
         if holder.__class__ is ast.Call and last_name(holder.func) == "iter" and _only_stepped(ctx, ctx.parent(holder)):
@@ -272,7 +274,26 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
         if _takes_first_samples(ctx, use):
             continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
-    return seen
+    return seen or _rebound_unread(ctx, parent, scope)
+
+
+def _old_next(ctx: Context, call: ast.Call) -> bool:
+    """``call`` is ``iter(loader)`` in ``iter(loader).next()``: one batch drawn."""
+    step = ctx.parent(call)
+    return step.__class__ is ast.Attribute and step.attr == "next" and ctx.parent(step).__class__ is ast.Call \
+        and not ctx.parent(step).args
+
+
+def _rebound_unread(ctx: Context, assign: ast.Assign, scope: AST) -> bool:
+    """No use sees ``name = DataLoader(...)`` and a later statement of the same body binds the
+    name again (``train_loader`` rebuilt over a ``random_split`` part before any loop): a dead
+    store, the loader is never iterated (ruling R16)."""
+    body = getattr(ctx.parent(assign), "body", None)
+    if ctx.parent(assign) is not scope or not isinstance(body, list) or assign not in body:
+        return False
+    name = assign.targets[0].id
+    return any(s.__class__ is ast.Assign and any(t.__class__ is ast.Name and t.id == name for t in s.targets)
+               for s in body[body.index(assign) + 1:])
 
 
 def _dunder_next(ctx: Context, holder: AST) -> bool:
