@@ -123,7 +123,8 @@ What it flags
   items, `random.shuffle(self.rows)`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
   reproducible run for an unseeded torch generator to break. Nor does a seed that is the clock
-  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):
+  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`),
+  nor a call without a seed (`np.random.seed()`, `random.seed(None)`: fresh OS entropy):
   it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`). Nor is a draw in a dataset's `__getitem__` or a
@@ -202,7 +203,7 @@ Fix
                 family = SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call) \
                         and not split_seed(ctx, call, family) and not _worker_reseed(ctx, call) \
-                        and not (call.args and clock_seed(ctx.source, ctx.text(call.args[0]))):
+                        and not clock_seed(ctx.source, ctx.text((call.args or [k.value for k in call.keywords])[0]) if call.args or call.keywords else ""):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
