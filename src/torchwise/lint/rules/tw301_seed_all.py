@@ -16,7 +16,7 @@ from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, pro
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds
-from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
+from torchwise.lint.semantics.idledraws import cached_draw, display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.runseeds import imported_for_sure, lone_trainer, run_seeded
 from torchwise.lint.semantics.seedkinds import scoped_seed as _scoped_seed, worker_reseed as _worker_reseed
@@ -388,7 +388,7 @@ Fix
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             first = next((n for n in nodes if not _under_test(ctx, n) and not display_only(ctx, n) and not draws_seed(ctx, n)
-                          and not names_only(ctx, n)
+                          and not names_only(ctx, n) and not cached_draw(ctx, n)
                           and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))
                           and not (workers_seeded and in_worker_code(ctx, n) and loaders_use_workers(ctx))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)
