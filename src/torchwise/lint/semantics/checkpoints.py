@@ -11,7 +11,7 @@ from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.values import local_function
-from torchwise.lint.semantics.hostentries import entries_moved_to_host, uncalled_forwarder
+from torchwise.lint.semantics.uncalledsaves import uncalled_forwarder
 from torchwise.lint.semantics.movedsaves import saved_after_self_to_host
 
 
@@ -106,7 +106,7 @@ def saves_on_host(ctx: Context) -> bool | None:
     if not saves:
         return None
     return all(is_host_data(ctx, argument(call, "obj", 0), call) or _fresh_model_state(ctx, argument(call, "obj", 0), call)
-               or saved_after_self_to_host(ctx, call) or entries_moved_to_host(ctx, argument(call, "obj", 0), call) for call in saves)
+               or saved_after_self_to_host(ctx, call) for call in saves)
 
 
 def _dict_items(ctx: Context, expr: AST | None, use: AST) -> list[tuple[str, AST]] | None:
@@ -281,8 +281,7 @@ def saved_on_host(ctx: Context, save: ast.Call) -> bool:
     """Does this ``torch.save`` write host data or no tensors at all?"""
     obj = argument(save, "obj", 0)
     return holds_no_tensors(obj) or is_host_data(ctx, obj, save) or built_on_host(ctx, obj, save) \
-        or _fresh_model_state(ctx, obj, save) or _moved_to_host_first(ctx, obj, save) or saved_after_self_to_host(ctx, save) \
-        or entries_moved_to_host(ctx, obj, save)
+        or _fresh_model_state(ctx, obj, save) or _moved_to_host_first(ctx, obj, save) or saved_after_self_to_host(ctx, save)
 
 
 def _moved_to_host_first(ctx: Context, obj: AST | None, save: ast.Call) -> bool:
