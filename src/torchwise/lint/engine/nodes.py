@@ -28,6 +28,7 @@ _CANONICAL_PREFIXES: tuple[tuple[str, str], ...] = (
     ("torch.nn.modules.", "torch.nn."),
     ("torch.nn.parallel.data_parallel.DataParallel", "torch.nn.DataParallel"),
     ("torch.nn.parallel.DataParallel", "torch.nn.DataParallel"),
+    ("torch.nn.parallel.data_parallel.data_parallel", "torch.nn.parallel.data_parallel"),
     ("torch.nn.parallel.distributed.", "torch.nn.parallel."),
     ("torch.utils.data.dataloader.", "torch.utils.data."),
     ("torch.utils.data.distributed.", "torch.utils.data."),

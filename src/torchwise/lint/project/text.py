@@ -312,13 +312,14 @@ _CLOCK = lazy_compile(r"(?:int\(\s*)?(?:time\.)?time(?:_ns)?\(\)(?:\s*[*%]\s*[\w
 
 
 def clock_seed(text: str, arg: str) -> bool:
-    """The seed ``arg`` (the text of a seeding call's argument) is the clock: the call reads the
+    """The seed ``arg`` (the text of a seeding call's argument) is the clock or none at all (an
+    empty argument list or ``None`` reseeds from OS entropy): the call reads the
     time itself (``random.seed(time.time())``), or the file assigns the time to that name
     (``args.seed = time.time()`` ... ``torch.cuda.manual_seed(args.seed)``). Such a seed differs
     on every run: no reproducibility is intended."""
     arg = arg.strip()
-    if _CLOCK.fullmatch(arg) is not None:
-        return True
+    if arg in ("", "None", "seed=None") or _CLOCK.fullmatch(arg) is not None:
+        return True  # `np.random.seed()` / `random.seed(None)`: fresh entropy from the OS, no seed
     if not arg or "time(" not in text or not all(part.isidentifier() for part in arg.split(".")):
         return False
     for m in re.finditer(rf"^[ \t]*{re.escape(arg)}[ \t]*=(?!=)([^\n#]*)", text, re.M):

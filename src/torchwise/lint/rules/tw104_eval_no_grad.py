@@ -14,7 +14,8 @@ from torchwise.lint.semantics.deadcode import dead_ranges
 from torchwise.lint.semantics.frozen import eval_calls, eval_receivers, frozen_forwards, is_eval_switch
 from torchwise.lint.semantics.evalbuilt import eval_built_runs
 from torchwise.lint.semantics.evalloaders import loader_eval_runs
-from torchwise.lint.semantics.evalcallers import bare_live_call, nested_in_plain_function, reached_only_under_no_grad
+from torchwise.lint.semantics.evalcallers import nested_in_plain_function, reached_only_under_no_grad
+from torchwise.lint.semantics.evalhandoff import handed_over, only_called_without_grad
 from torchwise.lint.semantics.evaldecode import decoding_runs
 from torchwise.lint.semantics.evalstate import eval_state_runs
 from torchwise.lint.semantics.evalregions import (called_for_training, eval_regions, evaluation_method, global_eval_runs,
@@ -176,7 +177,9 @@ What it flags
   training function it is handed to), a network that is never put back in training mode, whose
   `.parameters()` no optimizer of the file holds and whose `requires_grad` is left on, run on the
   batch (not on another network's output) in the loop that backpropagates beside the network being
-  trained: reported at its forward pass. `model.train(False)`/`model.train(mode=False)` count as
+  trained: reported at its forward pass; also one put in eval mode through a move
+  (`flow_net.cuda().eval()`) whose output, or a method's, is `.detach()`ed at once
+  (`flow_net.estimate(x).detach()`, on any input): reported at every such pass. `model.train(False)`/`model.train(mode=False)` count as
   `.eval()`; a function of this file (nested or handed the model: `describe(encoder, decoder,
   path)` after `.eval()` in `__main__`) that runs the model is reported at its forward pass. Quiet:
   a model whose parameters the function turns off first (`for p in net.parameters():
@@ -234,7 +237,9 @@ What it flags
   transforms, and classes of the project built only from them, such as a mel-spectrogram front end)
   whose output goes to no other network; a single run outside loops on inputs made up in place (`data =
   torch.randn(2, 3, 32, 32)`) in a function not named for evaluation - a probe of output shapes
-  before training builds the layers that need them; a helper handed a network whose parameters were all frozen first, a function
+  before training builds the layers that need them; a call of the class's own method named like a
+  model (`self.model_forward(img)`, decorated `@torch.inference_mode()`), a project class reached
+  by a star import and built (`model_whale(...).cuda()`); a helper handed a network whose parameters were all frozen first, a function
   decorated `@torch.no_grad()` that runs a global model, an imported model's method whose every
   definition in the project runs under no_grad itself or hands over to another object's method of
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
@@ -345,12 +350,12 @@ Lint and the doctor
             found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]
             out = {(f.line, f.col): f for f in found}  # every run of each evaluation stretch (validation, final test)
             return [out[k] for k in sorted(out)]
-        if not is_module and (self._only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)
+        if not is_module and (only_called_without_grad(ctx, scope) or reached_only_under_no_grad(ctx, scope)
                               or frozen_by_every_caller(ctx, scope)):
             return []  # (also when every way the project reaches it passes under no_grad, or hands it a frozen model)
         if not is_module and called_for_training(ctx, scope):
             return []  # `predict()` that the file's own update step backpropagates through
-        if not is_module and self._handed_over(ctx, scope):
+        if not is_module and handed_over(ctx, scope):
             return []  # a callback given to an evaluator of another module: that caller sets grad mode
         # named like evaluation: every call counts; else the evidence is model.eval(): only calls after it
         start = None if named else min((c.lineno, c.col_offset) for c in evals)
@@ -369,32 +374,6 @@ Lint and the doctor
                 suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad()), or decorate the function",
             ))
         return out
-
-    @staticmethod
-    def _handed_over(ctx: Context, func: ast.AST) -> bool:
-        """Never called in this file, but handed on as a value: passed as an argument
-        (``inference_on_dataset(eval_fn, ...)``) or returned (``return eval_wrapper``)."""
-        if ctx.calls_named(func.name):
-            return False
-        for name in ctx.nodes.get(ast.Name, ()):
-            if name.id == func.name and name.ctx.__class__ is ast.Load:
-                parent = ctx.parent(name)
-                if parent.__class__ is ast.Return or (parent.__class__ is ast.Call and name is not parent.func) or (
-                    parent.__class__ is ast.keyword
-                ):
-                    return True
-        return False
-
-    @staticmethod
-    def _only_called_without_grad(ctx: Context, func: ast.AST) -> bool:
-        """This file calls ``func`` under no_grad, and nowhere bare on a path that runs (``if
-        args.evaluate: validate(...)`` beside ``with torch.no_grad(): validate(...)`` runs it bare)."""
-        calls = ctx.calls_named(func.name)
-        if not any(under_no_grad(ctx, c) for c in calls):
-            return False
-        return not any(bare_live_call(ctx, func, c) for c in calls if not under_no_grad(ctx, c))
-
-
 
 
 RULE = EvalWithoutNoGrad()

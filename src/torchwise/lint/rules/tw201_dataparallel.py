@@ -259,7 +259,8 @@ class DataParallelUsed(Rule):
 What it flags
   Wrapping a model in `torch.nn.DataParallel` (however it was imported: `nn.DataParallel`,
   `from torch.nn.parallel import DataParallel as DP`, `nn` from a project module's `import *`) and calls of the functional
-  `torch.nn.parallel.data_parallel`, and the project's own subclasses of `nn.DataParallel`
+  `torch.nn.parallel.data_parallel` (also imported from its module: `from
+  torch.nn.parallel.data_parallel import data_parallel`), and the project's own subclasses of `nn.DataParallel`
   (`class BalancedDataParallel(DataParallel)`, also through a chain of project classes). Only
   where the code around it trains: the file runs a backward pass or an optimizer step, the
   wrapper is made in a function or class named for training (`def
@@ -271,7 +272,8 @@ What it flags
   is called by another file of the project that trains (a model builder in a utils module; also
   through a function of another module that returns what the builder gives, `return
   build_model(...)`, called by a script that builds an optimizer and runs a training function:
-  `run_training(model=model, optimizer=optimizer)`), or
+  `run_training(model=model, optimizer=optimizer)`, or a trainer object's method given the model and
+  more: `Trainer().train(model, loader, opt, ...)`, not `model.train(False)`), or
   the class that makes it is a base of a class of the project that trains, directly or through
   other classes (`class IO` wrapping `self.model`, `class Processor(IO)`, `class
   REC_Processor(Processor)` with the backward pass). A

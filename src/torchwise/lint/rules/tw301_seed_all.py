@@ -16,7 +16,7 @@ from torchwise.lint.semantics.offeredseeds import OFFERED, SEED_FROM_OPTION, pro
 from torchwise.lint.semantics.steps import training_calls
 from torchwise.lint.semantics.files import in_demo_main
 from torchwise.lint.semantics.gpuseeds import cuda_branch_seeds
-from torchwise.lint.semantics.idledraws import display_only, draws_seed, names_only
+from torchwise.lint.semantics.idledraws import cached_draw, display_only, draws_seed, names_only
 from torchwise.lint.semantics.reach import implicit_torch_draws, importer_torch_draws, reached_from, training_seeders
 from torchwise.lint.semantics.runseeds import imported_for_sure, lone_trainer, run_seeded
 from torchwise.lint.semantics.seedkinds import scoped_seed as _scoped_seed, worker_reseed as _worker_reseed
@@ -123,7 +123,8 @@ What it flags
   items, `random.shuffle(self.rows)`) in a file that seeds
   no other generator - a project whose only seeds are such split seeds makes no attempt at a
   reproducible run for an unseeded torch generator to break. Nor does a seed that is the clock
-  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`):
+  (`random.seed(time.time())`, or `args.seed = time.time()` then `torch.cuda.manual_seed(args.seed)`),
+  nor a call without a seed (`np.random.seed()`, `random.seed(None)`: fresh OS entropy):
   it differs on every run, so no reproducibility is intended. A draw that only picks what to plot (`random.sample(paths, k=3)`
   looped over by a plotting call) is not a use, nor is a draw from a generator of its own
   (`torch.randperm(n, generator=g)`). Nor is a draw in a dataset's `__getitem__` or a
@@ -202,7 +203,7 @@ Fix
                 family = SEEDERS.get(ctx.qualname(call.func) or "")
                 if family is not None and not _under_test(ctx, call) and not _scoped_seed(ctx, call) \
                         and not split_seed(ctx, call, family) and not _worker_reseed(ctx, call) \
-                        and not (call.args and clock_seed(ctx.source, ctx.text(call.args[0]))):
+                        and not clock_seed(ctx.source, ctx.text((call.args or [k.value for k in call.keywords])[0]) if call.args or call.keywords else ""):
                     seeded.add(family)
                     seeders.append(call)
                     if first_seed is None or (call.lineno, call.col_offset) < (first_seed.lineno, first_seed.col_offset):
@@ -387,7 +388,7 @@ Fix
         for family, nodes in found.items():  # the first use of each family that a run computes with
             nodes.sort(key=lambda n: (n.lineno, n.col_offset))
             first = next((n for n in nodes if not _under_test(ctx, n) and not display_only(ctx, n) and not draws_seed(ctx, n)
-                          and not names_only(ctx, n)
+                          and not names_only(ctx, n) and not cached_draw(ctx, n)
                           and not in_demo_main(ctx, n) and not (draws_only and _never_called(ctx, n))
                           and not (workers_seeded and in_worker_code(ctx, n) and loaders_use_workers(ctx))), None)
             if first is not None:  # (not a self-test of the module, nor a pick of what to plot)

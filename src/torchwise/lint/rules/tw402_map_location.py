@@ -264,7 +264,8 @@ What it flags
   the final weights its training saves - outside the loop, not the checkpoints - are host data
   (`train.py` ends with `net.cpu()` and the save; `stylize.py` loads `transforms/mosaic.pth`), loads
   of a file name (`"embedding.pt"`, `os.path.join(d, "training_args.bin")`) that the project
-  only ever writes with host data, tensors built from NumPy in code that touches no device or
+  only ever writes with host data (a save forwarder nothing calls, `def save_on_master(*args,
+  **kwargs): torch.save(*args, **kwargs)` of a copied utility module, writes nothing), tensors built from NumPy in code that touches no device or
   pickled arguments, reloads of the checkpoint the same run wrote a few lines before (also
   through the file object: `with open(p, "wb") as f: torch.save(m, f)`, then `torch.load(open(p,
   "rb"))`) or under a

@@ -11,6 +11,7 @@ from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
 from torchwise.lint.semantics.values import local_function
+from torchwise.lint.semantics.uncalledsaves import uncalled_forwarder
 from torchwise.lint.semantics.movedsaves import saved_after_self_to_host
 
 
@@ -101,7 +102,7 @@ def _plain_number(ctx: Context, expr: AST, use: AST) -> bool:
 def saves_on_host(ctx: Context) -> bool | None:
     """True when every ``torch.save`` of the file saves host data, False when one does not,
     None when the file saves nothing."""
-    saves = ctx.calls_to("torch.save")
+    saves = [c for c in ctx.calls_to("torch.save") if not uncalled_forwarder(ctx, c)]
     if not saves:
         return None
     return all(is_host_data(ctx, argument(call, "obj", 0), call) or _fresh_model_state(ctx, argument(call, "obj", 0), call)

@@ -166,7 +166,8 @@ def _called_by_trainer(ctx: Context, call: ast.Call) -> bool:
 
 
 # a script that builds an optimizer and hands its model to a training function: run_training(model=model, ...)
-_TRAINING_CALL = lazy_compile(r"(?<![.\w])(?:run_|start_|do_)?train(?:ing)?\(")
+# or a trainer object's method given the model and more (`trainer.train(model, train_loader, ...)`; not `model.train(False)`)
+_TRAINING_CALL = lazy_compile(r"(?<![.\w])(?:run_|start_|do_)?train(?:ing)?\(|\.train\(\s*[\w.]+\s*,")
 
 
 def _trains_text(text: str) -> bool:

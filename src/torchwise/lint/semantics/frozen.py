@@ -165,10 +165,10 @@ def frozen_forwards(ctx: Context, scope: AST) -> Iterator[tuple[ast.Call, str]]:
     if any(_wants_grad(n) or n.__class__ is ast.Call and last_name(n.func) in _SWITCHES for n in body):
         return  # inputs made to need gradients (adversarial examples), or grad mode chosen by hand (train_val())
     evals = [n for n in body if n.__class__ is ast.Call and n.func.__class__ is ast.Attribute
-             and n.func.value.__class__ in (ast.Name, ast.Attribute) and (
+             and _moved_base(n.func.value).__class__ in (ast.Name, ast.Attribute) and (
                  n.func.attr == "eval" and not n.args and not n.keywords or is_eval_switch(n))]
     for ev in evals:
-        receiver = ctx.text(ev.func.value)
+        receiver = ctx.text(_moved_base(ev.func.value))  # (`flow_net.cuda().eval()`: flow_net)
         if f"{receiver}.parameters(" in ctx.source or f"{receiver}.named_parameters(" in ctx.source \
                 or f"{receiver}.requires_grad_(" in ctx.source:
             continue  # optimized (or frozen by hand) somewhere in the file
@@ -176,14 +176,38 @@ def frozen_forwards(ctx: Context, scope: AST) -> Iterator[tuple[ast.Call, str]]:
         if receiver in trained:
             continue  # also put in training mode here (net.train() if is_train else net.eval()): not frozen
         for node in body:
-            if node.__class__ is not ast.Call or not node.args or (node.lineno, node.col_offset) <= start \
-                    or ctx.text(node.func) != receiver or under_no_grad(ctx, node):
+            if node.__class__ is not ast.Call or not node.args or (node.lineno, node.col_offset) <= start or under_no_grad(ctx, node):
                 continue
+            detached = _detached(ctx, node)  # `net(x).detach()`, `(net(x * 255.) / 255.).detach()`: no gradient wanted
+            if ctx.text(node.func) != receiver and not (detached and node.func.__class__ is ast.Attribute and ctx.text(
+                    node.func.value) == receiver and node.func.attr not in _NOT_RUNS):
+                continue  # (a method of it whose result is cut off at once: `flow_net.batch_estimate(x).detach()`)
             loops = ctx.enclosing_loops(node)
-            if loops and any(ctx.contains(loops[0], t) for t in trains) and _batch_inputs(ctx, body, node, trained) \
+            if loops and any(ctx.contains(loops[0], t) for t in trains) and (detached or _batch_inputs(ctx, body, node, trained)) \
                     and _trains_another(ctx, loops[0], receiver, trained):
                 yield node, receiver
-                break
+                if not detached:
+                    break
+
+
+_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "double"})
+_NOT_RUNS = frozenset({"parameters", "state_dict", "load_state_dict", "named_parameters", "modules", "children", *_MOVES})
+
+
+def _moved_base(expr: AST) -> AST:
+    """``flow_net`` of ``flow_net.cuda()`` / ``flow_net.to(device)``: the network a move returns."""
+    while expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _MOVES:
+        expr = expr.func.value
+    return expr
+
+
+def _detached(ctx: Context, call: ast.Call) -> bool:
+    """The result of ``call`` is ``.detach()``ed at once, through arithmetic at most."""
+    node, parent = call, ctx.parent(call)
+    while parent.__class__ in (ast.BinOp, ast.UnaryOp):
+        node, parent = parent, ctx.parent(parent)
+    return parent.__class__ is ast.Attribute and parent.attr == "detach" and parent.value is node \
+        and ctx.parent(parent).__class__ is ast.Call
 
 
 def _trains_another(ctx: Context, loop: AST, receiver: str, trained: set[str]) -> bool:

@@ -96,3 +96,26 @@ def draws_seed(ctx: Context, node: ast.AST) -> bool:
     name holding "seed"), which then seeds the generators in use; nothing else draws from it."""
     stmt = ctx.parent(node)
     return stmt.__class__ is ast.Assign and any("seed" in ctx.text(t).lower() for t in stmt.targets)
+
+
+_WRITERS = frozenset({"to_csv", "dump", "save", "savetxt", "writerow", "writerows", "write", "to_json", "to_pickle"})
+
+
+def cached_draw(ctx: Context, node: ast.AST) -> bool:
+    """A draw that runs once, to make a file the project keeps: under ``if not os.path.exists(path):``
+    (or ``isfile``) whose body writes a file (``open(path, "w")``, ``to_csv``, ``json.dump``,
+    ``np.save``...): a shuffled split written to ``images.csv`` on the first run, then read back."""
+    for if_node, in_body in ctx.enclosing_ifs(node):
+        test = if_node.test
+        if not in_body or test.__class__ is not ast.UnaryOp or test.op.__class__ is not ast.Not \
+                or test.operand.__class__ is not ast.Call or last_name(test.operand.func) not in ("exists", "isfile"):
+            continue
+        for sub in (n for stmt in if_node.body for n in ast.walk(stmt)):
+            if sub.__class__ is not ast.Call:
+                continue
+            name = last_name(sub.func)
+            if name in _WRITERS or name == "open" and any(
+                    a.__class__ is ast.Constant and isinstance(a.value, str) and "w" in a.value
+                    for a in [*sub.args[1:], *(k.value for k in sub.keywords if k.arg == "mode")]):
+                return True
+    return False

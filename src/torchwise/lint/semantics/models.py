@@ -4,6 +4,7 @@ module instances (built from one here, used as one, or named ``model``/``net``).
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, Context, last_name, root_name
 from torchwise.lint.engine.lazyre import lazy_compile
@@ -124,8 +125,30 @@ def is_module_instance(ctx: Context, expr: AST | None, use: AST | None = None, b
             b = ctx.binding_at(expr.id, use or expr)
             if b is not None and b.kind in ("def", "class", "import"):
                 return False  # a function or class named like a model, not an instance
+            if b is None and _star_imported_class(ctx, expr.id):
+                return False  # `model_whale(...)` with `from models import *`: the project's class, built here
+        elif _own_method(ctx, expr, use or expr):
+            return False  # `self.model_forward(img)`: a method of the class, named like a model
         return is_model_name(last_name(expr))
     return False
+
+
+def _own_method(ctx: Context, expr: AST, use: AST) -> bool:
+    """``self.name`` where the class around ``use`` defines a method ``name``."""
+    if expr.__class__ is not ast.Attribute or expr.value.__class__ is not ast.Name or expr.value.id != "self":
+        return False
+    klass = next((a for a in ctx.ancestors(use) if a.__class__ is ast.ClassDef), None)
+    return klass is not None and any(m.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and m.name == expr.attr
+                                     for m in klass.body)
+
+
+def _star_imported_class(ctx: Context, name: str) -> bool:
+    """``name`` is bound by none of the file's statements, the file star-imports (``from models import
+    *``) and a file of the project defines ``class name``: a class, not an instance."""
+    if "import *" not in ctx.source or not ctx.project.files:
+        return False
+    head = re.compile(rf"^[ \t]*class[ \t]+{re.escape(name)}\b", re.M)
+    return any(f"class {name}" in text and head.search(text) is not None for _, text in ctx.project.files)
 
 
 # methods of a module that do not run its forward pass
