@@ -20,7 +20,7 @@ from torchwise.lint.semantics.gradnorm import has_optimizer_steps
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
-from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages
+from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messages, mask_read_kind
 from torchwise.lint.semantics.losstests import TEST_FIX, loss_tests
 from torchwise.lint.semantics.metricobjects import metric_object_reads
 from torchwise.lint.semantics.stepreads import every_step_read
@@ -51,7 +51,7 @@ What it flags
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`, `ids[pos]` with a device mask cast `pos = pos.to(device).to(torch.bool)` or `.bool()`:
   the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
   through a helper that hands its arguments on, also a helper of another module (`labels[~mask]` in `info_nce_loss(features)`, `target[(target >= 0) * (target != 255)]` in `seg_ce(pred, label)` called by `utils.loss_calc(pred, label, device)`,
-  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`) or from a model's training
+  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`; also `.nonzero()` of such a mask, `torch.nonzero(valid).size(0)`, `(labels == k).nonzero()` in a mining helper) or from a model's training
   forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`) - there also a test of a reduction of what it was handed (`if torch.sum(y == -1) > 0:`,
   `n = hard.sum()` ... `if n > 0:`/`assert`; not a skip with `continue`, nor under `if proto is not None:`) -, in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
@@ -257,7 +257,7 @@ What it flags
   private method named only in a comment, `# adj = self._sparse_dropout(adj)`, also in a model module a registry
   imports by a computed name); NumPy data a project helper makes, handed to a converter (`one_hot =
   index_to_one_hot(batch.actions, n)` returning `np.zeros(...)`, then `to_tensor_var(one_hot)`); `group['lr']` and a tuple element a training function returns as a number (`res[4]` of `return (loss.item(), get_lr(opt))`); `.numel()`/`.size()` tests of a gradient; a call of a helper whose read lies in a training loop of
-  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`, also and-ed: `if args.debug_ratio and i == 0:`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
+  its own (reported at the read); under a debugging switch (`if self.debug_mode:`, `if args.debug:`, also and-ed: `if args.debug_ratio and i == 0:`); under an opt-in switch that is off by default and whose branch writes or shows a picture (`if cfg.show_flow:` of a `store_true` option around `cv2.imwrite`); a helper's `.item()` of a number made only from shapes (`np.prod(m.size()).item()`); under a test of the loop's own index that holds for its first passes only (`if epoch == 0:`, `if batch_idx < 5:`); a logger handed `optimizer.param_groups[0]['lr']` (a float) or a tensor the function built on the CPU itself (`torch.FloatTensor(array)`, `torch.zeros(n)`, combined by torch functions); a
   synchronize under an opt-in timing option (`if args.time_exp:` with `default=0`, reading a
   timer); a script that can only run on the CPU (every CUDA choice behind an option no run turns
   on: `--no-cuda` a `store_true` option with `default=True`); tensors handed back to the sampler that drew the step's inputs (`t, w =
@@ -350,7 +350,7 @@ Lint and the doctor
 
     def _loss_masks(self, ctx: Context) -> Iterator[Finding]:
         """Boolean-mask selections (and tests of reductions: semantics.losstests) in a loss function or metric helper the step calls with device tensors."""
-        for node, func, where, what in [*((n, f, w, "boolean-mask selection") for n, f, w in loss_mask_reads(ctx, self._per_step)),
+        for node, func, where, what in [*((n, f, w, mask_read_kind(n)) for n, f, w in loss_mask_reads(ctx, self._per_step)),
                                   *((n, f, w, "a tensor condition") for n, f, w in loss_tests(ctx, self._per_step))]:
             if id(ctx.statement_of(node)) not in ctx._cache["tw207:forward"]:  # (one line each: the rule module is at its size)
                 yield ctx.finding(self.code, node, f"{what} in {func.name}(), which the training step calls every step ({where}), waits for the GPU", suggestion=_MASK_FIX if what[0] == "b" else TEST_FIX)

@@ -12,6 +12,7 @@ from typing import Callable
 from torchwise.lint.engine import AST, last_name
 from torchwise.lint.semantics.branchgates import empty_skip, mark_gated
 from torchwise.lint.semantics.devices import SYNC_METHODS
+from torchwise.lint.semantics.shapevalues import without_metadata
 
 
 def _derived(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -116,7 +117,7 @@ def reads_of_arguments(func: AST) -> list[tuple[int, str, str | None]]:
         if guard is False:
             continue  # under a sink a helper filters first: read at its intervals only
         if node.__class__ is ast.Call:
-            if _mentions(node.func.value, derived):
+            if _mentions(without_metadata(node.func.value), derived):  # (not np.prod(m.size()).item(): host ints)
                 out.append((node.lineno, f"calls .{node.func.attr}()", guard))
         elif node.__class__ is ast.Subscript:
             if _mentions(node.value, derived):

@@ -20,11 +20,12 @@ from torchwise.lint.semantics.evalblocks import off_training_path
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
-from torchwise.lint.semantics.masks import in_loss_module, in_losses_module, made_as_mask, on_host, selects_from_arguments
+from torchwise.lint.semantics.masks import assigns_targets, in_loss_module, in_losses_module, made_as_mask, on_host, selects_from_arguments
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
-from torchwise.lint.semantics.steps import hot_region_of, runs_periodically
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
 from torchwise.lint.semantics.ondevice import on_accelerator
+from torchwise.lint.semantics.shapevalues import only_metadata
 from torchwise.lint.semantics.stepopeners import step_opener_reads
 from torchwise.lint.semantics.stepvalues import step_device_value, step_loss_terms
 from torchwise.lint.semantics.values import local_function
@@ -208,6 +209,7 @@ def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
             continue
         subject = node.func.value
         if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \
+                and not only_metadata(subject) \
                 and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
             out.append(node)
     return out
@@ -235,6 +237,13 @@ def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str
             if hit is not None:
                 statements.add(id(stmt))
                 found.append(hit)
+    for call in ctx.calls_named("nonzero") if "nonzero" in ctx.source else ():
+        mask = _nonzero_subject(call)
+        if mask is not None and hot_region_of(ctx, call) is None and id(ctx.statement_of(call)) not in statements:
+            hit = _nonzero_in_loss(ctx, call, mask, per_step)
+            if hit is not None:
+                statements.add(id(ctx.statement_of(call)))
+                found.append(hit)
     for call in ctx.calls_named("masked_select") if "masked_select" in ctx.source else ():
         if call.func.__class__ is ast.Attribute and call.args and hot_region_of(ctx, call) is None:
             hit = _masked_in_loss(ctx, call, call.args[0], per_step)
@@ -255,6 +264,38 @@ def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> t
         return None  # (a metric helper: only a selection from what it is handed)
     where = every_step_call(ctx, func, per_step, param=guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None
+
+
+def mask_read_kind(node: AST) -> str:
+    """How a :func:`loss_mask_reads` hit is said in a message."""
+    return "boolean mask's .nonzero()" if node.__class__ is ast.Call and last_name(node.func) == "nonzero" else "boolean-mask selection"
+
+
+def _nonzero_subject(call: ast.Call) -> AST | None:
+    """``m`` of ``m.nonzero()``, ``m.data.nonzero()`` or ``torch.nonzero(m)``."""
+    func = call.func
+    if func.__class__ is not ast.Attribute:
+        return None
+    if func.value.__class__ is ast.Name and func.value.id in ("torch", "th"):
+        subject = call.args[0] if call.args else None
+    else:
+        subject = func.value
+    while subject.__class__ is ast.Attribute and subject.attr == "data":
+        subject = subject.value
+    return subject
+
+
+def _nonzero_in_loss(ctx: Context, call: ast.Call, mask: AST, per_step: PerStep) -> tuple[AST, AST, str] | None:
+    """``(labels == k).nonzero()``, ``torch.nonzero(binary_mask).size(0)`` in a loss function or a
+    helper of what it is handed (a mining or metric helper) that the step calls every step with
+    device tensors: the size of the result has to reach the host, as a boolean-mask selection's."""
+    func = ctx.function_of(call)
+    if func is None or not made_as_mask(ctx, mask, call) or runs_rarely(ctx, call) or runs_periodically(ctx, call):
+        return None
+    if not from_inputs(ctx, mask, func) or on_host(ctx, mask, func) or is_eval_name(func.name) or assigns_targets(func):
+        return None
+    where = every_step_call(ctx, func, per_step, param=guarding_parameter(ctx, call, func))
+    return (call, func, where) if where is not None else None
 
 
 def loss_read_messages(ctx: Context, per_step: Callable[[Context, ast.Call], bool]) -> list[tuple[AST, str]]:

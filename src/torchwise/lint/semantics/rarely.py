@@ -5,7 +5,7 @@ branch for the one batch that holds a chosen item (``if attn_example in ids:``),
 a mark it moves (``if t_env - self.log_stats_t >= interval: ...; self.log_stats_t = t_env``:
 :mod:`.branchgates`), a branch that
 ends the run (``sys.exit(1)``, ``raise``, ``break`` as its last statement), a debugging
-switch (``if self.debug_mode:``), the first passes of the loop (``if epoch == 0:``,
+switch (``if self.debug_mode:``), an opt-in switch for a picture (:mod:`.optinpictures`), the first passes of the loop (``if epoch == 0:``,
 ``if batch_idx < 5:``: :mod:`.countguards`), a sink or flag handed on only at intervals and a value cached
 on the first call (:mod:`.gatedreads`)."""
 
@@ -17,6 +17,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.branchgates import empty_skip, mark_gated
 from torchwise.lint.semantics.countguards import first_passes
 from torchwise.lint.semantics.gatedreads import first_call_cache, interval_gated_test
+from torchwise.lint.semantics.optinpictures import picture_switch
 from torchwise.lint.semantics.steps import backward_calls, modulo_test
 from torchwise.lint.semantics.unitintervals import every_step_interval
 
@@ -36,6 +37,7 @@ def runs_rarely(ctx: Context, node: AST) -> bool:
             return True
         if in_body and (_time_gated(ctx, if_node.test) or _one_item_test(ctx, if_node.test)
                         or if_node.__class__ is ast.If and _ends_run(if_node.body) or _debug_flag(if_node.test)
+                        or picture_switch(ctx, if_node)
                         or interval_gated_test(ctx, if_node.test) or mark_gated(if_node) and not _updates(ctx, if_node)
                         or if_node.__class__ is ast.If and first_passes(ctx, if_node, node) and not _updates(ctx, if_node)):
             return True
