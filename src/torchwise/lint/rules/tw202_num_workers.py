@@ -15,6 +15,7 @@ from torchwise.lint.semantics.loadersubclasses import loader_subclass_calls
 from torchwise.lint.semantics.handedoptions import zero_through_callers
 from torchwise.lint.semantics.optiondefaults import zero_by_default
 from torchwise.lint.semantics.unread import never_read_loader
+from torchwise.lint.semantics.unheld import unheld_loader
 from torchwise.lint.semantics.conversionpass import conversion_pass
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -219,7 +220,12 @@ What it flags
   returns whose every caller in the project (its own file included) only hands it to methods that
   never read that argument (`model.evaluate(test_loader, d_path, g_path)` that samples noise
   instead), takes only its `.dataset` (`return model, test_loader.dataset`) or leaves it unused
-  (ruling R16: no batch is loaded).
+  (ruling R16: no batch is loaded). Also left alone under R16: a loader bound to a name that nothing
+  reads after it (the last statement of a smoke test; not inside a loop, not a module-level name
+  another module imports), one only appended to a list that is never read but for its `.append`
+  calls (`test_loader_list.append(test_loader)`), and one a method returns into a `self` attribute
+  that no module of the project reads (`self.trainloader, self.validloader, self.testloader =
+  self.train_val_test(...)` with `.validloader` never read).
 
 Why it matters
   With no workers, every batch is read, decoded, augmented and collated in the training
@@ -270,7 +276,7 @@ Lint and the doctor
                 continue  # (an option for the worker count, 0 by default: the author expects loading to be worth workers)
             if is_index_collection(ctx, dataset, call) or _one_batch(ctx, call, dataset):
                 continue  # batches of indices: nothing to load per item; or the whole dataset as one batch
-            if demo_loader(ctx, call) or never_read_loader(ctx, call) or _builds_cache(ctx, call) or conversion_pass(ctx, call):
+            if demo_loader(ctx, call) or never_read_loader(ctx, call) or unheld_loader(ctx, call) or _builds_cache(ctx, call) or conversion_pass(ctx, call):
                 continue  # only next(iter(loader)) to show a batch, a __main__ smoke test, a one-time conversion
             if loader_yields_device_batches(ctx, call, dataset):
                 continue  # batches made on the device: worker processes could not build them

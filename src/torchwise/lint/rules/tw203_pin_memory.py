@@ -30,6 +30,7 @@ from torchwise.lint.semantics.onlyiterated import only_iterated
 from torchwise.lint.semantics.loaderstreams import streaming_method, streams
 from torchwise.lint.semantics.trainerloaders import handed_to_trainer
 from torchwise.lint.semantics.unread import never_read_loader
+from torchwise.lint.semantics.unheld import unheld_loader
 from torchwise.lint.semantics.values import local_function
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -265,7 +266,10 @@ What it flags
   loader stored under a name nothing in the file reads (beside loaders it uses; not a module-level
   loader another module of the project imports, `from common.train import *`), or one a helper
   returns whose every caller (in other modules or its own file) only hands it to methods that never read that
-  argument, takes only its `.dataset` or leaves it unused (ruling R16), and loaders handed to torch_xla
+  argument, takes only its `.dataset` or leaves it unused (ruling R16; also a loader only appended
+  to a list nothing reads but for `.append`, `test_loader_list.append(test_loader)`, or returned by
+  a method into a `self` attribute no module reads, `self.train_loader, self.val_loader = self.split(...)`
+  with `.val_loader` never read), and loaders handed to torch_xla
   (`pl.ParallelLoader(loader, [device])`): they feed a TPU, where pinning does not apply; and
   a loader a file only loops over itself (not returned, not handed to any function) when its only GPU evidence is a
   check (`use_gpu = torch.cuda.is_available()`) and it moves nothing, trains, restores or
@@ -370,7 +374,7 @@ def _nothing_to_pin(ctx: Context, call: ast.Call) -> bool:
         return True  # each batch goes to a function that turns it into NumPy first (slices go to the GPU one by one)
     if _host_statistics(ctx, call):
         return True  # a statistics script: it checks for a GPU but no batch goes to a device
-    if unused_or_xla(ctx, call) or never_read_loader(ctx, call):
+    if unused_or_xla(ctx, call) or never_read_loader(ctx, call) or unheld_loader(ctx, call):
         return True  # never iterated (also: returned, then only handed to methods that ignore it); or fed to torch_xla
     facts = project_dataset(ctx, dataset, call)
     return facts is not None and (facts.device or facts.constant or facts.text)  # its class, in another module: device tensors, constants, strings
