@@ -114,6 +114,34 @@ PROJECTS += [
                  {"aug/segments.py": _SEGMENTS, "aug/__init__.py": "", "train.py": _FLOW_LOOP}),
 ]
 
+_INLINE_SCORES = d("""
+    import numpy as np
+    import torch
+    from joblib import Parallel, delayed
+    from pystoi import stoi
+
+    def critic_loss(critic, clean, est):
+        got = Parallel(n_jobs=2)(delayed(stoi)(c, e, 16000) for c, e in zip(clean.cpu().numpy(), est.detach().cpu().numpy()))
+        wanted = torch.tensor(np.asarray(got), dtype=torch.float32).to("cuda")
+        return torch.nn.functional.mse_loss(critic(est.detach()).flatten(), wanted)
+""")
+_INLINE_LOOP = d("""
+    from metrics.critic import critic_loss
+
+    def train(gen, critic, opt, loader):
+        for noisy, clean in loader:
+            noisy, clean = noisy.cuda(), clean.cuda()
+            est = gen(noisy)
+            loss = critic_loss(critic, clean, est)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+""")
+PROJECTS += [
+    ProjectShape("TW207", "look-alike: a loss helper of another module scores host copies in worker processes and moves the scores back",
+                 {"metrics/critic.py": _INLINE_SCORES, "metrics/__init__.py": "", "train.py": _INLINE_LOOP}),
+]
+
 # ------------------------------------------------------------- TW207 host values taken for device tensors
 # A segmentation trainer logs a metric a star-imported helper computes with NumPy; a masked-item
 # recommender selects with a NumPy mask its own helper made; a text recogniser copies the network's

@@ -55,8 +55,10 @@ def _round_trip(ctx: Context, node: ast.Call) -> bool:
         return False
     where, helper = found
     moved = _moved_result(ctx, node)
-    reads = [c for c in where.walk_body(helper.body) if c.__class__ is ast.Call and getattr(c.func, "attr", None) in _READS
-             and not c.args]
+    calls = [c for c in where.walk_body(helper.body) if c.__class__ is ast.Call and not c.args]
+    if any(getattr(c.func, "attr", None) == "item" for c in calls):
+        return False  # it also reads a scalar (logged): the call still waits for that
+    reads = [c for c in calls if getattr(c.func, "attr", None) in _READS]
     return bool(reads) and all(_flows(where, helper, r, moved) for r in reads)
 
 
@@ -204,7 +206,9 @@ def _library_call(ctx: Context, call: ast.Call) -> tuple[ast.Call, bool] | None:
 
 def _qualname(ctx: Context, func: AST) -> str | None:
     """The dotted name of a callee, also of a method of an object a library call made
-    (``fast_slic = Slic(n)`` ... ``fast_slic.iterate(img)``)."""
+    (``fast_slic = Slic(n)`` ... ``fast_slic.iterate(img)``) or of a call of such an object."""
+    if func.__class__ is ast.Call:  # Parallel(n_jobs=4)(delayed(score)(a, b) for ...): the object's call
+        return _qualname(ctx, func.func)
     q = ctx.qualname(func)
     if q is not None or func.__class__ is not ast.Attribute or func.value.__class__ is not ast.Name:
         return q
