@@ -237,7 +237,8 @@ What it flags
   where `np` comes from a star import: `np.isnan(grad_norm.cpu())` is flagged), also through a name bound to the read
   and handed on later in the same function (`loss_PER = loss.detach().abs().cpu().numpy()` ...
   `memory.update_priority_on_tree(idx, loss_PER)`; not when the name is only printed or
-  collected); a loop counter compared with a number
+  collected); reads handed to a host-only library whose result the step moves back to the device (R9: `v = solve_qp(C, -p, A, b)[0]` ... `torch.tensor(g).to(device)`, a superpixel helper's `slic(img)` with `.type_as(x)` at the call, PESQ scores computed in `joblib` workers as a discriminator's target, also inside a project helper the step calls; not a round trip through NumPy, OpenCV or the standard library alone, a metrics package's score, nor a result only logged);
+  values on the host already: what a helper the file star-imports returns as a host value (`np.mean(scores)`), a NumPy mask the caller made (`emb[masked > 0]` with `masked` unpacked from a helper returning `np.zeros_like(seq)`), a loss computed from a model output copied to the host (`preds = model(x).cpu()`; `loss = ctc(preds, targets, sizes, lengths)`); a loop counter compared with a number
   (`if i == start:`); evaluation helpers (`test()`, `evaluate()`) and generation (`engine.rollout(ids, mask)`, `generate()`: token lists for decoding, R9) called from a step; reads of a `.grad` in a
   file that never steps an optimizer nor updates a tensor from a gradient by hand (an attack's
   `grad = adj.grad.data.numpy()` for `np.argsort`, a saliency map: the gradient is the loop's result); the read

@@ -77,7 +77,7 @@ def helper_returns(ctx: Context, call: ast.Call, test: ValueTest, depth: int, ki
     the file hands on) whose every ``return`` - one at least - gives a value ``test`` accepts."""
     if depth <= 0:
         return False
-    found = project_function(ctx, call) or _star_function(ctx, call)
+    found = project_function(ctx, call) or star_function(ctx, call)
     if found is None:
         return False
     where, func = found
@@ -91,7 +91,7 @@ def helper_returns(ctx: Context, call: ast.Call, test: ValueTest, depth: int, ki
     return ok
 
 
-def _star_function(ctx: Context, call: ast.Call) -> tuple[Context, AST] | None:
+def star_function(ctx: Context, call: ast.Call) -> tuple[Context, AST] | None:
     """The module-level function a plain call names when the file gets the name only through
     ``from <project module> import *`` (and binds no name of its own)."""
     func = call.func

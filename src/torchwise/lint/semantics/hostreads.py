@@ -30,7 +30,14 @@ def host_reader(ctx: Context, call: ast.Call) -> str | None:
     .item() on line 12"``, ``"... at models/base_model.py:318"``, ``"it reads the tensor on the host"``);
     None when it evidently does not. Evaluation helpers (``test()``, ``evaluate()``) are left
     out: reading their results is what they are for, whatever runs them - not a helper of the
-    file that only reports on what it is handed (:func:`_reporter`)."""
+    file that only reports on what it is handed (:func:`_reporter`). Kept per call."""
+    key = ("sem:host-reader", id(call))
+    if key not in ctx._cache:
+        ctx._cache[key] = _host_reader(ctx, call)
+    return ctx._cache[key]
+
+
+def _host_reader(ctx: Context, call: ast.Call) -> str | None:
     func = call.func
     name = last_name(func)
     if not name or is_eval_name(name) and not _reporter(ctx, call):

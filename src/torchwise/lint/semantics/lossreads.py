@@ -21,6 +21,7 @@ from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.hostreads import holds_device_values, host_reader, own_loss_reads
 from torchwise.lint.semantics.masks import assigns_targets, in_loss_module, in_losses_module, made_as_mask, on_host, selects_from_arguments
+from torchwise.lint.semantics.ndarrays import is_ndarray
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
@@ -258,12 +259,21 @@ def _position(node: AST) -> tuple[int, int]:
 
 def _masked_in_loss(ctx: Context, node: AST, index: AST, per_step: PerStep) -> tuple[AST, AST, str] | None:
     func = ctx.function_of(node) if index.__class__ in _MASK_INDEXES else None
-    if func is None or not made_as_mask(ctx, index, node):
+    if func is None or not made_as_mask(ctx, index, node) or _host_mask(ctx, index, node):
         return None
     if "loss" not in func.name.lower() and not selects_from_arguments(ctx, node, func):
         return None  # (a metric helper: only a selection from what it is handed)
     where = every_step_call(ctx, func, per_step, param=guarding_parameter(ctx, node, func))
     return (node, func, where) if where is not None else None
+
+
+def _host_mask(ctx: Context, index: AST, use: AST) -> bool:
+    """``emb[masked > 0]`` with ``masked`` a NumPy array the caller made (semantics.ndarrays): the
+    mask is on the host, so is the size of the selection - no wait for the GPU."""
+    while index.__class__ is ast.UnaryOp:
+        index = index.operand
+    side = index.left if index.__class__ is ast.Compare else index
+    return side.__class__ is ast.Name and is_ndarray(ctx, side, use, methods=True)
 
 
 def mask_read_kind(node: AST) -> str:

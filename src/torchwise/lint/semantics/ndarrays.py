@@ -1,7 +1,8 @@
 """Values that evidently hold a NumPy array (TW206's copies; TW207's host data): a NumPy maker
 (``np.zeros``, ``np.array``, ``np.random.randn(n)``), ``t.numpy()``, a name bound to one, and -
 with ``methods`` - array methods, slices and arithmetic of one, an attribute every store of its
-class makes an array, a parameter every caller hands one, and a helper of the project every
+class makes an array, a parameter every caller hands one, a name unpacked from a helper's tuple at a position
+where it returns one, and a helper of the project every
 ``return`` of which is one (``one_hot = index_to_one_hot(batch.actions, n)`` returning
 ``np.zeros(...)`` filled on the host)."""
 
@@ -42,7 +43,8 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
     if expr.__class__ is ast.Name:
         bound = assigned_value(ctx, expr, use)
         if bound is None and methods:  # a parameter every caller hands an array (_write_back(net, total))
-            return param_from_every_caller(ctx, expr, use or expr, _deep_ndarray, depth, "ndarray")
+            return param_from_every_caller(ctx, expr, use or expr, _deep_ndarray, depth, "ndarray") \
+                or _unpacked_array(ctx, expr, use, depth)
         return bound is not None and is_ndarray(ctx, *bound, depth - 1, methods)
     if methods and expr.__class__ is ast.Attribute and expr.attr == "T":
         return is_ndarray(ctx, expr.value, use, depth, methods)
@@ -66,6 +68,21 @@ def is_ndarray(ctx: Context, expr: ast.AST | None, use: ast.AST | None = None, d
         return not expr.args and last_name(func.value) != "np"
     # a helper of the project every return of which is an array (heat_targets(...) from `from utils import *`)
     return methods and (q is None or not q.startswith("torch.")) and helper_returns(ctx, expr, _deep_ndarray, depth, "ndarray")
+
+
+def _unpacked_array(ctx: Context, name: ast.Name, use: ast.AST | None, depth: int) -> bool:
+    """``seq, masked, labels = self.make_mask(seq)``: a helper of the project every ``return`` of
+    which hands an array at that position (``return seq, np.zeros_like(seq), np.array(labels)``)."""
+    b = ctx.binding_at(name.id, use or name)
+    if b is None or b.kind != "unpack" or b.value.__class__ is not ast.Call or b.value is not getattr(b.node, "value", None) \
+            or not isinstance(b.index, int) or b.index < 0:
+        return False
+    at = b.index
+
+    def element(where: Context, value: ast.AST, ret: ast.AST, d: int) -> bool:
+        return value.__class__ is ast.Tuple and at < len(value.elts) and not any(e.__class__ is ast.Starred for e in value.elts) \
+            and is_ndarray(where, value.elts[at], ret, d, methods=True)
+    return helper_returns(ctx, b.value, element, depth, f"ndarray-at-{at}")
 
 
 def _deep_ndarray(ctx: Context, expr: ast.AST, use: ast.AST, depth: int) -> bool:

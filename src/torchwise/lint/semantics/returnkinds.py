@@ -5,6 +5,7 @@ tensor computed by torch operations from tensors it was handed, or a host value.
 module-level function of the project module it is imported from) that returns
 ``[correct[:k].float().sum() / n for k in topk]`` hands back tensors on the device of ``output``
 when ``output`` is a device tensor of the step: ``top1.item()`` then waits for the GPU. A helper
+(also one the file gets through ``from utils import *``: only its host returns count there)
 that returns ``acc.item()``, ``float(...)``, ``len(...)``, a NumPy value or ``t.cpu()`` hands back
 host values, whatever its name; anything else (a dict, a constant in one branch, an object) is
 left unknown.
@@ -20,6 +21,7 @@ import ast
 from typing import Callable, Union
 
 from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.semantics.arrayflow import star_function
 from torchwise.lint.semantics.projecthelpers import project_function
 
 DeviceTest = Callable[[Context, AST, AST, int], bool]
@@ -47,10 +49,13 @@ def returned_kind(ctx: Context, call: ast.Call, index: int | None, device: Devic
     a whole for ``None``) a tensor computed from a parameter this call hands a device value of the
     step; False: it returns a host value there; None: unknown (not a project function, or neither)."""
     found = project_function(ctx, call)
+    star = found is None and depth > 0 and (found := star_function(ctx, call)) is not None
     if found is None or depth <= 0:
         return None
     where, func = found
     kind = summary(where, func, index)
+    if star:  # from utils import *: only a host value is taken from such a helper
+        return False if kind == HOST else None
     if kind is None or kind == HOST:
         return None if kind is None else False
     positional = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]

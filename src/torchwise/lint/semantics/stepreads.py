@@ -14,6 +14,7 @@ from torchwise.lint.semantics.actions import feeds_environment
 from torchwise.lint.semantics.epochpasses import outside_batch_loop
 from torchwise.lint.semantics.evalblocks import after_evaluation, in_evaluation_block
 from torchwise.lint.semantics.hostconsumers import consumed_on_host
+from torchwise.lint.semantics.hostlibraries import library_round_trip
 from torchwise.lint.semantics.hostmade import host_made
 from torchwise.lint.semantics.lossoperands import loss_operand
 from torchwise.lint.semantics.ondevice import on_accelerator
@@ -55,4 +56,6 @@ def every_step_read(ctx: Context, node: AST, subject: AST | None, check_subject:
         return None  # an epoch loop with a step of its own: outside its batch loop, once per epoch
     if opposite_to_step(ctx, node, region):
         return None  # the inference or evaluation branch of `if phase != "inference": <step> else: ...`
+    if library_round_trip(ctx, node):
+        return None  # a host-only library's work (a QP solver, SLIC, PESQ) whose result the step moves back (R9)
     return region, sync

@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Binding, Context, last_name
-from torchwise.lint.semantics.devices import device_move_target, is_cpu_device, is_device_expr, is_device_tensor
+from torchwise.lint.semantics.devices import is_cpu_device, is_device_expr, is_device_tensor
 from torchwise.lint.semantics.forwardpath import project_module_method
 from torchwise.lint.semantics.handedvalues import param_from_callers, returned_tensor, self_device_attr
+from torchwise.lint.semantics.hostinputs import from_host_inputs
 from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.losses import is_loss_value
 from torchwise.lint.semantics.projectcode import project_modules
@@ -37,7 +38,7 @@ def step_subject(ctx: Context, subject: AST | None, node: AST) -> bool:
     """Is the value read at ``node`` a device tensor of the step: a device tensor, a term summed
     into the backward pass (``loss = loss + regularization``; ``regularization.item()``), or one
     seen through the step's loss dicts, lists, sums and weighted terms?"""
-    if _from_host_inputs(ctx, subject, node):
+    if from_host_inputs(ctx, subject, node):
         return False  # loss, eer = model.loss(embeds.to(cpu_device)): computed on the CPU by design
     if is_device_tensor(ctx, subject, node):
         return True
@@ -60,25 +61,6 @@ def _gradient(ctx: Context, expr: AST | None) -> bool:
         else:
             return False
     return False
-
-
-def _from_host_inputs(ctx: Context, subject: AST | None, use: AST) -> bool:
-    """A name bound from a call whose arguments are all names this scope moved to the CPU
-    (``embeds_loss = embeds.view(n, m, -1).to(loss_device)``, ``loss_device = torch.device("cpu")``;
-    ``loss, eer = model.loss(embeds_loss)``): its results live on the host."""
-    if subject.__class__ is not ast.Name:
-        return False
-    b = ctx.binding_at(subject.id, use)
-    value = b.value if b is not None and b.kind in ("assign", "unpack") else None
-    if value.__class__ is not ast.Call or not value.args or value.keywords:
-        return False
-    for arg in value.args:
-        a = ctx.binding_at(arg.id, value) if arg.__class__ is ast.Name else None
-        moved = a.value if a is not None and a.kind == "assign" else None
-        target = device_move_target(ctx, moved) if moved.__class__ is ast.Call else None
-        if target is None or target is True or not is_cpu_device(ctx, target, moved):
-            return False
-    return True
 
 
 def step_device_value(ctx: Context, expr: AST | None, use: AST, depth: int = 6) -> bool:
