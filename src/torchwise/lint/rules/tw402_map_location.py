@@ -18,6 +18,7 @@ from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.branchloads import other_branch_maps
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
+from torchwise.lint.semantics.helpercallers import helper_reached_from_gpu
 from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
@@ -358,7 +359,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
+            on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call) \
+                or helper_reached_from_gpu(ctx, call)
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)
                     or restores_self_moving_model(ctx, call)) \
                     or in_dead_function(ctx, call):

@@ -27,10 +27,11 @@ _CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
 
 
-_CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
-                            r"""|["']cpu["']\s+if\s+[\w.]+\s+else\s+["']cuda["'])""")
+_CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cpu["']"""
+                            r"""|["']cpu["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cuda["'])""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
-                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
+                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor",
+                        "from_numpy", "as_tensor"})
 
 
 class HardcodedCuda(Rule):
