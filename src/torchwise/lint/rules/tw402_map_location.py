@@ -240,7 +240,12 @@ What it flags
   GPU, in a project that also runs on the CPU - also a model class that saves and restores
   itself (`def save(self): torch.save(self.state_dict(), name)` beside `def load(self, path):
   self.load_state_dict(torch.load(path))`, the tutorial `BasicModule` whose subclasses the
-  scripts move to `opt.device`). A model moved with a device getter of the
+  scripts move to `opt.device`); such a helper is also judged by the files that call it (a function
+  imported from its module or re-exported by its package, `utils.load_checkpoint(model, args.weights)`,
+  or a method no other module defines, `model.load_param(path)`): reported when an evaluation or
+  inference script calls it (R2, also in a GPU-only project) or, in a project with a CPU path, any
+  caller does - not in the GPU branch of a choice whose other side reads onto the host, nor for a
+  file name or entries (`ckpt["base"]`) no save of the project writes. A model moved with a device getter of the
   project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
   on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)

@@ -52,6 +52,7 @@ What it flags
   choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`, or
   `torch.device("cpu" if self.opt.no_cuda else "cuda")`), a
   tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
+  `torch.from_numpy(seq).cuda()`, also beside `"cuda" if torch.cuda.is_available() else "cpu"`;
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
   device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves

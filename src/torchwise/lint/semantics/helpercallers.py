@@ -16,6 +16,7 @@ import os
 import re
 
 from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys
 from torchwise.lint.semantics.callers import parsed_file, project_calls, star_calls
 from torchwise.lint.semantics.devices import gpu_evident
@@ -42,10 +43,25 @@ def helper_reached_from_gpu(ctx: Context, load: ast.Call) -> bool:
     found = ctx.project.answers.get(key)
     if found is None:
         found = ctx.project.answers[key] = _caller_verdict(ctx, func)
-    return found == "eval" or found == "gpu" and cpu_path
+    kind, on_gpu = found
+    return (kind == "eval" or kind == "gpu" and cpu_path) and (on_gpu or _saved_from_gpu(ctx))
 
 
-_CHECKPOINT_WORDS = re.compile(r"ckpt|checkpoint|state|model|param|weight|pretrain|snapshot|resume|payload|\.pth?\b", re.I)
+def _saved_from_gpu(ctx: Context) -> bool:
+    """The project's training evidently runs on the GPU: a file that saves model state names a
+    device, a file that trains (``.backward(``) names CUDA, or several files do - not a project
+    whose only CUDA line is a benchmark's while its trained model never moves."""
+    key = "tw402:trains-on-gpu"
+    found = ctx.project.answers.get(key)
+    if found is None:
+        savers = set(device_savers(ctx.project))
+        cuda = [(p, t) for p, t in ctx.project.files if ".cuda(" in t or "'cuda" in t or '"cuda' in t]
+        found = ctx.project.answers[key] = len(cuda) > 1 or any(".backward(" in t for _, t in cuda) or any(
+            p in savers and "device" in t for p, t in ctx.project.save_files)
+    return found
+
+
+_CHECKPOINT_WORDS = lazy_compile(r"ckpt|checkpoint|state|model|param|weight|pretrain|snapshot|resume|payload|\.pth?\b", re.I)
 
 
 def _gpu_branch(ctx: Context, load: ast.Call) -> bool:
@@ -88,19 +104,19 @@ def _checkpoint_like(ctx: Context, load: ast.Call) -> bool:
     return any(_CHECKPOINT_WORDS.search(t) for t in texts)
 
 
-def _caller_verdict(ctx: Context, func: AST) -> str:
+def _caller_verdict(ctx: Context, func: AST) -> tuple[str, bool]:
     """``"eval"`` when an evaluation or inference script calls the helper (R2), ``"gpu"`` when only
-    other live code does, ``""`` when nothing calls it."""
-    verdict = ""
+    other live code does, ``""`` when nothing calls it; and whether a caller names the GPU itself."""
+    kind, on_gpu = "", False
     for other, call in _callers(ctx, func):
         if other.path == ctx.path:
             if ctx.function_of(call) is func:
                 continue  # (recursion)
             other = ctx  # a script's own method, called by its main(): the script is the caller
-        if evaluation_script(other):
-            return "eval"
-        verdict = "gpu"
-    return verdict
+        on_gpu = on_gpu or gpu_evident(other)
+        if kind != "eval":
+            kind = "eval" if evaluation_script(other) else "gpu"
+    return kind, on_gpu
 
 
 def _callers(ctx: Context, func: AST):
