@@ -18,6 +18,7 @@ from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.branchloads import other_branch_maps
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
+from torchwise.lint.semantics.helpercallers import helper_reached_from_gpu
 from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
@@ -239,7 +240,12 @@ What it flags
   GPU, in a project that also runs on the CPU - also a model class that saves and restores
   itself (`def save(self): torch.save(self.state_dict(), name)` beside `def load(self, path):
   self.load_state_dict(torch.load(path))`, the tutorial `BasicModule` whose subclasses the
-  scripts move to `opt.device`). A model moved with a device getter of the
+  scripts move to `opt.device`); such a helper is also judged by the files that call it (a function
+  imported from its module or re-exported by its package, `utils.load_checkpoint(model, args.weights)`,
+  or a method no other module defines, `model.load_param(path)`): reported when an evaluation or
+  inference script calls it (R2, also in a GPU-only project) or, in a project with a CPU path, any
+  caller does - not in the GPU branch of a choice whose other side reads onto the host, nor for a
+  file name or entries (`ckpt["base"]`) no save of the project writes. A model moved with a device getter of the
   project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
   on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
@@ -358,7 +364,8 @@ Fix
         for call in calls:
             if argument(call, "map_location", 1) is not None or has_star_args(call):
                 continue
-            on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call)
+            on_host = _host_script_restores_gpu_save(ctx, call) or _helper_restores_device_state(ctx, call) \
+                or helper_reached_from_gpu(ctx, call)
             if not (on_host or gpu_evident_near(ctx, call) or _optimizer_state(ctx, call) or script_level_checkpoint(ctx, call)
                     or restores_self_moving_model(ctx, call)) \
                     or in_dead_function(ctx, call):

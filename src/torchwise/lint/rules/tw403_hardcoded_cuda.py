@@ -27,10 +27,11 @@ _CUDA_STR = lazy_compile(r"^cuda(:\d+)?$")
 _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", "tensorrt", "apex", "transformer_engine")
 
 
-_CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+\s+else\s+["']cpu["']"""
-                            r"""|["']cpu["']\s+if\s+[\w.]+\s+else\s+["']cuda["'])""")
+_CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cpu["']"""
+                            r"""|["']cpu["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cuda["'])""")
 _FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
-                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor"})
+                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor",
+                        "from_numpy", "as_tensor"})
 
 
 class HardcodedCuda(Rule):
@@ -51,6 +52,7 @@ What it flags
   choose its device by a flag (`device = torch.device("cuda" if use_cuda else "cpu")`, or
   `torch.device("cpu" if self.opt.no_cuda else "cuda")`), a
   tensor made with a factory and moved with a bare `.cuda()` (`torch.randn(x.shape).cuda()`,
+  `torch.from_numpy(seq).cuda()`, also beside `"cuda" if torch.cuda.is_available() else "cpu"`;
   not under a device flag): the CPU run the file offers fails on that line. Likewise a bare
   `.cuda()` in a function that chooses its device by a setting itself (`if config['cuda']:
   device = torch.device("cuda:0")` / `else: device = torch.device("cpu")`) and then moves
