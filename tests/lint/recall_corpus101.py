@@ -113,3 +113,43 @@ QUIET += [
                 print(evaluate(net, val_loader))
     """)),
 ]
+
+# ------------------------------------------------------------- TW104 a decoding method the project runs only under no_grad
+# A model class with a decoding method (eval() and a loop of forward steps) that only an inference
+# script calls - through a per-example helper that the script's main loop runs inside `with
+# torch.no_grad():`. (Seen in a
+# contrastive-search text generator, set 47; the class - the caller turns autograd off - recurs in
+# sets 39, 40, 45.)
+PROJECTS += [
+    ProjectShape("TW104", "look-alike: decoding method called from another module only under no_grad", {
+        "gen/model.py": d("""
+            import torch
+            from torch import nn
+            class Writer(nn.Module):
+                def __init__(self, vocab, dim):
+                    super().__init__()
+                    self.emb = nn.Embedding(vocab, dim)
+                    self.out = nn.Linear(dim, vocab)
+                def forward(self, ids):
+                    return self.out(self.emb(ids))
+                def greedy_decode(self, ids, steps):
+                    self.eval()
+                    for _ in range(steps):
+                        nxt = self(ids)[:, -1].argmax(-1, keepdim=True)
+                        ids = torch.cat([ids, nxt], 1)
+                    return ids
+        """),
+        "gen/infer.py": d("""
+            import torch
+            from model import Writer
+            def one_example(model, prompt, steps):
+                return model.greedy_decode(prompt, steps).tolist()
+            if __name__ == "__main__":
+                model = Writer(100, 16)
+                prompts = [torch.randint(0, 100, (1, 4)) for _ in range(3)]
+                with torch.no_grad():
+                    for p in prompts:
+                        print(one_example(model, p, 8))
+        """),
+    }),
+]

@@ -73,6 +73,8 @@ VALIDATE = """
                 total += self.loss(self.model(x), y).item()
             self.model.train()
             return total
+    if __name__ == "__main__":
+        Runner(*build()).fit(*loaders(), epochs=3)
 """
 
 
@@ -88,3 +90,19 @@ def test_tw104_validation_restoring_train_mode_called_only_under_no_grad_is_quie
 def test_tw104_validation_restoring_train_mode_with_one_bare_call_is_reported():
     call = "with torch.no_grad():\n                    print(self.validate(val_dl))\n                print(self.validate(val_dl))"
     assert lines(VALIDATE.replace("CALL", call), "TW104") == [19]
+
+
+def test_tw104_decoding_method_another_module_calls_bare_is_reported(tmp_path):
+    import recall_corpus101
+    from torchwise.lint import lint_paths
+
+    project = next(p for p in recall_corpus101.PROJECTS if p.code == "TW104")
+    for name, text in project.files.items():
+        if name.endswith("infer.py"):
+            text = text.replace("    with torch.no_grad():\n        for p in prompts:\n            print(", "    for p in prompts:\n        print(")
+            assert "no_grad" not in text
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    found = lint_paths([str(tmp_path)], select=["TW104"], use_config=False, jobs=1)
+    assert [(f.path.replace("\\", "/").rsplit("/", 1)[-1], f.line) for f in found] == [("model.py", 13)]

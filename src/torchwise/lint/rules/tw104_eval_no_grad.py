@@ -92,7 +92,10 @@ What it flags
   calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
   reaching `compute_ood_score`), or in a method of an evaluator class that only its class's own
   methods call (`self.eval_chip(net, crop)` from `crop_eval`, from a `__call__` decorated
-  `@torch.no_grad()`; no other module names the method) - also when the evaluation puts the model
+  `@torch.no_grad()`; other modules call it only under no_grad or from a module-level function
+  every way in passes under no_grad: `model.greedy_decode(ids, n)` in an inference script's
+  per-example helper run inside `with torch.no_grad():`; a Lightning `validation_step`/`test_step`
+  calling it runs under no_grad) - also when the evaluation puts the model
   back with `model.train()` before it returns (`self.vali(loader)` called only inside `with
   torch.no_grad():` in the epoch loop). A function named for evaluation that is nested in a function
   that is not evaluation (`def inference(model, xyz)` inside a renderer's `render_rays()`,
