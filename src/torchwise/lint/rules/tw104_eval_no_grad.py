@@ -92,7 +92,12 @@ What it flags
   calls other modules make: `with torch.no_grad(): eval_ood_detection(...)` in `eval.py`
   reaching `compute_ood_score`), or in a method of an evaluator class that only its class's own
   methods call (`self.eval_chip(net, crop)` from `crop_eval`, from a `__call__` decorated
-  `@torch.no_grad()`; no other module names the method). A function named for evaluation that is nested in a function
+  `@torch.no_grad()`; other modules call it only under no_grad or from a module-level function
+  every way in passes under no_grad: `model.greedy_decode(ids, n)` in an inference script's
+  per-example helper run inside `with torch.no_grad():`; a Lightning `validation_step`/`test_step`
+  calling it runs under no_grad) - also when the evaluation puts the model
+  back with `model.train()` before it returns (`self.vali(loader)` called only inside `with
+  torch.no_grad():` in the epoch loop). A function named for evaluation that is nested in a function
   that is not evaluation (`def inference(model, xyz)` inside a renderer's `render_rays()`,
   which the training step calls) runs as its enclosing function does: it is no evaluation of
   its own. In a script's module-level evaluation, each later branch of the `if` holding the
@@ -345,6 +350,8 @@ Lint and the doctor
             return []  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = eval_receivers(ctx, evals) | (global_eval_runs(ctx, scope) if not is_module else set())
         events = grad_events(ctx, body if is_module else event_nodes(scope))
+        if events and not is_module and all(kind == "train" for _, kind in events) and reached_only_under_no_grad(ctx, scope):
+            return []  # `vali()` ending in `model.train()`, called only under no_grad: no stretch of it records
         if events or (is_module and (backward_calls(ctx) or optimizer_steps(ctx))):
             # it also trains: only the stretches after `model.eval()` up to `model.train()` evaluate
             found = [f for start, end in eval_regions(evals, events) for f in self._runs(ctx, scope, body, receivers, start, end)]

@@ -191,7 +191,11 @@ What it flags
   evaluation methods, nor a module-level helper every caller of which - here or in the modules
   importing it - runs at set-up (`factory.get_loss(cfg)` before the epoch loop). Nor is data
   that starts on the host, which has to cross anyway: values a parser converts from the file it
-  reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), a number a host routine
+  reads (`torch.Tensor((float(a), float(b))).to(self.device)` per line), arithmetic on such data
+  (a window of a loaded array standardized, `w = (series[i:j] - mean) / std`, then
+  `torch.as_tensor(w).to(device)`; arrays a solver returned combined, `g.T @ v + cur`; a NumPy
+  buffer `pad * np.ones((b, n))` filled with a batch's tokens) - arithmetic of Python numbers,
+  literals and sizes (`[0.5] * x.size(0)`, `1.0 / x.shape[1]`) is still a new tensor -, a number a host routine
   computed (`value = metrics.l2(a, b)`, then `torch.Tensor((value,))`), the items of a CPU
   tensor (`[... for i in labels.numpy()]`), a plain copy of a caller's list (`[w for w in
   weights]`), numbers unpacked from a routine's result (`loss_train, pos = train_iteration(...)`,

@@ -13,11 +13,13 @@ Two shapes where a function named for evaluation is not an evaluation that recor
   reaches ``compute_ood_score`` through a closure (``score_func``) handed to a scoring loop.
   Followed through the file's own functions (up to a few levels) to the functions other
   modules call; every such call of the project must sit under no_grad.
-- a method of an evaluator class that only the class's own methods call (``self.eval_chip(net,
+- a method of an evaluator class that only the class's own methods (or, under no_grad, other modules) call (``self.eval_chip(net,
   crop)`` in ``crop_eval``, itself called by ``scale_crop_eval``, called by a ``__call__``
   decorated ``@torch.no_grad()``): followed up the ``self.<name>(...)`` calls, every one of
-  which must sit under no_grad or in a method reached that way; no other module of the project
-  may call a method of that name.
+  which must sit under no_grad or in a method reached that way (or in a Lightning
+  ``validation_step``/``test_step``/``predict_step``, which Lightning runs under no_grad); another module of the project may call a
+  method of that name only under no_grad, or from a module-level function every way in to which
+  passes under no_grad (an inference script's per-example helper in a ``with torch.no_grad():`` loop).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ import ast
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.semantics.autograd import under_no_grad
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.callers import parsed_file, project_calls
 from torchwise.lint.semantics.deadcode import dead_at
 from torchwise.lint.semantics.models import runs_forward
 
 _DEPTH = 3
+_NO_GRAD_HOOKS = frozenset({"validation_step", "test_step", "predict_step"})  # Lightning runs them under no_grad
 
 
 def nested_in_plain_function(ctx: Context, func: AST, is_evaluation) -> bool:
@@ -81,12 +84,12 @@ def _method_only_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[i
 
 def _method_calls_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:
     cls, name = ctx.parent(func), func.name
-    if name.startswith("__") or any(p != ctx.path and t.count(f".{name}") > t.count(f"self.{name}")
-                                    for p, t in ctx.project.files):
-        return False  # dunder methods run implicitly; another module may call it (not on `self`)
+    others = [(p, t) for p, t in ctx.project.files if p != ctx.path and t.count(f".{name}") > t.count(f"self.{name}")]
+    if name.startswith("__") or not all(_other_module_calls_under_no_grad(ctx, p, t, name) for p, t in others):
+        return False  # dunder methods run implicitly; another module calls it (not on `self`) with autograd on
     uses = [n for n in ctx.nodes.get(ast.Attribute, ()) if n.attr == name]
-    if not uses:
-        return False
+    if not uses:  # called only by other modules (under no_grad), or a Lightning evaluation hook (run under no_grad)
+        return bool(others) or depth < _DEPTH and name in _NO_GRAD_HOOKS and not func.decorator_list
     for use in uses:
         holder = ctx.function_of(use)
         if use.value.__class__ is not ast.Name or use.value.id != "self" or holder is None or ctx.parent(holder) is not cls:
@@ -98,6 +101,24 @@ def _method_calls_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[
         if holder is func or not _method_only_under_no_grad(ctx, holder, depth - 1, seen):
             return False
     return True
+
+
+def _other_module_calls_under_no_grad(ctx: Context, path: str, text: str, name: str) -> bool:
+    """Every use of ``.<name>`` in the module at ``path`` is a call under no_grad there, or in a
+    module-level function of it that every way the project reaches passes under no_grad (``with
+    torch.no_grad(): run_one(args, model, i)``, which calls ``model.fast_search(ids, k)``)."""
+    other = parsed_file(ctx.project, path, text)
+    uses = [n for n in other.nodes.get(ast.Attribute, ()) if n.attr == name] if other is not None else []
+    for use in uses:
+        call = other.parent(use)
+        if call.__class__ is not ast.Call or call.func is not use:
+            return False  # handed on as a value
+        if under_no_grad(other, call):
+            continue
+        holder = other.function_of(use)
+        if holder is None or other.parent(holder) is not other.tree or not _only_under_no_grad(other, holder, _DEPTH - 1, {}):
+            return False  # module-level code, a method (its own callers are not followed), or a bare way in
+    return bool(uses)
 
 
 def _only_under_no_grad(ctx: Context, func: AST, depth: int, seen: dict[int, bool]) -> bool:

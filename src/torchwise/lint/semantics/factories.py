@@ -48,6 +48,8 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         return False
     if data.__class__ is ast.BinOp and is_device_tensor(ctx, data, use):
         return False  # torch.as_tensor(returns[:, t] - reward) of a tensor on the device: no copy is made
+    if data.__class__ is ast.BinOp:
+        return _python_arithmetic(ctx, data, use)  # [0.5] * n, 1.0 / k; not (arr - means) / stds of read data
     if data.__class__ in _LITERALS or data.__class__ is ast.Call and _number_like(data):
         return True  # also a number Python computes: torch.tensor(float("nan"))
     if data.__class__ is ast.Attribute and (data.attr == "shape" or constant_attribute(ctx, data, use)):
@@ -58,8 +60,44 @@ def _host_data(ctx: Context, data: ast.AST, use: ast.AST) -> bool:
         b = ctx.binding_at(data.id, use)
         if b is not None and b.kind == "for" and b.value is not None and b.value.__class__ is ast.Call:
             return last_name(b.value.func) == "range"  # [torch.tensor(y).to(device) for y in range(n)]: a Python int
+        if b is not None and b.kind == "assign" and b.value.__class__ is ast.BinOp:
+            return _python_arithmetic(ctx, b.value, b.value)
         return b is not None and b.kind == "assign" and b.value.__class__ in _LITERALS
     return False
+
+
+def _python_arithmetic(ctx: Context, node: ast.AST, use: ast.AST, depth: int = 6) -> bool:
+    """Arithmetic of Python literals, numbers and sizes (``[0.5] * x.size(0)``, ``1.0 / x.shape[1]``,
+    ``list(range(n)) * 2``), not of data: a slice of an array read from a file and standardized
+    (``(data[i:j] - means) / stds``), arrays a routine returned (``g.T @ v + cur``), a NumPy buffer
+    (``pad * np.ones(...)``, left to ``numpy_made``) - data that has to cross anyway."""
+    cls = node.__class__
+    if cls is ast.BinOp:
+        return depth > 0 and _python_arithmetic(ctx, node.left, use, depth - 1) \
+            and _python_arithmetic(ctx, node.right, use, depth - 1)
+    if cls is ast.UnaryOp:
+        return _python_arithmetic(ctx, node.operand, use, depth)
+    if cls is ast.Attribute:
+        return node.attr != "T"  # self.n_classes, x.shape; not the transpose of an array
+    if cls is ast.Subscript:
+        index = node.slice
+        if index.__class__ is ast.Slice or index.__class__ is ast.Tuple and any(
+                e.__class__ is ast.Slice for e in index.elts):
+            return False  # series[s:s + 8]: a window of data
+        return depth > 0 and _python_arithmetic(ctx, node.value, use, depth - 1)  # x.shape[0]; solver(...)[0] is not
+    if cls is ast.Call:
+        name = last_name(node.func)
+        if name in _PY_REDUCERS:  # list(range(n)), max(len(s) for s in rows)
+            return depth > 0 and all(_python_arithmetic(ctx, a, use, depth - 1) for a in node.args)
+        return _number_like(node) or name in _SIZE_CALLS
+    if cls is ast.Name and depth > 0:
+        b = ctx.binding_at(node.id, use)
+        if b is not None and b.kind == "assign" and b.value is not None:
+            return _python_arithmetic(ctx, b.value, b.value, depth - 1)  # window = full[i:j]; then (window - m) / s
+    return True  # literals, a comprehension, a parameter or loop variable
+
+
+_PY_REDUCERS = frozenset({"list", "tuple", "max", "min", "sum", "abs", "round"})
 
 
 # methods between the factory and the move that only reshape or retype (the data stays as made)
