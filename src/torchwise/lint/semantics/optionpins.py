@@ -8,11 +8,10 @@ option copies unpinned batches. Also: whether ``pin_memory=False`` is written wi
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.optiondefaults import option_default
+from torchwise.lint.semantics.projectclasses import project_class_named
 
 
 def option_off(ctx: Context, pin: AST, use: AST) -> AST | None:
@@ -52,13 +51,7 @@ def _classes(ctx: Context, klass: ast.ClassDef, depth: int = 3):
 def _project_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | None:
     if not name or name in ("object", "Module", "ABC"):
         return None
-    define = re.compile(rf"^class[ \t]+{re.escape(name)}\b", re.M)
-    files = [(p, t) for p, t in ctx.project.files if define.search(t)]
-    if len(files) != 1:
-        return None
-    other = parsed_file(ctx.project, *files[0])
-    cls = other.local_classes.get(name) if other is not None else None
-    return (other, cls) if cls is not None else None
+    return project_class_named(ctx, name, "line")
 
 
 def explicit_false(ctx: Context, pin: AST | None) -> bool:

@@ -13,10 +13,9 @@ build layers - and the module is not known to be free."""
 from __future__ import annotations
 
 import ast
-import re
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.projectclasses import project_class_named
 
 _FREE_PREFIXES = ("torchaudio.transforms.", "torch.distributions.")
 _FREE_TORCH = frozenset({"ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Dropout",
@@ -67,23 +66,12 @@ def _free_construction(ctx: Context, call: ast.Call, depth: int) -> bool:
     return found is not None and _free_class(found[0], found[1], depth - 1)
 
 
-_CLASS_TEXT = "class {}("
-
-
 def _project_class(ctx: Context, name: str) -> tuple[Context, ast.ClassDef] | None:
     """The one class of the project named ``name`` (None when none or several)."""
     key = ("paramfree:class", name)
-    if key in ctx.project.answers:
-        return ctx.project.answers[key]
-    head = re.compile(r"^class[ \t]+" + re.escape(name) + r"\b", re.M)
-    hits = [(p, t) for p, t in ctx.project.files if _CLASS_TEXT.format(name) in t and head.search(t)]
-    found = None
-    if len(hits) == 1:
-        other = parsed_file(ctx.project, *hits[0])
-        classes = [n for n in other.tree.body if n.__class__ is ast.ClassDef and n.name == name] if other else []
-        found = (other, classes[0]) if len(classes) == 1 else None
-    ctx.project.answers[key] = found
-    return found
+    if key not in ctx.project.answers:
+        ctx.project.answers[key] = project_class_named(ctx, name, "line(", top_level=True)
+    return ctx.project.answers[key]
 
 
 def _free_class(where: Context, cls: ast.ClassDef, depth: int) -> bool:

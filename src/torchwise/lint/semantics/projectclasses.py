@@ -6,12 +6,15 @@ method. Worked out from the text of the project's files (``ctx.project.files``) 
 a name the project defines as both kinds is neither.
 
 Also the classes of other modules a class inherits from (:func:`inherited_classes`), parsed on
-demand, for attributes a base class's ``__init__`` assigns (``self.feature = model_func()``).
+demand, for attributes a base class's ``__init__`` assigns (``self.feature = model_func()``); and
+the one finder of a project class by name (:func:`project_class_named`, :func:`defining_files`,
+:func:`class_in`) that the other semantic helpers share.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, Context
 from torchwise.lint.engine.lazyre import lazy_compile
@@ -93,6 +96,57 @@ def is_module_class_def(ctx: Context, klass: ast.ClassDef) -> bool:
     return kinds.get(klass.name) == "module"
 
 
+# how a file's text is taken to define ``class Name`` before it is parsed (each caller keeps its own):
+# "line": ``class Name`` at the start of a line; "line(": that, and ``class Name(`` somewhere;
+# "head": ``class Name(`` or ``class Name:`` anywhere; "word": ``class Name`` anywhere
+_TESTS = ("line", "line(", "head", "word")
+
+
+def defines(text: str, name: str, test: str) -> bool:
+    """Does the text of a file define ``class name``, by the text test ``test`` (see ``_TESTS``)?"""
+    if test == "word":
+        return f"class {name}" in text
+    if test == "head":
+        return f"class {name}(" in text or f"class {name}:" in text
+    if test == "line(" and f"class {name}(" not in text:
+        return False
+    return re.search(rf"^class[ \t]+{re.escape(name)}\b", text, re.M) is not None
+
+
+def defining_files(facts: ProjectFacts, name: str, test: str = "line") -> list[tuple[str, str]]:
+    """``(path, text)`` of the project's files whose text defines ``class name`` (by ``test``), in
+    the project's order; worked out once per name and test."""
+    key = ("projectclasses:defined", test, name)
+    files = facts.answers.get(key)
+    if files is None:
+        files = facts.answers[key] = [(p, t) for p, t in facts.files if defines(t, name, test)]
+    return files
+
+
+def class_in(facts: ProjectFacts, path: str, text: str, name: str,
+             top_level: bool = False) -> tuple[Context, ast.ClassDef] | None:
+    """The class ``name`` of that file of the project, parsed: any class of the name (the last),
+    or with ``top_level`` the one module-level class of the name (None when several)."""
+    other = parsed_file(facts, path, text)
+    if other is None:
+        return None
+    if top_level:
+        found = [n for n in other.tree.body if n.__class__ is ast.ClassDef and n.name == name]
+        return (other, found[0]) if len(found) == 1 else None
+    klass = other.local_classes.get(name)
+    return (other, klass) if klass is not None else None
+
+
+def project_class_named(ctx: Context, name: str, test: str = "line", top_level: bool = False,
+                        skip_own: bool = False) -> tuple[Context, ast.ClassDef] | None:
+    """The class ``name`` that exactly one file of the project defines (by the text test ``test``)
+    and its context; None when no file or several do, or with ``skip_own`` when that file is this one."""
+    files = defining_files(ctx.project, name, test)
+    if len(files) != 1 or skip_own and files[0][0] == ctx.path:
+        return None
+    return class_in(ctx.project, *files[0], name, top_level)
+
+
 def inherited_classes(ctx: Context, klass: ast.ClassDef, depth: int = 2) -> list[tuple[Context, ast.ClassDef]]:
     """The base classes of ``klass`` that another module of the project defines, parsed: the
     class of that name in a file whose text defines it (one file only)."""
@@ -103,16 +157,8 @@ def inherited_classes(ctx: Context, klass: ast.ClassDef, depth: int = 2) -> list
         name = base.attr if base.__class__ is ast.Attribute else base.id if base.__class__ is ast.Name else None
         if name is None or name in ctx.local_classes:
             continue
-        key = ("projectclasses:defined", name)
-        files = ctx.project.answers.get(key)
-        if files is None:
-            files = [(p, t) for p, t in ctx.project.files if f"class {name}(" in t or f"class {name}:" in t]
-            ctx.project.answers[key] = files
-        if len(files) != 1 or files[0][0] == ctx.path:
-            continue
-        other = parsed_file(ctx.project, *files[0])
-        cls = other.local_classes.get(name) if other is not None else None
-        if cls is not None:
-            out.append((other, cls))
-            out.extend(inherited_classes(other, cls, depth - 1))
+        found = project_class_named(ctx, name, "head", skip_own=True)
+        if found is not None:
+            out.append(found)
+            out.extend(inherited_classes(*found, depth - 1))
     return out

@@ -16,6 +16,7 @@ import os
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callers import module_stem, parsed_file
+from torchwise.lint.semantics.projectclasses import class_in, defines
 
 
 def project_class(ctx: Context, func: ast.AST) -> tuple[Context, ast.ClassDef] | None:
@@ -64,20 +65,18 @@ def _imported(ctx: Context, func: ast.AST) -> tuple[str, str] | None:
 
 
 def _find(ctx: Context, stem: str, name: str, depth: int = 1) -> tuple[Context, ast.ClassDef] | None:
-    needle = f"class {name}"
     for path, text in ctx.project.files:
         if path == ctx.path or module_stem(path) != stem:
             continue
-        if needle not in text:
+        if not defines(text, name, "word"):
             if depth and text.count(name) and os.path.basename(path) == "__init__.py":
                 found = _reexported(ctx, path, text, name, depth)  # from .batchnorm import SynchronizedBatchNorm2d
                 if found is not None:
                     return found
             continue
-        other = parsed_file(ctx.project, path, text)
-        klass = other.local_classes.get(name) if other is not None else None
-        if klass is not None:
-            return other, klass
+        found = class_in(ctx.project, path, text, name)
+        if found is not None:
+            return found
     return None
 
 
