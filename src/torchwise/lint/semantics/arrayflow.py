@@ -8,13 +8,12 @@ nothing here guesses a type."""
 from __future__ import annotations
 
 import ast
-import os
 from typing import Callable
 
 from torchwise.lint.engine import AST, DEF_TYPES, Context, argument
 from torchwise.lint.semantics.callers import parsed_file, project_arguments
 from torchwise.lint.semantics.projecthelpers import project_function
-from torchwise.lint.semantics.starnames import _files, module_file
+from torchwise.lint.semantics.starnames import star_imported_files
 from torchwise.lint.semantics.values import local_function
 
 # (context, value, where it is used, depth) -> does the value have the kind asked for
@@ -98,14 +97,10 @@ def star_function(ctx: Context, call: ast.Call) -> tuple[Context, AST] | None:
     if func.__class__ is not ast.Name or func.id in ctx.imports or ctx.binding_at(func.id, call) is not None \
             or local_function(ctx, call) is not None or "import *" not in ctx.source:
         return None
-    for stmt in ctx.tree.body:
-        if stmt.__class__ is not ast.ImportFrom or [a.name for a in stmt.names] != ["*"]:
+    for _, path, text in star_imported_files(ctx):
+        if f"def {func.id}(" not in text:
             continue
-        path = module_file(ctx.project, ctx.path, stmt.module, stmt.level)
-        hit = _files(ctx.project).get(os.path.normpath(path)) if path is not None else None
-        if hit is None or f"def {func.id}(" not in hit[1]:
-            continue
-        other = parsed_file(ctx.project, hit[0], hit[1])
+        other = parsed_file(ctx.project, path, text)
         if other is None:
             continue
         defs = [n for n in other.tree.body if n.__class__ in DEF_TYPES and n.name == func.id]

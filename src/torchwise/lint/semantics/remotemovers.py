@@ -13,7 +13,7 @@ from typing import Callable, Iterator, TypeVar
 from torchwise.lint.engine import AST, DEF_TYPES, Context, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
-from torchwise.lint.semantics.starnames import module_file
+from torchwise.lint.semantics.starnames import module_file, star_imported_files
 from torchwise.lint.semantics.stored import stored_then_moved
 from torchwise.lint.semantics.values import local_function
 
@@ -58,13 +58,10 @@ def _star_functions(ctx: Context) -> dict[str, str]:
     if found is None:
         found = ctx._cache["sem:star-functions"] = {}
         if "import *" in ctx.source:
-            texts = dict(ctx.project.files)
-            for node in ctx.tree.body:
-                if node.__class__ is ast.ImportFrom and node.names[0].name == "*" and node.level == 0 and node.module:
-                    path = module_file(ctx.project, ctx.path, node.module, 0)
-                    for name in _TOP_DEF.findall(texts.get(path, "")) if path is not None else ():
-                        if name not in ctx.imports:
-                            found.setdefault(name, f"{node.module}.{name}")
+            for node, _, text in star_imported_files(ctx, absolute=True):
+                for name in _TOP_DEF.findall(text):
+                    if name not in ctx.imports:
+                        found.setdefault(name, f"{node.module}.{name}")
     return found
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import os
+from typing import Iterator
 
 from torchwise.lint.engine import AST, Context, canonical
 from torchwise.lint.facts import ProjectFacts
@@ -38,12 +39,9 @@ def _star_names(ctx: Context) -> dict[str, str]:
     if found is None:
         found = {}
         if ctx.project.files and any(n.names[0].name == "*" for n in ctx.nodes.get(ast.ImportFrom, ())):
-            for node in ctx.tree.body:
-                if node.__class__ is ast.ImportFrom and node.names[0].name == "*":
-                    path = module_file(ctx.project, ctx.path, node.module, node.level)
-                    if path is not None:
-                        for name, q in _exports(ctx.project, path, _DEPTH, frozenset({ctx.path})).items():
-                            found.setdefault(name, q)
+            for _, path, _ in star_imported_files(ctx):
+                for name, q in _exports(ctx.project, path, _DEPTH, frozenset({ctx.path})).items():
+                    found.setdefault(name, q)
             for name in list(found):
                 if name in ctx.imports:
                     del found[name]
@@ -77,6 +75,20 @@ def _files(facts: ProjectFacts) -> dict[str, tuple[str, str]]:
         table = {os.path.normpath(p): (p, t) for p, t in facts.files}
         facts.answers["starnames:files"] = table
     return table
+
+
+def star_imported_files(ctx: Context, absolute: bool = False) -> Iterator[tuple[ast.ImportFrom, str, str]]:
+    """``(statement, path, text)`` for each module-level ``from <module> import *`` of the file whose
+    module is a file of the project (with ``absolute``, only ``from <name> import *``), in order."""
+    for node in ctx.tree.body:
+        if node.__class__ is not ast.ImportFrom or node.names[0].name != "*":
+            continue
+        if absolute and (node.level or not node.module):
+            continue
+        path = module_file(ctx.project, ctx.path, node.module, node.level)
+        hit = _files(ctx.project).get(os.path.normpath(path)) if path is not None else None
+        if hit is not None:
+            yield node, hit[0], hit[1]
 
 
 def module_file(facts: ProjectFacts, importer: str, module: str | None, level: int) -> str | None:
