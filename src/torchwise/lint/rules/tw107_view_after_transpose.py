@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.devices import is_dtype_expr
+from torchwise.lint.semantics.factorynames import SHAPED
 
 _REORDERING_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "moveaxis"})
 _REORDERING_ATTRS = frozenset({"T", "mT", "H", "mH"})
@@ -39,9 +40,6 @@ def arity(call: ast.Call) -> int | None:
     return len(args)
 
 
-_SHAPED_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn", "full"})
-
-
 def rank_of(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 4) -> int | None:
     """The number of dimensions of ``expr`` when the code makes it evident, else None."""
     if expr is None or depth <= 0:
@@ -61,7 +59,7 @@ def rank_of(ctx: Context, expr: ast.AST | None, use: ast.AST, depth: int = 4) ->
         return None
     q = ctx.qualname(func)
     if q is not None:
-        if q.startswith("torch.") and q.count(".") == 1 and func.attr in _SHAPED_FACTORIES:
+        if q.startswith("torch.") and q.count(".") == 1 and func.attr in SHAPED:
             if func.attr == "full":
                 return len(expr.args[0].elts) if expr.args and expr.args[0].__class__ in (ast.Tuple, ast.List) else None
             return arity(expr)

@@ -8,6 +8,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.factorynames import SHAPED
 
 MATRIX_INITS = frozenset({
     "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
@@ -36,7 +37,8 @@ def _iterates_parameters(ctx: Context, loop: ast.For) -> str | None:
     return None
 
 
-_MAKERS = frozenset({"Tensor", "FloatTensor", "empty", "zeros", "ones", "randn", "rand", "full"})
+# the shaped factories and two typed legacy constructors (torch.Tensor(n), torch.FloatTensor(n))
+_MAKERS = SHAPED | {"Tensor", "FloatTensor"}
 
 
 def _dims(ctx: Context, value: ast.AST | None) -> int | None:

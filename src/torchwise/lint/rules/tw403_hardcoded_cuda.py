@@ -14,6 +14,7 @@ from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
 from torchwise.lint.semantics.devices import gpu_setup_line
+from torchwise.lint.semantics.factorynames import COMMON, LIKE
 from torchwise.lint.semantics.guardedmoves import availability_beside_option, bare_beside_guarded_model, model_beside_guarded_batches
 from torchwise.lint.semantics.handeddevice import cuda_calls, promised_cpu_run, set_device_calls, unhanded_lines
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
@@ -29,9 +30,8 @@ _GPU_ONLY_LIBS = ("triton", "pycuda", "cupy", "vllm", "flash_attn", "xformers", 
 
 _CHOSEN_DEVICE = lazy_compile(r"""device\(\s*(?:["']cuda["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cpu["']"""
                             r"""|["']cpu["']\s+if\s+[\w.]+(?:\(\))?\s+else\s+["']cuda["'])""")
-_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
-                        "zeros_like", "ones_like", "tensor", "FloatTensor", "LongTensor", "Tensor",
-                        "from_numpy", "as_tensor"})
+# (factorynames.COMMON but linspace, the *_like ones, data and three typed legacy constructors)
+_FACTORIES = COMMON - {"linspace"} | LIKE | {"Tensor", "FloatTensor", "LongTensor", "from_numpy", "as_tensor"}
 
 
 class HardcodedCuda(Rule):

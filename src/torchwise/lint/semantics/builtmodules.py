@@ -13,13 +13,13 @@ import os
 
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.factorynames import SHAPED, WINDOWS
 from torchwise.lint.semantics.once import called_per_call
 from torchwise.lint.semantics.steps import hot_region_of
 
-_FACTORIES = frozenset({
-    "zeros", "ones", "empty", "full", "arange", "linspace", "eye", "rand", "randn", "tensor", "from_numpy", "stack",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-})
+# the torch calls that make a tensor in an __init__: the shaped factories, windows, and from_numpy
+# and stack of data; narrower than factorynames.COMMON (no randint) and kept so, as findings rest on it
+_FACTORIES = SHAPED | {"arange", "linspace", "eye", "tensor", "from_numpy", "stack"} | WINDOWS
 
 
 def built_module(ctx: Context, expr: AST) -> tuple[ast.Call, str] | None:

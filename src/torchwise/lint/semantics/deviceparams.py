@@ -10,9 +10,10 @@ import ast
 from typing import Iterator
 
 from torchwise.lint.engine import Context, last_name
+from torchwise.lint.semantics.factorynames import COMMON, LIKE
 
-_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "empty", "full", "arange", "randint", "randn_like", "rand_like",
-                        "zeros_like", "ones_like", "tensor", "eye", "linspace"})
+# the torch factories a device parameter is handed to: the common ones, eye, and the *_like ones
+_FACTORIES = COMMON | {"eye"} | LIKE
 
 
 def _cpu_default_device(func: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:

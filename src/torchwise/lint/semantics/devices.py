@@ -7,6 +7,7 @@ import ast
 
 from torchwise.lint.engine import AST, SCOPE_TYPES, Context, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
+from torchwise.lint.semantics.factorynames import COMMON
 from torchwise.lint.semantics.globalnames import every_global, placeholder
 from torchwise.lint.semantics.importedtensors import imported_device_tensor
 from torchwise.lint.semantics.losses import is_loss_call, is_loss_value
@@ -35,7 +36,6 @@ _DEVICE_KEEPING = frozenset({
 })
 # Collectives of a distributed helper (``accelerator.gather(x)``): the result stays on x's device.
 _GATHERS = frozenset({"gather", "gather_for_metrics", "all_gather", "reduce"})
-_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "rand", "randn", "randint", "arange", "tensor", "linspace"})
 _BACKWARD_OWNERS = frozenset({"accelerator", "fabric", "engine", "model_engine", "trainer", "self"})
 SYNC_METHODS = frozenset({"item", "cpu", "numpy", "tolist"})
 _GRAD_NORMS = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_"})
@@ -328,7 +328,7 @@ def _call_gives_device_tensor(ctx: Context, expr: ast.Call, use: AST, depth: int
     if any(a.__class__ is ast.Lambda for a in expr.args) and maps_a_move(expr, lambda c: _moves_to_accelerator(ctx, c)):
         return True  # nest.map(lambda t: t.to(device), batch): semantics.mappedmoves
     q = ctx.qualname(func)
-    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in _FACTORIES:
+    if q is not None and q.startswith("torch.") and q.rsplit(".", 1)[1] in COMMON:
         dev = next((k.value for k in expr.keywords if k.arg == "device"), None)
         # torch.randint(..., device=latents.device): made on the device (not a "cpu" literal)
         return dev is not None and not (dev.__class__ is ast.Constant and dev.value == "cpu") and is_device_expr(ctx, dev, use)

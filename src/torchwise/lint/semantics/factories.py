@@ -10,6 +10,7 @@ import ast
 from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.semantics.actions import model_input_copy
 from torchwise.lint.semantics.devices import is_device_tensor, is_dtype_expr
+from torchwise.lint.semantics.factorynames import FILLED, LEGACY, RANDOM, SHAPED, WINDOWS
 from torchwise.lint.semantics.handoff import host_round_trip
 from torchwise.lint.semantics.hostarrays import numpy_made
 from torchwise.lint.semantics.hostdata import (appended_sizes, constant_attribute, constant_table_param, outside_data,
@@ -20,11 +21,8 @@ from torchwise.lint.semantics.stored import stored_then_moved
 
 # Factories whose values do not depend on the random generator: moving the device into the
 # call gives exactly the same tensor.
-DETERMINISTIC = frozenset({
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor", "as_tensor",
-    "empty_strided", "tril_indices", "triu_indices",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
-})
+DETERMINISTIC = FILLED | {"arange", "linspace", "logspace", "eye", "tensor", "as_tensor", "empty_strided",
+                          "tril_indices", "triu_indices"} | WINDOWS
 # torch functions that take a new tensor first and keep it where it is (torch.triu(torch.ones(...)))
 _WRAPPING = frozenset({"torch.triu", "torch.tril", "torch.diag", "torch.diag_embed", "torch.flip", "torch.roll"})
 # elementwise torch functions of one new tensor: computed on the host, it stays there
@@ -33,9 +31,6 @@ _ELEMENTWISE = frozenset({f"torch.{n}" for n in (
     "abs", "neg", "reciprocal", "square", "floor", "ceil", "round")})
 # joins of the grids torch.meshgrid makes (torch.stack(torch.meshgrid(torch.arange(h), ...), 2))
 _GRID_JOINS = frozenset({"torch.stack", "torch.cat"})
-# Random factories draw from a different generator on the device: same advice, no automatic fix.
-# (normal/bernoulli/multinomial are left out: given tensors, they already run on their device)
-RANDOM = frozenset({"rand", "randn", "randint", "randperm"})
 
 
 _LITERALS = (ast.List, ast.Tuple, ast.Constant, ast.ListComp, ast.UnaryOp, ast.BinOp)
@@ -112,11 +107,6 @@ SHAPE_METHODS = frozenset({
 })
 # filling methods: what a legacy constructor was given are sizes (FloatTensor(n).zero_())
 _FILLS = frozenset({"fill_", "zero_", "normal_", "uniform_"})
-# the typed legacy constructors (TW513): they always allocate on the CPU, whatever they are given
-LEGACY = frozenset({
-    "Tensor", "FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor",
-    "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor",
-})
 
 
 _SIZE_CALLS = frozenset({"size", "range", "len", "int", "numel", "dim"})
@@ -217,6 +207,7 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
         return (inner, True, factory) if len(inner.args) == 1 and (
             numpy_made(ctx, inner.args[0], inner) or host_round_trip(ctx, inner.args[0], inner)
             or constant_table_param(ctx, inner.args[0], inner)) else None
+    # random factories draw from a different generator on the device: same advice, no automatic fix
     if factory not in DETERMINISTIC and factory not in RANDOM:
         return None
     if keyword(inner, "device") is not None or keyword(inner, "generator") is not None:
@@ -231,7 +222,7 @@ def cpu_factory(ctx: Context, expr: ast.AST | None) -> tuple[ast.Call, bool, str
     return inner, chained, factory
 
 
-_SIZED = frozenset({"zeros", "ones", "empty", "rand", "randn", "full"}) | LEGACY
+_SIZED = SHAPED | LEGACY
 
 
 def _empty(factory: str, call: ast.Call) -> bool:

@@ -20,11 +20,12 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.cpuoptions import explicit_cpu_option
+from torchwise.lint.semantics.factorynames import TYPED_PREFIXES
 from torchwise.lint.semantics.fallback import own_cpu_choice
 
 # calls that need a CUDA GPU (they raise "Torch not compiled with CUDA enabled" / "no CUDA GPUs")
 _CUDA_CALLS = frozenset({"synchronize", "current_device"})
-_CUDA_TYPED = lazy_compile(r"(?:Float|Double|Half|BFloat16|Long|Int|Short|Char|Byte|Bool)Tensor$")
+_CUDA_TYPED = lazy_compile(rf"(?:{'|'.join(TYPED_PREFIXES)})Tensor$")
 
 
 def promised_cpu_run(ctx: Context) -> str:

@@ -22,6 +22,7 @@ from typing import Callable, Union
 
 from torchwise.lint.engine import AST, Context, argument
 from torchwise.lint.semantics.arrayflow import star_function
+from torchwise.lint.semantics.factorynames import COMMON
 from torchwise.lint.semantics.projecthelpers import project_function
 
 DeviceTest = Callable[[Context, AST, AST, int], bool]
@@ -39,9 +40,10 @@ _KEEPING = frozenset({
 _HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu", "size", "dim", "numel", "__len__"})
 _HOST_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str"})
 # torch functions whose result is not computed on the device of their arguments
-_NOT_KEEPING = frozenset({"tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange", "linspace",
-                          "rand", "randn", "randint", "randperm", "Tensor", "FloatTensor", "LongTensor", "numel",
-                          "is_tensor", "is_floating_point", "save", "load"})
+# (the factories: the common ones, randperm, as_tensor/from_numpy, and three of the typed legacy
+# constructors - not all of factorynames.LEGACY, kept so as findings rest on it)
+_NOT_KEEPING = COMMON | {"randperm", "as_tensor", "from_numpy", "Tensor", "FloatTensor", "LongTensor",
+                         "numel", "is_tensor", "is_floating_point", "save", "load"}
 
 
 def returned_kind(ctx: Context, call: ast.Call, index: int | None, device: DeviceTest, depth: int) -> bool | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context
+from torchwise.lint.semantics.factorynames import TYPED_PREFIXES
 from torchwise.lint.semantics.projectclasses import inherited_classes
 
-_TYPED = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
-_CONSTRUCTORS = frozenset({"torch.Tensor", *(f"torch.{t}Tensor" for t in _TYPED), *(f"torch.cuda.{t}Tensor" for t in _TYPED)})
+_CONSTRUCTORS = frozenset({"torch.Tensor", *(f"torch.{t}Tensor" for t in TYPED_PREFIXES),
+                           *(f"torch.cuda.{t}Tensor" for t in TYPED_PREFIXES)})
 
 
 def self_alias(ctx: Context, call: ast.Call) -> str | None:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.semantics.factorynames import COMMON, WINDOWS
 from torchwise.lint.semantics.projecthelpers import project_function
 
 # torch functions that allocate a new tensor from sizes or numbers
-_FACTORIES = frozenset({
-    "zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm",
-    "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window", "tensor",
-    "Tensor", "FloatTensor", "LongTensor", "DoubleTensor",
-})
+# (wider than factorynames.COMMON: logspace, eye, randperm and the windows; four of the typed
+# legacy constructors, not all of LEGACY, kept so as findings rest on it)
+_FACTORIES = COMMON | {"logspace", "eye", "randperm"} | WINDOWS | {"Tensor", "FloatTensor", "LongTensor", "DoubleTensor"}
 # builtins a number may go through
 _NUMERIC_BUILTINS = frozenset({"int", "float", "range", "min", "max", "abs", "round"})
 # text that says the helper reads data or places tensors itself
