@@ -23,11 +23,11 @@ from torchwise.lint.engine.bindings import Binding, target_names
 from torchwise.lint.engine.context import Context, build_context, parse
 from torchwise.lint.engine.nodes import (
     AST, DEF_TYPES, FUNCTION_TYPES, LOOP_TYPES, SCOPE_TYPES, argument, canonical, children, has_star_args, keyword,
-    last_name, root_name, str_consts,
+    last_name, param_default, root_name, str_consts,
 )
 
 __all__ = [
     "AST", "Binding", "Context", "DEF_TYPES", "FUNCTION_TYPES", "LOOP_TYPES", "SCOPE_TYPES", "argument",
-    "build_context", "canonical", "children", "has_star_args", "keyword", "last_name", "parse", "root_name",
+    "build_context", "canonical", "children", "has_star_args", "keyword", "last_name", "param_default", "parse", "root_name",
     "str_consts", "target_names",
 ]

@@ -98,6 +98,18 @@ def argument(call: ast.Call, name: str, position: int | None = None) -> AST | No
     return None
 
 
+def param_default(params: ast.arguments, name: str) -> AST | None:
+    """The default value of parameter ``name`` (positional or keyword-only), None when it has none."""
+    positional = [*params.posonlyargs, *params.args]
+    for a, d in zip(positional[::-1], params.defaults[::-1]):
+        if a.arg == name:
+            return d
+    for a, d in zip(params.kwonlyargs, params.kw_defaults):
+        if a.arg == name:
+            return d
+    return None
+
+
 def has_star_args(call: ast.Call) -> bool:
     """``f(*a)`` or ``f(**kw)``: arguments we cannot see."""
     return any(kw.arg is None for kw in call.keywords) or any(a.__class__ is ast.Starred for a in call.args)

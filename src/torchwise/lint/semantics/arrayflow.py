@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
-from torchwise.lint.engine import AST, DEF_TYPES, Context, argument
-from torchwise.lint.semantics.callers import parsed_file, project_arguments
+from torchwise.lint.engine import AST, DEF_TYPES, Context, has_star_args
+from torchwise.lint.semantics.callers import caller_arguments, parsed_file
 from torchwise.lint.semantics.projecthelpers import project_function
 from torchwise.lint.semantics.starnames import star_imported_files
 from torchwise.lint.semantics.values import local_function
@@ -52,19 +52,16 @@ def _every_caller(ctx: Context, func: AST, param: str, test: ValueTest, depth: i
     if method and index == 0:
         return False
     seen = 0
-    for call in ctx.calls_named(func.name):
-        if local_function(ctx, call) is not func or any(k.arg is None for k in call.keywords) \
-                or any(a.__class__ is ast.Starred for a in call.args):
-            if local_function(ctx, call) is func:
-                return False  # f(*args) / f(**kw): what it passes cannot be seen
-            continue
-        at = index - 1 if method and call.func.__class__ is ast.Attribute else index
-        value = argument(call, param, at)
+    for _, value, call in caller_arguments(ctx, func, param):
+        if has_star_args(call):
+            return False  # f(*args) / f(**kw): what it passes cannot be seen
         if value is None or not test(ctx, value, call, _HOP):
             return False
         seen += 1
     if not method:
-        for other, value, call in project_arguments(ctx, func, param):
+        for other, value, call in caller_arguments(ctx, func, param, here=False, elsewhere="importers", shift="self"):
+            if value is None:
+                continue
             if not test(other, value, call, _HOP):
                 return False
             seen += 1

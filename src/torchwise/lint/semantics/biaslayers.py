@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, argument, has_star_args, last_name
+from torchwise.lint.engine import AST, Context, argument, has_star_args, last_name, param_default
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.normlayers import BN_DIMS
 from torchwise.lint.semantics.projectlayers import project_class
@@ -57,20 +57,8 @@ def conv_with_bias(ctx: Context, call: ast.AST, params: ast.arguments | None = N
         return dims if _true(bias if bias is not None else default) else None
     bias = argument(call, "bias", _bias_position(q))
     if bias is not None and bias.__class__ is ast.Name and params is not None:
-        bias = _default_of(params, bias.id) or bias
+        bias = param_default(params, bias.id) or bias
     return dims if _true(bias) else None
-
-
-def _default_of(params: ast.arguments, name: str) -> ast.AST | None:
-    """The default value of parameter ``name`` (None when it has none)."""
-    positional = [*params.posonlyargs, *params.args]
-    for a, d in zip(positional[::-1], params.defaults[::-1]):
-        if a.arg == name:
-            return d
-    for a, d in zip(params.kwonlyargs, params.kw_defaults):
-        if a.arg == name:
-            return d
-    return None
 
 
 def conv_subclass(ctx: Context, func: AST) -> tuple[int, int, ast.AST | None] | None:
@@ -105,7 +93,7 @@ def conv_subclass(ctx: Context, func: AST) -> tuple[int, int, ast.AST | None] | 
             or n.__class__ is ast.Attribute and n.attr == "_conv_forward" and where.text(n.value) in ("self", "super()")
             for n in ast.walk(forward)):
         return None
-    return LAYER_DIMS[q], names.index("bias") - 1, _default_of(init.args, "bias")
+    return LAYER_DIMS[q], names.index("bias") - 1, param_default(init.args, "bias")
 
 
 def helper_conv_with_bias(ctx: Context, call: ast.AST) -> int | None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import ast
 import os
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from torchwise.lint.engine import AST, Context, argument, legacy
 from torchwise.lint.facts import ProjectFacts
 from torchwise.lint.semantics.projectcode import share_context
+from torchwise.lint.semantics.values import local_function
 
 # a function called from more files than this is a library entry point: its callers tell little
 MAX_CALLER_FILES = 8
@@ -37,14 +38,6 @@ def imports_module(text: str, stem: str) -> bool:
     on the parsed imports by :func:`_call_sites`."""
     return (f"import {stem}" in text or f" {stem} import" in text or f".{stem} import" in text
             or f", {stem}" in text or f"import {stem}," in text or f".{stem} as " in text)
-
-
-def _param_index(func: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int | None:
-    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-    if name not in params:
-        return None
-    index = params.index(name)
-    return index - 1 if params and params[0] in ("self", "cls") else index
 
 
 def module_stem(path: str) -> str:
@@ -87,11 +80,74 @@ def project_arguments(ctx: Context, func: AST, param: str, star: bool = False) -
     Yields nothing when the function is not reachable that way or has too many callers."""
     if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
         return
-    index = _param_index(func, param)
-    for other, call in [*project_calls(ctx, func.name), *(star_calls(ctx, func.name) if star else ())]:
-        value = argument(call, param, index)
+    for other, value, call in caller_arguments(ctx, func, param, here=False, elsewhere="importers+star" if star else "importers",
+                                               shift="self"):
         if value is not None:
             yield other, value, call
+
+
+def caller_arguments(ctx: Context, func: AST, param: str, *, here: bool = True, elsewhere: str | None = None,
+                     name: str | None = None, keep: Callable[[ast.Call], bool] | None = None,
+                     shift: str = "method") -> Iterator[tuple[Context, AST | None, ast.Call]]:
+    """``(caller's context, the argument passed for ``param`` or None, call)`` for the calls of the
+    function or method ``func`` of this file; each caller tests the arguments its own way.
+
+    ``here``: this file's calls that run ``func`` (:func:`local_function`), or with ``name`` every
+    call of this file by that name (``PSPNet(...)`` for ``PSPNet.__init__``); ``keep`` tests them
+    further. ``elsewhere``: ``"importers"``, the calls from the modules that import this one
+    (:func:`project_calls`, for a module-level function; ``"importers+star"`` adds
+    :func:`star_calls`), or ``"methods"``, the calls ``obj.<name>(...)`` of the other files
+    (:func:`method_call_sites`). ``shift``: ``"method"``, a method's ``self``/``cls`` is not passed
+    by position in ``obj.m(...)``; ``"self"``, a first parameter named ``self``/``cls`` never is."""
+    params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+    index = params.index(param) if param in params else None
+    selfish = params[:1] in (["self"], ["cls"])
+    method = selfish and ctx.parent(func).__class__ is ast.ClassDef
+
+    def position(call: ast.Call) -> int | None:
+        if index is None:
+            return None
+        if shift == "self":
+            return index - 1 if selfish else index
+        return index - 1 if method and call.func.__class__ is ast.Attribute else index
+
+    if here:
+        for call in ctx.calls_named(name or func.name):
+            if (name is None and local_function(ctx, call) is not func) or (keep is not None and not keep(call)):
+                continue
+            yield ctx, argument(call, param, position(call)), call
+    if elsewhere in ("importers", "importers+star"):
+        if func.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or ctx.parent(func) is not ctx.tree:
+            return
+        sites = [*project_calls(ctx, func.name), *(star_calls(ctx, func.name) if elsewhere == "importers+star" else ())]
+    elif elsewhere == "methods":
+        sites = method_call_sites(ctx, func.name)
+    else:
+        return
+    for other, call in sites:
+        yield other, argument(call, param, position(call)), call
+
+
+def method_call_sites(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
+    """``(caller's context, call)`` for the calls ``obj.<name>(...)`` (``obj`` not ``self``/``cls``)
+    in the other files of the project, when the project defines ``name`` once (no other class or
+    function could be the one called) and few files call it; parsed once per process."""
+    key = ("methodcalls", ctx.path, name)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = []
+        define = re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\(", re.M)
+        defined = sum(len(define.findall(t)) for _, t in ctx.project.files)
+        files = [(p, t) for p, t in ctx.project.files if p != ctx.path and f".{name}(" in t]
+        if defined == 1 and len(files) <= MAX_CALLER_FILES:
+            for path, text in files:
+                other = parsed_file(ctx.project, path, text)
+                if other is None:
+                    continue
+                found += [(other, c) for c in other.calls_named(name) if c.func.__class__ is ast.Attribute
+                          and not (c.func.value.__class__ is ast.Name and c.func.value.id in ("self", "cls"))]
+        ctx.project.answers[key] = found
+    return found
 
 
 def star_calls(ctx: Context, name: str) -> Iterator[tuple[Context, ast.Call]]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 
+from torchwise.lint.engine import param_default
+
 Shape = tuple[int, frozenset[int], frozenset[str], frozenset[str]]
 
 
@@ -39,6 +41,5 @@ def left_off(func: ast.AST, shape: Shape, param: str) -> bool:
         return positional.index(param) in off_positions
     if param in keywords:
         return param in off_keywords
-    defaults = dict(zip(reversed([a.arg for a in [*args.posonlyargs, *args.args]]), reversed(args.defaults)))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    return param in defaults and _off(defaults[param])
+    default = param_default(args, param)
+    return default is not None and _off(default)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.engine import AST, Context, last_name, param_default
 
 
 def data_parameter(ctx: Context, name: AST, use: AST) -> bool:
@@ -27,9 +27,7 @@ def data_parameter(ctx: Context, name: AST, use: AST) -> bool:
     names = [a.arg for a in [*positional, *args.kwonlyargs]]
     if name.id not in names or name.id in ("self", "cls"):
         return False
-    defaults = dict(zip([a.arg for a in positional][::-1], args.defaults[::-1]))
-    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-    default = defaults.get(name.id)
+    default = param_default(args, name.id)
     if default is not None and default.__class__ is ast.Constant and type(default.value) in (int, float, bool):
         return False  # def scale(x, k=2): a number
     return not _used_as_size(ctx, func, name.id)

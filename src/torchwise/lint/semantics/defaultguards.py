@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, param_default
 from torchwise.lint.semantics.fallback import device_flag_ifs
 
 
@@ -23,9 +23,7 @@ def _always_true_parameter(ctx: Context, if_node: ast.AST) -> bool:
     if test.__class__ is not ast.Name or func is None:
         return False
     params = [*func.args.posonlyargs, *func.args.args]
-    defaults = dict(zip([a.arg for a in params][len(params) - len(func.args.defaults):], func.args.defaults))
-    defaults.update({a.arg: d for a, d in zip(func.args.kwonlyargs, func.args.kw_defaults) if d is not None})
-    default = defaults.get(test.id)
+    default = param_default(func.args, test.id)
     if default is None or default.__class__ is not ast.Constant or default.value is not True:
         return False
     index = [a.arg for a in params].index(test.id) if test.id in [a.arg for a in params] else None

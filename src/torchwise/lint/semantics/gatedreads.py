@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.engine import AST, Context, argument, param_default
 from torchwise.lint.semantics.steps import modulo_test
 from torchwise.lint.semantics.values import local_function
 
@@ -145,9 +145,7 @@ def gated_argument(ctx: Context, call: ast.Call, func: AST, param: str, depth: i
         if value is None:
             return False
     if value is None:
-        defaults = dict(zip(reversed(positional), reversed(args.defaults)))
-        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None)
-        return _off(defaults.get(param))
+        return _off(param_default(args, param))
     if value.__class__ in (ast.Compare, ast.BoolOp):
         return modulo_test(ctx, value)  # verbose=it % 200 == 0
     return _off(value) or (value.__class__ is ast.Name and gated_name(ctx, value, call, depth))

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, argument
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import caller_arguments
 from torchwise.lint.semantics.optiondefaults import zero_by_default
-from torchwise.lint.semantics.values import local_function
 
 
 def zero_through_callers(ctx: Context, value: AST) -> bool:
@@ -30,13 +29,11 @@ def zero_through_callers(ctx: Context, value: AST) -> bool:
     index = names.index(value.id)
     defaults = [*[None] * (len(params) - len(func.args.defaults)), *func.args.defaults]
     default = defaults[index]
-    calls = [(ctx, c) for c in ctx.calls_named(func.name) if c.func.__class__ is ast.Name and local_function(ctx, c) is func]
-    calls += list(project_calls(ctx, func.name))
+    calls = list(caller_arguments(ctx, func, value.id, elsewhere="importers", keep=lambda c: c.func.__class__ is ast.Name))
     if not calls:
         return False
     optioned = False
-    for where, call in calls:
-        passed = argument(call, value.id, index)
+    for where, passed, call in calls:
         if passed is None:
             if any(k.arg is None for k in call.keywords) or any(a.__class__ is ast.Starred for a in call.args):
                 return False  # **kwargs or *args: may carry it

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import Context, argument
+from torchwise.lint.semantics.callers import caller_arguments
 from torchwise.lint.semantics.checkpoints import file_names
 
 
@@ -29,10 +30,8 @@ def passed_file_names(ctx: Context, load: ast.Call) -> set[str]:
     cls = ctx.parent(func) if func.name == "__init__" else None
     cls = cls if cls.__class__ is ast.ClassDef else None
     name = cls.name if cls is not None and func.name == "__init__" else func.name
-    index = params.index(path.id) - (1 if params[:1] in (["self"], ["cls"]) else 0)
     out: set[str] = set()
-    for call in ctx.calls_named(name):
-        value = argument(call, path.id, index)
+    for _, value, call in caller_arguments(ctx, func, path.id, name=name, shift="self"):
         if value is None or value.__class__ is ast.Constant and value.value is None:
             continue
         names = file_names(ctx, value, call)

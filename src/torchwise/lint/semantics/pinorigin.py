@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import AST, Context, argument
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import caller_arguments
 from torchwise.lint.semantics.optionpins import option_off
 from torchwise.lint.semantics.pinlookups import lookup_off
-from torchwise.lint.semantics.values import local_function
 
 
 def handed_option_off(ctx: Context, pin: AST | None, use: AST, depth: int = 2) -> AST | None:
@@ -33,15 +32,8 @@ def handed_option_off(ctx: Context, pin: AST | None, use: AST, depth: int = 2) -
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     if pin.id not in params:
         return None
-    index = params.index(pin.id)
-    method = params[:1] in (["self"], ["cls"]) and ctx.parent(func).__class__ is ast.ClassDef
-    handed: list[tuple[Context, AST | None, ast.Call]] = []
-    for call in ctx.calls_named(func.name):
-        if local_function(ctx, call) is func and ctx.function_of(call) is not func:
-            shift = 1 if method and call.func.__class__ is ast.Attribute else 0
-            handed.append((ctx, argument(call, pin.id, index - shift if index >= shift else None), call))
-    if not method and ctx.parent(func) is ctx.tree:  # and every caller in other modules ("every caller")
-        handed += [(other, argument(call, pin.id, index), call) for other, call in project_calls(ctx, func.name)]
+    # this file's calls (not the function's own) and every caller in other modules ("every caller")
+    handed = list(caller_arguments(ctx, func, pin.id, elsewhere="importers", keep=lambda c: ctx.function_of(c) is not func))
     if not handed or any(value is None for _, value, _ in handed):
         return None  # (a caller that leaves the parameter at its default: not an option)
     # callers that pass False outright (an auxiliary loader unpinned on purpose) agree with the option

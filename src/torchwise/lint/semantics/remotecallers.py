@@ -7,11 +7,10 @@ the one called); the callers' files are parsed once per process."""
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterator
 
-from torchwise.lint.engine import AST, Context, argument
-from torchwise.lint.semantics.callers import MAX_CALLER_FILES, parsed_file
+from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.callers import caller_arguments
 
 
 def method_calls(ctx: Context, func: AST, param: str) -> Iterator[tuple[Context, AST, ast.Call]]:
@@ -25,27 +24,6 @@ def method_calls(ctx: Context, func: AST, param: str) -> Iterator[tuple[Context,
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
     if params[:1] != ["self"] or param not in params:
         return
-    index = params.index(param) - 1
-    for other, call in _calls(ctx, func.name):
-        value = argument(call, param, index)
+    for other, value, call in caller_arguments(ctx, func, param, here=False, elsewhere="methods", shift="self"):
         if value is not None:
             yield other, value, call
-
-
-def _calls(ctx: Context, name: str) -> list[tuple[Context, ast.Call]]:
-    key = ("methodcalls", ctx.path, name)
-    found = ctx.project.answers.get(key)
-    if found is None:
-        found = []
-        define = re.compile(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\(", re.M)
-        defined = sum(len(define.findall(t)) for _, t in ctx.project.files)
-        files = [(p, t) for p, t in ctx.project.files if p != ctx.path and f".{name}(" in t]
-        if defined == 1 and len(files) <= MAX_CALLER_FILES:
-            for path, text in files:
-                other = parsed_file(ctx.project, path, text)
-                if other is None:
-                    continue
-                found += [(other, c) for c in other.calls_named(name) if c.func.__class__ is ast.Attribute
-                          and not (c.func.value.__class__ is ast.Name and c.func.value.id in ("self", "cls"))]
-        ctx.project.answers[key] = found
-    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from torchwise.lint.engine import Context
+from torchwise.lint.engine import Context, param_default
 from torchwise.lint.semantics.callers import parsed_file
 
 # seeding calls and the generator family each one seeds
@@ -53,11 +53,7 @@ def _literal_default(ctx: Context, seed: ast.AST) -> bool:
     func = ctx.function_of(seed)
     if seed.__class__ is not ast.Name or func is None or func.__class__ is not ast.FunctionDef or func.name != "__init__":
         return False
-    args = func.args
-    positional = [*args.posonlyargs, *args.args]
-    defaults = dict(zip([a.arg for a in positional][::-1], args.defaults[::-1]))
-    defaults.update({a.arg: v for a, v in zip(args.kwonlyargs, args.kw_defaults) if v is not None})
-    value = defaults.get(seed.id)
+    value = param_default(func.args, seed.id)
     return value is not None and value.__class__ is ast.Constant and type(value.value) is int
 
 
