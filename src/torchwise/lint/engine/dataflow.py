@@ -80,7 +80,8 @@ class DataFlow(SyntaxTree):
         return expr
 
     def self_attr_values(self, cls: ast.ClassDef, attr: str) -> list[AST]:
-        """Values assigned to ``self.<attr>`` in the methods of ``cls``."""
+        """Values assigned to ``self.<attr>`` in the methods of ``cls``, also as the matching part of a
+        tuple assignment (``self.a, self.b = a, b``)."""
         key = ("selfattrs", id(cls))
         table = self._cache.get(key)
         if table is None:
@@ -101,6 +102,10 @@ class DataFlow(SyntaxTree):
                     for t in targets:
                         if t.__class__ is ast.Attribute and t.value.__class__ is ast.Name and t.value.id == self_name:
                             table.setdefault(t.attr, []).append(value)
+                        elif t.__class__ is ast.Tuple and value.__class__ is ast.Tuple and len(t.elts) == len(value.elts):
+                            for part, item_value in zip(t.elts, value.elts):  # self.a, self.b = a, b
+                                if part.__class__ is ast.Attribute and part.value.__class__ is ast.Name and part.value.id == self_name:
+                                    table.setdefault(part.attr, []).append(item_value)
             self._cache[key] = table
         return table.get(attr, [])
 

@@ -45,7 +45,7 @@ def constructor_loader_params(ctx: Context, expr: AST, use: AST) -> list[str]:
     chain = [(ctx, c) for c in _class_and_bases(ctx, cls)]
     if ctx.project.files:
         chain += [pair for _, c in list(chain) for pair in inherited_classes(ctx, c)]
-    values = [(where, v) for where, c in chain for v in _stored(where, c, expr.attr)]
+    values = [(where, v) for where, c in chain for v in where.self_attr_values(c, expr.attr)]  # (tuple parts too)
     names = []
     for where, value in values:
         if value.__class__ is not ast.Name or "loader" not in value.id.lower():
@@ -55,30 +55,6 @@ def constructor_loader_params(ctx: Context, expr: AST, use: AST) -> list[str]:
             return []
         names.append(value.id)
     return names
-
-
-def _stored(ctx: Context, cls: ast.ClassDef, attr: str) -> list[AST]:
-    """Values stored in ``self.<attr>`` by the methods of ``cls``: plain assignments, and the
-    matching part of a tuple assignment (``self.a, self.b = a, b``)."""
-    values = list(ctx.self_attr_values(cls, attr))
-    key = ("handedloaders:tuples", id(cls))
-    table = ctx._cache.get(key)
-    if table is None:
-        table = {}
-        for item in cls.body:
-            if item.__class__ not in (ast.FunctionDef, ast.AsyncFunctionDef) or not item.args.args:
-                continue
-            me = item.args.args[0].arg
-            for node in ctx.walk_body(item.body):
-                if node.__class__ is not ast.Assign or node.value.__class__ is not ast.Tuple:
-                    continue
-                for t in node.targets:
-                    if t.__class__ is ast.Tuple and len(t.elts) == len(node.value.elts):
-                        for part, value in zip(t.elts, node.value.elts):
-                            if part.__class__ is ast.Attribute and part.value.__class__ is ast.Name and part.value.id == me:
-                                table.setdefault(part.attr, []).append(value)
-        ctx._cache[key] = table
-    return values + table.get(attr, [])
 
 
 def keyword_callers_pinned(ctx: Context, names: list[str], pinned) -> bool:
