@@ -51,7 +51,7 @@ What it flags
   boolean-mask indexing of a device tensor (`out[mask == 0]`, `pred[is_labeled]`, `out[pred < n, :]`, `ids[pos]` with a device mask cast `pos = pos.to(device).to(torch.bool)` or `.bool()`:
   the result's size has to reach the host), also in a loss function the step calls with device tensors, directly,
   through a helper that hands its arguments on, also a helper of another module (`labels[~mask]` in `info_nce_loss(features)`, `target[(target >= 0) * (target != 255)]` in `seg_ce(pred, label)` called by `utils.loss_calc(pred, label, device)`,
-  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`; also `.nonzero()` of such a mask, `torch.nonzero(valid).size(0)`, `(labels == k).nonzero()` in a mining helper) or from a model's training
+  `loss.masked_select(gold.ne(pad))` in `cal_loss()` called by `cal_performance()`, a function of another module handed its inputs by a loss module's `forward` the step builds, `LF.pair_loss(x, label)`, or by a model method the loop of a third module calls every step, `net.get_loss(feat, y)` -, also through a star import; also `.nonzero()` of such a mask, `torch.nonzero(valid).size(0)`, `(labels == k).nonzero()` in a mining helper) or from a model's training
   forward (`d[d > 0].mean()` in `rkd_loss()` called by `forward_train()`) - there also a test of a reduction of what it was handed (`if torch.sum(y == -1) > 0:`,
   `n = hard.sum()` ... `if n > 0:`/`assert`; not a skip with `continue`, nor under `if proto is not None:`) -, in the
   `forward` of a loss module (a class named for a loss, or any `nn.Module` of a module of losses by
@@ -210,7 +210,7 @@ What it flags
   torch.device("cpu")`: a loss computed on the CPU by design); a Python number written through a mask (`x[mask] = 0`,
   `x[mask, :] = -1`, `x[mask] = float("-inf")`, `x[mask] = s.item()`: PyTorch fills it with
   `masked_fill_`, no sync - the `.item()` is a read of its own where the step runs it); selections in a loss class nothing in the project names (a losses
-  module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs);
+  module's `OHNMLoss` beside the `BalancedLoss` the trainer builds: it never runs; a class its module builds by a computed name, `eval(name)(...)` over its `__all__`, is named by the config);
   masks of NumPy arrays or of values taken off the device (`.cpu().numpy()`, `np.random.rand(n) < p`), and tests of them in a loss's forward (`flat = t.cpu().numpy()`; `n = (flat != ignore).sum()`; `if n < k:`: the copy is reported, not the test), masks in a data
   transform's `__call__`, and selections in a model's `forward` that no loss takes (inference:
   `boxes[scores > 0.5]`); reads under a periodic test such as

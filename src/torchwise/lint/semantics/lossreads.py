@@ -13,7 +13,7 @@ import ast
 from typing import Callable
 
 from torchwise.lint.engine import AST, Context, last_name
-from torchwise.lint.semantics.callers import project_calls
+from torchwise.lint.semantics.callers import project_calls, star_calls
 from torchwise.lint.semantics.callshapes import call_shape, left_off
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.evalblocks import off_training_path
@@ -24,6 +24,7 @@ from torchwise.lint.semantics.masks import assigns_targets, in_loss_module, in_l
 from torchwise.lint.semantics.ndarrays import is_ndarray
 from torchwise.lint.semantics.once import forward_path_function
 from torchwise.lint.semantics.rarely import runs_rarely
+from torchwise.lint.semantics.remotemethods import remote_method_step
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
 from torchwise.lint.semantics.ondevice import on_accelerator
 from torchwise.lint.semantics.shapevalues import only_metadata
@@ -56,11 +57,20 @@ def every_step_call(ctx: Context, func: AST, per_step: PerStep, depth: int = 1, 
         found = next((f"{other.path}:{c.lineno}" for other, c in project_calls(ctx, func.name)
                       if hot_region_of(other, c) is not None and not runs_periodically(other, c) and not runs_rarely(other, c)
                       and _hands(func, c, param) and _hands_device_values(other, c)), None)
+    if found is None and ctx.parent(func) is ctx.tree:  # from a loss module's forward, or a method the loop calls, in another module
+        found = next((w for other, c in _project_and_star_calls(ctx, func.name) if _hands(func, c, param) and _passes_parameters(c, other.function_of(c))
+                      and (w := remote_method_step(other, c)) is not None), None)
     if found is None and depth > 0 and ctx.parent(func) is ctx.tree:  # through a helper of another module that hands
         found = next((w for other, c in project_calls(ctx, func.name)  # its own arguments on (loss_calc -> cross_entropy_2d)
                       if (w := _via_remote_helper(other, c, func, per_step, depth, param)) is not None), None)
     ctx._cache[key] = found
     return found
+
+
+def _project_and_star_calls(ctx: Context, name: str):
+    """The project's calls of the module-level ``name``: imported by name or module, or through ``from this import *``."""
+    yield from project_calls(ctx, name)
+    yield from star_calls(ctx, name)
 
 
 def _via_remote_helper(other: Context, call: ast.Call, func: AST, per_step: PerStep, depth: int, param: str | None) -> str | None:
@@ -134,7 +144,7 @@ def _hands_back_step_loss(ctx: Context, func: AST) -> bool:
 
 def _passes_parameters(call: ast.Call, func: AST) -> bool:
     """Does ``call`` hand ``func``'s own parameters on (``cal_loss(pred, gold, ...)`` in ``cal_performance(pred, gold)``)?"""
-    params = {a.arg for a in func.args.args}
+    params = {a.arg for a in func.args.args} - {"self", "cls"} if func is not None and func.__class__ is not ast.Lambda else set()
     return any(a.__class__ is ast.Name and a.id in params for a in call.args)
 
 
@@ -228,8 +238,8 @@ def loss_mask_reads(ctx: Context, per_step: PerStep) -> list[tuple[AST, AST, str
     statements: set[int] = set()
     for sub in sorted(ctx.nodes.get(ast.Subscript, ()), key=_position):  # (the first selection of a statement)
         index = sub.slice
-        if index.__class__ is ast.Tuple and index.elts:  # obs[is_expert.squeeze(1), ...]: the mask, then the rest
-            index = index.elts[0]
+        if index.__class__ is ast.Tuple and index.elts:  # obs[is_expert.squeeze(1), ...], x[:, label == k]: the one entry no slice
+            index = next((e for e in index.elts if e.__class__ is not ast.Slice), index.elts[0])
         if sub.ctx.__class__ is not ast.Load or index.__class__ not in _MASK_INDEXES:
             continue
         stmt = ctx.statement_of(sub)

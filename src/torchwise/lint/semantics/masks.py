@@ -312,9 +312,20 @@ def _unused_class(ctx: Context, klass: ast.ClassDef) -> bool:
     if found is None:
         name = klass.name
         found = not any(name in t for p, t in files if p != ctx.path) and not any(
-            n.__class__ is ast.Name and n.id == name and not _inside(ctx, n, klass) for n in ctx.nodes.get(ast.Name, ()))
+            n.__class__ is ast.Name and n.id == name and not _inside(ctx, n, klass) for n in ctx.nodes.get(ast.Name, ())) \
+            and not _picked_by_name(ctx, name)
         ctx.project.answers[key] = found
     return found
+
+
+def _picked_by_name(ctx: Context, name: str) -> bool:
+    """The module builds its classes by a computed name (``eval(loss_fn_name)(...)``,
+    ``globals()[name](...)``) and lists ``name`` as a string (``__all__``, a choices list): a
+    configuration file picks it."""
+    if f"'{name}'" not in ctx.source and f'"{name}"' not in ctx.source:
+        return False
+    return any(c.args and c.args[0].__class__ is not ast.Constant for c in ctx.calls_named("eval")
+               if c.func.__class__ is ast.Name) or "globals()[" in ctx.source
 
 
 def _inside(ctx: Context, node: AST, outer: AST) -> bool:
