@@ -85,3 +85,19 @@ PROJECTS += [
         "train.py": _TRAIN,
     }, (("modeling_enc.py", 14),)),
 ]
+
+# ------------------------------------------------------------- TW402 a method whose name a library shares
+# An agent's `load` method (and a replay buffer's) that no script, module or notebook calls; the
+# project's notebook only calls NumPy's `np.load(...)`. A library function of the same name is no
+# call of the project's method: the method is dead (R5). A notebook that calls `agent.load(...)`
+# keeps it alive. (Seen in RL research repos with a data-augmentation notebook, set 47.)
+_AGENT = 'import torch\nfrom torch import nn\n\n\nclass Agent:\n    def __init__(self, dim, device):\n        self.actor = nn.Linear(dim, 2).to(device)\n        self.critic = nn.Linear(dim, 1).to(device)\n\n    def act(self, obs):\n        return self.actor(obs)\n\n    def save(self, folder, step):\n        torch.save(self.actor.state_dict(), "%s/actor_%s.pt" % (folder, step))\n        torch.save(self.critic.state_dict(), "%s/critic_%s.pt" % (folder, step))\n\n    def load(self, folder, step):\n        self.actor.load_state_dict(torch.load("%s/actor_%s.pt" % (folder, step)))\n        self.critic.load_state_dict(torch.load("%s/critic_%s.pt" % (folder, step)))\n'
+_RUN = 'import numpy as np\nimport torch\nfrom agent import Agent\n\n\ndef main():\n    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n    agent = Agent(4, device)\n    opt = torch.optim.Adam(agent.actor.parameters())\n    for step in range(100):\n        obs = torch.randn(8, 4).to(device)\n        loss = agent.act(obs).sum()\n        opt.zero_grad()\n        loss.backward()\n        opt.step()\n        if step % 10 == 0:\n            agent.save("ckpt", step)\n    stats = np.load("stats.npy")\n\n\nif __name__ == "__main__":\n    main()\n'
+PROJECTS += [
+    ProjectShape("TW402", "look-alike: Agent.load nothing calls; the notebook only calls np.load", {
+        "agent.py": _AGENT, "train.py": _RUN, "demo.ipynb": '{"cells": [{"cell_type": "code", "source": ["import numpy as np\\n", "x = np.load(\'sample.npy\', allow_pickle=True)\\n"]}], "nbformat": 4}\n',
+    }),
+    ProjectShape("TW402", "the notebook calls the agent's load", {
+        "agent.py": _AGENT, "train.py": _RUN, "demo.ipynb": '{"cells": [{"cell_type": "code", "source": ["import numpy as np\\n", "x = np.load(\'sample.npy\', allow_pickle=True)\\n", "agent.load(\'ckpt\', 90)\\n"]}], "nbformat": 4}\n',
+    }, (("agent.py", 18), ("agent.py", 19))),
+]
