@@ -19,12 +19,16 @@ class CheckpointReentrant(Rule):
     name = "checkpoint-use-reentrant"
     triggers = ("checkpoint",)
     fixable = False  # its only fix may change behaviour: offered with --unsafe-fixes
+    per_call = True  # the warning and the reentrant variant's limits matter only where the call runs (R5)
     doc = """\
 What it flags
   `torch.utils.checkpoint.checkpoint(...)` (or `checkpoint_sequential`) called without the
   `use_reentrant` argument. Left alone: the old-torch branch of version-dependent code (under
   `if is_torch_version(">=", "1.11.0"): ... else:`, in an `except TypeError:` fallback, or
-  beside a branch that passes `use_reentrant`), since torch before 1.11 does not accept it.
+  beside a branch that passes `use_reentrant`), since torch before 1.11 does not accept it;
+  and a call under an option nothing in the project sets (`if getattr(self.config,
+  "gradient_checkpointing", False) and self.training:` in a vendored Hugging Face modeling file
+  when no file, config or script names `gradient_checkpointing` but such reads).
 
 Why it matters
   PyTorch warns on every such call and plans to change the default. The old reentrant variant

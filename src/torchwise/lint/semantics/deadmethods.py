@@ -69,7 +69,7 @@ def only_dead_callers(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef
     ctx._cache[key] = False  # recursion counts as alive while it is worked out
     found = not any(p != ctx.path and name in t and words(t, name, 1, code=True) for p, t in ctx.project.files) or (
         ctx.parent(func).__class__ is ast.ClassDef and method_uses(ctx, func, others=True) == 0)  # other classes' own methods
-    found = found and not named_in_references(ctx, name) and _mentions_dead(ctx, func, depth)
+    found = found and not named_in_references(ctx, name, code=True) and _mentions_dead(ctx, func, depth)
     ctx._cache[key] = found
     return found
 
@@ -105,7 +105,8 @@ def _mentions_dead(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, d
 def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``func``'s name occurs in no Python file of the project but in its own ``def`` (a mention
     in a comment, ``# train_graph_completion(args, loader)``, calls nothing) and in no config,
-    shell script or notebook. For a method, a mention that cannot reach it is none
+    shell script or notebook (a library's function there, ``np.load(...)`` in a notebook's cell,
+    names no method of the project). For a method, a mention that cannot reach it is none
     (:mod:`.methodrefs`: ``torch.load``, another class's own ``self.load``)."""
     name = func.name
     if not _plain(func):
@@ -119,10 +120,10 @@ def named_once(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
                 found += words(text, name, 2 - found, code=True)
                 if found > 1:
                     break
-        if found == 1 and named_in_references(ctx, name):
+        if found == 1 and named_in_references(ctx, name, code=True):
             found = 2  # named in a config, a shell script or a notebook
         ctx.project.answers[key] = found
-    if found > 1 and ctx.parent(func).__class__ is ast.ClassDef and not named_in_references(ctx, name):
+    if found > 1 and ctx.parent(func).__class__ is ast.ClassDef and not named_in_references(ctx, name, code=True):
         return method_uses(ctx, func) == 0  # a common name: `torch.load`, other classes' own `self.load` reach it not
     if found == 1 and ctx.parent(func).__class__ is ast.ClassDef and dispatched_by_prefix(ctx, name):
         return False  # getattr(self, '_' + mode)(...): called by a name built at run time

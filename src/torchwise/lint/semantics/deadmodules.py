@@ -14,6 +14,7 @@ import re
 
 from torchwise.lint.engine import Context
 from torchwise.lint.engine.lazyre import lazy_compile
+from torchwise.lint.semantics.deadtext import library_attribute
 
 # what other than Python may name a module, a class or a function of the project
 _REFERENCE_EXT = (".yaml", ".yml", ".json", ".sh", ".bash", ".cfg", ".ini", ".toml", ".txt", ".md", ".rst", ".ipynb",
@@ -65,10 +66,12 @@ def reference_texts(ctx: Context) -> list[tuple[str, str]] | None:
 _DOCS = (".md", ".rst", ".txt")
 
 
-def named_in_references(ctx: Context, name: str, docs: bool = False) -> bool:
+def named_in_references(ctx: Context, name: str, docs: bool = False, code: bool = False) -> bool:
     """``name`` occurs as a word in a text file of the project that is not Python (or those files
     could not all be read): a config, a shell script, a notebook - with ``docs``, also a README
-    or other prose (which names methods, ``DANN``, more often than it calls functions)."""
+    or other prose (which names methods, ``DANN``, more often than it calls functions). With
+    ``code``, a function of a library module (``np.load(...)`` in a notebook's cell) names no
+    function or method of the project."""
     refs = reference_texts(ctx)
     if refs is None:
         return True
@@ -76,7 +79,8 @@ def named_in_references(ctx: Context, name: str, docs: bool = False) -> bool:
     for path, text in refs:
         if name in text and (docs or not path.endswith(_DOCS)):
             word = word or re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
-            if word.search(text):
+            if any(not (code and m.start() and text[m.start() - 1] == "." and library_attribute(text, m.start() - 1))
+                   for m in word.finditer(text)):
                 return True
     return False
 

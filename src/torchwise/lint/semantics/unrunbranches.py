@@ -12,6 +12,9 @@ test reads a value every run fixes:
   or ``if self.kind == 'margin':`` where every construction of the class in the project passes, or
   leaves at its default, a constant that fails the test - also the ``else`` of a test every
   construction passes;
+* an **option nothing in the project sets** (:mod:`.unsetoptions`): ``if getattr(self.config,
+  "gradient_checkpointing", False) and self.training:`` where no file, config or script names the
+  option but in such reads;
 * a **parameter of a function that no call passes**: ``def loss(self, pred, label, type='softmax')``
   with ``if type == 'margin':``, where every call of that name in the project (``model.loss(ypred,
   label)``) leaves it at its default or passes a constant that fails the test. Only when the name is
@@ -30,8 +33,9 @@ from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callvalues import UNKNOWN, parameter_values
 from torchwise.lint.semantics.constflow import UNKNOWN as FOLD_UNKNOWN, folded_test
 from torchwise.lint.semantics.unselected import _UNKNOWN, branch_values
+from torchwise.lint.semantics.unsetoptions import unset_option
 
-_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Constant, ast.BoolOp)
+_CANDIDATE = (ast.Name, ast.Attribute, ast.Compare, ast.UnaryOp, ast.Constant, ast.BoolOp, ast.Call)
 
 
 def in_unrun_branch(ctx: Context, line: int) -> bool:
@@ -62,8 +66,9 @@ def _outcome(ctx: Context, node: ast.If) -> bool | None:
     folded = folded_test(ctx, node.test)  # `flag = 0` ... `if flag:`; `ngpu = 0` ... `if ngpu > 1 and ...:`
     if folded is not FOLD_UNKNOWN:
         return folded
-    if node.test.__class__ is ast.BoolOp:
-        return None
+    if node.test.__class__ is ast.Call or node.test.__class__ is ast.BoolOp:  # `getattr(config, "opt", False) and self.training`
+        parts = node.test.values if node.test.__class__ is ast.BoolOp and node.test.op.__class__ is ast.And else (node.test,)
+        return False if "getattr(" in ctx.source and any(unset_option(ctx, p) for p in parts) else None
     results = _local_constant(ctx, node)
     if results is None:
         results = branch_values(ctx, node)
