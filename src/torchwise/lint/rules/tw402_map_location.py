@@ -7,7 +7,6 @@ import os
 from typing import Iterator
 
 from torchwise.lint.engine import Context, argument, has_star_args, last_name
-from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.checkpoints import (file_names, handed_on_whole, loaded_keys, saved_keys, saved_on_host,
@@ -18,7 +17,9 @@ from torchwise.lint.semantics.devices import gpu_evident, gpu_evident_near
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.branchloads import other_branch_maps
 from torchwise.lint.semantics.fallback import gpu_only_file, pinned_gpu_script
-from torchwise.lint.semantics.helpercallers import helper_reached_from_gpu
+from torchwise.lint.semantics.gpuresumes import data_parallel_resume, gpu_switch
+from torchwise.lint.semantics.helpercallers import helper_for_evaluation, helper_reached_from_gpu
+from torchwise.lint.semantics.helperrestores import restored_by_helper
 from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
@@ -75,7 +76,7 @@ def _host_script_restores_gpu_save(ctx: Context, load: ast.Call) -> bool:
     CUDA tensors."""
     if gpu_evident(ctx) or not ctx.project.targets_gpu or not ctx.project.save_files or "device" in ctx.source \
             or not ("__main__" in ctx.source or "parse_args(" in ctx.source) \
-            or restored_into(ctx, load) is None and not reads_device_keys(ctx, load):
+            or restored_into(ctx, load) is None and not reads_device_keys(ctx, load) and not restored_by_helper(ctx, load):
         return False  # (a model module restoring a backbone's pretrained weights is no script that runs)
     savers = set(device_savers(ctx.project))
     return any(path != ctx.path and path in savers and (".cuda(" in text or "'cuda" in text or '"cuda' in text)
@@ -90,9 +91,10 @@ def _gpu_machine_loads(ctx: Context, load: ast.Call) -> bool:
     ``cuda:0``). Not a file name that no save of the project writes (pretrained weights it ships)."""
     if not every_rank_loads(ctx, load) and not ((evaluation_script(ctx) or _evaluation_function(ctx, load)
                                                  or serves_evaluate_mode(ctx, load))
-                                                and (restored_into(ctx, load) is not None or model_built_from(ctx, load)) and any(
+                                                and (restored_into(ctx, load) is not None or model_built_from(ctx, load)
+                                                     or restored_by_helper(ctx, load)) and any(
             p != ctx.path or _evaluation_function(ctx, load) or serves_evaluate_mode(ctx, load)
-            for p in device_savers(ctx.project))):
+            for p in device_savers(ctx.project))) and not helper_for_evaluation(ctx, load):
         return False
     names = file_names(ctx, argument(load, "f", 0), load)
     return not names or bool(names & set(save_index(ctx.project) if ctx.project.save_files else ()))
@@ -127,29 +129,6 @@ def _helper_restores_device_state(ctx: Context, load: ast.Call) -> bool:
     return restores_device_state(ctx, load) or restores_own_class_save(ctx, load)
 
 
-def _data_parallel_resume(ctx: Context, load: ast.Call) -> bool:
-    """``package = torch.load(path)`` then ``self.model.module.load_state_dict(package[...])``
-    unguarded, in a project that wraps models only in ``nn.DataParallel`` (never
-    ``DistributedDataParallel``): the resume works only on the wrapped model, which exists only
-    on CUDA - one process restoring what ``cuda:0`` wrote, where it trains."""
-    func = ctx.function_of(load)
-    if func is None:
-        return False
-    text = ctx.text(func)
-    if ".module.load_state_dict(" not in text or "hasattr(" in text or "isinstance(" in text:
-        return False
-    key = "tw402:dp-only"
-    if key not in ctx.project.answers:
-        texts = [t for _, t in ctx.project.files] or [ctx.source]
-        ctx.project.answers[key] = any("DataParallel(" in t for t in texts) and not any("DistributedDataParallel" in t for t in texts)
-    return ctx.project.answers[key]
-
-
-# an option that turns the GPU on (`parser.add_argument('-gpu', action='store_true')`): off by
-# default, so the script's default run is on the CPU
-_GPU_SWITCH = lazy_compile(r"""add_argument\(\s*["']--?(?:gpu|cuda|use[-_]gpu|use[-_]cuda)["'][^)]*store_true""")
-
-
 def _shipped_final_weights(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     """``net.load_state_dict(torch.load(path))`` in a script that trains nothing (a stylizer, a
     demo), of a file no save of the project writes (weights shipped with it), while the final
@@ -168,13 +147,6 @@ def _gpu_only_folder(ctx: Context) -> bool:
     ``gpu_only_dirs``: a text classifier's folder beside image classifiers, no CPU path in it)."""
     dirs = ctx.project.gpu_only_dirs
     return bool(dirs) and ctx.path.replace("\\", "/").startswith(dirs)
-
-
-def _gpu_switch(ctx: Context) -> bool:
-    """The script turns the GPU on by an opt-in flag (``-gpu``, ``action='store_true'``): its
-    default run is on the CPU, whatever the rest of the project looks like."""
-    src = ctx.source
-    return "store_true" in src and _GPU_SWITCH.search(src) is not None
 
 
 def _optimizer_state(ctx: Context, load: ast.Call) -> bool:
@@ -245,7 +217,18 @@ What it flags
   or a method no other module defines, `model.load_param(path)`): reported when an evaluation or
   inference script calls it (R2, also in a GPU-only project) or, in a project with a CPU path, any
   caller does - not in the GPU branch of a choice whose other side reads onto the host, nor for a
-  file name or entries (`ckpt["base"]`) no save of the project writes. A model moved with a device getter of the
+  file name or entries (`ckpt["base"]`) no save of the project writes. A checkpoint handed to a restoring helper
+  of the project (`ckpt = torch.load(p)`, then `load_state(net, ckpt)`, whose body fills
+  `net.load_state_dict(...)` from `ckpt["state_dict"]`) is restored like one fed to
+  `load_state_dict`; and a load helper in a module that uses the GPU itself (`def load_model(path)`
+  of `utils/functions.py`) is an evaluation load where an evaluation script of another module calls
+  it (`model = load_model(args.ckpt)` in `test.py`, R2) - not a branch the call turns off
+  (`if D is not None:` with `D` passed as `None`, `if load_optim:` with `load_optim=False`), nor
+  entries copied into a dict of settings, nor a library network the helper builds
+  (`inception_v3(...)`, a bare `torch.nn.Embedding` table), nor a helper whose callers train. A
+  save helper's dict of the model and optimizer handed to it (`def save_checkpoint(epoch, model,
+  optimizer)`: `{"model": model, "optimizer": optimizer}`) holds their device tensors, not
+  metadata. A model moved with a device getter of the
   project (`.to(get_device())`, imported from a helper that returns CUDA when there is one) is
   on a device like one moved with `.to(device)`; a checkpoint passed through a conversion helper
   before it is restored (`state = upgrade_keys(torch.load(p))`, then `load_state_dict(state)`)
@@ -370,9 +353,9 @@ Fix
                     or restores_self_moving_model(ctx, call)) \
                     or in_dead_function(ctx, call):
                 continue  # (code nothing calls loads nothing)
-            if not on_host and ((gpu_project_load(ctx, call) or _gpu_only_folder(ctx)) and not _gpu_switch(ctx)
+            if not on_host and ((gpu_project_load(ctx, call) or _gpu_only_folder(ctx)) and not gpu_switch(ctx)
                                 or pinned_gpu_script(ctx) or gpu_only_file(ctx)
-                                or _data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
+                                or data_parallel_resume(ctx, call)) and not _gpu_machine_loads(ctx, call) \
                     or other_branch_maps(ctx, call):
                 continue  # a script that only runs on a GPU; the GPU branch of a load whose CPU branch maps
             if (saves_on_host(ctx) and not passed_other_file(ctx, call) or checkpoint_facts(ctx.project)[0] or _host_keys(ctx, call)) \

@@ -6,15 +6,19 @@ from NumPy in code that never touches a device), objects that are no tensors at 
 from __future__ import annotations
 
 import ast
+import re
 
 from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import file_moves_to_device, gpu_evident, is_device_tensor, scope_moves_to_device
+from torchwise.lint.semantics.models import is_model_name
 from torchwise.lint.semantics.values import local_function
 from torchwise.lint.semantics.uncalledsaves import uncalled_forwarder
 from torchwise.lint.semantics.movedsaves import saved_after_self_to_host
 
 
+# optimizer, optim, g_optimizer, optimizer_d: an optimizer handed in (not optimizer_name)
+_OPTIMIZER_NAME = lazy_compile(r"^_?(?:[a-z0-9]+_)?optim(?:izer)?s?(?:_[a-z0-9])?$", re.I)
 _CPU_MARKS = frozenset({"cpu", "numpy", "item", "tolist"})
 
 
@@ -90,11 +94,15 @@ def _moved_entrywise(ctx: Context, name: str, bound: AST, use: AST) -> bool:
 
 
 def _plain_number(ctx: Context, expr: AST, use: AST) -> bool:
-    """``epoch``, ``args.lr``, ``best_acc``: metadata saved next to the tensors, not a tensor."""
+    """``epoch``, ``args.lr``, ``best_acc``: metadata saved next to the tensors, not a tensor. Not a
+    parameter named for a model or an optimizer (``def save_checkpoint(epoch, model, optimizer)``
+    saving ``{"model": model, "optimizer": optimizer}``: whole objects, with their device tensors)."""
     if expr.__class__ is ast.Attribute:
         return True
     if expr.__class__ is ast.Name:
         b = ctx.binding_at(expr.id, use)
+        if b is not None and b.kind == "param" and (is_model_name(expr.id) or _OPTIMIZER_NAME.match(expr.id)):
+            return False
         return b is None or b.kind in ("param", "for") or b.kind == "assign" and b.value.__class__ in (ast.Constant, ast.BinOp)
     return False
 

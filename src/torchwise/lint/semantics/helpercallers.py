@@ -15,13 +15,14 @@ import ast
 import os
 import re
 
-from torchwise.lint.engine import AST, Context, argument
+from torchwise.lint.engine import AST, Context, argument, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.checkpoints import file_names, loaded_keys
 from torchwise.lint.semantics.callers import parsed_file, project_calls, star_calls
 from torchwise.lint.semantics.devices import gpu_evident
 from torchwise.lint.semantics.loadsites import evaluation_script, restored_into
 from torchwise.lint.semantics.savefacts import device_savers, save_index
+from torchwise.lint.semantics.steps import training_calls
 
 # a method called from more files than this is a library entry point: its callers tell little
 _MAX_FILES = 8
@@ -45,6 +46,121 @@ def helper_reached_from_gpu(ctx: Context, load: ast.Call) -> bool:
         found = ctx.project.answers[key] = _caller_verdict(ctx, func)
     kind, on_gpu = found
     return (kind == "eval" or kind == "gpu" and cpu_path) and (on_gpu or _saved_from_gpu(ctx))
+
+
+_LIBRARY_MODELS = ("torchvision.", "timm.", "transformers.", "torch.hub.", "torch.nn.")
+
+
+def helper_for_evaluation(ctx: Context, load: ast.Call) -> bool:
+    """The load sits in a helper of a module that uses the GPU itself (``def load_model(path):
+    checkpoint = torch.load(path); ...; if args.cuda: model = model.cuda()``) and an evaluation or
+    inference script of another module calls it (``model, ... = load_model(args.continue_from)`` in
+    ``test.py``): an evaluation load of what the project's training saved (R2), also in a GPU-only
+    project. Not a file name or entries no save of the project writes, nor the GPU side of a choice."""
+    func = ctx.function_of(load)
+    if func is None or not gpu_evident(ctx) or not ctx.project.files or not device_savers(ctx.project) \
+            or not _checkpoint_like(ctx, load) or _gpu_branch(ctx, load) or _shipped_file(ctx, load):
+        return False
+    parent = ctx.parent(load)
+    parent = ctx.parent(parent) if parent.__class__ is ast.Subscript else parent
+    if parent.__class__ is ast.Assign and all(t.__class__ is ast.Subscript for t in parent.targets):
+        return False  # (entries copied into a dict of settings: `state[item] = torch.load(p)[item]`)
+    into = restored_into(ctx, load)
+    if into is None and not _returns_state(ctx, load, func):
+        return False  # (data read from the file and used here: latent codes moved one by one)
+    owner = into.func.value if into is not None and into.func.__class__ is ast.Attribute else None
+    if owner is not None and _library_network(ctx, owner, into):
+        return False  # (a library's network, `inception_v3(...)`: weights from elsewhere, for a metric)
+    if func.name.lower().startswith(("train", "fit")) or any(ctx.function_of(c) is func for c in training_calls(ctx)):
+        return False  # (the training function itself, which a script with no step of its own calls)
+    key = ("tw402:evalcallers", ctx.path, func.lineno)
+    found = ctx.project.answers.get(key)
+    if found is None:
+        found = ctx.project.answers[key] = [call for other, call in _callers(ctx, func)
+                                            if other.path != ctx.path and evaluation_script(other) and not _calls_training(other)]
+    return any(_reaches(ctx, func, load, call) for call in found)
+
+
+def _reaches(ctx: Context, func: AST, load: ast.Call, call: ast.Call) -> bool:
+    """The call runs the load: no ``if D is not None:`` / ``if load_optim:`` around it, inside the
+    helper, on a parameter the call fills with ``None`` or ``False`` (or leaves at such a default):
+    ``load_weights(G, None, state, root, load_optim=False)`` restores G, not D or the optimizers."""
+    params = [a.arg for a in func.args.posonlyargs + func.args.args]
+    defaults = dict(zip(params[len(params) - len(func.args.defaults):], func.args.defaults))
+    if ctx.parent(func).__class__ is ast.ClassDef and params:
+        params = params[1:]  # (self)
+
+    def passed(name: str) -> AST | None:
+        kw = next((k.value for k in call.keywords if k.arg == name), None)
+        if kw is not None:
+            return kw
+        i = params.index(name) if name in params else -1
+        return call.args[i] if 0 <= i < len(call.args) and call.args[i].__class__ is not ast.Starred else defaults.get(name)
+
+    for node, in_body in ctx.enclosing_ifs(load):
+        if ctx.function_of(node) is not func:
+            continue
+        test, name, when_none = node.test, None, in_body
+        if test.__class__ is ast.Name:
+            name = test.id
+        elif test.__class__ is ast.Compare and len(test.ops) == 1 and test.left.__class__ is ast.Name \
+                and test.comparators[0].__class__ is ast.Constant and test.comparators[0].value is None:
+            name = test.left.id
+            when_none = in_body if test.ops[0].__class__ is ast.IsNot else not in_body
+        value = passed(name) if name is not None and when_none else None
+        if value.__class__ is ast.Constant and value.value in (None, False, 0):
+            return False
+    return True
+
+
+def _returns_state(ctx: Context, load: ast.Call, func: AST) -> bool:
+    """The helper hands the loaded object, or its model state, back to its caller:
+    ``weights = torch.load(p); state = weights["state_dict"]; return epoch, state``. Not other
+    entries (``return data["latent_codes"]["weight"]``: data the caller uses as such)."""
+    parent = ctx.parent(load)
+    if parent.__class__ is ast.Return:
+        return True
+    if parent.__class__ is not ast.Assign or len(parent.targets) != 1 or parent.targets[0].__class__ is not ast.Name:
+        return False
+    loaded = parent.targets[0].id
+    names = {loaded}
+    for node in ast.walk(func):
+        value = node.value if node.__class__ is ast.Assign else None
+        if value.__class__ is ast.Subscript and value.value.__class__ is ast.Name and value.value.id == loaded \
+                and _STATE_KEY.search(ctx.text(value.slice)) and node.lineno > load.lineno:
+            names |= {t.id for t in node.targets if t.__class__ is ast.Name}
+    for r in ast.walk(func):
+        if r.__class__ is ast.Return and r.value is not None:
+            parts = r.value.elts if r.value.__class__ is ast.Tuple else [r.value]
+            if any(p.__class__ is ast.Name and p.id in names for p in parts):
+                return True
+    return False
+
+
+_STATE_KEY = lazy_compile(r"state|model|net|weight", re.I)
+
+
+def _library_network(ctx: Context, owner: AST, into: ast.Call) -> bool:
+    """The restored model is a library's, built in the helper (``model = inception_v3(...)``, imported
+    from torchvision or not defined in the project at all; a bare ``torch.nn`` layer)."""
+    if owner.__class__ is not ast.Name:
+        return False
+    b = ctx.binding_at(owner.id, into)
+    if b is None or b.kind != "assign" or b.value.__class__ is not ast.Call:
+        return False
+    q = ctx.qualname(b.value.func) or ""
+    if q.startswith(_LIBRARY_MODELS):
+        return True  # (also a bare torch layer built here to read a table: `torch.nn.Embedding(n, d)`)
+    if b.value.func.__class__ is not ast.Name:
+        return False
+    name = b.value.func.id
+    return q in ("", name) and name not in ctx.imports and not any(
+        n.name == name for n in ctx.tree.body if n.__class__ in (ast.FunctionDef, ast.ClassDef))
+
+
+def _calls_training(ctx: Context) -> bool:
+    """The script calls a training function of the project (``train(args, loader, model)``)."""
+    return any((last_name(c.func) or "").lower().startswith(("train", "fit")) for c in ctx.nodes.get(ast.Call, ()))
 
 
 def _saved_from_gpu(ctx: Context) -> bool:
