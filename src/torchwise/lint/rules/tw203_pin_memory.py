@@ -207,7 +207,12 @@ What it flags
   is set to False), and so is `pin_memory` tied to a choice that is not the device
   (`pin_memory = (args.dataset == "imagenet")`, `pin_memory=cfg.data in ("imagenet", "places")`:
   the other datasets' batches go to the GPU unpinned; a test naming the device - `args.device ==
-  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module;
+  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module,
+  and per split of a dict comprehension (`{x: DataLoader(..., pin_memory=(True if x == 'train' else False)) for x in
+  ['train', 'val']}`: the validation batches go to the GPU unpinned; a comprehension over pinned splits only is left alone);
+  so is `pin_memory=config.PIN_MEMORY` read from a config object that every YAML/JSON config file the project
+  ships sets to false (`PIN_MEMORY: False`; not when one sets it true, nor when a module sets it to `True` or offers
+  `--pin_memory`);
   so is `pin_memory` read from a command-line option that is off by default (`pin_memory=args.pin_mem`
   with `action="store_true"`, or `pin_memory=self.pin_memory` stored from `args.pin_memory` of
   `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another

@@ -11,7 +11,7 @@ import re
 from typing import Callable, Iterator
 
 from torchwise.lint.engine import AST, Context
-from torchwise.lint.project.configfiles import shipped_values
+from torchwise.lint.semantics.configfiles import shipped_values
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.loaderconfig import false_pin_settings, splatting_loaders
 
