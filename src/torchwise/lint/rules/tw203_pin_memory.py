@@ -9,7 +9,7 @@ from torchwise.lint.engine import Context, argument, has_star_args, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.collates import graph_collate, identity_collate, numpy_collate
-from torchwise.lint.semantics.configdefaults import false_pin_sources
+from torchwise.lint.semantics.configdefaults import false_pin_sources, shipped_off
 from torchwise.lint.semantics.data import demo_loader, getitem_reads_nothing, is_index_collection, loader_yields_device_batches, local_dataset_class, project_dataset
 from torchwise.lint.semantics.loaderconfig import splat_without_pin, splatted_false
 from torchwise.lint.semantics.loaderhelpers import forwarded_key, loader_class_calls
@@ -207,7 +207,12 @@ What it flags
   is set to False), and so is `pin_memory` tied to a choice that is not the device
   (`pin_memory = (args.dataset == "imagenet")`, `pin_memory=cfg.data in ("imagenet", "places")`:
   the other datasets' batches go to the GPU unpinned; a test naming the device - `args.device ==
-  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module;
+  "cuda"`, `cfg.accelerator in ("gpu", "auto")` - is the usual idiom and left alone), also in a loader helper of another module,
+  and per split of a dict comprehension (`{x: DataLoader(..., pin_memory=(True if x == 'train' else False)) for x in
+  ['train', 'val']}`: the validation batches go to the GPU unpinned; a comprehension over pinned splits only is left alone);
+  so is `pin_memory=config.PIN_MEMORY` read from a config object that every YAML/JSON config file the project
+  ships sets to false (`PIN_MEMORY: False`; not when one sets it true, nor when a module sets it to `True` or offers
+  `--pin_memory`);
   so is `pin_memory` read from a command-line option that is off by default (`pin_memory=args.pin_mem`
   with `action="store_true"`, or `pin_memory=self.pin_memory` stored from `args.pin_memory` of
   `add_argument("--pin_memory", type=int, default=0)`, in the class or a base class of another
@@ -312,6 +317,8 @@ Fix
             explicit = _explicit_false(ctx, pin)
             choice = pinned_for_one_choice(ctx, pin, call) if pin is not None and not explicit else None
             choice = handed_option_off(ctx, pin, call) if pin is not None and not explicit and choice is None else choice
+            shipped = shipped_off(ctx, pin) if pin is not None and not explicit and choice is None else None
+            choice = pin if shipped is not None else choice
             if (pin is not None and not explicit and choice is None) or has_star_args(call) and not splat_without_pin(ctx, call) \
                     and forwarded_key(ctx, call, "pin_memory") is not False or not _feeds_gpu(ctx, call):
                 continue
@@ -319,7 +326,9 @@ Fix
                 continue
             what = ("with pin_memory=False set explicitly: pinned batches copy faster and, with non_blocking=True, overlap "
                     "with compute" if explicit else "without pin_memory: host-to-device copies are slower and cannot overlap")
-            if choice is not None:
+            if shipped is not None:
+                what = f"with pin_memory={ctx.text(pin)}, false in every config file the project ships ({shipped})"
+            elif choice is not None:
                 what = (f"pinned only when {ctx.text(choice)}: the other choices' batches go to the GPU unpinned"
                         if choice.__class__ is not ast.Attribute else f"pinned only when the option {ast.unparse(choice)} is set (off by default)")
             yield ctx.finding(self.code, call, f"DataLoader feeding a GPU {what}",

@@ -193,10 +193,11 @@ What it flags
   loaders come from `get_sets(...)` of a data module). Loaders kept in a dict count: built in a
   dict comprehension (`{split: DataLoader(..., pin_memory=True) for split in splits}`) and
   iterated as `loaders[phase]`, or stored as an item (`loaders["aux"] = DataLoader(...)`; with a
-  constant key, that item decides). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`; not
+  constant key, that item decides; also `self.dataloaders['train']`, and a comprehension that pins per key,
+  `pin_memory=(True if x == 'train' else False)`: the 'train' item is pinned, 'val' not). Pinned also means `pin_memory=<an expression>` (`pin_memory=use_cuda`; not
   a config setting whose default a module of the project sets to False -
   `pin_memory=config.test.dataloader.pin_memory` with `config.test.dataloader.pin_memory = False`:
-  TW203 reports that default, nor a command-line option off by default - `pin_memory=args.pin_memory`
+  TW203 reports that default, nor `config.PIN_MEMORY` false in every shipped YAML/JSON config, nor a command-line option off by default - `pin_memory=args.pin_memory`
   with `default=False`, also handed down through a parameter of the project function that builds the
   loaders, `get_loaders(..., pin_memory=args.pin_memory)`: on the default path nothing is pinned) and
   `**kwargs` dicts chosen by a condition (`{'pin_memory': True} if cuda else {}`), also in a

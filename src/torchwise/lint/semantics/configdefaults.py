@@ -7,9 +7,11 @@ gets that does not override it."""
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Iterator
 
 from torchwise.lint.engine import AST, Context
+from torchwise.lint.semantics.configfiles import shipped_values
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.loaderconfig import false_pin_settings, splatting_loaders
 
@@ -69,6 +71,8 @@ def loaders_reading(ctx: Context, path: tuple[str, ...]) -> list[tuple[Context, 
 def default_off(ctx: Context, pin: AST) -> bool:
     """``pin_memory=config.test.dataloader.pin_memory`` where a module of the project sets that
     setting's default to False (unconditionally): the loader is unpinned unless a run overrides it."""
+    if shipped_off(ctx, pin) is not None:
+        return True
     path = setting_path(pin) if pin.__class__ is ast.Attribute else None
     if path is None or path[-1].lower() != "pin_memory" or not ctx.project.files:
         return False
@@ -86,6 +90,38 @@ def default_off(ctx: Context, pin: AST) -> bool:
                 break
         ctx.project.answers[key] = found
     return found
+
+
+def _setting_name(pin: AST) -> str | None:
+    """``PIN_MEMORY`` for ``config.PIN_MEMORY`` / ``opt['loader']['pin_memory']`` (read from a
+    config object of a plain name, not ``self`` nor ``args``); else None."""
+    last = pin.attr if pin.__class__ is ast.Attribute else \
+        pin.slice.value if pin.__class__ is ast.Subscript and pin.slice.__class__ is ast.Constant else None
+    node = pin
+    while node.__class__ in (ast.Attribute, ast.Subscript):
+        node = node.value
+    if not isinstance(last, str) or last.lower() != "pin_memory" or node.__class__ is not ast.Name or node.id in ("self", "cls", "args"):
+        return None
+    return last
+
+
+def shipped_off(ctx: Context, pin: AST) -> str | None:
+    """``pin_memory=config.PIN_MEMORY`` where every config file the project ships that sets that key
+    (YAML/JSON, read as text) sets it to false, and no module of the project sets it to True or
+    offers it as a command-line option: the first such file (``lib/config/OWN_config.yaml``); else None."""
+    name = _setting_name(pin) if ctx.project.files and ctx.project.root else None
+    if name is None:
+        return None
+    shipped = shipped_values(ctx.project.root, name, ctx.project.answers)
+    if not shipped or any(True in v for v in shipped.values()):
+        return None
+    needle = name.lower()
+    for _, text in ctx.project.files:
+        low = text.lower()
+        if needle in low and ("--" + needle in low or "--pin-memory" in low or
+                              re.search(r"[.'\"]%s['\"]?\]?\s*=\s*true" % needle, low)):
+            return None
+    return sorted(shipped)[0]
 
 
 Loaders = Callable[[], list[tuple[Context, ast.Call]]]

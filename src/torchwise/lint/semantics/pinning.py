@@ -14,6 +14,7 @@ from torchwise.lint.semantics.configdefaults import default_off
 from torchwise.lint.semantics.flagbranches import call_constants, selected_test, unselected_loaders
 from torchwise.lint.semantics.instancecalls import instance_calls
 from torchwise.lint.semantics.pinorigin import handed_option_off
+from torchwise.lint.semantics.pinchoice import keyed_pin
 from torchwise.lint.semantics.projectcode import function_verdict, parsed
 from torchwise.lint.semantics.values import local_function
 
@@ -191,9 +192,19 @@ def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> boo
     (``dataloaders['DG'] = DataLoader(...)``). With a constant key, the item stored under that key
     when there is one; else every loader the collection holds."""
     base = expr.value
+    key = expr.slice.value if expr.slice.__class__ is ast.Constant else None
+    if base.__class__ is ast.Attribute and base.value.__class__ is ast.Name and base.value.id == "self":
+        # self.dataloaders['train'] with self.dataloaders = {x: DataLoader(..., pin_memory=(x == 'train')) for x in splits}
+        held = ctx.single_self_value(base, use)
+        keyed = keyed_pin(ctx, held, key) if key is not None and held is not None else None
+        return keyed if keyed is not None or depth <= 0 or held.__class__ is not ast.DictComp else \
+            loader_pinned(ctx, held.value, held, depth)
     b = ctx.binding_at(base.id, use) if base.__class__ is ast.Name else None
     if b is None or b.kind != "assign" or b.value is None or depth <= 0:
         return None
+    keyed = keyed_pin(ctx, b.value, key) if key is not None else None
+    if keyed is not None:
+        return keyed
     items: list[tuple[AST | None, AST, AST]] = []  # (key, value, where)
     held = b.value
     if held.__class__ is ast.Call and ctx.qualname(held.func) != DATALOADER:
@@ -211,7 +222,6 @@ def _item_pinned(ctx: Context, expr: ast.Subscript, use: AST, depth: int) -> boo
         if (len(node.targets) == 1 and target.__class__ is ast.Subscript and target.value.__class__ is ast.Name
                 and target.value.id == base.id and ctx.binding_at(base.id, node) is b):
             items.append((target.slice, node.value, node))
-    key = expr.slice.value if expr.slice.__class__ is ast.Constant else None
     if key is not None:
         keyed = [i for i in items if i[0].__class__ is ast.Constant and i[0].value == key]
         items = keyed or items
