@@ -28,8 +28,9 @@ def helper_reads(ctx: Context) -> list[tuple[AST, str]]:
         for func in ctx.nodes.get(kind, ()):
             if not any(b.path == ctx.path for b in blocks.get(func.name, ())):
                 continue  # (the project's facts: its text mentions no host read)
-            reads = [(line, what) for line, what, guard in reads_of_arguments(func) if guard is None]
-            at = _step_call(ctx, func) if reads else None
+            files = _caller_files(ctx, func.name)
+            reads = [(line, what) for line, what, guard in reads_of_arguments(func) if guard is None] if files else []
+            at = _step_call(ctx, func, files) if reads else None
             for line, what in reads if at is not None else ():
                 node = _node_at(func, line)
                 if node is not None and not _without_gpu(ctx, node):
@@ -38,31 +39,35 @@ def helper_reads(ctx: Context) -> list[tuple[AST, str]]:
     return out
 
 
-def _step_call(ctx: Context, func: AST) -> str | None:
+def _caller_files(ctx: Context, name: str) -> list[tuple[str, str]]:
+    """The other files of the project that call ``name`` and train (any import: a star import
+    through a package's ``__init__`` too; the caller's verdict names this file); none past a few."""
+    needle = f"{name}("
+    files = [(p, t) for p, t in ctx.project.files if needle in t and p != ctx.path and any(w in t for w in _TRAINING_TEXT)]
+    return files if len(files) <= MAX_CALLER_FILES else []
+
+
+def _step_call(ctx: Context, func: AST, files: list[tuple[str, str]]) -> str | None:
     """``"path:line"`` of a call of ``func`` in another module that that module's training step
     makes every step with device values, reported there as reading its arguments in this file."""
-    facts, name = ctx.project, func.name
-    # (any import: a star import through a package's __init__ too; the caller's verdict names this file)
-    files = [(p, t) for p, t in facts.files if p != ctx.path and f"{name}(" in t and any(w in t for w in _TRAINING_TEXT)]
-    if len(files) > MAX_CALLER_FILES:
-        return None
     first, last = func.lineno, func.end_lineno or func.lineno
     for path, text in files:
-        other = parsed_file(facts, path, text)
-        for call, where in _reader_calls(other).items() if other is not None else ():
+        other = parsed_file(ctx.project, path, text)
+        for call, where in _reader_calls(other, func.name).items() if other is not None else ():
             target, _, line = where.rpartition(" at ")[2].rpartition(":")
             if target == ctx.path and line.isdigit() and first <= int(line) <= last and call.lineno is not None:
                 return f"{other.path}:{call.lineno}"
     return None
 
 
-def _reader_calls(ctx: Context) -> dict[ast.Call, str]:
-    """The file's calls that hand a device value to a project helper reading it on the host in
-    another file (semantics.stepregion), with where it reads; once per file."""
-    found = ctx._cache.get("sem:helper-reader-calls")
+def _reader_calls(ctx: Context, name: str) -> dict[ast.Call, str]:
+    """The file's calls of ``name`` that hand a device value to a project helper reading it on the
+    host in another file (semantics.stepregion), with where it reads; once per file and name."""
+    key = ("sem:helper-reader-calls", name)
+    found = ctx._cache.get(key)
     if found is None:
-        found = ctx._cache["sem:helper-reader-calls"] = {call: where for call, _, where in host_reader_calls(ctx)
-                                                         if " at " in where and every_step_read(ctx, call, None, False)}
+        found = ctx._cache[key] = {call: where for call, _, where in host_reader_calls(ctx, name)
+                                   if " at " in where and every_step_read(ctx, call, None, False)}
     return found
 
 
