@@ -399,7 +399,7 @@ PROJECTS += [
                              model.feed_data(train_data)
                              model.optimize_parameters(current_iter)
                      """),
-                 }, (("models/sr_model.py", 15),)),
+                 }, (('models/base_model.py', 8), ('models/sr_model.py', 15),)),
 ]
 FIND += [
     Shape("TW207", "RL single-file scripts: .item() of a clipped fraction in the minibatch loop, under no_grad", d("""

@@ -124,7 +124,7 @@ PROJECTS += [
     }),
     ProjectShape("TW207", "look-alike: the losses handed to another object of the same kind, which drew nothing", {
         "resample.py": _SAMPLER, "train_util.py": d(_LOOP.format(feed='self.meter.update_with_losses(t, losses["loss"].detach())')),
-    }, (("train_util.py", 14),)),
+    }, (('resample.py', 10), ('train_util.py', 14),)),
 ]
 
 # ------------------------------------------------------------ TW207 an evaluation inside the training loop
@@ -364,10 +364,10 @@ _ENGINE = """
 PROJECTS += [
     ProjectShape("TW207", "MetricLogger.update(**kwargs) of another module, handed the loss dict every step", {
         "misc.py": _MISC, "engine.py": d(_ENGINE.format(read="metric_logger.update(**loss_dict)")),
-    }, (("engine.py", 13),)),
+    }, (('engine.py', 13), ('misc.py', 10),)),
     ProjectShape("TW207", "to_cpu(loss).item() with to_cpu() of another module", {
         "misc.py": _MISC, "engine.py": d(_ENGINE.format(read='log = [("loss", to_cpu(loss).item())]')),
-    }, (("engine.py", 13),)),
+    }, (('engine.py', 13), ('misc.py', 14),)),
     ProjectShape("TW207", "look-alike: the logger handed a number", {
         "misc.py": _MISC, "engine.py": d(_ENGINE.format(read="metric_logger.update(lr=optimizer.param_groups[0]['lr'])")),
     }),
@@ -954,7 +954,7 @@ PROJECTS += [
                     d_optim.step()
                     p = ada.tune(real_pred)
         """),
-    }, (("train.py", 10),)),
+    }, (('non_leaking.py', 4), ('train.py', 10),)),
 ]
 
 # ------------------------------------------------------------ TW207 a host copy in the loss of every step

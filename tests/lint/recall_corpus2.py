@@ -254,7 +254,7 @@ PROJECTS += [
                 return loss, r_losses, g_losses
         """),
         "train.py": _VOCODER_LOOP,
-    }, (("train.py", 11), ("train.py", 14))),  # the lines of mel_spectrogram(...) and discriminator_loss(...)
+    }, (('losses.py', 9), ('losses.py', 10), ('train.py', 11), ('train.py', 14),)),  # the lines of mel_spectrogram(...) and discriminator_loss(...)
     ProjectShape("TW207", "look-alike: helpers that only look at shapes and settings of what they are given", {
         "audio.py": d("""
             import torch
@@ -297,7 +297,7 @@ PROJECTS += [
                     loss.backward()
                     optimizer.step()
         """),
-    }, (("notebook.py", 10),)),
+    }, (('helper_functions.py', 3), ('notebook.py', 10),)),
     ProjectShape("TW207", "metric learning: metric objects called every step; the project's metric __call__ reads "
                  "pred.eq(target).cpu().sum()", {
         "metrics.py": d("""

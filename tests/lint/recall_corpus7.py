@@ -186,18 +186,18 @@ PROJECTS += [
     ProjectShape("TW207", "a GAN's progress logger in utils: logger.log({'loss_G': loss_G}) reads loss.data[0] every step", {
         "tracking.py": _TRACKER,
         "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g}, images={'fake': fake})")),
-    }, (("train.py", 13),)),
+    }, (('tracking.py', 9), ('tracking.py', 11), ('train.py', 13),)),
     ProjectShape("TW207", "the logger's .cpu() of the images it is given, resolved through the import while another module's log() only prints", {
         "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].detach()").replace(
             "self.show(name, image)", "self.show(name, image[0].cpu().float().numpy())"),
         "plotting.py": _PLOTTER,
         "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g.detach()}, images={'fake': fake})")),
-    }, (("train.py", 13),)),
+    }, (('tracking.py', 13), ('train.py', 13),)),
     ProjectShape("TW207", "the logger's .item() read when another module of the project defines a log() that only prints", {
         "tracking.py": _TRACKER.replace("losses[name].data[0]", "losses[name].item()"),
         "plotting.py": _PLOTTER,
         "train.py": d(_STEP.format(call="            tracker.log({'loss_g': loss_g})")),
-    }, (("train.py", 13),)),
+    }, (('tracking.py', 9), ('tracking.py', 11), ('train.py', 13),)),
     ProjectShape("TW207", "look-alike: the logger only called every 100 steps", {
         "tracking.py": _TRACKER,
         "train.py": d(_STEP.format(call="            if epoch % 100 == 0:\n                tracker.log({'loss_g': loss_g})")),

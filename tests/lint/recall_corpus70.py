@@ -54,7 +54,7 @@ PROJECTS += [
     ProjectShape("TW207", "top-k accuracies built in a list by a calc_ helper of another module, read with .item()/float() every step",
                  {"metrics.py": _TOPK_APPEND, "train.py": _TOPK_LOOP}, (("train.py", 13), ("train.py", 14))),
     ProjectShape("TW207", "look-alike: the same helper reads each accuracy on the host itself: the call is reported, not its numbers",
-                 {"metrics.py": _TOPK_HOST, "train.py": _TOPK_LOOP.replace("a1.item()", "a1")}, (("train.py", 12),)),
+                 {"metrics.py": _TOPK_HOST, "train.py": _TOPK_LOOP.replace("a1.item()", "a1")}, (('metrics.py', 4), ('train.py', 12),)),
 ]
 FIND += [
     Shape("TW207", "accuracy pair returned as a tuple of torch reductions by a compute_ helper of the file", d("""

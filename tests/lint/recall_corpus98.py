@@ -174,7 +174,7 @@ _SEG_LOOP = d("""
 """)
 PROJECTS += [
     ProjectShape("TW207", "a star-imported helper returns np.mean of its scores: its call reads (line 12), add_scalar of the mean does not",
-                 {"metric_helpers.py": _METRIC_HELPERS, "train.py": _SEG_LOOP}, (("train.py", 12),)),
+                 {"metric_helpers.py": _METRIC_HELPERS, "train.py": _SEG_LOOP}, (('metric_helpers.py', 6), ('metric_helpers.py', 7), ('train.py', 12),)),
 ]
 QUIET += [
     Shape("TW207", "look-alike: a NumPy mask unpacked from the trainer's own helper selects the masked positions", d("""

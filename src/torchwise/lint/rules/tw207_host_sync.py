@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Iterator
 
 from torchwise.lint.engine import Context
@@ -17,6 +18,7 @@ from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.formatreads import formatted_names
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps
+from torchwise.lint.semantics.helperreads import helper_reads
 from torchwise.lint.semantics.hiddenreads import hidden_reads
 from torchwise.lint.semantics.hostreads import host_reader
 from torchwise.lint.semantics.inputgrads import reads_input_gradient
@@ -71,7 +73,7 @@ What it flags
   already and is left alone, unless the forward moves what it built from the copy back to the device:
   `t = torch.zeros(n, c).scatter_(1, t.unsqueeze(1).cpu(), 1)`; `t = t.cuda()` in a label-smoothing loss, or a method its class calls builds a tensor from the copy and moves it to the device: `lens.cpu().numpy()` ... `torch.tensor(w).to(self.opt.device)`, also `self.weights(pos).to(device)` at the call); a call of a helper that does such a read on what it is given (a function
   of this file, or of the project linted with it: `self.reduce_loss_dict(loss_dict)`,
-  `calculate_accuracy(out, y)` - not for reads the helper makes only under a modulo test of its own,
+  `calculate_accuracy(out, y)`; a helper of another module is also reported at its read, `return hits.item()` in `utils.top1()`, not on the CPU branch of an `if torch.cuda.is_available():` - not for reads the helper makes only under a modulo test of its own,
   `if self.steps % 10 == 0:`, or under a test of a sink the call hands `None` or nothing -, a progress logger of another module that reads `losses[k].data[0]`
   or `image[0].cpu()` of what it is handed, `logger.log({"loss_G": loss_G})` - resolved through
   the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
@@ -300,10 +302,13 @@ Lint and the doctor
 
     def check(self, ctx: Context) -> Iterator[Finding]:
         dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
-        for finding in self._findings(ctx):
+        lines: set[int] = set()  # (a helper's read another module's step calls: once, where no other route reported it)
+        helper = (ctx.finding(self.code, n, m, suggestion="return the tensor and read it once per log interval") for n, m in helper_reads(ctx))
+        for finding in itertools.chain(self._findings(ctx), (f for f in helper if f.line not in lines)):
             if (func := function_at(ctx, finding.line)) is not None and id(func) not in dead:
                 dead[id(func)] = never_runs(ctx, func)
             if func is None or not dead[id(func)]:
+                lines.add(finding.line)
                 yield finding
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:

@@ -39,16 +39,16 @@ def step_region(ctx: Context, node: AST) -> AST | None:
 _DECODING = frozenset({"rollout", "generate", "sample", "decode", "beam_search", "greedy_decode", "sample_sequence"})
 
 
-def host_reader_calls(ctx: Context) -> Iterator[tuple[ast.Call, str, str]]:
+def host_reader_calls(ctx: Context, only: str | None = None) -> Iterator[tuple[ast.Call, str, str]]:
     """``(call, name, how it reads)`` for each call in a step region that hands a device value to
     a function reading its arguments on the host: a helper of this file or of the project
     (``reduce_loss_dict(losses)``), a metric object, ``writer.add_scalar(tag, loss, step)``; not
     the sampler of the step's inputs, nor a step method an agent's ``update()`` runs (its reads
-    are reported where they are)."""
+    are reported where they are). ``only``: the calls of that name alone."""
     names = set(LOGGING_READERS) | set(ctx.project.host_read_blocks)
     local = {f.name for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in ctx.nodes.get(kind, ())}
     metrics = "__call__" in ctx.project.host_read_blocks
-    for name, calls in ctx.calls_by_name.items():
+    for name, calls in ctx.calls_by_name.items() if only is None else [(only, ctx.calls_by_name.get(only, ()))]:
         metric = metrics and "metric" in name.lower()
         if name in _DECODING or name not in names and name not in local and not metric:
             continue
