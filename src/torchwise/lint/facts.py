@@ -71,6 +71,8 @@ class ProjectFacts:
     # (path, text) of every non-test file: read (parsed) only when a rule follows a value into
     # another module (the callers of a function: semantics.callers)
     files: tuple[tuple[str, str], ...] = ()
+    # names the project's test files call as methods (`model.infer(...)` in tests/): the tests use them
+    test_calls: frozenset[str] = frozenset()
     # functions and methods decorated with @torch.no_grad()/@torch.inference_mode() somewhere
     no_grad_functions: frozenset[str] = frozenset()
     # classes the project defines with no base (or only object): plain classes, not modules

@@ -64,6 +64,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
     """Facts from ``(path, source text)`` pairs of one project. Never raises for bad content."""
     every = list(files)
     texts = [(path, text) for path, text in every if not is_test_path(path, text)]
+    texts_set = set(texts) if len(texts) < len(every) else ()
     loaders = any("DataLoader" in text for _, text in every)
     # dataset facts serve DataLoader rules only: no loader in the project, no parsing
     datasets = dataset_facts(every) if loaders else {}
@@ -112,6 +113,7 @@ def scan(files: Iterable[tuple[str, str]]) -> ProjectFacts:
         seeds_everything=words.seeds_everything,
         save_files=saves,
         files=tuple(texts),
+        test_calls=frozenset(name for path, text in every if texts_set and (path, text) not in texts_set for name in _METHOD_CALL.findall(text)),
         no_grad_functions=frozenset(words.no_grad_functions),
         plain_classes=frozenset(words.plain_classes),
     )
@@ -163,6 +165,7 @@ def confined_sub_projects(folders: dict[str, list[int]], evidence: set[str]) -> 
     return tuple(hit)
 
 
+_METHOD_CALL = lazy_compile(r"\.([A-Za-z_]\w*)[ \t]*\(")  # a method call in a test file
 _PINNED = lazy_compile(r"(?:pin_memory[ \t]*=|[\"']pin_memory[\"'][ \t]*:)[ \t]*True")  # (also {'pin_memory': True})
 _TORCH_ALIAS = lazy_compile(r"^[ \t]*import[ \t]+torch[ \t]+as[ \t]+(\w+)", re.M)
 

@@ -250,7 +250,10 @@ What it flags
   that name (`vae.sample(n)` decoding under no_grad), and a function that takes gradients through a
   helper of its file (`self.cac_jacobian(...)` calling `torch.autograd.grad`), and functions that
   nothing in the project calls or names (dead code never runs; a module-level function of a file
-  that calls a bare `fire.Fire()` is a command-line sub-command, and runs).
+  that calls a bare `fire.Fire()` is a command-line sub-command, and runs). That includes an
+  interface the project's own base class declares and every model overrides (`full_rank(u)` of
+  each recommender) when no script, module, test, notebook or README example calls it; an
+  override of a library base class (`nn.Linear.reset_parameters`, a Lightning hook) still counts.
 
 Why it matters
   With autograd on, every operation on parameters that require grad records the graph and

@@ -182,7 +182,10 @@ What it flags
   `count_flops` that a script imports but only calls in a comment, `# flops = count_flops(m, n)`;
   a copy of a helper pasted into several modules is no use of the others: `def farthest_point_sample`
   in two utility modules, each module's own users calling its own; nor is a use in another module's
-  dead code, or in the `if __name__ == "__main__":` demo of a module the project imports), nor a fallback for an argument that
+  dead code, or in the `if __name__ == "__main__":` demo of a module the project imports; a class
+  other files only test with `isinstance(m, layers.SpectralLinear)`, or that only a package
+  `__init__.py` re-exports, is built by nothing; a left-over module no file imports is dead though
+  other files say its stem for something else, `vae = VQVAE(...)` or `torch.distributions`), nor a fallback for an argument that
   every call of the function passes (`if x_mask is None: x_mask = torch.ones(...)` in a helper every
   call of which, in its module and the modules importing it, gives `x_mask`; also a method called as
   `self.vae.decode(s, z)` everywhere, or the `forward` of a module every instance of which its owner

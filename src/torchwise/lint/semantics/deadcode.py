@@ -34,6 +34,7 @@ from torchwise.lint.semantics.deadtext import (called_by_name, import_spans, onl
                                                 resolves_elsewhere, used_beyond_import, words)
 from torchwise.lint.semantics.deadmethods import function_at, named_once, only_dead_callers, private_named_once
 from torchwise.lint.semantics.deadmodules import configured_module, left_over, named_in_references, runs_as_script
+from torchwise.lint.semantics.mentionsonly import in_export_list, namespace_lookups, only_type_tests, reexport_only, type_test
 from torchwise.lint.semantics.redefined import redefined_later
 from torchwise.lint.semantics.superseded import superseded
 
@@ -284,6 +285,7 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
     if top.__class__ is ast.ClassDef and _looked_up_by_name(ctx):
         return False  # chosen by a computed name (`eval(model_type)`): named in a command line or config
     word = re.compile(r"\b" + re.escape(name) + r"\b")
+    is_class = top.__class__ is ast.ClassDef  # a class named elsewhere only in prose (help='prop alpha') is built nowhere
     spans, demo = _top_level_spans(ctx), _main_block(ctx)
     starts = ctx._cache.get("deadcode:starts")
     if starts is None:  # where each line starts (as str.splitlines counts them)
@@ -306,15 +308,18 @@ def _unreferenced(ctx: Context, top: AST, depth: int) -> bool:
             continue  # recursion, the class naming itself, another object's attribute (np.argmax), code quoted out
         if owner is None and demo is not None and demo[0] <= number <= demo[1]:
             continue  # the demo block of a module the project imports
+        if is_class and (type_test(source[starts[number - 1]:start]) or owner is None and in_export_list(source, start)
+                         and not namespace_lookups(ctx)):
+            continue  # isinstance(m, Name), __all__ = ['Name']: nothing built
         if owner is None or depth == 0 or not _dead(ctx, owner, depth - 1):
             return False
     stem = os.path.splitext(os.path.basename(ctx.path))[0]
-    is_class = top.__class__ is ast.ClassDef  # a class named elsewhere only in prose (help='prop alpha') is built nowhere
     if _named_by_no_file(ctx, stem):
         return not named_in_references(ctx, name)  # a script no file imports: the others' names are their own
     return not any(p != ctx.path and name in text and word.search(text) and not own_copy(ctx, text, name, stem)
                    and not others_attribute(text, name, stem, os.path.basename(os.path.dirname(ctx.path)))
-                   and used_beyond_import(p, text, word) and not (is_class and only_in_prose(text, word))
+                   and used_beyond_import(p, text, word) and not (is_class and (only_in_prose(text, word) or only_type_tests(text, word)))
+                   and not (reexport_only(ctx, p, text, word) and not namespace_lookups(ctx))
                    and not _only_in_dead_parts(ctx, p, text, word, depth - 1)
                    for p, text in ctx.project.files) and not named_in_references(ctx, name)  # named in another module
     # (called, listed in a registry, re-exported) or in a config (`_target_: models.Critic`)

@@ -15,6 +15,7 @@ import re
 from torchwise.lint.engine import Context
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.deadtext import library_attribute
+from torchwise.lint.semantics.stemmentions import may_name_module
 
 # what other than Python may name a module, a class or a function of the project
 _REFERENCE_EXT = (".yaml", ".yml", ".json", ".sh", ".bash", ".cfg", ".ini", ".toml", ".txt", ".md", ".rst", ".ipynb",
@@ -151,9 +152,9 @@ def _left_over(ctx: Context) -> bool:
         return False  # an installable package (setup.py above it)
     if any(("import_module(" in t or "__import__(" in t or "run_path(" in t or "exec(" in t) for _, t in facts.files):
         return False  # modules picked by a computed name
-    word = re.compile(r"(?<![\w])" + re.escape(stem) + r"(?![\w])")
-    if any(p != ctx.path and stem in t and word.search(t) for p, t in facts.files):
-        return False  # named somewhere (an import, a string, a list of modules)
+    package = os.path.basename(folder)
+    if any(p != ctx.path and stem in t and may_name_module(ctx, t, stem, package) for p, t in facts.files):
+        return False  # named somewhere (an import, a string, a list of modules; not `vae = ...`, `torch.distributions`)
     if _installable(ctx, folder) or named_in_references(ctx, stem) or _run_in_docs(ctx, stem):
         return False
     siblings = {os.path.basename(p)[:-3] for p, _ in facts.files

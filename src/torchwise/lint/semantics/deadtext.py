@@ -243,3 +243,4 @@ def commented(text: str, pos: int) -> bool:
             return True
         hash_at = text.find("#", hash_at + 1, pos)
     return False
+

@@ -8,8 +8,10 @@ Read from the syntax of the files that name it, none of these is a use of this m
 - ``self.name`` inside a class that defines ``name`` itself (another class than the method's):
   Python finds that class's own method first;
 - a ``def name`` of another class or function (a definition, no use) - unless the class is a base
-  or a subclass of the method's class: an override pair is an interface a caller outside the
-  project (a training script not shipped) may call.
+  or a subclass of the method's class and a library base of the hierarchy may call it by that
+  name (:mod:`.owninterfaces`: ``reset_parameters`` under ``nn.Linear``); an interface only the
+  project's own classes declare (``full_rank`` of every recommender) is called by its callers,
+  which name it.
 
 Every other mention counts: a bare name, an attribute of any other object, a string naming it
 (``getattr(obj, "load")``), an import of the name."""
@@ -23,6 +25,7 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.deadtext import words
+from torchwise.lint.semantics.owninterfaces import project_only
 
 
 def method_uses(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, limit: int = 1, others: bool = False) -> int:
@@ -113,7 +116,7 @@ def _mentions(ctx: Context, name: str, own: AST | None, owner: ast.ClassDef, lim
         for node in ctx.nodes.get(kind, ()):
             cls = ctx.parent(node)
             if node.name == name and node is not own and cls.__class__ is ast.ClassDef and (
-                    cls.name in ancestors or owner.name in _ancestors(ctx, cls)):
+                    cls.name in ancestors or owner.name in _ancestors(ctx, cls)) and not project_only(ctx, name, owner.name, cls.name):
                 count += 1  # an override in the same hierarchy: an interface method its framework calls
                 if count >= limit:
                     return count
