@@ -243,4 +243,3 @@ def commented(text: str, pos: int) -> bool:
             return True
         hash_at = text.find("#", hash_at + 1, pos)
     return False
-
