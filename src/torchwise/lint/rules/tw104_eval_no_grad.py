@@ -26,6 +26,7 @@ from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
+from torchwise.lint.semantics.globalevals import global_model_runs
 from torchwise.lint.semantics.hostresults import host_result_runs
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
@@ -320,7 +321,8 @@ Lint and the doctor
                 yield ctx.finding(self.code, node, message, suggestion="decode under `with torch.inference_mode():`")
         for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
-        for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
+        for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx),
+                              *global_model_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
