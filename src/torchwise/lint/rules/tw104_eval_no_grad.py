@@ -26,6 +26,7 @@ from torchwise.lint.semantics.evalreach import bare_project_evaluations, module_
 from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
+from torchwise.lint.semantics.globalevals import global_model_runs
 from torchwise.lint.semantics.hostresults import host_result_runs
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
@@ -128,7 +129,9 @@ What it flags
   keeps it an action). Likewise in the environment loop of a script that trains nothing (an
   expert-trajectory collector, an evaluation rollout), and in one that hands its batches to a
   trainer (`log_dict = trainer.train(batch)`, `agent.update(batch)`: the online phase of
-  offline-to-online RL). A module's call of its own `step` method (`h, att, _ = self.step(x, h,
+  offline-to-online RL), and in any other loop that steps an environment (an agent's `run()` whose
+  greedy evaluation branch sits beside the branch collecting transitions for its update). Not a
+  library agent's `predict()` (stable-baselines3 runs its policy under no_grad itself). A module's call of its own `step` method (`h, att, _ = self.step(x, h,
   enc)` in a beam search of an `nn.Module` that defines `step`) is a decoder step, no environment.
   And in a class that is no `nn.Module` and has no method named for training (`train`, `learn`,
   `update`, `step`...), in a file that trains nothing and takes no gradients, a method that runs
@@ -173,7 +176,8 @@ What it flags
   on to another function of its file that runs it) with no grad switch or `.eval()` of
   its own. And an agent's action-selection method (`select_action(self, state)`, `act`) that
   runs its network (`self.policy.sample(state)`, `self.actor(state)`) outside no_grad and
-  returns the action detached from the graph (`.detach()`, `.cpu().numpy()`, `.item()`; also an
+  returns the action detached from the graph - keeping nothing of the run that still carries it
+  (`self.transition.extend([log_pi, v])` of an A2C is backpropagated later) - (`.detach()`, `.cpu().numpy()`, `.item()`; also an
   actor's `policy(self, state, goal, to_numpy=True)`/`policy_with_noise(...)` whose tensor return
   runs only when a caller passes `to_numpy=False`, which none does): it runs every environment step and
   its graph is never used - unless every call of it in the project sits under no_grad (`with
@@ -230,6 +234,12 @@ What it flags
   holds (a GAN projector rendering the latent it optimised). Not the dry run of an export script
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
   or `torch.onnx.export(net, ...)`).
+  And in a script that trains nothing and asks for no gradients, a network the script puts in eval
+  mode at module level (`sr_net.eval()`, or `enc = SpeakerNet().eval().cuda()` in one chain) run by
+  a module-level function only this file calls (`def upscale(img): out = sr_net(img)`), or, when put
+  in eval mode in its building chain, in a module-level loop. An evaluation function handed to a
+  worker pool or thread (`pool.map(score_chunk, parts)`, `Process(target=f)`) is checked as if called:
+  a worker starts with autograd on.
   And a function that runs a network and returns only host data, keeping nothing else of it (a
   model's `predict(self, data)` returning `score.cpu().data.numpy()`, an agent's bonus returned
   `.data.cpu().numpy()`, `generate_fast()` gathering NumPy samples, a `beam_search(src, model, ...)`
@@ -323,7 +333,8 @@ Lint and the doctor
                 yield ctx.finding(self.code, node, message, suggestion="decode under `with torch.inference_mode():`")
         for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
-        for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx)]:
+        for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx),
+                              *global_model_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")

@@ -18,10 +18,28 @@ def handed_over(ctx: Context, func: ast.AST) -> bool:
     for name in ctx.nodes.get(ast.Name, ()):
         if name.id == func.name and name.ctx.__class__ is ast.Load:
             parent = ctx.parent(name)
+            if _worker_target(ctx, name, parent):
+                continue  # a process or thread runs it with autograd on: grad mode is per thread, on at its start
             if parent.__class__ is ast.Return or (parent.__class__ is ast.Call and name is not parent.func) or (
                 parent.__class__ is ast.keyword
             ):
                 return True
+    return False
+
+
+_POOL_METHODS = frozenset({"map", "imap", "imap_unordered", "starmap", "map_async", "starmap_async", "apply_async", "submit"})
+_WORKERS = frozenset({"multiprocessing.Process", "threading.Thread", "torch.multiprocessing.Process"})
+
+
+def _worker_target(ctx: Context, name: ast.Name, parent: ast.AST) -> bool:
+    """``pool.map(extract_on_paths, chunks)``, ``executor.submit(f, x)``, ``mp.Process(target=f)``: the
+    function runs in a worker process or a new thread, where autograd starts on whatever the caller set."""
+    if parent.__class__ is ast.Call and parent.args and parent.args[0] is name and parent.func.__class__ is ast.Attribute:
+        return parent.func.attr in _POOL_METHODS and parent.func.value.__class__ in (ast.Name, ast.Attribute) \
+            and any(w in ctx.text(parent.func.value).lower() for w in ("pool", "executor", "mp", "workers"))
+    if parent.__class__ is ast.keyword and parent.arg == "target":
+        call = ctx.parent(parent)
+        return call.__class__ is ast.Call and (ctx.qualname(call.func) or "") in _WORKERS
     return False
 
 

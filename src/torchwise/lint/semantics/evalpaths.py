@@ -14,7 +14,7 @@ from torchwise.lint.semantics.actions import environment_step, host_helper, only
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.models import is_module_instance, runs_forward
-from torchwise.lint.semantics.steps import hot_loops, is_eval_name, training_calls
+from torchwise.lint.semantics.steps import hot_loops, is_eval_name
 
 _GRAD_TEXT = ("no_grad", "set_grad_enabled", "inference_mode", "enable_grad", "backward", ".eval()")
 
@@ -38,11 +38,11 @@ def acting_calls(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
     if "step(" in ctx.source:
         steps = [c for c in ctx.calls_named("step") if environment_step(ctx, c) and not _own_module_step(ctx, c)]
         loops = list(hot_loops(ctx).values())
-        if steps and not training_calls(ctx):  # a rollout that trains nothing (expert trajectories, evaluation episodes)
-            loops += list({id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values())
-        elif steps:  # an online loop that steps the environment and hands its batches to a trainer (`trainer.train(batch)`)
-            loops += [lp for lp in {id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values()
-                      if all(lp is not h for h in loops) and _calls_update(ctx, lp)]
+        # and every loop that steps an environment: a rollout that trains nothing (expert trajectories, evaluation
+        # episodes), an online loop handing its batches to a trainer (`trainer.train(batch)`), an agent's `run()`
+        # whose evaluation branch acts greedily while its other branch collects transitions for `self.train_model()`
+        loops += [lp for lp in {id(lp): lp for c in steps for lp in ctx.enclosing_loops(c)[:1]}.values()
+                  if all(lp is not h for h in loops)]
         for loop in loops:
             if not any(ctx.contains(loop, c) for c in steps):
                 continue  # no environment steps in this loop: nothing it computes is only an action
@@ -66,16 +66,6 @@ def _own_module_step(ctx: Context, call: ast.Call) -> bool:
         return False
     return any(n.__class__ is ast.FunctionDef and n.name == "step" for n in cls.body) and any(
         b.startswith("torch.nn.") for b in ctx.local_class_bases(cls.name))
-
-
-_UPDATES = frozenset({"train", "update", "learn", "train_step", "update_parameters", "optimize"})
-
-
-def _calls_update(ctx: Context, loop: AST) -> bool:
-    """The loop calls a training method of another object (``log_dict = trainer.train(batch)``,
-    ``agent.update(batch)``) with arguments: it trains the agent that picks its actions."""
-    return any(n.__class__ is ast.Call and n.args and n.func.__class__ is ast.Attribute and n.func.attr in _UPDATES
-               for n in ctx.walk_body(loop.body))
 
 
 def _chained_assign(ctx: Context, call: ast.Call) -> ast.Assign | None:
@@ -181,7 +171,8 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
             continue
         returns = [n for n in ast.walk(func) if n.__class__ is ast.Return]
         if not returns or not all(_host_value(ctx, r.value) or _off_by_default(ctx, func, r) for r in returns) \
-                or any(w in ctx.text(func) for w in _GRAD_TEXT) or every_call_without_grad(ctx, func.name):
+                or any(w in ctx.text(func) for w in _GRAD_TEXT) or every_call_without_grad(ctx, func.name) \
+                or _keeps_run_values(ctx, func):
             continue
         for node in ctx.walk_body(func.body):
             if node.__class__ is ast.Call and node.args and node.func.__class__ is ast.Attribute and _self_network(ctx, node) \
@@ -189,6 +180,47 @@ def _action_methods(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 yield node, (f"{func.name}() runs {ctx.text(node.func)} with autograd recording on every environment step, "
                              "then returns the action detached from it; acting needs no graph")
                 break
+
+
+_CUT_NAMES = frozenset({"detach", "item", "numpy", "tolist", "cpu"})
+
+
+def _keeps_run_values(ctx: Context, func: AST) -> bool:
+    """The method keeps a value of its network run that still carries the graph: stores it on an
+    attribute (``self.last_v = v``) or hands it to another object (``self.transition.extend([log_pi, v])``,
+    ``self.buffer.push(log_prob)``) - an A2C that backpropagates the stored log-probability and value
+    in its update. Then the graph is needed, whatever the method returns."""
+    names: set[str] = set()
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Assign and _graph_value(ctx, node.value, names):
+            names |= {n.id for t in node.targets for n in ast.walk(t) if n.__class__ is ast.Name}
+    if not names:
+        return False
+    for node in ctx.walk_body(func.body):
+        if node.__class__ is ast.Assign and any(n.__class__ in (ast.Attribute, ast.Subscript) for t in node.targets
+                                                for n in ast.walk(t)) and _graph_value(ctx, node.value, names, runs=False):
+            return True  # self.saved = v, self.buf[i] = v
+        call = node.value if node.__class__ is ast.Expr else None
+        if call.__class__ is ast.Call and call.func.__class__ is ast.Attribute \
+                and not (ctx.qualname(call.func) or "").startswith(("torch.", "numpy.")) \
+                and any(_graph_value(ctx, a, names, runs=False) for a in [*call.args, *(k.value for k in call.keywords)]):
+            return True  # self.transition.extend([log_pi, v]): a statement handing it to another object
+    return False
+
+
+def _graph_value(ctx: Context, expr: AST, names: set[str], runs: bool = True) -> bool:
+    """``expr`` reads one of ``names`` (or, with ``runs``, calls a network of the agent) outside a cut
+    (``v.detach()``, ``a.item()``)."""
+    if expr.__class__ is ast.Name:
+        return expr.id in names
+    if expr.__class__ is ast.Call:
+        if last_name(expr.func) in _CUT_NAMES or host_helper(last_name(expr.func)):
+            return False
+        if runs and expr.args and expr.func.__class__ is ast.Attribute and _self_network(ctx, expr):
+            return True
+    if expr.__class__ is ast.Attribute and expr.attr == "data":
+        return False
+    return any(_graph_value(ctx, c, names, runs) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
 
 
 def _off_by_default(ctx: Context, func: AST, ret: ast.Return) -> bool:

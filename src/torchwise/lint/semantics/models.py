@@ -170,7 +170,8 @@ _FORWARD_VERBS = frozenset({
 FORWARD_VERBS = _FORWARD_VERBS  # (read by hostresults)
 # libraries whose models' generate()/predict() turn autograd off themselves
 _LIBRARY_MODELS = ("transformers.", "diffusers.", "timm.", "torchvision.", "open_clip.", "sentence_transformers.",
-                   "ultralytics.", "peft.")
+                   "ultralytics.", "peft.",
+                   "stable_baselines3.", "sb3_contrib.")  # (an agent's predict() runs its policy under no_grad itself)
 
 
 def _local_method(ctx: Context, class_name: str, name: str, depth: int = 4) -> ast.FunctionDef | None:
