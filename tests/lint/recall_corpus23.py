@@ -222,8 +222,9 @@ _MOL_FINETUNE = d("""
     head.to(device)
 """)
 PROJECTS += [
-    ProjectShape("TW402", "a utils load helper restores the entry the training saves from the GPU", {
-        "main.py": _CL_MAIN, "utils.py": _CL_UTILS}, (("utils.py", 6),)),
+    ProjectShape("TW402", "a utils load helper restores the entry the training saves from the GPU (also for evaluate-only runs)", {
+        "main.py": _CL_MAIN.replace("for x, y in loader:", "if args.eval_only:\n    utils.load_checkpoint(model, args.model_dir)\nfor x, y in loader:"),
+        "utils.py": _CL_UTILS}, (("utils.py", 6),)),
     ProjectShape("TW402", "a model's from_pretrained() restores the submodule class the pretraining saves from the GPU", {
         "pretrain.py": _MOL_PRETRAIN, "model.py": _MOL_MODEL, "finetune.py": _MOL_FINETUNE}, (("model.py", 10),)),
     ProjectShape("TW402", "look-alike: from_pretrained() of a submodule class the project never saves (shipped weights)", {

@@ -24,6 +24,7 @@ from torchwise.lint.semantics.hostfixtures import host_fixture
 from torchwise.lint.semantics.loadsites import (cached_in_branch, evaluation_script, every_rank_loads, gpu_project_load,
                                                 reads_device_keys, reload_after_training_method, restored_into,
                                                 restores_device_state, serves_evaluate_mode)
+from torchwise.lint.semantics.callerreloads import reloaded_after_callers_save
 from torchwise.lint.semantics.modefunctions import inference_mode_function
 from torchwise.lint.semantics.ownsaves import reloads_own_save
 from torchwise.lint.semantics.scriptloads import co_saved_with_device, model_built_from, script_level_checkpoint
@@ -165,7 +166,7 @@ def _same_run_reload(ctx: Context, load: ast.Call, names: set[str]) -> bool:
     one rank wrote it (``if accelerator.is_main_process: torch.save(...)``) and every other rank
     restores its tensors onto that rank's device."""
     if not (returned_by_saver(ctx, load) or reload_in_process(ctx, load, names) or reload_after_training_method(ctx, load)
-            or reloads_own_save(ctx, load) or trainer_attribute_reload(ctx, load)):
+            or reloads_own_save(ctx, load) or trainer_attribute_reload(ctx, load) or reloaded_after_callers_save(ctx, load)):
         return False
     return not every_rank_loads(ctx, load)
 
@@ -276,7 +277,10 @@ What it flags
   file saves the best state to and returns, `best_path = self._train(...)`), the path a trainer object keeps,
   read back after that trainer's training in the same scope (`trainer.train(args.epochs)`, then
   `torch.load(trainer.snapshot_path)`, where a module of the project saves to
-  `self.snapshot_path`), loads in a method only a method nothing calls reaches (a `Model.load()`
+  `self.snapshot_path`), a load helper every call of which in the project comes after its caller
+  saved the file it reads, in the same function or script (`save_model(args, model, name)` writing
+  `f'models/{name}.pt'`, then `load_model(args, name)` reading it; `predict_main(best_epoch)` after
+  the loop that saved `'epoch_%s.params' % epoch`), loads in a method only a method nothing calls reaches (a `Model.load()`
   nothing calls; `pickle.load(` and `torch.load(` name no method of the project), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
   `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every

@@ -9,7 +9,8 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
-from torchwise.lint.semantics.chosendevice import gpu_lines_beside_choice
+from torchwise.lint.semantics.chosendevice import cpu_choices, gpu_lines_beside_choice
+from torchwise.lint.semantics.cudamaps import cuda_map_locations
 from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
 from torchwise.lint.semantics.deviceparams import factories_ignoring_device
@@ -19,7 +20,7 @@ from torchwise.lint.semantics.guardedmoves import availability_beside_option, ba
 from torchwise.lint.semantics.handeddevice import cuda_calls, promised_cpu_run, set_device_calls, unhanded_lines
 from torchwise.lint.semantics.gpupaths import in_fallback_try, on_gpu_distributed_path, tests_device_for_cpu
 from torchwise.lint.semantics.defaultguards import only_default_guards
-from torchwise.lint.semantics.harmlessmoves import cpu_alternative, cuda_contexts_beside_choice, harmless_cuda
+from torchwise.lint.semantics.harmlessmoves import cuda_contexts_beside_choice, harmless_cuda
 from torchwise.lint.semantics.fallback import chooses_by_flag, gpu_only_file, has_cpu_fallback, pinned_gpu_script, under_device_flag
 from torchwise.lint.semantics.optinmodes import module_device_only_opt_in
 from torchwise.lint.semantics.projectcode import function_verdict
@@ -40,7 +41,8 @@ class HardcodedCuda(Rule):
     triggers = ("cuda",)
     doc = """\
 What it flags
-  `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")`, `device="cuda"` arguments, the
+  `.cuda()` calls, `torch.device("cuda")`, `.to("cuda")`, `device="cuda"` arguments, a checkpoint
+  mapped onto a fixed GPU (`torch.load(p, map_location='cuda:0')`, `f'cuda:{args.gpu}'`), the
   typed CUDA constructors (`torch.cuda.FloatTensor(n, c)`) and `torch.cuda.current_device()`
   (and `torch.cuda.synchronize()` in a file that moves to CUDA under a device flag, below) in a
   file that has no device fallback anywhere: it never checks
@@ -261,6 +263,8 @@ Fix
                 continue
             if arg is not None and arg.__class__ is ast.Constant and isinstance(arg.value, str) and _CUDA_STR.match(arg.value):
                 yield from self._opt(self._finding(ctx, call, f'hard-coded device "{arg.value}" with no CPU fallback'))
+        for load, where, text in cuda_map_locations(ctx):  # torch.load(p, map_location='cuda:0')
+            yield from self._opt(self._finding(ctx, load, f'map_location={text} needs a CUDA GPU', where))
         for kw_call in ctx.nodes.get(ast.Call, ()) if 'device="cuda' in src or "device='cuda" in src else ():
             kw = keyword(kw_call, "device")
             if kw is None or kw_call.func.__class__ is ast.Attribute and kw_call.func.attr == "to":
@@ -300,7 +304,7 @@ Fix
         for call in gpu_lines_beside_choice(ctx):  # device = "cuda" if available else "cpu"; x.to(device); torch.cuda.synchronize()
             yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() needs a GPU while this file chooses "
                                                "its device with a CPU alternative; its CPU path fails here"))
-        yield from (f for call in cuda_contexts_beside_choice(ctx, self._cpu_choices(ctx))
+        yield from (f for call in cuda_contexts_beside_choice(ctx, cpu_choices(ctx))
                     for f in self._opt(self._finding(ctx, call, "torch.cuda.device() ignores the device this class "
                                                      "chooses; its CPU path fails here")))
         if "cuda(" not in src:
@@ -344,7 +348,7 @@ Fix
         """A function that chooses its device by a setting (``if config['cuda']: device =
         torch.device("cuda:0") else: device = torch.device("cpu")``) and then moves inputs with a
         bare ``.cuda()``: the CPU branch it offers fails on that line."""
-        for func in {id(f): f for f in map(ctx.function_of, self._cpu_choices(ctx)) if f is not None}.values():
+        for func in {id(f): f for f in map(ctx.function_of, cpu_choices(ctx)) if f is not None}.values():
             for call in ctx.calls_named("cuda"):
                 if call.func.__class__ is ast.Attribute and ctx.qualname(call.func) is None and ctx.function_of(call) is func:
                     yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() ignores the device this "
@@ -354,19 +358,6 @@ Fix
         for call, name in model_beside_guarded_batches(ctx):  # if use_cuda: x = x.cuda(); model = DataParallel(model).cuda()
             yield from self._opt(self._finding(ctx, call, f"{ctx.text(call.func)}() moves {name} to CUDA unguarded while "
                                                "the batches fall back to the CPU; the CPU path fails here"))
-
-    @staticmethod
-    def _cpu_choices(ctx: Context) -> Iterator[ast.Call]:
-        """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
-        for call in ctx.calls_named("device"):
-            if ctx.qualname(call.func) != "torch.device" or not call.args:
-                continue
-            parent = ctx.parent(call)
-            cpu = call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu"
-            if parent.__class__ is ast.Assign and (cpu and any(True for _ in ctx.enclosing_ifs(call)) or cpu_alternative(call.args[0])) \
-                    or cpu and parent.__class__ is ast.IfExp and ctx.parent(parent).__class__ is ast.Assign:
-                yield call  # in a branch of an if/else, torch.device(f"cuda:{i}" if gpus else "cpu"), or
-                # device = torch.device("cuda") if opt.use_gpu else torch.device("cpu")
 
     @staticmethod
     def _opt(finding: Finding | None) -> Iterator[Finding]:

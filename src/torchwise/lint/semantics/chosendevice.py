@@ -13,6 +13,7 @@ Not when the file names a "cuda" device elsewhere outside any device test (writt
 from __future__ import annotations
 
 import ast
+from typing import Iterator
 
 from torchwise.lint.engine import Context
 from torchwise.lint.engine.lazyre import lazy_compile
@@ -83,4 +84,17 @@ def gpu_lines_beside_choice(ctx: Context) -> list[ast.Call]:
     return found
 
 
-__all__ = ["gpu_lines_beside_choice"]
+__all__ = ["cpu_choices", "gpu_lines_beside_choice"]
+
+
+def cpu_choices(ctx: Context) -> Iterator[ast.Call]:
+    """``torch.device("cpu")`` assigned in a branch of an ``if``/``else`` (a device chosen)."""
+    for call in ctx.calls_named("device"):
+        if ctx.qualname(call.func) != "torch.device" or not call.args:
+            continue
+        parent = ctx.parent(call)
+        cpu = call.args[0].__class__ is ast.Constant and call.args[0].value == "cpu"
+        if parent.__class__ is ast.Assign and (cpu and any(True for _ in ctx.enclosing_ifs(call)) or cpu_alternative(call.args[0])) \
+                or cpu and parent.__class__ is ast.IfExp and ctx.parent(parent).__class__ is ast.Assign:
+            yield call  # in a branch of an if/else, torch.device(f"cuda:{i}" if gpus else "cpu"), or
+            # device = torch.device("cuda") if opt.use_gpu else torch.device("cpu")

@@ -254,7 +254,7 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
     seen = False
     for use in uses:
         b = ctx.binding_at(name, use)
-        if b is None or b.node is not parent:
+        if b is None or b.node is not parent and not _other_branch(ctx, parent, b.node, use):
             continue  # another binding of the name (or a parameter of the same name)
         seen = True
         holder = ctx.parent(use)
@@ -275,6 +275,21 @@ def demo_loader(ctx: Context, call: ast.Call) -> bool:
             continue  # for i, x in enumerate(loader): ...; if i == n - 1: break - a few samples, once
         return False
     return seen or _rebound_unread(ctx, parent, scope)
+
+
+def _other_branch(ctx: Context, mine: AST, other: AST, use: AST) -> bool:
+    """``other`` binds the name in another branch of an ``if``/``elif`` chain that holds ``mine``
+    (``if args.data == 'cifar10': test_loader = ...`` / ``elif ...: test_loader = ...``): the use
+    after the chain sees whichever branch ran, ``mine`` included."""
+    if other.__class__ is not ast.Assign:
+        return False
+    for node in ctx.ancestors(mine):
+        if node.__class__ is ast.If and ctx.contains(node, other):
+            if ctx.contains(node, use):
+                return False  # a use inside the chain sees its own branch's loader
+            in_body = any(ctx.contains(s, mine) or s is mine for s in node.body)
+            return in_body != any(ctx.contains(s, other) or s is other for s in node.body)
+    return False
 
 
 def _old_next(ctx: Context, call: ast.Call) -> bool:
