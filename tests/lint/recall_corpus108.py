@@ -260,3 +260,24 @@ QUIET += [
                 opt.step()
         """)),
 ]
+QUIET += [
+    Shape("TW207", "look-alike: a loss function divides by float() of the batch size it took from a shape", d("""
+        import torch
+        import torch.nn.functional as F
+        def vae_loss(recon, x, mu, logvar):
+            n = x.size(0)
+            bce = F.binary_cross_entropy(recon, x, reduction="sum")
+            kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+            loss = bce + kl
+            loss /= float(n)
+            return loss
+        def train(net, loader, opt):
+            for x, _ in loader:
+                x = x.cuda()
+                recon, mu, logvar = net(x)
+                loss = vae_loss(recon, x, mu, logvar)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """)),
+]

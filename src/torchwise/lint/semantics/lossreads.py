@@ -226,6 +226,7 @@ def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
         if node.func.__class__ is ast.Attribute and node.func.attr == "item" and not node.args:
             subject = node.func.value
         elif (subject := cast_operand(ctx, node, _FLOAT)) is None or host_number(ctx, subject, node) or side_output(ctx, subject, node) \
+                or only_metadata(subject) or _sized(ctx, subject, node) \
                 or not settings_gated(ctx, node):
             continue  # float(diff) per sample, as .item() (semantics.castreads); not of a number
         if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \
@@ -233,6 +234,12 @@ def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
                 and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
             out.append(node)
     return out
+
+
+def _sized(ctx: Context, name: AST, use: AST) -> bool:
+    """``batch_size`` of ``batch_size = x.size(0)``: a number made from shapes alone."""
+    b = ctx.binding_at(name.id, use) if name.__class__ is ast.Name else None
+    return b is not None and b.kind == "assign" and b.value is not None and only_metadata(b.value)
 
 
 _MASK_INDEXES = (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
