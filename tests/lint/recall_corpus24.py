@@ -57,9 +57,10 @@ FIND += [  # (round 18: sets 22 and 26 count a synchronize that times every trai
     Shape("TW207", "the synchronize is followed only by host values (the learning rate, a timer)",
           d(_SYNC_THEN_READ.format(read='meters["lr"].update(optimizer.param_groups[0]["lr"])')), 12),
 ]
-QUIET += [
-    Shape("TW207", "look-alike: the loss is read after the synchronize only under a print interval",
-          d(_SYNC_THEN_READ.format(read='if step % 50 == 0:\n                print(loss.item())'))),
+FIND += [  # (round 31: was a look-alike; sets 46 and 50 count the timer's synchronize when the reads after it run only
+    # under a print interval - it stalls every step, the reads every 50th)
+    Shape("TW207", "the loss is read after the synchronize only under a print interval (the synchronize times the step)",
+          d(_SYNC_THEN_READ.format(read='if step % 50 == 0:\n                print(loss.item())')), 12),
 ]
 
 # ------------------------------------------------------------ TW207 the gradient scaler's scale read every step

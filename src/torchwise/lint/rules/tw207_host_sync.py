@@ -85,8 +85,8 @@ What it flags
   `for name, p in model.named_parameters()`, and a test of a value made from the gradient, `if
   clip / (param_norm + 1e-6) < 1:`) that
   the step calls (`clip_grad_value_(model.parameters())`, a wrapper optimizer's `step()`); `.item()` of its own losses in a loss function the step calls
-  (`return loss, Munch(real=loss_real.item())`); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
-  training loop that reads nothing on the host after it (also one timing the batch for a meter, `batch_time.update(time.time() - end)`;
+  (`return loss, Munch(real=loss_real.item())`), or `float()` of them (`logs['l2'] = float(loss_l2)`, also under a test of the run's settings, `if self.opts.l2_lambda > 0:`; per sample in a criterion's `forward`, `float(sim)`; not of host numbers, `float(x.size(0))`, nor of what a loss hands back beside its loss, nor under a verbose or debug switch); the pre-0.4 `loss.data[0]`; an unconditional `torch.cuda.synchronize()` in a
+  training loop that reads nothing on the host after it but under a log interval (also one timing the batch for a meter, `batch_time.update(time.time() - end)`;
   not in a benchmark: a function or file named for one, a list of step times), and one that is
   followed by a read of the step's values (`torch.cuda.synchronize(); meter.update(loss.item())`:
   reported at the synchronize, where the step waits - the reads after it add no wait of their

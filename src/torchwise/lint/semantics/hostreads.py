@@ -9,6 +9,7 @@ import ast
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.argreads import host_read_of_arguments, reads_of_arguments
 from torchwise.lint.semantics.callshapes import Shape, call_shape, left_off
+from torchwise.lint.semantics.castreads import cast_operand, loss_named, settings_gated, settings_value
 from torchwise.lint.semantics.devices import is_device_tensor
 from torchwise.lint.semantics.gatedreads import gated_argument
 from torchwise.lint.semantics.hostnumbers import host_number
@@ -247,24 +248,30 @@ def is_loop_counter(ctx: Context, expr: AST) -> bool:
 
 
 def own_loss_reads(ctx: Context, func: AST) -> list[ast.Call]:
-    """``.item()`` of the losses a loss function computes itself and hands back for logging
-    (``return loss, Munch(real=loss_real.item(), fake=loss_fake.item())``): outside any
-    ``if`` or loop of its own, on a name the function binds to a loss."""
+    """``.item()`` (or ``float()``/``int()``) of the losses a loss function computes itself and hands
+    back for logging (``return loss, Munch(real=loss_real.item(), fake=loss_fake.item())``,
+    ``loss_dict['l2'] = float(loss_l2)``): outside any loop of its own and any ``if`` but a test of
+    the run's settings (``if self.opts.l2_lambda > 0:``), on a name the function binds to a loss."""
     key = ("sem:own-loss-reads", id(func))
     found = ctx._cache.get(key)
     if found is None:
         found = []
         for node in ctx.walk_body(func.body):
-            if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item":
+            if node.__class__ is not ast.Call:
                 continue
-            recv = node.func.value
-            if recv.__class__ is not ast.Name or ctx.enclosing_ifs(node) or ctx.enclosing_loops(node):
+            if node.func.__class__ is ast.Attribute and node.func.attr == "item":
+                recv = node.func.value
+            elif (recv := cast_operand(ctx, node)) is None:  # float(loss_l2): the same read (semantics.castreads)
+                continue
+            if recv.__class__ is not ast.Name or ctx.enclosing_loops(node) or not settings_gated(ctx, node):
                 continue
             b = ctx.binding_at(recv.id, node)
-            if b is None or b.kind not in ("assign", "aug") or ctx.function_of(b.node) is not func:
+            if b is None or b.kind not in ("assign", "aug") or ctx.function_of(b.node) is not func \
+                    or node.func.__class__ is ast.Name and (host_number(ctx, recv, node) or settings_value(b.value)
+                                                            or b.kind == "aug" and host_number(ctx, b.value, b.node)):
                 continue
-            if b.kind == "aug":  # dis_loss += (real + fake) / 2: a sum of loss terms
-                if "loss" in recv.id.lower():
+            if b.kind == "aug":  # dis_loss += (real + fake) / 2: a sum of loss terms (total += percept_loss * w: a cast's)
+                if "loss" in recv.id.lower() or node.func.__class__ is ast.Name and loss_named(b.value):
                     found.append(node)
                 continue
             if is_loss_value(ctx, recv, node) or ("loss" in recv.id.lower() and b.value.__class__ in (ast.Call, ast.BinOp, ast.UnaryOp)):

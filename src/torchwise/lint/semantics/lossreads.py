@@ -15,6 +15,8 @@ from typing import Callable
 from torchwise.lint.engine import AST, Context, last_name
 from torchwise.lint.semantics.callers import project_calls, star_calls
 from torchwise.lint.semantics.callshapes import call_shape, left_off
+from torchwise.lint.semantics.castreads import cast_operand, settings_gated, side_output
+from torchwise.lint.semantics.hostnumbers import host_number
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.evalblocks import off_training_path
 from torchwise.lint.semantics.forwardpath import batch_function, takes_batch
@@ -152,10 +154,10 @@ def loss_reads(ctx: Context, per_step: PerStep) -> list[tuple[ast.Call, AST, str
     """``(read, function, where it runs every step)`` for the ``.item()`` reads of
     loss functions the step calls every step and of loss modules' methods on the forward path."""
     readers = _reader_names(ctx)
-    if ".item()" not in ctx.source and not readers:
+    if ".item()" not in ctx.source and "float(" not in ctx.source and "int(" not in ctx.source and not readers:
         return []
-    # the functions that read at all: an .item() of their own, or a call of a reader
-    reading = {id(ctx.function_of(c)) for name in ("item", *readers) for c in ctx.calls_by_name.get(name, ())}
+    # the functions that read at all: an .item() or a cast of their own, or a call of a reader
+    reading = {id(ctx.function_of(c)) for name in ("item", "float", "int", *readers) for c in ctx.calls_by_name.get(name, ())}
     found = []
     for kind in (ast.FunctionDef, ast.AsyncFunctionDef):
         for func in ctx.nodes.get(kind, ()):
@@ -210,20 +212,34 @@ def _reader_names(ctx: Context) -> frozenset[str]:
     return found
 
 
+_FLOAT = frozenset({"float"})
+
+
 def _input_reads(ctx: Context, func: AST) -> list[ast.Call]:
-    """``.item()`` of a tensor computed from the function's parameters, on the device (not through
+    """``.item()`` (or ``float()``) of a tensor computed from the function's parameters, on the device (not through
     ``.cpu()``/NumPy), outside a log interval or a branch that rarely runs. (``.tolist()`` there
     mostly turns indices into host lookups the loss needs: ``[gts[i] for i in idx.tolist()]``.)"""
     out = []
     for node in ctx.walk_body(func.body):
-        if node.__class__ is not ast.Call or node.func.__class__ is not ast.Attribute or node.func.attr != "item" or node.args:
+        if node.__class__ is not ast.Call:
             continue
-        subject = node.func.value
+        if node.func.__class__ is ast.Attribute and node.func.attr == "item" and not node.args:
+            subject = node.func.value
+        elif (subject := cast_operand(ctx, node, _FLOAT)) is None or host_number(ctx, subject, node) or side_output(ctx, subject, node) \
+                or only_metadata(subject) or _sized(ctx, subject, node) \
+                or not settings_gated(ctx, node):
+            continue  # float(diff) per sample, as .item() (semantics.castreads); not of a number
         if (from_inputs(ctx, subject, func) or is_device_tensor(ctx, subject, node)) and not on_host(ctx, subject, func) \
                 and not only_metadata(subject) \
                 and not runs_periodically(ctx, node) and not runs_rarely(ctx, node):
             out.append(node)
     return out
+
+
+def _sized(ctx: Context, name: AST, use: AST) -> bool:
+    """``batch_size`` of ``batch_size = x.size(0)``: a number made from shapes alone."""
+    b = ctx.binding_at(name.id, use) if name.__class__ is ast.Name else None
+    return b is not None and b.kind == "assign" and b.value is not None and only_metadata(b.value)
 
 
 _MASK_INDEXES = (ast.Compare, ast.UnaryOp, ast.Name, ast.Attribute, ast.Call, ast.BinOp)
@@ -322,9 +338,12 @@ def loss_read_messages(ctx: Context, per_step: Callable[[Context, ast.Call], boo
     """``(read, message)`` of each :func:`loss_reads` read outside the training loop itself (reads
     there are the rule's own loop checks), on an accelerator where the step calls it directly."""
     out: list[tuple[AST, str]] = []
+    lines: set[int] = set()  # (one per line: float(a) - float(b))
     for read, func, where in loss_reads(ctx, per_step):
-        if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)):
+        if hot_region_of(ctx, read) is None and (where != "every training step" or on_accelerator(ctx, read)) \
+                and (cast_operand(ctx, read) is None or read.lineno not in lines):
+            lines.add(read.lineno)
             what = f".{read.func.attr}()" if read.func.__class__ is ast.Attribute and read.func.attr in SYNC_METHODS else (
-                f"{ctx.text(read.func)}(), which reads what it is given on the host,")
+                ctx.text(read) if cast_operand(ctx, read) is not None else f"{ctx.text(read.func)}(), which reads what it is given on the host,")
             out.append((read, f"{what} in {func.name}(), {where}, waits for the GPU"))
     return out

@@ -15,7 +15,7 @@ from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
 from torchwise.lint.semantics.optiondefaults import option_default
-from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step
+from torchwise.lint.semantics.steps import hot_region_of, is_backward_call, is_optimizer_step, runs_periodically
 from torchwise.lint.semantics.stepvalues import step_subject
 
 # TW207's suggestions for an explicit synchronize and for a repeat by counts read per element
@@ -170,10 +170,11 @@ def timing_benchmark(ctx: Context, loop: ast.AST) -> bool:
 
 def read_after(ctx: Context, region: ast.AST, call: ast.Call) -> bool:
     """A host read (``loss.item()``) later in the loop: it would wait for the GPU anyway, so the
-    explicit synchronize adds no stall of its own."""
+    explicit synchronize adds no stall of its own. Not a read under a log interval (``if step %
+    20 == 0:``): the synchronize still stalls the other steps (a batch timer's)."""
     pos = (call.lineno, call.col_offset)
     return any(n.__class__ is ast.Call and n.func.__class__ is ast.Attribute and n.func.attr in SYNC_METHODS
-               and (n.lineno, n.col_offset) > pos for n in ast.walk(region))
+               and (n.lineno, n.col_offset) > pos and not runs_periodically(ctx, n) for n in ast.walk(region))
 
 
 def synchronized_before(ctx: Context, loop: ast.AST, node: ast.AST) -> ast.Call | None:
