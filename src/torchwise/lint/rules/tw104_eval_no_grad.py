@@ -27,21 +27,11 @@ from torchwise.lint.semantics.evalpeers import mixed_function_runs, peer_runs
 from torchwise.lint.semantics.evalshared import shared_loop_runs
 from torchwise.lint.semantics.evalsingle import single_inferences
 from torchwise.lint.semantics.globalevals import global_model_runs
+from torchwise.lint.semantics.modelmethods import is_module_method
 from torchwise.lint.semantics.hostresults import host_result_runs
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
-from torchwise.lint.semantics.projectclasses import is_module_class_def
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
-
-def _is_module_method(ctx: Context, func: ast.AST) -> bool:
-    cls = ctx.parent(func)
-    if cls.__class__ is not ast.ClassDef:
-        return False
-    bases = ctx.local_class_bases(cls.name)
-    # torch modules, and model classes of libraries built on them (transformers' PreTrainedModel)
-    return any(b.startswith("torch.nn.") or b.rsplit(".", 1)[-1].endswith("PreTrainedModel") for b in bases) \
-        or is_module_class_def(ctx, cls)  # (also through a module class of another file: `class S3Rec(SequentialModel)`)
-
 
 _HOST_TRIGGERS = (".numpy()", ".tolist()", "beam_search(")  # (files only host_result_runs reads)
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
@@ -72,8 +62,9 @@ What it flags
   that puts modules in eval mode names them all (`[x.eval() for x in (embedding_net,
   cls_head)]`). A model run is a call of the module (`model(x)`) or of a method that runs
   its forward pass after `.eval()` on it: `agent.get_action_and_value(x)`, `model.generate(ids)`
-  (for a class of this file, a method that calls the module or its submodules; for an imported
-  class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
+  (for a class of this file, a method that calls the module or its submodules; for a model handed in,
+  a method every project model class that defines it runs its network in - `model.calculate_loss(x)`
+  calling `self.forward(x)`, not `self.loss(x, y)` -; for an imported class, a method named for running it - `forward_masks(x)` and other `forward_*` methods, and
   scoring methods such as `lm_model.log_prob(words)` or `net.predict_proba(x)`, and
   `extract_feature(x)`, included; also such a method bound to a name first, `encode =
   trainer.gen_a.encode if a2b else trainer.gen_b.encode` after `trainer.eval()`, then
@@ -110,7 +101,8 @@ What it flags
   files and unit tests (`test*` functions and `_test*` helpers; in a file that is no test file, a
   `test(self, setting)` method of an experiment class that is no `TestCase`, a module-level
   `test_net(net, dataset, ...)` that loops over what it is given and asserts nothing, and a
-  parameterless `def test():` that puts a global model in eval mode and loops, asserting nothing,
+  parameterless `def test():` that puts a global model (or its enclosing function's: a closure) in eval
+  mode and loops or is called by the script - also one defined under `if __name__ ...:` -,
   are evaluation; so is a `test*` function the project's own code calls, whatever it asserts -
   `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
   parameterless one the script calls after putting the global model it runs in eval mode, such
@@ -360,7 +352,7 @@ Lint and the doctor
         named = not is_module and (is_eval_name(scope.name) or (tested and ctx.parent(scope) is ctx.tree))
         if not evals and not named:
             return []
-        if _is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
+        if is_module_method(ctx, scope) and (not evals or scope.name in ("forward", "__call__")):
             return []  # part of a module's forward pass (predict_masks(), forward itself): the caller sets grad mode
         receivers = eval_receivers(ctx, evals) | (global_eval_runs(ctx, scope) if not is_module else set())
         events = grad_events(ctx, body if is_module else event_nodes(scope))

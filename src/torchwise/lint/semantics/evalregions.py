@@ -107,6 +107,9 @@ def _global_eval(ctx: Context, func: ast.AST, call: ast.Call) -> bool:
     return b is None or ctx.function_of(b.node) is not func
 
 
+_HOLDERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
 def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     """A ``test*`` function that evaluates a trained model, in a file that is not a test file:
     ``test(self, setting)`` of an experiment class (not a ``unittest.TestCase``), or a module-level
@@ -116,7 +119,7 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     (``ret = test(model, users)`` in ``main.py``, ``test(path)`` in the ``__main__`` block) is no unit
     test whatever it asserts - a test runner calls those - and a parameterless one that runs a global
     model the script put in eval mode before calling it (``net.eval(); test_practical()``) evaluates."""
-    klass = ctx.parent(func)
+    klass = next((a for a in ctx.ancestors(func) if a.__class__ in _HOLDERS), ctx.tree)  # (through `if __name__ ...:`)
     if klass is ctx.tree:
         called = None
         if "assert" in ctx.text(func):
@@ -128,11 +131,16 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
             return False  # a smoke test that takes nothing (a course's `def test(): model.eval(); for x in loader:` evaluates)
         key = ("tw104:evaluates", id(func))
         if key not in ctx._cache:
-            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and any(
-                n.__class__ in (ast.For, ast.While) for n in ast.walk(func))
+            ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and (any(
+                n.__class__ in (ast.For, ast.While) for n in ast.walk(func)) or (  # (or a single pass on a model it
+                any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")) and project_called(ctx, func)))  # put in eval mode)
         return ctx._cache[key]
     if is_test_path(ctx.path, ctx.source):
         return False
+    if klass.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef):
+        # `def test():` nested in `main()` over main's `net` (pytest collects no nested function): it
+        # evaluates when it puts a model of the enclosing function (or a global) in eval mode itself
+        return not klass.name.lstrip("_").startswith("test") and any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval"))
     if klass.__class__ is not ast.ClassDef:
         return False
     if func.name.startswith("_") or "test" in klass.name.lower():
