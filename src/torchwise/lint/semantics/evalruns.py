@@ -82,9 +82,9 @@ def _is_run(ctx: Context, scope: ast.AST, node: ast.Call, receivers: set[str]) -
     explicit = func.__class__ is ast.Attribute and func.attr == "forward" and ctx.text(func.value) in receivers
     if ctx.text(func) in receivers or explicit or (_plain_callee(func) and is_module_instance(ctx, func, node) and not _loss_module(ctx, func, node)):
         return True, None
-    if func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and ctx.text(func.value) != "self" \
-            and project_method_runs(ctx, func.attr):
-        return True, None  # model.calculate_loss(x): every project model's method of that name runs the network
+    if func.__class__ is ast.Attribute and ctx.text(func.value) in receivers and (_handed_in(scope, func.value) and func.value.id != "self" or (
+            func.value.__class__ is ast.Attribute and _plain_callee(func.value))) and project_method_runs(ctx, func.attr):
+        return True, None  # model.calculate_loss(x) on a model handed in (or self.edge_model): every project model's method of that name runs the network
     if func.__class__ is ast.Attribute and runs_forward(ctx, func, node) and (ctx.text(func.value) in receivers or (
             _handed_in(scope, func.value) and is_module_instance(ctx, func.value, node))):  # model.predict(...) of a model handed in
         return True, None

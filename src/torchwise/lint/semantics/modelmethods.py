@@ -13,6 +13,7 @@ import ast
 
 from torchwise.lint.engine import Context
 from torchwise.lint.semantics.callers import parsed_file
+from torchwise.lint.semantics.models import _NOT_FORWARD, _NOT_FORWARD_PREFIXES
 from torchwise.lint.semantics.projectclasses import is_module_class_def
 
 _SWITCHES = ("no_grad", "inference_mode", "set_grad_enabled", "enable_grad", "backward(", "autograd.grad")
@@ -21,8 +22,8 @@ _SWITCHES = ("no_grad", "inference_mode", "set_grad_enabled", "enable_grad", "ba
 def project_method_runs(ctx: Context, name: str) -> bool:
     """Every ``def name(`` of the project's module classes runs the network with autograd as the
     caller left it; there is one at least, and no ``def name(`` outside such a class."""
-    if not ctx.project.files or name.startswith("_"):
-        return False
+    if not ctx.project.files or name in _NOT_FORWARD or name.startswith(_NOT_FORWARD_PREFIXES):
+        return False  # (`model.to(device)`, `model.load_state_dict(sd)`: nn.Module's own methods, no run)
     key = ("modelmethods", name)
     found = ctx.project.answers.get(key)
     if found is None:
@@ -53,7 +54,7 @@ def _runs(ctx: Context, name: str) -> bool:
         defs = [f for kind in (ast.FunctionDef, ast.AsyncFunctionDef) for f in other.nodes.get(kind, ()) if f.name == name]
         for method in defs:
             klass = other.parent(method)
-            if klass.__class__ is not ast.ClassDef or not is_module_class_def(other, klass):
+            if klass.__class__ is not ast.ClassDef or not _torch_base(other, klass) and not is_module_class_def(other, klass):
                 return False  # a function of that name, or a method of no model class: no evidence either way
             if _stub(method):
                 continue  # the base class's `def calculate_loss(self): return 0.` that every model overrides
@@ -63,6 +64,10 @@ def _runs(ctx: Context, name: str) -> bool:
                 return False
             seen += 1
     return seen > 0
+
+
+def _torch_base(ctx: Context, klass: ast.ClassDef) -> bool:
+    return any(b.startswith("torch.nn.") for b in ctx.local_class_bases(klass.name))  # (before the project-wide look-up)
 
 
 def _loss_name(attr: str) -> bool:
