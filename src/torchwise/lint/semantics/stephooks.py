@@ -27,9 +27,25 @@ def step_hook_reads(ctx: Context) -> list[tuple[ast.Call, str, str]]:
             "sum the losses on the device and read them once per print interval"
         for node in ast.walk(func):
             if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in ("item", "tolist") \
-                    and not node.args and not runs_periodically(ctx, node):
+                    and not node.args and not runs_periodically(ctx, node) and not _parsed_part(ctx, node.func.value):
                 found.append((node, f".{node.func.attr}() in {func.name}(), which {runner} runs every step, waits for the GPU", fix))
     return found
+
+
+def _parsed_part(ctx: Context, expr: AST, depth: int = 6) -> bool:
+    """A part of what ``self.parse_batch_train(batch)`` hands back, or an element or split of one
+    (``[d[0].item() for d in torch.split(domain_x, n)]``): the parser may return it as the loader
+    made it, on the host (a domain label)."""
+    while expr.__class__ in (ast.Subscript, ast.Attribute):
+        expr = expr.value
+    if expr.__class__ is ast.Call and expr.func.__class__ is ast.Attribute and depth > 0:
+        if expr.func.attr.startswith("parse_batch"):
+            return True
+        return expr.func.attr in ("split", "chunk") and bool(expr.args) and _parsed_part(ctx, expr.args[0], depth - 1)
+    b = ctx.binding_at(expr.id, expr) if expr.__class__ is ast.Name and depth > 0 else None
+    if b is None or b.value is None or b.kind not in ("for", "assign", "unpack"):
+        return False
+    return _parsed_part(ctx, b.value, depth - 1)
 
 
 def dassl_batch_parser(ctx: Context, func: AST | None) -> bool:
