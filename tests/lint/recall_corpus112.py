@@ -209,27 +209,6 @@ QUIET += [
                 return batch["img"].cuda(), batch["label"].cuda()
     """)),
 ]
-
-# The same loss read every step, then printed again under an interval that defaults to 1: the first
-# read is where the step waits; the second finds the GPU idle (only the first is reported).
-PROJECTS += [
-    ProjectShape("TW207", "loss read every step, printed again under an interval of 1: only the first read reported",
-                 {"train.py": d("""
-        import argparse
-        import torch
-        parser = argparse.ArgumentParser()
-        parser.add_argument('--show_every', type=int, default=1)
-        args = parser.parse_args()
-        net = torch.nn.Linear(8, 1).cuda()
-        total = 0.0
-        for it in range(1, 100):
-            loss = net(torch.randn(4, 8, device='cuda')).pow(2).mean()
-            loss.backward()
-            total += loss.item()
-            if it % args.show_every == 0:
-                print(it, loss.item(), total / it)
-    """)}, (("train.py", 11),)),
-]
 QUIET += [
     Shape("TW207", "look-alike: a Dassl trainer reads the domain labels its parser hands back unmoved (host tensors)", d("""
         import torch

@@ -24,7 +24,6 @@ from torchwise.lint.semantics.stepregion import step_region
 from torchwise.lint.semantics.steps import evaluated_every_call, full_batch_epochs
 from torchwise.lint.semantics.stepvalues import round_trip, step_subject
 from torchwise.lint.semantics.syncs import synchronized_before
-from torchwise.lint.semantics.unitintervals import read_again
 
 
 def every_step_read(ctx: Context, node: AST, subject: AST | None, check_subject: bool = True,
@@ -43,8 +42,6 @@ def every_step_read(ctx: Context, node: AST, subject: AST | None, check_subject:
         return None  # nothing here is evidently on an accelerator
     if check_subject and not (step_subject(ctx, subject, node) or round_trip(ctx, node) or loss_operand(ctx, node)):
         return None
-    if looping and read_again(ctx, node, subject, region):
-        return None  # read already this pass, unconditionally, before a log interval that is no interval
     if subject is not None and host_made(ctx, subject, node):
         return None  # a tensor the function built on the CPU itself (semantics.hostmade)
     if looping and feeds_environment(ctx, node, region):

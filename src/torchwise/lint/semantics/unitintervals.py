@@ -34,22 +34,6 @@ def every_step_interval(ctx: Context, test: AST) -> bool:
     return _unit_option(ctx, divisor)
 
 
-def read_again(ctx: Context, node: AST, subject: AST | None, region: AST) -> bool:
-    """``node`` reads ``subject`` under such an every-step interval after an unconditional read of
-    the same value in the same pass (``total += loss.item()``, then ``if it % args.print_every ==
-    0: print(loss.item())``): the step already waited there, the GPU has nothing queued for this one."""
-    if subject is None or subject.__class__ is not ast.Name or not any(
-            every_step_interval(ctx, i.test) for i, body in ctx.enclosing_ifs(node) if body):
-        return False
-    bound = ctx.binding_at(subject.id, node)
-    for call in ctx.calls_named("item"):
-        recv = call.func.value if call.func.__class__ is ast.Attribute else None
-        if recv.__class__ is ast.Name and recv.id == subject.id and call.lineno < node.lineno and ctx.contains(region, call) \
-                and not ctx.enclosing_ifs(call) and ctx.binding_at(recv.id, call) is bound:
-            return True
-    return False
-
-
 def _unit_option(ctx: Context, divisor: AST, exempt: str = "") -> bool:
     """``args.<option>`` whose argparse default is 1 and that nothing sets otherwise (``exempt``: a
     file that names it as its parameter)."""
@@ -125,4 +109,4 @@ def _own_option(text: str, spelled: tuple[str, str], read: re.Pattern) -> bool:
         not any(s in read.sub("", line) for s in spelled) for line in lines)
 
 
-__all__ = ["every_step_interval", "read_again"]
+__all__ = ["every_step_interval"]
