@@ -14,7 +14,8 @@ from torchwise.lint.semantics.pinning import loader_pinned, pin_value
 from torchwise.lint.semantics.callers import project_arguments
 from torchwise.lint.semantics.remotecallers import method_calls
 from torchwise.lint.semantics.values import local_function
-from torchwise.lint.semantics.batchsources import mapped_structures, next_source, unconverted
+from torchwise.lint.semantics.batchsources import items_of, mapped_structures, next_source, runs_once, unconverted
+from torchwise.lint.semantics.stephooks import dassl_batch_parser, parsed_batch
 
 DATALOADER = "torch.utils.data.DataLoader"
 _WRAPPERS = frozenset({"enumerate", "tqdm", "iter", "trange", "prefetch"})
@@ -124,7 +125,7 @@ def _from_loop(ctx: Context, expr: ast.AST, loop: ast.AST, depth: int = 5) -> bo
         # or a loop over a dict batch's items (for k, v in batch.items())
         if b.node.__class__ is ast.comprehension or b.node.__class__ is ast.For and b.index == -1 and b.value.__class__ is ast.Name:
             return _from_loop(ctx, b.value, loop, depth - 1)
-        held = _items_of(b)
+        held = items_of(b)
         return held is not None and _from_loop(ctx, held, loop, depth - 1)
     value = b.value
     if b.kind == "unpack" and value is not None and value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
@@ -237,6 +238,9 @@ What it flags
   builder in several methods (`self.tr_set, ... = load_dataset(...)`, renewed later), and loaders
   iterated from a list (`for ds in [self.dv_set, self.tt_set]`; also a `*loader` name taken from a list
   of loaders handed in, `for i, loader in enumerate(self.valid_loaders)`, that list judged as above).
+  Also the batch a Dassl trainer's `parse_batch_train`/`parse_batch_test` copies (`input =
+  batch["img"]; input = input.to(self.device)`): Dassl's loaders are pinned whenever CUDA is used
+  (not in a project that builds loaders with `pin_memory=False` of its own).
   A copy of a new tensor built from the batch on the host (`torch.cat([img1, img2], 1).to(device)`) is
   not flagged: the new tensor is not pinned, and `non_blocking=True` would not make that copy overlap. A loop whose body
   ends in an unconditional `break` takes one batch (a sample for a figure) and is left alone,
@@ -260,8 +264,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
-        if not ctx.project.pins_memory and "pin_memory" not in ctx.source:
-            return  # (a loader pinned through a ``**kwargs`` dict names pin_memory too)
+        if not ctx.project.pins_memory and "pin_memory" not in ctx.source and "dassl" not in ctx.source:
+            return  # (a loader pinned through a ``**kwargs`` dict names pin_memory too; Dassl pins its own)
         names = _loader_names(ctx)
         pinned: dict[int, bool] = {}
 
@@ -272,7 +276,7 @@ Fix
             return pinned[id(loop)]
 
         def batch_loop(loop: ast.AST) -> bool:
-            return pinned_loop(loop) and not _runs_once(loop)
+            return pinned_loop(loop) and not runs_once(loop)
 
         for call in ctx.calls_named("to", "cuda", "type"):
             target = device_move_target(ctx, call) if call.func.__class__ is ast.Attribute and call.func.attr != "type" else None
@@ -282,7 +286,8 @@ Fix
                 continue  # .to(device, dtype, non_blocking...) positional forms: leave alone
             recv = call.func.value
             if not any(batch_loop(l) and _from_loop(ctx, recv, l) for l in _loops_around(ctx, call)) and not (
-                    _batch_parameter(ctx, recv, call, batch_loop)) and not _from_next(ctx, recv, call, names):
+                    _batch_parameter(ctx, recv, call, batch_loop)) and not _from_next(ctx, recv, call, names) and not (
+                    dassl_batch_parser(ctx, ctx.function_of(call)) and parsed_batch(ctx, recv, call)):
                 continue
             edit = ctx.add_keyword(call, "non_blocking=True")
             yield ctx.finding(
@@ -312,13 +317,6 @@ def _other_copy(ctx: Context, call: ast.Call) -> bool:
     return call.func.attr == "type" and copies_to_cuda_type(ctx, call)
 
 
-def _runs_once(loop: ast.AST) -> bool:
-    """A loop whose body ends every pass with ``break`` (or ``return``) at its own level takes one
-    batch: an evaluation that copies a single sample batch for a figure. One blocking copy is no
-    pipeline to overlap."""
-    return any(s.__class__ in (ast.Break, ast.Return) for s in getattr(loop, "body", ()))
-
-
 def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set[bool | None]]) -> bool:
     """A batch read with ``next(batch_iterator)`` inside a loop (iteration-based training) from
     a pinned loader, also each element of it that a mapped lambda copies."""
@@ -328,18 +326,6 @@ def _from_next(ctx: Context, recv: ast.AST, call: ast.Call, names: dict[str, set
         return False
     sources = [next_source(ctx, r, call) for r in [recv, *mapped]]
     return any(src is not None and _pinned_source(ctx, _loop_source(src), loops[-1], names) for src in sources)
-
-
-def _items_of(b) -> ast.AST | None:
-    """For the value of ``for key, value in batch.items()`` (or ``for value in batch.values()``):
-    ``batch``, the dict the loop walks; else None."""
-    it = b.value
-    if b.node.__class__ not in (ast.For, ast.comprehension) or it.__class__ is not ast.Call or it.args \
-            or it.func.__class__ is not ast.Attribute:
-        return None
-    if it.func.attr == "items" and b.index == 1 or it.func.attr == "values" and b.index == -1:
-        return it.func.value
-    return None
 
 
 def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, depth: int = 2) -> bool:
@@ -354,7 +340,7 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
         return False
     b = _branch_binding(ctx, root)  # (if basic: images = images.cuda() else: images = images.cuda())
     if b is not None and b.kind == "for":
-        held = _items_of(b)
+        held = items_of(b)
         root = root_name(held) if held is not None else None
         b = ctx.binding_at(root.id, held) if root is not None else None
     for _ in range(2):  # _, feat, feat_len, txt = data: a part of the parameter unpacked first
@@ -385,7 +371,7 @@ def _batch_parameter(ctx: Context, recv: ast.AST, call: ast.Call, pinned_loop, d
 
 def _remote_batch(ctx: Context, value: AST, call: ast.Call) -> bool:
     """Is ``value``, passed at ``call`` (in another file), the batch of a pinned loader's loop there?"""
-    loops = [l for l in ctx.enclosing_loops(call) if getattr(l, "iter", None) is not None and not _runs_once(l)]
+    loops = [l for l in ctx.enclosing_loops(call) if getattr(l, "iter", None) is not None and not runs_once(l)]
     names = _loader_names(ctx) if loops or "next" in ctx.source else {}
     if value.__class__ is ast.Name and _from_next(ctx, value, call, names):
         return True  # loss_calc(pred, labels, device) with labels from batch_iter.__next__() in a step loop

@@ -14,7 +14,6 @@ from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.delegation import delegated_loops
 from torchwise.lint.semantics.devices import SYNC_METHODS
 from torchwise.lint.semantics.elementreads import size_element_reads
-from torchwise.lint.semantics.forwardreads import lightning_step_reads
 from torchwise.lint.semantics.formatreads import formatted_names
 from torchwise.lint.semantics.forwardsyncs import MASK_FIX as _MASK_FIX, forward_syncs
 from torchwise.lint.semantics.gradnorm import has_optimizer_steps
@@ -26,6 +25,7 @@ from torchwise.lint.semantics.lossreads import loss_mask_reads, loss_read_messag
 from torchwise.lint.semantics.losstests import TEST_FIX, loss_tests
 from torchwise.lint.semantics.metricobjects import metric_object_reads
 from torchwise.lint.semantics.stepreads import every_step_read
+from torchwise.lint.semantics.stephooks import step_hook_reads
 from torchwise.lint.semantics.stepscans import mask_selections, tensor_conditions
 from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
@@ -79,7 +79,7 @@ What it flags
   the project's imports, so `torch.log(loss)` is not the project's `log()` and a `log()` of
   another module that only prints does not hide it; a helper of the file named for evaluation counts
   when it has no loop, `.eval()` or `no_grad` of its own: `print_eval("train", scores, y, loss)`); `writer.add_scalar(tag, loss, step)` with a tensor (the writer
-  reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`);
+  reads it); `.item()` in a LightningModule's `training_step` (`self.log_dict({k: v.item() ...})`) or a Dassl trainer's `forward_backward` (`{"loss": loss.item()}`);
   a hand-written gradient-norm helper that reads each parameter's norm on the host
   (`math.pow(p.grad.data.norm(), 2)`, `p.grad.norm().item()` in a loop over the parameters, also
   `for name, p in model.named_parameters()`, and a test of a value made from the gradient, `if
@@ -220,7 +220,10 @@ What it flags
   branch runs a backward pass, `if self.total_it % self.policy_freq == 0:` around the actor's
   update or `if i % n_critic == 0:` around the generator's: what it reads, it reads every update;
   nor one by an option whose argparse default is 1 that nothing else in the project sets - a
-  sibling script's own `--log_step` does not -, `% args.log_step` with `default=1`, also joined
+  sibling script's own `--log_step` does not -, `% args.log_step` with `default=1` (declared in the
+  file, or where the file declares none, by every other module that does: the entry script), also
+  through a local copy, `log_step = args.log_step`, or a parameter that defaults to 1 and that every
+  caller leaves so or hands such an option, `def train_epoch(..., print_modulus=1)`, also joined
   by `and` or `or` to another test, `or step == iters`: every step), under a test
   of elapsed clock time (`if now - last_log > args.log_freq_time:`, names bound from
   `time.time()`/`perf_counter()`), under a test of a step counter against a mark the branch moves
@@ -313,12 +316,9 @@ Lint and the doctor
 
     def _findings(self, ctx: Context) -> Iterator[Finding]:
         forward = ctx._cache["tw207:forward"] = set()  # (statements reported here: not again as a loss's selection)
-        for node, message, suggestion in forward_syncs(ctx):  # every forward pass, every gradient helper call
+        for node, message, suggestion in [*forward_syncs(ctx), *step_hook_reads(ctx)]:  # forwards; Lightning/Dassl hooks
             forward.add(id(ctx.statement_of(node)))
             yield ctx.finding(self.code, node, message, suggestion=suggestion)
-        for node, func in lightning_step_reads(ctx):  # device-agnostic code that Lightning runs on the accelerator
-            yield ctx.finding(self.code, node, f".{node.func.attr}() in {func.name}(), which Lightning runs every step, waits "
-                              "for the GPU", suggestion="log the tensors themselves (self.log/log_dict accept tensors)")
         yield from self._loss_function_reads(ctx)
         yield from self._loss_masks(ctx)
         yield from (ctx.finding(self.code, n, m, suggestion="accumulate the metric on the device, read it once per log interval")
@@ -340,7 +340,8 @@ Lint and the doctor
             if finding is not None and id(call) not in seen:
                 seen.add(id(call))
                 yield finding
-        yield from self._host_readers(ctx)
+        yield from filter(None, (self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
+                                 for call, name, where in host_reader_calls(ctx)))  # (semantics.stepregion)
         yield from {id(t): f for t, f in ((t, self._report(ctx, at, n, w)) for t, at, n, w in formatted_names(ctx)  # one per text
                                           if _region(ctx, t) is not None) if f is not None}.values()
         yield from tensor_conditions(ctx, self._report)
@@ -375,11 +376,6 @@ Lint and the doctor
                                  for sub in legacy_reads(ctx)))
         yield from filter(None, (self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False, suggestion=_DROP_FIX)
                                  for call in needless_synchronizes(ctx)))
-
-    def _host_readers(self, ctx: Context) -> Iterator[Finding]:
-        """Calls that read their tensor arguments on the host (semantics.stepregion)."""
-        yield from filter(None, (self._report(ctx, call, None, f"{name}() of a tensor ({where})", check_subject=False)
-                                 for call, name, where in host_reader_calls(ctx)))
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",

@@ -96,3 +96,22 @@ def mapped_structures(ctx: Context, name: ast.Name) -> list[ast.AST]:
     if call.__class__ is not ast.Call or lam not in call.args:
         return []
     return [a for a in call.args if a is not lam and a.__class__ in (ast.Name, ast.Subscript, ast.Attribute)]
+
+
+def runs_once(loop: ast.AST) -> bool:
+    """A loop whose body ends every pass with ``break`` (or ``return``) at its own level takes one
+    batch: an evaluation that copies a single sample batch for a figure. One blocking copy is no
+    pipeline to overlap."""
+    return any(s.__class__ in (ast.Break, ast.Return) for s in getattr(loop, "body", ()))
+
+
+def items_of(b) -> ast.AST | None:
+    """For the value of ``for key, value in batch.items()`` (or ``for value in batch.values()``):
+    ``batch``, the dict the loop walks; else None."""
+    it = b.value
+    if b.node.__class__ not in (ast.For, ast.comprehension) or it.__class__ is not ast.Call or it.args \
+            or it.func.__class__ is not ast.Attribute:
+        return None
+    if it.func.attr == "items" and b.index == 1 or it.func.attr == "values" and b.index == -1:
+        return it.func.value
+    return None

@@ -30,8 +30,10 @@ def function_at(ctx: Context, line: int) -> AST | None:
 
 
 # names that frameworks or Python call without the project naming them
+# (Dassl's trainers: forward_backward and the batch parsers it and the test loop call)
 _HOOKS = frozenset({"forward", "main", "run", "setup", "teardown", "configure_optimizers", "training_step",
-                    "validation_step", "test_step", "predict_step"})
+                    "validation_step", "test_step", "predict_step", "forward_backward", "parse_batch_train",
+                    "parse_batch_test"})
 
 
 def _plain(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -16,7 +16,7 @@ from torchwise.lint.semantics.hostbuilt import moved_in_function, moves_host_bui
 from torchwise.lint.semantics.hostreads import tensor_test
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
 from torchwise.lint.semantics.rarely import algorithm_stop
-from torchwise.lint.semantics.steps import hot_region_of, is_eval_name, runs_periodically
+from torchwise.lint.semantics.steps import hot_region_of, is_eval_name
 
 
 def forward_reads(ctx: Context) -> list[tuple[AST, AST, str]]:
@@ -202,23 +202,3 @@ def host_array(ctx: Context, value: AST) -> bool:
             node = node.func.value
         else:
             return False
-
-
-def lightning_step_reads(ctx: Context) -> list[tuple[ast.Call, AST]]:
-    """``.item()``/``.tolist()`` in a LightningModule's ``training_step`` (``self.log_dict({k:
-    v.item() for k, v in losses.items()})``): Lightning runs it every step, so each read waits for
-    the GPU every step (``self.log`` takes the tensors themselves). Reads under a periodic test
-    are left alone."""
-    if "training_step" not in ctx.source or "ightning" not in ctx.source:
-        return []
-    found = []
-    for func in ctx.nodes.get(ast.FunctionDef, ()):
-        klass = ctx.parent(func)
-        if func.name != "training_step" or klass.__class__ is not ast.ClassDef or not any(
-                "lightning" in b.lower() and b.endswith("LightningModule") for b in ctx.local_class_bases(klass.name)):
-            continue
-        for node in ast.walk(func):
-            if node.__class__ is ast.Call and node.func.__class__ is ast.Attribute and node.func.attr in ("item", "tolist") \
-                    and not node.args and not runs_periodically(ctx, node):
-                found.append((node, func))
-    return found
