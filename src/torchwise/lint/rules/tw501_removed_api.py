@@ -7,6 +7,7 @@ from typing import Iterator
 
 from torchwise.lint.semantics.api_symbols import REMOVED, REMOVED_MODULES, removed_module, symbol_calls, symbol_imports
 from torchwise.lint.semantics.files import in_compat_fallback
+from torchwise.lint.semantics.iternext import loader_iterator_nexts
 from torchwise.lint.engine import Context, canonical, last_name
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
@@ -17,7 +18,7 @@ class RemovedApi(Rule):
     name = "removed-api"
     triggers = ("solve", "symeig", "matrix_rank", "lstsq", "eig", "zero_gradients", "_six", "load_lua", "Scale", "SizedCrop",
                 "gesv", "gels", "potr", "pstrf", "trtrs", "btri", "ffi", "legacy", "trainer", "serialization", "fft", "nn._functions", "Function",
-                "models.utils")
+                "models.utils", "functional_tensor", ".next()")
     doc = """\
 What it flags
   A call of, or `from ... import` of, a function that current PyTorch no longer has:
@@ -46,7 +47,17 @@ What it flags
   (`isinstance(root, torch._six.string_classes)`, `torch._six.inf`), once per statement.
   Also torchvision's `torchvision.models.utils` (`from torchvision.models.utils import
   load_state_dict_from_url`: the module went in torchvision 0.10; the function lives in
-  `torch.hub`); `torchvision.models._utils` still exists and is not flagged.
+  `torch.hub`); `torchvision.models._utils` still exists and is not flagged. And
+  `torchvision.transforms.functional_tensor` (gone in torchvision 0.17; use
+  `torchvision.transforms.functional`); the private `transforms._functional_tensor` is not flagged.
+  `load_lua(path)` called by its bare name after `from torch.utils.serialization import load_lua`
+  (the call site, besides the import line).
+  `it.next()` on an iterator of a DataLoader (`it = iter(train_loader)`, `self.val_it =
+  iter(self.val_loader)`, `iter(loader).next()`, `loader.__iter__().next()`): the Python-2 alias
+  went in PyTorch 1.13 (AttributeError); use `next(it)`. The loader must be evidently one: a
+  `DataLoader(...)` built in the file, or a name that says "loader" in a project that defines no
+  `next` method of its own. Not flagged: another object's `next()` (a data provider, a sampler, a
+  prefetcher), `next(it)`, an iterator of a list or of `enumerate(...)`.
   A legacy autograd Function: a subclass of `torch.autograd.Function` whose `forward` is a plain
   method and which is used as an instance (it defines `__init__`, or the file calls
   `Pad(n)(x)`): calling an instance raises RuntimeError since PyTorch 1.5 (reported at the
@@ -78,7 +89,13 @@ Fix
                 continue  # try: from torch._six import inf / except ImportError: from torch import inf
             yield ctx.finding(self.code, node, f"import of {q}, which was removed from {_library(q)}; use {REMOVED[q]}",
                               suggestion=f"use {REMOVED[q]}")
+        yield from _bare_lua_calls(self.code, ctx)
         yield from _method_forms(self.code, ctx)
+        for call in loader_iterator_nexts(ctx):
+            it = ctx.text(call.func.value)
+            yield ctx.finding(self.code, call, f"{it}.next(): DataLoader iterators lost their Python-2 .next() alias "
+                              "in PyTorch 1.13 (AttributeError); use next(...)", suggestion=f"use next({it})",
+                              end_node=call.func)
         yield from _fft_called(self.code, ctx)
         yield from _module_imports(self.code, ctx)
         yield from _module_attributes(self.code, ctx)
@@ -111,6 +128,18 @@ def _legacy_functions(code: str, ctx: Context) -> Iterator[Finding]:
                           "calling an instance raises RuntimeError since PyTorch 1.5",
                           suggestion="make forward/backward @staticmethods taking ctx, and call "
                                      f"{cls.name}.apply(...)")
+
+
+def _bare_lua_calls(code: str, ctx: Context) -> Iterator[Finding]:
+    """``load_lua(path)`` after ``from torch.utils.serialization import load_lua``: the call site is
+    where the ``.t7`` reader has to be replaced (the import line is reported as well)."""
+    if "load_lua(" not in ctx.source:
+        return
+    for call in ctx.calls_named("load_lua"):
+        if call.func.__class__ is ast.Name and ctx.qualname(call.func) == "torch.utils.serialization.load_lua" \
+                and not in_compat_fallback(ctx, call):
+            yield ctx.finding(code, call, "load_lua was removed from PyTorch 1.0; use "
+                              f"{REMOVED['torch.utils.serialization.load_lua']}", end_node=call.func)
 
 
 def _fft_called(code: str, ctx: Context) -> Iterator[Finding]:

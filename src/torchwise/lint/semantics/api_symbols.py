@@ -76,6 +76,8 @@ REMOVED_MODULES: dict[str, str] = {
     "torch.nn._functions.conv": "torch.nn.functional.conv2d (and the other F.conv* functions)",
     # torchvision's re-export of the hub helpers (load_state_dict_from_url), gone in torchvision 0.10+
     "torchvision.models.utils": "torch.hub (from torch.hub import load_state_dict_from_url)",
+    # the tensor kernels behind torchvision.transforms.functional, made private in 0.15 and gone in 0.17
+    "torchvision.transforms.functional_tensor": "torchvision.transforms.functional (or transforms.v2.functional)",
 }
 
 
