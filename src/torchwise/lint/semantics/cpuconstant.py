@@ -28,13 +28,14 @@ from torchwise.lint.engine import AST, Context
 from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.devices import is_dtype_expr
 
+_CPU_BINDING = lazy_compile(r"^[ \t]*\w+[ \t]*=[ \t]*(?:\w+\.)?(?:device\()?['\"]cpu", re.M)
 _ACCELERATOR = lazy_compile(r"cuda|gpu|accelerat|device_map|set_default_device|(?<![a-z])(?:mps|xla|tpu|hpu|npu)(?![a-z])", re.I)
 
 
 def cpu_constant_script(ctx: Context) -> bool:
     """Is the file's only device a CPU constant (module doc)?"""
     src = ctx.source
-    if "cpu" not in src or _ACCELERATOR.search(src) is not None:
+    if "cpu" not in src or "cuda" in src or _CPU_BINDING.search(src) is None or _ACCELERATOR.search(src) is not None:
         return False
     names = _cpu_names(ctx)
     if names is None or not names:
