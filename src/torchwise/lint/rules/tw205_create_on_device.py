@@ -9,6 +9,7 @@ from torchwise.lint.engine import Context, keyword, last_name
 from torchwise.lint.findings import Edit, Finding, Fix
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.buffercopies import buffer_copies
+from torchwise.lint.semantics.cpuonly import runs_only_on_cpu
 from torchwise.lint.semantics.builtmodules import built_module
 from torchwise.lint.semantics.callers import never_called
 from torchwise.lint.semantics.deadcode import dead_code
@@ -147,6 +148,8 @@ What it flags
   `th.from_numpy(arr).to(t.device)`), and a tuple of numbers `__init__` keeps on `self` (written
   out, or a parameter's default, `loc_normalize_mean=(0., 0., 0., 0.)`) converted where it is used
   (`t.Tensor(self.loc_normalize_mean).cuda()` per predicted image).
+  Scripts that only run on the CPU are not reported: every device is a `'cpu'` constant and the file
+  names no accelerator (an RL tutorial's `device = 'cpu'`), or every CUDA choice is behind an option no run turns on.
   Code that never runs is not reported: a branch on a constructor option that no construction of the
   class in the project selects (`elif 'svm-ww' in kind:` when scripts build only `Head('ridge')`,
   `if self.variational:` left at its default False), and a function only such branches name.
@@ -249,6 +252,8 @@ Fix
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if runs_only_on_cpu(ctx):  # every device of the script is the CPU: nothing is copied to a GPU
+            return
         seen: set[int] = set()
         for call in ctx.calls_named("cuda", "to", "type_as", "type"):
             target = move_target(ctx, call)

@@ -9,6 +9,7 @@ from typing import Iterator
 from torchwise.lint.engine import Context
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
+from torchwise.lint.semantics.cpuonly import runs_only_on_cpu
 from torchwise.lint.semantics.deadcode import never_runs
 from torchwise.lint.semantics.deadmethods import function_at
 from torchwise.lint.semantics.delegation import delegated_loops
@@ -193,6 +194,8 @@ What it flags
   function whose loss (alone or first) the training loop backpropagates (`loss, hits = forward_pass(model, batch)`);
   a batch moved by mapping a lambda over it (`nest.map(lambda t: t.to(device), batch)`) is on the device, and a host
   object's transform handed straight to a metric (`mae(normalizer.denorm(out.cpu()), y)`) is no host consumer.
+  Not flagged: scripts that only run on the CPU (every device a `'cpu'` constant, no accelerator named
+  in the file, none imported by another module), where no read waits for a GPU.
   Not flagged: reads in a dataset module's data pipeline (a crop helper only an augmentation's
   `__call__` or a dataset's `__getitem__` runs, `[float(x) for x in bbox]`: host arrays in the loader's
   workers, in a file that moves nothing to the device); reads in a helper under a test of a parameter the call hands `None` or leaves to a
@@ -304,6 +307,8 @@ Lint and the doctor
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
+        if runs_only_on_cpu(ctx):  # every device of the script is the CPU: no read waits for a GPU
+            return
         dead: dict[int, bool] = {}  # code nothing in the project runs (ruling R5): asked per function with a finding
         lines: set[int] = set()  # (a helper's read another module's step calls: once, where no other route reported it)
         helper = (ctx.finding(self.code, n, m, suggestion="return the tensor and read it once per log interval") for n, m in helper_reads(ctx))

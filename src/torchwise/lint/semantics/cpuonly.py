@@ -12,7 +12,8 @@ CUDA at least once (a ``"cuda"`` device string, ``.cuda()``, ``torch.cuda.*`` ot
 ``is_available()``) and every such place lies in the arm of an ``if`` or conditional expression
 that no run takes, and it takes no device from another module (``.to(device)`` of an imported
 name). A fact of the file that every per-step rule can use: what a CPU run does per step waits
-for no accelerator.
+for no accelerator. Files whose only device is a ``'cpu'`` constant and that name no accelerator
+at all count too (:mod:`torchwise.lint.semantics.cpuconstant`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import ast
 
 from torchwise.lint.engine import AST, Context, keyword
+from torchwise.lint.semantics.cpuconstant import cpu_constant_script
 
 _QUERIES = frozenset({"is_available", "device_count"})
 
@@ -28,7 +30,7 @@ def runs_only_on_cpu(ctx: Context) -> bool:
     """Can the file only run on the CPU (module doc)? Computed once per file."""
     found = ctx._cache.get("cpuonly:file")
     if found is None:
-        found = ctx._cache["cpuonly:file"] = _cpu_only(ctx)
+        found = ctx._cache["cpuonly:file"] = _cpu_only(ctx) or cpu_constant_script(ctx)
     return found
 
 
