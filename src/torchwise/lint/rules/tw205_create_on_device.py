@@ -19,7 +19,7 @@ from torchwise.lint.semantics.instancecalls import once_per_instance_call
 from torchwise.lint.semantics.implicitmoves import host_index_arrays, implicit_moves
 from torchwise.lint.semantics.movetargets import device_args, move_target, tensor_target
 from torchwise.lint.semantics.memos import memoized
-from torchwise.lint.semantics.once import runs_once, sampler_off_step
+from torchwise.lint.semantics.once import made_once_per_request, runs_once
 from torchwise.lint.semantics.passedalways import fallback_never_taken
 from torchwise.lint.semantics.projecthelpers import project_returned_new, round_trip_helper
 from torchwise.lint.semantics.pulledback import pulled_back
@@ -352,7 +352,7 @@ Fix
 
     @staticmethod
     def _once(ctx: Context, site: ast.AST, here: ast.AST) -> bool:
-        return dead_code(ctx, here) or runs_once(ctx, here) or example_input(ctx, site) or _made_once_per_request(ctx, site) \
+        return dead_code(ctx, here) or runs_once(ctx, here) or example_input(ctx, site) or made_once_per_request(ctx, site) \
             or memoized(ctx, site) or rarely_moved(ctx, site) or never_called(ctx, ctx.function_of(here)) \
             or fallback_never_taken(ctx, here) or unselected_branch(ctx, here) or only_unselected(ctx, ctx.function_of(here)) \
             or once_per_instance_call(ctx, here)
@@ -395,13 +395,6 @@ Fix
         # new text: the factory call with device=..., and nothing of the .to/.cuda call
         text = ctx.source[inner_start:add.start] + add.text + ctx.source[add.end:inner_end]
         return Fix(f"create the tensor with device={device}", (Edit(start, end, text),))
-
-
-def _made_once_per_request(ctx: Context, call: ast.Call) -> bool:
-    """Outside the loops of a model's ``sample()``/``generate()`` method that no training step
-    calls (:func:`sampler_off_step`): one allocation per request for samples."""
-    func = ctx.function_of(call)
-    return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)
 
 
 RULE = CreateThenMove()

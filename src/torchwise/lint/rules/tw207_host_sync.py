@@ -30,8 +30,7 @@ from torchwise.lint.semantics.stephooks import step_hook_reads
 from torchwise.lint.semantics.stepscans import mask_selections, tensor_conditions
 from torchwise.lint.semantics.steps import hot_loops, step_functions
 from torchwise.lint.semantics.stepregion import host_reader_calls, step_region as _region  # (what runs a node every step)
-from torchwise.lint.semantics.syncs import CASTS, DROP_FIX as _DROP_FIX, REPEAT_FIX as _REPEAT_FIX, SYNC_FIX as _SYNC_FIX, \
-    legacy_reads, needless_synchronizes, sync_call
+from torchwise.lint.semantics.syncs import CASTS, REPEAT_FIX as _REPEAT_FIX, SYNC_FIX as _SYNC_FIX, legacy_findings, sync_call
 
 
 class HostSyncInLoop(Rule):
@@ -350,7 +349,7 @@ Lint and the doctor
         yield from {id(t): f for t, f in ((t, self._report(ctx, at, n, w)) for t, at, n, w in formatted_names(ctx)  # one per text
                                           if _region(ctx, t) is not None) if f is not None}.values()
         yield from tensor_conditions(ctx, self._report)
-        yield from self._legacy_reads(ctx)
+        yield from legacy_findings(ctx, self._report)  # loss.data[0], a needless torch.cuda.synchronize()
         for sub in size_element_reads(ctx):
             finding = self._report(ctx, sub, None, f"{ctx.text(sub)} as a size (read on the host once per element)",
                                    check_subject=False, suggestion=_REPEAT_FIX) if _region(ctx, sub) is not None else None
@@ -374,13 +373,6 @@ Lint and the doctor
         """``.item()`` in a loss function (or forward helper, loss module method) the step calls every step."""
         for read, message in loss_read_messages(ctx, self._per_step):
             yield ctx.finding(self.code, read, message, suggestion="return the detached tensors and read them once per log interval")
-
-    def _legacy_reads(self, ctx: Context) -> Iterator[Finding]:
-        """``loss.data[0]`` (pre-0.4 ``.item()``) and a needless ``torch.cuda.synchronize()``, every step."""
-        yield from filter(None, (self._report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
-                                 for sub in legacy_reads(ctx)))
-        yield from filter(None, (self._report(ctx, call, None, f"{ctx.text(call)}", check_subject=False, suggestion=_DROP_FIX)
-                                 for call in needless_synchronizes(ctx)))
 
     def _report(self, ctx: Context, node: ast.AST, subject: ast.AST | None, what: str, check_subject: bool = True,
                 suggestion: str = "keep the value on the device (e.g. .detach()) and read it once per log interval",

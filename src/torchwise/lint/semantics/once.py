@@ -368,3 +368,10 @@ def _calls_in_step(where: Context | None, name: str) -> bool:
         if caller is not None and (_forward_like(where, caller) or any(where.scope_of(c) is caller for c in training_calls(where))):
             return True
     return False
+
+
+def made_once_per_request(ctx: Context, call: AST) -> bool:
+    """Outside the loops of a model's ``sample()``/``generate()`` method that no training step
+    calls (:func:`sampler_off_step`): one allocation per request for samples (TW205)."""
+    func = ctx.function_of(call)
+    return func is not None and not ctx.enclosing_loops(call) and sampler_off_step(ctx, func)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import os
+from typing import Callable, Iterator
 
 from torchwise.lint.engine import AST, Context, last_name
+from torchwise.lint.findings import Finding
 from torchwise.lint.semantics.delegation import delegated_loop_of
 from torchwise.lint.semantics.devices import SYNC_METHODS, is_device_tensor
 from torchwise.lint.semantics.hostreads import printed_tensor
@@ -336,3 +338,12 @@ def _bound_before(ctx: Context, name: ast.Name, line: int) -> bool:
     b = ctx.binding_at(name.id, name)
     return b is not None and (b.kind in ("param", "import") or b.pos[0] < line)
 
+
+
+def legacy_findings(ctx: Context, report: Callable[..., Finding | None]) -> Iterator[Finding]:
+    """TW207's findings for ``loss.data[0]`` (pre-0.4 ``.item()``) and a needless
+    ``torch.cuda.synchronize()``, where ``report`` (the rule's every-step test) finds them per step."""
+    yield from filter(None, (report(ctx, sub, None, f"{ctx.text(sub)} (the pre-0.4 .item())", check_subject=False)
+                             for sub in legacy_reads(ctx)))
+    yield from filter(None, (report(ctx, call, None, f"{ctx.text(call)}", check_subject=False, suggestion=DROP_FIX)
+                             for call in needless_synchronizes(ctx)))
