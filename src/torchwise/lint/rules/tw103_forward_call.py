@@ -169,7 +169,8 @@ def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     """``policy.forward(state)`` where ``policy`` is a parameter of the function and every call of
     that function in this file passes a module for it (``self.pick_action(self.local_model, s)``,
     ``self.log_probs(self.policy_new, ...)`` with ``self.policy_new.parameters()`` given to the
-    optimizer): a module under a neutral name."""
+    optimizer; a torch loss module, ``train(model, loss, ...)`` with ``loss = nn.MSELoss()``): a
+    module under a neutral name."""
     if recv.__class__ is not ast.Name:
         return False
     b = ctx.binding_at(recv.id, call)
@@ -196,7 +197,7 @@ def _filled_with_modules(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
             pos = index - method
             if 0 <= pos < len(c.args) and not any(a.__class__ is ast.Starred for a in c.args[: pos + 1]):
                 value = c.args[pos]
-        if value is None or not (is_module_instance(ctx, value, c) or _kept_module(ctx, value, c)):
+        if value is None or not (_module_or_loss(ctx, value, c) or _kept_module(ctx, value, c)):
             return False
     return True
 
@@ -297,7 +298,8 @@ What it flags
   self.model.generator`), and a parameter under any name
   (`policy.forward(state)`) when every call of its function in the file passes a module for it
   (`self.pick_action(self.local_model, state)`, or an attribute whose `.parameters()` go to an
-  optimizer; for a module-level function nothing in its file calls, every call from the other
+  optimizer, or a torch loss: `train(model, loss, opt)` with `loss = nn.MSELoss()`; for a
+  module-level function nothing in its file calls, every call from the other
   modules of the project: `train_epoch(..., loss_func, ...)` with `loss_func =
   nn.CrossEntropyLoss()` or a loss class of the project, one per branch of an `if`; a `None`
   passed in the branch where the optional module is off, or a caller's parameter handed on as is,

@@ -62,10 +62,30 @@ def _guarded(ctx: Context, node: ast.AST, name: str) -> bool:
             break
     for t in tests:
         test = t.test if t.__class__ in (ast.If, ast.IfExp) else t
-        for sub in ast.walk(test):
-            if sub.__class__ is ast.Constant and isinstance(sub.value, str) and sub.value.startswith("module"):
-                return True
+        if any(sub.__class__ is ast.Constant and isinstance(sub.value, str) and sub.value.startswith("module")
+               for sub in ast.walk(test)) or (test.__class__ is ast.Name and _prefix_flag(ctx, test, node)):
+            return True
     return False
+
+
+def _names_module(test: ast.AST) -> bool:
+    if test.__class__ is ast.UnaryOp and test.op.__class__ is ast.Not:
+        return False  # `not k.startswith('module.')`: the keys lack the prefix
+    return any(sub.__class__ is ast.Constant and isinstance(sub.value, str) and sub.value.startswith("module")
+               for sub in ast.walk(test))
+
+
+def _prefix_flag(ctx: Context, flag: ast.Name, use: ast.AST) -> bool:
+    """``if undo_dp:`` where every true value the function gives the flag comes from a ``module.``
+    test: ``undo_dp = True`` only in the branch of ``if keys[0].startswith('module.')``, or
+    ``undo_dp = any(k.startswith('module.') for k in sd)`` - the strip runs only on prefixed keys."""
+    chain = ctx.bindings(ctx.scope_of(use)).get(flag.id, [])
+    truths = [b for b in chain if not (b.kind == "assign" and b.value.__class__ is ast.Constant and not b.value.value)]
+    return bool(truths) and all(
+        b.kind == "assign" and b.value is not None and (
+            _names_module(b.value) or (b.value.__class__ is ast.Constant and b.value.value is True and any(
+                i.__class__ is ast.If and inside and _names_module(i.test) for i, inside in ctx.enclosing_ifs(b.node))))
+        for b in truths)
 
 
 _WRAPPERS = frozenset({"AveragedModel", "DataParallel", "DistributedDataParallel"})
@@ -111,7 +131,9 @@ class ModulePrefixSlice(Rule):
 What it flags
   `key[7:]` (or `key[len("module.")]`) applied to the keys of a state dict - a loop or
   comprehension over `state_dict.items()`/`.keys()`, `checkpoint["model"]`, `torch.load(...)`
-  - with no test that the key really starts with `module.`. Not flagged: the keys of a live
+  - with no test that the key really starts with `module.`. Not flagged: a strip under a flag
+  that only a `module.` test sets (`if keys[0].startswith('module.'): undo_dp = True`, then
+  `if undo_dp: ... k[7:]`, or `undo_dp = any(k.startswith('module.') for k in sd)`); the keys of a live
   wrapper's own `state_dict()` (an `AveragedModel`, `DataParallel` or `DistributedDataParallel`
   built in the file, or a parameter annotated as one; also a copy of it), which all carry the
   prefix.

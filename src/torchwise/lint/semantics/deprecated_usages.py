@@ -15,7 +15,9 @@ function itself is not deprecated (for TW502).
   in place or not), ``torch.addmm(beta, t, alpha, m1, m2)`` and ``torch.addmm(beta, t, m1, m2)``:
   the current forms take the tensors positionally and ``beta``/``alpha`` by keyword only;
 * the ``verbose=`` argument of torch's LR schedulers (``ReduceLROnPlateau(opt, verbose=True)``):
-  deprecated in PyTorch 2.2, any value but the default warns at construction.
+  deprecated in PyTorch 2.2, any value but the default warns at construction;
+* ``Variable(x, volatile=True)`` (``volatile=`` on any call of ``torch.autograd.Variable``): the flag
+  was removed in PyTorch 0.4, has no effect and warns ("volatile was removed and now has no effect").
 """
 
 from __future__ import annotations
@@ -64,6 +66,22 @@ def deprecated_usages(ctx: Context, qualname: Callable[[AST], str | None]) -> It
         yield from _scaled_products(ctx, qualname)
     if "verbose" in src:
         yield from _scheduler_verbose(ctx, qualname)
+    if "volatile" in src:
+        yield from _volatile_variables(ctx, qualname)
+
+
+_VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+def _volatile_variables(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
+    """``Variable(images, volatile=True)``: torch's Variable given the flag PyTorch 0.4 removed (it
+    warns and no longer turns autograd off). A project's own ``to_var(x, volatile=True)`` or
+    ``make_variable(t, volatile=...)`` is no call of torch's Variable (the ``Variable(...)`` inside
+    it is, and is reported there)."""
+    for call in ctx.calls_named("Variable"):
+        if any(k.arg == "volatile" for k in call.keywords) and qualname(call.func) in _VARIABLES:
+            yield (call, "Variable(..., volatile=...): the volatile flag was removed in PyTorch 0.4; it warns and no "
+                   "longer disables autograd", "drop volatile= and run the inference under `with torch.no_grad():`")
 
 
 def _scheduler_verbose(ctx: Context, qualname: Callable[[AST], str | None]) -> Iterator[Usage]:
