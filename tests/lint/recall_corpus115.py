@@ -168,3 +168,39 @@ QUIET += [
         main()
     """)),
 ]
+
+# ------------------------------------------------------------- TW103 a stage built by the class's own builder method
+# ResNeXt-style networks: __init__ assigns each stage from a method that stacks blocks into an
+# nn.Sequential and returns it; forward() then calls the stages' forward() directly.
+FIND += [
+    Shape("TW103", "stage built by a helper method returning an nn.Sequential", d("""
+        import torch.nn as nn
+        class Wide(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stage_a = self.stack(16, 32, 3)
+            def stack(self, c_in, c_out, n):
+                seq = nn.Sequential()
+                for i in range(n):
+                    seq.add_module("b%d" % i, nn.Conv2d(c_in if i == 0 else c_out, c_out, 3, padding=1))
+                return seq
+            def forward(self, x):
+                return self.stage_a.forward(x)
+    """), 12),
+]
+QUIET += [
+    Shape("TW103", "look-alike: the helper method returns a plain object with a forward()", d("""
+        import torch.nn as nn
+        class Runner:
+            def forward(self, x):
+                return x
+        class Wide(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.path = self.make_path()
+            def make_path(self):
+                return Runner()
+            def forward(self, x):
+                return self.path.forward(x)
+    """)),
+]

@@ -44,8 +44,20 @@ def _project_submodule(ctx: Context, recv: ast.AST, call: ast.Call) -> bool:
     values = _values(ctx, recv, call)
     return bool(values) and all(
         v.__class__ is ast.Call and (project_kind(ctx, v.func) == "module" or is_module_class(ctx, ctx.qualname(v.func))
-                                     or lower_module_class(ctx, v.func))
+                                     or lower_module_class(ctx, v.func) or _module_builder(ctx, v))
         for v in values)
+
+
+def _module_builder(ctx: Context, value: ast.Call) -> bool:
+    """``self.stage_1 = self.block(...)`` where the class's own ``block`` method returns only a
+    module it builds (``block = nn.Sequential()``, ``block.add_module(...)``, ``return block``)."""
+    func = value.func
+    klass = ctx.class_of(value) if func.__class__ is ast.Attribute and func.value.__class__ is ast.Name \
+        and func.value.id == "self" else None
+    method = next((n for n in klass.body if n.__class__ is ast.FunctionDef and n.name == func.attr), None) \
+        if klass is not None else None
+    returns = [n for n in ctx.walk_body(method.body) if n.__class__ is ast.Return] if method is not None else []
+    return bool(returns) and all(r.value is not None and is_module_instance(ctx, r.value, r) for r in returns)
 
 
 def _values(ctx: Context, recv: ast.AST, call: ast.Call) -> list[ast.AST]:
@@ -284,7 +296,8 @@ What it flags
   also when a base class in another module assigns it; in any class, a torch loss module
   (`crit = nn.CrossEntropyLoss()`, then `crit.forward(out, y)`), and an attribute or name whose
   every value is an instance of a module class of another module of the project
-  (`self.rank_loss = networks.BCERankingLoss()`, set in any method; also a module class under a
+  (`self.rank_loss = networks.BCERankingLoss()`, set in any method, or `self.stage_1 =
+  self.block(...)` where the class's `block` method returns only a module it builds; also a module class under a
   lower-case name, `crit = silog_loss(...)` with `class silog_loss(nn.Module)` in the project and
   no function of that name).
   Also such a module's `forward` bound to a name that the same function calls or hands on
