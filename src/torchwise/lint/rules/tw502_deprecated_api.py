@@ -81,7 +81,10 @@ What it flags
   `non_blocking=True`): since Python 3.7 `async` is a reserved word, so such a file does not
   even parse; lint reads the rest of the file as if the argument were renamed, and reports each
   one. An `async=` keyword of another callable (a project's own `ReplayWrapper(..., async=True)`)
-  is not torch's and is left alone. And `ctx.saved_variables` (`self.saved_variables` in an
+  is not torch's and is left alone. The `volatile=` argument of torch's `Variable`
+  (`Variable(x, volatile=True)`, removed in PyTorch 0.4: it warns and no longer turns autograd off;
+  one finding per call) - not a project helper's own `to_var(x, volatile=True)` or another
+  library's `Variable`. And `ctx.saved_variables` (`self.saved_variables` in an
   old-style Function) on the first parameter of a function, the deprecated alias of
   `saved_tensors`.
 
@@ -101,7 +104,8 @@ Fix
   jacrev, jacfwd, hessian, functionalize), and `x.cuda(async=True)` -> `x.cuda(non_blocking=True)`
   (every such argument of the file in one edit, so that the file parses again). For the
   deprecated usages: pass `dim=`, `reduction=`, and the scale by keyword
-  (`exp_avg.add_(grad, alpha=1 - beta1)`, `v.addcmul_(grad, grad, value=1 - beta2)`).
+  (`exp_avg.add_(grad, alpha=1 - beta1)`, `v.addcmul_(grad, grad, value=1 - beta2)`); drop
+  `volatile=` and run the inference under `with torch.no_grad():`.
 """
 
     def check(self, ctx: Context) -> Iterator[Finding]:
