@@ -141,8 +141,8 @@ What it flags
   hands them to (`reduced = reduce_loss_dict(loss_dict)`; `reduced["d"].mean().item()`,
   `ddp_reduce(batch.ntokens, self.device)` (a reduction helper handed the device),
   `sum(scaled.values()).item()` of a dict comprehension over them, `sum(replay_losses).item()`),
-  terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`),
-  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)`, a batch unpacked from a
+  terms weighted into the backward pass (`reconL.item()` with `loss = self.w * reconL + ...`; also clamped or reduced first, `a.clamp(max=k) + b`, and elements of a list of losses it sums, `shown = losses[0]` beside `loss = w * losses[0] + ...`),
+  `target.new_tensor([n])`, `y.to(self._device())`, `_, pred = y_hat.max(1)` (also `torch.max(probs, 1)`), a batch unpacked from a
   method of the file that hands its arguments back moved (`images, masks = self.cuda(*items)` with
   `return (x.to(self.device) for x in args)`), the operands of the loss the function backpropagates
   read with a tensor method (`-log_prob.mean().item()` and `self.alpha.item()` beside `loss =

@@ -78,6 +78,8 @@ def _beyond(ctx: Context, expr: AST, use: AST, depth: int) -> bool:
     if cls is ast.Call:
         return _call_value(ctx, expr, use, depth)
     if cls is ast.Subscript:
+        if expr.value.__class__ is ast.Name and f"{expr.value.id}[]" in step_loss_terms(ctx, ctx.scope_of(use)):
+            return True  # update_loss = losses[0] beside loss = w * losses[0] + ...: an element the backward pass sums
         return _beyond(ctx, expr.value, use, depth) and not host_number(ctx, expr, use)
     if cls is ast.Attribute and expr.attr == "data":  # acc.data: the same tensor
         return _beyond(ctx, expr.value, use, depth)
@@ -175,7 +177,9 @@ def _name_value(ctx: Context, expr: ast.Name, use: AST, depth: int) -> bool:
         if value.__class__ in (ast.Tuple, ast.List) and 0 <= b.index < len(value.elts):
             return step_device_value(ctx, value.elts[b.index], b.node, depth - 1)  # x, y = x.to(d()), y.to(d())
         if value.__class__ is ast.Call and value.func.__class__ is ast.Attribute and value.func.attr in _SPLITS:
-            return step_device_value(ctx, value.func.value, b.node, depth - 1)  # _, pred = y_hat.max(1)
+            q = ctx.qualname(value.func)  # _, pred = y_hat.max(1); w, pred = torch.max(probs, 1)
+            target = value.func.value if q is None else (value.args[0] if q.startswith("torch.") and value.args else None)
+            return step_device_value(ctx, target, b.node, depth - 1)
         if value.__class__ is ast.Call and value.func.__class__ is ast.Name and value.func.id == "self":
             return _in_module_class(ctx, value)  # recon, y_hat, mu = self(x): the model's outputs
         if value.__class__ is ast.Call and value is b.value and _beside_loss(ctx, b, use):
@@ -339,7 +343,7 @@ def step_loss_terms(ctx: Context, scope: AST) -> frozenset[str]:
             for b in bindings.get(todo.pop(), ()):
                 if b.value is not None and (b.kind == "assign" or b.kind == "aug" and b.node.op.__class__ in (ast.Add, ast.Sub)):
                     for term in _terms(b.value):
-                        if term not in names:
+                        if term not in names and term not in ctx.imports:  # (torch.sum(x): no term named torch)
                             names.add(term)
                             todo.append(term)
         found = ctx._cache[key] = frozenset(names)
@@ -347,6 +351,7 @@ def step_loss_terms(ctx: Context, scope: AST) -> frozenset[str]:
 
 
 _COEFFICIENTS = (ast.Attribute, ast.Constant)
+_TERM_VIEWS = frozenset({"clamp", "mean", "sum", "squeeze", "view", "reshape", "float"})
 
 
 def _terms(expr: AST, depth: int = 8) -> list[str]:
@@ -360,6 +365,10 @@ def _terms(expr: AST, depth: int = 8) -> list[str]:
         return _terms(expr.operand, depth - 1)
     if cls is ast.IfExp:
         return _terms(expr.body, depth - 1) + _terms(expr.orelse, depth - 1)
+    if cls is ast.Subscript and expr.value.__class__ is ast.Name:
+        return [f"{expr.value.id}[]"]  # losses[0]: an element of the container (never a name of the scope)
+    if cls is ast.Call and expr.func.__class__ is ast.Attribute and expr.func.attr in _TERM_VIEWS and expr.func.value.__class__ is ast.Name:
+        return [expr.func.value.id]  # consistency_loss.clamp(max=1e4), loss_map.mean(): the same tensor, reduced
     if cls is not ast.BinOp:
         return []
     op = expr.op.__class__
