@@ -30,7 +30,7 @@ from torchwise.lint.project.dynimports import dynamic_packages, in_packages
 from torchwise.lint.project.extensions import imported, module_keys
 from torchwise.lint.project.gpucount import gpu_count_gate
 from torchwise.lint.project.scripts import entry_point
-from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, explicit_cpu_option, option_calls
+from torchwise.lint.semantics.cpuoptions import CPU_OPTIONS as _CPU_OPTIONS, explicit_cpu_option, gpu_id_device, option_calls
 
 # a "cpu" device as the other side of a choice
 _CPU_CHOICE = lazy_compile(r"""["']cuda(?::\d+)?["'][ \t]+if[ \t][^\n]*?\belse[ \t]+["']cpu["']"""
@@ -56,7 +56,8 @@ def cpu_option(text: str) -> bool:
     if "add_argument(" not in text:
         return False
     for flags, body in option_calls(text):
-        if any(name in _CPU_OPTIONS or name in _GPU_SWITCHES and _BOOLEAN.search(body) is not None for name in flags):
+        if any(name in _CPU_OPTIONS and (name != "--device" or not gpu_id_device(body))
+               or name in _GPU_SWITCHES and _BOOLEAN.search(body) is not None for name in flags):
             return True
     return False
 

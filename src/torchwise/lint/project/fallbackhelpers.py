@@ -3,7 +3,10 @@
 A short helper that moves what it is handed (or what it builds and returns) to CUDA only when a
 GPU is there - ``def tensor2var(x): if torch.cuda.is_available(): x = x.cuda(); return
 Variable(x)``, a model factory ``def make(name): model = models[name](); if
-torch.cuda.is_available(): model.cuda(); return model`` - is the project's CPU path. A file that
+torch.cuda.is_available(): model.cuda(); return model``, or a helper that returns what it is
+handed moved onto a device it chooses with a CPU alternative (``def cc(net): device =
+torch.device("cuda" if torch.cuda.is_available() else "cpu"); return net.to(device)``) - is the
+project's CPU path. A file that
 calls it (its model or its batches go through the fallback) offers that CPU path itself; a bare
 ``.cuda()`` beside the call breaks it (METHOD R17: a helper the file itself calls that falls back
 to the CPU is linked evidence). Only the calling file is linked: the modules it imports are not.
@@ -27,6 +30,37 @@ from torchwise.lint.project.functions import function_blocks
 MAX_LINES = 25
 # `if torch.cuda.is_available():` and a `.cuda(` move on the next line of its body
 _GUARDED_MOVE = lazy_compile(r"^([ \t]*)if[ \t]+torch\.cuda\.is_available\(\)[ \t]*:[ \t]*\r?\n\1[ \t]+[^\n]*\.cuda\(", re.M)
+# `"cuda" if torch.cuda.is_available() else "cpu"`: a device chosen with a CPU alternative
+_CHOICE = lazy_compile(r"""["']cuda(?::0)?["'][ \t]+if[ \t]+torch\.cuda\.is_available\(\)[ \t]+else[ \t]+["']cpu["']""")
+
+
+def _is_choice(node: ast.AST | None) -> bool:
+    """``torch.device("cuda" if torch.cuda.is_available() else "cpu")`` or the bare conditional."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.device" and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.IfExp) and _CHOICE.search(ast.unparse(node)) is not None
+
+
+def _returns_handed_on_choice(block: str) -> bool:
+    """The parsed helper returns a parameter moved onto a device chosen with a CPU alternative:
+    ``def cc(net): device = torch.device("cuda" if torch.cuda.is_available() else "cpu"); return
+    net.to(device)``."""
+    try:
+        func = ast.parse(block).body[0]
+    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+        return False
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    chosen = {t.id for n in func.body if isinstance(n, ast.Assign) and _is_choice(n.value)
+              for t in n.targets if isinstance(t, ast.Name)}
+    for node in func.body:
+        v = node.value if isinstance(node, ast.Return) else None
+        if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "to" and len(v.args) == 1 \
+                and isinstance(v.func.value, ast.Name) and v.func.value.id in params \
+                and (isinstance(v.args[0], ast.Name) and v.args[0].id in chosen or _is_choice(v.args[0])):
+            return True
+    return False
 
 
 def _moves_handed_value(block: str) -> bool:
@@ -58,10 +92,15 @@ def fallback_helpers(texts: list[tuple[str, str]]) -> dict[str, set[str]]:
     """Helper name -> the module keys of the files defining it (see the module doc)."""
     found: dict[str, set[str]] = {}
     for path, text in texts:
-        if "is_available()" not in text or ".cuda(" not in text or _GUARDED_MOVE.search(text) is None:
+        if "is_available()" not in text:
+            continue
+        guarded = ".cuda(" in text and _GUARDED_MOVE.search(text) is not None
+        chosen = ".to(" in text and "else" in text and _CHOICE.search(text) is not None
+        if not guarded and not chosen:
             continue
         for name, _, block in function_blocks(text, ("is_available()",), MAX_LINES):
-            if _GUARDED_MOVE.search(block) is not None and _moves_handed_value(block):
+            if guarded and _GUARDED_MOVE.search(block) is not None and _moves_handed_value(block) or (
+                    chosen and _CHOICE.search(block) is not None and _returns_handed_on_choice(block)):
                 found.setdefault(name, set()).update(module_keys(path))
     return found
 

@@ -12,6 +12,7 @@ from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.autograd import under_no_grad
 from torchwise.lint.semantics.builtwrappers import returned_for_inference
+from torchwise.lint.semantics.dpcontainer import container_only
 from torchwise.lint.semantics.dpmodes import frozen_inference_only, mode_call, names_of, receiver
 from torchwise.lint.semantics.dataparallel import dataparallel_classes, trains_through
 from torchwise.lint.semantics.handdp import hand_dp_steps
@@ -312,6 +313,10 @@ What it flags
   function or script that trains (`y_hat = data_parallel_workaround(model, x, m)` when several
   GPUs are visible); reported at the call.
 
+  DataParallel used only as a container for a checkpoint's `module.` keys is left alone: the
+  wrapper is loaded (`enc.load_state_dict(torch.load(p))`) and then only unwrapped (`enc =
+  next(enc.children()).encoder`, `self.v = enc.module.v`), never called nor handed on.
+
 Why it matters
   DataParallel runs one Python process that drives every GPU from threads: the GIL
   serialises the work, inputs are scattered and outputs gathered through GPU 0 on every
@@ -339,7 +344,8 @@ Fix
                 continue  # the functional form is the forward pass itself: sampling under no_grad
             if frozen_inference_only(ctx, call) or _function_only_evaluates(ctx, call) or _shadow_copy(ctx, call) or (
                     _inference_class(ctx, call)) or _runs_under_no_grad(ctx, call) or _without_cuda(ctx, call) or (
-                    _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call) or returned_for_inference(ctx, call):
+                    _evaluating_branch_that_exits(ctx, call)) or _evaluation_script(ctx, call) or returned_for_inference(ctx, call) or (
+                    container_only(ctx, call)):
                 continue  # no gradients to synchronise: DDP has nothing to offer
             reported.append(call)
         for call in reported:

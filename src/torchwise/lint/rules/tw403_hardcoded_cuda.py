@@ -88,7 +88,8 @@ What it flags
   of a choice (`"cuda" if torch.cuda.is_available() else "cpu"`, `else: device =
   torch.device("cpu")`, `args.device = "cpu"`), sets a device flag from the GPU check (`use_gpu
   = torch.cuda.is_available()`), or parses a CPU option (`--no_cuda`, `--cpu`, `--use_cpu`,
-  `--device`) or a boolean GPU switch (`--cuda` with `type=str2bool`, `--use_gpu` with
+  `--device`; not a `--device` holding GPU ids: `default='0'`, `default=[0, 1]`, `type=int`, unless its
+  help names the CPU) or a boolean GPU switch (`--cuda` with `type=str2bool`, `--use_gpu` with
   `action="store_true"`, `--gpu` with `default=False`, also declared over several lines), or moves to the GPU only when a GPU count is positive (`if args.ngpu >
   0: net.cuda()`: `--ngpu 0` is its CPU run; a count tested only against 1, `if args.ngpu > 1:
   DataParallel(...)`, or guarding only seeding is none), also through the options module it imports - and every project module
@@ -96,7 +97,9 @@ What it flags
   trainers it runs) - and every file that calls a helper of its project which moves what it is
   handed or returns to CUDA only when a GPU is there (`def tensor2var(x): if
   torch.cuda.is_available(): x = x.cuda(); return Variable(x)`, a model factory `models.make(name)`
-  doing the same), imported from the helper's module: the helper is the CPU path the file uses
+  doing the same, or one returning what it is handed moved onto a device it chooses with a CPU
+  alternative: `def cc(net): device = torch.device("cuda" if torch.cuda.is_available() else
+  "cpu"); return net.to(device)`), imported from the helper's module: the helper is the CPU path the file uses
   (not the modules it imports; not a helper whose check ends in `raise`). A sibling script's fallback is no CPU path of a file it never imports; an
   option that holds a GPU id (`--cuda 1` written into `CUDA_VISIBLE_DEVICES`, `--gpu 0`,
   `--gpu_ids`) is none; a GPU check that only guards the entry's own moves (`if

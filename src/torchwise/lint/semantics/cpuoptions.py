@@ -14,6 +14,16 @@ CPU_OPTIONS = frozenset({"--no_cuda", "--no-cuda", "--nocuda", "--cpu", "--use_c
 # `--device` whose default names a device type (not a GPU id: `--device 0`)
 _DEVICE_DEFAULT = lazy_compile(r"""default[ \t]*=[ \t]*["'](?:cuda|cpu)(?::\d+)?["']""")
 
+# `--device` holding GPU ids: `default='0'`, `default=[0, 1]`, `default=0`, `type=int`, `type=list`
+_GPU_ID_DEFAULT = lazy_compile(r"""default[ \t]*=[ \t]*(?:["'][\d, ]+["']|\[[\d, ]*\]|\d+\b)|type[ \t]*=[ \t]*(?:int|list)\b""")
+
+
+def gpu_id_device(body: str) -> bool:
+    """A ``--device`` option (the text of its ``add_argument`` call) that holds GPU ids, not a
+    device type: ``default='0'`` (written into ``CUDA_VISIBLE_DEVICES``), ``default=[0, 1]``,
+    ``type=int`` - unless its help names the CPU (``help='cuda device, i.e. 0 or cpu'``)."""
+    return _GPU_ID_DEFAULT.search(body) is not None and "cpu" not in body.lower()
+
 
 _FLAG = lazy_compile(r"""["'](--?[\w-]+)["']""")
 
@@ -58,4 +68,4 @@ def explicit_cpu_option(text: str) -> bool:
     return False
 
 
-__all__ = ["CPU_OPTIONS", "explicit_cpu_option", "option_calls"]
+__all__ = ["CPU_OPTIONS", "explicit_cpu_option", "gpu_id_device", "option_calls"]
