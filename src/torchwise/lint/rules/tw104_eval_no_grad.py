@@ -106,7 +106,8 @@ What it flags
   are evaluation; so is a `test*` function the project's own code calls, whatever it asserts -
   `ret = test(model, users)` in the training script, `test(path)` in the `__main__` block - and a
   parameterless one the script calls after putting the global model it runs in eval mode, such
-  as a speed test `net.eval(); test_latency()`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
+  as a speed test `net.eval(); test_latency()`, and one the script calls that puts the model it is
+  handed in eval mode and scores it once, `test_regression(model, feats, labels)`), framework hooks (`validation_step`), methods of `nn.Module` classes and of
   `PreTrainedModel` subclasses (part of some forward pass; also a class whose module base another
   file of the project defines, `class S3Rec(SequentialModel)`), functions that are only handed to
   other code (`inference_on_dataset(eval_fn, ...)`: the caller sets grad mode), modules of this file whose
@@ -227,9 +228,11 @@ What it flags
   right before it traces or exports that network (`y = net(img)`, then `torch.jit.trace(net, img)`
   or `torch.onnx.export(net, ...)`).
   And in a script that trains nothing and asks for no gradients, a network the script puts in eval
-  mode at module level (`sr_net.eval()`, or `enc = SpeakerNet().eval().cuda()` in one chain) run by
-  a module-level function only this file calls (`def upscale(img): out = sr_net(img)`), or, when put
-  in eval mode in its building chain, in a module-level loop. An evaluation function handed to a
+  mode at module level (`sr_net.eval()`, or `enc = SpeakerNet().eval().cuda()` in one chain, also in
+  the `__main__` block) run by a module-level function only this file calls (`def upscale(img): out =
+  sr_net(img)`), or, when put in eval mode in its building chain, in a module-level loop or once after
+  its weights are restored (`from torch.autograd import Variable` asks for no gradient). Beside a
+  module-level evaluation loop, the single runs of a restored model before it are reported too. An evaluation function handed to a
   worker pool or thread (`pool.map(score_chunk, parts)`, `Process(target=f)`) is checked as if called:
   a worker starts with autograd on.
   And a function that runs a network and returns only host data, keeping nothing else of it (a

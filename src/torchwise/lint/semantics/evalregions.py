@@ -133,7 +133,8 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
         if key not in ctx._cache:
             ctx._cache[key] = not is_test_path(ctx.path, ctx.source) and (any(
                 n.__class__ in (ast.For, ast.While) for n in ast.walk(func)) or (  # (or a single pass on a model it
-                any(_global_eval(ctx, func, c) for c in ctx.calls_named("eval")) and project_called(ctx, func)))  # put in eval mode)
+                any(_global_eval(ctx, func, c) or _handed_eval(ctx, func, c) for c in ctx.calls_named("eval"))
+                and project_called(ctx, func)))  # put in eval mode, or was handed and puts in eval mode: `test_regression(model, x, y)`)
         return ctx._cache[key]
     if is_test_path(ctx.path, ctx.source):
         return False
@@ -146,6 +147,12 @@ def evaluation_method(ctx: Context, func: ast.AST) -> bool:
     if func.name.startswith("_") or "test" in klass.name.lower():
         return False  # a test class (E2ETest), or a test helper of one
     return not any("TestCase" in (last_name(b) or "") for b in klass.bases)
+
+
+def _handed_eval(ctx: Context, func: ast.AST, call: ast.Call) -> bool:
+    """``model.eval()`` in ``func`` on a model ``func`` is handed (one of its parameters)."""
+    return (not call.args and call.func.__class__ is ast.Attribute and call.func.value.__class__ is ast.Name
+            and ctx.function_of(call) is func and call.func.value.id in {a.arg for a in func.args.args})
 
 
 def project_called(ctx: Context, func: ast.AST) -> bool:

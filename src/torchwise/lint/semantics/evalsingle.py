@@ -46,11 +46,15 @@ def single_inferences(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
         if not runs or f"{who}.train(" in ctx.source:
             continue
         if not trains:
+            looped = any(ctx.enclosing_loops(n) for n in runs)  # (a loop after eval() is the evaluation loop the rule reports itself)
+            runs = [n for n in runs if not ctx.enclosing_loops(n)]
+            if not runs or under_no_grad(ctx, runs[0]):
+                continue
             call = runs[0]
-            if ctx.enclosing_loops(call) or under_no_grad(ctx, call) or any(ctx.enclosing_loops(n) for n in runs):
-                continue  # (a loop after eval() is the evaluation loop the rule reports itself)
-            restored = any(ctx.text(n.func) == f"{who}.load_state_dict" and (n.lineno, n.col_offset) < start
+            restored = any(ctx.text(n.func) == f"{who}.load_state_dict" and (n.lineno, n.col_offset) < (call.lineno, call.col_offset)
                            and ctx.function_of(n) is None for n in ctx.calls_named("load_state_dict"))
+            if looped and not restored:
+                continue  # (beside the evaluation loop, single runs count only of trained weights: no smoke test)
             if _exported_after(ctx, call, who):
                 continue  # a dry run right before `torch.jit.trace(net, img)`: the export script's warm-up
             if restored or (_main_guard(ctx, call) and (_defines_module(ctx) or _project_built(ctx, ev.func.value, ev))):

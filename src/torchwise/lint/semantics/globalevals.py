@@ -22,7 +22,7 @@ from torchwise.lint.semantics.evalcallers import reached_only_under_no_grad
 from torchwise.lint.semantics.frozen import eval_calls
 from torchwise.lint.semantics.steps import training_calls
 
-_GRAD_TEXT = ("requires_grad", "autograd", ".train(", "backward", "set_grad_enabled", "enable_grad")
+_GRAD_TEXT = ("requires_grad", "autograd.grad", "autograd.backward", "autograd.Function", "autograd.functional", ".train(", "backward", "set_grad_enabled", "enable_grad")
 _CHAIN = frozenset({"eval", "cuda", "to", "cpu", "float", "half", "double"})
 
 
@@ -39,7 +39,7 @@ def _chained_eval(value: ast.AST) -> bool:
 def _evaluated_globals(ctx: Context) -> dict[str, tuple[tuple[int, int], bool]]:
     """Module-level names put in eval mode at module level: name -> (where, by a chain)."""
     out: dict[str, tuple[tuple[int, int], bool]] = {}
-    for node in ctx.tree.body:
+    for node in _top_statements(ctx.tree.body):
         if node.__class__ is ast.Assign and len(node.targets) == 1 and node.targets[0].__class__ is ast.Name \
                 and _chained_eval(node.value):
             out.setdefault(node.targets[0].id, ((node.lineno, node.col_offset), True))
@@ -69,8 +69,8 @@ def global_model_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
                 continue
             func = ctx.function_of(call)
             if func is None:
-                if chained and (call.lineno, call.col_offset) > where and ctx.enclosing_loops(call):
-                    yield call, f"{name} (put in eval mode where it is built) runs in the script's loop with autograd recording; inference needs no graph"
+                if chained and (call.lineno, call.col_offset) > where and (ctx.enclosing_loops(call) or _restored(ctx, name, call)):
+                    yield call, f"{name} (put in eval mode where it is built) runs in the script's {'loop' if ctx.enclosing_loops(call) else 'code'} with autograd recording; inference needs no graph"
                 continue
             if func.__class__ is ast.Lambda or ctx.parent(func) is not ctx.tree or name in ctx.bindings(func):
                 continue
@@ -79,6 +79,21 @@ def global_model_runs(ctx: Context) -> Iterator[tuple[ast.Call, str]]:
             if checked[id(func)]:
                 yield call, (f"{func.name}() runs the global {name} (in eval mode since module level) with autograd "
                              "recording; the script trains nothing, so the graph is never used")
+
+
+def _top_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's statements, also those of its top-level ``if`` blocks (``if __name__ == "__main__":``)."""
+    for node in body:
+        yield node
+        if node.__class__ is ast.If:
+            yield from _top_statements(node.body)
+            yield from _top_statements(node.orelse)
+
+
+def _restored(ctx: Context, name: str, call: ast.Call) -> bool:
+    """``model.load_state_dict(...)`` at module level before ``call``: the single run is inference with trained weights."""
+    return any(ctx.text(c.func) == f"{name}.load_state_dict" and ctx.function_of(c) is None
+               and (c.lineno, c.col_offset) < (call.lineno, call.col_offset) for c in ctx.calls_named("load_state_dict"))
 
 
 def _own_function(ctx: Context, func: ast.FunctionDef) -> bool:
