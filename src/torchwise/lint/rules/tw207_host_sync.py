@@ -64,7 +64,7 @@ What it flags
   module's method on the forward path (an edge dropout: `values[(torch.rand(n) + keep).int().bool()]`, `.type(torch.bool)`),
   and on a device tensor in a forward pass or a helper it calls (`distance[mask] = dist[mask]`;
   also with a mask a method of the file makes on the device: `center[~mask]` with `mask =
-  self._draw_mask(center)` returning `m.to(center.device)`); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
+  self._draw_mask(center)` returning `m.to(center.device)`; a decoder's per-row pad stripping of the targets it is handed, `[y[y != PAD] for y in padded]` in `forward` or a method `forward` calls that moves nothing itself); `self.gamma.item()` of an `nn.Module`'s own parameter or buffer
   in its methods (every forward pass; also one entry of a buffer of settings, `int(self.params[0].item())`);
   a getter of the project called every step that returns a registered buffer or parameter on
   the host (`model.get_step()` with `def get_step(self): return self.step.data.item()`); a copy to the host (`offsets.cpu().data.numpy()`,

@@ -16,6 +16,7 @@ from torchwise.lint.semantics.devices import device_move_target, gpu_evident, is
 from torchwise.lint.semantics.forwardreads import from_inputs
 from torchwise.lint.semantics.losses import is_loss_call
 from torchwise.lint.semantics.once import forward_path_function, sampler_off_step
+from torchwise.lint.semantics.padstrip import strips_padded_rows
 from torchwise.lint.semantics.steps import hot_region_of, is_eval_name
 from torchwise.lint.semantics.syncs import mask_like
 from torchwise.lint.semantics.values import local_function
@@ -128,7 +129,8 @@ def forward_mask_selections(ctx: Context) -> list[tuple[AST, AST, list[int] | No
         if sub.slice.__class__ not in _MASK_INDEXES or not mask_like(ctx, sub.slice, sub) or scalar_store(ctx, sub):
             continue
         func = forward_path_function(ctx, sub) if id(ctx.statement_of(sub)) not in statements else None
-        if func is not None and (is_device_tensor(ctx, sub.value, sub) or _mask_on_device(ctx, sub.slice, sub)) \
+        if func is not None and (is_device_tensor(ctx, sub.value, sub) or _mask_on_device(ctx, sub.slice, sub)
+                                 or module_method(ctx, func) and strips_padded_rows(ctx, sub, func)) \
                 and hot_region_of(ctx, sub) is None \
                 and not _unused_loss(ctx, func):
             statements.add(id(ctx.statement_of(sub)))
