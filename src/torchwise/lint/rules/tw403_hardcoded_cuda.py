@@ -10,6 +10,7 @@ from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.findings import Finding
 from torchwise.lint.rule import Rule
 from torchwise.lint.semantics.chosendevice import cpu_choices, gpu_lines_beside_choice
+from torchwise.lint.semantics.cpureach import cpu_unreached
 from torchwise.lint.semantics.cudamaps import cuda_map_locations
 from torchwise.lint.semantics.cudascopes import demo_script, device_method
 from torchwise.lint.semantics.deadcode import in_dead_function
@@ -105,7 +106,11 @@ What it flags
   `--gpu_ids`) is none; a GPU check that only guards the entry's own moves (`if
   torch.cuda.is_available(): model = model.cuda()`) is none for its libraries; a `"cpu"` chosen
   inside a library's function for a tensor of its own is none for its importers. A file linted
-  on its own is judged by itself. Entry points with no CPU path of their own nor in the project
+  on its own is judged by itself. Within a module such a CPU run reaches only by its imports, a function
+  that no CPU-reached file calls or names beyond its import line (`from probe import exact, soft`
+  where the CPU-capable script calls only `soft`; `exact` runs from a GPU-only script) is left
+  alone, unless the module's own reached code calls it or a CPU-reached file picks names at
+  run time (`getattr(probe, args.fn)`, `eval(name)`). Entry points with no CPU path of their own nor in the project
   modules they import (the options they parse with their `--no_cuda`, a `get_device()` helper)
   are left alone (an analysis script under `scripts/`, the test of a CUDA extension).
   Left alone: files importing GPU-only libraries (Triton, flash-attn, vLLM, ...) or using the
@@ -243,7 +248,7 @@ Fix
             return  # the NCCL backend runs on NVIDIA GPUs only: this code is GPU-only by design
         if len(ctx.project.files) > 1 and ctx.path not in ctx.project.cpu_driven:
             return  # no CPU path of its own, and no CPU run of the project reaches it (project.cpudriven)
-        yield from self._every_hardcoded(ctx)
+        yield from (f for f in self._every_hardcoded(ctx) if not cpu_unreached(ctx, f.line))  # (a function only GPU-only scripts call)
 
     def _every_hardcoded(self, ctx: Context) -> Iterator[Finding]:
         """Every ``.cuda()``, ``.to("cuda")``, ``torch.device("cuda")`` and ``device="cuda"`` (each
