@@ -280,7 +280,9 @@ What it flags
   `self.snapshot_path`), a load helper every call of which in the project comes after its caller
   saved the file it reads, in the same function or script (`save_model(args, model, name)` writing
   `f'models/{name}.pt'`, then `load_model(args, name)` reading it; `predict_main(best_epoch)` after
-  the loop that saved `'epoch_%s.params' % epoch`), loads in a method only a method nothing calls reaches (a `Model.load()`
+  the loop that saved `'epoch_%s.params' % epoch`; a script's `test()` reloading the module-level
+  `model_file` that its `train(epoch)` saves to, every call of `test()` after the training loop),
+  loads in a method only a method nothing calls reaches (a `Model.load()`
   nothing calls; `pickle.load(` and `torch.load(` name no method of the project), a reload of what a save helper of the
   file wrote earlier in the same scope (`save_checkpoint(False)` in the loop writes
   `checkpoint_path`, then `torch.load(checkpoint_path)` after it) and a load helper whose every

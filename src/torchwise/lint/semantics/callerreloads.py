@@ -3,7 +3,8 @@
 ``save_model(args, model, name)`` (which writes ``f'models/{name}.pt'``) in the same function;
 ``predict_main(best_epoch, ...)`` reloading ``'epoch_%s.params' % step`` called only after the
 training loop of the function that saved ``'epoch_%s.params' % epoch``; ``net.load_checkpoint(p)``
-called only after ``net.save_checkpoint(p)``. The file is read back in the same process, onto the
+called only after ``net.save_checkpoint(p)``; ``def test(): torch.load(model_file)`` called only
+after the loop of ``train(epoch)``, which saves to the same module-level ``model_file``. The file is read back in the same process, onto the
 device that wrote it."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ast
 import re
 
 from torchwise.lint.engine import Context, argument, last_name
+from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import imports_module, method_call_sites, module_stem, project_calls, star_calls
 from torchwise.lint.semantics.values import local_function
 
@@ -46,8 +48,13 @@ def _call_sites(ctx: Context, func: ast.AST) -> list[tuple[Context, ast.Call]] |
     texts = [t for p, t in ctx.project.files if p != ctx.path and name in t
              and (method or imports_module(t, module_stem(ctx.path)) or star_imports(t, ctx.path))]
     texts = [re.sub(r"#[^\n]*", "", t) for t in [ctx.source, *texts]]  # (a call left commented out runs nothing)
+    texts = [_STRING.sub(lambda m: m.group(0) if m.group(0)[1:-1] == name else '""', t) for t in texts]
+    # (a help text naming the function calls nothing; a string that is its name may: getattr(m, "test"))
     mentions = sum(len(mention.findall(t)) - len(define.findall(t)) for t in texts)
     return sites if sites and len(sites) == mentions else None
+
+
+_STRING = lazy_compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 
 
 def _path_param(ctx: Context, load: ast.Call, func: ast.AST) -> tuple[str, int] | None:
@@ -59,7 +66,7 @@ def _path_param(ctx: Context, load: ast.Call, func: ast.AST) -> tuple[str, int] 
     if path is None or path.__class__ is not ast.Name:
         return None
     params = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
-    if path.id not in params or ctx.resolve(path, load) is not None:
+    if path.id not in params or ctx.resolve(path, load) is not path:  # (a parameter rebound in the body is another file)
         return None
     shift = 1 if params[:1] in (["self"], ["cls"]) else 0
     return path.id, params.index(path.id) - shift
@@ -71,7 +78,7 @@ def star_imports(text: str, path: str) -> bool:
 
 
 def _saved_before(other: Context, call: ast.Call, template: frozenset[str], param: tuple[str, int] | None,
-                  savers: tuple[str, ...], ctx: Context) -> bool:
+                  savers: tuple[str, ...], ctx: Context, writers: frozenset[str] = frozenset()) -> bool:
     """Something earlier in the caller's scope wrote the file ``call`` makes the helper read."""
     scope = other.scope_of(call)
     passed = argument(call, *param) if param is not None else None
@@ -87,6 +94,8 @@ def _saved_before(other: Context, call: ast.Call, template: frozenset[str], para
             continue
         if last_name(save.func) not in savers:
             continue
+        if other is ctx and last_name(save.func) in writers:
+            return True  # train(epoch) saves to the global `model_file`, then test() reloads `model_file`
         if passed_text is not None and passed_text in {other.text(a) for a in [*save.args, *(k.value for k in save.keywords)]}:
             return True  # net.save_checkpoint(p) ... net.load_checkpoint(p)
         if template and template in _helper_templates(ctx, last_name(save.func)) | _helper_templates(other, last_name(save.func)):
@@ -115,6 +124,33 @@ def _helper_templates(ctx: Context, name: str | None) -> set[frozenset[str]]:
     return out
 
 
+def _global_path(ctx: Context, load: ast.Call, func: ast.FunctionDef) -> str | None:
+    """The module-level variable the load reads (``torch.load(model_file)`` in ``def test():``,
+    ``model_file`` bound only at the top level of the script)."""
+    path = argument(load, "f", 0)
+    if path is None or path.__class__ is not ast.Name or ctx.parent(func) is not ctx.tree:
+        return None
+    bound = {n.id for n in ast.walk(func) if n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load}
+    params = {a.arg for a in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]}
+    return None if path.id in bound | params else path.id
+
+
+def _global_writers(ctx: Context, name: str | None) -> frozenset[str]:
+    """Top-level functions of the file whose ``torch.save(..., <name>)`` writes the module-level
+    path variable ``name`` (``def train(epoch): ... torch.save(model.state_dict(), model_file)``)."""
+    if name is None:
+        return frozenset()
+    out = set()
+    for save in ctx.calls_to("torch.save"):
+        target = argument(save, "f", 1)
+        func = ctx.function_of(save)
+        if target.__class__ is ast.Name and target.id == name and func is not None and ctx.parent(func) is ctx.tree \
+                and name not in {
+                    n.id for n in ast.walk(func) if n.__class__ is ast.Name and n.ctx.__class__ is not ast.Load}:
+            out.add(func.name)
+    return frozenset(out)
+
+
 def reloaded_after_callers_save(ctx: Context, load: ast.Call) -> bool:
     """The load sits in a helper whose every call in the project comes after the caller saved the
     file it reads, in the same function or script."""
@@ -125,9 +161,11 @@ def reloaded_after_callers_save(ctx: Context, load: ast.Call) -> bool:
         return False
     param = _path_param(ctx, load, func)
     template = frozenset() if param is not None else _template(ctx, argument(load, "f", 0), load)
-    if param is None and not template:
+    writers = _global_writers(ctx, _global_path(ctx, load, func)) if param is None else frozenset()
+    if param is None and not template and not writers:
         return False
     sites = _call_sites(ctx, func)
     if sites is None:
         return False
-    return all(_saved_before(o, c, template, param, _saver_names(o, ctx), ctx) for o, c in sites)
+    return all(_saved_before(o, c, template, param, tuple(sorted({*_saver_names(o, ctx), *writers})), ctx, writers)
+               for o, c in sites)
