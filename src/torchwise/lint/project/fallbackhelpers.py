@@ -41,17 +41,25 @@ def _is_choice(node: ast.AST | None) -> bool:
     return isinstance(node, ast.IfExp) and _CHOICE.search(ast.unparse(node)) is not None
 
 
+def _function_and_params(block: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]] | None:
+    """The function a helper's text defines and its parameter names; None where it does not parse."""
+    try:
+        func = ast.parse(block).body[0]
+    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+        return None
+    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    return func, {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+
+
 def _returns_handed_on_choice(block: str) -> bool:
     """The parsed helper returns a parameter moved onto a device chosen with a CPU alternative:
     ``def cc(net): device = torch.device("cuda" if torch.cuda.is_available() else "cpu"); return
     net.to(device)``."""
-    try:
-        func = ast.parse(block).body[0]
-    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+    parsed = _function_and_params(block)
+    if parsed is None:
         return False
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    func, params = parsed
     chosen = {t.id for n in func.body if isinstance(n, ast.Assign) and _is_choice(n.value)
               for t in n.targets if isinstance(t, ast.Name)}
     for node in func.body:
@@ -66,13 +74,10 @@ def _returns_handed_on_choice(block: str) -> bool:
 def _moves_handed_value(block: str) -> bool:
     """The parsed helper moves, under its GPU check, a parameter or a name it returns, has no
     ``else`` branch there, and returns something."""
-    try:
-        func = ast.parse(block).body[0]
-    except (SyntaxError, ValueError, IndexError, RecursionError, MemoryError):
+    parsed = _function_and_params(block)
+    if parsed is None:
         return False
-    if not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    func, params = parsed
     returned = {n.id for r in ast.walk(func) if isinstance(r, ast.Return) and r.value is not None
                 for n in ast.walk(r.value) if isinstance(n, ast.Name)}
     if not returned and not any(isinstance(r, ast.Return) and r.value is not None for r in ast.walk(func)):
