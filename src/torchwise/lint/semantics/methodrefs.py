@@ -22,10 +22,9 @@ import ast
 import re
 
 from torchwise.lint.engine import AST, Context
-from torchwise.lint.engine.lazyre import lazy_compile
 from torchwise.lint.semantics.callers import parsed_file
 from torchwise.lint.semantics.deadtext import words
-from torchwise.lint.semantics.owninterfaces import project_only
+from torchwise.lint.semantics.owninterfaces import class_bases, project_only
 
 
 def method_uses(ctx: Context, func: ast.FunctionDef | ast.AsyncFunctionDef, limit: int = 1, others: bool = False) -> int:
@@ -68,21 +67,11 @@ def _defines(cls: AST, name: str) -> bool:
     return any(s.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef) and s.name == name for s in cls.body)
 
 
-_CLASS = lazy_compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
-
-
 def _ancestors(ctx: Context, cls: ast.ClassDef) -> set[str]:
     """The names of ``cls``'s base classes, their bases and so on, through every class of the
     project of that name (read from the text): a ``self.name(...)`` in one of them may dispatch
     to ``cls``'s override."""
-    table = ctx.project.answers.get("methodrefs:bases")
-    if table is None:
-        table = {}
-        for _, text in ctx.project.files:
-            if "class" in text:
-                for m in _CLASS.finditer(text):
-                    table.setdefault(m.group(1), set()).update(b.strip().split(".")[-1].split("[")[0] for b in m.group(2).split(",") if b.strip())
-        ctx.project.answers["methodrefs:bases"] = table
+    table = class_bases(ctx)
     found: set[str] = set()
     todo = [b.attr if b.__class__ is ast.Attribute else getattr(b, "id", "") for b in cls.bases]
     while todo:

@@ -33,7 +33,7 @@ _MODULE_METHODS = frozenset({
     "_reset_parameters", "_init_weights", "_check_input_dim", "_conv_forward", "ipu", "xpu", "mtia"})
 
 
-def _table(ctx: Context) -> dict[str, set[str]]:
+def class_bases(ctx: Context) -> dict[str, set[str]]:
     """Every class of the project's Python files by name, with the last part of each base's name."""
     table = ctx.project.answers.get("owninterfaces:classes")
     if table is None:
@@ -56,7 +56,7 @@ def project_only(ctx: Context, name: str, *classes: str) -> bool:
     key = ("owninterfaces", name, classes)
     found = ctx.project.answers.get(key)
     if found is None:
-        table = _table(ctx)
+        table = class_bases(ctx)
         todo, seen, found = list(classes), set(), True
         while todo and found:
             cls = todo.pop()
