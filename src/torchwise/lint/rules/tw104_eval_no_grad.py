@@ -31,9 +31,11 @@ from torchwise.lint.semantics.modelmethods import is_module_method
 from torchwise.lint.semantics.hostresults import host_result_runs
 from torchwise.lint.semantics.logsamples import logging_samples
 from torchwise.lint.semantics.paramfree import parameter_free_run
+from torchwise.lint.semantics.restoredruns import restored_runs
 from torchwise.lint.semantics.steps import backward_calls, is_eval_name, optimizer_steps
 
-_HOST_TRIGGERS = (".numpy()", ".tolist()", "beam_search(")  # (files only host_result_runs reads)
+_HOST_TRIGGERS = (".numpy()", ".tolist()", "beam_search(",  # (files only host_result_runs reads)
+                  "load_state_dict(", "torch.load(", "jit.load(", "load_from_checkpoint(")  # (and restored_runs)
 _OTHER_FRAMEWORKS = ("tensorflow", "keras", "jax", "flax", "mxnet", "paddle")
 
 
@@ -231,7 +233,10 @@ What it flags
   mode at module level (`sr_net.eval()`, or `enc = SpeakerNet().eval().cuda()` in one chain, also in
   the `__main__` block) run by a module-level function only this file calls (`def upscale(img): out =
   sr_net(img)`), or, when put in eval mode in its building chain, in a module-level loop or once after
-  its weights are restored (`from torch.autograd import Variable` asks for no gradient). Beside a
+  its weights are restored (`from torch.autograd import Variable` asks for no gradient). With no `.eval()`,
+  no grad switch, nothing that trains or takes gradients (backward, optimizer, `requires_grad`, trainer), each run
+  of a model the same scope restored (`model.load_state_dict(torch.load(p))`, `torch.load(p)["model"]`,
+  `Tagger.load_from_checkpoint(ckpt)`, then `model(img)`, `tagger.model(ids)`) is reported. Beside a
   module-level evaluation loop, the single runs of a restored model before it are reported too. An evaluation function handed to a
   worker pool or thread (`pool.map(score_chunk, parts)`, `Process(target=f)`) is checked as if called:
   a worker starts with autograd on.
@@ -296,7 +301,7 @@ Lint and the doctor
         if not ctx.imports_module("torch") and any(ctx.imports_module(m) for m in _OTHER_FRAMEWORKS):
             return  # a TensorFlow/JAX file of a mixed project: no autograd of torch to turn off
         if not any(t in ctx.source for t in self.triggers[len(_HOST_TRIGGERS):]):
-            for node, message in host_result_runs(ctx):  # (the only pass that reads such a file)
+            for node, message in [*host_result_runs(ctx), *restored_runs(ctx)]:  # (the only passes that read such a file)
                 yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():`")
             return
         # candidates: functions named like evaluation, and scopes that call X.eval()
@@ -329,7 +334,7 @@ Lint and the doctor
         for node, message in eval_state_runs(ctx) if ".eval()" in ctx.source else ():
             yield ctx.finding(self.code, node, message, suggestion="run the pass under `with torch.inference_mode():`")
         for node, message in [*module_test_loops(ctx), *bare_project_evaluations(ctx), *single_inferences(ctx),
-                              *global_model_runs(ctx)]:
+                              *global_model_runs(ctx), *restored_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="wrap it in `with torch.inference_mode():` (or torch.no_grad())")
         for node, message in [*peer_runs(ctx), *mixed_function_runs(ctx)]:
             yield ctx.finding(self.code, node, message, suggestion="run it under `with torch.no_grad():` like the other passes")
